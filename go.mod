@@ -1,0 +1,3 @@
+module github.com/datahelix/datahelix
+
+go 1.26.8
