@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// command is one subcommand of datahelix. Each lives in its own file,
+// named cmd_<name>.go, and registers itself from an init function so that
+// adding a command touches no other file.
+type command struct {
+	name    string // as typed: "info", "run", "bench plan"
+	summary string // one line for the command list
+	// run executes the command with the arguments after its name. It
+	// returns a usageError for bad flags or arguments.
+	run func(ctx context.Context, stdout, stderr io.Writer, args []string) error
+}
+
+var commands = map[string]command{}
+
+func register(c command) {
+	if _, dup := commands[c.name]; dup {
+		panic("datahelix: command registered twice: " + c.name)
+	}
+	commands[c.name] = c
+}
+
+// lookup finds the longest registered command name that prefixes args
+// ("bench plan" before "bench") and returns it with the remaining args.
+func lookup(args []string) (command, []string, bool) {
+	for n := min(len(args), 2); n >= 1; n-- {
+		if c, ok := commands[strings.Join(args[:n], " ")]; ok {
+			return c, args[n:], true
+		}
+	}
+	return command{}, nil, false
+}
+
+// usageError is a problem with the command line; the command prints it on
+// one line and exits with status 2, before MPI is initialized.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// usagef returns a usageError.
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Sprintf(format, args...)}
+}
+
+// newFlags returns a flag set for a subcommand that reports errors instead
+// of exiting and prints its usage only when asked for with -h.
+func newFlags(name, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet("datahelix "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintf(w, "usage: datahelix %s %s\n\nflags:\n", name, synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args into fs, turning flag errors into usage errors
+// and -h into errHelp (which the caller reports as success after printing
+// the usage to stdout).
+func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return errHelp
+		}
+		return usagef("%s: %v", fs.Name(), err)
+	}
+	if fs.NArg() > 0 {
+		return usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+	}
+	return nil
+}
+
+// errHelp reports that help was printed and nothing else is to be done.
+var errHelp = fmt.Errorf("help requested")
+
+// sortedCommands lists the commands in name order for the help text.
+func sortedCommands() []command {
+	out := make([]command, 0, len(commands))
+	for _, c := range commands {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
