@@ -1,0 +1,111 @@
+// Package collective is the communicator every other package uses: rank and
+// size, collectives, non-blocking point-to-point transfers of byte buffers
+// and job abort.
+//
+// Two implementations share one interface and one conformance suite
+// (package collectivetest): World, a thin cgo binding to the system MPI
+// (OpenMPI by default, MPICH with the mpich build tag), and Local, an
+// in-process communicator whose ranks are goroutines, for tests and for
+// single-process runs.
+package collective
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Comm is one rank's handle on a communicator of Size ranks.
+//
+// Collective operations must be called by every rank in the same order, as
+// in MPI. A Comm may be used from several goroutines; implementations
+// serialize calls where the underlying library requires it.
+type Comm interface {
+	// Rank is this rank's index in [0, Size).
+	Rank() int
+	// Size is the number of ranks.
+	Size() int
+
+	// Allgather gathers equal-size blocks: recv must hold Size()*len(send)
+	// bytes and receives rank r's block at offset r*len(send).
+	Allgather(send, recv []byte) error
+	// AllgatherVar gathers blocks whose length may differ between ranks and
+	// returns them indexed by rank. The blocks share one buffer.
+	AllgatherVar(send []byte) ([][]byte, error)
+	// AllreduceInt64 combines buf element-wise across ranks with op and
+	// leaves the result in buf on every rank. All ranks pass the same length.
+	AllreduceInt64(buf []int64, op Op) error
+	// Bcast copies root's buf into buf on every other rank. All ranks pass
+	// the same length.
+	Bcast(buf []byte, root int) error
+	// Barrier returns once every rank has entered it.
+	Barrier() error
+
+	// Isend starts sending buf to rank dest with tag. buf must not be
+	// modified until the request completes in WaitAll.
+	Isend(buf []byte, dest, tag int) (*Request, error)
+	// Irecv starts receiving a message from rank src with tag into buf. A
+	// message longer than buf is an error reported by WaitAll.
+	Irecv(buf []byte, src, tag int) (*Request, error)
+	// WaitAll waits for every request to complete and returns the first
+	// error among them. Completed requests may be passed again; they are
+	// no-ops.
+	WaitAll(reqs []*Request) error
+
+	// Abort ends the whole job with the exit code after printing msg on
+	// standard error. It does not return for World; for Local it fails
+	// every pending and later operation of every rank with ErrAborted and
+	// calls the world's abort hook.
+	Abort(code int, msg string)
+
+	// Info describes where this rank runs.
+	Info() Info
+}
+
+// Info describes a rank's place in the job.
+type Info struct {
+	LocalRank int    // rank among the ranks on the same node
+	LocalSize int    // ranks on the same node
+	Host      string // node name
+	Library   string // MPI library version string, or "in-process"
+	// ThreadMultiple reports whether MPI granted MPI_THREAD_MULTIPLE, so
+	// calls go straight to the library from any goroutine.
+	ThreadMultiple bool
+}
+
+// Op is a reduction operator for AllreduceInt64.
+type Op int
+
+// The reduction operators.
+const (
+	OpSum Op = iota
+	OpMin
+	OpMax
+)
+
+// String names the operator.
+func (o Op) String() string {
+	switch o {
+	case OpSum:
+		return "sum"
+	case OpMin:
+		return "min"
+	case OpMax:
+		return "max"
+	}
+	return fmt.Sprintf("Op(%d)", int(o))
+}
+
+// Errors returned by communicators. Errors from MPI wrap the library's
+// message from MPI_Error_string.
+var (
+	// ErrSize reports buffers whose lengths do not fit the operation.
+	ErrSize = errors.New("collective: buffer size mismatch")
+	// ErrTruncate reports a received message longer than its buffer.
+	ErrTruncate = errors.New("collective: message truncated")
+	// ErrRank reports a rank outside [0, Size).
+	ErrRank = errors.New("collective: invalid rank")
+	// ErrAborted reports an operation on a job that was aborted.
+	ErrAborted = errors.New("collective: job aborted")
+	// ErrClosed reports an operation after the communicator was closed.
+	ErrClosed = errors.New("collective: communicator closed")
+)

@@ -1,0 +1,4 @@
+package collective
+
+type localReq struct{}
+type mpiReq struct{}
