@@ -1,0 +1,287 @@
+// Package collectivetest is the conformance suite every collective.Comm
+// implementation passes, and helpers to run programs under mpirun in
+// tests.
+//
+// Run is called by every rank of a world with its own Comm, as an SPMD
+// program: in goroutines for collective.Local, in the processes of an
+// mpirun job for collective.World. It returns the first check that failed.
+package collectivetest
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/datahelix/datahelix/collective"
+)
+
+// BigMessage is the size of the large messages the suite moves: 16 MiB.
+const BigMessage = 16 << 20
+
+// Run runs every conformance check on c. All ranks of the world must call
+// it at the same time.
+func Run(c collective.Comm) error { return RunLogged(c, nil) }
+
+// RunLogged is Run printing the name of each check to log before it
+// starts, to find the check a hanging job is stuck in.
+func RunLogged(c collective.Comm, log io.Writer) error {
+	checks := []struct {
+		name string
+		f    func(collective.Comm) error
+	}{
+		{"rank and size", checkRankSize},
+		{"allgather", checkAllgather},
+		{"allgather size mismatch", checkAllgatherMismatch},
+		{"allgatherv", checkAllgatherVar},
+		{"allreduce", checkAllreduce},
+		{"bcast", checkBcast},
+		{"barrier", func(c collective.Comm) error { return c.Barrier() }},
+		{"all-to-all isend/irecv", checkAllToAll},
+		{"non-overtaking order", checkOrder},
+		{"invalid rank", checkInvalidRank},
+	}
+	for _, ch := range checks {
+		if log != nil {
+			fmt.Fprintf(log, "rank %d: %s\n", c.Rank(), ch.name)
+		}
+		if err := ch.f(c); err != nil {
+			return fmt.Errorf("rank %d/%d: %s: %w", c.Rank(), c.Size(), ch.name, err)
+		}
+		// Keep ranks in step so a failure is reported by the check
+		// where it happened.
+		if err := c.Barrier(); err != nil {
+			return fmt.Errorf("rank %d/%d: barrier after %s: %w", c.Rank(), c.Size(), ch.name, err)
+		}
+	}
+	return nil
+}
+
+// pattern fills a buffer with bytes that depend on who sent it, to whom,
+// and the position, so that misplaced or stale data is caught.
+func pattern(n, src, dst, salt int) []byte {
+	b := make([]byte, (n+7)/8*8)
+	x := uint64(src*7919+dst*104729+salt*31) + 0x9e3779b97f4a7c15
+	for i := 0; i < len(b); i += 8 {
+		// splitmix64
+		x += 0x9e3779b97f4a7c15
+		z := x
+		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+		z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+		binary.LittleEndian.PutUint64(b[i:], z^(z>>31))
+	}
+	return b[:n]
+}
+
+func checkRankSize(c collective.Comm) error {
+	if c.Size() < 1 || c.Rank() < 0 || c.Rank() >= c.Size() {
+		return fmt.Errorf("rank %d size %d", c.Rank(), c.Size())
+	}
+	send := binary.LittleEndian.AppendUint64(nil, uint64(c.Rank()))
+	recv := make([]byte, 8*c.Size())
+	if err := c.Allgather(send, recv); err != nil {
+		return err
+	}
+	for r := 0; r < c.Size(); r++ {
+		if got := binary.LittleEndian.Uint64(recv[8*r:]); got != uint64(r) {
+			return fmt.Errorf("slot %d holds rank %d", r, got)
+		}
+	}
+	return nil
+}
+
+func checkAllgather(c collective.Comm) error {
+	for _, n := range []int{0, 1, 1024, BigMessage} {
+		send := pattern(n, c.Rank(), -1, n)
+		recv := make([]byte, n*c.Size())
+		if err := c.Allgather(send, recv); err != nil {
+			return fmt.Errorf("%d-byte blocks: %w", n, err)
+		}
+		for r := 0; r < c.Size(); r++ {
+			if !bytes.Equal(recv[r*n:(r+1)*n], pattern(n, r, -1, n)) {
+				return fmt.Errorf("%d-byte blocks: block of rank %d differs", n, r)
+			}
+		}
+	}
+	return nil
+}
+
+func checkAllgatherMismatch(c collective.Comm) error {
+	err := c.Allgather(make([]byte, 4), make([]byte, 4*c.Size()+1))
+	if !errors.Is(err, collective.ErrSize) {
+		return fmt.Errorf("got %v, want an error wrapping ErrSize", err)
+	}
+	return nil
+}
+
+func checkAllgatherVar(c collective.Comm) error {
+	sizes := func(round, r int) int {
+		switch {
+		case round == 0:
+			return (r * 4099) % 10007 // rank 0 sends nothing
+		case round == 1 && r == c.Size()-1:
+			return BigMessage
+		case round == 2:
+			return 0
+		}
+		return r + 1
+	}
+	for round := 0; round < 3; round++ {
+		send := pattern(sizes(round, c.Rank()), c.Rank(), -2, round)
+		got, err := c.AllgatherVar(send)
+		if err != nil {
+			return fmt.Errorf("round %d: %w", round, err)
+		}
+		if len(got) != c.Size() {
+			return fmt.Errorf("round %d: got %d blocks, want %d", round, len(got), c.Size())
+		}
+		for r, b := range got {
+			if want := pattern(sizes(round, r), r, -2, round); !bytes.Equal(b, want) {
+				return fmt.Errorf("round %d: block of rank %d: %d bytes, want %d (or content differs)", round, r, len(b), len(want))
+			}
+		}
+	}
+	return nil
+}
+
+func checkAllreduce(c collective.Comm) error {
+	n := int64(c.Size())
+	r := int64(c.Rank())
+	vals := func() []int64 { return []int64{r, -r * 1000, math.MaxInt64 / 1024 * (r % 2), 1 << 40} }
+	want := map[collective.Op][]int64{
+		collective.OpSum: {n * (n - 1) / 2, -1000 * n * (n - 1) / 2, math.MaxInt64 / 1024 * (n / 2), n << 40},
+		collective.OpMin: {0, -1000 * (n - 1), 0, 1 << 40},
+		collective.OpMax: {n - 1, 0, math.MaxInt64 / 1024 * min(n-1, 1), 1 << 40},
+	}
+	for _, op := range []collective.Op{collective.OpSum, collective.OpMin, collective.OpMax} {
+		buf := vals()
+		if err := c.AllreduceInt64(buf, op); err != nil {
+			return fmt.Errorf("%v: %w", op, err)
+		}
+		for i := range buf {
+			if buf[i] != want[op][i] {
+				return fmt.Errorf("%v: element %d: got %d, want %d", op, i, buf[i], want[op][i])
+			}
+		}
+	}
+	if err := c.AllreduceInt64(nil, collective.OpSum); err != nil {
+		return fmt.Errorf("empty: %w", err)
+	}
+	return nil
+}
+
+func checkBcast(c collective.Comm) error {
+	for root := 0; root < c.Size(); root++ {
+		for _, n := range []int{0, 3, 1 << 16} {
+			buf := make([]byte, n)
+			if c.Rank() == root {
+				copy(buf, pattern(n, root, -3, n))
+			}
+			if err := c.Bcast(buf, root); err != nil {
+				return fmt.Errorf("root %d, %d bytes: %w", root, n, err)
+			}
+			if !bytes.Equal(buf, pattern(n, root, -3, n)) {
+				return fmt.Errorf("root %d, %d bytes: content differs", root, n)
+			}
+		}
+	}
+	if err := c.Bcast(nil, c.Size()); !errors.Is(err, collective.ErrRank) {
+		return fmt.Errorf("root out of range: got %v, want ErrRank", err)
+	}
+	return nil
+}
+
+// a2aSize is the length of the message from src to dst: zero-length,
+// small and one 16 MiB pair.
+func a2aSize(src, dst, size int) int {
+	switch {
+	case src == dst:
+		return 0
+	case src == 0 && dst == size-1:
+		return BigMessage
+	}
+	return 100*src + dst + 1
+}
+
+func checkAllToAll(c collective.Comm) error {
+	const tag = 11
+	n, me := c.Size(), c.Rank()
+	bufs := make([][]byte, n)
+	var reqs []*collective.Request
+	for src := 0; src < n; src++ {
+		bufs[src] = make([]byte, a2aSize(src, me, n))
+		r, err := c.Irecv(bufs[src], src, tag)
+		if err != nil {
+			return fmt.Errorf("irecv from %d: %w", src, err)
+		}
+		reqs = append(reqs, r)
+	}
+	for k := 0; k < n; k++ {
+		dst := (me + k) % n
+		r, err := c.Isend(pattern(a2aSize(me, dst, n), me, dst, tag), dst, tag)
+		if err != nil {
+			return fmt.Errorf("isend to %d: %w", dst, err)
+		}
+		reqs = append(reqs, r)
+	}
+	if err := c.WaitAll(reqs); err != nil {
+		return err
+	}
+	for src := 0; src < n; src++ {
+		if want := pattern(a2aSize(src, me, n), src, me, tag); !bytes.Equal(bufs[src], want) {
+			return fmt.Errorf("message from rank %d differs", src)
+		}
+		if got := reqs[src].Len(); got != len(bufs[src]) {
+			return fmt.Errorf("message from rank %d: Len %d, want %d", src, got, len(bufs[src]))
+		}
+		if !reqs[src].Done() {
+			return fmt.Errorf("request from rank %d not done after WaitAll", src)
+		}
+	}
+	// Waiting again on completed requests is a no-op.
+	return c.WaitAll(reqs)
+}
+
+func checkOrder(c collective.Comm) error {
+	const tag, count = 12, 8
+	n, me := c.Size(), c.Rank()
+	next, prev := (me+1)%n, (me+n-1)%n
+	var reqs []*collective.Request
+	got := make([][]byte, count)
+	for i := range got {
+		got[i] = make([]byte, 1+i)
+		r, err := c.Irecv(got[i], prev, tag)
+		if err != nil {
+			return err
+		}
+		reqs = append(reqs, r)
+	}
+	for i := 0; i < count; i++ {
+		r, err := c.Isend(pattern(1+i, me, next, i), next, tag)
+		if err != nil {
+			return err
+		}
+		reqs = append(reqs, r)
+	}
+	if err := c.WaitAll(reqs); err != nil {
+		return err
+	}
+	for i := range got {
+		if !bytes.Equal(got[i], pattern(1+i, prev, me, i)) {
+			return fmt.Errorf("message %d from rank %d out of order", i, prev)
+		}
+	}
+	return nil
+}
+
+func checkInvalidRank(c collective.Comm) error {
+	if _, err := c.Isend([]byte{1}, c.Size(), 1); !errors.Is(err, collective.ErrRank) {
+		return fmt.Errorf("isend to rank %d: got %v, want ErrRank", c.Size(), err)
+	}
+	if _, err := c.Irecv(make([]byte, 1), -1, 1); !errors.Is(err, collective.ErrRank) {
+		return fmt.Errorf("irecv from rank -1: got %v, want ErrRank", err)
+	}
+	return nil
+}

@@ -1,0 +1,361 @@
+package collective
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+)
+
+// Local is an in-process communicator: every rank is a goroutine of the
+// same process, and operations have the same semantics as on World.
+// Create one with NewLocal; each returned Comm belongs to one goroutine
+// (or several, as with World).
+type Local struct {
+	w    *localWorld
+	rank int
+}
+
+var _ Comm = (*Local)(nil)
+
+// LocalOption configures NewLocal.
+type LocalOption func(*localWorld)
+
+// WithAbortHook replaces what Abort does after failing every operation:
+// by default it prints the message on standard error and exits the process
+// with the code, as MPI_Abort ends an MPI job. Tests install a hook that
+// records the call instead.
+func WithAbortHook(hook func(rank, code int, msg string)) LocalOption {
+	return func(w *localWorld) { w.onAbort = hook }
+}
+
+// NewLocal returns the n ranks of a new in-process world, indexed by rank.
+func NewLocal(n int, opts ...LocalOption) []*Local {
+	if n < 1 {
+		panic(fmt.Sprintf("collective: NewLocal(%d): need at least one rank", n))
+	}
+	w := &localWorld{
+		n:     n,
+		seq:   make([]uint64, n),
+		slots: map[uint64]*collSlot{},
+		boxes: map[mailKey]*mailbox{},
+		onAbort: func(rank, code int, msg string) {
+			fmt.Fprintf(os.Stderr, "datahelix: rank %d aborted the job: %s\n", rank, msg)
+			os.Exit(code)
+		},
+	}
+	w.cond = sync.NewCond(&w.mu)
+	for _, o := range opts {
+		o(w)
+	}
+	ranks := make([]*Local, n)
+	for i := range ranks {
+		ranks[i] = &Local{w: w, rank: i}
+	}
+	return ranks
+}
+
+type localWorld struct {
+	n       int
+	mu      sync.Mutex
+	cond    *sync.Cond
+	aborted error // set once by Abort; every later wait fails with it
+
+	seq   []uint64             // per rank: collectives entered so far
+	slots map[uint64]*collSlot // collective in progress, by sequence number
+	boxes map[mailKey]*mailbox // point-to-point queues
+
+	onAbort func(rank, code int, msg string)
+}
+
+// collSlot is one collective operation in progress: the ranks' inputs, then
+// the ranks leaving with their results.
+type collSlot struct {
+	kind    string
+	parts   []any // per rank input
+	arrived int
+	left    int
+}
+
+type mailKey struct{ src, dst, tag int }
+
+// mailbox holds, for one (src, dst, tag), the messages sent but not yet
+// received and the receives posted but not yet matched. MPI's
+// non-overtaking rule makes both FIFO.
+type mailbox struct {
+	msgs [][]byte
+	recv []*Request
+}
+
+type localReq struct {
+	buf []byte
+}
+
+// Rank returns this rank's index.
+func (c *Local) Rank() int { return c.rank }
+
+// Size returns the number of ranks.
+func (c *Local) Size() int { return c.w.n }
+
+// Info describes the in-process rank: every rank shares one node.
+func (c *Local) Info() Info {
+	host, _ := os.Hostname()
+	return Info{LocalRank: c.rank, LocalSize: c.w.n, Host: host, Library: "in-process", ThreadMultiple: true}
+}
+
+// collective enters the next collective with this rank's input, waits for
+// every rank and returns all inputs indexed by rank. The caller must not
+// modify the returned inputs. kind names the operation so that ranks
+// calling different collectives get an error instead of garbage.
+func (c *Local) collective(kind string, in any) ([]any, error) {
+	w := c.w
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.aborted != nil {
+		return nil, w.aborted
+	}
+	seq := w.seq[c.rank]
+	w.seq[c.rank]++
+	s := w.slots[seq]
+	if s == nil {
+		s = &collSlot{kind: kind, parts: make([]any, w.n)}
+		w.slots[seq] = s
+	}
+	if s.kind != kind {
+		// Poison the slot so every rank of this collective fails.
+		s.kind = "mismatch"
+	}
+	s.parts[c.rank] = in
+	s.arrived++
+	if s.arrived == w.n {
+		w.cond.Broadcast()
+	}
+	for s.arrived < w.n && w.aborted == nil {
+		w.cond.Wait()
+	}
+	if w.aborted != nil {
+		return nil, w.aborted
+	}
+	s.left++
+	if s.left == w.n {
+		delete(w.slots, seq)
+	}
+	if s.kind == "mismatch" {
+		return nil, fmt.Errorf("collective: ranks called different collectives (%s on rank %d) at collective #%d", kind, c.rank, seq)
+	}
+	return s.parts, nil
+}
+
+// Allgather gathers equal-size blocks.
+func (c *Local) Allgather(send, recv []byte) error {
+	if len(recv) != c.w.n*len(send) {
+		// Still enter the collective so the other ranks are not left waiting.
+		_, _ = c.collective("allgather", -1)
+		return fmt.Errorf("%w: allgather of %d-byte blocks over %d ranks needs a %d-byte receive buffer, got %d",
+			ErrSize, len(send), c.w.n, c.w.n*len(send), len(recv))
+	}
+	parts, err := c.collective("allgather", send)
+	if err != nil {
+		return err
+	}
+	for r, p := range parts {
+		b, ok := p.([]byte)
+		if !ok || len(b) != len(send) {
+			return fmt.Errorf("%w: allgather block of rank %d differs from this rank's %d bytes", ErrSize, r, len(send))
+		}
+		copy(recv[r*len(send):], b)
+	}
+	return nil
+}
+
+// AllgatherVar gathers variable-size blocks.
+func (c *Local) AllgatherVar(send []byte) ([][]byte, error) {
+	parts, err := c.collective("allgatherv", send)
+	if err != nil {
+		return nil, err
+	}
+	total := 0
+	for _, p := range parts {
+		total += len(p.([]byte))
+	}
+	buf := make([]byte, total)
+	out := make([][]byte, len(parts))
+	off := 0
+	for r, p := range parts {
+		n := copy(buf[off:], p.([]byte))
+		out[r] = buf[off : off+n : off+n]
+		off += n
+	}
+	return out, nil
+}
+
+// AllreduceInt64 reduces buf element-wise across ranks.
+func (c *Local) AllreduceInt64(buf []int64, op Op) error {
+	if op != OpSum && op != OpMin && op != OpMax {
+		_, _ = c.collective("allreduce", nil)
+		return fmt.Errorf("collective: allreduce: unknown operator %v", op)
+	}
+	in := append([]int64(nil), buf...)
+	parts, err := c.collective("allreduce", in)
+	if err != nil {
+		return err
+	}
+	for r, p := range parts {
+		v, ok := p.([]int64)
+		if !ok || len(v) != len(buf) {
+			return fmt.Errorf("%w: allreduce of %d values, rank %d passed another length", ErrSize, len(buf), r)
+		}
+	}
+	for i := range buf {
+		acc := parts[0].([]int64)[i]
+		for _, p := range parts[1:] {
+			v := p.([]int64)[i]
+			switch op {
+			case OpSum:
+				acc += v
+			case OpMin:
+				acc = min(acc, v)
+			case OpMax:
+				acc = max(acc, v)
+			}
+		}
+		buf[i] = acc
+	}
+	return nil
+}
+
+// Bcast copies root's buf to every rank.
+func (c *Local) Bcast(buf []byte, root int) error {
+	if root < 0 || root >= c.w.n {
+		_, _ = c.collective("bcast", nil)
+		return fmt.Errorf("%w: bcast root %d not in [0,%d)", ErrRank, root, c.w.n)
+	}
+	in := buf
+	if c.rank == root {
+		in = append([]byte(nil), buf...)
+	}
+	parts, err := c.collective("bcast", in)
+	if err != nil {
+		return err
+	}
+	src, ok := parts[root].([]byte)
+	if !ok || len(src) != len(buf) {
+		return fmt.Errorf("%w: bcast of %d bytes, root %d passed another length", ErrSize, len(buf), root)
+	}
+	if c.rank != root {
+		copy(buf, src)
+	}
+	return nil
+}
+
+// Barrier waits for every rank.
+func (c *Local) Barrier() error {
+	_, err := c.collective("barrier", nil)
+	return err
+}
+
+// Isend starts a send. The data is copied at once, which MPI allows.
+func (c *Local) Isend(buf []byte, dest, tag int) (*Request, error) {
+	if dest < 0 || dest >= c.w.n {
+		return nil, fmt.Errorf("%w: send to rank %d not in [0,%d)", ErrRank, dest, c.w.n)
+	}
+	msg := append([]byte(nil), buf...)
+	w := c.w
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.aborted != nil {
+		return nil, w.aborted
+	}
+	box := w.box(mailKey{c.rank, dest, tag})
+	if len(box.recv) > 0 {
+		r := box.recv[0]
+		box.recv = box.recv[1:]
+		deliver(r, msg)
+		w.cond.Broadcast()
+	} else {
+		box.msgs = append(box.msgs, msg)
+	}
+	return &Request{done: true, n: len(buf)}, nil
+}
+
+// Irecv posts a receive.
+func (c *Local) Irecv(buf []byte, src, tag int) (*Request, error) {
+	if src < 0 || src >= c.w.n {
+		return nil, fmt.Errorf("%w: receive from rank %d not in [0,%d)", ErrRank, src, c.w.n)
+	}
+	w := c.w
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.aborted != nil {
+		return nil, w.aborted
+	}
+	r := &Request{local: &localReq{buf: buf}}
+	box := w.box(mailKey{src, c.rank, tag})
+	if len(box.msgs) > 0 {
+		msg := box.msgs[0]
+		box.msgs = box.msgs[1:]
+		deliver(r, msg)
+	} else {
+		box.recv = append(box.recv, r)
+	}
+	return r, nil
+}
+
+// deliver completes receive r with msg; the world lock is held.
+func deliver(r *Request, msg []byte) {
+	n := copy(r.local.buf, msg)
+	r.n = n
+	if len(msg) > len(r.local.buf) {
+		r.err = fmt.Errorf("%w: %d-byte message into a %d-byte buffer", ErrTruncate, len(msg), len(r.local.buf))
+	}
+	r.done = true
+}
+
+func (w *localWorld) box(k mailKey) *mailbox {
+	b := w.boxes[k]
+	if b == nil {
+		b = &mailbox{}
+		w.boxes[k] = b
+	}
+	return b
+}
+
+// WaitAll waits for every request.
+func (c *Local) WaitAll(reqs []*Request) error {
+	w := c.w
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var first error
+	for _, r := range reqs {
+		if r == nil {
+			continue
+		}
+		for !r.done && w.aborted == nil {
+			w.cond.Wait()
+		}
+		if !r.done {
+			return w.aborted
+		}
+		if r.err != nil && first == nil {
+			first = r.err
+		}
+	}
+	return first
+}
+
+// Abort fails every pending and later operation on every rank and calls
+// the abort hook.
+func (c *Local) Abort(code int, msg string) {
+	w := c.w
+	w.mu.Lock()
+	if w.aborted == nil {
+		w.aborted = fmt.Errorf("%w by rank %d (code %d): %s", ErrAborted, c.rank, code, msg)
+	}
+	w.cond.Broadcast()
+	hook := w.onAbort
+	w.mu.Unlock()
+	hook(c.rank, code, msg)
+}
+
+// IsAborted reports whether err comes from an aborted job.
+func IsAborted(err error) bool { return errors.Is(err, ErrAborted) }

@@ -1,0 +1,501 @@
+//go:build !nompi
+
+package collective
+
+/*
+#include <stdlib.h>
+#include "mpi_shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"unsafe"
+)
+
+// World is the communicator of the MPI job, a duplicate of
+// MPI_COMM_WORLD with MPI_ERRORS_RETURN set, so that MPI errors come back
+// as Go errors. Open it with Init and close it with Finalize.
+//
+// If MPI grants MPI_THREAD_MULTIPLE, operations call the library directly
+// from the calling goroutine. Otherwise every call runs on the one OS
+// thread that initialized MPI, through a channel.
+type World struct {
+	comm     C.MPI_Comm
+	rank     int
+	size     int
+	info     Info
+	multiple bool
+
+	calls     chan func()   // to the MPI thread when !multiple
+	finalized chan error    // result of MPI_Finalize on the MPI thread
+	finalize  chan struct{} // asks the MPI thread to finalize
+	mu        sync.Mutex
+	closed    bool
+}
+
+var _ Comm = (*World)(nil)
+
+var (
+	initOnce  sync.Once
+	initWorld *World
+	initErr   error
+)
+
+// Available reports whether this binary was built with MPI support.
+func Available() bool { return true }
+
+// Flavor names the MPI library the binary was built against: "openmpi" or
+// "mpich".
+func Flavor() string { return mpiFlavor }
+
+// Init initializes MPI once per process and returns the job's world. A
+// process started without mpirun or srun becomes a one-rank world (MPI
+// singleton). Later calls return the same World.
+func Init() (*World, error) {
+	initOnce.Do(func() { initWorld, initErr = initMPI() })
+	return initWorld, initErr
+}
+
+func initMPI() (*World, error) {
+	// OpenMPI installs handlers for SIGSEGV, SIGBUS, SIGFPE and SIGABRT
+	// that would replace the Go runtime's (nil dereferences become
+	// crashes). Ask it not to, unless the user chose otherwise.
+	if _, set := os.LookupEnv("OMPI_MCA_opal_signal"); !set {
+		os.Setenv("OMPI_MCA_opal_signal", "")
+	}
+	w := &World{
+		calls:     make(chan func()),
+		finalize:  make(chan struct{}),
+		finalized: make(chan error, 1),
+	}
+	ready := make(chan error)
+	go w.mpiThread(ready)
+	if err := <-ready; err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// mpiThread initializes MPI on a locked OS thread, serves calls when MPI
+// did not grant MPI_THREAD_MULTIPLE, and finalizes MPI on the same thread
+// that initialized it, as the MPI standard asks.
+func (w *World) mpiThread(ready chan<- error) {
+	runtime.LockOSThread()
+	var provided C.int
+	if rc := C.dh_init(&provided); rc != C.MPI_SUCCESS {
+		ready <- fmt.Errorf("collective: MPI_Init_thread: %w", mpiError(rc))
+		return
+	}
+	w.multiple = provided == C.MPI_THREAD_MULTIPLE
+	if err := w.setup(); err != nil {
+		ready <- err
+		return
+	}
+	ready <- nil
+	for {
+		select {
+		case f := <-w.calls:
+			f()
+		case <-w.finalize:
+			var err error
+			C.MPI_Comm_free(&w.comm)
+			if rc := C.MPI_Finalize(); rc != C.MPI_SUCCESS {
+				err = fmt.Errorf("collective: MPI_Finalize: %w", mpiError(rc))
+			}
+			w.finalized <- err
+			return
+		}
+	}
+}
+
+// setup duplicates the world communicator and reads rank, size, the local
+// rank on this node, the host and the library version.
+func (w *World) setup() error {
+	if rc := C.MPI_Comm_dup(C.dh_comm_world(), &w.comm); rc != C.MPI_SUCCESS {
+		return fmt.Errorf("collective: MPI_Comm_dup: %w", mpiError(rc))
+	}
+	C.MPI_Comm_set_errhandler(w.comm, C.dh_errors_return())
+	var rank, size C.int
+	C.MPI_Comm_rank(w.comm, &rank)
+	C.MPI_Comm_size(w.comm, &size)
+	w.rank, w.size = int(rank), int(size)
+
+	var node C.MPI_Comm
+	if rc := C.MPI_Comm_split_type(w.comm, C.MPI_COMM_TYPE_SHARED, rank, C.dh_info_null(), &node); rc != C.MPI_SUCCESS {
+		return fmt.Errorf("collective: MPI_Comm_split_type(MPI_COMM_TYPE_SHARED): %w", mpiError(rc))
+	}
+	var lrank, lsize C.int
+	C.MPI_Comm_rank(node, &lrank)
+	C.MPI_Comm_size(node, &lsize)
+	C.MPI_Comm_free(&node)
+
+	var name [C.MPI_MAX_PROCESSOR_NAME]C.char
+	var nlen C.int
+	C.MPI_Get_processor_name(&name[0], &nlen)
+	var ver [C.MPI_MAX_LIBRARY_VERSION_STRING]C.char
+	var vlen C.int
+	C.MPI_Get_library_version(&ver[0], &vlen)
+	lib := strings.TrimSpace(C.GoStringN(&ver[0], vlen))
+	if i := strings.IndexByte(lib, '\n'); i >= 0 {
+		lib = strings.TrimSpace(lib[:i]) // MPICH's version string spans lines
+	}
+	lib = strings.TrimRight(lib, "\x00")
+	w.info = Info{
+		LocalRank:      int(lrank),
+		LocalSize:      int(lsize),
+		Host:           C.GoStringN(&name[0], nlen),
+		Library:        lib,
+		ThreadMultiple: w.multiple,
+	}
+	return nil
+}
+
+// do runs f where MPI may be called: directly with MPI_THREAD_MULTIPLE,
+// otherwise on the MPI thread.
+func (w *World) do(f func()) error {
+	w.mu.Lock()
+	closed := w.closed
+	w.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	if w.multiple {
+		f()
+		return nil
+	}
+	done := make(chan struct{})
+	w.calls <- func() { f(); close(done) }
+	<-done
+	return nil
+}
+
+// Finalize frees the communicator and calls MPI_Finalize. Every rank must
+// call it before a clean exit; no operation may follow.
+func (w *World) Finalize() error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return ErrClosed
+	}
+	w.closed = true
+	w.mu.Unlock()
+	close(w.finalize)
+	return <-w.finalized
+}
+
+// Rank returns this process's rank.
+func (w *World) Rank() int { return w.rank }
+
+// Size returns the number of processes in the job.
+func (w *World) Size() int { return w.size }
+
+// Info describes where this rank runs.
+func (w *World) Info() Info { return w.info }
+
+// ptr returns the address of b's first byte, or nil for an empty slice
+// (which MPI accepts with a zero count).
+func ptr(b []byte) unsafe.Pointer {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Pointer(&b[0])
+}
+
+// count converts a length to MPI's int count.
+func count(n int) (C.int, error) {
+	if n < 0 || n > math.MaxInt32 {
+		return 0, fmt.Errorf("%w: %d bytes exceed MPI's int count", ErrSize, n)
+	}
+	return C.int(n), nil
+}
+
+// Allgather gathers equal-size blocks with MPI_Allgather.
+func (w *World) Allgather(send, recv []byte) error {
+	if len(recv) != w.size*len(send) {
+		return fmt.Errorf("%w: allgather of %d-byte blocks over %d ranks needs a %d-byte receive buffer, got %d",
+			ErrSize, len(send), w.size, w.size*len(send), len(recv))
+	}
+	n, err := count(len(send))
+	if err != nil {
+		return err
+	}
+	var rc C.int
+	if err := w.do(func() {
+		rc = C.MPI_Allgather(ptr(send), n, C.dh_byte(), ptr(recv), n, C.dh_byte(), w.comm)
+	}); err != nil {
+		return err
+	}
+	return check("MPI_Allgather", rc)
+}
+
+// AllgatherVar gathers variable-size blocks: one MPI_Allgather of the
+// lengths, then MPI_Allgatherv.
+func (w *World) AllgatherVar(send []byte) ([][]byte, error) {
+	lens := make([]int64, w.size)
+	mine := []int64{int64(len(send))}
+	if err := w.Allgather(int64Bytes(mine), int64Bytes(lens)); err != nil {
+		return nil, err
+	}
+	counts := make([]C.int, w.size)
+	displs := make([]C.int, w.size)
+	total := int64(0)
+	for r, l := range lens {
+		if total+l > math.MaxInt32 {
+			return nil, fmt.Errorf("%w: allgatherv of %d bytes exceeds MPI's int displacement", ErrSize, total+l)
+		}
+		counts[r] = C.int(l)
+		displs[r] = C.int(total)
+		total += l
+	}
+	buf := make([]byte, total)
+	n := C.int(len(send))
+	var rc C.int
+	if err := w.do(func() {
+		rc = C.MPI_Allgatherv(ptr(send), n, C.dh_byte(), ptr(buf), &counts[0], &displs[0], C.dh_byte(), w.comm)
+	}); err != nil {
+		return nil, err
+	}
+	if err := check("MPI_Allgatherv", rc); err != nil {
+		return nil, err
+	}
+	out := make([][]byte, w.size)
+	for r := range out {
+		lo, hi := int(displs[r]), int(displs[r])+int(counts[r])
+		out[r] = buf[lo:hi:hi]
+	}
+	return out, nil
+}
+
+// int64Bytes views v as bytes (native byte order, as MPI_BYTE moves it
+// between ranks of one architecture).
+func int64Bytes(v []int64) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 8*len(v))
+}
+
+// AllreduceInt64 reduces buf in place with MPI_Allreduce.
+func (w *World) AllreduceInt64(buf []int64, op Op) error {
+	var cop C.MPI_Op
+	switch op {
+	case OpSum:
+		cop = C.dh_op_sum()
+	case OpMin:
+		cop = C.dh_op_min()
+	case OpMax:
+		cop = C.dh_op_max()
+	default:
+		return fmt.Errorf("collective: allreduce: unknown operator %v", op)
+	}
+	n, err := count(len(buf))
+	if err != nil {
+		return err
+	}
+	var p unsafe.Pointer
+	if len(buf) > 0 {
+		p = unsafe.Pointer(&buf[0])
+	}
+	var rc C.int
+	if err := w.do(func() {
+		rc = C.MPI_Allreduce(C.dh_in_place(), p, n, C.dh_int64(), cop, w.comm)
+	}); err != nil {
+		return err
+	}
+	return check("MPI_Allreduce", rc)
+}
+
+// Bcast broadcasts root's buf with MPI_Bcast.
+func (w *World) Bcast(buf []byte, root int) error {
+	if root < 0 || root >= w.size {
+		return fmt.Errorf("%w: bcast root %d not in [0,%d)", ErrRank, root, w.size)
+	}
+	n, err := count(len(buf))
+	if err != nil {
+		return err
+	}
+	var rc C.int
+	if err := w.do(func() {
+		rc = C.MPI_Bcast(ptr(buf), n, C.dh_byte(), C.int(root), w.comm)
+	}); err != nil {
+		return err
+	}
+	return check("MPI_Bcast", rc)
+}
+
+// Barrier calls MPI_Barrier.
+func (w *World) Barrier() error {
+	var rc C.int
+	if err := w.do(func() { rc = C.MPI_Barrier(w.comm) }); err != nil {
+		return err
+	}
+	return check("MPI_Barrier", rc)
+}
+
+// mpiReq is the MPI side of a Request: the handle and the pin that keeps
+// the buffer in place until the request completes.
+type mpiReq struct {
+	// handle is its own allocation: cgo may only be handed pointers to
+	// memory that holds no Go pointers, and pin holds some.
+	handle *C.MPI_Request
+	pin    runtime.Pinner
+	recv   bool
+}
+
+// Isend starts MPI_Isend; buf stays pinned until WaitAll completes it.
+func (w *World) Isend(buf []byte, dest, tag int) (*Request, error) {
+	return w.start(buf, dest, tag, false)
+}
+
+// Irecv starts MPI_Irecv; buf stays pinned until WaitAll completes it.
+func (w *World) Irecv(buf []byte, src, tag int) (*Request, error) {
+	return w.start(buf, src, tag, true)
+}
+
+func (w *World) start(buf []byte, peer, tag int, recv bool) (*Request, error) {
+	if peer < 0 || peer >= w.size {
+		return nil, fmt.Errorf("%w: peer rank %d not in [0,%d)", ErrRank, peer, w.size)
+	}
+	n, err := count(len(buf))
+	if err != nil {
+		return nil, err
+	}
+	r := &Request{mpi: &mpiReq{recv: recv, handle: new(C.MPI_Request)}}
+	p := ptr(buf)
+	if p != nil {
+		r.mpi.pin.Pin(p)
+	}
+	handle := r.mpi.handle
+	var rc C.int
+	if err := w.do(func() {
+		if recv {
+			rc = C.MPI_Irecv(p, n, C.dh_byte(), C.int(peer), C.int(tag), w.comm, handle)
+		} else {
+			rc = C.MPI_Isend(p, n, C.dh_byte(), C.int(peer), C.int(tag), w.comm, handle)
+		}
+	}); err != nil {
+		r.mpi.pin.Unpin()
+		return nil, err
+	}
+	name := "MPI_Isend"
+	if recv {
+		name = "MPI_Irecv"
+	}
+	if err := check(name, rc); err != nil {
+		r.mpi.pin.Unpin()
+		return nil, err
+	}
+	if !recv {
+		r.n = len(buf)
+	}
+	return r, nil
+}
+
+// WaitAll completes the requests with MPI_Waitall and unpins their
+// buffers.
+func (w *World) WaitAll(reqs []*Request) error {
+	var pending []*Request
+	for _, r := range reqs {
+		if r != nil && !r.done && r.mpi != nil {
+			pending = append(pending, r)
+		}
+	}
+	if len(pending) == 0 {
+		return firstErr(reqs)
+	}
+	var h C.MPI_Request
+	handles := (*C.MPI_Request)(C.malloc(C.size_t(len(pending)) * C.size_t(unsafe.Sizeof(h))))
+	defer C.free(unsafe.Pointer(handles))
+	statuses := (*C.MPI_Status)(C.malloc(C.size_t(len(pending)) * C.size_t(unsafe.Sizeof(C.MPI_Status{}))))
+	defer C.free(unsafe.Pointer(statuses))
+	hs := unsafe.Slice(handles, len(pending))
+	ss := unsafe.Slice(statuses, len(pending))
+	for i, r := range pending {
+		hs[i] = *r.mpi.handle
+	}
+	var rc C.int
+	if err := w.do(func() {
+		rc = C.MPI_Waitall(C.int(len(pending)), handles, statuses)
+	}); err != nil {
+		return err
+	}
+	for i, r := range pending {
+		*r.mpi.handle = hs[i]
+		r.done = true
+		code := C.int(C.MPI_SUCCESS)
+		if rc == C.MPI_ERR_IN_STATUS {
+			code = C.dh_status_error(&ss[i])
+		} else if rc != C.MPI_SUCCESS {
+			code = rc
+		}
+		if code != C.MPI_SUCCESS {
+			r.err = mpiOpError("MPI_Waitall", code)
+		}
+		if r.mpi.recv && code == C.MPI_SUCCESS {
+			var n C.int
+			C.MPI_Get_count(&ss[i], C.dh_byte(), &n)
+			r.n = int(n)
+		}
+		r.mpi.pin.Unpin()
+	}
+	return firstErr(reqs)
+}
+
+func firstErr(reqs []*Request) error {
+	for _, r := range reqs {
+		if r != nil && r.err != nil {
+			return r.err
+		}
+	}
+	return nil
+}
+
+// Abort prints msg and ends every process of the job with MPI_Abort. It
+// does not return.
+func (w *World) Abort(code int, msg string) {
+	fmt.Fprintf(os.Stderr, "datahelix: rank %d aborting the job: %s\n", w.rank, msg)
+	// Called directly, not through the MPI thread: the thread may be
+	// blocked in a collective that will never complete.
+	C.MPI_Abort(w.comm, C.int(code))
+	os.Exit(code)
+}
+
+// check turns an MPI return code into an error naming the call.
+func check(call string, rc C.int) error {
+	if rc == C.MPI_SUCCESS {
+		return nil
+	}
+	return mpiOpError(call, rc)
+}
+
+func mpiOpError(call string, rc C.int) error {
+	return fmt.Errorf("collective: %s: %w", call, mpiError(rc))
+}
+
+// mpiError is an error code from the MPI library with its message.
+type mpiError C.int
+
+func (e mpiError) Error() string {
+	var buf [512]C.char
+	C.dh_error_string(C.int(e), &buf[0], C.int(len(buf)))
+	return C.GoString(&buf[0])
+}
+
+// Is maps MPI error classes onto the package's sentinel errors.
+func (e mpiError) Is(target error) bool {
+	switch C.dh_error_class(C.int(e)) {
+	case C.MPI_ERR_TRUNCATE:
+		return target == ErrTruncate
+	case C.MPI_ERR_RANK:
+		return target == ErrRank
+	case C.MPI_ERR_COUNT, C.MPI_ERR_BUFFER:
+		return target == ErrSize
+	}
+	return false
+}

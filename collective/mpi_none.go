@@ -1,0 +1,25 @@
+//go:build nompi
+
+package collective
+
+import "errors"
+
+// World is unavailable in binaries built with the nompi tag.
+type World struct{ Local }
+
+type mpiReq struct{}
+
+// ErrNoMPI reports a binary built without MPI support.
+var ErrNoMPI = errors.New("collective: this binary was built without MPI (nompi tag); use --ranks N for an in-process world or rebuild without -tags nompi")
+
+// Available reports whether this binary was built with MPI support.
+func Available() bool { return false }
+
+// Flavor names the MPI library the binary was built against: "none".
+func Flavor() string { return "none" }
+
+// Init fails: the binary has no MPI.
+func Init() (*World, error) { return nil, ErrNoMPI }
+
+// Finalize does nothing.
+func (w *World) Finalize() error { return nil }

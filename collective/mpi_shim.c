@@ -1,0 +1,39 @@
+//go:build !nompi
+
+#include <string.h>
+#include "mpi_shim.h"
+
+int dh_init(int *provided) {
+	int initialized = 0;
+	MPI_Initialized(&initialized);
+	if (initialized) {
+		MPI_Query_thread(provided);
+		return MPI_SUCCESS;
+	}
+	int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, provided);
+	if (rc != MPI_SUCCESS) {
+		return rc;
+	}
+	return MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+}
+
+void dh_error_string(int code, char *buf, int cap) {
+	char msg[MPI_MAX_ERROR_STRING];
+	int len = 0;
+	if (MPI_Error_string(code, msg, &len) != MPI_SUCCESS) {
+		len = 0;
+	}
+	if (len >= cap) {
+		len = cap - 1;
+	}
+	memcpy(buf, msg, len);
+	buf[len] = 0;
+}
+
+int dh_error_class(int code) {
+	int cls = code;
+	if (MPI_Error_class(code, &cls) != MPI_SUCCESS) {
+		return code;
+	}
+	return cls;
+}

@@ -1,0 +1,156 @@
+//go:build !nompi
+
+package collective_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/datahelix/datahelix/collective"
+	"github.com/datahelix/datahelix/collective/collectivetest"
+)
+
+// workerEnv makes the test binary act as one rank of an mpirun job
+// instead of running tests: the value names the scenario.
+const workerEnv = "DATAHELIX_COLLECTIVE_WORKER"
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(workerEnv); mode != "" {
+		os.Exit(worker(mode))
+	}
+	os.Exit(m.Run())
+}
+
+// worker is the SPMD program each rank runs for the scenario mode.
+func worker(mode string) int {
+	w, err := collective.Init()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		return 1
+	}
+	switch mode {
+	case "conformance":
+		var log io.Writer
+		if os.Getenv("DATAHELIX_COLLECTIVE_TRACE") != "" {
+			log = os.Stderr
+		}
+		if err := collectivetest.RunLogged(w, log); err != nil {
+			fmt.Fprintln(os.Stderr, "FAIL:", err)
+			return 1
+		}
+		fmt.Printf("rank %d/%d ok %s multiple=%v\n", w.Rank(), w.Size(), w.Info().Library, w.Info().ThreadMultiple)
+	case "early-exit":
+		// The last rank leaves without MPI_Finalize while the others
+		// wait for it in a barrier that can never complete.
+		if w.Rank() == w.Size()-1 {
+			os.Exit(3)
+		}
+		w.Barrier()
+		fmt.Println("barrier passed without the exited rank")
+		return 0
+	case "abort":
+		if w.Rank() == 1 {
+			time.Sleep(100 * time.Millisecond)
+			w.Abort(7, "test abort from rank 1")
+		}
+		w.Barrier()
+		return 0
+	default:
+		fmt.Fprintln(os.Stderr, "unknown worker mode", mode)
+		return 2
+	}
+	if err := w.Finalize(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// mpirun runs this test binary as np ranks in the given worker mode.
+func mpirun(t *testing.T, np int, mode string, timeout time.Duration) (string, error, time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := collectivetest.MPIRun(ctx, np, os.Args[0])
+	cmd.Env = append(os.Environ(), workerEnv+"="+mode)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.WaitDelay = 5 * time.Second
+	start := time.Now()
+	err := cmd.Run()
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Fatalf("mpirun -np %d (%s) still running after %v; output:\n%s", np, mode, timeout, out.String())
+	}
+	return out.String(), err, time.Since(start)
+}
+
+func requireMPIRun(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("mpirun"); err != nil {
+		if os.Getenv("DATAHELIX_SKIP_MPI") != "" {
+			t.Skip("mpirun not installed and DATAHELIX_SKIP_MPI set")
+		}
+		t.Fatal("mpirun not found: install openmpi-bin (or set DATAHELIX_SKIP_MPI=1 to skip MPI tests)")
+	}
+}
+
+func TestMPIConformance(t *testing.T) {
+	requireMPIRun(t)
+	out, err, _ := mpirun(t, 4, "conformance", 3*time.Minute)
+	if err != nil {
+		t.Fatalf("mpirun -np 4: %v\n%s", err, out)
+	}
+	t.Logf("mpirun -np 4 (%s build):\n%s", collective.Flavor(), out)
+	for r := 0; r < 4; r++ {
+		if want := fmt.Sprintf("rank %d/4 ok", r); !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestMPISingleton(t *testing.T) {
+	requireMPIRun(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0])
+	cmd.Env = append(os.Environ(), workerEnv+"=conformance")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("singleton run: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "rank 0/1 ok") {
+		t.Errorf("singleton output lacks %q:\n%s", "rank 0/1 ok", out)
+	}
+}
+
+func TestMPIRankExitingEarlyEndsJob(t *testing.T) {
+	requireMPIRun(t)
+	out, err, took := mpirun(t, 4, "early-exit", 60*time.Second)
+	if err == nil {
+		t.Fatalf("job exited 0 after a rank died; output:\n%s", out)
+	}
+	if strings.Contains(out, "barrier passed") {
+		t.Errorf("a barrier completed without the dead rank:\n%s", out)
+	}
+	t.Logf("job ended %v after start: %v", took.Round(time.Millisecond), err)
+}
+
+func TestMPIAbortEndsJob(t *testing.T) {
+	requireMPIRun(t)
+	out, err, took := mpirun(t, 3, "abort", 60*time.Second)
+	if err == nil {
+		t.Fatalf("job exited 0 after MPI_Abort; output:\n%s", out)
+	}
+	if !strings.Contains(out, "test abort from rank 1") {
+		t.Errorf("abort message missing from output:\n%s", out)
+	}
+	t.Logf("job ended %v after start: %v", took.Round(time.Millisecond), err)
+}

@@ -1,4 +1,0 @@
-package collective
-
-type localReq struct{}
-type mpiReq struct{}
