@@ -45,7 +45,7 @@ type Sample struct {
 // VideoInfo holds the cost features of a clip, read from its container
 // without decoding.
 type VideoInfo struct {
-	Container string // "mp4" or "webm"
+	Container string // "mp4", "mov", "webm" or "matroska"
 	Codec     string // FFmpeg codec name: "h264", "hevc", "av1", "vp9", "vp8"
 	Width     int
 	Height    int
@@ -62,7 +62,15 @@ type VideoInfo struct {
 	// FFmpeg reports for the same stream.
 	FramePTS []int64
 	// Keyframes lists the decode-order indices of sync frames, ascending.
+	// When the container does not say which frames are sync frames it
+	// holds only frame 0: decoding must start at the beginning.
 	Keyframes []int
+	// Bytes is the compressed size of the track's frames (the sum of
+	// FrameBytes when those are known).
+	Bytes int64
+	// Member is the index in Sample.Members of the video member (set by
+	// ParseRecord).
+	Member int
 }
 
 // ImageInfo holds the cost features of one image, read from its header.

@@ -1,0 +1,199 @@
+package decode
+
+import (
+	"archive/tar"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+)
+
+// ErrCorruptShard reports a shard that is not a readable tar archive: a bad
+// header, a member running past the end of the file, or a missing
+// end-of-archive marker.
+var ErrCorruptShard = errors.New("decode: corrupt or truncated shard")
+
+// ShardError is a problem with one shard file at one byte offset. It
+// unwraps to ErrCorruptShard and to the underlying cause, if any.
+type ShardError struct {
+	Path   string // shard file
+	Offset int64  // byte offset where the problem was found
+	Reason string // what is wrong, in words
+	Err    error  // underlying cause, or nil
+}
+
+// Error names the file, the offset and the reason.
+func (e *ShardError) Error() string {
+	msg := fmt.Sprintf("decode: shard %s: %s at offset %d", e.Path, e.Reason, e.Offset)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns ErrCorruptShard and the cause, for errors.Is.
+func (e *ShardError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrCorruptShard}
+	}
+	return []error{ErrCorruptShard, e.Err}
+}
+
+// MemberEntry locates one member of a sample inside its shard.
+type MemberEntry struct {
+	Name   string // full member name, e.g. "clips/000123.mp4"
+	Ext    string // extension after the key, lower case, e.g. "mp4" or "0.jpg"
+	Offset int64  // absolute offset of the member's data in the shard file
+	Size   int64  // member data size in bytes
+}
+
+// IndexEntry locates one sample inside its shard: the members sharing a
+// key, and the contiguous byte span [Offset, Offset+Size) that covers all
+// of their data (tar headers between members included), so that the whole
+// sample is fetched with one read.
+type IndexEntry struct {
+	Key     string
+	Offset  int64
+	Size    int64
+	Members []MemberEntry
+}
+
+// shardIndex is the content of a shard's index: its samples in file order
+// and what was noticed while building it.
+type shardIndex struct {
+	entries  []IndexEntry
+	warnings []string
+}
+
+// SplitKey splits a tar member name into its WebDataset key and extension:
+// the key is the name up to the first dot of the base name (the directory
+// part is kept) and the extension is the rest, lower-cased. A base name
+// without a dot, or starting with one, has no key: ok is false and the
+// member belongs to no sample (WebDataset skips such members too).
+func SplitKey(name string) (key, ext string, ok bool) {
+	dir, base := path.Split(name)
+	i := strings.IndexByte(base, '.')
+	if i <= 0 || i == len(base)-1 {
+		return "", "", false
+	}
+	return dir + base[:i], strings.ToLower(base[i+1:]), true
+}
+
+// posReader tracks the position of a ReadSeeker so that the data offset of
+// each tar member can be read off after tar.Reader.Next. It seeks instead
+// of reading when archive/tar skips member data.
+type posReader struct {
+	r   io.ReadSeeker
+	pos int64
+}
+
+func (p *posReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	p.pos += int64(n)
+	return n, err
+}
+
+func (p *posReader) Seek(off int64, whence int) (int64, error) {
+	n, err := p.r.Seek(off, whence)
+	if err == nil {
+		p.pos = n
+	}
+	return n, err
+}
+
+const tarBlock = 512
+
+// buildIndex reads the tar headers of a shard of the given size and groups
+// its members into samples by key, as WebDataset does: adjacent members with
+// the same key form one sample. It returns a *ShardError for a bad header,
+// a member running past the end of the file or a missing end-of-archive
+// marker.
+func buildIndex(name string, r io.ReadSeeker, size int64) (*shardIndex, error) {
+	if size == 0 {
+		return nil, &ShardError{Path: name, Reason: "empty file, not a tar archive"}
+	}
+	pr := &posReader{r: r}
+	tr := tar.NewReader(pr)
+	idx := &shardIndex{}
+	seen := map[string]int64{} // key → offset of the sample that used it
+	var next int64             // expected offset of the next header
+	warnf := func(format string, args ...any) {
+		idx.warnings = append(idx.warnings, fmt.Sprintf(format, args...))
+	}
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			if pr.pos <= next {
+				return nil, &ShardError{Path: name, Offset: next, Reason: "archive ends without end-of-archive marker (truncated?)"}
+			}
+			return idx, nil
+		}
+		if err != nil {
+			reason := "invalid tar header"
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				reason = "file ends inside a tar header or member (truncated)"
+			}
+			return nil, &ShardError{Path: name, Offset: next, Reason: reason, Err: err}
+		}
+		off := pr.pos
+		if isSparse(hdr) {
+			// The logical size is not what the archive stores; the next
+			// header's offset is unknown until archive/tar skips the data.
+			next = off
+			warnf("member %q at offset %d skipped: sparse files are not supported", hdr.Name, off)
+			continue
+		}
+		if hdr.Size < 0 || off+hdr.Size > size || off+hdr.Size < off {
+			return nil, &ShardError{Path: name, Offset: off,
+				Reason: fmt.Sprintf("member %q of %d bytes runs past the end of the %d-byte file (truncated)", hdr.Name, hdr.Size, size)}
+		}
+		next = off + (hdr.Size+tarBlock-1)/tarBlock*tarBlock
+		switch hdr.Typeflag {
+		case tar.TypeReg:
+		case tar.TypeDir, tar.TypeXGlobalHeader:
+			continue
+		default:
+			warnf("member %q at offset %d skipped: not a regular file (type %q)", hdr.Name, off, hdr.Typeflag)
+			continue
+		}
+		key, ext, ok := SplitKey(hdr.Name)
+		if !ok {
+			warnf("member %q at offset %d skipped: its name has no WebDataset key.extension", hdr.Name, off)
+			continue
+		}
+		m := MemberEntry{Name: hdr.Name, Ext: ext, Offset: off, Size: hdr.Size}
+		if n := len(idx.entries); n > 0 && idx.entries[n-1].Key == key {
+			e := &idx.entries[n-1]
+			for _, old := range e.Members {
+				if old.Ext == ext {
+					warnf("sample %q: member %q at offset %d repeats extension %q", key, hdr.Name, off, ext)
+					break
+				}
+			}
+			e.Members = append(e.Members, m)
+			e.Size = off + hdr.Size - e.Offset
+			continue
+		}
+		if first, dup := seen[key]; dup {
+			warnf("sample %q at offset %d reuses the key of the sample at offset %d (members are grouped only when adjacent)", key, off, first)
+		} else {
+			seen[key] = off
+		}
+		idx.entries = append(idx.entries, IndexEntry{Key: key, Offset: off, Size: hdr.Size, Members: []MemberEntry{m}})
+	}
+}
+
+// isSparse reports whether a header describes a GNU sparse file, whose data
+// is not stored contiguously.
+func isSparse(hdr *tar.Header) bool {
+	if hdr.Typeflag == tar.TypeGNUSparse {
+		return true
+	}
+	for k := range hdr.PAXRecords {
+		if strings.HasPrefix(k, "GNU.sparse.") {
+			return true
+		}
+	}
+	return false
+}
