@@ -1,0 +1,701 @@
+// av.c is the C half of package av: FFmpeg 5.1 demuxing and decoding of an
+// in-memory buffer through a custom AVIOContext, under the limits of a
+// dh_config. Each dh_* entry point is one cgo call that opens, decodes and
+// frees everything it used, so calls on different goroutines share nothing.
+#include "av.h"
+
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/avstring.h>
+#include <libavutil/imgutils.h>
+#include <libavutil/md5.h>
+#include <libavutil/pixdesc.h>
+#include <libswscale/swscale.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define IO_BUF_SIZE 32768
+#define MAX_DECODE_ERRORS 32
+#define SEEK_RETRIES 3
+
+// The first error FFmpeg logged during the current call on this thread,
+// and whether it was the max_pixels check, which FFmpeg reports only as
+// EINVAL plus a log line.
+static __thread char tls_log[192];
+static __thread int tls_pixel_limit;
+
+static void log_cb(void *avcl, int level, const char *fmt, va_list vl) {
+	if (level > AV_LOG_ERROR)
+		return;
+	char line[192];
+	int prefix = 0; // no "[h264 @ 0x...]" context prefix
+	av_log_format_line2(avcl, level, fmt, vl, line, sizeof line, &prefix);
+	if (strstr(line, "max pixel"))
+		tls_pixel_limit = 1;
+	if (tls_log[0] == 0) {
+		size_t n = strcspn(line, "\n");
+		line[n] = 0;
+		av_strlcpy(tls_log, line, sizeof tls_log);
+	}
+}
+
+void dh_init(void) { av_log_set_callback(log_cb); }
+
+typedef struct mem_io {
+	const uint8_t *data;
+	int64_t len, pos;
+	struct dh_ctx *ctx;
+} mem_io;
+
+typedef struct dh_ctx {
+	const dh_config *cfg;
+	dh_stats *st;
+	int64_t deadline; // CLOCK_MONOTONIC ns, 0 = none
+	int interrupted;  // DH_ERR_TIMEOUT or DH_ERR_CANCELED once hit
+	mem_io io;
+	AVIOContext *pb;
+	AVFormatContext *fc;
+	AVCodecContext *cc;
+	AVStream *vs;
+	int si;
+	AVPacket *pkt;
+	struct SwsContext *sws;
+	int sws_cs, sws_range; // colour details applied to sws (-1 = none yet)
+	int eof_sent;          // the decoder got its flush packet
+	int demux_done;        // av_read_frame reported the end
+	int64_t pos_ts;        // largest dts (else pts) read since the last seek
+	int64_t skip_before;   // skip non-reference frames with pts below this
+	int64_t last_err;      // last FFmpeg error a decoder call returned
+} dh_ctx;
+
+static int64_t now_ns(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int check_interrupt(dh_ctx *c) {
+	if (c->interrupted)
+		return 1;
+	if (c->cfg->cancel && __atomic_load_n(c->cfg->cancel, __ATOMIC_RELAXED)) {
+		c->interrupted = DH_ERR_CANCELED;
+		return 1;
+	}
+	if (c->deadline && now_ns() > c->deadline) {
+		c->interrupted = DH_ERR_TIMEOUT;
+		return 1;
+	}
+	return 0;
+}
+
+static int interrupt_cb(void *opaque) { return check_interrupt(opaque); }
+
+static int mem_read(void *opaque, uint8_t *buf, int size) {
+	mem_io *m = opaque;
+	if (check_interrupt(m->ctx))
+		return AVERROR_EXIT;
+	int64_t left = m->len - m->pos;
+	if (left <= 0)
+		return AVERROR_EOF;
+	if (size > left)
+		size = (int)left;
+	memcpy(buf, m->data + m->pos, size);
+	m->pos += size;
+	return size;
+}
+
+static int64_t mem_seek(void *opaque, int64_t off, int whence) {
+	mem_io *m = opaque;
+	switch (whence & ~AVSEEK_FORCE) {
+	case AVSEEK_SIZE:
+		return m->len;
+	case SEEK_SET:
+		break;
+	case SEEK_CUR:
+		off += m->pos;
+		break;
+	case SEEK_END:
+		off += m->len;
+		break;
+	default:
+		return AVERROR(EINVAL);
+	}
+	if (off < 0 || off > m->len)
+		return AVERROR(EINVAL);
+	m->pos = off;
+	return off;
+}
+
+// fail records a message (the first one wins) and returns code.
+static int fail(dh_ctx *c, int code, const char *fmt, ...) {
+	if (c->st->msg[0] == 0) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(c->st->msg, sizeof c->st->msg, fmt, ap);
+		va_end(ap);
+		if (tls_log[0]) {
+			size_t n = strlen(c->st->msg);
+			snprintf(c->st->msg + n, sizeof c->st->msg - n, " (%s)", tls_log);
+		}
+	}
+	return code;
+}
+
+// map_err turns an FFmpeg error from step `what` into a DH_ERR_* code.
+static int map_err(dh_ctx *c, int err, const char *what) {
+	char buf[AV_ERROR_MAX_STRING_SIZE];
+	if (c->interrupted || err == AVERROR_EXIT) {
+		if (!c->interrupted)
+			c->interrupted = DH_ERR_TIMEOUT;
+		return fail(c, c->interrupted, "%s: %s", what,
+		            c->interrupted == DH_ERR_CANCELED ? "canceled" : "deadline exceeded");
+	}
+	av_strerror(err, buf, sizeof buf);
+	if (tls_pixel_limit)
+		return fail(c, DH_ERR_LIMIT, "%s: picture exceeds %lld pixels", what,
+		            (long long)c->cfg->max_pixels);
+	switch (err) {
+	case AVERROR(ENOMEM):
+		return fail(c, DH_ERR_LIMIT, "%s: %s", what, buf);
+	case AVERROR_DECODER_NOT_FOUND:
+	case AVERROR_DEMUXER_NOT_FOUND:
+	case AVERROR_PATCHWELCOME:
+	case AVERROR(ENOSYS):
+		return fail(c, DH_ERR_UNSUPPORTED, "%s: %s", what, buf);
+	}
+	return fail(c, DH_ERR_CORRUPT, "%s: %s", what, buf);
+}
+
+// probe identifies the container from the first bytes, growing the window
+// like av_probe_input_buffer2 does, and checks it against the allow list.
+static int probe(dh_ctx *c, const AVInputFormat **fmt) {
+	int64_t limit = c->cfg->probe_size;
+	if (limit > c->io.len)
+		limit = c->io.len;
+	*fmt = NULL;
+	for (int64_t n = limit < 2048 ? limit : 2048;; n *= 2) {
+		if (n > limit)
+			n = limit;
+		uint8_t *buf = av_mallocz(n + AVPROBE_PADDING_SIZE);
+		if (!buf)
+			return fail(c, DH_ERR_LIMIT, "probe: out of memory");
+		memcpy(buf, c->io.data, n);
+		AVProbeData pd = {.filename = "", .buf = buf, .buf_size = (int)n};
+		int score = 0;
+		*fmt = av_probe_input_format3(&pd, 1, &score);
+		av_free(buf);
+		if ((*fmt && score > AVPROBE_SCORE_RETRY) || n >= limit)
+			break;
+	}
+	if (!*fmt)
+		return fail(c, DH_ERR_CORRUPT, "probe: unrecognised container in %lld bytes",
+		            (long long)limit);
+	if (av_match_list((*fmt)->name, c->cfg->formats, ',') <= 0)
+		return fail(c, DH_ERR_UNSUPPORTED, "container %s is not allowed (allowed: %s)",
+		            (*fmt)->name, c->cfg->formats);
+	return 0;
+}
+
+static int ctx_open(dh_ctx *c, const uint8_t *data, int64_t len, const dh_config *cfg,
+                    dh_stats *st, int need_decoder) {
+	memset(c, 0, sizeof *c);
+	memset(st, 0, sizeof *st);
+	tls_log[0] = 0;
+	tls_pixel_limit = 0;
+	c->cfg = cfg;
+	c->st = st;
+	c->sws_cs = c->sws_range = -1;
+	c->pos_ts = INT64_MIN;
+	c->skip_before = INT64_MIN;
+	c->io = (mem_io){.data = data, .len = len, .ctx = c};
+	if (cfg->timeout_ns > 0)
+		c->deadline = now_ns() + cfg->timeout_ns;
+	if (len <= 0)
+		return fail(c, DH_ERR_CORRUPT, "empty input");
+
+	const AVInputFormat *fmt;
+	int ret = probe(c, &fmt);
+	if (ret)
+		return ret;
+
+	uint8_t *buf = av_malloc(IO_BUF_SIZE);
+	if (!buf)
+		return fail(c, DH_ERR_LIMIT, "open: out of memory");
+	c->pb = avio_alloc_context(buf, IO_BUF_SIZE, 0, &c->io, mem_read, NULL, mem_seek);
+	if (!c->pb) {
+		av_free(buf);
+		return fail(c, DH_ERR_LIMIT, "open: out of memory");
+	}
+	c->fc = avformat_alloc_context();
+	if (!c->fc)
+		return fail(c, DH_ERR_LIMIT, "open: out of memory");
+	c->fc->pb = c->pb;
+	c->fc->interrupt_callback.callback = interrupt_cb;
+	c->fc->interrupt_callback.opaque = c;
+
+	AVDictionary *o = NULL;
+	av_dict_set(&o, "format_whitelist", cfg->formats, 0);
+	av_dict_set(&o, "codec_whitelist", cfg->codecs, 0);
+	// No protocol is named "none": nested opens (mov drefs, playlists) fail.
+	av_dict_set(&o, "protocol_whitelist", "none", 0);
+	av_dict_set_int(&o, "probesize", cfg->probe_size, 0);
+	av_dict_set_int(&o, "analyzeduration", cfg->analyze_us, 0);
+	av_dict_set_int(&o, "max_streams", 16, 0);
+	ret = avformat_open_input(&c->fc, NULL, fmt, &o);
+	av_dict_free(&o);
+	if (ret < 0)
+		return map_err(c, ret, "open");
+	av_strlcpy(st->format, c->fc->iformat->name, sizeof st->format);
+
+	ret = av_find_best_stream(c->fc, AVMEDIA_TYPE_VIDEO, -1, -1, NULL, 0);
+	if (ret < 0)
+		return fail(c, DH_ERR_CORRUPT, "no video stream");
+	c->si = ret;
+	c->vs = c->fc->streams[c->si];
+	for (unsigned i = 0; i < c->fc->nb_streams; i++)
+		c->fc->streams[i]->discard = (int)i == c->si ? AVDISCARD_DEFAULT : AVDISCARD_ALL;
+
+	AVCodecParameters *par = c->vs->codecpar;
+	const char *cname = avcodec_get_name(par->codec_id);
+	av_strlcpy(st->codec, cname, sizeof st->codec);
+	if (av_match_list(cname, cfg->codecs, ',') <= 0)
+		return fail(c, DH_ERR_UNSUPPORTED, "codec %s is not allowed (allowed: %s)", cname,
+		            cfg->codecs);
+	const AVCodec *dec = avcodec_find_decoder(par->codec_id);
+	if (!dec)
+		return fail(c, DH_ERR_UNSUPPORTED, "no decoder for codec %s", cname);
+
+	if (cfg->find_info || par->width <= 0 || par->height <= 0) {
+		AVDictionary **opts = av_calloc(c->fc->nb_streams, sizeof *opts);
+		if (!opts)
+			return fail(c, DH_ERR_LIMIT, "open: out of memory");
+		for (unsigned i = 0; i < c->fc->nb_streams; i++) {
+			av_dict_set_int(&opts[i], "threads", 1, 0);
+			av_dict_set_int(&opts[i], "max_pixels", cfg->max_pixels, 0);
+		}
+		ret = avformat_find_stream_info(c->fc, opts);
+		for (unsigned i = 0; i < c->fc->nb_streams; i++)
+			av_dict_free(&opts[i]);
+		av_free(opts);
+		if (ret < 0)
+			return map_err(c, ret, "find stream info");
+	}
+	st->width = par->width;
+	st->height = par->height;
+	st->tb_num = c->vs->time_base.num;
+	st->tb_den = c->vs->time_base.den;
+	st->duration = c->vs->duration;
+	st->nb_frames = c->vs->nb_frames;
+	st->start_time = c->vs->start_time;
+	if (par->width <= 0 || par->height <= 0)
+		return fail(c, DH_ERR_CORRUPT, "no picture size in the header");
+	if ((int64_t)par->width * par->height > cfg->max_pixels)
+		return fail(c, DH_ERR_LIMIT, "picture %dx%d exceeds %lld pixels", par->width,
+		            par->height, (long long)cfg->max_pixels);
+	if (c->vs->time_base.num <= 0 || c->vs->time_base.den <= 0)
+		return fail(c, DH_ERR_CORRUPT, "invalid time base");
+
+	c->pkt = av_packet_alloc();
+	if (!c->pkt)
+		return fail(c, DH_ERR_LIMIT, "open: out of memory");
+	if (!need_decoder)
+		return 0;
+
+	c->cc = avcodec_alloc_context3(dec);
+	if (!c->cc)
+		return fail(c, DH_ERR_LIMIT, "open: out of memory");
+	ret = avcodec_parameters_to_context(c->cc, par);
+	if (ret < 0)
+		return map_err(c, ret, "codec parameters");
+	c->cc->pkt_timebase = c->vs->time_base;
+	AVDictionary *co = NULL;
+	av_dict_set_int(&co, "threads", cfg->threads > 0 ? cfg->threads : 1, 0);
+	av_dict_set_int(&co, "max_pixels", cfg->max_pixels, 0);
+	av_dict_set(&co, "codec_whitelist", dec->name, 0);
+	ret = avcodec_open2(c->cc, dec, &co);
+	av_dict_free(&co);
+	if (ret < 0)
+		return map_err(c, ret, "open decoder");
+	av_strlcpy(st->codec, dec->name, sizeof st->codec);
+	return 0;
+}
+
+static void ctx_free(dh_ctx *c) {
+	sws_freeContext(c->sws);
+	av_packet_free(&c->pkt);
+	avcodec_free_context(&c->cc);
+	avformat_close_input(&c->fc);
+	if (c->pb) {
+		av_freep(&c->pb->buffer);
+		avio_context_free(&c->pb);
+	}
+}
+
+// read_packet reads the next packet of the video stream into c->pkt.
+// It returns 0, AVERROR_EOF at the end (also after a read error, which it
+// records in st->read_error, as ffmpeg treats one), or a DH_ERR_* code.
+static int read_packet(dh_ctx *c) {
+	for (;;) {
+		if (check_interrupt(c))
+			return map_err(c, AVERROR_EXIT, "read");
+		if (c->demux_done)
+			return AVERROR_EOF;
+		int ret = av_read_frame(c->fc, c->pkt);
+		if (ret < 0) {
+			if (c->interrupted || ret == AVERROR_EXIT || ret == AVERROR(ENOMEM))
+				return map_err(c, ret, "read");
+			c->demux_done = 1;
+			if (ret != AVERROR_EOF) {
+				c->st->read_error = 1;
+				char buf[AV_ERROR_MAX_STRING_SIZE];
+				av_strerror(ret, buf, sizeof buf);
+				fail(c, 0, "read: %s", buf);
+			}
+			return AVERROR_EOF;
+		}
+		if (c->pkt->stream_index != c->si) {
+			av_packet_unref(c->pkt);
+			continue;
+		}
+		if (c->pkt->flags & AV_PKT_FLAG_CORRUPT)
+			c->st->read_error = 1;
+		if (++c->st->packets > c->cfg->max_packets) {
+			av_packet_unref(c->pkt);
+			return fail(c, DH_ERR_LIMIT, "more than %lld packets read",
+			            (long long)c->cfg->max_packets);
+		}
+		int64_t ts = c->pkt->dts != AV_NOPTS_VALUE ? c->pkt->dts : c->pkt->pts;
+		if (ts != AV_NOPTS_VALUE && ts > c->pos_ts)
+			c->pos_ts = ts;
+		return 0;
+	}
+}
+
+// decoder_error counts a rejected packet; too many make the stream corrupt.
+static int decoder_error(dh_ctx *c, int err) {
+	if (c->interrupted || err == AVERROR_EXIT || err == AVERROR(ENOMEM) || tls_pixel_limit)
+		return map_err(c, err, "decode");
+	c->last_err = err;
+	if (++c->st->errors > MAX_DECODE_ERRORS)
+		return map_err(c, err, "decode: too many errors");
+	return 0;
+}
+
+// next_frame returns the decoder's next frame in f: 0, AVERROR_EOF when
+// the stream is drained, or a DH_ERR_* code.
+static int next_frame(dh_ctx *c, AVFrame *f) {
+	for (;;) {
+		int ret = avcodec_receive_frame(c->cc, f);
+		if (ret == 0) {
+			if (++c->st->frames > c->cfg->max_frames) {
+				av_frame_unref(f);
+				return fail(c, DH_ERR_LIMIT, "more than %lld frames decoded",
+				            (long long)c->cfg->max_frames);
+			}
+			return 0;
+		}
+		if (ret == AVERROR_EOF)
+			return AVERROR_EOF;
+		if (ret != AVERROR(EAGAIN)) {
+			if ((ret = decoder_error(c, ret)))
+				return ret;
+			continue;
+		}
+		if (c->eof_sent)
+			return AVERROR_EOF;
+		ret = read_packet(c);
+		if (ret == AVERROR_EOF) {
+			c->eof_sent = 1;
+			avcodec_send_packet(c->cc, NULL);
+			continue;
+		}
+		if (ret)
+			return ret;
+		if (c->cfg->skip_nonref)
+			c->cc->skip_frame = c->pkt->pts != AV_NOPTS_VALUE && c->pkt->pts < c->skip_before
+			                        ? AVDISCARD_NONREF
+			                        : AVDISCARD_DEFAULT;
+		ret = avcodec_send_packet(c->cc, c->pkt);
+		av_packet_unref(c->pkt);
+		if (ret < 0 && (ret = decoder_error(c, ret)))
+			return ret;
+	}
+}
+
+static int do_seek(dh_ctx *c, int64_t ts) {
+	int ret = av_seek_frame(c->fc, c->si, ts, AVSEEK_FLAG_BACKWARD);
+	if (ret < 0)
+		return map_err(c, ret, "seek");
+	avcodec_flush_buffers(c->cc);
+	c->eof_sent = 0;
+	c->demux_done = 0;
+	c->pos_ts = INT64_MIN;
+	c->st->seeks++;
+	return 0;
+}
+
+static int64_t frame_pts(const AVFrame *f) {
+	return f->pts != AV_NOPTS_VALUE ? f->pts : f->best_effort_timestamp;
+}
+
+// to_rgb converts f to out_w x out_h RGB24 at dst with sws_scale
+// (bilinear), honouring the frame's colour matrix and range.
+static int to_rgb(dh_ctx *c, const AVFrame *f, uint8_t *dst) {
+	const dh_config *cfg = c->cfg;
+	struct SwsContext *s = sws_getCachedContext(c->sws, f->width, f->height, f->format, cfg->out_w,
+	                                            cfg->out_h, AV_PIX_FMT_RGB24, SWS_BILINEAR, NULL,
+	                                            NULL, NULL);
+	if (!s)
+		return fail(c, DH_ERR_UNSUPPORTED, "cannot convert %s %dx%d to RGB",
+		            av_get_pix_fmt_name(f->format), f->width, f->height);
+	int cs = f->colorspace == AVCOL_SPC_BT709        ? SWS_CS_ITU709
+	         : f->colorspace == AVCOL_SPC_BT2020_NCL ? SWS_CS_BT2020
+	                                                 : SWS_CS_DEFAULT;
+	const char *name = av_get_pix_fmt_name(f->format);
+	int range = f->color_range == AVCOL_RANGE_JPEG || (name && strncmp(name, "yuvj", 4) == 0);
+	if (s != c->sws || cs != c->sws_cs || range != c->sws_range) {
+		sws_setColorspaceDetails(s, sws_getCoefficients(cs), range,
+		                         sws_getCoefficients(SWS_CS_DEFAULT), 1, 0, 1 << 16, 1 << 16);
+		c->sws_cs = cs;
+		c->sws_range = range;
+	}
+	c->sws = s;
+	uint8_t *d[4] = {dst, NULL, NULL, NULL};
+	int ls[4] = {cfg->out_w * 3, 0, 0, 0};
+	sws_scale(s, (const uint8_t *const *)f->data, f->linesize, 0, f->height, d, ls);
+	return 0;
+}
+
+int dh_decode_targets(const uint8_t *data, int64_t len, const dh_config *cfg, dh_target *t,
+                      int32_t n, uint8_t *dst, int64_t dst_len, dh_stats *st) {
+	dh_ctx c;
+	AVFrame *cur = NULL, *last = NULL;
+	int ret = ctx_open(&c, data, len, cfg, st, 1);
+	if (ret)
+		goto out;
+	int64_t plane = (int64_t)cfg->out_w * cfg->out_h * 3;
+	for (int i = 0; i < n; i++)
+		if (plane <= 0 || t[i].slot < 0 || (t[i].slot + 1) * plane > dst_len) {
+			ret = fail(&c, DH_ERR_ARG, "target %d: slot %d outside the output", i, t[i].slot);
+			goto out;
+		}
+	cur = av_frame_alloc();
+	last = av_frame_alloc();
+	if (!cur || !last) {
+		ret = fail(&c, DH_ERR_LIMIT, "out of memory");
+		goto out;
+	}
+	AVRational ttb = cfg->tb_den > 0 ? (AVRational){cfg->tb_num, cfg->tb_den} : c.vs->time_base;
+	int have_cur = 0, have_last = 0;
+	int64_t cur_serial = 0, last_serial = 0, written_serial = -1, written_slot = -1;
+	int64_t serial = 0;
+	int i;
+	for (i = 0; i < n; i++) {
+		int64_t want = av_rescale_q(t[i].pts, ttb, c.vs->time_base);
+		int64_t seek_ts = INT64_MIN;
+		if (t[i].seek == DH_SEEK_TO) {
+			seek_ts = av_rescale_q(t[i].seek_pts, ttb, c.vs->time_base);
+		} else if (t[i].seek == DH_SEEK_AUTO) {
+			int k = av_index_search_timestamp(c.vs, want, AVSEEK_FLAG_BACKWARD);
+			const AVIndexEntry *e = k >= 0 ? avformat_index_get_entry(c.vs, k) : NULL;
+			if (e && e->timestamp > c.pos_ts && (c.pos_ts != INT64_MIN || k > 0))
+				seek_ts = e->timestamp;
+		}
+		c.skip_before = want;
+		for (int retry = 0; seek_ts != INT64_MIN; retry++) {
+			if ((ret = do_seek(&c, seek_ts)))
+				goto out;
+			av_frame_unref(cur);
+			av_frame_unref(last);
+			have_cur = have_last = 0;
+			ret = next_frame(&c, cur);
+			if (ret == AVERROR_EOF)
+				break;
+			if (ret)
+				goto out;
+			have_cur = 1;
+			cur_serial = ++serial;
+			// A first frame after the target means the demuxer landed on a
+			// later keyframe (its index may be by dts): step back by twice
+			// the overshoot and try again, a bounded number of times.
+			int64_t over, back, next;
+			if (frame_pts(cur) <= want || retry == SEEK_RETRIES ||
+			    __builtin_sub_overflow(frame_pts(cur), want, &over) ||
+			    __builtin_mul_overflow(over, 2, &back) ||
+			    __builtin_sub_overflow(seek_ts, back + 1, &next))
+				break;
+			seek_ts = next;
+		}
+		for (;;) {
+			if (!have_cur) {
+				ret = next_frame(&c, cur);
+				if (ret == AVERROR_EOF)
+					break;
+				if (ret)
+					goto out;
+				have_cur = 1;
+				cur_serial = ++serial;
+			}
+			if (frame_pts(cur) >= want)
+				break;
+			av_frame_unref(last);
+			av_frame_move_ref(last, cur);
+			have_last = 1;
+			last_serial = cur_serial;
+			have_cur = 0;
+		}
+		// Pick the frame nearest the target among the last one before it and
+		// the first one at or after it.
+		AVFrame *pick = NULL;
+		int64_t pick_serial = 0;
+		if (have_cur && (!have_last || frame_pts(cur) - want <= want - frame_pts(last))) {
+			pick = cur;
+			pick_serial = cur_serial;
+		} else if (have_last) {
+			pick = last;
+			pick_serial = last_serial;
+		}
+		uint8_t *out = dst + t[i].slot * plane;
+		if (!pick) {
+			if (written_slot < 0) {
+				ret = c.last_err ? map_err(&c, (int)c.last_err, "decode")
+				                 : fail(&c, DH_ERR_CORRUPT, "no frame decoded up to pts %lld",
+				                        (long long)want);
+				goto out;
+			}
+			memmove(out, dst + written_slot * plane, plane); // stream ended: repeat the last output
+			t[i].got_pts = t[i - 1].got_pts;
+			c.st->missed++;
+			continue;
+		}
+		if (pick_serial == written_serial) {
+			memmove(out, dst + written_slot * plane, plane);
+		} else if ((ret = to_rgb(&c, pick, out))) {
+			goto out;
+		}
+		written_serial = pick_serial;
+		written_slot = t[i].slot;
+		t[i].got_pts = frame_pts(pick);
+		if (t[i].got_pts != want)
+			c.st->missed++;
+		av_strlcpy(st->pix_fmt, av_get_pix_fmt_name(pick->format) ? av_get_pix_fmt_name(pick->format) : "",
+		           sizeof st->pix_fmt);
+	}
+	ret = 0;
+out:
+	av_frame_free(&cur);
+	av_frame_free(&last);
+	ctx_free(&c);
+	return ret;
+}
+
+// hash_frame computes the MD5 of f's planes packed without padding, as
+// av_image_copy_to_buffer with align 1 (and so ffmpeg's rawvideo encoder
+// and framemd5 muxer) lays them out.
+static int hash_frame(const AVFrame *f, uint8_t out[16]) {
+	const AVPixFmtDescriptor *d = av_pix_fmt_desc_get(f->format);
+	int lines[4];
+	if (!d || (d->flags & (AV_PIX_FMT_FLAG_HWACCEL | AV_PIX_FMT_FLAG_PAL | AV_PIX_FMT_FLAG_BITSTREAM)))
+		return -1;
+	if (av_image_fill_linesizes(lines, f->format, f->width) < 0)
+		return -1;
+	struct AVMD5 *m = av_md5_alloc();
+	if (!m)
+		return -1;
+	av_md5_init(m);
+	int planes = av_pix_fmt_count_planes(f->format);
+	for (int p = 0; p < planes; p++) {
+		int h = (p == 1 || p == 2) ? AV_CEIL_RSHIFT(f->height, d->log2_chroma_h) : f->height;
+		for (int y = 0; y < h; y++)
+			av_md5_update(m, f->data[p] + (ptrdiff_t)y * f->linesize[p], lines[p]);
+	}
+	av_md5_final(m, out);
+	av_free(m);
+	return 0;
+}
+
+int dh_decode_all(const uint8_t *data, int64_t len, const dh_config *cfg, dh_frame_hash **hashes,
+                  int64_t *count, dh_stats *st) {
+	dh_ctx c;
+	AVFrame *f = NULL;
+	int64_t cap = 0;
+	*count = 0;
+	if (hashes)
+		*hashes = NULL;
+	int ret = ctx_open(&c, data, len, cfg, st, 1);
+	if (ret)
+		goto out;
+	f = av_frame_alloc();
+	if (!f) {
+		ret = fail(&c, DH_ERR_LIMIT, "out of memory");
+		goto out;
+	}
+	for (;;) {
+		ret = next_frame(&c, f);
+		if (ret == AVERROR_EOF)
+			break;
+		if (ret)
+			goto out;
+		if (hashes) {
+			if (*count >= cap) {
+				cap = cap ? 2 * cap : 256;
+				dh_frame_hash *grown = av_realloc_array(*hashes, cap, sizeof **hashes);
+				if (!grown) {
+					ret = fail(&c, DH_ERR_LIMIT, "out of memory");
+					goto out;
+				}
+				*hashes = grown;
+			}
+			dh_frame_hash *h = &(*hashes)[*count];
+			h->pts = frame_pts(f);
+			h->width = f->width;
+			h->height = f->height;
+			if (hash_frame(f, h->md5)) {
+				ret = fail(&c, DH_ERR_UNSUPPORTED, "cannot hash pixel format %s",
+				           av_get_pix_fmt_name(f->format));
+				goto out;
+			}
+		}
+		av_strlcpy(st->pix_fmt, av_get_pix_fmt_name(f->format) ? av_get_pix_fmt_name(f->format) : "",
+		           sizeof st->pix_fmt);
+		(*count)++;
+		av_frame_unref(f);
+	}
+	ret = 0;
+	if (*count == 0)
+		ret = c.last_err ? map_err(&c, (int)c.last_err, "decode")
+		                 : fail(&c, DH_ERR_CORRUPT, "no frame decoded");
+out:
+	av_frame_free(&f);
+	ctx_free(&c);
+	return ret;
+}
+
+int dh_packets(const uint8_t *data, int64_t len, const dh_config *cfg, dh_packet *pkts, int64_t cap,
+               int64_t *count, dh_stats *st) {
+	dh_ctx c;
+	*count = 0;
+	int ret = ctx_open(&c, data, len, cfg, st, 0);
+	if (ret)
+		goto out;
+	for (;;) {
+		ret = read_packet(&c);
+		if (ret == AVERROR_EOF)
+			break;
+		if (ret)
+			goto out;
+		if (*count < cap)
+			pkts[*count] = (dh_packet){.pts = c.pkt->pts,
+			                           .dts = c.pkt->dts,
+			                           .size = c.pkt->size,
+			                           .key = !!(c.pkt->flags & AV_PKT_FLAG_KEY)};
+		(*count)++;
+		av_packet_unref(c.pkt);
+	}
+	ret = 0;
+out:
+	ctx_free(&c);
+	return ret;
+}
