@@ -1,0 +1,104 @@
+package decode
+
+import (
+	"bytes"
+	"errors"
+	"image"
+	_ "image/jpeg"
+	_ "image/png"
+	"os"
+	"path/filepath"
+	"testing"
+
+	_ "golang.org/x/image/webp"
+)
+
+var imageFiles = []string{"y420.jpg", "y422.jpg", "y444.jpg", "y440.jpg", "y411.jpg", "gray.jpg", "prog420.jpg",
+	"rgb.png", "gray_odd.png", "lossy.webp", "lossless.webp", "alpha.webp"}
+
+func readImage(t testing.TB, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "image", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func TestParseImageHeader(t *testing.T) {
+	tests := []struct {
+		file string
+		want ImageInfo
+	}{
+		{"y420.jpg", ImageInfo{Format: "jpeg", Width: 96, Height: 64, Subsampling: "420"}},
+		{"y422.jpg", ImageInfo{Format: "jpeg", Width: 96, Height: 64, Subsampling: "422"}},
+		{"y444.jpg", ImageInfo{Format: "jpeg", Width: 96, Height: 64, Subsampling: "444"}},
+		{"y440.jpg", ImageInfo{Format: "jpeg", Width: 96, Height: 64, Subsampling: "440"}},
+		{"y411.jpg", ImageInfo{Format: "jpeg", Width: 96, Height: 64, Subsampling: "411"}},
+		{"gray.jpg", ImageInfo{Format: "jpeg", Width: 96, Height: 64, Subsampling: "gray"}},
+		{"prog420.jpg", ImageInfo{Format: "jpeg", Width: 96, Height: 64, Subsampling: "420", Progressive: true}},
+		{"rgb.png", ImageInfo{Format: "png", Width: 96, Height: 64}},
+		{"gray_odd.png", ImageInfo{Format: "png", Width: 97, Height: 65}},
+		{"lossy.webp", ImageInfo{Format: "webp", Width: 96, Height: 64}},
+		{"lossless.webp", ImageInfo{Format: "webp", Width: 96, Height: 64}},
+		{"alpha.webp", ImageInfo{Format: "webp", Width: 96, Height: 64}},
+	}
+	for _, tt := range tests {
+		data := readImage(t, tt.file)
+		tt.want.Bytes = len(data)
+		got, err := ParseImageHeader(data)
+		if err != nil || got != tt.want {
+			t.Errorf("%s: got %+v, %v; want %+v", tt.file, got, err, tt.want)
+		}
+	}
+}
+
+func TestParseImageHeaderMalformed(t *testing.T) {
+	jpg := readImage(t, "y420.jpg")
+	tests := []struct {
+		name string
+		data []byte
+	}{
+		{"empty", nil},
+		{"text", []byte("hello world, not an image")},
+		{"jpeg soi only", []byte{0xFF, 0xD8, 0xFF}},
+		{"jpeg cut in header", jpg[:40]},
+		{"jpeg scan before frame", []byte{0xFF, 0xD8, 0xFF, 0xDA, 0x00, 0x02}},
+		{"jpeg segment too long", []byte{0xFF, 0xD8, 0xFF, 0xE0, 0xFF, 0xFF, 0x00}},
+		{"jpeg zero height", []byte{0xFF, 0xD8, 0xFF, 0xC0, 0x00, 0x0B, 8, 0, 0, 0, 16, 1, 1, 0x11, 0}},
+		{"png without IHDR", []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIDAT0000000000000000000")},
+		{"png huge", append([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR\x7f\xff\xff\xff\x00\x00\x00\x10"), make([]byte, 10)...)},
+		{"webp short", []byte("RIFF\x00\x00\x00\x00WEBPVP8 ")},
+		{"webp unknown chunk", append([]byte("RIFF\x00\x00\x00\x00WEBPABCD"), make([]byte, 20)...)},
+	}
+	for _, tt := range tests {
+		if info, err := ParseImageHeader(tt.data); !errors.Is(err, ErrBadImage) {
+			t.Errorf("%s: got %+v, %v; want ErrBadImage", tt.name, info, err)
+		}
+	}
+}
+
+// FuzzParseImageHeader feeds mutated real JPEG, PNG and WebP files to the
+// header parser; when both it and the standard library's DecodeConfig
+// accept an input, the dimensions must agree.
+func FuzzParseImageHeader(f *testing.F) {
+	for _, name := range imageFiles {
+		f.Add(readImage(f, name))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		info, err := ParseImageHeader(data)
+		if err != nil {
+			if !errors.Is(err, ErrBadImage) {
+				t.Fatalf("error %v does not wrap ErrBadImage", err)
+			}
+			return
+		}
+		if info.Width <= 0 || info.Height <= 0 || info.Bytes != len(data) {
+			t.Fatalf("accepted %+v", info)
+		}
+		if cfg, format, err := image.DecodeConfig(bytes.NewReader(data)); err == nil && format == info.Format &&
+			(cfg.Width != info.Width || cfg.Height != info.Height) {
+			t.Fatalf("%s: %dx%d, image.DecodeConfig says %dx%d", format, info.Width, info.Height, cfg.Width, cfg.Height)
+		}
+	})
+}
