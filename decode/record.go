@@ -80,7 +80,8 @@ type ImageInfo struct {
 	Height      int
 	Bytes       int
 	Progressive bool   // JPEG progressive scan
-	Subsampling string // JPEG chroma subsampling: "444", "422", "420", "440", "411", "gray"
+	Subsampling string // JPEG chroma subsampling: "444", "422", "420", "440", "411", "gray"; "" otherwise
+	Member      int    // index in Sample.Members of the image member (set by ParseRecord)
 }
 
 // TextInfo holds the cost features of a text payload.

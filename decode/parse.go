@@ -1,0 +1,152 @@
+package decode
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// ErrNoPayload reports a sample none of whose members is a recognised
+// video, image or text payload.
+var ErrNoPayload = errors.New("decode: sample has no recognised payload")
+
+// Member kinds, from the last component of a member's extension.
+const (
+	kindOther = iota
+	kindVideo
+	kindImage
+	kindText
+)
+
+// memberKind classifies an extension such as "mp4", "0.jpg" or "seg.txt"
+// by its last dot-separated component.
+func memberKind(ext string) int {
+	switch lastComponent(ext) {
+	case "mp4", "mov", "m4v", "webm", "mkv":
+		return kindVideo
+	case "jpg", "jpeg", "png", "webp":
+		return kindImage
+	case "txt", "text", "json", "caption", "cls":
+		return kindText
+	}
+	return kindOther
+}
+
+func lastComponent(ext string) string {
+	if i := strings.LastIndexByte(ext, '.'); i >= 0 {
+		return ext[i+1:]
+	}
+	return ext
+}
+
+// docPosition returns the position of a member in an interleaved
+// document: the number that starts its extension ("3.jpg", "12.txt",
+// "img_3.jpg" count as positions 3, 12 and 3). ok is false for plain
+// extensions like "jpg".
+func docPosition(ext string) (pos int, ok bool) {
+	i := strings.IndexByte(ext, '.')
+	if i <= 0 {
+		return 0, false
+	}
+	head := strings.TrimLeft(ext[:i], "abcdefghijklmnopqrstuvwxyz_-")
+	n, err := strconv.Atoi(head)
+	if err != nil || n < 0 || head == "" {
+		return 0, false
+	}
+	return n, true
+}
+
+// ParseRecord builds the lightweight record of a sample from the bytes of
+// its members, without decoding:
+//
+//   - the first video member (mp4, mov, m4v, webm, mkv; parsed by content:
+//     EBML files with ParseWebM, others with ParseMP4) gives Video;
+//   - every image member (jpg, jpeg, png, webp) gives an entry of Images,
+//     ordered by document position ("0.jpg", "1.jpg", ...) and then by
+//     member order;
+//   - text members (txt, text, json, caption, cls) add up into Text.
+//
+// Extensions are matched on their last component, so "0.jpg" and
+// "seg.txt" count. The modality is video when there is a video member;
+// document when there are images and text and either more than one image
+// or any member carrying a document position (an interleaved document);
+// image for images alone or with a caption; text for text alone. Members
+// of other kinds only count in Bytes. A sample without any recognised
+// member is ErrNoPayload; a recognised member that does not parse fails
+// the record with the format's error, naming the shard, sample and member.
+func ParseRecord(s *Sample) (*Record, error) {
+	r := &Record{Shard: s.Shard, Key: s.Key}
+	type image struct {
+		info ImageInfo
+		pos  int
+	}
+	var images []image
+	interleaved := false
+	for i, m := range s.Members {
+		r.Bytes += int64(len(m.Data))
+		kind := memberKind(m.Ext)
+		if _, ok := docPosition(m.Ext); ok && kind != kindOther {
+			interleaved = true
+		}
+		var err error
+		switch kind {
+		case kindVideo:
+			if r.Video != nil {
+				continue // only the first clip counts
+			}
+			r.Video, err = parseVideo(m.Data)
+			if err == nil {
+				r.Video.Member = i
+			}
+		case kindImage:
+			var info ImageInfo
+			if info, err = ParseImageHeader(m.Data); err == nil {
+				info.Member = i
+				pos, _ := docPosition(m.Ext)
+				images = append(images, image{info, pos})
+			}
+		case kindText:
+			t := ParseText(m.Data, m.Ext)
+			if r.Text == nil {
+				r.Text = &TextInfo{}
+			}
+			r.Text.Bytes += t.Bytes
+			r.Text.Tokens += t.Tokens
+		}
+		if err != nil {
+			return nil, fmt.Errorf("decode: shard %s sample %q member %s: %w", s.Shard, s.Key, m.Name, err)
+		}
+	}
+	sort.SliceStable(images, func(a, b int) bool { return images[a].pos < images[b].pos })
+	for _, im := range images {
+		r.Images = append(r.Images, im.info)
+	}
+	switch {
+	case r.Video != nil:
+		r.Modality = ModalityVideo
+	case len(r.Images) > 0 && r.Text != nil && (len(r.Images) > 1 || interleaved):
+		r.Modality = ModalityDocument
+	case len(r.Images) > 0:
+		r.Modality = ModalityImage
+	case r.Text != nil:
+		r.Modality = ModalityText
+	default:
+		exts := make([]string, len(s.Members))
+		for i, m := range s.Members {
+			exts[i] = m.Ext
+		}
+		return nil, fmt.Errorf("%w: shard %s sample %q has members [%s]", ErrNoPayload, s.Shard, s.Key, strings.Join(exts, " "))
+	}
+	return r, nil
+}
+
+// parseVideo picks the container parser from the bytes: EBML
+// (WebM/Matroska) or ISO BMFF (MP4/MOV).
+func parseVideo(data []byte) (*VideoInfo, error) {
+	if len(data) >= 4 && data[0] == 0x1A && data[1] == 0x45 && data[2] == 0xDF && data[3] == 0xA3 {
+		return ParseWebM(data)
+	}
+	return ParseMP4(data)
+}
