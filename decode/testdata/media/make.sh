@@ -29,6 +29,6 @@ ffmpeg $in -i "$(src 128 72 1)" $out -c:v libaom-av1 -usage realtime -cpu-used 8
 ffmpeg $in -i "$(src 160 120 1)" -f lavfi -i "sine=frequency=440:duration=1" $out -c:v libx264 -preset veryfast -crf 32 -g 12 -c:a libopus h264_audio.mkv
 # Images: baseline 4:2:0 JPEG, 4:4:4 JPEG, PNG, lossy WebP.
 ffmpeg $in -i "testsrc2=size=640x480:rate=1,noise=alls=20:allf=u:all_seed=3" $out -frames:v 1 -c:v mjpeg -q:v 4 -pix_fmt yuvj420p image420.jpg
-ffmpeg $in -i "testsrc2=size=333x251:rate=1,noise=alls=20:allf=u:all_seed=4" $out -frames:v 1 -c:v mjpeg -q:v 4 -pix_fmt yuvj444p image444.jpg
+ffmpeg $in -i "testsrc2=size=320x240:rate=1,noise=alls=20:allf=u:all_seed=4,scale=333:251" $out -frames:v 1 -c:v mjpeg -q:v 4 -pix_fmt yuvj444p image444.jpg
 ffmpeg $in -i "testsrc2=size=200x150:rate=1" $out -frames:v 1 -c:v png -pix_fmt rgb24 image.png
 ffmpeg $in -i "testsrc2=size=300x200:rate=1" $out -frames:v 1 -c:v libwebp -quality 60 image.webp

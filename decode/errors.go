@@ -1,0 +1,79 @@
+package decode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"image/png"
+
+	"github.com/datahelix/datahelix/decode/av"
+	"github.com/datahelix/datahelix/decode/tjpeg"
+)
+
+// Kinds of decoding failure. A failed Decode returns a *SampleError that
+// unwraps to one of these, so callers can count and skip bad samples by
+// kind while a cancelled context stays distinguishable (it unwraps to
+// context.Canceled instead).
+var (
+	// ErrCorrupt reports a member whose bytes cannot be decoded: truncated,
+	// damaged or forged.
+	ErrCorrupt = errors.New("decode: corrupt sample")
+	// ErrLimit reports a sample that exceeds a safety limit (pixels, frames
+	// decoded, images per document).
+	ErrLimit = errors.New("decode: sample exceeds a safety limit")
+	// ErrUnsupported reports a container, codec or image format outside the
+	// allowed lists.
+	ErrUnsupported = errors.New("decode: unsupported format")
+	// ErrTimeout reports a sample whose decoding ran past its deadline.
+	ErrTimeout = errors.New("decode: sample deadline exceeded")
+)
+
+
+// SampleError is the failure of one sample: which one, which member, what
+// kind (one of the Err* sentinels, or a context error) and the cause.
+type SampleError struct {
+	Shard  string
+	Key    string
+	Member string // member name, empty when the sample as a whole failed
+	Kind   error
+	Err    error // the underlying cause, for the message
+}
+
+// Error names the shard, the sample and the member.
+func (e *SampleError) Error() string {
+	where := fmt.Sprintf("decode: shard %s: sample %s", e.Shard, e.Key)
+	if e.Member != "" {
+		where += ": member " + e.Member
+	}
+	if e.Err == nil {
+		return where + ": " + e.Kind.Error()
+	}
+	return where + ": " + e.Err.Error()
+}
+
+// Unwrap returns the kind and the cause, for errors.Is and errors.As.
+func (e *SampleError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{e.Kind}
+	}
+	return []error{e.Kind, e.Err}
+}
+
+// classify maps an error of the av, tjpeg or image packages to its kind.
+func classify(err error) error {
+	var pngUnsupported png.UnsupportedError
+	switch {
+	case errors.Is(err, context.Canceled):
+		return context.Canceled
+	case errors.Is(err, av.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrTimeout):
+		return ErrTimeout
+	case errors.Is(err, av.ErrLimit) || errors.Is(err, tjpeg.ErrLimit) || errors.Is(err, ErrLimit):
+		return ErrLimit
+	case errors.Is(err, av.ErrUnsupported) || errors.Is(err, tjpeg.ErrUnsupported) ||
+		errors.As(err, &pngUnsupported) || errors.Is(err, ErrUnsupported):
+		return ErrUnsupported
+	}
+	// av.ErrCorrupt, tjpeg.ErrCorrupt, png.FormatError, and the plain
+	// errors of image/png and x/image/webp for damaged bytes.
+	return ErrCorrupt
+}

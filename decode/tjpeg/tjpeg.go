@@ -1,0 +1,90 @@
+// Package tjpeg decodes JPEG images to packed RGB for package decode.
+//
+// By default it uses libjpeg-turbo through its TurboJPEG API (cgo,
+// pkg-config libturbojpeg), with DCT-domain scaling: when the source is
+// much larger than the size the caller needs, the decoder produces the
+// smallest of TurboJPEG's scaled sizes (1/8 to 1 in eighths) that is at
+// least that size, skipping most of the inverse DCT and upsampling work.
+// Decoding is bounded: the picture size is checked from the header first,
+// progressive images may have at most 500 scans (TJFLAG_LIMITSCANS) and any
+// libjpeg warning is an error (TJFLAG_STOPONWARNING).
+//
+// Built with -tags noturbojpeg it falls back to the standard library's
+// image/jpeg, without DCT scaling; Backend tells which one is in use.
+package tjpeg
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors wrapped by Decode and DecodeHeader.
+var (
+	// ErrCorrupt reports bytes that are not a decodable JPEG.
+	ErrCorrupt = errors.New("tjpeg: corrupt or truncated JPEG")
+	// ErrLimit reports a JPEG larger than the caller's pixel limit.
+	ErrLimit = errors.New("tjpeg: JPEG exceeds the pixel limit")
+	// ErrUnsupported reports a valid JPEG this backend cannot turn into RGB
+	// (such as CMYK with TurboJPEG 2.1).
+	ErrUnsupported = errors.New("tjpeg: unsupported JPEG")
+)
+
+// Header is what a JPEG's header says about the image.
+type Header struct {
+	Width, Height int
+	// Subsampling is the chroma subsampling: "444", "422", "420", "440",
+	// "411" or "gray".
+	Subsampling string
+}
+
+// Image is a decoded picture: Width*Height pixels of packed RGB, rows of
+// Width*3 bytes without padding.
+type Image struct {
+	Width, Height int
+	Pix           []byte
+}
+
+// Options says how large the result must be and how large the source may be.
+type Options struct {
+	// MinWidth and MinHeight ask for DCT scaling: the result is the smallest
+	// available scaled size no smaller than these in both dimensions (or the
+	// full size when none is). Zero in either means the full size.
+	MinWidth, MinHeight int
+	// MaxPixels bounds the source's width*height, checked from the header
+	// before decoding; zero means no bound.
+	MaxPixels int64
+}
+
+// scaledSize applies scaling factor num/den to a dimension, rounding up as
+// TurboJPEG's TJSCALED does.
+func scaledSize(dim, num, den int) int { return (dim*num + den - 1) / den }
+
+// chooseScale returns the index into factors (pairs of num/den) of the
+// smallest downscaling factor whose result covers minW x minH, or -1 for
+// no scaling.
+func chooseScale(w, h, minW, minH int, factors [][2]int) int {
+	best, bestPix := -1, w*h
+	if minW <= 0 || minH <= 0 {
+		return best
+	}
+	for i, f := range factors {
+		if f[0] >= f[1] {
+			continue // only reduce
+		}
+		sw, sh := scaledSize(w, f[0], f[1]), scaledSize(h, f[0], f[1])
+		if sw >= minW && sh >= minH && sw*sh < bestPix {
+			best, bestPix = i, sw*sh
+		}
+	}
+	return best
+}
+
+func checkHeader(h Header, opt Options) error {
+	if h.Width <= 0 || h.Height <= 0 {
+		return fmt.Errorf("%w: size %dx%d", ErrCorrupt, h.Width, h.Height)
+	}
+	if opt.MaxPixels > 0 && int64(h.Width)*int64(h.Height) > opt.MaxPixels {
+		return fmt.Errorf("%w: %dx%d is more than %d pixels", ErrLimit, h.Width, h.Height, opt.MaxPixels)
+	}
+	return nil
+}
