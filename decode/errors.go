@@ -28,7 +28,6 @@ var (
 	ErrTimeout = errors.New("decode: sample deadline exceeded")
 )
 
-
 // SampleError is the failure of one sample: which one, which member, what
 // kind (one of the Err* sentinels, or a context error) and the cause.
 type SampleError struct {
@@ -72,6 +71,8 @@ func classify(err error) error {
 	case errors.Is(err, av.ErrUnsupported) || errors.Is(err, tjpeg.ErrUnsupported) ||
 		errors.As(err, &pngUnsupported) || errors.Is(err, ErrUnsupported):
 		return ErrUnsupported
+	case errors.Is(err, ErrNoPayload):
+		return ErrNoPayload
 	}
 	// av.ErrCorrupt, tjpeg.ErrCorrupt, png.FormatError, and the plain
 	// errors of image/png and x/image/webp for damaged bytes.
