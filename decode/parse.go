@@ -50,7 +50,7 @@ func docPosition(ext string) (pos int, ok bool) {
 	if i <= 0 {
 		return 0, false
 	}
-	head := strings.TrimLeft(ext[:i], "abcdefghijklmnopqrstuvwxyz_-")
+	head := strings.TrimLeft(ext[:i], "abcdefghijklmnopqrstuvwxyz_")
 	n, err := strconv.Atoi(head)
 	if err != nil || n < 0 || head == "" {
 		return 0, false

@@ -31,63 +31,57 @@ func isJSONExt(ext string) bool {
 // EstimateTokens estimates how many tokens a GPT-style BPE tokenizer
 // (such as cl100k) produces for UTF-8 text, without a vocabulary:
 //
-//   - a run of ASCII letters is one token per started 6 letters beyond
-//     the first (1 + (n-1)/6: common English words are one token, long
-//     ones split);
+//   - a run of letters is 1 + (w-1)/8 tokens, where w counts ASCII
+//     letters once and other letters (accents, Cyrillic, Greek, ...) and
+//     combining marks twice: common English words are one token, long
+//     ones split, and vocabularies hold fewer merges of non-ASCII letters;
 //   - a run of digits is one token per started 3 digits (BPE vocabularies
 //     group digits in threes);
-//   - a run of other letters (accented Latin, Cyrillic, Greek, ...) is
-//     1 + (n-1)/3 tokens: vocabularies hold fewer such merges;
 //   - each Han, Hiragana, Katakana or Hangul character is one token;
 //   - each other non-space character (punctuation, symbols, emoji, and
 //     invalid UTF-8 bytes) is one token; white space is free, as it merges
 //     into the following word.
 //
-// On English prose this lands within about 15 % of real counts ("The
-// quick brown fox jumps over the lazy dog." gives 10, as cl100k does); it
-// only needs to rank text samples by cost and report a plausible count.
+// It is a heuristic, not a tokenizer ("The quick brown fox jumps over the
+// lazy dog." gives 10, as cl100k does); the cost model only needs text
+// samples ranked by size and a plausible count to report.
 func EstimateTokens(text []byte) int {
 	tokens := 0
-	run, kind := 0, 0 // current run length and class
+	letters, digits := 0, 0 // weight of the current letter run, length of the digit run
 	flush := func() {
-		switch kind {
-		case 1:
-			tokens += 1 + (run-1)/6
-		case 2:
-			tokens += (run + 2) / 3
-		case 3:
-			tokens += 1 + (run-1)/3
+		if letters > 0 {
+			tokens += 1 + (letters-1)/8
 		}
-		run, kind = 0, 0
+		tokens += (digits + 2) / 3
+		letters, digits = 0, 0
 	}
 	for i := 0; i < len(text); {
 		r, size := utf8.DecodeRune(text[i:])
 		i += size
-		k := 0
 		switch {
-		case r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'):
-			k = 1
+		case r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z':
+			if digits > 0 {
+				flush()
+			}
+			letters++
 		case r >= '0' && r <= '9':
-			k = 2
-		case r == utf8.RuneError && size == 1:
-			k = 4
-		case unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul):
-			k = 4
-		case unicode.IsLetter(r) || unicode.IsMark(r):
-			k = 3
-		case unicode.IsSpace(r):
-			k = 0
-		default:
-			k = 4
-		}
-		if k != kind {
+			if letters > 0 {
+				flush()
+			}
+			digits++
+		case r == utf8.RuneError && size == 1,
+			unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul):
 			flush()
-		}
-		switch k {
-		case 1, 2, 3:
-			kind = k
-			run++
-		case 4:
+			tokens++
+		case unicode.IsLetter(r) || unicode.IsMark(r):
+			if digits > 0 {
+				flush()
+			}
+			letters += 2
+		case unicode.IsSpace(r):
+			flush()
+		default:
+			flush()
 			tokens++
 		}
 	}

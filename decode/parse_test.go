@@ -1,0 +1,123 @@
+package decode
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// sampleOf builds a sample from (ext, data) pairs.
+func sampleOf(key string, members ...any) *Sample {
+	s := &Sample{Shard: "shard-0.tar", Key: key}
+	for i := 0; i < len(members); i += 2 {
+		ext := members[i].(string)
+		var data []byte
+		switch d := members[i+1].(type) {
+		case string:
+			data = []byte(d)
+		case []byte:
+			data = d
+		}
+		s.Members = append(s.Members, Member{Name: key + "." + ext, Ext: ext, Data: data})
+	}
+	return s
+}
+
+func TestParseRecord(t *testing.T) {
+	mp4 := readVideo(t, "h264_faststart.mp4")
+	webm := readVideo(t, "vp9.webm")
+	jpg := readImage(t, "y420.jpg")
+	png := readImage(t, "rgb.png")
+	webp := readImage(t, "lossy.webp")
+	tests := []struct {
+		name     string
+		sample   *Sample
+		modality Modality
+		video    string // codec, "" for none
+		images   []int  // Member index of each image, in record order
+		tokens   int    // -1 when Text must be nil
+	}{
+		{"video with caption", sampleOf("v", "json", `{"caption":"a dog"}`, "mp4", mp4, "txt", "a dog runs"), ModalityVideo, "h264", nil, 2 + 3},
+		{"webm by content", sampleOf("w", "mkv", webm), ModalityVideo, "vp9", nil, -1},
+		{"video and thumbnail", sampleOf("t", "jpg", jpg, "mp4", mp4), ModalityVideo, "h264", []int{0}, -1},
+		{"image", sampleOf("i", "jpg", jpg), ModalityImage, "", []int{0}, -1},
+		{"image with caption", sampleOf("c", "webp", webp, "txt", "a cat", "cls", "281"), ModalityImage, "", []int{0}, 2 + 1},
+		{"images without text", sampleOf("m", "jpg", jpg, "png", png), ModalityImage, "", []int{0, 1}, -1},
+		{"document", sampleOf("d", "txt", "intro", "2.png", png, "0.jpg", jpg, "1.webp", webp), ModalityDocument, "", []int{2, 3, 1}, 1},
+		{"interleaved one image", sampleOf("e", "0.txt", "first", "1.jpg", jpg, "2.txt", "after"), ModalityDocument, "", []int{1}, 2},
+		{"text", sampleOf("x", "txt", "just some words", "json", `{"id": 7}`), ModalityText, "", nil, 3},
+		{"text and other members", sampleOf("o", "txt", "words", "npy", "\x93NUMPY"), ModalityText, "", nil, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := ParseRecord(tt.sample)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var bytes int64
+			for _, m := range tt.sample.Members {
+				bytes += int64(len(m.Data))
+			}
+			if r.Modality != tt.modality || r.Bytes != bytes || r.Key != tt.sample.Key || r.Shard != tt.sample.Shard {
+				t.Errorf("got %v, %d bytes, key %q; want %v, %d bytes, key %q", r.Modality, r.Bytes, r.Key, tt.modality, bytes, tt.sample.Key)
+			}
+			switch {
+			case tt.video == "" && r.Video != nil:
+				t.Errorf("unexpected video %+v", r.Video)
+			case tt.video != "" && (r.Video == nil || r.Video.Codec != tt.video):
+				t.Errorf("video %+v, want codec %s", r.Video, tt.video)
+			case tt.video != "" && tt.sample.Members[r.Video.Member].Ext != "mp4" && tt.sample.Members[r.Video.Member].Ext != "mkv":
+				t.Errorf("video Member %d is %q", r.Video.Member, tt.sample.Members[r.Video.Member].Ext)
+			}
+			var got []int
+			for _, im := range r.Images {
+				got = append(got, im.Member)
+				if im.Bytes != len(tt.sample.Members[im.Member].Data) {
+					t.Errorf("image %d: %d bytes, member has %d", im.Member, im.Bytes, len(tt.sample.Members[im.Member].Data))
+				}
+			}
+			if !reflect.DeepEqual(got, tt.images) {
+				t.Errorf("image members %v, want %v", got, tt.images)
+			}
+			switch {
+			case tt.tokens < 0 && r.Text != nil:
+				t.Errorf("unexpected text %+v", r.Text)
+			case tt.tokens >= 0 && (r.Text == nil || r.Text.Tokens != tt.tokens):
+				t.Errorf("text %+v, want %d tokens", r.Text, tt.tokens)
+			}
+		})
+	}
+}
+
+func TestParseRecordErrors(t *testing.T) {
+	_, err := ParseRecord(sampleOf("n", "npy", "x", "wav", "y"))
+	if !errors.Is(err, ErrNoPayload) || !strings.Contains(err.Error(), `"n"`) || !strings.Contains(err.Error(), "npy wav") {
+		t.Errorf("no payload: err %v, want ErrNoPayload naming the sample and its members", err)
+	}
+	_, err = ParseRecord(sampleOf("b", "mp4", "not a video", "txt", "caption"))
+	if !errors.Is(err, ErrBadMP4) || !strings.Contains(err.Error(), "b.mp4") {
+		t.Errorf("bad video: err %v, want ErrBadMP4 naming the member", err)
+	}
+	_, err = ParseRecord(sampleOf("j", "jpg", "\xff\xd8\xff\xd9"))
+	if !errors.Is(err, ErrBadImage) {
+		t.Errorf("bad image: err %v, want ErrBadImage", err)
+	}
+}
+
+func TestDocPosition(t *testing.T) {
+	tests := []struct {
+		ext string
+		pos int
+		ok  bool
+	}{
+		{"jpg", 0, false}, {"0.jpg", 0, true}, {"12.txt", 12, true}, {"img_3.jpg", 3, true},
+		{"seg.txt", 0, false}, {"-1.jpg", 0, false}, {"x.y.jpg", 0, false},
+	}
+	for _, tt := range tests {
+		pos, ok := docPosition(tt.ext)
+		if pos != tt.pos || ok != tt.ok {
+			t.Errorf("docPosition(%q) = %d, %v; want %d, %v", tt.ext, pos, ok, tt.pos, tt.ok)
+		}
+	}
+}
