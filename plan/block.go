@@ -1,0 +1,216 @@
+package plan
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// ErrBlock reports bytes that are not a well-formed per-rank block.
+var ErrBlock = errors.New("plan: malformed block")
+
+// BlockVersion is the layout version written in every block. A decoder
+// refuses any other version.
+const BlockVersion = 1
+
+// The fixed layout of a block, all integers little-endian:
+//
+//	offset size field
+//	     0    4 magic "DHPB"
+//	     4    2 version (BlockVersion)
+//	     6    1 mode
+//	     7    1 reserved, zero
+//	     8    4 rank
+//	    12    4 sample count (the batch size B)
+//	    16    8 step
+//	    24    8 seed
+//	    32    8 margin, µs
+//	    40    8 deadline, µs
+//	    48    8 backlog, µs
+//	    56    8 capacity, fixed-point
+//	    64    8 bandwidth, fixed-point bytes/µs
+//	    72    8 latency, µs
+//	    80 24*B samples: id (8), bytes (8), cost (8)
+const (
+	blockMagic      = "DHPB"
+	blockHeaderSize = 80
+	blockSampleSize = 24
+)
+
+// BlockSize returns the encoded size of a block carrying batch samples;
+// every rank's block has this size, so the blocks can be gathered with a
+// fixed-size allgather.
+func BlockSize(batch int) int { return blockHeaderSize + blockSampleSize*batch }
+
+// Block is what one rank contributes to the allgather: the job parameters
+// it was started with, the step, its progress and its own samples.
+type Block struct {
+	Params
+	Step     int64
+	Rank     int
+	Progress Progress
+	// Samples are the rank's B samples in its own order. Their Owner must
+	// be Rank; the encoding does not store it.
+	Samples []Sample
+}
+
+// AppendBlock appends the encoding of b to dst. It refuses (with an error
+// wrapping ErrInput) a block the decoder would refuse.
+func AppendBlock(dst []byte, b *Block) ([]byte, error) {
+	if err := b.check(); err != nil {
+		return dst, fmt.Errorf("%w: %v", ErrInput, err)
+	}
+	for k := range b.Samples {
+		if b.Samples[k].Owner != b.Rank {
+			return dst, fmt.Errorf("%w: rank %d block: sample %d (id %d) has owner %d", ErrInput, b.Rank, k, b.Samples[k].ID, b.Samples[k].Owner)
+		}
+	}
+	le := binary.LittleEndian
+	dst = append(dst, blockMagic...)
+	dst = le.AppendUint16(dst, BlockVersion)
+	dst = append(dst, byte(b.Mode), 0)
+	dst = le.AppendUint32(dst, uint32(b.Rank))
+	dst = le.AppendUint32(dst, uint32(len(b.Samples)))
+	for _, v := range [...]int64{b.Step, int64(b.Seed), b.Margin,
+		b.Progress.Deadline, b.Progress.Backlog, b.Progress.Capacity,
+		b.Progress.Bandwidth, b.Progress.Latency} {
+		dst = le.AppendUint64(dst, uint64(v))
+	}
+	for k := range b.Samples {
+		s := &b.Samples[k]
+		dst = le.AppendUint64(dst, s.ID)
+		dst = le.AppendUint64(dst, uint64(s.Bytes))
+		dst = le.AppendUint64(dst, uint64(s.Cost))
+	}
+	return dst, nil
+}
+
+// check validates everything but the samples' owners; the error does not
+// wrap a sentinel, the caller adds one.
+func (b *Block) check() error {
+	switch {
+	case b.Mode >= numModes:
+		return fmt.Errorf("rank %d block: unknown mode %d", b.Rank, uint8(b.Mode))
+	case b.Rank < 0 || b.Rank >= MaxRanks:
+		return fmt.Errorf("rank %d outside [0, %d)", b.Rank, MaxRanks)
+	case len(b.Samples) < 1 || len(b.Samples) > MaxBatch:
+		return fmt.Errorf("rank %d block: %d samples outside [1, %d]", b.Rank, len(b.Samples), MaxBatch)
+	case b.Step < 0:
+		return fmt.Errorf("rank %d block: step %d is negative", b.Rank, b.Step)
+	case b.Margin < 0 || b.Margin > MaxTime:
+		return fmt.Errorf("rank %d block: margin %d µs outside [0, %d]", b.Rank, b.Margin, int64(MaxTime))
+	}
+	if err := b.Progress.check(); err != nil {
+		return fmt.Errorf("rank %d block: %v", b.Rank, err)
+	}
+	for k := range b.Samples {
+		if err := b.Samples[k].check(); err != nil {
+			return fmt.Errorf("rank %d block: sample %d (id %d): %v", b.Rank, k, b.Samples[k].ID, err)
+		}
+	}
+	return nil
+}
+
+// DecodeBlock decodes one block from data, which must be exactly one block
+// long, into b, reusing b.Samples. Malformed bytes and out-of-range values
+// give an error wrapping ErrBlock; b is then unspecified.
+func DecodeBlock(data []byte, b *Block) error {
+	if len(data) < blockHeaderSize {
+		return fmt.Errorf("%w: %d bytes, shorter than the %d-byte header", ErrBlock, len(data), blockHeaderSize)
+	}
+	le := binary.LittleEndian
+	if string(data[0:4]) != blockMagic {
+		return fmt.Errorf("%w: bad magic %q", ErrBlock, data[0:4])
+	}
+	if v := le.Uint16(data[4:]); v != BlockVersion {
+		return fmt.Errorf("%w: version %d, want %d", ErrBlock, v, BlockVersion)
+	}
+	if data[7] != 0 {
+		return fmt.Errorf("%w: reserved byte is %d, want 0", ErrBlock, data[7])
+	}
+	rank, count := le.Uint32(data[8:]), le.Uint32(data[12:])
+	if count < 1 || count > MaxBatch {
+		return fmt.Errorf("%w: sample count %d outside [1, %d]", ErrBlock, count, MaxBatch)
+	}
+	if want := BlockSize(int(count)); len(data) != want {
+		return fmt.Errorf("%w: %d bytes, want %d for %d samples", ErrBlock, len(data), want, count)
+	}
+	if rank >= MaxRanks {
+		return fmt.Errorf("%w: rank %d outside [0, %d)", ErrBlock, rank, MaxRanks)
+	}
+	i64 := func(off int) int64 { return int64(le.Uint64(data[off:])) }
+	b.Mode = Mode(data[6])
+	b.Rank = int(rank)
+	b.Step = i64(16)
+	b.Seed = le.Uint64(data[24:])
+	b.Margin = i64(32)
+	b.Progress = Progress{Deadline: i64(40), Backlog: i64(48), Capacity: i64(56), Bandwidth: i64(64), Latency: i64(72)}
+	b.Samples = b.Samples[:0]
+	for off := blockHeaderSize; off < len(data); off += blockSampleSize {
+		b.Samples = append(b.Samples, Sample{ID: le.Uint64(data[off:]), Owner: b.Rank, Bytes: i64(off + 8), Cost: i64(off + 16)})
+	}
+	if err := b.check(); err != nil {
+		return fmt.Errorf("%w: %v", ErrBlock, err)
+	}
+	return nil
+}
+
+// DecodeInput decodes the allgathered buffer — N blocks of equal size in
+// rank order — into in, reusing its slices. Every block must name its own
+// position as its rank and carry the same step, batch size and parameters
+// as block 0; a rank that disagrees is named in the error, which wraps
+// ErrBlock. The decoded input is validated as by Input.Validate.
+func DecodeInput(buf []byte, in *Input) error {
+	var blk Block
+	if len(buf) < blockHeaderSize {
+		return fmt.Errorf("%w: allgathered buffer of %d bytes is shorter than one header", ErrBlock, len(buf))
+	}
+	count := binary.LittleEndian.Uint32(buf[12:])
+	if count < 1 || count > MaxBatch {
+		return fmt.Errorf("%w: rank 0 block: sample count %d outside [1, %d]", ErrBlock, count, MaxBatch)
+	}
+	size := BlockSize(int(count))
+	if len(buf)%size != 0 {
+		return fmt.Errorf("%w: allgathered buffer of %d bytes is not a whole number of %d-byte blocks", ErrBlock, len(buf), size)
+	}
+	n := len(buf) / size
+	if n > MaxRanks {
+		return fmt.Errorf("%w: %d blocks, more than %d ranks", ErrBlock, n, MaxRanks)
+	}
+	c := int(count)
+	in.Batch = c
+	in.Ranks = in.Ranks[:0]
+	in.Samples = slices.Grow(in.Samples[:0], n*c)[:n*c]
+	for r := range n {
+		// DecodeBlock appends exactly c samples, in place.
+		blk.Samples = in.Samples[r*c : r*c : (r+1)*c]
+		if err := DecodeBlock(buf[r*size:(r+1)*size], &blk); err != nil {
+			return fmt.Errorf("rank %d block: %w", r, err)
+		}
+		if blk.Rank != r {
+			return fmt.Errorf("%w: block at position %d says it is rank %d", ErrBlock, r, blk.Rank)
+		}
+		if r == 0 {
+			in.Params, in.Step = blk.Params, blk.Step
+		} else if blk.Params != in.Params || blk.Step != in.Step {
+			return fmt.Errorf("%w: rank %d plans step %d with mode %s, seed %d, margin %d µs; rank 0 plans step %d with mode %s, seed %d, margin %d µs",
+				ErrBlock, r, blk.Step, blk.Mode, blk.Seed, blk.Margin, in.Step, in.Mode, in.Seed, in.Margin)
+		}
+		in.Ranks = append(in.Ranks, blk.Progress)
+	}
+	if err := in.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrBlock, err)
+	}
+	return nil
+}
+
+// AppendBlockOf appends rank r's block of in to dst: the inverse of
+// DecodeInput, one rank at a time.
+func (in *Input) AppendBlockOf(dst []byte, r int) ([]byte, error) {
+	if r < 0 || r >= len(in.Ranks) || in.Batch < 1 || len(in.Samples) < (r+1)*in.Batch {
+		return dst, fmt.Errorf("%w: no block for rank %d in an input of %d ranks and %d samples", ErrInput, r, len(in.Ranks), len(in.Samples))
+	}
+	return AppendBlock(dst, &Block{Params: in.Params, Step: in.Step, Rank: r, Progress: in.Ranks[r],
+		Samples: in.Samples[r*in.Batch : (r+1)*in.Batch]})
+}

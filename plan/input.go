@@ -1,0 +1,247 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+)
+
+// One is the fixed-point scale of Progress.Capacity and
+// Progress.Bandwidth: a value of One means 1.0.
+const One = 1 << 16
+
+// Limits on the input. They keep every intermediate product inside int64
+// (a rank's work times One, a sample's bytes times One) with room to spare,
+// and they are far above anything a real job produces.
+const (
+	MaxRanks     = 1 << 16 // world size N
+	MaxBatch     = 1 << 12 // per-rank batch size B
+	MaxCost      = 1 << 32 // µs of reference CPU per sample (about 71 minutes)
+	MaxBytes     = 1 << 34 // compressed bytes per sample (16 GiB)
+	MaxTime      = 1 << 40 // deadlines, backlogs and the gate margin, µs (about 12 days)
+	MaxCapacity  = 1 << 32 // fixed-point: 65,536 reference CPUs
+	MaxBandwidth = 1 << 44 // fixed-point bytes/µs: 2^28 bytes/µs, about 268 TB/s
+	MaxLatency   = 1 << 32 // µs per message
+)
+
+// ErrInput reports an input the planner refuses: a value out of range, a
+// zero capacity, a sample in the wrong place. The wrapping error names the
+// rank or sample.
+var ErrInput = errors.New("plan: invalid input")
+
+// Mode selects the planning policy. It is part of the input, so every rank
+// plans with the same policy or the plan hashes differ.
+type Mode uint8
+
+// The planning modes. The zero value is the full system.
+const (
+	// ModeHelix pre-balances with deadlines, backlogs and measured speeds,
+	// and moves a sample only if the exchange passes the transfer-cost gate.
+	ModeHelix Mode = iota
+	// ModeHelixNoGate is ModeHelix without the gate: transfers are treated
+	// as free.
+	ModeHelixNoGate
+	// ModeStatic balances estimated cost from the records alone, as a
+	// cost-aware load-balancing sampler would: every rank is taken to have
+	// deadline 0, no backlog and capacity One, and transfers are free.
+	ModeStatic
+	// ModeOracle is the simulator's lower bound: the caller passes true
+	// costs and progress, and transfers are treated as free.
+	ModeOracle
+	// ModeLocal moves nothing: every sample stays with its owner. It gives
+	// the rank-local baselines the same decode order and predictions.
+	ModeLocal
+	numModes
+)
+
+var modeNames = [numModes]string{"helix", "helix-nogate", "static", "oracle", "local"}
+
+// String returns the name used in flags and tables.
+func (m Mode) String() string {
+	if m < numModes {
+		return modeNames[m]
+	}
+	return fmt.Sprintf("mode(%d)", uint8(m))
+}
+
+// ParseMode returns the mode named s ("helix", "helix-nogate", "static",
+// "oracle" or "local").
+func ParseMode(s string) (Mode, error) {
+	for m, name := range modeNames {
+		if s == name {
+			return Mode(m), nil
+		}
+	}
+	return 0, fmt.Errorf("%w: unknown mode %q (want helix, helix-nogate, static, oracle or local)", ErrInput, s)
+}
+
+// gated reports whether the mode applies the transfer-cost gate.
+func (m Mode) gated() bool { return m == ModeHelix }
+
+// Params are the job-wide planning parameters. Every rank builds them from
+// the same flags; each rank's block carries them so that a rank started
+// with different flags is caught when the blocks are decoded.
+type Params struct {
+	Mode Mode
+	// Seed is the job's seed. The planner draws no random numbers today;
+	// the seed is carried so that a randomized policy stays reproducible.
+	Seed uint64
+	// Margin is the extra gain, in µs, an exchange must show beyond its
+	// transfer time before the gate lets a sample leave its owner.
+	Margin int64
+}
+
+// Progress is what one rank reports about itself for the batch being
+// planned. Times are µs measured from the same instant (when the rank built
+// its block).
+type Progress struct {
+	// Deadline is the time until this rank's GPU needs the batch.
+	Deadline int64
+	// Backlog is the wall time, on this rank's CPUs, of decode work
+	// already queued ahead of this batch.
+	Backlog int64
+	// Capacity is decode workers times measured speed relative to the
+	// reference CPU, fixed-point (One = one reference CPU). A sample of
+	// estimated cost c µs takes c*One/Capacity µs of this rank's wall time.
+	// Must be positive.
+	Capacity int64
+	// Bandwidth is the measured exchange bandwidth, fixed-point bytes/µs
+	// (One = 1 byte/µs, so 10 GB/s is 10_000*One). Must be positive.
+	Bandwidth int64
+	// Latency is the measured per-message latency in µs.
+	Latency int64
+}
+
+// Sample is the planner's view of one sample's lightweight record.
+type Sample struct {
+	ID    uint64 // globally unique
+	Owner int    // rank that read the sample and holds its compressed bytes
+	Bytes int64  // compressed size
+	Cost  int64  // estimated preparation cost, µs of reference CPU
+}
+
+// Input is everything the planner sees, identical on every rank.
+type Input struct {
+	Params
+	Step  int64 // training step the batch belongs to
+	Batch int   // B: samples each rank owns and each rank trains on
+	// Ranks holds one Progress per rank; N = len(Ranks).
+	Ranks []Progress
+	// Samples holds N*Batch samples in canonical order: rank r's own
+	// samples are Samples[r*Batch : (r+1)*Batch], so Samples[k].Owner is
+	// k/Batch.
+	Samples []Sample
+}
+
+// Validate checks the input against the limits above and returns an error
+// wrapping ErrInput that names the first offending rank or sample. Sample
+// ids must be unique.
+func (in *Input) Validate() error {
+	_, err := in.validate(nil)
+	return err
+}
+
+func (in *Input) validate(scratch []uint64) ([]uint64, error) {
+	n, b := len(in.Ranks), in.Batch
+	if in.Mode >= numModes {
+		return scratch, fmt.Errorf("%w: unknown mode %d", ErrInput, uint8(in.Mode))
+	}
+	if in.Margin < 0 || in.Margin > MaxTime {
+		return scratch, fmt.Errorf("%w: margin %d µs outside [0, %d]", ErrInput, in.Margin, int64(MaxTime))
+	}
+	if in.Step < 0 {
+		return scratch, fmt.Errorf("%w: step %d is negative", ErrInput, in.Step)
+	}
+	if n < 1 || n > MaxRanks {
+		return scratch, fmt.Errorf("%w: %d ranks outside [1, %d]", ErrInput, n, MaxRanks)
+	}
+	if b < 1 || b > MaxBatch {
+		return scratch, fmt.Errorf("%w: batch %d outside [1, %d]", ErrInput, b, MaxBatch)
+	}
+	if len(in.Samples) != n*b {
+		return scratch, fmt.Errorf("%w: %d samples, want ranks*batch = %d*%d = %d", ErrInput, len(in.Samples), n, b, n*b)
+	}
+	for r := range in.Ranks {
+		if err := in.Ranks[r].check(); err != nil {
+			return scratch, fmt.Errorf("%w: rank %d: %v", ErrInput, r, err)
+		}
+	}
+	for k := range in.Samples {
+		s := &in.Samples[k]
+		if s.Owner != k/b {
+			return scratch, fmt.Errorf("%w: sample %d (id %d) has owner %d, want %d (rank r's samples are [r*batch, (r+1)*batch))", ErrInput, k, s.ID, s.Owner, k/b)
+		}
+		if err := s.check(); err != nil {
+			return scratch, fmt.Errorf("%w: sample %d (id %d, rank %d): %v", ErrInput, k, s.ID, s.Owner, err)
+		}
+	}
+	table, err := in.checkUnique(scratch)
+	return table, err
+}
+
+// checkUnique reports a sample id that appears twice. It inserts the ids
+// into an open-addressing hash table (scratch, reused): linear in the
+// number of samples, where sorting the ids would cost G log G. Only
+// lookups are made, so the result does not depend on any iteration order
+// but the samples'.
+func (in *Input) checkUnique(scratch []uint64) ([]uint64, error) {
+	size := 1
+	for size < 2*len(in.Samples) {
+		size <<= 1
+	}
+	// Each slot holds sample index + 1; 0 is empty.
+	table := grow(scratch, size)
+	clear(table)
+	mask := uint64(size - 1)
+	for k := range in.Samples {
+		id := in.Samples[k].ID
+		for h := mix64(id) & mask; ; h = (h + 1) & mask {
+			if table[h] == 0 {
+				table[h] = uint64(k) + 1
+				break
+			}
+			if in.Samples[table[h]-1].ID == id {
+				return table, fmt.Errorf("%w: sample id %d appears twice (samples %d and %d)", ErrInput, id, table[h]-1, k)
+			}
+		}
+	}
+	return table, nil
+}
+
+// mix64 is the splitmix64 finalizer: a bijection that spreads the bits of
+// an id over the whole word.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// check reports the first field of p outside its range.
+func (p *Progress) check() error {
+	switch {
+	case p.Deadline < 0 || p.Deadline > MaxTime:
+		return fmt.Errorf("deadline %d µs outside [0, %d]", p.Deadline, int64(MaxTime))
+	case p.Backlog < 0 || p.Backlog > MaxTime:
+		return fmt.Errorf("backlog %d µs outside [0, %d]", p.Backlog, int64(MaxTime))
+	case p.Capacity < 1 || p.Capacity > MaxCapacity:
+		return fmt.Errorf("capacity %d outside [1, %d] (fixed-point, %d = 1.0)", p.Capacity, int64(MaxCapacity), One)
+	case p.Bandwidth < 1 || p.Bandwidth > MaxBandwidth:
+		return fmt.Errorf("bandwidth %d outside [1, %d] (fixed-point bytes/µs, %d = 1 byte/µs)", p.Bandwidth, int64(MaxBandwidth), One)
+	case p.Latency < 0 || p.Latency > MaxLatency:
+		return fmt.Errorf("latency %d µs outside [0, %d]", p.Latency, int64(MaxLatency))
+	}
+	return nil
+}
+
+// check reports the first field of s outside its range.
+func (s *Sample) check() error {
+	switch {
+	case s.Bytes < 0 || s.Bytes > MaxBytes:
+		return fmt.Errorf("size %d bytes outside [0, %d]", s.Bytes, int64(MaxBytes))
+	case s.Cost < 0 || s.Cost > MaxCost:
+		return fmt.Errorf("cost %d µs outside [0, %d]", s.Cost, int64(MaxCost))
+	}
+	return nil
+}
