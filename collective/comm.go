@@ -109,3 +109,25 @@ var (
 	// ErrClosed reports an operation after the communicator was closed.
 	ErrClosed = errors.New("collective: communicator closed")
 )
+
+// AllRanks marks err as one that every rank of the job returns at the same
+// point (a bad flag value every rank parsed, a check on allgathered data),
+// so the job can end with every rank reporting it and exiting cleanly
+// instead of aborting. It returns nil for a nil err.
+func AllRanks(err error) error {
+	if err == nil {
+		return nil
+	}
+	return allRanksError{err}
+}
+
+// IsAllRanks reports whether err was marked with AllRanks.
+func IsAllRanks(err error) bool {
+	var a allRanksError
+	return errors.As(err, &a)
+}
+
+type allRanksError struct{ err error }
+
+func (e allRanksError) Error() string { return e.err.Error() }
+func (e allRanksError) Unwrap() error { return e.err }

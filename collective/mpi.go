@@ -15,6 +15,8 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 	"unsafe"
 )
 
@@ -27,6 +29,11 @@ import (
 // thread that initialized MPI, through a channel.
 type World struct {
 	comm     C.MPI_Comm
+	tByte    C.MPI_Datatype // predefined handles, fetched once from the shim
+	tInt64   C.MPI_Datatype
+	opSum    C.MPI_Op
+	opMin    C.MPI_Op
+	opMax    C.MPI_Op
 	rank     int
 	size     int
 	info     Info
@@ -35,8 +42,34 @@ type World struct {
 	calls     chan func()   // to the MPI thread when !multiple
 	finalized chan error    // result of MPI_Finalize on the MPI thread
 	finalize  chan struct{} // asks the MPI thread to finalize
-	mu        sync.Mutex
-	closed    bool
+	closed    atomic.Bool
+	lastYield atomic.Int64 // monotonic ns of the last scheduling point, see enter
+}
+
+// yieldEvery bounds the time between scheduling points of a goroutine that
+// calls MPI back to back. Go 1.26's sysmon treats a goroutine that has not
+// been rescheduled for 10 ms as running too long; when it is inside a cgo
+// call it takes its P away and hands it to another thread, every 20 µs,
+// for as long as the goroutine stays unscheduled. On an oversubscribed
+// node (ranks > cores) that thread churn made a 4-rank allgather loop 4x
+// slower than the same loop in C. A runtime.Gosched every millisecond
+// resets the clock.
+const yieldEvery = int64(time.Millisecond)
+
+// monoStart anchors enter's monotonic clock.
+var monoStart = time.Now()
+
+// enter runs before every MPI call: it fails on a finalized world and
+// yields the processor once per yieldEvery.
+func (w *World) enter() error {
+	if w.closed.Load() {
+		return ErrClosed
+	}
+	if now := int64(time.Since(monoStart)); now-w.lastYield.Load() > yieldEvery {
+		w.lastYield.Store(now)
+		runtime.Gosched()
+	}
+	return nil
 }
 
 var _ Comm = (*World)(nil)
@@ -121,6 +154,8 @@ func (w *World) setup() error {
 		return fmt.Errorf("collective: MPI_Comm_dup: %w", mpiError(rc))
 	}
 	C.MPI_Comm_set_errhandler(w.comm, C.dh_errors_return())
+	w.tByte, w.tInt64 = C.dh_byte(), C.dh_int64()
+	w.opSum, w.opMin, w.opMax = C.dh_op_sum(), C.dh_op_min(), C.dh_op_max()
 	var rank, size C.int
 	C.MPI_Comm_rank(w.comm, &rank)
 	C.MPI_Comm_size(w.comm, &size)
@@ -145,7 +180,7 @@ func (w *World) setup() error {
 	if i := strings.IndexByte(lib, '\n'); i >= 0 {
 		lib = strings.TrimSpace(lib[:i]) // MPICH's version string spans lines
 	}
-	lib = strings.TrimRight(lib, "\x00")
+	lib = strings.Join(strings.Fields(strings.TrimRight(lib, "\x00")), " ")
 	w.info = Info{
 		LocalRank:      int(lrank),
 		LocalSize:      int(lsize),
@@ -159,11 +194,8 @@ func (w *World) setup() error {
 // do runs f where MPI may be called: directly with MPI_THREAD_MULTIPLE,
 // otherwise on the MPI thread.
 func (w *World) do(f func()) error {
-	w.mu.Lock()
-	closed := w.closed
-	w.mu.Unlock()
-	if closed {
-		return ErrClosed
+	if err := w.enter(); err != nil {
+		return err
 	}
 	if w.multiple {
 		f()
@@ -178,13 +210,9 @@ func (w *World) do(f func()) error {
 // Finalize frees the communicator and calls MPI_Finalize. Every rank must
 // call it before a clean exit; no operation may follow.
 func (w *World) Finalize() error {
-	w.mu.Lock()
-	if w.closed {
-		w.mu.Unlock()
+	if !w.closed.CompareAndSwap(false, true) {
 		return ErrClosed
 	}
-	w.closed = true
-	w.mu.Unlock()
 	close(w.finalize)
 	return <-w.finalized
 }
@@ -226,8 +254,14 @@ func (w *World) Allgather(send, recv []byte) error {
 		return err
 	}
 	var rc C.int
-	if err := w.do(func() {
-		rc = C.MPI_Allgather(ptr(send), n, C.dh_byte(), ptr(recv), n, C.dh_byte(), w.comm)
+	if w.multiple {
+		// The hot path of every step: no closure, one cgo call.
+		if err := w.enter(); err != nil {
+			return err
+		}
+		rc = C.MPI_Allgather(ptr(send), n, w.tByte, ptr(recv), n, w.tByte, w.comm)
+	} else if err := w.do(func() {
+		rc = C.MPI_Allgather(ptr(send), n, w.tByte, ptr(recv), n, w.tByte, w.comm)
 	}); err != nil {
 		return err
 	}
@@ -257,7 +291,7 @@ func (w *World) AllgatherVar(send []byte) ([][]byte, error) {
 	n := C.int(len(send))
 	var rc C.int
 	if err := w.do(func() {
-		rc = C.MPI_Allgatherv(ptr(send), n, C.dh_byte(), ptr(buf), &counts[0], &displs[0], C.dh_byte(), w.comm)
+		rc = C.MPI_Allgatherv(ptr(send), n, w.tByte, ptr(buf), &counts[0], &displs[0], w.tByte, w.comm)
 	}); err != nil {
 		return nil, err
 	}
@@ -286,11 +320,11 @@ func (w *World) AllreduceInt64(buf []int64, op Op) error {
 	var cop C.MPI_Op
 	switch op {
 	case OpSum:
-		cop = C.dh_op_sum()
+		cop = w.opSum
 	case OpMin:
-		cop = C.dh_op_min()
+		cop = w.opMin
 	case OpMax:
-		cop = C.dh_op_max()
+		cop = w.opMax
 	default:
 		return fmt.Errorf("collective: allreduce: unknown operator %v", op)
 	}
@@ -304,7 +338,7 @@ func (w *World) AllreduceInt64(buf []int64, op Op) error {
 	}
 	var rc C.int
 	if err := w.do(func() {
-		rc = C.MPI_Allreduce(C.dh_in_place(), p, n, C.dh_int64(), cop, w.comm)
+		rc = C.MPI_Allreduce(C.dh_in_place(), p, n, w.tInt64, cop, w.comm)
 	}); err != nil {
 		return err
 	}
@@ -322,7 +356,7 @@ func (w *World) Bcast(buf []byte, root int) error {
 	}
 	var rc C.int
 	if err := w.do(func() {
-		rc = C.MPI_Bcast(ptr(buf), n, C.dh_byte(), C.int(root), w.comm)
+		rc = C.MPI_Bcast(ptr(buf), n, w.tByte, C.int(root), w.comm)
 	}); err != nil {
 		return err
 	}
@@ -375,9 +409,9 @@ func (w *World) start(buf []byte, peer, tag int, recv bool) (*Request, error) {
 	var rc C.int
 	if err := w.do(func() {
 		if recv {
-			rc = C.MPI_Irecv(p, n, C.dh_byte(), C.int(peer), C.int(tag), w.comm, handle)
+			rc = C.MPI_Irecv(p, n, w.tByte, C.int(peer), C.int(tag), w.comm, handle)
 		} else {
-			rc = C.MPI_Isend(p, n, C.dh_byte(), C.int(peer), C.int(tag), w.comm, handle)
+			rc = C.MPI_Isend(p, n, w.tByte, C.int(peer), C.int(tag), w.comm, handle)
 		}
 	}); err != nil {
 		r.mpi.pin.Unpin()
@@ -439,7 +473,7 @@ func (w *World) WaitAll(reqs []*Request) error {
 		}
 		if r.mpi.recv && code == C.MPI_SUCCESS {
 			var n C.int
-			C.MPI_Get_count(&ss[i], C.dh_byte(), &n)
+			C.MPI_Get_count(&ss[i], w.tByte, &n)
 			r.n = int(n)
 		}
 		r.mpi.pin.Unpin()

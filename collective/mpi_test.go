@@ -47,6 +47,11 @@ func worker(mode string) int {
 			return 1
 		}
 		fmt.Printf("rank %d/%d ok %s multiple=%v\n", w.Rank(), w.Size(), w.Info().Library, w.Info().ThreadMultiple)
+	case "latency":
+		if err := latencyWorker(w); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 	case "early-exit":
 		// The last rank leaves without MPI_Finalize while the others
 		// wait for it in a barrier that can never complete.

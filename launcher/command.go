@@ -56,7 +56,6 @@ func usagef(format string, args ...any) error {
 func newFlags(name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet("datahelix "+name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
 	fs.Usage = func() {
 		w := fs.Output()
 		fmt.Fprintf(w, "usage: datahelix %s %s\n\nflags:\n", name, synopsis)
@@ -75,10 +74,10 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 			fs.Usage()
 			return errHelp
 		}
-		return usagef("%s: %v", fs.Name(), err)
+		return usagef("%s: %v (see %s -h)", strings.TrimPrefix(fs.Name(), "datahelix "), err, fs.Name())
 	}
 	if fs.NArg() > 0 {
-		return usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+		return usagef("%s: unexpected argument %q (see %s -h)", strings.TrimPrefix(fs.Name(), "datahelix "), fs.Arg(0), fs.Name())
 	}
 	return nil
 }

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/pkg/profile"
+
+	"github.com/datahelix/datahelix/collective"
+)
+
+// worldFlags are the flags of every command that runs as an SPMD job.
+type worldFlags struct {
+	ranks      int
+	pin        bool
+	profile    string
+	profileDir string
+}
+
+func (f *worldFlags) register(fs *flag.FlagSet) {
+	fs.IntVar(&f.ranks, "ranks", 0, "run `N` ranks as goroutines of this process instead of MPI processes (no mpirun needed)")
+	fs.BoolVar(&f.pin, "pin", false, "pin each rank to its share of this node's CPUs, by local rank")
+	fs.StringVar(&f.profile, "profile", "", "write a pprof `kind` profile per rank: cpu, mem or block")
+	fs.StringVar(&f.profileDir, "profile-dir", "profiles", "`dir`ectory for --profile output (one subdirectory per rank)")
+}
+
+func (f *worldFlags) validate(env launchEnv) error {
+	switch f.profile {
+	case "", "cpu", "mem", "block":
+	default:
+		return usagef("--profile %q: want cpu, mem or block", f.profile)
+	}
+	if f.ranks < 0 || f.ranks > 4096 {
+		return usagef("--ranks %d: want 1..4096", f.ranks)
+	}
+	if f.ranks > 0 && env.Size > 1 {
+		return usagef("--ranks %d runs an in-process world; it cannot be combined with a %d-rank %s launch", f.ranks, env.Size, env.Launcher)
+	}
+	return nil
+}
+
+// rankBody is the program every rank runs.
+type rankBody func(ctx context.Context, c collective.Comm, stdout io.Writer) error
+
+// runWorld runs body on every rank: on the MPI world, or on --ranks
+// goroutines. An error marked collective.AllRanks is reported by every
+// rank, which then exits cleanly; any other error aborts the whole job so
+// that no rank is left waiting in a collective.
+func runWorld(ctx context.Context, f worldFlags, stdout, stderr io.Writer, body rankBody) error {
+	env := osLaunchEnv()
+	if err := f.validate(env); err != nil {
+		return err
+	}
+	out := &syncWriter{w: stdout}
+	errOut := &syncWriter{w: stderr}
+	if f.ranks > 0 {
+		return runLocal(ctx, f, out, errOut, body)
+	}
+	if f.pin && env.LocalRank >= 0 && env.LocalSize > 0 {
+		// Pin before MPI starts its threads; corrected below if MPI's
+		// view of the node differs.
+		if _, err := pinCPUs(env.LocalRank, env.LocalSize); err != nil {
+			return err
+		}
+	}
+	w, err := collective.Init()
+	if err != nil {
+		return fmt.Errorf("cannot start MPI (%s): %w", env, err)
+	}
+	err = runRank(ctx, f, w, out, errOut, body)
+	if err == nil || collective.IsAllRanks(err) || errors.Is(err, errHelp) {
+		if ferr := w.Finalize(); err == nil {
+			err = ferr
+		}
+		return err
+	}
+	w.Abort(1, err.Error())
+	return err // not reached: Abort ends the process
+}
+
+// runRank pins, profiles and runs body on one rank.
+func runRank(ctx context.Context, f worldFlags, c collective.Comm, out, errOut io.Writer, body rankBody) error {
+	info := c.Info()
+	if f.pin {
+		if _, err := pinCPUs(info.LocalRank, info.LocalSize); err != nil {
+			return err
+		}
+	}
+	if f.profile != "" {
+		dir := filepath.Join(f.profileDir, fmt.Sprintf("rank-%d", c.Rank()))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("--profile-dir: %w", err)
+		}
+		mode := map[string]func(*profile.Profile){
+			"cpu": profile.CPUProfile, "mem": profile.MemProfile, "block": profile.BlockProfile,
+		}[f.profile]
+		defer profile.Start(mode, profile.ProfilePath(dir), profile.NoShutdownHook, profile.Quiet).Stop()
+	}
+	err := body(ctx, c, out)
+	if err != nil && !errors.Is(err, errHelp) && !collective.IsAborted(err) {
+		prefix := ""
+		if c.Size() > 1 {
+			prefix = fmt.Sprintf("rank %d: ", c.Rank())
+		}
+		if collective.IsAllRanks(err) && c.Rank() != 0 {
+			return err // rank 0 reports what every rank found
+		}
+		fmt.Fprintf(errOut, "datahelix: %s%v\n", prefix, err)
+	}
+	return err
+}
+
+// runLocal runs body on f.ranks goroutines sharing an in-process world.
+func runLocal(ctx context.Context, f worldFlags, out, errOut io.Writer, body rankBody) error {
+	if f.pin {
+		return usagef("--pin needs MPI ranks (processes); it does not apply to --ranks")
+	}
+	f.pin = false
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// An abort fails every rank's pending and later operations; cancel
+	// the context too, for ranks busy outside the communicator.
+	ranks := collective.NewLocal(f.ranks, collective.WithAbortHook(func(rank, code int, msg string) { cancel() }))
+	errs := make([]error, len(ranks))
+	var wg sync.WaitGroup
+	for i, c := range ranks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g := f
+			if i > 0 {
+				g.profile = "" // one process, one profile
+			}
+			errs[i] = runRank(ctx, g, c, out, errOut, body)
+			if errs[i] != nil && !collective.IsAllRanks(errs[i]) && !collective.IsAborted(errs[i]) {
+				c.Abort(1, errs[i].Error())
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			// Each failing rank printed its error; the aborting rank
+			// printed the cause of the abort.
+			return errReported
+		}
+	}
+	return nil
+}
+
+// syncWriter serializes writes of whole lines from several ranks.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
