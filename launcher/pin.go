@@ -35,18 +35,8 @@ func pinCPUs(localRank, localSize int) ([]int, error) {
 	for _, c := range mine {
 		set.Set(c)
 	}
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		return nil, fmt.Errorf("pin: list threads: %w", err)
-	}
-	for _, t := range tasks {
-		tid, err := strconv.Atoi(t.Name())
-		if err != nil {
-			continue
-		}
-		if err := unix.SchedSetaffinity(tid, &set); err != nil && err != unix.ESRCH {
-			return nil, fmt.Errorf("pin: sched_setaffinity(thread %d): %w", tid, err)
-		}
+	if err := setAffinityAllThreads(set); err != nil {
+		return nil, fmt.Errorf("pin: %w", err)
 	}
 	return mine, nil
 }
@@ -66,4 +56,20 @@ func pinBlock(cpus []int, localRank, localSize int) []int {
 		hi = len(cpus) // the last rank takes the remainder
 	}
 	return cpus[lo:hi]
+}
+
+// setAffinityAllThreads sets the CPU mask of every thread of the process.
+func setAffinityAllThreads(set unix.CPUSet) error {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return fmt.Errorf("list threads: %w", err)
+	}
+	for _, t := range tasks {
+		if tid, err := strconv.Atoi(t.Name()); err == nil {
+			if err := unix.SchedSetaffinity(tid, &set); err != nil && err != unix.ESRCH {
+				return fmt.Errorf("sched_setaffinity(thread %d): %w", tid, err)
+			}
+		}
+	}
+	return nil
 }

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"runtime"
+	"slices"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestPinBlock(t *testing.T) {
+	cpus := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
+	tests := []struct {
+		rank, size int
+		want       []int
+	}{
+		{0, 1, cpus},
+		{0, 2, []int{0, 1, 2, 3, 4}},
+		{1, 2, []int{5, 6, 7, 8, 9}},
+		{2, 3, []int{6, 7, 8, 9}}, // the last rank takes the remainder
+		{11, 12, []int{1}},        // more ranks than CPUs: one CPU each, round-robin
+	}
+	for _, tt := range tests {
+		if got := pinBlock(cpus, tt.rank, tt.size); !slices.Equal(got, tt.want) {
+			t.Errorf("pinBlock(rank %d of %d) = %v, want %v", tt.rank, tt.size, got, tt.want)
+		}
+	}
+	// Every CPU belongs to exactly one rank when ranks <= CPUs.
+	for size := 1; size <= len(cpus); size++ {
+		var all []int
+		for r := 0; r < size; r++ {
+			all = append(all, pinBlock(cpus, r, size)...)
+		}
+		if !slices.Equal(all, cpus) {
+			t.Errorf("%d ranks cover %v, want %v", size, all, cpus)
+		}
+	}
+}
+
+func TestPinCPUsSetsEveryThread(t *testing.T) {
+	var before unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &before); err != nil {
+		t.Skip("sched_getaffinity:", err)
+	}
+	defer setAffinityAllThreads(before)
+	if before.Count() < 2 {
+		t.Skip("needs two CPUs")
+	}
+	// Pinning as local rank 1 of 2 must leave this thread (and any
+	// other) with the second half of the CPUs.
+	got, err := pinCPUs(1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var after unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &after); err != nil {
+		t.Fatal(err)
+	}
+	if after.Count() != len(got) {
+		t.Errorf("thread allowed on %d CPUs after pinning to %v", after.Count(), got)
+	}
+	for _, c := range got {
+		if !after.IsSet(c) {
+			t.Errorf("CPU %d chosen but not in the thread's mask", c)
+		}
+	}
+	// Restore the whole process for the other tests.
+	if err := setAffinityAllThreads(before); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pinCPUs(2, 2); err == nil {
+		t.Error("local rank 2 of 2 accepted")
+	}
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# test.sh — the whole test suite, as CI runs it (.ci/run calls this).
+#
+# Installs missing system packages (or prints the command to), then:
+# gofmt and go vet (OpenMPI, MPICH and no-MPI builds), go test ./...
+# (with real mpirun jobs), the race detector on the packages without
+# media cgo, and the MPI conformance suite against MPICH.
+#
+#   ./test.sh            everything
+#   ./test.sh -short     skip the slow tests (a quick local check)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")"
+# shellcheck source=scripts/deps.sh
+source scripts/deps.sh
+datahelix_install_deps
+
+short=()
+[ "${1:-}" = "-short" ] && short=(-short)
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "gofmt"
+unformatted=$(gofmt -l .)
+if [ -n "$unformatted" ]; then
+	echo "gofmt needed on:"; echo "$unformatted"; exit 1
+fi
+
+step "go vet (OpenMPI, MPICH, no-MPI builds)"
+go vet ./...
+go vet -tags mpich ./collective/... ./launcher/...
+go vet -tags nompi ./collective/...
+
+step "go test ./..."
+go test "${short[@]}" -timeout 30m ./...
+
+step "go test -race (pure-Go packages)"
+go test "${short[@]}" -race -timeout 30m $(go list ./... | grep -E '/(plan|gpu|collective)$') 
+
+step "MPI conformance against MPICH"
+go test "${short[@]}" -tags mpich -count=1 -run 'MPI' ./collective/
+
+step "ok"
