@@ -1,0 +1,110 @@
+package decode
+
+import "sort"
+
+// SampleFrames picks n frames of a clip spread uniformly over its
+// presentation timeline, as VLM loaders built on decord or torchcodec do:
+// the timeline [first pts, last pts + one frame) is cut into n equal
+// segments and the frame shown at each segment's centre is taken (the
+// last frame whose pts is at or before it). Frames with a negative pts
+// — the pre-roll an edit list tells FFmpeg to decode but not show — are
+// never picked.
+//
+// It returns decode-order indices sorted by presentation time, without
+// duplicates: a clip shorter than n frames gives fewer than n.
+//
+// When the container gave no per-frame timing (FrameCountEstimated), the
+// clip is taken as constant frame rate with decode order equal to
+// presentation order, and index i is the centre rule applied to Frames
+// equal slots; the decoder turns such an index into a time with
+// FrameTime(i) and outputs the frame shown at that time.
+func SampleFrames(v *VideoInfo, n int) []int {
+	if v == nil || n <= 0 || v.Frames <= 0 {
+		return nil
+	}
+	if !v.perFrame() {
+		out := make([]int, 0, min(n, v.Frames))
+		for k := 0; k < n; k++ {
+			i := centre(0, int64(v.Frames), k, n)
+			if len(out) == 0 || out[len(out)-1] != int(i) {
+				out = append(out, int(i))
+			}
+		}
+		return out
+	}
+	order := presentationOrder(v)
+	// Skip the pre-roll frames (sorted first by their negative pts).
+	first := sort.Search(len(order), func(j int) bool { return v.FramePTS[order[j]] >= 0 })
+	if first == len(order) {
+		first = 0
+	}
+	order = order[first:]
+	start, last := v.FramePTS[order[0]], v.FramePTS[order[len(order)-1]]
+	step := int64(0) // the last frame lasts as long as an average frame
+	if len(order) > 1 {
+		step = (last - start) / int64(len(order)-1)
+	} else if v.Frames > 0 {
+		step = v.Duration / int64(v.Frames)
+	}
+	end := last + max(step, 1)
+	out := make([]int, 0, min(n, len(order)))
+	for k := 0; k < n; k++ {
+		t := centre(start, end, k, n)
+		// The last frame with pts <= t.
+		j := sort.Search(len(order), func(j int) bool { return v.FramePTS[order[j]] > t }) - 1
+		if j < 0 {
+			j = 0
+		}
+		if len(out) == 0 || out[len(out)-1] != order[j] {
+			out = append(out, order[j])
+		}
+	}
+	return out
+}
+
+// centre returns the centre of segment k of n equal segments of
+// [start, end), rounded down, without overflowing for long timelines.
+func centre(start, end int64, k, n int) int64 {
+	span, den := end-start, 2*int64(n)
+	num := 2*int64(k) + 1
+	return start + span/den*num + span%den*num/den
+}
+
+// perFrame reports whether per-frame timing and sizes are known.
+func (v *VideoInfo) perFrame() bool {
+	return !v.FrameCountEstimated && len(v.FramePTS) == v.Frames && len(v.FrameBytes) == v.Frames
+}
+
+// presentationOrder returns the decode-order indices of v's frames sorted
+// by pts (ties by decode order).
+func presentationOrder(v *VideoInfo) []int {
+	order := make([]int, v.Frames)
+	sorted := true
+	for i := range order {
+		order[i] = i
+		if i > 0 && v.FramePTS[i] < v.FramePTS[i-1] {
+			sorted = false
+		}
+	}
+	if !sorted {
+		sort.SliceStable(order, func(a, b int) bool { return v.FramePTS[order[a]] < v.FramePTS[order[b]] })
+	}
+	return order
+}
+
+// FrameTime returns the presentation time of frame i in Timescale ticks:
+// its pts when per-frame timing is known, else i*Duration/Frames (the
+// constant-frame-rate estimate SampleFrames assumes).
+func (v *VideoInfo) FrameTime(i int) int64 {
+	if v.perFrame() {
+		if i < 0 || i >= len(v.FramePTS) {
+			return 0
+		}
+		return v.FramePTS[i]
+	}
+	if v.Frames <= 0 {
+		return 0
+	}
+	d, f, k := v.Duration, int64(v.Frames), int64(i)
+	return d/f*k + d%f*k/f
+}
