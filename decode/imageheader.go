@@ -154,7 +154,7 @@ func parseWebPHeader(b []byte) (ImageInfo, error) {
 	d := b[20:]
 	switch string(b[12:16]) {
 	case "VP8 ":
-		if !bytes.Equal(d[3:6], []byte{0x9D, 0x01, 0x2A}) {
+		if d[0]&1 != 0 || !bytes.Equal(d[3:6], []byte{0x9D, 0x01, 0x2A}) {
 			return ImageInfo{}, fmt.Errorf("%w: WebP VP8 chunk without a key frame start code", ErrBadImage)
 		}
 		info.Width = int(binary.LittleEndian.Uint16(d[6:]) & 0x3FFF)
