@@ -1,0 +1,141 @@
+package gpu
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/datahelix/datahelix/collective"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+
+// feed simulates steps: batch s delivered after waits[s], then computed
+// for steps[s].
+func feed(tr *Tracker, steps, waits []time.Duration) time.Time {
+	now := t0
+	for s := range steps {
+		tr.Requested(int64(s), now)
+		now = now.Add(waits[s])
+		tr.Delivered(int64(s), now)
+		now = now.Add(steps[s])
+	}
+	return now
+}
+
+func TestTrackerMedianIgnoresOutliersAndWaits(t *testing.T) {
+	tr := NewTracker(ms(500))
+	if got := tr.StepTime(); got != ms(500) {
+		t.Fatalf("before any step: got %v, want the prior 500ms", got)
+	}
+	steps := []time.Duration{ms(100), ms(100), ms(2000), ms(100), ms(101), ms(99), ms(100)}
+	waits := []time.Duration{ms(0), ms(300), ms(0), ms(700), ms(0), ms(0), ms(0)}
+	now := feed(tr, steps, waits)
+	tr.Requested(int64(len(steps)), now) // closes the last step
+	if got := tr.StepTime(); got != ms(100) {
+		t.Errorf("step time = %v, want 100ms (one 2 s outlier, waits not counted)", got)
+	}
+}
+
+func TestTrackerFollowsLastingChange(t *testing.T) {
+	tr := NewTracker(ms(10))
+	steps := make([]time.Duration, 40)
+	for i := range steps {
+		steps[i] = ms(50)
+		if i >= 20 {
+			steps[i] = ms(80)
+		}
+	}
+	now := feed(tr, steps, make([]time.Duration, 40))
+	tr.Requested(40, now)
+	if got := tr.StepTime(); got != ms(80) {
+		t.Errorf("after 20 steps at 80ms: got %v, want 80ms", got)
+	}
+}
+
+func TestTrackerNeedAt(t *testing.T) {
+	tr := NewTracker(ms(100))
+	if got := tr.NeedAt(3, t0); !got.Equal(t0.Add(ms(300))) {
+		t.Errorf("before start: NeedAt(3) = %v, want start+300ms", got.Sub(t0))
+	}
+	now := feed(tr, []time.Duration{ms(40), ms(40), ms(40)}, []time.Duration{0, ms(5), 0})
+	tr.Requested(3, now)
+	tr.Delivered(3, now)
+	// Last delivery of step 3 at now; 40 ms per step.
+	if got, want := tr.NeedAt(7, t0), now.Add(ms(160)); !got.Equal(want) {
+		t.Errorf("NeedAt(7) = %v after t0, want %v", got.Sub(t0), want.Sub(t0))
+	}
+	if tr.LastDelivered() != 3 {
+		t.Errorf("LastDelivered = %d, want 3", tr.LastDelivered())
+	}
+}
+
+func TestModelStepTime(t *testing.T) {
+	m := Model{Base: ms(10), PerSample: ms(1), PerFrame: time.Millisecond / 2, PerToken: time.Microsecond}
+	tests := []struct {
+		c    Contents
+		want time.Duration
+	}{
+		{Contents{}, ms(10)},
+		{Contents{Samples: 4, Frames: 32}, ms(10 + 4 + 16)},
+		{Contents{Samples: 2, Tokens: 3000}, ms(10+2) + 3*time.Millisecond},
+	}
+	for _, tt := range tests {
+		if got := m.StepTime(tt.c); got != tt.want {
+			t.Errorf("StepTime(%+v) = %v, want %v", tt.c, got, tt.want)
+		}
+	}
+	if (Model{PerFrame: -1}).Validate() == nil {
+		t.Error("negative per-frame time accepted")
+	}
+}
+
+// TestSimulatedLockstep checks that the allreduce holds every rank until
+// the slowest one's step ends.
+func TestSimulatedLockstep(t *testing.T) {
+	const n = 3
+	comms := collective.NewLocal(n)
+	var mu sync.Mutex
+	virtual := make([]time.Duration, n) // per-rank simulated time spent sleeping
+	ends := make([]time.Time, n)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for r := 0; r < n; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := &Simulated{
+				Model: Model{Base: ms(20), PerSample: ms(30)},
+				Comm:  comms[r],
+				Sleep: func(ctx context.Context, d time.Duration) error {
+					mu.Lock()
+					virtual[r] += d
+					mu.Unlock()
+					return sleepCtx(ctx, d)
+				},
+			}
+			// Rank 2 has 4 samples, the others 1: its step is 140ms,
+			// theirs 50ms.
+			samples := 1
+			if r == 2 {
+				samples = 4
+			}
+			if _, err := s.Step(context.Background(), Contents{Samples: samples}); err != nil {
+				t.Error(err)
+			}
+			ends[r] = time.Now()
+		}()
+	}
+	wg.Wait()
+	if virtual[0] != ms(50) || virtual[2] != ms(140) {
+		t.Errorf("modelled compute = %v, want 50ms for rank 0 and 140ms for rank 2", virtual)
+	}
+	for r, e := range ends {
+		if e.Sub(start) < ms(140) {
+			t.Errorf("rank %d left the allreduce after %v, before the slowest rank's 140ms step", r, e.Sub(start))
+		}
+	}
+}

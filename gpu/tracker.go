@@ -1,0 +1,99 @@
+package gpu
+
+import (
+	"slices"
+	"sync"
+	"time"
+)
+
+// StepWindow is the number of recent steps the step-time estimate looks at.
+const StepWindow = 15
+
+// Tracker follows the GPU's progress from two events per step: the
+// training loop asks for batch t (Requested) and receives it (Delivered).
+// The time from receiving batch t to asking for batch t+1 is the GPU's
+// compute time for step t (forward, backward and the gradient allreduce);
+// the time from asking to receiving is input wait.
+//
+// A Tracker is safe for concurrent use: the training loop reports events
+// while the loader's control loop asks for deadlines.
+type Tracker struct {
+	mu        sync.Mutex
+	prior     time.Duration // step time assumed before any measurement
+	recent    []time.Duration
+	next      int // ring position in recent
+	lastStep  int64
+	lastGiven time.Time // when batch lastStep was delivered
+	started   bool
+}
+
+// NewTracker returns a tracker that assumes prior per step until it has
+// measured one.
+func NewTracker(prior time.Duration) *Tracker {
+	if prior <= 0 {
+		prior = 100 * time.Millisecond
+	}
+	return &Tracker{prior: prior, lastStep: -1}
+}
+
+// Requested records that the training loop asked for batch step at time at.
+func (t *Tracker) Requested(step int64, at time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.started && step == t.lastStep+1 {
+		d := at.Sub(t.lastGiven)
+		if d < 0 {
+			d = 0
+		}
+		if len(t.recent) < StepWindow {
+			t.recent = append(t.recent, d)
+		} else {
+			t.recent[t.next] = d
+			t.next = (t.next + 1) % StepWindow
+		}
+	}
+}
+
+// Delivered records that batch step reached the GPU at time at.
+func (t *Tracker) Delivered(step int64, at time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lastStep, t.lastGiven, t.started = step, at, true
+}
+
+// StepTime is the current estimate of one step's compute time.
+func (t *Tracker) StepTime() time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.stepTime()
+}
+
+func (t *Tracker) stepTime() time.Duration {
+	if len(t.recent) == 0 {
+		return t.prior
+	}
+	s := slices.Clone(t.recent)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// NeedAt predicts when the GPU will ask for batch step, assuming no
+// further input wait: the last delivery plus one step time per step in
+// between. Before the first delivery, start stands for the moment batch 0
+// is first asked for.
+func (t *Tracker) NeedAt(step int64, start time.Time) time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st := t.stepTime()
+	if !t.started {
+		return start.Add(time.Duration(step) * st)
+	}
+	return t.lastGiven.Add(time.Duration(step-t.lastStep) * st)
+}
+
+// LastDelivered returns the last step delivered, -1 before the first.
+func (t *Tracker) LastDelivered() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.lastStep
+}
