@@ -59,6 +59,12 @@ type Comm interface {
 
 	// Info describes where this rank runs.
 	Info() Info
+
+	// Dup returns a new communicator over the same ranks whose traffic
+	// never mixes with this one's (MPI_Comm_dup), so that two goroutines
+	// can run collectives at the same time, one on each. Collective: every
+	// rank must call it.
+	Dup() (Comm, error)
 }
 
 // Info describes a rank's place in the job.

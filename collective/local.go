@@ -34,6 +34,18 @@ func NewLocal(n int, opts ...LocalOption) []*Local {
 	if n < 1 {
 		panic(fmt.Sprintf("collective: NewLocal(%d): need at least one rank", n))
 	}
+	w := newLocalWorld(n)
+	for _, o := range opts {
+		o(w)
+	}
+	ranks := make([]*Local, n)
+	for i := range ranks {
+		ranks[i] = &Local{w: w, rank: i}
+	}
+	return ranks
+}
+
+func newLocalWorld(n int) *localWorld {
 	w := &localWorld{
 		n:     n,
 		seq:   make([]uint64, n),
@@ -45,14 +57,24 @@ func NewLocal(n int, opts ...LocalOption) []*Local {
 		},
 	}
 	w.cond = sync.NewCond(&w.mu)
-	for _, o := range opts {
-		o(w)
+	return w
+}
+
+// Dup returns the rank's handle on a new world of the same size. Rank 0
+// creates it and the collective hands it to the others. An abort of
+// either world does not reach the other; the job-level abort hook is
+// shared.
+func (c *Local) Dup() (Comm, error) {
+	var nw *localWorld
+	if c.rank == 0 {
+		nw = newLocalWorld(c.w.n)
+		nw.onAbort = c.w.onAbort
 	}
-	ranks := make([]*Local, n)
-	for i := range ranks {
-		ranks[i] = &Local{w: w, rank: i}
+	parts, err := c.collective("dup", nw)
+	if err != nil {
+		return nil, err
 	}
-	return ranks
+	return &Local{w: parts[0].(*localWorld), rank: c.rank}, nil
 }
 
 type localWorld struct {

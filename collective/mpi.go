@@ -43,6 +43,9 @@ type World struct {
 	finalized chan error    // result of MPI_Finalize on the MPI thread
 	finalize  chan struct{} // asks the MPI thread to finalize
 	closed    atomic.Bool
+	mu        sync.Mutex
+	root      *World       // the World Init returned; nil for itself
+	dups      []*World     // communicators duplicated from root, freed at Finalize
 	lastYield atomic.Int64 // monotonic ns of the last scheduling point, see enter
 }
 
@@ -137,6 +140,9 @@ func (w *World) mpiThread(ready chan<- error) {
 			f()
 		case <-w.finalize:
 			var err error
+			for _, d := range w.dups {
+				C.MPI_Comm_free(&d.comm)
+			}
 			C.MPI_Comm_free(&w.comm)
 			if rc := C.MPI_Finalize(); rc != C.MPI_SUCCESS {
 				err = fmt.Errorf("collective: MPI_Finalize: %w", mpiError(rc))
@@ -207,12 +213,51 @@ func (w *World) do(f func()) error {
 	return nil
 }
 
+// Dup duplicates the communicator with MPI_Comm_dup. The duplicate shares
+// the MPI thread and is freed by the root World's Finalize.
+func (w *World) Dup() (Comm, error) {
+	root := w
+	if w.root != nil {
+		root = w.root
+	}
+	d := &World{
+		rank: w.rank, size: w.size, info: w.info, multiple: w.multiple,
+		tByte: w.tByte, tInt64: w.tInt64, opSum: w.opSum, opMin: w.opMin, opMax: w.opMax,
+		calls: root.calls, root: root,
+	}
+	var rc C.int
+	comm := new(C.MPI_Comm)
+	if err := w.do(func() {
+		if rc = C.MPI_Comm_dup(w.comm, comm); rc == C.MPI_SUCCESS {
+			C.MPI_Comm_set_errhandler(*comm, C.dh_errors_return())
+		}
+	}); err != nil {
+		return nil, err
+	}
+	if err := check("MPI_Comm_dup", rc); err != nil {
+		return nil, err
+	}
+	d.comm = *comm
+	root.mu.Lock()
+	root.dups = append(root.dups, d)
+	root.mu.Unlock()
+	return d, nil
+}
+
 // Finalize frees the communicator and calls MPI_Finalize. Every rank must
 // call it before a clean exit; no operation may follow.
 func (w *World) Finalize() error {
+	if w.root != nil {
+		return fmt.Errorf("collective: Finalize called on a duplicate; call it on the World Init returned")
+	}
 	if !w.closed.CompareAndSwap(false, true) {
 		return ErrClosed
 	}
+	w.mu.Lock()
+	for _, d := range w.dups {
+		d.closed.Store(true)
+	}
+	w.mu.Unlock()
 	close(w.finalize)
 	return <-w.finalized
 }

@@ -42,6 +42,7 @@ func RunLogged(c collective.Comm, log io.Writer) error {
 		{"all-to-all isend/irecv", checkAllToAll},
 		{"non-overtaking order", checkOrder},
 		{"invalid rank", checkInvalidRank},
+		{"dup: concurrent collectives", checkDup},
 	}
 	for _, ch := range checks {
 		if log != nil {
@@ -282,6 +283,41 @@ func checkInvalidRank(c collective.Comm) error {
 	}
 	if _, err := c.Irecv(make([]byte, 1), -1, 1); !errors.Is(err, collective.ErrRank) {
 		return fmt.Errorf("irecv from rank -1: got %v, want ErrRank", err)
+	}
+	return nil
+}
+
+// checkDup runs collectives on the communicator and a duplicate at the
+// same time from two goroutines; neither may see the other's data.
+func checkDup(c collective.Comm) error {
+	d, err := c.Dup()
+	if err != nil {
+		return err
+	}
+	errs := make(chan error, 2)
+	for i, cm := range []collective.Comm{c, d} {
+		go func() {
+			for round := 0; round < 50; round++ {
+				send := pattern(64, cm.Rank(), -4-i, round)
+				recv := make([]byte, 64*cm.Size())
+				if err := cm.Allgather(send, recv); err != nil {
+					errs <- err
+					return
+				}
+				for r := 0; r < cm.Size(); r++ {
+					if !bytes.Equal(recv[64*r:64*(r+1)], pattern(64, r, -4-i, round)) {
+						errs <- fmt.Errorf("communicator %d round %d: block of rank %d mixed up", i, round, r)
+						return
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for i := 0; i < 2; i++ {
+		if err := <-errs; err != nil {
+			return err
+		}
 	}
 	return nil
 }
