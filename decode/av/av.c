@@ -68,6 +68,7 @@ typedef struct dh_ctx {
 	int64_t pos_ts;        // largest dts (else pts) read since the last seek
 	int64_t skip_before;   // skip non-reference frames with pts below this
 	int64_t last_err;      // last FFmpeg error a decoder call returned
+	int64_t index_lag;     // how far index timestamps (dts) may trail pts
 } dh_ctx;
 
 static int64_t now_ns(void) {
@@ -289,6 +290,12 @@ static int ctx_open(dh_ctx *c, const uint8_t *data, int64_t len, const dh_config
 	st->duration = c->vs->duration;
 	st->nb_frames = c->vs->nb_frames;
 	st->start_time = c->vs->start_time;
+	// The mov demuxer indexes samples by dts, which trails pts by the
+	// reorder delay: searching its index for a pts must look that much
+	// earlier to find the keyframe shown at or before it.
+	AVRational fr = av_guess_frame_rate(c->fc, c->vs, NULL);
+	if (strncmp(c->fc->iformat->name, "mov", 3) == 0 && par->video_delay > 0 && fr.num > 0 && fr.den > 0)
+		c->index_lag = av_rescale_q(par->video_delay, av_inv_q(fr), c->vs->time_base);
 	if (par->width <= 0 || par->height <= 0)
 		return fail(c, DH_ERR_CORRUPT, "no picture size in the header");
 	if ((int64_t)par->width * par->height > cfg->max_pixels)
@@ -498,10 +505,14 @@ int dh_decode_targets(const uint8_t *data, int64_t len, const dh_config *cfg, dh
 		if (t[i].seek == DH_SEEK_TO) {
 			seek_ts = av_rescale_q(t[i].seek_pts, ttb, c.vs->time_base);
 		} else if (t[i].seek == DH_SEEK_AUTO) {
-			int k = av_index_search_timestamp(c.vs, want, AVSEEK_FLAG_BACKWARD);
+			// Seek when the keyframe before the target lies after what was
+			// read. The index is searched in its own domain (dts for mov);
+			// the seek itself takes the target pts, as av_seek_frame expects
+			// (torchcodec does the same), and finds that keyframe.
+			int k = av_index_search_timestamp(c.vs, want - c.index_lag, AVSEEK_FLAG_BACKWARD);
 			const AVIndexEntry *e = k >= 0 ? avformat_index_get_entry(c.vs, k) : NULL;
 			if (e && e->timestamp > c.pos_ts && (c.pos_ts != INT64_MIN || k > 0))
-				seek_ts = e->timestamp;
+				seek_ts = want;
 		}
 		c.skip_before = want;
 		for (int retry = 0; seek_ts != INT64_MIN; retry++) {
@@ -546,11 +557,12 @@ int dh_decode_targets(const uint8_t *data, int64_t len, const dh_config *cfg, dh
 			last_serial = cur_serial;
 			have_cur = 0;
 		}
-		// Pick the frame nearest the target among the last one before it and
-		// the first one at or after it.
+		// Pick the frame shown at the target time: the one with its pts,
+		// else the last one before it (the first one when the target
+		// precedes every frame).
 		AVFrame *pick = NULL;
 		int64_t pick_serial = 0;
-		if (have_cur && (!have_last || frame_pts(cur) - want <= want - frame_pts(last))) {
+		if (have_cur && (frame_pts(cur) == want || !have_last)) {
 			pick = cur;
 			pick_serial = cur_serial;
 		} else if (have_last) {

@@ -68,7 +68,7 @@ type Config struct {
 	Codecs string
 	// SkipNonRef lets the decoder skip non-reference frames that precede the
 	// next target. Use it only with exact target timestamps: a skipped
-	// frame is never a candidate for the nearest-frame fallback.
+	// frame is never a candidate for the frame-shown-at-time fallback.
 	SkipNonRef bool
 	// FindStreamInfo always runs avformat_find_stream_info, which decodes a
 	// few frames; otherwise it runs only when the header lacks the size.
@@ -122,7 +122,8 @@ type Stats struct {
 	Seeks         int
 	DecodeErrors  int // packets the decoder rejected and skipped
 	// Missed counts targets filled with a frame whose timestamp differs from
-	// the target's (nearest frame, or the last one at the end of the stream).
+	// the target's (the frame shown at that time, or the last one at the end
+	// of the stream).
 	Missed int
 	// ReadError is true when the demuxer stopped on an error (such as a
 	// truncated file) rather than at a clean end.

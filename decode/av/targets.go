@@ -35,7 +35,8 @@ type Target struct {
 	Seek    SeekMode // what to do before decoding towards this target
 	SeekPTS int64    // keyframe timestamp for SeekTo
 	// Got is set on return to the timestamp (stream time base) of the frame
-	// written: PTS itself when the stream has a frame there, else the nearest.
+	// written: PTS itself when the stream has a frame there, else that of
+	// the frame shown at PTS (the last one before it).
 	Got int64
 }
 
@@ -47,9 +48,10 @@ type Target struct {
 //
 // Decoding follows decord and torchcodec: seek only where the targets say
 // so, decode and discard the frames in between, colour-convert only the
-// frames kept. When no frame has a target's exact timestamp the nearest
-// one is used and Stats.Missed counts it; after the end of the stream the
-// last frame repeats.
+// frames kept. When no frame has a target's exact timestamp, the frame
+// shown at that time is used (the last one before it, or the first frame
+// for a target before every frame) and Stats.Missed counts it; after the
+// end of the stream the last frame repeats.
 func DecodeTargets(ctx context.Context, data []byte, cfg Config, tb Rational, targets []Target, dst []byte) (Stats, error) {
 	if len(targets) == 0 {
 		return Stats{}, nil

@@ -158,13 +158,14 @@ func TestDecodeTargetsSeeksSaveWork(t *testing.T) {
 	}
 }
 
-func TestDecodeTargetsNearestAndAuto(t *testing.T) {
+func TestDecodeTargetsShownAtAndAuto(t *testing.T) {
 	for _, name := range []string{"vp9.webm", "h264_bframes.mp4", "h264_audio.mkv"} {
 		s := loadStream(t, readMedia(t, name))
 		ref := s.reference(t)
 		plane := testSize * testSize * 3
-		// Targets in microseconds, a third of a frame after frames 3, 40,
-		// 41 and beyond the end: the nearest frame (or the last) is used.
+		// Targets in microseconds, two thirds of a frame after frames 3,
+		// 40, 41 and beyond the end: the frame shown then (the one before
+		// the target; the last one at the end) is used.
 		us := Rational{1, 1_000_000}
 		frame := func(p int) int64 { return rescale(s.pk[s.order[p]].PTS, s.tb, us) }
 		n := len(s.order)
@@ -172,7 +173,7 @@ func TestDecodeTargetsNearestAndAuto(t *testing.T) {
 		pos := []int{3, min(40, n-2), min(41, n-1), n - 1}
 		var targets []Target
 		for slot, p := range pos {
-			targets = append(targets, Target{PTS: frame(p) + step/3, Slot: slot, Seek: SeekAuto})
+			targets = append(targets, Target{PTS: frame(p) + 2*step/3, Slot: slot, Seek: SeekAuto})
 		}
 		targets[len(targets)-1].PTS += 10 * step
 		dst := make([]byte, len(pos)*plane)

@@ -1,0 +1,183 @@
+package decode
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/datahelix/datahelix/decode/av"
+)
+
+// Options configure a Decoder. Zero fields take their defaults.
+type Options struct {
+	// Frames is F, the frames sampled uniformly over a clip (default 8).
+	Frames int
+	// Size is S: every frame and image becomes S x S RGB (default 224).
+	Size int
+	// Limits bound each sample (zero fields: DefaultLimits).
+	Limits Limits
+	// Threads is the FFmpeg decoder threads per sample (default 1: the
+	// throughput comes from decoding many samples at once).
+	Threads int
+}
+
+// Tensor is a contiguous uint8 buffer with its shape: [F,S,S,3] for a clip
+// and [S,S,3] for an image, RGB, row-major.
+type Tensor struct {
+	Shape []int
+	Data  []byte
+}
+
+// Output is a decoded sample, ready for training.
+type Output struct {
+	Key      string
+	Modality Modality
+	// Tensors holds the clip (one [F,S,S,3] tensor) or the images (one
+	// [S,S,3] tensor each, in document order).
+	Tensors []Tensor
+	// Text is the sample's text: its caption, or a document's text members
+	// in document order, joined by newlines.
+	Text string
+	// Tokens is the estimated token count of Text.
+	Tokens int
+	// DecodedFrames counts the video frames FFmpeg decoded, kept or not.
+	DecodedFrames int
+	// MissedFrames counts sampled frames whose exact timestamp FFmpeg did not
+	// produce (the frame shown at that time was used): zero when the
+	// record's per-frame timing and the stream agree.
+	MissedFrames int
+}
+
+// Decoder turns samples into tensors. Its methods are safe for concurrent
+// use: each call decodes on the calling goroutine with its own FFmpeg
+// contexts, so throughput comes from calling it from many goroutines.
+type Decoder struct {
+	opts Options
+	cfg  av.Config
+}
+
+// NewDecoder returns a decoder with opts, defaults filled in.
+func NewDecoder(opts Options) *Decoder {
+	if opts.Frames <= 0 {
+		opts.Frames = 8
+	}
+	if opts.Size <= 0 {
+		opts.Size = 224
+	}
+	if opts.Threads <= 0 {
+		opts.Threads = 1
+	}
+	opts.Limits = opts.Limits.withDefaults()
+	return &Decoder{opts: opts, cfg: opts.Limits.avConfig(opts.Size, opts.Threads)}
+}
+
+// Options returns the decoder's options with defaults filled in.
+func (d *Decoder) Options() Options { return d.opts }
+
+// NewVideoTensor allocates the [F,S,S,3] tensor of one clip.
+func (d *Decoder) NewVideoTensor() Tensor {
+	f, s := d.opts.Frames, d.opts.Size
+	return Tensor{Shape: []int{f, s, s, 3}, Data: make([]byte, f*s*s*3)}
+}
+
+// Decode decodes a whole sample: a clip becomes F frames sampled uniformly
+// over its presentation timeline, each S x S RGB (SampleFrames, then one
+// task from PlanVideoTasks, then DecodeVideoTask; a clip of fewer than F
+// frames repeats frames evenly to fill the tensor); an image becomes one
+// S x S RGB tensor; a document becomes its text and one tensor per image;
+// text passes through with its token count. rec is the sample's record
+// from ParseRecord; when nil, Decode parses it.
+//
+// A sample that cannot be decoded returns a *SampleError naming the
+// shard, sample and member, unwrapping to ErrCorrupt, ErrLimit,
+// ErrUnsupported, ErrTimeout or ErrNoPayload (or the context's error when
+// ctx ends).
+func (d *Decoder) Decode(ctx context.Context, s *Sample, rec *Record) (*Output, error) {
+	if rec == nil {
+		var err error
+		if rec, err = ParseRecord(s); err != nil {
+			return nil, &SampleError{Shard: s.Shard, Key: s.Key, Kind: classify(err), Err: err}
+		}
+	}
+	ctx, cancel := d.deadline(ctx)
+	defer cancel()
+	out := &Output{Key: s.Key, Modality: rec.Modality}
+	out.Text = sampleText(s)
+	out.Tokens = EstimateTokens([]byte(out.Text))
+	fail := func(member int, err error) (*Output, error) {
+		e := &SampleError{Shard: s.Shard, Key: s.Key, Kind: classify(err), Err: err}
+		if member >= 0 && member < len(s.Members) {
+			e.Member = s.Members[member].Name
+		}
+		return nil, e
+	}
+	switch rec.Modality {
+	case ModalityVideo:
+		v := rec.Video
+		if v == nil || v.Member < 0 || v.Member >= len(s.Members) {
+			return fail(-1, fmt.Errorf("%w: record has no video member", ErrNoPayload))
+		}
+		t := d.NewVideoTensor()
+		st, err := d.decodeVideo(ctx, s.Members[v.Member].Data, v, t.Data)
+		if err != nil {
+			return fail(v.Member, err)
+		}
+		out.Tensors = []Tensor{t}
+		out.DecodedFrames, out.MissedFrames = st.frames, st.missed
+	case ModalityImage, ModalityDocument:
+		if len(rec.Images) > d.opts.Limits.MaxImages {
+			return fail(-1, fmt.Errorf("%w: %d images, limit %d", ErrLimit, len(rec.Images), d.opts.Limits.MaxImages))
+		}
+		for _, im := range rec.Images {
+			if im.Member < 0 || im.Member >= len(s.Members) {
+				return fail(-1, fmt.Errorf("%w: record names image member %d of %d", ErrCorrupt, im.Member, len(s.Members)))
+			}
+			if err := ctx.Err(); err != nil {
+				return fail(im.Member, err)
+			}
+			t, err := d.decodeImage(s.Members[im.Member].Data)
+			if err != nil {
+				return fail(im.Member, err)
+			}
+			out.Tensors = append(out.Tensors, t)
+		}
+	case ModalityText:
+	default:
+		return fail(-1, fmt.Errorf("%w: modality %v", ErrNoPayload, rec.Modality))
+	}
+	return out, nil
+}
+
+// sampleText joins the sample's text members (captions and document text,
+// not JSON metadata or class labels), in document position order.
+func sampleText(s *Sample) string {
+	type part struct {
+		pos  int
+		text string
+	}
+	var parts []part
+	for _, m := range s.Members {
+		switch lastComponent(m.Ext) {
+		case "txt", "text", "caption":
+			pos, _ := docPosition(m.Ext)
+			parts = append(parts, part{pos, string(m.Data)})
+		}
+	}
+	sort.SliceStable(parts, func(a, b int) bool { return parts[a].pos < parts[b].pos })
+	texts := make([]string, len(parts))
+	for i, p := range parts {
+		texts[i] = p.text
+	}
+	return strings.Join(texts, "\n")
+}
+
+// deadline returns the context for one task: ctx bounded by the sample
+// deadline.
+func (d *Decoder) deadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d.opts.Limits.SampleDeadline {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, d.opts.Limits.SampleDeadline)
+}

@@ -1,0 +1,339 @@
+package decode
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"image"
+	"image/jpeg"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/datahelix/datahelix/decode/av"
+)
+
+const mediaDir = "testdata/media"
+
+var testClips = []string{
+	"h264_bframes.mp4", "h264_odd.mp4", "h264_intra444.mp4", "h264_audio.mkv",
+	"hevc.mp4", "vp9.webm", "vp8.webm", "av1.mp4",
+}
+
+func media(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(mediaDir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func decSample(key string, members map[string][]byte) *Sample {
+	s := &Sample{Shard: "test.tar", Key: key}
+	exts := make([]string, 0, len(members))
+	for e := range members {
+		exts = append(exts, e)
+	}
+	sort.Strings(exts)
+	for _, e := range exts {
+		s.Members = append(s.Members, Member{Name: key + "." + e, Ext: e, Data: members[e]})
+	}
+	return s
+}
+
+// allFrames decodes every frame of a clip sequentially at size x size, in
+// presentation order, and returns them with the decode-order index of
+// each presentation position.
+func allFrames(t testing.TB, data []byte, size int) (frames []byte, byPTS map[int64]int) {
+	t.Helper()
+	pk, _, err := av.Packets(context.Background(), data, av.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts := make([]int64, len(pk))
+	for i, p := range pk {
+		pts[i] = p.PTS
+	}
+	sort.Slice(pts, func(a, b int) bool { return pts[a] < pts[b] })
+	targets := make([]av.Target, len(pts))
+	byPTS = map[int64]int{}
+	for i, p := range pts {
+		targets[i] = av.Target{PTS: p, Slot: i}
+		byPTS[p] = i
+	}
+	cfg := av.DefaultConfig()
+	cfg.Width, cfg.Height = size, size
+	frames = make([]byte, len(pts)*size*size*3)
+	if _, err := av.DecodeTargets(context.Background(), data, cfg, av.Rational{}, targets, frames); err != nil {
+		t.Fatal(err)
+	}
+	return frames, byPTS
+}
+
+func TestDecodeVideoMatchesSequentialDecode(t *testing.T) {
+	const size = 48
+	d := NewDecoder(Options{Frames: 6, Size: size})
+	plane := size * size * 3
+	for _, name := range testClips {
+		t.Run(name, func(t *testing.T) {
+			data := media(t, name)
+			s := decSample("clip", map[string][]byte{lastComponent(name): data, "txt": []byte("a caption")})
+			rec, err := ParseRecord(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := rec.Video
+			ref, byPTS := allFrames(t, data, size)
+			// The record as parsed, none (Decode parses it), and one that only
+			// estimates the frames (as some WebM records do).
+			est := *rec
+			ev := *v
+			ev.FrameCountEstimated, ev.FramePTS, ev.FrameBytes, ev.Keyframes = true, nil, nil, nil
+			est.Video = &ev
+			for _, r := range []*Record{rec, nil, &est} {
+				out, err := d.Decode(context.Background(), s, r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(out.Tensors) != 1 || !slices.Equal(out.Tensors[0].Shape, []int{6, size, size, 3}) {
+					t.Fatalf("got tensors %v, want one [6 %d %d 3]", decShapes(out), size, size)
+				}
+				if out.MissedFrames != 0 {
+					t.Errorf("got %d missed frames: the record's timing disagrees with FFmpeg's", out.MissedFrames)
+				}
+				if out.Text != "a caption" || out.Modality != ModalityVideo {
+					t.Errorf("got text %q modality %v, want %q video", out.Text, out.Modality, "a caption")
+				}
+				rv := v
+				if r != nil {
+					rv = r.Video
+				}
+				sampled := SampleFrames(rv, 6)
+				if len(sampled) != 6 {
+					t.Fatalf("got %d sampled frames, want 6", len(sampled))
+				}
+				for slot, f := range sampled {
+					p, ok := byPTS[rv.FrameTime(f)]
+					if !rv.perFrame() {
+						p, ok = shownAt(t, data, rv, f, byPTS)
+					}
+					if !ok {
+						t.Fatalf("slot %d: frame %d pts %d is not a pts FFmpeg reports", slot, f, v.FrameTime(f))
+					}
+					if !bytes.Equal(out.Tensors[0].Data[slot*plane:(slot+1)*plane], ref[p*plane:(p+1)*plane]) {
+						t.Errorf("slot %d (frame %d): differs from the sequential decode", slot, f)
+					}
+				}
+				// Exact timing: no more than the plan's simulated decodes, plus
+				// the decoder's reorder delay (non-reference frames are even
+				// skipped). Estimated timing seeks by the demuxer's index and
+				// may decode a GOP twice.
+				limit := 2 * rv.Frames
+				if rv.perFrame() {
+					limit = PlanVideoTasks(rv, sampled, 1)[0].DecodeFrames + 4
+				}
+				if out.DecodedFrames <= 0 || out.DecodedFrames > limit {
+					t.Errorf("got %d decoded frames, want 1 to %d", out.DecodedFrames, limit)
+				}
+			}
+		})
+	}
+}
+
+// shownAt returns the presentation position of the frame FFmpeg shows at
+// v.FrameTime(f) (the last one at or before it), for records without
+// per-frame timing.
+func shownAt(t *testing.T, data []byte, v *VideoInfo, f int, byPTS map[int64]int) (int, bool) {
+	_, info, err := av.Packets(context.Background(), data, av.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := v.FrameTime(f) * int64(info.TimeBase.Den) / (int64(v.Timescale) * int64(info.TimeBase.Num))
+	pos, found := 0, false
+	for p, i := range byPTS {
+		if p <= want && i >= pos {
+			pos, found = i, true
+		}
+	}
+	return pos, found || len(byPTS) > 0
+}
+
+func decShapes(o *Output) [][]int {
+	var s [][]int
+	for _, t := range o.Tensors {
+		s = append(s, t.Shape)
+	}
+	return s
+}
+
+// TestDecodeVideoTasksConcurrently splits a clip's targets into one task
+// per target and runs them on separate goroutines into one tensor.
+func TestDecodeVideoTasksConcurrently(t *testing.T) {
+	d := NewDecoder(Options{Frames: 8, Size: 32})
+	data := media(t, "h264_bframes.mp4")
+	s := decSample("clip", map[string][]byte{"mp4": data})
+	rec, err := ParseRecord(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := d.Decode(context.Background(), s, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := rec.Video
+	dst := d.NewVideoTensor()
+	var wg sync.WaitGroup
+	errs := make([]error, d.opts.Frames)
+	for slot, f := range SampleFrames(v, d.opts.Frames) {
+		task := VideoTask{Keyframe: keyframeBefore(v.Keyframes, f), Targets: []int{f}, Slots: []int{slot}}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[slot] = d.DecodeVideoTask(context.Background(), data, v, task, dst.Data)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(dst.Data, whole.Tensors[0].Data) {
+		t.Errorf("tasks decoded concurrently differ from Decode of the whole clip")
+	}
+}
+
+// imageReference decodes with the standard library at full size and
+// resizes with the dumb float reference.
+func imageReference(t *testing.T, data []byte, size int) []byte {
+	m, _, err := image.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rgb := toRGB(m)
+	out := make([]byte, size*size*3)
+	resizeReference(out, size, size, rgb.Pix, rgb.Width, rgb.Height)
+	return out
+}
+
+func TestDecodeImages(t *testing.T) {
+	const size = 96
+	d := NewDecoder(Options{Size: size})
+	tests := []struct {
+		file    string
+		maxDiff float64 // mean abs difference from image/jpeg|png|webp + float resize
+	}{
+		{"image420.jpg", 4}, // TurboJPEG decodes at 3/8 scale (DCT) and upsamples chroma differently
+		{"image444.jpg", 4},
+		{"image.png", 0.5},
+		{"image.webp", 0.5},
+	}
+	for _, tc := range tests {
+		data := media(t, tc.file)
+		out, err := d.Decode(context.Background(), decSample("img", map[string][]byte{lastComponent(tc.file): data}), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.file, err)
+		}
+		if out.Modality != ModalityImage || len(out.Tensors) != 1 || !slices.Equal(out.Tensors[0].Shape, []int{size, size, 3}) {
+			t.Fatalf("%s: got %v %v, want image [%d %d 3]", tc.file, out.Modality, decShapes(out), size, size)
+		}
+		ref := imageReference(t, data, size)
+		sum := 0
+		for i, v := range out.Tensors[0].Data {
+			dv := int(v) - int(ref[i])
+			sum += max(dv, -dv)
+		}
+		if mean := float64(sum) / float64(len(ref)); mean > tc.maxDiff {
+			t.Errorf("%s: got mean abs diff %.2f from the reference, want <= %.1f", tc.file, mean, tc.maxDiff)
+		}
+	}
+}
+
+func TestDecodeDocumentAndText(t *testing.T) {
+	d := NewDecoder(Options{Size: 32})
+	doc := decSample("doc", map[string][]byte{
+		"0.txt": []byte("first paragraph"), "1.jpg": media(t, "image420.jpg"),
+		"2.txt": []byte("second paragraph"), "3.png": media(t, "image.png"),
+		"4.webp": media(t, "image.webp"), "json": []byte(`{"url":"x"}`),
+	})
+	out, err := d.Decode(context.Background(), doc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Modality != ModalityDocument || len(out.Tensors) != 3 {
+		t.Fatalf("got %v with %d tensors, want document with 3", out.Modality, len(out.Tensors))
+	}
+	if want := "first paragraph\nsecond paragraph"; out.Text != want {
+		t.Errorf("got text %q, want %q", out.Text, want)
+	}
+	one, _ := d.Decode(context.Background(), decSample("img", map[string][]byte{"jpg": media(t, "image420.jpg")}), nil)
+	if !bytes.Equal(one.Tensors[0].Data, out.Tensors[0].Data) {
+		t.Errorf("document image 1 differs from the same image decoded alone")
+	}
+	text := decSample("t", map[string][]byte{"txt": []byte(strings.Repeat("hello world ", 50))})
+	out, err = d.Decode(context.Background(), text, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Modality != ModalityText || len(out.Tensors) != 0 || out.Tokens != EstimateTokens([]byte(out.Text)) || out.Tokens < 50 {
+		t.Errorf("text: got %v, %d tensors, %d tokens", out.Modality, len(out.Tensors), out.Tokens)
+	}
+}
+
+func TestDecodeLimitsAndErrors(t *testing.T) {
+	clip := media(t, "h264_bframes.mp4")
+	jpg := media(t, "image420.jpg")
+	tests := []struct {
+		name   string
+		lim    Limits
+		sample *Sample
+		want   error
+		member string
+	}{
+		{"video pixels", Limits{MaxPixels: 1000}, decSample("k", map[string][]byte{"mp4": clip}), ErrLimit, "k.mp4"},
+		{"frames", Limits{MaxFramesDecoded: 3}, decSample("k", map[string][]byte{"mp4": clip}), ErrLimit, "k.mp4"},
+		{"codec", Limits{Codecs: "vp9"}, decSample("k", map[string][]byte{"mp4": clip}), ErrUnsupported, "k.mp4"},
+		{"image pixels", Limits{MaxImagePixels: 1000}, decSample("k", map[string][]byte{"jpg": jpg}), ErrLimit, "k.jpg"},
+		{"images per doc", Limits{MaxImages: 1}, decSample("k", map[string][]byte{"0.jpg": jpg, "1.jpg": jpg, "txt": []byte("x")}), ErrLimit, ""},
+		{"no payload", Limits{}, decSample("k", map[string][]byte{"bin": []byte{1, 2}}), ErrNoPayload, ""},
+		{"truncated jpeg", Limits{}, decSample("k", map[string][]byte{"jpg": jpg[:len(jpg)/3]}), ErrCorrupt, "k.jpg"},
+	}
+	for _, tc := range tests {
+		d := NewDecoder(Options{Size: 32, Limits: tc.lim})
+		_, err := d.Decode(context.Background(), tc.sample, nil)
+		var se *SampleError
+		if !errors.Is(err, tc.want) || !errors.As(err, &se) {
+			t.Errorf("%s: got %v, want a *SampleError wrapping %v", tc.name, err, tc.want)
+			continue
+		}
+		if se.Member != tc.member || se.Shard != "test.tar" || se.Key != "k" {
+			t.Errorf("%s: got shard %q key %q member %q, want test.tar k %q", tc.name, se.Shard, se.Key, se.Member, tc.member)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := NewDecoder(Options{}).Decode(ctx, decSample("k", map[string][]byte{"mp4": clip}), nil)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: got %v, want context.Canceled", err)
+	}
+}
+
+func TestFrameMD5s(t *testing.T) {
+	data := media(t, "h264_bframes.mp4")
+	sums, err := FrameMD5s(context.Background(), data, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs, _, err := av.FrameMD5s(context.Background(), data, av.DefaultConfig())
+	if err != nil || len(sums) != 90 || len(hs) != 90 {
+		t.Fatalf("got %d sums (err %v), want 90", len(sums), err)
+	}
+	if _, err := FrameMD5s(context.Background(), []byte("junk"), Limits{}); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("junk: got %v, want ErrCorrupt", err)
+	}
+}
+
+var _ = jpeg.Decode // image.Decode needs the JPEG format registered

@@ -1,0 +1,161 @@
+package decode
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/datahelix/datahelix/decode/av"
+)
+
+// videoStats is what decoding a clip or a task cost.
+type videoStats struct {
+	frames int // frames FFmpeg decoded
+	missed int // targets filled with a frame of another timestamp
+}
+
+// decodeVideo decodes the F sampled frames of the clip in data into dst,
+// the clip's [F,S,S,3] tensor: SampleFrames, one task from
+// PlanVideoTasks, DecodeVideoTask. A clip with fewer than F frames repeats
+// frames to fill every slot, spread evenly in presentation order.
+func (d *Decoder) decodeVideo(ctx context.Context, data []byte, v *VideoInfo, dst []byte) (videoStats, error) {
+	f := d.opts.Frames
+	targets := SampleFrames(v, f)
+	if len(targets) == 0 {
+		return videoStats{}, fmt.Errorf("%w: the record lists no frames", ErrCorrupt)
+	}
+	var total videoStats
+	for _, task := range PlanVideoTasks(v, targets, 1) {
+		st, err := d.videoTask(ctx, data, v, task, dst)
+		total.frames += st.frames
+		total.missed += st.missed
+		if err != nil {
+			return total, err
+		}
+	}
+	// Spread the m decoded slots over all f, from the back so that every
+	// source slot (k*m/f <= k) is read before it is overwritten.
+	plane := d.opts.Size * d.opts.Size * 3
+	if m := len(targets); m < f {
+		for k := f - 1; k >= 0; k-- {
+			if src := k * m / f; src != k {
+				copy(dst[k*plane:(k+1)*plane], dst[src*plane:(src+1)*plane])
+			}
+		}
+	}
+	return total, nil
+}
+
+// DecodeVideoTask decodes one task of a clip: it seeks to the task's
+// keyframe (unless that is the first frame), decodes forward, seeking
+// again only when a later keyframe lies between what was decoded and the
+// next target, and writes each target frame as S x S RGB into dst at
+// slot*S*S*3. dst is the sample's [F,S,S,3] tensor; tasks of one clip
+// write disjoint slots, so several goroutines may fill one tensor at once.
+// data is the clip's bytes and v its record.
+//
+// With per-frame timing in v, a target is its exact pts. Without it (a
+// record that only estimates the frame count), target i is the time
+// v.FrameTime(i) and the frame shown at that time is written; seeks then
+// use the demuxer's own keyframe index.
+func (d *Decoder) DecodeVideoTask(ctx context.Context, data []byte, v *VideoInfo, task VideoTask, dst []byte) error {
+	ctx, cancel := d.deadline(ctx)
+	defer cancel()
+	_, err := d.videoTask(ctx, data, v, task, dst)
+	return err
+}
+
+func (d *Decoder) videoTask(ctx context.Context, data []byte, v *VideoInfo, task VideoTask, dst []byte) (videoStats, error) {
+	if v == nil || v.Frames <= 0 || v.Timescale == 0 || v.Timescale > math.MaxInt32 {
+		return videoStats{}, fmt.Errorf("%w: the record has no frames or no timescale", ErrCorrupt)
+	}
+	if len(task.Targets) != len(task.Slots) {
+		return videoStats{}, fmt.Errorf("decode: task has %d targets and %d slots", len(task.Targets), len(task.Slots))
+	}
+	if task.Keyframe < 0 || task.Keyframe >= v.Frames {
+		return videoStats{}, fmt.Errorf("decode: task keyframe %d outside %d frames", task.Keyframe, v.Frames)
+	}
+	plane := d.opts.Size * d.opts.Size * 3
+	order := make([]int, len(task.Targets))
+	for i, f := range task.Targets {
+		if f < 0 || f >= v.Frames {
+			return videoStats{}, fmt.Errorf("decode: task target %d outside %d frames", f, v.Frames)
+		}
+		if s := task.Slots[i]; s < 0 || (s+1)*plane > len(dst) {
+			return videoStats{}, fmt.Errorf("decode: task slot %d outside a %d-byte tensor", s, len(dst))
+		}
+		order[i] = i
+	}
+	exact := v.perFrame()
+	sort.SliceStable(order, func(a, b int) bool {
+		return v.FrameTime(task.Targets[order[a]]) < v.FrameTime(task.Targets[order[b]])
+	})
+	// Seek where PlanVideoTasks simulated a seek: to the task's keyframe
+	// first (unless it is frame 0, where a fresh decoder starts), then to a
+	// target's keyframe when it lies after everything decoded so far or the
+	// target lies before the current run.
+	targets := make([]av.Target, 0, len(order))
+	fed, run := -1, 0 // last decode-order frame fed; keyframe of the current run
+	for n, i := range order {
+		f := task.Targets[i]
+		t := av.Target{PTS: v.FrameTime(f), Slot: task.Slots[i]}
+		k := keyframeBefore(v.Keyframes, f)
+		switch {
+		case !exact:
+			t.Seek = av.SeekAuto
+		case n == 0:
+			if task.Keyframe > 0 {
+				t.Seek, t.SeekPTS = av.SeekTo, v.FramePTS[task.Keyframe]
+			}
+			fed, run = task.Keyframe, task.Keyframe
+		case k > fed || f < run:
+			t.Seek, t.SeekPTS = av.SeekTo, v.FramePTS[k]
+			run = k
+		}
+		fed = max(fed, f)
+		targets = append(targets, t)
+	}
+	cfg := d.cfg
+	cfg.SkipNonRef = exact
+	st, err := av.DecodeTargets(ctx, data, cfg, av.Rational{Num: 1, Den: int(v.Timescale)}, targets, dst)
+	vs := videoStats{frames: st.FramesDecoded}
+	if exact {
+		vs.missed = st.Missed
+	}
+	if err != nil {
+		return vs, err
+	}
+	if st.ReadError && vs.missed > 0 {
+		return vs, fmt.Errorf("%w: stream ends early (%d sampled frames missing)", ErrCorrupt, st.Missed)
+	}
+	return vs, nil
+}
+
+// keyframeBefore returns the last keyframe at or before decode-order frame
+// f (0 when none is listed).
+func keyframeBefore(keys []int, f int) int {
+	i := sort.SearchInts(keys, f+1)
+	if i == 0 {
+		return 0
+	}
+	return keys[i-1]
+}
+
+// FrameMD5s decodes every frame of the clip in data and returns one
+// lower-case hex MD5 per frame, in the order the decoder outputs them
+// (presentation order), over the frame's planes in its native pixel format
+// without padding: the md5 column of `ffmpeg -i FILE -f framemd5 -`.
+func FrameMD5s(ctx context.Context, data []byte, lim Limits) ([]string, error) {
+	lim = lim.withDefaults()
+	hs, _, err := av.FrameMD5s(ctx, data, lim.avConfig(1, 1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", classify(err), err)
+	}
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		out[i] = hex.EncodeToString(h.MD5[:])
+	}
+	return out, nil
+}
