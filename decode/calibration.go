@@ -1,0 +1,127 @@
+package decode
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+)
+
+// ErrBadCalibration reports a calibration or cost model state that cannot
+// be used: malformed JSON, negative or non-finite numbers, absurd sizes.
+var ErrBadCalibration = errors.New("decode: invalid cost calibration")
+
+// Calibration holds the coefficients a CostModel starts from, per model
+// key ("video/h264", "image/jpeg", "document", "text", ...): microseconds
+// per unit of each feature of costFeatures. It defines the reference CPU
+// that estimates are expressed in.
+type Calibration struct {
+	// Machine says where and how the coefficients were measured.
+	Machine string `json:"machine,omitempty"`
+	// Options are the decode options of the measurement run (the features
+	// account for other options; this is a record of what was measured).
+	Options CostOptions `json:"options"`
+	// Coefficients per model key.
+	Coefficients map[string]CostFeatures `json:"coefficients"`
+}
+
+// DefaultCalibration returns the built-in calibration, measured with
+// `datahelix costmodel --calibrate-out` on the generated presets (see
+// defaultCoefficients for the machine and date).
+func DefaultCalibration() *Calibration {
+	c := &Calibration{Machine: defaultCalibrationMachine, Options: DefaultCostOptions(), Coefficients: map[string]CostFeatures{}}
+	for k, v := range defaultCoefficients {
+		c.Coefficients[k] = v
+	}
+	return c
+}
+
+// prior returns the coefficients for key: its own, else those of its
+// modality's most common member (h264 for video, jpeg for images), else a
+// flat 1 ms per sample.
+func (c *Calibration) prior(key string) CostFeatures {
+	if c != nil {
+		if v, ok := c.Coefficients[key]; ok {
+			return v
+		}
+		for prefix, fallback := range map[string]string{"video/": "video/h264", "image/": "image/jpeg", costKeyDocument: "image/jpeg"} {
+			if strings.HasPrefix(key, prefix) {
+				if v, ok := c.Coefficients[fallback]; ok {
+					return v
+				}
+			}
+		}
+	}
+	if v, ok := defaultCoefficients[key]; ok {
+		return v
+	}
+	return CostFeatures{1000}
+}
+
+// ReadCalibration parses and validates a calibration in JSON.
+func ReadCalibration(r io.Reader) (*Calibration, error) {
+	var c Calibration
+	dec := json.NewDecoder(io.LimitReader(r, 1<<20))
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadCalibration, err)
+	}
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// LoadCalibration reads a calibration file.
+func LoadCalibration(path string) (*Calibration, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("decode: calibration: %w", err)
+	}
+	defer f.Close()
+	c, err := ReadCalibration(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Save writes the calibration as indented JSON.
+func (c *Calibration) Save(path string) error {
+	data, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+// maxCostKeys bounds the model keys a calibration or state may hold.
+const maxCostKeys = 256
+
+func (c *Calibration) validate() error {
+	if len(c.Coefficients) > maxCostKeys {
+		return fmt.Errorf("%w: %d model keys, at most %d", ErrBadCalibration, len(c.Coefficients), maxCostKeys)
+	}
+	for k, v := range c.Coefficients {
+		if len(k) == 0 || len(k) > 64 {
+			return fmt.Errorf("%w: model key %q", ErrBadCalibration, k)
+		}
+		for i, x := range v {
+			if !finiteNonNegative(x) {
+				return fmt.Errorf("%w: %s coefficient %d is %v", ErrBadCalibration, k, i, x)
+			}
+		}
+	}
+	return c.Options.validate()
+}
+
+func (o CostOptions) validate() error {
+	if o.Frames < 0 || o.Frames > 1<<16 || o.Size < 0 || o.Size > 1<<16 || o.MaxTasks < 0 || o.MaxTasks > 1<<10 {
+		return fmt.Errorf("%w: options %+v out of range", ErrBadCalibration, o)
+	}
+	return nil
+}
+
+func finiteNonNegative(x float64) bool { return x >= 0 && !math.IsInf(x, 0) && !math.IsNaN(x) }

@@ -1,0 +1,136 @@
+package decode
+
+// CostOptions are the decode options a cost estimate is for: they change
+// which frames are decoded and how many output pixels are written.
+type CostOptions struct {
+	Frames   int // F: frames sampled per clip
+	Size     int // S: output side, every frame and image becomes S x S
+	MaxTasks int // how many keyframe-aligned tasks a clip may split into
+}
+
+// DefaultCostOptions returns the decoder's defaults: 8 frames of 224 x 224,
+// one task per clip.
+func DefaultCostOptions() CostOptions { return CostOptions{Frames: 8, Size: 224, MaxTasks: 1} }
+
+func (o CostOptions) withDefaults() CostOptions {
+	d := DefaultCostOptions()
+	if o.Frames <= 0 {
+		o.Frames = d.Frames
+	}
+	if o.Size <= 0 {
+		o.Size = d.Size
+	}
+	if o.MaxTasks <= 0 {
+		o.MaxTasks = d.MaxTasks
+	}
+	return o
+}
+
+// NumCostFeatures is the length of every cost feature vector.
+const NumCostFeatures = 6
+
+// CostFeatures is the feature vector of one sample. Its meaning depends on
+// the model key (see costFeatures); units are chosen so that coefficients
+// are microseconds per megapixel, per megabyte or per item, all of
+// similar magnitude.
+type CostFeatures [NumCostFeatures]float64
+
+// Model keys: one linear model per modality and codec or image format.
+const (
+	costKeyText     = "text"
+	costKeyDocument = "document"
+	costKeyUnknown  = "unknown"
+)
+
+// costFeatures returns the model key of a record and its features:
+//
+//	video/<codec>:  tasks (one container open and decoder setup each),
+//	                megapixels decoded (frames PlanVideoTasks must decode
+//	                x width x height), megabytes of those frames, megapixels
+//	                colour-converted and scaled (sampled frames x source
+//	                size), output megapixels (sampled frames x S^2), and
+//	                thousands of frames in the clip (the demuxer indexes
+//	                them all when it opens the file);
+//	image/<format>, document:
+//	                1, megapixels decoded (after JPEG DCT scaling, as the
+//	                decoder does it), megabytes, megapixels decoded from
+//	                progressive JPEGs, output megapixels (images x S^2),
+//	                images;
+//	text:           1, thousands of tokens, megabytes.
+func costFeatures(r *Record, o CostOptions) (string, CostFeatures) {
+	var x CostFeatures
+	switch r.Modality {
+	case ModalityVideo:
+		if v := r.Video; v != nil {
+			return videoCostFeatures(v, o)
+		}
+	case ModalityImage, ModalityDocument:
+		key := costKeyDocument
+		if r.Modality == ModalityImage {
+			key = "image/unknown"
+			if len(r.Images) > 0 {
+				key = "image/" + r.Images[0].Format
+			}
+		}
+		x[0] = 1
+		out := float64(o.Size) * float64(o.Size) / 1e6
+		for _, im := range r.Images {
+			px := decodedImagePixels(im, o.Size) / 1e6
+			x[1] += px
+			x[2] += float64(im.Bytes) / 1e6
+			if im.Progressive {
+				x[3] += px
+			}
+			x[4] += out
+			x[5]++
+		}
+		return key, x
+	case ModalityText:
+		x[0] = 1
+		if r.Text != nil {
+			x[1] = float64(r.Text.Tokens) / 1e3
+			x[2] = float64(r.Text.Bytes) / 1e6
+		}
+		return costKeyText, x
+	}
+	x[0] = 1
+	return costKeyUnknown, x
+}
+
+func videoCostFeatures(v *VideoInfo, o CostOptions) (string, CostFeatures) {
+	var x CostFeatures
+	codec := v.Codec
+	if codec == "" {
+		codec = "unknown"
+	}
+	targets := SampleFrames(v, o.Frames)
+	tasks := PlanVideoTasks(v, targets, o.MaxTasks)
+	px := float64(v.Width) * float64(v.Height) / 1e6
+	x[0] = float64(max(len(tasks), 1))
+	for _, t := range tasks {
+		x[1] += float64(t.DecodeFrames) * px
+		x[2] += float64(t.DecodeBytes) / 1e6
+	}
+	x[3] = float64(len(targets)) * px
+	x[4] = float64(len(targets)) * float64(o.Size) * float64(o.Size) / 1e6
+	x[5] = float64(v.Frames) / 1e3
+	return "video/" + codec, x
+}
+
+// decodedImagePixels is the pixel count the decoder decodes an image to:
+// JPEGs are DCT-scaled by the smallest factor n/8 that keeps both sides
+// at least size (as TurboJPEG's scaled decode is used); other formats
+// decode at full size.
+func decodedImagePixels(im ImageInfo, size int) float64 {
+	w, h := im.Width, im.Height
+	if im.Format == "jpeg" && size > 0 {
+		for n := 1; n < 8; n++ {
+			sw, sh := (w*n+7)/8, (h*n+7)/8
+			if sw >= size && sh >= size {
+				w, h = sw, sh
+				break
+			}
+		}
+	}
+	return float64(w) * float64(h)
+}
