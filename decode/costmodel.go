@@ -57,11 +57,11 @@ type CostModel struct {
 
 // costFit is the online least-squares state of one key.
 type costFit struct {
-	Prior CostFeatures                                `json:"prior"`
+	Prior CostFeatures                              `json:"prior"`
 	XTX   [NumCostFeatures][NumCostFeatures]float64 `json:"xtx"` // Σ w x xᵀ, w = 1/y² (times Huber and forgetting)
-	XTY   CostFeatures                                `json:"xty"` // Σ w x y
-	N     float64                                     `json:"n"`   // discounted observation count
-	Count int                                         `json:"count"`
+	XTY   CostFeatures                              `json:"xty"` // Σ w x y
+	N     float64                                   `json:"n"`   // discounted observation count
+	Count int                                       `json:"count"`
 
 	coef  CostFeatures
 	dirty bool
