@@ -1,0 +1,118 @@
+package decode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// RecordSummary is one line of `datahelix inspect`: the record of a sample
+// flattened into the fields a person checks, and its estimated cost.
+type RecordSummary struct {
+	Key      string `json:"key"`
+	Shard    string `json:"shard"`
+	Modality string `json:"modality"`
+	Bytes    int64  `json:"bytes"`
+	// Width and Height are the clip's, or the first image's.
+	Width  int `json:"width"`
+	Height int `json:"height"`
+	// Frames counts the clip's frames, or a sample's images.
+	Frames    int     `json:"frames"`
+	DurationS float64 `json:"duration_s"`
+	Codec     string  `json:"codec"` // video codec or first image's format
+	Keyframes int     `json:"keyframes"`
+	Tokens    int     `json:"tokens"`
+	EstCostUS int64   `json:"est_cost_us"`
+	Estimated bool    `json:"frames_estimated,omitempty"` // frame count from duration, not counted
+	Error     string  `json:"error,omitempty"`            // why the record could not be built
+	// ModelKey is the cost model key, such as "video/h264".
+	ModelKey string `json:"model"`
+}
+
+// Summarize flattens a record into a RecordSummary, with the cost
+// estimate of m (none when m is nil).
+func Summarize(r *Record, m *CostModel) RecordSummary {
+	s := RecordSummary{Key: r.Key, Shard: r.Shard, Modality: r.Modality.String(), Bytes: r.Bytes}
+	switch {
+	case r.Video != nil:
+		v := r.Video
+		s.Width, s.Height, s.Frames, s.Codec, s.Keyframes = v.Width, v.Height, v.Frames, v.Codec, len(v.Keyframes)
+		s.Estimated = v.FrameCountEstimated
+		if v.Timescale > 0 {
+			s.DurationS = float64(v.Duration) / float64(v.Timescale)
+		}
+	case len(r.Images) > 0:
+		im := r.Images[0]
+		s.Width, s.Height, s.Frames, s.Codec = im.Width, im.Height, len(r.Images), im.Format
+	}
+	if r.Text != nil {
+		s.Tokens = r.Text.Tokens
+	}
+	if m != nil {
+		s.EstCostUS = m.Estimate(r)
+		s.ModelKey = m.Key(r)
+	}
+	return s
+}
+
+// ErrSamplesFailed reports that some samples of an inspected dataset had
+// no usable record; each is listed in its summary's Error.
+var ErrSamplesFailed = errors.New("decode: some samples have no usable record")
+
+// Inspect reads every sample of the datasets at paths (directories, globs
+// or tar files, as OpenDataset takes them), builds its record and calls
+// visit with its summary, in shard and index order. A sample whose bytes
+// cannot be read or whose record cannot be built is visited with Error
+// set — never skipped — and Inspect then returns an error wrapping
+// ErrSamplesFailed that counts them. A shard that cannot be opened stops
+// the walk with its error, as does an error from visit or ctx.
+func Inspect(ctx context.Context, paths []string, cacheDir string, m *CostModel, visit func(RecordSummary) error) error {
+	failed, total := 0, 0
+	for _, p := range paths {
+		ds, err := OpenDataset(p, cacheDir)
+		if err != nil {
+			return err
+		}
+		err = inspectDataset(ctx, ds, m, func(s RecordSummary) error {
+			total++
+			if s.Error != "" {
+				failed++
+			}
+			return visit(s)
+		})
+		ds.Close()
+		if err != nil {
+			return err
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%w: %d of %d samples", ErrSamplesFailed, failed, total)
+	}
+	return nil
+}
+
+func inspectDataset(ctx context.Context, ds *Dataset, m *CostModel, visit func(RecordSummary) error) error {
+	for _, sh := range ds.Shards {
+		for i := 0; i < sh.Len(); i++ {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			e := sh.Entry(i)
+			sum := RecordSummary{Key: e.Key, Shard: sh.Path(), Modality: "error", Bytes: e.Size}
+			smp, err := sh.ReadSample(i)
+			var rec *Record
+			if err == nil {
+				rec, err = ParseRecord(smp)
+			}
+			if err != nil {
+				sum.Error = err.Error()
+			} else {
+				sum = Summarize(rec, m)
+			}
+			if err := visit(sum); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/datahelix/datahelix/decode"
+)
+
+func init() {
+	register(command{
+		name:    "inspect",
+		summary: "print the lightweight record and estimated cost of every sample of WebDataset shards",
+		run:     runInspect,
+	})
+}
+
+func runInspect(ctx context.Context, stdout, stderr io.Writer, args []string) error {
+	fs := newFlags("inspect", "[--json] [--cache DIR] PATH...")
+	asJSON := fs.Bool("json", false, "print one JSON object per sample instead of a table")
+	cache := fs.String("cache", "", "`directory` for shard index caches (default: beside each shard)")
+	frames := fs.Int("frames", 8, "frames sampled per clip, for the cost estimate")
+	size := fs.Int("size", 224, "output side in pixels, for the cost estimate")
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return errHelp
+		}
+		return usagef("%s: %v", fs.Name(), err)
+	}
+	if fs.NArg() == 0 {
+		return usagef("inspect: no shard, directory or glob given")
+	}
+	if *frames < 1 || *size < 1 {
+		return usagef("inspect: --frames and --size must be positive")
+	}
+	m := decode.NewCostModel(nil)
+	m.SetOptions(decode.CostOptions{Frames: *frames, Size: *size})
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		return decode.Inspect(ctx, fs.Args(), *cache, m, func(s decode.RecordSummary) error { return enc.Encode(s) })
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "key\tshard\tmodality\tbytes\twidth\theight\tframes\tduration_s\tcodec\tkeyframes\test_cost_us")
+	err := decode.Inspect(ctx, fs.Args(), *cache, m, func(s decode.RecordSummary) error {
+		if s.Error != "" {
+			fmt.Fprintf(stderr, "%s\n", s.Error)
+		}
+		frames := fmt.Sprint(s.Frames)
+		if s.Estimated {
+			frames = "~" + frames
+		}
+		_, err := fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%.3f\t%s\t%d\t%d\n",
+			s.Key, s.Shard, s.Modality, s.Bytes, s.Width, s.Height, frames, s.DurationS, s.Codec, s.Keyframes, s.EstCostUS)
+		return err
+	})
+	if ferr := tw.Flush(); err == nil {
+		err = ferr
+	}
+	return err
+}
