@@ -98,7 +98,7 @@ func (d *Decoder) Decode(ctx context.Context, s *Sample, rec *Record) (*Output, 
 	if rec == nil {
 		var err error
 		if rec, err = ParseRecord(s); err != nil {
-			return nil, &SampleError{Shard: s.Shard, Key: s.Key, Kind: classify(err), Err: err}
+			return nil, &SampleError{Shard: s.Shard, Key: s.Key, Kind: classify(err), Err: err, named: true}
 		}
 	}
 	ctx, cancel := d.deadline(ctx)

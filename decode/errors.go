@@ -36,10 +36,15 @@ type SampleError struct {
 	Member string // member name, empty when the sample as a whole failed
 	Kind   error
 	Err    error // the underlying cause, for the message
+
+	named bool // Err's message already names the shard and the sample
 }
 
 // Error names the shard, the sample and the member.
 func (e *SampleError) Error() string {
+	if e.named && e.Err != nil {
+		return e.Err.Error()
+	}
 	where := fmt.Sprintf("decode: shard %s: sample %s", e.Shard, e.Key)
 	if e.Member != "" {
 		where += ": member " + e.Member
