@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"github.com/datahelix/datahelix/decode"
+)
+
+func init() {
+	register(command{
+		name:    "costmodel",
+		summary: "decode a dataset, fit the cost model on a warm-up and print its held-out error per modality and codec",
+		run:     runCostModel,
+	})
+}
+
+func runCostModel(ctx context.Context, stdout, stderr io.Writer, args []string) error {
+	fs := newFlags("costmodel", "--data DIR [flags]")
+	data := fs.String("data", "", "dataset: a `directory` of *.tar shards, a glob or one shard")
+	cache := fs.String("cache", "", "`directory` for shard index caches (default: beside each shard)")
+	warmup := fs.Int("warmup", 200, "samples the model learns from before the held-out evaluation")
+	limit := fs.Int("limit", 0, "decode at most this many samples, warm-up included (0: all)")
+	frames := fs.Int("frames", 8, "frames F sampled per clip")
+	size := fs.Int("size", 224, "output side S in pixels")
+	wall := fs.Bool("wall", false, "measure wall time instead of the decoding thread's CPU time")
+	calIn := fs.String("calibration", "", "warm-start from this calibration `file` (default: the built-in one)")
+	calOut := fs.String("calibrate-out", "", "after the evaluation, learn from every sample and write the coefficients to this `file`")
+	save := fs.String("save", "", "write the model's state after the evaluation to this `file`")
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
+	}
+	switch {
+	case *data == "":
+		return usagef("costmodel: --data is required")
+	case *warmup < 1:
+		return usagef("costmodel: --warmup %d: want at least 1", *warmup)
+	case *frames < 1 || *size < 1:
+		return usagef("costmodel: --frames and --size must be positive")
+	case *limit < 0:
+		return usagef("costmodel: --limit %d: want 0 or more", *limit)
+	}
+	cal := decode.DefaultCalibration()
+	if *calIn != "" {
+		var err error
+		if cal, err = decode.LoadCalibration(*calIn); err != nil {
+			return err
+		}
+	}
+	ds, err := decode.OpenDataset(*data, *cache)
+	if err != nil {
+		return err
+	}
+	defer ds.Close()
+	m := decode.NewCostModel(cal)
+	m.SetOptions(decode.CostOptions{Frames: *frames, Size: *size, MaxTasks: 1})
+	dec := decode.NewDecoder(decode.Options{Frames: *frames, Size: *size})
+	rep, err := decode.EvaluateCostModel(ctx, ds, dec, m, decode.CostEvalOptions{Warmup: *warmup, Limit: *limit, WallClock: *wall},
+		func(done, total int) {
+			if done%100 == 0 || done == total {
+				fmt.Fprintf(stderr, "\rdecoded %d/%d", done, total)
+				if done == total {
+					fmt.Fprintln(stderr)
+				}
+			}
+		})
+	if err != nil {
+		return err
+	}
+	for _, f := range rep.Failed {
+		fmt.Fprintln(stderr, "failed:", f)
+	}
+	clock := "thread CPU time"
+	if *wall {
+		clock = "wall time"
+	}
+	fmt.Fprintf(stdout, "%s: learned from %d samples, held out %d (%s, F=%d, S=%d), speed factor %.3f\n",
+		*data, rep.Warmup, rep.HeldOut, clock, *frames, *size, m.SpeedFactor())
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "model\tsamples\tMAPE %\tmean measured µs\tmean predicted µs\t")
+	for _, r := range rep.Rows {
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.0f\t%.0f\t\n", r.Key, r.Count, 100*r.MAPE, r.MeanMeasured, r.MeanPredicted)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if *calOut != "" {
+		for _, o := range rep.Observations {
+			if o.HeldOut {
+				m.Observe(o.Record, o.Micros)
+			}
+		}
+		host, _ := os.Hostname()
+		machine := fmt.Sprintf("%s, %s, %d samples of %s", host, clock, len(rep.Observations), *data)
+		if err := m.Calibration(machine).Save(*calOut); err != nil {
+			return err
+		}
+	}
+	if *save != "" {
+		return m.Save(*save)
+	}
+	return nil
+}
