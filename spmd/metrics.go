@@ -1,0 +1,136 @@
+package spmd
+
+import (
+	"fmt"
+	"slices"
+)
+
+// ToleranceUS is how late a batch may be before the step counts as a
+// deadline miss: 1 ms.
+const ToleranceUS = 1000
+
+// StepRecord is one rank's account of one training step. Times are µs
+// since the job's start on that rank's clock (the simulator's virtual
+// clock in a simulation). One record per rank per step is the trace
+// (--trace writes them as JSON lines).
+type StepRecord struct {
+	Step      int64  `json:"step"`
+	Rank      int    `json:"rank"`
+	RequestUS int64  `json:"request_us"` // the GPU asked for the batch
+	ReadyUS   int64  `json:"ready_us"`   // its last sample was decoded
+	DeliverUS int64  `json:"deliver_us"` // the GPU got it
+	WaitUS    int64  `json:"wait_us"`    // DeliverUS - RequestUS
+	ComputeUS int64  `json:"compute_us"` // the GPU's step compute time
+	Miss      bool   `json:"miss"`       // WaitUS > ToleranceUS
+	Samples   int    `json:"samples"`    // delivered
+	Dropped   int    `json:"dropped"`    // failed to decode, left out
+	BytesIn   int64  `json:"bytes_in"`   // compressed bytes received for the batch
+	BytesOut  int64  `json:"bytes_out"`  // compressed bytes sent away
+	PlanUS    int64  `json:"plan_us"`    // planner time for the batch
+	GatherUS  int64  `json:"allgather_us"`
+	Hash      uint64 `json:"-"` // order-independent digest of the delivered sample ids
+}
+
+// Summary is a loader's result over a whole run, as the JSON summary and
+// the tables print it.
+type Summary struct {
+	Loader            string  `json:"loader"`
+	Ranks             int     `json:"ranks"`
+	Steps             int     `json:"steps"`
+	Batch             int     `json:"batch"`
+	Workers           int     `json:"workers"`
+	Misses            int     `json:"misses"`
+	MissRate          float64 `json:"miss_rate"`
+	GPUWaitS          float64 `json:"gpu_wait_s"`
+	GPUWaitFrac       float64 `json:"gpu_wait_frac"`
+	ThroughputSPS     float64 `json:"throughput_sps"`
+	WallS             float64 `json:"wall_s"`
+	BytesMovedPerStep float64 `json:"bytes_moved_per_step"`
+	PlanUSP50         float64 `json:"plan_us_p50"`
+	AllgatherUSP50    float64 `json:"allgather_us_p50"`
+	CostMAPE          float64 `json:"cost_mape"`
+	DroppedSamples    int     `json:"dropped_samples"`
+	PeakRSSBytes      int64   `json:"peak_rss_bytes"`
+	BatchesHash       string  `json:"batches_hash"`
+}
+
+// Summarize aggregates the records of every rank of a run. wallUS is the
+// run's duration (first request to last step end, the slowest rank's).
+// GPU wait fraction is the waiting time summed over ranks divided by
+// ranks x wall time; throughput is delivered samples per second.
+func Summarize(k Kind, recs []StepRecord, ranks, steps, batch, workers int, wallUS int64) Summary {
+	s := Summary{Loader: k.String(), Ranks: ranks, Steps: steps, Batch: batch, Workers: workers}
+	var wait, moved int64
+	var samples int
+	var plans, gathers []int64
+	perStep := map[int64]uint64{}
+	for _, r := range recs {
+		wait += r.WaitUS
+		moved += r.BytesOut
+		samples += r.Samples
+		s.DroppedSamples += r.Dropped
+		if r.Miss {
+			s.Misses++
+		}
+		if r.Rank == 0 && (r.PlanUS > 0 || r.GatherUS > 0) {
+			plans = append(plans, r.PlanUS)
+			gathers = append(gathers, r.GatherUS)
+		}
+		perStep[r.Step] += r.Hash
+	}
+	if ranks*steps > 0 {
+		s.MissRate = float64(s.Misses) / float64(ranks*steps)
+	}
+	s.GPUWaitS = float64(wait) / 1e6
+	if wallUS > 0 {
+		s.WallS = float64(wallUS) / 1e6
+		s.GPUWaitFrac = float64(wait) / (float64(ranks) * float64(wallUS))
+		s.ThroughputSPS = float64(samples) / s.WallS
+	}
+	if steps > 0 {
+		s.BytesMovedPerStep = float64(moved) / float64(steps)
+	}
+	s.PlanUSP50 = p50(plans)
+	s.AllgatherUSP50 = p50(gathers)
+	s.BatchesHash = fmt.Sprintf("%016x", batchesHash(perStep))
+	return s
+}
+
+// batchesHash folds the per-step digests in step order, so it identifies
+// which samples trained in which step, whatever rank prepared them.
+func batchesHash(perStep map[int64]uint64) uint64 {
+	steps := make([]int64, 0, len(perStep))
+	for st := range perStep {
+		steps = append(steps, st)
+	}
+	slices.Sort(steps)
+	h := uint64(0xcbf29ce484222325)
+	for _, st := range steps {
+		h = mix64(h ^ mix64(uint64(st)) ^ perStep[st])
+	}
+	return h
+}
+
+// IDDigest is the contribution of one delivered sample to a step's
+// digest; digests add up over samples and ranks, so the order in which a
+// rank or a loader delivered them does not matter.
+func IDDigest(id uint64) uint64 { return mix64(id ^ 0x9e3779b97f4a7c15) }
+
+// mix64 is the splitmix64 finalizer.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+func p50(v []int64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return float64(s[len(s)/2])
+}

@@ -1,0 +1,145 @@
+package spmd
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/plan"
+)
+
+// tinyWorkload is one rank, batch 2, 4 steps: batch 0 holds a 30 ms and a
+// 10 ms sample, the others two 5 ms samples. Costs are exact.
+func tinyWorkload(step int64, rank int) []SimSample {
+	costs := [][]int64{{30000, 10000}, {5000, 5000}, {5000, 5000}, {5000, 5000}}[step]
+	out := make([]SimSample, len(costs))
+	for i, c := range costs {
+		out[i] = SimSample{ID: uint64(step*10 + int64(i)), Bytes: 1000, Cost: c, Est: c}
+	}
+	return out
+}
+
+func tinyConfig(k Kind) SimConfig {
+	return SimConfig{Loader: k, Ranks: 1, Batch: 2, Steps: 4, Workers: 2,
+		GPU: gpu.Model{Base: 10 * time.Millisecond}, Samples: tinyWorkload}
+}
+
+type want struct {
+	ready, deliver, wait int64 // ms
+}
+
+func checkTimeline(t *testing.T, res *SimResult, wants []want, wallMS int64) {
+	t.Helper()
+	for i, w := range wants {
+		r := res.Records[i]
+		got := want{r.ReadyUS / 1000, r.DeliverUS / 1000, r.WaitUS / 1000}
+		if got != w {
+			t.Errorf("step %d: (ready, deliver, wait) = %v ms, want %v", i, got, w)
+		}
+	}
+	if res.WallUS/1000 != wallMS {
+		t.Errorf("wall = %d ms, want %d", res.WallUS/1000, wallMS)
+	}
+}
+
+// TestSimTorchTimeline checks PyTorch semantics against a timeline
+// computed by hand. Two workers, prefetch 2: batches 0 and 2 go to worker
+// 0, 1 and 3 to worker 1, each worker decodes its batch's samples one
+// after the other. Worker 0: batch 0 = 30+10 ms → ready at 40, batch 2 at
+// 50. Worker 1: batch 1 at 10, batch 3 at 20. The GPU (10 ms per step)
+// waits 40 ms for batch 0, then never again: steps end at 50, 60, 70, 80.
+func TestSimTorchTimeline(t *testing.T) {
+	res, err := Simulate(tinyConfig(KindTorch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTimeline(t, res, []want{{40, 40, 40}, {10, 50, 0}, {50, 60, 0}, {20, 70, 0}}, 80)
+	if res.Summary.Misses != 1 {
+		t.Errorf("misses = %d, want 1", res.Summary.Misses)
+	}
+}
+
+// TestSimLocalTimeline: the same workload under EDF. Both workers take
+// batch 0 (30 and 10 ms) → ready at 30. Worker 1 is free at 10 and takes
+// batch 1 (10-15, 15-20), then batch 2 (20-25, 25-30); at 30 both take
+// batch 3 → ready at 35. The GPU waits 30 ms once; wall 70 ms.
+func TestSimLocalTimeline(t *testing.T) {
+	res, err := Simulate(tinyConfig(KindLocal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTimeline(t, res, []want{{30, 30, 30}, {20, 40, 0}, {30, 50, 0}, {35, 60, 0}}, 70)
+}
+
+// skewed builds a workload where rank 0's shards hold long clips and the
+// others short ones, correlated over time as with source-homogeneous
+// shards.
+func skewed(ranks int, heavy int64) func(step int64, rank int) []SimSample {
+	return func(step int64, rank int) []SimSample {
+		rng := rand.New(rand.NewPCG(uint64(step), uint64(rank)))
+		out := make([]SimSample, 4)
+		for i := range out {
+			c := int64(8000 + rng.IntN(4000))
+			if rank == 0 {
+				c = heavy + int64(rng.IntN(int(heavy/4)))
+			}
+			est := c * int64(90+rng.IntN(20)) / 100 // ±10 % model error
+			out[i] = SimSample{ID: uint64(step)<<20 | uint64(rank)<<8 | uint64(i), Bytes: 200_000, Cost: c, Est: est, Frames: 8, Mem: 1 << 20}
+		}
+		return out
+	}
+}
+
+// TestSimHelixBeatsBaselinesOnSkew asserts on miss counts of
+// deterministic simulated-GPU runs: with one rank's shards 4x heavier,
+// helix misses fewer deadlines than torch and local.
+func TestSimHelixBeatsBaselinesOnSkew(t *testing.T) {
+	run := func(k Kind) Summary {
+		res, err := Simulate(SimConfig{Loader: k, Ranks: 4, Batch: 4, Steps: 60, Workers: 2,
+			GPU: gpu.Model{Base: 45 * time.Millisecond}, Bandwidth: 1000 * plan.One, LatencyUS: 20,
+			Samples: skewed(4, 40000)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Summary
+	}
+	torch, local, helix := run(KindTorch), run(KindLocal), run(KindHelix)
+	t.Logf("misses torch %d local %d helix %d; wait frac %.3f %.3f %.3f", torch.Misses, local.Misses, helix.Misses,
+		torch.GPUWaitFrac, local.GPUWaitFrac, helix.GPUWaitFrac)
+	if !(helix.Misses < local.Misses && helix.Misses < torch.Misses) {
+		t.Errorf("helix misses %d, want fewer than local %d and torch %d", helix.Misses, local.Misses, torch.Misses)
+	}
+	if helix.BatchesHash != torch.BatchesHash || local.BatchesHash != torch.BatchesHash {
+		t.Errorf("batches hash differs between loaders: torch %s local %s helix %s", torch.BatchesHash, local.BatchesHash, helix.BatchesHash)
+	}
+	again := run(KindHelix)
+	if again != helix {
+		t.Errorf("simulation not deterministic:\n%+v\n%+v", helix, again)
+	}
+}
+
+// TestSimHelixMatchesLocalOnUniform: with i.i.d. samples per rank there is
+// nothing to balance; helix must not do worse than local.
+func TestSimHelixMatchesLocalOnUniform(t *testing.T) {
+	uniform := func(step int64, rank int) []SimSample {
+		out := make([]SimSample, 4)
+		for i := range out {
+			out[i] = SimSample{ID: uint64(step)<<20 | uint64(rank)<<8 | uint64(i), Bytes: 100_000, Cost: 10000, Est: 10000, Frames: 1}
+		}
+		return out
+	}
+	run := func(k Kind) Summary {
+		res, err := Simulate(SimConfig{Loader: k, Ranks: 4, Batch: 4, Steps: 40, Workers: 2,
+			GPU: gpu.Model{Base: 25 * time.Millisecond}, Samples: uniform})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Summary
+	}
+	local, helix := run(KindLocal), run(KindHelix)
+	if helix.Misses != local.Misses || helix.BytesMovedPerStep != 0 {
+		t.Errorf("uniform: helix misses %d (moved %.0f B/step), local %d; want equal and nothing moved",
+			helix.Misses, helix.BytesMovedPerStep, local.Misses)
+	}
+}
