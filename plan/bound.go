@@ -14,7 +14,9 @@ import (
 //     (Σ cost*One + Σ backlog*capacity) / Σ capacity, since a weighted
 //     average of the finishes cannot exceed their maximum;
 //   - for each rank, its backlog plus the B cheapest costs, since every
-//     rank trains on exactly B samples;
+//     rank trains on exactly B samples; and for sets of k ranks (the
+//     prefixes of a few orders, slowest first among them), their backlog
+//     plus the k*B cheapest costs over their total capacity;
 //   - for m = 1, 2, ... up to 256, the earliest time T by which the ranks
 //     can finish m samples each costing at least g_m, the m-th largest
 //     cost: rank r fits ⌊(T-backlog)*capacity/(g_m*One)⌋ of them. For
@@ -66,6 +68,50 @@ func LowerBound(in *Input) int64 {
 	// the quotient fits and hi < sumCap.
 	q, rem := bits.Div64(hi, lo, sumCap)
 	lb = max(lb, int64(q)+int64(min(rem, 1)))
+
+	// Any k ranks hold k*B samples, so at least the k*B cheapest: over any
+	// set K of ranks, Σ_K capacity*(T-backlog) >= One * (the |K|*B
+	// cheapest costs). The sets tried are the prefixes of three orders:
+	// slowest first, most backlog first, and largest single-rank bound
+	// first.
+	prefix := make([]uint64, len(costs)+1) // prefix[i]: sum of the i cheapest
+	for i, c := range costs {
+		prefix[i+1] = prefix[i] + uint64(c)
+	}
+	order := make([]int, n)
+	for _, key := range []func(r int) int64{
+		func(r int) int64 { return -capacity(r) },
+		func(r int) int64 { return backlog(r) },
+		func(r int) int64 { return backlog(r) + ceilDiv(cheapest*One, capacity(r)) },
+	} {
+		for r := range order {
+			order[r] = r
+		}
+		slices.SortFunc(order, func(a, b int) int {
+			ka, kb := key(a), key(b)
+			if ka != kb {
+				if ka > kb {
+					return -1
+				}
+				return 1
+			}
+			return a - b
+		})
+		var bhi, blo, caps uint64 // Σ backlog*capacity (128-bit), Σ capacity
+		for k, r := range order {
+			l, c := backlog(r), capacity(r)
+			ph, pl := bits.Mul64(uint64(l), uint64(c))
+			var carry uint64
+			blo, carry = bits.Add64(blo, pl, 0)
+			bhi += ph + carry
+			caps += uint64(c)
+			wh, wl := bits.Mul64(prefix[(k+1)*in.Batch], One)
+			nlo, carry := bits.Add64(wl, blo, 0)
+			nhi := wh + bhi + carry
+			q, rem := bits.Div64(nhi, nlo, caps)
+			lb = max(lb, int64(q)+int64(min(rem, 1)))
+		}
+	}
 
 	// fits reports how many samples of cost g the ranks can finish by T,
 	// counting up to m.

@@ -12,6 +12,7 @@ type genOpts struct {
 	sigma     float64 // of the lognormal; 0 means 1.2
 	maxCost   int64   // uniform costs are in [0, maxCost]
 	progress  bool    // random deadlines, backlogs, capacities, links
+	capSpread float64 // with progress: capacities in 8*One*[1/spread, 1]; 0 means 0.5 to 8.5
 	deadline  int64   // every rank's deadline when !progress
 	bandwidth int64   // every rank's bandwidth when !progress (0: 10 GB/s)
 	latency   int64
@@ -35,6 +36,9 @@ func genInput(rng *rand.Rand, n, b int, o genOpts) *Input {
 				Bandwidth: 100*One + rng.Int64N(20_000*One),
 				Latency:   rng.Int64N(50),
 			}
+		}
+		if o.progress && o.capSpread > 0 {
+			pr.Capacity = int64(8 * One * (1/o.capSpread + (1-1/o.capSpread)*rng.Float64()))
 		}
 		in.Ranks = append(in.Ranks, pr)
 	}

@@ -25,6 +25,7 @@ type objective struct {
 	maxLate   int64
 	bytes     int64
 	maxExcess int64
+	makespan  int64 // not part of the objective either
 }
 
 func (o objective) String() string {
@@ -56,6 +57,7 @@ func evaluate(in *Input, assign []int32) objective {
 	for r := range n {
 		d, l, c := model(in, r)
 		e := l + (work[r]*One+c-1)/c - d
+		o.makespan = max(o.makespan, e+d)
 		if r == 0 || e > o.maxExcess {
 			o.maxExcess = e
 		}
@@ -133,7 +135,7 @@ func checkPlan(t *testing.T, in *Input, p *Plan) {
 		}
 		makespan = max(makespan, f)
 	}
-	got := objective{p.LateRanks, p.MaxLateness, p.BytesMoved, p.MaxExcess}
+	got := objective{p.LateRanks, p.MaxLateness, p.BytesMoved, p.MaxExcess, p.Makespan}
 	if got != want || p.Makespan != makespan {
 		t.Fatalf("plan reports %v, makespan %d; recomputed %v, makespan %d", got, p.Makespan, want, makespan)
 	}

@@ -12,6 +12,14 @@ import (
 // cheapest samples (what a rank stuck with one huge sample needs).
 const partners = 4
 
+// effort caps the exchanges balance makes per sample of the input. Inputs
+// drawn from real workloads stop far below it (a few hundred exchanges
+// for 32,768 samples); it bounds the time spent on adversarial ones, such
+// as capacities spread 6x with backlogs larger than a batch, where every
+// sample wants to move and each exchange gains little.
+const effort = 1
+
+
 // Planner computes plans, keeping its scratch memory between calls so
 // that planning every step allocates nothing once the sizes settle. The
 // zero value is ready to use. A Planner is not safe for concurrent use.
@@ -38,6 +46,9 @@ type Planner struct {
 	bytes     int64    // bytes away from their owners
 	ids       []uint64 // validation scratch
 	cands     []int32  // partner scratch
+	recent    []int32  // partners scan found lately, most recent first
+	top       []int32  // scan scratch: best-bounded partners
+	topUB     []int64  // and their bounds
 	lateRanks []int32  // phase-2 scratch
 	exchanges []Exchange
 }
@@ -66,8 +77,8 @@ func (p *Planner) Compute(in *Input, out *Plan) error {
 	defer func() { p.in = nil }()
 	p.setup()
 	if in.Mode != ModeLocal {
-		p.balance()
 		p.rescue()
+		p.balance()
 	}
 	p.emit(out)
 	return nil
@@ -116,6 +127,7 @@ func (p *Planner) setup() {
 	p.lo.reset(p.excess, false)
 	p.cheap.reset(p.minCost, false)
 	p.exchanges = p.exchanges[:0]
+	p.recent = p.recent[:0]
 	p.bytes = 0
 }
 
@@ -165,8 +177,8 @@ func (p *Planner) excessWith(r int32, work int64) int64 {
 // Exchanges made after the objective last improved (ones that helped a
 // rank while another stayed as late) only cost bytes, so they are undone.
 func (p *Planner) balance() {
-	limit := 4*len(p.where) + 16
-	bestLate, bestMax, bestBytes, keep := p.late, max(p.excess[p.hi.top()], 0), int64(0), 0
+	limit := effort*len(p.where) + 16
+	bestLate, bestMax, bestBytes, keep := p.late, max(p.excess[p.hi.top()], 0), p.bytes, len(p.exchanges)
 	kicks := 0
 	for range limit {
 		if p.excess[p.hi.top()] <= 0 {
@@ -238,38 +250,93 @@ func (p *Planner) kick() bool {
 	return true
 }
 
-// improveWorst makes the best admissible exchange between the worst rank
-// and the first partner, in the order described at partners, that admits
-// one. It reports whether it made one.
+// improveWorst makes an admissible exchange between the latest rank s and
+// a partner, and reports whether it made one. It tries, in order and
+// taking the first partner that admits one: the ranks with the least
+// excess, the ranks holding the cheapest samples, and the partners that
+// scan found recently; then it scans every rank.
 func (p *Planner) improveWorst() bool {
 	s := p.hi.top()
 	p.cands = p.lo.firstK(partners, p.cands[:0])
-	for _, t := range p.cands {
-		if p.excess[t] >= p.excess[s] {
-			break
-		}
-		if x, ok := p.best(s, t, false); ok {
-			p.apply(x)
-			return true
-		}
-	}
-	tried := len(p.cands)
 	p.cands = p.cheap.firstK(partners, p.cands)
-	for _, t := range p.cands[tried:] {
-		if t == s || p.excess[t] >= p.excess[s] || slices.Contains(p.cands[:tried], t) {
+	p.cands = append(p.cands, p.recent...)
+	for i, t := range p.cands {
+		if t == s || p.excess[t] >= p.excess[s] || slices.Contains(p.cands[:i], t) {
 			continue
 		}
-		if x, ok := p.best(s, t, false); ok {
+		if x, ok := p.best(s, t); ok {
 			p.apply(x)
 			return true
 		}
 	}
-	return false
+	x, ok := p.scan(s)
+	if !ok {
+		return false
+	}
+	p.apply(x)
+	p.remember(x.t)
+	return true
 }
 
-// rescue tries to bring ranks that are still late back on time once the
-// worst rank is stuck: each late rank, least late first, gets at most one
-// exchange that leaves it and its partner on time.
+// scan ranks every rank as a partner of s by the most work it could take
+// from s — the least of what it can absorb below s's excess and the spread
+// between s's dearest sample and its own cheapest — and returns the
+// preferred exchange with the partners ranked first. O(N) arithmetic
+// plus a few exchange searches.
+func (p *Planner) scan(s int32) (candidate, bool) {
+	b := p.in.Batch
+	level := p.excess[s]
+	dearest := p.cost[p.slots[int(s)*b]]
+	// p.top holds up to partners ranks, by bound descending then rank.
+	p.top, p.topUB = p.top[:0], p.topUB[:0]
+	for t := range int32(len(p.work)) {
+		if t == s || p.excess[t] >= level {
+			continue
+		}
+		ub := min(p.absorb(t, level), dearest-p.minCost[t])
+		if ub <= 0 || len(p.top) == partners && ub <= p.topUB[partners-1] {
+			continue
+		}
+		i := len(p.top)
+		if i < partners {
+			p.top, p.topUB = append(p.top, t), append(p.topUB, ub)
+		} else {
+			i--
+		}
+		for ; i > 0 && p.topUB[i-1] < ub; i-- {
+			p.top[i], p.topUB[i] = p.top[i-1], p.topUB[i-1]
+		}
+		p.top[i], p.topUB[i] = t, ub
+	}
+	var top candidate
+	found := false
+	for _, t := range p.top {
+		if x, ok := p.best(s, t); ok && (!found || p.better(&x, &top)) {
+			top, found = x, true
+		}
+	}
+	return top, found
+}
+
+// remember puts t at the front of the recent partners, keeping at most
+// partners of them.
+func (p *Planner) remember(t int32) {
+	if i := slices.Index(p.recent, t); i >= 0 {
+		p.recent = slices.Delete(p.recent, i, i+1)
+	}
+	if len(p.recent) == partners {
+		p.recent = p.recent[:partners-1]
+	}
+	p.recent = slices.Insert(p.recent, 0, t)
+}
+
+// rescue brings late ranks back on time where other ranks' slack allows,
+// least late first, because the objective counts late ranks before it
+// weighs lateness. A late rank makes exchanges with the ranks with the
+// most slack, each lowering its lateness and leaving the partner on
+// time, until it is on time; if it cannot get there its exchanges are
+// undone, since they would spend slack and bytes without removing a late
+// rank.
 func (p *Planner) rescue() {
 	if p.late == 0 || p.excess[p.lo.top()] >= 0 {
 		return
@@ -290,17 +357,33 @@ func (p *Planner) rescue() {
 		return int(a - b)
 	})
 	for _, s := range p.lateRanks {
-		p.cands = p.lo.firstK(partners, p.cands[:0])
-		for _, t := range p.cands {
-			if p.excess[t] >= 0 {
-				break
-			}
-			if x, ok := p.best(s, t, true); ok {
-				p.apply(x)
-				break
-			}
+		if p.excess[p.lo.top()] >= 0 {
+			return // no slack left anywhere
+		}
+		mark := len(p.exchanges)
+		for p.excess[s] > 0 && p.helpLate(s) {
+		}
+		for p.excess[s] > 0 && len(p.exchanges) > mark {
+			p.undo(p.exchanges[len(p.exchanges)-1])
+			p.exchanges = p.exchanges[:len(p.exchanges)-1]
 		}
 	}
+}
+
+// helpLate makes the best admissible exchange between the late rank s and
+// one of the ranks with the most slack, and reports whether it made one.
+func (p *Planner) helpLate(s int32) bool {
+	p.cands = p.lo.firstK(partners, p.cands[:0])
+	for _, t := range p.cands {
+		if p.excess[t] >= 0 {
+			break
+		}
+		if x, ok := p.best(s, t); ok {
+			p.apply(x)
+			return true
+		}
+	}
+	return false
 }
 
 // candidate is a possible exchange between rank s (giving sample
@@ -309,6 +392,7 @@ type candidate struct {
 	s, t   int32
 	si, ti int // positions in the ranks' slot ranges
 	es, et int64
+	d      int64 // reference work moved from s to t
 	late   int64 // max(es, et, 0): the pair's lateness after the exchange
 	gain   int64
 	cost   int64 // transfer time delta
@@ -334,14 +418,15 @@ func (p *Planner) better(x, y *candidate) bool {
 
 // best finds the preferred admissible exchange between the late rank s
 // and a rank t with less excess. An exchange is admissible if it lowers
-// the pair's lateness (which is s's), does not make a rank late (with
-// rescue, must bring s on time), and under ModeHelix passes the
+// the pair's lateness (which is s's), does not make a rank late, and
+// under ModeHelix passes the
 // transfer-cost gate: if a sample lands away from its owner, the
 // lateness gained must exceed the transfer time added plus the margin.
 //
 // Moving d = cost(i) - cost(j) µs of reference work from s to t lowers
 // s's excess and raises t's; the pair's larger excess is least near the
-// crossing D (see crossing). Both slot ranges are sorted by decreasing
+// crossing D (see crossing), or, if t is on time and would be late there,
+// at t's room (the d that fills t up to its deadline). Both slot ranges are sorted by decreasing
 // cost, so as cost(i) falls the partner sample with d nearest D moves to
 // cheaper samples of t: one pointer sweep finds, for every sample of s,
 // the two samples of t on either side of D, and only those are
@@ -349,7 +434,7 @@ func (p *Planner) better(x, y *candidate) bool {
 // farther from D on the same side cannot beat it and is skipped; once one
 // brings the pair on time, only candidates moving fewer bytes can. O(B)
 // comparisons, few divisions.
-func (p *Planner) best(s, t int32, rescue bool) (candidate, bool) {
+func (p *Planner) best(s, t int32) (candidate, bool) {
 	lateS := p.excess[s]
 	if lateS <= 0 || p.excess[t] >= lateS {
 		return candidate{}, false
@@ -359,8 +444,17 @@ func (p *Planner) best(s, t int32, rescue bool) (candidate, bool) {
 	cost := p.cost
 	ws, wt := p.work[s], p.work[t]
 	lateBefore := 1 + btoi(p.excess[t] > 0)
-	dstar := crossing(lateS-p.excess[t], p.capacity[s], p.capacity[t])
 	minT := cost[at[b-1]]
+	// t must stay below s's lateness: it absorbs at most maxD.
+	maxD := p.absorb(t, lateS)
+	if maxD <= 0 || cost[as[0]] <= minT {
+		return candidate{}, false
+	}
+	dstar := crossing(lateS-p.excess[t], p.capacity[s], p.capacity[t])
+	if p.excess[t] <= 0 {
+		// t must stay on time while s is late: it absorbs at most its slack.
+		dstar = min(dstar, p.absorb(t, 1))
+	}
 	var top candidate
 	found := false
 	// The admissible d nearest dstar found so far below and above it.
@@ -378,20 +472,20 @@ func (p *Planner) best(s, t int32, rescue bool) (candidate, bool) {
 		// at[j-1] gives the largest d <= dstar, at[j] the smallest d > dstar.
 		for jj := max(j-1, 0); jj <= j && jj < b; jj++ {
 			d := ci - cost[at[jj]]
-			if d <= 0 || !onTime && (d < below || d > above) || p.kicked[as[i]] || p.kicked[at[jj]] {
+			if d <= 0 || d > maxD || !onTime && (d < below || d > above) || p.kicked[as[i]] || p.kicked[at[jj]] {
 				continue
 			}
 			bytes := p.bytesDelta(as[i], s, t) + p.bytesDelta(at[jj], t, s)
 			if onTime && bytes > top.bytes {
 				continue
 			}
-			x := candidate{s: s, t: t, si: i, ti: jj, es: p.excessWith(s, ws-d), et: p.excessWith(t, wt+d), bytes: bytes}
+			x := candidate{s: s, t: t, si: i, ti: jj, d: d, es: p.excessWith(s, ws-d), et: p.excessWith(t, wt+d), bytes: bytes}
 			x.late = max(x.es, x.et, 0)
 			if x.late >= lateS {
 				continue
 			}
 			lateAfter := btoi(x.es > 0) + btoi(x.et > 0)
-			if lateAfter > lateBefore || rescue && x.late > 0 {
+			if lateAfter > lateBefore {
 				continue
 			}
 			x.gain = lateS - x.late
@@ -413,6 +507,22 @@ func (p *Planner) best(s, t int32, rescue bool) (candidate, bool) {
 		}
 	}
 	return top, found
+}
+
+// absorb returns how much more reference work rank r can take and keep
+// its excess below level: ⌊(level-1+deadline-backlog)*capacity/One⌋ -
+// work, negative if none.
+func (p *Planner) absorb(r int32, level int64) int64 {
+	avail := level - 1 + p.deadline[r] - p.backlog[r]
+	if avail < 0 {
+		return -1
+	}
+	h, l := bits.Mul64(uint64(avail), uint64(p.capacity[r]))
+	if h >= One {
+		return math.MaxInt64 // more than any batch holds
+	}
+	q, _ := bits.Div64(h, l, One)
+	return int64(min(q, math.MaxInt64)) - p.work[r]
 }
 
 // crossing returns ⌊diff*cs*ct / (One*(cs+ct))⌋: the reference work

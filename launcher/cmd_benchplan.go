@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/datahelix/datahelix/bench"
+	"github.com/datahelix/datahelix/plan"
+)
+
+func init() {
+	register(command{
+		name:    "bench plan",
+		summary: "time the planner on heavy-tailed video inputs and write plan_us, allocations and quality as JSON",
+		run:     runBenchPlan,
+	})
+}
+
+func runBenchPlan(ctx context.Context, stdout, stderr io.Writer, args []string) error {
+	fs := newFlags("bench plan", "--ranks N --batch B [--json FILE]")
+	ranks := fs.Int("ranks", 8, "world `size` N to plan for")
+	batch := fs.Int("batch", 32, "per-rank batch `size` B")
+	plans := fs.Int("plans", 200, "`number` of inputs to plan and time")
+	seed := fs.Uint64("seed", 1, "`seed` of the drawn inputs")
+	out := fs.String("json", "", "write the result as JSON to `FILE` (- for standard output)")
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
+	}
+	switch {
+	case *ranks < 1 || *ranks > plan.MaxRanks:
+		return usagef("bench plan: --ranks %d: want 1..%d", *ranks, plan.MaxRanks)
+	case *batch < 1 || *batch > plan.MaxBatch:
+		return usagef("bench plan: --batch %d: want 1..%d", *batch, plan.MaxBatch)
+	case *plans < 1:
+		return usagef("bench plan: --plans %d: want at least 1", *plans)
+	}
+	res, err := bench.RunPlanBench(bench.PlanBenchConfig{Ranks: *ranks, Batch: *batch, Plans: *plans, Seed: *seed})
+	if err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	fmt.Fprintln(stdout, res)
+	if *out == "" {
+		return nil
+	}
+	data, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	data = append(data, '\n')
+	if *out == "-" {
+		_, err = stdout.Write(data)
+		return err
+	}
+	if err := os.WriteFile(*out, data, 0o644); err != nil {
+		return fmt.Errorf("bench plan: --json: %w", err)
+	}
+	return nil
+}
