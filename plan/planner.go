@@ -19,7 +19,6 @@ const partners = 4
 // sample wants to move and each exchange gains little.
 const effort = 1
 
-
 // Planner computes plans, keeping its scratch memory between calls so
 // that planning every step allocates nothing once the sizes settle. The
 // zero value is ready to use. A Planner is not safe for concurrent use.
