@@ -124,7 +124,7 @@ func initMPI() (*World, error) {
 func (w *World) mpiThread(ready chan<- error) {
 	runtime.LockOSThread()
 	var provided C.int
-	if rc := C.dh_init(&provided); rc != C.MPI_SUCCESS {
+	if rc := C.dhmpi_init(&provided); rc != C.MPI_SUCCESS {
 		ready <- fmt.Errorf("collective: MPI_Init_thread: %w", mpiError(rc))
 		return
 	}
@@ -156,19 +156,19 @@ func (w *World) mpiThread(ready chan<- error) {
 // setup duplicates the world communicator and reads rank, size, the local
 // rank on this node, the host and the library version.
 func (w *World) setup() error {
-	if rc := C.MPI_Comm_dup(C.dh_comm_world(), &w.comm); rc != C.MPI_SUCCESS {
+	if rc := C.MPI_Comm_dup(C.dhmpi_comm_world(), &w.comm); rc != C.MPI_SUCCESS {
 		return fmt.Errorf("collective: MPI_Comm_dup: %w", mpiError(rc))
 	}
-	C.MPI_Comm_set_errhandler(w.comm, C.dh_errors_return())
-	w.tByte, w.tInt64 = C.dh_byte(), C.dh_int64()
-	w.opSum, w.opMin, w.opMax = C.dh_op_sum(), C.dh_op_min(), C.dh_op_max()
+	C.MPI_Comm_set_errhandler(w.comm, C.dhmpi_errors_return())
+	w.tByte, w.tInt64 = C.dhmpi_byte(), C.dhmpi_int64()
+	w.opSum, w.opMin, w.opMax = C.dhmpi_op_sum(), C.dhmpi_op_min(), C.dhmpi_op_max()
 	var rank, size C.int
 	C.MPI_Comm_rank(w.comm, &rank)
 	C.MPI_Comm_size(w.comm, &size)
 	w.rank, w.size = int(rank), int(size)
 
 	var node C.MPI_Comm
-	if rc := C.MPI_Comm_split_type(w.comm, C.MPI_COMM_TYPE_SHARED, rank, C.dh_info_null(), &node); rc != C.MPI_SUCCESS {
+	if rc := C.MPI_Comm_split_type(w.comm, C.MPI_COMM_TYPE_SHARED, rank, C.dhmpi_info_null(), &node); rc != C.MPI_SUCCESS {
 		return fmt.Errorf("collective: MPI_Comm_split_type(MPI_COMM_TYPE_SHARED): %w", mpiError(rc))
 	}
 	var lrank, lsize C.int
@@ -229,7 +229,7 @@ func (w *World) Dup() (Comm, error) {
 	comm := new(C.MPI_Comm)
 	if err := w.do(func() {
 		if rc = C.MPI_Comm_dup(w.comm, comm); rc == C.MPI_SUCCESS {
-			C.MPI_Comm_set_errhandler(*comm, C.dh_errors_return())
+			C.MPI_Comm_set_errhandler(*comm, C.dhmpi_errors_return())
 		}
 	}); err != nil {
 		return nil, err
@@ -383,7 +383,7 @@ func (w *World) AllreduceInt64(buf []int64, op Op) error {
 	}
 	var rc C.int
 	if err := w.do(func() {
-		rc = C.MPI_Allreduce(C.dh_in_place(), p, n, w.tInt64, cop, w.comm)
+		rc = C.MPI_Allreduce(C.dhmpi_in_place(), p, n, w.tInt64, cop, w.comm)
 	}); err != nil {
 		return err
 	}
@@ -509,7 +509,7 @@ func (w *World) WaitAll(reqs []*Request) error {
 		r.done = true
 		code := C.int(C.MPI_SUCCESS)
 		if rc == C.MPI_ERR_IN_STATUS {
-			code = C.dh_status_error(&ss[i])
+			code = C.dhmpi_status_error(&ss[i])
 		} else if rc != C.MPI_SUCCESS {
 			code = rc
 		}
@@ -562,13 +562,13 @@ type mpiError C.int
 
 func (e mpiError) Error() string {
 	var buf [512]C.char
-	C.dh_error_string(C.int(e), &buf[0], C.int(len(buf)))
+	C.dhmpi_error_string(C.int(e), &buf[0], C.int(len(buf)))
 	return C.GoString(&buf[0])
 }
 
 // Is maps MPI error classes onto the package's sentinel errors.
 func (e mpiError) Is(target error) bool {
-	switch C.dh_error_class(C.int(e)) {
+	switch C.dhmpi_error_class(C.int(e)) {
 	case C.MPI_ERR_TRUNCATE:
 		return target == ErrTruncate
 	case C.MPI_ERR_RANK:

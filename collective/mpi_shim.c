@@ -3,7 +3,7 @@
 #include <string.h>
 #include "mpi_shim.h"
 
-int dh_init(int *provided) {
+int dhmpi_init(int *provided) {
 	int initialized = 0;
 	MPI_Initialized(&initialized);
 	if (initialized) {
@@ -17,7 +17,7 @@ int dh_init(int *provided) {
 	return MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 }
 
-void dh_error_string(int code, char *buf, int cap) {
+void dhmpi_error_string(int code, char *buf, int cap) {
 	char msg[MPI_MAX_ERROR_STRING];
 	int len = 0;
 	if (MPI_Error_string(code, msg, &len) != MPI_SUCCESS) {
@@ -30,7 +30,7 @@ void dh_error_string(int code, char *buf, int cap) {
 	buf[len] = 0;
 }
 
-int dh_error_class(int code) {
+int dhmpi_error_class(int code) {
 	int cls = code;
 	if (MPI_Error_class(code, &cls) != MPI_SUCCESS) {
 		return code;

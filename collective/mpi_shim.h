@@ -7,30 +7,30 @@
 
 #include <mpi.h>
 
-static inline MPI_Comm dh_comm_world(void) { return MPI_COMM_WORLD; }
-static inline MPI_Datatype dh_byte(void) { return MPI_BYTE; }
-static inline MPI_Datatype dh_int64(void) { return MPI_INT64_T; }
-static inline MPI_Datatype dh_int(void) { return MPI_INT; }
-static inline MPI_Op dh_op_sum(void) { return MPI_SUM; }
-static inline MPI_Op dh_op_min(void) { return MPI_MIN; }
-static inline MPI_Op dh_op_max(void) { return MPI_MAX; }
-static inline MPI_Errhandler dh_errors_return(void) { return MPI_ERRORS_RETURN; }
-static inline MPI_Info dh_info_null(void) { return MPI_INFO_NULL; }
-static inline MPI_Request dh_request_null(void) { return MPI_REQUEST_NULL; }
-static inline void *dh_in_place(void) { return MPI_IN_PLACE; }
-static inline MPI_Status *dh_statuses_ignore(void) { return MPI_STATUSES_IGNORE; }
-static inline int dh_status_error(MPI_Status *s) { return s->MPI_ERROR; }
+static inline MPI_Comm dhmpi_comm_world(void) { return MPI_COMM_WORLD; }
+static inline MPI_Datatype dhmpi_byte(void) { return MPI_BYTE; }
+static inline MPI_Datatype dhmpi_int64(void) { return MPI_INT64_T; }
+static inline MPI_Datatype dhmpi_int(void) { return MPI_INT; }
+static inline MPI_Op dhmpi_op_sum(void) { return MPI_SUM; }
+static inline MPI_Op dhmpi_op_min(void) { return MPI_MIN; }
+static inline MPI_Op dhmpi_op_max(void) { return MPI_MAX; }
+static inline MPI_Errhandler dhmpi_errors_return(void) { return MPI_ERRORS_RETURN; }
+static inline MPI_Info dhmpi_info_null(void) { return MPI_INFO_NULL; }
+static inline MPI_Request dhmpi_request_null(void) { return MPI_REQUEST_NULL; }
+static inline void *dhmpi_in_place(void) { return MPI_IN_PLACE; }
+static inline MPI_Status *dhmpi_statuses_ignore(void) { return MPI_STATUSES_IGNORE; }
+static inline int dhmpi_status_error(MPI_Status *s) { return s->MPI_ERROR; }
 
-// dh_init initializes MPI asking for MPI_THREAD_MULTIPLE and sets
+// dhmpi_init initializes MPI asking for MPI_THREAD_MULTIPLE and sets
 // MPI_ERRORS_RETURN on MPI_COMM_WORLD. It returns the MPI error code and
 // the granted thread level in *provided.
-int dh_init(int *provided);
+int dhmpi_init(int *provided);
 
-// dh_error_string writes the library's message for code into buf.
-void dh_error_string(int code, char *buf, int cap);
+// dhmpi_error_string writes the library's message for code into buf.
+void dhmpi_error_string(int code, char *buf, int cap);
 
-// dh_error_class returns the MPI error class of code, or code itself when
+// dhmpi_error_class returns the MPI error class of code, or code itself when
 // the library cannot classify it.
-int dh_error_class(int code);
+int dhmpi_error_class(int code);
 
 #endif

@@ -1,0 +1,154 @@
+package spmd
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+)
+
+// SampleRef names one sample of the dataset: shard index (in the
+// dataset's sorted order) and position in the shard.
+type SampleRef struct {
+	Shard int `json:"shard"`
+	Index int `json:"index"`
+}
+
+// ID is the sample's job-wide id for one epoch: shard, index and epoch
+// packed so that every sample a step holds has a distinct id.
+func (s SampleRef) ID(epoch int) uint64 {
+	return uint64(epoch)<<48 | uint64(s.Shard)<<24 | uint64(s.Index)
+}
+
+// Reader yields the sample order of one rank, as WebDataset does it:
+// shard i belongs to rank i mod N; each epoch the rank visits its shards in
+// an order shuffled with the epoch's seed, reads each shard sequentially
+// and passes samples through a shuffle buffer of ShuffleBuffer entries.
+// The order depends only on the seed, the rank and the shard sizes, so
+// every loader, run and resumed run sees the same samples in the same
+// steps.
+type Reader struct {
+	sizes  []int // samples per shard of the whole dataset
+	rank   int
+	ranks  int
+	seed   uint64
+	bufCap int
+	st     readerState
+}
+
+// readerState is everything Reader needs to resume: saved in checkpoints.
+type readerState struct {
+	Epoch   int         `json:"epoch"`
+	Order   []int       `json:"order"`    // this epoch's shard visiting order
+	Pos     int         `json:"pos"`      // next position in Order
+	InShard int         `json:"in_shard"` // next sample of Order[Pos]
+	Buf     []SampleRef `json:"buf"`
+	BufEp   []int       `json:"buf_epoch"` // epoch each buffered sample was read in
+	RNG     []byte      `json:"rng"`
+	Served  int64       `json:"served"` // samples returned so far
+	rng     *rand.PCG
+}
+
+// NewReader returns rank's reader over a dataset whose shards hold sizes
+// samples. It fails when the shards cannot be split evenly over the ranks:
+// uneven splits make ranks run out of samples at different times, the
+// classic way a data-parallel job hangs at the end of an epoch.
+func NewReader(sizes []int, rank, ranks int, seed uint64, shuffleBuffer int) (*Reader, error) {
+	switch {
+	case ranks < 1 || rank < 0 || rank >= ranks:
+		return nil, fmt.Errorf("spmd: rank %d of %d", rank, ranks)
+	case len(sizes) < ranks:
+		return nil, fmt.Errorf("spmd: %d shards cannot feed %d ranks: every rank needs at least one shard (shard i goes to rank i mod %d)", len(sizes), ranks, ranks)
+	case len(sizes)%ranks != 0:
+		return nil, fmt.Errorf("spmd: %d shards do not split evenly over %d ranks (shard i goes to rank i mod %d): use a rank count that divides %d, or reshard", len(sizes), ranks, ranks, len(sizes))
+	}
+	for i := rank; i < len(sizes); i += ranks {
+		if sizes[i] == 0 {
+			return nil, fmt.Errorf("spmd: shard %d has no samples", i)
+		}
+	}
+	r := &Reader{sizes: sizes, rank: rank, ranks: ranks, seed: seed, bufCap: max(shuffleBuffer, 1)}
+	r.st.rng = rand.NewPCG(seed, uint64(rank)+1)
+	r.startEpoch(0)
+	return r, nil
+}
+
+func (r *Reader) startEpoch(e int) {
+	r.st.Epoch = e
+	r.st.Order = r.st.Order[:0]
+	for i := r.rank; i < len(r.sizes); i += r.ranks {
+		r.st.Order = append(r.st.Order, i)
+	}
+	perm := rand.New(rand.NewPCG(r.seed^0x5eed5eed, uint64(e)<<16|uint64(r.rank)))
+	perm.Shuffle(len(r.st.Order), func(i, j int) { r.st.Order[i], r.st.Order[j] = r.st.Order[j], r.st.Order[i] })
+	r.st.Pos, r.st.InShard = 0, 0
+}
+
+// pull reads the next sample in shard order, moving to the next epoch at
+// the end of this one.
+func (r *Reader) pull() (SampleRef, int) {
+	for r.st.InShard >= r.sizes[r.st.Order[r.st.Pos]] {
+		r.st.Pos++
+		r.st.InShard = 0
+		if r.st.Pos == len(r.st.Order) {
+			r.startEpoch(r.st.Epoch + 1)
+		}
+	}
+	s := SampleRef{Shard: r.st.Order[r.st.Pos], Index: r.st.InShard}
+	r.st.InShard++
+	return s, r.st.Epoch
+}
+
+// Next returns the rank's next sample and the epoch it was read in.
+func (r *Reader) Next() (SampleRef, int) {
+	for len(r.st.Buf) < r.bufCap {
+		s, e := r.pull()
+		r.st.Buf = append(r.st.Buf, s)
+		r.st.BufEp = append(r.st.BufEp, e)
+	}
+	i := int(r.st.rng.Uint64() % uint64(len(r.st.Buf)))
+	s, e := r.st.Buf[i], r.st.BufEp[i]
+	last := len(r.st.Buf) - 1
+	r.st.Buf[i], r.st.BufEp[i] = r.st.Buf[last], r.st.BufEp[last]
+	r.st.Buf, r.st.BufEp = r.st.Buf[:last], r.st.BufEp[:last]
+	r.st.Served++
+	return s, e
+}
+
+// MarshalJSON saves the reader's position.
+func (r *Reader) MarshalJSON() ([]byte, error) {
+	b, err := r.st.rng.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	st := r.st
+	st.RNG = b
+	return json.Marshal(st)
+}
+
+// UnmarshalJSON restores a position saved by MarshalJSON into a reader
+// made by NewReader over the same dataset and ranks.
+func (r *Reader) UnmarshalJSON(data []byte) error {
+	var st readerState
+	if err := json.Unmarshal(data, &st); err != nil {
+		return fmt.Errorf("spmd: reader state: %w", err)
+	}
+	st.rng = rand.NewPCG(0, 0)
+	if err := st.rng.UnmarshalBinary(st.RNG); err != nil {
+		return fmt.Errorf("spmd: reader state: shuffle generator: %w", err)
+	}
+	if len(st.Buf) != len(st.BufEp) || st.Pos < 0 || st.Pos >= len(st.Order) || st.InShard < 0 {
+		return fmt.Errorf("spmd: reader state is inconsistent (pos %d of %d shards, %d buffered)", st.Pos, len(st.Order), len(st.Buf))
+	}
+	for _, s := range st.Order {
+		if s < 0 || s >= len(r.sizes) || s%r.ranks != r.rank {
+			return fmt.Errorf("spmd: reader state names shard %d, not one of rank %d's %d shards", s, r.rank, len(r.sizes)/r.ranks)
+		}
+	}
+	for _, s := range st.Buf {
+		if s.Shard < 0 || s.Shard >= len(r.sizes) || s.Index < 0 || s.Index >= r.sizes[s.Shard] {
+			return fmt.Errorf("spmd: reader state names sample %d of shard %d, which does not exist", s.Index, s.Shard)
+		}
+	}
+	r.st = st
+	return nil
+}

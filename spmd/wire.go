@@ -1,0 +1,101 @@
+package spmd
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/datahelix/datahelix/decode"
+)
+
+// ErrWire reports a malformed exchange message.
+var ErrWire = errors.New("spmd: malformed sample message")
+
+// wireSize is the exact length of s in the exchange format; the records
+// carry it so receivers post receives of exact size.
+func wireSize(s *decode.Sample) int64 {
+	n := uvlen(uint64(len(s.Shard))) + len(s.Shard) + uvlen(uint64(len(s.Key))) + len(s.Key) + uvlen(uint64(len(s.Members)))
+	for _, m := range s.Members {
+		n += uvlen(uint64(len(m.Name))) + len(m.Name) + uvlen(uint64(len(m.Ext))) + len(m.Ext) + uvlen(uint64(len(m.Data))) + len(m.Data)
+	}
+	return int64(n)
+}
+
+func uvlen(x uint64) int {
+	n := 1
+	for x >= 0x80 {
+		x >>= 7
+		n++
+	}
+	return n
+}
+
+// appendWire appends s in the exchange format: shard, key, member count,
+// then each member's name, extension and data, every field length-prefixed
+// with a minimal uvarint (readWire rejects overlong ones, so a message has
+// one encoding).
+func appendWire(dst []byte, s *decode.Sample) []byte {
+	str := func(b []byte, v string) []byte {
+		b = binary.AppendUvarint(b, uint64(len(v)))
+		return append(b, v...)
+	}
+	dst = str(dst, s.Shard)
+	dst = str(dst, s.Key)
+	dst = binary.AppendUvarint(dst, uint64(len(s.Members)))
+	for _, m := range s.Members {
+		dst = str(dst, m.Name)
+		dst = str(dst, m.Ext)
+		dst = binary.AppendUvarint(dst, uint64(len(m.Data)))
+		dst = append(dst, m.Data...)
+	}
+	return dst
+}
+
+// maxWireMembers bounds the members of one received sample.
+const maxWireMembers = 4096
+
+// readWire parses one sample from the front of buf and returns it with
+// the rest of buf. Member data aliases buf.
+func readWire(buf []byte) (*decode.Sample, []byte, error) {
+	field := func() ([]byte, error) {
+		n, k := binary.Uvarint(buf)
+		if k <= 0 || k != uvlen(n) || n > uint64(len(buf)-k) {
+			return nil, fmt.Errorf("%w: field length at %d bytes before the end", ErrWire, len(buf))
+		}
+		f := buf[k : k+int(n) : k+int(n)]
+		buf = buf[k+int(n):]
+		return f, nil
+	}
+	s := &decode.Sample{}
+	shard, err := field()
+	if err != nil {
+		return nil, nil, err
+	}
+	key, err := field()
+	if err != nil {
+		return nil, nil, err
+	}
+	s.Shard, s.Key = string(shard), string(key)
+	count, k := binary.Uvarint(buf)
+	if k <= 0 || k != uvlen(count) || count > maxWireMembers {
+		return nil, nil, fmt.Errorf("%w: member count of sample %q", ErrWire, s.Key)
+	}
+	buf = buf[k:]
+	s.Members = make([]decode.Member, 0, count)
+	for i := uint64(0); i < count; i++ {
+		name, err := field()
+		if err != nil {
+			return nil, nil, err
+		}
+		ext, err := field()
+		if err != nil {
+			return nil, nil, err
+		}
+		data, err := field()
+		if err != nil {
+			return nil, nil, err
+		}
+		s.Members = append(s.Members, decode.Member{Name: string(name), Ext: string(ext), Data: data})
+	}
+	return s, buf, nil
+}
