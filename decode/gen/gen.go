@@ -1,0 +1,321 @@
+// Package gen writes synthetic WebDataset shards of real encoded media
+// (H.264, HEVC, VP9 and AV1 clips, JPEG, PNG and WebP images, text),
+// produced by the ffmpeg CLI, with the length and resolution distributions
+// of public datasets (see Presets), deterministically for a seed.
+//
+// Content is drawn by FFmpeg's lavfi sources (testsrc2, testsrc, life,
+// cellauto, mandelbrot) with seeded temporal noise, so it is not trivially
+// compressible and decoding it costs what real footage of that size and
+// bitrate costs. Each item is encoded by one single-threaded ffmpeg
+// process with bit-exact flags: the same seed gives the same bytes with
+// the same FFmpeg build.
+//
+// Member naming follows WebDataset: all members of a sample share its key
+// (the sample's global index, "000123") and sit next to each other in the
+// tar:
+//
+//	video:    000123.mp4 (or .webm), 000123.txt (caption), 000123.json
+//	image:    000123.jpg (or .png, .webp), 000123.txt, 000123.json
+//	document: 000123.0.txt, 000123.1.jpg, 000123.2.txt, 000123.3.png, ...,
+//	          000123.json — the number is the position in reading order
+//	text:     000123.txt, 000123.json
+//
+// The .json member holds the generation parameters of the sample (preset,
+// source dataset, seed, index, and the encoding of every medium).
+//
+// Shards are source-homogeneous, as WebDataset mixtures are: all samples
+// of a shard follow one source's distributions (the mixed preset takes a
+// different source for each shard).
+package gen
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// Errors of Generate.
+var (
+	// ErrPreset reports an unknown preset name.
+	ErrPreset = errors.New("gen: unknown preset")
+	// ErrConfig reports an invalid Config.
+	ErrConfig = errors.New("gen: invalid configuration")
+	// ErrFFmpeg reports a failed ffmpeg run (or no ffmpeg at all).
+	ErrFFmpeg = errors.New("gen: ffmpeg failed")
+)
+
+// Config says what to generate.
+type Config struct {
+	Preset  string // one of Presets()
+	Samples int    // samples in all
+	Shards  int    // shards to spread them over (contiguous key ranges)
+	Out     string // directory for the shards, created if missing
+	Seed    uint64
+	// DurationScale multiplies every clip duration (0 means the preset's
+	// default: 1, or 0.1 for activitynet on this 2-core machine).
+	DurationScale float64
+	// SizeScale multiplies every picture size (0 means 1): a knob for quick
+	// datasets and tests that keeps the distributions' shapes.
+	SizeScale float64
+	// Workers is the number of ffmpeg processes run at once (0: GOMAXPROCS).
+	Workers int
+	// FFmpeg is the ffmpeg binary (empty: "ffmpeg" from PATH).
+	FFmpeg string
+	// Progress, if set, is called after each sample with the count done.
+	Progress func(done, total int)
+}
+
+// ShardName returns the file name of shard k of a preset's dataset.
+func ShardName(preset string, k int) string {
+	return fmt.Sprintf("%s-%06d.tar", preset, k)
+}
+
+// Default returns the configuration of the small default dataset the
+// runtime generates into a cache directory: the mixed preset (one source
+// per shard: kinetics, imagenet, text, howto100m), 4 shards of 32 samples,
+// clips at 240p-360p of 2-10 s (durations scaled by 0.6).
+func Default(out string) Config {
+	return Config{Preset: "mixed", Samples: 128, Shards: 4, Out: out, Seed: 1, DurationScale: 0.6}
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Samples <= 0 || c.Shards <= 0:
+		return fmt.Errorf("%w: samples %d and shards %d must be positive", ErrConfig, c.Samples, c.Shards)
+	case c.Shards > c.Samples:
+		return fmt.Errorf("%w: %d shards for %d samples leaves shards empty", ErrConfig, c.Shards, c.Samples)
+	case c.Out == "":
+		return fmt.Errorf("%w: no output directory", ErrConfig)
+	case c.DurationScale < 0 || c.SizeScale < 0:
+		return fmt.Errorf("%w: negative scale", ErrConfig)
+	}
+	_, err := sourceOf(c.Preset, 0)
+	return err
+}
+
+// Generate writes the dataset cfg describes and returns the shard paths
+// in order. Each shard is written to a temporary file and renamed into
+// place when complete, so an interrupted run leaves no partial shard.
+func Generate(ctx context.Context, cfg Config) ([]string, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	bin := cfg.FFmpeg
+	if bin == "" {
+		bin = "ffmpeg"
+	}
+	bin, err := exec.LookPath(bin)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrFFmpeg, err)
+	}
+	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp(cfg.Out, ".gen-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	rd := &renderer{ffmpeg: bin, tmp: tmp}
+	workers := cfg.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	// One pool of ffmpeg processes runs the samples in key order; the
+	// sample that completes a shard writes it, so at most a few shards are
+	// held in memory at once.
+	type shard struct {
+		path    string
+		samples [][]member
+		left    int
+	}
+	shards := make([]*shard, cfg.Shards)
+	sources := make([]preset, cfg.Shards)
+	for k := range shards {
+		lo, hi := k*cfg.Samples/cfg.Shards, (k+1)*cfg.Samples/cfg.Shards
+		shards[k] = &shard{path: filepath.Join(cfg.Out, ShardName(cfg.Preset, k)), samples: make([][]member, hi-lo), left: hi - lo}
+		if sources[k], err = sourceOf(cfg.Preset, k); err != nil {
+			return nil, err
+		}
+	}
+	var mu sync.Mutex
+	done := 0
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for i := range cfg.Samples {
+		k := shardOf(cfg, i)
+		g.Go(func() error {
+			ms, err := render(gctx, rd, cfg, sources[k], i)
+			if err != nil {
+				return fmt.Errorf("gen: shard %d: %w", k, err)
+			}
+			mu.Lock()
+			sh := shards[k]
+			sh.samples[i-k*cfg.Samples/cfg.Shards] = ms
+			sh.left--
+			complete := sh.left == 0
+			done++
+			if cfg.Progress != nil {
+				cfg.Progress(done, cfg.Samples)
+			}
+			mu.Unlock()
+			if !complete {
+				return nil
+			}
+			err = writeShard(sh.path, tmp, sh.samples)
+			sh.samples = nil
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	paths := make([]string, len(shards))
+	for k, sh := range shards {
+		paths[k] = sh.path
+	}
+	return paths, nil
+}
+
+// member is one file of a generated sample.
+type member struct {
+	name string
+	data []byte
+}
+
+// Spec returns the JSON metadata of sample i of a dataset without
+// rendering it: what Generate would write as its .json member.
+func Spec(cfg Config, i int) ([]byte, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	p, err := sourceOf(cfg.Preset, shardOf(cfg, i))
+	if err != nil {
+		return nil, err
+	}
+	s, _ := draw(cfg, p, i)
+	return json.Marshal(s)
+}
+
+// shardOf returns the shard of sample i (contiguous ranges).
+func shardOf(cfg Config, i int) int {
+	k := sort.Search(cfg.Shards, func(k int) bool { return (k+1)*cfg.Samples/cfg.Shards > i })
+	return k
+}
+
+// draw returns the spec of sample i and the generator that continues the
+// sample's seeded stream (for its text and content seeds).
+func draw(cfg Config, p preset, i int) (sampleSpec, *rand.Rand) {
+	r := rand.New(rand.NewPCG(cfg.Seed, uint64(i)))
+	sc := scales{dur: cfg.DurationScale, size: cfg.SizeScale}
+	if sc.dur == 0 {
+		sc.dur = p.durScale
+	}
+	if sc.size == 0 {
+		sc.size = 1
+	}
+	s := p.spec(r, sc)
+	s.Preset, s.Source, s.Seed, s.Index = cfg.Preset, p.source, cfg.Seed, i
+	return s, r
+}
+
+// render draws and encodes sample i.
+func render(ctx context.Context, rd *renderer, cfg Config, p preset, i int) ([]member, error) {
+	s, r := draw(cfg, p, i)
+	key := fmt.Sprintf("%06d", i)
+	texts := make([]string, len(s.Words))
+	for j, n := range s.Words {
+		texts[j] = words(r, n)
+	}
+	var ms []member
+	switch s.Kind {
+	case kindVideo:
+		b, err := rd.video(ctx, s.Video, uint32(r.Uint64()>>33), key)
+		if err != nil {
+			return nil, fmt.Errorf("sample %s: %w", key, err)
+		}
+		ms = append(ms, member{key + "." + s.Video.Container, b}, member{key + ".txt", []byte(texts[0])})
+	case kindImage:
+		b, err := rd.image(ctx, s.Images[0], uint32(r.Uint64()>>33))
+		if err != nil {
+			return nil, fmt.Errorf("sample %s: %w", key, err)
+		}
+		ms = append(ms, member{key + "." + s.Images[0].Format, b}, member{key + ".txt", []byte(texts[0])})
+	case kindDocument:
+		ti, ii := 0, 0
+		for pos, part := range s.Layout {
+			name := key + "." + strconv.Itoa(pos)
+			if part == "text" {
+				ms = append(ms, member{name + ".txt", []byte(texts[ti])})
+				ti++
+				continue
+			}
+			im := s.Images[ii]
+			ii++
+			b, err := rd.image(ctx, im, uint32(r.Uint64()>>33))
+			if err != nil {
+				return nil, fmt.Errorf("sample %s image %d: %w", key, ii-1, err)
+			}
+			ms = append(ms, member{name + "." + im.Format, b})
+		}
+	case kindText:
+		ms = append(ms, member{key + ".txt", []byte(texts[0])})
+	}
+	meta, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	return append(ms, member{key + ".json", meta}), nil
+}
+
+// epoch is the modification time of every member: fixed, so that shards
+// are byte-identical across runs.
+var epoch = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// writeShard writes the samples' members in order as a tar archive at
+// path, through a temporary file in tmp.
+func writeShard(path, tmp string, samples [][]member) error {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, ms := range samples {
+		for _, m := range ms {
+			hdr := &tar.Header{Name: m.name, Mode: 0o644, Size: int64(len(m.data)), ModTime: epoch,
+				Typeflag: tar.TypeReg, Format: tar.FormatUSTAR}
+			if err := tw.WriteHeader(hdr); err != nil {
+				return fmt.Errorf("gen: %s: %w", path, err)
+			}
+			if _, err := tw.Write(m.data); err != nil {
+				return fmt.Errorf("gen: %s: %w", path, err)
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return fmt.Errorf("gen: %s: %w", path, err)
+	}
+	f, err := os.CreateTemp(tmp, "shard-")
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(buf.Bytes()); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/datahelix/datahelix/decode/gen"
+)
+
+func init() {
+	register(command{
+		name:    "gen",
+		summary: "generate WebDataset shards of real encoded media (ffmpeg) following public dataset statistics",
+		run:     runGen,
+	})
+}
+
+func runGen(ctx context.Context, stdout, stderr io.Writer, args []string) error {
+	fs := newFlags("gen", "--preset NAME --samples N --shards K --out DIR [flags]")
+	preset := fs.String("preset", "", "dataset `name`: "+strings.Join(gen.Presets(), ", "))
+	samples := fs.Int("samples", 0, "`samples` to generate in all")
+	shards := fs.Int("shards", 1, "`shards` to spread the samples over")
+	out := fs.String("out", "", "output `directory`")
+	seed := fs.Uint64("seed", 1, "random `seed`: the same seed gives the same bytes")
+	durScale := fs.Float64("duration-scale", 0, "multiply clip durations by `x` (0: preset default, 0.1 for activitynet)")
+	sizeScale := fs.Float64("size-scale", 0, "multiply picture sizes by `x` (0: 1)")
+	workers := fs.Int("workers", 0, "ffmpeg processes at once (0: one per CPU)")
+	def := fs.Bool("default", false, "generate the runtime's default dataset (mixed, 128 samples, 4 shards) into --out")
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
+	}
+	if *out == "" {
+		return usagef("gen: --out is required")
+	}
+	cfg := gen.Default(*out)
+	if !*def {
+		if *preset == "" || *samples <= 0 {
+			return usagef("gen: --preset and a positive --samples are required (or --default)")
+		}
+		cfg = gen.Config{Preset: *preset, Samples: *samples, Shards: *shards, Out: *out, Seed: *seed,
+			DurationScale: *durScale, SizeScale: *sizeScale}
+	}
+	cfg.Workers = *workers
+	start := time.Now()
+	paths, err := gen.Generate(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	var total int64
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		total += st.Size()
+		fmt.Fprintln(stdout, p)
+	}
+	fmt.Fprintf(stderr, "gen: %s: %d samples in %d shards, %.1f MB, %.1f s\n",
+		cfg.Preset, cfg.Samples, len(paths), float64(total)/1e6, time.Since(start).Seconds())
+	return nil
+}
