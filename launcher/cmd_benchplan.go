@@ -44,7 +44,12 @@ func runBenchPlan(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	fmt.Fprintln(stdout, res)
+	// The summary goes to stderr when stdout carries the JSON.
+	if *out == "-" {
+		fmt.Fprintln(stderr, res)
+	} else {
+		fmt.Fprintln(stdout, res)
+	}
 	if *out == "" {
 		return nil
 	}

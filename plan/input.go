@@ -140,7 +140,7 @@ func (in *Input) Validate() error {
 	return err
 }
 
-func (in *Input) validate(scratch []uint64) ([]uint64, error) {
+func (in *Input) validate(scratch []uint32) ([]uint32, error) {
 	n, b := len(in.Ranks), in.Batch
 	if in.Mode >= numModes {
 		return scratch, fmt.Errorf("%w: unknown mode %d", ErrInput, uint8(in.Mode))
@@ -183,7 +183,7 @@ func (in *Input) validate(scratch []uint64) ([]uint64, error) {
 // number of samples, where sorting the ids would cost G log G. Only
 // lookups are made, so the result does not depend on any iteration order
 // but the samples'.
-func (in *Input) checkUnique(scratch []uint64) ([]uint64, error) {
+func (in *Input) checkUnique(scratch []uint32) ([]uint32, error) {
 	size := 1
 	for size < 2*len(in.Samples) {
 		size <<= 1
@@ -196,7 +196,7 @@ func (in *Input) checkUnique(scratch []uint64) ([]uint64, error) {
 		id := in.Samples[k].ID
 		for h := mix64(id) & mask; ; h = (h + 1) & mask {
 			if table[h] == 0 {
-				table[h] = uint64(k) + 1
+				table[h] = uint32(k) + 1
 				break
 			}
 			if in.Samples[table[h]-1].ID == id {

@@ -12,6 +12,10 @@ import (
 // cheapest samples (what a rank stuck with one huge sample needs).
 const partners = 4
 
+// rescueTries bounds the exchanges rescue spends on one late rank before
+// it gives up on the rank and undoes them.
+const rescueTries = 8
+
 // effort caps the exchanges balance makes per sample of the input. Inputs
 // drawn from real workloads stop far below it (a few hundred exchanges
 // for 32,768 samples); it bounds the time spent on adversarial ones, such
@@ -43,7 +47,7 @@ type Planner struct {
 	kicked    []bool   // per sample: relocated by kick already
 	late      int      // ranks with excess > 0
 	bytes     int64    // bytes away from their owners
-	ids       []uint64 // validation scratch
+	ids       []uint32 // validation scratch
 	cands     []int32  // partner scratch
 	recent    []int32  // partners scan found lately, most recent first
 	top       []int32  // scan scratch: best-bounded partners
@@ -149,17 +153,26 @@ func (p *Planner) cmpDecode(x, y int32) int {
 	return int(x - y)
 }
 
-// sortDecode sorts a rank's slots into decode order: insertion sort for
-// the small batches of training, the library's sort beyond.
+// sortDecode sorts a rank's slots into decode order: insertion sort on
+// the dense costs for the small batches of training, the library's sort
+// beyond.
 func (p *Planner) sortDecode(r []int32) {
 	if len(r) > 64 {
 		slices.SortFunc(r, p.cmpDecode)
 		return
 	}
+	cost := p.cost
 	for i := 1; i < len(r); i++ {
-		for j := i; j > 0 && p.cmpDecode(r[j], r[j-1]) < 0; j-- {
-			r[j], r[j-1] = r[j-1], r[j]
+		k, ck := r[i], cost[r[i]]
+		j := i
+		for ; j > 0; j-- {
+			prev := r[j-1]
+			if cp := cost[prev]; cp > ck || cp == ck && p.cmpDecode(prev, k) < 0 {
+				break
+			}
+			r[j] = prev
 		}
+		r[j] = k
 	}
 }
 
@@ -331,11 +344,11 @@ func (p *Planner) remember(t int32) {
 
 // rescue brings late ranks back on time where other ranks' slack allows,
 // least late first, because the objective counts late ranks before it
-// weighs lateness. A late rank makes exchanges with the ranks with the
-// most slack, each lowering its lateness and leaving the partner on
-// time, until it is on time; if it cannot get there its exchanges are
-// undone, since they would spend slack and bytes without removing a late
-// rank.
+// weighs lateness; balance then lowers the lateness of the rest. A late
+// rank makes exchanges with the ranks with the most slack, each lowering
+// its lateness and leaving the partner on time, until it is on time; if it
+// cannot get there within rescueTries exchanges they are undone, since
+// they would spend slack and bytes without removing a late rank.
 func (p *Planner) rescue() {
 	if p.late == 0 || p.excess[p.lo.top()] >= 0 {
 		return
@@ -355,18 +368,40 @@ func (p *Planner) rescue() {
 		}
 		return int(a - b)
 	})
+	room := p.totalRoom()
 	for _, s := range p.lateRanks {
-		if p.excess[p.lo.top()] >= 0 {
+		if room <= 0 {
 			return // no slack left anywhere
 		}
+		if -p.absorb(s, 1) > room {
+			continue // the others' slack cannot take what s must shed
+		}
 		mark := len(p.exchanges)
-		for p.excess[s] > 0 && p.helpLate(s) {
+		for range rescueTries {
+			if p.excess[s] <= 0 || !p.helpLate(s) {
+				break
+			}
 		}
 		for p.excess[s] > 0 && len(p.exchanges) > mark {
 			p.undo(p.exchanges[len(p.exchanges)-1])
 			p.exchanges = p.exchanges[:len(p.exchanges)-1]
 		}
+		if len(p.exchanges) > mark {
+			room = p.totalRoom()
+		}
 	}
+}
+
+// totalRoom is the reference work the ranks on time can still take
+// before they are late, summed.
+func (p *Planner) totalRoom() int64 {
+	var room int64
+	for r := range int32(len(p.work)) {
+		if p.excess[r] <= 0 {
+			room += p.absorb(r, 1)
+		}
+	}
+	return room
 }
 
 // helpLate makes the best admissible exchange between the late rank s and

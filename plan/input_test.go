@@ -1,0 +1,120 @@
+package plan
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+)
+
+func smallInput() *Input {
+	in := &Input{Params: Params{Mode: ModeHelix, Margin: 10}, Step: 3, Batch: 2}
+	for r := range 3 {
+		in.Ranks = append(in.Ranks, Progress{Deadline: 1000, Backlog: 10, Capacity: One, Bandwidth: One, Latency: 1})
+		for i := range 2 {
+			in.Samples = append(in.Samples, Sample{ID: uint64(10*r + i), Owner: r, Bytes: 100, Cost: int64(100 * (r + 1))})
+		}
+	}
+	return in
+}
+
+// TestComputeRejects checks that zero capacity and negative or
+// overflowing values are errors naming the culprit, never panics.
+func TestComputeRejects(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		mutate func(*Input)
+		want   string
+	}{
+		{"zero capacity", func(in *Input) { in.Ranks[1].Capacity = 0 }, "rank 1: capacity 0"},
+		{"negative capacity", func(in *Input) { in.Ranks[2].Capacity = -One }, "rank 2: capacity"},
+		{"overflowing capacity", func(in *Input) { in.Ranks[0].Capacity = math.MaxInt64 }, "rank 0: capacity"},
+		{"zero bandwidth", func(in *Input) { in.Ranks[0].Bandwidth = 0 }, "rank 0: bandwidth 0"},
+		{"negative deadline", func(in *Input) { in.Ranks[0].Deadline = -1 }, "deadline -1"},
+		{"overflowing deadline", func(in *Input) { in.Ranks[0].Deadline = math.MaxInt64 }, "deadline"},
+		{"negative backlog", func(in *Input) { in.Ranks[2].Backlog = -3 }, "rank 2: backlog -3"},
+		{"negative latency", func(in *Input) { in.Ranks[2].Latency = -3 }, "latency -3"},
+		{"negative cost", func(in *Input) { in.Samples[4].Cost = -1 }, "sample 4 (id 20, rank 2): cost -1"},
+		{"overflowing cost", func(in *Input) { in.Samples[0].Cost = math.MaxInt64 }, "sample 0 (id 0, rank 0): cost"},
+		{"negative bytes", func(in *Input) { in.Samples[3].Bytes = -1 }, "sample 3 (id 11, rank 1): size -1"},
+		{"overflowing bytes", func(in *Input) { in.Samples[3].Bytes = MaxBytes + 1 }, "size 17179869185"},
+		{"duplicate id", func(in *Input) { in.Samples[5].ID = 10 }, "id 10 appears twice"},
+		{"wrong owner", func(in *Input) { in.Samples[2].Owner = 0 }, "sample 2 (id 10) has owner 0, want 1"},
+		{"too few samples", func(in *Input) { in.Samples = in.Samples[:5] }, "5 samples, want"},
+		{"no ranks", func(in *Input) { in.Ranks, in.Samples = nil, nil }, "0 ranks"},
+		{"zero batch", func(in *Input) { in.Batch = 0 }, "batch 0"},
+		{"huge batch", func(in *Input) { in.Batch = MaxBatch + 1 }, "batch 4097"},
+		{"negative step", func(in *Input) { in.Step = -1 }, "step -1"},
+		{"negative margin", func(in *Input) { in.Margin = -1 }, "margin -1"},
+		{"unknown mode", func(in *Input) { in.Mode = 77 }, "unknown mode 77"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := smallInput()
+			c.mutate(in)
+			p, err := Compute(in)
+			if !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), c.want) || p != nil {
+				t.Fatalf("got plan %v, error %v; want ErrInput mentioning %q", p != nil, err, c.want)
+			}
+		})
+	}
+}
+
+// TestExtremeValuesPlan checks that inputs at every limit plan without
+// overflow.
+func TestExtremeValuesPlan(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		set  func(*Input)
+	}{
+		{"max everything", func(in *Input) {
+			for r := range in.Ranks {
+				in.Ranks[r] = Progress{Deadline: MaxTime, Backlog: MaxTime, Capacity: MaxCapacity, Bandwidth: MaxBandwidth, Latency: MaxLatency}
+			}
+			for k := range in.Samples {
+				in.Samples[k].Cost, in.Samples[k].Bytes = MaxCost, MaxBytes
+			}
+		}},
+		{"slowest ranks, dearest samples", func(in *Input) {
+			for r := range in.Ranks {
+				in.Ranks[r] = Progress{Capacity: 1, Bandwidth: 1, Latency: MaxLatency, Backlog: MaxTime}
+			}
+			for k := range in.Samples {
+				in.Samples[k].Cost, in.Samples[k].Bytes = MaxCost-int64(k), MaxBytes
+			}
+		}},
+		{"one rank", func(in *Input) {
+			in.Ranks, in.Samples = in.Ranks[:1], in.Samples[:2]
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := smallInput()
+			c.set(in)
+			for _, mode := range []Mode{ModeHelix, ModeHelixNoGate, ModeStatic, ModeOracle, ModeLocal} {
+				in.Mode = mode
+				p, err := Compute(in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkPlan(t, in, p)
+				if lb := LowerBound(in); lb > p.Makespan || lb < 0 {
+					t.Fatalf("mode %s: lower bound %d, makespan %d", mode, lb, p.Makespan)
+				}
+			}
+		})
+	}
+}
+
+func TestParseMode(t *testing.T) {
+	for m := range numModes {
+		got, err := ParseMode(m.String())
+		if err != nil || got != m {
+			t.Errorf("ParseMode(%q) = %v, %v, want %v", m.String(), got, err, m)
+		}
+	}
+	if _, err := ParseMode("torch"); !errors.Is(err, ErrInput) {
+		t.Errorf("ParseMode(torch) error = %v, want ErrInput", err)
+	}
+	if got := Mode(9).String(); got != "mode(9)" {
+		t.Errorf("Mode(9).String() = %q, want mode(9)", got)
+	}
+}

@@ -1,0 +1,141 @@
+package plan
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite the expected plans of testdata/*.txt")
+
+const planMarker = "-- plan --"
+
+// TestScenarios plans every testdata/*.txt input and compares the plan
+// with the one written below its "-- plan --" line. Run with -rewrite to
+// refresh the expected plans after a deliberate change.
+func TestScenarios(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.txt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scenarios: %v", err)
+	}
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			head, want, ok := strings.Cut(string(data), planMarker+"\n")
+			if !ok {
+				t.Fatalf("%s: no %q line", file, planMarker)
+			}
+			in, err := parseScenario(head)
+			if err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			p, err := Compute(in)
+			if err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			checkPlan(t, in, p)
+			got := formatPlan(in, p)
+			if *rewrite {
+				if err := os.WriteFile(file, []byte(head+planMarker+"\n"+got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if got != want {
+				t.Errorf("%s: plan differs (run go test -run TestScenarios -rewrite to accept)\ngot:\n%s\nwant:\n%s", file, got, want)
+			}
+		})
+	}
+}
+
+// parseScenario reads the input part of a scenario file.
+func parseScenario(text string) (*Input, error) {
+	in := &Input{}
+	sc := bufio.NewScanner(strings.NewReader(text))
+	line := 0
+	for sc.Scan() {
+		line++
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		kv, err := keyValues(f[1:])
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %v", line, err)
+		}
+		switch f[0] {
+		case "mode":
+			in.Mode, err = ParseMode(f[1])
+		case "step":
+			in.Step, err = strconv.ParseInt(f[1], 10, 64)
+		case "batch":
+			in.Batch, err = strconv.Atoi(f[1])
+		case "margin":
+			in.Margin, err = strconv.ParseInt(f[1], 10, 64)
+		case "seed":
+			in.Seed, err = strconv.ParseUint(f[1], 10, 64)
+		case "rank":
+			in.Ranks = append(in.Ranks, Progress{Deadline: kv["deadline"], Backlog: kv["backlog"],
+				Capacity: kv["capacity"], Bandwidth: kv["bandwidth"], Latency: kv["latency"]})
+		case "sample":
+			if len(in.Ranks) == 0 {
+				return nil, fmt.Errorf("line %d: sample before any rank", line)
+			}
+			in.Samples = append(in.Samples, Sample{ID: uint64(kv["id"]), Owner: len(in.Ranks) - 1, Bytes: kv["bytes"], Cost: kv["cost"]})
+		default:
+			return nil, fmt.Errorf("line %d: unknown keyword %q", line, f[0])
+		}
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %v", line, err)
+		}
+	}
+	return in, nil
+}
+
+// keyValues parses key=value fields with integer values; other fields are
+// ignored.
+func keyValues(fields []string) (map[string]int64, error) {
+	kv := map[string]int64{}
+	for _, f := range fields {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", k, err)
+		}
+		kv[k] = n
+	}
+	return kv, nil
+}
+
+// formatPlan renders a plan for a scenario file, naming samples by id.
+func formatPlan(in *Input, p *Plan) string {
+	var b strings.Builder
+	ids := func(ks []int32) string {
+		s := make([]string, len(ks))
+		for i, k := range ks {
+			s[i] = strconv.FormatUint(in.Samples[k].ID, 10)
+		}
+		return strings.Join(s, ",")
+	}
+	for r := range p.Ranks {
+		fmt.Fprintf(&b, "rank %d finish=%d lateness=%d decode=%s\n", r, p.Finish[r], p.Lateness[r], ids(p.DecodeOrder(r)))
+	}
+	for _, m := range p.Moves {
+		fmt.Fprintf(&b, "move %d->%d bytes=%d samples=%s\n", m.Src, m.Dst, m.Bytes, ids(m.Samples))
+	}
+	fmt.Fprintf(&b, "late=%d max_lateness=%d makespan=%d moved=%d bytes_moved=%d exchanges=%d\n",
+		p.LateRanks, p.MaxLateness, p.Makespan, p.Moved, p.BytesMoved, len(p.Exchanges))
+	fmt.Fprintf(&b, "hash=%#016x\n", p.Hash)
+	return b.String()
+}
