@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/datahelix/datahelix/decode/av"
 )
@@ -300,6 +301,8 @@ func TestDecodeLimitsAndErrors(t *testing.T) {
 		{"images per doc", Limits{MaxImages: 1}, decSample("k", map[string][]byte{"0.jpg": jpg, "1.jpg": jpg, "txt": []byte("x")}), ErrLimit, ""},
 		{"no payload", Limits{}, decSample("k", map[string][]byte{"bin": []byte{1, 2}}), ErrNoPayload, ""},
 		{"truncated jpeg", Limits{}, decSample("k", map[string][]byte{"jpg": jpg[:len(jpg)/3]}), ErrCorrupt, "k.jpg"},
+		{"deadline video", Limits{SampleDeadline: time.Nanosecond}, decSample("k", map[string][]byte{"mp4": clip}), ErrTimeout, "k.mp4"},
+		{"deadline image", Limits{SampleDeadline: time.Nanosecond}, decSample("k", map[string][]byte{"jpg": jpg}), ErrTimeout, "k.jpg"},
 	}
 	for _, tc := range tests {
 		d := NewDecoder(Options{Size: 32, Limits: tc.lim})

@@ -182,3 +182,36 @@ func TestForgedHeaders(t *testing.T) {
 		decodeBoth(t, tc.name, b)
 	}
 }
+
+// TestDeadlineInterruptsDecoding stops a long decode midway, through the
+// deadline and through cancellation, and checks it returns promptly.
+func TestDeadlineInterruptsDecoding(t *testing.T) {
+	if testing.Short() {
+		t.Skip("encodes a 20 s clip")
+	}
+	path := genClip(t, "long.mp4", append(lavfi("640x360", "20"), "-c:v", "libx264", "-preset", "ultrafast")...)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Timeout = 30 * time.Millisecond
+	start := time.Now()
+	st, err := DecodeAll(context.Background(), data, cfg)
+	if !errors.Is(err, ErrTimeout) || st.FramesDecoded >= 500 {
+		t.Errorf("deadline: got %v after %d of 500 frames, want ErrTimeout midway", err, st.FramesDecoded)
+	}
+	if el := time.Since(start); el > cfg.Timeout+500*time.Millisecond {
+		t.Errorf("deadline: returned after %v", el)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(30*time.Millisecond, cancel)
+	start = time.Now()
+	_, err = DecodeAll(ctx, data, DefaultConfig())
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("cancel: got %v, want context.Canceled", err)
+	}
+	if el := time.Since(start); el > 530*time.Millisecond {
+		t.Errorf("cancel: returned after %v", el)
+	}
+}
