@@ -68,8 +68,11 @@ type Move struct {
 type Exchange struct {
 	A, B     int32 // sample indices
 	From, To int32
-	// Gain is the reduction, in µs, of the larger predicted excess
-	// (finish minus deadline) of the two ranks.
+	// Gain is the reduction, in µs, of the pair's lateness: the larger
+	// lateness of the two ranks before the exchange minus after. It is
+	// positive except for a relocation of a huge sample, which the
+	// planner makes only when transfers are free (see ModeOracle) and
+	// keeps only if later exchanges make it pay.
 	Gain int64
 	// Cost is the change in predicted transfer time, µs, summed over A
 	// and B (negative when a sample goes back to its owner). Under

@@ -46,6 +46,7 @@ type Planner struct {
 	minCost   []int64  // cost of each rank's cheapest sample
 	kicked    []bool   // per sample: relocated by kick already
 	late      int      // ranks with excess > 0
+	room      int64    // summed roomOf of all ranks
 	bytes     int64    // bytes away from their owners
 	ids       []uint32 // validation scratch
 	cands     []int32  // partner scratch
@@ -54,6 +55,7 @@ type Planner struct {
 	topUB     []int64  // and their bounds
 	lateRanks []int32  // phase-2 scratch
 	exchanges []Exchange
+	keys      [64]uint64 // sortDecode scratch
 }
 
 // Compute plans one batch with a fresh Planner. Use a Planner to reuse
@@ -108,7 +110,7 @@ func (p *Planner) setup() {
 	for k := range in.Samples {
 		p.cost[k] = in.Samples[k].Cost
 	}
-	p.late = 0
+	p.late, p.room = 0, 0
 	for r := range n {
 		w := int64(0)
 		for k := r * b; k < (r+1)*b; k++ {
@@ -120,6 +122,7 @@ func (p *Planner) setup() {
 		if p.excess[r] > 0 {
 			p.late++
 		}
+		p.room += p.roomOf(int32(r))
 		p.sortDecode(p.slots[r*b : (r+1)*b])
 	}
 	p.minCost = grow(p.minCost, n)
@@ -153,26 +156,33 @@ func (p *Planner) cmpDecode(x, y int32) int {
 	return int(x - y)
 }
 
-// sortDecode sorts a rank's slots into decode order: insertion sort on
-// the dense costs for the small batches of training, the library's sort
-// beyond.
+// sortDecode sorts a rank's slots into decode order. For the batch sizes
+// of training it insertion-sorts packed keys — cost descending, then
+// position — held in a local array, then restores the id order inside
+// runs of equal cost; beyond, it uses the library's sort.
 func (p *Planner) sortDecode(r []int32) {
-	if len(r) > 64 {
+	if len(r) > len(p.keys) {
 		slices.SortFunc(r, p.cmpDecode)
 		return
 	}
-	cost := p.cost
-	for i := 1; i < len(r); i++ {
-		k, ck := r[i], cost[r[i]]
-		j := i
-		for ; j > 0; j-- {
-			prev := r[j-1]
-			if cp := cost[prev]; cp > ck || cp == ck && p.cmpDecode(prev, k) < 0 {
-				break
-			}
-			r[j] = prev
+	keys := p.keys[:len(r)]
+	for i, k := range r {
+		keys[i] = uint64(MaxCost-p.cost[k])<<12 | uint64(i) // cost <= MaxCost, i < 4096
+	}
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
 		}
-		r[j] = k
+	}
+	var src [64]int32
+	copy(src[:], r)
+	for i, key := range keys {
+		r[i] = src[key&(1<<12-1)]
+	}
+	for i := 1; i < len(r); i++ { // equal costs: ids ascending
+		for j := i; j > 0 && p.cost[r[j]] == p.cost[r[j-1]] && p.cmpDecode(r[j], r[j-1]) < 0; j-- {
+			r[j], r[j-1] = r[j-1], r[j]
+		}
 	}
 }
 
@@ -368,12 +378,11 @@ func (p *Planner) rescue() {
 		}
 		return int(a - b)
 	})
-	room := p.totalRoom()
 	for _, s := range p.lateRanks {
-		if room <= 0 {
+		if p.room <= 0 {
 			return // no slack left anywhere
 		}
-		if -p.absorb(s, 1) > room {
+		if -p.absorb(s, 1) > p.room {
 			continue // the others' slack cannot take what s must shed
 		}
 		mark := len(p.exchanges)
@@ -386,22 +395,16 @@ func (p *Planner) rescue() {
 			p.undo(p.exchanges[len(p.exchanges)-1])
 			p.exchanges = p.exchanges[:len(p.exchanges)-1]
 		}
-		if len(p.exchanges) > mark {
-			room = p.totalRoom()
-		}
 	}
 }
 
-// totalRoom is the reference work the ranks on time can still take
-// before they are late, summed.
-func (p *Planner) totalRoom() int64 {
-	var room int64
-	for r := range int32(len(p.work)) {
-		if p.excess[r] <= 0 {
-			room += p.absorb(r, 1)
-		}
+// roomOf is the reference work rank r can still take before it is late,
+// 0 if it is late: its share of p.room.
+func (p *Planner) roomOf(r int32) int64 {
+	if p.excess[r] > 0 {
+		return 0
 	}
-	return room
+	return p.absorb(r, 1)
 }
 
 // helpLate makes the best admissible exchange between the late rank s and
@@ -637,10 +640,12 @@ func (p *Planner) move(s int32, si int, t int32, ti int, es, et int64) {
 	i, j := as[si], at[ti]
 	d := p.in.Samples[i].Cost - p.in.Samples[j].Cost
 	p.late -= btoi(p.excess[s] > 0) + btoi(p.excess[t] > 0)
+	p.room -= p.roomOf(s) + p.roomOf(t)
 	p.work[s] -= d
 	p.work[t] += d
 	p.excess[s], p.excess[t] = es, et
 	p.late += btoi(es > 0) + btoi(et > 0)
+	p.room += p.roomOf(s) + p.roomOf(t)
 	p.where[i], p.where[j] = t, s
 	as[si], at[ti] = j, i
 	p.resort(as, si)
