@@ -90,22 +90,25 @@ func resizeRGB(dst []byte, dw, dh int, src []byte, sw, sh int) {
 	v := newResizeTaps(sh, dh)
 	// Horizontal pass over every source row into tmp (sh x dw).
 	tmp := make([]byte, sh*dw*3)
+	n := h.n
 	for y := range sh {
 		srow := src[y*sw*3 : (y+1)*sw*3]
 		trow := tmp[y*dw*3 : (y+1)*dw*3]
 		for x := range dw {
-			ws := h.w[x*h.n : (x+1)*h.n]
-			p := srow[h.start[x]*3:]
+			ws := h.w[x*n : x*n+n]
+			p := srow[h.start[x]*3 : h.start[x]*3+3*n]
 			var r, g, b int32
 			for k, w := range ws {
-				r += w * int32(p[3*k])
-				g += w * int32(p[3*k+1])
-				b += w * int32(p[3*k+2])
+				q := p[3*k : 3*k+3 : 3*k+3]
+				r += w * int32(q[0])
+				g += w * int32(q[1])
+				b += w * int32(q[2])
 			}
-			trow[3*x], trow[3*x+1], trow[3*x+2] = clampByte(r), clampByte(g), clampByte(b)
+			o := trow[3*x : 3*x+3 : 3*x+3]
+			o[0], o[1], o[2] = clampByte(r), clampByte(g), clampByte(b)
 		}
 	}
-	// Vertical pass.
+	// Vertical pass: accumulate the weighted source rows of each output row.
 	acc := make([]int32, dw*3)
 	for y := range dh {
 		clear(acc)
@@ -115,13 +118,15 @@ func resizeRGB(dst []byte, dw, dh int, src []byte, sw, sh int) {
 				continue
 			}
 			trow := tmp[(v.start[y]+k)*dw*3 : (v.start[y]+k+1)*dw*3]
+			a := acc[:len(trow)]
 			for i, c := range trow {
-				acc[i] += w * int32(c)
+				a[i] += w * int32(c)
 			}
 		}
 		drow := dst[y*dw*3 : (y+1)*dw*3]
-		for i, a := range acc {
-			drow[i] = clampByte(a)
+		a := acc[:len(drow)]
+		for i := range drow {
+			drow[i] = clampByte(a[i])
 		}
 	}
 }
