@@ -1,0 +1,234 @@
+package plan
+
+import "slices"
+
+// balance is the pre-balance: while some rank is late, it takes the
+// latest one and makes the best admissible exchange with a partner (see
+// improveWorst), until no rank is late or the latest admits no exchange.
+// Exchanges made after the objective last improved (ones that helped a
+// rank while another stayed as late) only cost bytes, so they are undone.
+func (p *Planner) balance() {
+	limit := effort*len(p.where) + 16
+	bestLate, bestMax, bestBytes, keep := p.late, max(p.excess[p.hi.top()], 0), p.bytes, len(p.exchanges)
+	kicks := 0
+	for range limit {
+		if p.excess[p.hi.top()] <= 0 {
+			break
+		}
+		if !p.improveWorst() {
+			if kicks == maxKicks || p.in.Mode.gated() || !p.kick() {
+				break
+			}
+			kicks++
+		}
+		if m := max(p.excess[p.hi.top()], 0); p.late < bestLate || p.late == bestLate && (m < bestMax || m == bestMax && p.bytes < bestBytes) {
+			bestLate, bestMax, bestBytes, keep = p.late, m, p.bytes, len(p.exchanges)
+		}
+	}
+	for len(p.exchanges) > keep {
+		p.undo(p.exchanges[len(p.exchanges)-1])
+		p.exchanges = p.exchanges[:len(p.exchanges)-1]
+	}
+}
+
+// maxKicks bounds the relocations (see kick) per plan.
+const maxKicks = 8
+
+// kick relocates the largest sample g of the latest rank s, when s is
+// stuck, to the rank that would finish g soonest, in exchange for that
+// rank's largest sample. A single exchange cannot do this when g dwarfs
+// the other samples: the host is left holding its own work and g, and
+// only the exchanges that follow unload it. So a kick may make things
+// worse for a while; balance keeps the best state it saw and undoes the
+// rest. A kicked sample stays where it was kicked to, or the next
+// exchange would often send it straight back (the mark survives an undo,
+// harmlessly: balance is the last phase). Kicks are made only where
+// transfers are free (not under ModeHelix): a kick has no gain of its own
+// to set against the gate.
+func (p *Planner) kick() bool {
+	b := p.in.Batch
+	s := p.hi.top()
+	g := p.slots[int(s)*b]
+	if p.kicked[g] {
+		return false
+	}
+	cg := p.cost[g]
+	host, best := int32(-1), p.excess[s]
+	for r := range int32(len(p.work)) {
+		if r == s {
+			continue
+		}
+		if e := p.excessWith(r, cg); e < best {
+			host, best = r, e
+		}
+	}
+	if host < 0 {
+		return false
+	}
+	j := p.slots[int(host)*b]
+	d := cg - p.cost[j]
+	if d <= 0 {
+		return false
+	}
+	x := candidate{s: s, t: host, es: p.excessWith(s, p.work[s]-d), et: p.excessWith(host, p.work[host]+d)}
+	x.late = max(x.es, x.et, 0)
+	x.gain = p.excess[s] - x.late
+	c1, _ := p.transfer(g, s, host)
+	c2, _ := p.transfer(j, host, s)
+	x.cost = c1 + c2
+	x.bytes = p.bytesDelta(g, s, host) + p.bytesDelta(j, host, s)
+	p.kicked[g] = true
+	p.apply(x)
+	return true
+}
+
+// improveWorst makes an admissible exchange between the latest rank s and
+// a partner, and reports whether it made one. It tries, in order and
+// taking the first partner that admits one: the ranks with the least
+// excess, the ranks holding the cheapest samples, and the partners that
+// scan found recently; then it scans every rank.
+func (p *Planner) improveWorst() bool {
+	s := p.hi.top()
+	p.cands = p.lo.firstK(partners, p.cands[:0])
+	p.cands = p.cheap.firstK(partners, p.cands)
+	p.cands = append(p.cands, p.recent...)
+	for i, t := range p.cands {
+		if t == s || p.excess[t] >= p.excess[s] || slices.Contains(p.cands[:i], t) {
+			continue
+		}
+		if x, ok := p.best(s, t); ok {
+			p.apply(x)
+			return true
+		}
+	}
+	x, ok := p.scan(s)
+	if !ok {
+		return false
+	}
+	p.apply(x)
+	p.remember(x.t)
+	return true
+}
+
+// scan ranks every rank as a partner of s by the most work it could take
+// from s — the least of what it can absorb below s's excess and the spread
+// between s's dearest sample and its own cheapest — and returns the
+// preferred exchange with the partners ranked first. O(N) arithmetic
+// plus a few exchange searches.
+func (p *Planner) scan(s int32) (candidate, bool) {
+	b := p.in.Batch
+	level := p.excess[s]
+	dearest := p.cost[p.slots[int(s)*b]]
+	// p.top holds up to partners ranks, by bound descending then rank.
+	p.top, p.topUB = p.top[:0], p.topUB[:0]
+	for t := range int32(len(p.work)) {
+		if t == s || p.excess[t] >= level {
+			continue
+		}
+		ub := min(p.absorb(t, level), dearest-p.minCost[t])
+		if ub <= 0 || len(p.top) == partners && ub <= p.topUB[partners-1] {
+			continue
+		}
+		i := len(p.top)
+		if i < partners {
+			p.top, p.topUB = append(p.top, t), append(p.topUB, ub)
+		} else {
+			i--
+		}
+		for ; i > 0 && p.topUB[i-1] < ub; i-- {
+			p.top[i], p.topUB[i] = p.top[i-1], p.topUB[i-1]
+		}
+		p.top[i], p.topUB[i] = t, ub
+	}
+	var top candidate
+	found := false
+	for _, t := range p.top {
+		if x, ok := p.best(s, t); ok && (!found || p.better(&x, &top)) {
+			top, found = x, true
+		}
+	}
+	return top, found
+}
+
+// remember puts t at the front of the recent partners, keeping at most
+// partners of them.
+func (p *Planner) remember(t int32) {
+	if i := slices.Index(p.recent, t); i >= 0 {
+		p.recent = slices.Delete(p.recent, i, i+1)
+	}
+	if len(p.recent) == partners {
+		p.recent = p.recent[:partners-1]
+	}
+	p.recent = slices.Insert(p.recent, 0, t)
+}
+
+// rescue brings late ranks back on time where other ranks' slack allows,
+// least late first, because the objective counts late ranks before it
+// weighs lateness; balance then lowers the lateness of the rest. A late
+// rank makes exchanges with the ranks with the most slack, each lowering
+// its lateness and leaving the partner on time, until it is on time; if it
+// cannot get there within rescueTries exchanges they are undone, since
+// they would spend slack and bytes without removing a late rank.
+func (p *Planner) rescue() {
+	if p.late == 0 || p.excess[p.lo.top()] >= 0 {
+		return
+	}
+	p.lateRanks = p.lateRanks[:0]
+	for r, e := range p.excess {
+		if e > 0 {
+			p.lateRanks = append(p.lateRanks, int32(r))
+		}
+	}
+	slices.SortFunc(p.lateRanks, func(a, b int32) int {
+		if ea, eb := p.excess[a], p.excess[b]; ea != eb {
+			if ea < eb {
+				return -1
+			}
+			return 1
+		}
+		return int(a - b)
+	})
+	for _, s := range p.lateRanks {
+		if p.room <= 0 {
+			return // no slack left anywhere
+		}
+		if -p.absorb(s, 1) > p.room {
+			continue // the others' slack cannot take what s must shed
+		}
+		mark := len(p.exchanges)
+		for range rescueTries {
+			if p.excess[s] <= 0 || !p.helpLate(s) {
+				break
+			}
+		}
+		for p.excess[s] > 0 && len(p.exchanges) > mark {
+			p.undo(p.exchanges[len(p.exchanges)-1])
+			p.exchanges = p.exchanges[:len(p.exchanges)-1]
+		}
+	}
+}
+
+// roomOf is the reference work rank r can still take before it is late,
+// 0 if it is late: its share of p.room.
+func (p *Planner) roomOf(r int32) int64 {
+	if p.excess[r] > 0 {
+		return 0
+	}
+	return p.absorb(r, 1)
+}
+
+// helpLate makes the best admissible exchange between the late rank s and
+// one of the ranks with the most slack, and reports whether it made one.
+func (p *Planner) helpLate(s int32) bool {
+	p.cands = p.lo.firstK(partners, p.cands[:0])
+	for _, t := range p.cands {
+		if p.excess[t] >= 0 {
+			break
+		}
+		if x, ok := p.best(s, t); ok {
+			p.apply(x)
+			return true
+		}
+	}
+	return false
+}
