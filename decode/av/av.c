@@ -484,7 +484,7 @@ int dh_decode_targets(const uint8_t *data, int64_t len, const dh_config *cfg, dh
 		goto out;
 	int64_t plane = (int64_t)cfg->out_w * cfg->out_h * 3;
 	for (int i = 0; i < n; i++)
-		if (plane <= 0 || t[i].slot < 0 || (t[i].slot + 1) * plane > dst_len) {
+		if (plane <= 0 || t[i].slot < 0 || ((int64_t)t[i].slot + 1) * plane > dst_len) {
 			ret = fail(&c, DH_ERR_ARG, "target %d: slot %d outside the output", i, t[i].slot);
 			goto out;
 		}
@@ -509,7 +509,10 @@ int dh_decode_targets(const uint8_t *data, int64_t len, const dh_config *cfg, dh
 			// read. The index is searched in its own domain (dts for mov);
 			// the seek itself takes the target pts, as av_seek_frame expects
 			// (torchcodec does the same), and finds that keyframe.
-			int k = av_index_search_timestamp(c.vs, want - c.index_lag, AVSEEK_FLAG_BACKWARD);
+			int64_t key_ts;
+			if (__builtin_sub_overflow(want, c.index_lag, &key_ts))
+				key_ts = INT64_MIN;
+			int k = av_index_search_timestamp(c.vs, key_ts, AVSEEK_FLAG_BACKWARD);
 			const AVIndexEntry *e = k >= 0 ? avformat_index_get_entry(c.vs, k) : NULL;
 			if (e && e->timestamp > c.pos_ts && (c.pos_ts != INT64_MIN || k > 0))
 				seek_ts = want;
