@@ -27,7 +27,7 @@ func (o CostOptions) withDefaults() CostOptions {
 }
 
 // NumCostFeatures is the length of every cost feature vector.
-const NumCostFeatures = 6
+const NumCostFeatures = 8
 
 // CostFeatures is the feature vector of one sample. Its meaning depends on
 // the model key (see costFeatures); units are chosen so that coefficients
@@ -44,19 +44,20 @@ const (
 
 // costFeatures returns the model key of a record and its features:
 //
-//	video/<codec>:  tasks (one container open and decoder setup each),
-//	                megapixels decoded (frames PlanVideoTasks must decode
-//	                x width x height), megabytes of those frames, megapixels
-//	                colour-converted and scaled (sampled frames x source
-//	                size), output megapixels (sampled frames x S^2), and
-//	                thousands of frames in the clip (the demuxer indexes
-//	                them all when it opens the file);
+//	video/<codec>:  [0] tasks (one container open and decoder setup each),
+//	                [1] megapixels of the frames PlanVideoTasks must decode
+//	                that are not reordered, [2] megapixels of the reordered
+//	                ones (B-frames, which a decoder may skip), [3] megabytes
+//	                of the decoded frames, [4] megapixels colour-converted
+//	                and scaled (sampled frames x source size), [5] output
+//	                megapixels (sampled frames x S^2), [6] thousands of
+//	                frames in the clip (the demuxer indexes them all);
 //	image/<format>, document:
-//	                1, megapixels decoded (after JPEG DCT scaling, as the
-//	                decoder does it), megabytes, megapixels decoded from
-//	                progressive JPEGs, output megapixels (images x S^2),
-//	                images;
-//	text:           1, thousands of tokens, megabytes.
+//	                [0] images, [1] megapixels decoded (after JPEG DCT
+//	                scaling, as the decoder does it), [2] source
+//	                megapixels, [3] megabytes, [4] source megapixels of
+//	                progressive JPEGs, [5] output megapixels (images x S^2);
+//	text:           [0] 1, [1] thousands of tokens, [2] megabytes.
 func costFeatures(r *Record, o CostOptions) (string, CostFeatures) {
 	var x CostFeatures
 	switch r.Modality {
@@ -72,18 +73,19 @@ func costFeatures(r *Record, o CostOptions) (string, CostFeatures) {
 				key = "image/" + r.Images[0].Format
 			}
 		}
-		x[0] = 1
 		out := float64(o.Size) * float64(o.Size) / 1e6
 		for _, im := range r.Images {
-			px := decodedImagePixels(im, o.Size) / 1e6
-			x[1] += px
-			x[2] += float64(im.Bytes) / 1e6
+			src := float64(im.Width) * float64(im.Height) / 1e6
+			x[0]++
+			x[1] += decodedImagePixels(im, o.Size) / 1e6
+			x[2] += src
+			x[3] += float64(im.Bytes) / 1e6
 			if im.Progressive {
-				x[3] += px
+				x[4] += src
 			}
-			x[4] += out
-			x[5]++
+			x[5] += out
 		}
+		x[0] = max(x[0], 1)
 		return key, x
 	case ModalityText:
 		x[0] = 1
@@ -108,12 +110,13 @@ func videoCostFeatures(v *VideoInfo, o CostOptions) (string, CostFeatures) {
 	px := float64(v.Width) * float64(v.Height) / 1e6
 	x[0] = float64(max(len(tasks), 1))
 	for _, t := range tasks {
-		x[1] += float64(t.DecodeFrames) * px
-		x[2] += float64(t.DecodeBytes) / 1e6
+		x[1] += float64(t.DecodeFrames-t.ReorderedFrames) * px
+		x[2] += float64(t.ReorderedFrames) * px
+		x[3] += float64(t.DecodeBytes) / 1e6
 	}
-	x[3] = float64(len(targets)) * px
-	x[4] = float64(len(targets)) * float64(o.Size) * float64(o.Size) / 1e6
-	x[5] = float64(v.Frames) / 1e3
+	x[4] = float64(len(targets)) * px
+	x[5] = float64(len(targets)) * float64(o.Size) * float64(o.Size) / 1e6
+	x[6] = float64(v.Frames) / 1e3
 	return "video/" + codec, x
 }
 

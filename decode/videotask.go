@@ -22,15 +22,21 @@ type VideoTask struct {
 	DecodeFrames int
 	// DecodeBytes is the compressed size of those frames.
 	DecodeBytes int64
+	// ReorderedFrames counts the frames of DecodeFrames that are shown
+	// before a frame decoded earlier in their GOP (B-frames): a decoder
+	// that skips non-reference frames it does not output may not decode
+	// them, so they cost less than the others.
+	ReorderedFrames int
 }
 
 // segment is a run of targets decoded forward without a seek.
 type segment struct {
-	key, end int // decode-order range [key, end] decoded
-	targets  []int
-	slots    []int
-	frames   int
-	bytes    int64
+	key, end  int // decode-order range [key, end] decoded
+	targets   []int
+	slots     []int
+	frames    int
+	bytes     int64
+	reordered int
 }
 
 // PlanVideoTasks plans the decoding of the frames targets (decode-order
@@ -87,6 +93,7 @@ func decodeRuns(v *VideoInfo, targets []int) []segment {
 		return ws[a].slot < ws[b].slot
 	})
 	bytesOf := frameBytes(v)
+	reorderedOf := reorderedFrames(v)
 	var segs []segment
 	pos := -1 // last frame decoded, in decode order
 	for _, w := range ws {
@@ -98,12 +105,13 @@ func decodeRuns(v *VideoInfo, targets []int) []segment {
 		case key > pos || t < pos || len(segs) == 0:
 			// A keyframe lies between the position and the target (or
 			// the target is behind us): seek to the target's GOP.
-			segs = append(segs, segment{key: key, end: t, frames: t - key + 1, bytes: bytesOf(key, t)})
+			segs = append(segs, segment{key: key, end: t, frames: t - key + 1, bytes: bytesOf(key, t), reordered: reorderedOf(key, t)})
 			s, pos = &segs[len(segs)-1], t
 		default:
 			s = &segs[len(segs)-1]
 			s.frames += t - pos
 			s.bytes += bytesOf(pos+1, t)
+			s.reordered += reorderedOf(pos+1, t)
 			s.end, pos = t, t
 		}
 		s.targets = append(s.targets, t)
@@ -147,6 +155,32 @@ func frameBytes(v *VideoInfo) func(a, b int) int64 {
 	return func(a, b int) int64 { return prefix[b+1] - prefix[a] }
 }
 
+// reorderedFrames returns a function counting the frames in [a, b]
+// (decode order) whose pts is below that of an earlier frame of their GOP;
+// without per-frame timing there are none.
+func reorderedFrames(v *VideoInfo) func(a, b int) int {
+	if !v.perFrame() {
+		return func(a, b int) int { return 0 }
+	}
+	prefix := make([]int32, v.Frames+1)
+	var high int64
+	next := 0 // index into Keyframes of the next GOP start
+	for i, p := range v.FramePTS {
+		if next < len(v.Keyframes) && v.Keyframes[next] == i || i == 0 {
+			high = p
+			for next < len(v.Keyframes) && v.Keyframes[next] <= i {
+				next++
+			}
+		}
+		prefix[i+1] = prefix[i]
+		if p < high {
+			prefix[i+1]++
+		}
+		high = max(high, p)
+	}
+	return func(a, b int) int { return int(prefix[b+1] - prefix[a]) }
+}
+
 // groupSegments merges consecutive runs into at most maxTasks tasks,
 // minimising the largest DecodeFrames with the fewest tasks.
 func groupSegments(segs []segment, maxTasks int) []VideoTask {
@@ -176,6 +210,7 @@ func groupSegments(segs []segment, maxTasks int) []VideoTask {
 		t.Slots = append(t.Slots, s.slots...)
 		t.DecodeFrames += s.frames
 		t.DecodeBytes += s.bytes
+		t.ReorderedFrames += s.reordered
 	}
 	return tasks
 }

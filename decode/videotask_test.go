@@ -16,6 +16,11 @@ func TestPlanVideoTasks(t *testing.T) {
 	task := func(key int, targets, slots []int, frames int, bytes int64) VideoTask {
 		return VideoTask{Keyframe: key, Targets: targets, Slots: slots, DecodeFrames: frames, DecodeBytes: bytes}
 	}
+	btask := func(key int, targets, slots []int, frames int, bytes int64, reordered int) VideoTask {
+		t := task(key, targets, slots, frames, bytes)
+		t.ReorderedFrames = reordered
+		return t
+	}
 	tests := []struct {
 		name     string
 		v        *VideoInfo
@@ -38,11 +43,11 @@ func TestPlanVideoTasks(t *testing.T) {
 		{"out of range ignored", clip, []int{-1, 40, 3}, 1,
 			[]VideoTask{task(0, []int{3}, []int{2}, 4, 400)}},
 		{"b-frame needs its anchor", bframes, []int{2}, 1,
-			[]VideoTask{task(0, []int{2}, []int{0}, 3, 16)}},
+			[]VideoTask{btask(0, []int{2}, []int{0}, 3, 16, 1)}},
 		{"anchor already decoded", bframes, []int{1, 2}, 1,
-			[]VideoTask{task(0, []int{2, 1}, []int{1, 0}, 3, 16)}},
+			[]VideoTask{btask(0, []int{2, 1}, []int{1, 0}, 3, 16, 1)}},
 		{"presentation order across anchors", bframes, []int{4, 2}, 1,
-			[]VideoTask{task(0, []int{2, 4}, []int{1, 0}, 5, 22)}},
+			[]VideoTask{btask(0, []int{2, 4}, []int{1, 0}, 5, 22, 2)}},
 		{"estimated clip", estimated, []int{10, 90}, 4,
 			[]VideoTask{task(0, []int{10, 90}, []int{0, 1}, 91, 910)}},
 		{"no targets", clip, nil, 1, nil},
@@ -57,14 +62,14 @@ func TestPlanVideoTasks(t *testing.T) {
 // decodeFramesReference counts the frames the decord-style decoder
 // decodes for targets, keeping an explicit bitmap of decoded frames and a
 // linear keyframe scan.
-func decodeFramesReference(v *VideoInfo, targets []int) int {
+func decodeFramesReference(v *VideoInfo, targets []int) (count, reordered int) {
 	order := append([]int(nil), targets...)
 	sort.SliceStable(order, func(a, b int) bool {
 		pa, pb := v.FramePTS[order[a]], v.FramePTS[order[b]]
 		return pa < pb || pa == pb && order[a] < order[b]
 	})
 	decoded := make([]bool, v.Frames)
-	pos, count := -1, 0
+	pos := -1
 	isKey := make([]bool, v.Frames)
 	for _, k := range v.Keyframes {
 		isKey[k] = true
@@ -87,10 +92,20 @@ func decodeFramesReference(v *VideoInfo, targets []int) int {
 		for i := from; i <= t; i++ {
 			decoded[i] = true
 			count++
+			g := i
+			for g > 0 && !isKey[g] {
+				g--
+			}
+			for j := g; j < i; j++ {
+				if v.FramePTS[j] > v.FramePTS[i] {
+					reordered++
+					break
+				}
+			}
 		}
 		pos = t
 	}
-	return count
+	return count, reordered
 }
 
 // bestMaxReference returns the smallest possible largest group sum when
@@ -133,8 +148,9 @@ func TestPlanVideoTasksRandom(t *testing.T) {
 		if len(seq) != 1 {
 			t.Fatalf("sequential plan has %d tasks", len(seq))
 		}
-		if want := decodeFramesReference(v, targets); seq[0].DecodeFrames != want {
-			t.Fatalf("clip %d: DecodeFrames %d, reference %d (keyframes %v, pts %v, targets %v)", iter, seq[0].DecodeFrames, want, v.Keyframes, v.FramePTS, targets)
+		if want, wantR := decodeFramesReference(v, targets); seq[0].DecodeFrames != want || seq[0].ReorderedFrames != wantR {
+			t.Fatalf("clip %d: DecodeFrames %d, ReorderedFrames %d; reference %d, %d (keyframes %v, pts %v, targets %v)",
+				iter, seq[0].DecodeFrames, seq[0].ReorderedFrames, want, wantR, v.Keyframes, v.FramePTS, targets)
 		}
 		var runFrames []int
 		for _, r := range decodeRuns(v, targets) {
@@ -164,7 +180,7 @@ func checkTasks(t *testing.T, v *VideoInfo, targets []int, tasks []VideoTask, se
 		t.Fatalf("%d tasks for maxTasks %d", len(tasks), k)
 	}
 	seen := map[int]bool{}
-	frames, bytes := 0, int64(0)
+	frames, bytes, reordered := 0, int64(0), 0
 	for _, task := range tasks {
 		if task.Keyframe != 0 && sort.SearchInts(v.Keyframes, task.Keyframe) == len(v.Keyframes) {
 			t.Fatalf("task keyframe %d not in %v", task.Keyframe, v.Keyframes)
@@ -176,10 +192,14 @@ func checkTasks(t *testing.T, v *VideoInfo, targets []int, tasks []VideoTask, se
 			}
 			seen[slot] = true
 		}
+		if task.ReorderedFrames < 0 || task.ReorderedFrames >= max(task.DecodeFrames, 1) {
+			t.Fatalf("task %+v: %d reordered of %d frames (a run starts with a keyframe)", task, task.ReorderedFrames, task.DecodeFrames)
+		}
 		frames += task.DecodeFrames
 		bytes += task.DecodeBytes
+		reordered += task.ReorderedFrames
 	}
-	if len(seen) != len(targets) || frames != seq.DecodeFrames || bytes != seq.DecodeBytes {
+	if len(seen) != len(targets) || frames != seq.DecodeFrames || bytes != seq.DecodeBytes || reordered != seq.ReorderedFrames {
 		t.Fatalf("tasks cover %d of %d slots, %d frames %d bytes; sequential %d frames %d bytes", len(seen), len(targets), frames, bytes, seq.DecodeFrames, seq.DecodeBytes)
 	}
 }

@@ -27,6 +27,7 @@ func runCostModel(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	frames := fs.Int("frames", 8, "frames F sampled per clip")
 	size := fs.Int("size", 224, "output side S in pixels")
 	wall := fs.Bool("wall", false, "measure wall time instead of the decoding thread's CPU time")
+	repeat := fs.Int("repeat", 3, "decode each sample this many times and keep the fastest (filters interference on shared machines)")
 	calIn := fs.String("calibration", "", "warm-start from this calibration `file` (default: the built-in one)")
 	calOut := fs.String("calibrate-out", "", "after the evaluation, learn from every sample and write the coefficients to this `file`")
 	save := fs.String("save", "", "write the model's state after the evaluation to this `file`")
@@ -42,6 +43,8 @@ func runCostModel(ctx context.Context, stdout, stderr io.Writer, args []string) 
 		return usagef("costmodel: --frames and --size must be positive")
 	case *limit < 0:
 		return usagef("costmodel: --limit %d: want 0 or more", *limit)
+	case *repeat < 1:
+		return usagef("costmodel: --repeat %d: want at least 1", *repeat)
 	}
 	cal := decode.DefaultCalibration()
 	if *calIn != "" {
@@ -58,7 +61,7 @@ func runCostModel(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	m := decode.NewCostModel(cal)
 	m.SetOptions(decode.CostOptions{Frames: *frames, Size: *size, MaxTasks: 1})
 	dec := decode.NewDecoder(decode.Options{Frames: *frames, Size: *size})
-	rep, err := decode.EvaluateCostModel(ctx, ds, dec, m, decode.CostEvalOptions{Warmup: *warmup, Limit: *limit, WallClock: *wall},
+	rep, err := decode.EvaluateCostModel(ctx, ds, dec, m, decode.CostEvalOptions{Warmup: *warmup, Limit: *limit, WallClock: *wall, Repeat: *repeat},
 		func(done, total int) {
 			if done%100 == 0 || done == total {
 				fmt.Fprintf(stderr, "\rdecoded %d/%d", done, total)
@@ -77,8 +80,8 @@ func runCostModel(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	if *wall {
 		clock = "wall time"
 	}
-	fmt.Fprintf(stdout, "%s: learned from %d samples, held out %d (%s, F=%d, S=%d), speed factor %.3f\n",
-		*data, rep.Warmup, rep.HeldOut, clock, *frames, *size, m.SpeedFactor())
+	fmt.Fprintf(stdout, "%s: learned from %d samples, held out %d (%s, fastest of %d, F=%d, S=%d), speed factor %.3f\n",
+		*data, rep.Warmup, rep.HeldOut, clock, *repeat, *frames, *size, m.SpeedFactor())
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "model\tsamples\tMAPE %\tmean measured µs\tmean predicted µs\t")
 	for _, r := range rep.Rows {
