@@ -1,5 +1,145 @@
-// Package plan will hold the deterministic, coordinator-free assignment
-// planner: every rank feeds it the same allgathered records and progress and
-// gets the same assignment of samples to ranks. It imports nothing of the
-// project, reads no clock and uses integer arithmetic only.
+// Package plan is the deterministic, coordinator-free assignment planner.
+// Every rank feeds it the same allgathered input — each rank's progress
+// and the lightweight records of the B samples it read — and gets the same
+// plan: which rank decodes and trains on each sample (exactly B per rank,
+// so the global batch is unchanged), each rank's decode order, predicted
+// finish and lateness, the messages to exchange, and a 64-bit hash the
+// ranks compare. It imports nothing of the project and does no I/O.
+//
+// # Use
+//
+// Every rank, every step, for the batch H steps ahead:
+//
+//	blk := plan.Block{Params: params, Step: step, Rank: rank, Progress: prog, Samples: mine}
+//	send, err := plan.AppendBlock(send[:0], &blk)   // plan.BlockSize(B) bytes
+//	err = comm.Allgather(send, recv)                  // N blocks in rank order
+//	err = plan.DecodeInput(recv, &in)                 // names a rank that disagrees
+//	err = planner.Compute(&in, &p)                    // reuses memory: 0 allocations
+//	for _, m := range p.Sends(rank)    { pack m.Samples in order; one Isend of m.Bytes to m.Dst }
+//	for _, m := range p.Receives(rank) { one Irecv of m.Bytes from m.Src; unpack m.Samples in order }
+//	decode p.DecodeOrder(rank)
+//
+// Params (mode, seed, gate margin) come from the job's flags and travel in
+// every block, so a rank started with other flags is named by
+// DecodeInput instead of silently planning differently. ModeLocal gives
+// the rank-local loaders the identity plan with the same decode order and
+// predictions.
+//
+// # Model and units
+//
+// All quantities are int64: times in µs from the instant the progress was
+// measured, sizes in bytes, costs in µs of reference CPU. Capacity and
+// Bandwidth are fixed-point with One = 1<<16 = 1.0: capacity is decode
+// workers times measured speed (8 workers at full speed is 8*One),
+// bandwidth is bytes/µs (10 GB/s is 10_000*One). A rank with samples of
+// summed cost W finishes at Backlog + ⌈W*One/Capacity⌉; it is late if that
+// is after its Deadline, by the difference. A sample decoded away from its
+// owner costs max(latencies) + ⌈bytes*One/min(bandwidths)⌉ of the two
+// ranks, charged per sample although the runtime sends one message per
+// pair of ranks. The limits (MaxCost, MaxTime, ...) keep every product in
+// range; values outside them, zero capacity or bandwidth, duplicate ids and
+// misplaced samples are errors (ErrInput, ErrBlock), never panics.
+//
+// # Objective
+//
+// Lexicographic: fewest late ranks, then the smallest maximum lateness,
+// then the fewest bytes moved. Every exchange the planner makes must lower
+// the larger lateness of the two ranks involved — the issue's "reduction
+// of lateness and of the maximum finish time, which is what a lockstep
+// step waits for" — so the planner never piles work on a rank that is late
+// anyway to save another rank's deadline: on small instances it then has
+// one late rank more than the optimum but less lateness (about 2 % of
+// them, see TestAgainstBruteForce). When every rank is on time nothing
+// moves.
+//
+// # Algorithm
+//
+// Start from the owners' assignment (zero bytes moved) and improve it by
+// exchanges — sample i of rank s for sample j of rank t — which keep every
+// rank at B samples:
+//
+//  1. Rescue, least late rank first: exchanges with the ranks that have
+//     the most slack bring a late rank on time, or are undone if they
+//     cannot within a few exchanges.
+//  2. Balance (the pre-balance proper): the latest rank, taken from a heap,
+//     makes the best admissible exchange with a partner — one of the ranks
+//     with the least excess (finish minus deadline), holding the cheapest
+//     samples, or found by a scan lately; failing those, a scan of all
+//     ranks ranked by how much work each could absorb. For a pair, the
+//     best exchange moves d = cost(i) - cost(j) nearest the work that
+//     equalizes the two (or fills t to its deadline); with both ranks'
+//     samples sorted by cost one pointer sweep finds it in O(B). It stops
+//     when no rank is late or the latest admits no exchange, and undoes
+//     the exchanges made after the objective last improved. Where
+//     transfers are free, a rank stuck with a huge sample relocates it
+//     ("kick") to the rank that finishes it soonest.
+//  3. The cost gate is part of admissibility under ModeHelix: an exchange
+//     that sends a sample away from its owner is made only if the lateness
+//     it removes exceeds the transfer time it adds plus Params.Margin. A
+//     rejected exchange leaves room for a cheaper one, which a gate applied
+//     as a second pass over a finished pre-balance could not.
+//
+// Decode order inside a rank is largest estimated cost first, ties by
+// sample id: with several workers it is the LPT order, which bounds the
+// rank's finish by its share of the work plus one sample.
+//
+// Why this one, by measurement: LPT with cardinality limits (dearest
+// sample first to the rank that would finish it first) ignores owners and
+// moves 89-99 % of the bytes; with free transfers its median makespan is
+// 1.008-1.010 times the lower bound where the planner's is 1.000
+// (TestPlannerVersusLPT). Swap-based local search started from the owners
+// moves only what must move (5-11 % of the bytes on the video workload
+// below) and reaches the bound. Karmarkar-Karp differencing was not built:
+// it partitions by differences without deadlines, capacities or a
+// preference for owners, which are the point here. The partner rules were
+// chosen on inputs with uneven capacities (17x) and backlogs: trying only
+// the least-loaded ranks and the cheapest-sample holders left makespans
+// 25-65 % above the bound; scanning every rank for the best partner
+// reached 0-1 % but cost seconds at N=1024; the absorb-ranked scan of a
+// few partners reaches 3-4 % with four exchanges per sample allowed and
+// 10-25 % at the effort cap of one.
+//
+// # Measurements
+//
+// datahelix bench plan (bench.VideoPlanInput: heavy-tailed video clips,
+// source-homogeneous shards, 8 workers at speed 0.8-1.2, planned 4 steps
+// ahead, 10 GB/s links), 100 inputs per row, CPU time of the planning
+// thread on this machine's Turin-class core with a reused Planner (0
+// allocations per plan once sizes settle). Quality is the ModeOracle
+// makespan over LowerBound with every deadline 0; bytes moved is ModeHelix
+// at 10 GB/s and 5 µs latency.
+//
+//	 N   B      G   p50 µs  p99 µs  µs/sample  makespan/bound  bytes moved
+//	 8  32    256       11      55     0.043       1.0000          5.1 %
+//	32  32   1024       40     116     0.039       1.0000          8.6 %
+//	128 32   4096      178     389     0.043       1.0000          9.0 %
+//	512 32  16384      793    1269     0.048       1.0000          9.0 %
+//	1024 32 32768     1600    3212     0.049       1.0000          9.1 %
+//	2048 32 65536     3268    5351     0.050       1.0000          9.0 %
+//	1024 16 16384      821    1561     0.050       1.0090         11.1 %
+//
+// Time per sample stays flat from 256 to 65,536 samples: growth is linear
+// in G on these inputs, within the G log G goal (the per-rank sort is
+// G log B; exchanges are few). The goals — N=8, B=32 under 100 µs and
+// N=1024, B=32 under 20 ms at p50 — hold with a wide margin.
+//
+// Adversarial inputs are slower and worse: with capacities spread 17x and
+// backlogs larger than a batch, most samples want to move and each
+// exchange gains little; the search stops at one exchange per sample
+// (effort), about 60 ms for N=1024, B=32, with makespans 1.10-1.25 times
+// the bound (TestMakespanNearLowerBound states the bounds it checks). On
+// brute-forced instances with N, B <= 3, 97 % of plans are optimal in
+// (late ranks, max lateness), and the others are within one sample's
+// time or traded as above.
+//
+// # Determinism
+//
+// Integer arithmetic only (128-bit intermediates via math/bits where a
+// product can exceed 63 bits), total orders everywhere with a final
+// tie-break on sample id and then index, heaps that break ties by rank, no
+// clock, no map, no goroutine, no randomness (Params.Seed is carried for a
+// future randomized policy and is unused). TestDeterminism plans random
+// inputs on goroutines locked to different OS threads under GOMAXPROCS
+// 1 to 8, with reused and fresh planners in different orders, and
+// requires bit-identical plans and hashes.
 package plan

@@ -131,11 +131,12 @@ func (p *Planner) best(s, t int32) (candidate, bool) {
 
 // absorb returns how much more reference work rank r can take and keep
 // its excess below level: ⌊(level-1+deadline-backlog)*capacity/One⌋ -
-// work, negative if none.
+// work. Negative, it is the work r must shed to get below level; if even
+// no work at all would leave r above level, it is math.MinInt64/2.
 func (p *Planner) absorb(r int32, level int64) int64 {
 	avail := level - 1 + p.deadline[r] - p.backlog[r]
 	if avail < 0 {
-		return -1
+		return math.MinInt64 / 2
 	}
 	h, l := bits.Mul64(uint64(avail), uint64(p.capacity[r]))
 	if h >= One {
