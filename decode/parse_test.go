@@ -121,3 +121,32 @@ func TestDocPosition(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseRecord builds records of samples whose member bytes are
+// mutated real media and text, under the extensions of each kind: it must
+// return a record or an error, never panic, and a record's modality must
+// follow from its parts.
+func FuzzParseRecord(f *testing.F) {
+	f.Add(readVideo(f, "h264_frag.mp4"), "mp4")
+	f.Add(readVideo(f, "vp8.webm"), "webm")
+	f.Add(readImage(f, "prog420.jpg"), "0.jpg")
+	f.Add(readImage(f, "alpha.webp"), "webp")
+	f.Add([]byte(`{"caption": "a cat", "tags": ["x", {"k": "v"}]}`), "json")
+	f.Fuzz(func(t *testing.T, data []byte, ext string) {
+		s := sampleOf("k", ext, data, "txt", "caption")
+		r, err := ParseRecord(s)
+		if err != nil {
+			return
+		}
+		switch {
+		case r.Modality == ModalityVideo && r.Video == nil,
+			r.Modality == ModalityImage && len(r.Images) == 0,
+			r.Modality == ModalityDocument && (len(r.Images) == 0 || r.Text == nil),
+			r.Text == nil:
+			t.Fatalf("inconsistent record %+v", r)
+		}
+		if r.Video != nil {
+			checkVideoInfo(t, r.Video)
+		}
+	})
+}
