@@ -207,6 +207,33 @@ func TestDecodeVideoTasksConcurrently(t *testing.T) {
 	}
 }
 
+func TestDecodeShortClipRepeatsFrames(t *testing.T) {
+	const size, frames = 16, 40
+	data := media(t, "h264_intra444.mp4") // 30 frames
+	d := NewDecoder(Options{Frames: frames, Size: size})
+	s := decSample("clip", map[string][]byte{"mp4": data})
+	rec, err := ParseRecord(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := d.Decode(context.Background(), s, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, byPTS := allFrames(t, data, size)
+	sampled := SampleFrames(rec.Video, frames)
+	if len(sampled) != 30 {
+		t.Fatalf("got %d sampled frames, want all 30", len(sampled))
+	}
+	plane := size * size * 3
+	for k := range frames {
+		p := byPTS[rec.Video.FramePTS[sampled[k*len(sampled)/frames]]]
+		if !bytes.Equal(out.Tensors[0].Data[k*plane:(k+1)*plane], ref[p*plane:(p+1)*plane]) {
+			t.Errorf("slot %d: got a frame other than presentation position %d", k, p)
+		}
+	}
+}
+
 // imageReference decodes with the standard library at full size and
 // resizes with the dumb float reference.
 func imageReference(t *testing.T, data []byte, size int) []byte {

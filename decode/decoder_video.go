@@ -35,17 +35,26 @@ func (d *Decoder) decodeVideo(ctx context.Context, data []byte, v *VideoInfo, ds
 			return total, err
 		}
 	}
-	// Spread the m decoded slots over all f, from the back so that every
-	// source slot (k*m/f <= k) is read before it is overwritten.
-	plane := d.opts.Size * d.opts.Size * 3
-	if m := len(targets); m < f {
-		for k := f - 1; k >= 0; k-- {
-			if src := k * m / f; src != k {
-				copy(dst[k*plane:(k+1)*plane], dst[src*plane:(src+1)*plane])
-			}
+	d.SpreadFrames(dst, len(targets))
+	return total, nil
+}
+
+// SpreadFrames completes the tensor of a clip for which SampleFrames
+// returned n < F frames: once its tasks have filled slots 0..n-1, it
+// repeats them over all F slots, in presentation order and evenly (slot k
+// takes frame k*n/F), as Decode does. It does nothing when n >= F.
+func (d *Decoder) SpreadFrames(dst []byte, n int) {
+	f, plane := d.opts.Frames, d.opts.Size*d.opts.Size*3
+	if n <= 0 || n >= f || len(dst) < f*plane {
+		return
+	}
+	// From the back, so that every source slot (k*n/f <= k) is read before
+	// it is overwritten.
+	for k := f - 1; k >= 0; k-- {
+		if src := k * n / f; src != k {
+			copy(dst[k*plane:(k+1)*plane], dst[src*plane:(src+1)*plane])
 		}
 	}
-	return total, nil
 }
 
 // DecodeVideoTask decodes one task of a clip: it seeks to the task's
