@@ -45,6 +45,13 @@ func NewLocal(n int, opts ...LocalOption) []*Local {
 	return ranks
 }
 
+// localFamily is a world with its duplicates, as MPI_COMM_WORLD and its
+// duplicates belong to one job: aborting any of them aborts every one.
+type localFamily struct {
+	mu      sync.Mutex
+	members []*localWorld
+}
+
 func newLocalWorld(n int) *localWorld {
 	w := &localWorld{
 		n:     n,
@@ -57,18 +64,24 @@ func newLocalWorld(n int) *localWorld {
 		},
 	}
 	w.cond = sync.NewCond(&w.mu)
+	w.fam = &localFamily{members: []*localWorld{w}}
 	return w
 }
 
 // Dup returns the rank's handle on a new world of the same size. Rank 0
-// creates it and the collective hands it to the others. An abort of
-// either world does not reach the other; the job-level abort hook is
-// shared.
+// creates it and the collective hands it to the others. The new world
+// belongs to the same job: an abort of any of them fails every
+// operation of all of them.
 func (c *Local) Dup() (Comm, error) {
 	var nw *localWorld
 	if c.rank == 0 {
 		nw = newLocalWorld(c.w.n)
 		nw.onAbort = c.w.onAbort
+		fam := c.w.fam
+		fam.mu.Lock()
+		nw.fam = fam
+		fam.members = append(fam.members, nw)
+		fam.mu.Unlock()
 	}
 	parts, err := c.collective("dup", nw)
 	if err != nil {
@@ -78,6 +91,7 @@ func (c *Local) Dup() (Comm, error) {
 }
 
 type localWorld struct {
+	fam     *localFamily // the world and its duplicates: an abort ends them all
 	n       int
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -368,15 +382,20 @@ func (c *Local) WaitAll(reqs []*Request) error {
 // Abort fails every pending and later operation on every rank and calls
 // the abort hook.
 func (c *Local) Abort(code int, msg string) {
-	w := c.w
-	w.mu.Lock()
-	if w.aborted == nil {
-		w.aborted = fmt.Errorf("%w by rank %d (code %d): %s", ErrAborted, c.rank, code, msg)
+	err := fmt.Errorf("%w by rank %d (code %d): %s", ErrAborted, c.rank, code, msg)
+	fam := c.w.fam
+	fam.mu.Lock()
+	members := append([]*localWorld(nil), fam.members...)
+	fam.mu.Unlock()
+	for _, w := range members {
+		w.mu.Lock()
+		if w.aborted == nil {
+			w.aborted = err
+		}
+		w.cond.Broadcast()
+		w.mu.Unlock()
 	}
-	w.cond.Broadcast()
-	hook := w.onAbort
-	w.mu.Unlock()
-	hook(c.rank, code, msg)
+	c.w.onAbort(c.rank, code, msg)
 }
 
 // IsAborted reports whether err comes from an aborted job.

@@ -132,3 +132,30 @@ func TestLocalTruncatedReceive(t *testing.T) {
 		}
 	}
 }
+
+func TestLocalAbortReachesDuplicates(t *testing.T) {
+	done := make(chan []error)
+	go func() {
+		done <- runLocal(3, func(c collective.Comm) error {
+			d, err := c.Dup()
+			if err != nil {
+				return err
+			}
+			if c.Rank() == 0 {
+				c.Abort(1, "stop")
+				return nil
+			}
+			return d.Barrier() // on the duplicate, which rank 0 never enters
+		}, collective.WithAbortHook(func(int, int, string) {}))
+	}()
+	select {
+	case errs := <-done:
+		for r := 1; r < 3; r++ {
+			if !collective.IsAborted(errs[r]) {
+				t.Errorf("rank %d: got %v, want ErrAborted", r, errs[r])
+			}
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ranks blocked on a duplicate after Abort")
+	}
+}

@@ -28,7 +28,9 @@ type StepRecord struct {
 	BytesOut  int64  `json:"bytes_out"`  // compressed bytes sent away
 	PlanUS    int64  `json:"plan_us"`    // planner time for the batch
 	GatherUS  int64  `json:"allgather_us"`
-	Hash      uint64 `json:"-"` // order-independent digest of the delivered sample ids
+	// Digest sums IDDigest over the step's samples on this rank, decoded
+	// or dropped: summed over ranks it identifies the global batch.
+	Hash uint64 `json:"digest,string"`
 }
 
 // Summary is a loader's result over a whole run, as the JSON summary and

@@ -1,0 +1,361 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/datahelix/datahelix/collective"
+	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/decode/gen"
+	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/spmd"
+)
+
+func init() {
+	register(command{
+		name:    "run",
+		summary: "the main job: train with a simulated GPU, comparing loaders on the same data",
+		run:     runRun,
+	})
+}
+
+// loaderList is the repeatable --loader flag.
+type loaderList []spmd.Kind
+
+func (l *loaderList) String() string {
+	s := make([]string, len(*l))
+	for i, k := range *l {
+		s[i] = k.String()
+	}
+	return strings.Join(s, ",")
+}
+
+func (l *loaderList) Set(v string) error {
+	ks, err := spmd.ParseKinds(v)
+	if err != nil {
+		return err
+	}
+	*l = append(*l, ks...)
+	return nil
+}
+
+// runFlags are the flags of datahelix run.
+type runFlags struct {
+	world          worldFlags
+	data, cacheDir string
+	loaders        loaderList
+	cfg            spmd.Config
+	gpuStepMS      float64
+	gpuSampleMS    float64
+	gpuFrameMS     float64
+	gpuTokenUS     float64
+	decodedMiB     int64
+	compressedMiB  int64
+	seed           uint64
+	trace, jsonOut string
+	quiet          bool
+}
+
+func (f *runFlags) register(fs *flag.FlagSet) {
+	f.world.register(fs)
+	fs.StringVar(&f.data, "data", "", "`path` of the dataset: a directory of WebDataset tar shards or a glob (default: the embedded default dataset, generated once into the cache)")
+	fs.StringVar(&f.cacheDir, "cache-dir", "", "`dir`ectory for the default dataset and shard indexes (default $DATAHELIX_CACHE, else $XDG_CACHE_HOME/datahelix, else ~/.cache/datahelix)")
+	fs.Var(&f.loaders, "loader", "loader(s) to run, in order, repeatable or a comma list: torch, local, static, helix, helix-nogate (default torch,helix)")
+	fs.IntVar(&f.cfg.Batch, "batch", 4, "per-rank batch size `B`")
+	fs.IntVar(&f.cfg.Steps, "steps", 40, "training `steps` per loader")
+	fs.IntVar(&f.cfg.Workers, "workers", 1, "decode workers `W` per rank")
+	fs.IntVar(&f.cfg.Horizon, "horizon", 0, "planning horizon `H` in steps (default 2 x workers, as far as PyTorch's prefetch looks)")
+	fs.IntVar(&f.cfg.Decode.Frames, "frames", 8, "frames `F` sampled per clip")
+	fs.IntVar(&f.cfg.Decode.Size, "size", 224, "output side `S`: frames and images become S x S RGB")
+	fs.Uint64Var(&f.seed, "seed", 1, "`seed` of the sample order (and of the default dataset's content)")
+	fs.Float64Var(&f.gpuStepMS, "gpu-step-ms", 30, "simulated GPU: base step time in `ms`")
+	fs.Float64Var(&f.gpuSampleMS, "gpu-ms-per-sample", 0, "simulated GPU: `ms` per sample of the batch")
+	fs.Float64Var(&f.gpuFrameMS, "gpu-ms-per-frame", 1, "simulated GPU: `ms` per decoded frame or image of the batch")
+	fs.Float64Var(&f.gpuTokenUS, "gpu-us-per-token", 0, "simulated GPU: `µs` per text token of the batch")
+	fs.Int64Var(&f.decodedMiB, "decoded-budget", 0, "`MiB` of decoded samples a rank may hold ahead of the GPU (default: horizon x batch clips)")
+	fs.Int64Var(&f.compressedMiB, "compressed-budget", 1024, "`MiB` of compressed samples a rank may hold before decoding")
+	fs.IntVar(&f.cfg.CheckEvery, "check-every", 50, "compare plan hashes across ranks every `K` steps")
+	fs.Int64Var(&f.cfg.Margin, "margin-us", 200, "transfer-cost gate margin in `µs`")
+	fs.IntVar(&f.cfg.MaxTasks, "max-tasks", 0, "split a heavy clip into at most `N` keyframe-aligned tasks (default: workers)")
+	fs.StringVar(&f.cfg.CheckpointDir, "checkpoint-dir", "", "`dir`ectory for per-rank loader checkpoints")
+	fs.IntVar(&f.cfg.CheckpointEvery, "checkpoint-every", 0, "save a checkpoint every `K` steps (needs --checkpoint-dir)")
+	fs.BoolVar(&f.cfg.Resume, "resume", false, "resume from the latest complete checkpoint in --checkpoint-dir")
+	fs.StringVar(&f.trace, "trace", "", "write per-rank per-step records as JSON lines to `file`")
+	fs.StringVar(&f.jsonOut, "json", "", "write the summary, one object per loader, to `file`")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar")
+}
+
+func (f *runFlags) validate() error {
+	if len(f.loaders) == 0 {
+		f.loaders = loaderList{spmd.KindTorch, spmd.KindHelix}
+	}
+	for _, k := range f.loaders {
+		if k == spmd.KindOracle {
+			return usagef("--loader oracle exists only in simulation (datahelix bench --sim)")
+		}
+	}
+	switch {
+	case f.cfg.Batch < 1:
+		return usagef("--batch %d: want at least 1", f.cfg.Batch)
+	case f.cfg.Steps < 1:
+		return usagef("--steps %d: want at least 1", f.cfg.Steps)
+	case f.cfg.Workers < 1 || f.cfg.Workers > 1024:
+		return usagef("--workers %d: want 1..1024", f.cfg.Workers)
+	case f.cfg.Horizon < 0:
+		return usagef("--horizon %d: want at least 1 (or 0 for the default)", f.cfg.Horizon)
+	case f.cfg.Decode.Frames < 1 || f.cfg.Decode.Frames > 1024:
+		return usagef("--frames %d: want 1..1024", f.cfg.Decode.Frames)
+	case f.cfg.Decode.Size < 8 || f.cfg.Decode.Size > 4096:
+		return usagef("--size %d: want 8..4096", f.cfg.Decode.Size)
+	case f.gpuStepMS < 0 || f.gpuSampleMS < 0 || f.gpuFrameMS < 0 || f.gpuTokenUS < 0:
+		return usagef("simulated GPU times must not be negative")
+	case f.decodedMiB < 0 || f.compressedMiB < 0:
+		return usagef("memory budgets must not be negative")
+	case f.cfg.CheckEvery < 1:
+		return usagef("--check-every %d: want at least 1", f.cfg.CheckEvery)
+	case f.cfg.Margin < 0:
+		return usagef("--margin-us %d: want at least 0", f.cfg.Margin)
+	case f.cfg.CheckpointEvery < 0:
+		return usagef("--checkpoint-every %d: want at least 0", f.cfg.CheckpointEvery)
+	case (f.cfg.CheckpointEvery > 0 || f.cfg.Resume) && f.cfg.CheckpointDir == "":
+		return usagef("--checkpoint-every and --resume need --checkpoint-dir")
+	}
+	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+	f.cfg.GPU = gpu.Model{Base: ms(f.gpuStepMS), PerSample: ms(f.gpuSampleMS), PerFrame: ms(f.gpuFrameMS),
+		PerToken: time.Duration(f.gpuTokenUS * float64(time.Microsecond))}
+	f.cfg.Seed = f.seed
+	f.cfg.DecodedBudget = f.decodedMiB << 20
+	f.cfg.CompressedBudget = f.compressedMiB << 20
+	return nil
+}
+
+func runRun(ctx context.Context, stdout, stderr io.Writer, args []string) error {
+	var f runFlags
+	fs := newFlags("run", "[flags]")
+	f.register(fs)
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
+	}
+	if err := f.validate(); err != nil {
+		return err
+	}
+	return runWorld(ctx, f.world, stdout, stderr, func(ctx context.Context, c collective.Comm, out io.Writer) error {
+		return runJob(ctx, c, &f, out, stderr)
+	})
+}
+
+// cacheRoot is where the default dataset and shard indexes live.
+func cacheRoot(flagDir string) string {
+	if flagDir != "" {
+		return flagDir
+	}
+	if d := os.Getenv("DATAHELIX_CACHE"); d != "" {
+		return d
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "datahelix")
+	}
+	return filepath.Join(os.TempDir(), "datahelix-cache")
+}
+
+// defaultDataset makes sure the default dataset exists: the first local
+// rank of every node generates it once (deterministically, into a
+// temporary directory renamed into place), the others wait.
+func defaultDataset(ctx context.Context, c collective.Comm, root string, seed uint64, log io.Writer) (string, error) {
+	dir := filepath.Join(root, fmt.Sprintf("default-v1-seed%d", seed))
+	var genErr error
+	if c.Info().LocalRank == 0 {
+		if _, err := os.Stat(filepath.Join(dir, "DONE")); err != nil {
+			genErr = generateDefault(ctx, dir, seed, log, c.Rank() == 0)
+		}
+	}
+	// Every rank learns whether any node failed, so none proceeds alone.
+	flag := []int64{b2i(genErr != nil)}
+	if err := c.AllreduceInt64(flag, collective.OpMax); err != nil {
+		return "", err
+	}
+	if genErr != nil {
+		return "", genErr
+	}
+	if flag[0] != 0 {
+		return "", collective.AllRanks(fmt.Errorf("generating the default dataset failed on another node"))
+	}
+	return dir, nil
+}
+
+func generateDefault(ctx context.Context, dir string, seed uint64, log io.Writer, talk bool) error {
+	cfg := gen.Default("")
+	cfg.Seed = seed
+	if talk {
+		fmt.Fprintf(log, "datahelix: generating the default dataset (%s, %d samples in %d shards) into %s, once\n",
+			cfg.Preset, cfg.Samples, cfg.Shards, dir)
+	}
+	t0 := time.Now()
+	made, err := gen.Ensure(ctx, cfg, dir)
+	if err != nil {
+		return fmt.Errorf("generate the default dataset: %w", err)
+	}
+	if talk && made {
+		fmt.Fprintf(log, "datahelix: default dataset ready in %.1fs\n", time.Since(t0).Seconds())
+	}
+	return nil
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// runJob is the body every rank runs.
+func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.Writer) error {
+	root := cacheRoot(f.cacheDir)
+	data := f.data
+	if data == "" {
+		var err error
+		if data, err = defaultDataset(ctx, c, root, f.seed, errOut); err != nil {
+			return err
+		}
+	}
+	ds, err := decode.OpenDataset(data, filepath.Join(root, "index"))
+	if err != nil {
+		// Every rank opens the same paths; report from each, end cleanly.
+		return collective.AllRanks(err)
+	}
+	defer ds.Close()
+	var bar *progressbar.ProgressBar
+	if c.Rank() == 0 && !f.quiet {
+		if fd, ok := errOut.(interface{ Fd() uintptr }); ok && term.IsTerminal(int(fd.Fd())) {
+			bar = progressbar.NewOptions(len(f.loaders)*f.cfg.Steps, progressbar.OptionSetWriter(errOut),
+				progressbar.OptionSetDescription("training"), progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
+		}
+	}
+	var results []spmd.Summary
+	var trace []traceLine
+	for _, k := range f.loaders {
+		cfg := f.cfg
+		cfg.Loader = k
+		cfg.Log = errOut
+		if bar != nil {
+			cfg.Progress = func(int64) { bar.Add(1) }
+		}
+		if bar != nil {
+			bar.Describe(k.String())
+		}
+		res, err := spmd.Run(ctx, c, ds, cfg)
+		if err != nil {
+			return fmt.Errorf("loader %s: %w", k, err)
+		}
+		if c.Rank() == 0 {
+			results = append(results, res.Summary)
+			for _, r := range res.Records {
+				trace = append(trace, traceLine{Loader: k.String(), StepRecord: r})
+			}
+		}
+	}
+	if bar != nil {
+		bar.Finish()
+	}
+	if c.Rank() != 0 {
+		return nil
+	}
+	printTable(out, results, c.Size(), f)
+	if f.jsonOut != "" {
+		if err := writeJSON(f.jsonOut, results); err != nil {
+			return err
+		}
+	}
+	if f.trace != "" {
+		if err := writeTrace(f.trace, trace); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type traceLine struct {
+	Loader string `json:"loader"`
+	spmd.StepRecord
+}
+
+func writeJSON(path string, results []spmd.Summary) error {
+	data, err := json.MarshalIndent(results, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("--json: %w", err)
+	}
+	return nil
+}
+
+func writeTrace(path string, lines []traceLine) error {
+	fh, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--trace: %w", err)
+	}
+	enc := json.NewEncoder(fh)
+	for _, l := range lines {
+		if err := enc.Encode(l); err != nil {
+			fh.Close()
+			return fmt.Errorf("--trace: %w", err)
+		}
+	}
+	return fh.Close()
+}
+
+// printTable prints the loaders side by side, then how the last loader
+// compares with the first (helix against torch by default).
+func printTable(w io.Writer, rs []spmd.Summary, ranks int, f *runFlags) {
+	if len(rs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n%d ranks x %d workers, batch %d per rank, %d steps, F=%d S=%d\n",
+		ranks, f.cfg.Workers, f.cfg.Batch, rs[0].Steps, f.cfg.Decode.Frames, f.cfg.Decode.Size)
+	row := func(name string, val func(s spmd.Summary) string) {
+		fmt.Fprintf(w, "%-22s", name)
+		for _, s := range rs {
+			fmt.Fprintf(w, " %14s", val(s))
+		}
+		fmt.Fprintln(w)
+	}
+	row("loader", func(s spmd.Summary) string { return s.Loader })
+	row("deadline misses", func(s spmd.Summary) string { return fmt.Sprintf("%d (%.1f%%)", s.Misses, 100*s.MissRate) })
+	row("GPU input wait", func(s spmd.Summary) string { return fmt.Sprintf("%.2fs (%.1f%%)", s.GPUWaitS, 100*s.GPUWaitFrac) })
+	row("throughput", func(s spmd.Summary) string { return fmt.Sprintf("%.1f samples/s", s.ThroughputSPS) })
+	row("wall time", func(s spmd.Summary) string { return fmt.Sprintf("%.2fs", s.WallS) })
+	row("moved per step", func(s spmd.Summary) string { return fmt.Sprintf("%.0f KiB", s.BytesMovedPerStep/1024) })
+	row("plan p50", func(s spmd.Summary) string { return fmt.Sprintf("%.0f µs", s.PlanUSP50) })
+	row("allgather p50", func(s spmd.Summary) string { return fmt.Sprintf("%.0f µs", s.AllgatherUSP50) })
+	row("cost model MAPE", func(s spmd.Summary) string { return fmt.Sprintf("%.1f%%", 100*s.CostMAPE) })
+	row("dropped samples", func(s spmd.Summary) string { return fmt.Sprint(s.DroppedSamples) })
+	row("peak RSS", func(s spmd.Summary) string { return fmt.Sprintf("%.0f MiB", float64(s.PeakRSSBytes)/(1<<20)) })
+	row("batches hash", func(s spmd.Summary) string { return s.BatchesHash })
+	if len(rs) > 1 {
+		a, b := rs[0], rs[len(rs)-1]
+		fmt.Fprintf(w, "\n%s vs %s: %s misses, %s GPU wait, %.2fx throughput\n", b.Loader, a.Loader,
+			reduction(a.MissRate, b.MissRate), reduction(a.GPUWaitFrac, b.GPUWaitFrac), b.ThroughputSPS/max(a.ThroughputSPS, 1e-9))
+	}
+}
+
+// reduction says how much smaller b is than a, as "-67.8%".
+func reduction(a, b float64) string {
+	if a == 0 {
+		if b == 0 {
+			return "same"
+		}
+		return "more"
+	}
+	return fmt.Sprintf("%+.1f%%", 100*(b-a)/a)
+}

@@ -1,0 +1,122 @@
+package spmd
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/plan"
+)
+
+// Config is one loader's configuration. Every rank must use the same
+// values (they come from the same command line); the planner's parameters
+// are checked across ranks in every allgather.
+type Config struct {
+	Loader  Kind
+	Batch   int   // B: samples per rank per step
+	Steps   int   // steps to deliver (the run ends after them)
+	Workers int   // W: decode workers per rank
+	Horizon int   // H: steps planned ahead; 0 means 2*W (never less than torch looks)
+	Seed    uint64
+	// Prefetch is torch's prefetch factor (PyTorch's default 2).
+	Prefetch int
+	// DecodedBudget caps the decoded bytes a rank holds for batches not
+	// yet delivered; the earliest batch may always decode. 0 means enough
+	// for Horizon batches.
+	DecodedBudget int64
+	// CompressedBudget caps the compressed bytes a rank holds for
+	// batches read but not decoded; reading waits while it is exceeded.
+	// 0 means 1 GiB.
+	CompressedBudget int64
+	// ShuffleBuffer is the reader's shuffle buffer, in samples (0: 64).
+	ShuffleBuffer int
+	// CheckEvery is K: every K steps the ranks compare plan hashes (0: 50).
+	CheckEvery int
+	// Margin is the transfer-cost gate's margin, µs.
+	Margin int64
+	// Decode holds F (frames per clip), S (output size) and the limits.
+	Decode decode.Options
+	// MaxTasks is how many keyframe-aligned tasks a heavy clip may split
+	// into (0: W); torch never splits.
+	MaxTasks int
+	// Calibration is the cost model's starting point (nil: the built-in
+	// default).
+	Calibration *decode.Calibration
+	// GPU is the simulated GPU's step model; its step time is also the
+	// prior of the progress tracker.
+	GPU gpu.Model
+	// CheckpointDir and CheckpointEvery save each rank's loader state every
+	// K steps; Resume continues from the latest complete checkpoint.
+	CheckpointDir   string
+	CheckpointEvery int
+	Resume          bool
+	// Log receives one line per dropped sample (nil: discarded).
+	Log io.Writer
+	// Progress, when set on rank 0, is called after every step delivered.
+	Progress func(step int64)
+}
+
+func (c *Config) setDefaults() error {
+	if c.Batch < 1 || c.Batch > plan.MaxBatch {
+		return fmt.Errorf("--batch %d: want 1..%d", c.Batch, plan.MaxBatch)
+	}
+	if c.Steps < 1 {
+		return fmt.Errorf("--steps %d: want at least 1", c.Steps)
+	}
+	if c.Workers < 1 || c.Workers > 1024 {
+		return fmt.Errorf("--workers %d: want 1..1024", c.Workers)
+	}
+	if c.Horizon == 0 {
+		c.Horizon = 2 * c.Workers
+	}
+	if c.Horizon < 1 {
+		return fmt.Errorf("--horizon %d: want at least 1", c.Horizon)
+	}
+	if c.Prefetch <= 0 {
+		c.Prefetch = 2
+	}
+	if c.ShuffleBuffer <= 0 {
+		c.ShuffleBuffer = 64
+	}
+	if c.CheckEvery <= 0 {
+		c.CheckEvery = 50
+	}
+	if c.CompressedBudget <= 0 {
+		c.CompressedBudget = 1 << 30
+	}
+	if c.Decode.Frames <= 0 {
+		c.Decode.Frames = 8
+	}
+	if c.Decode.Size <= 0 {
+		c.Decode.Size = 224
+	}
+	if c.MaxTasks <= 0 {
+		c.MaxTasks = c.Workers
+	}
+	if c.DecodedBudget <= 0 {
+		perSample := int64(c.Decode.Frames) * int64(c.Decode.Size) * int64(c.Decode.Size) * 3
+		c.DecodedBudget = int64(c.Horizon) * int64(c.Batch) * perSample
+	}
+	if c.CheckpointEvery < 0 {
+		return fmt.Errorf("--checkpoint-every %d: want 0 (never) or more", c.CheckpointEvery)
+	}
+	if (c.CheckpointEvery > 0 || c.Resume) && c.CheckpointDir == "" {
+		return fmt.Errorf("--checkpoint-every and --resume need --checkpoint-dir")
+	}
+	if c.Loader == KindOracle {
+		return fmt.Errorf("--loader oracle exists only in simulation (datahelix bench --sim)")
+	}
+	return c.GPU.Validate()
+}
+
+// priorStep is the step time the tracker assumes before measuring one:
+// the simulated GPU's time for a batch of clips.
+func (c *Config) priorStep() time.Duration {
+	d := c.GPU.StepTime(gpu.Contents{Samples: c.Batch, Frames: c.Batch * c.Decode.Frames})
+	if d <= 0 {
+		d = 100 * time.Millisecond
+	}
+	return d
+}

@@ -1,0 +1,335 @@
+package spmd
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/datahelix/datahelix/collective"
+	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/plan"
+)
+
+// control is the rank's control loop: for each step, once the step is
+// within the planning horizon, it reads the rank's next B samples, builds
+// their records and estimates, and — for planned loaders — allgathers the
+// blocks, plans, and exchanges compressed samples; then it queues the
+// batch's decode tasks. It is the only goroutine that uses the loader's
+// communicator, so collectives run in the same order on every rank.
+func (l *Loader) control(ctx context.Context) {
+	defer l.wg.Done()
+	var planner plan.Planner
+	var pl plan.Plan
+	var in plan.Input
+	for s := l.first; s < int64(l.cfg.Steps); s++ {
+		if !l.waitWindow(s) {
+			return
+		}
+		own, err := l.readOwn(ctx, s)
+		if err != nil {
+			l.fail(err)
+			return
+		}
+		var bs *batchState
+		if l.cfg.Loader.Planned() {
+			bs, err = l.planned(ctx, s, own, &planner, &in, &pl)
+		} else {
+			bs, err = l.unplanned(s, own)
+		}
+		if err != nil {
+			l.fail(err)
+			return
+		}
+		l.enqueue(bs)
+	}
+}
+
+// waitWindow blocks until step s is within the horizon of the last
+// delivered step and the compressed-bytes budget has room. It returns
+// false when the loader is closing or failed.
+func (l *Loader) waitWindow(s int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for !l.closed && l.fatal == nil {
+		inWindow := s <= l.delivered+int64(l.cfg.Horizon)
+		room := l.held < l.cfg.CompressedBudget || s == l.delivered+1
+		if inWindow && room {
+			b, err := l.reader.MarshalJSON()
+			if err != nil {
+				l.fatal = err
+				return false
+			}
+			l.snaps[s] = snapshot{reader: b}
+			return true
+		}
+		l.cond.Wait()
+	}
+	return false
+}
+
+// readOwn reads this rank's B samples of step s, with records, estimates
+// and the split of heavy clips.
+func (l *Loader) readOwn(ctx context.Context, s int64) ([]*slotState, error) {
+	own := make([]*slotState, l.cfg.Batch)
+	var bytes int64
+	for i := range own {
+		ref, epoch := l.reader.Next()
+		shard := l.ds.Shards[ref.Shard]
+		smp, err := shard.ReadSample(ref.Index)
+		if err != nil {
+			// The shard was readable at start-up; failing now means the
+			// file changed or the disk failed under us.
+			return nil, fmt.Errorf("step %d: %w", s, err)
+		}
+		st := &slotState{sample: smp, partsLeft: 1}
+		st.item = Item{ID: ref.ID(epoch), Owner: l.comm.Rank(), Bytes: wireSize(smp)}
+		l.describe(st, 0)
+		own[i] = st
+		bytes += st.item.Bytes
+	}
+	l.mu.Lock()
+	l.held += bytes
+	l.mu.Unlock()
+	return own, ctx.Err()
+}
+
+// describe parses the sample's record and fills its estimate (est when
+// positive, else the cost model's), split and decoded size. A sample whose
+// record fails still takes part in the step (it belongs to the global
+// batch); it will be dropped at decode time.
+func (l *Loader) describe(st *slotState, est int64) {
+	rec, err := decode.ParseRecord(st.sample)
+	st.rec, st.recErr = rec, err
+	f, sz := int64(l.cfg.Decode.Frames), int64(l.cfg.Decode.Size)
+	if err != nil {
+		st.item.Est = 1
+		st.item.Mem = 0
+		return
+	}
+	st.item.Est = est
+	if est <= 0 {
+		st.item.Est = max(l.cost.Estimate(rec), 1)
+	}
+	switch rec.Modality {
+	case decode.ModalityVideo:
+		st.item.Mem = f * sz * sz * 3
+	case decode.ModalityImage, decode.ModalityDocument:
+		st.item.Mem = int64(len(rec.Images)) * sz * sz * 3
+	}
+	if v := rec.Video; v != nil && taskLimit(l.cfg) > 1 && !v.FrameCountEstimated {
+		targets := decode.SampleFrames(v, l.cfg.Decode.Frames)
+		tasks := decode.PlanVideoTasks(v, targets, taskLimit(l.cfg))
+		if len(tasks) > 1 {
+			st.tasks = tasks
+			total := 0
+			for _, t := range tasks {
+				total += t.DecodeFrames
+			}
+			st.item.Parts = make([]int64, len(tasks))
+			for i, t := range tasks {
+				st.item.Parts[i] = max(st.item.Est*int64(t.DecodeFrames)/int64(max(total, 1)), 1)
+			}
+		}
+	}
+}
+
+// unplanned makes the rank's batch from its own samples: local decode
+// order (largest first) or, for torch, the sampler's order.
+func (l *Loader) unplanned(s int64, own []*slotState) (*batchState, error) {
+	items := make([]Item, len(own))
+	for i, st := range own {
+		items[i] = st.item
+	}
+	order := localOrder(items)
+	if l.cfg.Loader == KindTorch {
+		order = samplerOrder(len(items))
+	}
+	// Slots are numbered in decode order.
+	bs := &batchState{step: s, slots: make([]*slotState, len(own))}
+	for o, slot := range order {
+		bs.slots[o] = own[slot]
+	}
+	return bs, nil
+}
+
+// rankState measures this rank's progress for the batch of step s.
+func (l *Loader) rankState(s int64, now time.Time) RankState {
+	l.mu.Lock()
+	waiting, running := l.sched.Queued()
+	bw, lat := l.bandwidth, l.latency
+	l.mu.Unlock()
+	return RankState{
+		DeadlineUS: l.tracker.NeedAt(s, l.start).Sub(now).Microseconds(),
+		Waiting:    waiting, Running: running,
+		Workers:   l.cfg.Workers,
+		Speed:     int64(float64(plan.One) * l.cost.SpeedFactor()),
+		Bandwidth: bw, LatencyUS: lat,
+	}
+}
+
+// planned runs one step of a planned loader: allgather, plan, check,
+// exchange.
+func (l *Loader) planned(ctx context.Context, s int64, own []*slotState, planner *plan.Planner, in *plan.Input, pl *plan.Plan) (*batchState, error) {
+	me, n, b := l.comm.Rank(), l.comm.Size(), l.cfg.Batch
+	now := time.Now()
+	block := &plan.Block{
+		Params:   plan.Params{Mode: l.cfg.Loader.PlanMode(), Seed: l.cfg.Seed, Margin: l.cfg.Margin},
+		Step:     s,
+		Rank:     me,
+		Progress: l.rankState(s, now).Progress(),
+		Samples:  make([]plan.Sample, b),
+	}
+	for i, st := range own {
+		block.Samples[i] = plan.Sample{ID: st.item.ID, Owner: me, Bytes: st.item.Bytes, Cost: st.item.Est}
+	}
+	send, err := plan.AppendBlock(nil, block)
+	if err != nil {
+		return nil, fmt.Errorf("step %d: encode block: %w", s, err)
+	}
+	recv := make([]byte, len(send)*n)
+	g0 := time.Now()
+	if err := l.comm.Allgather(send, recv); err != nil {
+		return nil, fmt.Errorf("step %d: allgather: %w", s, err)
+	}
+	gatherUS := time.Since(g0).Microseconds()
+	p0 := time.Now()
+	if err := plan.DecodeInput(recv, in); err != nil {
+		return nil, fmt.Errorf("step %d: the ranks' blocks disagree: %w", s, err)
+	}
+	if err := planner.Compute(in, pl); err != nil {
+		return nil, fmt.Errorf("step %d: plan: %w", s, err)
+	}
+	planUS := time.Since(p0).Microseconds()
+	if (s+1)%int64(l.cfg.CheckEvery) == 0 {
+		h := pl.Hash
+		if testHashHook != nil {
+			h = testHashHook(me, h)
+		}
+		if err := l.checkHash(s, h); err != nil {
+			return nil, err
+		}
+	}
+	bs := &batchState{step: s, slots: make([]*slotState, b)}
+	bs.rec.PlanUS, bs.rec.GatherUS = planUS, gatherUS
+	got, err := l.exchange(ctx, s, own, in, pl, bs)
+	if err != nil {
+		return nil, err
+	}
+	for slot, k := range pl.DecodeOrder(me) {
+		st := got[k]
+		if st == nil {
+			return nil, fmt.Errorf("step %d: plan gives rank %d sample %d, which neither it nor a message holds", s, me, k)
+		}
+		bs.slots[slot] = st
+	}
+	return bs, nil
+}
+
+// testHashHook lets a test make one rank's plan hash differ.
+var testHashHook func(rank int, h uint64) uint64
+
+// checkHash compares this rank's plan hash with every other rank's and
+// fails naming the step and the ranks when they differ.
+func (l *Loader) checkHash(s int64, h uint64) error {
+	send := binary.LittleEndian.AppendUint64(nil, h)
+	recv := make([]byte, 8*l.comm.Size())
+	if err := l.comm.Allgather(send, recv); err != nil {
+		return fmt.Errorf("step %d: plan hash check: %w", s, err)
+	}
+	groups := map[uint64][]int{}
+	var order []uint64
+	for r := 0; r < l.comm.Size(); r++ {
+		v := binary.LittleEndian.Uint64(recv[8*r:])
+		if _, seen := groups[v]; !seen {
+			order = append(order, v)
+		}
+		groups[v] = append(groups[v], r)
+	}
+	if len(groups) == 1 {
+		return nil
+	}
+	msg := fmt.Sprintf("plan mismatch at step %d:", s)
+	for _, v := range order {
+		msg += fmt.Sprintf(" ranks %v computed %016x;", groups[v], v)
+	}
+	return fmt.Errorf("%s the ranks no longer plan from the same input", msg[:len(msg)-1])
+}
+
+// exchange sends the compressed bytes of the samples this rank gives away
+// and receives those it is given: one message per source→destination
+// pair, receives pre-posted with the exact sizes from the records. It
+// returns the states of the samples this rank decodes, by input index.
+func (l *Loader) exchange(ctx context.Context, s int64, own []*slotState, in *plan.Input, pl *plan.Plan, bs *batchState) (map[int32]*slotState, error) {
+	me, b := l.comm.Rank(), l.cfg.Batch
+	got := make(map[int32]*slotState, b)
+	for i, st := range own {
+		got[int32(me*b+i)] = st
+	}
+	sends, recvs := pl.Sends(me), pl.Receives(me)
+	if len(sends) == 0 && len(recvs) == 0 {
+		return got, nil
+	}
+	tag := int(s % 30000)
+	t0 := time.Now()
+	reqs := make([]*collective.Request, 0, len(sends)+len(recvs))
+	bufs := make([][]byte, len(recvs))
+	for i, mv := range recvs {
+		bufs[i] = make([]byte, mv.Bytes)
+		r, err := l.comm.Irecv(bufs[i], mv.Src, tag)
+		if err != nil {
+			return nil, fmt.Errorf("step %d: receive from rank %d: %w", s, mv.Src, err)
+		}
+		reqs = append(reqs, r)
+	}
+	var sent, recvd int64
+	for _, mv := range sends {
+		msg := make([]byte, 0, mv.Bytes)
+		for _, k := range mv.Samples {
+			msg = appendWire(msg, own[int(k)-me*b].sample)
+			delete(got, k)
+		}
+		if int64(len(msg)) != mv.Bytes {
+			return nil, fmt.Errorf("step %d: message to rank %d is %d bytes, the plan says %d", s, mv.Dst, len(msg), mv.Bytes)
+		}
+		r, err := l.comm.Isend(msg, mv.Dst, tag)
+		if err != nil {
+			return nil, fmt.Errorf("step %d: send to rank %d: %w", s, mv.Dst, err)
+		}
+		reqs = append(reqs, r)
+		sent += mv.Bytes
+	}
+	if err := l.comm.WaitAll(reqs); err != nil {
+		return nil, fmt.Errorf("step %d: exchange: %w", s, err)
+	}
+	elapsed := time.Since(t0)
+	for i, mv := range recvs {
+		rest := bufs[i]
+		for _, k := range mv.Samples {
+			smp, r, err := readWire(rest)
+			if err != nil {
+				return nil, fmt.Errorf("step %d: message from rank %d: %w", s, mv.Src, err)
+			}
+			rest = r
+			st := &slotState{sample: smp, partsLeft: 1}
+			st.item = Item{ID: in.Samples[k].ID, Owner: mv.Src, Bytes: in.Samples[k].Bytes}
+			l.describe(st, max(in.Samples[k].Cost, 1)) // the owner's estimate, as planned
+			got[k] = st
+		}
+		if len(rest) != 0 {
+			return nil, fmt.Errorf("step %d: message from rank %d has %d bytes after its samples", s, mv.Src, len(rest))
+		}
+		recvd += mv.Bytes
+	}
+	bs.rec.BytesIn, bs.rec.BytesOut = recvd, sent
+	l.mu.Lock()
+	l.held += recvd - sent
+	if moved := max(sent, recvd); moved > 0 && elapsed > 0 {
+		// Bandwidth observed on this exchange, smoothed; fixed-point
+		// bytes/µs.
+		obs := moved * plan.One / max(elapsed.Microseconds(), 1)
+		l.bandwidth = clamp((3*l.bandwidth+obs)/4, plan.One, plan.MaxBandwidth)
+	}
+	l.mu.Unlock()
+	return got, ctx.Err()
+}

@@ -1,0 +1,309 @@
+package spmd
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/datahelix/datahelix/collective"
+	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/plan"
+)
+
+// Batch is what the training loop gets for one step: this rank's share
+// of the global batch, decoded.
+type Batch struct {
+	Step    int64
+	Samples []BatchSample
+	// Dropped lists the samples of this rank's share that failed to
+	// decode; the batch is delivered without them.
+	Dropped []DroppedSample
+}
+
+// BatchSample is one decoded sample.
+type BatchSample struct {
+	ID       uint64
+	Shard    string
+	Key      string
+	Owner    int // rank that read it from its shard
+	Modality decode.Modality
+	// Tensors are contiguous uint8 buffers: [F,S,S,3] for a clip, [S,S,3]
+	// per image.
+	Tensors []decode.Tensor
+	Text    string
+	Tokens  int
+}
+
+// DroppedSample names a sample left out of its batch and why.
+type DroppedSample struct {
+	ID    uint64
+	Shard string
+	Key   string
+	Err   error
+}
+
+// Contents summarizes the batch for the GPU's step-time model.
+func (b *Batch) Contents() gpu.Contents {
+	c := gpu.Contents{Samples: len(b.Samples)}
+	for _, s := range b.Samples {
+		for _, t := range s.Tensors {
+			if len(t.Shape) == 4 {
+				c.Frames += t.Shape[0]
+			} else {
+				c.Frames++
+			}
+		}
+		c.Tokens += s.Tokens
+	}
+	return c
+}
+
+// Loader is one rank's data loader. The training loop calls Next once per
+// step; everything else — reading ahead, planning with the other ranks,
+// exchanging compressed samples and decoding in deadline order — happens
+// in the loader's goroutines. The time between Next calls is the GPU's
+// progress, which the loader measures itself.
+type Loader struct {
+	cfg     Config
+	comm    collective.Comm
+	ds      *decode.Dataset
+	reader  *Reader
+	dec     *decode.Decoder
+	cost    *decode.CostModel
+	tracker *gpu.Tracker
+	start   time.Time
+	first   int64 // first step this loader delivers (after a resume)
+
+	mu        sync.Mutex
+	cond      *sync.Cond
+	sched     Scheduler
+	batches   map[int64]*batchState
+	delivered int64 // last step handed to the training loop
+	next      int64 // step the next Next call returns
+	fatal     error // first error of the control loop or a worker
+	closed    bool
+	held      int64               // compressed bytes read and not yet decoded or sent
+	snaps     map[int64]snapshot  // reader state before reading each step in flight
+	dropped   map[string]bool     // samples already logged as dropped
+	records   []StepRecord        // one per delivered step
+	bandwidth int64               // measured exchange bandwidth, fixed-point bytes/µs
+	latency   int64               // measured per-message latency, µs
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// snapshot is a reader position with the epoch it was taken in.
+type snapshot struct {
+	reader []byte
+}
+
+// batchState is a batch in preparation on this rank.
+type batchState struct {
+	step      int64
+	slots     []*slotState
+	tasksLeft int
+	ready     bool
+	readyAt   time.Time
+	rec       StepRecord // filled as the batch moves through the pipeline
+}
+
+// slotState is one sample of a batch in preparation.
+type slotState struct {
+	item      Item
+	sample    *decode.Sample
+	rec       *decode.Record
+	recErr    error
+	tasks     []decode.VideoTask // for split clips, one per part
+	tensor    decode.Tensor      // a split clip's frames, filled by its parts
+	out       *decode.Output
+	err       error
+	partsLeft int
+	decodeUS  int64
+	bytes     int64 // compressed bytes held for it
+}
+
+// NewLoader starts the loader of one rank. Every rank of comm must call it
+// with the same configuration; comm must not be used by anyone else while
+// the loader runs (give the training loop's collectives a Dup).
+func NewLoader(ctx context.Context, comm collective.Comm, ds *decode.Dataset, cfg Config) (*Loader, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, collective.AllRanks(err)
+	}
+	sizes := make([]int, len(ds.Shards))
+	for i, s := range ds.Shards {
+		sizes[i] = s.Len()
+	}
+	reader, err := NewReader(sizes, comm.Rank(), comm.Size(), cfg.Seed, cfg.ShuffleBuffer)
+	if err != nil {
+		return nil, collective.AllRanks(err)
+	}
+	cal := cfg.Calibration
+	if cal == nil {
+		cal = decode.DefaultCalibration()
+	}
+	cost := decode.NewCostModel(cal)
+	cost.SetOptions(decode.CostOptions{Frames: cfg.Decode.Frames, Size: cfg.Decode.Size, MaxTasks: taskLimit(cfg)})
+	l := &Loader{
+		cfg: cfg, comm: comm, ds: ds, reader: reader,
+		dec:     decode.NewDecoder(cfg.Decode),
+		cost:    cost,
+		tracker: gpu.NewTracker(cfg.priorStep()),
+		sched:   cfg.Loader.NewScheduler(cfg.Workers, cfg.Prefetch, cfg.DecodedBudget),
+		batches: map[int64]*batchState{},
+		snaps:   map[int64]snapshot{},
+		dropped: map[string]bool{},
+		// Until measured: 1 GB/s and 50 µs, a conservative intra-node guess.
+		bandwidth: 1000 * plan.One,
+		latency:   50,
+	}
+	l.cond = sync.NewCond(&l.mu)
+	if cfg.Resume {
+		step, err := l.restore()
+		if err != nil {
+			return nil, err
+		}
+		l.first = step
+	}
+	l.delivered, l.next = l.first-1, l.first
+	// Start every rank's clock together.
+	if err := comm.Barrier(); err != nil {
+		return nil, err
+	}
+	l.start = time.Now()
+	ctx, l.cancel = context.WithCancel(ctx)
+	l.wg.Add(1 + cfg.Workers)
+	go l.control(ctx)
+	for w := 0; w < cfg.Workers; w++ {
+		go l.worker(ctx, w)
+	}
+	return l, nil
+}
+
+// taskLimit is how many tasks a clip may split into under cfg.
+func taskLimit(cfg Config) int {
+	if !cfg.Loader.Splits() {
+		return 1
+	}
+	return cfg.MaxTasks
+}
+
+// sinceStart returns µs on the loader's clock.
+func (l *Loader) sinceStart(t time.Time) int64 { return t.Sub(l.start).Microseconds() }
+
+// fail records the first fatal error and wakes everyone.
+func (l *Loader) fail(err error) {
+	l.mu.Lock()
+	if l.fatal == nil && err != nil {
+		l.fatal = err
+	}
+	l.cond.Broadcast()
+	l.mu.Unlock()
+}
+
+// Next returns the batch of the next step, waiting until it is decoded.
+// It returns io.EOF after the configured steps, and the loader's error if
+// the loader failed (the job should then end: other ranks depend on this
+// one).
+func (l *Loader) Next(ctx context.Context) (*Batch, error) {
+	l.mu.Lock()
+	t := l.next
+	if t >= int64(l.cfg.Steps) {
+		l.mu.Unlock()
+		return nil, io.EOF
+	}
+	l.mu.Unlock()
+	request := time.Now()
+	l.tracker.Requested(t, request)
+	stop := context.AfterFunc(ctx, func() { l.mu.Lock(); l.cond.Broadcast(); l.mu.Unlock() })
+	defer stop()
+
+	l.mu.Lock()
+	for {
+		if l.fatal != nil {
+			err := l.fatal
+			l.mu.Unlock()
+			return nil, err
+		}
+		if err := ctx.Err(); err != nil {
+			l.mu.Unlock()
+			return nil, err
+		}
+		if b := l.batches[t]; b != nil && b.ready {
+			break
+		}
+		l.cond.Wait()
+	}
+	deliver := time.Now()
+	bs := l.batches[t]
+	out := &Batch{Step: t}
+	rec := bs.rec
+	for _, s := range bs.slots {
+		if s.err != nil {
+			out.Dropped = append(out.Dropped, DroppedSample{ID: s.item.ID, Shard: s.sample.Shard, Key: s.sample.Key, Err: s.err})
+			continue
+		}
+		out.Samples = append(out.Samples, BatchSample{
+			ID: s.item.ID, Shard: s.sample.Shard, Key: s.sample.Key, Owner: s.item.Owner,
+			Modality: s.out.Modality, Tensors: s.out.Tensors, Text: s.out.Text, Tokens: s.out.Tokens,
+		})
+		rec.Hash += IDDigest(s.item.ID)
+	}
+	for _, d := range out.Dropped {
+		rec.Hash += IDDigest(d.ID) // the sample belonged to the step, decoded or not
+	}
+	rec.Step, rec.Rank = t, l.comm.Rank()
+	rec.RequestUS, rec.DeliverUS = l.sinceStart(request), l.sinceStart(deliver)
+	rec.ReadyUS = l.sinceStart(bs.readyAt)
+	rec.WaitUS = max(rec.DeliverUS-rec.RequestUS, 0)
+	rec.Miss = rec.WaitUS > ToleranceUS
+	rec.Samples, rec.Dropped = len(out.Samples), len(out.Dropped)
+	delete(l.batches, t)
+	l.sched.Release(t)
+	l.delivered = t
+	l.next = t + 1
+	l.cond.Broadcast()
+	l.mu.Unlock()
+
+	l.tracker.Delivered(t, deliver)
+	if n := len(l.records); n > 0 {
+		// The previous step's compute time is now known.
+		l.records[n-1].ComputeUS = max(rec.RequestUS-l.records[n-1].DeliverUS, 0)
+	}
+	l.records = append(l.records, rec)
+	if l.cfg.CheckpointEvery > 0 && (t+1)%int64(l.cfg.CheckpointEvery) == 0 && t+1 < int64(l.cfg.Steps) {
+		if err := l.checkpoint(t + 1); err != nil {
+			return nil, err
+		}
+	}
+	if l.cfg.Progress != nil {
+		l.cfg.Progress(t)
+	}
+	return out, nil
+}
+
+// Records returns the per-step records of the steps delivered so far.
+func (l *Loader) Records() []StepRecord { return l.records }
+
+// CostModel returns the rank's cost model.
+func (l *Loader) CostModel() *decode.CostModel { return l.cost }
+
+// Close stops the loader's goroutines and returns the first error they
+// met, if any.
+func (l *Loader) Close() error {
+	l.mu.Lock()
+	l.closed = true
+	l.cond.Broadcast()
+	l.mu.Unlock()
+	l.cancel()
+	l.wg.Wait()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.fatal != nil && !errors.Is(l.fatal, context.Canceled) {
+		return l.fatal
+	}
+	return nil
+}

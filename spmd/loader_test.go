@@ -1,0 +1,311 @@
+package spmd
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/datahelix/datahelix/collective"
+	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/decode/gen/gentest"
+	"github.com/datahelix/datahelix/gpu"
+)
+
+// testConfig is a small, fast configuration: 2-frame 32x32 clips.
+func testConfig(k Kind) Config {
+	return Config{Loader: k, Batch: 2, Steps: 6, Workers: 2, Seed: 7,
+		Decode: decode.Options{Frames: 2, Size: 32}, GPU: gpu.Model{Base: 2 * time.Millisecond}, CheckEvery: 2}
+}
+
+// runInProcess runs Run on n in-process ranks and returns rank 0's result
+// and every rank's error.
+func runInProcess(t *testing.T, n int, data string, cfg Config) (*Result, []error) {
+	t.Helper()
+	comms := collective.NewLocal(n, collective.WithAbortHook(func(rank, code int, msg string) {}))
+	results := make([]*Result, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for r := range comms {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ds, err := decode.OpenDataset(data, t.TempDir())
+			if err != nil {
+				errs[r] = err
+				comms[r].Abort(1, err.Error())
+				return
+			}
+			defer ds.Close()
+			results[r], errs[r] = Run(ctx, comms[r], ds, cfg)
+			if errs[r] != nil && !collective.IsAllRanks(errs[r]) {
+				comms[r].Abort(1, errs[r].Error())
+			}
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		t.Fatal("in-process run did not finish in 2 minutes")
+	}
+	return results[0], errs
+}
+
+func requireOK(t *testing.T, errs []error) {
+	t.Helper()
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+}
+
+// perStep sums the record digests of every rank per step: the global
+// batch of each step, whoever prepared it.
+func perStep(recs []StepRecord) map[int64]uint64 {
+	m := map[int64]uint64{}
+	for _, r := range recs {
+		m[r.Step] += r.Hash
+	}
+	return m
+}
+
+func TestEveryLoaderDeliversTheSameGlobalBatches(t *testing.T) {
+	data := gentest.Tiny(t)
+	var want map[int64]uint64
+	for _, k := range []Kind{KindTorch, KindLocal, KindStatic, KindHelix, KindHelixNoGate} {
+		res, errs := runInProcess(t, 8, data, testConfig(k))
+		requireOK(t, errs)
+		s := res.Summary
+		if s.Ranks != 8 || s.Steps != 6 || len(res.Records) != 8*6 {
+			t.Fatalf("%s: summary %+v with %d records, want 8 ranks x 6 steps", k, s, len(res.Records))
+		}
+		for _, r := range res.Records {
+			if r.Samples+r.Dropped != 2 {
+				t.Errorf("%s: rank %d step %d got %d samples (+%d dropped), want 2", k, r.Rank, r.Step, r.Samples, r.Dropped)
+			}
+		}
+		got := perStep(res.Records)
+		if want == nil {
+			want = got
+		}
+		for st, h := range want {
+			if got[st] != h {
+				t.Errorf("%s: step %d delivered other samples than torch", k, st)
+			}
+		}
+		if k.Planned() && k != KindStatic && s.PlanUSP50 <= 0 && s.AllgatherUSP50 <= 0 {
+			t.Errorf("%s: no plan or allgather time recorded", k)
+		}
+		t.Logf("%s: misses %d, moved %.0f B/step, hash %s", k, s.Misses, s.BytesMovedPerStep, s.BatchesHash)
+	}
+}
+
+func TestBatchTensorsHaveTheConfiguredShape(t *testing.T) {
+	data := gentest.Tiny(t)
+	comms := collective.NewLocal(4)
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for r := range comms {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[r] = func() error {
+				ds, err := decode.OpenDataset(data, t.TempDir())
+				if err != nil {
+					return err
+				}
+				l, err := NewLoader(context.Background(), comms[r], ds, testConfig(KindHelix))
+				if err != nil {
+					return err
+				}
+				defer l.Close()
+				for {
+					b, err := l.Next(context.Background())
+					if errors.Is(err, io.EOF) {
+						return nil
+					}
+					if err != nil {
+						return err
+					}
+					for _, s := range b.Samples {
+						for _, tn := range s.Tensors {
+							want := 32 * 32 * 3
+							if s.Modality == decode.ModalityVideo {
+								want *= 2
+							}
+							if len(tn.Data) != want {
+								return fmt.Errorf("step %d sample %s (%v): tensor %v of %d bytes, want %d", b.Step, s.Key, s.Modality, tn.Shape, len(tn.Data), want)
+							}
+						}
+					}
+				}
+			}()
+		}()
+	}
+	wg.Wait()
+	requireOK(t, errs)
+}
+
+// corruptCopy copies the dataset's shards into a new directory, replacing
+// the video bytes of sample key with garbage.
+func corruptCopy(t *testing.T, data, key string) string {
+	t.Helper()
+	out := t.TempDir()
+	shards, _ := filepath.Glob(filepath.Join(data, "*.tar"))
+	for _, p := range shards {
+		in, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		tr, tw := tar.NewReader(bytes.NewReader(in)), tar.NewWriter(&buf)
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(tr)
+			if strings.HasPrefix(h.Name, key+".") && (strings.HasSuffix(h.Name, ".mp4") || strings.HasSuffix(h.Name, ".webm")) {
+				body = bytes.Repeat([]byte("not a video "), len(body)/12+1)
+				h.Size = int64(len(body))
+			}
+			tw.WriteHeader(h)
+			tw.Write(body)
+		}
+		tw.Close()
+		os.WriteFile(filepath.Join(out, filepath.Base(p)), buf.Bytes(), 0o644)
+	}
+	return out
+}
+
+func TestCorruptSampleIsDroppedAndLoggedOnce(t *testing.T) {
+	data := corruptCopy(t, gentest.Tiny(t), "000000")
+	var log syncBuffer
+	cfg := testConfig(KindHelix)
+	cfg.Steps = 8 // two epochs of the 4-sample shards at batch 2 on 4 ranks
+	cfg.Log = &log
+	res, errs := runInProcess(t, 4, data, cfg)
+	requireOK(t, errs)
+	// Replay rank 0's reader (it owns shard 0, whose first sample is the
+	// corrupt one) to count how often the sample was drawn.
+	sizes := []int{4, 4, 4, 4, 4, 4, 4, 4}
+	r, err := NewReader(sizes, 0, 4, cfg.Seed, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for i := 0; i < cfg.Steps*cfg.Batch; i++ {
+		if s, _ := r.Next(); s == (SampleRef{Shard: 0, Index: 0}) {
+			want++
+		}
+	}
+	if want == 0 || res.Summary.DroppedSamples != want {
+		t.Errorf("dropped %d samples, want %d (each draw of the corrupt clip)", res.Summary.DroppedSamples, want)
+	}
+	lines := strings.Count(log.String(), "dropped sample")
+	if lines != 1 || !strings.Contains(log.String(), `"000000"`) || !strings.Contains(log.String(), "mixed-000000.tar") {
+		t.Errorf("log has %d drop lines, want one naming the key and shard:\n%s", lines, log.String())
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestResumeDeliversTheSameBatches runs 12 steps checkpointing every 4,
+// then resumes from the last checkpoint (step 8) and checks that steps
+// 8..11 deliver exactly the same samples as the uninterrupted run.
+func TestResumeDeliversTheSameBatches(t *testing.T) {
+	data := gentest.Tiny(t)
+	for _, k := range []Kind{KindLocal, KindHelix} {
+		dir := t.TempDir()
+		cfg := testConfig(k)
+		cfg.Steps, cfg.CheckpointDir, cfg.CheckpointEvery = 12, dir, 4
+		full, errs := runInProcess(t, 4, data, cfg)
+		requireOK(t, errs)
+		if got := latestCheckpoint(dir, 4); got != 8 {
+			t.Fatalf("%s: latest checkpoint at step %d, want 8", k, got)
+		}
+		cfg.CheckpointEvery, cfg.Resume = 0, true
+		resumed, errs := runInProcess(t, 4, data, cfg)
+		requireOK(t, errs)
+		if len(resumed.Records) != 4*4 {
+			t.Fatalf("%s: resumed run delivered %d rank-steps, want 16 (steps 8..11 on 4 ranks)", k, len(resumed.Records))
+		}
+		want, got := perStep(full.Records), perStep(resumed.Records)
+		for st := int64(8); st < 12; st++ {
+			if got[st] == 0 || got[st] != want[st] {
+				t.Errorf("%s: step %d: resumed run delivered other samples", k, st)
+			}
+		}
+		if k == KindLocal {
+			// Without planning, each rank's own share matches too.
+			byRank := map[[2]int64]uint64{}
+			for _, r := range full.Records {
+				byRank[[2]int64{r.Step, int64(r.Rank)}] = r.Hash
+			}
+			for _, r := range resumed.Records {
+				if byRank[[2]int64{r.Step, int64(r.Rank)}] != r.Hash {
+					t.Errorf("local: rank %d step %d differs after resume", r.Rank, r.Step)
+				}
+			}
+		}
+	}
+}
+
+func TestUnevenShardsAreAClearError(t *testing.T) {
+	data := gentest.Tiny(t)
+	_, errs := runInProcess(t, 3, data, testConfig(KindLocal))
+	for r, err := range errs {
+		if err == nil || !collective.IsAllRanks(err) || !strings.Contains(err.Error(), "8 shards do not split evenly over 3 ranks") {
+			t.Errorf("rank %d: got %v, want the every-rank error about 8 shards over 3 ranks", r, err)
+		}
+	}
+}
+
+func TestPlanHashMismatchAbortsNamingStepAndRanks(t *testing.T) {
+	data := gentest.Tiny(t)
+	testHashHook = func(rank int, h uint64) uint64 {
+		if rank == 2 {
+			return h ^ 1
+		}
+		return h
+	}
+	defer func() { testHashHook = nil }()
+	_, errs := runInProcess(t, 4, data, testConfig(KindHelix))
+	found := false
+	for _, err := range errs {
+		if err != nil && strings.Contains(err.Error(), "plan mismatch at step 1") && strings.Contains(err.Error(), "ranks [2]") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no rank reported the mismatch at step 1 naming rank 2: %v", errs)
+	}
+}

@@ -1,0 +1,153 @@
+package spmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/datahelix/datahelix/decode"
+)
+
+// enqueue hands a prepared batch to the decode pool.
+func (l *Loader) enqueue(bs *batchState) {
+	split := l.cfg.Loader.Splits()
+	items := make([]Item, len(bs.slots))
+	for i, st := range bs.slots {
+		if !split || len(st.tasks) < 2 {
+			st.tasks = nil
+			st.item.Parts = nil
+		}
+		st.partsLeft = max(len(st.tasks), 1)
+		st.bytes = st.item.Bytes
+		items[i] = st.item
+	}
+	tasks := buildTasks(bs.step, items, samplerOrder(len(items)), split)
+	bs.tasksLeft = len(tasks)
+	l.mu.Lock()
+	l.batches[bs.step] = bs
+	l.sched.Add(bs.step, tasks)
+	l.cond.Broadcast()
+	l.mu.Unlock()
+}
+
+// worker is one decode worker: it takes the task its scheduler gives it,
+// decodes, and reports back, until the loader closes.
+func (l *Loader) worker(ctx context.Context, w int) {
+	defer l.wg.Done()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for {
+		var t Task
+		for {
+			if l.closed || l.fatal != nil {
+				return
+			}
+			var ok bool
+			if t, ok = l.sched.Next(w); ok {
+				break
+			}
+			l.cond.Wait()
+		}
+		bs := l.batches[t.Step]
+		st := bs.slots[t.Slot]
+		l.mu.Unlock()
+		t0 := time.Now()
+		err := l.runTask(ctx, st, t)
+		took := time.Since(t0).Microseconds()
+		l.mu.Lock()
+		l.sched.Finish(w, t)
+		if err != nil && errors.Is(err, context.Canceled) && ctx.Err() != nil {
+			return // closing
+		}
+		st.decodeUS += took
+		if err != nil && st.err == nil {
+			st.err = err
+		}
+		st.partsLeft--
+		if st.partsLeft == 0 {
+			l.sampleDone(t.Step, st)
+		}
+		bs.tasksLeft--
+		if bs.tasksLeft == 0 {
+			bs.ready, bs.readyAt = true, time.Now()
+		}
+		l.cond.Broadcast()
+	}
+}
+
+// runTask decodes one task of a sample.
+func (l *Loader) runTask(ctx context.Context, st *slotState, t Task) error {
+	if st.recErr != nil {
+		return st.recErr
+	}
+	if t.Parts <= 1 {
+		out, err := l.dec.Decode(ctx, st.sample, st.rec)
+		if err != nil {
+			return err
+		}
+		st.out = out
+		return nil
+	}
+	tensor := l.allocTensor(st)
+	v := st.rec.Video
+	return l.dec.DecodeVideoTask(ctx, st.sample.Members[v.Member].Data, v, st.tasks[t.Part], tensor.Data)
+}
+
+// allocTensor returns the frame tensor a split clip's parts fill.
+func (l *Loader) allocTensor(st *slotState) decode.Tensor {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if st.tensor.Data == nil {
+		st.tensor = l.dec.NewVideoTensor()
+	}
+	return st.tensor
+}
+
+// sampleDone finishes a sample whose every part ran: it builds a split
+// clip's output, feeds the cost model, logs a drop once, and frees the
+// compressed bytes. The loader's lock is held.
+func (l *Loader) sampleDone(step int64, st *slotState) {
+	if st.err == nil && st.out == nil {
+		targets := 0
+		for _, t := range st.tasks {
+			targets += len(t.Targets)
+		}
+		if targets < l.cfg.Decode.Frames {
+			// A clip of fewer than F distinct frames: repeat them evenly,
+			// as a whole-sample decode does.
+			l.dec.SpreadFrames(st.tensor.Data, targets)
+		}
+		st.out = &decode.Output{Key: st.sample.Key, Modality: decode.ModalityVideo, Tensors: []decode.Tensor{st.tensor}}
+		st.out.Text = captionOf(st.sample)
+		st.out.Tokens = decode.EstimateTokens([]byte(st.out.Text))
+	}
+	if st.err == nil && st.rec != nil {
+		l.cost.Observe(st.rec, st.decodeUS)
+	}
+	if st.err != nil {
+		key := st.sample.Shard + "\x00" + st.sample.Key
+		if !l.dropped[key] && l.cfg.Log != nil {
+			fmt.Fprintf(l.cfg.Log, "datahelix: rank %d: step %d: dropped sample %q of %s: %v\n",
+				l.comm.Rank(), step, st.sample.Key, st.sample.Shard, st.err)
+		}
+		l.dropped[key] = true
+	}
+	l.held -= st.bytes
+	st.sample = &decode.Sample{Shard: st.sample.Shard, Key: st.sample.Key} // let the bytes go
+}
+
+// captionOf joins a clip's caption members, in member order.
+func captionOf(s *decode.Sample) string {
+	text := ""
+	for _, m := range s.Members {
+		switch m.Ext {
+		case "txt", "text", "caption":
+			if text != "" {
+				text += "\n"
+			}
+			text += string(m.Data)
+		}
+	}
+	return text
+}

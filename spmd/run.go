@@ -1,0 +1,136 @@
+package spmd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"syscall"
+	"time"
+
+	"github.com/datahelix/datahelix/collective"
+	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/gpu"
+)
+
+// Result is a finished run as rank 0 sees it; other ranks get a Result
+// with only their own records.
+type Result struct {
+	Summary Summary
+	Records []StepRecord // every rank's, by rank then step (rank 0 only)
+}
+
+// Run trains for cfg.Steps steps with a simulated GPU on every rank of
+// comm: each step the training loop asks the loader for its batch, the
+// GPU computes for the model's time and joins the gradient allreduce.
+// Every rank must call it. The records are gathered on rank 0, which
+// returns the summary.
+func Run(ctx context.Context, comm collective.Comm, ds *decode.Dataset, cfg Config) (*Result, error) {
+	gcomm, err := comm.Dup()
+	if err != nil {
+		return nil, err
+	}
+	l, err := NewLoader(ctx, comm, ds, cfg)
+	if err != nil {
+		return nil, err
+	}
+	sim := &gpu.Simulated{Model: cfg.GPU, Comm: gcomm}
+	runErr := func() error {
+		for {
+			b, err := l.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if _, err := sim.Step(ctx, b.Contents()); err != nil {
+				return err
+			}
+		}
+	}()
+	end := time.Now()
+	if cerr := l.Close(); runErr == nil {
+		runErr = cerr
+	}
+	if runErr != nil {
+		return nil, runErr
+	}
+	recs := l.Records()
+	if n := len(recs); n > 0 {
+		recs[n-1].ComputeUS = max(l.sinceStart(end)-recs[n-1].DeliverUS, 0)
+	}
+	return gather(comm, l, recs, l.sinceStart(end), cfg)
+}
+
+// gather collects every rank's records and figures on rank 0.
+func gather(comm collective.Comm, l *Loader, recs []StepRecord, endUS int64, cfg Config) (*Result, error) {
+	mine, err := json.Marshal(recs)
+	if err != nil {
+		return nil, err
+	}
+	blocks, err := comm.AllgatherVar(mine)
+	if err != nil {
+		return nil, fmt.Errorf("gather records: %w", err)
+	}
+	mape := l.cost.MAPE()
+	mapeMicro := int64(-1)
+	if !math.IsNaN(mape) {
+		mapeMicro = int64(mape * 1e6)
+	}
+	// wall, peak RSS, MAPE sum, ranks with a MAPE
+	figs := []int64{endUS, peakRSS(), max(mapeMicro, 0), b2i(mapeMicro >= 0)}
+	maxFigs := []int64{figs[0], figs[1]}
+	if err := comm.AllreduceInt64(maxFigs, collective.OpMax); err != nil {
+		return nil, err
+	}
+	sumFigs := []int64{figs[2], figs[3]}
+	if err := comm.AllreduceInt64(sumFigs, collective.OpSum); err != nil {
+		return nil, err
+	}
+	if comm.Rank() != 0 {
+		return &Result{Records: recs}, nil
+	}
+	var all []StepRecord
+	for r, b := range blocks {
+		var rs []StepRecord
+		if err := json.Unmarshal(b, &rs); err != nil {
+			return nil, fmt.Errorf("records of rank %d: %w", r, err)
+		}
+		all = append(all, rs...)
+	}
+	steps := cfg.Steps - int(l.first)
+	wall := maxFigs[0]
+	if len(all) > 0 {
+		// Wall time runs from the first request of the run.
+		first := all[0].RequestUS
+		for _, r := range all {
+			first = min(first, r.RequestUS)
+		}
+		wall -= first
+	}
+	s := Summarize(cfg.Loader, all, comm.Size(), steps, cfg.Batch, cfg.Workers, wall)
+	s.PeakRSSBytes = maxFigs[1]
+	if sumFigs[1] > 0 {
+		s.CostMAPE = float64(sumFigs[0]) / float64(sumFigs[1]) / 1e6
+	}
+	return &Result{Summary: s, Records: all}, nil
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// peakRSS is the process's peak resident set size in bytes.
+func peakRSS() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Maxrss * 1024 // KiB on Linux
+}
