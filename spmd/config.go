@@ -15,10 +15,10 @@ import (
 // are checked across ranks in every allgather.
 type Config struct {
 	Loader  Kind
-	Batch   int   // B: samples per rank per step
-	Steps   int   // steps to deliver (the run ends after them)
-	Workers int   // W: decode workers per rank
-	Horizon int   // H: steps planned ahead; 0 means 2*W (never less than torch looks)
+	Batch   int // B: samples per rank per step
+	Steps   int // steps to deliver (the run ends after them)
+	Workers int // W: decode workers per rank
+	Horizon int // H: steps planned ahead; 0 means 2*W (never less than torch looks)
 	Seed    uint64
 	// Prefetch is torch's prefetch factor (PyTorch's default 2).
 	Prefetch int

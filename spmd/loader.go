@@ -85,12 +85,12 @@ type Loader struct {
 	next      int64 // step the next Next call returns
 	fatal     error // first error of the control loop or a worker
 	closed    bool
-	held      int64               // compressed bytes read and not yet decoded or sent
-	snaps     map[int64]snapshot  // reader state before reading each step in flight
-	dropped   map[string]bool     // samples already logged as dropped
-	records   []StepRecord        // one per delivered step
-	bandwidth int64               // measured exchange bandwidth, fixed-point bytes/µs
-	latency   int64               // measured per-message latency, µs
+	held      int64              // compressed bytes read and not yet decoded or sent
+	snaps     map[int64]snapshot // reader state before reading each step in flight
+	dropped   map[string]bool    // samples already logged as dropped
+	records   []StepRecord       // one per delivered step
+	bandwidth int64              // measured exchange bandwidth, fixed-point bytes/µs
+	latency   int64              // measured per-message latency, µs
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup

@@ -14,20 +14,20 @@ const ToleranceUS = 1000
 // clock in a simulation). One record per rank per step is the trace
 // (--trace writes them as JSON lines).
 type StepRecord struct {
-	Step      int64  `json:"step"`
-	Rank      int    `json:"rank"`
-	RequestUS int64  `json:"request_us"` // the GPU asked for the batch
-	ReadyUS   int64  `json:"ready_us"`   // its last sample was decoded
-	DeliverUS int64  `json:"deliver_us"` // the GPU got it
-	WaitUS    int64  `json:"wait_us"`    // DeliverUS - RequestUS
-	ComputeUS int64  `json:"compute_us"` // the GPU's step compute time
-	Miss      bool   `json:"miss"`       // WaitUS > ToleranceUS
-	Samples   int    `json:"samples"`    // delivered
-	Dropped   int    `json:"dropped"`    // failed to decode, left out
-	BytesIn   int64  `json:"bytes_in"`   // compressed bytes received for the batch
-	BytesOut  int64  `json:"bytes_out"`  // compressed bytes sent away
-	PlanUS    int64  `json:"plan_us"`    // planner time for the batch
-	GatherUS  int64  `json:"allgather_us"`
+	Step      int64 `json:"step"`
+	Rank      int   `json:"rank"`
+	RequestUS int64 `json:"request_us"` // the GPU asked for the batch
+	ReadyUS   int64 `json:"ready_us"`   // its last sample was decoded
+	DeliverUS int64 `json:"deliver_us"` // the GPU got it
+	WaitUS    int64 `json:"wait_us"`    // DeliverUS - RequestUS
+	ComputeUS int64 `json:"compute_us"` // the GPU's step compute time
+	Miss      bool  `json:"miss"`       // WaitUS > ToleranceUS
+	Samples   int   `json:"samples"`    // delivered
+	Dropped   int   `json:"dropped"`    // failed to decode, left out
+	BytesIn   int64 `json:"bytes_in"`   // compressed bytes received for the batch
+	BytesOut  int64 `json:"bytes_out"`  // compressed bytes sent away
+	PlanUS    int64 `json:"plan_us"`    // planner time for the batch
+	GatherUS  int64 `json:"allgather_us"`
 	// Digest sums IDDigest over the step's samples on this rank, decoded
 	// or dropped: summed over ranks it identifies the global batch.
 	Hash uint64 `json:"digest,string"`
