@@ -276,6 +276,12 @@ func TestInvariantsRandom(t *testing.T) {
 	}
 	for it := range iters {
 		n, b := 1+rng.IntN(12), 1+rng.IntN(10)
+		if it%20 == 0 {
+			n, b = 1+rng.IntN(200), 1+rng.IntN(48) // larger, and past the 64-sample sort
+			if it%40 == 0 {
+				b = 65 + rng.IntN(30)
+			}
+		}
 		o := genOpts{
 			mode:     Mode(rng.IntN(int(numModes))),
 			heavy:    rng.IntN(2) == 0,
