@@ -109,19 +109,23 @@
 // makespan over LowerBound with every deadline 0; bytes moved is ModeHelix
 // at 10 GB/s and 5 µs latency.
 //
-//	 N   B      G   p50 µs  p99 µs  µs/sample  makespan/bound  bytes moved
-//	 8  32    256       11      55     0.043       1.0000          5.1 %
-//	32  32   1024       40     116     0.039       1.0000          8.6 %
-//	128 32   4096      178     389     0.043       1.0000          9.0 %
-//	512 32  16384      793    1269     0.048       1.0000          9.0 %
-//	1024 32 32768     1600    3212     0.049       1.0000          9.1 %
-//	2048 32 65536     3268    5351     0.050       1.0000          9.0 %
-//	1024 16 16384      821    1561     0.050       1.0090         11.1 %
+//	   N   B      G  p50 µs  p99 µs  µs/sample  makespan/bound  bytes moved
+//	   8  32    256      11     107      0.043          1.0000        5.1 %
+//	  32  32   1024      45     162      0.044          1.0000        8.6 %
+//	 128  32   4096     176     402      0.043          1.0000        9.0 %
+//	 512  32  16384     789    1284      0.048          1.0000        9.0 %
+//	1024  32  32768    1629    2913      0.050          1.0000        9.1 %
+//	2048  32  65536    3678    5404      0.056          1.0000        9.0 %
+//	1024  16  16384     893    2079      0.055          1.0090       11.1 %
 //
-// Time per sample stays flat from 256 to 65,536 samples: growth is linear
-// in G on these inputs, within the G log G goal (the per-rank sort is
-// G log B; exchanges are few). The goals — N=8, B=32 under 100 µs and
-// N=1024, B=32 under 20 ms at p50 — hold with a wide margin.
+// p99 moves with the load of the shared machine (49-107 µs for the first
+// row over repeated runs); p50 is stable within about 10 %.
+//
+// Time per sample grows from 0.043 to 0.056 µs while G grows 256-fold,
+// less than the doubling of log G: within the G log G goal (the per-rank
+// sort costs O(B) per sample whatever N is, and exchanges are few, each
+// O(B + log N)). The goals — N=8, B=32 under 100 µs and N=1024, B=32 under
+// 20 ms at p50 — hold with a wide margin.
 //
 // Adversarial inputs are slower and worse: with capacities spread 17x and
 // backlogs larger than a batch, most samples want to move and each
