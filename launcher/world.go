@@ -78,6 +78,9 @@ func runWorld(ctx context.Context, f worldFlags, stdout, stderr io.Writer, body 
 		if ferr := w.Finalize(); err == nil {
 			err = ferr
 		}
+		if collective.IsAllRanks(err) {
+			return errReported // rank 0 printed it for every rank
+		}
 		return err
 	}
 	w.Abort(1, err.Error())
@@ -108,8 +111,11 @@ func runRank(ctx context.Context, f worldFlags, c collective.Comm, out, errOut i
 		if c.Size() > 1 {
 			prefix = fmt.Sprintf("rank %d: ", c.Rank())
 		}
-		if collective.IsAllRanks(err) && c.Rank() != 0 {
-			return err // rank 0 reports what every rank found
+		if collective.IsAllRanks(err) {
+			if c.Rank() != 0 {
+				return err // rank 0 reports what every rank found
+			}
+			prefix = ""
 		}
 		fmt.Fprintf(errOut, "datahelix: %s%v\n", prefix, err)
 	}
