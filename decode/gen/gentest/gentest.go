@@ -4,6 +4,7 @@ package gentest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -18,15 +19,19 @@ import (
 // the system's temporary directory and reused afterwards.
 func Tiny(tb testing.TB) string {
 	tb.Helper()
-	cfg := gen.Config{Preset: "mixed", Samples: 32, Shards: 8, Seed: 3, SizeScale: 0.4, DurationScale: 0.3}
-	return ensure(tb, "tiny-mixed-v2", cfg)
-}
-
-func ensure(tb testing.TB, name string, cfg gen.Config) string {
-	tb.Helper()
-	dir := filepath.Join(os.TempDir(), "datahelix-testdata", name)
-	if _, err := gen.Ensure(context.Background(), cfg, dir); err != nil {
-		tb.Fatalf("generate test dataset %s: %v", name, err)
+	dir, err := TinyDir()
+	if err != nil {
+		tb.Fatal(err)
 	}
 	return dir
+}
+
+// TinyDir is Tiny for code without a testing.TB, such as examples.
+func TinyDir() (string, error) {
+	cfg := gen.Config{Preset: "mixed", Samples: 32, Shards: 8, Seed: 3, SizeScale: 0.4, DurationScale: 0.3}
+	dir := filepath.Join(os.TempDir(), "datahelix-testdata", "tiny-mixed-v2")
+	if _, err := gen.Ensure(context.Background(), cfg, dir); err != nil {
+		return "", fmt.Errorf("generate test dataset %s: %w", dir, err)
+	}
+	return dir, nil
 }
