@@ -12,11 +12,12 @@ var defaultCoefficients = map[string]CostFeatures{
 	"video/vp9":  {1500, 4000, 2000, 2000, 1500, 2000, 300},
 	"video/vp8":  {1500, 3000, 1500, 2000, 1500, 2000, 300},
 	"video/av1":  {3000, 5000, 2500, 2000, 1500, 2000, 300},
-	// per image, µs/MP decoded, µs/MP source, µs/MB, µs/MP progressive, µs/MP out
-	"image/jpeg": {50, 5000, 500, 2000, 5000, 10000},
-	"image/png":  {50, 12000, 0, 5000, 0, 10000},
-	"image/webp": {50, 10000, 0, 3000, 0, 10000},
-	"document":   {100, 5000, 500, 2000, 5000, 10000},
+	// per image, µs/MP JPEG decoded, µs/MP JPEG source, µs/MB JPEG,
+	// µs/MP progressive, µs/MP PNG, µs/MP WebP, µs/MB PNG and WebP
+	"image/jpeg": {800, 5000, 500, 2000, 5000, 20000, 15000, 3000},
+	"image/png":  {800, 5000, 500, 2000, 5000, 20000, 15000, 3000},
+	"image/webp": {800, 5000, 500, 2000, 5000, 20000, 15000, 3000},
+	"document":   {800, 5000, 500, 2000, 5000, 20000, 15000, 3000},
 	// per sample, µs/1000 tokens, µs/MB
 	"text": {20, 10, 1000},
 }

@@ -53,10 +53,12 @@ const (
 //	                megapixels (sampled frames x S^2), [6] thousands of
 //	                frames in the clip (the demuxer indexes them all);
 //	image/<format>, document:
-//	                [0] images, [1] megapixels decoded (after JPEG DCT
-//	                scaling, as the decoder does it), [2] source
-//	                megapixels, [3] megabytes, [4] source megapixels of
-//	                progressive JPEGs, [5] output megapixels (images x S^2);
+//	                [0] images, [1] JPEG megapixels decoded (after DCT
+//	                scaling, as the decoder does it), [2] JPEG source
+//	                megapixels, [3] JPEG megabytes, [4] source megapixels
+//	                of progressive JPEGs, [5] PNG megapixels, [6] WebP
+//	                megapixels, [7] PNG and WebP megabytes — documents mix
+//	                formats whose cost per pixel differs several times;
 //	text:           [0] 1, [1] thousands of tokens, [2] megabytes.
 func costFeatures(r *Record, o CostOptions) (string, CostFeatures) {
 	var x CostFeatures
@@ -73,17 +75,25 @@ func costFeatures(r *Record, o CostOptions) (string, CostFeatures) {
 				key = "image/" + r.Images[0].Format
 			}
 		}
-		out := float64(o.Size) * float64(o.Size) / 1e6
 		for _, im := range r.Images {
 			src := float64(im.Width) * float64(im.Height) / 1e6
+			mb := float64(im.Bytes) / 1e6
 			x[0]++
-			x[1] += decodedImagePixels(im, o.Size) / 1e6
-			x[2] += src
-			x[3] += float64(im.Bytes) / 1e6
-			if im.Progressive {
-				x[4] += src
+			switch im.Format {
+			case "jpeg":
+				x[1] += decodedImagePixels(im, o.Size) / 1e6
+				x[2] += src
+				x[3] += mb
+				if im.Progressive {
+					x[4] += src
+				}
+			case "png":
+				x[5] += src
+				x[7] += mb
+			default:
+				x[6] += src
+				x[7] += mb
 			}
-			x[5] += out
 		}
 		x[0] = max(x[0], 1)
 		return key, x
