@@ -47,6 +47,7 @@ type World struct {
 	root      *World       // the World Init returned; nil for itself
 	dups      []*World     // communicators duplicated from root, freed at Finalize
 	lastYield atomic.Int64 // monotonic ns of the last scheduling point, see enter
+	policy    atomic.Int32 // a WaitPolicy
 }
 
 // yieldEvery bounds the time between scheduling points of a goroutine that
@@ -187,6 +188,11 @@ func (w *World) setup() error {
 		lib = strings.TrimSpace(lib[:i]) // MPICH's version string spans lines
 	}
 	lib = strings.Join(strings.Fields(strings.TrimRight(lib, "\x00")), " ")
+	policy, err := defaultWaitPolicy(int(lsize))
+	if err != nil {
+		return err
+	}
+	w.policy.Store(int32(policy))
 	w.info = Info{
 		LocalRank:      int(lrank),
 		LocalSize:      int(lsize),
@@ -225,6 +231,7 @@ func (w *World) Dup() (Comm, error) {
 		tByte: w.tByte, tInt64: w.tInt64, opSum: w.opSum, opMin: w.opMin, opMax: w.opMax,
 		calls: root.calls, root: root,
 	}
+	d.policy.Store(w.policy.Load())
 	var rc C.int
 	comm := new(C.MPI_Comm)
 	if err := w.do(func() {
@@ -298,6 +305,11 @@ func (w *World) Allgather(send, recv []byte) error {
 	if err != nil {
 		return err
 	}
+	if w.sleeping() {
+		return w.icoll("MPI_Iallgather", []unsafe.Pointer{ptr(send), ptr(recv)}, func(req *C.MPI_Request) C.int {
+			return C.MPI_Iallgather(ptr(send), n, w.tByte, ptr(recv), n, w.tByte, w.comm, req)
+		})
+	}
 	var rc C.int
 	if w.multiple {
 		// The hot path of every step: no closure, one cgo call.
@@ -334,6 +346,15 @@ func (w *World) AllgatherVar(send []byte) ([][]byte, error) {
 	}
 	buf := make([]byte, total)
 	n := C.int(len(send))
+	if w.sleeping() {
+		pins := []unsafe.Pointer{ptr(send), ptr(buf), unsafe.Pointer(&counts[0]), unsafe.Pointer(&displs[0])}
+		if err := w.icoll("MPI_Iallgatherv", pins, func(req *C.MPI_Request) C.int {
+			return C.MPI_Iallgatherv(ptr(send), n, w.tByte, ptr(buf), &counts[0], &displs[0], w.tByte, w.comm, req)
+		}); err != nil {
+			return nil, err
+		}
+		return splitBlocks(buf, counts, displs), nil
+	}
 	var rc C.int
 	if err := w.do(func() {
 		rc = C.MPI_Allgatherv(ptr(send), n, w.tByte, ptr(buf), &counts[0], &displs[0], w.tByte, w.comm)
@@ -343,12 +364,17 @@ func (w *World) AllgatherVar(send []byte) ([][]byte, error) {
 	if err := check("MPI_Allgatherv", rc); err != nil {
 		return nil, err
 	}
-	out := make([][]byte, w.size)
+	return splitBlocks(buf, counts, displs), nil
+}
+
+// splitBlocks cuts an allgatherv buffer into its ranks' blocks.
+func splitBlocks(buf []byte, counts, displs []C.int) [][]byte {
+	out := make([][]byte, len(counts))
 	for r := range out {
 		lo, hi := int(displs[r]), int(displs[r])+int(counts[r])
 		out[r] = buf[lo:hi:hi]
 	}
-	return out, nil
+	return out
 }
 
 // int64Bytes views v as bytes (native byte order, as MPI_BYTE moves it
@@ -381,6 +407,11 @@ func (w *World) AllreduceInt64(buf []int64, op Op) error {
 	if len(buf) > 0 {
 		p = unsafe.Pointer(&buf[0])
 	}
+	if w.sleeping() {
+		return w.icoll("MPI_Iallreduce", []unsafe.Pointer{p}, func(req *C.MPI_Request) C.int {
+			return C.MPI_Iallreduce(C.dhmpi_in_place(), p, n, w.tInt64, cop, w.comm, req)
+		})
+	}
 	var rc C.int
 	if err := w.do(func() {
 		rc = C.MPI_Allreduce(C.dhmpi_in_place(), p, n, w.tInt64, cop, w.comm)
@@ -399,6 +430,11 @@ func (w *World) Bcast(buf []byte, root int) error {
 	if err != nil {
 		return err
 	}
+	if w.sleeping() {
+		return w.icoll("MPI_Ibcast", []unsafe.Pointer{ptr(buf)}, func(req *C.MPI_Request) C.int {
+			return C.MPI_Ibcast(ptr(buf), n, w.tByte, C.int(root), w.comm, req)
+		})
+	}
 	var rc C.int
 	if err := w.do(func() {
 		rc = C.MPI_Bcast(ptr(buf), n, w.tByte, C.int(root), w.comm)
@@ -410,6 +446,11 @@ func (w *World) Bcast(buf []byte, root int) error {
 
 // Barrier calls MPI_Barrier.
 func (w *World) Barrier() error {
+	if w.sleeping() {
+		return w.icoll("MPI_Ibarrier", nil, func(req *C.MPI_Request) C.int {
+			return C.MPI_Ibarrier(w.comm, req)
+		})
+	}
 	var rc C.int
 	if err := w.do(func() { rc = C.MPI_Barrier(w.comm) }); err != nil {
 		return err
@@ -499,7 +540,17 @@ func (w *World) WaitAll(reqs []*Request) error {
 		hs[i] = *r.mpi.handle
 	}
 	var rc C.int
-	if err := w.do(func() {
+	if w.sleeping() {
+		var err error
+		rc, err = w.pollBackoff(func() (bool, C.int) {
+			var flag C.int
+			rc := C.MPI_Testall(C.int(len(pending)), handles, &flag, statuses)
+			return flag != 0, rc
+		})
+		if err != nil {
+			return err
+		}
+	} else if err := w.do(func() {
 		rc = C.MPI_Waitall(C.int(len(pending)), handles, statuses)
 	}); err != nil {
 		return err

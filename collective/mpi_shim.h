@@ -19,6 +19,7 @@ static inline MPI_Info dhmpi_info_null(void) { return MPI_INFO_NULL; }
 static inline MPI_Request dhmpi_request_null(void) { return MPI_REQUEST_NULL; }
 static inline void *dhmpi_in_place(void) { return MPI_IN_PLACE; }
 static inline MPI_Status *dhmpi_statuses_ignore(void) { return MPI_STATUSES_IGNORE; }
+static inline MPI_Status *dhmpi_status_ignore(void) { return MPI_STATUS_IGNORE; }
 static inline int dhmpi_status_error(MPI_Status *s) { return s->MPI_ERROR; }
 
 // dhmpi_init initializes MPI asking for MPI_THREAD_MULTIPLE and sets

@@ -46,7 +46,7 @@ func worker(mode string) int {
 			fmt.Fprintln(os.Stderr, "FAIL:", err)
 			return 1
 		}
-		fmt.Printf("rank %d/%d ok %s multiple=%v\n", w.Rank(), w.Size(), w.Info().Library, w.Info().ThreadMultiple)
+		fmt.Printf("rank %d/%d ok %s multiple=%v wait=%v\n", w.Rank(), w.Size(), w.Info().Library, w.Info().ThreadMultiple, w.WaitPolicy())
 	case "latency":
 		if err := latencyWorker(w); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -80,12 +80,12 @@ func worker(mode string) int {
 }
 
 // mpirun runs this test binary as np ranks in the given worker mode.
-func mpirun(t *testing.T, np int, mode string, timeout time.Duration) (string, error, time.Duration) {
+func mpirun(t *testing.T, np int, mode string, timeout time.Duration, env ...string) (string, error, time.Duration) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := collectivetest.MPIRun(ctx, np, os.Args[0])
-	cmd.Env = append(os.Environ(), workerEnv+"="+mode)
+	cmd.Env = append(append(os.Environ(), workerEnv+"="+mode), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.WaitDelay = 5 * time.Second
@@ -107,17 +107,26 @@ func requireMPIRun(t *testing.T) {
 	}
 }
 
+// TestMPIConformance runs the suite under both wait policies: blocking
+// MPI calls, and non-blocking ones polled with sleeps.
 func TestMPIConformance(t *testing.T) {
 	requireMPIRun(t)
-	out, err, _ := mpirun(t, 4, "conformance", 3*time.Minute)
-	if err != nil {
-		t.Fatalf("mpirun -np 4: %v\n%s", err, out)
-	}
-	t.Logf("mpirun -np 4 (%s build):\n%s", collective.Flavor(), out)
-	for r := 0; r < 4; r++ {
-		if want := fmt.Sprintf("rank %d/4 ok", r); !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
+	for _, policy := range []string{"block", "sleep"} {
+		t.Run(policy, func(t *testing.T) {
+			out, err, _ := mpirun(t, 4, "conformance", 3*time.Minute, "DATAHELIX_MPI_WAIT="+policy)
+			if err != nil {
+				t.Fatalf("mpirun -np 4: %v\n%s", err, out)
+			}
+			t.Logf("mpirun -np 4 (%s build):\n%s", collective.Flavor(), out)
+			for r := 0; r < 4; r++ {
+				if want := fmt.Sprintf("rank %d/4 ok", r); !strings.Contains(out, want) {
+					t.Errorf("output lacks %q:\n%s", want, out)
+				}
+			}
+			if want := "wait=" + policy; !strings.Contains(out, want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		})
 	}
 }
 

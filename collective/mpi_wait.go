@@ -1,0 +1,121 @@
+//go:build !nompi
+
+package collective
+
+/*
+#include "mpi_shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"time"
+	"unsafe"
+)
+
+// WaitPolicy says how a rank waits for MPI operations to complete.
+type WaitPolicy int32
+
+const (
+	// WaitBlock uses blocking MPI calls: the lowest latency when every
+	// rank has its own core, as on a cluster node. While waiting, the MPI
+	// library polls and keeps the core busy.
+	WaitBlock WaitPolicy = iota
+	// WaitSleep starts non-blocking operations and polls them with
+	// MPI_Test, spinning for a few microseconds and then sleeping between
+	// polls (20 µs doubling up to 1 ms). On a node with more ranks than
+	// cores a rank waiting for a straggler then leaves its core to the
+	// decode workers instead of spinning on it.
+	WaitSleep
+)
+
+// String names the policy as DATAHELIX_MPI_WAIT spells it.
+func (p WaitPolicy) String() string {
+	if p == WaitSleep {
+		return "sleep"
+	}
+	return "block"
+}
+
+// defaultWaitPolicy chooses from DATAHELIX_MPI_WAIT (block, sleep or
+// auto) and, for auto, sleeps when the node holds more ranks than this
+// process may use cores.
+func defaultWaitPolicy(localSize int) (WaitPolicy, error) {
+	switch v := os.Getenv("DATAHELIX_MPI_WAIT"); v {
+	case "block":
+		return WaitBlock, nil
+	case "sleep":
+		return WaitSleep, nil
+	case "", "auto":
+		if localSize > runtime.NumCPU() {
+			return WaitSleep, nil
+		}
+		return WaitBlock, nil
+	default:
+		return WaitBlock, fmt.Errorf("collective: DATAHELIX_MPI_WAIT=%q: want block, sleep or auto", v)
+	}
+}
+
+// SetWaitPolicy changes how this communicator waits (see WaitPolicy).
+// Every rank may choose independently.
+func (w *World) SetWaitPolicy(p WaitPolicy) { w.policy.Store(int32(p)) }
+
+// WaitPolicy returns how this communicator waits.
+func (w *World) WaitPolicy() WaitPolicy { return WaitPolicy(w.policy.Load()) }
+
+func (w *World) sleeping() bool { return WaitPolicy(w.policy.Load()) == WaitSleep }
+
+// pollBackoff calls test until it reports completion or an error code:
+// 64 quick polls, then sleeps growing from 20 µs to 1 ms.
+func (w *World) pollBackoff(test func() (bool, C.int)) (C.int, error) {
+	sleep := 20 * time.Microsecond
+	for i := 0; ; i++ {
+		var done bool
+		var rc C.int
+		if err := w.do(func() { done, rc = test() }); err != nil {
+			return 0, err
+		}
+		if rc != C.MPI_SUCCESS || done {
+			return rc, nil
+		}
+		if i < 64 {
+			continue
+		}
+		time.Sleep(sleep)
+		if sleep < time.Millisecond {
+			sleep *= 2
+		}
+	}
+}
+
+// icoll starts a non-blocking collective with start and waits for it
+// under WaitSleep. The buffers the collective reads and writes stay
+// pinned until it completes.
+func (w *World) icoll(name string, pins []unsafe.Pointer, start func(req *C.MPI_Request) C.int) error {
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	for _, p := range pins {
+		if p != nil {
+			pin.Pin(p)
+		}
+	}
+	req := new(C.MPI_Request)
+	var rc C.int
+	if err := w.do(func() { rc = start(req) }); err != nil {
+		return err
+	}
+	if err := check(name, rc); err != nil {
+		return err
+	}
+	rc, err := w.pollBackoff(func() (bool, C.int) {
+		var flag C.int
+		rc := C.MPI_Test(req, &flag, C.dhmpi_status_ignore())
+		return flag != 0, rc
+	})
+	if err != nil {
+		return err
+	}
+	return check(name, rc)
+}
