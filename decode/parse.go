@@ -34,6 +34,16 @@ func memberKind(ext string) int {
 	return kindOther
 }
 
+// isMetadataExt reports whether a text member is metadata (json, cls)
+// rather than a caption or text part.
+func isMetadataExt(ext string) bool {
+	switch lastComponent(ext) {
+	case "json", "cls":
+		return true
+	}
+	return false
+}
+
 func lastComponent(ext string) string {
 	if i := strings.LastIndexByte(ext, '.'); i >= 0 {
 		return ext[i+1:]
@@ -66,7 +76,10 @@ func docPosition(ext string) (pos int, ok bool) {
 //   - every image member (jpg, jpeg, png, webp) gives an entry of Images,
 //     ordered by document position ("0.jpg", "1.jpg", ...) and then by
 //     member order;
-//   - text members (txt, text, json, caption, cls) add up into Text.
+//   - text members add up into Text: the captions and text parts (txt,
+//     text, caption) when the sample has any, else its metadata (json,
+//     cls) — a LAION-style sample's json beside its caption is metadata,
+//     while a sample holding only json is text.
 //
 // Extensions are matched on their last component, so "0.jpg" and
 // "seg.txt" count. The modality is video when there is a video member;
@@ -83,6 +96,7 @@ func ParseRecord(s *Sample) (*Record, error) {
 		pos  int
 	}
 	var images []image
+	var captions, metadata *TextInfo
 	interleaved := false
 	for i, m := range s.Members {
 		r.Bytes += int64(len(m.Data))
@@ -109,15 +123,23 @@ func ParseRecord(s *Sample) (*Record, error) {
 			}
 		case kindText:
 			t := ParseText(m.Data, m.Ext)
-			if r.Text == nil {
-				r.Text = &TextInfo{}
+			sum := &captions
+			if isMetadataExt(m.Ext) {
+				sum = &metadata
 			}
-			r.Text.Bytes += t.Bytes
-			r.Text.Tokens += t.Tokens
+			if *sum == nil {
+				*sum = &TextInfo{}
+			}
+			(*sum).Bytes += t.Bytes
+			(*sum).Tokens += t.Tokens
 		}
 		if err != nil {
 			return nil, fmt.Errorf("decode: shard %s sample %q member %s: %w", s.Shard, s.Key, m.Name, err)
 		}
+	}
+	r.Text = captions
+	if r.Text == nil {
+		r.Text = metadata
 	}
 	sort.SliceStable(images, func(a, b int) bool { return images[a].pos < images[b].pos })
 	for _, im := range images {

@@ -38,15 +38,17 @@ func TestParseRecord(t *testing.T) {
 		images   []int  // Member index of each image, in record order
 		tokens   int    // -1 when Text must be nil
 	}{
-		{"video with caption", sampleOf("v", "json", `{"caption":"a dog"}`, "mp4", mp4, "txt", "a dog runs"), ModalityVideo, "h264", nil, 2 + 3},
+		{"video with caption", sampleOf("v", "json", `{"caption":"a dog"}`, "mp4", mp4, "txt", "a dog runs"), ModalityVideo, "h264", nil, 3}, // the json is metadata
 		{"webm by content", sampleOf("w", "mkv", webm), ModalityVideo, "vp9", nil, -1},
 		{"video and thumbnail", sampleOf("t", "jpg", jpg, "mp4", mp4), ModalityVideo, "h264", []int{0}, -1},
 		{"image", sampleOf("i", "jpg", jpg), ModalityImage, "", []int{0}, -1},
-		{"image with caption", sampleOf("c", "webp", webp, "txt", "a cat", "cls", "281"), ModalityImage, "", []int{0}, 2 + 1},
+		{"image with caption", sampleOf("c", "webp", webp, "txt", "a cat", "cls", "281"), ModalityImage, "", []int{0}, 2},
 		{"images without text", sampleOf("m", "jpg", jpg, "png", png), ModalityImage, "", []int{0, 1}, -1},
 		{"document", sampleOf("d", "txt", "intro", "2.png", png, "0.jpg", jpg, "1.webp", webp), ModalityDocument, "", []int{2, 3, 1}, 1},
 		{"interleaved one image", sampleOf("e", "0.txt", "first", "1.jpg", jpg, "2.txt", "after"), ModalityDocument, "", []int{1}, 2},
 		{"text", sampleOf("x", "txt", "just some words", "json", `{"id": 7}`), ModalityText, "", nil, 3},
+		{"json only", sampleOf("j", "json", `{"text": "a long document here"}`), ModalityText, "", nil, 4},
+		{"image with metadata", sampleOf("l", "jpg", jpg, "json", `{"url": "x"}`), ModalityImage, "", []int{0}, 1},
 		{"text and other members", sampleOf("o", "txt", "words", "npy", "\x93NUMPY"), ModalityText, "", nil, 1},
 	}
 	for _, tt := range tests {
