@@ -40,6 +40,9 @@ func (o objective) less(p objective) bool {
 	if o.maxLate != p.maxLate {
 		return o.maxLate < p.maxLate
 	}
+	if o.maxExcess != p.maxExcess {
+		return o.maxExcess < p.maxExcess // lateness may be negative: slack
+	}
 	return o.bytes < p.bytes
 }
 

@@ -43,7 +43,9 @@ func lpt(in *Input) []int32 {
 // TestPlannerVersusLPT records why the planner starts from the owners and
 // exchanges instead of constructing with LPT: on step-shaped inputs it
 // reaches at least LPT's makespan (median over inputs, free transfers,
-// deadlines 0) while moving a small fraction of the bytes LPT moves.
+// deadlines 0) while moving a fraction of the bytes LPT moves (under a
+// third: with realistic deadlines it keeps balancing for slack while the
+// gate lets it, see slack, so it moves more than the bare minimum).
 func TestPlannerVersusLPT(t *testing.T) {
 	for _, nb := range [][2]int{{8, 32}, {64, 32}, {256, 16}} {
 		n, b := nb[0], nb[1]
@@ -80,8 +82,8 @@ func TestPlannerVersusLPT(t *testing.T) {
 		if pr > lr+0.005 {
 			t.Errorf("N=%d B=%d: planner makespan/bound %.4f, LPT %.4f: want the planner no worse", n, b, pr, lr)
 		}
-		if pb > lb/4 {
-			t.Errorf("N=%d B=%d: planner moves %.3f of the bytes, LPT %.3f: want under a quarter of LPT's", n, b, pb, lb)
+		if pb > lb/3 {
+			t.Errorf("N=%d B=%d: planner moves %.3f of the bytes, LPT %.3f: want under a third of LPT's", n, b, pb, lb)
 		}
 	}
 }

@@ -79,6 +79,7 @@ func (p *Planner) Compute(in *Input, out *Plan) error {
 	if in.Mode != ModeLocal {
 		p.rescue()
 		p.balance()
+		p.slack()
 	}
 	p.emit(out)
 	return nil

@@ -232,3 +232,50 @@ func (p *Planner) helpLate(s int32) bool {
 	}
 	return false
 }
+
+// slack keeps lowering the largest excess once every rank is on time.
+// Lateness, as in scheduling theory, is finish minus deadline and may be
+// negative; the smallest maximum lateness is then the largest margin by
+// which the last rank meets its deadline. That margin is what absorbs the
+// errors of the predictions (cost estimates, and a fluid model of a rank's
+// workers that ignores how samples pack onto them), so a plan that stops
+// as soon as every rank is predicted on time leaves ranks on the edge and
+// late in practice. Every exchange still lowers the larger excess of the
+// two ranks, so no rank becomes late, and under ModeHelix still passes the
+// gate: the margin it adds must exceed the transfer time plus
+// Params.Margin.
+//
+// It reuses balance by shifting every deadline earlier by the same amount,
+// enough that every rank stays late by at least 1 µs whatever work it
+// holds (a rank's excess is at least its backlog minus its deadline): the
+// order of the excesses, and so every exchange balance compares, is
+// unchanged, the late-rank count stays N, and balance minimizes the
+// largest excess.
+func (p *Planner) slack() {
+	if p.late != 0 || len(p.excess) < 2 {
+		return
+	}
+	floor := p.backlog[0] - p.deadline[0]
+	for r := range p.excess {
+		floor = min(floor, p.backlog[r]-p.deadline[r])
+	}
+	delta := 1 - floor
+	p.shift(delta)
+	p.balance()
+	p.shift(-delta)
+}
+
+// shift moves every deadline delta µs earlier (later if negative),
+// adjusting the excesses and the late and room counts. A uniform shift
+// keeps every heap's order.
+func (p *Planner) shift(delta int64) {
+	p.late, p.room = 0, 0
+	for r := range p.excess {
+		p.deadline[r] -= delta
+		p.excess[r] += delta
+		if p.excess[r] > 0 {
+			p.late++
+		}
+		p.room += p.roomOf(int32(r))
+	}
+}
