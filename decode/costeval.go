@@ -34,9 +34,10 @@ type CostEvalOptions struct {
 type CostEvalRow struct {
 	Key           string
 	Count         int
-	MAPE          float64 // fraction, 0.1 = 10 %
+	MAPE          float64 // frozen model after the warm-up; fraction, 0.1 = 10 %
+	OnlineMAPE    float64 // model still learning, each prediction made before its sample is learned
 	MeanMeasured  float64 // µs
-	MeanPredicted float64 // µs
+	MeanPredicted float64 // µs, frozen model
 }
 
 // CostEvalReport is what EvaluateCostModel measured.
@@ -52,16 +53,25 @@ type CostEvalReport struct {
 
 // CostObservation is one measured sample.
 type CostObservation struct {
-	Record    *Record
-	Micros    int64
-	HeldOut   bool
-	Predicted int64 // the model's prediction before it saw the sample
+	Record  *Record
+	Micros  int64
+	HeldOut bool
+	// Predicted is the prediction of the model frozen after the warm-up
+	// (during the warm-up: of the model before it saw the sample).
+	Predicted int64
+	// PredictedOnline is the prediction of the model that keeps learning
+	// from every sample after predicting it, as a running loader's does.
+	PredictedOnline int64
 }
 
 // EvaluateCostModel decodes the samples of ds one at a time with dec,
 // measures each, lets m learn from the first Warmup samples (Observe) and
-// then records the error of m's predictions on every later sample without
-// learning from them — held-out samples in the strict sense. Samples are
+// then records the error of predictions on every later sample: those of
+// a copy of m frozen after the warm-up, which never learns from them
+// (held-out samples in the strict sense), and those of m itself, which
+// learns from each sample after predicting it, as a running loader's
+// model does (prequential: every prediction is still made on a sample
+// the model has not seen). Samples are
 // taken round-robin over the shards (sample 0 of every shard, then sample
 // 1, ...) so that the warm-up sees every shard. One untimed decode comes
 // first, so one-time library initialisation is not measured. progress, if
@@ -84,6 +94,7 @@ func EvaluateCostModel(ctx context.Context, ds *Dataset, dec *Decoder, m *CostMo
 	defer runtime.UnlockOSThread()
 	rep := &CostEvalReport{}
 	warmed := false
+	var frozen *CostModel
 	for n, at := range order {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -110,13 +121,20 @@ func EvaluateCostModel(ctx context.Context, ds *Dataset, dec *Decoder, m *CostMo
 			rep.Failed = append(rep.Failed, err.Error())
 			continue
 		}
-		obs := CostObservation{Record: rec, Micros: us, Predicted: m.Predict(rec), HeldOut: rep.Warmup >= o.Warmup}
+		obs := CostObservation{Record: rec, Micros: us, PredictedOnline: m.Predict(rec), HeldOut: rep.Warmup >= o.Warmup}
+		obs.Predicted = obs.PredictedOnline
 		if obs.HeldOut {
+			if frozen == nil {
+				if frozen, err = m.clone(); err != nil {
+					return nil, err
+				}
+			}
+			obs.Predicted = frozen.Predict(rec)
 			rep.HeldOut++
 		} else {
-			m.Observe(rec, us)
 			rep.Warmup++
 		}
+		m.Observe(rec, us)
 		rep.Observations = append(rep.Observations, obs)
 		if progress != nil {
 			progress(n+1, len(order))
@@ -181,6 +199,7 @@ func heldOutRows(m *CostModel, obs []CostObservation) []CostEvalRow {
 		for _, r := range []*CostEvalRow{r, all} {
 			r.Count++
 			r.MAPE += math.Abs(float64(o.Predicted-o.Micros)) / float64(o.Micros)
+			r.OnlineMAPE += math.Abs(float64(o.PredictedOnline-o.Micros)) / float64(o.Micros)
 			r.MeanMeasured += float64(o.Micros)
 			r.MeanPredicted += float64(o.Predicted)
 		}
@@ -194,6 +213,7 @@ func heldOutRows(m *CostModel, obs []CostObservation) []CostEvalRow {
 	for i := range out {
 		if n := float64(out[i].Count); n > 0 {
 			out[i].MAPE /= n
+			out[i].OnlineMAPE /= n
 			out[i].MeanMeasured /= n
 			out[i].MeanPredicted /= n
 		}

@@ -43,7 +43,7 @@ func TestEvaluateCostModel(t *testing.T) {
 			rep.Warmup, rep.HeldOut, rep.Failed, len(rep.Observations), calls)
 	}
 	all := rep.Rows[len(rep.Rows)-1]
-	if all.Key != "all" || all.Count != 6 || !(all.MAPE >= 0) || all.MeanMeasured <= 0 {
+	if all.Key != "all" || all.Count != 6 || !(all.MAPE >= 0) || !(all.OnlineMAPE >= 0) || all.MeanMeasured <= 0 {
 		t.Errorf("overall row %+v", all)
 	}
 	sum := 0
@@ -52,6 +52,11 @@ func TestEvaluateCostModel(t *testing.T) {
 	}
 	if sum != 6 {
 		t.Errorf("per-key rows count %d held-out samples, want 6", sum)
+	}
+	// The caller's model learned from every sample (online), the frozen
+	// copy behind MAPE only from the warm-up.
+	if m.observed != 16 {
+		t.Errorf("model observed %d samples, want 16", m.observed)
 	}
 	// Round-robin: the first two samples come from different shards.
 	if rep.Observations[0].Record.Shard == rep.Observations[1].Record.Shard {

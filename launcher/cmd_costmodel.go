@@ -29,7 +29,7 @@ func runCostModel(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	wall := fs.Bool("wall", false, "measure wall time instead of the decoding thread's CPU time")
 	repeat := fs.Int("repeat", 3, "decode each sample this many times and keep the fastest (filters interference on shared machines)")
 	calIn := fs.String("calibration", "", "warm-start from this calibration `file` (default: the built-in one)")
-	calOut := fs.String("calibrate-out", "", "after the evaluation, learn from every sample and write the coefficients to this `file`")
+	calOut := fs.String("calibrate-out", "", "after the evaluation, write the coefficients learned from every sample to this `file`")
 	save := fs.String("save", "", "write the model's state after the evaluation to this `file`")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
@@ -83,19 +83,15 @@ func runCostModel(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	fmt.Fprintf(stdout, "%s: learned from %d samples, held out %d (%s, fastest of %d, F=%d, S=%d), speed factor %.3f\n",
 		*data, rep.Warmup, rep.HeldOut, clock, *repeat, *frames, *size, m.SpeedFactor())
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "model\tsamples\tMAPE %\tmean measured µs\tmean predicted µs\t")
+	fmt.Fprintln(tw, "model\tsamples\tMAPE %\tonline MAPE %\tmean measured µs\tmean predicted µs\t")
 	for _, r := range rep.Rows {
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.0f\t%.0f\t\n", r.Key, r.Count, 100*r.MAPE, r.MeanMeasured, r.MeanPredicted)
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.0f\t%.0f\t\n", r.Key, r.Count, 100*r.MAPE, 100*r.OnlineMAPE, r.MeanMeasured, r.MeanPredicted)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	fmt.Fprintln(stdout, "MAPE: the model frozen after the warm-up; online MAPE: the model still learning, each sample predicted before it is learned")
 	if *calOut != "" {
-		for _, o := range rep.Observations {
-			if o.HeldOut {
-				m.Observe(o.Record, o.Micros)
-			}
-		}
 		host, _ := os.Hostname()
 		machine := fmt.Sprintf("%s, %s, %d samples of %s", host, clock, len(rep.Observations), *data)
 		if err := m.Calibration(machine).Save(*calOut); err != nil {
