@@ -34,7 +34,7 @@ step "go test ./..."
 go test "${short[@]}" -timeout 30m ./...
 
 step "go test -race (pure-Go packages)"
-go test "${short[@]}" -race -timeout 30m $(go list ./... | grep -E '/(plan|gpu|collective)$') 
+go test "${short[@]}" -race -timeout 30m $(go list ./... | grep -E '/(plan|gpu|collective|spmd)$')
 
 step "MPI conformance against MPICH"
 go test "${short[@]}" -tags mpich -count=1 -run 'MPI' ./collective/
