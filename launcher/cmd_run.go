@@ -74,7 +74,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.cfg.Batch, "batch", 4, "per-rank batch size `B`")
 	fs.IntVar(&f.cfg.Steps, "steps", 40, "training `steps` per loader")
 	fs.IntVar(&f.cfg.Workers, "workers", 1, "decode workers `W` per rank")
-	fs.IntVar(&f.cfg.Horizon, "horizon", 0, "planning horizon `H` in steps (default 2 x workers, as far as PyTorch's prefetch looks)")
+	fs.IntVar(&f.cfg.Horizon, "horizon", 0, "planning horizon `H` in steps (default max(2 x workers, 8): never less than PyTorch's prefetch looks)")
 	fs.IntVar(&f.cfg.Decode.Frames, "frames", 8, "frames `F` sampled per clip")
 	fs.IntVar(&f.cfg.Decode.Size, "size", 224, "output side `S`: frames and images become S x S RGB")
 	fs.Uint64Var(&f.seed, "seed", 1, "`seed` of the sample order (and of the default dataset's content)")

@@ -18,7 +18,10 @@ type Config struct {
 	Batch   int // B: samples per rank per step
 	Steps   int // steps to deliver (the run ends after them)
 	Workers int // W: decode workers per rank
-	Horizon int // H: steps planned ahead; 0 means 2*W (never less than torch looks)
+	// Horizon is H, the steps planned ahead; 0 means max(2*W, 8): never
+	// less than torch's prefetch looks, and far enough that deadlines,
+	// not the window, decide when a heavy sample starts.
+	Horizon int
 	Seed    uint64
 	// Prefetch is torch's prefetch factor (PyTorch's default 2).
 	Prefetch int
@@ -69,7 +72,7 @@ func (c *Config) setDefaults() error {
 		return fmt.Errorf("--workers %d: want 1..1024", c.Workers)
 	}
 	if c.Horizon == 0 {
-		c.Horizon = 2 * c.Workers
+		c.Horizon = max(2*c.Workers, 8)
 	}
 	if c.Horizon < 1 {
 		return fmt.Errorf("--horizon %d: want at least 1", c.Horizon)
