@@ -2,6 +2,8 @@ package decode
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -151,4 +153,41 @@ func FuzzParseRecord(f *testing.F) {
 			checkVideoInfo(t, r.Video)
 		}
 	})
+}
+
+// TestParseRecordGeneratorShard reads a shard written by `datahelix gen
+// --preset text` (committed): every sample is text, counted from its txt
+// member, its json metadata aside.
+func TestParseRecordGeneratorShard(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile(filepath.Join("testdata", "shards", "gen-text.tar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenShard(writeFile(t, dir, "gen-text.tar", data), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Len() != 4 || len(s.Warnings()) != 0 {
+		t.Fatalf("Len() = %d, warnings %q; want 4 samples, no warnings", s.Len(), s.Warnings())
+	}
+	for i := 0; i < s.Len(); i++ {
+		smp, err := s.ReadSample(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := ParseRecord(smp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var txt []byte
+		for _, m := range smp.Members {
+			if m.Ext == "txt" {
+				txt = m.Data
+			}
+		}
+		if r.Modality != ModalityText || r.Text == nil || r.Text.Tokens != EstimateTokens(txt) || r.Text.Tokens == 0 {
+			t.Errorf("sample %q: %v, text %+v; want text with %d tokens", smp.Key, r.Modality, r.Text, EstimateTokens(txt))
+		}
+	}
 }
