@@ -17,7 +17,9 @@
 //     keyframe-aligned decode tasks, simulating the decoder's seeks.
 //   - [CostModel] predicts a sample's preparation time in integer
 //     microseconds from its record, learning online from measured decode
-//     times.
+//     times; [EvaluateCostModel] measures its held-out error on a dataset
+//     (`datahelix costmodel`) and [Inspect] lists records and estimates
+//     (`datahelix inspect`).
 //
 // The decoder itself (FFmpeg and libjpeg-turbo through cgo) lives beside
 // these files and consumes the same Sample and Record values.
