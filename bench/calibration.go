@@ -1,0 +1,207 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/datahelix/datahelix/decode"
+)
+
+// ErrCalibration reports a bench calibration file that cannot be used.
+var ErrCalibration = errors.New("bench: invalid calibration")
+
+// Calibration is what the simulator draws sample costs from: the cost
+// model's coefficients measured on real decodes (true cost = the model's
+// prediction from a sample's features), the model's held-out error (the
+// estimate the planner sees is the true cost with that error), and the
+// compressed bits per pixel of generated images.
+type Calibration struct {
+	// Source is "measured" (bench calibrate on this machine), "default"
+	// (nothing cached: decode.DefaultCalibration, not measured here) or
+	// the path of a file given with --calibration.
+	Source  string  `json:"source"`
+	Machine Machine `json:"machine"`
+	Created string  `json:"created,omitempty"`
+	// Cost holds the coefficients, in µs of this machine's CPU time.
+	Cost *decode.Calibration `json:"cost"`
+	// MAPE is the held-out mean absolute percentage error of the cost
+	// model per model key ("video/h264", "image/jpeg", ...) and "all",
+	// as a fraction.
+	MAPE map[string]float64 `json:"mape"`
+	// SynthMAPE is, per preset, the mean relative difference between the
+	// estimate from a generated sample's real record and from the record
+	// the simulator synthesizes for the same sample: the error of the
+	// synthesis itself.
+	SynthMAPE map[string]float64 `json:"synth_mape,omitempty"`
+	// BitsPerPixel is the compressed size of images per format ("jpeg",
+	// "png", "webp").
+	BitsPerPixel map[string]float64 `json:"bits_per_pixel"`
+	Samples      int                `json:"samples"`  // decoded
+	HeldOut      int                `json:"held_out"` // of which evaluated without learning
+	Failed       int                `json:"failed"`   // did not decode
+	// Failures are the first errors of samples that did not decode.
+	Failures []string `json:"failures,omitempty"`
+	Note     string   `json:"note,omitempty"`
+}
+
+// defaultMAPE is the estimate error assumed without a measurement.
+const defaultMAPE = 0.25
+
+// defaultBitsPerPixel were measured on generated LAION- and ImageNet-like
+// images (60 + 30 samples, seed 1): mean compressed bits per pixel.
+var defaultBitsPerPixel = map[string]float64{"jpeg": 3.0, "png": 12.4, "webp": 2.2}
+
+// DefaultCalibration is the fallback when no calibration is cached: the
+// decode package's built-in coefficients (not measured on this machine),
+// an assumed 25 % estimate error and default image sizes.
+func DefaultCalibration() *Calibration {
+	bpp := map[string]float64{}
+	for k, v := range defaultBitsPerPixel {
+		bpp[k] = v
+	}
+	return &Calibration{
+		Source: "default", Cost: decode.DefaultCalibration(), MAPE: map[string]float64{"all": defaultMAPE}, BitsPerPixel: bpp,
+		Note: fmt.Sprintf("no calibration cached for this machine and commit: decode.DefaultCalibration() (not measured here), %.0f %% estimate error assumed; run `datahelix bench calibrate`", 100*defaultMAPE),
+	}
+}
+
+// Validate checks the calibration's numbers.
+func (c *Calibration) Validate() error {
+	if c.Cost == nil {
+		return fmt.Errorf("%w: no cost coefficients", ErrCalibration)
+	}
+	data, err := json.Marshal(c.Cost)
+	if err != nil {
+		return err
+	}
+	if _, err := decode.ReadCalibration(bytes.NewReader(data)); err != nil {
+		return fmt.Errorf("%w: %v", ErrCalibration, err)
+	}
+	for k, v := range c.MAPE {
+		if !(v >= 0 && v < 10) {
+			return fmt.Errorf("%w: mape[%s] = %v", ErrCalibration, k, v)
+		}
+	}
+	if _, ok := c.MAPE["all"]; !ok {
+		return fmt.Errorf("%w: no overall mape", ErrCalibration)
+	}
+	for _, f := range []string{"jpeg", "png", "webp"} {
+		if v := c.BitsPerPixel[f]; !(v > 0 && v < 100) {
+			return fmt.Errorf("%w: bits_per_pixel[%s] = %v", ErrCalibration, f, v)
+		}
+	}
+	return nil
+}
+
+// LoadCalibration reads a calibration written by Save.
+func LoadCalibration(path string) (*Calibration, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("bench: calibration: %w", err)
+	}
+	defer f.Close()
+	var c Calibration
+	dec := json.NewDecoder(io.LimitReader(f, 4<<20))
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("%s: %w: %v", path, ErrCalibration, err)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &c, nil
+}
+
+// Save writes the calibration as indented JSON, through a temporary file
+// renamed into place.
+func (c *Calibration) Save(path string) error {
+	data, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	tmp := fmt.Sprintf("%s.tmp-%d", path, os.Getpid())
+	if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	return os.Rename(tmp, path)
+}
+
+// CalibrationPath is where the calibration of machine m is cached under
+// the cache directory.
+func CalibrationPath(cacheDir string, m Machine) string {
+	return filepath.Join(cacheDir, "bench", "calibration-"+m.Key()+".json")
+}
+
+// CachedCalibration returns the calibration cached for machine m (its
+// hardware and commit), or DefaultCalibration when there is none. A
+// cached file that does not parse is an error, not a silent fallback.
+func CachedCalibration(cacheDir string, m Machine) (*Calibration, error) {
+	p := CalibrationPath(cacheDir, m)
+	if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+		return DefaultCalibration(), nil
+	}
+	return LoadCalibration(p)
+}
+
+// Sigma returns the shape of the multiplicative log-normal error of
+// estimates for model key: the one whose mean absolute percentage error
+// is the measured MAPE of the key (else the overall one).
+func (c *Calibration) Sigma(key string) float64 {
+	e, ok := c.MAPE[key]
+	if !ok {
+		e = c.MAPE["all"]
+	}
+	return sigmaForMAPE(e)
+}
+
+// mapeOfSigma is E|e^{σZ} - 1| for a standard normal Z, by the midpoint
+// rule on [-8, 8].
+func mapeOfSigma(sigma float64) float64 {
+	const n, lim = 4000, 8.0
+	h := 2 * lim / n
+	s := 0.0
+	for i := range n {
+		z := -lim + (float64(i)+0.5)*h
+		s += math.Abs(math.Exp(sigma*z)-1) * math.Exp(-z*z/2)
+	}
+	return s * h / math.Sqrt(2*math.Pi)
+}
+
+// sigmaForMAPE inverts mapeOfSigma by bisection (it is increasing).
+func sigmaForMAPE(mape float64) float64 {
+	if !(mape > 0) {
+		return 0
+	}
+	lo, hi := 0.0, 3.0
+	if mape >= mapeOfSigma(hi) {
+		return hi
+	}
+	for range 60 {
+		mid := (lo + hi) / 2
+		if mapeOfSigma(mid) < mape {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return (lo + hi) / 2
+}
+
+// MAPEKeys returns the model keys with a measured error, sorted.
+func (c *Calibration) MAPEKeys() []string {
+	keys := make([]string, 0, len(c.MAPE))
+	for k := range c.MAPE {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

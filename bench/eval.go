@@ -1,0 +1,285 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/plan"
+	"github.com/datahelix/datahelix/spmd"
+)
+
+// AllLoaders are the loaders an evaluation compares, baselines first.
+var AllLoaders = []spmd.Kind{spmd.KindTorch, spmd.KindLocal, spmd.KindStatic, spmd.KindHelix, spmd.KindHelixNoGate, spmd.KindOracle}
+
+// Network is the simulated exchange network of every rank.
+type Network struct {
+	BandwidthMBs float64 `json:"bandwidth_mb_s"` // per rank, MB/s (10^6 bytes)
+	LatencyUS    int64   `json:"latency_us"`     // per message
+}
+
+// DefaultNetwork is a 200 Gb/s HDR InfiniBand NIC shared by the 4 ranks
+// of a node (about 6 GB/s each; 5 GB/s taken), 10 µs per message.
+var DefaultNetwork = Network{BandwidthMBs: 5000, LatencyUS: 10}
+
+// GateMarginUS is the transfer-cost gate's margin, as datahelix run's
+// --margin-us default.
+const GateMarginUS = 200
+
+// EvalConfig configures an evaluation of workloads by loaders.
+type EvalConfig struct {
+	Workloads []*Workload
+	Loaders   []spmd.Kind // nil: AllLoaders
+	Ranks     int         // world size N
+	Steps     int         // training steps per run
+	Batch     int         // per-rank batch; 0: each workload's own
+	Seed      uint64
+	// Calibration gives the sample costs (nil: DefaultCalibration).
+	Calibration *Calibration
+	Network     Network // zero: DefaultNetwork
+	// Parallel is how many simulations run at once (0: GOMAXPROCS).
+	Parallel int
+	// KeepTimelines keeps the per-rank step records of torch and helix
+	// for every workload, for the timeline figure.
+	KeepTimelines bool
+	// KeepPlanTimes measures the planner's wall time per step (the one
+	// clock reading of a simulation; it makes results vary run to run).
+	KeepPlanTimes bool
+	// Progress, when set, is called after each simulation.
+	Progress func(done, total int)
+}
+
+// Setup is how a workload was run: the provisioning rule's inputs and
+// the GPU it derived.
+type Setup struct {
+	Workload    string  `json:"workload"`
+	Skew        string  `json:"skew"`
+	Ranks       int     `json:"ranks"`
+	Batch       int     `json:"batch"`
+	Workers     int     `json:"workers"`
+	Horizon     int     `json:"horizon"`
+	Steps       int     `json:"steps"`
+	MeanCostUS  float64 `json:"mean_cost_us"`
+	MeanFrames  float64 `json:"mean_frames"`
+	MeanTokens  float64 `json:"mean_tokens"`
+	GPUStepMS   float64 `json:"gpu_step_ms"`
+	GPUBaseMS   float64 `json:"gpu_base_ms"`
+	GPUSampleMS float64 `json:"gpu_ms_per_sample"`
+	GPUFrameMS  float64 `json:"gpu_ms_per_frame"`
+	GPUTokenUS  float64 `json:"gpu_us_per_token"`
+	SlowRanks   int     `json:"slow_ranks"`
+	// SplitWorkRatio is the CPU work of splitting loaders over torch's
+	// (Synth.SplitWorkRatio).
+	SplitWorkRatio float64 `json:"split_work_ratio"`
+	// Imbalance is Synth.Imbalance over the run's steps and the horizon:
+	// what cross-rank balancing can gain (0 when not measured).
+	Imbalance float64 `json:"imbalance"`
+}
+
+// Result is one loader's run of one workload. The first seven fields are
+// the keys the issue asks of the JSON.
+type Result struct {
+	Workload          string  `json:"workload"`
+	Loader            string  `json:"loader"`
+	Ranks             int     `json:"ranks"`
+	MissRate          float64 `json:"miss_rate"`
+	GPUWaitFrac       float64 `json:"gpu_wait_frac"`
+	ThroughputSPS     float64 `json:"throughput_sps"`
+	BytesMovedPerStep float64 `json:"bytes_moved_per_step"`
+	Mode              string  `json:"mode"` // "sim" or "real"
+	Skew              string  `json:"skew"`
+	Steps             int     `json:"steps"`
+	Batch             int     `json:"batch"`
+	Workers           int     `json:"workers"`
+	Misses            int     `json:"misses"`
+	GPUWaitS          float64 `json:"gpu_wait_s"`
+	WallS             float64 `json:"wall_s"`
+	BatchesHash       string  `json:"batches_hash"`
+	// PlanUSP50 is the median planner time per step, µs (0 when not
+	// measured); ElapsedS the simulation's own run time. Both are
+	// timings: they vary from run to run.
+	PlanUSP50 float64 `json:"plan_us_p50"`
+	ElapsedS  float64 `json:"elapsed_s"`
+}
+
+// Timeline is the per-rank step records of one run, for the figure.
+type Timeline struct {
+	Workload string
+	Loader   string
+	Ranks    int
+	Records  []spmd.StepRecord
+}
+
+// Evaluation is what RunSim (or a real runner) measured.
+type Evaluation struct {
+	Mode      string // "sim" or "real"
+	Setups    []Setup
+	Results   []Result // by workload, then loader, in the configured order
+	Timelines []Timeline
+}
+
+func (c *EvalConfig) defaults() error {
+	if len(c.Workloads) == 0 {
+		return fmt.Errorf("bench: no workloads")
+	}
+	if c.Loaders == nil {
+		c.Loaders = AllLoaders
+	}
+	switch {
+	case c.Ranks < 1 || c.Ranks > plan.MaxRanks:
+		return fmt.Errorf("bench: --ranks %d: want 1..%d", c.Ranks, plan.MaxRanks)
+	case c.Steps < 1:
+		return fmt.Errorf("bench: --steps %d: want at least 1", c.Steps)
+	case c.Batch < 0 || c.Batch > plan.MaxBatch:
+		return fmt.Errorf("bench: --batch %d: want 0 (the workload's) or 1..%d", c.Batch, plan.MaxBatch)
+	}
+	if c.Calibration == nil {
+		c.Calibration = DefaultCalibration()
+	}
+	if c.Network == (Network{}) {
+		c.Network = DefaultNetwork
+	}
+	if c.Network.BandwidthMBs <= 0 || c.Network.LatencyUS < 0 {
+		return fmt.Errorf("bench: network %+v: want positive bandwidth, non-negative latency", c.Network)
+	}
+	if c.Parallel <= 0 {
+		c.Parallel = runtime.GOMAXPROCS(0)
+	}
+	return nil
+}
+
+// prepared is a workload ready to simulate.
+type prepared struct {
+	w     *Workload
+	synth *Synth
+	setup Setup
+	gpu   gpu.Model
+	speed []int64
+}
+
+// prepare draws a workload's samples and applies the provisioning rule
+// at ranks ranks and batch b (0: the workload's); imbalance says whether
+// to measure Setup.Imbalance (it visits every sample of the run once).
+func prepare(w *Workload, cal *Calibration, ranks, b, steps int, seed uint64, imbalance bool) (*prepared, error) {
+	s, err := NewSynth(w, cal, ranks, b, seed)
+	if err != nil {
+		return nil, err
+	}
+	b = s.Batch()
+	cost, frames, tokens := s.Means()
+	g := w.GPUStep(cost, b, ranks)
+	m := w.GPUModel(g, b, frames, tokens)
+	p := &prepared{w: w, synth: s, gpu: m}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	p.setup = Setup{Workload: w.Name, Skew: w.Skew, Ranks: ranks, Batch: b, Workers: w.Workers, Horizon: 2 * w.Workers,
+		Steps: steps, MeanCostUS: cost, MeanFrames: frames, MeanTokens: tokens, GPUStepMS: ms(g),
+		GPUBaseMS: ms(m.Base), GPUSampleMS: ms(m.PerSample), GPUFrameMS: ms(m.PerFrame), GPUTokenUS: float64(m.PerToken) / float64(time.Microsecond),
+		SplitWorkRatio: s.SplitWorkRatio()}
+	slow := w.Slowdowns(ranks)
+	for _, sd := range slow {
+		p.speed = append(p.speed, int64(sd*plan.One+0.5))
+		if sd != 1 {
+			p.setup.SlowRanks++
+		}
+	}
+	if imbalance {
+		p.setup.Imbalance = s.Imbalance(steps, p.setup.Horizon, slow)
+	}
+	return p, nil
+}
+
+// simConfig is the simulator's configuration for loader k.
+func (p *prepared) simConfig(k spmd.Kind, cfg *EvalConfig) spmd.SimConfig {
+	w, b := p.w, p.setup.Batch
+	horizon := 2 * w.Workers
+	// The runtime's default decoded-memory budget: horizon batches of
+	// F-frame clips.
+	budget := int64(horizon) * int64(b) * int64(w.Frames) * int64(w.Size) * int64(w.Size) * 3
+	return spmd.SimConfig{
+		Loader: k, Ranks: p.setup.Ranks, Batch: b, Steps: cfg.Steps, Workers: w.Workers, Horizon: horizon,
+		Budget: budget, GPU: p.gpu, Bandwidth: int64(cfg.Network.BandwidthMBs * plan.One),
+		LatencyUS: cfg.Network.LatencyUS, Margin: GateMarginUS, Speed: p.speed,
+		Samples: p.synth.Samples, Seed: cfg.Seed, KeepPlanTimes: cfg.KeepPlanTimes,
+	}
+}
+
+// resultOf turns a simulation's summary into a Result.
+func resultOf(w *Workload, s spmd.Summary, elapsed time.Duration) Result {
+	return Result{Workload: w.Name, Loader: s.Loader, Ranks: s.Ranks, MissRate: s.MissRate, GPUWaitFrac: s.GPUWaitFrac,
+		ThroughputSPS: s.ThroughputSPS, BytesMovedPerStep: s.BytesMovedPerStep, Mode: "sim", Skew: w.Skew,
+		Steps: s.Steps, Batch: s.Batch, Workers: s.Workers, Misses: s.Misses, GPUWaitS: s.GPUWaitS, WallS: s.WallS,
+		BatchesHash: s.BatchesHash, PlanUSP50: s.PlanUSP50, ElapsedS: elapsed.Seconds()}
+}
+
+// RunSim simulates every workload with every loader. Simulations run in
+// parallel but each is deterministic, so the results (timings aside) are
+// the same for the same configuration.
+func RunSim(ctx context.Context, cfg EvalConfig) (*Evaluation, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	ev := &Evaluation{Mode: "sim"}
+	preps := make([]*prepared, len(cfg.Workloads))
+	{
+		g, _ := errgroup.WithContext(ctx)
+		g.SetLimit(cfg.Parallel)
+		for i, w := range cfg.Workloads {
+			g.Go(func() error {
+				p, err := prepare(w, cfg.Calibration, cfg.Ranks, cfg.Batch, cfg.Steps, cfg.Seed, true)
+				preps[i] = p
+				return err
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return nil, err
+		}
+	}
+	nl := len(cfg.Loaders)
+	ev.Results = make([]Result, len(preps)*nl)
+	records := make([][]spmd.StepRecord, len(preps)*nl)
+	var mu sync.Mutex
+	done := 0
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(cfg.Parallel)
+	for i, p := range preps {
+		ev.Setups = append(ev.Setups, p.setup)
+		for j, k := range cfg.Loaders {
+			g.Go(func() error {
+				if err := gctx.Err(); err != nil {
+					return err
+				}
+				t0 := time.Now()
+				res, err := spmd.Simulate(p.simConfig(k, &cfg))
+				if err != nil {
+					return fmt.Errorf("bench: workload %s, loader %s: %w", p.w.Name, k, err)
+				}
+				ev.Results[i*nl+j] = resultOf(p.w, res.Summary, time.Since(t0))
+				if cfg.KeepTimelines && (k == spmd.KindTorch || k == spmd.KindHelix) {
+					records[i*nl+j] = res.Records
+				}
+				mu.Lock()
+				done++
+				if cfg.Progress != nil {
+					cfg.Progress(done, len(ev.Results))
+				}
+				mu.Unlock()
+				return nil
+			})
+		}
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	for i, recs := range records {
+		if recs != nil {
+			r := ev.Results[i]
+			ev.Timelines = append(ev.Timelines, Timeline{Workload: r.Workload, Loader: r.Loader, Ranks: r.Ranks, Records: recs})
+		}
+	}
+	return ev, nil
+}

@@ -1,0 +1,142 @@
+package bench
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/datahelix/datahelix/spmd"
+)
+
+// Goal is one of the issue's targets with the measured figure.
+type Goal struct {
+	Name   string `json:"name"`
+	Target string `json:"target"`
+	Figure string `json:"figure"`
+	// Status is GoalPass, GoalShort or GoalNA (not measured in this run).
+	Status string `json:"status"`
+}
+
+// Goal statuses.
+const (
+	GoalPass  = "PASS"
+	GoalShort = "FALL SHORT"
+	GoalNA    = "n/a"
+)
+
+// The goals' thresholds, from the issue.
+const (
+	goalMissReduction   = 0.80
+	goalWaitReduction   = 0.90
+	goalThroughputRatio = 2.7
+	goalUniformGap      = 0.02
+	goalScaleSeconds    = 60
+)
+
+func status(ok bool) string {
+	if ok {
+		return GoalPass
+	}
+	return GoalShort
+}
+
+func pct(v *float64) string {
+	if v == nil {
+		return "undefined"
+	}
+	return fmt.Sprintf("%.1f %%", 100**v)
+}
+
+// goals evaluates the issue's goals on the report.
+func goals(r *Report) []Goal {
+	s := r.Summary
+	var out []Goal
+	meanGoal := func(name string, v *float64, n int, target float64) {
+		g := Goal{Name: name, Target: fmt.Sprintf(">= %.0f %% (mean over the workloads)", 100*target), Status: GoalNA,
+			Figure: fmt.Sprintf("%s mean over %d workloads", pct(v), n)}
+		if n < len(r.Comparisons) {
+			g.Figure += fmt.Sprintf(" (%d left out: torch had nothing to reduce)", len(r.Comparisons)-n)
+		}
+		if v != nil {
+			g.Status = status(*v >= target)
+		}
+		out = append(out, g)
+	}
+	meanGoal("deadline-miss reduction vs torch", s.MissReductionVsTorchMean, s.MissReductionWorkloads, goalMissReduction)
+	meanGoal("GPU-wait reduction vs torch", s.WaitReductionVsTorchMean, s.WaitReductionWorkloads, goalWaitReduction)
+
+	g := Goal{Name: "throughput vs torch on the most skewed workload", Target: fmt.Sprintf(">= %.1fx", goalThroughputRatio), Status: GoalNA, Figure: "undefined"}
+	if v := s.ThroughputRatioVsTorchMostSkewed; v != nil {
+		g.Figure = fmt.Sprintf("%.2fx on %s (highest imbalance); max over workloads %.2fx", *v, s.MostSkewed, deref(s.ThroughputRatioVsTorchMax))
+		g.Status = status(*v >= goalThroughputRatio)
+	}
+	out = append(out, g)
+
+	var behind, short, over []string
+	skewed, uniform, bounded := 0, 0, 0
+	for _, c := range r.Comparisons {
+		if c.OracleBound != nil {
+			bounded++
+			if h := find(r.Results, c.Workload, spmd.KindHelix); h != nil && h.GPUWaitFrac > *c.OracleBound {
+				over = append(over, fmt.Sprintf("%s (%.1f %% > %.1f %%)", c.Workload, 100*h.GPUWaitFrac, 100**c.OracleBound))
+			}
+		}
+		if c.Skew == Skewed {
+			if c.VsLocal.ThroughputRatio == nil || c.VsStatic.ThroughputRatio == nil {
+				continue
+			}
+			skewed++
+			if l, st := *c.VsLocal.ThroughputRatio, *c.VsStatic.ThroughputRatio; l <= 1 || st <= 1 {
+				behind = append(behind, fmt.Sprintf("%s (%.3fx local, %.3fx static)", c.Workload, l, st))
+			}
+		} else if c.HelixVsBest != nil {
+			uniform++
+			if *c.HelixVsBest < 1-goalUniformGap {
+				short = append(short, fmt.Sprintf("%s (%.3fx %s)", c.Workload, *c.HelixVsBest, c.BestOther))
+			}
+		}
+	}
+	list := func(prefix string, xs []string) string {
+		if len(xs) == 0 {
+			return ""
+		}
+		return "; " + prefix + ": " + strings.Join(xs, ", ")
+	}
+	g = Goal{Name: "ahead of local and static on every skewed workload (throughput)", Target: "helix > local and > static", Status: GoalNA,
+		Figure: fmt.Sprintf("ahead on %d of %d skewed workloads%s", skewed-len(behind), skewed, list("not ahead on", behind))}
+	if skewed > 0 {
+		g.Status = status(len(behind) == 0)
+	}
+	out = append(out, g)
+	g = Goal{Name: "within 2 % of the best loader on uniform workloads", Target: ">= 0.98x the best other loader", Status: GoalNA,
+		Figure: fmt.Sprintf("worst shortfall %s over %d uniform workloads%s", pct(s.UniformShortfallMax), uniform, list("short on", short))}
+	if uniform > 0 {
+		g.Status = status(len(short) == 0)
+	}
+	out = append(out, g)
+	g = Goal{Name: "GPU wait near the oracle's", Target: "helix wait <= 1.5x oracle's + 1 % of wall, every workload", Status: GoalNA,
+		Figure: fmt.Sprintf("within on %d of %d workloads, mean gap %s of wall%s", bounded-len(over), bounded, pct(s.OracleGapMean), list("over on", over))}
+	if bounded > 0 {
+		g.Status = status(len(over) == 0)
+	}
+	out = append(out, g)
+
+	g = Goal{Name: "scale: 1024 ranks, B=16, 100 steps simulated", Target: fmt.Sprintf("< %d s, plan time per step reported", goalScaleSeconds),
+		Status: GoalNA, Figure: "not run (datahelix bench --sections scale)"}
+	for _, sec := range r.Sections {
+		if sec.Name == "scale" && sec.Status == SectionMeasured && sec.Scale != nil {
+			sc := sec.Scale
+			g.Figure = fmt.Sprintf("%d ranks x %d x %d steps (%s, %s): %.1f s, plan p50 %.0f µs, p99 %.0f µs per step",
+				sc.Ranks, sc.Batch, sc.Steps, sc.Workload, sc.Loader, sc.ElapsedS, sc.PlanUSP50, sc.PlanUSP99)
+			g.Status = status(sc.Ranks >= 1024 && sc.ElapsedS < goalScaleSeconds)
+		}
+	}
+	out = append(out, g)
+	return out
+}
+
+func deref(v *float64) float64 {
+	if v == nil {
+		return 0
+	}
+	return *v
+}

@@ -1,0 +1,89 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// Machine says where a report or a calibration was made.
+type Machine struct {
+	Host      string `json:"host"`
+	CPU       string `json:"cpu"`
+	Cores     int    `json:"cores"`
+	OS        string `json:"os"`
+	Arch      string `json:"arch"`
+	GoVersion string `json:"go"`
+	// Commit is `git rev-parse HEAD` of the working directory ("unknown"
+	// outside a repository); Dirty is set when it has uncommitted changes.
+	Commit string `json:"commit"`
+	Dirty  bool   `json:"dirty"`
+	// DecodeCommit is the last commit that changed decode/: the decoder
+	// a calibration measured.
+	DecodeCommit string `json:"decode_commit"`
+}
+
+// ThisMachine describes the machine the process runs on and the commit of
+// the working directory's repository.
+func ThisMachine(ctx context.Context) Machine {
+	host, _ := os.Hostname()
+	m := Machine{Host: host, CPU: cpuModel(), Cores: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH,
+		GoVersion: runtime.Version(), Commit: "unknown", DecodeCommit: "unknown"}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "git", "rev-parse", "HEAD").Output(); err == nil {
+		m.Commit = strings.TrimSpace(string(out))
+		if st, err := exec.CommandContext(ctx, "git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil {
+			m.Dirty = len(strings.TrimSpace(string(st))) > 0
+		}
+		if out, err := exec.CommandContext(ctx, "git", "log", "-1", "--format=%H", "--", "decode").Output(); err == nil && len(out) > 0 {
+			m.DecodeCommit = strings.TrimSpace(string(out))
+		}
+	}
+	return m
+}
+
+// Key identifies the hardware and software a calibration holds for: the
+// host, CPU and core count hashed, with the decoder's commit (a
+// calibration measured on other hardware or with another decoder is not
+// this one's; commits that leave decode/ alone keep it).
+func (m Machine) Key() string {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%s\x00%s", m.Host, m.CPU, m.Cores, m.OS, m.Arch)
+	commit := m.DecodeCommit
+	if len(commit) > 12 {
+		commit = commit[:12]
+	}
+	return fmt.Sprintf("%016x-%s", h.Sum64(), commit)
+}
+
+// String is a one-line description.
+func (m Machine) String() string {
+	dirty := ""
+	if m.Dirty {
+		dirty = " (uncommitted changes)"
+	}
+	return fmt.Sprintf("%s: %s, %d cores, %s/%s, %s, commit %s%s", m.Host, m.CPU, m.Cores, m.OS, m.Arch, m.GoVersion, m.Commit, dirty)
+}
+
+// cpuModel reads the CPU's model name on Linux.
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return runtime.GOARCH
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return runtime.GOARCH
+}

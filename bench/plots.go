@@ -1,0 +1,258 @@
+package bench
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"os"
+	"path/filepath"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/datahelix/datahelix/spmd"
+)
+
+// PlotDPI is the resolution of the figures: a figure of w x h inches is
+// w*PlotDPI x h*PlotDPI pixels.
+const PlotDPI = 100
+
+// The figures' sizes in inches.
+const (
+	waitAllW, waitAllH   = 14, 6 // gpu_wait.png
+	waitOneW, waitOneH   = 6, 4  // wait_<workload>.png
+	timelineW, timelineH = 14, 6 // timeline_<workload>.png
+	// timelineSteps is how many steps a timeline shows.
+	timelineSteps = 40
+)
+
+// loaderColors are the loaders' colors in every figure.
+var loaderColors = map[string]color.RGBA{
+	"torch":        {R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+	"local":        {R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
+	"static":       {R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
+	"helix":        {R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+	"helix-nogate": {R: 0x17, G: 0xbe, B: 0xcf, A: 0xff},
+	"oracle":       {R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+}
+
+func loaderColor(name string) color.Color {
+	if c, ok := loaderColors[name]; ok {
+		return c
+	}
+	return color.Gray{Y: 0x80}
+}
+
+// WritePlots writes the figures into dir and returns their paths:
+// gpu_wait.png (GPU wait by loader for every workload), one
+// wait_<workload>.png per workload, and timeline_<workload>.png, the
+// per-rank timeline of torch and helix side by side for the timeline
+// workload (the most skewed one when empty) if its records were kept.
+func (r *Report) WritePlots(dir, timeline string) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	var out []string
+	loaders := r.loaderNames()
+	p, err := r.waitBars(r.workloadNames(), loaders, "GPU input wait by loader")
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, "gpu_wait.png")
+	if err := savePNG(path, waitAllW, waitAllH, [][]*plot.Plot{{p}}); err != nil {
+		return nil, err
+	}
+	out = append(out, path)
+	for _, w := range r.workloadNames() {
+		p, err := r.waitBars([]string{w}, loaders, "GPU input wait: "+w)
+		if err != nil {
+			return nil, err
+		}
+		path := filepath.Join(dir, "wait_"+w+".png")
+		if err := savePNG(path, waitOneW, waitOneH, [][]*plot.Plot{{p}}); err != nil {
+			return nil, err
+		}
+		out = append(out, path)
+	}
+	if timeline == "" {
+		timeline = r.Summary.MostSkewed
+	}
+	var row []*plot.Plot
+	for _, k := range []spmd.Kind{spmd.KindTorch, spmd.KindHelix} {
+		for _, t := range r.Timelines {
+			if t.Workload == timeline && t.Loader == k.String() {
+				row = append(row, timelinePlot(t))
+			}
+		}
+	}
+	if len(row) == 2 {
+		sameAxes(row)
+		path := filepath.Join(dir, "timeline_"+timeline+".png")
+		if err := savePNG(path, timelineW, timelineH, [][]*plot.Plot{row}); err != nil {
+			return nil, err
+		}
+		out = append(out, path)
+	}
+	return out, nil
+}
+
+func (r *Report) workloadNames() []string {
+	out := make([]string, len(r.Workloads))
+	for i, s := range r.Workloads {
+		out[i] = s.Workload
+	}
+	return out
+}
+
+// loaderNames lists the loaders in the order of the results.
+func (r *Report) loaderNames() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, x := range r.Results {
+		if !seen[x.Loader] {
+			seen[x.Loader] = true
+			out = append(out, x.Loader)
+		}
+	}
+	return out
+}
+
+// waitBars is a grouped bar chart of GPU wait % per workload by loader.
+func (r *Report) waitBars(workloads, loaders []string, title string) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = title
+	p.Y.Label.Text = "GPU wait, % of wall time"
+	p.Y.Min = 0
+	width := vg.Points(math.Min(60, 700/float64(len(workloads)*len(loaders))))
+	for j, l := range loaders {
+		vals := make(plotter.Values, len(workloads))
+		for i, w := range workloads {
+			for _, x := range r.Results {
+				if x.Workload == w && x.Loader == l {
+					vals[i] = 100 * x.GPUWaitFrac
+				}
+			}
+		}
+		b, err := plotter.NewBarChart(vals, width)
+		if err != nil {
+			return nil, fmt.Errorf("bench: plot %s: %w", title, err)
+		}
+		b.Color = loaderColor(l)
+		b.LineStyle.Width = 0
+		b.Offset = width * vg.Length(float64(j)-float64(len(loaders)-1)/2)
+		p.Add(b)
+		p.Legend.Add(l, b)
+	}
+	p.Legend.Top = true
+	p.NominalX(workloads...)
+	return p, nil
+}
+
+// timelineBars draws, per rank and step, the GPU waiting for its batch
+// (red) and computing (blue).
+type timelineBars struct {
+	recs             []spmd.StepRecord
+	ranks            int
+	xmin, xmax, ymax float64
+}
+
+var (
+	waitColor    = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
+	computeColor = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
+)
+
+func (t *timelineBars) Plot(c draw.Canvas, p *plot.Plot) {
+	tx, ty := p.Transforms(&c)
+	box := func(clr color.Color, rank int, from, to float64) {
+		if to <= from {
+			return
+		}
+		y0, y1 := ty(float64(rank)-0.4), ty(float64(rank)+0.4)
+		x0, x1 := tx(from), tx(to)
+		c.FillPolygon(clr, c.ClipPolygonXY([]vg.Point{{X: x0, Y: y0}, {X: x1, Y: y0}, {X: x1, Y: y1}, {X: x0, Y: y1}}))
+	}
+	for _, r := range t.recs {
+		req, del := float64(r.RequestUS)/1e6, float64(r.DeliverUS)/1e6
+		box(waitColor, r.Rank, req, del)
+		box(computeColor, r.Rank, del, del+float64(r.ComputeUS)/1e6)
+	}
+}
+
+func (t *timelineBars) DataRange() (xmin, xmax, ymin, ymax float64) {
+	return t.xmin, t.xmax, -0.5, float64(t.ranks) - 0.5
+}
+
+// swatch is a legend entry filled with one color.
+type swatch struct{ c color.Color }
+
+func (s swatch) Thumbnail(c *draw.Canvas) {
+	r := c.Rectangle
+	c.FillPolygon(s.c, []vg.Point{r.Min, {X: r.Max.X, Y: r.Min.Y}, r.Max, {X: r.Min.X, Y: r.Max.Y}})
+}
+
+// timelinePlot plots the first timelineSteps steps of a run.
+func timelinePlot(t Timeline) *plot.Plot {
+	tb := &timelineBars{ranks: t.Ranks}
+	for _, r := range t.Records {
+		if r.Step >= timelineSteps {
+			continue
+		}
+		tb.recs = append(tb.recs, r)
+		tb.xmax = math.Max(tb.xmax, float64(r.DeliverUS+r.ComputeUS)/1e6)
+	}
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("%s: %s, first %d steps", t.Workload, t.Loader, timelineSteps)
+	p.X.Label.Text = "time (s)"
+	p.Y.Label.Text = "rank"
+	p.Add(tb)
+	p.Legend.Add("GPU waiting for its batch", swatch{waitColor})
+	p.Legend.Add("GPU computing", swatch{computeColor})
+	p.Legend.Top = true
+	ticks := make([]plot.Tick, t.Ranks)
+	for r := range ticks {
+		if t.Ranks <= 16 || r%(t.Ranks/16) == 0 {
+			ticks[r] = plot.Tick{Value: float64(r), Label: fmt.Sprint(r)}
+		} else {
+			ticks[r] = plot.Tick{Value: float64(r)}
+		}
+	}
+	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
+	return p
+}
+
+// sameAxes gives side-by-side timelines one time axis.
+func sameAxes(ps []*plot.Plot) {
+	hi := 0.0
+	for _, p := range ps {
+		hi = math.Max(hi, p.X.Max)
+	}
+	for _, p := range ps {
+		p.X.Min, p.X.Max = 0, hi
+	}
+}
+
+// savePNG draws a grid of plots on a w x h inch canvas at PlotDPI.
+func savePNG(path string, w, h float64, grid [][]*plot.Plot) error {
+	img := vgimg.NewWith(vgimg.UseWH(vg.Length(w)*vg.Inch, vg.Length(h)*vg.Inch), vgimg.UseDPI(PlotDPI))
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: len(grid), Cols: len(grid[0]), PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4,
+		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
+	canvases := plot.Align(grid, tiles, dc)
+	for i, row := range grid {
+		for j, p := range row {
+			p.Draw(canvases[i][j])
+		}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+		f.Close()
+		return fmt.Errorf("bench: %s: %w", path, err)
+	}
+	return f.Close()
+}

@@ -1,0 +1,263 @@
+package bench
+
+import (
+	"slices"
+
+	"github.com/datahelix/datahelix/spmd"
+)
+
+// Report is the whole benchmark report: how and where it ran, every
+// workload x loader result, helix's comparison with the others, the
+// summary the issue asks for, the goals, and the microbenchmark and
+// validation sections. WriteText, WriteJSON, WriteCSV and WritePlots
+// render it.
+type Report struct {
+	Machine     Machine         `json:"machine"`
+	Commit      string          `json:"commit"`
+	Mode        string          `json:"mode"` // "sim" or "real"
+	Ranks       int             `json:"ranks"`
+	Steps       int             `json:"steps"`
+	Seed        uint64          `json:"seed"`
+	Network     Network         `json:"network"`
+	Calibration CalibrationInfo `json:"calibration"`
+	Workloads   []Setup         `json:"workloads"`
+	Results     []Result        `json:"results"`
+	Comparisons []Comparison    `json:"comparisons"`
+	Summary     Summary         `json:"summary"`
+	Goals       []Goal          `json:"goals"`
+	Sections    []Section       `json:"sections"`
+	// ElapsedS is the report's own run time (a timing).
+	ElapsedS float64 `json:"elapsed_s"`
+	// Timelines are kept for the figures, not written to JSON.
+	Timelines []Timeline `json:"-"`
+}
+
+// CalibrationInfo says where the sample costs came from.
+type CalibrationInfo struct {
+	Source    string             `json:"source"`
+	Note      string             `json:"note,omitempty"`
+	Created   string             `json:"created,omitempty"`
+	Machine   string             `json:"machine,omitempty"`
+	MAPE      float64            `json:"mape"`
+	SynthMAPE map[string]float64 `json:"synth_mape,omitempty"`
+}
+
+// Versus is helix against one other loader on one workload. A field is
+// nil when it is undefined (the other loader had no misses or no wait to
+// reduce, or did not run).
+type Versus struct {
+	MissReduction   *float64 `json:"miss_reduction"`   // 1 - helix/other miss rate
+	WaitReduction   *float64 `json:"wait_reduction"`   // 1 - helix/other GPU wait fraction
+	ThroughputRatio *float64 `json:"throughput_ratio"` // helix / other samples per second
+}
+
+// Comparison is helix against every other loader on one workload.
+type Comparison struct {
+	Workload string `json:"workload"`
+	Skew     string `json:"skew"`
+	VsTorch  Versus `json:"vs_torch"`
+	VsLocal  Versus `json:"vs_local"`
+	VsStatic Versus `json:"vs_static"`
+	// OracleGap is helix's GPU wait fraction minus the oracle's (of
+	// wall time); OracleBound is the goal's limit for helix's, 1.5x the
+	// oracle's plus 0.01.
+	OracleGap   *float64 `json:"oracle_gap"`
+	OracleBound *float64 `json:"oracle_bound"`
+	// BestOther is the loader (oracle excluded) with the highest
+	// throughput besides helix; HelixVsBest helix's throughput over its.
+	BestOther   string   `json:"best_other"`
+	HelixVsBest *float64 `json:"helix_vs_best"`
+}
+
+// Summary is the top-level figures of the report. Means and extremes are
+// over the workloads where the figure is defined; the counts say how
+// many those were. A figure that no workload defines is null.
+type Summary struct {
+	MissReductionVsTorchMean        *float64 `json:"miss_reduction_vs_torch_mean"`
+	WaitReductionVsTorchMean        *float64 `json:"wait_reduction_vs_torch_mean"`
+	ThroughputRatioVsTorchMax       *float64 `json:"throughput_ratio_vs_torch_max"`
+	ThroughputRatioVsLocalMinSkewed *float64 `json:"throughput_ratio_vs_local_min_skewed"`
+	OracleGapMean                   *float64 `json:"oracle_gap_mean"`
+
+	MissReductionWorkloads int `json:"miss_reduction_workloads"`
+	WaitReductionWorkloads int `json:"wait_reduction_workloads"`
+	// MostSkewed is the skewed workload of highest imbalance
+	// (Setup.Imbalance: what cross-rank balancing can gain);
+	// ThroughputRatioVsTorchMostSkewed is helix's ratio there.
+	MostSkewed                       string   `json:"most_skewed"`
+	ThroughputRatioVsTorchMostSkewed *float64 `json:"throughput_ratio_vs_torch_most_skewed"`
+	ThroughputRatioVsStaticMinSkewed *float64 `json:"throughput_ratio_vs_static_min_skewed"`
+	// UniformShortfallMax is the largest 1 - helix/best throughput over
+	// the uniform workloads.
+	UniformShortfallMax *float64 `json:"uniform_shortfall_max"`
+}
+
+// NewReport assembles the report of an evaluation: comparisons, summary
+// and goals. Sections are added with AddSection.
+func NewReport(m Machine, cfg EvalConfig, ev *Evaluation, cal *Calibration) *Report {
+	r := &Report{Machine: m, Commit: m.Commit, Mode: ev.Mode, Ranks: cfg.Ranks, Steps: cfg.Steps, Seed: cfg.Seed,
+		Network: cfg.Network, Workloads: ev.Setups, Results: ev.Results, Timelines: ev.Timelines}
+	if cal != nil {
+		r.Calibration = CalibrationInfo{Source: cal.Source, Note: cal.Note, Created: cal.Created, MAPE: cal.MAPE["all"], SynthMAPE: cal.SynthMAPE}
+		if cal.Source != "default" {
+			r.Calibration.Machine = cal.Machine.String()
+		}
+	}
+	for _, s := range ev.Setups {
+		r.Comparisons = append(r.Comparisons, compare(s.Workload, s.Skew, ev.Results))
+	}
+	r.Summary = summarize(r.Comparisons, ev.Setups)
+	r.Goals = goals(r)
+	return r
+}
+
+// AddSection appends a section and re-evaluates the goals (the scale
+// goal reads its section).
+func (r *Report) AddSection(s Section) {
+	r.Sections = append(r.Sections, s)
+	r.Goals = goals(r)
+}
+
+// find returns the result of loader on workload, or nil.
+func find(results []Result, workload string, loader spmd.Kind) *Result {
+	i := slices.IndexFunc(results, func(x Result) bool { return x.Workload == workload && x.Loader == loader.String() })
+	if i < 0 {
+		return nil
+	}
+	return &results[i]
+}
+
+// reduction is 1 - x/base, undefined when base is not positive.
+func reduction(base, x float64) *float64 {
+	if !(base > 0) {
+		return nil
+	}
+	v := 1 - x/base
+	return &v
+}
+
+// ratio is x/base, undefined when base is not positive.
+func ratio(x, base float64) *float64 {
+	if !(base > 0) {
+		return nil
+	}
+	v := x / base
+	return &v
+}
+
+func versus(h, o *Result) Versus {
+	if h == nil || o == nil {
+		return Versus{}
+	}
+	return Versus{MissReduction: reduction(o.MissRate, h.MissRate), WaitReduction: reduction(o.GPUWaitFrac, h.GPUWaitFrac),
+		ThroughputRatio: ratio(h.ThroughputSPS, o.ThroughputSPS)}
+}
+
+// compare computes helix's comparison on one workload.
+func compare(workload, skew string, results []Result) Comparison {
+	c := Comparison{Workload: workload, Skew: skew}
+	h := find(results, workload, spmd.KindHelix)
+	c.VsTorch = versus(h, find(results, workload, spmd.KindTorch))
+	c.VsLocal = versus(h, find(results, workload, spmd.KindLocal))
+	c.VsStatic = versus(h, find(results, workload, spmd.KindStatic))
+	if h == nil {
+		return c
+	}
+	if o := find(results, workload, spmd.KindOracle); o != nil {
+		gap := h.GPUWaitFrac - o.GPUWaitFrac
+		bound := 1.5*o.GPUWaitFrac + 0.01
+		c.OracleGap, c.OracleBound = &gap, &bound
+	}
+	var best *Result
+	for i := range results {
+		x := &results[i]
+		if x.Workload != workload || x.Loader == spmd.KindHelix.String() || x.Loader == spmd.KindOracle.String() {
+			continue
+		}
+		if best == nil || x.ThroughputSPS > best.ThroughputSPS {
+			best = x
+		}
+	}
+	if best != nil {
+		c.BestOther = best.Loader
+		c.HelixVsBest = ratio(h.ThroughputSPS, best.ThroughputSPS)
+	}
+	return c
+}
+
+// stat accumulates a mean and extremes of defined values.
+type stat struct {
+	sum, lo, hi float64
+	n           int
+}
+
+func (s *stat) add(v *float64) {
+	if v == nil {
+		return
+	}
+	if s.n == 0 || *v < s.lo {
+		s.lo = *v
+	}
+	if s.n == 0 || *v > s.hi {
+		s.hi = *v
+	}
+	s.sum += *v
+	s.n++
+}
+
+func (s *stat) mean() *float64 {
+	if s.n == 0 {
+		return nil
+	}
+	v := s.sum / float64(s.n)
+	return &v
+}
+
+func (s *stat) min() *float64 {
+	if s.n == 0 {
+		return nil
+	}
+	return &s.lo
+}
+
+func (s *stat) max() *float64 {
+	if s.n == 0 {
+		return nil
+	}
+	return &s.hi
+}
+
+// summarize computes the summary over the comparisons; the most skewed
+// workload is the skewed one of highest Setup.Imbalance.
+func summarize(cs []Comparison, setups []Setup) Summary {
+	var miss, wait, tputMax, localMin, staticMin, gap, shortfall stat
+	var s Summary
+	worst := -1.0
+	for _, c := range cs {
+		miss.add(c.VsTorch.MissReduction)
+		wait.add(c.VsTorch.WaitReduction)
+		tputMax.add(c.VsTorch.ThroughputRatio)
+		gap.add(c.OracleGap)
+		if c.Skew == Skewed {
+			localMin.add(c.VsLocal.ThroughputRatio)
+			staticMin.add(c.VsStatic.ThroughputRatio)
+			i := slices.IndexFunc(setups, func(x Setup) bool { return x.Workload == c.Workload })
+			if i >= 0 && setups[i].Imbalance > worst {
+				worst = setups[i].Imbalance
+				s.MostSkewed = c.Workload
+				s.ThroughputRatioVsTorchMostSkewed = c.VsTorch.ThroughputRatio
+			}
+		} else if c.HelixVsBest != nil {
+			v := 1 - *c.HelixVsBest
+			shortfall.add(&v)
+		}
+	}
+	s.MissReductionVsTorchMean, s.MissReductionWorkloads = miss.mean(), miss.n
+	s.WaitReductionVsTorchMean, s.WaitReductionWorkloads = wait.mean(), wait.n
+	s.ThroughputRatioVsTorchMax = tputMax.max()
+	s.ThroughputRatioVsLocalMinSkewed = localMin.min()
+	s.ThroughputRatioVsStaticMinSkewed = staticMin.min()
+	s.OracleGapMean = gap.mean()
+	s.UniformShortfallMax = shortfall.max()
+	return s
+}

@@ -1,0 +1,158 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteText prints the report for a terminal: setup, the workload x
+// loader table, helix against the others, the summary, the goals with
+// PASS or FALL SHORT, and every section (pending ones say what they will
+// hold).
+func (r *Report) WriteText(w io.Writer) error {
+	ew := &errWriter{w: w}
+	ew.printf("datahelix bench (%s): %d workloads, %d ranks, %d steps, seed %d\n", r.Mode, len(r.Workloads), r.Ranks, r.Steps, r.Seed)
+	ew.printf("machine: %s\n", r.Machine)
+	c := r.Calibration
+	if c.Source == "default" {
+		ew.printf("costs: %s\n", c.Note)
+	} else {
+		ew.printf("costs: calibration %s (%s, %s), held-out estimate error %.1f %%\n", c.Source, c.Machine, c.Created, 100*c.MAPE)
+	}
+	ew.printf("network: %.0f MB/s per rank, %d µs per message; gate margin %d µs\n\n", r.Network.BandwidthMBs, r.Network.LatencyUS, GateMarginUS)
+
+	ew.printf("Workloads (W fixed; GPU step g = %.1f x B x mean cost / (W x mean over ranks of 1/slowdown)):\n", ProvisionRatio)
+	tw := ew.table()
+	fmt.Fprintln(tw, "workload\tskew\timbalance\tB\tW\tH\tmean cost ms\tGPU step ms\tslow ranks\tsplit work\t")
+	for _, s := range r.Workloads {
+		fmt.Fprintf(tw, "%s\t%s\t%.1f%%\t%d\t%d\t%d\t%.2f\t%.2f\t%d\t%.3fx\t\n", s.Workload, s.Skew, 100*s.Imbalance, s.Batch, s.Workers, s.Horizon,
+			s.MeanCostUS/1000, s.GPUStepMS, s.SlowRanks, s.SplitWorkRatio)
+	}
+	ew.flush(tw)
+	ew.printf("(imbalance: busiest rank's work over the mean rank's, per window of H steps, minus 1 — what balancing across ranks can gain;\n split work: CPU work when clips are split into keyframe-aligned tasks over unsplit, paid by every loader but torch)\n")
+
+	ew.printf("\nResults:\n")
+	tw = ew.table()
+	fmt.Fprintln(tw, "workload\tloader\tmiss %\tGPU wait %\tsamples/s\tMB moved/step\t")
+	prev := ""
+	for _, x := range r.Results {
+		name := x.Workload
+		if name == prev {
+			name = ""
+		}
+		prev = x.Workload
+		fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.2f\t%.1f\t%.2f\t\n", name, x.Loader, 100*x.MissRate, 100*x.GPUWaitFrac, x.ThroughputSPS, x.BytesMovedPerStep/1e6)
+	}
+	ew.flush(tw)
+
+	ew.printf("\nHelix versus the others (change of helix's miss rate and GPU wait relative to the other loader: -80%% = 80%% fewer; throughput ratios; oracle gap in points of wall time):\n")
+	tw = ew.table()
+	fmt.Fprintln(tw, "workload\tskew\tmiss vs torch\twait vs torch\ttput vs torch\tmiss vs local\twait vs local\ttput vs local\ttput vs static\toracle gap\t")
+	for _, x := range r.Comparisons {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", x.Workload, x.Skew, fmtPct(x.VsTorch.MissReduction), fmtPct(x.VsTorch.WaitReduction),
+			fmtX(x.VsTorch.ThroughputRatio), fmtPct(x.VsLocal.MissReduction), fmtPct(x.VsLocal.WaitReduction), fmtX(x.VsLocal.ThroughputRatio),
+			fmtX(x.VsStatic.ThroughputRatio), fmtPts(x.OracleGap))
+	}
+	ew.flush(tw)
+
+	s := r.Summary
+	ew.printf("\nSummary:\n")
+	ew.printf("  miss_reduction_vs_torch_mean         %s (over %d workloads)\n", pct(s.MissReductionVsTorchMean), s.MissReductionWorkloads)
+	ew.printf("  wait_reduction_vs_torch_mean         %s (over %d workloads)\n", pct(s.WaitReductionVsTorchMean), s.WaitReductionWorkloads)
+	ew.printf("  throughput_ratio_vs_torch_max        %s\n", fmtX(s.ThroughputRatioVsTorchMax))
+	ew.printf("  throughput_ratio_vs_local_min_skewed %s\n", fmtX(s.ThroughputRatioVsLocalMinSkewed))
+	ew.printf("  oracle_gap_mean                      %s of wall\n", fmtPts(s.OracleGapMean))
+
+	ew.printf("\nGoals:\n")
+	for _, g := range r.Goals {
+		ew.printf("  %-10s %s: %s (goal %s)\n", g.Status, g.Name, g.Figure, g.Target)
+	}
+	for _, sec := range r.Sections {
+		ew.printf("\n== %s [%s] ==\n", sec.Title, sec.Status)
+		if sec.Headline != "" {
+			ew.printf("%s\n", sec.Headline)
+		}
+		if sec.Note != "" {
+			ew.printf("(%s)\n", sec.Note)
+		}
+		if len(sec.Rows) == 0 {
+			continue
+		}
+		tw = ew.table()
+		fmt.Fprintln(tw, strings.Join(sec.Columns, "\t")+"\t")
+		for _, row := range sec.Rows {
+			cells := make([]string, len(row))
+			for i, v := range row {
+				cells[i] = formatCell(v)
+			}
+			fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+		}
+		ew.flush(tw)
+	}
+	return ew.err
+}
+
+// formatCell prints a section cell: floats with 4 significant digits.
+func formatCell(v any) string {
+	switch x := v.(type) {
+	case float64:
+		return fmt.Sprintf("%.4g", x)
+	case float32:
+		return fmt.Sprintf("%.4g", x)
+	}
+	return fmt.Sprint(v)
+}
+
+func fmtPct(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%+.1f%%", -100**v)
+}
+
+func fmtX(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.3fx", *v)
+}
+
+func fmtPts(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f%%", 100**v)
+}
+
+// errWriter keeps the first write error.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	if e.err == nil {
+		_, e.err = fmt.Fprintf(e.w, format, args...)
+	}
+}
+
+func (e *errWriter) table() *tabwriter.Writer {
+	return tabwriter.NewWriter(e, 0, 0, 2, ' ', tabwriter.AlignRight)
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
+
+func (e *errWriter) flush(tw *tabwriter.Writer) {
+	if err := tw.Flush(); err != nil && e.err == nil {
+		e.err = err
+	}
+}

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/datahelix/datahelix/bench"
+	"github.com/datahelix/datahelix/spmd"
+)
+
+func init() {
+	register(command{
+		name:    "bench",
+		summary: "evaluate the loaders on the 11 workloads (simulated at 8..1024 ranks, or real): table, CSV, JSON, PNG figures, goals, microbenchmarks",
+		run:     runBench,
+	})
+}
+
+func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) error {
+	fs := newFlags("bench", "--workloads all|NAME,... [--sim|--real] --ranks N --json FILE --out DIR")
+	workloads := fs.String("workloads", "all", "`workloads`: all, or a comma list of names or workload .json files")
+	sim := fs.Bool("sim", false, "simulate (the default)")
+	real := fs.Bool("real", false, "run for real under mpirun on generated data")
+	ranks := fs.Int("ranks", 8, "world `size` N")
+	steps := fs.Int("steps", 200, "training `steps` per run")
+	batch := fs.Int("batch", 0, "per-rank batch `B` (0: each workload's own)")
+	loaders := fs.String("loaders", "torch,local,static,helix,helix-nogate,oracle", "comma list of `loaders` to compare")
+	seed := fs.Uint64("seed", 1, "`seed` of every draw")
+	jsonOut := fs.String("json", "", "write the report as JSON to `file` (- for standard output)")
+	out := fs.String("out", "bench-out", "`dir`ectory for the CSV files and PNG figures")
+	cacheDir := fs.String("cache-dir", "", "cache `dir`ectory holding the calibration (default $DATAHELIX_CACHE, else $XDG_CACHE_HOME/datahelix, else ~/.cache/datahelix)")
+	calFile := fs.String("calibration", "", "use this calibration `file` instead of the one cached for this machine")
+	sections := fs.String("sections", "all", "report `sections` to run: all, none, or a comma list of "+strings.Join(bench.SectionNames(), ", "))
+	scaleRanks := fs.Int("scale-ranks", bench.DefaultScale.Ranks, "scale section: world `size`")
+	scaleBatch := fs.Int("scale-batch", bench.DefaultScale.Batch, "scale section: per-rank `batch`")
+	scaleSteps := fs.Int("scale-steps", bench.DefaultScale.Steps, "scale section: `steps`")
+	scaleWorkload := fs.String("scale-workload", bench.DefaultScale.Workload, "scale section: `workload`")
+	timeline := fs.String("timeline", "", "`workload` of the torch/helix timeline figure (default: the most skewed)")
+	parallel := fs.Int("parallel", 0, "simulations run at `once` (0: one per CPU)")
+	bandwidth := fs.Float64("bandwidth-mbs", bench.DefaultNetwork.BandwidthMBs, "simulated exchange bandwidth per rank, `MB/s`")
+	latency := fs.Int64("latency-us", bench.DefaultNetwork.LatencyUS, "simulated exchange latency per message, `µs`")
+	quiet := fs.Bool("quiet", false, "no progress bar")
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
+	}
+	switch {
+	case *sim && *real:
+		return usagef("bench: --sim and --real exclude each other")
+	case *ranks < 1:
+		return usagef("bench: --ranks %d: want at least 1", *ranks)
+	case *steps < 1:
+		return usagef("bench: --steps %d: want at least 1", *steps)
+	case *batch < 0:
+		return usagef("bench: --batch %d: want 0 (the workload's) or more", *batch)
+	case *bandwidth <= 0 || *latency < 0:
+		return usagef("bench: --bandwidth-mbs must be positive and --latency-us not negative")
+	case *scaleRanks < 1 || *scaleBatch < 1 || *scaleSteps < 1:
+		return usagef("bench: --scale-ranks, --scale-batch and --scale-steps must be positive")
+	}
+	ws, err := bench.SelectWorkloads(*workloads)
+	if err != nil {
+		return usagef("bench: --workloads: %v", err)
+	}
+	kinds, err := spmd.ParseKinds(*loaders)
+	if err != nil {
+		return usagef("bench: --loaders: %v", err)
+	}
+	var names []string
+	switch *sections {
+	case "all":
+	case "none", "":
+		names = []string{}
+	default:
+		for _, s := range strings.Split(*sections, ",") {
+			s = strings.TrimSpace(s)
+			if !slices.Contains(bench.SectionNames(), s) {
+				return usagef("bench: --sections: unknown section %q (have %s)", s, strings.Join(bench.SectionNames(), ", "))
+			}
+			names = append(names, s)
+		}
+	}
+	if _, err := bench.SelectWorkloads(*scaleWorkload); err != nil {
+		return usagef("bench: --scale-workload: %v", err)
+	}
+
+	m := bench.ThisMachine(ctx)
+	cal, err := loadBenchCalibration(cacheRoot(*cacheDir), *calFile, m)
+	if err != nil {
+		return err
+	}
+	if cal.Source == "default" {
+		fmt.Fprintf(stderr, "datahelix bench: %s\n", cal.Note)
+	}
+	cfg := bench.RunConfig{
+		Eval: bench.EvalConfig{Workloads: ws, Loaders: kinds, Ranks: *ranks, Steps: *steps, Batch: *batch, Seed: *seed,
+			Calibration: cal, Network: bench.Network{BandwidthMBs: *bandwidth, LatencyUS: *latency}, Parallel: *parallel, KeepTimelines: *ranks <= 64},
+		Real: *real, Sections: names, OutDir: *out, Machine: m,
+		Scale: bench.ScaleConfig{Workload: *scaleWorkload, Loader: spmd.KindHelix, Ranks: *scaleRanks, Batch: *scaleBatch, Steps: *scaleSteps},
+	}
+	var bar *progressbar.ProgressBar
+	if f, ok := stderr.(*os.File); ok && !*quiet && term.IsTerminal(int(f.Fd())) {
+		bar = progressbar.NewOptions(len(ws)*len(kinds), progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("simulating"),
+			progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
+		cfg.Eval.Progress = func(done, total int) { bar.Set(done) }
+		cfg.Log = stderr
+	}
+	rep, err := bench.BuildReport(ctx, cfg)
+	if bar != nil {
+		bar.Finish()
+	}
+	if err != nil {
+		return err
+	}
+	text := stdout
+	if *jsonOut == "-" {
+		text = stderr
+	}
+	if err := rep.WriteText(text); err != nil {
+		return err
+	}
+	if err := rep.WriteCSV(*out); err != nil {
+		return err
+	}
+	figs, err := rep.WritePlots(*out, *timeline)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(text, "\nwrote %s (CSV) and %d figures: %s\n", *out, len(figs), strings.Join(benchBaseNames(figs), ", "))
+	switch *jsonOut {
+	case "":
+		return nil
+	case "-":
+		return rep.WriteJSON(stdout)
+	}
+	f, err := os.Create(*jsonOut)
+	if err != nil {
+		return fmt.Errorf("bench: --json: %w", err)
+	}
+	if err := rep.WriteJSON(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// loadBenchCalibration picks the calibration: the --calibration file, else the
+// one cached for this machine and decoder, else the built-in default.
+func loadBenchCalibration(root, file string, m bench.Machine) (*bench.Calibration, error) {
+	if file != "" {
+		cal, err := bench.LoadCalibration(file)
+		if err != nil {
+			return nil, err
+		}
+		cal.Source = file
+		return cal, nil
+	}
+	return bench.CachedCalibration(root, m)
+}
+
+func benchBaseNames(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = filepath.Base(p)
+	}
+	return out
+}

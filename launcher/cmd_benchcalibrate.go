@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/datahelix/datahelix/bench"
+)
+
+func init() {
+	register(command{
+		name:    "bench calibrate",
+		summary: "decode generated datasets of every preset, fit the cost model the simulator draws costs from, cache it for this machine and commit",
+		run:     runBenchCalibrate,
+	})
+}
+
+func runBenchCalibrate(ctx context.Context, stdout, stderr io.Writer, args []string) error {
+	fs := newFlags("bench calibrate", "[--samples N] [--out FILE]")
+	cacheDir := fs.String("cache-dir", "", "`dir`ectory for the generated datasets and the calibration (default $DATAHELIX_CACHE, else $XDG_CACHE_HOME/datahelix, else ~/.cache/datahelix)")
+	samples := fs.Int("samples", 24, "`samples` per video preset (3x for image and text presets)")
+	presets := fs.String("presets", strings.Join(bench.CalibratePresets, ","), "comma list of generator `presets` to decode")
+	seed := fs.Uint64("seed", 1, "`seed` of the generated datasets")
+	repeat := fs.Int("repeat", 3, "decode each sample this many times and keep the fastest")
+	out := fs.String("out", "", "write the calibration to `file` (default: the cache, where datahelix bench finds it)")
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
+	}
+	switch {
+	case *samples < 3:
+		return usagef("bench calibrate: --samples %d: want at least 3 (two thirds learn, one third is held out)", *samples)
+	case *repeat < 1:
+		return usagef("bench calibrate: --repeat %d: want at least 1", *repeat)
+	}
+	var list []string
+	for _, p := range strings.Split(*presets, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			list = append(list, p)
+		}
+	}
+	if len(list) == 0 {
+		return usagef("bench calibrate: --presets names no preset")
+	}
+	root := cacheRoot(*cacheDir)
+	m := bench.ThisMachine(ctx)
+	cal, err := bench.Calibrate(ctx, bench.CalibrateConfig{
+		CacheDir: root, Presets: list, Samples: *samples, Seed: *seed, Repeat: *repeat, Machine: m,
+		Log: func(format string, args ...any) { fmt.Fprintf(stderr, "bench calibrate: "+format+"\n", args...) },
+		Progress: func(preset string, done, total int) {
+			fmt.Fprintf(stderr, "\rdecoding %s %d/%d", preset, done, total)
+			if done == total {
+				fmt.Fprintln(stderr)
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	path := *out
+	if path == "" {
+		path = bench.CalibrationPath(root, m)
+	}
+	if err := cal.Save(path); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "calibration of %s: %d samples decoded, %d held out, %d failed\n", m, cal.Samples, cal.HeldOut, cal.Failed)
+	for _, f := range cal.Failures {
+		fmt.Fprintln(stdout, "  failed:", f)
+	}
+	return writeCalibrationTables(stdout, cal, path)
+}
+
+// writeCalibrationTables prints a calibration's errors and image sizes.
+func writeCalibrationTables(w io.Writer, cal *bench.Calibration, path string) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "model\theld-out MAPE %\t")
+	for _, k := range cal.MAPEKeys() {
+		fmt.Fprintf(tw, "%s\t%.1f\t\n", k, 100*cal.MAPE[k])
+	}
+	fmt.Fprintln(tw, "preset\tsynthesized-record error %\t")
+	for _, p := range bench.CalibratePresets {
+		if e, ok := cal.SynthMAPE[p]; ok {
+			fmt.Fprintf(tw, "%s\t%.1f\t\n", p, 100*e)
+		}
+	}
+	fmt.Fprintln(tw, "image format\tbits per pixel\t")
+	for _, f := range []string{"jpeg", "png", "webp"} {
+		fmt.Fprintf(tw, "%s\t%.2f\t\n", f, cal.BitsPerPixel[f])
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "wrote %s\n", path)
+	return err
+}
