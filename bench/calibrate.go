@@ -128,14 +128,20 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig) (*Calibration, error) {
 				cal.HeldOut++
 				held = append(held, o)
 			}
-			for _, im := range o.Record.Images {
-				a := bpp[im.Format]
-				if a == nil {
-					a = &acc{}
-					bpp[im.Format] = a
+			spec, err := specOf(gc, o.Record)
+			if err != nil || len(spec.Images) != len(o.Record.Images) {
+				continue
+			}
+			for i, im := range o.Record.Images {
+				for _, k := range spec.Images[i].bppKeys() {
+					a := bpp[k]
+					if a == nil {
+						a = &acc{}
+						bpp[k] = a
+					}
+					a.bits += 8 * float64(im.Bytes)
+					a.px += float64(im.Width) * float64(im.Height)
 				}
-				a.bits += 8 * float64(im.Bytes)
-				a.px += float64(im.Width) * float64(im.Height)
 			}
 		}
 		logf("%s: %d samples decoded (%d held out, %d failed)", p, len(rep.Observations), rep.HeldOut, len(rep.Failed))
@@ -163,8 +169,10 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig) (*Calibration, error) {
 	cal.Cost = m.Calibration(fmt.Sprintf("%s, thread CPU time, fastest of %d, %d samples of %d presets", cfg.Machine, cfg.Repeat, cal.Samples, len(cfg.Presets)))
 	for f, d := range defaultBitsPerPixel {
 		cal.BitsPerPixel[f] = d
-		if a := bpp[f]; a != nil && a.px > 0 {
-			cal.BitsPerPixel[f] = a.bits / a.px
+	}
+	for k, a := range bpp {
+		if a.px > 0 {
+			cal.BitsPerPixel[k] = a.bits / a.px
 		}
 	}
 	// The synthesis error, with the final coefficients and image sizes.
@@ -191,12 +199,7 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig) (*Calibration, error) {
 // generated sample's real record and of the record the simulator
 // synthesizes from the generator's specification of the same sample.
 func synthError(m *decode.CostModel, gc gen.Config, real *decode.Record, bpp map[string]float64) (float64, bool) {
-	i, err := strconv.Atoi(filepath.Base(real.Key))
-	if err != nil {
-		return 0, false
-	}
-	gc.Out = "."
-	spec, err := drawSpec(gc.Preset, gc.Seed, gc.DurationScale, i)
+	spec, err := specOf(gc, real)
 	if err != nil {
 		return 0, false
 	}
@@ -206,4 +209,14 @@ func synthError(m *decode.CostModel, gc gen.Config, real *decode.Record, bpp map
 	}
 	a, b := float64(m.Estimate(real)), float64(m.Estimate(syn))
 	return math.Abs(b-a) / a, true
+}
+
+// specOf returns the generator's specification of a generated sample,
+// from its key (the sample's index).
+func specOf(gc gen.Config, rec *decode.Record) (*genSpec, error) {
+	i, err := strconv.Atoi(filepath.Base(rec.Key))
+	if err != nil {
+		return nil, fmt.Errorf("bench: sample key %q is not an index", rec.Key)
+	}
+	return drawSpec(gc.Preset, gc.Seed, gc.DurationScale, i)
 }

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
+	"time"
 
 	"github.com/datahelix/datahelix/decode"
 )
@@ -40,8 +42,9 @@ type Calibration struct {
 	// the simulator synthesizes for the same sample: the error of the
 	// synthesis itself.
 	SynthMAPE map[string]float64 `json:"synth_mape,omitempty"`
-	// BitsPerPixel is the compressed size of images per format ("jpeg",
-	// "png", "webp").
+	// BitsPerPixel is the compressed size of generated images per format
+	// ("jpeg", "png", "webp"), per format and content ("jpeg/life") and
+	// per format, content and quality ("jpeg/life/q3").
 	BitsPerPixel map[string]float64 `json:"bits_per_pixel"`
 	Samples      int                `json:"samples"`  // decoded
 	HeldOut      int                `json:"held_out"` // of which evaluated without learning
@@ -93,11 +96,30 @@ func (c *Calibration) Validate() error {
 		return fmt.Errorf("%w: no overall mape", ErrCalibration)
 	}
 	for _, f := range []string{"jpeg", "png", "webp"} {
-		if v := c.BitsPerPixel[f]; !(v > 0 && v < 100) {
-			return fmt.Errorf("%w: bits_per_pixel[%s] = %v", ErrCalibration, f, v)
+		if _, ok := c.BitsPerPixel[f]; !ok {
+			return fmt.Errorf("%w: no bits_per_pixel for %s", ErrCalibration, f)
+		}
+	}
+	for k, v := range c.BitsPerPixel {
+		if !(v > 0 && v < 100) {
+			return fmt.Errorf("%w: bits_per_pixel[%s] = %v", ErrCalibration, k, v)
 		}
 	}
 	return nil
+}
+
+// ReadCalibration parses and validates a calibration in JSON (at most
+// 4 MiB).
+func ReadCalibration(r io.Reader) (*Calibration, error) {
+	var c Calibration
+	dec := json.NewDecoder(io.LimitReader(r, 4<<20))
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCalibration, err)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
 }
 
 // LoadCalibration reads a calibration written by Save.
@@ -107,15 +129,11 @@ func LoadCalibration(path string) (*Calibration, error) {
 		return nil, fmt.Errorf("bench: calibration: %w", err)
 	}
 	defer f.Close()
-	var c Calibration
-	dec := json.NewDecoder(io.LimitReader(f, 4<<20))
-	if err := dec.Decode(&c); err != nil {
-		return nil, fmt.Errorf("%s: %w: %v", path, ErrCalibration, err)
-	}
-	if err := c.Validate(); err != nil {
+	c, err := ReadCalibration(f)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return &c, nil
+	return c, nil
 }
 
 // Save writes the calibration as indented JSON, through a temporary file
@@ -141,15 +159,36 @@ func CalibrationPath(cacheDir string, m Machine) string {
 	return filepath.Join(cacheDir, "bench", "calibration-"+m.Key()+".json")
 }
 
-// CachedCalibration returns the calibration cached for machine m (its
-// hardware and commit), or DefaultCalibration when there is none. A
-// cached file that does not parse is an error, not a silent fallback.
+// CachedCalibration returns the calibration cached for machine m: the
+// one for its hardware and decoder commit; else the newest one for its
+// hardware, with a Note naming the decoder commit it measured; else
+// DefaultCalibration. A cached file that does not parse is an error, not
+// a silent fallback.
 func CachedCalibration(cacheDir string, m Machine) (*Calibration, error) {
 	p := CalibrationPath(cacheDir, m)
-	if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(p); err == nil {
+		return LoadCalibration(p)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("bench: calibration: %w", err)
+	}
+	hw, _, _ := strings.Cut(m.Key(), "-")
+	matches, _ := filepath.Glob(filepath.Join(cacheDir, "bench", "calibration-"+hw+"-*.json"))
+	var newest string
+	var when time.Time
+	for _, f := range matches {
+		if st, err := os.Stat(f); err == nil && (newest == "" || st.ModTime().After(when)) {
+			newest, when = f, st.ModTime()
+		}
+	}
+	if newest == "" {
 		return DefaultCalibration(), nil
 	}
-	return LoadCalibration(p)
+	c, err := LoadCalibration(newest)
+	if err != nil {
+		return nil, err
+	}
+	c.Note = fmt.Sprintf("measured on this machine with the decoder of commit %.12s, not the current %.12s (rerun datahelix bench calibrate)", c.Machine.DecodeCommit, m.DecodeCommit)
+	return c, nil
 }
 
 // Sigma returns the shape of the multiplicative log-normal error of

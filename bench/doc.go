@@ -1,3 +1,56 @@
-// Package bench will hold the workloads, baselines, the discrete-event
-// simulator used at scale and the report (tables, CSV, JSON and plots).
+// Package bench evaluates the loaders — torch, local, static, helix,
+// helix-nogate and the simulation-only oracle — on eleven workloads and
+// writes the report people look at (datahelix bench).
+//
+// # Workloads
+//
+// The workloads (workloads/*.json, embedded; fields in
+// workloads/README.md) describe a training job built from public dataset
+// statistics: a mixture of sources, each a preset of the generator
+// (decode/gen) with the number of consecutive clips cut from one source
+// video, shard size (shards are source-homogeneous), frames per clip,
+// batch, decode workers W, the GPU step's shape and the cluster (ranks per
+// node, slow nodes). Every statistic carries its source. One rule
+// provisions them all: W is fixed and the GPU step time g makes the
+// cluster's mean preparation throughput 1.2x the GPUs' consumption
+// (Workload.GPUStep); nothing is tuned per loader.
+//
+// # Samples and costs
+//
+// Synth draws each source's samples with the generator's own gen.Spec,
+// builds the record the parser would read from the encoded sample
+// (syntheticRecord: frames, keyframes, B-frame order, frame sizes; image
+// sizes; tokens) and prices it with the decode cost model calibrated on
+// real decodes of this machine (Calibrate, datahelix bench calibrate,
+// cached per hardware and decoder commit; DefaultCalibration otherwise,
+// and the report says so). The true cost is the model's prediction; the
+// estimate the planner sees carries a log-normal error with the measured
+// held-out MAPE. Clips split into keyframe-aligned tasks with
+// decode.PlanVideoTasks, as in the runtime. Calibrate also measures how
+// far synthesized records price from the real ones (a few percent).
+//
+// # Evaluation and report
+//
+// RunSim runs every workload with every loader through spmd.Simulate,
+// which shares the runtime's scheduling policies, task building, rank
+// progress and the real planner. NewReport compares helix with each
+// baseline (reductions of miss rate and GPU wait, throughput ratios, the
+// gap to the oracle), computes the summary the issue asks for and
+// evaluates the goals (PASS or FALL SHORT with the figure). WriteText,
+// WriteJSON, WriteCSV and WritePlots (gonum.org/v1/plot) render it.
+//
+// # Sections: where the other measurements plug in
+//
+// A report ends with sections, each produced by a SectionFunc:
+//
+//	type SectionFunc func(ctx context.Context, env *SectionEnv) (*Section, error)
+//
+// "planner" (planner time versus ranks, RunPlanBench) and "scale" (a
+// simulated 1024-rank run, RunScale) are implemented here; "allgather",
+// "exchange", "decode" and "validation" are printed as pending until an
+// implementation calls RegisterSection from an init function. Real runs
+// (--real) plug in the same way with RegisterRealRunner; their results
+// have the simulator's Result fields, and ValidationSection compares
+// simulated and real results with the issue's rule (GPU wait fraction
+// within 20 % relative, miss rate within 0.10 absolute).
 package bench

@@ -24,14 +24,45 @@ type genSpec struct {
 		BFrames   int     `json:"bframes"`
 		KbitRate  int     `json:"kbit_s"`
 	} `json:"video"`
-	Images []struct {
-		Width       int    `json:"width"`
-		Height      int    `json:"height"`
-		Format      string `json:"format"`
-		Subsampling string `json:"subsampling"`
-		Progressive bool   `json:"progressive"`
-	} `json:"images"`
-	Words []int `json:"words"`
+	Images []genImage `json:"images"`
+	Words  []int      `json:"words"`
+}
+
+// genImage is one image of a generator specification.
+type genImage struct {
+	Width       int    `json:"width"`
+	Height      int    `json:"height"`
+	Format      string `json:"format"`
+	Quality     int    `json:"quality"`
+	Subsampling string `json:"subsampling"`
+	Progressive bool   `json:"progressive"`
+	Content     string `json:"content"`
+}
+
+// format is the decoder's name of the image's format.
+func (im genImage) format() string {
+	if im.Format == "jpg" {
+		return "jpeg"
+	}
+	return im.Format
+}
+
+// bppKeys are the keys of Calibration.BitsPerPixel for the image, most
+// specific first: format, content and quality; format and content;
+// format.
+func (im genImage) bppKeys() []string {
+	f := im.format()
+	return []string{fmt.Sprintf("%s/%s/q%d", f, im.Content, im.Quality), f + "/" + im.Content, f}
+}
+
+// bitsPerPixel looks the image up in bpp by its most specific key.
+func (im genImage) bitsPerPixel(bpp map[string]float64) float64 {
+	for _, k := range im.bppKeys() {
+		if v, ok := bpp[k]; ok {
+			return v
+		}
+	}
+	return defaultBitsPerPixel["jpeg"]
 }
 
 // Text statistics of the generator's vocabulary (decode/gen/text.go):
@@ -68,8 +99,9 @@ func drawSpec(p string, seed uint64, durScale float64, i int) (*genSpec, error) 
 //     the others: pts +4, +2, +1, +3 for 3 B-frames); VP9 and AV1 have
 //     none. Frame sizes follow I:P:B = 5:2:1 (what the generated H.264
 //     clips show) scaled to the target bitrate.
-//   - an image's compressed size is its pixels times the format's bits
-//     per pixel (measured by bench calibrate on generated images).
+//   - an image's compressed size is its pixels times the bits per pixel
+//     of its format, content and quality (measured by bench calibrate on
+//     generated images; coarser keys when a combination was not seen).
 //   - text is bytesPerWord bytes and one token per word plus periods.
 func syntheticRecord(s *genSpec, bpp map[string]float64) (*decode.Record, error) {
 	r := &decode.Record{Bytes: metaBytes}
@@ -99,12 +131,9 @@ func syntheticRecord(s *genSpec, bpp map[string]float64) (*decode.Record, error)
 			r.Modality = decode.ModalityDocument
 		}
 		for _, im := range s.Images {
-			format := im.Format
-			if format == "jpg" {
-				format = "jpeg"
-			}
+			format := im.format()
 			px := float64(im.Width) * float64(im.Height)
-			b := max(int(px*bpp[format]/8), 100)
+			b := max(int(px*im.bitsPerPixel(bpp)/8), 100)
 			sub := ""
 			if format == "jpeg" {
 				sub = im.Subsampling

@@ -20,6 +20,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		ew.printf("costs: %s\n", c.Note)
 	} else {
 		ew.printf("costs: calibration %s (%s, %s), held-out estimate error %.1f %%\n", c.Source, c.Machine, c.Created, 100*c.MAPE)
+		if c.Note != "" {
+			ew.printf("       %s\n", c.Note)
+		}
 	}
 	ew.printf("network: %.0f MB/s per rank, %d µs per message; gate margin %d µs\n\n", r.Network.BandwidthMBs, r.Network.LatencyUS, GateMarginUS)
 

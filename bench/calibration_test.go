@@ -1,0 +1,177 @@
+package bench
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSigmaForMAPE(t *testing.T) {
+	for _, mape := range []float64{0.01, 0.05, 0.163, 0.5, 1.5} {
+		sigma := sigmaForMAPE(mape)
+		if got := mapeOfSigma(sigma); math.Abs(got-mape) > 1e-6 {
+			t.Errorf("MAPE %v: sigma %v gives back %v", mape, sigma, got)
+		}
+	}
+	// Small errors: E|e^{σZ}-1| ≈ σ sqrt(2/π).
+	if got, want := sigmaForMAPE(0.01), 0.01/math.Sqrt(2/math.Pi); math.Abs(got-want) > 1e-4 {
+		t.Errorf("sigma for 1 %% = %v, want about %v", got, want)
+	}
+	if sigmaForMAPE(0) != 0 || sigmaForMAPE(-1) != 0 {
+		t.Error("no error must give sigma 0")
+	}
+}
+
+func testCalibration() *Calibration {
+	c := DefaultCalibration()
+	c.Source, c.Note = "measured", ""
+	c.Machine = Machine{Host: "h", CPU: "c", Cores: 2, OS: "linux", Arch: "amd64", Commit: "abc", DecodeCommit: "0123456789abcdef"}
+	c.MAPE["video/h264"] = 0.12
+	c.BitsPerPixel["jpeg/life/q3"] = 3.5
+	return c
+}
+
+func TestCalibrationRoundTrip(t *testing.T) {
+	c := testCalibration()
+	p := filepath.Join(t.TempDir(), "cal.json")
+	if err := c.Save(p); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadCalibration(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, c) {
+		t.Errorf("round trip changed the calibration:\n%+v\n%+v", got, c)
+	}
+	if got.Sigma("video/h264") != sigmaForMAPE(0.12) || got.Sigma("image/png") != sigmaForMAPE(defaultMAPE) {
+		t.Error("Sigma does not use the key's MAPE, else the overall one")
+	}
+}
+
+func TestReadCalibrationRejects(t *testing.T) {
+	good := func() string {
+		c := testCalibration()
+		p := filepath.Join(t.TempDir(), "c.json")
+		c.Save(p)
+		data, _ := os.ReadFile(p)
+		return string(data)
+	}
+	cases := []struct{ name, old, new, want string }{
+		{"not json", "{", "[", "invalid calibration"},
+		{"negative mape", `"video/h264": 0.12`, `"video/h264": -0.12`, "mape[video/h264]"},
+		{"no overall mape", `"all": 0.25`, `"al": 0.25`, "no overall mape"},
+		{"bits per pixel", `"jpeg/life/q3": 3.5`, `"jpeg/life/q3": 300`, "bits_per_pixel[jpeg/life/q3]"},
+		{"missing format", `"png":`, `"pgn":`, "no bits_per_pixel for png"},
+		{"no cost", `"cost": {`, `"cots": {`, "no cost coefficients"},
+		{"negative coefficient", `"text": [`, `"text": [-1,`, "coefficient 0 is -1"},
+	}
+	for _, c := range cases {
+		data := good()
+		bad := strings.Replace(data, c.old, c.new, 1)
+		if bad == data {
+			t.Fatalf("%s: %q not in the calibration", c.name, c.old)
+		}
+		_, err := ReadCalibration(strings.NewReader(bad))
+		if !errors.Is(err, ErrCalibration) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want ErrCalibration containing %q", c.name, err, c.want)
+		}
+	}
+	p := filepath.Join(t.TempDir(), "bad.json")
+	os.WriteFile(p, []byte("{}"), 0o644)
+	if _, err := LoadCalibration(p); err == nil || !strings.Contains(err.Error(), p) {
+		t.Errorf("LoadCalibration error %v does not name the file", err)
+	}
+}
+
+func TestCachedCalibration(t *testing.T) {
+	dir := t.TempDir()
+	m := testCalibration().Machine
+	c, err := CachedCalibration(dir, m)
+	if err != nil || c.Source != "default" || !strings.Contains(c.Note, "bench calibrate") {
+		t.Fatalf("empty cache: %v, source %q note %q; want the default saying so", err, c.Source, c.Note)
+	}
+	older := testCalibration()
+	older.Machine.DecodeCommit = "fedcba9876543210"
+	if err := older.Save(CalibrationPath(dir, older.Machine)); err != nil {
+		t.Fatal(err)
+	}
+	c, err = CachedCalibration(dir, m)
+	if err != nil || c.Source != "measured" || !strings.Contains(c.Note, "fedcba987654") {
+		t.Fatalf("same hardware, other decoder: %v, note %q; want it used and said", err, c.Note)
+	}
+	exact := testCalibration()
+	exact.MAPE["all"] = 0.11
+	if err := exact.Save(CalibrationPath(dir, m)); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	os.Chtimes(CalibrationPath(dir, older.Machine), now.Add(time.Hour), now.Add(time.Hour))
+	c, err = CachedCalibration(dir, m)
+	if err != nil || c.MAPE["all"] != 0.11 || c.Note != "" {
+		t.Fatalf("exact match: %v, mape %v note %q; want the exact one", err, c.MAPE["all"], c.Note)
+	}
+	other := m
+	other.Host = "elsewhere"
+	if c, _ := CachedCalibration(dir, other); c.Source != "default" {
+		t.Errorf("other hardware got calibration %q, want the default", c.Source)
+	}
+	os.WriteFile(CalibrationPath(dir, m), []byte("garbage"), 0o644)
+	if _, err := CachedCalibration(dir, m); err == nil {
+		t.Error("a corrupt cached calibration was silently ignored")
+	}
+}
+
+func TestMachineKey(t *testing.T) {
+	a := Machine{Host: "h", CPU: "c", Cores: 2, OS: "linux", Arch: "amd64", Commit: "1111", DecodeCommit: "aaaaaaaaaaaaaaaa"}
+	b := a
+	b.Commit = "2222" // commits outside decode/ keep the calibration
+	if a.Key() != b.Key() {
+		t.Errorf("keys %s and %s differ for the same decoder", a.Key(), b.Key())
+	}
+	b.DecodeCommit = "bbbbbbbbbbbbbbbb"
+	ha, _, _ := strings.Cut(a.Key(), "-")
+	hb, _, _ := strings.Cut(b.Key(), "-")
+	if a.Key() == b.Key() || ha != hb {
+		t.Errorf("keys %s, %s: want the same hardware part and different decoder parts", a.Key(), b.Key())
+	}
+	b.Cores = 4
+	if hc, _, _ := strings.Cut(b.Key(), "-"); hc == ha {
+		t.Error("a different core count gave the same hardware key")
+	}
+	if m := ThisMachine(t.Context()); m.Cores < 1 || m.OS == "" || m.GoVersion == "" {
+		t.Errorf("ThisMachine = %+v", m)
+	}
+}
+
+func FuzzReadCalibration(f *testing.F) {
+	p := filepath.Join(f.TempDir(), "c.json")
+	testCalibration().Save(p)
+	data, _ := os.ReadFile(p)
+	f.Add(data)
+	f.Add([]byte(`{"cost":{"coefficients":{}},"mape":{"all":0.1},"bits_per_pixel":{"jpeg":1,"png":1,"webp":1}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := ReadCalibration(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		// An accepted calibration must price samples without panicking.
+		if s := c.Sigma("video/h264"); !(s >= 0) || math.IsInf(s, 0) {
+			t.Fatalf("sigma %v", s)
+		}
+		spec := &genSpec{Kind: "image", Images: []genImage{{Width: 640, Height: 480, Format: "jpg", Quality: 3, Content: "life"}}}
+		rec, err := syntheticRecord(spec, c.BitsPerPixel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Bytes <= 0 {
+			t.Fatalf("record bytes %d", rec.Bytes)
+		}
+	})
+}

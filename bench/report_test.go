@@ -1,0 +1,214 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// handReport builds a report from hand-made results: two skewed
+// workloads (A, B) and a uniform one (U).
+func handReport() *Report {
+	res := func(w, l, skew string, miss, wait, tput float64) Result {
+		return Result{Workload: w, Loader: l, Ranks: 8, MissRate: miss, GPUWaitFrac: wait, ThroughputSPS: tput, Mode: "sim", Skew: skew, Steps: 100, Batch: 4}
+	}
+	ev := &Evaluation{Mode: "sim",
+		Setups: []Setup{{Workload: "A", Skew: Skewed, Imbalance: 0.5}, {Workload: "B", Skew: Skewed, Imbalance: 0.9}, {Workload: "U", Skew: Uniform}},
+		Results: []Result{
+			res("A", "torch", Skewed, 0.50, 0.40, 100), res("A", "local", Skewed, 0.20, 0.10, 150),
+			res("A", "static", Skewed, 0.10, 0.05, 160), res("A", "helix", Skewed, 0.05, 0.02, 180),
+			res("A", "oracle", Skewed, 0.02, 0.01, 190),
+			res("B", "torch", Skewed, 0.40, 0.20, 100), res("B", "local", Skewed, 0.10, 0.05, 120),
+			res("B", "static", Skewed, 0.04, 0.02, 130), res("B", "helix", Skewed, 0.10, 0.06, 125),
+			res("B", "oracle", Skewed, 0.01, 0.01, 140),
+			res("U", "torch", Uniform, 0, 0.01, 100), res("U", "local", Uniform, 0, 0.005, 101),
+			res("U", "static", Uniform, 0, 0.005, 101), res("U", "helix", Uniform, 0, 0.005, 100.5),
+			res("U", "oracle", Uniform, 0, 0.005, 101),
+		}}
+	cfg := EvalConfig{Ranks: 8, Steps: 100, Seed: 1, Network: DefaultNetwork}
+	return NewReport(Machine{Host: "h", Commit: "c0ffee"}, cfg, ev, DefaultCalibration())
+}
+
+func near(p *float64, want float64) bool { return p != nil && math.Abs(*p-want) < 1e-9 }
+
+func TestReportComparisonsAndSummary(t *testing.T) {
+	r := handReport()
+	a := r.Comparisons[0]
+	checks := []struct {
+		name string
+		got  *float64
+		want float64
+	}{
+		{"A miss vs torch", a.VsTorch.MissReduction, 0.9},
+		{"A wait vs torch", a.VsTorch.WaitReduction, 0.95},
+		{"A tput vs torch", a.VsTorch.ThroughputRatio, 1.8},
+		{"A tput vs local", a.VsLocal.ThroughputRatio, 1.2},
+		{"A tput vs static", a.VsStatic.ThroughputRatio, 180.0 / 160},
+		{"A oracle gap", a.OracleGap, 0.01},
+		{"A oracle bound", a.OracleBound, 0.025},
+		{"A helix vs best", a.HelixVsBest, 180.0 / 160},
+		// U: torch had no misses: undefined, left out of the mean.
+		{"miss mean", r.Summary.MissReductionVsTorchMean, (0.9 + 0.75) / 2},
+		{"wait mean", r.Summary.WaitReductionVsTorchMean, (0.95 + 0.7 + 0.5) / 3},
+		{"tput vs torch max", r.Summary.ThroughputRatioVsTorchMax, 1.8},
+		{"tput vs local min skewed", r.Summary.ThroughputRatioVsLocalMinSkewed, 125.0 / 120},
+		{"tput vs static min skewed", r.Summary.ThroughputRatioVsStaticMinSkewed, 125.0 / 130},
+		{"oracle gap mean", r.Summary.OracleGapMean, (0.01 + 0.05 + 0) / 3},
+		{"most skewed ratio", r.Summary.ThroughputRatioVsTorchMostSkewed, 1.25},
+		{"uniform shortfall", r.Summary.UniformShortfallMax, 1 - 100.5/101},
+	}
+	for _, c := range checks {
+		if !near(c.got, c.want) {
+			got := "nil"
+			if c.got != nil {
+				got = strconv.FormatFloat(*c.got, 'g', -1, 64)
+			}
+			t.Errorf("%s = %s, want %v", c.name, got, c.want)
+		}
+	}
+	if r.Comparisons[2].VsTorch.MissReduction != nil {
+		t.Error("U: miss reduction vs a torch without misses must be undefined")
+	}
+	if r.Summary.MostSkewed != "B" || r.Summary.MissReductionWorkloads != 2 || r.Summary.WaitReductionWorkloads != 3 {
+		t.Errorf("summary %+v: want most skewed B (highest imbalance), 2 miss and 3 wait workloads", r.Summary)
+	}
+}
+
+func TestReportGoals(t *testing.T) {
+	r := handReport()
+	want := map[string]string{
+		"deadline-miss reduction vs torch":                                GoalPass,  // 82.5 %
+		"GPU-wait reduction vs torch":                                     GoalShort, // 71.7 %
+		"throughput vs torch on the most skewed workload":                 GoalShort, // 1.25x on B
+		"ahead of local and static on every skewed workload (throughput)": GoalShort, // B behind static
+		"within 2 % of the best loader on uniform workloads":              GoalPass,
+		"GPU wait near the oracle's":                                      GoalShort, // B: 6 % > 2.5 %
+		"scale: 1024 ranks, B=16, 100 steps simulated":                    GoalNA,
+	}
+	for _, g := range r.Goals {
+		if w, ok := want[g.Name]; !ok || g.Status != w {
+			t.Errorf("goal %q: %s (%s), want %s", g.Name, g.Status, g.Figure, w)
+		}
+		delete(want, g.Name)
+	}
+	if len(want) > 0 {
+		t.Errorf("goals missing: %v", want)
+	}
+	r.AddSection(Section{Name: "scale", Status: SectionMeasured, Scale: &ScaleResult{Ranks: 1024, Batch: 16, Steps: 100, ElapsedS: 42}})
+	if g := r.Goals[len(r.Goals)-1]; g.Status != GoalPass || !strings.Contains(g.Figure, "42.0 s") {
+		t.Errorf("scale goal after a 42 s run: %s %q", g.Status, g.Figure)
+	}
+}
+
+// TestReportJSONKeys checks the keys the issue asks of the JSON.
+func TestReportJSONKeys(t *testing.T) {
+	var buf bytes.Buffer
+	if err := handReport().WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatalf("report JSON does not parse: %v", err)
+	}
+	for _, k := range []string{"machine", "commit", "results", "summary", "goals", "sections", "workloads", "comparisons"} {
+		if _, ok := doc[k]; !ok {
+			t.Errorf("top-level key %q missing", k)
+		}
+	}
+	if doc["commit"] != "c0ffee" {
+		t.Errorf("commit = %v", doc["commit"])
+	}
+	sum := doc["summary"].(map[string]any)
+	for _, k := range []string{"miss_reduction_vs_torch_mean", "wait_reduction_vs_torch_mean", "throughput_ratio_vs_torch_max", "throughput_ratio_vs_local_min_skewed", "oracle_gap_mean"} {
+		if v, ok := sum[k].(float64); !ok || math.IsNaN(v) {
+			t.Errorf("summary.%s = %v, want a number", k, sum[k])
+		}
+	}
+	results := doc["results"].([]any)
+	if len(results) != 15 {
+		t.Fatalf("%d results, want 15", len(results))
+	}
+	for _, x := range results {
+		m := x.(map[string]any)
+		for _, k := range []string{"workload", "loader", "ranks", "miss_rate", "gpu_wait_frac", "throughput_sps", "bytes_moved_per_step"} {
+			if _, ok := m[k]; !ok {
+				t.Fatalf("result %v lacks %q", m, k)
+			}
+		}
+	}
+}
+
+func readCSV(t *testing.T, path string) [][]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return rows
+}
+
+func TestReportCSV(t *testing.T) {
+	r := handReport()
+	r.AddSection(Section{Name: "planner", Status: SectionMeasured, Columns: []string{"ranks", "plan_us"}, Rows: [][]any{{8, 12.5}, {16, 20.0}}})
+	dir := t.TempDir()
+	if err := r.WriteCSV(dir); err != nil {
+		t.Fatal(err)
+	}
+	rows := readCSV(t, filepath.Join(dir, "results.csv"))
+	if !slices.Equal(rows[0], ResultColumns) || len(rows) != 16 {
+		t.Fatalf("results.csv: header %v and %d rows, want %v and 16", rows[0], len(rows), ResultColumns)
+	}
+	for _, row := range rows[1:] {
+		for i, col := range ResultColumns {
+			if col == "miss_rate" || col == "gpu_wait_frac" || col == "throughput_sps" {
+				if _, err := strconv.ParseFloat(row[i], 64); err != nil {
+					t.Errorf("results.csv %s = %q: %v", col, row[i], err)
+				}
+			}
+		}
+	}
+	if rows[4][0] != "A" || rows[4][1] != "helix" || rows[4][11] != "0" {
+		t.Errorf("results.csv row 4 = %v", rows[4])
+	}
+	rows = readCSV(t, filepath.Join(dir, "comparisons.csv"))
+	if !slices.Equal(rows[0], ComparisonColumns) || len(rows) != 4 {
+		t.Fatalf("comparisons.csv: header %v, %d rows", rows[0], len(rows))
+	}
+	if rows[3][2] != "" {
+		t.Errorf("U's undefined miss reduction is %q, want an empty cell", rows[3][2])
+	}
+	rows = readCSV(t, filepath.Join(dir, "section_planner.csv"))
+	if len(rows) != 3 || rows[2][1] != "20" {
+		t.Errorf("section_planner.csv = %v", rows)
+	}
+	if rows := readCSV(t, filepath.Join(dir, "goals.csv")); len(rows) != 8 {
+		t.Errorf("goals.csv has %d rows, want a header and 7 goals", len(rows))
+	}
+}
+
+func TestReportText(t *testing.T) {
+	r := handReport()
+	r.AddSection(Section{Name: "allgather", Title: "Allgather", Status: SectionPending, Note: "not implemented yet"})
+	var buf bytes.Buffer
+	if err := r.WriteText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{"FALL SHORT", "PASS", "miss_reduction_vs_torch_mean", "82.5 %", "== Allgather [pending] ==", "-90.0%"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text report lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -1,0 +1,114 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// withHooks restores the section registry after a test changes it.
+func withHooks(t *testing.T) {
+	hooksMu.Lock()
+	saved := make([]sectionHook, len(hooks))
+	for i, h := range hooks {
+		saved[i] = *h
+	}
+	hooksMu.Unlock()
+	t.Cleanup(func() {
+		hooksMu.Lock()
+		defer hooksMu.Unlock()
+		hooks = hooks[:0]
+		for i := range saved {
+			hooks = append(hooks, &saved[i])
+		}
+	})
+}
+
+func TestSectionsPendingRegisteredFailed(t *testing.T) {
+	withHooks(t)
+	want := []string{"planner", "scale", "allgather", "exchange", "decode", "validation"}
+	if got := SectionNames(); !slices.Equal(got, want) {
+		t.Fatalf("sections %v, want %v", got, want)
+	}
+	env := &SectionEnv{Mode: "sim", Ranks: 8, Seed: 1}
+	got := RunSections(context.Background(), env, []string{"allgather", "exchange", "decode", "validation"})
+	for _, s := range got {
+		if s.Status != SectionPending || !strings.Contains(s.Note, "not implemented yet") || s.Title == "" {
+			t.Errorf("section %s: status %s note %q, want pending with what it will hold", s.Name, s.Status, s.Note)
+		}
+	}
+	RegisterSection("decode", "", func(ctx context.Context, env *SectionEnv) (*Section, error) {
+		return &Section{Columns: []string{"preset", "ratio"}, Rows: [][]any{{"kinetics", 1.1}}, Headline: "1.1x"}, nil
+	})
+	RegisterSection("exchange", "", func(ctx context.Context, env *SectionEnv) (*Section, error) {
+		return nil, errors.New("mpirun not found")
+	})
+	RegisterSection("extra", "An extra section", func(ctx context.Context, env *SectionEnv) (*Section, error) {
+		return &Section{Headline: "x"}, nil
+	})
+	got = RunSections(context.Background(), env, []string{"decode", "exchange", "extra"})
+	if len(got) != 3 {
+		t.Fatalf("ran %d sections, want 3", len(got))
+	}
+	if s := got[0]; s.Name != "exchange" || s.Status != SectionFailed || s.Note != "mpirun not found" {
+		t.Errorf("failing section: %+v", s)
+	}
+	if s := got[1]; s.Name != "decode" || s.Status != SectionMeasured || s.Title == "" || len(s.Rows) != 1 {
+		t.Errorf("registered section: %+v", s)
+	}
+	if s := got[2]; s.Name != "extra" || s.Title != "An extra section" || s.Status != SectionMeasured {
+		t.Errorf("appended section: %+v", s)
+	}
+}
+
+func TestPlannerSection(t *testing.T) {
+	s, err := plannerSection(context.Background(), &SectionEnv{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Rows) != len(PlannerRanks) || len(s.Rows[0]) != len(s.Columns) {
+		t.Fatalf("%d rows of %d cells for %d columns", len(s.Rows), len(s.Rows[0]), len(s.Columns))
+	}
+	for i, row := range s.Rows {
+		if row[0] != PlannerRanks[i] || row[1] != PlannerRanks[i]*plannerBatch || !(row[2].(float64) > 0) {
+			t.Errorf("row %d = %v", i, row)
+		}
+	}
+	if !strings.Contains(s.Headline, "1024 ranks") {
+		t.Errorf("headline %q", s.Headline)
+	}
+}
+
+func TestValidationSection(t *testing.T) {
+	r := func(w, l string, wait, miss float64) Result {
+		return Result{Workload: w, Loader: l, Ranks: 4, GPUWaitFrac: wait, MissRate: miss}
+	}
+	sim := []Result{r("k", "torch", 0.30, 0.40), r("k", "local", 0.10, 0.10), r("k", "helix", 0.005, 0.02), r("k", "static", 0.2, 0.2)}
+	real := []Result{r("k", "torch", 0.26, 0.35), r("k", "local", 0.13, 0.10), r("k", "helix", 0.008, 0.15), r("m", "torch", 0.1, 0.1)}
+	s := ValidationSection(sim, real)
+	want := []bool{
+		true,  // wait 15 % off, miss 0.05 off
+		false, // wait 23 % off
+		false, // waits tiny, but miss 0.13 off
+	}
+	if len(s.Rows) != len(want) {
+		t.Fatalf("%d rows, want %d (pairs present in both)", len(s.Rows), len(want))
+	}
+	for i, w := range want {
+		if got := s.Rows[i][len(s.Rows[i])-1]; got != w {
+			t.Errorf("row %v: agrees = %v, want %v", s.Rows[i], got, w)
+		}
+	}
+	if !strings.Contains(s.Headline, "1 of 3") {
+		t.Errorf("headline %q", s.Headline)
+	}
+	if s := ValidationSection(sim, nil); s.Status != SectionSkipped {
+		t.Errorf("no real runs: status %s, want skipped", s.Status)
+	}
+	// Tiny waits on both sides agree whatever their ratio.
+	if ok, _, _ := agrees(r("k", "helix", 0.001, 0), r("k", "helix", 0.004, 0)); !ok {
+		t.Error("waits of 0.1 % and 0.4 % of wall must agree")
+	}
+}
