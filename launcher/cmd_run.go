@@ -338,7 +338,12 @@ func printTable(w io.Writer, rs []spmd.Summary, ranks int, f *runFlags) {
 	row("moved per step", func(s spmd.Summary) string { return fmt.Sprintf("%.0f KiB", s.BytesMovedPerStep/1024) })
 	row("plan p50", func(s spmd.Summary) string { return fmt.Sprintf("%.0f µs", s.PlanUSP50) })
 	row("allgather p50", func(s spmd.Summary) string { return fmt.Sprintf("%.0f µs", s.AllgatherUSP50) })
-	row("cost model MAPE", func(s spmd.Summary) string { return fmt.Sprintf("%.1f%%", 100*s.CostMAPE) })
+	row("cost model MAPE", func(s spmd.Summary) string {
+		if s.CostMAPE == nil {
+			return "n/a"
+		}
+		return fmt.Sprintf("%.1f%%", 100**s.CostMAPE)
+	})
 	row("dropped samples", func(s spmd.Summary) string { return fmt.Sprint(s.DroppedSamples) })
 	row("peak RSS", func(s spmd.Summary) string { return fmt.Sprintf("%.0f MiB", float64(s.PeakRSSBytes)/(1<<20)) })
 	row("batches hash", func(s spmd.Summary) string { return s.BatchesHash })

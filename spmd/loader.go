@@ -147,6 +147,9 @@ func NewLoader(ctx context.Context, comm collective.Comm, ds *decode.Dataset, cf
 	}
 	cost := decode.NewCostModel(cal)
 	cost.SetOptions(decode.CostOptions{Frames: cfg.Decode.Frames, Size: cfg.Decode.Size, MaxTasks: taskLimit(cfg)})
+	// Count errors once the model has seen a quarter of the run's samples
+	// (at most the model's default 200), so short runs report one too.
+	cost.SetWarmup(min(200, max(8, cfg.Steps*cfg.Batch/4)))
 	l := &Loader{
 		cfg: cfg, comm: comm, ds: ds, reader: reader,
 		dec:     decode.NewDecoder(cfg.Decode),

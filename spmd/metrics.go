@@ -50,10 +50,13 @@ type Summary struct {
 	BytesMovedPerStep float64 `json:"bytes_moved_per_step"`
 	PlanUSP50         float64 `json:"plan_us_p50"`
 	AllgatherUSP50    float64 `json:"allgather_us_p50"`
-	CostMAPE          float64 `json:"cost_mape"`
-	DroppedSamples    int     `json:"dropped_samples"`
-	PeakRSSBytes      int64   `json:"peak_rss_bytes"`
-	BatchesHash       string  `json:"batches_hash"`
+	// CostMAPE is the cost model's mean absolute percentage error on
+	// samples it had not learned from, averaged over ranks (0.1 = 10 %);
+	// nil when no rank got past its warm-up.
+	CostMAPE       *float64 `json:"cost_mape"`
+	DroppedSamples int      `json:"dropped_samples"`
+	PeakRSSBytes   int64    `json:"peak_rss_bytes"`
+	BatchesHash    string   `json:"batches_hash"`
 }
 
 // Summarize aggregates the records of every rank of a run. wallUS is the

@@ -114,7 +114,8 @@ func gather(comm collective.Comm, l *Loader, recs []StepRecord, endUS int64, cfg
 	s := Summarize(cfg.Loader, all, comm.Size(), steps, cfg.Batch, cfg.Workers, wall)
 	s.PeakRSSBytes = maxFigs[1]
 	if sumFigs[1] > 0 {
-		s.CostMAPE = float64(sumFigs[0]) / float64(sumFigs[1]) / 1e6
+		mape := float64(sumFigs[0]) / float64(sumFigs[1]) / 1e6
+		s.CostMAPE = &mape
 	}
 	return &Result{Summary: s, Records: all}, nil
 }
