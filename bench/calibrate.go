@@ -54,9 +54,11 @@ func calibrationDataset(cfg CalibrateConfig, preset string) gen.Config {
 // Calibrate measures the decode cost model on this machine: for each
 // preset it generates (once, cached) a small dataset with the generator,
 // decodes every sample with the real decoder (thread CPU time, the
-// fastest of Repeat decodes), lets one cost model learn from the first
-// two thirds of each preset's samples and measures the held-out error on
-// the rest, then learns from those too and returns the coefficients. It
+// fastest of Repeat decodes), and every clip a second time task by task
+// as the splitting loaders do (measureSplit), lets one cost model learn
+// from the first two thirds of each preset's samples and measures the
+// held-out error on the rest ("split:" keys for split clips), then learns
+// from those too and returns the coefficients. It
 // also measures the compressed bits per pixel of the generated images and
 // how far the records the simulator synthesizes from the generator's
 // specifications are from the real ones (SynthMAPE).
@@ -82,7 +84,8 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig) (*Calibration, error) {
 	m.SetOptions(opts)
 	dec := decode.NewDecoder(decode.Options{Frames: opts.Frames, Size: opts.Size})
 	cal := &Calibration{Source: "measured", Machine: cfg.Machine, Created: time.Now().UTC().Format(time.RFC3339),
-		MAPE: map[string]float64{}, SynthMAPE: map[string]float64{}, BitsPerPixel: map[string]float64{}}
+		MAPE: map[string]float64{}, SynthMAPE: map[string]float64{}, BitsPerPixel: map[string]float64{},
+		SplitRatio: map[string]float64{}}
 	var held []decode.CostObservation
 	type acc struct{ bits, px float64 }
 	bpp := map[string]*acc{}
@@ -91,6 +94,8 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig) (*Calibration, error) {
 		obs []decode.CostObservation
 	}
 	var all []decoded
+	var allSplits []splitObservation
+	splitErrs := map[string][]float64{}
 	for _, p := range cfg.Presets {
 		gc := calibrationDataset(cfg, p)
 		dir := filepath.Join(cfg.CacheDir, "bench", "data", fmt.Sprintf("%s-n%d-seed%d", p, gc.Samples, gc.Seed))
@@ -111,9 +116,26 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig) (*Calibration, error) {
 			progress = func(done, total int) { cfg.Progress(p, done, total) }
 		}
 		rep, err := decode.EvaluateCostModel(ctx, ds, dec, m, decode.CostEvalOptions{Warmup: max(gc.Samples*2/3, 1), Repeat: cfg.Repeat}, progress)
+		var splits []splitObservation
+		if err == nil {
+			splits, err = measureSplit(ctx, ds, dec, rep.Observations, cfg.Repeat)
+		}
 		ds.Close()
 		if err != nil {
 			return nil, fmt.Errorf("bench calibrate: decode %s: %w", p, err)
+		}
+		if len(splits) > 0 {
+			var whole, split float64
+			for _, o := range splits {
+				whole += float64(o.whole)
+				split += float64(o.micros)
+			}
+			cal.SplitRatio[p] = split / whole
+			for k, es := range learnSplit(m, opts, splits) {
+				splitErrs[k] = append(splitErrs[k], es...)
+			}
+			allSplits = append(allSplits, splits...)
+			logf("%s: %d clips decoded task by task (at most %d tasks): %.2fx the CPU time of decoding them whole", p, len(splits), calibrateSplitTasks, cal.SplitRatio[p])
 		}
 		cal.Failed += len(rep.Failed)
 		for _, f := range rep.Failed {
@@ -163,9 +185,17 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig) (*Calibration, error) {
 		cal.MAPE["all"] = defaultMAPE
 		cal.Note = "no held-out samples: estimate error assumed"
 	}
+	for k, es := range splitErrs {
+		sum := 0.0
+		for _, e := range es {
+			sum += e
+		}
+		cal.MAPE["split:"+k] = sum / float64(len(es))
+	}
 	for _, o := range held {
 		m.Observe(o.Record, o.Micros)
 	}
+	learnHeldOutSplit(m, opts, allSplits)
 	cal.Cost = m.Calibration(fmt.Sprintf("%s, thread CPU time, fastest of %d, %d samples of %d presets", cfg.Machine, cfg.Repeat, cal.Samples, len(cfg.Presets)))
 	for f, d := range defaultBitsPerPixel {
 		cal.BitsPerPixel[f] = d

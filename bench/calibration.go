@@ -35,13 +35,18 @@ type Calibration struct {
 	Cost *decode.Calibration `json:"cost"`
 	// MAPE is the held-out mean absolute percentage error of the cost
 	// model per model key ("video/h264", "image/jpeg", ...) and "all",
-	// as a fraction.
+	// as a fraction; "split:video/h264" is that of clips decoded task by
+	// task.
 	MAPE map[string]float64 `json:"mape"`
 	// SynthMAPE is, per preset, the mean relative difference between the
 	// estimate from a generated sample's real record and from the record
 	// the simulator synthesizes for the same sample: the error of the
 	// synthesis itself.
 	SynthMAPE map[string]float64 `json:"synth_mape,omitempty"`
+	// SplitRatio is, per preset, the CPU time of its clips decoded task
+	// by task (split into keyframe-aligned tasks as the splitting
+	// loaders do) over the time of decoding them whole.
+	SplitRatio map[string]float64 `json:"split_ratio,omitempty"`
 	// BitsPerPixel is the compressed size of generated images per format
 	// ("jpeg", "png", "webp"), per format and content ("jpeg/life") and
 	// per format, content and quality ("jpeg/life/q3").

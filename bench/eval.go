@@ -50,6 +50,9 @@ type EvalConfig struct {
 	// KeepPlanTimes measures the planner's wall time per step (the one
 	// clock reading of a simulation; it makes results vary run to run).
 	KeepPlanTimes bool
+	// NoSplit is an ablation: no loader splits clips into keyframe-aligned
+	// tasks (Synth.NoSplit). The runtime splits; the default is false.
+	NoSplit bool
 	// Progress, when set, is called after each simulation.
 	Progress func(done, total int)
 }
@@ -165,11 +168,12 @@ type prepared struct {
 // prepare draws a workload's samples and applies the provisioning rule
 // at ranks ranks and batch b (0: the workload's); imbalance says whether
 // to measure Setup.Imbalance (it visits every sample of the run once).
-func prepare(w *Workload, cal *Calibration, ranks, b, steps int, seed uint64, imbalance bool) (*prepared, error) {
+func prepare(w *Workload, cal *Calibration, ranks, b, steps int, seed uint64, imbalance, noSplit bool) (*prepared, error) {
 	s, err := NewSynth(w, cal, ranks, b, seed)
 	if err != nil {
 		return nil, err
 	}
+	s.NoSplit = noSplit
 	b = s.Batch()
 	cost, frames, tokens := s.Means()
 	g := w.GPUStep(cost, b, ranks)
@@ -230,7 +234,7 @@ func RunSim(ctx context.Context, cfg EvalConfig) (*Evaluation, error) {
 		g.SetLimit(cfg.Parallel)
 		for i, w := range cfg.Workloads {
 			g.Go(func() error {
-				p, err := prepare(w, cfg.Calibration, cfg.Ranks, cfg.Batch, cfg.Steps, cfg.Seed, true)
+				p, err := prepare(w, cfg.Calibration, cfg.Ranks, cfg.Batch, cfg.Steps, cfg.Seed, true, cfg.NoSplit)
 				preps[i] = p
 				return err
 			})

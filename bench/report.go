@@ -12,13 +12,15 @@ import (
 // validation sections. WriteText, WriteJSON, WriteCSV and WritePlots
 // render it.
 type Report struct {
-	Machine     Machine         `json:"machine"`
-	Commit      string          `json:"commit"`
-	Mode        string          `json:"mode"` // "sim" or "real"
-	Ranks       int             `json:"ranks"`
-	Steps       int             `json:"steps"`
-	Seed        uint64          `json:"seed"`
-	Network     Network         `json:"network"`
+	Machine Machine `json:"machine"`
+	Commit  string  `json:"commit"`
+	Mode    string  `json:"mode"` // "sim" or "real"
+	Ranks   int     `json:"ranks"`
+	Steps   int     `json:"steps"`
+	Seed    uint64  `json:"seed"`
+	Network Network `json:"network"`
+	// NoSplit marks the no-splitting ablation (EvalConfig.NoSplit).
+	NoSplit     bool            `json:"no_split,omitempty"`
 	Calibration CalibrationInfo `json:"calibration"`
 	Workloads   []Setup         `json:"workloads"`
 	Results     []Result        `json:"results"`
@@ -96,7 +98,7 @@ type Summary struct {
 // and goals. Sections are added with AddSection.
 func NewReport(m Machine, cfg EvalConfig, ev *Evaluation, cal *Calibration) *Report {
 	r := &Report{Machine: m, Commit: m.Commit, Mode: ev.Mode, Ranks: cfg.Ranks, Steps: cfg.Steps, Seed: cfg.Seed,
-		Network: cfg.Network, Workloads: ev.Setups, Results: ev.Results, Timelines: ev.Timelines}
+		Network: cfg.Network, NoSplit: cfg.NoSplit, Workloads: ev.Setups, Results: ev.Results, Timelines: ev.Timelines}
 	if cal != nil {
 		r.Calibration = CalibrationInfo{Source: cal.Source, Note: cal.Note, Created: cal.Created, MAPE: cal.MAPE["all"], SynthMAPE: cal.SynthMAPE}
 		if cal.Source != "default" {

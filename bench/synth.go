@@ -57,6 +57,10 @@ type Synth struct {
 	weights []float64 // cumulative, normalized source weights
 	order   []int     // source of shard k is order[k % len(order)]
 
+	// NoSplit withholds the clips' task split from the simulator, so no
+	// loader splits (an ablation; the runtime splits).
+	NoSplit bool
+
 	mu     sync.Mutex
 	shards map[int64]*shardDraw
 }
@@ -218,6 +222,9 @@ func (s *Synth) Means() (cost, frames, tokens float64) {
 // of the extra task set-ups (container open, decoder start) that the
 // splitting loaders pay and torch does not.
 func (s *Synth) SplitWorkRatio() float64 {
+	if s.NoSplit {
+		return 1
+	}
 	var split, whole float64
 	prev := 0.0
 	for i, p := range s.pools {
@@ -306,7 +313,7 @@ func (s *Synth) Samples(step int64, rank int) []spmd.SimSample {
 		gid := uint64(id)*uint64(size) + uint64(o)
 		est := noisy(e.cost, e.sigma, hash3(s.seed, 7, gid))
 		x := spmd.SimSample{ID: gid, Bytes: e.bytes, Cost: e.cost, Est: est, Frames: e.frames, Tokens: e.tokens, Mem: e.mem}
-		if len(e.parts) > 1 {
+		if len(e.parts) > 1 && !s.NoSplit {
 			x.Parts, x.PartsEst = splitCost(e.splitCost, e.parts), splitCost(est*e.splitCost/e.cost, e.parts)
 		}
 		out[slot] = x

@@ -24,7 +24,11 @@ func (r *Report) WriteText(w io.Writer) error {
 			ew.printf("       %s\n", c.Note)
 		}
 	}
-	ew.printf("network: %.0f MB/s per rank, %d µs per message; gate margin %d µs\n\n", r.Network.BandwidthMBs, r.Network.LatencyUS, GateMarginUS)
+	ew.printf("network: %.0f MB/s per rank, %d µs per message; gate margin %d µs\n", r.Network.BandwidthMBs, r.Network.LatencyUS, GateMarginUS)
+	if r.NoSplit {
+		ew.printf("ABLATION: no loader splits clips into keyframe-aligned tasks (--no-split); the runtime does\n")
+	}
+	ew.printf("\n")
 
 	ew.printf("Workloads (W fixed; GPU step g = %.1f x B x mean cost / (W x mean over ranks of 1/slowdown)):\n", ProvisionRatio)
 	tw := ew.table()

@@ -86,6 +86,12 @@ func writeCalibrationTables(w io.Writer, cal *bench.Calibration, path string) er
 			fmt.Fprintf(tw, "%s\t%.1f\t\n", p, 100*e)
 		}
 	}
+	fmt.Fprintln(tw, "preset\tsplit decode CPU / whole\t")
+	for _, p := range bench.CalibratePresets {
+		if r, ok := cal.SplitRatio[p]; ok {
+			fmt.Fprintf(tw, "%s\t%.2fx\t\n", p, r)
+		}
+	}
 	fmt.Fprintln(tw, "image format\tbits per pixel\t")
 	for _, f := range []string{"jpeg", "png", "webp"} {
 		fmt.Fprintf(tw, "%s\t%.2f\t\n", f, cal.BitsPerPixel[f])

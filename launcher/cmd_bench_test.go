@@ -1,0 +1,67 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestBenchCommand(t *testing.T) {
+	dir := t.TempDir()
+	out, js := filepath.Join(dir, "out"), filepath.Join(dir, "r.json")
+	code, stdout, stderr := runMain("bench", "--workloads", "kinetics,text", "--steps", "10", "--sections", "none",
+		"--cache-dir", filepath.Join(dir, "cache"), "--out", out, "--json", js)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	// No calibration in an empty cache: the default, said so.
+	if !strings.Contains(stderr, "no calibration cached") || !strings.Contains(stdout, "costs: no calibration cached") {
+		t.Errorf("the fallback to the default calibration is not reported:\n%s\n%s", stderr, stdout)
+	}
+	for _, want := range []string{"Results:", "Goals:", "kinetics", "helix-nogate"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q", want)
+		}
+	}
+	data, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Results []map[string]any `json:"results"`
+		Summary map[string]any   `json:"summary"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil || len(doc.Results) != 12 || doc.Summary == nil {
+		t.Fatalf("JSON: %v, %d results", err, len(doc.Results))
+	}
+	for _, f := range []string{"results.csv", "comparisons.csv", "goals.csv", "gpu_wait.png", "wait_text.png"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("%s not written: %v", f, err)
+		}
+	}
+}
+
+func TestBenchUsageErrors(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "--sim", "--real"}, "exclude each other"},
+		{[]string{"bench", "--workloads", "nope"}, `unknown workload "nope"`},
+		{[]string{"bench", "--loaders", "pytorch"}, `unknown loader "pytorch"`},
+		{[]string{"bench", "--sections", "gpu"}, `unknown section "gpu"`},
+		{[]string{"bench", "--ranks", "0"}, "--ranks 0"},
+		{[]string{"bench calibrate", "--samples", "2"}, "--samples 2"},
+	} {
+		args := tt.args
+		if strings.Contains(args[0], " ") {
+			args = append(strings.Fields(args[0]), args[1:]...)
+		}
+		code, _, stderr := runMain(args...)
+		if code != 2 || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", tt.args, code, stderr, tt.want)
+		}
+	}
+}
