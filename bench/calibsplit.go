@@ -19,7 +19,7 @@ const calibrateSplitTasks = 8
 // splitting loaders decode it: task by task.
 type splitObservation struct {
 	rec     *decode.Record
-	whole   int64 // µs, the clip decoded as one task
+	whole   int64 // µs, the clip decoded whole, measured next to micros
 	micros  int64 // µs, all its tasks together
 	heldOut bool
 }
@@ -27,7 +27,8 @@ type splitObservation struct {
 // measureSplit decodes every clip of obs that PlanVideoTasks splits into
 // more than one task (at most calibrateSplitTasks) task by task with
 // DecodeVideoTask on this locked thread, keeping the fastest of repeat
-// sums of the tasks' thread CPU times. Without these, the cost model
+// sums of the tasks' thread CPU times, and, alternating with it, whole
+// (the fastest of repeat). Without these, the cost model
 // only ever sees one task per clip and cannot tell the cost of a task
 // from the fixed cost of a clip.
 func measureSplit(ctx context.Context, ds *decode.Dataset, dec *decode.Decoder, obs []decode.CostObservation, repeat int) ([]splitObservation, error) {
@@ -54,20 +55,27 @@ func measureSplit(ctx context.Context, ds *decode.Dataset, dec *decode.Decoder, 
 		}
 		data := smp.Members[v.Member].Data
 		dst := make([]byte, dec.Options().Frames*size*size*3)
-		best := int64(math.MaxInt64)
+		// Whole and split decodes alternate, so that both see the same
+		// machine: their ratio is what matters.
+		whole, split := int64(math.MaxInt64), int64(math.MaxInt64)
 		for range repeat {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
 			t0 := threadCPU()
+			if _, err := dec.Decode(ctx, smp, o.Record); err != nil {
+				return nil, fmt.Errorf("bench calibrate: sample %s: %w", o.Record.Key, err)
+			}
+			t1 := threadCPU()
 			for _, t := range tasks {
 				if err := dec.DecodeVideoTask(ctx, data, v, t, dst); err != nil {
 					return nil, fmt.Errorf("bench calibrate: sample %s task at keyframe %d: %w", o.Record.Key, t.Keyframe, err)
 				}
 			}
-			best = min(best, (threadCPU()-t0)/1000)
+			t2 := threadCPU()
+			whole, split = min(whole, (t1-t0)/1000), min(split, (t2-t1)/1000)
 		}
-		out = append(out, splitObservation{rec: o.Record, whole: o.Micros, micros: max(best, 1), heldOut: o.HeldOut})
+		out = append(out, splitObservation{rec: o.Record, whole: max(whole, 1), micros: max(split, 1), heldOut: o.HeldOut})
 	}
 	return out, nil
 }

@@ -180,7 +180,7 @@ func prepare(w *Workload, cal *Calibration, ranks, b, steps int, seed uint64, im
 	m := w.GPUModel(g, b, frames, tokens)
 	p := &prepared{w: w, synth: s, gpu: m}
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	p.setup = Setup{Workload: w.Name, Skew: w.Skew, Ranks: ranks, Batch: b, Workers: w.Workers, Horizon: 2 * w.Workers,
+	p.setup = Setup{Workload: w.Name, Skew: w.Skew, Ranks: ranks, Batch: b, Workers: w.Workers, Horizon: horizon(w),
 		Steps: steps, MeanCostUS: cost, MeanFrames: frames, MeanTokens: tokens, GPUStepMS: ms(g),
 		GPUBaseMS: ms(m.Base), GPUSampleMS: ms(m.PerSample), GPUFrameMS: ms(m.PerFrame), GPUTokenUS: float64(m.PerToken) / float64(time.Microsecond),
 		SplitWorkRatio: s.SplitWorkRatio()}
@@ -197,15 +197,18 @@ func prepare(w *Workload, cal *Calibration, ranks, b, steps int, seed uint64, im
 	return p, nil
 }
 
+// horizon is the runtime's default planning horizon for the workload's
+// workers (spmd.Config: max(2W, 8)).
+func horizon(w *Workload) int { return max(2*w.Workers, 8) }
+
 // simConfig is the simulator's configuration for loader k.
 func (p *prepared) simConfig(k spmd.Kind, cfg *EvalConfig) spmd.SimConfig {
-	w, b := p.w, p.setup.Batch
-	horizon := 2 * w.Workers
+	w, b, h := p.w, p.setup.Batch, p.setup.Horizon
 	// The runtime's default decoded-memory budget: horizon batches of
 	// F-frame clips.
-	budget := int64(horizon) * int64(b) * int64(w.Frames) * int64(w.Size) * int64(w.Size) * 3
+	budget := int64(h) * int64(b) * int64(w.Frames) * int64(w.Size) * int64(w.Size) * 3
 	return spmd.SimConfig{
-		Loader: k, Ranks: p.setup.Ranks, Batch: b, Steps: cfg.Steps, Workers: w.Workers, Horizon: horizon,
+		Loader: k, Ranks: p.setup.Ranks, Batch: b, Steps: cfg.Steps, Workers: w.Workers, Horizon: h,
 		Budget: budget, GPU: p.gpu, Bandwidth: int64(cfg.Network.BandwidthMBs * plan.One),
 		LatencyUS: cfg.Network.LatencyUS, Margin: GateMarginUS, Speed: p.speed,
 		Samples: p.synth.Samples, Seed: cfg.Seed, KeepPlanTimes: cfg.KeepPlanTimes,
