@@ -48,13 +48,13 @@ func samplerOrder(n int) []int {
 }
 
 // buildTasks turns a rank's batch (items by slot) and a decode order of
-// slots into decode tasks; with split, a sample with several parts becomes
-// one task per part.
-func buildTasks(step int64, items []Item, order []int, split bool) []Task {
+// slots into decode tasks; with split, a sample with several parts whose
+// estimate exceeds splitAbove becomes one task per part (see SplitAbove).
+func buildTasks(step int64, items []Item, order []int, split bool, splitAbove int64) []Task {
 	tasks := make([]Task, 0, len(items))
 	for o, slot := range order {
 		it := items[slot]
-		if split && len(it.Parts) > 1 {
+		if split && len(it.Parts) > 1 && it.Est > splitAbove {
 			for p, c := range it.Parts {
 				tasks = append(tasks, Task{Step: step, Slot: slot, Part: p, Parts: len(it.Parts), Order: o, Cost: c, Mem: it.Mem})
 			}
@@ -107,3 +107,10 @@ func (s RankState) Progress() plan.Progress {
 }
 
 func clamp(v, lo, hi int64) int64 { return min(max(v, lo), hi) }
+
+// SplitAbove is the estimated cost (µs of reference CPU) above which a
+// clip is split into keyframe-aligned tasks: half a step. Splitting costs
+// CPU — every task seeks and decodes from its own keyframe, 1.3-1.7x the
+// work of one sequential decode measured on this project's clips — so it
+// pays only for a clip long enough to hold a deadline back by itself.
+func SplitAbove(stepUS int64) int64 { return max(stepUS/2, 1) }

@@ -12,9 +12,10 @@ import (
 // enqueue hands a prepared batch to the decode pool.
 func (l *Loader) enqueue(bs *batchState) {
 	split := l.cfg.Loader.Splits()
+	above := SplitAbove(l.tracker.StepTime().Microseconds())
 	items := make([]Item, len(bs.slots))
 	for i, st := range bs.slots {
-		if !split || len(st.tasks) < 2 {
+		if !split || len(st.tasks) < 2 || st.item.Est <= above {
 			st.tasks = nil
 			st.item.Parts = nil
 		}
@@ -22,7 +23,7 @@ func (l *Loader) enqueue(bs *batchState) {
 		st.bytes = st.item.Bytes
 		items[i] = st.item
 	}
-	tasks := buildTasks(bs.step, items, samplerOrder(len(items)), split)
+	tasks := buildTasks(bs.step, items, samplerOrder(len(items)), split, above)
 	bs.tasksLeft = len(tasks)
 	l.mu.Lock()
 	l.batches[bs.step] = bs

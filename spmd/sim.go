@@ -338,7 +338,7 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 		for r, rk := range ranks {
 			rk.batches[s] = batches[r]
 			items := simItems(batches[r], r, cfg.Loader == KindOracle)
-			tasks := buildTasks(s, items, orders[r], cfg.Loader.Splits())
+			tasks := buildTasks(s, items, orders[r], cfg.Loader.Splits(), SplitAbove(prior.Microseconds()))
 			rk.left[s] = len(tasks)
 			byArrival := map[int64][]Task{}
 			for _, t := range tasks {
