@@ -85,6 +85,13 @@ func (l *Loader) readOwn(ctx context.Context, s int64) ([]*slotState, error) {
 		st := &slotState{sample: smp, partsLeft: 1}
 		st.item = Item{ID: ref.ID(epoch), Owner: l.comm.Rank(), Bytes: wireSize(smp)}
 		l.describe(st, 0)
+		if st.recErr != nil {
+			// The owner reports a sample whose record cannot be read:
+			// only it reads the sample, so the job logs it once.
+			l.mu.Lock()
+			l.logDrop(s, st.sample, st.recErr)
+			l.mu.Unlock()
+		}
 		own[i] = st
 		bytes += st.item.Bytes
 	}

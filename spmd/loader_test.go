@@ -215,7 +215,7 @@ func TestCorruptSampleIsDroppedAndLoggedOnce(t *testing.T) {
 	if want == 0 || res.Summary.DroppedSamples != want {
 		t.Errorf("dropped %d samples, want %d (each draw of the corrupt clip)", res.Summary.DroppedSamples, want)
 	}
-	lines := strings.Count(log.String(), "dropped sample")
+	lines := strings.Count(log.String(), "dropping sample")
 	if lines != 1 || !strings.Contains(log.String(), `"000000"`) || !strings.Contains(log.String(), "mixed-000000.tar") {
 		t.Errorf("log has %d drop lines, want one naming the key and shard:\n%s", lines, log.String())
 	}

@@ -126,13 +126,9 @@ func (l *Loader) sampleDone(step int64, st *slotState) {
 	if st.err == nil && st.rec != nil {
 		l.cost.Observe(st.rec, st.decodeUS)
 	}
-	if st.err != nil {
-		key := st.sample.Shard + "\x00" + st.sample.Key
-		if !l.dropped[key] && l.cfg.Log != nil {
-			fmt.Fprintf(l.cfg.Log, "datahelix: rank %d: step %d: dropped sample %q of %s: %v\n",
-				l.comm.Rank(), step, st.sample.Key, st.sample.Shard, st.err)
-		}
-		l.dropped[key] = true
+	if st.err != nil && st.recErr == nil {
+		// A record error was logged by the owner when it read the sample.
+		l.logDrop(step, st.sample, st.err)
 	}
 	l.held -= st.bytes
 	st.sample = &decode.Sample{Shard: st.sample.Shard, Key: st.sample.Key} // let the bytes go
@@ -151,4 +147,15 @@ func captionOf(s *decode.Sample) string {
 		}
 	}
 	return text
+}
+
+// logDrop logs a dropped sample the first time this rank meets it. The
+// loader's lock is held.
+func (l *Loader) logDrop(step int64, s *decode.Sample, err error) {
+	key := s.Shard + "\x00" + s.Key
+	if !l.dropped[key] && l.cfg.Log != nil {
+		fmt.Fprintf(l.cfg.Log, "datahelix: rank %d: step %d: dropping sample %q of %s: %v\n",
+			l.comm.Rank(), step, s.Key, s.Shard, err)
+	}
+	l.dropped[key] = true
 }
