@@ -103,6 +103,12 @@ type Result struct {
 	GPUWaitS          float64 `json:"gpu_wait_s"`
 	WallS             float64 `json:"wall_s"`
 	BatchesHash       string  `json:"batches_hash"`
+	// SteadyMissRate and SteadyGPUWaitFrac leave out the warm-up, the
+	// first Horizon steps (planned before any step was measured, and
+	// waiting for the first batches to decode): the same figures over
+	// the remaining steps and their wall time.
+	SteadyMissRate    float64 `json:"steady_miss_rate"`
+	SteadyGPUWaitFrac float64 `json:"steady_gpu_wait_frac"`
 	// PlanUSP50 is the median planner time per step, µs (0 when not
 	// measured); ElapsedS the simulation's own run time. Both are
 	// timings: they vary from run to run.
@@ -223,6 +229,34 @@ func resultOf(w *Workload, s spmd.Summary, elapsed time.Duration) Result {
 		BatchesHash: s.BatchesHash, PlanUSP50: s.PlanUSP50, ElapsedS: elapsed.Seconds()}
 }
 
+// steady returns the miss rate and GPU wait fraction of the steps from
+// warmup on, over their share of the wall time (0, 0 when the run is not
+// longer than the warm-up).
+func steady(recs []spmd.StepRecord, warmup int, wallUS int64) (missRate, waitFrac float64) {
+	start := int64(-1)
+	var wait int64
+	var misses, n int
+	ranks := map[int]bool{}
+	for _, r := range recs {
+		if r.Step < int64(warmup) {
+			continue
+		}
+		if r.Step == int64(warmup) && (start < 0 || r.RequestUS < start) {
+			start = r.RequestUS
+		}
+		ranks[r.Rank] = true
+		wait += r.WaitUS
+		n++
+		if r.Miss {
+			misses++
+		}
+	}
+	if n == 0 || start < 0 || wallUS <= start {
+		return 0, 0
+	}
+	return float64(misses) / float64(n), float64(wait) / (float64(len(ranks)) * float64(wallUS-start))
+}
+
 // RunSim simulates every workload with every loader. Simulations run in
 // parallel but each is deterministic, so the results (timings aside) are
 // the same for the same configuration.
@@ -265,7 +299,9 @@ func RunSim(ctx context.Context, cfg EvalConfig) (*Evaluation, error) {
 				if err != nil {
 					return fmt.Errorf("bench: workload %s, loader %s: %w", p.w.Name, k, err)
 				}
-				ev.Results[i*nl+j] = resultOf(p.w, res.Summary, time.Since(t0))
+				r := resultOf(p.w, res.Summary, time.Since(t0))
+				r.SteadyMissRate, r.SteadyGPUWaitFrac = steady(res.Records, p.setup.Horizon, res.WallUS)
+				ev.Results[i*nl+j] = r
 				if cfg.KeepTimelines && (k == spmd.KindTorch || k == spmd.KindHelix) {
 					records[i*nl+j] = res.Records
 				}

@@ -29,7 +29,7 @@ var CSVFiles = []string{"results.csv", "comparisons.csv", "goals.csv"}
 
 // ResultColumns are the columns of results.csv.
 var ResultColumns = []string{"workload", "loader", "ranks", "mode", "skew", "steps", "batch", "workers", "miss_rate", "gpu_wait_frac",
-	"throughput_sps", "bytes_moved_per_step", "misses", "gpu_wait_s", "wall_s", "batches_hash"}
+	"throughput_sps", "bytes_moved_per_step", "misses", "gpu_wait_s", "wall_s", "batches_hash", "steady_miss_rate", "steady_gpu_wait_frac"}
 
 // ComparisonColumns are the columns of comparisons.csv.
 var ComparisonColumns = []string{"workload", "skew", "miss_reduction_vs_torch", "wait_reduction_vs_torch", "throughput_ratio_vs_torch",
@@ -54,7 +54,7 @@ func (r *Report) WriteCSV(dir string) error {
 	for _, x := range r.Results {
 		rows = append(rows, []string{x.Workload, x.Loader, strconv.Itoa(x.Ranks), x.Mode, x.Skew, strconv.Itoa(x.Steps), strconv.Itoa(x.Batch),
 			strconv.Itoa(x.Workers), f(x.MissRate), f(x.GPUWaitFrac), f(x.ThroughputSPS), f(x.BytesMovedPerStep), strconv.Itoa(x.Misses),
-			f(x.GPUWaitS), f(x.WallS), x.BatchesHash})
+			f(x.GPUWaitS), f(x.WallS), x.BatchesHash, f(x.SteadyMissRate), f(x.SteadyGPUWaitFrac)})
 	}
 	if err := writeCSVFile(filepath.Join(dir, "results.csv"), rows); err != nil {
 		return err

@@ -42,6 +42,9 @@ type CalibrationInfo struct {
 	Machine   string             `json:"machine,omitempty"`
 	MAPE      float64            `json:"mape"`
 	SynthMAPE map[string]float64 `json:"synth_mape,omitempty"`
+	// SplitRatio is, per preset, the measured CPU time of clips decoded
+	// task by task over decoded whole.
+	SplitRatio map[string]float64 `json:"split_ratio,omitempty"`
 }
 
 // Versus is helix against one other loader on one workload. A field is
@@ -100,7 +103,8 @@ func NewReport(m Machine, cfg EvalConfig, ev *Evaluation, cal *Calibration) *Rep
 	r := &Report{Machine: m, Commit: m.Commit, Mode: ev.Mode, Ranks: cfg.Ranks, Steps: cfg.Steps, Seed: cfg.Seed,
 		Network: cfg.Network, NoSplit: cfg.NoSplit, Workloads: ev.Setups, Results: ev.Results, Timelines: ev.Timelines}
 	if cal != nil {
-		r.Calibration = CalibrationInfo{Source: cal.Source, Note: cal.Note, Created: cal.Created, MAPE: cal.MAPE["all"], SynthMAPE: cal.SynthMAPE}
+		r.Calibration = CalibrationInfo{Source: cal.Source, Note: cal.Note, Created: cal.Created, MAPE: cal.MAPE["all"], SynthMAPE: cal.SynthMAPE,
+			SplitRatio: cal.SplitRatio}
 		if cal.Source != "default" {
 			r.Calibration.Machine = cal.Machine.String()
 		}

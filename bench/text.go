@@ -23,6 +23,15 @@ func (r *Report) WriteText(w io.Writer) error {
 		if c.Note != "" {
 			ew.printf("       %s\n", c.Note)
 		}
+		if len(c.SplitRatio) > 0 {
+			var parts []string
+			for _, p := range CalibratePresets {
+				if v, ok := c.SplitRatio[p]; ok {
+					parts = append(parts, fmt.Sprintf("%s %.2fx", p, v))
+				}
+			}
+			ew.printf("       clips decoded task by task cost, over whole: %s\n", strings.Join(parts, ", "))
+		}
 	}
 	ew.printf("network: %.0f MB/s per rank, %d µs per message; gate margin %d µs\n", r.Network.BandwidthMBs, r.Network.LatencyUS, GateMarginUS)
 	if r.NoSplit {
@@ -42,7 +51,7 @@ func (r *Report) WriteText(w io.Writer) error {
 
 	ew.printf("\nResults:\n")
 	tw = ew.table()
-	fmt.Fprintln(tw, "workload\tloader\tmiss %\tGPU wait %\tsamples/s\tMB moved/step\t")
+	fmt.Fprintln(tw, "workload\tloader\tmiss %\tGPU wait %\tsamples/s\tMB moved/step\tsteady miss %\tsteady wait %\t")
 	prev := ""
 	for _, x := range r.Results {
 		name := x.Workload
@@ -50,9 +59,11 @@ func (r *Report) WriteText(w io.Writer) error {
 			name = ""
 		}
 		prev = x.Workload
-		fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.2f\t%.1f\t%.2f\t\n", name, x.Loader, 100*x.MissRate, 100*x.GPUWaitFrac, x.ThroughputSPS, x.BytesMovedPerStep/1e6)
+		fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.2f\t%.1f\t%.2f\t%.2f\t%.2f\t\n", name, x.Loader, 100*x.MissRate, 100*x.GPUWaitFrac, x.ThroughputSPS,
+			x.BytesMovedPerStep/1e6, 100*x.SteadyMissRate, 100*x.SteadyGPUWaitFrac)
 	}
 	ew.flush(tw)
+	ew.printf("(steady: the same figures without the first H steps, the warm-up)\n")
 
 	ew.printf("\nHelix versus the others (change of helix's miss rate and GPU wait relative to the other loader: -80%% = 80%% fewer; throughput ratios; oracle gap in points of wall time):\n")
 	tw = ew.table()
