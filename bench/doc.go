@@ -52,5 +52,10 @@
 // (--real) plug in the same way with RegisterRealRunner; their results
 // have the simulator's Result fields, and ValidationSection compares
 // simulated and real results with the rule (GPU wait fraction
-// within 20 % relative, miss rate within 0.10 absolute).
+// within 20 % relative, miss rate within 0.10 absolute). For that
+// comparison NewDatasetSamples feeds the simulator the very samples a
+// real run reads from a generated dataset, in the runtime's reader order
+// (the simulated batches_hash equals the real one), and
+// Workload.GPUStep and Workload.GPUModel give the GPU flags of the real
+// run by the same provisioning rule.
 package bench
