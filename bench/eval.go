@@ -53,6 +53,9 @@ type EvalConfig struct {
 	// NoSplit is an ablation: no loader splits clips into keyframe-aligned
 	// tasks (Synth.NoSplit). The runtime splits; the default is false.
 	NoSplit bool
+	// NoiseOnTruth puts the estimate error on the true costs instead
+	// (Synth.NoiseOnTruth): a sensitivity check.
+	NoiseOnTruth bool
 	// Progress, when set, is called after each simulation.
 	Progress func(done, total int)
 }
@@ -173,13 +176,16 @@ type prepared struct {
 
 // prepare draws a workload's samples and applies the provisioning rule
 // at ranks ranks and batch b (0: the workload's); imbalance says whether
-// to measure Setup.Imbalance (it visits every sample of the run once).
-func prepare(w *Workload, cal *Calibration, ranks, b, steps int, seed uint64, imbalance, noSplit bool) (*prepared, error) {
+// to measure Setup.Imbalance (it visits every sample of the run once);
+// cfg, when not nil, gives the ablations.
+func prepare(w *Workload, cal *Calibration, ranks, b, steps int, seed uint64, imbalance bool, cfg *EvalConfig) (*prepared, error) {
 	s, err := NewSynth(w, cal, ranks, b, seed)
 	if err != nil {
 		return nil, err
 	}
-	s.NoSplit = noSplit
+	if cfg != nil {
+		s.NoSplit, s.NoiseOnTruth = cfg.NoSplit, cfg.NoiseOnTruth
+	}
 	b = s.Batch()
 	cost, frames, tokens := s.Means()
 	g := w.GPUStep(cost, b, ranks)
@@ -271,7 +277,7 @@ func RunSim(ctx context.Context, cfg EvalConfig) (*Evaluation, error) {
 		g.SetLimit(cfg.Parallel)
 		for i, w := range cfg.Workloads {
 			g.Go(func() error {
-				p, err := prepare(w, cfg.Calibration, cfg.Ranks, cfg.Batch, cfg.Steps, cfg.Seed, true, cfg.NoSplit)
+				p, err := prepare(w, cfg.Calibration, cfg.Ranks, cfg.Batch, cfg.Steps, cfg.Seed, true, &cfg)
 				preps[i] = p
 				return err
 			})

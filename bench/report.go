@@ -20,14 +20,17 @@ type Report struct {
 	Seed    uint64  `json:"seed"`
 	Network Network `json:"network"`
 	// NoSplit marks the no-splitting ablation (EvalConfig.NoSplit).
-	NoSplit     bool            `json:"no_split,omitempty"`
-	Calibration CalibrationInfo `json:"calibration"`
-	Workloads   []Setup         `json:"workloads"`
-	Results     []Result        `json:"results"`
-	Comparisons []Comparison    `json:"comparisons"`
-	Summary     Summary         `json:"summary"`
-	Goals       []Goal          `json:"goals"`
-	Sections    []Section       `json:"sections"`
+	NoSplit bool `json:"no_split,omitempty"`
+	// NoiseOnTruth marks the sensitivity run with the estimate error on
+	// the true costs (EvalConfig.NoiseOnTruth).
+	NoiseOnTruth bool            `json:"noise_on_truth,omitempty"`
+	Calibration  CalibrationInfo `json:"calibration"`
+	Workloads    []Setup         `json:"workloads"`
+	Results      []Result        `json:"results"`
+	Comparisons  []Comparison    `json:"comparisons"`
+	Summary      Summary         `json:"summary"`
+	Goals        []Goal          `json:"goals"`
+	Sections     []Section       `json:"sections"`
 	// ElapsedS is the report's own run time (a timing).
 	ElapsedS float64 `json:"elapsed_s"`
 	// Timelines are kept for the figures, not written to JSON.
@@ -101,7 +104,7 @@ type Summary struct {
 // and goals. Sections are added with AddSection.
 func NewReport(m Machine, cfg EvalConfig, ev *Evaluation, cal *Calibration) *Report {
 	r := &Report{Machine: m, Commit: m.Commit, Mode: ev.Mode, Ranks: cfg.Ranks, Steps: cfg.Steps, Seed: cfg.Seed,
-		Network: cfg.Network, NoSplit: cfg.NoSplit, Workloads: ev.Setups, Results: ev.Results, Timelines: ev.Timelines}
+		Network: cfg.Network, NoSplit: cfg.NoSplit, NoiseOnTruth: cfg.NoiseOnTruth, Workloads: ev.Setups, Results: ev.Results, Timelines: ev.Timelines}
 	if cal != nil {
 		r.Calibration = CalibrationInfo{Source: cal.Source, Note: cal.Note, Created: cal.Created, MAPE: cal.MAPE["all"], SynthMAPE: cal.SynthMAPE,
 			SplitRatio: cal.SplitRatio}

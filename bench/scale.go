@@ -74,7 +74,7 @@ func RunScale(ctx context.Context, cfg ScaleConfig, cal *Calibration) (*ScaleRes
 		return nil, err
 	}
 	t0 := time.Now()
-	p, err := prepare(ws[0], cal, cfg.Ranks, cfg.Batch, cfg.Steps, cfg.Seed, false, false)
+	p, err := prepare(ws[0], cal, cfg.Ranks, cfg.Batch, cfg.Steps, cfg.Seed, false, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -60,6 +60,13 @@ type Synth struct {
 	// NoSplit withholds the clips' task split from the simulator, so no
 	// loader splits (an ablation; the runtime splits).
 	NoSplit bool
+	// NoiseOnTruth puts the cost model's measured error on the true cost
+	// (a mean-1 log-normal factor; the planner sees the model's
+	// prediction) instead of on the estimate (the default: the true cost
+	// is the prediction, the estimate carries the error). The measured
+	// error mixes real sample-to-sample variation with the noise of
+	// timing on a shared machine, so the two bracket the truth.
+	NoiseOnTruth bool
 
 	mu     sync.Mutex
 	shards map[int64]*shardDraw
@@ -311,10 +318,18 @@ func (s *Synth) Samples(step int64, rank int) []spmd.SimSample {
 		d := s.shard(id)
 		e := &s.pools[d.source].entries[d.entries[o]]
 		gid := uint64(id)*uint64(size) + uint64(o)
-		est := noisy(e.cost, e.sigma, hash3(s.seed, 7, gid))
-		x := spmd.SimSample{ID: gid, Bytes: e.bytes, Cost: e.cost, Est: est, Frames: e.frames, Tokens: e.tokens, Mem: e.mem}
+		x := spmd.SimSample{ID: gid, Bytes: e.bytes, Cost: e.cost, Est: e.cost, Frames: e.frames, Tokens: e.tokens, Mem: e.mem}
+		splitTrue, splitEst := e.splitCost, e.splitCost
+		if s.NoiseOnTruth {
+			f := math.Exp(e.sigma*gauss(hash3(s.seed, 7, gid)) - e.sigma*e.sigma/2)
+			x.Cost = max(int64(math.Round(float64(e.cost)*f)), 1)
+			splitTrue = max(int64(math.Round(float64(e.splitCost)*f)), 1)
+		} else {
+			x.Est = noisy(e.cost, e.sigma, hash3(s.seed, 7, gid))
+			splitEst = x.Est * e.splitCost / e.cost
+		}
 		if len(e.parts) > 1 && !s.NoSplit {
-			x.Parts, x.PartsEst = splitCost(e.splitCost, e.parts), splitCost(est*e.splitCost/e.cost, e.parts)
+			x.Parts, x.PartsEst = splitCost(splitTrue, e.parts), splitCost(splitEst, e.parts)
 		}
 		out[slot] = x
 	}
@@ -335,16 +350,20 @@ func splitCost(cost int64, frames []int32) []int64 {
 	return out
 }
 
-// noisy returns cost times e^{σZ} for the standard normal Z that h draws
-// (Box-Muller), at least 1.
+// noisy returns cost times e^{σZ} for the standard normal Z that h draws,
+// at least 1.
 func noisy(cost int64, sigma float64, h uint64) int64 {
 	if sigma == 0 {
 		return cost
 	}
+	return max(int64(math.Round(float64(cost)*math.Exp(sigma*gauss(h)))), 1)
+}
+
+// gauss is the standard normal variate h draws (Box-Muller).
+func gauss(h uint64) float64 {
 	u1 := (float64(h>>11) + 0.5) / (1 << 53)
 	u2 := unit(mix64(h))
-	z := math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*u2)
-	return max(int64(math.Round(float64(cost)*math.Exp(sigma*z))), 1)
+	return math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*u2)
 }
 
 // hash3 mixes three words into one.

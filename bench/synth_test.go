@@ -264,3 +264,30 @@ func abs(x int) int {
 	}
 	return x
 }
+
+// TestNoiseOnTruth: with the error on the true costs, the planner sees
+// the model's prediction, the true costs vary around it with mean 1, and
+// the default puts the error on the estimate instead.
+func TestNoiseOnTruth(t *testing.T) {
+	a, b := synthFor(t, "kinetics", 8, 1), synthFor(t, "kinetics", 8, 1)
+	b.NoiseOnTruth = true
+	var ratio, n float64
+	for step := range int64(100) {
+		for r := range 8 {
+			xa, xb := a.Samples(step, r), b.Samples(step, r)
+			for i := range xa {
+				if xb[i].Est != xa[i].Cost {
+					t.Fatalf("noise on truth: estimate %d, want the prediction %d", xb[i].Est, xa[i].Cost)
+				}
+				if xa[i].Est == xa[i].Cost && xb[i].Cost == xb[i].Est {
+					t.Fatalf("sample %d carries no error either way", xa[i].ID)
+				}
+				ratio += float64(xb[i].Cost) / float64(xb[i].Est)
+				n++
+			}
+		}
+	}
+	if m := ratio / n; math.Abs(m-1) > 0.02 {
+		t.Errorf("mean true/predicted = %.4f, want 1 (the provisioning rule's mean cost holds)", m)
+	}
+}

@@ -37,6 +37,11 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.NoSplit {
 		ew.printf("ABLATION: no loader splits clips into keyframe-aligned tasks (--no-split); the runtime does\n")
 	}
+	if r.NoiseOnTruth {
+		ew.printf("SENSITIVITY: the cost model's error is on the true costs, the planner sees the prediction (--noise-on-truth)\n")
+	} else {
+		ew.printf("true cost = the calibrated model's prediction; the planner's estimate carries the measured error\n")
+	}
 	ew.printf("\n")
 
 	ew.printf("Workloads (W fixed; GPU step g = %.1f x B x mean cost / (W x mean over ranks of 1/slowdown)):\n", ProvisionRatio)

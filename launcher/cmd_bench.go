@@ -48,6 +48,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	bandwidth := fs.Float64("bandwidth-mbs", bench.DefaultNetwork.BandwidthMBs, "simulated exchange bandwidth per rank, `MB/s`")
 	latency := fs.Int64("latency-us", bench.DefaultNetwork.LatencyUS, "simulated exchange latency per message, `µs`")
 	noSplit := fs.Bool("no-split", false, "ablation: no loader splits clips into keyframe-aligned tasks (the runtime does)")
+	noiseOnTruth := fs.Bool("noise-on-truth", false, "sensitivity: put the cost model's measured error on the true costs instead of on the estimates")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
@@ -102,7 +103,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	}
 	cfg := bench.RunConfig{
 		Eval: bench.EvalConfig{Workloads: ws, Loaders: kinds, Ranks: *ranks, Steps: *steps, Batch: *batch, Seed: *seed,
-			Calibration: cal, Network: bench.Network{BandwidthMBs: *bandwidth, LatencyUS: *latency}, Parallel: *parallel, KeepTimelines: *ranks <= 64, NoSplit: *noSplit},
+			Calibration: cal, Network: bench.Network{BandwidthMBs: *bandwidth, LatencyUS: *latency}, Parallel: *parallel, KeepTimelines: *ranks <= 64, NoSplit: *noSplit, NoiseOnTruth: *noiseOnTruth},
 		Real: *real, Sections: names, OutDir: *out, Machine: m,
 		Scale: bench.ScaleConfig{Workload: *scaleWorkload, Loader: spmd.KindHelix, Ranks: *scaleRanks, Batch: *scaleBatch, Steps: *scaleSteps},
 	}
