@@ -205,12 +205,15 @@ func timelinePlot(t Timeline) *plot.Plot {
 	}
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("%s: %s, first %d steps", t.Workload, t.Loader, timelineSteps)
-	p.X.Label.Text = "time (s)"
+	p.Title.Padding = vg.Points(14)
+	p.X.Label.Text = "time (s); white: idle in the gradient allreduce, waiting for a slower rank"
 	p.Y.Label.Text = "rank"
 	p.Add(tb)
 	p.Legend.Add("GPU waiting for its batch", swatch{waitColor})
 	p.Legend.Add("GPU computing", swatch{computeColor})
 	p.Legend.Top = true
+	p.Legend.Left = false
+	p.Legend.YOffs = vg.Points(16) // above the plot area, beside the title
 	ticks := make([]plot.Tick, t.Ranks)
 	for r := range ticks {
 		if t.Ranks <= 16 || r%(t.Ranks/16) == 0 {
