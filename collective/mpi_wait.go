@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"time"
 	"unsafe"
 )
@@ -24,10 +26,11 @@ const (
 	// library polls and keeps the core busy.
 	WaitBlock WaitPolicy = iota
 	// WaitSleep starts non-blocking operations and polls them with
-	// MPI_Test, spinning for a few microseconds and then sleeping between
-	// polls (20 µs doubling up to 1 ms). On a node with more ranks than
-	// cores a rank waiting for a straggler then leaves its core to the
-	// decode workers instead of spinning on it.
+	// MPI_Test, spinning for up to 2 ms (long enough for a transfer of
+	// megabytes, which needs MPI's progress engine called often) and then
+	// sleeping between polls (50 µs doubling up to 500 µs). On a node with
+	// more ranks than cores a rank waiting for a straggler then leaves its
+	// core to the decode workers instead of spinning on it.
 	WaitSleep
 )
 
@@ -40,8 +43,9 @@ func (p WaitPolicy) String() string {
 }
 
 // defaultWaitPolicy chooses from DATAHELIX_MPI_WAIT (block, sleep or
-// auto) and, for auto, sleeps when the node holds more ranks than this
-// process may use cores.
+// auto) and, for auto, sleeps when the node holds more ranks than it has
+// cores. (Not the cores this process may use: mpirun binds each rank to
+// one core when they fit, and that is exactly when spinning is right.)
 func defaultWaitPolicy(localSize int) (WaitPolicy, error) {
 	switch v := os.Getenv("DATAHELIX_MPI_WAIT"); v {
 	case "block":
@@ -49,7 +53,7 @@ func defaultWaitPolicy(localSize int) (WaitPolicy, error) {
 	case "sleep":
 		return WaitSleep, nil
 	case "", "auto":
-		if localSize > runtime.NumCPU() {
+		if localSize > nodeCPUs() {
 			return WaitSleep, nil
 		}
 		return WaitBlock, nil
@@ -68,10 +72,12 @@ func (w *World) WaitPolicy() WaitPolicy { return WaitPolicy(w.policy.Load()) }
 func (w *World) sleeping() bool { return WaitPolicy(w.policy.Load()) == WaitSleep }
 
 // pollBackoff calls test until it reports completion or an error code:
-// 64 quick polls, then sleeps growing from 20 µs to 1 ms.
+// polls back to back for 2 ms, then with sleeps growing from 50 µs to
+// 500 µs.
 func (w *World) pollBackoff(test func() (bool, C.int)) (C.int, error) {
-	sleep := 20 * time.Microsecond
-	for i := 0; ; i++ {
+	sleep := 50 * time.Microsecond
+	start := time.Now()
+	for {
 		var done bool
 		var rc C.int
 		if err := w.do(func() { done, rc = test() }); err != nil {
@@ -80,14 +86,38 @@ func (w *World) pollBackoff(test func() (bool, C.int)) (C.int, error) {
 		if rc != C.MPI_SUCCESS || done {
 			return rc, nil
 		}
-		if i < 64 {
+		if time.Since(start) < 2*time.Millisecond {
 			continue
 		}
 		time.Sleep(sleep)
-		if sleep < time.Millisecond {
+		if sleep < 500*time.Microsecond {
 			sleep *= 2
 		}
 	}
+}
+
+// nodeCPUs counts the online CPUs of the node, whatever this process's
+// affinity.
+func nodeCPUs() int {
+	b, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		return runtime.NumCPU()
+	}
+	n := 0
+	for _, part := range strings.Split(strings.TrimSpace(string(b)), ",") {
+		lo, hi, found := strings.Cut(part, "-")
+		a, err1 := strconv.Atoi(lo)
+		z := a
+		var err2 error
+		if found {
+			z, err2 = strconv.Atoi(hi)
+		}
+		if err1 != nil || err2 != nil || z < a {
+			return runtime.NumCPU()
+		}
+		n += z - a + 1
+	}
+	return max(n, 1)
 }
 
 // icoll starts a non-blocking collective with start and waits for it

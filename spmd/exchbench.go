@@ -1,0 +1,106 @@
+package spmd
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/datahelix/datahelix/collective"
+	"github.com/datahelix/datahelix/decode"
+)
+
+// ExchangeStats is what MeasureExchange measured on rank 0, the sender,
+// which waits for each message's acknowledgement.
+type ExchangeStats struct {
+	Bytes    int64         // bytes of one message
+	Messages int           // messages timed per path
+	Exchange time.Duration // through the exchange path: pack, send, receive, unpack
+	Bare     time.Duration // the same bytes with bare Isend/Irecv
+}
+
+// MeasureExchange times moving samples from rank 0 to rank 1, rounds
+// times, through the loader's exchange path — samples packed in the wire
+// format into one message, a receive pre-posted with the exact length,
+// the message unpacked into samples on arrival — and through bare
+// non-blocking sends and receives of the same bytes, alternating the two
+// so that a noisy machine disturbs both alike. Each message is
+// acknowledged, so a round is a whole transfer. Every rank of comm must
+// call it; ranks other than 0 and 1 only take part in the barriers.
+func MeasureExchange(comm collective.Comm, samples []*decode.Sample, rounds int) (ExchangeStats, error) {
+	if comm.Size() < 2 {
+		return ExchangeStats{}, fmt.Errorf("spmd: the exchange measurement needs 2 ranks, have %d", comm.Size())
+	}
+	var size int64
+	for _, s := range samples {
+		size += wireSize(s)
+	}
+	st := ExchangeStats{Bytes: size, Messages: rounds}
+	me := comm.Rank()
+	ack := make([]byte, 1)
+	recvBuf := make([]byte, size)
+	// one moves one message from rank 0 to rank 1 and back an ack.
+	one := func(pack bool, packed []byte) error {
+		var reqs []*collective.Request
+		switch me {
+		case 0:
+			msg := packed
+			if pack {
+				msg = make([]byte, 0, size)
+				for _, s := range samples {
+					msg = appendWire(msg, s)
+				}
+			}
+			r, err := comm.Isend(msg, 1, 7)
+			if err != nil {
+				return err
+			}
+			a, err := comm.Irecv(ack, 1, 8)
+			if err != nil {
+				return err
+			}
+			reqs = append(reqs, r, a)
+		case 1:
+			r, err := comm.Irecv(recvBuf, 0, 7)
+			if err != nil {
+				return err
+			}
+			if err := comm.WaitAll([]*collective.Request{r}); err != nil {
+				return err
+			}
+			if pack {
+				rest := recvBuf
+				for range samples {
+					if _, rest, err = readWire(rest); err != nil {
+						return err
+					}
+				}
+			}
+			a, err := comm.Isend(ack, 0, 8)
+			if err != nil {
+				return err
+			}
+			reqs = append(reqs, a)
+		}
+		return comm.WaitAll(reqs)
+	}
+	var packed []byte
+	for _, s := range samples {
+		packed = appendWire(packed, s)
+	}
+	for i := -2; i < rounds; i++ { // two untimed warm-up rounds
+		for _, pack := range []bool{true, false} {
+			if err := comm.Barrier(); err != nil {
+				return st, err
+			}
+			t0 := time.Now()
+			if err := one(pack, packed); err != nil {
+				return st, err
+			}
+			if i >= 0 && pack {
+				st.Exchange += time.Since(t0)
+			} else if i >= 0 {
+				st.Bare += time.Since(t0)
+			}
+		}
+	}
+	return st, nil
+}
