@@ -113,6 +113,10 @@ type simRank struct {
 	batches map[int64][]SimSample // the rank's batch per step (after planning)
 	moved   map[int64][2]int64    // bytes in, bytes out per step
 	seq     int64                 // event tie-break: first pushed, first processed
+	// inflight is the estimated cost of tasks planned for this rank whose
+	// samples are still on their way: part of its backlog, as in the
+	// runtime, where a batch's exchange completes before the next plan.
+	inflight int64
 }
 
 type taskKey struct {
@@ -183,6 +187,9 @@ func (s *simRank) step() bool {
 	switch e.kind {
 	case 0:
 		s.sched.Add(e.step, e.tasks)
+		for _, t := range e.tasks {
+			s.inflight -= t.Cost
+		}
 	case 1:
 		t := s.running[e.worker]
 		s.running[e.worker] = nil
@@ -241,6 +248,7 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 		}
 	}
 	res := &SimResult{}
+	splitAbove := SplitAbove(prior.Microseconds())
 	var planner plan.Planner
 	var pl plan.Plan
 	planTimes := map[int64]int64{}
@@ -268,7 +276,7 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 				if cfg.Loader == KindTorch {
 					orders[r] = samplerOrder(b)
 				} else {
-					orders[r] = localOrder(simItems(own[r], r, false))
+					orders[r] = localOrder(simItems(own[r], r, false, cfg.Loader.Splits(), splitAbove))
 				}
 			}
 		} else {
@@ -279,16 +287,13 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 			oracle := cfg.Loader == KindOracle
 			for r, rk := range ranks {
 				waiting, running := rk.sched.Queued()
+				waiting += rk.inflight
 				deadline := rk.tracker.NeedAt(s, time.UnixMicro(0)).UnixMicro() - at
 				st := RankState{DeadlineUS: deadline, Waiting: waiting, Running: running,
 					Workers: cfg.Workers, Speed: rk.speed, Bandwidth: cfg.Bandwidth, LatencyUS: cfg.LatencyUS}
 				in.Ranks[r] = st.Progress()
-				for _, x := range own[r] {
-					c := x.Est
-					if oracle {
-						c = x.Cost
-					}
-					in.Samples = append(in.Samples, plan.Sample{ID: x.ID, Owner: r, Bytes: x.Bytes, Cost: c})
+				for _, it := range simItems(own[r], r, oracle, cfg.Loader.Splits(), splitAbove) {
+					in.Samples = append(in.Samples, plan.Sample{ID: it.ID, Owner: r, Bytes: it.Bytes, Cost: it.Est})
 				}
 			}
 			var t0 time.Time
@@ -337,8 +342,8 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 		}
 		for r, rk := range ranks {
 			rk.batches[s] = batches[r]
-			items := simItems(batches[r], r, cfg.Loader == KindOracle)
-			tasks := buildTasks(s, items, orders[r], cfg.Loader.Splits(), SplitAbove(prior.Microseconds()))
+			items := simItems(batches[r], r, cfg.Loader == KindOracle, cfg.Loader.Splits(), splitAbove)
+			tasks := buildTasks(s, items, orders[r], cfg.Loader.Splits(), splitAbove)
 			rk.left[s] = len(tasks)
 			byArrival := map[int64][]Task{}
 			for _, t := range tasks {
@@ -353,6 +358,9 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 			}
 			// Own samples arrive at once, moved ones after their message.
 			for _, d := range sortedKeys(byArrival) {
+				for _, t := range byArrival[d] {
+					rk.inflight += t.Cost
+				}
 				rk.push(event{at: at + d, kind: 0, step: s, tasks: byArrival[d]})
 			}
 			rk.advance(at)
@@ -415,8 +423,11 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 }
 
 // simItems converts simulated samples to pipeline items, with estimated
-// costs (or true ones for the oracle).
-func simItems(xs []SimSample, owner int, truth bool) []Item {
+// costs (or true ones for the oracle). A sample the rank will split —
+// splittable, by a loader that splits, estimated above splitAbove, as
+// the runtime decides — is planned at the cost of its parts, which is
+// what splitting costs.
+func simItems(xs []SimSample, owner int, truth, split bool, splitAbove int64) []Item {
 	items := make([]Item, len(xs))
 	for i, x := range xs {
 		est, parts := x.Est, x.PartsEst
@@ -426,7 +437,15 @@ func simItems(xs []SimSample, owner int, truth bool) []Item {
 		if len(x.Parts) > 1 && len(parts) != len(x.Parts) {
 			parts = x.Parts
 		}
-		items[i] = Item{ID: x.ID, Owner: owner, Bytes: x.Bytes, Est: est, Parts: parts, Mem: x.Mem}
+		if !split || len(x.Parts) < 2 || est <= splitAbove {
+			parts = nil
+		} else {
+			est = 0
+			for _, c := range parts {
+				est += c
+			}
+		}
+		items[i] = Item{ID: x.ID, Owner: owner, Bytes: x.Bytes, Est: max(est, 1), Parts: parts, Mem: x.Mem}
 	}
 	return items
 }
