@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -29,8 +30,8 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	workloads := fs.String("workloads", "all", "`workloads`: all, or a comma list of names or workload .json files")
 	sim := fs.Bool("sim", false, "simulate (the default)")
 	real := fs.Bool("real", false, "run for real under mpirun on generated data")
-	ranks := fs.Int("ranks", 8, "world `size` N")
-	steps := fs.Int("steps", 200, "training `steps` per run")
+	ranks := fs.Int("ranks", 8, "world `size` N (default 4 with --real)")
+	steps := fs.Int("steps", 200, "training `steps` per run (default 40 with --real)")
 	batch := fs.Int("batch", 0, "per-rank batch `B` (0: each workload's own)")
 	loaders := fs.String("loaders", "torch,local,static,helix,helix-nogate,oracle", "comma list of `loaders` to compare")
 	seed := fs.Uint64("seed", 1, "`seed` of every draw")
@@ -52,6 +53,17 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
+	}
+	if *real {
+		// Real runs share this machine's cores: smaller defaults.
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["ranks"] {
+			*ranks = 4
+		}
+		if !set["steps"] {
+			*steps = 40
+		}
 	}
 	switch {
 	case *sim && *real:
@@ -107,9 +119,14 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 		Real: *real, Sections: names, OutDir: *out, Machine: m,
 		Scale: bench.ScaleConfig{Workload: *scaleWorkload, Loader: spmd.KindHelix, Ranks: *scaleRanks, Batch: *scaleBatch, Steps: *scaleSteps},
 	}
+	var logw io.Writer
+	if !*quiet {
+		logw = stderr
+	}
+	bench.SetRealEnv(bench.RealEnv{CacheDir: cacheRoot(*cacheDir), Log: logw})
 	var bar *progressbar.ProgressBar
 	if f, ok := stderr.(*os.File); ok && !*quiet && term.IsTerminal(int(f.Fd())) {
-		bar = progressbar.NewOptions(len(ws)*len(kinds), progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("simulating"),
+		bar = progressbar.NewOptions(len(ws)*len(kinds), progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription(map[bool]string{false: "simulating", true: "running"}[*real]),
 			progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
 		cfg.Eval.Progress = func(done, total int) { bar.Set(done) }
 		cfg.Log = stderr

@@ -1,0 +1,232 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/decode/gen"
+)
+
+// RealScale sizes the real runs for this machine: a dataset of
+// ShardsPerRank x ranks shards of SamplesPerShard samples, generated with
+// clip durations and picture sizes scaled down (the distributions keep
+// their shapes), decoded by Workers workers per rank.
+type RealScale struct {
+	ShardsPerRank   int
+	SamplesPerShard int
+	// DurationScale multiplies each source's duration scale; SizeScale
+	// every picture size (gen.Config's knobs).
+	DurationScale float64
+	SizeScale     float64
+	// Workers is W per rank in real runs, in place of the workload's (8
+	// workers per GPU need 8 cores per rank; this machine has 2 for all
+	// ranks).
+	Workers int
+	// MeasureRepeat is how many times each sample is decoded to measure
+	// the dataset's mean cost (the fastest counts).
+	MeasureRepeat int
+}
+
+// DefaultRealScale fits a 2-core machine: 2 shards of 16 samples per
+// rank, clips a quarter as long and pictures half the size, 2 workers
+// per rank.
+var DefaultRealScale = RealScale{ShardsPerRank: 2, SamplesPerShard: 16, DurationScale: 0.25, SizeScale: 0.5, Workers: 2, MeasureRepeat: 2}
+
+func (s RealScale) withDefaults() RealScale {
+	d := DefaultRealScale
+	if s.ShardsPerRank <= 0 {
+		s.ShardsPerRank = d.ShardsPerRank
+	}
+	if s.SamplesPerShard <= 0 {
+		s.SamplesPerShard = d.SamplesPerShard
+	}
+	if s.DurationScale <= 0 {
+		s.DurationScale = d.DurationScale
+	}
+	if s.SizeScale <= 0 {
+		s.SizeScale = d.SizeScale
+	}
+	if s.Workers <= 0 {
+		s.Workers = d.Workers
+	}
+	if s.MeasureRepeat <= 0 {
+		s.MeasureRepeat = d.MeasureRepeat
+	}
+	return s
+}
+
+// String states the scale as the report prints it.
+func (s RealScale) String() string {
+	return fmt.Sprintf("%d shards x %d samples per rank, clip durations x%g (of each source's), picture sizes x%g, W=%d workers per rank",
+		s.ShardsPerRank, s.SamplesPerShard, s.DurationScale, s.SizeScale, s.Workers)
+}
+
+// realDataset is a generated dataset laid out for a real run: shard k
+// follows source sourceOrder(w.Sources)[k], as Synth assigns them, so
+// with shard i read by rank i mod N the ranks' loads are correlated as
+// in the simulation.
+type realDataset struct {
+	Dir     string
+	Shards  int
+	Samples int
+	// Sources counts the shards of each preset.
+	Sources map[string]int
+}
+
+// realSourceConfig is the generator configuration of one source's shards.
+func realSourceConfig(src Source, shards int, sc RealScale, seed uint64) gen.Config {
+	return gen.Config{Preset: src.Preset, Samples: shards * sc.SamplesPerShard, Shards: shards, Seed: seed,
+		DurationScale: src.DurationScale * sc.DurationScale, SizeScale: sc.SizeScale}
+}
+
+// realSourceDir names the cache directory of a source's generated shards:
+// every knob of the configuration is in the name, so workloads sharing a
+// source share its shards.
+func realSourceDir(cache string, gc gen.Config) string {
+	return filepath.Join(cache, "bench", "real", "src", fmt.Sprintf("%s-n%d-k%d-d%s-s%s-seed%d", gc.Preset, gc.Samples, gc.Shards,
+		strconv.FormatFloat(gc.DurationScale, 'g', -1, 64), strconv.FormatFloat(gc.SizeScale, 'g', -1, 64), gc.Seed))
+}
+
+// ensureRealDataset generates (once, cached) the dataset of workload w
+// for ranks ranks: each source's shards with the generator, then a
+// directory of symbolic links "shard-000000.tar", ... in the shards'
+// source order.
+func ensureRealDataset(ctx context.Context, re RealEnv, w *Workload, ranks int, seed uint64) (*realDataset, error) {
+	sc := re.Scale
+	n := ranks * sc.ShardsPerRank
+	order := sourceOrder(w.Sources, n)
+	count := make([]int, len(w.Sources))
+	for _, s := range order {
+		count[s]++
+	}
+	rd := &realDataset{Shards: n, Samples: n * sc.SamplesPerShard, Sources: map[string]int{},
+		Dir: filepath.Join(re.CacheDir, "bench", "real", fmt.Sprintf("%s-r%d-k%d-n%d-d%s-s%s-seed%d", w.Name, ranks, sc.ShardsPerRank, sc.SamplesPerShard,
+			strconv.FormatFloat(sc.DurationScale, 'g', -1, 64), strconv.FormatFloat(sc.SizeScale, 'g', -1, 64), seed))}
+	// paths[i] lists source i's shards in order.
+	paths := make([][]string, len(w.Sources))
+	for i, src := range w.Sources {
+		if count[i] == 0 {
+			continue
+		}
+		rd.Sources[src.Preset] += count[i]
+		gc := realSourceConfig(src, count[i], sc, seed)
+		dir := realSourceDir(re.CacheDir, gc)
+		t0 := time.Now()
+		made, err := gen.Ensure(ctx, gc, dir)
+		if err != nil {
+			return nil, fmt.Errorf("bench: workload %s: generate %s: %w", w.Name, src.Preset, err)
+		}
+		if made {
+			re.logf("real: generated %d %s samples in %d shards into %s in %.0fs", gc.Samples, gc.Preset, gc.Shards, dir, time.Since(t0).Seconds())
+		}
+		for k := range count[i] {
+			paths[i] = append(paths[i], filepath.Join(dir, gen.ShardName(gc.Preset, k)))
+		}
+	}
+	if _, err := os.Stat(filepath.Join(rd.Dir, "DONE")); err == nil {
+		return rd, nil
+	}
+	tmp := fmt.Sprintf("%s.tmp-%d", rd.Dir, os.Getpid())
+	os.RemoveAll(tmp)
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	next := make([]int, len(w.Sources))
+	for k, s := range order {
+		if err := os.Symlink(paths[s][next[s]], filepath.Join(tmp, fmt.Sprintf("shard-%06d.tar", k))); err != nil {
+			os.RemoveAll(tmp)
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		next[s]++
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "DONE"), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644); err != nil {
+		os.RemoveAll(tmp)
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	if err := os.Rename(tmp, rd.Dir); err != nil {
+		os.RemoveAll(tmp)
+		if _, serr := os.Stat(filepath.Join(rd.Dir, "DONE")); serr != nil {
+			return nil, fmt.Errorf("bench: install %s: %w", rd.Dir, err)
+		}
+	}
+	return rd, nil
+}
+
+// measuredCosts are a dataset's preparation costs on this machine: the
+// CPU time of one decode.Decoder decode of every sample (F frames at S x
+// S, one task: unsplit), the fastest of a few passes, by shard and
+// position.
+type measuredCosts struct {
+	US      [][]int64 // [shard][index], µs
+	MeanUS  float64
+	Failed  int // samples that did not decode (the runtime drops them)
+	Elapsed time.Duration
+}
+
+// measureDataset decodes every sample of ds repeat times on one locked
+// thread, passes alternating over the dataset, and keeps each sample's
+// fastest CPU time.
+func measureDataset(ctx context.Context, ds *decode.Dataset, frames, size, repeat int) (*measuredCosts, error) {
+	t0 := time.Now()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	dec := decode.NewDecoder(decode.Options{Frames: frames, Size: size})
+	mc := &measuredCosts{US: make([][]int64, len(ds.Shards))}
+	for k, sh := range ds.Shards {
+		mc.US[k] = make([]int64, sh.Len())
+	}
+	failed := map[[2]int]bool{}
+	for pass := range repeat {
+		for k, sh := range ds.Shards {
+			for i := range sh.Len() {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				smp, err := sh.ReadSample(i)
+				if err != nil {
+					return nil, fmt.Errorf("bench: %w", err)
+				}
+				rec, err := decode.ParseRecord(smp)
+				if err != nil {
+					failed[[2]int{k, i}] = true
+					continue
+				}
+				d, err := cpuOf(func() error {
+					_, err := dec.Decode(ctx, smp, rec)
+					return err
+				})
+				if err != nil {
+					failed[[2]int{k, i}] = true
+					continue
+				}
+				us := max(d.Microseconds(), 1)
+				if pass == 0 || us < mc.US[k][i] {
+					mc.US[k][i] = us
+				}
+			}
+		}
+	}
+	n := 0
+	for k := range mc.US {
+		for i, us := range mc.US[k] {
+			if failed[[2]int{k, i}] {
+				continue
+			}
+			mc.MeanUS += float64(us)
+			n++
+		}
+	}
+	mc.Failed = len(failed)
+	if n == 0 {
+		return nil, fmt.Errorf("bench: no sample of the dataset decoded")
+	}
+	mc.MeanUS /= float64(n)
+	mc.Elapsed = time.Since(t0)
+	return mc, nil
+}

@@ -1,0 +1,170 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/datahelix/datahelix/collective/collectivetest"
+)
+
+// ErrReal reports a real run or measurement (mpirun, mpicc, ffmpeg, the
+// datahelix binary) that failed; the wrapping error names the command
+// and ends with the tail of its output.
+var ErrReal = errors.New("bench: real run failed")
+
+// RealEnv is what the real runs and the measured sections need from the
+// command that runs them: the datahelix binary started under mpirun, the
+// cache of generated datasets and the size of the real runs.
+type RealEnv struct {
+	// Binary is the datahelix executable that mpirun starts ("": this
+	// process's executable, right when it is datahelix bench).
+	Binary string
+	// CacheDir holds the generated datasets (CacheDir/bench/real/...) and
+	// shard indexes ("": $DATAHELIX_CACHE, else the user cache
+	// directory's datahelix, as datahelix run chooses).
+	CacheDir string
+	// Scale sizes the real runs (zero fields: DefaultRealScale's).
+	Scale RealScale
+	// Cores is the CPU count the real runs share (0: runtime.NumCPU()).
+	Cores int
+	// Log receives progress lines (nil: discarded).
+	Log io.Writer
+}
+
+var (
+	realEnvMu sync.Mutex
+	realEnv   RealEnv
+)
+
+// SetRealEnv configures the real runs and the measured sections; the
+// datahelix bench command calls it before BuildReport.
+func SetRealEnv(e RealEnv) {
+	realEnvMu.Lock()
+	defer realEnvMu.Unlock()
+	realEnv = e
+}
+
+// currentRealEnv returns the configured environment with defaults filled.
+func currentRealEnv() (RealEnv, error) {
+	realEnvMu.Lock()
+	e := realEnv
+	realEnvMu.Unlock()
+	if e.Binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return e, fmt.Errorf("%w: cannot find the datahelix binary: %v", ErrReal, err)
+		}
+		e.Binary = exe
+	}
+	if e.CacheDir == "" {
+		e.CacheDir = defaultCacheDir()
+	}
+	e.Scale = e.Scale.withDefaults()
+	if e.Cores <= 0 {
+		e.Cores = runtime.NumCPU()
+	}
+	if e.Log == nil {
+		e.Log = io.Discard
+	}
+	return e, nil
+}
+
+// defaultCacheDir is datahelix run's default cache directory.
+func defaultCacheDir() string {
+	if d := os.Getenv("DATAHELIX_CACHE"); d != "" {
+		return d
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "datahelix")
+	}
+	return filepath.Join(os.TempDir(), "datahelix-cache")
+}
+
+// logf writes one progress line.
+func (e RealEnv) logf(format string, args ...any) {
+	fmt.Fprintf(e.Log, "bench: "+format+"\n", args...)
+}
+
+// mpiRun runs np ranks of the datahelix binary with args under mpirun
+// (collectivetest.MPIRun: --oversubscribe, root and container settings)
+// with extra environment variables, and returns its standard output.
+// A failure names the command and carries the tail of its output.
+func (e RealEnv) mpiRun(ctx context.Context, timeout time.Duration, np int, env []string, args ...string) ([]byte, error) {
+	return e.mpiRunProgram(ctx, timeout, np, env, e.Binary, args...)
+}
+
+// mpiRunProgram is mpiRun for any program.
+func (e RealEnv) mpiRunProgram(ctx context.Context, timeout time.Duration, np int, env []string, prog string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := collectivetest.MPIRun(ctx, np, prog, args...)
+	cmd.Env = append(os.Environ(), env...)
+	return runCommand(ctx, cmd)
+}
+
+// runCommand runs cmd and returns its standard output; on failure the
+// error names the command and ends with the tail of its standard error
+// (or output).
+func runCommand(ctx context.Context, cmd *exec.Cmd) ([]byte, error) {
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = 5 * time.Second
+	err := cmd.Run()
+	if err == nil {
+		return stdout.Bytes(), nil
+	}
+	if ctx.Err() != nil {
+		err = fmt.Errorf("%v (%v)", err, context.Cause(ctx))
+	}
+	out := stderr.Bytes()
+	if len(bytes.TrimSpace(out)) == 0 {
+		out = stdout.Bytes()
+	}
+	return nil, fmt.Errorf("%w: %s: %v: %s", ErrReal, commandLine(cmd), err, tail(out, 600))
+}
+
+// commandLine is the command as a shell would show it (arguments with
+// spaces quoted).
+func commandLine(cmd *exec.Cmd) string {
+	parts := make([]string, len(cmd.Args))
+	for i, a := range cmd.Args {
+		if a == "" || strings.ContainsAny(a, " \t\"'") {
+			a = fmt.Sprintf("%q", a)
+		}
+		parts[i] = a
+	}
+	return strings.Join(parts, " ")
+}
+
+// tail returns the last n bytes of out, trimmed, on one line.
+func tail(out []byte, n int) string {
+	out = bytes.TrimSpace(out)
+	if len(out) > n {
+		out = append([]byte("..."), out[len(out)-n:]...)
+	}
+	return strings.Join(strings.Fields(string(out)), " ")
+}
+
+// loadAvg returns /proc/loadavg's 1-minute figure (-1 when unknown): the
+// report states how busy the shared machine was around a real run.
+func loadAvg() float64 {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1
+	}
+	var l float64
+	if _, err := fmt.Sscan(string(data), &l); err != nil {
+		return -1
+	}
+	return l
+}

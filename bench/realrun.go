@@ -1,0 +1,435 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/spmd"
+)
+
+// realJob is one mpirun job of datahelix run: a workload's generated
+// dataset, the loaders it runs one after the other, the GPU the
+// provisioning rule gives it on this machine, and what it measured.
+type realJob struct {
+	w       *Workload
+	data    *realDataset
+	ranks   int
+	batch   int
+	workers int // W per rank on this machine
+	horizon int
+	steps   int
+	frames  int
+	size    int
+	seed    uint64
+	cores   int
+	loaders []spmd.Kind
+	// oversub is how many decode threads share a core when all run:
+	// ranks x W / cores (at least 1). The provisioning rule counts the
+	// cores the ranks really have.
+	oversub float64
+	cost    *measuredCosts
+	// modelMeanUS is the calibrated cost model's mean prediction for the
+	// samples of the run (what the simulator's true costs are).
+	modelMeanUS float64
+	samples     *DatasetSamples
+	gpuFlags    []string  // --gpu-* flags as passed to datahelix run
+	model       gpu.Model // as datahelix run parses those flags
+	setup       Setup
+
+	results []Result
+	records map[string][]spmd.StepRecord
+	load    [2]float64 // 1-minute load average before and after
+	elapsed time.Duration
+}
+
+// realWorkers is W per rank in a real run: the scale's, at most the
+// workload's.
+func realWorkers(w *Workload, sc RealScale) int { return max(min(sc.Workers, w.Workers), 1) }
+
+// prepareRealJob generates the workload's dataset (cached), measures its
+// mean preparation cost on this machine and applies the provisioning rule
+// to it: the GPU step makes the ranks' mean preparation throughput 1.2x
+// what the GPUs consume, counting the cores the ranks share (ranks x W
+// threads on Cores cores). Slow nodes are not emulated in real runs.
+func prepareRealJob(ctx context.Context, re RealEnv, w *Workload, cal *Calibration, ranks, batch, steps int, seed uint64, loaders []spmd.Kind) (*realJob, error) {
+	if batch <= 0 {
+		batch = w.Batch
+	}
+	wk := realWorkers(w, re.Scale)
+	j := &realJob{w: w, ranks: ranks, batch: batch, workers: wk, horizon: max(2*wk, 8), steps: steps, frames: w.Frames, size: w.Size,
+		seed: seed, cores: re.Cores, loaders: loaders}
+	j.oversub = max(1, float64(ranks*wk)/float64(re.Cores))
+	rd, err := ensureRealDataset(ctx, re, w, ranks, seed)
+	if err != nil {
+		return nil, err
+	}
+	j.data = rd
+	ds, err := decode.OpenDataset(rd.Dir, filepath.Join(re.CacheDir, "index"))
+	if err != nil {
+		return nil, fmt.Errorf("bench: workload %s: %w", w.Name, err)
+	}
+	defer ds.Close()
+	if j.cost, err = measureDataset(ctx, ds, j.frames, j.size, re.Scale.MeasureRepeat); err != nil {
+		return nil, fmt.Errorf("bench: workload %s: %w", w.Name, err)
+	}
+	j.samples, err = NewDatasetSamples(ds, cal, DatasetSimConfig{Ranks: ranks, Batch: batch, Steps: steps, Workers: wk,
+		Frames: j.frames, Size: j.size, Seed: seed})
+	if err != nil {
+		return nil, fmt.Errorf("bench: workload %s: %w", w.Name, err)
+	}
+	j.modelMeanUS = j.samples.MeanCostUS
+	// The rule with this machine's W and no slow node, on the measured
+	// cost scaled by the oversubscription.
+	wr := *w
+	wr.Workers = wk
+	wr.Cluster.SlowNodes = nil
+	g := wr.GPUStep(j.cost.MeanUS*j.oversub, batch, ranks)
+	m := wr.GPUModel(g, batch, j.samples.MeanFrames, j.samples.MeanTokens)
+	j.gpuFlags, j.model = gpuFlags(m)
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	j.setup = Setup{Workload: w.Name, Skew: w.Skew, Ranks: ranks, Batch: batch, Workers: wk, Horizon: j.horizon, Steps: steps,
+		MeanCostUS: j.cost.MeanUS, MeanFrames: j.samples.MeanFrames, MeanTokens: j.samples.MeanTokens, GPUStepMS: ms(g),
+		GPUBaseMS: ms(j.model.Base), GPUSampleMS: ms(j.model.PerSample), GPUFrameMS: ms(j.model.PerFrame),
+		GPUTokenUS:     float64(j.model.PerToken) / float64(time.Microsecond),
+		SplitWorkRatio: splitWorkRatio(j.samples.Samples, ranks, steps),
+		Imbalance:      streamImbalance(j.measuredSamples, ranks, steps, j.horizon)}
+	return j, nil
+}
+
+// gpuFlags returns datahelix run's --gpu-* flags for model m (rounded to
+// whole microseconds, printed exactly) and the model datahelix run parses
+// from them, which the simulator of the same run must use.
+func gpuFlags(m gpu.Model) ([]string, gpu.Model) {
+	us := func(d time.Duration) int64 { return d.Round(time.Microsecond).Microseconds() }
+	msText := func(d time.Duration) string { return strconv.FormatFloat(float64(us(d))/1000, 'f', -1, 64) }
+	flags := []string{"--gpu-step-ms", msText(m.Base), "--gpu-ms-per-sample", msText(m.PerSample),
+		"--gpu-ms-per-frame", msText(m.PerFrame), "--gpu-us-per-token", strconv.FormatInt(us(m.PerToken), 10)}
+	return flags, modelFromFlags(flags)
+}
+
+// modelFromFlags parses --gpu-* flag pairs as datahelix run does
+// (milliseconds and microseconds as float64, truncated to nanoseconds).
+func modelFromFlags(flags []string) gpu.Model {
+	var m gpu.Model
+	for i := 0; i+1 < len(flags); i += 2 {
+		v, _ := strconv.ParseFloat(flags[i+1], 64)
+		ms := time.Duration(v * float64(time.Millisecond))
+		switch flags[i] {
+		case "--gpu-step-ms":
+			m.Base = ms
+		case "--gpu-ms-per-sample":
+			m.PerSample = ms
+		case "--gpu-ms-per-frame":
+			m.PerFrame = ms
+		case "--gpu-us-per-token":
+			m.PerToken = time.Duration(v * float64(time.Microsecond))
+		}
+	}
+	return m
+}
+
+// sampleSource is a simulator sample source (spmd.SimConfig.Samples).
+type sampleSource func(step int64, rank int) []spmd.SimSample
+
+// splitWorkRatio is the CPU work of the source's samples with clips split
+// as the splitting loaders do over their unsplit work.
+func splitWorkRatio(src sampleSource, ranks, steps int) float64 {
+	var split, whole float64
+	for t := range steps {
+		for r := range ranks {
+			for _, x := range src(int64(t), r) {
+				whole += float64(x.Cost)
+				if len(x.Parts) > 1 {
+					for _, p := range x.Parts {
+						split += float64(p)
+					}
+				} else {
+					split += float64(x.Cost)
+				}
+			}
+		}
+	}
+	if whole == 0 {
+		return 1
+	}
+	return split / whole
+}
+
+// streamImbalance is Synth.Imbalance for any sample source at reference
+// speed: per window of horizon steps the busiest rank's cost over the mean
+// rank's, minus 1, averaged over windows.
+func streamImbalance(src sampleSource, ranks, steps, horizon int) float64 {
+	horizon = max(min(horizon, steps), 1)
+	windows := max(steps/horizon, 1)
+	load := make([]float64, ranks)
+	total := 0.0
+	for win := range windows {
+		clear(load)
+		for t := win * horizon; t < (win+1)*horizon && t < steps; t++ {
+			for r := range load {
+				for _, x := range src(int64(t), r) {
+					load[r] += float64(x.Cost)
+				}
+			}
+		}
+		hi, sum := 0.0, 0.0
+		for _, l := range load {
+			hi, sum = max(hi, l), sum+l
+		}
+		if sum > 0 {
+			total += hi/(sum/float64(ranks)) - 1
+		}
+	}
+	return total / float64(windows)
+}
+
+// refOfID unpacks spmd.SampleRef.ID: shard and position of a sample id.
+func refOfID(id uint64) spmd.SampleRef {
+	return spmd.SampleRef{Shard: int(id >> 24 & 0xffffff), Index: int(id & 0xffffff)}
+}
+
+// measuredSamples is the run's sample source with the true costs measured
+// on this machine instead of the cost model's predictions (the estimates
+// the planner sees are unchanged; split parts keep their proportions).
+func (j *realJob) measuredSamples(step int64, rank int) []spmd.SimSample {
+	xs := slices.Clone(j.samples.Samples(step, rank))
+	for i := range xs {
+		x := &xs[i]
+		ref := refOfID(x.ID)
+		c := j.cost.US[ref.Shard][ref.Index]
+		if len(x.Parts) > 0 {
+			parts := make([]int64, len(x.Parts))
+			for k, p := range x.Parts {
+				parts[k] = max(p*c/max(x.Cost, 1), 1)
+			}
+			x.Parts = parts
+		}
+		x.Cost = c
+	}
+	return xs
+}
+
+// args are the command line of the job's datahelix run.
+func (j *realJob) args(cacheDir, jsonFile, traceFile string) []string {
+	names := make([]string, len(j.loaders))
+	for i, k := range j.loaders {
+		names[i] = k.String()
+	}
+	a := []string{"run", "--data", j.data.Dir, "--cache-dir", cacheDir, "--loader", strings.Join(names, ","),
+		"--batch", strconv.Itoa(j.batch), "--workers", strconv.Itoa(j.workers), "--horizon", strconv.Itoa(j.horizon),
+		"--steps", strconv.Itoa(j.steps), "--frames", strconv.Itoa(j.frames), "--size", strconv.Itoa(j.size),
+		"--seed", strconv.FormatUint(j.seed, 10)}
+	a = append(a, j.gpuFlags...)
+	return append(a, "--json", jsonFile, "--trace", traceFile, "--quiet")
+}
+
+// run runs the job under mpirun and converts its JSON summary and trace
+// into results.
+func (j *realJob) run(ctx context.Context, re RealEnv) error {
+	tmp, err := os.MkdirTemp("", "datahelix-real-")
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	jsonFile, traceFile := filepath.Join(tmp, "summary.json"), filepath.Join(tmp, "trace.jsonl")
+	re.logf("real: %s: %d ranks x W=%d on %d cores (x%.1f oversubscribed), B=%d, %d steps, GPU step %.1f ms from a measured mean cost of %.1f ms",
+		j.w.Name, j.ranks, j.workers, j.cores, j.oversub, j.batch, j.steps, j.setup.GPUStepMS, j.cost.MeanUS/1000)
+	expect := time.Duration(float64(len(j.loaders)*j.steps) * j.setup.GPUStepMS * float64(time.Millisecond))
+	j.load[0] = loadAvg()
+	t0 := time.Now()
+	if _, err := re.mpiRun(ctx, 3*time.Minute+8*expect, j.ranks, nil, j.args(re.CacheDir, jsonFile, traceFile)...); err != nil {
+		return err
+	}
+	j.elapsed = time.Since(t0)
+	j.load[1] = loadAvg()
+	data, err := os.ReadFile(jsonFile)
+	if err != nil {
+		return fmt.Errorf("bench: datahelix run wrote no summary: %w", err)
+	}
+	sums, err := ParseRunSummaries(data)
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(traceFile)
+	if err != nil {
+		return fmt.Errorf("bench: datahelix run wrote no trace: %w", err)
+	}
+	j.records, err = ParseRunTrace(f)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	j.results, err = realResults(j.w, sums, j.records, j.horizon, j.ranks, j.elapsed)
+	return err
+}
+
+// realResults turns datahelix run's summaries into results, with the
+// steady-state figures computed from each loader's records.
+func realResults(w *Workload, sums []spmd.Summary, recs map[string][]spmd.StepRecord, horizon, ranks int, elapsed time.Duration) ([]Result, error) {
+	var out []Result
+	for _, s := range sums {
+		if s.Ranks != ranks {
+			return nil, fmt.Errorf("%w: datahelix run's %s summary counts %d ranks, want %d", ErrReal, s.Loader, s.Ranks, ranks)
+		}
+		r := Result{Workload: w.Name, Loader: s.Loader, Ranks: s.Ranks, MissRate: s.MissRate, GPUWaitFrac: s.GPUWaitFrac,
+			ThroughputSPS: s.ThroughputSPS, BytesMovedPerStep: s.BytesMovedPerStep, Mode: "real", Skew: w.Skew,
+			Steps: s.Steps, Batch: s.Batch, Workers: s.Workers, Misses: s.Misses, GPUWaitS: s.GPUWaitS, WallS: s.WallS,
+			BatchesHash: s.BatchesHash, PlanUSP50: s.PlanUSP50, ElapsedS: elapsed.Seconds() / float64(len(sums))}
+		if rs := recs[s.Loader]; len(rs) > 0 {
+			first := rs[0].RequestUS
+			for _, x := range rs {
+				first = min(first, x.RequestUS)
+			}
+			r.SteadyMissRate, r.SteadyGPUWaitFrac = steady(rs, horizon, first+int64(s.WallS*1e6))
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// ParseRunSummaries reads the --json file of datahelix run: one summary
+// per loader.
+func ParseRunSummaries(data []byte) ([]spmd.Summary, error) {
+	var sums []spmd.Summary
+	if err := json.Unmarshal(data, &sums); err != nil {
+		return nil, fmt.Errorf("%w: datahelix run's summary: %v", ErrReal, err)
+	}
+	if len(sums) == 0 {
+		return nil, fmt.Errorf("%w: datahelix run's summary holds no loader", ErrReal)
+	}
+	for _, s := range sums {
+		if _, err := spmd.ParseKind(s.Loader); err != nil {
+			return nil, fmt.Errorf("%w: datahelix run's summary: %v", ErrReal, err)
+		}
+		if s.Ranks < 1 || s.Steps < 0 || !(s.MissRate >= 0 && s.MissRate <= 1) || !(s.GPUWaitFrac >= 0) || !(s.WallS >= 0) {
+			return nil, fmt.Errorf("%w: datahelix run's %s summary is inconsistent: %d ranks, %d steps, miss rate %v, wait %v, wall %v",
+				ErrReal, s.Loader, s.Ranks, s.Steps, s.MissRate, s.GPUWaitFrac, s.WallS)
+		}
+	}
+	return sums, nil
+}
+
+// traceLine is one line of datahelix run's --trace file.
+type traceLine struct {
+	Loader string `json:"loader"`
+	spmd.StepRecord
+}
+
+// maxTraceLine bounds one trace line (a step record is about 300 bytes).
+const maxTraceLine = 1 << 16
+
+// ParseRunTrace reads datahelix run's --trace file (JSON lines of step
+// records tagged with their loader) into records per loader.
+func ParseRunTrace(r io.Reader) (map[string][]spmd.StepRecord, error) {
+	out := map[string][]spmd.StepRecord{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 4096), maxTraceLine)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var l traceLine
+		if err := json.Unmarshal(line, &l); err != nil {
+			return nil, fmt.Errorf("%w: datahelix run's trace, line %d: %v", ErrReal, n, err)
+		}
+		if _, err := spmd.ParseKind(l.Loader); err != nil {
+			return nil, fmt.Errorf("%w: datahelix run's trace, line %d: %v", ErrReal, n, err)
+		}
+		if l.Step < 0 || l.Rank < 0 {
+			return nil, fmt.Errorf("%w: datahelix run's trace, line %d: step %d, rank %d", ErrReal, n, l.Step, l.Rank)
+		}
+		out[l.Loader] = append(out[l.Loader], l.StepRecord)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%w: datahelix run's trace, line %d: %v", ErrReal, n+1, err)
+	}
+	return out, nil
+}
+
+// realLoaders drops the simulation-only oracle from a loader list.
+func realLoaders(ks []spmd.Kind) []spmd.Kind {
+	var out []spmd.Kind
+	for _, k := range ks {
+		if k != spmd.KindOracle {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+var (
+	realJobsMu sync.Mutex
+	// realJobs remembers the jobs behind a real evaluation, for the
+	// sections that compare them with the simulator.
+	realJobs = map[*Evaluation][]*realJob{}
+)
+
+// jobsOf returns the jobs that produced ev (nil for a simulation).
+func jobsOf(ev *Evaluation) []*realJob {
+	realJobsMu.Lock()
+	defer realJobsMu.Unlock()
+	return realJobs[ev]
+}
+
+// RunRealEval is the RealRunner: for each workload, a dataset generated
+// after its source mix (RealScale), its mean cost measured here, the GPU
+// from the provisioning rule, and one mpirun job of datahelix run with
+// every loader (the oracle exists only in simulation).
+func RunRealEval(ctx context.Context, cfg EvalConfig) (*Evaluation, error) {
+	re, err := currentRealEnv()
+	if err != nil {
+		return nil, err
+	}
+	loaders := realLoaders(cfg.Loaders)
+	if len(loaders) == 0 {
+		return nil, fmt.Errorf("bench: --real needs a loader other than oracle (simulation only)")
+	}
+	ev := &Evaluation{Mode: "real"}
+	var jobs []*realJob
+	for i, w := range cfg.Workloads {
+		j, err := prepareRealJob(ctx, re, w, cfg.Calibration, cfg.Ranks, cfg.Batch, cfg.Steps, cfg.Seed, loaders)
+		if err != nil {
+			return nil, err
+		}
+		if err := j.run(ctx, re); err != nil {
+			return nil, fmt.Errorf("bench: workload %s: %w", w.Name, err)
+		}
+		jobs = append(jobs, j)
+		ev.Setups = append(ev.Setups, j.setup)
+		ev.Results = append(ev.Results, j.results...)
+		if cfg.KeepTimelines {
+			for _, k := range []spmd.Kind{spmd.KindTorch, spmd.KindHelix} {
+				if rs := j.records[k.String()]; len(rs) > 0 {
+					ev.Timelines = append(ev.Timelines, Timeline{Workload: w.Name, Loader: k.String(), Ranks: j.ranks, Records: rs})
+				}
+			}
+		}
+		if cfg.Progress != nil {
+			cfg.Progress((i+1)*len(cfg.Loaders), len(cfg.Workloads)*len(cfg.Loaders))
+		}
+	}
+	realJobsMu.Lock()
+	realJobs[ev] = jobs
+	realJobsMu.Unlock()
+	return ev, nil
+}
+
+func init() {
+	RegisterRealRunner(RunRealEval)
+}

@@ -1,0 +1,178 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/datahelix/datahelix/plan"
+	"github.com/datahelix/datahelix/spmd"
+)
+
+// The validation section's setting when the report is simulated: these
+// workloads run for real at ValidationRanks ranks (a source-skewed mix
+// and i.i.d. clips), ValidationSteps steps, with ValidationLoaders.
+var (
+	ValidationWorkloads = []string{"video_image_mix", "kinetics"}
+	ValidationLoaders   = []spmd.Kind{spmd.KindTorch, spmd.KindLocal, spmd.KindHelix}
+)
+
+// ValidationRanks and ValidationSteps size the validation's real runs.
+const (
+	ValidationRanks = 4
+	ValidationSteps = 40
+)
+
+// validationNetwork is the exchange network the simulator assumes for a
+// real run on one node: shared memory as the exchange section measures
+// it through the Go path here (about 1 GB/s, 100 µs per message).
+var validationNetwork = Network{BandwidthMBs: 1000, LatencyUS: 100}
+
+var (
+	envJobsMu sync.Mutex
+	// envJobs are the real jobs a report's sections ran themselves (the
+	// validation's when the report is simulated), for section "real".
+	envJobs = map[*SectionEnv][]*realJob{}
+)
+
+// simulate runs the job's setup through the simulator with loader k on
+// src: the same samples in the same steps (DatasetSamples, the runtime's
+// reader order), the same GPU model as the real run's flags, W workers per
+// rank each slowed by the oversubscription (ranks x W threads share
+// Cores cores), the same horizon, budget, gate margin and seed.
+func (j *realJob) simulate(k spmd.Kind, src sampleSource) (Result, error) {
+	speed := make([]int64, j.ranks)
+	for r := range speed {
+		speed[r] = int64(j.oversub*plan.One + 0.5)
+	}
+	budget := int64(j.horizon) * int64(j.batch) * int64(j.frames) * int64(j.size) * int64(j.size) * 3
+	cfg := spmd.SimConfig{Loader: k, Ranks: j.ranks, Batch: j.batch, Steps: j.steps, Workers: j.workers, Horizon: j.horizon,
+		Budget: budget, GPU: j.model, Bandwidth: int64(validationNetwork.BandwidthMBs * plan.One), LatencyUS: validationNetwork.LatencyUS,
+		Margin: GateMarginUS, Speed: speed, Samples: src, Seed: j.seed}
+	t0 := time.Now()
+	res, err := spmd.Simulate(cfg)
+	if err != nil {
+		return Result{}, fmt.Errorf("bench: simulate %s with %s: %w", j.w.Name, k, err)
+	}
+	r := resultOf(j.w, res.Summary, time.Since(t0))
+	r.SteadyMissRate, r.SteadyGPUWaitFrac = steady(res.Records, j.horizon, res.WallUS)
+	return r, nil
+}
+
+// validationJobs returns the real jobs to validate against: the real
+// evaluation's, or new runs of ValidationWorkloads.
+func validationJobs(ctx context.Context, env *SectionEnv, re RealEnv) ([]*realJob, bool, error) {
+	if env.Eval != nil {
+		if jobs := jobsOf(env.Eval); len(jobs) > 0 {
+			return jobs, false, nil
+		}
+	}
+	all, err := Workloads()
+	if err != nil {
+		return nil, false, err
+	}
+	cal := env.Calibration
+	if cal == nil {
+		cal = DefaultCalibration()
+	}
+	var jobs []*realJob
+	for _, name := range ValidationWorkloads {
+		i := slices.IndexFunc(all, func(w *Workload) bool { return w.Name == name })
+		if i < 0 {
+			return nil, false, fmt.Errorf("bench: validation workload %q does not exist", name)
+		}
+		j, err := prepareRealJob(ctx, re, all[i], cal, ValidationRanks, 0, ValidationSteps, env.Seed, ValidationLoaders)
+		if err != nil {
+			return nil, false, err
+		}
+		if err := j.run(ctx, re); err != nil {
+			return nil, false, fmt.Errorf("bench: validation run of %s: %w", name, err)
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, true, nil
+}
+
+// validationSection compares real runs of torch, local and helix with
+// simulations of the very same setup (ValidationSection's rule). Each
+// row also shows the simulation with the true costs measured on this
+// machine instead of the cost model's, to tell a cost-model error from a
+// scheduling-model error, and whether both trained the same batches.
+func validationSection(ctx context.Context, env *SectionEnv) (*Section, error) {
+	re, err := currentRealEnv()
+	if err != nil {
+		return nil, err
+	}
+	jobs, own, err := validationJobs(ctx, env, re)
+	if err != nil {
+		return nil, err
+	}
+	if own {
+		envJobsMu.Lock()
+		envJobs[env] = jobs
+		envJobsMu.Unlock()
+	}
+	var sim, meas, real []Result
+	for _, j := range jobs {
+		for _, k := range ValidationLoaders {
+			i := slices.IndexFunc(j.results, func(r Result) bool { return r.Loader == k.String() })
+			if i < 0 {
+				continue
+			}
+			a, err := j.simulate(k, j.samples.Samples)
+			if err != nil {
+				return nil, err
+			}
+			b, err := j.simulate(k, j.measuredSamples)
+			if err != nil {
+				return nil, err
+			}
+			sim, meas, real = append(sim, a), append(meas, b), append(real, j.results[i])
+		}
+	}
+	s := ValidationSection(sim, real)
+	extendValidation(s, meas, real, sim)
+	s.Note += fmt.Sprintf("; real: mpirun ranks of datahelix run on generated data (%s), oversubscribed on %d cores; "+
+		"sim: spmd.Simulate of the same samples in the same steps (NewDatasetSamples), the same GPU flags, W, horizon and seed, "+
+		"each worker slowed by ranks x W / cores, exchange at %.0f MB/s and %d µs per message; its true costs are the calibrated model's "+
+		"predictions, sim_measured_* use the costs measured here instead; the section \"real\" lists the runs",
+		re.Scale, re.Cores, validationNetwork.BandwidthMBs, validationNetwork.LatencyUS)
+	return s, nil
+}
+
+// extendValidation adds to ValidationSection's rows the simulation on
+// measured costs (whether it agrees by the same rule) and whether the
+// simulated and real runs trained the same batches.
+func extendValidation(s *Section, meas, real, sim []Result) {
+	s.Columns = append(s.Columns, "sim_measured_wait_frac", "sim_measured_miss_rate", "agrees_measured", "same_batches")
+	find := func(rs []Result, name, loader any) *Result {
+		for i := range rs {
+			if rs[i].Workload == name && rs[i].Loader == loader {
+				return &rs[i]
+			}
+		}
+		return nil
+	}
+	agree := 0
+	for i, row := range s.Rows {
+		m, r, a := find(meas, row[0], row[1]), find(real, row[0], row[1]), find(sim, row[0], row[1])
+		if m == nil || r == nil || a == nil {
+			s.Rows[i] = append(row, "-", "-", "-", "-")
+			continue
+		}
+		ok, _, _ := agrees(*m, *r)
+		if ok {
+			agree++
+		}
+		s.Rows[i] = append(row, m.GPUWaitFrac, m.MissRate, ok, a.BatchesHash == r.BatchesHash)
+	}
+	if len(s.Rows) > 0 {
+		s.Headline += fmt.Sprintf("; with the costs measured here instead of the model's, %d of %d", agree, len(s.Rows))
+	}
+}
+
+func init() {
+	RegisterSection("validation", "", validationSection)
+}
