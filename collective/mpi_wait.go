@@ -11,8 +11,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"time"
 	"unsafe"
 )
@@ -53,7 +51,7 @@ func defaultWaitPolicy(localSize int) (WaitPolicy, error) {
 	case "sleep":
 		return WaitSleep, nil
 	case "", "auto":
-		if localSize > nodeCPUs() {
+		if localSize > NodeCPUs() {
 			return WaitSleep, nil
 		}
 		return WaitBlock, nil
@@ -94,30 +92,6 @@ func (w *World) pollBackoff(test func() (bool, C.int)) (C.int, error) {
 			sleep *= 2
 		}
 	}
-}
-
-// nodeCPUs counts the online CPUs of the node, whatever this process's
-// affinity.
-func nodeCPUs() int {
-	b, err := os.ReadFile("/sys/devices/system/cpu/online")
-	if err != nil {
-		return runtime.NumCPU()
-	}
-	n := 0
-	for _, part := range strings.Split(strings.TrimSpace(string(b)), ",") {
-		lo, hi, found := strings.Cut(part, "-")
-		a, err1 := strconv.Atoi(lo)
-		z := a
-		var err2 error
-		if found {
-			z, err2 = strconv.Atoi(hi)
-		}
-		if err1 != nil || err2 != nil || z < a {
-			return runtime.NumCPU()
-		}
-		n += z - a + 1
-	}
-	return max(n, 1)
 }
 
 // icoll starts a non-blocking collective with start and waits for it

@@ -18,19 +18,24 @@ import (
 // worldFlags are the flags of every command that runs as an SPMD job.
 type worldFlags struct {
 	ranks      int
-	pin        bool
+	pin        string // "auto", "true" or "false"
 	profile    string
 	profileDir string
 }
 
 func (f *worldFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.ranks, "ranks", 0, "run `N` ranks as goroutines of this process instead of MPI processes (no mpirun needed)")
-	fs.BoolVar(&f.pin, "pin", false, "pin each rank to its share of this node's CPUs, by local rank")
+	fs.StringVar(&f.pin, "pin", "auto", "pin each rank to its share of this node's CPUs, by local rank: `true`, false, or auto (pin when the node runs more ranks than it has CPUs, so each rank keeps a fixed share as on a real node)")
 	fs.StringVar(&f.profile, "profile", "", "write a pprof `kind` profile per rank: cpu, mem or block")
 	fs.StringVar(&f.profileDir, "profile-dir", "profiles", "`dir`ectory for --profile output (one subdirectory per rank)")
 }
 
 func (f *worldFlags) validate(env launchEnv) error {
+	switch f.pin {
+	case "auto", "true", "false":
+	default:
+		return usagef("--pin %q: want auto, true or false", f.pin)
+	}
 	switch f.profile {
 	case "", "cpu", "mem", "block":
 	default:
@@ -62,7 +67,7 @@ func runWorld(ctx context.Context, f worldFlags, stdout, stderr io.Writer, body 
 	if f.ranks > 0 {
 		return runLocal(ctx, f, out, errOut, body)
 	}
-	if f.pin && env.LocalRank >= 0 && env.LocalSize > 0 {
+	if f.pin == "true" && env.LocalRank >= 0 && env.LocalSize > 0 {
 		// Pin before MPI starts its threads; corrected below if MPI's
 		// view of the node differs.
 		if _, err := pinCPUs(env.LocalRank, env.LocalSize); err != nil {
@@ -90,7 +95,7 @@ func runWorld(ctx context.Context, f worldFlags, stdout, stderr io.Writer, body 
 // runRank pins, profiles and runs body on one rank.
 func runRank(ctx context.Context, f worldFlags, c collective.Comm, out, errOut io.Writer, body rankBody) error {
 	info := c.Info()
-	if f.pin {
+	if f.pin == "true" || f.pin == "auto" && info.LocalSize > collective.NodeCPUs() && c.Info().Library != "in-process" {
 		if _, err := pinCPUs(info.LocalRank, info.LocalSize); err != nil {
 			return err
 		}
@@ -124,10 +129,10 @@ func runRank(ctx context.Context, f worldFlags, c collective.Comm, out, errOut i
 
 // runLocal runs body on f.ranks goroutines sharing an in-process world.
 func runLocal(ctx context.Context, f worldFlags, out, errOut io.Writer, body rankBody) error {
-	if f.pin {
+	if f.pin == "true" {
 		return usagef("--pin needs MPI ranks (processes); it does not apply to --ranks")
 	}
-	f.pin = false
+	f.pin = "false"
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// An abort fails every rank's pending and later operations; cancel
