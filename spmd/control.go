@@ -164,13 +164,15 @@ func (l *Loader) unplanned(s int64, own []*slotState) (*batchState, error) {
 func (l *Loader) rankState(s int64, now time.Time) RankState {
 	l.mu.Lock()
 	waiting, running := l.sched.Queued()
-	bw, lat := l.bandwidth, l.latency
+	bw, lat, contention := l.bandwidth, l.latency, l.wallPerCPU
 	l.mu.Unlock()
 	return RankState{
 		DeadlineUS: l.tracker.NeedAt(s, l.start).Sub(now).Microseconds(),
 		Waiting:    waiting, Running: running,
-		Workers:   l.cfg.Workers,
-		Speed:     int64(float64(plan.One) * l.cost.SpeedFactor()),
+		Workers: l.cfg.Workers,
+		// The cost model learns CPU time; wall time adds the contention
+		// for this rank's cores.
+		Speed:     int64(float64(contention) * l.cost.SpeedFactor()),
 		Bandwidth: bw, LatencyUS: lat,
 	}
 }

@@ -90,7 +90,10 @@ type Loader struct {
 	dropped   map[string]bool    // samples already logged as dropped
 	records   []StepRecord       // one per delivered step
 	bandwidth int64              // measured exchange bandwidth, fixed-point bytes/µs
-	latency   int64              // measured per-message latency, µs
+	// wallPerCPU is decode wall time over decode CPU time, fixed-point
+	// (plan.One when every decode has a core to itself).
+	wallPerCPU int64
+	latency    int64 // measured per-message latency, µs
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -160,8 +163,9 @@ func NewLoader(ctx context.Context, comm collective.Comm, ds *decode.Dataset, cf
 		snaps:   map[int64]snapshot{},
 		dropped: map[string]bool{},
 		// Until measured: 1 GB/s and 50 µs, a conservative intra-node guess.
-		bandwidth: 1000 * plan.One,
-		latency:   50,
+		bandwidth:  1000 * plan.One,
+		latency:    50,
+		wallPerCPU: plan.One,
 	}
 	l.cond = sync.NewCond(&l.mu)
 	if cfg.Resume {

@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/plan"
 )
 
 // enqueue hands a prepared batch to the decode pool.
@@ -36,6 +40,10 @@ func (l *Loader) enqueue(bs *batchState) {
 // decodes, and reports back, until the loader closes.
 func (l *Loader) worker(ctx context.Context, w int) {
 	defer l.wg.Done()
+	// One OS thread per worker, so that the thread's CPU clock measures
+	// this worker's decodes.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for {
@@ -53,15 +61,22 @@ func (l *Loader) worker(ctx context.Context, w int) {
 		bs := l.batches[t.Step]
 		st := bs.slots[t.Slot]
 		l.mu.Unlock()
-		t0 := time.Now()
+		t0, c0 := time.Now(), threadCPU()
 		err := l.runTask(ctx, st, t)
-		took := time.Since(t0).Microseconds()
+		took, cpu := time.Since(t0).Microseconds(), (threadCPU()-c0)/1000
 		l.mu.Lock()
 		l.sched.Finish(w, t)
 		if err != nil && errors.Is(err, context.Canceled) && ctx.Err() != nil {
 			return // closing
 		}
-		st.decodeUS += took
+		st.decodeUS += cpu
+		if err == nil && cpu > 0 {
+			// Wall time over CPU time of this rank's decodes: how much
+			// slower than its CPU cost a decode runs here (other ranks or
+			// processes sharing the cores), smoothed.
+			obs := took * plan.One / cpu
+			l.wallPerCPU = clamp((7*l.wallPerCPU+obs)/8, plan.One, 64*plan.One)
+		}
 		if err != nil && st.err == nil {
 			st.err = err
 		}
@@ -158,4 +173,14 @@ func (l *Loader) logDrop(step int64, s *decode.Sample, err error) {
 			l.comm.Rank(), step, s.Key, s.Shard, err)
 	}
 	l.dropped[key] = true
+}
+
+// threadCPU returns the calling thread's CPU time in ns (wall time where
+// the thread clock is unavailable).
+func threadCPU() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		return time.Now().UnixNano()
+	}
+	return ts.Nano()
 }
