@@ -115,7 +115,8 @@ func ensureRealDataset(ctx context.Context, re RealEnv, w *Workload, ranks int, 
 			continue
 		}
 		rd.Sources[src.Preset] += count[i]
-		gc := realSourceConfig(src, count[i], sc, seed)
+		// Sources differ in seed too, in case two share a preset.
+		gc := realSourceConfig(src, count[i], sc, seed+uint64(i))
 		dir := realSourceDir(re.CacheDir, gc)
 		t0 := time.Now()
 		made, err := gen.Ensure(ctx, gc, dir)

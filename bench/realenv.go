@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -100,16 +101,51 @@ func (e RealEnv) logf(format string, args ...any) {
 // with extra environment variables, and returns its standard output.
 // A failure names the command and carries the tail of its output.
 func (e RealEnv) mpiRun(ctx context.Context, timeout time.Duration, np int, env []string, args ...string) ([]byte, error) {
-	return e.mpiRunProgram(ctx, timeout, np, env, e.Binary, args...)
+	out, _, err := e.mpiRunStats(ctx, timeout, np, env, e.Binary, args...)
+	return out, err
 }
 
 // mpiRunProgram is mpiRun for any program.
 func (e RealEnv) mpiRunProgram(ctx context.Context, timeout time.Duration, np int, env []string, prog string, args ...string) ([]byte, error) {
+	out, _, err := e.mpiRunStats(ctx, timeout, np, env, prog, args...)
+	return out, err
+}
+
+// JobStats is how one mpirun job used the shared machine.
+type JobStats struct {
+	Wall time.Duration
+	// CPU is the CPU time of mpirun and the ranks it reaped.
+	CPU time.Duration
+	// OthersCores is the mean number of cores every other process of the
+	// machine kept busy during the job (from /proc/stat, less the job's
+	// own CPU time); -1 when unknown.
+	OthersCores float64
+	// Load is /proc/loadavg's 1-minute figure before and after.
+	Load [2]float64
+}
+
+// mpiRunStats is mpiRunProgram that also measures the job's CPU time and
+// what the rest of the machine used meanwhile.
+func (e RealEnv) mpiRunStats(ctx context.Context, timeout time.Duration, np int, env []string, prog string, args ...string) ([]byte, JobStats, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := collectivetest.MPIRun(ctx, np, prog, args...)
 	cmd.Env = append(os.Environ(), env...)
-	return runCommand(ctx, cmd)
+	st := JobStats{OthersCores: -1}
+	st.Load[0] = loadAvg()
+	busy0, ok0 := machineBusy()
+	t0 := time.Now()
+	out, err := runCommand(ctx, cmd)
+	st.Wall = time.Since(t0)
+	busy1, ok1 := machineBusy()
+	st.Load[1] = loadAvg()
+	if ps := cmd.ProcessState; ps != nil {
+		st.CPU = ps.UserTime() + ps.SystemTime()
+	}
+	if ok0 && ok1 && st.Wall > 0 {
+		st.OthersCores = max(float64(busy1-busy0-st.CPU)/float64(st.Wall), 0)
+	}
+	return out, st, err
 }
 
 // runCommand runs cmd and returns its standard output; on failure the
@@ -153,6 +189,38 @@ func tail(out []byte, n int) string {
 		out = append([]byte("..."), out[len(out)-n:]...)
 	}
 	return strings.Join(strings.Fields(string(out)), " ")
+}
+
+// clockTicks is USER_HZ, the unit of /proc/stat (100 on Linux).
+const clockTicks = 100
+
+// machineBusy returns the CPU time all processes of the machine have
+// used since boot (the busy fields of /proc/stat's "cpu" line).
+func machineBusy() (time.Duration, bool) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, false
+	}
+	return parseProcStat(data)
+}
+
+// parseProcStat reads the busy time of /proc/stat's first line: user,
+// nice, system, irq, softirq and steal (guest time is inside user).
+func parseProcStat(data []byte) (time.Duration, bool) {
+	line, _, _ := bytes.Cut(data, []byte("\n"))
+	f := strings.Fields(string(line))
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, false
+	}
+	var ticks uint64
+	for _, i := range []int{1, 2, 3, 6, 7, 8} {
+		v, err := strconv.ParseUint(f[i], 10, 64)
+		if err != nil || v > 1<<50 {
+			return 0, false
+		}
+		ticks += v
+	}
+	return time.Duration(ticks) * (time.Second / clockTicks), true
 }
 
 // loadAvg returns /proc/loadavg's 1-minute figure (-1 when unknown): the

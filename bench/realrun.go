@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -51,8 +50,8 @@ type realJob struct {
 
 	results []Result
 	records map[string][]spmd.StepRecord
-	load    [2]float64 // 1-minute load average before and after
-	elapsed time.Duration
+	// stats are how each loader's job used the machine, by loader name.
+	stats map[string]JobStats
 }
 
 // realWorkers is W per rank in a real run: the scale's, at most the
@@ -222,13 +221,9 @@ func (j *realJob) measuredSamples(step int64, rank int) []spmd.SimSample {
 	return xs
 }
 
-// args are the command line of the job's datahelix run.
-func (j *realJob) args(cacheDir, jsonFile, traceFile string) []string {
-	names := make([]string, len(j.loaders))
-	for i, k := range j.loaders {
-		names[i] = k.String()
-	}
-	a := []string{"run", "--data", j.data.Dir, "--cache-dir", cacheDir, "--loader", strings.Join(names, ","),
+// args are the command line of datahelix run for loader k.
+func (j *realJob) args(k spmd.Kind, cacheDir, jsonFile, traceFile string) []string {
+	a := []string{"run", "--data", j.data.Dir, "--cache-dir", cacheDir, "--loader", k.String(),
 		"--batch", strconv.Itoa(j.batch), "--workers", strconv.Itoa(j.workers), "--horizon", strconv.Itoa(j.horizon),
 		"--steps", strconv.Itoa(j.steps), "--frames", strconv.Itoa(j.frames), "--size", strconv.Itoa(j.size),
 		"--seed", strconv.FormatUint(j.seed, 10)}
@@ -236,49 +231,59 @@ func (j *realJob) args(cacheDir, jsonFile, traceFile string) []string {
 	return append(a, "--json", jsonFile, "--trace", traceFile, "--quiet")
 }
 
-// run runs the job under mpirun and converts its JSON summary and trace
-// into results.
+// run runs each loader in its own mpirun job of datahelix run (so that
+// what the rest of the shared machine used is known per loader) and
+// converts the JSON summaries and traces into results.
 func (j *realJob) run(ctx context.Context, re RealEnv) error {
 	tmp, err := os.MkdirTemp("", "datahelix-real-")
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	jsonFile, traceFile := filepath.Join(tmp, "summary.json"), filepath.Join(tmp, "trace.jsonl")
 	re.logf("real: %s: %d ranks x W=%d on %d cores (x%.1f oversubscribed), B=%d, %d steps, GPU step %.1f ms from a measured mean cost of %.1f ms",
 		j.w.Name, j.ranks, j.workers, j.cores, j.oversub, j.batch, j.steps, j.setup.GPUStepMS, j.cost.MeanUS/1000)
-	expect := time.Duration(float64(len(j.loaders)*j.steps) * j.setup.GPUStepMS * float64(time.Millisecond))
-	j.load[0] = loadAvg()
-	t0 := time.Now()
-	if _, err := re.mpiRun(ctx, 3*time.Minute+8*expect, j.ranks, nil, j.args(re.CacheDir, jsonFile, traceFile)...); err != nil {
-		return err
+	expect := time.Duration(float64(j.steps) * j.setup.GPUStepMS * float64(time.Millisecond))
+	var sums []spmd.Summary
+	j.records, j.stats = map[string][]spmd.StepRecord{}, map[string]JobStats{}
+	for _, k := range j.loaders {
+		jsonFile, traceFile := filepath.Join(tmp, k.String()+".json"), filepath.Join(tmp, k.String()+".jsonl")
+		_, st, err := re.mpiRunStats(ctx, 2*time.Minute+10*expect, j.ranks, nil, re.Binary, j.args(k, re.CacheDir, jsonFile, traceFile)...)
+		if err != nil {
+			return err
+		}
+		j.stats[k.String()] = st
+		re.logf("real: %s %s: %.1fs, the job used %.2f cores, other processes %.2f (load %.1f -> %.1f)",
+			j.w.Name, k, st.Wall.Seconds(), st.CPU.Seconds()/st.Wall.Seconds(), st.OthersCores, st.Load[0], st.Load[1])
+		data, err := os.ReadFile(jsonFile)
+		if err != nil {
+			return fmt.Errorf("bench: datahelix run wrote no summary: %w", err)
+		}
+		ss, err := ParseRunSummaries(data)
+		if err != nil {
+			return err
+		}
+		if len(ss) != 1 || ss[0].Loader != k.String() {
+			return fmt.Errorf("%w: datahelix run --loader %s summarized %d loaders", ErrReal, k, len(ss))
+		}
+		sums = append(sums, ss[0])
+		f, err := os.Open(traceFile)
+		if err != nil {
+			return fmt.Errorf("bench: datahelix run wrote no trace: %w", err)
+		}
+		recs, err := ParseRunTrace(f)
+		f.Close()
+		if err != nil {
+			return err
+		}
+		j.records[k.String()] = recs[k.String()]
 	}
-	j.elapsed = time.Since(t0)
-	j.load[1] = loadAvg()
-	data, err := os.ReadFile(jsonFile)
-	if err != nil {
-		return fmt.Errorf("bench: datahelix run wrote no summary: %w", err)
-	}
-	sums, err := ParseRunSummaries(data)
-	if err != nil {
-		return err
-	}
-	f, err := os.Open(traceFile)
-	if err != nil {
-		return fmt.Errorf("bench: datahelix run wrote no trace: %w", err)
-	}
-	j.records, err = ParseRunTrace(f)
-	f.Close()
-	if err != nil {
-		return err
-	}
-	j.results, err = realResults(j.w, sums, j.records, j.horizon, j.ranks, j.elapsed)
+	j.results, err = realResults(j.w, sums, j.records, j.horizon, j.ranks, j.stats)
 	return err
 }
 
 // realResults turns datahelix run's summaries into results, with the
 // steady-state figures computed from each loader's records.
-func realResults(w *Workload, sums []spmd.Summary, recs map[string][]spmd.StepRecord, horizon, ranks int, elapsed time.Duration) ([]Result, error) {
+func realResults(w *Workload, sums []spmd.Summary, recs map[string][]spmd.StepRecord, horizon, ranks int, stats map[string]JobStats) ([]Result, error) {
 	var out []Result
 	for _, s := range sums {
 		if s.Ranks != ranks {
@@ -287,7 +292,7 @@ func realResults(w *Workload, sums []spmd.Summary, recs map[string][]spmd.StepRe
 		r := Result{Workload: w.Name, Loader: s.Loader, Ranks: s.Ranks, MissRate: s.MissRate, GPUWaitFrac: s.GPUWaitFrac,
 			ThroughputSPS: s.ThroughputSPS, BytesMovedPerStep: s.BytesMovedPerStep, Mode: "real", Skew: w.Skew,
 			Steps: s.Steps, Batch: s.Batch, Workers: s.Workers, Misses: s.Misses, GPUWaitS: s.GPUWaitS, WallS: s.WallS,
-			BatchesHash: s.BatchesHash, PlanUSP50: s.PlanUSP50, ElapsedS: elapsed.Seconds() / float64(len(sums))}
+			BatchesHash: s.BatchesHash, PlanUSP50: s.PlanUSP50, ElapsedS: stats[s.Loader].Wall.Seconds()}
 		if rs := recs[s.Loader]; len(rs) > 0 {
 			first := rs[0].RequestUS
 			for _, x := range rs {
@@ -379,6 +384,32 @@ var (
 	// sections that compare them with the simulator.
 	realJobs = map[*Evaluation][]*realJob{}
 )
+
+// usage sums the loaders' jobs: wall time, the cores the jobs used and
+// the cores other processes used on average (-1 when unknown), and the
+// highest load average seen.
+func (j *realJob) usage() (wall time.Duration, cores, others, load float64) {
+	var cpu time.Duration
+	var ow float64
+	var known time.Duration
+	for _, st := range j.stats {
+		wall += st.Wall
+		cpu += st.CPU
+		if st.OthersCores >= 0 {
+			ow += st.OthersCores * st.Wall.Seconds()
+			known += st.Wall
+		}
+		load = max(load, st.Load[0], st.Load[1])
+	}
+	others = -1
+	if known > 0 {
+		others = ow / known.Seconds()
+	}
+	if wall > 0 {
+		cores = cpu.Seconds() / wall.Seconds()
+	}
+	return wall, cores, others, load
+}
 
 // jobsOf returns the jobs that produced ev (nil for a simulation).
 func jobsOf(ev *Evaluation) []*realJob {

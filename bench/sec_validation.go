@@ -42,10 +42,10 @@ var (
 // reader order), the same GPU model as the real run's flags, W workers per
 // rank each slowed by the oversubscription (ranks x W threads share
 // Cores cores), the same horizon, budget, gate margin and seed.
-func (j *realJob) simulate(k spmd.Kind, src sampleSource) (Result, error) {
+func (j *realJob) simulate(k spmd.Kind, src sampleSource, slowdown float64) (Result, error) {
 	speed := make([]int64, j.ranks)
 	for r := range speed {
-		speed[r] = int64(j.oversub*plan.One + 0.5)
+		speed[r] = int64(slowdown*plan.One + 0.5)
 	}
 	budget := int64(j.horizon) * int64(j.batch) * int64(j.frames) * int64(j.size) * int64(j.size) * 3
 	cfg := spmd.SimConfig{Loader: k, Ranks: j.ranks, Batch: j.batch, Steps: j.steps, Workers: j.workers, Horizon: j.horizon,
@@ -59,6 +59,18 @@ func (j *realJob) simulate(k spmd.Kind, src sampleSource) (Result, error) {
 	r := resultOf(j.w, res.Summary, time.Since(t0))
 	r.SteadyMissRate, r.SteadyGPUWaitFrac = steady(res.Records, j.horizon, res.WallUS)
 	return r, nil
+}
+
+// availSlowdown is the slowdown of each decode worker of loader k's run
+// given the cores the machine's other processes kept busy meanwhile: the
+// ranks' W threads shared what was left (at least a tenth of a core).
+func (j *realJob) availSlowdown(k spmd.Kind) float64 {
+	st, ok := j.stats[k.String()]
+	if !ok || st.OthersCores < 0 {
+		return j.oversub
+	}
+	free := max(float64(j.cores)-st.OthersCores, 0.1)
+	return max(1, float64(j.ranks*j.workers)/free)
 }
 
 // validationJobs returns the real jobs to validate against: the real
@@ -114,39 +126,52 @@ func validationSection(ctx context.Context, env *SectionEnv) (*Section, error) {
 		envJobs[env] = jobs
 		envJobsMu.Unlock()
 	}
-	var sim, meas, real []Result
+	var sim, meas, avail, real []Result
+	others := map[[2]string]float64{}
 	for _, j := range jobs {
 		for _, k := range ValidationLoaders {
 			i := slices.IndexFunc(j.results, func(r Result) bool { return r.Loader == k.String() })
 			if i < 0 {
 				continue
 			}
-			a, err := j.simulate(k, j.samples.Samples)
+			a, err := j.simulate(k, j.samples.Samples, j.oversub)
 			if err != nil {
 				return nil, err
 			}
-			b, err := j.simulate(k, j.measuredSamples)
+			b, err := j.simulate(k, j.measuredSamples, j.oversub)
 			if err != nil {
 				return nil, err
 			}
-			sim, meas, real = append(sim, a), append(meas, b), append(real, j.results[i])
+			c, err := j.simulate(k, j.measuredSamples, j.availSlowdown(k))
+			if err != nil {
+				return nil, err
+			}
+			sim, meas, avail, real = append(sim, a), append(meas, b), append(avail, c), append(real, j.results[i])
+			others[[2]string{j.w.Name, k.String()}] = j.stats[k.String()].OthersCores
 		}
 	}
 	s := ValidationSection(sim, real)
-	extendValidation(s, meas, real, sim)
+	extendValidation(s, real, sim, meas, avail, others)
 	s.Note += fmt.Sprintf("; real: mpirun ranks of datahelix run on generated data (%s), oversubscribed on %d cores; "+
 		"sim: spmd.Simulate of the same samples in the same steps (NewDatasetSamples), the same GPU flags, W, horizon and seed, "+
 		"each worker slowed by ranks x W / cores, exchange at %.0f MB/s and %d µs per message; its true costs are the calibrated model's "+
-		"predictions, sim_measured_* use the costs measured here instead; the section \"real\" lists the runs",
+		"predictions; same_batches: the simulated run trained the very batches of the real one (equal batches_hash); "+
+		"diagnostics: sim_measured_* use the costs measured here instead of the model's, sim_avail_* also slow the workers down to share "+
+		"only the cores the machine's other processes left (cores - others_cores, measured during each loader's job); "+
+		"the section \"real\" lists the runs",
 		re.Scale, re.Cores, validationNetwork.BandwidthMBs, validationNetwork.LatencyUS)
 	return s, nil
 }
 
-// extendValidation adds to ValidationSection's rows the simulation on
-// measured costs (whether it agrees by the same rule) and whether the
-// simulated and real runs trained the same batches.
-func extendValidation(s *Section, meas, real, sim []Result) {
-	s.Columns = append(s.Columns, "sim_measured_wait_frac", "sim_measured_miss_rate", "agrees_measured", "same_batches")
+// extendValidation adds to ValidationSection's rows whether the
+// simulated and real runs trained the same batches, then two diagnostic
+// simulations with whether each agrees by the same rule: meas with the
+// costs measured on this machine instead of the cost model's, avail with
+// those costs and the cores the machine's other processes left the run
+// (others, by workload and loader).
+func extendValidation(s *Section, real, sim, meas, avail []Result, others map[[2]string]float64) {
+	s.Columns = append(s.Columns, "same_batches", "sim_measured_wait_frac", "sim_measured_miss_rate", "agrees_measured",
+		"others_cores", "sim_avail_wait_frac", "sim_avail_miss_rate", "agrees_avail")
 	find := func(rs []Result, name, loader any) *Result {
 		for i := range rs {
 			if rs[i].Workload == name && rs[i].Loader == loader {
@@ -155,21 +180,30 @@ func extendValidation(s *Section, meas, real, sim []Result) {
 		}
 		return nil
 	}
-	agree := 0
+	var nm, na int
 	for i, row := range s.Rows {
-		m, r, a := find(meas, row[0], row[1]), find(real, row[0], row[1]), find(sim, row[0], row[1])
-		if m == nil || r == nil || a == nil {
-			s.Rows[i] = append(row, "-", "-", "-", "-")
+		r, a, m, v := find(real, row[0], row[1]), find(sim, row[0], row[1]), find(meas, row[0], row[1]), find(avail, row[0], row[1])
+		if r == nil || a == nil || m == nil || v == nil {
+			s.Rows[i] = append(row, "-", "-", "-", "-", "-", "-", "-", "-")
 			continue
 		}
-		ok, _, _ := agrees(*m, *r)
-		if ok {
-			agree++
+		okm, _, _ := agrees(*m, *r)
+		oka, _, _ := agrees(*v, *r)
+		if okm {
+			nm++
 		}
-		s.Rows[i] = append(row, m.GPUWaitFrac, m.MissRate, ok, a.BatchesHash == r.BatchesHash)
+		if oka {
+			na++
+		}
+		var oc any = "-"
+		if o, ok := others[[2]string{r.Workload, r.Loader}]; ok && o >= 0 {
+			oc = o
+		}
+		s.Rows[i] = append(row, a.BatchesHash == r.BatchesHash, m.GPUWaitFrac, m.MissRate, okm, oc, v.GPUWaitFrac, v.MissRate, oka)
 	}
 	if len(s.Rows) > 0 {
-		s.Headline += fmt.Sprintf("; with the costs measured here instead of the model's, %d of %d", agree, len(s.Rows))
+		s.Headline += fmt.Sprintf("; diagnostics: on the costs measured here %d of %d, and also on the cores other processes left %d of %d",
+			nm, len(s.Rows), na, len(s.Rows))
 	}
 }
 

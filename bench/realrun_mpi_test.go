@@ -1,0 +1,89 @@
+package bench
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/datahelix/datahelix/spmd"
+)
+
+// buildDatahelix builds the datahelix command into a temporary directory.
+func buildDatahelix(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "datahelix")
+	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if out, err := exec.Command(goTool, "build", "-o", bin, "github.com/datahelix/datahelix/launcher").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestRealRunSmall runs the real evaluation end to end on a tiny
+// ImageNet-like dataset (2 ranks, 6 steps, torch and helix under mpirun),
+// then the validation and real sections on it: the simulation of the same
+// setup must train the very batches the real run trained.
+func TestRealRunSmall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds datahelix, generates a dataset and runs mpirun")
+	}
+	for _, tool := range []string{"mpirun", "ffmpeg"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s", tool)
+		}
+	}
+	var log strings.Builder
+	SetRealEnv(RealEnv{Binary: buildDatahelix(t), CacheDir: t.TempDir(), Log: &log,
+		Scale: RealScale{ShardsPerRank: 1, SamplesPerShard: 4, SizeScale: 0.25, Workers: 1, MeasureRepeat: 1}})
+	t.Cleanup(func() { SetRealEnv(RealEnv{}) })
+	ws, err := SelectWorkloads("imagenet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := EvalConfig{Workloads: ws, Loaders: []spmd.Kind{spmd.KindTorch, spmd.KindHelix, spmd.KindOracle}, Ranks: 2, Steps: 6, Batch: 4,
+		Seed: 3, KeepTimelines: true}
+	ev, err := RunReal(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("%v\nlog:\n%s", err, log.String())
+	}
+	if ev.Mode != "real" || len(ev.Results) != 2 || len(ev.Setups) != 1 || len(ev.Timelines) != 2 {
+		t.Fatalf("evaluation: mode %s, %d results, %d setups, %d timelines; want real, 2 (no oracle), 1, 2", ev.Mode, len(ev.Results), len(ev.Setups), len(ev.Timelines))
+	}
+	for _, r := range ev.Results {
+		if r.Mode != "real" || r.Ranks != 2 || r.Steps != 6 || r.Batch != 4 || r.Workers != 1 || !(r.ThroughputSPS > 0) || r.BatchesHash == "" {
+			t.Errorf("result %+v", r)
+		}
+	}
+	if ev.Results[0].BatchesHash != ev.Results[1].BatchesHash {
+		t.Errorf("torch and helix trained different batches: %s, %s", ev.Results[0].BatchesHash, ev.Results[1].BatchesHash)
+	}
+	if s := ev.Setups[0]; !(s.MeanCostUS > 0) || !(s.GPUStepMS > 0) || s.Workers != 1 || s.Horizon != 8 {
+		t.Errorf("setup %+v", s)
+	}
+	env := &SectionEnv{Mode: "real", Ranks: 2, Seed: 3, Workloads: ws, Calibration: DefaultCalibration(), Eval: ev}
+	secs := RunSections(context.Background(), env, []string{"validation", "real"})
+	if len(secs) != 2 {
+		t.Fatalf("%d sections", len(secs))
+	}
+	v := secs[0]
+	if v.Status != SectionMeasured || len(v.Rows) != 2 {
+		t.Fatalf("validation: %s, %d rows: %s %s", v.Status, len(v.Rows), v.Headline, v.Note)
+	}
+	same := -1
+	for i, c := range v.Columns {
+		if c == "same_batches" {
+			same = i
+		}
+	}
+	for _, row := range v.Rows {
+		if len(row) != len(v.Columns) || row[same] != true {
+			t.Errorf("validation row %v: the simulation did not train the real run's batches", row)
+		}
+	}
+	if r := secs[1]; r.Status != SectionMeasured || len(r.Rows) != 1 || r.Rows[0][0] != "imagenet" {
+		t.Errorf("real section: %s %v", r.Status, r.Rows)
+	}
+}

@@ -1,0 +1,373 @@
+package bench
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/spmd"
+)
+
+func TestGPUFlagsRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 500 {
+		d := func() time.Duration { return time.Duration(rng.Int64N(int64(2 * time.Second))) }
+		m := gpu.Model{Base: d(), PerSample: d() / 16, PerFrame: d() / 128, PerToken: d() / 10000}
+		if i == 0 {
+			m = gpu.Model{}
+		}
+		flags, got := gpuFlags(m)
+		if len(flags) != 8 {
+			t.Fatalf("flags %v", flags)
+		}
+		if again := modelFromFlags(flags); again != got {
+			t.Fatalf("flags %v parse to %+v and %+v", flags, again, got)
+		}
+		for _, p := range [][2]time.Duration{{m.Base, got.Base}, {m.PerSample, got.PerSample}, {m.PerFrame, got.PerFrame}, {m.PerToken, got.PerToken}} {
+			if diff := p[0] - p[1]; diff < -time.Microsecond || diff > time.Microsecond {
+				t.Fatalf("model %+v: flags %v give %+v, more than 1 µs off", m, flags, got)
+			}
+		}
+	}
+}
+
+func TestRefOfID(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 1000 {
+		ref := spmd.SampleRef{Shard: rng.IntN(1 << 24), Index: rng.IntN(1 << 24)}
+		if got := refOfID(ref.ID(rng.IntN(1 << 15))); got != ref {
+			t.Fatalf("refOfID(%v.ID) = %v", ref, got)
+		}
+	}
+}
+
+func testSummaries() []spmd.Summary {
+	mape := 0.12
+	return []spmd.Summary{
+		{Loader: "torch", Ranks: 4, Steps: 40, Batch: 16, Workers: 2, Misses: 10, MissRate: 0.0625, GPUWaitS: 3.2, GPUWaitFrac: 0.08, ThroughputSPS: 250,
+			WallS: 10, BytesMovedPerStep: 0, PlanUSP50: 0, CostMAPE: &mape, BatchesHash: "00000000deadbeef"},
+		{Loader: "helix", Ranks: 4, Steps: 40, Batch: 16, Workers: 2, Misses: 2, MissRate: 0.0125, GPUWaitS: 1, GPUWaitFrac: 0.025, ThroughputSPS: 270,
+			WallS: 9.5, BytesMovedPerStep: 12345, PlanUSP50: 80, BatchesHash: "00000000deadbeef"},
+	}
+}
+
+func TestParseRunSummaries(t *testing.T) {
+	want := testSummaries()
+	data, err := json.MarshalIndent(want, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseRunSummaries(data)
+	if err != nil || len(got) != 2 || got[1].BytesMovedPerStep != 12345 || *got[0].CostMAPE != 0.12 || got[0].BatchesHash != "00000000deadbeef" {
+		t.Fatalf("got %+v, %v", got, err)
+	}
+	for _, tt := range []struct{ name, data, err string }{
+		{"empty list", "[]", "holds no loader"},
+		{"not JSON", "loader torch", "summary"},
+		{"unknown loader", `[{"loader":"pytorch","ranks":1}]`, `unknown loader "pytorch"`},
+		{"oracle is a loader name", `[{"loader":"oracle","ranks":0}]`, "inconsistent"},
+		{"miss rate above 1", `[{"loader":"torch","ranks":2,"miss_rate":1.5}]`, "inconsistent"},
+		{"negative wait", `[{"loader":"torch","ranks":2,"gpu_wait_frac":-0.1}]`, "inconsistent"},
+	} {
+		if _, err := ParseRunSummaries([]byte(tt.data)); err == nil || !errors.Is(err, ErrReal) || !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("%s: error %v, want an ErrReal error containing %q", tt.name, err, tt.err)
+		}
+	}
+}
+
+// traceOf writes records as datahelix run's --trace does.
+func traceOf(t testing.TB, loader string, recs []spmd.StepRecord) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	for _, r := range recs {
+		if err := enc.Encode(traceLine{Loader: loader, StepRecord: r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b.String()
+}
+
+// testRecords are 2 ranks x steps records: 100 ms steps, rank 1 waits
+// 30 ms (a miss) on the steps listed in late.
+func testRecords(steps int, late ...int) []spmd.StepRecord {
+	var out []spmd.StepRecord
+	for s := range steps {
+		for r := range 2 {
+			rec := spmd.StepRecord{Step: int64(s), Rank: r, RequestUS: 1000 + int64(s)*100_000, ComputeUS: 70_000, Samples: 4, Hash: uint64(s*2 + r)}
+			if r == 1 && slices.Contains(late, s) {
+				rec.WaitUS, rec.Miss = 30_000, true
+			}
+			rec.DeliverUS = rec.RequestUS + rec.WaitUS
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+func TestParseRunTrace(t *testing.T) {
+	torch, helix := testRecords(5, 1), testRecords(3)
+	got, err := ParseRunTrace(strings.NewReader(traceOf(t, "torch", torch) + "\n" + traceOf(t, "helix", helix)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got["torch"], torch) || !slices.Equal(got["helix"], helix) || len(got) != 2 {
+		t.Errorf("got %d loaders, torch %d records, helix %d; want the records written", len(got), len(got["torch"]), len(got["helix"]))
+	}
+	for _, tt := range []struct{ name, data, err string }{
+		{"bad JSON on line 2", traceOf(t, "torch", torch[:1]) + "{\"loader\":\n", "line 2"},
+		{"unknown loader", `{"loader":"x","step":0,"rank":0}`, `unknown loader "x"`},
+		{"negative step", `{"loader":"helix","step":-1,"rank":0}`, "step -1"},
+		{"digest not a string", `{"loader":"helix","step":0,"rank":0,"digest":5}`, "line 1"},
+		{"line too long", `{"loader":"helix","x":"` + strings.Repeat("a", maxTraceLine) + `"}`, "line 1"},
+	} {
+		if _, err := ParseRunTrace(strings.NewReader(tt.data)); err == nil || !errors.Is(err, ErrReal) || !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("%s: error %v, want an ErrReal error containing %q", tt.name, err, tt.err)
+		}
+	}
+}
+
+func FuzzParseRunOutputs(f *testing.F) {
+	data, _ := json.Marshal(testSummaries())
+	f.Add(data)
+	f.Add([]byte(traceOf(f, "local", testRecords(2, 0))))
+	f.Add([]byte(`[{"loader":"helix","ranks":1,"miss_rate":NaN}]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if sums, err := ParseRunSummaries(data); err == nil {
+			for _, s := range sums {
+				if s.Ranks < 1 || !(s.MissRate >= 0 && s.MissRate <= 1) || !(s.GPUWaitFrac >= 0) {
+					t.Fatalf("accepted %+v", s)
+				}
+			}
+		} else if !errors.Is(err, ErrReal) {
+			t.Fatalf("error %v does not wrap ErrReal", err)
+		}
+		if recs, err := ParseRunTrace(strings.NewReader(string(data))); err == nil {
+			for l, rs := range recs {
+				if _, err := spmd.ParseKind(l); err != nil {
+					t.Fatalf("accepted loader %q", l)
+				}
+				for _, r := range rs {
+					if r.Step < 0 || r.Rank < 0 {
+						t.Fatalf("accepted %+v", r)
+					}
+				}
+			}
+		} else if !errors.Is(err, ErrReal) {
+			t.Fatalf("error %v does not wrap ErrReal", err)
+		}
+	})
+}
+
+func TestRealResults(t *testing.T) {
+	w := &Workload{Name: "k", Skew: Skewed}
+	sums := testSummaries()
+	// Torch: 10 steps, late on steps 1 and 8; with a horizon of 4 the
+	// steady part is steps 4..9: one miss of 12 records, 30 ms of wait
+	// over 2 ranks x (wall end - step 4's request).
+	recs := map[string][]spmd.StepRecord{"torch": testRecords(10, 1, 8)}
+	sums[0].WallS = 1.0
+	stats := map[string]JobStats{"torch": {Wall: 3 * time.Second}, "helix": {Wall: 2 * time.Second}}
+	got, err := realResults(w, sums, recs, 4, 4, stats)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("got %+v, %v", got, err)
+	}
+	r := got[0]
+	if r.Mode != "real" || r.Workload != "k" || r.Loader != "torch" || r.Ranks != 4 || r.MissRate != 0.0625 || r.GPUWaitFrac != 0.08 ||
+		r.ThroughputSPS != 250 || r.BatchesHash != "00000000deadbeef" || r.Skew != Skewed || r.ElapsedS != 3 {
+		t.Errorf("torch result %+v does not carry the summary", r)
+	}
+	wallEnd := 1000 + 1_000_000.0
+	start := 1000 + 4*100_000.0
+	if want := 1.0 / 12; math.Abs(r.SteadyMissRate-want) > 1e-12 {
+		t.Errorf("steady miss rate %v, want %v", r.SteadyMissRate, want)
+	}
+	if want := 30_000 / (2 * (wallEnd - start)); math.Abs(r.SteadyGPUWaitFrac-want) > 1e-12 {
+		t.Errorf("steady wait %v, want %v", r.SteadyGPUWaitFrac, want)
+	}
+	if got[1].SteadyMissRate != 0 || got[1].ElapsedS != 2 {
+		t.Errorf("helix without records: %+v", got[1])
+	}
+	sums[1].Ranks = 3
+	if _, err := realResults(w, sums, recs, 4, 4, stats); err == nil {
+		t.Error("a summary of 3 ranks in a 4-rank run was accepted")
+	}
+}
+
+// fixedSource serves batches[step][rank].
+func fixedSource(batches [][][]spmd.SimSample) sampleSource {
+	return func(step int64, rank int) []spmd.SimSample { return batches[step][rank] }
+}
+
+func TestSplitWorkRatioAndImbalance(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	const steps, ranks, b = 12, 3, 4
+	batches := make([][][]spmd.SimSample, steps)
+	for s := range batches {
+		batches[s] = make([][]spmd.SimSample, ranks)
+		for r := range ranks {
+			for range b {
+				x := spmd.SimSample{Cost: 1 + rng.Int64N(1000)}
+				if rng.IntN(3) == 0 {
+					x.Parts = []int64{x.Cost, x.Cost / 2}
+				}
+				batches[s][r] = append(batches[s][r], x)
+			}
+		}
+	}
+	// Dumb references.
+	var whole, split float64
+	for _, st := range batches {
+		for _, xs := range st {
+			for _, x := range xs {
+				whole += float64(x.Cost)
+				if len(x.Parts) > 1 {
+					split += float64(x.Parts[0] + x.Parts[1])
+				} else {
+					split += float64(x.Cost)
+				}
+			}
+		}
+	}
+	if got, want := splitWorkRatio(fixedSource(batches), ranks, steps), split/whole; math.Abs(got-want) > 1e-12 {
+		t.Errorf("splitWorkRatio = %v, want %v", got, want)
+	}
+	for _, h := range []int{1, 4, 5, 12, 40} {
+		hh := max(min(h, steps), 1)
+		nw := max(steps/hh, 1)
+		total := 0.0
+		for win := range nw {
+			load := make([]float64, ranks)
+			for s := win * hh; s < (win+1)*hh; s++ {
+				for r := range ranks {
+					for _, x := range batches[s][r] {
+						load[r] += float64(x.Cost)
+					}
+				}
+			}
+			total += slices.Max(load)/((load[0]+load[1]+load[2])/ranks) - 1
+		}
+		if got, want := streamImbalance(fixedSource(batches), ranks, steps, h), total/float64(nw); math.Abs(got-want) > 1e-12 {
+			t.Errorf("horizon %d: streamImbalance = %v, want %v", h, got, want)
+		}
+	}
+}
+
+func TestMeasuredSamples(t *testing.T) {
+	ref := spmd.SampleRef{Shard: 1, Index: 2}
+	x := spmd.SimSample{ID: ref.ID(3), Cost: 1000, Est: 900, Parts: []int64{600, 600}, PartsEst: []int64{540, 540}, Frames: 8}
+	y := spmd.SimSample{ID: spmd.SampleRef{Shard: 0, Index: 0}.ID(0), Cost: 50, Est: 60, Frames: 1}
+	j := &realJob{samples: &DatasetSamples{batches: [][][]spmd.SimSample{{{x, y}}}},
+		cost: &measuredCosts{US: [][]int64{{70}, {1, 2, 500}}}}
+	got := j.measuredSamples(0, 0)
+	if got[0].Cost != 500 || got[0].Est != 900 || !slices.Equal(got[0].Parts, []int64{300, 300}) || !slices.Equal(got[0].PartsEst, x.PartsEst) {
+		t.Errorf("split clip: got %+v, want cost 500, parts 300+300, estimates unchanged", got[0])
+	}
+	if got[1].Cost != 70 || got[1].Est != 60 || got[1].Parts != nil {
+		t.Errorf("image: got %+v, want cost 70, estimate 60", got[1])
+	}
+	if j.samples.Samples(0, 0)[0].Cost != 1000 {
+		t.Error("measuredSamples changed the dataset's own samples")
+	}
+}
+
+func TestParseProcStat(t *testing.T) {
+	stat := "cpu  100 5 30 9000 7 1 2 3 40 0\ncpu0 50 2 15 4500 3 0 1 1 0 0\nintr 1 2 3\n"
+	if got, ok := parseProcStat([]byte(stat)); !ok || got != (100+5+30+1+2+3)*10*time.Millisecond {
+		t.Errorf("got %v, %v; want 1.41 s", got, ok)
+	}
+	for _, bad := range []string{"", "cpu 1 2 3\n", "intr 1 2 3 4 5 6 7 8 9\n", "cpu a b c d e f g h i\n", "cpu 1 1 1 1 1 1 1 99999999999999999999 1\n"} {
+		if _, ok := parseProcStat([]byte(bad)); ok {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if _, ok := machineBusy(); !ok {
+		t.Skip("no /proc/stat here")
+	}
+}
+
+func TestEnsureRealDataset(t *testing.T) {
+	if testing.Short() {
+		t.Skip("generates a dataset (fast: text only)")
+	}
+	re := RealEnv{CacheDir: t.TempDir(), Scale: RealScale{ShardsPerRank: 3, SamplesPerShard: 2}.withDefaults(), Log: nil}
+	re.Log = os.Stderr
+	w := &Workload{Name: "twotexts", Sources: []Source{{Preset: "text", Weight: 2}, {Preset: "text", Weight: 1}}}
+	rd, err := ensureRealDataset(t.Context(), re, w, 2, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rd.Shards != 6 || rd.Samples != 12 || rd.Sources["text"] != 6 {
+		t.Errorf("dataset %+v", rd)
+	}
+	order := sourceOrder(w.Sources, 6)
+	next := map[int]int{}
+	for k, s := range order {
+		target, err := os.Readlink(filepath.Join(rd.Dir, "shard-"+strings.Repeat("0", 5)+string(rune('0'+k))+".tar"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		gc := realSourceConfig(w.Sources[s], map[int]int{0: 4, 1: 2}[s], re.Scale, 7+uint64(s))
+		if want := filepath.Join(realSourceDir(re.CacheDir, gc), "text-00000"+string(rune('0'+next[s]))+".tar"); target != want {
+			t.Errorf("shard %d -> %s, want %s (source %d)", k, target, want, s)
+		}
+		next[s]++
+	}
+	ds, err := decode.OpenDataset(rd.Dir, filepath.Join(re.CacheDir, "index"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	if ds.Len() != 12 {
+		t.Errorf("dataset holds %d samples, want 12", ds.Len())
+	}
+	mc, err := measureDataset(t.Context(), ds, 8, 224, 2)
+	if err != nil || mc.Failed != 0 || !(mc.MeanUS >= 1) || len(mc.US) != 6 || len(mc.US[5]) != 2 {
+		t.Errorf("measured %+v, %v", mc, err)
+	}
+	// A second call finds it.
+	if again, err := ensureRealDataset(t.Context(), re, w, 2, 7); err != nil || again.Dir != rd.Dir {
+		t.Errorf("second call: %+v, %v", again, err)
+	}
+}
+
+func TestExtendValidation(t *testing.T) {
+	r := func(l string, wait, miss float64, hash string) Result {
+		return Result{Workload: "k", Loader: l, Ranks: 4, GPUWaitFrac: wait, MissRate: miss, BatchesHash: hash}
+	}
+	real := []Result{r("torch", 0.20, 0.30, "a"), r("helix", 0.10, 0.05, "b")}
+	sim := []Result{r("torch", 0.10, 0.10, "a"), r("helix", 0.10, 0.05, "x")}
+	meas := []Result{r("torch", 0.22, 0.25, "a"), r("helix", 0.30, 0.05, "b")}
+	avail := []Result{r("torch", 0.21, 0.31, "a"), r("helix", 0.11, 0.06, "b")}
+	s := ValidationSection(sim, real)
+	extendValidation(s, real, sim, meas, avail, map[[2]string]float64{{"k", "torch"}: 0.5})
+	if len(s.Rows) != 2 {
+		t.Fatalf("%d rows", len(s.Rows))
+	}
+	want := [][]any{
+		{false, true, 0.22, 0.25, true, 0.5, 0.21, 0.31, true},
+		{true, false, 0.30, 0.05, false, "-", 0.11, 0.06, true},
+	}
+	for i, row := range s.Rows {
+		if len(row) != len(s.Columns) {
+			t.Fatalf("row %d: %d cells for %d columns", i, len(row), len(s.Columns))
+		}
+		got := append([]any{row[9]}, row[10:]...)
+		for k := range want[i] {
+			if got[k] != want[i][k] {
+				t.Errorf("row %d (%s): column %d = %v, want %v", i, row[1], k, got[k], want[i][k])
+			}
+		}
+	}
+	if !strings.Contains(s.Headline, "1 of 2 simulated runs agree") || !strings.Contains(s.Headline, "measured here 1 of 2") || !strings.Contains(s.Headline, "left 2 of 2") {
+		t.Errorf("headline %q", s.Headline)
+	}
+}
