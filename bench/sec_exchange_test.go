@@ -10,7 +10,7 @@ import (
 
 // Lines that datahelix bench exchange and exchange_raw printed here.
 const (
-	goExchangeOut = `{"bytes":254887,"samples":4,"messages":300,"exchange_us_per_message":253.36793666666668,"bare_us_per_message":50.50366,"exchange_mb_per_s":1005.9954836958389,"bare_mb_per_s":5046.90155129351,"exchange_over_bare":5.016823269178247}` + "\n"
+	goExchangeOut  = `{"bytes":254887,"samples":4,"messages":300,"exchange_us_per_message":253.36793666666668,"bare_us_per_message":50.50366,"exchange_mb_per_s":1005.9954836958389,"bare_mb_per_s":5046.90155129351,"exchange_over_bare":5.016823269178247}` + "\n"
 	rawExchangeOut = `{"bytes":250000,"messages":300,"raw_us_per_message":19.710}` + "\n"
 )
 
