@@ -133,14 +133,10 @@
 // gate. Time per sample grows 1.18x over 256x the samples: within
 // G log G.)
 //
-// p99 moves with the load of the shared machine (49-107 µs for the first
-// row over repeated runs); p50 is stable within about 10 %.
-//
-// Time per sample grows from 0.043 to 0.056 µs while G grows 256-fold,
-// less than the doubling of log G: within the G log G goal (the per-rank
-// sort costs O(B) per sample whatever N is, and exchanges are few, each
-// O(B + log N)). The goals — N=8, B=32 under 100 µs and N=1024, B=32 under
-// 20 ms at p50 — hold with a wide margin.
+// p99 moves with the load of the shared machine; p50 is stable within
+// about 10 %. The per-rank sort costs O(B) per sample whatever N is, and
+// exchanges are few, each O(B + log N). The goals — N=8, B=32 under 100 µs
+// and N=1024, B=32 under 20 ms at p50 — hold with a margin.
 //
 // Adversarial inputs are slower and worse: with capacities spread 17x and
 // backlogs larger than a batch, most samples want to move and each
