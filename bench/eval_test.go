@@ -145,6 +145,13 @@ func TestEvalConfigErrors(t *testing.T) {
 			t.Errorf("config %+v: err = %v, want %q", c.cfg, err, c.want)
 		}
 	}
+	// This package registers its real runner from an init function; take
+	// it away to see RunReal without one.
+	realMu.Lock()
+	saved := realRunner
+	realRunner = nil
+	realMu.Unlock()
+	t.Cleanup(func() { RegisterRealRunner(saved) })
 	if _, err := RunReal(context.Background(), EvalConfig{Workloads: ws, Ranks: 4, Steps: 5}); !errors.Is(err, ErrRealPending) {
 		t.Errorf("RunReal without a runner: %v, want ErrRealPending", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"time"
 
@@ -29,14 +30,14 @@ type RealScale struct {
 	// ranks).
 	Workers int
 	// MeasureRepeat is how many times each sample is decoded to measure
-	// the dataset's mean cost (the fastest counts).
+	// the dataset's mean cost (the median counts).
 	MeasureRepeat int
 }
 
 // DefaultRealScale fits a 2-core machine: 2 shards of 16 samples per
 // rank, clips a quarter as long and pictures half the size, 2 workers
 // per rank.
-var DefaultRealScale = RealScale{ShardsPerRank: 2, SamplesPerShard: 16, DurationScale: 0.25, SizeScale: 0.5, Workers: 2, MeasureRepeat: 2}
+var DefaultRealScale = RealScale{ShardsPerRank: 2, SamplesPerShard: 16, DurationScale: 0.25, SizeScale: 0.5, Workers: 2, MeasureRepeat: 3}
 
 func (s RealScale) withDefaults() RealScale {
 	d := DefaultRealScale
@@ -161,7 +162,7 @@ func ensureRealDataset(ctx context.Context, re RealEnv, w *Workload, ranks int, 
 
 // measuredCosts are a dataset's preparation costs on this machine: the
 // CPU time of one decode.Decoder decode of every sample (F frames at S x
-// S, one task: unsplit), the fastest of a few passes, by shard and
+// S, one task: unsplit), the median of a few passes, by shard and
 // position.
 type measuredCosts struct {
 	US      [][]int64 // [shard][index], µs
@@ -172,22 +173,30 @@ type measuredCosts struct {
 
 // measureDataset decodes every sample of ds repeat times on one locked
 // thread, passes alternating over the dataset, and keeps each sample's
-// fastest CPU time.
+// median CPU time. The median, not the fastest: on a shared machine the
+// fastest of a few is well below what a run meets (a decode's CPU time
+// grows when other processes share the caches), and the run is what the
+// simulator must match.
 func measureDataset(ctx context.Context, ds *decode.Dataset, frames, size, repeat int) (*measuredCosts, error) {
 	t0 := time.Now()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	dec := decode.NewDecoder(decode.Options{Frames: frames, Size: size})
 	mc := &measuredCosts{US: make([][]int64, len(ds.Shards))}
+	times := make([][][]int64, len(ds.Shards))
 	for k, sh := range ds.Shards {
 		mc.US[k] = make([]int64, sh.Len())
+		times[k] = make([][]int64, sh.Len())
 	}
 	failed := map[[2]int]bool{}
-	for pass := range repeat {
+	for range max(repeat, 1) {
 		for k, sh := range ds.Shards {
 			for i := range sh.Len() {
 				if err := ctx.Err(); err != nil {
 					return nil, err
+				}
+				if failed[[2]int{k, i}] {
+					continue
 				}
 				smp, err := sh.ReadSample(i)
 				if err != nil {
@@ -206,20 +215,18 @@ func measureDataset(ctx context.Context, ds *decode.Dataset, frames, size, repea
 					failed[[2]int{k, i}] = true
 					continue
 				}
-				us := max(d.Microseconds(), 1)
-				if pass == 0 || us < mc.US[k][i] {
-					mc.US[k][i] = us
-				}
+				times[k][i] = append(times[k][i], max(d.Microseconds(), 1))
 			}
 		}
 	}
 	n := 0
 	for k := range mc.US {
-		for i, us := range mc.US[k] {
-			if failed[[2]int{k, i}] {
+		for i, ts := range times[k] {
+			if failed[[2]int{k, i}] || len(ts) == 0 {
 				continue
 			}
-			mc.MeanUS += float64(us)
+			mc.US[k][i] = median(ts)
+			mc.MeanUS += float64(mc.US[k][i])
 			n++
 		}
 	}
@@ -230,4 +237,15 @@ func measureDataset(ctx context.Context, ds *decode.Dataset, frames, size, repea
 	mc.MeanUS /= float64(n)
 	mc.Elapsed = time.Since(t0)
 	return mc, nil
+}
+
+// median returns the median of xs (the mean of the middle two when the
+// count is even); it sorts xs.
+func median(xs []int64) int64 {
+	slices.Sort(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
 }

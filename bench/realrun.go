@@ -48,10 +48,15 @@ type realJob struct {
 	model       gpu.Model // as datahelix run parses those flags
 	setup       Setup
 
+	// repeat is how many times each loader runs (1 when 0); results are
+	// the mean over the runs, runs each run's, by loader name.
+	repeat  int
 	results []Result
+	runs    map[string][]Result
+	// records are the first run's step records, by loader name.
 	records map[string][]spmd.StepRecord
-	// stats are how each loader's job used the machine, by loader name.
-	stats map[string]JobStats
+	// stats are how each run's job used the machine, by loader name.
+	stats map[string][]JobStats
 }
 
 // realWorkers is W per rank in a real run: the scale's, at most the
@@ -232,8 +237,9 @@ func (j *realJob) args(k spmd.Kind, cacheDir, jsonFile, traceFile string) []stri
 }
 
 // run runs each loader in its own mpirun job of datahelix run (so that
-// what the rest of the shared machine used is known per loader) and
-// converts the JSON summaries and traces into results.
+// what the rest of the shared machine used is known per loader), all
+// loaders in turn, repeat times, and converts the JSON summaries and
+// traces into results: per run, and their mean.
 func (j *realJob) run(ctx context.Context, re RealEnv) error {
 	tmp, err := os.MkdirTemp("", "datahelix-real-")
 	if err != nil {
@@ -242,43 +248,103 @@ func (j *realJob) run(ctx context.Context, re RealEnv) error {
 	defer os.RemoveAll(tmp)
 	re.logf("real: %s: %d ranks x W=%d on %d cores (x%.1f oversubscribed), B=%d, %d steps, GPU step %.1f ms from a measured mean cost of %.1f ms",
 		j.w.Name, j.ranks, j.workers, j.cores, j.oversub, j.batch, j.steps, j.setup.GPUStepMS, j.cost.MeanUS/1000)
-	expect := time.Duration(float64(j.steps) * j.setup.GPUStepMS * float64(time.Millisecond))
-	var sums []spmd.Summary
-	j.records, j.stats = map[string][]spmd.StepRecord{}, map[string]JobStats{}
-	for _, k := range j.loaders {
-		jsonFile, traceFile := filepath.Join(tmp, k.String()+".json"), filepath.Join(tmp, k.String()+".jsonl")
-		_, st, err := re.mpiRunStats(ctx, 2*time.Minute+10*expect, j.ranks, nil, re.Binary, j.args(k, re.CacheDir, jsonFile, traceFile)...)
-		if err != nil {
-			return err
+	j.records, j.stats, j.runs = map[string][]spmd.StepRecord{}, map[string][]JobStats{}, map[string][]Result{}
+	for rep := range max(j.repeat, 1) {
+		for _, k := range j.loaders {
+			sum, recs, st, err := j.runOne(ctx, re, k, tmp)
+			if err != nil {
+				return err
+			}
+			name := k.String()
+			if rep == 0 {
+				j.records[name] = recs
+			}
+			j.stats[name] = append(j.stats[name], st)
+			rs, err := realResults(j.w, []spmd.Summary{sum}, map[string][]spmd.StepRecord{name: recs}, j.horizon, j.ranks, map[string]JobStats{name: st})
+			if err != nil {
+				return err
+			}
+			j.runs[name] = append(j.runs[name], rs[0])
 		}
-		j.stats[k.String()] = st
-		re.logf("real: %s %s: %.1fs, the job used %.2f cores, other processes %.2f (load %.1f -> %.1f)",
-			j.w.Name, k, st.Wall.Seconds(), st.CPU.Seconds()/st.Wall.Seconds(), st.OthersCores, st.Load[0], st.Load[1])
-		data, err := os.ReadFile(jsonFile)
-		if err != nil {
-			return fmt.Errorf("bench: datahelix run wrote no summary: %w", err)
-		}
-		ss, err := ParseRunSummaries(data)
-		if err != nil {
-			return err
-		}
-		if len(ss) != 1 || ss[0].Loader != k.String() {
-			return fmt.Errorf("%w: datahelix run --loader %s summarized %d loaders", ErrReal, k, len(ss))
-		}
-		sums = append(sums, ss[0])
-		f, err := os.Open(traceFile)
-		if err != nil {
-			return fmt.Errorf("bench: datahelix run wrote no trace: %w", err)
-		}
-		recs, err := ParseRunTrace(f)
-		f.Close()
-		if err != nil {
-			return err
-		}
-		j.records[k.String()] = recs[k.String()]
 	}
-	j.results, err = realResults(j.w, sums, j.records, j.horizon, j.ranks, j.stats)
-	return err
+	j.results = j.results[:0]
+	for _, k := range j.loaders {
+		r, err := meanResult(j.runs[k.String()])
+		if err != nil {
+			return err
+		}
+		j.results = append(j.results, r)
+	}
+	return nil
+}
+
+// runOne runs loader k once and reads its summary and records.
+func (j *realJob) runOne(ctx context.Context, re RealEnv, k spmd.Kind, tmp string) (spmd.Summary, []spmd.StepRecord, JobStats, error) {
+	jsonFile, traceFile := filepath.Join(tmp, k.String()+".json"), filepath.Join(tmp, k.String()+".jsonl")
+	os.Remove(jsonFile)
+	os.Remove(traceFile)
+	expect := time.Duration(float64(j.steps) * j.setup.GPUStepMS * float64(time.Millisecond))
+	_, st, err := re.mpiRunStats(ctx, 2*time.Minute+10*expect, j.ranks, nil, re.Binary, j.args(k, re.CacheDir, jsonFile, traceFile)...)
+	if err != nil {
+		return spmd.Summary{}, nil, st, err
+	}
+	re.logf("real: %s %s: %.1fs, the job used %.2f cores, other processes %.2f (load %.1f -> %.1f)",
+		j.w.Name, k, st.Wall.Seconds(), st.CPU.Seconds()/st.Wall.Seconds(), st.OthersCores, st.Load[0], st.Load[1])
+	data, err := os.ReadFile(jsonFile)
+	if err != nil {
+		return spmd.Summary{}, nil, st, fmt.Errorf("bench: datahelix run wrote no summary: %w", err)
+	}
+	ss, err := ParseRunSummaries(data)
+	if err != nil {
+		return spmd.Summary{}, nil, st, err
+	}
+	if len(ss) != 1 || ss[0].Loader != k.String() {
+		return spmd.Summary{}, nil, st, fmt.Errorf("%w: datahelix run --loader %s summarized %d loaders", ErrReal, k, len(ss))
+	}
+	f, err := os.Open(traceFile)
+	if err != nil {
+		return spmd.Summary{}, nil, st, fmt.Errorf("bench: datahelix run wrote no trace: %w", err)
+	}
+	defer f.Close()
+	recs, err := ParseRunTrace(f)
+	if err != nil {
+		return spmd.Summary{}, nil, st, err
+	}
+	return ss[0], recs[k.String()], st, nil
+}
+
+// meanResult averages the runs of one loader: the figures are means, the
+// counts rounded means. Every run must have trained the same batches.
+func meanResult(rs []Result) (Result, error) {
+	if len(rs) == 0 {
+		return Result{}, fmt.Errorf("bench: no run to average")
+	}
+	m := rs[0]
+	if len(rs) == 1 {
+		return m, nil
+	}
+	n := float64(len(rs))
+	var miss, wait, tput, moved, waitS, wall, smiss, swait, plan, elapsed, misses float64
+	for _, r := range rs {
+		if r.BatchesHash != m.BatchesHash || r.Loader != m.Loader || r.Workload != m.Workload {
+			return Result{}, fmt.Errorf("%w: %s %s: repeated runs trained different batches (%s, %s)", ErrReal, m.Workload, m.Loader, m.BatchesHash, r.BatchesHash)
+		}
+		miss += r.MissRate
+		wait += r.GPUWaitFrac
+		tput += r.ThroughputSPS
+		moved += r.BytesMovedPerStep
+		waitS += r.GPUWaitS
+		wall += r.WallS
+		smiss += r.SteadyMissRate
+		swait += r.SteadyGPUWaitFrac
+		plan += r.PlanUSP50
+		elapsed += r.ElapsedS
+		misses += float64(r.Misses)
+	}
+	m.MissRate, m.GPUWaitFrac, m.ThroughputSPS, m.BytesMovedPerStep = miss/n, wait/n, tput/n, moved/n
+	m.GPUWaitS, m.WallS, m.SteadyMissRate, m.SteadyGPUWaitFrac = waitS/n, wall/n, smiss/n, swait/n
+	m.PlanUSP50, m.ElapsedS, m.Misses = plan/n, elapsed/n, int(misses/n+0.5)
+	return m, nil
 }
 
 // realResults turns datahelix run's summaries into results, with the
@@ -392,14 +458,16 @@ func (j *realJob) usage() (wall time.Duration, cores, others, load float64) {
 	var cpu time.Duration
 	var ow float64
 	var known time.Duration
-	for _, st := range j.stats {
-		wall += st.Wall
-		cpu += st.CPU
-		if st.OthersCores >= 0 {
-			ow += st.OthersCores * st.Wall.Seconds()
-			known += st.Wall
+	for _, sts := range j.stats {
+		for _, st := range sts {
+			wall += st.Wall
+			cpu += st.CPU
+			if st.OthersCores >= 0 {
+				ow += st.OthersCores * st.Wall.Seconds()
+				known += st.Wall
+			}
+			load = max(load, st.Load[0], st.Load[1])
 		}
-		load = max(load, st.Load[0], st.Load[1])
 	}
 	others = -1
 	if known > 0 {
@@ -409,6 +477,24 @@ func (j *realJob) usage() (wall time.Duration, cores, others, load float64) {
 		cores = cpu.Seconds() / wall.Seconds()
 	}
 	return wall, cores, others, load
+}
+
+// cpuOverWork is the jobs' CPU time over the measured (unsplit) decode
+// time of the samples their steps trained.
+func (j *realJob) cpuOverWork() float64 {
+	var cpu time.Duration
+	runs := 0
+	for _, sts := range j.stats {
+		for _, st := range sts {
+			cpu += st.CPU
+			runs++
+		}
+	}
+	work := float64(runs*j.steps*j.ranks*j.batch) * j.cost.MeanUS * float64(time.Microsecond)
+	if work <= 0 {
+		return 0
+	}
+	return float64(cpu) / work
 }
 
 // jobsOf returns the jobs that produced ev (nil for a simulation).

@@ -371,3 +371,47 @@ func TestExtendValidation(t *testing.T) {
 		t.Errorf("headline %q", s.Headline)
 	}
 }
+
+func TestMedian(t *testing.T) {
+	for _, tt := range []struct {
+		xs   []int64
+		want int64
+	}{{[]int64{5}, 5}, {[]int64{9, 1}, 5}, {[]int64{3, 100, 1}, 3}, {[]int64{4, 1, 3, 2}, 2}, {[]int64{7, 7, 7}, 7}} {
+		if got := median(slices.Clone(tt.xs)); got != tt.want {
+			t.Errorf("median(%v) = %d, want %d", tt.xs, got, tt.want)
+		}
+	}
+}
+
+func TestMeanResult(t *testing.T) {
+	a := Result{Workload: "k", Loader: "torch", MissRate: 0.1, GPUWaitFrac: 0.2, ThroughputSPS: 100, Misses: 3, WallS: 10, BatchesHash: "h"}
+	b := Result{Workload: "k", Loader: "torch", MissRate: 0.3, GPUWaitFrac: 0.1, ThroughputSPS: 200, Misses: 8, WallS: 12, BatchesHash: "h"}
+	m, err := meanResult([]Result{a, b})
+	if err != nil || math.Abs(m.MissRate-0.2) > 1e-12 || math.Abs(m.GPUWaitFrac-0.15) > 1e-12 || m.ThroughputSPS != 150 || m.Misses != 6 || m.WallS != 11 || m.BatchesHash != "h" {
+		t.Errorf("mean %+v, %v", m, err)
+	}
+	if m, err := meanResult([]Result{a}); err != nil || m != a {
+		t.Errorf("one run: %+v, %v", m, err)
+	}
+	b.BatchesHash = "other"
+	if _, err := meanResult([]Result{a, b}); err == nil || !errors.Is(err, ErrReal) {
+		t.Errorf("runs of different batches averaged: %v", err)
+	}
+	if _, err := meanResult(nil); err == nil {
+		t.Error("no runs averaged")
+	}
+}
+
+func TestAddRealSpread(t *testing.T) {
+	s := &Section{Columns: []string{"workload", "loader"}, Rows: [][]any{{"k", "torch"}, {"k", "helix"}}}
+	addRealSpread(s, map[[2]string][]Result{{"k", "torch"}: {{GPUWaitFrac: 0.1, MissRate: 0.2}, {GPUWaitFrac: 0.3, MissRate: 0.25}}})
+	if want := []any{"k", "torch", "0.1 0.3", "0.2 0.25"}; !slices.Equal(s.Rows[0][:4], want) || math.Abs(s.Rows[0][4].(float64)-1) > 1e-12 {
+		t.Errorf("row 0 = %v, want %v and a spread of 1", s.Rows[0], want)
+	}
+	if want := []any{"k", "helix", "-", "-", "-"}; !slices.Equal(s.Rows[1], want) {
+		t.Errorf("row 1 = %v, want %v", s.Rows[1], want)
+	}
+	if !strings.Contains(s.Headline, "differ by up to 100 %") {
+		t.Errorf("headline %q", s.Headline)
+	}
+}

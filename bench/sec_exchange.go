@@ -31,7 +31,7 @@ var ExchangeSamples = []int{1, 4, 16}
 // alternately.
 const (
 	exchangeRounds = 400
-	exchangeRepeat = 2
+	exchangeRepeat = 3
 )
 
 // GoExchange is the JSON line of datahelix bench exchange.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +24,10 @@ var (
 const (
 	ValidationRanks = 4
 	ValidationSteps = 40
+	// ValidationRepeat is how many times each loader runs for real; the
+	// real figure is their mean, and their spread is shown: on a shared
+	// machine a real run does not repeat itself within the rule's 20 %.
+	ValidationRepeat = 2
 )
 
 // validationNetwork is the exchange network the simulator assumes for a
@@ -65,12 +70,28 @@ func (j *realJob) simulate(k spmd.Kind, src sampleSource, slowdown float64) (Res
 // given the cores the machine's other processes kept busy meanwhile: the
 // ranks' W threads shared what was left (at least a tenth of a core).
 func (j *realJob) availSlowdown(k spmd.Kind) float64 {
-	st, ok := j.stats[k.String()]
-	if !ok || st.OthersCores < 0 {
+	others := j.othersCores(k)
+	if others < 0 {
 		return j.oversub
 	}
-	free := max(float64(j.cores)-st.OthersCores, 0.1)
+	free := max(float64(j.cores)-others, 0.1)
 	return max(1, float64(j.ranks*j.workers)/free)
+}
+
+// othersCores is the mean over loader k's runs of the cores the machine's
+// other processes kept busy (-1 when unknown).
+func (j *realJob) othersCores(k spmd.Kind) float64 {
+	var sum, n float64
+	for _, st := range j.stats[k.String()] {
+		if st.OthersCores >= 0 {
+			sum += st.OthersCores
+			n++
+		}
+	}
+	if n == 0 {
+		return -1
+	}
+	return sum / n
 }
 
 // validationJobs returns the real jobs to validate against: the real
@@ -99,6 +120,7 @@ func validationJobs(ctx context.Context, env *SectionEnv, re RealEnv) ([]*realJo
 		if err != nil {
 			return nil, false, err
 		}
+		j.repeat = ValidationRepeat
 		if err := j.run(ctx, re); err != nil {
 			return nil, false, fmt.Errorf("bench: validation run of %s: %w", name, err)
 		}
@@ -128,6 +150,7 @@ func validationSection(ctx context.Context, env *SectionEnv) (*Section, error) {
 	}
 	var sim, meas, avail, real []Result
 	others := map[[2]string]float64{}
+	runs := map[[2]string][]Result{}
 	for _, j := range jobs {
 		for _, k := range ValidationLoaders {
 			i := slices.IndexFunc(j.results, func(r Result) bool { return r.Loader == k.String() })
@@ -147,17 +170,20 @@ func validationSection(ctx context.Context, env *SectionEnv) (*Section, error) {
 				return nil, err
 			}
 			sim, meas, avail, real = append(sim, a), append(meas, b), append(avail, c), append(real, j.results[i])
-			others[[2]string{j.w.Name, k.String()}] = j.stats[k.String()].OthersCores
+			others[[2]string{j.w.Name, k.String()}] = j.othersCores(k)
+			runs[[2]string{j.w.Name, k.String()}] = j.runs[k.String()]
 		}
 	}
 	s := ValidationSection(sim, real)
 	extendValidation(s, real, sim, meas, avail, others)
+	addRealSpread(s, runs)
 	s.Note += fmt.Sprintf("; real: mpirun ranks of datahelix run on generated data (%s), oversubscribed on %d cores; "+
 		"sim: spmd.Simulate of the same samples in the same steps (NewDatasetSamples), the same GPU flags, W, horizon and seed, "+
 		"each worker slowed by ranks x W / cores, exchange at %.0f MB/s and %d µs per message; its true costs are the calibrated model's "+
 		"predictions; same_batches: the simulated run trained the very batches of the real one (equal batches_hash); "+
 		"diagnostics: sim_measured_* use the costs measured here instead of the model's, sim_avail_* also slow the workers down to share "+
 		"only the cores the machine's other processes left (cores - others_cores, measured during each loader's job); "+
+		"real_*_runs: each real run (the real figures are their mean), real_wait_spread: (max - min) / mean of their wait fractions; "+
 		"the section \"real\" lists the runs",
 		re.Scale, re.Cores, validationNetwork.BandwidthMBs, validationNetwork.LatencyUS)
 	return s, nil
@@ -204,6 +230,41 @@ func extendValidation(s *Section, real, sim, meas, avail []Result, others map[[2
 	if len(s.Rows) > 0 {
 		s.Headline += fmt.Sprintf("; diagnostics: on the costs measured here %d of %d, and also on the cores other processes left %d of %d",
 			nm, len(s.Rows), na, len(s.Rows))
+	}
+}
+
+// addRealSpread adds each real run's wait fraction and miss rate (the
+// real figures are their mean) and, to the headline, how far apart the
+// runs of one setup were: the noise of real runs on this machine.
+func addRealSpread(s *Section, runs map[[2]string][]Result) {
+	s.Columns = append(s.Columns, "real_wait_runs", "real_miss_runs", "real_wait_spread")
+	worst, n := 0.0, 0
+	for i, row := range s.Rows {
+		name, _ := row[0].(string)
+		loader, _ := row[1].(string)
+		rs := runs[[2]string{name, loader}]
+		if len(rs) == 0 {
+			s.Rows[i] = append(row, "-", "-", "-")
+			continue
+		}
+		waits, misses := make([]string, len(rs)), make([]string, len(rs))
+		lo, hi, sum := rs[0].GPUWaitFrac, rs[0].GPUWaitFrac, 0.0
+		for k, r := range rs {
+			waits[k], misses[k] = fmt.Sprintf("%.4g", r.GPUWaitFrac), fmt.Sprintf("%.4g", r.MissRate)
+			lo, hi, sum = min(lo, r.GPUWaitFrac), max(hi, r.GPUWaitFrac), sum+r.GPUWaitFrac
+		}
+		spread := 0.0
+		if sum > 0 {
+			spread = (hi - lo) / (sum / float64(len(rs)))
+		}
+		if len(rs) > 1 {
+			worst = max(worst, spread)
+			n++
+		}
+		s.Rows[i] = append(row, strings.Join(waits, " "), strings.Join(misses, " "), spread)
+	}
+	if n > 0 {
+		s.Headline += fmt.Sprintf("; repeated real runs of one setup differ by up to %.0f %% in wait fraction (the rule allows 20 %%)", 100*worst)
 	}
 }
 
