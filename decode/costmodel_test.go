@@ -365,3 +365,36 @@ func FuzzCostModelState(f *testing.F) {
 		}
 	})
 }
+
+func TestDefaultCalibration(t *testing.T) {
+	c := DefaultCalibration()
+	if err := c.validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"video/h264", "video/hevc", "video/vp9", "video/vp8", "video/av1", "image/jpeg", "image/png", "image/webp", "document", "text"} {
+		v, ok := c.Coefficients[key]
+		if !ok {
+			t.Errorf("no coefficients for %s", key)
+			continue
+		}
+		sum := 0.0
+		for _, x := range v {
+			sum += x
+		}
+		if sum <= 0 {
+			t.Errorf("%s coefficients %v all zero", key, v)
+		}
+	}
+	// A calibration survives its own JSON round trip.
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(c); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadCalibration(&buf)
+	if err != nil || len(back.Coefficients) != len(c.Coefficients) || back.Coefficients["video/h264"] != c.Coefficients["video/h264"] {
+		t.Errorf("round trip: %+v, %v", back, err)
+	}
+	if _, err := ReadCalibration(bytes.NewReader([]byte(`{"coefficients":{"text":[1,2,"x"]}}`))); !errors.Is(err, ErrBadCalibration) {
+		t.Errorf("malformed calibration: err %v, want ErrBadCalibration", err)
+	}
+}
