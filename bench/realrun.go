@@ -357,10 +357,17 @@ func (j *realJob) usage() (wall time.Duration, cores, others, load float64) {
 
 // cpuOverWork is the jobs' CPU time over the measured (unsplit) decode
 // time of the samples their steps trained.
-func (j *realJob) cpuOverWork() float64 {
+func (j *realJob) cpuOverWork() float64 { return j.cpuOverWorkOf() }
+
+// cpuOverWorkOf is cpuOverWork over the runs of the given loaders only
+// (all when none is given); 0 when nothing ran.
+func (j *realJob) cpuOverWorkOf(ks ...spmd.Kind) float64 {
 	var cpu time.Duration
 	runs := 0
-	for _, sts := range j.stats {
+	for name, sts := range j.stats {
+		if len(ks) > 0 && !slices.ContainsFunc(ks, func(k spmd.Kind) bool { return k.String() == name }) {
+			continue
+		}
 		for _, st := range sts {
 			cpu += st.CPU
 			runs++

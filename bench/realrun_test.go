@@ -348,13 +348,13 @@ func TestExtendValidation(t *testing.T) {
 	meas := []Result{r("torch", 0.22, 0.25, "a"), r("helix", 0.30, 0.05, "b")}
 	avail := []Result{r("torch", 0.21, 0.31, "a"), r("helix", 0.11, 0.06, "b")}
 	s := ValidationSection(sim, real)
-	extendValidation(s, real, sim, meas, avail, map[[2]string]float64{{"k", "torch"}: 0.5})
+	extendValidation(s, real, sim, meas, avail, map[[2]string][2]float64{{"k", "torch"}: {0.5, 1.3}, {"k", "helix"}: {-1, 0}})
 	if len(s.Rows) != 2 {
 		t.Fatalf("%d rows", len(s.Rows))
 	}
 	want := [][]any{
-		{false, true, 0.22, 0.25, true, 0.5, 0.21, 0.31, true},
-		{true, false, 0.30, 0.05, false, "-", 0.11, 0.06, true},
+		{false, true, 0.22, 0.25, true, 0.5, 1.3, 0.21, 0.31, true},
+		{true, false, 0.30, 0.05, false, "-", "-", 0.11, 0.06, true},
 	}
 	for i, row := range s.Rows {
 		if len(row) != len(s.Columns) {
@@ -367,7 +367,7 @@ func TestExtendValidation(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(s.Headline, "1 of 2 simulated runs agree") || !strings.Contains(s.Headline, "measured here 1 of 2") || !strings.Contains(s.Headline, "left 2 of 2") {
+	if !strings.Contains(s.Headline, "1 of 2 simulated runs agree") || !strings.Contains(s.Headline, "measured here 1 of 2") || !strings.Contains(s.Headline, "measured of the machine 2 of 2") {
 		t.Errorf("headline %q", s.Headline)
 	}
 }
@@ -413,5 +413,34 @@ func TestAddRealSpread(t *testing.T) {
 	}
 	if !strings.Contains(s.Headline, "differ by up to 100 %") {
 		t.Errorf("headline %q", s.Headline)
+	}
+}
+
+func TestRunSlowdown(t *testing.T) {
+	st := func(cpu, wall time.Duration, others float64) JobStats {
+		return JobStats{CPU: cpu, Wall: wall, OthersCores: others}
+	}
+	j := &realJob{ranks: 4, workers: 2, cores: 2, steps: 10, batch: 5, oversub: 4, cost: &measuredCosts{MeanUS: 1000},
+		stats: map[string][]JobStats{
+			// 4 ranks x 10 steps x 5 samples x 1 ms = 0.2 s of decode per run.
+			"torch": {st(300*time.Millisecond, time.Second, 0.5), st(500*time.Millisecond, time.Second, 1.5)},
+			"helix": {st(200*time.Millisecond, time.Second, -1)},
+		}}
+	if got := j.cpuOverWorkOf(spmd.KindTorch); math.Abs(got-2) > 1e-12 {
+		t.Errorf("torch CPU over work %v, want 2", got)
+	}
+	if got := j.cpuOverWork(); math.Abs(got-1000.0/600) > 1e-12 {
+		t.Errorf("CPU over work %v, want %v", got, 1000.0/600)
+	}
+	// Torch: others took 1 core on average, 8 threads on 1 core, 2x CPU.
+	if got := j.runSlowdown(spmd.KindTorch); math.Abs(got-16) > 1e-12 {
+		t.Errorf("torch slowdown %v, want 16", got)
+	}
+	// Helix: others unknown, 8 threads on 2 cores, 1x CPU.
+	if got := j.runSlowdown(spmd.KindHelix); math.Abs(got-4) > 1e-12 {
+		t.Errorf("helix slowdown %v, want 4", got)
+	}
+	if got := j.othersCores(spmd.KindLocal); got != -1 {
+		t.Errorf("others of a loader that did not run: %v", got)
 	}
 }

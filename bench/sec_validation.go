@@ -66,16 +66,22 @@ func (j *realJob) simulate(k spmd.Kind, src sampleSource, slowdown float64) (Res
 	return r, nil
 }
 
-// availSlowdown is the slowdown of each decode worker of loader k's run
-// given the cores the machine's other processes kept busy meanwhile: the
-// ranks' W threads shared what was left (at least a tenth of a core).
-func (j *realJob) availSlowdown(k spmd.Kind) float64 {
-	others := j.othersCores(k)
-	if others < 0 {
-		return j.oversub
+// runSlowdown is the slowdown of each decode worker of loader k's real
+// runs as they measured it, from everything but their waits and misses:
+// the ranks' W threads shared the cores the machine's other processes
+// left (at least a tenth of a core), and spent CPU time per trained sample
+// cpuOverWork(k) times its measured decode time (splitting, MPI, reading,
+// the loader, decoding beside other threads).
+func (j *realJob) runSlowdown(k spmd.Kind) float64 {
+	free := float64(j.cores)
+	if others := j.othersCores(k); others >= 0 {
+		free = max(free-others, 0.1)
 	}
-	free := max(float64(j.cores)-others, 0.1)
-	return max(1, float64(j.ranks*j.workers)/free)
+	sd := max(1, float64(j.ranks*j.workers)/free)
+	if c := j.cpuOverWorkOf(k); c > 0 {
+		sd *= c
+	}
+	return sd
 }
 
 // othersCores is the mean over loader k's runs of the cores the machine's
@@ -149,7 +155,7 @@ func validationSection(ctx context.Context, env *SectionEnv) (*Section, error) {
 		envJobsMu.Unlock()
 	}
 	var sim, meas, avail, real []Result
-	others := map[[2]string]float64{}
+	others := map[[2]string][2]float64{}
 	runs := map[[2]string][]Result{}
 	for _, j := range jobs {
 		for _, k := range ValidationLoaders {
@@ -165,12 +171,12 @@ func validationSection(ctx context.Context, env *SectionEnv) (*Section, error) {
 			if err != nil {
 				return nil, err
 			}
-			c, err := j.simulate(k, j.measuredSamples, j.availSlowdown(k))
+			c, err := j.simulate(k, j.measuredSamples, j.runSlowdown(k))
 			if err != nil {
 				return nil, err
 			}
 			sim, meas, avail, real = append(sim, a), append(meas, b), append(avail, c), append(real, j.results[i])
-			others[[2]string{j.w.Name, k.String()}] = j.othersCores(k)
+			others[[2]string{j.w.Name, k.String()}] = [2]float64{j.othersCores(k), j.cpuOverWorkOf(k)}
 			runs[[2]string{j.w.Name, k.String()}] = j.runs[k.String()]
 		}
 	}
@@ -181,8 +187,9 @@ func validationSection(ctx context.Context, env *SectionEnv) (*Section, error) {
 		"sim: spmd.Simulate of the same samples in the same steps (NewDatasetSamples), the same GPU flags, W, horizon and seed, "+
 		"each worker slowed by ranks x W / cores, exchange at %.0f MB/s and %d µs per message; its true costs are the calibrated model's "+
 		"predictions; same_batches: the simulated run trained the very batches of the real one (equal batches_hash); "+
-		"diagnostics: sim_measured_* use the costs measured here instead of the model's, sim_avail_* also slow the workers down to share "+
-		"only the cores the machine's other processes left (cores - others_cores, measured during each loader's job); "+
+		"diagnostics: sim_measured_* use the costs measured here instead of the model's; sim_run_* also slow the workers by what the "+
+		"real runs measured besides their waits: they shared only the cores the machine's other processes left (cores - others_cores) "+
+		"and spent cpu_over_work times the measured decode time per trained sample (the jobs' CPU time over it); "+
 		"real_*_runs: each real run (the real figures are their mean), real_wait_spread: (max - min) / mean of their wait fractions; "+
 		"the section \"real\" lists the runs",
 		re.Scale, re.Cores, validationNetwork.BandwidthMBs, validationNetwork.LatencyUS)
@@ -192,12 +199,13 @@ func validationSection(ctx context.Context, env *SectionEnv) (*Section, error) {
 // extendValidation adds to ValidationSection's rows whether the
 // simulated and real runs trained the same batches, then two diagnostic
 // simulations with whether each agrees by the same rule: meas with the
-// costs measured on this machine instead of the cost model's, avail with
-// those costs and the cores the machine's other processes left the run
-// (others, by workload and loader).
-func extendValidation(s *Section, real, sim, meas, avail []Result, others map[[2]string]float64) {
+// costs measured on this machine instead of the cost model's, run with
+// those costs and what the real runs measured of the machine (inputs,
+// by workload and loader: the cores other processes used, and the runs'
+// CPU time over their decode work).
+func extendValidation(s *Section, real, sim, meas, run []Result, inputs map[[2]string][2]float64) {
 	s.Columns = append(s.Columns, "same_batches", "sim_measured_wait_frac", "sim_measured_miss_rate", "agrees_measured",
-		"others_cores", "sim_avail_wait_frac", "sim_avail_miss_rate", "agrees_avail")
+		"others_cores", "cpu_over_work", "sim_run_wait_frac", "sim_run_miss_rate", "agrees_run")
 	find := func(rs []Result, name, loader any) *Result {
 		for i := range rs {
 			if rs[i].Workload == name && rs[i].Loader == loader {
@@ -206,30 +214,35 @@ func extendValidation(s *Section, real, sim, meas, avail []Result, others map[[2
 		}
 		return nil
 	}
-	var nm, na int
+	var nm, nr int
 	for i, row := range s.Rows {
-		r, a, m, v := find(real, row[0], row[1]), find(sim, row[0], row[1]), find(meas, row[0], row[1]), find(avail, row[0], row[1])
+		r, a, m, v := find(real, row[0], row[1]), find(sim, row[0], row[1]), find(meas, row[0], row[1]), find(run, row[0], row[1])
 		if r == nil || a == nil || m == nil || v == nil {
-			s.Rows[i] = append(row, "-", "-", "-", "-", "-", "-", "-", "-")
+			s.Rows[i] = append(row, "-", "-", "-", "-", "-", "-", "-", "-", "-")
 			continue
 		}
 		okm, _, _ := agrees(*m, *r)
-		oka, _, _ := agrees(*v, *r)
+		okr, _, _ := agrees(*v, *r)
 		if okm {
 			nm++
 		}
-		if oka {
-			na++
+		if okr {
+			nr++
 		}
-		var oc any = "-"
-		if o, ok := others[[2]string{r.Workload, r.Loader}]; ok && o >= 0 {
-			oc = o
+		var oc, cw any = "-", "-"
+		if in, ok := inputs[[2]string{r.Workload, r.Loader}]; ok {
+			if in[0] >= 0 {
+				oc = in[0]
+			}
+			if in[1] > 0 {
+				cw = in[1]
+			}
 		}
-		s.Rows[i] = append(row, a.BatchesHash == r.BatchesHash, m.GPUWaitFrac, m.MissRate, okm, oc, v.GPUWaitFrac, v.MissRate, oka)
+		s.Rows[i] = append(row, a.BatchesHash == r.BatchesHash, m.GPUWaitFrac, m.MissRate, okm, oc, cw, v.GPUWaitFrac, v.MissRate, okr)
 	}
 	if len(s.Rows) > 0 {
-		s.Headline += fmt.Sprintf("; diagnostics: on the costs measured here %d of %d, and also on the cores other processes left %d of %d",
-			nm, len(s.Rows), na, len(s.Rows))
+		s.Headline += fmt.Sprintf("; diagnostics: on the costs measured here %d of %d, and also on what the real runs measured of the machine %d of %d",
+			nm, len(s.Rows), nr, len(s.Rows))
 	}
 }
 
