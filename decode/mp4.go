@@ -23,12 +23,16 @@ type mp4Track struct {
 	// trex defaults for fragments.
 	trexDuration, trexSize, trexFlags uint32
 
-	bytes  []uint32 // per frame, decode order
-	dts    []int64
-	cts    []int32 // composition offset
-	key    []bool  // fragment sync flags (moov tracks use stss)
-	stss   []int   // 0-based sync frame indices from stss
-	noStss bool    // no stss box: every frame is a sync frame
+	bytes []uint32 // per frame, decode order
+	// pts holds each frame's composition time (decode time plus
+	// composition offset) before the edit-list shift.
+	pts []int64
+	// firstDTS and endDTS bound the decode timeline: the first frame's
+	// decode time and the time after the last frame.
+	firstDTS, endDTS int64
+	key              []bool // fragment sync flags (moov tracks use stss)
+	stss             []int  // 0-based sync frame indices from stss
+	noStss           bool   // no stss box: every frame is a sync frame
 }
 
 // ParseMP4 reads the cost features of the first video track of an MP4/MOV
@@ -244,11 +248,13 @@ func (tr *mp4Track) sampleTable(stbl []byte) error {
 	if err != nil || n == 0 {
 		return err
 	}
-	tr.bytes, tr.dts, tr.cts = sizes, make([]int64, n), make([]int32, n)
-	if err := readStts(child(stbl, "stts"), tr.dts); err != nil {
+	tr.bytes, tr.pts = sizes, make([]int64, n)
+	end, err := readStts(child(stbl, "stts"), tr.pts)
+	if err != nil {
 		return err
 	}
-	if err := readCtts(child(stbl, "ctts"), tr.cts); err != nil {
+	tr.endDTS = end
+	if err := addCtts(child(stbl, "ctts"), tr.pts); err != nil {
 		return err
 	}
 	stss := child(stbl, "stss")
@@ -326,16 +332,17 @@ func readStz2(b []byte) ([]uint32, int, error) {
 	return sizes, int(n), nil
 }
 
-// readStts fills dts with decode times from an stts box. Frames past the
-// table keep the last delta, as FFmpeg does for short tables.
-func readStts(b []byte, dts []int64) error {
+// readStts fills dts with decode times from an stts box and returns the
+// decode time after the last frame. Frames past the table keep the last
+// delta, as FFmpeg does for short tables.
+func readStts(b []byte, dts []int64) (int64, error) {
 	_, _, p, ok := fullBox(b)
 	if !ok || len(p) < 4 {
-		return fmt.Errorf("%w: missing or truncated stts", ErrBadMP4)
+		return 0, fmt.Errorf("%w: missing or truncated stts", ErrBadMP4)
 	}
 	n := uint64(be32(p, 0))
 	if n > uint64(len(p)-4)/8 {
-		return fmt.Errorf("%w: stts has %d entries in %d bytes", ErrBadMP4, n, len(p)-4)
+		return 0, fmt.Errorf("%w: stts has %d entries in %d bytes", ErrBadMP4, n, len(p)-4)
 	}
 	var t, delta int64
 	i := 0
@@ -355,12 +362,13 @@ func readStts(b []byte, dts []int64) error {
 		dts[i] = t
 		t += delta
 	}
-	return nil
+	return t, nil
 }
 
-// readCtts fills cts with composition offsets from a ctts box (signed in
-// both versions, as FFmpeg reads them); no box means zero offsets.
-func readCtts(b []byte, cts []int32) error {
+// addCtts adds the composition offsets of a ctts box (signed in both
+// versions, as FFmpeg reads them) to the decode times in pts; no box means
+// zero offsets.
+func addCtts(b []byte, pts []int64) error {
 	if b == nil {
 		return nil
 	}
@@ -373,10 +381,10 @@ func readCtts(b []byte, cts []int32) error {
 		return fmt.Errorf("%w: ctts has %d entries in %d bytes", ErrBadMP4, n, len(p)-4)
 	}
 	i := 0
-	for e := uint64(0); e < n && i < len(cts); e++ {
-		cnt, off := be32(p, 4+8*int(e)), int32(be32(p, 8+8*int(e)))
-		for ; cnt > 0 && i < len(cts); cnt-- {
-			cts[i] = off
+	for e := uint64(0); e < n && i < len(pts); e++ {
+		cnt, off := be32(p, 4+8*int(e)), int64(int32(be32(p, 8+8*int(e))))
+		for ; cnt > 0 && i < len(pts); cnt-- {
+			pts[i] += off
 			i++
 		}
 	}
@@ -400,10 +408,12 @@ func (tr *mp4Track) info(container string, movieTimescale uint32) *VideoInfo {
 		Duration:   int64(tr.duration),
 		Frames:     n,
 		FrameBytes: tr.bytes,
-		FramePTS:   make([]int64, n),
+		FramePTS:   tr.pts,
 	}
-	for i := range v.FramePTS {
-		v.FramePTS[i] = tr.dts[i] + int64(tr.cts[i]) + shift
+	if shift != 0 {
+		for i := range v.FramePTS {
+			v.FramePTS[i] += shift
+		}
 	}
 	switch {
 	case tr.key != nil:
@@ -423,14 +433,10 @@ func (tr *mp4Track) info(container string, movieTimescale uint32) *VideoInfo {
 	if len(v.Keyframes) == 0 {
 		v.Keyframes = []int{0} // unknown: decoding must start at the first frame
 	}
-	if v.Duration <= 0 && n > 0 {
+	if v.Duration <= 0 {
 		// Fragmented files leave mdhd's duration at 0: use the decode
-		// timeline, with the last frame lasting as long as the one before.
-		last := int64(0)
-		if n > 1 {
-			last = tr.dts[n-1] - tr.dts[n-2]
-		}
-		v.Duration = tr.dts[n-1] + last - tr.dts[0]
+		// timeline.
+		v.Duration = tr.endDTS - tr.firstDTS
 	}
 	for _, b := range v.FrameBytes {
 		v.Bytes += int64(b)

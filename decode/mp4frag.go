@@ -83,7 +83,7 @@ func (tr *mp4Track) traf(traf []byte) error {
 		}
 		q = q[f.n:]
 	}
-	t := tr.nextDTS()
+	t := tr.endDTS
 	if v, _, p, ok := fullBox(child(traf, "tfdt")); ok {
 		if v == 1 && len(p) >= 8 {
 			t = int64(be64(p, 0))
@@ -93,6 +93,9 @@ func (tr *mp4Track) traf(traf []byte) error {
 	}
 	if tr.key == nil {
 		tr.syncFromTables()
+	}
+	if len(tr.bytes) == 0 {
+		tr.firstDTS = t
 	}
 	it := boxIter{b: traf}
 	for {
@@ -107,19 +110,8 @@ func (tr *mp4Track) traf(traf []byte) error {
 		if t, err = tr.trun(body, t, dur, size, sflags); err != nil {
 			return err
 		}
+		tr.endDTS = t
 	}
-}
-
-// nextDTS is the decode time following the last known frame.
-func (tr *mp4Track) nextDTS() int64 {
-	n := len(tr.dts)
-	switch n {
-	case 0:
-		return 0
-	case 1:
-		return tr.dts[0] + int64(tr.trexDuration)
-	}
-	return 2*tr.dts[n-1] - tr.dts[n-2]
 }
 
 // syncFromTables turns the moov sample table's sync information into
@@ -183,8 +175,7 @@ func (tr *mp4Track) trun(body []byte, t int64, dur, size, sflags uint32) (int64,
 			c, p = int32(be32(p, 0)), p[4:]
 		}
 		tr.bytes = append(tr.bytes, s)
-		tr.dts = append(tr.dts, t)
-		tr.cts = append(tr.cts, c)
+		tr.pts = append(tr.pts, t+int64(c))
 		// A sync sample neither is flagged non-sync nor depends on others
 		// (FFmpeg's rule).
 		tr.key = append(tr.key, f&(sampleIsNonSync|sampleDependsOnOthers) == 0)
