@@ -238,29 +238,9 @@ func resultOf(w *Workload, s spmd.Summary, elapsed time.Duration) Result {
 // steady returns the miss rate and GPU wait fraction of the steps from
 // warmup on, over their share of the wall time (0, 0 when the run is not
 // longer than the warm-up).
-func steady(recs []spmd.StepRecord, warmup int, wallUS int64) (missRate, waitFrac float64) {
-	start := int64(-1)
-	var wait int64
-	var misses, n int
-	ranks := map[int]bool{}
-	for _, r := range recs {
-		if r.Step < int64(warmup) {
-			continue
-		}
-		if r.Step == int64(warmup) && (start < 0 || r.RequestUS < start) {
-			start = r.RequestUS
-		}
-		ranks[r.Rank] = true
-		wait += r.WaitUS
-		n++
-		if r.Miss {
-			misses++
-		}
-	}
-	if n == 0 || start < 0 || wallUS <= start {
-		return 0, 0
-	}
-	return float64(misses) / float64(n), float64(wait) / (float64(len(ranks)) * float64(wallUS-start))
+func steady(recs []spmd.StepRecord, warmup int, endUS int64) (missRate, waitFrac float64) {
+	st := spmd.SteadyState(recs, warmup, endUS)
+	return st.MissRate, st.GPUWaitFrac
 }
 
 // RunSim simulates every workload with every loader. Simulations run in

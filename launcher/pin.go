@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -38,7 +40,48 @@ func pinCPUs(localRank, localSize int) ([]int, error) {
 	if err := setAffinityAllThreads(set); err != nil {
 		return nil, fmt.Errorf("pin: %w", err)
 	}
+	pinState.Lock()
+	if !pinState.pinned {
+		pinState.before = allowed
+	}
+	pinState.pinned, pinState.mine = true, set
+	pinState.Unlock()
 	return mine, nil
+}
+
+// pinState remembers the mask a pinned process had before pinCPUs, for
+// withAllCPUs.
+var pinState struct {
+	sync.Mutex
+	pinned       bool
+	before, mine unix.CPUSet
+}
+
+// withAllCPUs runs fn with the CPUs this process had before it was
+// pinned, then pins it again; when it was not pinned it just runs fn.
+// One-off node-wide work that a single rank does while the others wait
+// (generating the default dataset) uses it: pinned, that rank and the
+// encoders it starts would share one CPU while the others sit idle.
+// fn is told how many CPUs it may use.
+func withAllCPUs(fn func(cpus int) error) error {
+	pinState.Lock()
+	defer pinState.Unlock()
+	if !pinState.pinned {
+		var now unix.CPUSet
+		n := runtime.NumCPU()
+		if unix.SchedGetaffinity(0, &now) == nil {
+			n = now.Count()
+		}
+		return fn(n)
+	}
+	if err := setAffinityAllThreads(pinState.before); err != nil {
+		return fmt.Errorf("unpin: %w", err)
+	}
+	ferr := fn(pinState.before.Count())
+	if err := setAffinityAllThreads(pinState.mine); err != nil && ferr == nil {
+		ferr = fmt.Errorf("pin again: %w", err)
+	}
+	return ferr
 }
 
 // pinBlock returns block localRank of cpus split into localSize parts.

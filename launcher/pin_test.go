@@ -66,7 +66,31 @@ func TestPinCPUsSetsEveryThread(t *testing.T) {
 			t.Errorf("CPU %d chosen but not in the thread's mask", c)
 		}
 	}
+	// withAllCPUs widens every thread back for its function, then pins
+	// again.
+	err = withAllCPUs(func(cpus int) error {
+		var during unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &during); err != nil {
+			return err
+		}
+		if cpus != before.Count() || during != before {
+			t.Errorf("inside withAllCPUs: told %d CPUs, thread mask has %d; want %d", cpus, during.Count(), before.Count())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.SchedGetaffinity(0, &after); err != nil {
+		t.Fatal(err)
+	}
+	if after.Count() != len(got) {
+		t.Errorf("after withAllCPUs the thread runs on %d CPUs, want %d again", after.Count(), len(got))
+	}
 	// Restore the whole process for the other tests.
+	pinState.Lock()
+	pinState.pinned = false
+	pinState.Unlock()
 	if err := setAffinityAllThreads(before); err != nil {
 		t.Fatal(err)
 	}

@@ -221,6 +221,8 @@ func (l *Loader) planned(ctx context.Context, s int64, own []*slotState, planner
 	}
 	bs := &batchState{step: s, slots: make([]*slotState, b)}
 	bs.rec.PlanUS, bs.rec.GatherUS = planUS, gatherUS
+	mine := in.Ranks[me]
+	bs.rec.PlanDeadlineUS, bs.rec.PlanBacklogUS, bs.rec.PlanFinishUS = mine.Deadline, mine.Backlog, pl.Finish[me]
 	got, err := l.exchange(ctx, s, own, in, pl, bs)
 	if err != nil {
 		return nil, err

@@ -28,6 +28,13 @@ type StepRecord struct {
 	BytesOut  int64 `json:"bytes_out"`  // compressed bytes sent away
 	PlanUS    int64 `json:"plan_us"`    // planner time for the batch
 	GatherUS  int64 `json:"allgather_us"`
+	// What the plan of a planned loader saw and predicted for this rank,
+	// µs from the planning instant: its GPU's deadline for the batch, the
+	// decode work already queued (in its own wall time) and its predicted
+	// finish. Zero for unplanned loaders.
+	PlanDeadlineUS int64 `json:"plan_deadline_us,omitempty"`
+	PlanBacklogUS  int64 `json:"plan_backlog_us,omitempty"`
+	PlanFinishUS   int64 `json:"plan_finish_us,omitempty"`
 	// Digest sums IDDigest over the step's samples on this rank, decoded
 	// or dropped: summed over ranks it identifies the global batch.
 	Hash uint64 `json:"digest,string"`
@@ -57,14 +64,81 @@ type Summary struct {
 	DroppedSamples int      `json:"dropped_samples"`
 	PeakRSSBytes   int64    `json:"peak_rss_bytes"`
 	BatchesHash    string   `json:"batches_hash"`
+	// WarmupSteps is how many first steps the steady_ figures leave out
+	// (the planning horizon: until then the loader is still filling its
+	// window and its step-time estimate has no history).
+	WarmupSteps         int     `json:"warmup_steps"`
+	SteadyMissRate      float64 `json:"steady_miss_rate"`
+	SteadyGPUWaitFrac   float64 `json:"steady_gpu_wait_frac"`
+	SteadyThroughputSPS float64 `json:"steady_throughput_sps"`
+}
+
+// Steady holds a run's figures over the steps after its warm-up.
+type Steady struct {
+	MissRate      float64
+	GPUWaitFrac   float64
+	ThroughputSPS float64
+}
+
+// SteadyState computes miss rate, GPU wait fraction and throughput over
+// the records after the first warmup steps of the run (a resumed run's
+// first step is its checkpoint's): from the earliest request of the first
+// step counted to endUS (the run's end, on the records' clock). It is all
+// zero when the run is not longer than the warm-up.
+func SteadyState(recs []StepRecord, warmup int, endUS int64) Steady {
+	if len(recs) == 0 {
+		return Steady{}
+	}
+	first := recs[0].Step
+	for _, r := range recs {
+		first = min(first, r.Step)
+	}
+	from := first + int64(warmup)
+	start := int64(-1)
+	var wait int64
+	var misses, n, samples int
+	ranks := map[int]bool{}
+	for _, r := range recs {
+		if r.Step < from {
+			continue
+		}
+		if r.Step == from && (start < 0 || r.RequestUS < start) {
+			start = r.RequestUS
+		}
+		ranks[r.Rank] = true
+		wait += r.WaitUS
+		samples += r.Samples
+		n++
+		if r.Miss {
+			misses++
+		}
+	}
+	if n == 0 || start < 0 || endUS <= start {
+		return Steady{}
+	}
+	span := float64(endUS - start)
+	return Steady{
+		MissRate:      float64(misses) / float64(n),
+		GPUWaitFrac:   float64(wait) / (float64(len(ranks)) * span),
+		ThroughputSPS: float64(samples) / (span / 1e6),
+	}
 }
 
 // Summarize aggregates the records of every rank of a run. wallUS is the
 // run's duration (first request to last step end, the slowest rank's).
 // GPU wait fraction is the waiting time summed over ranks divided by
-// ranks x wall time; throughput is delivered samples per second.
-func Summarize(k Kind, recs []StepRecord, ranks, steps, batch, workers int, wallUS int64) Summary {
-	s := Summary{Loader: k.String(), Ranks: ranks, Steps: steps, Batch: batch, Workers: workers}
+// ranks x wall time; throughput is delivered samples per second. The
+// steady_ figures leave out the first warmup steps (see SteadyState).
+func Summarize(k Kind, recs []StepRecord, ranks, steps, batch, workers, warmup int, wallUS int64) Summary {
+	s := Summary{Loader: k.String(), Ranks: ranks, Steps: steps, Batch: batch, Workers: workers, WarmupSteps: warmup}
+	var first int64
+	for i, r := range recs {
+		if i == 0 || r.RequestUS < first {
+			first = r.RequestUS
+		}
+	}
+	st := SteadyState(recs, warmup, first+wallUS)
+	s.SteadyMissRate, s.SteadyGPUWaitFrac, s.SteadyThroughputSPS = st.MissRate, st.GPUWaitFrac, st.ThroughputSPS
 	var wait, moved int64
 	var samples int
 	var plans, gathers []int64

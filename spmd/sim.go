@@ -418,7 +418,7 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 		request = end + cfg.AllreduceUS
 	}
 	res.WallUS = request
-	res.Summary = Summarize(cfg.Loader, res.Records, n, cfg.Steps, b, cfg.Workers, res.WallUS)
+	res.Summary = Summarize(cfg.Loader, res.Records, n, cfg.Steps, b, cfg.Workers, cfg.Horizon, res.WallUS)
 	return res, nil
 }
 
