@@ -2,12 +2,15 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"hash/fnv"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"time"
 )
@@ -29,22 +32,49 @@ type Machine struct {
 	DecodeCommit string `json:"decode_commit"`
 }
 
-// ThisMachine describes the machine the process runs on and the commit of
-// the working directory's repository.
+// ThisMachine describes the machine the process runs on and the commit
+// of the code: the revision the binary was built from when Go recorded
+// it, else that of the repository holding the executable or the working
+// directory.
 func ThisMachine(ctx context.Context) Machine {
 	host, _ := os.Hostname()
 	m := Machine{Host: host, CPU: cpuModel(), Cores: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH,
 		GoVersion: runtime.Version(), Commit: "unknown", DecodeCommit: "unknown"}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if out, err := exec.CommandContext(ctx, "git", "rev-parse", "HEAD").Output(); err == nil {
-		m.Commit = strings.TrimSpace(string(out))
-		if st, err := exec.CommandContext(ctx, "git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil {
-			m.Dirty = len(strings.TrimSpace(string(st))) > 0
+	dirs := []string{"."}
+	if exe, err := os.Executable(); err == nil {
+		dirs = []string{filepath.Dir(exe), "."}
+	}
+	git := func(args ...string) (string, bool) {
+		for _, d := range dirs {
+			out, err := exec.CommandContext(ctx, "git", append([]string{"-C", d}, args...)...).Output()
+			if err == nil && len(bytes.TrimSpace(out)) > 0 {
+				return strings.TrimSpace(string(out)), true
+			}
 		}
-		if out, err := exec.CommandContext(ctx, "git", "log", "-1", "--format=%H", "--", "decode").Output(); err == nil && len(out) > 0 {
-			m.DecodeCommit = strings.TrimSpace(string(out))
+		return "", false
+	}
+	built := false
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, kv := range bi.Settings {
+			switch kv.Key {
+			case "vcs.revision":
+				m.Commit, built = kv.Value, true
+			case "vcs.modified":
+				m.Dirty = kv.Value == "true"
+			}
 		}
+	}
+	if !built {
+		if c, ok := git("rev-parse", "HEAD"); ok {
+			m.Commit = c
+			st, _ := git("status", "--porcelain", "--untracked-files=no")
+			m.Dirty = st != ""
+		}
+	}
+	if c, ok := git("log", "-1", "--format=%H", "--", ":/decode"); ok {
+		m.DecodeCommit = c
 	}
 	return m
 }
