@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
+
+	"golang.org/x/term"
 
 	"github.com/datahelix/datahelix/bench"
 )
@@ -46,15 +49,21 @@ func runBenchCalibrate(ctx context.Context, stdout, stderr io.Writer, args []str
 	}
 	root := cacheRoot(*cacheDir)
 	m := bench.ThisMachine(ctx)
-	cal, err := bench.Calibrate(ctx, bench.CalibrateConfig{
-		CacheDir: root, Presets: list, Samples: *samples, Seed: *seed, Repeat: *repeat, Machine: m,
-		Log: func(format string, args ...any) { fmt.Fprintf(stderr, "bench calibrate: "+format+"\n", args...) },
-		Progress: func(preset string, done, total int) {
+	// The counter rewrites its line: on a terminal only (logs and CI get
+	// the per-preset lines).
+	progress := func(string, int, int) {}
+	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		progress = func(preset string, done, total int) {
 			fmt.Fprintf(stderr, "\rdecoding %s %d/%d", preset, done, total)
 			if done == total {
 				fmt.Fprintln(stderr)
 			}
-		},
+		}
+	}
+	cal, err := bench.Calibrate(ctx, bench.CalibrateConfig{
+		CacheDir: root, Presets: list, Samples: *samples, Seed: *seed, Repeat: *repeat, Machine: m,
+		Log: func(format string, args ...any) { fmt.Fprintf(stderr, "bench calibrate: "+format+"\n", args...) },
+		Progress: progress,
 	})
 	if err != nil {
 		return err
