@@ -62,7 +62,7 @@ func runBenchCalibrate(ctx context.Context, stdout, stderr io.Writer, args []str
 	}
 	cal, err := bench.Calibrate(ctx, bench.CalibrateConfig{
 		CacheDir: root, Presets: list, Samples: *samples, Seed: *seed, Repeat: *repeat, Machine: m,
-		Log: func(format string, args ...any) { fmt.Fprintf(stderr, "bench calibrate: "+format+"\n", args...) },
+		Log:      func(format string, args ...any) { fmt.Fprintf(stderr, "bench calibrate: "+format+"\n", args...) },
 		Progress: progress,
 	})
 	if err != nil {
