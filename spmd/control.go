@@ -294,8 +294,14 @@ func (l *Loader) exchange(ctx context.Context, s int64, own []*slotState, in *pl
 		reqs = append(reqs, r)
 	}
 	var sent, recvd int64
+	if l.sendBufs == nil {
+		l.sendBufs = make([][]byte, l.comm.Size())
+	}
 	for _, mv := range sends {
-		msg := make([]byte, 0, mv.Bytes)
+		msg := l.sendBufs[mv.Dst][:0]
+		if int64(cap(msg)) < mv.Bytes {
+			msg = make([]byte, 0, mv.Bytes)
+		}
 		for _, k := range mv.Samples {
 			msg = appendWire(msg, own[int(k)-me*b].sample)
 			delete(got, k)
@@ -303,6 +309,7 @@ func (l *Loader) exchange(ctx context.Context, s int64, own []*slotState, in *pl
 		if int64(len(msg)) != mv.Bytes {
 			return nil, fmt.Errorf("step %d: message to rank %d is %d bytes, the plan says %d", s, mv.Dst, len(msg), mv.Bytes)
 		}
+		l.sendBufs[mv.Dst] = msg
 		r, err := l.comm.Isend(msg, mv.Dst, tag)
 		if err != nil {
 			return nil, fmt.Errorf("step %d: send to rank %d: %w", s, mv.Dst, err)

@@ -37,6 +37,7 @@ func MeasureExchange(comm collective.Comm, samples []*decode.Sample, rounds int)
 	me := comm.Rank()
 	ack := make([]byte, 1)
 	recvBuf := make([]byte, size)
+	sendBuf := make([]byte, 0, size) // reused, as the loader reuses its send buffers
 	// one moves one message from rank 0 to rank 1 and back an ack.
 	one := func(pack bool, packed []byte) error {
 		var reqs []*collective.Request
@@ -44,7 +45,7 @@ func MeasureExchange(comm collective.Comm, samples []*decode.Sample, rounds int)
 		case 0:
 			msg := packed
 			if pack {
-				msg = make([]byte, 0, size)
+				msg = sendBuf[:0]
 				for _, s := range samples {
 					msg = appendWire(msg, s)
 				}
@@ -59,7 +60,13 @@ func MeasureExchange(comm collective.Comm, samples []*decode.Sample, rounds int)
 			}
 			reqs = append(reqs, r, a)
 		case 1:
-			r, err := comm.Irecv(recvBuf, 0, 7)
+			buf := recvBuf
+			if pack {
+				// The loader receives into a fresh buffer: the samples
+				// unpacked from it alias it until they are decoded.
+				buf = make([]byte, size)
+			}
+			r, err := comm.Irecv(buf, 0, 7)
 			if err != nil {
 				return err
 			}
@@ -67,7 +74,7 @@ func MeasureExchange(comm collective.Comm, samples []*decode.Sample, rounds int)
 				return err
 			}
 			if pack {
-				rest := recvBuf
+				rest := buf
 				for range samples {
 					if _, rest, err = readWire(rest); err != nil {
 						return err

@@ -76,6 +76,12 @@ type Loader struct {
 	tracker *gpu.Tracker
 	start   time.Time
 	first   int64 // first step this loader delivers (after a resume)
+	// sendBufs holds a reusable message buffer per destination rank. Only
+	// the control loop uses them, and a step's sends complete before it
+	// packs the next step's, so one buffer per destination suffices; a
+	// fresh buffer per message cost more than the copy into it (zeroing,
+	// page faults, garbage collection).
+	sendBufs [][]byte
 
 	mu        sync.Mutex
 	cond      *sync.Cond
