@@ -66,6 +66,9 @@ type Comparison struct {
 	VsTorch  Versus `json:"vs_torch"`
 	VsLocal  Versus `json:"vs_local"`
 	VsStatic Versus `json:"vs_static"`
+	// OracleVsTorch is the oracle in helix's place against torch: what
+	// any loader could gain on this workload (simulation only).
+	OracleVsTorch Versus `json:"oracle_vs_torch"`
 	// OracleGap is helix's GPU wait fraction minus the oracle's (of
 	// wall time); OracleBound is the goal's limit for helix's, 1.5x the
 	// oracle's plus 0.01.
@@ -98,6 +101,13 @@ type Summary struct {
 	// UniformShortfallMax is the largest 1 - helix/best throughput over
 	// the uniform workloads.
 	UniformShortfallMax *float64 `json:"uniform_shortfall_max"`
+	// The same three headline figures for the oracle (perfect knowledge,
+	// free transfers) in helix's place, over the same workloads: how much
+	// of a goal the workloads leave for any loader to reach. Null in real
+	// runs, which have no oracle.
+	OracleMissReductionVsTorchMean  *float64 `json:"oracle_miss_reduction_vs_torch_mean"`
+	OracleWaitReductionVsTorchMean  *float64 `json:"oracle_wait_reduction_vs_torch_mean"`
+	OracleThroughputRatioVsTorchMax *float64 `json:"oracle_throughput_ratio_vs_torch_max"`
 }
 
 // NewReport assembles the report of an evaluation: comparisons, summary
@@ -169,6 +179,7 @@ func compare(workload, skew string, results []Result) Comparison {
 	c.VsTorch = versus(h, find(results, workload, spmd.KindTorch))
 	c.VsLocal = versus(h, find(results, workload, spmd.KindLocal))
 	c.VsStatic = versus(h, find(results, workload, spmd.KindStatic))
+	c.OracleVsTorch = versus(find(results, workload, spmd.KindOracle), find(results, workload, spmd.KindTorch))
 	if h == nil {
 		return c
 	}
@@ -240,9 +251,15 @@ func (s *stat) max() *float64 {
 // workload is the skewed one of highest Setup.Imbalance.
 func summarize(cs []Comparison, setups []Setup) Summary {
 	var miss, wait, tputMax, localMin, staticMin, gap, shortfall stat
+	var oMiss, oWait, oTput stat
 	var s Summary
 	worst := -1.0
 	for _, c := range cs {
+		if c.VsTorch.MissReduction != nil {
+			oMiss.add(c.OracleVsTorch.MissReduction)
+		}
+		oWait.add(c.OracleVsTorch.WaitReduction)
+		oTput.add(c.OracleVsTorch.ThroughputRatio)
 		miss.add(c.VsTorch.MissReduction)
 		wait.add(c.VsTorch.WaitReduction)
 		tputMax.add(c.VsTorch.ThroughputRatio)
@@ -268,5 +285,7 @@ func summarize(cs []Comparison, setups []Setup) Summary {
 	s.ThroughputRatioVsStaticMinSkewed = staticMin.min()
 	s.OracleGapMean = gap.mean()
 	s.UniformShortfallMax = shortfall.max()
+	s.OracleMissReductionVsTorchMean, s.OracleWaitReductionVsTorchMean = oMiss.mean(), oWait.mean()
+	s.OracleThroughputRatioVsTorchMax = oTput.max()
 	return s
 }

@@ -63,6 +63,11 @@ func TestReportComparisonsAndSummary(t *testing.T) {
 		{"oracle gap mean", r.Summary.OracleGapMean, (0.01 + 0.05 + 0) / 3},
 		{"most skewed ratio", r.Summary.ThroughputRatioVsTorchMostSkewed, 1.25},
 		{"uniform shortfall", r.Summary.UniformShortfallMax, 1 - 100.5/101},
+		// The oracle in helix's place: A 0.02 vs 0.5, B 0.01 vs 0.4 misses
+		// (U left out as for helix); waits 0.01/0.4, 0.01/0.2, 0.005/0.01.
+		{"oracle miss mean", r.Summary.OracleMissReductionVsTorchMean, (0.96 + 0.975) / 2},
+		{"oracle wait mean", r.Summary.OracleWaitReductionVsTorchMean, (0.975 + 0.95 + 0.5) / 3},
+		{"oracle tput max", r.Summary.OracleThroughputRatioVsTorchMax, 1.9},
 	}
 	for _, c := range checks {
 		if !near(c.got, c.want) {

@@ -87,6 +87,10 @@ func (r *Report) WriteText(w io.Writer) error {
 	ew.printf("  throughput_ratio_vs_torch_max        %s\n", fmtX(s.ThroughputRatioVsTorchMax))
 	ew.printf("  throughput_ratio_vs_local_min_skewed %s\n", fmtX(s.ThroughputRatioVsLocalMinSkewed))
 	ew.printf("  oracle_gap_mean                      %s of wall\n", fmtPts(s.OracleGapMean))
+	if s.OracleWaitReductionVsTorchMean != nil {
+		ew.printf("  the oracle in helix's place (the most any loader gets here): %s fewer misses, %s less wait, %s throughput at most\n",
+			pct(s.OracleMissReductionVsTorchMean), pct(s.OracleWaitReductionVsTorchMean), fmtX(s.OracleThroughputRatioVsTorchMax))
+	}
 
 	ew.printf("\nGoals:\n")
 	for _, g := range r.Goals {
