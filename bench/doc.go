@@ -13,7 +13,12 @@
 // node, slow nodes). Every statistic carries its source. One rule
 // provisions them all: W is fixed and the GPU step time g makes the
 // cluster's mean preparation throughput 1.2x the GPUs' consumption
-// (Workload.GPUStep); nothing is tuned per loader.
+// (Workload.GPUStep); nothing is tuned per loader. The GPUs consume in
+// lockstep — a training step waits for its slowest GPU — so when a
+// batch's GPU time follows its frames or tokens and ranks read different
+// sources, the GPU model is shortened by its LockstepFactor (measured on
+// the run's own samples, each rank training its own, the same for every
+// loader) until the mean training step is g.
 //
 // # Samples and costs
 //

@@ -63,22 +63,26 @@ type EvalConfig struct {
 // Setup is how a workload was run: the provisioning rule's inputs and
 // the GPU it derived.
 type Setup struct {
-	Workload    string  `json:"workload"`
-	Skew        string  `json:"skew"`
-	Ranks       int     `json:"ranks"`
-	Batch       int     `json:"batch"`
-	Workers     int     `json:"workers"`
-	Horizon     int     `json:"horizon"`
-	Steps       int     `json:"steps"`
-	MeanCostUS  float64 `json:"mean_cost_us"`
-	MeanFrames  float64 `json:"mean_frames"`
-	MeanTokens  float64 `json:"mean_tokens"`
-	GPUStepMS   float64 `json:"gpu_step_ms"`
-	GPUBaseMS   float64 `json:"gpu_base_ms"`
-	GPUSampleMS float64 `json:"gpu_ms_per_sample"`
-	GPUFrameMS  float64 `json:"gpu_ms_per_frame"`
-	GPUTokenUS  float64 `json:"gpu_us_per_token"`
-	SlowRanks   int     `json:"slow_ranks"`
+	Workload   string  `json:"workload"`
+	Skew       string  `json:"skew"`
+	Ranks      int     `json:"ranks"`
+	Batch      int     `json:"batch"`
+	Workers    int     `json:"workers"`
+	Horizon    int     `json:"horizon"`
+	Steps      int     `json:"steps"`
+	MeanCostUS float64 `json:"mean_cost_us"`
+	MeanFrames float64 `json:"mean_frames"`
+	MeanTokens float64 `json:"mean_tokens"`
+	// GPUStepMS is the GPU's step time on the mean batch: the rule's g
+	// divided by LockstepFactor, so that the mean training step (the
+	// slowest rank's) is g.
+	GPUStepMS      float64 `json:"gpu_step_ms"`
+	LockstepFactor float64 `json:"lockstep_factor"`
+	GPUBaseMS      float64 `json:"gpu_base_ms"`
+	GPUSampleMS    float64 `json:"gpu_ms_per_sample"`
+	GPUFrameMS     float64 `json:"gpu_ms_per_frame"`
+	GPUTokenUS     float64 `json:"gpu_us_per_token"`
+	SlowRanks      int     `json:"slow_ranks"`
 	// SplitWorkRatio is the CPU work of splitting loaders over torch's
 	// (Synth.SplitWorkRatio).
 	SplitWorkRatio float64 `json:"split_work_ratio"`
@@ -188,14 +192,13 @@ func prepare(w *Workload, cal *Calibration, ranks, b, steps int, seed uint64, im
 	}
 	b = s.Batch()
 	cost, frames, tokens := s.Means()
-	g := w.GPUStep(cost, b, ranks)
-	m := w.GPUModel(g, b, frames, tokens)
+	m, g, lock := w.lockstepModel(w.GPUStep(cost, b, ranks), s.Samples, ranks, steps, b, frames, tokens)
 	p := &prepared{w: w, synth: s, gpu: m}
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	p.setup = Setup{Workload: w.Name, Skew: w.Skew, Ranks: ranks, Batch: b, Workers: w.Workers, Horizon: horizon(w),
 		Steps: steps, MeanCostUS: cost, MeanFrames: frames, MeanTokens: tokens, GPUStepMS: ms(g),
 		GPUBaseMS: ms(m.Base), GPUSampleMS: ms(m.PerSample), GPUFrameMS: ms(m.PerFrame), GPUTokenUS: float64(m.PerToken) / float64(time.Microsecond),
-		SplitWorkRatio: s.SplitWorkRatio()}
+		SplitWorkRatio: s.SplitWorkRatio(), LockstepFactor: lock}
 	slow := w.Slowdowns(ranks)
 	for _, sd := range slow {
 		p.speed = append(p.speed, int64(sd*plan.One+0.5))

@@ -96,16 +96,16 @@ func prepareRealJob(ctx context.Context, re RealEnv, w *Workload, cal *Calibrati
 	wr := *w
 	wr.Workers = wk
 	wr.Cluster.SlowNodes = nil
-	g := wr.GPUStep(j.cost.MeanUS*j.oversub, batch, ranks)
-	m := wr.GPUModel(g, batch, j.samples.MeanFrames, j.samples.MeanTokens)
+	m, g, lock := wr.lockstepModel(wr.GPUStep(j.cost.MeanUS*j.oversub, batch, ranks), j.samples.Samples, ranks, steps, batch,
+		j.samples.MeanFrames, j.samples.MeanTokens)
 	j.gpuFlags, j.model = gpuFlags(m)
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	j.setup = Setup{Workload: w.Name, Skew: w.Skew, Ranks: ranks, Batch: batch, Workers: wk, Horizon: j.horizon, Steps: steps,
 		MeanCostUS: j.cost.MeanUS, MeanFrames: j.samples.MeanFrames, MeanTokens: j.samples.MeanTokens, GPUStepMS: ms(g),
 		GPUBaseMS: ms(j.model.Base), GPUSampleMS: ms(j.model.PerSample), GPUFrameMS: ms(j.model.PerFrame),
 		GPUTokenUS:     float64(j.model.PerToken) / float64(time.Microsecond),
-		SplitWorkRatio: splitWorkRatio(j.samples.Samples, ranks, steps),
-		Imbalance:      streamImbalance(j.measuredSamples, ranks, steps, j.horizon)}
+		SplitWorkRatio: splitWorkRatio(j.samples.Samples, ranks, steps), LockstepFactor: lock,
+		Imbalance: streamImbalance(j.measuredSamples, ranks, steps, j.horizon)}
 	return j, nil
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/datahelix/datahelix/decode/gen"
 	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/spmd"
 )
 
 // ErrWorkload reports a workload spec that cannot be used; the wrapping
@@ -398,6 +399,58 @@ func (w *Workload) GPUModel(g time.Duration, b int, meanFrames, meanTokens float
 	m.PerToken = per(sh.TokenShare, meanTokens)
 	m.Base = time.Duration(base * float64(g))
 	return m
+}
+
+// LockstepFactor is how much longer than the mean batch's step a training
+// step lasts when every rank trains on its own samples: the mean over
+// steps of the slowest rank's GPU step time under m, over m's step time
+// on the mean batch (b samples of meanFrames frames and meanTokens
+// tokens). A step waits for its slowest GPU, so when the GPU's work
+// follows a batch's frames or tokens and ranks draw from different
+// sources (a video shard next to an image shard), the GPUs consume
+// samples more slowly than the mean batch says. It is 1 when every
+// batch costs the GPU the same.
+func LockstepFactor(m gpu.Model, samples func(step int64, rank int) []spmd.SimSample, ranks, steps, b int, meanFrames, meanTokens float64) float64 {
+	mean := float64(m.Base) + float64(b)*(float64(m.PerSample)+meanFrames*float64(m.PerFrame)+meanTokens*float64(m.PerToken))
+	if !(mean > 0) || steps < 1 {
+		return 1
+	}
+	var sum float64
+	for t := range steps {
+		var slowest time.Duration
+		for r := range ranks {
+			var c gpu.Contents
+			for _, x := range samples(int64(t), r) {
+				c.Samples++
+				c.Frames += x.Frames
+				c.Tokens += x.Tokens
+			}
+			slowest = max(slowest, m.StepTime(c))
+		}
+		sum += float64(slowest)
+	}
+	return max(sum/float64(steps)/mean, 1)
+}
+
+// scaleModel divides every time of m by f.
+func scaleModel(m gpu.Model, f float64) gpu.Model {
+	d := func(x time.Duration) time.Duration { return time.Duration(math.Round(float64(x) / f)) }
+	return gpu.Model{Base: d(m.Base), PerSample: d(m.PerSample), PerFrame: d(m.PerFrame), PerToken: d(m.PerToken)}
+}
+
+// lockstepModel applies the provisioning rule to what the GPUs consume in
+// lockstep: the model for step time g (GPUModel) is shortened by its
+// LockstepFactor over the run's own samples, so that the mean training
+// step — the slowest rank's — is g and the cluster prepares samples 1.2x
+// as fast as the job trains on them. It returns the model, the GPU step
+// of the mean batch under it, and the factor.
+func (w *Workload) lockstepModel(g time.Duration, samples func(step int64, rank int) []spmd.SimSample, ranks, steps, b int, meanFrames, meanTokens float64) (gpu.Model, time.Duration, float64) {
+	m := w.GPUModel(g, b, meanFrames, meanTokens)
+	f := LockstepFactor(m, samples, ranks, steps, b, meanFrames, meanTokens)
+	if f == 1 {
+		return m, g, 1
+	}
+	return scaleModel(m, f), time.Duration(math.Round(float64(g) / f)), f
 }
 
 // MarshalIndented returns the canonical form of a workload file.

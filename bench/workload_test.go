@@ -12,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/spmd"
 )
 
 var rewriteWorkloads = flag.Bool("rewrite-workloads", false, "rewrite the provisioning reference figures of bench/workloads/*.json")
@@ -337,4 +340,35 @@ func FuzzParseWorkload(f *testing.F) {
 			t.Fatalf("GPU step %v for a valid spec", g)
 		}
 	})
+}
+
+// TestLockstepFactor checks the factor on a hand-made job: two ranks, one
+// training 2 clips of 8 frames a step, the other 2 images (1 frame each),
+// and a GPU whose step is 1 ms plus 1 ms per frame. The mean batch holds
+// 2 x 4.5 frames (10 ms); the slowest rank's step is always 17 ms.
+func TestLockstepFactor(t *testing.T) {
+	m := gpu.Model{Base: time.Millisecond, PerFrame: time.Millisecond}
+	samples := func(step int64, rank int) []spmd.SimSample {
+		f := 8
+		if rank == 1 {
+			f = 1
+		}
+		return []spmd.SimSample{{Frames: f}, {Frames: f}}
+	}
+	if got, want := LockstepFactor(m, samples, 2, 10, 2, 4.5, 0), 17.0/10; math.Abs(got-want) > 1e-12 {
+		t.Errorf("LockstepFactor = %v, want %v", got, want)
+	}
+	// Equal batches on every rank: no correction.
+	even := func(step int64, rank int) []spmd.SimSample { return []spmd.SimSample{{Frames: 8}, {Frames: 8}} }
+	if got := LockstepFactor(m, even, 2, 10, 2, 8, 0); got != 1 {
+		t.Errorf("LockstepFactor on equal batches = %v, want 1", got)
+	}
+	// The corrected model's slowest step averages the rule's g.
+	w := &Workload{GPU: GPUShape{BaseShare: 0.2, FrameShare: 0.8}}
+	g := 100 * time.Millisecond
+	lm, lg, f := w.lockstepModel(g, samples, 2, 10, 2, 4.5, 0)
+	slowest := lm.StepTime(gpu.Contents{Samples: 2, Frames: 16})
+	if math.Abs(float64(slowest-g)) > float64(time.Microsecond) || f <= 1 || lg >= g {
+		t.Errorf("lockstep model %+v: slowest step %v, want g = %v (factor %v, mean-batch step %v)", lm, slowest, g, f, lg)
+	}
 }
