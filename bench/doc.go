@@ -18,7 +18,8 @@
 // batch's GPU time follows its frames or tokens and ranks read different
 // sources, the GPU model is shortened by its LockstepFactor (measured on
 // the run's own samples, each rank training its own, the same for every
-// loader) until the mean training step is g.
+// loader) until the mean training step is g when every rank trains its
+// own samples (loaders that move samples move GPU work with them).
 //
 // # Samples and costs
 //

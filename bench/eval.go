@@ -75,7 +75,8 @@ type Setup struct {
 	MeanTokens float64 `json:"mean_tokens"`
 	// GPUStepMS is the GPU's step time on the mean batch: the rule's g
 	// divided by LockstepFactor, so that the mean training step (the
-	// slowest rank's) is g.
+	// slowest rank's) is g when every rank trains its own samples, as
+	// torch and local do; loaders that move samples also move GPU work.
 	GPUStepMS      float64 `json:"gpu_step_ms"`
 	LockstepFactor float64 `json:"lockstep_factor"`
 	GPUBaseMS      float64 `json:"gpu_base_ms"`
@@ -235,15 +236,8 @@ func resultOf(w *Workload, s spmd.Summary, elapsed time.Duration) Result {
 	return Result{Workload: w.Name, Loader: s.Loader, Ranks: s.Ranks, MissRate: s.MissRate, GPUWaitFrac: s.GPUWaitFrac,
 		ThroughputSPS: s.ThroughputSPS, BytesMovedPerStep: s.BytesMovedPerStep, Mode: "sim", Skew: w.Skew,
 		Steps: s.Steps, Batch: s.Batch, Workers: s.Workers, Misses: s.Misses, GPUWaitS: s.GPUWaitS, WallS: s.WallS,
-		BatchesHash: s.BatchesHash, PlanUSP50: s.PlanUSP50, ElapsedS: elapsed.Seconds()}
-}
-
-// steady returns the miss rate and GPU wait fraction of the steps from
-// warmup on, over their share of the wall time (0, 0 when the run is not
-// longer than the warm-up).
-func steady(recs []spmd.StepRecord, warmup int, endUS int64) (missRate, waitFrac float64) {
-	st := spmd.SteadyState(recs, warmup, endUS)
-	return st.MissRate, st.GPUWaitFrac
+		BatchesHash: s.BatchesHash, PlanUSP50: s.PlanUSP50, ElapsedS: elapsed.Seconds(),
+		SteadyMissRate: s.SteadyMissRate, SteadyGPUWaitFrac: s.SteadyGPUWaitFrac}
 }
 
 // RunSim simulates every workload with every loader. Simulations run in
@@ -289,7 +283,6 @@ func RunSim(ctx context.Context, cfg EvalConfig) (*Evaluation, error) {
 					return fmt.Errorf("bench: workload %s, loader %s: %w", p.w.Name, k, err)
 				}
 				r := resultOf(p.w, res.Summary, time.Since(t0))
-				r.SteadyMissRate, r.SteadyGPUWaitFrac = steady(res.Records, p.setup.Horizon, res.WallUS)
 				ev.Results[i*nl+j] = r
 				if cfg.KeepTimelines && (k == spmd.KindTorch || k == spmd.KindHelix) {
 					records[i*nl+j] = res.Records

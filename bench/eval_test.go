@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"image/png"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -190,25 +189,4 @@ func TestScaleGoal(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("scale: %+v", *r)
-}
-
-func TestSteady(t *testing.T) {
-	rec := func(step int64, rank int, req, wait int64) spmd.StepRecord {
-		return spmd.StepRecord{Step: step, Rank: rank, RequestUS: req, WaitUS: wait, Miss: wait > spmd.ToleranceUS}
-	}
-	recs := []spmd.StepRecord{
-		rec(0, 0, 0, 50_000), rec(0, 1, 0, 40_000), // warm-up, left out
-		rec(1, 0, 100_000, 0), rec(1, 1, 100_000, 10_000),
-		rec(2, 0, 200_000, 500), rec(2, 1, 200_000, 0),
-	}
-	miss, wait := steady(recs, 1, 300_000)
-	if miss != 0.25 {
-		t.Errorf("steady miss rate %v, want 1 of 4", miss)
-	}
-	if want := 10_500.0 / (2 * 200_000); math.Abs(wait-want) > 1e-12 {
-		t.Errorf("steady wait %v, want %v", wait, want)
-	}
-	if m, w := steady(recs, 5, 300_000); m != 0 || w != 0 {
-		t.Errorf("run shorter than the warm-up: %v %v, want 0 0", m, w)
-	}
 }

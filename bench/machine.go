@@ -42,18 +42,26 @@ func ThisMachine(ctx context.Context) Machine {
 		GoVersion: runtime.Version(), Commit: "unknown", DecodeCommit: "unknown"}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	dirs := []string{"."}
+	// One repository answers every question: the executable's (a binary
+	// built in the repository, as mpirun.sh does), else the working
+	// directory's (go test, go run).
+	dir := ""
+	cands := []string{"."}
 	if exe, err := os.Executable(); err == nil {
-		dirs = []string{filepath.Dir(exe), "."}
+		cands = []string{filepath.Dir(exe), "."}
+	}
+	for _, d := range cands {
+		if err := exec.CommandContext(ctx, "git", "-C", d, "rev-parse", "--git-dir").Run(); err == nil {
+			dir = d
+			break
+		}
 	}
 	git := func(args ...string) (string, bool) {
-		for _, d := range dirs {
-			out, err := exec.CommandContext(ctx, "git", append([]string{"-C", d}, args...)...).Output()
-			if err == nil && len(bytes.TrimSpace(out)) > 0 {
-				return strings.TrimSpace(string(out)), true
-			}
+		if dir == "" {
+			return "", false
 		}
-		return "", false
+		out, err := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...).Output()
+		return strings.TrimSpace(string(bytes.TrimSpace(out))), err == nil
 	}
 	built := false
 	if bi, ok := debug.ReadBuildInfo(); ok {
@@ -67,13 +75,19 @@ func ThisMachine(ctx context.Context) Machine {
 		}
 	}
 	if !built {
-		if c, ok := git("rev-parse", "HEAD"); ok {
+		if c, ok := git("rev-parse", "HEAD"); ok && c != "" {
 			m.Commit = c
-			st, _ := git("status", "--porcelain", "--untracked-files=no")
+			// As Go's vcs.modified: any change, untracked files included.
+			st, _ := git("status", "--porcelain")
 			m.Dirty = st != ""
 		}
 	}
-	if c, ok := git("log", "-1", "--format=%H", "--", ":/decode"); ok {
+	// The last change to decode/ as of the commit that ran.
+	rev := "HEAD"
+	if m.Commit != "unknown" {
+		rev = m.Commit
+	}
+	if c, ok := git("log", "-1", "--format=%H", rev, "--", ":/decode"); ok && c != "" {
 		m.DecodeCommit = c
 	}
 	return m

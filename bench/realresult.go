@@ -27,7 +27,8 @@ func realResults(w *Workload, sums []spmd.Summary, recs map[string][]spmd.StepRe
 			for _, x := range rs {
 				first = min(first, x.RequestUS)
 			}
-			r.SteadyMissRate, r.SteadyGPUWaitFrac = steady(rs, horizon, first+int64(s.WallS*1e6))
+			st := spmd.SteadyState(rs, horizon, first+int64(s.WallS*1e6))
+			r.SteadyMissRate, r.SteadyGPUWaitFrac = st.MissRate, st.GPUWaitFrac
 		}
 		out = append(out, r)
 	}

@@ -242,8 +242,8 @@ func (j *realJob) run(ctx context.Context, re RealEnv) error {
 		return fmt.Errorf("bench: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	re.logf("real: %s: %d ranks x W=%d on %d cores (x%.1f oversubscribed), B=%d, %d steps, GPU step %.1f ms from a measured mean cost of %.1f ms",
-		j.w.Name, j.ranks, j.workers, j.cores, j.oversub, j.batch, j.steps, j.setup.GPUStepMS, j.cost.MeanUS/1000)
+	re.logf("real: %s: %d ranks x W=%d on %d cores (x%.1f oversubscribed), B=%d, %d steps, GPU step %.1f ms (lockstep factor %.2f) from a measured mean cost of %.1f ms",
+		j.w.Name, j.ranks, j.workers, j.cores, j.oversub, j.batch, j.steps, j.setup.GPUStepMS, j.setup.LockstepFactor, j.cost.MeanUS/1000)
 	j.records, j.stats, j.runs = map[string][]spmd.StepRecord{}, map[string][]JobStats{}, map[string][]Result{}
 	for rep := range max(j.repeat, 1) {
 		for _, k := range j.loaders {

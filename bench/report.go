@@ -255,11 +255,16 @@ func summarize(cs []Comparison, setups []Setup) Summary {
 	var s Summary
 	worst := -1.0
 	for _, c := range cs {
+		// Over the workloads the helix figure is defined on.
 		if c.VsTorch.MissReduction != nil {
 			oMiss.add(c.OracleVsTorch.MissReduction)
 		}
-		oWait.add(c.OracleVsTorch.WaitReduction)
-		oTput.add(c.OracleVsTorch.ThroughputRatio)
+		if c.VsTorch.WaitReduction != nil {
+			oWait.add(c.OracleVsTorch.WaitReduction)
+		}
+		if c.VsTorch.ThroughputRatio != nil {
+			oTput.add(c.OracleVsTorch.ThroughputRatio)
+		}
 		miss.add(c.VsTorch.MissReduction)
 		wait.add(c.VsTorch.WaitReduction)
 		tputMax.add(c.VsTorch.ThroughputRatio)

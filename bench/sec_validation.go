@@ -61,9 +61,7 @@ func (j *realJob) simulate(k spmd.Kind, src sampleSource, slowdown float64) (Res
 	if err != nil {
 		return Result{}, fmt.Errorf("bench: simulate %s with %s: %w", j.w.Name, k, err)
 	}
-	r := resultOf(j.w, res.Summary, time.Since(t0))
-	r.SteadyMissRate, r.SteadyGPUWaitFrac = steady(res.Records, j.horizon, res.WallUS)
-	return r, nil
+	return resultOf(j.w, res.Summary, time.Since(t0)), nil
 }
 
 // runSlowdown is the slowdown of each decode worker of loader k's real

@@ -344,7 +344,7 @@ func printTable(w io.Writer, rs []spmd.Summary, ranks int, f *runFlags) {
 	warm := rs[0].WarmupSteps
 	steadyRows := rs[0].Steps > warm
 	if steadyRows {
-		row(fmt.Sprintf("after step %d: misses", warm), func(s spmd.Summary) string { return fmt.Sprintf("%.1f%%", 100*s.SteadyMissRate) })
+		row(fmt.Sprintf("after %d steps: misses", warm), func(s spmd.Summary) string { return fmt.Sprintf("%.1f%%", 100*s.SteadyMissRate) })
 		row("             GPU wait", func(s spmd.Summary) string { return fmt.Sprintf("%.1f%%", 100*s.SteadyGPUWaitFrac) })
 		row("             throughput", func(s spmd.Summary) string { return fmt.Sprintf("%.1f samples/s", s.SteadyThroughputSPS) })
 	}
@@ -365,7 +365,7 @@ func printTable(w io.Writer, rs []spmd.Summary, ranks int, f *runFlags) {
 		fmt.Fprintf(w, "\n%s vs %s: %s misses, %s GPU wait, %.2fx throughput\n", b.Loader, a.Loader,
 			reduction(a.MissRate, b.MissRate), reduction(a.GPUWaitFrac, b.GPUWaitFrac), b.ThroughputSPS/max(a.ThroughputSPS, 1e-9))
 		if steadyRows {
-			fmt.Fprintf(w, "after the %d-step warm-up (the planning horizon): %s misses, %s GPU wait, %.2fx throughput\n", warm,
+			fmt.Fprintf(w, "after the first %d steps (the warm-up, one planning horizon): %s misses, %s GPU wait, %.2fx throughput\n", warm,
 				reduction(a.SteadyMissRate, b.SteadyMissRate), reduction(a.SteadyGPUWaitFrac, b.SteadyGPUWaitFrac),
 				b.SteadyThroughputSPS/max(a.SteadyThroughputSPS, 1e-9))
 		}

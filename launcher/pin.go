@@ -23,7 +23,15 @@ func pinCPUs(localRank, localSize int) ([]int, error) {
 		return nil, fmt.Errorf("pin: local rank %d of %d is unknown or invalid", localRank, localSize)
 	}
 	var allowed unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
+	pinState.Lock()
+	pinned, before := pinState.pinned, pinState.before
+	pinState.Unlock()
+	if pinned {
+		// Pinned already (before MPI started, from the launcher's
+		// environment): split the CPUs the process had then, not its
+		// share of them.
+		allowed = before
+	} else if err := unix.SchedGetaffinity(0, &allowed); err != nil {
 		return nil, fmt.Errorf("pin: sched_getaffinity: %w", err)
 	}
 	var cpus []int
@@ -61,7 +69,8 @@ var pinState struct {
 // pinned, then pins it again; when it was not pinned it just runs fn.
 // One-off node-wide work that a single rank does while the others wait
 // (generating the default dataset) uses it: pinned, that rank and the
-// encoders it starts would share one CPU while the others sit idle.
+// encoders it starts would be held to its share of the node while the
+// other ranks, waiting in a collective, use little of theirs.
 // fn is told how many CPUs it may use.
 func withAllCPUs(fn func(cpus int) error) error {
 	pinState.Lock()

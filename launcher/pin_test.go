@@ -42,7 +42,12 @@ func TestPinCPUsSetsEveryThread(t *testing.T) {
 	if err := unix.SchedGetaffinity(0, &before); err != nil {
 		t.Skip("sched_getaffinity:", err)
 	}
-	defer setAffinityAllThreads(before)
+	t.Cleanup(func() {
+		pinState.Lock()
+		pinState.pinned = false
+		pinState.Unlock()
+		setAffinityAllThreads(before)
+	})
 	if before.Count() < 2 {
 		t.Skip("needs two CPUs")
 	}
@@ -86,6 +91,14 @@ func TestPinCPUsSetsEveryThread(t *testing.T) {
 	}
 	if after.Count() != len(got) {
 		t.Errorf("after withAllCPUs the thread runs on %d CPUs, want %d again", after.Count(), len(got))
+	}
+	// Pinning again splits the CPUs the process had first, not its share.
+	again, err := pinCPUs(1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(again, got) {
+		t.Errorf("pinning twice gave %v, then %v; want the same CPUs", got, again)
 	}
 	// Restore the whole process for the other tests.
 	pinState.Lock()

@@ -294,14 +294,19 @@ func (l *Loader) exchange(ctx context.Context, s int64, own []*slotState, in *pl
 		reqs = append(reqs, r)
 	}
 	var sent, recvd int64
-	if l.sendBufs == nil {
-		l.sendBufs = make([][]byte, l.comm.Size())
-	}
+	// All of the step's messages are packed into one reused buffer, each
+	// in its own slice of it: a rank sends at most its own B samples.
+	var total int64
 	for _, mv := range sends {
-		msg := l.sendBufs[mv.Dst][:0]
-		if int64(cap(msg)) < mv.Bytes {
-			msg = make([]byte, 0, mv.Bytes)
-		}
+		total += mv.Bytes
+	}
+	if int64(cap(l.sendBuf)) < total {
+		l.sendBuf = make([]byte, total)
+	}
+	var off int64
+	for _, mv := range sends {
+		msg := l.sendBuf[off:off:min(off+mv.Bytes, total)]
+		off += mv.Bytes
 		for _, k := range mv.Samples {
 			msg = appendWire(msg, own[int(k)-me*b].sample)
 			delete(got, k)
@@ -309,9 +314,10 @@ func (l *Loader) exchange(ctx context.Context, s int64, own []*slotState, in *pl
 		if int64(len(msg)) != mv.Bytes {
 			return nil, fmt.Errorf("step %d: message to rank %d is %d bytes, the plan says %d", s, mv.Dst, len(msg), mv.Bytes)
 		}
-		l.sendBufs[mv.Dst] = msg
 		r, err := l.comm.Isend(msg, mv.Dst, tag)
 		if err != nil {
+			// The requests started are left unwaited: the error ends
+			// the job (the loader fails, the launcher aborts MPI).
 			return nil, fmt.Errorf("step %d: send to rank %d: %w", s, mv.Dst, err)
 		}
 		reqs = append(reqs, r)

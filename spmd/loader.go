@@ -76,12 +76,12 @@ type Loader struct {
 	tracker *gpu.Tracker
 	start   time.Time
 	first   int64 // first step this loader delivers (after a resume)
-	// sendBufs holds a reusable message buffer per destination rank. Only
-	// the control loop uses them, and a step's sends complete before it
-	// packs the next step's, so one buffer per destination suffices; a
-	// fresh buffer per message cost more than the copy into it (zeroing,
-	// page faults, garbage collection).
-	sendBufs [][]byte
+	// sendBuf is reused for every step's outgoing messages (each in its
+	// own slice). Only the control loop uses it, and a step's sends
+	// complete before it packs the next step's; a fresh buffer per message
+	// cost more than the copy into it (zeroing, page faults, garbage
+	// collection). It holds at most one step's B samples.
+	sendBuf []byte
 
 	mu        sync.Mutex
 	cond      *sync.Cond
