@@ -6,6 +6,7 @@
 #define DATAHELIX_MPI_SHIM_H
 
 #include <mpi.h>
+#include <sched.h>
 
 static inline MPI_Comm dhmpi_comm_world(void) { return MPI_COMM_WORLD; }
 static inline MPI_Datatype dhmpi_byte(void) { return MPI_BYTE; }
@@ -21,6 +22,7 @@ static inline void *dhmpi_in_place(void) { return MPI_IN_PLACE; }
 static inline MPI_Status *dhmpi_statuses_ignore(void) { return MPI_STATUSES_IGNORE; }
 static inline MPI_Status *dhmpi_status_ignore(void) { return MPI_STATUS_IGNORE; }
 static inline int dhmpi_status_error(MPI_Status *s) { return s->MPI_ERROR; }
+static inline void dhmpi_yield(void) { sched_yield(); }
 
 // dhmpi_init initializes MPI asking for MPI_THREAD_MULTIPLE and sets
 // MPI_ERRORS_RETURN on MPI_COMM_WORLD. It returns the MPI error code and

@@ -70,8 +70,8 @@ func (w *World) WaitPolicy() WaitPolicy { return WaitPolicy(w.policy.Load()) }
 func (w *World) sleeping() bool { return WaitPolicy(w.policy.Load()) == WaitSleep }
 
 // pollBackoff calls test until it reports completion or an error code:
-// polls back to back for 2 ms, then with sleeps growing from 50 µs to
-// 500 µs.
+// polls back to back for 2 ms (yielding the core between polls), then
+// with sleeps growing from 50 µs to 500 µs.
 func (w *World) pollBackoff(test func() (bool, C.int)) (C.int, error) {
 	sleep := 50 * time.Microsecond
 	start := time.Now()
@@ -85,6 +85,9 @@ func (w *World) pollBackoff(test func() (bool, C.int)) (C.int, error) {
 			return rc, nil
 		}
 		if time.Since(start) < 2*time.Millisecond {
+			// Spin, but let any other runnable thread of this core (a
+			// decode worker of this or another rank) go first.
+			yieldCPU()
 			continue
 		}
 		time.Sleep(sleep)
@@ -123,3 +126,7 @@ func (w *World) icoll(name string, pins []unsafe.Pointer, start func(req *C.MPI_
 	}
 	return check(name, rc)
 }
+
+// yieldCPU gives this thread's core to any other runnable thread
+// (sched_yield): a poll costs little when nothing else wants the core.
+func yieldCPU() { C.dhmpi_yield() }
