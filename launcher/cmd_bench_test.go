@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/datahelix/datahelix/decode/gen/gentest"
 )
 
 func TestBenchCommand(t *testing.T) {
@@ -63,5 +65,35 @@ func TestBenchUsageErrors(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, tt.want) {
 			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", tt.args, code, stderr, tt.want)
 		}
+	}
+}
+
+// TestBenchExchangeUnderMPIRun runs the exchange measurement on 2 real
+// MPI ranks and checks the line rank 0 prints; one rank is a clear error.
+func TestBenchExchangeUnderMPIRun(t *testing.T) {
+	data := gentest.Tiny(t)
+	out, err := mpirunMain(t, 2, "bench", "exchange", "--data", data, "--samples", "3", "--rounds", "5", "--cache-dir", t.TempDir())
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var r exchangeResult
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
+		t.Fatalf("last line is not the result: %v\n%s", err, out)
+	}
+	// Three samples of the tiny dataset's first shard: more than their
+	// member names and some media bytes.
+	if r.Samples != 3 || r.Messages != 5 || r.Bytes < 3*100 || r.ExchangeUSPer <= 0 || r.BareUSPer <= 0 {
+		t.Errorf("result %+v", r)
+	}
+	if d := r.ExchangeMBps - float64(r.Bytes)/r.ExchangeUSPer; d > 1e-6 || d < -1e-6 {
+		t.Errorf("exchange MB/s %v does not follow from %d bytes in %v µs", r.ExchangeMBps, r.Bytes, r.ExchangeUSPer)
+	}
+	if d := r.ExchangeOnBare - r.ExchangeUSPer/r.BareUSPer; d > 1e-9 || d < -1e-9 {
+		t.Errorf("exchange over bare %v, want %v", r.ExchangeOnBare, r.ExchangeUSPer/r.BareUSPer)
+	}
+	code, _, stderr := runMain("bench", "exchange", "--ranks", "1", "--data", data, "--cache-dir", t.TempDir())
+	if code == 0 || !strings.Contains(stderr, "needs 2 ranks") {
+		t.Errorf("one rank: exit %d, %q; want an error saying it needs 2 ranks", code, stderr)
 	}
 }
