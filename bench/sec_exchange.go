@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/collective"
+	"github.com/datahelix/datahelix/spmd"
 )
 
 // exchangeRawC is the raw MPI reference of the exchange section: rank 0
@@ -34,7 +35,8 @@ const (
 	exchangeRepeat = 3
 )
 
-// GoExchange is the JSON line of datahelix bench exchange.
+// GoExchange is the JSON line of datahelix bench exchange
+// (NewGoExchange).
 type GoExchange struct {
 	Bytes          int64   `json:"bytes"`
 	Samples        int     `json:"samples"`
@@ -44,6 +46,18 @@ type GoExchange struct {
 	ExchangeMBps   float64 `json:"exchange_mb_per_s"`
 	BareMBps       float64 `json:"bare_mb_per_s"`
 	ExchangeOnBare float64 `json:"exchange_over_bare"`
+}
+
+// NewGoExchange turns what spmd.MeasureExchange measured with messages
+// of samples samples into the line datahelix bench exchange prints.
+func NewGoExchange(st spmd.ExchangeStats, samples int) GoExchange {
+	per := func(d time.Duration) float64 { return float64(d) / float64(st.Messages) / 1e3 }
+	g := GoExchange{Bytes: st.Bytes, Samples: samples, Messages: st.Messages,
+		ExchangeUSPer: per(st.Exchange), BareUSPer: per(st.Bare)}
+	g.ExchangeMBps = float64(st.Bytes) / g.ExchangeUSPer
+	g.BareMBps = float64(st.Bytes) / g.BareUSPer
+	g.ExchangeOnBare = g.ExchangeUSPer / g.BareUSPer
+	return g
 }
 
 // RawExchange is the JSON line of the C reference.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/datahelix/datahelix/bench"
 	"github.com/datahelix/datahelix/decode/gen/gentest"
 )
 
@@ -76,7 +77,7 @@ func TestBenchExchangeUnderMPIRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	var r exchangeResult
+	var r bench.GoExchange
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
 		t.Fatalf("last line is not the result: %v\n%s", err, out)

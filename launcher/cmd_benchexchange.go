@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/datahelix/datahelix/bench"
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/spmd"
@@ -18,18 +19,6 @@ func init() {
 		summary: "time moving compressed samples between 2 ranks: the exchange path versus bare sends (run under mpirun -np 2)",
 		run:     runBenchExchange,
 	})
-}
-
-// exchangeResult is the JSON line rank 0 prints.
-type exchangeResult struct {
-	Bytes          int64   `json:"bytes"`
-	Samples        int     `json:"samples"`
-	Messages       int     `json:"messages"`
-	ExchangeUSPer  float64 `json:"exchange_us_per_message"`
-	BareUSPer      float64 `json:"bare_us_per_message"`
-	ExchangeMBps   float64 `json:"exchange_mb_per_s"`
-	BareMBps       float64 `json:"bare_mb_per_s"`
-	ExchangeOnBare float64 `json:"exchange_over_bare"`
 }
 
 func runBenchExchange(ctx context.Context, stdout, stderr io.Writer, args []string) error {
@@ -79,13 +68,7 @@ func runBenchExchange(ctx context.Context, stdout, stderr io.Writer, args []stri
 		if c.Rank() != 0 {
 			return nil
 		}
-		per := func(d float64) float64 { return d / float64(st.Messages) / 1e3 }
-		r := exchangeResult{Bytes: st.Bytes, Samples: *samples, Messages: st.Messages,
-			ExchangeUSPer: per(float64(st.Exchange)), BareUSPer: per(float64(st.Bare))}
-		r.ExchangeMBps = float64(st.Bytes) / r.ExchangeUSPer
-		r.BareMBps = float64(st.Bytes) / r.BareUSPer
-		r.ExchangeOnBare = r.ExchangeUSPer / r.BareUSPer
-		line, _ := json.Marshal(r)
+		line, _ := json.Marshal(bench.NewGoExchange(st, *samples))
 		fmt.Fprintln(out, string(line))
 		return nil
 	})
