@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/plan"
 	"github.com/datahelix/datahelix/spmd"
 )
 
@@ -371,16 +372,9 @@ func hash3(a, b, c uint64) uint64 {
 	return mix64(mix64(mix64(a^0x243f6a8885a308d3)^b) ^ c)
 }
 
-// mix64 is the splitmix64 finalizer.
-func mix64(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
-}
+// mix64 is one splitmix64 step: the golden-ratio increment, then
+// plan.Mix64's finalizer.
+func mix64(x uint64) uint64 { return plan.Mix64(x + 0x9e3779b97f4a7c15) }
 
 // unit maps a hash to [0, 1).
 func unit(h uint64) float64 { return float64(h>>11) / (1 << 53) }

@@ -3,6 +3,8 @@ package spmd
 import (
 	"fmt"
 	"slices"
+
+	"github.com/datahelix/datahelix/plan"
 )
 
 // ToleranceUS is how late a batch may be before the step counts as a
@@ -185,7 +187,7 @@ func batchesHash(perStep map[int64]uint64) uint64 {
 	slices.Sort(steps)
 	h := uint64(0xcbf29ce484222325)
 	for _, st := range steps {
-		h = mix64(h ^ mix64(uint64(st)) ^ perStep[st])
+		h = plan.Mix64(h ^ plan.Mix64(uint64(st)) ^ perStep[st])
 	}
 	return h
 }
@@ -193,17 +195,7 @@ func batchesHash(perStep map[int64]uint64) uint64 {
 // IDDigest is the contribution of one delivered sample to a step's
 // digest; digests add up over samples and ranks, so the order in which a
 // rank or a loader delivered them does not matter.
-func IDDigest(id uint64) uint64 { return mix64(id ^ 0x9e3779b97f4a7c15) }
-
-// mix64 is the splitmix64 finalizer.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
-}
+func IDDigest(id uint64) uint64 { return plan.Mix64(id ^ 0x9e3779b97f4a7c15) }
 
 func p50(v []int64) float64 {
 	if len(v) == 0 {
