@@ -45,18 +45,16 @@
 // evaluates the goals (PASS or FALL SHORT with the figure). WriteText,
 // WriteJSON, WriteCSV and WritePlots (gonum.org/v1/plot) render it.
 //
-// # Sections: where the other measurements plug in
+// # Sections and real runs
 //
-// A report ends with sections, each produced by a SectionFunc:
-//
-//	type SectionFunc func(ctx context.Context, env *SectionEnv) (*Section, error)
-//
-// "planner" (planner time versus ranks, RunPlanBench) and "scale" (a
-// simulated 1024-rank run, RunScale) are implemented here; "allgather",
-// "exchange", "decode" and "validation" are printed as pending until an
-// implementation calls RegisterSection from an init function. Real runs
-// (--real) plug in the same way with RegisterRealRunner; their results
-// have the simulator's Result fields, and ValidationSection compares
+// A report ends with sections, each produced by a SectionFunc, in the
+// order of the sections table: "planner" (planner time versus ranks,
+// RunPlanBench), "scale" (a simulated 1024-rank run, RunScale),
+// "allgather", "exchange" and "decode" (measured under mpirun and
+// against ffmpeg), "validation" and "real". A section that fails is
+// reported as failed and the rest still runs. Real runs (--real,
+// RunReal) are mpirun jobs of datahelix run on generated data; their
+// results have the simulator's Result fields, and ValidationSection compares
 // simulated and real results with the rule (GPU wait fraction
 // within 20 % relative, miss rate within 0.10 absolute). For that
 // comparison NewDatasetSamples feeds the simulator the very samples a

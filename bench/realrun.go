@@ -387,11 +387,8 @@ func jobsOf(ev *Evaluation) []*realJob {
 	return realJobs[ev]
 }
 
-// RunRealEval is the RealRunner: for each workload, a dataset generated
-// after its source mix (RealScale), its mean cost measured here, the GPU
-// from the provisioning rule, and one mpirun job of datahelix run with
-// every loader (the oracle exists only in simulation).
-func RunRealEval(ctx context.Context, cfg EvalConfig) (*Evaluation, error) {
+// runRealEval is RunReal after the configuration's defaults.
+func runRealEval(ctx context.Context, cfg EvalConfig) (*Evaluation, error) {
 	re, err := currentRealEnv()
 	if err != nil {
 		return nil, err
@@ -428,8 +425,4 @@ func RunRealEval(ctx context.Context, cfg EvalConfig) (*Evaluation, error) {
 	realJobs[ev] = jobs
 	realJobsMu.Unlock()
 	return ev, nil
-}
-
-func init() {
-	RegisterRealRunner(RunRealEval)
 }

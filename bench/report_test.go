@@ -205,13 +205,13 @@ func TestReportCSV(t *testing.T) {
 
 func TestReportText(t *testing.T) {
 	r := handReport()
-	r.AddSection(Section{Name: "allgather", Title: "Allgather", Status: SectionPending, Note: "not implemented yet"})
+	r.AddSection(Section{Name: "allgather", Title: "Allgather", Status: SectionFailed, Note: "mpirun not found"})
 	var buf bytes.Buffer
 	if err := r.WriteText(&buf); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()
-	for _, want := range []string{"FALL SHORT", "PASS", "miss_reduction_vs_torch_mean", "82.5 %", "== Allgather [pending] ==", "-90.0%"} {
+	for _, want := range []string{"FALL SHORT", "PASS", "miss_reduction_vs_torch_mean", "82.5 %", "== Allgather [failed] ==", "-90.0%"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text report lacks %q:\n%s", want, out)
 		}

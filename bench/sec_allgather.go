@@ -171,7 +171,3 @@ func allgatherTable(lat, other []AllgatherLatency, policies []string, cores int)
 	}
 	return s
 }
-
-func init() {
-	RegisterSection("allgather", "", allgatherSection)
-}

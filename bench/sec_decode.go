@@ -289,7 +289,3 @@ func ratioOf(a, b time.Duration) float64 {
 	}
 	return float64(a) / float64(b)
 }
-
-func init() {
-	RegisterSection("decode", "", decodeSection)
-}

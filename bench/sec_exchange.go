@@ -229,7 +229,3 @@ func exchangeTable(rows []exchangeRow, cores int) *Section {
 	}
 	return s
 }
-
-func init() {
-	RegisterSection("exchange", "", exchangeSection)
-}

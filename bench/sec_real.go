@@ -69,7 +69,3 @@ func realTable(jobs []*realJob, sc RealScale) *Section {
 		len(jobs), worst, busiest, jobs[0].cores)
 	return s
 }
-
-func init() {
-	RegisterSection("real", "Real runs: generated datasets and their provisioning on this machine", realSection)
-}

@@ -278,7 +278,3 @@ func addRealSpread(s *Section, runs map[[2]string][]Result) {
 		s.Headline += fmt.Sprintf("; repeated real runs of one setup differ by up to %.0f %% in wait fraction (the rule allows 20 %%)", 100*worst)
 	}
 }
-
-func init() {
-	RegisterSection("validation", "", validationSection)
-}

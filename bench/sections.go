@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sync"
 )
 
 // Section is one optional part of the report: a microbenchmark, the
@@ -26,7 +25,6 @@ type Section struct {
 // Section statuses.
 const (
 	SectionMeasured = "measured"
-	SectionPending  = "pending" // no implementation registered yet
 	SectionFailed   = "failed"
 	SectionSkipped  = "skipped"
 )
@@ -52,80 +50,43 @@ type SectionEnv struct {
 // left empty), or an error, which the report shows as a failed section.
 type SectionFunc func(ctx context.Context, env *SectionEnv) (*Section, error)
 
-// sectionHook is a named place in the report.
-type sectionHook struct {
+// sectionDef is a named place in the report and the function that
+// measures it.
+type sectionDef struct {
 	name, title string
-	pending     string // what a pending section will hold
 	run         SectionFunc
 }
 
-var (
-	hooksMu sync.Mutex
-	// hooks are the report's sections, in order. Those without run are
-	// printed as pending until an implementation registers (see
-	// RegisterSection).
-	hooks = []*sectionHook{
-		{name: "planner", title: "Planner time versus ranks (8 -> 1024, B=16)", run: plannerSection},
-		{name: "scale", title: "Scale: simulated 1024 ranks", run: scaleSection},
-		{name: "allgather", title: "Allgather latency versus ranks (real MPI, 2 -> 8 ranks, oversubscribed on this machine)",
-			pending: "real runs: mpirun -np N datahelix ... for N = 2, 4, 8 (--oversubscribe); rows: ranks, block bytes, allgather µs p50/p99, ratio vs 2 ranks"},
-		{name: "exchange", title: "Exchange throughput: the Go path versus a raw MPI send/receive of the same bytes",
-			pending: "one mpirun job sends the same compressed samples through spmd's exchange and through a bare MPI_Isend/MPI_Irecv loop; rows: message size, Go MB/s, raw MB/s, ratio"},
-		{name: "decode", title: "Decode time versus ffmpeg -threads 1 on the same clips",
-			pending: "per preset: decoder thread CPU time versus `ffmpeg -threads 1` decoding the same frames; rows: preset, clips, ours ms, ffmpeg ms, ratio"},
-		{name: "validation", title: "Simulator versus real runs (4 ranks, generated data; torch, local, helix)",
-			pending: "real runs with --real at 4 ranks next to --sim runs of the same workloads; ValidationSection(sim, real) builds the table (wait fraction within 20 % relative, miss rate within 0.10 absolute)"},
-	}
-)
+// sections are the report's sections, in order.
+var sections = []sectionDef{
+	{name: "planner", title: "Planner time versus ranks (8 -> 1024, B=16)", run: plannerSection},
+	{name: "scale", title: "Scale: simulated 1024 ranks", run: scaleSection},
+	{name: "allgather", title: "Allgather latency versus ranks (real MPI, 2 -> 8 ranks, oversubscribed on this machine)", run: allgatherSection},
+	{name: "exchange", title: "Exchange throughput: the Go path versus a raw MPI send/receive of the same bytes", run: exchangeSection},
+	{name: "decode", title: "Decode time versus ffmpeg -threads 1 on the same clips", run: decodeSection},
+	{name: "validation", title: "Simulator versus real runs (4 ranks, generated data; torch, local, helix)", run: validationSection},
+	{name: "real", title: "Real runs: generated datasets and their provisioning on this machine", run: realSection},
+}
 
 // SectionNames lists the report's sections in order.
 func SectionNames() []string {
-	hooksMu.Lock()
-	defer hooksMu.Unlock()
-	out := make([]string, len(hooks))
-	for i, h := range hooks {
-		out[i] = h.name
+	out := make([]string, len(sections))
+	for i, d := range sections {
+		out[i] = d.name
 	}
 	return out
 }
 
-// RegisterSection installs the implementation of a section: one of the
-// pending ones (allgather, exchange, decode, validation) or a new one,
-// appended. Call it from an init function of the file that implements
-// it.
-func RegisterSection(name, title string, f SectionFunc) {
-	hooksMu.Lock()
-	defer hooksMu.Unlock()
-	for _, h := range hooks {
-		if h.name == name {
-			h.run = f
-			if title != "" {
-				h.title = title
-			}
-			return
-		}
-	}
-	hooks = append(hooks, &sectionHook{name: name, title: title, run: f})
-}
-
 // RunSections runs the named sections (all when names is nil) in report
-// order. A section without an implementation comes back pending with
-// what it will hold; one that fails comes back failed with the error, so
-// the rest of the report is still written.
+// order. One that fails comes back failed with the error, so the rest of
+// the report is still written.
 func RunSections(ctx context.Context, env *SectionEnv, names []string) []Section {
-	hooksMu.Lock()
-	list := slices.Clone(hooks)
-	hooksMu.Unlock()
 	if env.Log == nil {
 		env.Log = io.Discard
 	}
 	var out []Section
-	for _, h := range list {
+	for _, h := range sections {
 		if names != nil && !slices.Contains(names, h.name) {
-			continue
-		}
-		if h.run == nil {
-			out = append(out, Section{Name: h.name, Title: h.title, Status: SectionPending, Note: "not implemented yet: " + h.pending})
 			continue
 		}
 		fmt.Fprintf(env.Log, "bench: section %s\n", h.name)

@@ -8,56 +8,34 @@ import (
 	"testing"
 )
 
-// withHooks restores the section registry after a test changes it.
-func withHooks(t *testing.T) {
-	hooksMu.Lock()
-	saved := make([]sectionHook, len(hooks))
-	for i, h := range hooks {
-		saved[i] = *h
-	}
-	hooksMu.Unlock()
-	t.Cleanup(func() {
-		hooksMu.Lock()
-		defer hooksMu.Unlock()
-		hooks = hooks[:0]
-		for i := range saved {
-			hooks = append(hooks, &saved[i])
-		}
-	})
+// withSections restores the sections table after a test changes it.
+func withSections(t *testing.T) {
+	saved := slices.Clone(sections)
+	t.Cleanup(func() { sections = saved })
 }
 
-func TestSectionsPendingRegisteredFailed(t *testing.T) {
-	withHooks(t)
+func TestSectionsOrderAndFailure(t *testing.T) {
+	withSections(t)
 	want := []string{"planner", "scale", "allgather", "exchange", "decode", "validation", "real"}
 	if got := SectionNames(); !slices.Equal(got, want) {
 		t.Fatalf("sections %v, want %v", got, want)
 	}
-	// The measured sections are registered by this package's init
-	// functions; unregister them to see how a pending one reads.
-	hooksMu.Lock()
-	for _, h := range hooks {
-		if h.pending != "" {
-			h.run = nil
-		}
-	}
-	hooksMu.Unlock()
 	env := &SectionEnv{Mode: "sim", Ranks: 8, Seed: 1}
-	got := RunSections(context.Background(), env, []string{"allgather", "exchange", "decode", "validation"})
-	for _, s := range got {
-		if s.Status != SectionPending || !strings.Contains(s.Note, "not implemented yet") || s.Title == "" {
-			t.Errorf("section %s: status %s note %q, want pending with what it will hold", s.Name, s.Status, s.Note)
-		}
+	// Stand-ins for two measured sections and an extra one: a section
+	// that fails comes back failed and the others still run, in the
+	// table's order whatever order they are asked in.
+	sections = []sectionDef{
+		{name: "exchange", title: "Exchange", run: func(ctx context.Context, env *SectionEnv) (*Section, error) {
+			return nil, errors.New("mpirun not found")
+		}},
+		{name: "decode", title: "Decode", run: func(ctx context.Context, env *SectionEnv) (*Section, error) {
+			return &Section{Columns: []string{"preset", "ratio"}, Rows: [][]any{{"kinetics", 1.1}}, Headline: "1.1x"}, nil
+		}},
+		{name: "extra", title: "An extra section", run: func(ctx context.Context, env *SectionEnv) (*Section, error) {
+			return &Section{Headline: "x"}, nil
+		}},
 	}
-	RegisterSection("decode", "", func(ctx context.Context, env *SectionEnv) (*Section, error) {
-		return &Section{Columns: []string{"preset", "ratio"}, Rows: [][]any{{"kinetics", 1.1}}, Headline: "1.1x"}, nil
-	})
-	RegisterSection("exchange", "", func(ctx context.Context, env *SectionEnv) (*Section, error) {
-		return nil, errors.New("mpirun not found")
-	})
-	RegisterSection("extra", "An extra section", func(ctx context.Context, env *SectionEnv) (*Section, error) {
-		return &Section{Headline: "x"}, nil
-	})
-	got = RunSections(context.Background(), env, []string{"decode", "exchange", "extra"})
+	got := RunSections(context.Background(), env, []string{"decode", "exchange", "extra"})
 	if len(got) != 3 {
 		t.Fatalf("ran %d sections, want 3", len(got))
 	}
@@ -65,10 +43,13 @@ func TestSectionsPendingRegisteredFailed(t *testing.T) {
 		t.Errorf("failing section: %+v", s)
 	}
 	if s := got[1]; s.Name != "decode" || s.Status != SectionMeasured || s.Title == "" || len(s.Rows) != 1 {
-		t.Errorf("registered section: %+v", s)
+		t.Errorf("measured section: %+v", s)
 	}
 	if s := got[2]; s.Name != "extra" || s.Title != "An extra section" || s.Status != SectionMeasured {
-		t.Errorf("appended section: %+v", s)
+		t.Errorf("extra section: %+v", s)
+	}
+	if got := RunSections(context.Background(), env, []string{"decode"}); len(got) != 1 || got[0].Name != "decode" {
+		t.Errorf("asking for decode alone ran %+v", got)
 	}
 }
 

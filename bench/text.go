@@ -9,8 +9,7 @@ import (
 
 // WriteText prints the report for a terminal: setup, the workload x
 // loader table, helix against the others, the summary, the goals with
-// PASS or FALL SHORT, and every section (pending ones say what they will
-// hold).
+// PASS or FALL SHORT, and every section (failed ones with their error).
 func (r *Report) WriteText(w io.Writer) error {
 	ew := &errWriter{w: w}
 	ew.printf("datahelix bench (%s): %d workloads, %d ranks, %d steps, seed %d\n", r.Mode, len(r.Workloads), r.Ranks, r.Steps, r.Seed)
