@@ -138,6 +138,9 @@ type Evaluation struct {
 	Setups    []Setup
 	Results   []Result // by workload, then loader, in the configured order
 	Timelines []Timeline
+	// jobs are the mpirun jobs behind a real evaluation, for the sections
+	// that compare them with the simulator (nil for a simulation).
+	jobs []*realJob
 }
 
 func (c *EvalConfig) defaults() error {

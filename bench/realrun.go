@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/datahelix/datahelix/decode"
@@ -320,13 +319,6 @@ func realLoaders(ks []spmd.Kind) []spmd.Kind {
 	return out
 }
 
-var (
-	realJobsMu sync.Mutex
-	// realJobs remembers the jobs behind a real evaluation, for the
-	// sections that compare them with the simulator.
-	realJobs = map[*Evaluation][]*realJob{}
-)
-
 // usage sums the loaders' jobs: wall time, the cores the jobs used and
 // the cores other processes used on average (-1 when unknown), and the
 // highest load average seen.
@@ -382,9 +374,10 @@ func (j *realJob) cpuOverWorkOf(ks ...spmd.Kind) float64 {
 
 // jobsOf returns the jobs that produced ev (nil for a simulation).
 func jobsOf(ev *Evaluation) []*realJob {
-	realJobsMu.Lock()
-	defer realJobsMu.Unlock()
-	return realJobs[ev]
+	if ev == nil {
+		return nil
+	}
+	return ev.jobs
 }
 
 // runRealEval is RunReal after the configuration's defaults.
@@ -421,8 +414,6 @@ func runRealEval(ctx context.Context, cfg EvalConfig) (*Evaluation, error) {
 			cfg.Progress((i+1)*len(cfg.Loaders), len(cfg.Workloads)*len(cfg.Loaders))
 		}
 	}
-	realJobsMu.Lock()
-	realJobs[ev] = jobs
-	realJobsMu.Unlock()
+	ev.jobs = jobs
 	return ev, nil
 }
