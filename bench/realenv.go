@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/collective/collectivetest"
+	"github.com/datahelix/datahelix/decode"
 )
 
 // ErrReal reports a real run or measurement (mpirun, mpicc, ffmpeg, the
@@ -68,7 +68,7 @@ func currentRealEnv() (RealEnv, error) {
 		e.Binary = exe
 	}
 	if e.CacheDir == "" {
-		e.CacheDir = defaultCacheDir()
+		e.CacheDir = decode.DefaultCacheDir()
 	}
 	e.Scale = e.Scale.withDefaults()
 	if e.Cores <= 0 {
@@ -78,17 +78,6 @@ func currentRealEnv() (RealEnv, error) {
 		e.Log = io.Discard
 	}
 	return e, nil
-}
-
-// defaultCacheDir is datahelix run's default cache directory.
-func defaultCacheDir() string {
-	if d := os.Getenv("DATAHELIX_CACHE"); d != "" {
-		return d
-	}
-	if d, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(d, "datahelix")
-	}
-	return filepath.Join(os.TempDir(), "datahelix-cache")
 }
 
 // logf writes one progress line.

@@ -25,6 +25,21 @@ import (
 
 const indexMagic = "DHIDX\x00\x01\n"
 
+// DefaultCacheDir is where datahelix keeps what it can rebuild — shard
+// index caches (under its index directory), generated datasets and the
+// benchmark's calibration — when no directory is given:
+// $DATAHELIX_CACHE, else the user cache directory's datahelix, else a
+// directory under the system's temporary one.
+func DefaultCacheDir() string {
+	if d := os.Getenv("DATAHELIX_CACHE"); d != "" {
+		return d
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "datahelix")
+	}
+	return filepath.Join(os.TempDir(), "datahelix-cache")
+}
+
 // errIndexCache reports a cache file that cannot be used; the index is
 // then rebuilt from the shard.
 var errIndexCache = errors.New("decode: unusable index cache")

@@ -154,18 +154,13 @@ func runRun(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 	})
 }
 
-// cacheRoot is where the default dataset and shard indexes live.
+// cacheRoot is where the default dataset and shard indexes live: the
+// --cache-dir flag, else decode.DefaultCacheDir.
 func cacheRoot(flagDir string) string {
 	if flagDir != "" {
 		return flagDir
 	}
-	if d := os.Getenv("DATAHELIX_CACHE"); d != "" {
-		return d
-	}
-	if d, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(d, "datahelix")
-	}
-	return filepath.Join(os.TempDir(), "datahelix-cache")
+	return decode.DefaultCacheDir()
 }
 
 // defaultDataset makes sure the default dataset exists: the first local
