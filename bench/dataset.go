@@ -38,13 +38,13 @@ type DatasetSamples struct {
 // it (the runtime would drop it).
 func NewDatasetSamples(ds *decode.Dataset, cal *Calibration, cfg DatasetSimConfig) (*DatasetSamples, error) {
 	if cfg.Frames <= 0 {
-		cfg.Frames = 8
+		cfg.Frames = decode.DefaultFrames
 	}
 	if cfg.Size <= 0 {
-		cfg.Size = 224
+		cfg.Size = decode.DefaultSize
 	}
 	if cfg.ShuffleBuffer <= 0 {
-		cfg.ShuffleBuffer = 64
+		cfg.ShuffleBuffer = spmd.DefaultShuffleBuffer
 	}
 	if cfg.Ranks < 1 || cfg.Batch < 1 || cfg.Steps < 1 || cfg.Workers < 1 {
 		return nil, fmt.Errorf("bench: dataset simulation needs ranks, batch, steps and workers >= 1, got %+v", cfg)

@@ -10,6 +10,13 @@ import (
 	"github.com/datahelix/datahelix/decode/av"
 )
 
+// The preprocessing defaults, as VLM loaders use them: F = 8 frames per
+// clip, S = 224.
+const (
+	DefaultFrames = 8
+	DefaultSize   = 224
+)
+
 // Options configure a Decoder. Zero fields take their defaults.
 type Options struct {
 	// Frames is F, the frames sampled uniformly over a clip (default 8).
@@ -61,10 +68,10 @@ type Decoder struct {
 // NewDecoder returns a decoder with opts, defaults filled in.
 func NewDecoder(opts Options) *Decoder {
 	if opts.Frames <= 0 {
-		opts.Frames = 8
+		opts.Frames = DefaultFrames
 	}
 	if opts.Size <= 0 {
-		opts.Size = 224
+		opts.Size = DefaultSize
 	}
 	if opts.Threads <= 0 {
 		opts.Threads = 1

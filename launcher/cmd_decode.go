@@ -26,8 +26,8 @@ func init() {
 func runDecode(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	fs := newFlags("decode", "[--md5] [flags] FILE|SHARD.tar...")
 	md5 := fs.Bool("md5", false, "print one MD5 per decoded frame, in output order, as `ffmpeg -i FILE -f framemd5 -` hashes them")
-	frames := fs.Int("frames", 8, "frames `F` sampled per clip")
-	size := fs.Int("size", 224, "output side `S` in pixels")
+	frames := fs.Int("frames", decode.DefaultFrames, "frames `F` sampled per clip")
+	size := fs.Int("size", decode.DefaultSize, "output side `S` in pixels")
 	cache := fs.String("cache", "", "`directory` for shard index caches (default: beside each shard)")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {

@@ -23,8 +23,8 @@ func runInspect(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	fs := newFlags("inspect", "[--json] [--cache DIR] PATH...")
 	asJSON := fs.Bool("json", false, "print one JSON object per sample instead of a table")
 	cache := fs.String("cache", "", "`directory` for shard index caches (default: beside each shard)")
-	frames := fs.Int("frames", 8, "frames sampled per clip, for the cost estimate")
-	size := fs.Int("size", 224, "output side in pixels, for the cost estimate")
+	frames := fs.Int("frames", decode.DefaultFrames, "frames sampled per clip, for the cost estimate")
+	size := fs.Int("size", decode.DefaultSize, "output side in pixels, for the cost estimate")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			fs.SetOutput(stdout)

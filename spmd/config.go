@@ -10,6 +10,10 @@ import (
 	"github.com/datahelix/datahelix/plan"
 )
 
+// DefaultShuffleBuffer is the reader's default shuffle buffer, in
+// samples. The benchmark's replay of a real run's reader must use the same.
+const DefaultShuffleBuffer = 64
+
 // Config is one loader's configuration. Every rank must use the same
 // values (they come from the same command line); the planner's parameters
 // are checked across ranks in every allgather.
@@ -33,7 +37,8 @@ type Config struct {
 	// batches read but not decoded; reading waits while it is exceeded.
 	// 0 means 1 GiB.
 	CompressedBudget int64
-	// ShuffleBuffer is the reader's shuffle buffer, in samples (0: 64).
+	// ShuffleBuffer is the reader's shuffle buffer, in samples (0:
+	// DefaultShuffleBuffer).
 	ShuffleBuffer int
 	// CheckEvery is K: every K steps the ranks compare plan hashes (0: 50).
 	CheckEvery int
@@ -81,7 +86,7 @@ func (c *Config) setDefaults() error {
 		c.Prefetch = 2
 	}
 	if c.ShuffleBuffer <= 0 {
-		c.ShuffleBuffer = 64
+		c.ShuffleBuffer = DefaultShuffleBuffer
 	}
 	if c.CheckEvery <= 0 {
 		c.CheckEvery = 50
@@ -90,10 +95,10 @@ func (c *Config) setDefaults() error {
 		c.CompressedBudget = 1 << 30
 	}
 	if c.Decode.Frames <= 0 {
-		c.Decode.Frames = 8
+		c.Decode.Frames = decode.DefaultFrames
 	}
 	if c.Decode.Size <= 0 {
-		c.Decode.Size = 224
+		c.Decode.Size = decode.DefaultSize
 	}
 	if c.MaxTasks <= 0 {
 		c.MaxTasks = c.Workers
