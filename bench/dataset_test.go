@@ -2,11 +2,9 @@ package bench
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/decode/gen/gentest"
 	"github.com/datahelix/datahelix/gpu"
@@ -17,36 +15,15 @@ import (
 // summary.
 func runReal(t *testing.T, n int, data string, cfg spmd.Config) spmd.Summary {
 	t.Helper()
-	comms := collective.NewLocal(n, collective.WithAbortHook(func(rank, code int, msg string) {}))
-	results := make([]*spmd.Result, n)
-	errs := make([]error, n)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var wg sync.WaitGroup
-	for r := range comms {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ds, err := decode.OpenDataset(data, t.TempDir())
-			if err != nil {
-				errs[r] = err
-				comms[r].Abort(1, err.Error())
-				return
-			}
-			defer ds.Close()
-			results[r], errs[r] = spmd.Run(ctx, comms[r], ds, cfg)
-			if errs[r] != nil && !collective.IsAllRanks(errs[r]) {
-				comms[r].Abort(1, errs[r].Error())
-			}
-		}()
-	}
-	wg.Wait()
+	res, errs := spmd.RunInProcess(ctx, n, data, t.TempDir(), cfg)
 	for r, err := range errs {
 		if err != nil {
 			t.Fatalf("rank %d: %v", r, err)
 		}
 	}
-	return results[0].Summary
+	return res.Summary
 }
 
 // TestDatasetSamplesTrainTheRuntimesBatches: the simulator fed with a

@@ -26,38 +26,16 @@ func testConfig(k Kind) Config {
 		Decode: decode.Options{Frames: 2, Size: 32}, GPU: gpu.Model{Base: 2 * time.Millisecond}, CheckEvery: 2}
 }
 
-// runInProcess runs Run on n in-process ranks and returns rank 0's result
-// and every rank's error.
+// runInProcess runs RunInProcess with a 2-minute limit.
 func runInProcess(t *testing.T, n int, data string, cfg Config) (*Result, []error) {
 	t.Helper()
-	comms := collective.NewLocal(n, collective.WithAbortHook(func(rank, code int, msg string) {}))
-	results := make([]*Result, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	for r := range comms {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ds, err := decode.OpenDataset(data, t.TempDir())
-			if err != nil {
-				errs[r] = err
-				comms[r].Abort(1, err.Error())
-				return
-			}
-			defer ds.Close()
-			results[r], errs[r] = Run(ctx, comms[r], ds, cfg)
-			if errs[r] != nil && !collective.IsAllRanks(errs[r]) {
-				comms[r].Abort(1, errs[r].Error())
-			}
-		}()
-	}
-	wg.Wait()
+	res, errs := RunInProcess(ctx, n, data, t.TempDir(), cfg)
 	if ctx.Err() != nil {
 		t.Fatal("in-process run did not finish in 2 minutes")
 	}
-	return results[0], errs
+	return res, errs
 }
 
 func requireOK(t *testing.T, errs []error) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sync"
 	"syscall"
 	"time"
 
@@ -134,4 +135,35 @@ func peakRSS() int64 {
 		return 0
 	}
 	return ru.Maxrss * 1024 // KiB on Linux
+}
+
+// RunInProcess runs n ranks of Run as goroutines of this process on an
+// in-process communicator, each opening the dataset at data (shard
+// indexes cached in indexDir). It returns rank 0's result and every
+// rank's error; a rank that fails aborts the others, so none waits
+// forever.
+func RunInProcess(ctx context.Context, n int, data, indexDir string, cfg Config) (*Result, []error) {
+	comms := collective.NewLocal(n, collective.WithAbortHook(func(rank, code int, msg string) {}))
+	results := make([]*Result, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for r := range comms {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ds, err := decode.OpenDataset(data, indexDir)
+			if err != nil {
+				errs[r] = err
+				comms[r].Abort(1, err.Error())
+				return
+			}
+			defer ds.Close()
+			results[r], errs[r] = Run(ctx, comms[r], ds, cfg)
+			if errs[r] != nil && !collective.IsAllRanks(errs[r]) {
+				comms[r].Abort(1, errs[r].Error())
+			}
+		}()
+	}
+	wg.Wait()
+	return results[0], errs
 }
