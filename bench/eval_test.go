@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"image"
+	"image/color"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -130,7 +132,38 @@ func TestPlots(t *testing.T) {
 		if b := img.Bounds(); b.Dx() != size[0] || b.Dy() != size[1] {
 			t.Errorf("%s is %dx%d, want %dx%d", name, b.Dx(), b.Dy(), size[0], size[1])
 		}
+		// Something was drawn: gonum/plot leaves the canvas white when
+		// the bars or the axes do not fit (it did for the long workload
+		// names at 6 inches).
+		colors := []color.Color{waitColor, computeColor}
+		if !strings.HasPrefix(name, "timeline_") {
+			colors = colors[:0]
+			for _, l := range r.loaderNames() {
+				colors = append(colors, loaderColor(l))
+			}
+		}
+		for _, c := range colors {
+			if n := countColor(img, c); n < 100 {
+				t.Errorf("%s: %d pixels of %v, want a bar's worth", name, n, c)
+			}
+		}
 	}
+}
+
+// countColor counts img's pixels of exactly color c.
+func countColor(img image.Image, c color.Color) int {
+	r0, g0, b0, _ := c.RGBA()
+	n := 0
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bb, _ := img.At(x, y).RGBA()
+			if r == r0 && g == g0 && bb == b0 {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 func TestEvalConfigErrors(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -57,7 +58,7 @@ func (r *Report) WritePlots(dir, timeline string) ([]string, error) {
 	}
 	var out []string
 	loaders := r.loaderNames()
-	p, err := r.waitBars(r.workloadNames(), loaders, "GPU input wait by loader")
+	p, err := r.waitBars(r.workloadNames(), loaders, "GPU input wait by loader", waitAllW)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +68,7 @@ func (r *Report) WritePlots(dir, timeline string) ([]string, error) {
 	}
 	out = append(out, path)
 	for _, w := range r.workloadNames() {
-		p, err := r.waitBars([]string{w}, loaders, "GPU input wait: "+w)
+		p, err := r.waitBars([]string{w}, loaders, "GPU input wait: "+w, waitOneW)
 		if err != nil {
 			return nil, err
 		}
@@ -120,13 +121,19 @@ func (r *Report) loaderNames() []string {
 	return out
 }
 
-// waitBars is a grouped bar chart of GPU wait % per workload by loader.
-func (r *Report) waitBars(workloads, loaders []string, title string) (*plot.Plot, error) {
+// barFill is the share of a bar chart's figure width its bars may take
+// together; the rest is the axes, the labels and the gaps. gonum/plot
+// draws nothing at all when the bars and the Y axis do not fit.
+const barFill = 0.6
+
+// waitBars is a grouped bar chart of GPU wait % per workload by loader,
+// for a figure widthIn inches wide.
+func (r *Report) waitBars(workloads, loaders []string, title string, widthIn float64) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = title
 	p.Y.Label.Text = "GPU wait, % of wall time"
 	p.Y.Min = 0
-	width := vg.Points(math.Min(60, 700/float64(len(workloads)*len(loaders))))
+	width := vg.Points(math.Min(60, barFill*widthIn*72/float64(len(workloads)*len(loaders))))
 	for j, l := range loaders {
 		vals := make(plotter.Values, len(workloads))
 		for i, w := range workloads {
@@ -148,6 +155,16 @@ func (r *Report) waitBars(workloads, loaders []string, title string) (*plot.Plot
 	}
 	p.Legend.Top = true
 	p.NominalX(workloads...)
+	// Head room above the tallest bar for the legend.
+	hi := 0.0
+	for _, x := range r.Results {
+		if slices.Contains(workloads, x.Workload) {
+			hi = math.Max(hi, 100*x.GPUWaitFrac)
+		}
+	}
+	if hi > 0 {
+		p.Y.Max = 1.35 * hi
+	}
 	return p, nil
 }
 
