@@ -13,13 +13,11 @@
 // node, slow nodes). Every statistic carries its source. One rule
 // provisions them all: W is fixed and the GPU step time g makes the
 // cluster's mean preparation throughput 1.2x the GPUs' consumption
-// (Workload.GPUStep); nothing is tuned per loader. The GPUs consume in
-// lockstep — a training step waits for its slowest GPU — so when a
-// batch's GPU time follows its frames or tokens and ranks read different
-// sources, the GPU model is shortened by its LockstepFactor (measured on
-// the run's own samples, each rank training its own, the same for every
-// loader) until the mean training step is g when every rank trains its
-// own samples (loaders that move samples move GPU work with them).
+// (Workload.GPUStep) for an ideal loader, whose GPUs train one mean batch
+// per g; nothing is tuned per loader. When ranks read different sources
+// and the GPU's time follows frames or tokens, loaders whose ranks train
+// their own samples wait in lockstep for the slowest GPU: the report
+// prints that LockstepFactor, a cost of those loaders.
 //
 // # Samples and costs
 //

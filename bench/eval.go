@@ -73,10 +73,10 @@ type Setup struct {
 	MeanCostUS float64 `json:"mean_cost_us"`
 	MeanFrames float64 `json:"mean_frames"`
 	MeanTokens float64 `json:"mean_tokens"`
-	// GPUStepMS is the GPU's step time on the mean batch: the rule's g
-	// divided by LockstepFactor, so that the mean training step (the
-	// slowest rank's) is g when every rank trains its own samples, as
-	// torch and local do; loaders that move samples also move GPU work.
+	// GPUStepMS is the GPU's step time on the mean batch, the rule's g.
+	// LockstepFactor is the mean slowest rank's step over it when every
+	// rank trains its own samples (torch, local): how much more
+	// slowly those loaders' GPUs consume (Workload.provisionedModel).
 	GPUStepMS      float64 `json:"gpu_step_ms"`
 	LockstepFactor float64 `json:"lockstep_factor"`
 	GPUBaseMS      float64 `json:"gpu_base_ms"`
@@ -196,7 +196,8 @@ func prepare(w *Workload, cal *Calibration, ranks, b, steps int, seed uint64, im
 	}
 	b = s.Batch()
 	cost, frames, tokens := s.Means()
-	m, g, lock := w.lockstepModel(w.GPUStep(cost, b, ranks), s.Samples, ranks, steps, b, frames, tokens)
+	g := w.GPUStep(cost, b, ranks)
+	m, lock := w.provisionedModel(g, s.Samples, ranks, steps, b, frames, tokens)
 	p := &prepared{w: w, synth: s, gpu: m}
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	p.setup = Setup{Workload: w.Name, Skew: w.Skew, Ranks: ranks, Batch: b, Workers: w.Workers, Horizon: horizon(w),

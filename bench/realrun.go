@@ -95,8 +95,8 @@ func prepareRealJob(ctx context.Context, re RealEnv, w *Workload, cal *Calibrati
 	wr := *w
 	wr.Workers = wk
 	wr.Cluster.SlowNodes = nil
-	m, g, lock := wr.lockstepModel(wr.GPUStep(j.cost.MeanUS*j.oversub, batch, ranks), j.samples.Samples, ranks, steps, batch,
-		j.samples.MeanFrames, j.samples.MeanTokens)
+	g := wr.GPUStep(j.cost.MeanUS*j.oversub, batch, ranks)
+	m, lock := wr.provisionedModel(g, j.samples.Samples, ranks, steps, batch, j.samples.MeanFrames, j.samples.MeanTokens)
 	j.gpuFlags, j.model = gpuFlags(m)
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	j.setup = Setup{Workload: w.Name, Skew: w.Skew, Ranks: ranks, Batch: batch, Workers: wk, Horizon: j.horizon, Steps: steps,

@@ -43,7 +43,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	ew.printf("\n")
 
-	ew.printf("Workloads (W fixed; g = %.1f x B x mean cost / (W x mean over ranks of 1/slowdown); GPU step = g / lockstep):\n", ProvisionRatio)
+	ew.printf("Workloads (W fixed; g = %.1f x B x mean cost / (W x mean over ranks of 1/slowdown); GPU step = g on the mean batch):\n", ProvisionRatio)
 	tw := ew.table()
 	fmt.Fprintln(tw, "workload\tskew\timbalance\tB\tW\tH\tmean cost ms\tGPU step ms\tlockstep\tslow ranks\tsplit work\t")
 	for _, s := range r.Workloads {
@@ -51,7 +51,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			s.MeanCostUS/1000, s.GPUStepMS, s.LockstepFactor, s.SlowRanks, s.SplitWorkRatio)
 	}
 	ew.flush(tw)
-	ew.printf("(imbalance: busiest rank's work over the mean rank's, per window of H steps, minus 1 — what balancing across ranks can gain;\n GPU step: on the mean batch, g divided by lockstep, the mean slowest rank's GPU step over the mean batch's when every rank trains its own samples, so that training steps average g when ranks train their own samples (torch, local);\n split work: CPU work when clips are split into keyframe-aligned tasks over unsplit, paid by every loader but torch)\n")
+	ew.printf("(imbalance: busiest rank's work over the mean rank's, per window of H steps, minus 1 — what balancing across ranks can gain;\n lockstep: the mean slowest rank's GPU step over the mean batch's when every rank trains its own samples, as torch and local do: how much more slowly their GPUs train;\n split work: CPU work when clips are split into keyframe-aligned tasks over unsplit, paid by every loader but torch)\n")
 
 	ew.printf("\nResults:\n")
 	tw = ew.table()

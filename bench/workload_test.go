@@ -363,12 +363,13 @@ func TestLockstepFactor(t *testing.T) {
 	if got := LockstepFactor(m, even, 2, 10, 2, 8, 0); got != 1 {
 		t.Errorf("LockstepFactor on equal batches = %v, want 1", got)
 	}
-	// The corrected model's slowest step averages the rule's g.
+	// The rule's model takes g on the mean batch and reports the factor
+	// without applying it.
 	w := &Workload{GPU: GPUShape{BaseShare: 0.2, FrameShare: 0.8}}
 	g := 100 * time.Millisecond
-	lm, lg, f := w.lockstepModel(g, samples, 2, 10, 2, 4.5, 0)
-	slowest := lm.StepTime(gpu.Contents{Samples: 2, Frames: 16})
-	if math.Abs(float64(slowest-g)) > float64(time.Microsecond) || f <= 1 || lg >= g {
-		t.Errorf("lockstep model %+v: slowest step %v, want g = %v (factor %v, mean-batch step %v)", lm, slowest, g, f, lg)
+	pm, f := w.provisionedModel(g, samples, 2, 10, 2, 4.5, 0)
+	mean := pm.StepTime(gpu.Contents{Samples: 2, Frames: 9})
+	if math.Abs(float64(mean-g)) > float64(time.Microsecond) || f <= 1 {
+		t.Errorf("provisioned model %+v: mean-batch step %v, want g = %v (factor %v)", pm, mean, g, f)
 	}
 }
