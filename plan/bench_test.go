@@ -11,12 +11,13 @@ import (
 // ahead: heavy-tailed costs (lognormal, σ 1.0), 8 workers per rank at a
 // speed of 0.8 to 1.2, CPUs provisioned at 1.2x the GPUs' demand (the
 // deadline is 4 step times, the backlog 3 batches of decode ±25 %), and
-// 10 GB/s links with 5 µs latency.
-func benchInputs(n, b, count int) []*Input {
+// 10 GB/s links with 5 µs latency. With train, samples also carry GPU
+// times whose per-rank means differ up to 3x, for the last phase.
+func benchInputs(n, b, count int, train bool) []*Input {
 	rng := rand.New(rand.NewPCG(uint64(n), uint64(b)))
 	ins := make([]*Input, count)
 	for i := range ins {
-		in := genInput(rng, n, b, genOpts{mode: ModeHelix, heavy: true, sigma: 1.0, latency: 5})
+		in := genInput(rng, n, b, genOpts{mode: ModeHelix, heavy: true, sigma: 1.0, latency: 5, train: train})
 		var total int64
 		for _, s := range in.Samples {
 			total += s.Cost
@@ -34,8 +35,8 @@ func benchInputs(n, b, count int) []*Input {
 
 // benchmarkCompute plans a rotation of inputs with a reused Planner and
 // Plan, as the runtime does every step.
-func benchmarkCompute(b *testing.B, n, batch int) {
-	ins := benchInputs(n, batch, 16)
+func benchmarkCompute(b *testing.B, n, batch int, train bool) {
+	ins := benchInputs(n, batch, 16, train)
 	var pl Planner
 	var p Plan
 	exchanges := 0
@@ -52,10 +53,16 @@ func benchmarkCompute(b *testing.B, n, batch int) {
 }
 
 // BenchmarkCompute covers the two goals: N=8, B=32 under 100 µs
-// and N=1024, B=32 under 20 ms.
+// and N=1024, B=32 under 20 ms, without and with GPU times to even out.
 func BenchmarkCompute(b *testing.B) {
 	for _, nb := range [][2]int{{8, 32}, {1024, 32}} {
-		b.Run(fmt.Sprintf("N=%d/B=%d", nb[0], nb[1]), func(b *testing.B) { benchmarkCompute(b, nb[0], nb[1]) })
+		for _, train := range []bool{false, true} {
+			name := fmt.Sprintf("N=%d/B=%d", nb[0], nb[1])
+			if train {
+				name += "/train"
+			}
+			b.Run(name, func(b *testing.B) { benchmarkCompute(b, nb[0], nb[1], train) })
+		}
 	}
 }
 
@@ -64,7 +71,7 @@ func BenchmarkCompute(b *testing.B) {
 // yardstick the growth is compared with.
 func BenchmarkGrowth(b *testing.B) {
 	for _, n := range []int{8, 32, 128, 512, 1024, 2048} {
-		b.Run(fmt.Sprintf("G=%d", n*32), func(b *testing.B) { benchmarkCompute(b, n, 32) })
+		b.Run(fmt.Sprintf("G=%d", n*32), func(b *testing.B) { benchmarkCompute(b, n, 32, false) })
 	}
 }
 
@@ -89,7 +96,7 @@ func BenchmarkSortReference(b *testing.B) {
 
 // BenchmarkDecodeInput decodes the allgathered blocks of N=1024, B=32.
 func BenchmarkDecodeInput(b *testing.B) {
-	buf := encodeInput(b, benchInputs(1024, 32, 1)[0])
+	buf := encodeInput(b, benchInputs(1024, 32, 1, true)[0])
 	var in Input
 	b.SetBytes(int64(len(buf)))
 	for b.Loop() {

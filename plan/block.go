@@ -12,7 +12,7 @@ var ErrBlock = errors.New("plan: malformed block")
 
 // BlockVersion is the layout version written in every block. A decoder
 // refuses any other version.
-const BlockVersion = 1
+const BlockVersion = 2
 
 // The fixed layout of a block, all integers little-endian:
 //
@@ -31,11 +31,13 @@ const BlockVersion = 1
 //	    56    8 capacity, fixed-point
 //	    64    8 bandwidth, fixed-point bytes/µs
 //	    72    8 latency, µs
-//	    80 24*B samples: id (8), bytes (8), cost (8)
+//	    80 32*B samples: id (8), bytes (8), cost (8), GPU time in ns (8)
+//
+// Version 2 added the samples' GPU time; version 1 blocks are refused.
 const (
 	blockMagic      = "DHPB"
 	blockHeaderSize = 80
-	blockSampleSize = 24
+	blockSampleSize = 32
 )
 
 // BlockSize returns the encoded size of a block carrying batch samples;
@@ -82,6 +84,7 @@ func AppendBlock(dst []byte, b *Block) ([]byte, error) {
 		dst = le.AppendUint64(dst, s.ID)
 		dst = le.AppendUint64(dst, uint64(s.Bytes))
 		dst = le.AppendUint64(dst, uint64(s.Cost))
+		dst = le.AppendUint64(dst, uint64(s.Train))
 	}
 	return dst, nil
 }
@@ -148,7 +151,7 @@ func DecodeBlock(data []byte, b *Block) error {
 	b.Progress = Progress{Deadline: i64(40), Backlog: i64(48), Capacity: i64(56), Bandwidth: i64(64), Latency: i64(72)}
 	b.Samples = b.Samples[:0]
 	for off := blockHeaderSize; off < len(data); off += blockSampleSize {
-		b.Samples = append(b.Samples, Sample{ID: le.Uint64(data[off:]), Owner: b.Rank, Bytes: i64(off + 8), Cost: i64(off + 16)})
+		b.Samples = append(b.Samples, Sample{ID: le.Uint64(data[off:]), Owner: b.Rank, Bytes: i64(off + 8), Cost: i64(off + 16), Train: i64(off + 24)})
 	}
 	if err := b.check(); err != nil {
 		return fmt.Errorf("%w: %v", ErrBlock, err)

@@ -17,9 +17,9 @@ func sampleBlock() *Block {
 		Rank:     3,
 		Progress: Progress{Deadline: 90_000, Backlog: 12_000, Capacity: 6 * One, Bandwidth: 10_000 * One, Latency: 5},
 		Samples: []Sample{
-			{ID: 1<<40 + 7, Owner: 3, Bytes: 3_500_000, Cost: 640_000},
+			{ID: 1<<40 + 7, Owner: 3, Bytes: 3_500_000, Cost: 640_000, Train: 31_000_000},
 			{ID: 9, Owner: 3, Bytes: 0, Cost: 0},
-			{ID: 1<<63 + 1, Owner: 3, Bytes: MaxBytes, Cost: MaxCost},
+			{ID: 1<<63 + 1, Owner: 3, Bytes: MaxBytes, Cost: MaxCost, Train: MaxTrain},
 		},
 	}
 }
@@ -69,6 +69,8 @@ func TestBlockLayout(t *testing.T) {
 		{"sample 0 id", le.Uint64(buf[80:]), 1<<40 + 7},
 		{"sample 0 bytes", le.Uint64(buf[88:]), 3_500_000},
 		{"sample 0 cost", le.Uint64(buf[96:]), 640_000},
+		{"sample 0 GPU time", le.Uint64(buf[104:]), 31_000_000},
+		{"sample 1 id", le.Uint64(buf[112:]), 9},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s = %d, want %d", c.name, c.got, c.want)
@@ -95,10 +97,11 @@ func TestDecodeBlockRejects(t *testing.T) {
 	}{
 		{"empty", func([]byte) []byte { return nil }, "shorter than"},
 		{"truncated header", func(b []byte) []byte { return b[:79] }, "shorter than"},
-		{"truncated sample", func(b []byte) []byte { return b[:len(b)-1] }, "want 152"},
-		{"trailing byte", func(b []byte) []byte { return append(b, 0) }, "want 152"},
+		{"truncated sample", func(b []byte) []byte { return b[:len(b)-1] }, "want 176"},
+		{"trailing byte", func(b []byte) []byte { return append(b, 0) }, "want 176"},
 		{"magic", func(b []byte) []byte { b[0] = 'X'; return b }, "bad magic"},
-		{"version", func(b []byte) []byte { le.PutUint16(b[4:], 2); return b }, "version 2"},
+		{"version 1", func(b []byte) []byte { le.PutUint16(b[4:], 1); return b }, "version 1, want 2"},
+		{"version 3", func(b []byte) []byte { le.PutUint16(b[4:], 3); return b }, "version 3"},
 		{"mode", func(b []byte) []byte { b[6] = 9; return b }, "unknown mode"},
 		{"reserved", func(b []byte) []byte { b[7] = 1; return b }, "reserved"},
 		{"rank", func(b []byte) []byte { le.PutUint32(b[8:], MaxRanks); return b }, "rank 65536"},
@@ -114,6 +117,8 @@ func TestDecodeBlockRejects(t *testing.T) {
 		{"negative bytes", put64(88, -1), "size -1"},
 		{"overflowing cost", put64(96, MaxCost+1), "cost 4294967297"},
 		{"negative cost", put64(96, -1<<63), "cost -9223372036854775808"},
+		{"negative GPU time", put64(104, -1), "GPU time -1"},
+		{"overflowing GPU time", put64(104, MaxTrain+1), "GPU time 1099511627777"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var blk Block

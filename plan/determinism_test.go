@@ -20,7 +20,8 @@ func determinismInputs(t *testing.T) [][]byte {
 			n, b = 256, 32
 		}
 		o := genOpts{mode: Mode(i % int(numModes)), heavy: i%3 != 0, sigma: 0.4 + rng.Float64(), maxCost: 1000,
-			progress: i%2 == 0, capSpread: float64(1 + i%4), deadline: rng.Int64N(50_000), latency: 5, margin: rng.Int64N(500)}
+			progress: i%2 == 0, capSpread: float64(1 + i%4), deadline: rng.Int64N(50_000), latency: 5, margin: rng.Int64N(500),
+			train: i%3 != 1}
 		if i%4 == 0 {
 			o.bandwidth = One
 		}

@@ -17,6 +17,9 @@ type candidate struct {
 	gain   int64
 	cost   int64 // transfer time delta
 	bytes  int64 // bytes-away-from-owner delta
+	// For an exchange of evenTrain: the GPU work moved from s to t and
+	// the GPU time the pair's slower rank saves.
+	moved, trainGain int64
 }
 
 // better reports whether x is preferred to y: less lateness, then fewer
@@ -172,16 +175,19 @@ func crossing(diff, cs, ct int64) int64 {
 // sample, although the runtime sends one message per pair of ranks: the
 // gate errs on the side of not moving.
 func (p *Planner) transfer(k, from, to int32) (time int64, away bool) {
+	return p.arrival(k, to) - p.arrival(k, from), int(to) != p.in.Samples[k].Owner
+}
+
+// arrival is the predicted transfer time of sample k from its owner to
+// rank r: 0 at the owner.
+func (p *Planner) arrival(k, r int32) int64 {
 	owner := k / int32(p.in.Batch)
-	at := func(r int32) int64 {
-		if r == owner {
-			return 0
-		}
-		po, pr := &p.in.Ranks[owner], &p.in.Ranks[r]
-		bw := min(po.Bandwidth, pr.Bandwidth)
-		return max(po.Latency, pr.Latency) + (p.in.Samples[k].Bytes*One+bw-1)/bw
+	if r == owner {
+		return 0
 	}
-	return at(to) - at(from), to != owner
+	po, pr := &p.in.Ranks[owner], &p.in.Ranks[r]
+	bw := min(po.Bandwidth, pr.Bandwidth)
+	return max(po.Latency, pr.Latency) + (p.in.Samples[k].Bytes*One+bw-1)/bw
 }
 
 // bytesDelta returns the change in bytes away from owners when sample k
@@ -203,7 +209,7 @@ func (p *Planner) apply(x candidate) {
 	i, j := p.slots[int(x.s)*b+x.si], p.slots[int(x.t)*b+x.ti]
 	p.move(x.s, x.si, x.t, x.ti, x.es, x.et)
 	p.bytes += x.bytes
-	p.exchanges = append(p.exchanges, Exchange{A: i, B: j, From: x.s, To: x.t, Gain: x.gain, Cost: x.cost})
+	p.exchanges = append(p.exchanges, Exchange{A: i, B: j, From: x.s, To: x.t, Gain: x.gain, Cost: x.cost, TrainGain: x.trainGain})
 }
 
 // undo reverts exchange x, the last one made.

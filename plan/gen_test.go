@@ -17,6 +17,10 @@ type genOpts struct {
 	bandwidth int64   // every rank's bandwidth when !progress (0: 10 GB/s)
 	latency   int64
 	margin    int64
+	// train gives every sample a GPU time: lognormal around 20 ms, the
+	// ranks' means spread 3x apart (a rank of long clips next to one of
+	// images), so that evenTrain has work to do.
+	train bool
 }
 
 // genInput draws an input of n ranks and batch b from rng.
@@ -56,6 +60,10 @@ func genInput(rng *rand.Rand, n, b int, o genOpts) *Input {
 		} else {
 			s.Cost = rng.Int64N(o.maxCost + 1)
 			s.Bytes = rng.Int64N(1 << 20)
+		}
+		if o.train {
+			rankMean := 10e6 * (1 + 2*float64(Mix64(uint64(k/b)+in.Seed)%1000)/1000) // ns
+			s.Train = int64(min(rankMean*math.Exp(0.6*rng.NormFloat64()), float64(MaxTrain)))
 		}
 		in.Samples = append(in.Samples, s)
 	}

@@ -21,6 +21,7 @@ const (
 	MaxCapacity  = 1 << 32 // fixed-point: 65,536 reference CPUs
 	MaxBandwidth = 1 << 44 // fixed-point bytes/µs: 2^28 bytes/µs, about 268 TB/s
 	MaxLatency   = 1 << 32 // µs per message
+	MaxTrain     = 1 << 40 // ns of GPU time per sample (about 18 minutes)
 )
 
 // ErrInput reports an input the planner refuses: a value out of range, a
@@ -117,6 +118,12 @@ type Sample struct {
 	Owner int    // rank that read the sample and holds its compressed bytes
 	Bytes int64  // compressed size
 	Cost  int64  // estimated preparation cost, µs of reference CPU
+	// Train is the GPU time, in nanoseconds (a text sample's can be a
+	// fraction of a µs), the sample adds to the training step of the rank
+	// that trains it; 0 when unknown. A lockstep step lasts as long as its
+	// slowest GPU, so once every rank is on time the planner evens these
+	// out (see the package doc).
+	Train int64
 }
 
 // Input is everything the planner sees, identical on every rank.
@@ -243,6 +250,8 @@ func (s *Sample) check() error {
 		return fmt.Errorf("size %d bytes outside [0, %d]", s.Bytes, int64(MaxBytes))
 	case s.Cost < 0 || s.Cost > MaxCost:
 		return fmt.Errorf("cost %d µs outside [0, %d]", s.Cost, int64(MaxCost))
+	case s.Train < 0 || s.Train > MaxTrain:
+		return fmt.Errorf("GPU time %d ns outside [0, %d]", s.Train, int64(MaxTrain))
 	}
 	return nil
 }

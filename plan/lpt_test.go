@@ -50,7 +50,7 @@ func TestPlannerVersusLPT(t *testing.T) {
 	for _, nb := range [][2]int{{8, 32}, {64, 32}, {256, 16}} {
 		n, b := nb[0], nb[1]
 		var planRatio, lptRatio, planBytes, lptBytes []float64
-		for _, in := range benchInputs(n, b, 12) {
+		for _, in := range benchInputs(n, b, 12, false) {
 			var total int64
 			for _, s := range in.Samples {
 				total += s.Bytes

@@ -79,6 +79,12 @@ type Exchange struct {
 	// ModeHelix an exchange that sends a sample away from its owner was
 	// made only if Gain > Cost + Margin.
 	Cost int64
+	// TrainGain is set by the last phase, which evens out the ranks' GPU
+	// work once every rank is on time: the GPU time, ns per step, the
+	// pair's more loaded rank saves. Gain is then 0: such an exchange
+	// leaves both ranks' lateness, with the transfer time under
+	// ModeHelix, within the plan's largest (see Planner.Compute).
+	TrainGain int64
 }
 
 // Sends returns the moves whose source is rank r, by destination.

@@ -51,6 +51,12 @@ type Planner struct {
 	lateRanks []int32  // rescue scratch
 	exchanges []Exchange
 	keys      [64]uint64 // sortDecode scratch
+
+	// evenTrain: GPU work per rank, heaviest and lightest on top, and a
+	// pair search's scratch.
+	train            []int64
+	trainHi, trainLo rankHeap
+	byTrain          []uint64
 }
 
 // Compute plans one batch with a fresh Planner. Use a Planner to reuse
@@ -80,6 +86,9 @@ func (p *Planner) Compute(in *Input, out *Plan) error {
 		p.rescue()
 		p.balance()
 		p.slack()
+		if in.Mode != ModeStatic {
+			p.evenTrain()
+		}
 	}
 	p.emit(out)
 	return nil

@@ -139,3 +139,55 @@ func formatPlan(in *Input, p *Plan) string {
 	fmt.Fprintf(&b, "hash=%#016x\n", p.Hash)
 	return b.String()
 }
+
+// TestEvenTrainOnTime: two ranks on time, one holding four samples of
+// 10 ms of GPU work, the other four of 1 ms. Lockstep training waits for
+// the first; exchanging two samples leaves 22 ms on each. Under ModeHelix
+// the exchange is made when the transfer fits in the receiving rank's
+// slack, and not when a 1 byte/µs link would make it late; without the
+// gate, transfers are free.
+func TestEvenTrainOnTime(t *testing.T) {
+	mk := func(mode Mode, bandwidth int64) *Input {
+		in := &Input{Params: Params{Mode: mode, Margin: 100}, Step: 3, Batch: 4}
+		for r := range 2 {
+			in.Ranks = append(in.Ranks, Progress{Deadline: 100_000, Capacity: 8 * One, Bandwidth: bandwidth, Latency: 5})
+			for i := range 4 {
+				s := Sample{ID: uint64(10*r + i), Owner: r, Bytes: 200_000, Cost: 4_000, Train: 10_000_000}
+				if r == 1 {
+					s.Train = 1_000_000
+				}
+				in.Samples = append(in.Samples, s)
+			}
+		}
+		return in
+	}
+	load := func(in *Input, p *Plan) [2]int64 {
+		var l [2]int64
+		for k, r := range p.Assign {
+			l[r] += in.Samples[k].Train
+		}
+		return l
+	}
+	for _, c := range []struct {
+		mode      Mode
+		bandwidth int64
+		want      [2]int64
+	}{
+		{ModeHelix, 10_000 * One, [2]int64{22e6, 22e6}},
+		{ModeHelix, One, [2]int64{40e6, 4e6}}, // 200 ms per sample: no room
+		{ModeHelixNoGate, One, [2]int64{22e6, 22e6}},
+		{ModeOracle, One, [2]int64{22e6, 22e6}},
+		{ModeStatic, 10_000 * One, [2]int64{40e6, 4e6}}, // a sampler balancing CPU cost only
+		{ModeLocal, 10_000 * One, [2]int64{40e6, 4e6}},
+	} {
+		in := mk(c.mode, c.bandwidth)
+		p, err := Compute(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkPlan(t, in, p)
+		if got := load(in, p); got != c.want || p.LateRanks != 0 && c.mode != ModeStatic {
+			t.Errorf("%s at %d B/µs: GPU work %v, %d late; want %v, none late", c.mode, c.bandwidth/One, got, p.LateRanks, c.want)
+		}
+	}
+}

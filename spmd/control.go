@@ -8,6 +8,7 @@ import (
 
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/gpu"
 	"github.com/datahelix/datahelix/plan"
 )
 
@@ -102,9 +103,9 @@ func (l *Loader) readOwn(ctx context.Context, s int64) ([]*slotState, error) {
 }
 
 // describe parses the sample's record and fills its estimate (est when
-// positive, else the cost model's), split and decoded size. A sample whose
-// record fails still takes part in the step (it belongs to the global
-// batch); it will be dropped at decode time.
+// positive, else the cost model's), split, decoded size and GPU time. A
+// sample whose record fails still takes part in the step (it belongs to
+// the global batch); it will be dropped at decode time.
 func (l *Loader) describe(st *slotState, est int64) {
 	rec, err := decode.ParseRecord(st.sample)
 	st.rec, st.recErr = rec, err
@@ -118,6 +119,14 @@ func (l *Loader) describe(st *slotState, est int64) {
 	if est <= 0 {
 		st.item.Est = max(l.cost.Estimate(rec), 1)
 	}
+	c := gpu.Contents{Samples: 1, Frames: len(rec.Images)}
+	if rec.Video != nil {
+		c.Frames += int(f)
+	}
+	if rec.Text != nil {
+		c.Tokens = rec.Text.Tokens
+	}
+	st.item.Train = trainTime(l.cfg.GPU, c)
 	switch rec.Modality {
 	case decode.ModalityVideo:
 		st.item.Mem = f * sz * sz * 3
@@ -190,7 +199,7 @@ func (l *Loader) planned(ctx context.Context, s int64, own []*slotState, planner
 		Samples:  make([]plan.Sample, b),
 	}
 	for i, st := range own {
-		block.Samples[i] = plan.Sample{ID: st.item.ID, Owner: me, Bytes: st.item.Bytes, Cost: st.item.Est}
+		block.Samples[i] = plan.Sample{ID: st.item.ID, Owner: me, Bytes: st.item.Bytes, Cost: st.item.Est, Train: st.item.Train}
 	}
 	send, err := plan.AppendBlock(nil, block)
 	if err != nil {
@@ -336,7 +345,7 @@ func (l *Loader) exchange(ctx context.Context, s int64, own []*slotState, in *pl
 			}
 			rest = r
 			st := &slotState{sample: smp, partsLeft: 1}
-			st.item = Item{ID: in.Samples[k].ID, Owner: mv.Src, Bytes: in.Samples[k].Bytes}
+			st.item = Item{ID: in.Samples[k].ID, Owner: mv.Src, Bytes: in.Samples[k].Bytes, Train: in.Samples[k].Train}
 			l.describe(st, max(in.Samples[k].Cost, 1)) // the owner's estimate, as planned
 			got[k] = st
 		}

@@ -3,6 +3,7 @@ package spmd
 import (
 	"sort"
 
+	"github.com/datahelix/datahelix/gpu"
 	"github.com/datahelix/datahelix/plan"
 )
 
@@ -18,6 +19,15 @@ type Item struct {
 	// GOPs); nil or one entry when it cannot.
 	Parts []int64
 	Mem   int64 // decoded bytes of its output
+	// Train is the GPU time, ns, the sample adds to its training step
+	// under the simulated GPU's model (plan.Sample.Train); 0 when unknown.
+	Train int64
+}
+
+// trainTime is the GPU time, ns, a sample of c adds to a step under m:
+// what the step costs with the sample minus what it costs without.
+func trainTime(m gpu.Model, c gpu.Contents) int64 {
+	return min((m.StepTime(c) - m.Base).Nanoseconds(), plan.MaxTrain)
 }
 
 // localOrder returns slot indices in the rank-local decode order: largest

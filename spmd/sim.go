@@ -276,7 +276,7 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 				if cfg.Loader == KindTorch {
 					orders[r] = samplerOrder(b)
 				} else {
-					orders[r] = localOrder(simItems(own[r], r, false, cfg.Loader.Splits(), splitAbove))
+					orders[r] = localOrder(simItems(own[r], r, false, cfg.Loader.Splits(), splitAbove, cfg.GPU))
 				}
 			}
 		} else {
@@ -292,8 +292,8 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 				st := RankState{DeadlineUS: deadline, Waiting: waiting, Running: running,
 					Workers: cfg.Workers, Speed: rk.speed, Bandwidth: cfg.Bandwidth, LatencyUS: cfg.LatencyUS}
 				in.Ranks[r] = st.Progress()
-				for _, it := range simItems(own[r], r, oracle, cfg.Loader.Splits(), splitAbove) {
-					in.Samples = append(in.Samples, plan.Sample{ID: it.ID, Owner: r, Bytes: it.Bytes, Cost: it.Est})
+				for _, it := range simItems(own[r], r, oracle, cfg.Loader.Splits(), splitAbove, cfg.GPU) {
+					in.Samples = append(in.Samples, plan.Sample{ID: it.ID, Owner: r, Bytes: it.Bytes, Cost: it.Est, Train: it.Train})
 				}
 			}
 			var t0 time.Time
@@ -342,7 +342,7 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 		}
 		for r, rk := range ranks {
 			rk.batches[s] = batches[r]
-			items := simItems(batches[r], r, cfg.Loader == KindOracle, cfg.Loader.Splits(), splitAbove)
+			items := simItems(batches[r], r, cfg.Loader == KindOracle, cfg.Loader.Splits(), splitAbove, cfg.GPU)
 			tasks := buildTasks(s, items, orders[r], cfg.Loader.Splits(), splitAbove)
 			rk.left[s] = len(tasks)
 			byArrival := map[int64][]Task{}
@@ -426,8 +426,9 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 // costs (or true ones for the oracle). A sample the rank will split —
 // splittable, by a loader that splits, estimated above splitAbove, as
 // the runtime decides — is planned at the cost of its parts, which is
-// what splitting costs.
-func simItems(xs []SimSample, owner int, truth, split bool, splitAbove int64) []Item {
+// what splitting costs. Each item's GPU time is its frames and tokens
+// under m.
+func simItems(xs []SimSample, owner int, truth, split bool, splitAbove int64, m gpu.Model) []Item {
 	items := make([]Item, len(xs))
 	for i, x := range xs {
 		est, parts := x.Est, x.PartsEst
@@ -445,7 +446,8 @@ func simItems(xs []SimSample, owner int, truth, split bool, splitAbove int64) []
 				est += c
 			}
 		}
-		items[i] = Item{ID: x.ID, Owner: owner, Bytes: x.Bytes, Est: max(est, 1), Parts: parts, Mem: x.Mem}
+		items[i] = Item{ID: x.ID, Owner: owner, Bytes: x.Bytes, Est: max(est, 1), Parts: parts, Mem: x.Mem,
+			Train: trainTime(m, gpu.Contents{Samples: 1, Frames: x.Frames, Tokens: x.Tokens})}
 	}
 	return items
 }
