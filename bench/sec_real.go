@@ -61,7 +61,7 @@ func realTable(jobs []*realJob, sc RealScale) *Section {
 		"shard i read by rank i mod N), %s, cached under the cache directory's bench/real; "+
 		"W scaled from the workloads' 8 per GPU to this machine; the GPU step is the provisioning rule (1.2x) applied to the mean "+
 		"cost measured here (CPU time of one sequential decode of every sample, the median of a few) times the oversubscription "+
-		"(ranks x W / cores): the ranks' real decode capacity, divided by the lockstep factor of the dataset's batches (see the workload table); slow nodes are not emulated; one mpirun job per loader; "+
+		"(ranks x W / cores): the ranks' real decode capacity, on the mean batch; slow nodes are not emulated; one mpirun job per loader; "+
 		"job_cores: the jobs' CPU time over their wall time; cpu_over_decode_work: the jobs' CPU time over the measured decode time "+
 		"of the samples they trained (what runs beside the decode: MPI, reading, exchange, the loader; prefetch past the last step); others_cores: cores the machine's other processes kept busy meanwhile "+
 		"(/proc/stat less the jobs' CPU time), max_load: /proc/loadavg's highest 1-minute figure around the jobs — the machine is shared", sc)
