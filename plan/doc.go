@@ -64,11 +64,12 @@
 // runs in lockstep, so a step lasts as long as its most loaded GPU, and
 // the plan decides which rank trains which sample. This phase (not under
 // ModeStatic, a sampler that balances cost only, nor ModeLocal) may spend
-// bytes and the slack the one before gained, down to Params.Margin before
-// every deadline, but never makes a rank late (see evenTrain). On the
-// benchmark's video+image mixture, where a rank reading a shard of 8-frame
-// clips trains 1.6x as long as one reading images, it raised throughput
-// 1.21x over a cost-balancing sampler with no more misses.
+// bytes and up to half the slack the one before gained (keeping at least
+// Params.Margin before every deadline), and never makes a rank late (see
+// evenTrain). On the benchmark's video+image mixture, where a rank reading
+// a shard of 8-frame clips trains 1.6x as long as one reading images, it
+// raised simulated throughput 1.21x over a cost-balancing sampler with no
+// more misses.
 //
 // # Algorithm
 //
