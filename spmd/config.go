@@ -53,7 +53,10 @@ type Config struct {
 	// default).
 	Calibration *decode.Calibration
 	// GPU is the simulated GPU's step model; its step time is also the
-	// prior of the progress tracker.
+	// prior of the progress tracker, and its per-sample, per-frame and
+	// per-token times give each sample the GPU time the planner evens out
+	// across ranks (plan.Sample.Train). A zero model leaves the samples'
+	// GPU time unknown, and the plan balances decoding only.
 	GPU gpu.Model
 	// CheckpointDir and CheckpointEvery save each rank's loader state every
 	// K steps; Resume continues from the latest complete checkpoint.

@@ -1,0 +1,95 @@
+package spmd
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/datahelix/datahelix/collective"
+	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/decode/gen/gentest"
+	"github.com/datahelix/datahelix/gpu"
+)
+
+// lockstepGPUTime runs n in-process ranks of loader k on data, each
+// "training" every batch by sleeping its GPU time under m, and returns
+// per step the GPU time of the most loaded rank: what a lockstep step
+// waits for.
+func lockstepGPUTime(t *testing.T, n int, data string, k Kind, m gpu.Model) []time.Duration {
+	t.Helper()
+	cfg := Config{Loader: k, Batch: 4, Steps: 12, Workers: 2, Seed: 5,
+		Decode: decode.Options{Frames: 2, Size: 32}, GPU: m}
+	comms := collective.NewLocal(n)
+	steps := make([][]time.Duration, n)
+	errs := make([]error, n)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	for r := range comms {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[r] = func() error {
+				ds, err := decode.OpenDataset(data, t.TempDir())
+				if err != nil {
+					return err
+				}
+				l, err := NewLoader(ctx, comms[r], ds, cfg)
+				if err != nil {
+					return err
+				}
+				defer l.Close()
+				for {
+					b, err := l.Next(ctx)
+					if errors.Is(err, io.EOF) {
+						return nil
+					}
+					if err != nil {
+						return err
+					}
+					d := m.StepTime(b.Contents())
+					steps[r] = append(steps[r], d)
+					time.Sleep(d)
+				}
+			}()
+		}()
+	}
+	wg.Wait()
+	requireOK(t, errs)
+	out := make([]time.Duration, cfg.Steps)
+	for _, st := range steps {
+		if len(st) != cfg.Steps {
+			t.Fatalf("%s: a rank trained %d steps, want %d", k, len(st), cfg.Steps)
+		}
+		for i, d := range st {
+			out[i] = max(out[i], d)
+		}
+	}
+	return out
+}
+
+// TestHelixEvensOutGPUWork checks, on the runtime with real decoding,
+// that the plan spreads GPU work: the test dataset's shards are
+// source-homogeneous (clips, images, text), so with every rank training
+// its own samples (local) the rank holding clips sets every step's
+// length, while helix's ranks, once on time, train batches of nearly
+// equal GPU time.
+func TestHelixEvensOutGPUWork(t *testing.T) {
+	data := gentest.Tiny(t)
+	m := gpu.Model{Base: time.Millisecond, PerFrame: 4 * time.Millisecond, PerToken: 20 * time.Microsecond}
+	sum := func(ds []time.Duration) (s time.Duration) {
+		for _, d := range ds[4:] { // after the first steps, planned before any progress
+			s += d
+		}
+		return s
+	}
+	local := sum(lockstepGPUTime(t, 4, data, KindLocal, m))
+	helix := sum(lockstepGPUTime(t, 4, data, KindHelix, m))
+	t.Logf("slowest rank's GPU time over steps 4-11: local %v, helix %v", local, helix)
+	if float64(helix) > 0.9*float64(local) {
+		t.Errorf("helix's lockstep GPU time %v is not below 0.9x local's %v: the plan did not even out the GPU work", helix, local)
+	}
+}
