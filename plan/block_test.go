@@ -279,6 +279,8 @@ func FuzzDecodeInput(f *testing.F) {
 		f.Add(encodeInput(f, genInput(rng, 3, 2, genOpts{mode: mode, heavy: true, progress: true})))
 	}
 	f.Add(encodeInput(f, genInput(rng, 2, 1, genOpts{maxCost: 10})))
+	f.Add(encodeInput(f, genInput(rng, 3, 4, genOpts{mode: ModeHelix, maxCost: 1000, deadline: 50_000, train: true, margin: 100})))
+	f.Add(encodeInput(f, genInput(rng, 4, 3, genOpts{mode: ModeHelixNoGate, heavy: true, progress: true, train: true})))
 	var pl Planner
 	var p Plan
 	f.Fuzz(func(t *testing.T, data []byte) {

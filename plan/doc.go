@@ -28,7 +28,8 @@
 // # Model and units
 //
 // All quantities are int64: times in µs from the instant the progress was
-// measured, sizes in bytes, costs in µs of reference CPU. Capacity and
+// measured, sizes in bytes, costs in µs of reference CPU, and a sample's
+// GPU time (Sample.Train) in ns. Capacity and
 // Bandwidth are fixed-point with One = 1<<16 = 1.0: capacity is decode
 // workers times measured speed (8 workers at full speed is 8*One),
 // bandwidth is bytes/µs (10 GB/s is 10_000*One). A rank with samples of
@@ -57,16 +58,18 @@
 // is what a lockstep step waits for" — so the planner never piles work on a
 // rank that is late anyway to save another rank's deadline: on small
 // instances it then has one late rank more than the optimum but less
-// lateness (about 2 % of them, see TestAgainstBruteForce).
+// lateness (about 2 % of them, see TestAgainstBruteForce). (The one
+// exception is the last objective below, whose exchanges lower GPU work
+// instead.)
 //
 // Where samples state their GPU time (Sample.Train), a last objective
 // follows once every rank is on time: even out the GPU work. Training
 // runs in lockstep, so a step lasts as long as its most loaded GPU, and
 // the plan decides which rank trains which sample. This phase (not under
 // ModeStatic, a sampler that balances cost only, nor ModeLocal) may spend
-// bytes and up to half the slack the one before gained (keeping at least
-// Params.Margin before every deadline), and never makes a rank late (see
-// evenTrain). On the benchmark's video+image mixture, where a rank reading
+// bytes and slack — a rank may be raised to half the latest rank's slack,
+// and not closer than Params.Margin to its deadline unless the latest rank
+// already was — and never makes a rank late (see evenTrain). On the benchmark's video+image mixture, where a rank reading
 // a shard of 8-frame clips trains 1.6x as long as one reading images, it
 // raised simulated throughput 1.21x over a cost-balancing sampler with no
 // more misses.
@@ -99,10 +102,12 @@
 //     moves nearest half the gap with one of the ranks with the least,
 //     keeping every rank within the level above.
 //  4. The cost gate is part of admissibility under ModeHelix: an exchange
-//     that sends a sample away from its owner is made only if the lateness
-//     it removes exceeds the transfer time it adds plus Params.Margin. A
-//     rejected exchange leaves room for a cheaper one, which a gate applied
-//     as a second pass over a finished pre-balance could not.
+//     of phases 1 and 2 that sends a sample away from its owner is made
+//     only if the lateness it removes exceeds the transfer time it adds
+//     plus Params.Margin. A rejected exchange leaves room for a cheaper
+//     one, which a gate applied as a second pass over a finished
+//     pre-balance could not. (Phase 3's exchanges remove no lateness; the
+//     transfer time counts against their level instead.)
 //
 // Decode order inside a rank is largest estimated cost first, ties by
 // sample id: with several workers it is the LPT order, which bounds the

@@ -142,15 +142,18 @@ func checkPlan(t *testing.T, in *Input, p *Plan) {
 	if got != want || p.Makespan != makespan {
 		t.Fatalf("plan reports %v, makespan %d; recomputed %v, makespan %d", got, p.Makespan, want, makespan)
 	}
-	// The plan is never worse than leaving every sample with its owner,
-	// except where it evened out the GPU work, which may spend bytes and
-	// slack down to the margin.
-	if base := evaluate(in, identity(in)); base.less(want) {
-		evened := want.late == base.late && want.maxLate == base.maxLate && want.maxExcess <= max(base.maxExcess, -in.Margin) &&
-			trainSquares(in, p.Assign) < trainSquares(in, identity(in))
-		if !evened {
-			t.Fatalf("plan %v is worse than no exchange %v", want, base)
-		}
+	// The plan is never worse than leaving every sample with its owner.
+	// Where samples carry GPU times, that holds for the plan before their
+	// GPU work was evened out — the plan of the same input without GPU
+	// times — and checkEvenTrain relates the two.
+	before := want
+	if hasTrain(in) {
+		q := withoutTrain(t, in)
+		before = evaluate(in, q.Assign)
+		checkEvenTrain(t, in, p, q)
+	}
+	if base := evaluate(in, identity(in)); base.less(before) {
+		t.Fatalf("plan %v is worse than no exchange %v", before, base)
 	}
 	if in.Mode == ModeLocal && (p.Moved != 0 || len(p.Moves) != 0 || len(p.Exchanges) != 0) {
 		t.Fatalf("ModeLocal moved %d samples", p.Moved)
@@ -332,19 +335,22 @@ func TestInvariantsRandom(t *testing.T) {
 			t.Fatalf("iteration %d: %v", it, err)
 		}
 		checkPlan(t, in, &p)
-		if o.train {
-			checkEvenTrain(t, in, &p)
-		}
 	}
 }
 
-// checkEvenTrain compares the plan with the plan of the same input
-// without GPU times, which is the plan before evenTrain: evening out the
-// GPU work leaves no rank late and the largest excess E within evenTrain's
-// level (half of E, or -Margin if lower, or E if higher), never raises
-// the GPU work of the most loaded rank, and lowers the sum of squared
-// loads whenever it exchanges anything.
-func checkEvenTrain(t *testing.T, in *Input, p *Plan) {
+// hasTrain reports whether some sample of in carries a GPU time.
+func hasTrain(in *Input) bool {
+	for k := range in.Samples {
+		if in.Samples[k].Train > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// withoutTrain plans in with every GPU time zeroed: the plan as it stood
+// before evenTrain, which is the only phase that reads them.
+func withoutTrain(t *testing.T, in *Input) *Plan {
 	t.Helper()
 	bare := *in
 	bare.Samples = slices.Clone(in.Samples)
@@ -355,27 +361,80 @@ func checkEvenTrain(t *testing.T, in *Input, p *Plan) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	level := q.MaxExcess
-	if q.LateRanks == 0 {
-		level = max(q.MaxExcess, min(q.MaxExcess/2, -in.Margin))
-	}
-	if p.LateRanks != q.LateRanks || p.MaxLateness != q.MaxLateness || p.MaxExcess > level {
-		t.Fatalf("evening out GPU work changed the decode objective: late %d, max lateness %d, max excess %d; before %d, %d, %d",
-			p.LateRanks, p.MaxLateness, p.MaxExcess, q.LateRanks, q.MaxLateness, q.MaxExcess)
-	}
-	maxLoad := func(assign []int32) int64 {
-		load := make([]int64, len(in.Ranks))
-		for k, r := range assign {
-			load[r] += in.Samples[k].Train
-		}
-		return slices.Max(load)
-	}
-	if maxLoad(p.Assign) > maxLoad(q.Assign) {
-		t.Fatalf("most loaded GPU has %d µs, %d before evening out", maxLoad(p.Assign), maxLoad(q.Assign))
-	}
+	return q
+}
+
+// checkEvenTrain checks plan p of in against q, the plan of the same
+// input without GPU times (the plan before evenTrain). p's exchanges
+// start with q's; the others are evenTrain's and are made only when q has
+// no late rank and only in the modes that even out GPU work. Replayed one
+// by one from q's assignment, each must lower the larger GPU load of its
+// pair by its TrainGain and keep both ranks' excess — under ModeHelix
+// plus the arrival time of the sample each receives — within evenTrain's
+// level, max(E, min(E/2, -Margin)) for q's largest excess E. So the plan
+// has q's late ranks and maximum lateness, and its most loaded GPU is
+// never heavier than q's.
+func checkEvenTrain(t *testing.T, in *Input, p, q *Plan) {
+	t.Helper()
 	extra := len(p.Exchanges) - len(q.Exchanges)
 	if extra < 0 || !slices.Equal(p.Exchanges[:len(q.Exchanges)], q.Exchanges) {
 		t.Fatalf("the plan's first %d exchanges differ from the plan without GPU times", len(q.Exchanges))
+	}
+	if extra > 0 && (q.LateRanks > 0 || in.Mode == ModeStatic || in.Mode == ModeLocal) {
+		t.Fatalf("%d exchanges evened out GPU work under %s with %d late ranks", extra, in.Mode, q.LateRanks)
+	}
+	n := len(in.Ranks)
+	level := max(q.MaxExcess, min(q.MaxExcess/2, -in.Margin))
+	assign := slices.Clone(q.Assign)
+	work, load := make([]int64, n), make([]int64, n)
+	for k, r := range assign {
+		work[r] += in.Samples[k].Cost
+		load[r] += in.Samples[k].Train
+	}
+	excess := func(r int32) int64 {
+		d, l, c := model(in, int(r))
+		return l + (work[r]*One+c-1)/c - d
+	}
+	arrival := func(k, r int32) int64 {
+		o := in.Samples[k].Owner
+		if in.Mode != ModeHelix || int(r) == o {
+			return 0
+		}
+		po, pr := in.Ranks[o], in.Ranks[r]
+		bw := min(po.Bandwidth, pr.Bandwidth)
+		return max(po.Latency, pr.Latency) + (in.Samples[k].Bytes*One+bw-1)/bw
+	}
+	maxLoad := slices.Max(load)
+	for i, x := range p.Exchanges[len(q.Exchanges):] {
+		if x.Gain != 0 || x.TrainGain <= 0 {
+			t.Fatalf("evenTrain exchange %d %+v: want Gain 0 and a positive TrainGain", i, x)
+		}
+		a, b := in.Samples[x.A], in.Samples[x.B]
+		beforeMax := max(load[x.From], load[x.To])
+		assign[x.A], assign[x.B] = x.To, x.From
+		work[x.From] += b.Cost - a.Cost
+		work[x.To] += a.Cost - b.Cost
+		load[x.From] += b.Train - a.Train
+		load[x.To] += a.Train - b.Train
+		if got := beforeMax - max(load[x.From], load[x.To]); got != x.TrainGain || got <= 0 {
+			t.Fatalf("evenTrain exchange %d %+v lowers the pair's larger GPU load by %d ns", i, x, got)
+		}
+		if e := excess(x.To) + arrival(x.A, x.To); e > level {
+			t.Fatalf("evenTrain exchange %d %+v leaves rank %d at excess %d µs with its arrival, above the level %d", i, x, x.To, e, level)
+		}
+		if e := excess(x.From) + arrival(x.B, x.From); e > level {
+			t.Fatalf("evenTrain exchange %d %+v leaves rank %d at excess %d µs with its arrival, above the level %d", i, x, x.From, e, level)
+		}
+	}
+	if !slices.Equal(assign, p.Assign) {
+		t.Fatalf("replaying the exchanges from the plan without GPU times does not give Assign")
+	}
+	if p.LateRanks != q.LateRanks || p.MaxLateness != q.MaxLateness || p.MaxExcess > max(level, q.MaxExcess) {
+		t.Fatalf("evening out GPU work changed the decode objective: late %d, max lateness %d, max excess %d; before %d, %d, %d",
+			p.LateRanks, p.MaxLateness, p.MaxExcess, q.LateRanks, q.MaxLateness, q.MaxExcess)
+	}
+	if slices.Max(load) > maxLoad {
+		t.Fatalf("most loaded GPU has %d ns, %d before evening out", slices.Max(load), maxLoad)
 	}
 	if extra > 0 && trainSquares(in, p.Assign) >= trainSquares(in, q.Assign) {
 		t.Fatalf("%d exchanges evening out GPU work did not lower the squared loads", extra)

@@ -77,13 +77,14 @@ type Exchange struct {
 	// Cost is the change in predicted transfer time, µs, summed over A
 	// and B (negative when a sample goes back to its owner). Under
 	// ModeHelix an exchange that sends a sample away from its owner was
-	// made only if Gain > Cost + Margin.
+	// made only if Gain > Cost + Margin, unless TrainGain is set.
 	Cost int64
 	// TrainGain is set by the last phase, which evens out the ranks' GPU
 	// work once every rank is on time: the GPU time, ns per step, the
-	// pair's more loaded rank saves. Gain is then 0: such an exchange
-	// leaves both ranks' lateness, with the transfer time under
-	// ModeHelix, within the plan's largest (see Planner.Compute).
+	// pair's more loaded rank saves. Gain is then 0 and the gate does not
+	// apply: the exchange keeps both ranks' excess, with the arrival time
+	// of the sample each receives under ModeHelix, within a level (see the
+	// package doc's objective).
 	TrainGain int64
 }
 

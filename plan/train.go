@@ -15,25 +15,28 @@ const trainSlack = 256
 // images, long documents next to short ones) holds every GPU back.
 //
 // The rank with the most GPU work, taken from a heap, makes the best
-// admissible exchange with one of the partners ranks with the least. An
-// exchange is admissible if it moves GPU work t = train(i) - train(j)
-// with 0 < t < the pair's gap, so the larger of the two loads falls, and
-// if it leaves both ranks' excess — plus, under ModeHelix, the transfer
-// time of the sample each receives from away — at or below the level:
-// half the largest excess E of the plan (E is negative: every rank is on
-// time), or -Params.Margin if that is lower, or E if that is higher. No
-// rank becomes late and the maximum lateness stays 0; the phase spends
-// bytes and at most half the slack the slack phase won for the latest
-// rank, never leaving a rank closer than the gate's margin to its
-// deadline unless it was already. (Keeping E exactly would forbid every
-// transfer where the slack phase had evened the excesses out, which is
-// where it succeeds. Spending the slack down to the margin gained the
-// same throughput in the simulator, with more risk under wrong
-// estimates.) The best exchange brings t
-// nearest half the gap, then moves the fewest bytes, then the smallest
-// ids. Each exchange lowers the sum of squared loads, so the phase ends;
-// it stops when the heaviest rank admits no exchange, when it is within
-// 1/trainSlack of the mean load, or after one exchange per sample.
+// admissible exchange with one of the partners ranks that have the
+// least. An exchange is admissible if it moves GPU work t = train(i) -
+// train(j) with 0 < t < the pair's gap, so the larger of the two loads
+// falls, and if it leaves both ranks' excess — plus, under ModeHelix, the
+// transfer time of the sample each receives from away — at or below the
+// level max(E, min(E/2, -Params.Margin)), where E <= 0 is the plan's
+// largest excess when the phase starts. So no rank becomes late and the
+// maximum lateness stays 0. The phase spends bytes and slack: a rank may
+// be raised to half the latest rank's slack (E/2), and never closer to
+// its deadline than the gate's margin unless the latest rank already was
+// (then to E), in every mode that runs it. These exchanges carry no
+// lateness gain (Exchange.Gain 0, Exchange.TrainGain the GPU time saved)
+// and are not subject to the lateness gate; the transfer time counts in
+// the level instead. (Keeping E exactly would forbid every transfer where
+// the slack phase had evened the excesses out, which is where it
+// succeeds. Spending the slack down to the margin gained the same
+// throughput in the simulator, with more risk under wrong estimates.)
+// The best exchange brings t nearest half the gap, then moves the fewest
+// bytes, then the smallest ids. Each exchange lowers the sum of squared
+// loads, so the phase ends; it stops when the heaviest rank admits no
+// exchange, when it is within 1/trainSlack of the mean load, or after one
+// exchange per sample.
 //
 // A pair's search sorts t's samples by GPU work once and looks, for each
 // sample of s, at the two samples of t on either side of the ideal:
@@ -45,20 +48,24 @@ func (p *Planner) evenTrain() {
 	in := p.in
 	n, b := len(in.Ranks), in.Batch
 	p.train = grow(p.train, n)
-	total := int64(0)
+	// The mean load, without overflow: a rank's load is at most
+	// MaxBatch*MaxTrain = 2^52, but N of them may not fit in an int64.
+	var mean, rem int64
 	for r := range n {
 		t := int64(0)
 		for _, k := range p.slots[r*b : (r+1)*b] {
 			t += in.Samples[k].Train
 		}
 		p.train[r] = t
-		total += t
+		mean += t / int64(n)
+		rem += t % int64(n)
 	}
-	if total == 0 {
+	mean += rem / int64(n)
+	if p.train[p.argmaxTrain()] == 0 {
 		return
 	}
 	// Close enough: the heaviest rank within 1/trainSlack of the mean.
-	enough := total/int64(n) + total/int64(n)/trainSlack
+	enough := mean + mean/trainSlack
 	worst := p.excess[p.hi.top()]
 	level := max(worst, min(worst/2, -p.in.Margin))
 	p.trainHi.reset(p.train, true)
@@ -90,6 +97,17 @@ func (p *Planner) evenTrain() {
 			return
 		}
 	}
+}
+
+// argmaxTrain is the rank with the most GPU work, the lowest on ties.
+func (p *Planner) argmaxTrain() int {
+	best := 0
+	for r, t := range p.train {
+		if t > p.train[best] {
+			best = r
+		}
+	}
+	return best
 }
 
 // bestTrain finds the preferred admissible exchange (see evenTrain)
