@@ -290,15 +290,21 @@ func trainSquares(in *Input, assign []int32) float64 {
 func transferTime(in *Input, assign []int32) int64 {
 	total := int64(0)
 	for k, r := range assign {
-		o := in.Samples[k].Owner
-		if int(r) == o {
-			continue
-		}
-		po, pr := in.Ranks[o], in.Ranks[r]
-		bw := min(po.Bandwidth, pr.Bandwidth)
-		total += max(po.Latency, pr.Latency) + (in.Samples[k].Bytes*One+bw-1)/bw
+		total += arrivalTime(in, int32(k), r)
 	}
 	return total
+}
+
+// arrivalTime is the predicted transfer time of sample k from its owner
+// to rank r: 0 at the owner.
+func arrivalTime(in *Input, k, r int32) int64 {
+	o := in.Samples[k].Owner
+	if int(r) == o {
+		return 0
+	}
+	po, pr := in.Ranks[o], in.Ranks[r]
+	bw := min(po.Bandwidth, pr.Bandwidth)
+	return max(po.Latency, pr.Latency) + (in.Samples[k].Bytes*One+bw-1)/bw
 }
 
 func TestInvariantsRandom(t *testing.T) {
@@ -395,14 +401,12 @@ func checkEvenTrain(t *testing.T, in *Input, p, q *Plan) {
 		d, l, c := model(in, int(r))
 		return l + (work[r]*One+c-1)/c - d
 	}
+	// Only the gate charges the arrival of a sample against its level.
 	arrival := func(k, r int32) int64 {
-		o := in.Samples[k].Owner
-		if in.Mode != ModeHelix || int(r) == o {
+		if in.Mode != ModeHelix {
 			return 0
 		}
-		po, pr := in.Ranks[o], in.Ranks[r]
-		bw := min(po.Bandwidth, pr.Bandwidth)
-		return max(po.Latency, pr.Latency) + (in.Samples[k].Bytes*One+bw-1)/bw
+		return arrivalTime(in, k, r)
 	}
 	maxLoad := slices.Max(load)
 	for i, x := range p.Exchanges[len(q.Exchanges):] {

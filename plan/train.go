@@ -51,6 +51,7 @@ func (p *Planner) evenTrain() {
 	// The mean load, without overflow: a rank's load is at most
 	// MaxBatch*MaxTrain = 2^52, but N of them may not fit in an int64.
 	var mean, rem int64
+	some := false
 	for r := range n {
 		t := int64(0)
 		for _, k := range p.slots[r*b : (r+1)*b] {
@@ -59,11 +60,12 @@ func (p *Planner) evenTrain() {
 		p.train[r] = t
 		mean += t / int64(n)
 		rem += t % int64(n)
+		some = some || t > 0
+	}
+	if !some {
+		return // no GPU times: nothing to even out
 	}
 	mean += rem / int64(n)
-	if p.train[p.argmaxTrain()] == 0 {
-		return
-	}
 	// Close enough: the heaviest rank within 1/trainSlack of the mean.
 	enough := mean + mean/trainSlack
 	worst := p.excess[p.hi.top()]
@@ -97,17 +99,6 @@ func (p *Planner) evenTrain() {
 			return
 		}
 	}
-}
-
-// argmaxTrain is the rank with the most GPU work, the lowest on ties.
-func (p *Planner) argmaxTrain() int {
-	best := 0
-	for r, t := range p.train {
-		if t > p.train[best] {
-			best = r
-		}
-	}
-	return best
 }
 
 // bestTrain finds the preferred admissible exchange (see evenTrain)
