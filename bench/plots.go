@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -134,12 +133,14 @@ func (r *Report) waitBars(workloads, loaders []string, title string, widthIn flo
 	p.Y.Label.Text = "GPU wait, % of wall time"
 	p.Y.Min = 0
 	width := vg.Points(math.Min(60, barFill*widthIn*72/float64(len(workloads)*len(loaders))))
+	hi := 0.0 // the tallest bar
 	for j, l := range loaders {
 		vals := make(plotter.Values, len(workloads))
 		for i, w := range workloads {
 			for _, x := range r.Results {
 				if x.Workload == w && x.Loader == l {
 					vals[i] = 100 * x.GPUWaitFrac
+					hi = math.Max(hi, vals[i])
 				}
 			}
 		}
@@ -155,14 +156,7 @@ func (r *Report) waitBars(workloads, loaders []string, title string, widthIn flo
 	}
 	p.Legend.Top = true
 	p.NominalX(workloads...)
-	// Head room above the tallest bar for the legend.
-	hi := 0.0
-	for _, x := range r.Results {
-		if slices.Contains(workloads, x.Workload) {
-			hi = math.Max(hi, 100*x.GPUWaitFrac)
-		}
-	}
-	if hi > 0 {
+	if hi > 0 { // head room above the tallest bar for the legend
 		p.Y.Max = 1.35 * hi
 	}
 	return p, nil
