@@ -134,7 +134,7 @@ func measureDecode(ctx context.Context, re RealEnv, preset, tmp string) (decodeM
 	}
 	cfg := av.DefaultConfig()
 	cfg.Timeout = 2 * time.Minute
-	dec := decode.NewDecoder(decode.Options{Frames: 8, Size: 224})
+	dec := decode.NewDecoder(decode.Options{Frames: decode.DefaultFrames, Size: decode.DefaultSize})
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	sh := ds.Shards[0]

@@ -10,7 +10,9 @@ type CostOptions struct {
 
 // DefaultCostOptions returns the decoder's defaults: 8 frames of 224 x 224,
 // one task per clip.
-func DefaultCostOptions() CostOptions { return CostOptions{Frames: 8, Size: 224, MaxTasks: 1} }
+func DefaultCostOptions() CostOptions {
+	return CostOptions{Frames: DefaultFrames, Size: DefaultSize, MaxTasks: 1}
+}
 
 func (o CostOptions) withDefaults() CostOptions {
 	d := DefaultCostOptions()
