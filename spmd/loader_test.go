@@ -88,11 +88,16 @@ func TestEveryLoaderDeliversTheSameGlobalBatches(t *testing.T) {
 	}
 }
 
-func TestBatchTensorsHaveTheConfiguredShape(t *testing.T) {
-	data := gentest.Tiny(t)
-	comms := collective.NewLocal(4)
+// eachBatch runs n in-process ranks of a Loader with cfg on data, the
+// training loop calling each(rank, batch) for every batch, and fails the
+// test if a rank fails or the run takes over 2 minutes.
+func eachBatch(t *testing.T, n int, data string, cfg Config, each func(rank int, b *Batch) error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	comms := collective.NewLocal(n)
 	var wg sync.WaitGroup
-	errs := make([]error, 4)
+	errs := make([]error, n)
 	for r := range comms {
 		wg.Add(1)
 		go func() {
@@ -102,29 +107,21 @@ func TestBatchTensorsHaveTheConfiguredShape(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				l, err := NewLoader(context.Background(), comms[r], ds, testConfig(KindHelix))
+				l, err := NewLoader(ctx, comms[r], ds, cfg)
 				if err != nil {
 					return err
 				}
 				defer l.Close()
 				for {
-					b, err := l.Next(context.Background())
+					b, err := l.Next(ctx)
 					if errors.Is(err, io.EOF) {
 						return nil
 					}
 					if err != nil {
 						return err
 					}
-					for _, s := range b.Samples {
-						for _, tn := range s.Tensors {
-							want := 32 * 32 * 3
-							if s.Modality == decode.ModalityVideo {
-								want *= 2
-							}
-							if len(tn.Data) != want {
-								return fmt.Errorf("step %d sample %s (%v): tensor %v of %d bytes, want %d", b.Step, s.Key, s.Modality, tn.Shape, len(tn.Data), want)
-							}
-						}
+					if err := each(r, b); err != nil {
+						return err
 					}
 				}
 			}()
@@ -132,6 +129,23 @@ func TestBatchTensorsHaveTheConfiguredShape(t *testing.T) {
 	}
 	wg.Wait()
 	requireOK(t, errs)
+}
+
+func TestBatchTensorsHaveTheConfiguredShape(t *testing.T) {
+	eachBatch(t, 4, gentest.Tiny(t), testConfig(KindHelix), func(_ int, b *Batch) error {
+		for _, s := range b.Samples {
+			for _, tn := range s.Tensors {
+				want := 32 * 32 * 3
+				if s.Modality == decode.ModalityVideo {
+					want *= 2
+				}
+				if len(tn.Data) != want {
+					return fmt.Errorf("step %d sample %s (%v): tensor %v of %d bytes, want %d", b.Step, s.Key, s.Modality, tn.Shape, len(tn.Data), want)
+				}
+			}
+		}
+		return nil
+	})
 }
 
 // corruptCopy copies the dataset's shards into a new directory, replacing

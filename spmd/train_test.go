@@ -1,14 +1,9 @@
 package spmd
 
 import (
-	"context"
-	"errors"
-	"io"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/decode/gen/gentest"
 	"github.com/datahelix/datahelix/gpu"
@@ -22,43 +17,13 @@ func lockstepGPUTime(t *testing.T, n int, data string, k Kind, m gpu.Model) []ti
 	t.Helper()
 	cfg := Config{Loader: k, Batch: 4, Steps: 12, Workers: 2, Seed: 5,
 		Decode: decode.Options{Frames: 2, Size: 32}, GPU: m}
-	comms := collective.NewLocal(n)
-	steps := make([][]time.Duration, n)
-	errs := make([]error, n)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var wg sync.WaitGroup
-	for r := range comms {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[r] = func() error {
-				ds, err := decode.OpenDataset(data, t.TempDir())
-				if err != nil {
-					return err
-				}
-				l, err := NewLoader(ctx, comms[r], ds, cfg)
-				if err != nil {
-					return err
-				}
-				defer l.Close()
-				for {
-					b, err := l.Next(ctx)
-					if errors.Is(err, io.EOF) {
-						return nil
-					}
-					if err != nil {
-						return err
-					}
-					d := m.StepTime(b.Contents())
-					steps[r] = append(steps[r], d)
-					time.Sleep(d)
-				}
-			}()
-		}()
-	}
-	wg.Wait()
-	requireOK(t, errs)
+	steps := make([][]time.Duration, n) // each rank appends only to its own
+	eachBatch(t, n, data, cfg, func(r int, b *Batch) error {
+		d := m.StepTime(b.Contents())
+		steps[r] = append(steps[r], d)
+		time.Sleep(d)
+		return nil
+	})
 	out := make([]time.Duration, cfg.Steps)
 	for _, st := range steps {
 		if len(st) != cfg.Steps {
