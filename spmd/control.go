@@ -345,7 +345,7 @@ func (l *Loader) exchange(ctx context.Context, s int64, own []*slotState, in *pl
 			}
 			rest = r
 			st := &slotState{sample: smp, partsLeft: 1}
-			st.item = Item{ID: in.Samples[k].ID, Owner: mv.Src, Bytes: in.Samples[k].Bytes, Train: in.Samples[k].Train}
+			st.item = Item{ID: in.Samples[k].ID, Owner: mv.Src, Bytes: in.Samples[k].Bytes}
 			l.describe(st, max(in.Samples[k].Cost, 1)) // the owner's estimate, as planned
 			got[k] = st
 		}
