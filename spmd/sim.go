@@ -48,6 +48,10 @@ type SimConfig struct {
 	// takes c*Speed[r]/plan.One µs on rank r. nil means every rank runs
 	// at reference speed.
 	Speed []int64
+	// CPUs, when set, puts the ranks' decode workers on shared cores, as
+	// on a node running more threads than it has cores; nil gives every
+	// worker a core of its own.
+	CPUs *CPUShare
 	// Samples returns rank r's B samples for a step, the same for every
 	// loader. It must be deterministic.
 	Samples func(step int64, rank int) []SimSample
@@ -58,6 +62,16 @@ type SimConfig struct {
 	// OnPlan, when set, sees every plan with its input and the virtual
 	// time it was made at (to study predictions against outcomes).
 	OnPlan func(step, at int64, in *plan.Input, p *plan.Plan)
+}
+
+// CPUShare places ranks on groups of cores. The busy decode workers of
+// the ranks in a group share its cores equally (processor sharing: a
+// task runs at min(1, cores/busy) of a core's speed, times its rank's
+// Speed), as the OS time-slices threads pinned to the same cores; a
+// worker idle on one rank leaves its share to the others of its group.
+type CPUShare struct {
+	Group []int // per rank: the index of its group
+	Cores []int // per group: how many cores it has
 }
 
 // SimResult is the outcome of a simulation.
@@ -86,25 +100,49 @@ func (c *SimConfig) defaults() error {
 	if c.Speed != nil && len(c.Speed) != c.Ranks {
 		return fmt.Errorf("spmd: %d speed factors for %d ranks", len(c.Speed), c.Ranks)
 	}
+	if c.CPUs != nil {
+		if len(c.CPUs.Group) != c.Ranks {
+			return fmt.Errorf("spmd: core groups for %d ranks, want %d", len(c.CPUs.Group), c.Ranks)
+		}
+		for r, g := range c.CPUs.Group {
+			if g < 0 || g >= len(c.CPUs.Cores) {
+				return fmt.Errorf("spmd: rank %d is in core group %d of %d", r, g, len(c.CPUs.Cores))
+			}
+		}
+		for g, k := range c.CPUs.Cores {
+			if k < 1 {
+				return fmt.Errorf("spmd: core group %d has %d cores", g, k)
+			}
+		}
+	}
 	return c.GPU.Validate()
 }
 
-// simTask is a task with its true duration on the simulated rank.
+// simTask is a task running on a simulated worker.
 type simTask struct {
 	Task
-	trueCost int64
+	rank, worker int
+	// rem is the work left, in µs at a whole core's speed times
+	// workScale, brought up to date when its core group's sharing
+	// changes (shared groups only).
+	rem int64
+	// version tells a task's live completion event from the ones a
+	// change of sharing made stale.
+	version int64
 }
 
-// simRank is one rank of the simulation: its workers on the virtual clock
-// and its batches in progress.
+// workScale is the fixed-point scale of a shared group's remaining work:
+// a core shared by n threads advances each by workScale/n per µs.
+const workScale = 1 << 16
+
+// simRank is one rank of the simulation: its workers and its batches in
+// progress.
 type simRank struct {
 	r       int
 	sched   Scheduler
 	speed   int64
-	now     int64
-	workers []int64 // busy until, µs; <= now when idle
-	running []*simTask
-	events  eventHeap // task completions and task arrivals
+	group   *cpuGroup
+	running []*simTask // per worker; nil when idle
 	// per step: parts left to decode, completion time, true task costs
 	left    map[int64]int
 	readyAt map[int64]int64
@@ -112,11 +150,20 @@ type simRank struct {
 	tracker *gpu.Tracker
 	batches map[int64][]SimSample // the rank's batch per step (after planning)
 	moved   map[int64][2]int64    // bytes in, bytes out per step
-	seq     int64                 // event tie-break: first pushed, first processed
 	// inflight is the estimated cost of tasks planned for this rank whose
 	// samples are still on their way: part of its backlog, as in the
 	// runtime, where a batch's exchange completes before the next plan.
 	inflight int64
+}
+
+// cpuGroup is a set of cores that the workers of some ranks share. A
+// group whose cores outnumber its workers gives each worker a core of its
+// own; a shared one divides its cores equally among its busy workers.
+type cpuGroup struct {
+	cores   int64
+	shared  bool
+	last    int64 // when the running tasks' rem was brought up to date
+	running []*simTask
 }
 
 type taskKey struct {
@@ -125,12 +172,15 @@ type taskKey struct {
 }
 
 type event struct {
-	at     int64
-	kind   int // 0 arrival, 1 completion
-	worker int
-	step   int64
-	tasks  []Task
-	seq    int64
+	at      int64
+	kind    int // 0 arrival, 1 completion
+	rank    int
+	worker  int
+	step    int64
+	tasks   []Task
+	task    *simTask // completion: the task, live while its version matches
+	version int64
+	seq     int64
 }
 
 type eventHeap []event
@@ -151,16 +201,55 @@ func (h *eventHeap) Pop() any {
 	return e
 }
 
-func (s *simRank) push(e event) {
-	s.seq++
-	e.seq = s.seq
-	heap.Push(&s.events, e)
+// simEngine is the job's one virtual clock: every rank's task arrivals
+// and completions in a single time order, so that ranks sharing cores
+// see each other's load.
+type simEngine struct {
+	now    int64
+	seq    int64 // tie-break: first pushed, first processed
+	events eventHeap
+	ranks  []*simRank
 }
 
-// dispatch starts tasks on idle workers at the current time.
-func (s *simRank) dispatch() {
-	for w := range s.workers {
-		if s.workers[w] > s.now || s.running[w] != nil {
+func (e *simEngine) push(ev event) {
+	e.seq++
+	ev.seq = e.seq
+	heap.Push(&e.events, ev)
+}
+
+// update brings the remaining work of the group's running tasks up to
+// the engine's clock.
+func (g *cpuGroup) update(now int64) {
+	if n := int64(len(g.running)); n > 0 && now > g.last {
+		done := (now - g.last) * workScale * min(g.cores, n) / n
+		for _, t := range g.running {
+			t.rem = max(t.rem-done, 0)
+		}
+	}
+	g.last = now
+}
+
+// retime schedules the completion of each of the group's running tasks
+// at the group's current sharing, making earlier schedules stale.
+func (e *simEngine) retime(g *cpuGroup) {
+	n := int64(len(g.running))
+	for _, t := range g.running {
+		t.version++
+		per := workScale * min(g.cores, n) // work units per µs for n tasks
+		d := (t.rem*n + per - 1) / per
+		e.push(event{at: e.now + d, kind: 1, rank: t.rank, worker: t.worker, task: t, version: t.version})
+	}
+}
+
+// dispatch starts tasks on the rank's idle workers at the current time.
+func (e *simEngine) dispatch(s *simRank) {
+	g := s.group
+	if g.shared {
+		g.update(e.now)
+	}
+	started := false
+	for w := range s.running {
+		if s.running[w] != nil {
 			continue
 		}
 		t, ok := s.sched.Next(w)
@@ -168,62 +257,109 @@ func (s *simRank) dispatch() {
 			continue
 		}
 		dur := s.costs[taskKey{t.Step, t.Slot, t.Part}] * s.speed / plan.One
-		st := &simTask{Task: t, trueCost: dur}
+		st := &simTask{Task: t, rank: s.r, worker: w}
 		s.running[w] = st
-		s.workers[w] = s.now + dur
-		s.push(event{at: s.now + dur, kind: 1, worker: w})
+		if g.shared {
+			st.rem = dur * workScale
+			g.running = append(g.running, st)
+			started = true
+			continue
+		}
+		e.push(event{at: e.now + dur, kind: 1, rank: s.r, worker: w, task: st})
+	}
+	if started {
+		e.retime(g)
 	}
 }
 
-// step processes the next event; false when there is none.
-func (s *simRank) step() bool {
-	if len(s.events) == 0 {
-		return false
-	}
-	e := heap.Pop(&s.events).(event)
-	if e.at > s.now {
-		s.now = e.at
-	}
-	switch e.kind {
-	case 0:
-		s.sched.Add(e.step, e.tasks)
-		for _, t := range e.tasks {
-			s.inflight -= t.Cost
+// next processes the next event; false when there is none.
+func (e *simEngine) next() bool {
+	for len(e.events) > 0 {
+		ev := heap.Pop(&e.events).(event)
+		s := e.ranks[ev.rank]
+		if ev.kind == 1 && (s.running[ev.worker] != ev.task || ev.task.version != ev.version) {
+			continue // made stale by a change of sharing
 		}
-	case 1:
-		t := s.running[e.worker]
-		s.running[e.worker] = nil
-		s.sched.Finish(e.worker, t.Task)
-		s.left[t.Step]--
-		if s.left[t.Step] == 0 {
-			s.readyAt[t.Step] = s.now
+		if ev.at > e.now {
+			e.now = ev.at
 		}
+		switch ev.kind {
+		case 0:
+			s.sched.Add(ev.step, ev.tasks)
+			for _, t := range ev.tasks {
+				s.inflight -= t.Cost
+			}
+		case 1:
+			t := ev.task
+			s.running[ev.worker] = nil
+			if g := s.group; g.shared {
+				g.update(e.now)
+				g.running = slices.DeleteFunc(g.running, func(x *simTask) bool { return x == t })
+				e.retime(g)
+			}
+			s.sched.Finish(ev.worker, t.Task)
+			s.left[t.Step]--
+			if s.left[t.Step] == 0 {
+				s.readyAt[t.Step] = e.now
+			}
+		}
+		e.dispatch(s)
+		return true
 	}
-	s.dispatch()
-	return true
+	return false
+}
+
+// peek is the time of the next live event, false when there is none.
+func (e *simEngine) peek() (int64, bool) {
+	for len(e.events) > 0 {
+		ev := e.events[0]
+		if ev.kind == 1 {
+			if s := e.ranks[ev.rank]; s.running[ev.worker] != ev.task || ev.task.version != ev.version {
+				heap.Pop(&e.events)
+				continue
+			}
+		}
+		return ev.at, true
+	}
+	return 0, false
 }
 
 // advance processes every event up to time t and moves the clock to t.
-func (s *simRank) advance(t int64) {
-	for len(s.events) > 0 && s.events[0].at <= t {
-		s.step()
+func (e *simEngine) advance(t int64) {
+	for {
+		at, ok := e.peek()
+		if !ok || at > t {
+			break
+		}
+		e.next()
 	}
-	if t > s.now {
-		s.now = t
+	if t > e.now {
+		e.now = t
 	}
-	s.dispatch()
+	for _, s := range e.ranks {
+		e.dispatch(s)
+	}
 }
 
-// readyTime runs the rank until batch step is decoded and returns when.
-func (s *simRank) readyTime(step int64) (int64, error) {
-	for {
-		if at, ok := s.readyAt[step]; ok {
-			return at, nil
+// cpuGroups builds the core groups of cfg: one per rank with a core per
+// worker, or cfg.CPUs's.
+func cpuGroups(cfg *SimConfig) []*cpuGroup {
+	if cfg.CPUs == nil {
+		gs := make([]*cpuGroup, cfg.Ranks)
+		for r := range gs {
+			gs[r] = &cpuGroup{cores: int64(cfg.Workers)}
 		}
-		if !s.step() {
-			return 0, fmt.Errorf("spmd: simulation stalled: rank %d cannot finish batch %d", s.r, step)
-		}
+		return gs
 	}
+	gs := make([]*cpuGroup, len(cfg.CPUs.Cores))
+	workers := make([]int, len(gs))
+	for _, g := range cfg.CPUs.Group {
+		workers[g] += cfg.Workers
+	}
+	for g := range gs {
+		gs[g] = &cpuGroup{cores: int64(cfg.CPUs.Cores[g]), shared: workers[g] > cfg.CPUs.Cores[g]}
+	}
+	return gs
 }
 
 // Simulate runs the job on the virtual clock and returns its metrics. It
@@ -235,18 +371,26 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 	n, b := cfg.Ranks, cfg.Batch
 	prior := cfg.GPU.StepTime(gpu.Contents{Samples: b, Frames: b * 8}) + time.Duration(cfg.AllreduceUS)*time.Microsecond
 	ranks := make([]*simRank, n)
+	groups := cpuGroups(&cfg)
 	for r := range ranks {
 		speed := int64(plan.One)
 		if cfg.Speed != nil {
 			speed = cfg.Speed[r]
 		}
+		var g *cpuGroup
+		if cfg.CPUs != nil {
+			g = groups[cfg.CPUs.Group[r]]
+		} else {
+			g = groups[r]
+		}
 		ranks[r] = &simRank{
 			r: r, sched: cfg.Loader.NewScheduler(cfg.Workers, cfg.Prefetch, cfg.Budget), speed: speed,
-			workers: make([]int64, cfg.Workers), running: make([]*simTask, cfg.Workers),
+			group: g, running: make([]*simTask, cfg.Workers),
 			left: map[int64]int{}, readyAt: map[int64]int64{}, costs: map[taskKey]int64{},
 			tracker: gpu.NewTracker(prior), batches: map[int64][]SimSample{}, moved: map[int64][2]int64{},
 		}
 	}
+	eng := &simEngine{ranks: ranks}
 	res := &SimResult{}
 	splitAbove := SplitAbove(prior.Microseconds())
 	var planner plan.Planner
@@ -263,9 +407,7 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 				return fmt.Errorf("spmd: sample source gave rank %d %d samples for step %d, want %d", r, len(own[r]), s, b)
 			}
 		}
-		for _, rk := range ranks {
-			rk.advance(at)
-		}
+		eng.advance(at)
 		batches := make([][]SimSample, n)
 		orders := make([][]int, n)
 		arrive := make([][]int64, n) // per rank per slot: when the sample's bytes are there
@@ -361,9 +503,9 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 				for _, t := range byArrival[d] {
 					rk.inflight += t.Cost
 				}
-				rk.push(event{at: at + d, kind: 0, step: s, tasks: byArrival[d]})
+				eng.push(event{at: at + d, kind: 0, rank: r, step: s, tasks: byArrival[d]})
 			}
-			rk.advance(at)
+			eng.advance(at)
 		}
 		return nil
 	}
@@ -375,20 +517,19 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 	}
 	request := int64(0)
 	res.Records = make([]StepRecord, 0, n*cfg.Steps)
+	recs := make([]StepRecord, n)
+	delivered := make([]bool, n)
 	for t := int64(0); t < int64(cfg.Steps); t++ {
 		end := int64(0)
 		lastDeliver := int64(0)
-		for r, rk := range ranks {
-			ready, err := rk.readyTime(t)
-			if err != nil {
-				return nil, err
-			}
-			deliver := max(request, ready)
-			rk.advance(deliver)
+		// deliver hands rank r's batch t to its GPU at the engine's clock.
+		deliver := func(r int) {
+			rk := ranks[r]
+			at := eng.now
 			rk.sched.Release(t)
-			rk.dispatch()
+			eng.dispatch(rk)
 			rk.tracker.Requested(t, time.UnixMicro(request))
-			rk.tracker.Delivered(t, time.UnixMicro(deliver))
+			rk.tracker.Delivered(t, time.UnixMicro(at))
 			c := gpu.Contents{Samples: b}
 			var hash uint64
 			for _, x := range rk.batches[t] {
@@ -397,17 +538,48 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 				hash += IDDigest(x.ID)
 			}
 			compute := cfg.GPU.StepTime(c).Microseconds()
-			end = max(end, deliver+compute)
-			lastDeliver = max(lastDeliver, deliver)
+			end = max(end, at+compute)
+			lastDeliver = max(lastDeliver, at)
 			mv := rk.moved[t]
-			rec := StepRecord{Step: t, Rank: r, RequestUS: request, ReadyUS: ready, DeliverUS: deliver,
-				WaitUS: deliver - request, ComputeUS: compute, Samples: b, BytesIn: mv[0], BytesOut: mv[1],
+			rec := StepRecord{Step: t, Rank: r, RequestUS: request, ReadyUS: rk.readyAt[t], DeliverUS: at,
+				WaitUS: at - request, ComputeUS: compute, Samples: b, BytesIn: mv[0], BytesOut: mv[1],
 				PlanUS: planTimes[t], Hash: hash}
 			rec.Miss = rec.WaitUS > ToleranceUS
-			res.Records = append(res.Records, rec)
+			recs[r] = rec
+			delivered[r] = true
 			delete(rk.batches, t)
 			delete(rk.moved, t)
 		}
+		// Batches ready by the request go at the request; a late one goes
+		// once every event of the instant it became ready has run.
+		eng.advance(request)
+		left := n
+		for r := range ranks {
+			delivered[r] = false
+			if _, ok := ranks[r].readyAt[t]; ok {
+				deliver(r)
+				left--
+			}
+		}
+		for left > 0 {
+			if !eng.next() {
+				for r := range ranks {
+					if !delivered[r] {
+						return nil, fmt.Errorf("spmd: simulation stalled: rank %d cannot finish batch %d", r, t)
+					}
+				}
+			}
+			if at, ok := eng.peek(); ok && at == eng.now {
+				continue
+			}
+			for r, rk := range ranks {
+				if _, ok := rk.readyAt[t]; ok && !delivered[r] {
+					deliver(r)
+					left--
+				}
+			}
+		}
+		res.Records = append(res.Records, recs...)
 		// Every rank's control loop plans batch t+H once it has delivered
 		// batch t; the allgather completes when the last rank gets there.
 		if next := t + int64(cfg.Horizon); next < int64(cfg.Steps) {

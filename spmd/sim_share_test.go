@@ -1,0 +1,165 @@
+package spmd
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/plan"
+)
+
+// TestSimSharedCoreTimeline checks processor sharing against timelines
+// computed by hand. Two ranks of one worker each, one sample per step,
+// one core between them: rank 0's sample costs 30 ms, rank 1's 10 ms.
+// Both start at 0 at half a core; rank 1's is done at 20, when rank 0's
+// has 20 ms of work left, which it then does alone: ready at 40. A fixed
+// halving of every worker would give 60; a core each, 30.
+func TestSimSharedCoreTimeline(t *testing.T) {
+	samples := func(step int64, rank int) []SimSample {
+		c := []int64{30000, 10000}[rank]
+		return []SimSample{{ID: uint64(step*10) + uint64(rank), Bytes: 1000, Cost: c, Est: c}}
+	}
+	for _, tc := range []struct {
+		name  string
+		cpus  *CPUShare
+		speed []int64
+		ready [2]int64 // ms, per rank
+	}{
+		{"one core shared", &CPUShare{Group: []int{0, 0}, Cores: []int{1}}, nil, [2]int64{40, 20}},
+		// Rank 0 at half speed: 60 ms of work, 10 done by 20, 50 alone.
+		{"one core shared, rank 0 slowed", &CPUShare{Group: []int{0, 0}, Cores: []int{1}}, []int64{2 * plan.One, plan.One}, [2]int64{70, 20}},
+		{"a core each", &CPUShare{Group: []int{0, 1}, Cores: []int{1, 1}}, nil, [2]int64{30, 10}},
+		{"two cores for both", &CPUShare{Group: []int{0, 0}, Cores: []int{2}}, nil, [2]int64{30, 10}},
+		{"no sharing", nil, nil, [2]int64{30, 10}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := Simulate(SimConfig{Loader: KindLocal, Ranks: 2, Batch: 1, Steps: 1, Workers: 1,
+				GPU: gpu.Model{Base: 10 * time.Millisecond}, Samples: samples, CPUs: tc.cpus, Speed: tc.speed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for r, want := range tc.ready {
+				if got := res.Records[r].ReadyUS / 1000; got != want {
+					t.Errorf("rank %d ready at %d ms, want %d", r, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestSimSharedCoreEDF follows one rank's two workers on one core under
+// EDF (the tiny workload: batch 0 holds 30 and 10 ms, the others two 5 ms
+// samples). Both take batch 0 at half speed: the 10 ms sample is done at
+// 20, the 30 ms one has 20 left. Worker 1 then decodes batch 1's samples
+// (done at 30 and 40) and batch 2's first (50) beside it; at 50 both have
+// 5 ms left and finish at 60, readying batches 0 and 2. Batch 3's two
+// samples share the core from 60 to 70. The GPU (10 ms a step) takes
+// batch 0 at 60 and the others at 70, 80, 90: wall 100 ms. The core never
+// idles before 70, the 70 ms of work.
+func TestSimSharedCoreEDF(t *testing.T) {
+	cfg := tinyConfig(KindLocal)
+	cfg.CPUs = &CPUShare{Group: []int{0}, Cores: []int{1}}
+	res, err := Simulate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTimeline(t, res, []want{{60, 60, 60}, {40, 70, 0}, {60, 80, 0}, {70, 90, 0}}, 100)
+}
+
+// TestSimUnsharedGroupsChangeNothing: groups with a core for every worker
+// give the very records of a simulation without groups, for every loader,
+// on a skewed workload where loaders plan, move and split.
+func TestSimUnsharedGroupsChangeNothing(t *testing.T) {
+	for _, k := range []Kind{KindTorch, KindLocal, KindHelix, KindOracle} {
+		cfg := SimConfig{Loader: k, Ranks: 4, Batch: 4, Steps: 30, Workers: 2,
+			GPU: gpu.Model{Base: 45 * time.Millisecond}, Bandwidth: 1000 * plan.One, LatencyUS: 20,
+			Samples: skewed(4, 40000)}
+		base, err := Simulate(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.CPUs = &CPUShare{Group: []int{0, 0, 1, 1}, Cores: []int{4, 5}}
+		grouped, err := Simulate(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(base.Records, grouped.Records) || base.WallUS != grouped.WallUS {
+			t.Errorf("%s: records differ with unshared core groups", k)
+		}
+		// Sharing two cores among four ranks' eight workers must cost
+		// time: the same work on a quarter of the cores.
+		cfg.CPUs = &CPUShare{Group: []int{0, 1, 0, 1}, Cores: []int{1, 1}}
+		shared, err := Simulate(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if shared.WallUS <= base.WallUS {
+			t.Errorf("%s: wall %d µs on 2 shared cores, want more than %d on 8", k, shared.WallUS, base.WallUS)
+		}
+		again, err := Simulate(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(shared.Records, again.Records) {
+			t.Errorf("%s: shared-core simulation not deterministic", k)
+		}
+	}
+}
+
+// TestSimSharedCoreConservesWork: one core shared by every worker of
+// every rank, loaded from the start, decodes the whole job's work back to
+// back: the last batch is ready exactly when the core has done all of it.
+func TestSimSharedCoreConservesWork(t *testing.T) {
+	var total int64
+	samples := func(step int64, rank int) []SimSample {
+		out := make([]SimSample, 3)
+		for i := range out {
+			c := int64(1000 + 777*i + 1301*rank + 97*int(step))
+			out[i] = SimSample{ID: uint64(step)<<16 | uint64(rank)<<8 | uint64(i), Bytes: 1000, Cost: c, Est: c}
+		}
+		return out
+	}
+	const ranks, steps = 3, 4
+	for s := int64(0); s < steps; s++ {
+		for r := 0; r < ranks; r++ {
+			for _, x := range samples(s, r) {
+				total += x.Cost
+			}
+		}
+	}
+	// A GPU so fast that every batch is late: the core is never idle.
+	res, err := Simulate(SimConfig{Loader: KindLocal, Ranks: ranks, Batch: 3, Steps: steps, Workers: 2, Horizon: steps,
+		GPU: gpu.Model{Base: time.Microsecond}, Samples: samples,
+		CPUs: &CPUShare{Group: []int{0, 0, 0}, Cores: []int{1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last int64
+	for _, r := range res.Records {
+		last = max(last, r.ReadyUS)
+	}
+	// Rounding of the shared work may add a µs per task.
+	if last < total || last > total+int64(ranks*steps*3) {
+		t.Errorf("last batch ready at %d µs, want the total work %d µs", last, total)
+	}
+}
+
+func TestSimCPUShareErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cpus *CPUShare
+	}{
+		{"groups for fewer ranks", &CPUShare{Group: []int{0}, Cores: []int{1}}},
+		{"group out of range", &CPUShare{Group: []int{0, 1}, Cores: []int{1}}},
+		{"negative group", &CPUShare{Group: []int{0, -1}, Cores: []int{1}}},
+		{"no cores", &CPUShare{Group: []int{0, 0}, Cores: []int{0}}},
+	} {
+		cfg := tinyConfig(KindLocal)
+		cfg.Ranks = 2
+		cfg.CPUs = tc.cpus
+		if _, err := Simulate(cfg); err == nil {
+			t.Errorf("%s: no error", tc.name)
+		}
+	}
+}
