@@ -23,6 +23,10 @@ type StepRecord struct {
 	DeliverUS int64 `json:"deliver_us"` // the GPU got it
 	WaitUS    int64 `json:"wait_us"`    // DeliverUS - RequestUS
 	ComputeUS int64 `json:"compute_us"` // the GPU's step compute time
+	// GPUUS is the simulated GPU's modelled compute for the batch, in
+	// runs with a simulated GPU: a real run's ComputeUS, the time until
+	// its next request, also holds the gradient allreduce's.
+	GPUUS int64 `json:"gpu_us,omitempty"`
 	Miss      bool  `json:"miss"`       // WaitUS > ToleranceUS
 	Samples   int   `json:"samples"`    // delivered
 	Dropped   int   `json:"dropped"`    // failed to decode, left out

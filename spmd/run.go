@@ -38,6 +38,7 @@ func Run(ctx context.Context, comm collective.Comm, ds *decode.Dataset, cfg Conf
 		return nil, err
 	}
 	sim := &gpu.Simulated{Model: cfg.GPU, Comm: gcomm}
+	var gpuUS []int64 // per delivered batch, in order
 	runErr := func() error {
 		for {
 			b, err := l.Next(ctx)
@@ -47,9 +48,11 @@ func Run(ctx context.Context, comm collective.Comm, ds *decode.Dataset, cfg Conf
 			if err != nil {
 				return err
 			}
-			if _, err := sim.Step(ctx, b.Contents()); err != nil {
+			d, err := sim.Step(ctx, b.Contents())
+			if err != nil {
 				return err
 			}
+			gpuUS = append(gpuUS, d.Microseconds())
 		}
 	}()
 	end := time.Now()
@@ -60,6 +63,9 @@ func Run(ctx context.Context, comm collective.Comm, ds *decode.Dataset, cfg Conf
 		return nil, runErr
 	}
 	recs := l.Records()
+	for i := range min(len(recs), len(gpuUS)) {
+		recs[i].GPUUS = gpuUS[i]
+	}
 	if n := len(recs); n > 0 {
 		recs[n-1].ComputeUS = max(l.sinceStart(end)-recs[n-1].DeliverUS, 0)
 	}

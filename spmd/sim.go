@@ -122,6 +122,7 @@ func (c *SimConfig) defaults() error {
 type simTask struct {
 	Task
 	rank, worker int
+	start, dur   int64 // when it started; µs it takes on a core of its own
 	// rem is the work left, in µs at a whole core's speed times
 	// workScale, brought up to date when its core group's sharing
 	// changes (shared groups only).
@@ -154,6 +155,11 @@ type simRank struct {
 	// samples are still on their way: part of its backlog, as in the
 	// runtime, where a batch's exchange completes before the next plan.
 	inflight int64
+	// contention is the smoothed wall time of the rank's tasks over
+	// their time on a core of their own, fixed-point, learnt as the
+	// runtime learns its wall time over CPU time: what sharing cores
+	// costs it (plan.One when its workers have cores of their own).
+	contention int64
 }
 
 // cpuGroup is a set of cores that the workers of some ranks share. A
@@ -257,7 +263,7 @@ func (e *simEngine) dispatch(s *simRank) {
 			continue
 		}
 		dur := s.costs[taskKey{t.Step, t.Slot, t.Part}] * s.speed / plan.One
-		st := &simTask{Task: t, rank: s.r, worker: w}
+		st := &simTask{Task: t, rank: s.r, worker: w, start: e.now, dur: dur}
 		s.running[w] = st
 		if g.shared {
 			st.rem = dur * workScale
@@ -296,6 +302,10 @@ func (e *simEngine) next() bool {
 				g.update(e.now)
 				g.running = slices.DeleteFunc(g.running, func(x *simTask) bool { return x == t })
 				e.retime(g)
+			}
+			if t.dur > 0 {
+				obs := (e.now - t.start) * plan.One / t.dur
+				s.contention = min(max((7*s.contention+obs)/8, plan.One), 64*plan.One)
 			}
 			s.sched.Finish(ev.worker, t.Task)
 			s.left[t.Step]--
@@ -385,7 +395,7 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 		}
 		ranks[r] = &simRank{
 			r: r, sched: cfg.Loader.NewScheduler(cfg.Workers, cfg.Prefetch, cfg.Budget), speed: speed,
-			group: g, running: make([]*simTask, cfg.Workers),
+			group: g, running: make([]*simTask, cfg.Workers), contention: plan.One,
 			left: map[int64]int{}, readyAt: map[int64]int64{}, costs: map[taskKey]int64{},
 			tracker: gpu.NewTracker(prior), batches: map[int64][]SimSample{}, moved: map[int64][2]int64{},
 		}
@@ -432,7 +442,7 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 				waiting += rk.inflight
 				deadline := rk.tracker.NeedAt(s, time.UnixMicro(0)).UnixMicro() - at
 				st := RankState{DeadlineUS: deadline, Waiting: waiting, Running: running,
-					Workers: cfg.Workers, Speed: rk.speed, Bandwidth: cfg.Bandwidth, LatencyUS: cfg.LatencyUS}
+					Workers: cfg.Workers, Speed: rk.speed * rk.contention / plan.One, Bandwidth: cfg.Bandwidth, LatencyUS: cfg.LatencyUS}
 				in.Ranks[r] = st.Progress()
 				for _, it := range simItems(own[r], r, oracle, cfg.Loader.Splits(), splitAbove, cfg.GPU) {
 					in.Samples = append(in.Samples, plan.Sample{ID: it.ID, Owner: r, Bytes: it.Bytes, Cost: it.Est, Train: it.Train})
@@ -542,7 +552,7 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 			lastDeliver = max(lastDeliver, at)
 			mv := rk.moved[t]
 			rec := StepRecord{Step: t, Rank: r, RequestUS: request, ReadyUS: rk.readyAt[t], DeliverUS: at,
-				WaitUS: at - request, ComputeUS: compute, Samples: b, BytesIn: mv[0], BytesOut: mv[1],
+				WaitUS: at - request, ComputeUS: compute, GPUUS: compute, Samples: b, BytesIn: mv[0], BytesOut: mv[1],
 				PlanUS: planTimes[t], Hash: hash}
 			rec.Miss = rec.WaitUS > ToleranceUS
 			recs[r] = rec

@@ -163,3 +163,38 @@ func TestSimCPUShareErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestSimPlannerSeesSharing: as the runtime learns the wall time of its
+// decodes over their CPU time, a simulated rank learns what sharing
+// cores costs its tasks, and the planner sees the smaller capacity. Four
+// ranks of two workers on one core: eight threads share it when all are
+// busy, so late plans see each rank's capacity near 2/8 of a core; with a
+// core per worker, every plan sees two cores.
+func TestSimPlannerSeesSharing(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		cpus   *CPUShare
+		lo, hi int64 // capacity of the last plan, in plan.One
+	}{
+		{"one core for all", &CPUShare{Group: []int{0, 0, 0, 0}, Cores: []int{1}}, plan.One / 5, plan.One / 3},
+		{"a core per worker", nil, 2 * plan.One, 2 * plan.One},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var last []plan.Progress
+			_, err := Simulate(SimConfig{Loader: KindHelix, Ranks: 4, Batch: 4, Steps: 30, Workers: 2,
+				GPU: gpu.Model{Base: 45 * time.Millisecond}, Bandwidth: 1000 * plan.One, LatencyUS: 20,
+				Samples: skewed(4, 40000), CPUs: tc.cpus,
+				OnPlan: func(step, at int64, in *plan.Input, p *plan.Plan) {
+					last = append(last[:0], in.Ranks...)
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for r, p := range last {
+				if p.Capacity < tc.lo || p.Capacity > tc.hi {
+					t.Errorf("rank %d: capacity %d/%d of a core, want within [%d, %d]", r, p.Capacity, plan.One, tc.lo, tc.hi)
+				}
+			}
+		})
+	}
+}
