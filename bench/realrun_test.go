@@ -348,13 +348,13 @@ func TestExtendValidation(t *testing.T) {
 	meas := []Result{r("torch", 0.22, 0.25, "a"), r("helix", 0.30, 0.05, "b")}
 	avail := []Result{r("torch", 0.21, 0.31, "a"), r("helix", 0.11, 0.06, "b")}
 	s := ValidationSection(sim, real)
-	extendValidation(s, real, sim, meas, avail, map[[2]string][2]float64{{"k", "torch"}: {0.5, 1.3}, {"k", "helix"}: {-1, 0}})
+	extendValidation(s, real, sim, meas, avail, map[[2]string][3]float64{{"k", "torch"}: {0.5, 1.3, 12000}, {"k", "helix"}: {-1, 0, 9000}})
 	if len(s.Rows) != 2 {
 		t.Fatalf("%d rows", len(s.Rows))
 	}
 	want := [][]any{
-		{false, true, 0.22, 0.25, true, 0.5, 1.3, 0.21, 0.31, true},
-		{true, false, 0.30, 0.05, false, "-", "-", 0.11, 0.06, true},
+		{false, true, 0.5, 1.3, int64(12000), 0.22, 0.25, true, 0.21, 0.31, true},
+		{true, false, "-", "-", int64(9000), 0.30, 0.05, false, 0.11, 0.06, true},
 	}
 	for i, row := range s.Rows {
 		if len(row) != len(s.Columns) {
@@ -367,8 +367,37 @@ func TestExtendValidation(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(s.Headline, "1 of 2 simulated runs agree") || !strings.Contains(s.Headline, "measured here 1 of 2") || !strings.Contains(s.Headline, "measured of the machine 2 of 2") {
+	if !strings.Contains(s.Headline, "1 of 2 simulated runs agree") || !strings.Contains(s.Headline, "measured here 1 of 2") || !strings.Contains(s.Headline, "model's costs unscaled 2 of 2") {
 		t.Errorf("headline %q", s.Headline)
+	}
+}
+
+func TestAllreduceGaps(t *testing.T) {
+	rec := func(step int64, rank int, request, deliver, gpu int64) spmd.StepRecord {
+		return spmd.StepRecord{Step: step, Rank: rank, RequestUS: request, DeliverUS: deliver, GPUUS: gpu}
+	}
+	// Two ranks, own clocks. Step 0: rank 0 computes 100-200 and asks
+	// again at 230 (gap 30); rank 1 computes 150-260, the slowest, and
+	// asks at 265 (gap 5): the allreduce took 5. Step 1: gaps 7 and 40.
+	// Step 2 is the last: no next request.
+	recs := []spmd.StepRecord{
+		rec(0, 0, 0, 100, 100), rec(0, 1, 0, 150, 110),
+		rec(1, 0, 230, 230, 100), rec(1, 1, 265, 265, 100),
+		rec(2, 0, 337, 337, 100), rec(2, 1, 405, 405, 100),
+	}
+	if got, want := allreduceGaps(recs), []int64{5, 7}; !slices.Equal(got, want) {
+		t.Errorf("gaps %v, want %v", got, want)
+	}
+	// Runs without a modelled GPU time give nothing.
+	for i := range recs {
+		recs[i].GPUUS = 0
+	}
+	if got := allreduceGaps(recs); len(got) != 0 {
+		t.Errorf("gaps without GPU times: %v", got)
+	}
+	j := &realJob{records: map[string][]spmd.StepRecord{"torch": {rec(0, 0, 0, 10, 10), rec(1, 0, 50, 50, 10)}, "helix": {rec(0, 0, 0, 10, 10), rec(1, 0, 30, 30, 10)}}}
+	if got := j.allreduceUS(); got != 20 {
+		t.Errorf("allreduce %d µs, want the median 20 of 30 and 10", got)
 	}
 }
 
@@ -416,6 +445,25 @@ func TestAddRealSpread(t *testing.T) {
 	}
 }
 
+func TestNodeShare(t *testing.T) {
+	for _, tc := range []struct {
+		ranks, cores int
+		want         spmd.CPUShare
+	}{
+		// More ranks than cores: pinned round-robin, a core per group.
+		{4, 2, spmd.CPUShare{Group: []int{0, 1, 0, 1}, Cores: []int{1, 1}}},
+		{3, 2, spmd.CPUShare{Group: []int{0, 1, 0}, Cores: []int{1, 1}}},
+		// Not pinned: every rank shares every core.
+		{2, 2, spmd.CPUShare{Group: []int{0, 0}, Cores: []int{2}}},
+		{2, 8, spmd.CPUShare{Group: []int{0, 0}, Cores: []int{8}}},
+	} {
+		got := nodeShare(tc.ranks, tc.cores)
+		if !slices.Equal(got.Group, tc.want.Group) || !slices.Equal(got.Cores, tc.want.Cores) {
+			t.Errorf("nodeShare(%d, %d) = %+v, want %+v", tc.ranks, tc.cores, *got, tc.want)
+		}
+	}
+}
+
 func TestRunSlowdown(t *testing.T) {
 	st := func(cpu, wall time.Duration, others float64) JobStats {
 		return JobStats{CPU: cpu, Wall: wall, OthersCores: others}
@@ -432,13 +480,14 @@ func TestRunSlowdown(t *testing.T) {
 	if got := j.cpuOverWork(); math.Abs(got-1000.0/600) > 1e-12 {
 		t.Errorf("CPU over work %v, want %v", got, 1000.0/600)
 	}
-	// Torch: others took 1 core on average, 8 threads on 1 core, 2x CPU.
-	if got := j.runSlowdown(spmd.KindTorch); math.Abs(got-16) > 1e-12 {
-		t.Errorf("torch slowdown %v, want 16", got)
+	// Torch: others took 1 of the 2 cores on average (the simulator
+	// shares the cores among the threads itself), 2x CPU.
+	if got := j.runSlowdown(spmd.KindTorch); math.Abs(got-4) > 1e-12 {
+		t.Errorf("torch slowdown %v, want 4", got)
 	}
-	// Helix: others unknown, 8 threads on 2 cores, 1x CPU.
-	if got := j.runSlowdown(spmd.KindHelix); math.Abs(got-4) > 1e-12 {
-		t.Errorf("helix slowdown %v, want 4", got)
+	// Helix: others unknown, 1x CPU.
+	if got := j.runSlowdown(spmd.KindHelix); math.Abs(got-1) > 1e-12 {
+		t.Errorf("helix slowdown %v, want 1", got)
 	}
 	if got := j.othersCores(spmd.KindLocal); got != -1 {
 		t.Errorf("others of a loader that did not run: %v", got)

@@ -44,9 +44,11 @@ var (
 
 // simulate runs the job's setup through the simulator with loader k on
 // src: the same samples in the same steps (DatasetSamples, the runtime's
-// reader order), the same GPU model as the real run's flags, W workers per
-// rank each slowed by the oversubscription (ranks x W threads share
-// Cores cores), the same horizon, budget, gate margin and seed.
+// reader order), the same GPU model as the real run's flags and the
+// gradient allreduce the real runs took (allreduceUS), W workers per rank
+// on the cores the real ranks had (nodeShare), each running at
+// 1/slowdown of a core's speed, the same horizon, budget, gate margin and
+// seed.
 func (j *realJob) simulate(k spmd.Kind, src sampleSource, slowdown float64) (Result, error) {
 	speed := make([]int64, j.ranks)
 	for r := range speed {
@@ -55,7 +57,7 @@ func (j *realJob) simulate(k spmd.Kind, src sampleSource, slowdown float64) (Res
 	budget := int64(j.horizon) * int64(j.batch) * int64(j.frames) * int64(j.size) * int64(j.size) * 3
 	cfg := spmd.SimConfig{Loader: k, Ranks: j.ranks, Batch: j.batch, Steps: j.steps, Workers: j.workers, Horizon: j.horizon,
 		Budget: budget, GPU: j.model, Bandwidth: int64(validationNetwork.BandwidthMBs * plan.One), LatencyUS: validationNetwork.LatencyUS,
-		Margin: GateMarginUS, Speed: speed, Samples: src, Seed: j.seed}
+		Margin: GateMarginUS, Speed: speed, CPUs: nodeShare(j.ranks, j.cores), AllreduceUS: j.allreduceUS(), Samples: src, Seed: j.seed}
 	t0 := time.Now()
 	res, err := spmd.Simulate(cfg)
 	if err != nil {
@@ -64,18 +66,111 @@ func (j *realJob) simulate(k spmd.Kind, src sampleSource, slowdown float64) (Res
 	return resultOf(j.w, res.Summary, time.Since(t0)), nil
 }
 
+// allreduceUS is how long the real runs' gradient allreduce took beyond
+// the slowest rank's compute: per step, the least over the ranks of the
+// time from a rank's delivery to its next request less its GPU's compute
+// (each rank's own clock; the slowest rank waited for nobody), the median
+// over the steps of every loader's first run. 0 without records.
+func (j *realJob) allreduceUS() int64 {
+	var gaps []int64
+	for _, recs := range j.records {
+		gaps = append(gaps, allreduceGaps(recs)...)
+	}
+	if len(gaps) == 0 {
+		return 0
+	}
+	return median(gaps)
+}
+
+// allreduceGaps returns, per step but the last, the least over the ranks
+// of next request - delivery - GPU compute. Records without a modelled
+// GPU time are skipped.
+func allreduceGaps(recs []spmd.StepRecord) []int64 {
+	type key struct {
+		step int64
+		rank int
+	}
+	at := make(map[key]spmd.StepRecord, len(recs))
+	var steps []int64
+	for _, r := range recs {
+		if _, ok := at[key{r.Step, 0}]; !ok && r.Rank == 0 {
+			steps = append(steps, r.Step)
+		}
+		at[key{r.Step, r.Rank}] = r
+	}
+	slices.Sort(steps)
+	var gaps []int64
+	for _, t := range steps {
+		least, ok := int64(0), false
+		for rk := 0; ; rk++ {
+			r, here := at[key{t, rk}]
+			if !here {
+				break
+			}
+			next, later := at[key{t + 1, rk}]
+			if !later || r.GPUUS <= 0 {
+				ok = false
+				break
+			}
+			g := next.RequestUS - r.DeliverUS - r.GPUUS
+			if !ok || g < least {
+				least = g
+			}
+			ok = true
+		}
+		if ok {
+			gaps = append(gaps, max(least, 0))
+		}
+	}
+	return gaps
+}
+
+// nodeShare is how the ranks of a real run on one node of the given
+// cores share them: with more ranks than cores, datahelix run pins rank r
+// to core r mod cores (launcher/pin.go, --pin auto), so the ranks on one
+// core share it; otherwise the ranks are not pinned and all share every
+// core.
+func nodeShare(ranks, cores int) *spmd.CPUShare {
+	cores = max(cores, 1)
+	sh := &spmd.CPUShare{Group: make([]int, ranks)}
+	if ranks <= cores {
+		sh.Cores = []int{cores}
+		return sh
+	}
+	sh.Cores = make([]int, cores)
+	for c := range sh.Cores {
+		sh.Cores[c] = 1
+	}
+	for r := range sh.Group {
+		sh.Group[r] = r % cores
+	}
+	return sh
+}
+
+// modelSlowdown is runSlowdown for simulations on the cost model's
+// predictions: it also scales the model's mean cost on the run's samples
+// to the mean measured here, so that the simulated workers spend the
+// CPU time the real jobs spent.
+func (j *realJob) modelSlowdown(k spmd.Kind) float64 {
+	sd := j.runSlowdown(k)
+	if j.modelMeanUS > 0 && j.cost != nil && j.cost.MeanUS > 0 {
+		sd *= j.cost.MeanUS / j.modelMeanUS
+	}
+	return sd
+}
+
 // runSlowdown is the slowdown of each decode worker of loader k's real
 // runs as they measured it, from everything but their waits and misses:
-// the ranks' W threads shared the cores the machine's other processes
-// left (at least a tenth of a core), and spent CPU time per trained sample
-// cpuOverWork(k) times its measured decode time (splitting, MPI, reading,
-// the loader, decoding beside other threads).
+// the machine's other processes left the ranks only part of the cores
+// (at least a tenth of a core; the simulator shares what is left among
+// the threads itself, nodeShare), and the jobs spent CPU time per trained
+// sample cpuOverWork(k) times its measured decode time (splitting, MPI,
+// reading, the loader, decoding beside other threads).
 func (j *realJob) runSlowdown(k spmd.Kind) float64 {
-	free := float64(j.cores)
-	if others := j.othersCores(k); others >= 0 {
-		free = max(free-others, 0.1)
+	sd := 1.0
+	if others := j.othersCores(k); others > 0 {
+		sd = float64(j.cores) / max(float64(j.cores)-others, 0.1)
 	}
-	sd := max(1, float64(j.ranks*j.workers)/free)
 	if c := j.cpuOverWorkOf(k); c > 0 {
 		sd *= c
 	}
@@ -137,7 +232,8 @@ func validationJobs(ctx context.Context, env *SectionEnv, re RealEnv) ([]*realJo
 // simulations of the very same setup (ValidationSection's rule). Each
 // row also shows the simulation with the true costs measured on this
 // machine instead of the cost model's, to tell a cost-model error from a
-// scheduling-model error, and whether both trained the same batches.
+// scheduling-model error, the simulation on the model's costs unscaled,
+// and whether both trained the same batches.
 func validationSection(ctx context.Context, env *SectionEnv) (*Section, error) {
 	re, err := currentRealEnv()
 	if err != nil {
@@ -153,7 +249,7 @@ func validationSection(ctx context.Context, env *SectionEnv) (*Section, error) {
 		envJobsMu.Unlock()
 	}
 	var sim, meas, avail, real []Result
-	others := map[[2]string][2]float64{}
+	others := map[[2]string][3]float64{}
 	runs := map[[2]string][]Result{}
 	for _, j := range jobs {
 		for _, k := range ValidationLoaders {
@@ -161,20 +257,20 @@ func validationSection(ctx context.Context, env *SectionEnv) (*Section, error) {
 			if i < 0 {
 				continue
 			}
-			a, err := j.simulate(k, j.samples.Samples, j.oversub)
+			a, err := j.simulate(k, j.samples.Samples, j.modelSlowdown(k))
 			if err != nil {
 				return nil, err
 			}
-			b, err := j.simulate(k, j.measuredSamples, j.oversub)
+			b, err := j.simulate(k, j.measuredSamples, j.runSlowdown(k))
 			if err != nil {
 				return nil, err
 			}
-			c, err := j.simulate(k, j.measuredSamples, j.runSlowdown(k))
+			c, err := j.simulate(k, j.samples.Samples, 1)
 			if err != nil {
 				return nil, err
 			}
 			sim, meas, avail, real = append(sim, a), append(meas, b), append(avail, c), append(real, j.results[i])
-			others[[2]string{j.w.Name, k.String()}] = [2]float64{j.othersCores(k), j.cpuOverWorkOf(k)}
+			others[[2]string{j.w.Name, k.String()}] = [3]float64{j.othersCores(k), j.cpuOverWorkOf(k), float64(j.allreduceUS())}
 			runs[[2]string{j.w.Name, k.String()}] = j.runs[k.String()]
 		}
 	}
@@ -183,11 +279,16 @@ func validationSection(ctx context.Context, env *SectionEnv) (*Section, error) {
 	addRealSpread(s, runs)
 	s.Note += fmt.Sprintf("; real: mpirun ranks of datahelix run on generated data (%s), oversubscribed on %d cores; "+
 		"sim: spmd.Simulate of the same samples in the same steps (NewDatasetSamples), the same GPU flags, W, horizon and seed, "+
-		"each worker slowed by ranks x W / cores, exchange at %.0f MB/s and %d µs per message; its true costs are the calibrated model's "+
-		"predictions; same_batches: the simulated run trained the very batches of the real one (equal batches_hash); "+
-		"diagnostics: sim_measured_* use the costs measured here instead of the model's; sim_run_* also slow the workers by what the "+
-		"real runs measured besides their waits: they shared only the cores the machine's other processes left (cores - others_cores) "+
-		"and spent cpu_over_work times the measured decode time per trained sample (the jobs' CPU time over it); "+
+		"exchange at %.0f MB/s and %d µs per message; the ranks' workers share the cores as the real ranks were pinned (more ranks than cores: "+
+		"rank r on core r mod cores; the busy threads of a core share it equally); each step's gradient allreduce takes allreduce_us beyond the "+
+		"slowest GPU, what the real runs took (median over their steps); its true costs are the calibrated model's predictions, scaled by one "+
+		"factor so that the workers spend the CPU time the real jobs spent, which the real runs measured besides their waits: "+
+		"cpu_over_work times the measured decode time per trained sample (the jobs' CPU time over it: MPI, reading, splitting, decoding "+
+		"beside other threads), on the cores the machine's other processes left (cores - others_cores). The waits and misses are the "+
+		"simulator's own; "+
+		"same_batches: the simulated run trained the very batches of the real one (equal batches_hash); "+
+		"diagnostics: sim_measured_* use the costs measured here, sample by sample, scaled the same way, instead of the model's; "+
+		"sim_unscaled_* the model's costs as calibrated (one decode alone on a core), without that scaling; "+
 		"real_*_runs: each real run (the real figures are their mean), real_wait_spread: (max - min) / mean of their wait fractions; "+
 		"the section \"real\" lists the runs",
 		re.Scale, re.Cores, validationNetwork.BandwidthMBs, validationNetwork.LatencyUS)
@@ -195,15 +296,17 @@ func validationSection(ctx context.Context, env *SectionEnv) (*Section, error) {
 }
 
 // extendValidation adds to ValidationSection's rows whether the
-// simulated and real runs trained the same batches, then two diagnostic
+// simulated and real runs trained the same batches, what the real runs
+// measured of the machine that the simulations use (inputs, by workload
+// and loader: the cores other processes used, the runs' CPU time over
+// their decode work, the allreduce's µs), then two diagnostic
 // simulations with whether each agrees by the same rule: meas with the
 // costs measured on this machine instead of the cost model's, run with
-// those costs and what the real runs measured of the machine (inputs,
-// by workload and loader: the cores other processes used, and the runs'
-// CPU time over their decode work).
-func extendValidation(s *Section, real, sim, meas, run []Result, inputs map[[2]string][2]float64) {
-	s.Columns = append(s.Columns, "same_batches", "sim_measured_wait_frac", "sim_measured_miss_rate", "agrees_measured",
-		"others_cores", "cpu_over_work", "sim_run_wait_frac", "sim_run_miss_rate", "agrees_run")
+// the model's costs unscaled.
+func extendValidation(s *Section, real, sim, meas, run []Result, inputs map[[2]string][3]float64) {
+	s.Columns = append(s.Columns, "same_batches", "others_cores", "cpu_over_work", "allreduce_us",
+		"sim_measured_wait_frac", "sim_measured_miss_rate", "agrees_measured",
+		"sim_unscaled_wait_frac", "sim_unscaled_miss_rate", "agrees_unscaled")
 	find := func(rs []Result, name, loader any) *Result {
 		for i := range rs {
 			if rs[i].Workload == name && rs[i].Loader == loader {
@@ -216,7 +319,7 @@ func extendValidation(s *Section, real, sim, meas, run []Result, inputs map[[2]s
 	for i, row := range s.Rows {
 		r, a, m, v := find(real, row[0], row[1]), find(sim, row[0], row[1]), find(meas, row[0], row[1]), find(run, row[0], row[1])
 		if r == nil || a == nil || m == nil || v == nil {
-			s.Rows[i] = append(row, "-", "-", "-", "-", "-", "-", "-", "-", "-")
+			s.Rows[i] = append(row, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-")
 			continue
 		}
 		okm, _, _ := agrees(*m, *r)
@@ -227,7 +330,7 @@ func extendValidation(s *Section, real, sim, meas, run []Result, inputs map[[2]s
 		if okr {
 			nr++
 		}
-		var oc, cw any = "-", "-"
+		var oc, cw, ar any = "-", "-", "-"
 		if in, ok := inputs[[2]string{r.Workload, r.Loader}]; ok {
 			if in[0] >= 0 {
 				oc = in[0]
@@ -235,11 +338,12 @@ func extendValidation(s *Section, real, sim, meas, run []Result, inputs map[[2]s
 			if in[1] > 0 {
 				cw = in[1]
 			}
+			ar = int64(in[2])
 		}
-		s.Rows[i] = append(row, a.BatchesHash == r.BatchesHash, m.GPUWaitFrac, m.MissRate, okm, oc, cw, v.GPUWaitFrac, v.MissRate, okr)
+		s.Rows[i] = append(row, a.BatchesHash == r.BatchesHash, oc, cw, ar, m.GPUWaitFrac, m.MissRate, okm, v.GPUWaitFrac, v.MissRate, okr)
 	}
 	if len(s.Rows) > 0 {
-		s.Headline += fmt.Sprintf("; diagnostics: on the costs measured here %d of %d, and also on what the real runs measured of the machine %d of %d",
+		s.Headline += fmt.Sprintf("; diagnostics: on the costs measured here %d of %d, on the model's costs unscaled %d of %d",
 			nm, len(s.Rows), nr, len(s.Rows))
 	}
 }
