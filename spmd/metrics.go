@@ -26,14 +26,14 @@ type StepRecord struct {
 	// GPUUS is the simulated GPU's modelled compute for the batch, in
 	// runs with a simulated GPU: a real run's ComputeUS, the time until
 	// its next request, also holds the gradient allreduce's.
-	GPUUS int64 `json:"gpu_us,omitempty"`
-	Miss      bool  `json:"miss"`       // WaitUS > ToleranceUS
-	Samples   int   `json:"samples"`    // delivered
-	Dropped   int   `json:"dropped"`    // failed to decode, left out
-	BytesIn   int64 `json:"bytes_in"`   // compressed bytes received for the batch
-	BytesOut  int64 `json:"bytes_out"`  // compressed bytes sent away
-	PlanUS    int64 `json:"plan_us"`    // planner time for the batch
-	GatherUS  int64 `json:"allgather_us"`
+	GPUUS    int64 `json:"gpu_us,omitempty"`
+	Miss     bool  `json:"miss"`      // WaitUS > ToleranceUS
+	Samples  int   `json:"samples"`   // delivered
+	Dropped  int   `json:"dropped"`   // failed to decode, left out
+	BytesIn  int64 `json:"bytes_in"`  // compressed bytes received for the batch
+	BytesOut int64 `json:"bytes_out"` // compressed bytes sent away
+	PlanUS   int64 `json:"plan_us"`   // planner time for the batch
+	GatherUS int64 `json:"allgather_us"`
 	// What the plan of a planned loader saw and predicted for this rank,
 	// µs from the planning instant: its GPU's deadline for the batch, the
 	// decode work already queued (in its own wall time) and its predicted
