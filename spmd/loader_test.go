@@ -71,6 +71,11 @@ func TestEveryLoaderDeliversTheSameGlobalBatches(t *testing.T) {
 			if r.Samples+r.Dropped != 2 {
 				t.Errorf("%s: rank %d step %d got %d samples (+%d dropped), want 2", k, r.Rank, r.Step, r.Samples, r.Dropped)
 			}
+			// The simulated GPU's 2 ms, and the step from delivery to the
+			// next request holds it and the allreduce.
+			if r.GPUUS != 2000 || r.ComputeUS < r.GPUUS {
+				t.Errorf("%s: rank %d step %d: gpu_us %d, compute_us %d, want 2000 and at least that", k, r.Rank, r.Step, r.GPUUS, r.ComputeUS)
+			}
 		}
 		got := perStep(res.Records)
 		if want == nil {
