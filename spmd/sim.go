@@ -1,7 +1,6 @@
 package spmd
 
 import (
-	"container/heap"
 	"fmt"
 	"slices"
 	"time"
@@ -144,13 +143,13 @@ type simRank struct {
 	speed   int64
 	group   *cpuGroup
 	running []*simTask // per worker; nil when idle
-	// per step: parts left to decode, completion time, true task costs
-	left    map[int64]int
-	readyAt map[int64]int64
-	costs   map[taskKey]int64
+	// per step: tasks left to decode, when the batch was ready (-1 until
+	// it is), the rank's batch (after planning), bytes in and out
+	left    []int
+	readyAt []int64
+	batches [][]SimSample
+	moved   [][2]int64
 	tracker *gpu.Tracker
-	batches map[int64][]SimSample // the rank's batch per step (after planning)
-	moved   map[int64][2]int64    // bytes in, bytes out per step
 	// inflight is the estimated cost of tasks planned for this rank whose
 	// samples are still on their way: part of its backlog, as in the
 	// runtime, where a batch's exchange completes before the next plan.
@@ -172,11 +171,6 @@ type cpuGroup struct {
 	running []*simTask
 }
 
-type taskKey struct {
-	step       int64
-	slot, part int
-}
-
 type event struct {
 	at      int64
 	kind    int // 0 arrival, 1 completion
@@ -189,22 +183,73 @@ type event struct {
 	seq     int64
 }
 
-type eventHeap []event
-
-func (h eventHeap) Len() int { return len(h) }
-func (h eventHeap) Less(i, j int) bool {
-	if h[i].at != h[j].at {
-		return h[i].at < h[j].at
-	}
-	return h[i].seq < h[j].seq
+// evRef orders an event in the queue; the event itself waits in the
+// engine's slab, so that the heap moves 24 bytes, not the event.
+type evRef struct {
+	at, seq int64
+	slot    int32
 }
-func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *eventHeap) Push(x any)   { *h = append(*h, x.(event)) }
-func (h *eventHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
+
+func (a evRef) before(b evRef) bool { return a.at < b.at || a.at == b.at && a.seq < b.seq }
+
+// eventQueue is a min-heap of events by time, then by push order.
+type eventQueue struct {
+	heap []evRef
+	slab []event
+	free []int32
+}
+
+func (q *eventQueue) len() int { return len(q.heap) }
+
+func (q *eventQueue) push(ev event) {
+	var slot int32
+	if n := len(q.free); n > 0 {
+		slot, q.free = q.free[n-1], q.free[:n-1]
+		q.slab[slot] = ev
+	} else {
+		slot = int32(len(q.slab))
+		q.slab = append(q.slab, ev)
+	}
+	q.heap = append(q.heap, evRef{at: ev.at, seq: ev.seq, slot: slot})
+	for i := len(q.heap) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !q.heap[i].before(q.heap[p]) {
+			break
+		}
+		q.heap[i], q.heap[p] = q.heap[p], q.heap[i]
+		i = p
+	}
+}
+
+// top is the earliest event; the queue must not be empty.
+func (q *eventQueue) top() *event { return &q.slab[q.heap[0].slot] }
+
+// pop removes and returns the earliest event.
+func (q *eventQueue) pop() event {
+	h := q.heap
+	slot := h[0].slot
+	ev := q.slab[slot]
+	q.slab[slot] = event{}
+	q.free = append(q.free, slot)
+	n := len(h) - 1
+	h[0] = h[n]
+	h = h[:n]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < n && h[l].before(h[m]) {
+			m = l
+		}
+		if r := l + 1; r < n && h[r].before(h[m]) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	q.heap = h
+	return ev
 }
 
 // simEngine is the job's one virtual clock: every rank's task arrivals
@@ -213,14 +258,28 @@ func (h *eventHeap) Pop() any {
 type simEngine struct {
 	now    int64
 	seq    int64 // tie-break: first pushed, first processed
-	events eventHeap
+	events eventQueue
 	ranks  []*simRank
+	// readied are the ranks a batch became ready on since the step loop
+	// last looked.
+	readied []int
+	// shared tells whether any group shares its cores: only then can a
+	// completion event go stale.
+	shared bool
+}
+
+// stale tells a completion event that a change of sharing replaced.
+func (e *simEngine) stale(ev *event) bool {
+	if !e.shared || ev.kind != 1 {
+		return false
+	}
+	return e.ranks[ev.rank].running[ev.worker] != ev.task || ev.task.version != ev.version
 }
 
 func (e *simEngine) push(ev event) {
 	e.seq++
 	ev.seq = e.seq
-	heap.Push(&e.events, ev)
+	e.events.push(ev)
 }
 
 // update brings the remaining work of the group's running tasks up to
@@ -262,7 +321,12 @@ func (e *simEngine) dispatch(s *simRank) {
 		if !ok {
 			continue
 		}
-		dur := s.costs[taskKey{t.Step, t.Slot, t.Part}] * s.speed / plan.One
+		x := &s.batches[t.Step][t.Slot]
+		c := x.Cost
+		if t.Parts > 1 {
+			c = x.Parts[t.Part]
+		}
+		dur := c * s.speed / plan.One
 		st := &simTask{Task: t, rank: s.r, worker: w, start: e.now, dur: dur}
 		s.running[w] = st
 		if g.shared {
@@ -280,12 +344,12 @@ func (e *simEngine) dispatch(s *simRank) {
 
 // next processes the next event; false when there is none.
 func (e *simEngine) next() bool {
-	for len(e.events) > 0 {
-		ev := heap.Pop(&e.events).(event)
-		s := e.ranks[ev.rank]
-		if ev.kind == 1 && (s.running[ev.worker] != ev.task || ev.task.version != ev.version) {
-			continue // made stale by a change of sharing
+	for e.events.len() > 0 {
+		ev := e.events.pop()
+		if e.stale(&ev) {
+			continue
 		}
+		s := e.ranks[ev.rank]
 		if ev.at > e.now {
 			e.now = ev.at
 		}
@@ -311,6 +375,7 @@ func (e *simEngine) next() bool {
 			s.left[t.Step]--
 			if s.left[t.Step] == 0 {
 				s.readyAt[t.Step] = e.now
+				e.readied = append(e.readied, s.r)
 			}
 		}
 		e.dispatch(s)
@@ -321,15 +386,12 @@ func (e *simEngine) next() bool {
 
 // peek is the time of the next live event, false when there is none.
 func (e *simEngine) peek() (int64, bool) {
-	for len(e.events) > 0 {
-		ev := e.events[0]
-		if ev.kind == 1 {
-			if s := e.ranks[ev.rank]; s.running[ev.worker] != ev.task || ev.task.version != ev.version {
-				heap.Pop(&e.events)
-				continue
-			}
+	for e.events.len() > 0 {
+		if e.stale(e.events.top()) {
+			e.events.pop()
+			continue
 		}
-		return ev.at, true
+		return e.events.heap[0].at, true
 	}
 	return 0, false
 }
@@ -345,9 +407,6 @@ func (e *simEngine) advance(t int64) {
 	}
 	if t > e.now {
 		e.now = t
-	}
-	for _, s := range e.ranks {
-		e.dispatch(s)
 	}
 }
 
@@ -396,11 +455,20 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 		ranks[r] = &simRank{
 			r: r, sched: cfg.Loader.NewScheduler(cfg.Workers, cfg.Prefetch, cfg.Budget), speed: speed,
 			group: g, running: make([]*simTask, cfg.Workers), contention: plan.One,
-			left: map[int64]int{}, readyAt: map[int64]int64{}, costs: map[taskKey]int64{},
-			tracker: gpu.NewTracker(prior), batches: map[int64][]SimSample{}, moved: map[int64][2]int64{},
+			left: make([]int, cfg.Steps), readyAt: make([]int64, cfg.Steps),
+			batches: make([][]SimSample, cfg.Steps), moved: make([][2]int64, cfg.Steps),
+			tracker: gpu.NewTracker(prior),
+		}
+	}
+	for _, rk := range ranks {
+		for i := range rk.readyAt {
+			rk.readyAt[i] = -1
 		}
 	}
 	eng := &simEngine{ranks: ranks}
+	for _, g := range groups {
+		eng.shared = eng.shared || g.shared
+	}
 	res := &SimResult{}
 	splitAbove := SplitAbove(prior.Microseconds())
 	var planner plan.Planner
@@ -499,12 +567,6 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 			rk.left[s] = len(tasks)
 			byArrival := map[int64][]Task{}
 			for _, t := range tasks {
-				x := batches[r][t.Slot]
-				c := x.Cost
-				if t.Parts > 1 {
-					c = x.Parts[t.Part]
-				}
-				rk.costs[taskKey{t.Step, t.Slot, t.Part}] = c
 				d := arrive[r][t.Slot]
 				byArrival[d] = append(byArrival[d], t)
 			}
@@ -515,8 +577,8 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 				}
 				eng.push(event{at: at + d, kind: 0, rank: r, step: s, tasks: byArrival[d]})
 			}
-			eng.advance(at)
 		}
+		eng.advance(at)
 		return nil
 	}
 
@@ -557,16 +619,16 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 			rec.Miss = rec.WaitUS > ToleranceUS
 			recs[r] = rec
 			delivered[r] = true
-			delete(rk.batches, t)
-			delete(rk.moved, t)
+			rk.batches[t] = nil
 		}
 		// Batches ready by the request go at the request; a late one goes
 		// once every event of the instant it became ready has run.
 		eng.advance(request)
+		eng.readied = eng.readied[:0]
 		left := n
 		for r := range ranks {
 			delivered[r] = false
-			if _, ok := ranks[r].readyAt[t]; ok {
+			if ranks[r].readyAt[t] >= 0 {
 				deliver(r)
 				left--
 			}
@@ -582,12 +644,14 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 			if at, ok := eng.peek(); ok && at == eng.now {
 				continue
 			}
-			for r, rk := range ranks {
-				if _, ok := rk.readyAt[t]; ok && !delivered[r] {
+			slices.Sort(eng.readied)
+			for _, r := range eng.readied {
+				if ranks[r].readyAt[t] >= 0 && !delivered[r] {
 					deliver(r)
 					left--
 				}
 			}
+			eng.readied = eng.readied[:0]
 		}
 		res.Records = append(res.Records, recs...)
 		// Every rank's control loop plans batch t+H once it has delivered
