@@ -75,7 +75,10 @@ type Loader struct {
 	cost    *decode.CostModel
 	tracker *gpu.Tracker
 	start   time.Time
-	first   int64 // first step this loader delivers (after a resume)
+	// cpuAt is the process's CPU time (ns) at the last delivery, for the
+	// next record's CPUUS; only Next uses it.
+	cpuAt int64
+	first int64 // first step this loader delivers (after a resume)
 	// sendBuf is reused for every step's outgoing messages (each in its
 	// own slice). Only the control loop uses it, and a step's sends
 	// complete before it packs the next step's; a fresh buffer per message
@@ -186,7 +189,7 @@ func NewLoader(ctx context.Context, comm collective.Comm, ds *decode.Dataset, cf
 	if err := comm.Barrier(); err != nil {
 		return nil, err
 	}
-	l.start = time.Now()
+	l.start, l.cpuAt = time.Now(), processCPU()
 	ctx, l.cancel = context.WithCancel(ctx)
 	l.wg.Add(1 + cfg.Workers)
 	go l.control(ctx)
@@ -282,6 +285,8 @@ func (l *Loader) Next(ctx context.Context) (*Batch, error) {
 	l.mu.Unlock()
 
 	l.tracker.Delivered(t, deliver)
+	cpu := processCPU()
+	rec.CPUUS, l.cpuAt = (cpu-l.cpuAt)/1000, cpu
 	if n := len(l.records); n > 0 {
 		// The previous step's compute time is now known.
 		l.records[n-1].ComputeUS = max(rec.RequestUS-l.records[n-1].DeliverUS, 0)

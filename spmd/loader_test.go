@@ -77,6 +77,16 @@ func TestEveryLoaderDeliversTheSameGlobalBatches(t *testing.T) {
 				t.Errorf("%s: rank %d step %d: gpu_us %d, compute_us %d, want 2000 and at least that", k, r.Rank, r.Step, r.GPUUS, r.ComputeUS)
 			}
 		}
+		var cpu int64
+		for _, r := range res.Records {
+			if r.CPUUS < 0 {
+				t.Errorf("%s: rank %d step %d: negative cpu_us %d", k, r.Rank, r.Step, r.CPUUS)
+			}
+			cpu += r.CPUUS
+		}
+		if cpu <= 0 {
+			t.Errorf("%s: the records show no CPU time for a run that decoded", k)
+		}
 		got := perStep(res.Records)
 		if want == nil {
 			want = got

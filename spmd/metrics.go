@@ -26,7 +26,11 @@ type StepRecord struct {
 	// GPUUS is the simulated GPU's modelled compute for the batch, in
 	// runs with a simulated GPU: a real run's ComputeUS, the time until
 	// its next request, also holds the gradient allreduce's.
-	GPUUS    int64 `json:"gpu_us,omitempty"`
+	GPUUS int64 `json:"gpu_us,omitempty"`
+	// CPUUS is the CPU time the rank's process used, all its threads,
+	// from its previous delivery to this one (the whole process's: with
+	// ranks as goroutines of one process, every rank's).
+	CPUUS    int64 `json:"cpu_us,omitempty"`
 	Miss     bool  `json:"miss"`      // WaitUS > ToleranceUS
 	Samples  int   `json:"samples"`   // delivered
 	Dropped  int   `json:"dropped"`   // failed to decode, left out

@@ -78,6 +78,9 @@ type SimResult struct {
 	Summary Summary
 	Records []StepRecord // per rank per step, by step then rank
 	WallUS  int64
+	// WorkUS is, per rank, the time its decode tasks took on a core of
+	// their own (true costs times the rank's Speed): its CPU time.
+	WorkUS []int64
 }
 
 func (c *SimConfig) defaults() error {
@@ -159,6 +162,7 @@ type simRank struct {
 	// runtime learns its wall time over CPU time: what sharing cores
 	// costs it (plan.One when its workers have cores of their own).
 	contention int64
+	work       int64 // own-core µs of the tasks it finished
 }
 
 // cpuGroup is a set of cores that the workers of some ranks share. A
@@ -367,6 +371,7 @@ func (e *simEngine) next() bool {
 				g.running = slices.DeleteFunc(g.running, func(x *simTask) bool { return x == t })
 				e.retime(g)
 			}
+			s.work += t.dur
 			if t.dur > 0 {
 				obs := (e.now - t.start) * plan.One / t.dur
 				s.contention = min(max((7*s.contention+obs)/8, plan.One), 64*plan.One)
@@ -664,6 +669,10 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 		request = end + cfg.AllreduceUS
 	}
 	res.WallUS = request
+	res.WorkUS = make([]int64, n)
+	for r, rk := range ranks {
+		res.WorkUS[r] = rk.work
+	}
 	res.Summary = Summarize(cfg.Loader, res.Records, n, cfg.Steps, b, cfg.Workers, cfg.Horizon, res.WallUS)
 	return res, nil
 }

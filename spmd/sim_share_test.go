@@ -43,6 +43,15 @@ func TestSimSharedCoreTimeline(t *testing.T) {
 				if got := res.Records[r].ReadyUS / 1000; got != want {
 					t.Errorf("rank %d ready at %d ms, want %d", r, got, want)
 				}
+				// The CPU time is the work on a core of its own, shared
+				// or not: 30 (60 slowed) and 10 ms.
+				want := []int64{30000, 10000}[r]
+				if tc.speed != nil {
+					want = want * tc.speed[r] / plan.One
+				}
+				if res.WorkUS[r] != want {
+					t.Errorf("rank %d worked %d µs, want %d", r, res.WorkUS[r], want)
+				}
 			}
 		})
 	}
@@ -135,9 +144,15 @@ func TestSimSharedCoreConservesWork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var last int64
+	var last, work int64
 	for _, r := range res.Records {
 		last = max(last, r.ReadyUS)
+	}
+	for _, w := range res.WorkUS {
+		work += w
+	}
+	if work != total {
+		t.Errorf("the ranks' work adds up to %d µs, want %d", work, total)
 	}
 	// Rounding of the shared work may add a µs per task.
 	if last < total || last > total+int64(ranks*steps*3) {
