@@ -493,3 +493,55 @@ func TestRunSlowdown(t *testing.T) {
 		t.Errorf("others of a loader that did not run: %v", got)
 	}
 }
+
+// TestSimulateAsRun: each simulated rank is slowed so that it spends the
+// CPU time its real rank recorded. Two ranks pinned to one core, one
+// worker each; rank 0's samples cost 4 ms, rank 1's 1 ms, over 4 steps:
+// 16 and 4 ms of work. The real run recorded 32 and 12 ms of CPU: rank 0
+// at half speed, rank 1 at a third.
+func TestSimulateAsRun(t *testing.T) {
+	const steps = 4
+	batches := make([][][]spmd.SimSample, steps)
+	for s := range batches {
+		batches[s] = [][]spmd.SimSample{
+			{{ID: uint64(10*s + 0), Bytes: 100, Cost: 4000, Est: 4000, Frames: 1}},
+			{{ID: uint64(10*s + 1), Bytes: 100, Cost: 1000, Est: 1000, Frames: 1}},
+		}
+	}
+	var recs []spmd.StepRecord
+	for s := range int64(steps) {
+		recs = append(recs, spmd.StepRecord{Step: s, Rank: 0, CPUUS: 8000}, spmd.StepRecord{Step: s, Rank: 1, CPUUS: 3000})
+	}
+	j := &realJob{w: &Workload{Name: "w"}, ranks: 2, cores: 1, workers: 1, batch: 1, steps: steps, horizon: 2, frames: 1, size: 8,
+		model: gpu.Model{Base: 10 * time.Millisecond}, cost: &measuredCosts{MeanUS: 2500}, records: map[string][]spmd.StepRecord{"local": recs}}
+	_, sd, err := j.simulateAsRun(spmd.KindLocal, fixedSource(batches), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sd) != 2 || math.Abs(sd[0]-2) > 1e-9 || math.Abs(sd[1]-3) > 1e-9 {
+		t.Errorf("slowdowns %v, want [2 3]", sd)
+	}
+	// The slowed simulation spends the real ranks' CPU time.
+	_, res, err := j.simulate(spmd.KindLocal, fixedSource(batches), sd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.WorkUS, []int64{32000, 12000}) {
+		t.Errorf("simulated CPU work %v µs, want [32000 12000]", res.WorkUS)
+	}
+	// A rank without CPU records: every rank takes the job's factor
+	// (no stats here: 1).
+	j.records["local"] = recs[:len(recs)-1]
+	j.records["local"][1].CPUUS, j.records["local"][3].CPUUS, j.records["local"][5].CPUUS = 0, 0, 0
+	if _, sd, err = j.simulateAsRun(spmd.KindLocal, fixedSource(batches), false); err != nil || !slices.Equal(sd, []float64{1, 1}) {
+		t.Errorf("without per-rank CPU: slowdowns %v (%v), want [1 1]", sd, err)
+	}
+}
+
+func TestAddSlowdowns(t *testing.T) {
+	s := &Section{Columns: []string{"workload", "loader"}, Rows: [][]any{{"k", "torch"}, {"k", "helix"}}}
+	addSlowdowns(s, map[[2]string][]float64{{"k", "torch"}: {1.5, 2.25}})
+	if s.Rows[0][2] != "1.50 2.25" || s.Rows[1][2] != "-" {
+		t.Errorf("rows %v", s.Rows)
+	}
+}

@@ -46,13 +46,16 @@ var (
 // src: the same samples in the same steps (DatasetSamples, the runtime's
 // reader order), the same GPU model as the real run's flags and the
 // gradient allreduce the real runs took (allreduceUS), W workers per rank
-// on the cores the real ranks had (nodeShare), each running at
-// 1/slowdown of a core's speed, the same horizon, budget, gate margin and
-// seed.
-func (j *realJob) simulate(k spmd.Kind, src sampleSource, slowdown float64) (Result, error) {
-	speed := make([]int64, j.ranks)
-	for r := range speed {
-		speed[r] = int64(slowdown*plan.One + 0.5)
+// on the cores the real ranks had (nodeShare), rank r's running at
+// 1/slowdown[r] of a core's speed (nil: all at full speed), the same
+// horizon, budget, gate margin and seed.
+func (j *realJob) simulate(k spmd.Kind, src sampleSource, slowdown []float64) (Result, *spmd.SimResult, error) {
+	var speed []int64
+	if slowdown != nil {
+		speed = make([]int64, j.ranks)
+		for r := range speed {
+			speed[r] = max(int64(slowdown[r]*plan.One+0.5), 1)
+		}
 	}
 	budget := int64(j.horizon) * int64(j.batch) * int64(j.frames) * int64(j.size) * int64(j.size) * 3
 	cfg := spmd.SimConfig{Loader: k, Ranks: j.ranks, Batch: j.batch, Steps: j.steps, Workers: j.workers, Horizon: j.horizon,
@@ -61,9 +64,61 @@ func (j *realJob) simulate(k spmd.Kind, src sampleSource, slowdown float64) (Res
 	t0 := time.Now()
 	res, err := spmd.Simulate(cfg)
 	if err != nil {
-		return Result{}, fmt.Errorf("bench: simulate %s with %s: %w", j.w.Name, k, err)
+		return Result{}, nil, fmt.Errorf("bench: simulate %s with %s: %w", j.w.Name, k, err)
 	}
-	return resultOf(j.w, res.Summary, time.Since(t0)), nil
+	return resultOf(j.w, res.Summary, time.Since(t0)), res, nil
+}
+
+// simulateAsRun simulates loader k on src with each rank's workers slowed
+// so that the rank spends the CPU time the real rank spent (rankCPU):
+// the rank's CPU time in the real run over its tasks' work in a
+// simulation at full speed, on the cores the machine's other processes
+// left. Where the real runs did not record their CPU time per rank, every
+// rank takes the jobs' factor, uniform (what the machine's CPU time says
+// over the measured costs; model scales the model's costs to those).
+func (j *realJob) simulateAsRun(k spmd.Kind, src sampleSource, model bool) (Result, []float64, error) {
+	uniform := j.runSlowdown(k)
+	if model {
+		uniform = j.modelSlowdown(k)
+	}
+	sd := make([]float64, j.ranks)
+	for r := range sd {
+		sd[r] = uniform
+	}
+	if cpu := j.rankCPU(k); cpu != nil {
+		_, full, err := j.simulate(k, src, nil)
+		if err != nil {
+			return Result{}, nil, err
+		}
+		others := 1.0
+		if oc := j.othersCores(k); oc > 0 {
+			others = float64(j.cores) / max(float64(j.cores)-oc, 0.1)
+		}
+		for r := range sd {
+			if full.WorkUS[r] > 0 && cpu[r] > 0 {
+				sd[r] = others * float64(cpu[r]) / float64(full.WorkUS[r])
+			}
+		}
+	}
+	res, _, err := j.simulate(k, src, sd)
+	return res, sd, err
+}
+
+// rankCPU is, per rank, the CPU time (µs) loader k's first real run
+// recorded, nil when a rank recorded none.
+func (j *realJob) rankCPU(k spmd.Kind) []int64 {
+	cpu := make([]int64, j.ranks)
+	for _, r := range j.records[k.String()] {
+		if r.Rank >= 0 && r.Rank < j.ranks {
+			cpu[r.Rank] += r.CPUUS
+		}
+	}
+	for _, c := range cpu {
+		if c <= 0 {
+			return nil
+		}
+	}
+	return cpu
 }
 
 // allreduceUS is how long the real runs' gradient allreduce took beyond
@@ -250,6 +305,7 @@ func validationSection(ctx context.Context, env *SectionEnv) (*Section, error) {
 	}
 	var sim, meas, avail, real []Result
 	others := map[[2]string][3]float64{}
+	slowdowns := map[[2]string][]float64{}
 	runs := map[[2]string][]Result{}
 	for _, j := range jobs {
 		for _, k := range ValidationLoaders {
@@ -257,15 +313,16 @@ func validationSection(ctx context.Context, env *SectionEnv) (*Section, error) {
 			if i < 0 {
 				continue
 			}
-			a, err := j.simulate(k, j.samples.Samples, j.modelSlowdown(k))
+			a, sd, err := j.simulateAsRun(k, j.samples.Samples, true)
 			if err != nil {
 				return nil, err
 			}
-			b, err := j.simulate(k, j.measuredSamples, j.runSlowdown(k))
+			b, _, err := j.simulateAsRun(k, j.measuredSamples, false)
 			if err != nil {
 				return nil, err
 			}
-			c, err := j.simulate(k, j.samples.Samples, 1)
+			slowdowns[[2]string{j.w.Name, k.String()}] = sd
+			c, _, err := j.simulate(k, j.samples.Samples, nil)
 			if err != nil {
 				return nil, err
 			}
@@ -276,19 +333,20 @@ func validationSection(ctx context.Context, env *SectionEnv) (*Section, error) {
 	}
 	s := ValidationSection(sim, real)
 	extendValidation(s, real, sim, meas, avail, others)
+	addSlowdowns(s, slowdowns)
 	addRealSpread(s, runs)
 	s.Note += fmt.Sprintf("; real: mpirun ranks of datahelix run on generated data (%s), oversubscribed on %d cores; "+
 		"sim: spmd.Simulate of the same samples in the same steps (NewDatasetSamples), the same GPU flags, W, horizon and seed, "+
 		"exchange at %.0f MB/s and %d µs per message; the ranks' workers share the cores as the real ranks were pinned (more ranks than cores: "+
 		"rank r on core r mod cores; the busy threads of a core share it equally); each step's gradient allreduce takes allreduce_us beyond the "+
-		"slowest GPU, what the real runs took (median over their steps); its true costs are the calibrated model's predictions, scaled by one "+
-		"factor so that the workers spend the CPU time the real jobs spent, which the real runs measured besides their waits: "+
-		"cpu_over_work times the measured decode time per trained sample (the jobs' CPU time over it: MPI, reading, splitting, decoding "+
-		"beside other threads), on the cores the machine's other processes left (cores - others_cores). The waits and misses are the "+
-		"simulator's own; "+
+		"slowest GPU, what the real runs took (median over their steps); its true costs are the calibrated model's predictions, and each "+
+		"rank's workers run at 1/sim_rank_slowdown of a core so that the simulated rank spends the CPU time the real rank's process spent "+
+		"(all its threads: decoding beside other threads, MPI, reading, splitting), which the real runs measured besides their waits, on "+
+		"the cores the machine's other processes left (cores - others_cores); cpu_over_work is the same for the whole job: its CPU time "+
+		"over the measured decode time of the trained samples. The waits and misses are the simulator's own; "+
 		"same_batches: the simulated run trained the very batches of the real one (equal batches_hash); "+
 		"diagnostics: sim_measured_* use the costs measured here, sample by sample, scaled the same way, instead of the model's; "+
-		"sim_unscaled_* the model's costs as calibrated (one decode alone on a core), without that scaling; "+
+		"sim_unscaled_* the model's costs as calibrated (one decode alone on a core) at full speed; "+
 		"real_*_runs: each real run (the real figures are their mean), real_wait_spread: (max - min) / mean of their wait fractions; "+
 		"the section \"real\" lists the runs",
 		re.Scale, re.Cores, validationNetwork.BandwidthMBs, validationNetwork.LatencyUS)
@@ -345,6 +403,26 @@ func extendValidation(s *Section, real, sim, meas, run []Result, inputs map[[2]s
 	if len(s.Rows) > 0 {
 		s.Headline += fmt.Sprintf("; diagnostics: on the costs measured here %d of %d, on the model's costs unscaled %d of %d",
 			nm, len(s.Rows), nr, len(s.Rows))
+	}
+}
+
+// addSlowdowns adds the column of each row's per-rank slowdowns, by
+// workload and loader.
+func addSlowdowns(s *Section, sds map[[2]string][]float64) {
+	s.Columns = append(s.Columns, "sim_rank_slowdown")
+	for i, row := range s.Rows {
+		name, _ := row[0].(string)
+		loader, _ := row[1].(string)
+		sd := sds[[2]string{name, loader}]
+		if len(sd) == 0 {
+			s.Rows[i] = append(row, "-")
+			continue
+		}
+		xs := make([]string, len(sd))
+		for r, x := range sd {
+			xs[r] = fmt.Sprintf("%.2f", x)
+		}
+		s.Rows[i] = append(row, strings.Join(xs, " "))
 	}
 }
 
