@@ -538,6 +538,48 @@ func TestSimulateAsRun(t *testing.T) {
 	}
 }
 
+// TestSimulateAsRunPlanned: helix moves work away from the ranks it sees
+// slowed, so one division by the full-speed work would miss the real CPU
+// time; the refined slowdowns give each simulated rank the CPU time its
+// real rank recorded, within a few percent.
+func TestSimulateAsRunPlanned(t *testing.T) {
+	const steps, ranks, b = 12, 4, 4
+	rng := rand.New(rand.NewPCG(3, 4))
+	batches := make([][][]spmd.SimSample, steps)
+	for s := range batches {
+		batches[s] = make([][]spmd.SimSample, ranks)
+		for r := range ranks {
+			for i := range b {
+				c := int64(1000 + rng.IntN(3000))
+				if r == 0 {
+					c *= 4
+				}
+				batches[s][r] = append(batches[s][r], spmd.SimSample{ID: uint64(s<<16 | r<<8 | i), Bytes: 1000, Cost: c, Est: c, Frames: 1})
+			}
+		}
+	}
+	cpu := []int64{180_000, 90_000, 60_000, 130_000}
+	var recs []spmd.StepRecord
+	for r, c := range cpu {
+		recs = append(recs, spmd.StepRecord{Step: 0, Rank: r, CPUUS: c})
+	}
+	j := &realJob{w: &Workload{Name: "w"}, ranks: ranks, cores: 2, workers: 2, batch: b, steps: steps, horizon: 4, frames: 1, size: 8,
+		model: gpu.Model{Base: 20 * time.Millisecond}, cost: &measuredCosts{MeanUS: 2500}, records: map[string][]spmd.StepRecord{"helix": recs}}
+	_, sd, err := j.simulateAsRun(spmd.KindHelix, fixedSource(batches), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, res, err := j.simulate(spmd.KindHelix, fixedSource(batches), sd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r, c := range cpu {
+		if got := float64(res.WorkUS[r]); math.Abs(got/float64(c)-1) > 0.05 {
+			t.Errorf("rank %d spends %.0f µs of CPU at slowdown %.2f, want the real %d", r, got, sd[r], c)
+		}
+	}
+}
+
 func TestAddSlowdowns(t *testing.T) {
 	s := &Section{Columns: []string{"workload", "loader"}, Rows: [][]any{{"k", "torch"}, {"k", "helix"}}}
 	addSlowdowns(s, map[[2]string][]float64{{"k", "torch"}: {1.5, 2.25}})

@@ -286,7 +286,8 @@ func (l *Loader) Next(ctx context.Context) (*Batch, error) {
 
 	l.tracker.Delivered(t, deliver)
 	cpu := processCPU()
-	rec.CPUUS, l.cpuAt = (cpu-l.cpuAt)/1000, cpu
+	rec.CPUUS = (cpu - l.cpuAt) / 1000
+	l.cpuAt += rec.CPUUS * 1000 // the remainder counts in the next record
 	if n := len(l.records); n > 0 {
 		// The previous step's compute time is now known.
 		l.records[n-1].ComputeUS = max(rec.RequestUS-l.records[n-1].DeliverUS, 0)

@@ -28,8 +28,10 @@ type StepRecord struct {
 	// its next request, also holds the gradient allreduce's.
 	GPUUS int64 `json:"gpu_us,omitempty"`
 	// CPUUS is the CPU time the rank's process used, all its threads,
-	// from its previous delivery to this one (the whole process's: with
-	// ranks as goroutines of one process, every rank's).
+	// from its previous delivery to this one; the first step's counts
+	// from the loader's start, and what runs after the last delivery is
+	// in no record. With ranks as goroutines of one process it is every
+	// rank's.
 	CPUUS    int64 `json:"cpu_us,omitempty"`
 	Miss     bool  `json:"miss"`      // WaitUS > ToleranceUS
 	Samples  int   `json:"samples"`   // delivered

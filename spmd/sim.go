@@ -65,9 +65,10 @@ type SimConfig struct {
 
 // CPUShare places ranks on groups of cores. The busy decode workers of
 // the ranks in a group share its cores equally (processor sharing: a
-// task runs at min(1, cores/busy) of a core's speed, times its rank's
-// Speed), as the OS time-slices threads pinned to the same cores; a
-// worker idle on one rank leaves its share to the others of its group.
+// task runs at min(1, cores/busy) of a core's speed, slowed further by
+// its rank's Speed), as the OS time-slices threads pinned to the same
+// cores; a worker idle on one rank leaves its share to the others of its
+// group.
 type CPUShare struct {
 	Group []int // per rank: the index of its group
 	Cores []int // per group: how many cores it has
@@ -311,7 +312,12 @@ func (e *simEngine) retime(g *cpuGroup) {
 }
 
 // dispatch starts tasks on the rank's idle workers at the current time.
-func (e *simEngine) dispatch(s *simRank) {
+func (e *simEngine) dispatch(s *simRank) { e.dispatchAfter(s, false) }
+
+// dispatchAfter is dispatch after a change to the rank's running tasks
+// (finished: one of them just finished): a shared group's tasks are
+// rescheduled once, whether or not a task starts.
+func (e *simEngine) dispatchAfter(s *simRank, finished bool) {
 	g := s.group
 	if g.shared {
 		g.update(e.now)
@@ -341,7 +347,7 @@ func (e *simEngine) dispatch(s *simRank) {
 		}
 		e.push(event{at: e.now + dur, kind: 1, rank: s.r, worker: w, task: st})
 	}
-	if started {
+	if started || finished && g.shared {
 		e.retime(g)
 	}
 }
@@ -369,7 +375,6 @@ func (e *simEngine) next() bool {
 			if g := s.group; g.shared {
 				g.update(e.now)
 				g.running = slices.DeleteFunc(g.running, func(x *simTask) bool { return x == t })
-				e.retime(g)
 			}
 			s.work += t.dur
 			if t.dur > 0 {
@@ -383,7 +388,7 @@ func (e *simEngine) next() bool {
 				e.readied = append(e.readied, s.r)
 			}
 		}
-		e.dispatch(s)
+		e.dispatchAfter(s, ev.kind == 1)
 		return true
 	}
 	return false
