@@ -494,13 +494,57 @@ func TestRunSlowdown(t *testing.T) {
 	}
 }
 
-// TestSimulateAsRun: each simulated rank is slowed so that it spends the
-// CPU time its real rank recorded. Two ranks pinned to one core, one
-// worker each; rank 0's samples cost 4 ms, rank 1's 1 ms, over 4 steps:
-// 16 and 4 ms of work. The real run recorded 32 and 12 ms of CPU: rank 0
-// at half speed, rank 1 at a third.
+// checkAsRun re-simulates j with the slowdowns and start-up works
+// simulateAsRun chose and checks that every rank spends the CPU time its
+// real rank recorded, over the run and up to its first delivery.
+func checkAsRun(t *testing.T, j *realJob, k spmd.Kind, src sampleSource, total, first []int64) {
+	t.Helper()
+	_, sd, start, err := j.simulateAsRun(k, src, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, res, err := j.simulate(k, src, sd, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r := range total {
+		var got0 int64
+		for _, rec := range res.Records {
+			if rec.Step == 0 && rec.Rank == r {
+				got0 = rec.CPUUS
+			}
+		}
+		if math.Abs(float64(res.WorkUS[r])/float64(total[r])-1) > 0.05 || math.Abs(float64(got0)/float64(first[r])-1) > 0.05 {
+			t.Errorf("%s rank %d: CPU %d µs, %d by its first delivery (slowdown %.2f, start-up %d µs); want the real %d and %d",
+				k, r, res.WorkUS[r], got0, sd[r], start[r], total[r], first[r])
+		}
+	}
+}
+
+// cpuRecords are step records of ranks that spent total[r] µs of CPU,
+// first[r] of it by their first delivery and the rest evenly.
+func cpuRecords(steps int, total, first []int64) []spmd.StepRecord {
+	var recs []spmd.StepRecord
+	for s := range int64(steps) {
+		for r := range total {
+			c := first[r]
+			if s > 0 {
+				c = (total[r] - first[r]) / int64(steps-1)
+			}
+			recs = append(recs, spmd.StepRecord{Step: s, Rank: r, CPUUS: c})
+		}
+	}
+	return recs
+}
+
+// TestSimulateAsRun: each simulated rank spends the CPU time its real
+// rank recorded, in all and by its first delivery, through a slowdown and
+// start-up work. Two ranks pinned to one core, one worker each; rank 0's
+// samples cost 4 ms, rank 1's 1 ms, over 6 steps: 24 and 6 ms of work.
+// The real ranks spent 60 and 21 ms, 18 and 7 of it by their first
+// delivery: more than their first decodes, as real start-ups do.
 func TestSimulateAsRun(t *testing.T) {
-	const steps = 4
+	const steps = 6
 	batches := make([][][]spmd.SimSample, steps)
 	for s := range batches {
 		batches[s] = [][]spmd.SimSample{
@@ -508,40 +552,27 @@ func TestSimulateAsRun(t *testing.T) {
 			{{ID: uint64(10*s + 1), Bytes: 100, Cost: 1000, Est: 1000, Frames: 1}},
 		}
 	}
-	var recs []spmd.StepRecord
-	for s := range int64(steps) {
-		recs = append(recs, spmd.StepRecord{Step: s, Rank: 0, CPUUS: 8000}, spmd.StepRecord{Step: s, Rank: 1, CPUUS: 3000})
-	}
+	total, first := []int64{60_000, 21_000}, []int64{18_000, 7_000}
 	j := &realJob{w: &Workload{Name: "w"}, ranks: 2, cores: 1, workers: 1, batch: 1, steps: steps, horizon: 2, frames: 1, size: 8,
-		model: gpu.Model{Base: 10 * time.Millisecond}, cost: &measuredCosts{MeanUS: 2500}, records: map[string][]spmd.StepRecord{"local": recs}}
-	_, sd, err := j.simulateAsRun(spmd.KindLocal, fixedSource(batches), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(sd) != 2 || math.Abs(sd[0]-2) > 1e-9 || math.Abs(sd[1]-3) > 1e-9 {
-		t.Errorf("slowdowns %v, want [2 3]", sd)
-	}
-	// The slowed simulation spends the real ranks' CPU time.
-	_, res, err := j.simulate(spmd.KindLocal, fixedSource(batches), sd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(res.WorkUS, []int64{32000, 12000}) {
-		t.Errorf("simulated CPU work %v µs, want [32000 12000]", res.WorkUS)
-	}
+		model: gpu.Model{Base: 10 * time.Millisecond}, cost: &measuredCosts{MeanUS: 2500},
+		records: map[string][]spmd.StepRecord{"local": cpuRecords(steps, total, first)}}
+	checkAsRun(t, j, spmd.KindLocal, fixedSource(batches), total, first)
 	// A rank without CPU records: every rank takes the job's factor
-	// (no stats here: 1).
-	j.records["local"] = recs[:len(recs)-1]
-	j.records["local"][1].CPUUS, j.records["local"][3].CPUUS, j.records["local"][5].CPUUS = 0, 0, 0
-	if _, sd, err = j.simulateAsRun(spmd.KindLocal, fixedSource(batches), false); err != nil || !slices.Equal(sd, []float64{1, 1}) {
-		t.Errorf("without per-rank CPU: slowdowns %v (%v), want [1 1]", sd, err)
+	// (no stats here: 1) and no start-up work.
+	for i, r := range j.records["local"] {
+		if r.Rank == 1 {
+			j.records["local"][i].CPUUS = 0
+		}
+	}
+	if _, sd, start, err := j.simulateAsRun(spmd.KindLocal, fixedSource(batches), false); err != nil || !slices.Equal(sd, []float64{1, 1}) || start != nil {
+		t.Errorf("without per-rank CPU: slowdowns %v, start-up %v (%v), want [1 1] and none", sd, start, err)
 	}
 }
 
 // TestSimulateAsRunPlanned: helix moves work away from the ranks it sees
 // slowed, so one division by the full-speed work would miss the real CPU
-// time; the refined slowdowns give each simulated rank the CPU time its
-// real rank recorded, within a few percent.
+// time; refined, the slowdowns and start-up works give each simulated
+// rank the CPU time its real rank recorded, within 5 %.
 func TestSimulateAsRunPlanned(t *testing.T) {
 	const steps, ranks, b = 12, 4, 4
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -558,26 +589,12 @@ func TestSimulateAsRunPlanned(t *testing.T) {
 			}
 		}
 	}
-	cpu := []int64{180_000, 90_000, 60_000, 130_000}
-	var recs []spmd.StepRecord
-	for r, c := range cpu {
-		recs = append(recs, spmd.StepRecord{Step: 0, Rank: r, CPUUS: c})
-	}
+	total := []int64{180_000, 90_000, 60_000, 130_000}
+	first := []int64{60_000, 30_000, 20_000, 40_000}
 	j := &realJob{w: &Workload{Name: "w"}, ranks: ranks, cores: 2, workers: 2, batch: b, steps: steps, horizon: 4, frames: 1, size: 8,
-		model: gpu.Model{Base: 20 * time.Millisecond}, cost: &measuredCosts{MeanUS: 2500}, records: map[string][]spmd.StepRecord{"helix": recs}}
-	_, sd, err := j.simulateAsRun(spmd.KindHelix, fixedSource(batches), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, res, err := j.simulate(spmd.KindHelix, fixedSource(batches), sd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for r, c := range cpu {
-		if got := float64(res.WorkUS[r]); math.Abs(got/float64(c)-1) > 0.05 {
-			t.Errorf("rank %d spends %.0f µs of CPU at slowdown %.2f, want the real %d", r, got, sd[r], c)
-		}
-	}
+		model: gpu.Model{Base: 20 * time.Millisecond}, cost: &measuredCosts{MeanUS: 2500},
+		records: map[string][]spmd.StepRecord{"helix": cpuRecords(steps, total, first)}}
+	checkAsRun(t, j, spmd.KindHelix, fixedSource(batches), total, first)
 }
 
 func TestAddSlowdowns(t *testing.T) {

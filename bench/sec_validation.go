@@ -47,9 +47,10 @@ var (
 // reader order), the same GPU model as the real run's flags and the
 // gradient allreduce the real runs took (allreduceUS), W workers per rank
 // on the cores the real ranks had (nodeShare), rank r's running at
-// 1/slowdown[r] of a core's speed (nil: all at full speed), the same
-// horizon, budget, gate margin and seed.
-func (j *realJob) simulate(k spmd.Kind, src sampleSource, slowdown []float64) (Result, *spmd.SimResult, error) {
+// 1/slowdown[r] of a core's speed (nil: all at full speed) after start[r]
+// µs of start-up work (nil: none), the same horizon, budget, gate margin
+// and seed.
+func (j *realJob) simulate(k spmd.Kind, src sampleSource, slowdown []float64, start []int64) (Result, *spmd.SimResult, error) {
 	var speed []int64
 	if slowdown != nil {
 		speed = make([]int64, j.ranks)
@@ -60,7 +61,7 @@ func (j *realJob) simulate(k spmd.Kind, src sampleSource, slowdown []float64) (R
 	budget := int64(j.horizon) * int64(j.batch) * int64(j.frames) * int64(j.size) * int64(j.size) * 3
 	cfg := spmd.SimConfig{Loader: k, Ranks: j.ranks, Batch: j.batch, Steps: j.steps, Workers: j.workers, Horizon: j.horizon,
 		Budget: budget, GPU: j.model, Bandwidth: int64(validationNetwork.BandwidthMBs * plan.One), LatencyUS: validationNetwork.LatencyUS,
-		Margin: GateMarginUS, Speed: speed, CPUs: nodeShare(j.ranks, j.cores), AllreduceUS: j.allreduceUS(), Samples: src, Seed: j.seed}
+		Margin: GateMarginUS, Speed: speed, CPUs: nodeShare(j.ranks, j.cores), AllreduceUS: j.allreduceUS(), StartUS: start, Samples: src, Seed: j.seed}
 	t0 := time.Now()
 	res, err := spmd.Simulate(cfg)
 	if err != nil {
@@ -69,30 +70,34 @@ func (j *realJob) simulate(k spmd.Kind, src sampleSource, slowdown []float64) (R
 	return resultOf(j.w, res.Summary, time.Since(t0)), res, nil
 }
 
-// simulateAsRun simulates loader k on src with each rank's workers slowed
-// so that the rank spends the CPU time the real rank spent (rankCPU),
-// times cores/(cores - others_cores) where the machine's other processes
-// took part of the cores (standing for the cores they left, exact while
-// the ranks keep the cores busy). A planned loader moves work away from
-// the ranks it sees slowed, so the slowdowns are refined a few times
-// against the work each rank then does. Where the real runs did not
-// record their CPU time per rank, every rank takes the jobs' factor,
-// uniform (what the machine's CPU time says over the measured costs;
-// model scales the model's costs to those).
-func (j *realJob) simulateAsRun(k spmd.Kind, src sampleSource, model bool) (Result, []float64, error) {
+// simulateAsRun simulates loader k on src so that each rank spends the
+// CPU time the real rank spent (rankCPU), times cores/(cores -
+// others_cores) where the machine's other processes took part of the
+// cores (standing for the cores they left, exact while the ranks keep
+// the cores busy): before its first delivery, with start-up work (what
+// the real rank spent then beyond the decodes the simulated rank
+// finished: first reads, decoder set-up, cold caches), and over the run,
+// with its workers slowed. A planned loader moves work away from the
+// ranks it sees slowed, so both are refined a few times against what
+// each rank then does. Where the real runs did not record their CPU time
+// per rank, every rank takes the jobs' factor, uniform (what the
+// machine's CPU time says over the measured costs; model scales the
+// model's costs to those), and no start-up work.
+func (j *realJob) simulateAsRun(k spmd.Kind, src sampleSource, model bool) (res Result, sd []float64, start []int64, err error) {
 	uniform := j.runSlowdown(k)
 	if model {
 		uniform = j.modelSlowdown(k)
 	}
-	sd := make([]float64, j.ranks)
+	sd = make([]float64, j.ranks)
 	for r := range sd {
 		sd[r] = uniform
 	}
-	cpu := j.rankCPU(k)
+	cpu, first := j.rankCPU(k)
 	if cpu == nil {
-		res, _, err := j.simulate(k, src, sd)
-		return res, sd, err
+		res, _, err = j.simulate(k, src, sd, nil)
+		return res, sd, nil, err
 	}
+	start = make([]int64, j.ranks)
 	others := 1.0
 	if oc := j.othersCores(k); oc > 0 {
 		others = float64(j.cores) / max(float64(j.cores)-oc, 0.1)
@@ -101,19 +106,30 @@ func (j *realJob) simulateAsRun(k spmd.Kind, src sampleSource, model bool) (Resu
 		sd[r] = 1
 	}
 	for range simulateAsRunRounds {
-		_, sim, err := j.simulate(k, src, sd)
+		_, sim, err := j.simulate(k, src, sd, start)
 		if err != nil {
-			return Result{}, nil, err
+			return Result{}, nil, nil, err
+		}
+		sim0 := make([]int64, j.ranks)
+		for _, rec := range sim.Records {
+			if rec.Step == 0 && rec.Rank < j.ranks {
+				sim0[rec.Rank] = rec.CPUUS
+			}
 		}
 		for r := range sd {
-			if w := sim.WorkUS[r]; w > 0 {
-				// The work ran at sd[r]: scale it to the real CPU time.
-				sd[r] *= others * float64(cpu[r]) / float64(w)
+			// The decode work ran at sd[r]: scale it to the real CPU time
+			// less the start-up work.
+			before := start[r]
+			start[r] = max(0, start[r]+int64(others*float64(first[r]))-sim0[r])
+			if w := sim.WorkUS[r] - before; w > 0 {
+				if want := others*float64(cpu[r]) - float64(start[r]); want > 0 {
+					sd[r] *= want / float64(w)
+				}
 			}
 		}
 	}
-	res, _, err := j.simulate(k, src, sd)
-	return res, sd, err
+	res, _, err = j.simulate(k, src, sd, start)
+	return res, sd, start, err
 }
 
 // simulateAsRunRounds is how many times simulateAsRun refines the
@@ -122,20 +138,24 @@ func (j *realJob) simulateAsRun(k spmd.Kind, src sampleSource, model bool) (Resu
 const simulateAsRunRounds = 5
 
 // rankCPU is, per rank, the CPU time (µs) loader k's first real run
-// recorded, nil when a rank recorded none.
-func (j *realJob) rankCPU(k spmd.Kind) []int64 {
-	cpu := make([]int64, j.ranks)
+// recorded over the run and up to its first delivery (step 0), nil when
+// a rank recorded none.
+func (j *realJob) rankCPU(k spmd.Kind) (total, first []int64) {
+	total, first = make([]int64, j.ranks), make([]int64, j.ranks)
 	for _, r := range j.records[k.String()] {
 		if r.Rank >= 0 && r.Rank < j.ranks {
-			cpu[r.Rank] += r.CPUUS
+			total[r.Rank] += r.CPUUS
+			if r.Step == 0 {
+				first[r.Rank] = r.CPUUS
+			}
 		}
 	}
-	for _, c := range cpu {
+	for _, c := range total {
 		if c <= 0 {
-			return nil
+			return nil, nil
 		}
 	}
-	return cpu
+	return total, first
 }
 
 // allreduceUS is how long the real runs' gradient allreduce took beyond
@@ -330,16 +350,16 @@ func validationSection(ctx context.Context, env *SectionEnv) (*Section, error) {
 			if i < 0 {
 				continue
 			}
-			a, sd, err := j.simulateAsRun(k, j.samples.Samples, true)
+			a, sd, _, err := j.simulateAsRun(k, j.samples.Samples, true)
 			if err != nil {
 				return nil, err
 			}
-			b, _, err := j.simulateAsRun(k, j.measuredSamples, false)
+			b, _, _, err := j.simulateAsRun(k, j.measuredSamples, false)
 			if err != nil {
 				return nil, err
 			}
 			slowdowns[[2]string{j.w.Name, k.String()}] = sd
-			c, _, err := j.simulate(k, j.samples.Samples, nil)
+			c, _, err := j.simulate(k, j.samples.Samples, nil, nil)
 			if err != nil {
 				return nil, err
 			}
@@ -357,9 +377,11 @@ func validationSection(ctx context.Context, env *SectionEnv) (*Section, error) {
 		"exchange at %.0f MB/s and %d µs per message; the ranks' workers share the cores as the real ranks were pinned (more ranks than cores: "+
 		"rank r on core r mod cores; the busy threads of a core share it equally); each step's gradient allreduce takes allreduce_us beyond the "+
 		"slowest GPU, what the real runs took (median over their steps); its true costs are the calibrated model's predictions, and each "+
-		"rank's workers run at 1/sim_rank_slowdown of a core so that the simulated rank spends the CPU time the real rank's process spent "+
-		"(all its threads: decoding beside other threads, MPI, reading, splitting), which the real runs measured besides their waits, on "+
-		"the cores the machine's other processes left (cores - others_cores); cpu_over_work is the same for the whole job: its CPU time "+
+		"simulated rank spends the CPU time the real rank's process spent (all its threads: decoding beside other threads, MPI, reading, "+
+		"splitting), which the real runs measured besides their waits, on the cores the machine's other processes left (cores - "+
+		"others_cores): by its first delivery, through start-up work before its first decode (what the real rank spent then beyond the "+
+		"decodes: first reads, decoder set-up, cold caches), and over the run, its workers running at 1/sim_rank_slowdown of a core; "+
+		"cpu_over_work is the same for the whole job: its CPU time "+
 		"over the measured decode time of the trained samples. The waits and misses are the simulator's own; "+
 		"same_batches: the simulated run trained the very batches of the real one (equal batches_hash); "+
 		"diagnostics: sim_measured_* use the costs measured here, sample by sample, scaled the same way, instead of the model's; "+

@@ -31,7 +31,8 @@ type StepRecord struct {
 	// from its previous delivery to this one; the first step's counts
 	// from the loader's start, and what runs after the last delivery is
 	// in no record. With ranks as goroutines of one process it is every
-	// rank's.
+	// rank's. In a simulation: the time the rank's tasks finished since
+	// its previous delivery took on a core of their own.
 	CPUUS    int64 `json:"cpu_us,omitempty"`
 	Miss     bool  `json:"miss"`      // WaitUS > ToleranceUS
 	Samples  int   `json:"samples"`   // delivered

@@ -47,6 +47,10 @@ type SimConfig struct {
 	// takes c*Speed[r]/plan.One µs on rank r. nil means every rank runs
 	// at reference speed.
 	Speed []int64
+	// StartUS, when set, is per rank the start-up work (µs on a core of
+	// its own) its workers do, split evenly, before any decode: a real
+	// process's first reads, decoder set-up and cold caches.
+	StartUS []int64
 	// CPUs, when set, puts the ranks' decode workers on shared cores, as
 	// on a node running more threads than it has cores; nil gives every
 	// worker a core of its own.
@@ -103,6 +107,9 @@ func (c *SimConfig) defaults() error {
 	if c.Speed != nil && len(c.Speed) != c.Ranks {
 		return fmt.Errorf("spmd: %d speed factors for %d ranks", len(c.Speed), c.Ranks)
 	}
+	if c.StartUS != nil && len(c.StartUS) != c.Ranks {
+		return fmt.Errorf("spmd: %d start-up works for %d ranks", len(c.StartUS), c.Ranks)
+	}
 	if c.CPUs != nil {
 		if len(c.CPUs.Group) != c.Ranks {
 			return fmt.Errorf("spmd: core groups for %d ranks, want %d", len(c.CPUs.Group), c.Ranks)
@@ -124,6 +131,7 @@ func (c *SimConfig) defaults() error {
 // simTask is a task running on a simulated worker.
 type simTask struct {
 	Task
+	startup      bool // start-up work, no decode task
 	rank, worker int
 	start, dur   int64 // when it started; µs it takes on a core of its own
 	// rem is the work left, in µs at a whole core's speed times
@@ -164,6 +172,7 @@ type simRank struct {
 	// costs it (plan.One when its workers have cores of their own).
 	contention int64
 	work       int64 // own-core µs of the tasks it finished
+	workAt     int64 // work at its last delivery
 }
 
 // cpuGroup is a set of cores that the workers of some ranks share. A
@@ -352,6 +361,29 @@ func (e *simEngine) dispatchAfter(s *simRank, finished bool) {
 	}
 }
 
+// startup occupies every worker of s with an equal share of work µs of
+// start-up work, at the current time.
+func (e *simEngine) startup(s *simRank, work int64) {
+	g := s.group
+	if g.shared {
+		g.update(e.now)
+	}
+	for w := range s.running {
+		dur := work / int64(len(s.running))
+		st := &simTask{startup: true, rank: s.r, worker: w, start: e.now, dur: dur}
+		s.running[w] = st
+		if g.shared {
+			st.rem = dur * workScale
+			g.running = append(g.running, st)
+			continue
+		}
+		e.push(event{at: e.now + dur, kind: 1, rank: s.r, worker: w, task: st})
+	}
+	if g.shared {
+		e.retime(g)
+	}
+}
+
 // next processes the next event; false when there is none.
 func (e *simEngine) next() bool {
 	for e.events.len() > 0 {
@@ -380,6 +412,9 @@ func (e *simEngine) next() bool {
 			if t.dur > 0 {
 				obs := (e.now - t.start) * plan.One / t.dur
 				s.contention = min(max((7*s.contention+obs)/8, plan.One), 64*plan.One)
+			}
+			if t.startup {
+				break
 			}
 			s.sched.Finish(ev.worker, t.Task)
 			s.left[t.Step]--
@@ -592,6 +627,11 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 		return nil
 	}
 
+	for r, rk := range ranks {
+		if cfg.StartUS != nil && cfg.StartUS[r] > 0 {
+			eng.startup(rk, cfg.StartUS[r])
+		}
+	}
 	for s := int64(0); s < int64(min(cfg.Horizon, cfg.Steps)); s++ {
 		if err := prepare(s, 0); err != nil {
 			return nil, err
@@ -625,7 +665,8 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 			mv := rk.moved[t]
 			rec := StepRecord{Step: t, Rank: r, RequestUS: request, ReadyUS: rk.readyAt[t], DeliverUS: at,
 				WaitUS: at - request, ComputeUS: compute, GPUUS: compute, Samples: b, BytesIn: mv[0], BytesOut: mv[1],
-				PlanUS: planTimes[t], Hash: hash}
+				PlanUS: planTimes[t], Hash: hash, CPUUS: rk.work - rk.workAt}
+			rk.workAt = rk.work
 			rec.Miss = rec.WaitUS > ToleranceUS
 			recs[r] = rec
 			delivered[r] = true

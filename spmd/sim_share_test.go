@@ -2,6 +2,7 @@ package spmd
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -211,5 +212,36 @@ func TestSimPlannerSeesSharing(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSimStartup: 20 ms of start-up work on the tiny workload's two
+// workers keeps both busy for 10 ms, then the local timeline runs 10 ms
+// later: batch 0's samples (30 and 10 ms) from 10, worker 1 on batches 1
+// and 2 from 20 to 40, batch 0 ready at 40, batch 3 at 45. The GPU takes
+// batch 0 at 40 and the others at 50, 60, 70. The first record's CPU
+// time is everything finished by its delivery, start-up included:
+// 20 + 40 + 10 + 10 ms; the second holds batch 3's 10 ms.
+func TestSimStartup(t *testing.T) {
+	cfg := tinyConfig(KindLocal)
+	cfg.StartUS = []int64{20000}
+	res, err := Simulate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTimeline(t, res, []want{{40, 40, 40}, {30, 50, 0}, {40, 60, 0}, {45, 70, 0}}, 80)
+	var cpu []int64
+	for _, r := range res.Records {
+		cpu = append(cpu, r.CPUUS)
+	}
+	if want := []int64{80000, 10000, 0, 0}; !slices.Equal(cpu, want) {
+		t.Errorf("cpu_us per step %v, want %v", cpu, want)
+	}
+	if res.WorkUS[0] != 90000 {
+		t.Errorf("work %d µs, want 90000", res.WorkUS[0])
+	}
+	cfg.StartUS = []int64{1, 2}
+	if _, err := Simulate(cfg); err == nil {
+		t.Error("start-up works for 2 ranks of 1: no error")
 	}
 }
