@@ -312,9 +312,9 @@ func (g *cpuGroup) update(now int64) {
 // at the group's current sharing, making earlier schedules stale.
 func (e *simEngine) retime(g *cpuGroup) {
 	n := int64(len(g.running))
+	per := workScale * min(g.cores, n) // work units per µs for n tasks
 	for _, t := range g.running {
 		t.version++
-		per := workScale * min(g.cores, n) // work units per µs for n tasks
 		d := (t.rem*n + per - 1) / per
 		e.push(event{at: e.now + d, kind: 1, rank: t.rank, worker: t.worker, task: t, version: t.version})
 	}
@@ -345,20 +345,25 @@ func (e *simEngine) dispatchAfter(s *simRank, finished bool) {
 		if t.Parts > 1 {
 			c = x.Parts[t.Part]
 		}
-		dur := c * s.speed / plan.One
-		st := &simTask{Task: t, rank: s.r, worker: w, start: e.now, dur: dur}
-		s.running[w] = st
-		if g.shared {
-			st.rem = dur * workScale
-			g.running = append(g.running, st)
-			started = true
-			continue
-		}
-		e.push(event{at: e.now + dur, kind: 1, rank: s.r, worker: w, task: st})
+		e.start(s, &simTask{Task: t, rank: s.r, worker: w, start: e.now, dur: c * s.speed / plan.One})
+		started = true
 	}
-	if started || finished && g.shared {
+	if g.shared && (started || finished) {
 		e.retime(g)
 	}
+}
+
+// start puts t on its worker of s: on a core of its own its completion is
+// known now; in a shared group it joins the group's running tasks, and
+// the caller reschedules the group once it has started them all.
+func (e *simEngine) start(s *simRank, t *simTask) {
+	s.running[t.worker] = t
+	if g := s.group; g.shared {
+		t.rem = t.dur * workScale
+		g.running = append(g.running, t)
+		return
+	}
+	e.push(event{at: e.now + t.dur, kind: 1, rank: s.r, worker: t.worker, task: t})
 }
 
 // startup occupies every worker of s with an equal share of work µs of
@@ -369,15 +374,7 @@ func (e *simEngine) startup(s *simRank, work int64) {
 		g.update(e.now)
 	}
 	for w := range s.running {
-		dur := work / int64(len(s.running))
-		st := &simTask{startup: true, rank: s.r, worker: w, start: e.now, dur: dur}
-		s.running[w] = st
-		if g.shared {
-			st.rem = dur * workScale
-			g.running = append(g.running, st)
-			continue
-		}
-		e.push(event{at: e.now + dur, kind: 1, rank: s.r, worker: w, task: st})
+		e.start(s, &simTask{startup: true, rank: s.r, worker: w, start: e.now, dur: work / int64(len(s.running))})
 	}
 	if g.shared {
 		e.retime(g)
@@ -455,15 +452,16 @@ func (e *simEngine) advance(t int64) {
 	}
 }
 
-// cpuGroups builds the core groups of cfg: one per rank with a core per
-// worker, or cfg.CPUs's.
-func cpuGroups(cfg *SimConfig) []*cpuGroup {
+// rankGroups returns each rank's core group under cfg (a group of its
+// own with a core per worker, or cfg.CPUs's), and whether any group is
+// shared.
+func rankGroups(cfg *SimConfig) (perRank []*cpuGroup, shared bool) {
+	perRank = make([]*cpuGroup, cfg.Ranks)
 	if cfg.CPUs == nil {
-		gs := make([]*cpuGroup, cfg.Ranks)
-		for r := range gs {
-			gs[r] = &cpuGroup{cores: int64(cfg.Workers)}
+		for r := range perRank {
+			perRank[r] = &cpuGroup{cores: int64(cfg.Workers)}
 		}
-		return gs
+		return perRank, false
 	}
 	gs := make([]*cpuGroup, len(cfg.CPUs.Cores))
 	workers := make([]int, len(gs))
@@ -472,8 +470,12 @@ func cpuGroups(cfg *SimConfig) []*cpuGroup {
 	}
 	for g := range gs {
 		gs[g] = &cpuGroup{cores: int64(cfg.CPUs.Cores[g]), shared: workers[g] > cfg.CPUs.Cores[g]}
+		shared = shared || gs[g].shared
 	}
-	return gs
+	for r, g := range cfg.CPUs.Group {
+		perRank[r] = gs[g]
+	}
+	return perRank, shared
 }
 
 // Simulate runs the job on the virtual clock and returns its metrics. It
@@ -485,35 +487,21 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 	n, b := cfg.Ranks, cfg.Batch
 	prior := cfg.GPU.StepTime(gpu.Contents{Samples: b, Frames: b * 8}) + time.Duration(cfg.AllreduceUS)*time.Microsecond
 	ranks := make([]*simRank, n)
-	groups := cpuGroups(&cfg)
+	groups, shared := rankGroups(&cfg)
 	for r := range ranks {
 		speed := int64(plan.One)
 		if cfg.Speed != nil {
 			speed = cfg.Speed[r]
 		}
-		var g *cpuGroup
-		if cfg.CPUs != nil {
-			g = groups[cfg.CPUs.Group[r]]
-		} else {
-			g = groups[r]
-		}
 		ranks[r] = &simRank{
 			r: r, sched: cfg.Loader.NewScheduler(cfg.Workers, cfg.Prefetch, cfg.Budget), speed: speed,
-			group: g, running: make([]*simTask, cfg.Workers), contention: plan.One,
-			left: make([]int, cfg.Steps), readyAt: make([]int64, cfg.Steps),
+			group: groups[r], running: make([]*simTask, cfg.Workers), contention: plan.One,
+			left: make([]int, cfg.Steps), readyAt: slices.Repeat([]int64{-1}, cfg.Steps),
 			batches: make([][]SimSample, cfg.Steps), moved: make([][2]int64, cfg.Steps),
 			tracker: gpu.NewTracker(prior),
 		}
 	}
-	for _, rk := range ranks {
-		for i := range rk.readyAt {
-			rk.readyAt[i] = -1
-		}
-	}
-	eng := &simEngine{ranks: ranks}
-	for _, g := range groups {
-		eng.shared = eng.shared || g.shared
-	}
+	eng := &simEngine{ranks: ranks, shared: shared}
 	res := &SimResult{}
 	splitAbove := SplitAbove(prior.Microseconds())
 	var planner plan.Planner
