@@ -178,19 +178,24 @@ func (l *Loader) logDrop(step int64, s *decode.Sample, err error) {
 // threadCPU returns the calling thread's CPU time in ns (wall time where
 // the thread clock is unavailable).
 func threadCPU() int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
-		return time.Now().UnixNano()
+	if ns, ok := clockNS(unix.CLOCK_THREAD_CPUTIME_ID); ok {
+		return ns
 	}
-	return ts.Nano()
+	return time.Now().UnixNano()
 }
 
 // processCPU returns the process's CPU time in ns, all threads (0 where
 // the clock is missing).
 func processCPU() int64 {
+	ns, _ := clockNS(unix.CLOCK_PROCESS_CPUTIME_ID)
+	return ns
+}
+
+// clockNS reads a POSIX clock in ns.
+func clockNS(id int32) (int64, bool) {
 	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_PROCESS_CPUTIME_ID, &ts); err != nil {
-		return 0
+	if err := unix.ClockGettime(id, &ts); err != nil {
+		return 0, false
 	}
-	return ts.Nano()
+	return ts.Nano(), true
 }
