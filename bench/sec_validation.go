@@ -84,24 +84,21 @@ func (j *realJob) simulate(k spmd.Kind, src sampleSource, slowdown []float64, st
 // machine's CPU time says over the measured costs; model scales the
 // model's costs to those), and no start-up work.
 func (j *realJob) simulateAsRun(k spmd.Kind, src sampleSource, model bool) (res Result, sd []float64, start []int64, err error) {
-	uniform := j.runSlowdown(k)
-	if model {
-		uniform = j.modelSlowdown(k)
-	}
 	sd = make([]float64, j.ranks)
-	for r := range sd {
-		sd[r] = uniform
-	}
 	cpu, first := j.rankCPU(k)
 	if cpu == nil {
+		uniform := j.runSlowdown(k)
+		if model {
+			uniform = j.modelSlowdown(k)
+		}
+		for r := range sd {
+			sd[r] = uniform
+		}
 		res, _, err = j.simulate(k, src, sd, nil)
 		return res, sd, nil, err
 	}
 	start = make([]int64, j.ranks)
-	others := 1.0
-	if oc := j.othersCores(k); oc > 0 {
-		others = float64(j.cores) / max(float64(j.cores)-oc, 0.1)
-	}
+	others := j.othersFactor(k)
 	for r := range sd {
 		sd[r] = 1
 	}
@@ -174,45 +171,43 @@ func (j *realJob) allreduceUS() int64 {
 	return median(gaps)
 }
 
-// allreduceGaps returns, per step but the last, the least over the ranks
-// of next request - delivery - GPU compute. Records without a modelled
-// GPU time are skipped.
+// allreduceGaps returns, per step but the last (in step order), the least
+// over the ranks of next request - delivery - GPU compute. A step with a
+// record lacking its modelled GPU time is left out.
 func allreduceGaps(recs []spmd.StepRecord) []int64 {
 	type key struct {
 		step int64
 		rank int
 	}
 	at := make(map[key]spmd.StepRecord, len(recs))
-	var steps []int64
 	for _, r := range recs {
-		if _, ok := at[key{r.Step, 0}]; !ok && r.Rank == 0 {
-			steps = append(steps, r.Step)
-		}
 		at[key{r.Step, r.Rank}] = r
 	}
-	slices.Sort(steps)
-	var gaps []int64
-	for _, t := range steps {
-		least, ok := int64(0), false
-		for rk := 0; ; rk++ {
-			r, here := at[key{t, rk}]
-			if !here {
-				break
-			}
-			next, later := at[key{t + 1, rk}]
-			if !later || r.GPUUS <= 0 {
-				ok = false
-				break
-			}
+	least := map[int64]int64{} // per step
+	skip := map[int64]bool{}   // steps with a record lacking its GPU time
+	for _, r := range recs {
+		next, ok := at[key{r.Step + 1, r.Rank}]
+		switch {
+		case !ok:
+		case r.GPUUS <= 0:
+			skip[r.Step] = true
+		default:
 			g := next.RequestUS - r.DeliverUS - r.GPUUS
-			if !ok || g < least {
-				least = g
+			if l, seen := least[r.Step]; !seen || g < l {
+				least[r.Step] = g
 			}
-			ok = true
 		}
-		if ok {
-			gaps = append(gaps, max(least, 0))
+	}
+	var steps []int64
+	for t := range least {
+		if !skip[t] {
+			steps = append(steps, t)
 		}
+	}
+	slices.Sort(steps)
+	gaps := make([]int64, len(steps))
+	for i, t := range steps {
+		gaps[i] = max(least[t], 0)
 	}
 	return gaps
 }
@@ -259,14 +254,21 @@ func (j *realJob) modelSlowdown(k spmd.Kind) float64 {
 // sample cpuOverWork(k) times its measured decode time (splitting, MPI,
 // reading, the loader, decoding beside other threads).
 func (j *realJob) runSlowdown(k spmd.Kind) float64 {
-	sd := 1.0
-	if others := j.othersCores(k); others > 0 {
-		sd = float64(j.cores) / max(float64(j.cores)-others, 0.1)
-	}
+	sd := j.othersFactor(k)
 	if c := j.cpuOverWorkOf(k); c > 0 {
 		sd *= c
 	}
 	return sd
+}
+
+// othersFactor is cores / (cores - others_cores) for loader k's real
+// runs: how much less of the cores the machine's other processes left
+// them (at least a tenth of a core; 1 when unknown).
+func (j *realJob) othersFactor(k spmd.Kind) float64 {
+	if others := j.othersCores(k); others > 0 {
+		return float64(j.cores) / max(float64(j.cores)-others, 0.1)
+	}
+	return 1
 }
 
 // othersCores is the mean over loader k's runs of the cores the machine's
