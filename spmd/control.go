@@ -314,7 +314,7 @@ func (l *Loader) exchange(ctx context.Context, s int64, own []*slotState, in *pl
 	}
 	var off int64
 	for _, mv := range sends {
-		msg := l.sendBuf[off:off:min(off+mv.Bytes, total)]
+		msg := l.sendBuf[off : off : off+mv.Bytes]
 		off += mv.Bytes
 		for _, k := range mv.Samples {
 			msg = appendWire(msg, own[int(k)-me*b].sample)
