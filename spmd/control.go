@@ -119,20 +119,21 @@ func (l *Loader) describe(st *slotState, est int64) {
 	if est <= 0 {
 		st.item.Est = max(l.cost.Estimate(rec), 1)
 	}
-	c := gpu.Contents{Samples: 1, Frames: len(rec.Images)}
-	if rec.Video != nil {
-		c.Frames += int(f)
+	// The frames the decoder outputs: a video sample's F (its clip
+	// alone), an image or document sample's images.
+	frames := 0
+	switch rec.Modality {
+	case decode.ModalityVideo:
+		frames = int(f)
+	case decode.ModalityImage, decode.ModalityDocument:
+		frames = len(rec.Images)
 	}
+	st.item.Mem = int64(frames) * sz * sz * 3
+	c := gpu.Contents{Samples: 1, Frames: frames}
 	if rec.Text != nil {
 		c.Tokens = rec.Text.Tokens
 	}
 	st.item.Train = trainTime(l.cfg.GPU, c)
-	switch rec.Modality {
-	case decode.ModalityVideo:
-		st.item.Mem = f * sz * sz * 3
-	case decode.ModalityImage, decode.ModalityDocument:
-		st.item.Mem = int64(len(rec.Images)) * sz * sz * 3
-	}
 	if v := rec.Video; v != nil && taskLimit(l.cfg) > 1 && !v.FrameCountEstimated {
 		targets := decode.SampleFrames(v, l.cfg.Decode.Frames)
 		tasks := decode.PlanVideoTasks(v, targets, taskLimit(l.cfg))
