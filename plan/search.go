@@ -41,8 +41,9 @@ const maxKicks = 8
 // only the exchanges that follow unload it. So a kick may make things
 // worse for a while; balance keeps the best state it saw and undoes the
 // rest. A kicked sample stays where it was kicked to, or the next
-// exchange would often send it straight back (the mark survives an undo,
-// harmlessly: balance is the last phase). Kicks are made only where
+// exchange would often send it straight back. The mark survives an undo:
+// harmless to balance, and evenTrain, the phase after it, leaves marked
+// samples where they are. Kicks are made only where
 // transfers are free (not under ModeHelix): a kick has no gain of its own
 // to set against the gate.
 func (p *Planner) kick() bool {

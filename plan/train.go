@@ -121,7 +121,7 @@ func (p *Planner) bestTrain(s, t int32, level int64) (candidate, bool) {
 	found := false
 	for i := range b {
 		ti := in.Samples[as[i]].Train
-		if ti == 0 {
+		if ti == 0 || p.kicked[as[i]] {
 			continue
 		}
 		// The samples of t whose GPU work is nearest ti - gap/2: the
@@ -136,7 +136,7 @@ func (p *Planner) bestTrain(s, t int32, level int64) (candidate, bool) {
 		for jj := max(at0-1, 0); jj <= at0 && jj < b; jj++ {
 			j := int(p.byTrain[jj] & (1<<12 - 1))
 			moved := ti - in.Samples[at[j]].Train
-			if moved <= 0 || moved >= gap || p.kicked[as[i]] || p.kicked[at[j]] {
+			if moved <= 0 || moved >= gap || p.kicked[at[j]] {
 				continue
 			}
 			dist := moved - gap/2
