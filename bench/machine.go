@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"hash/fnv"
@@ -61,7 +60,7 @@ func ThisMachine(ctx context.Context) Machine {
 			return "", false
 		}
 		out, err := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...).Output()
-		return strings.TrimSpace(string(bytes.TrimSpace(out))), err == nil
+		return strings.TrimSpace(string(out)), err == nil
 	}
 	built := false
 	if bi, ok := debug.ReadBuildInfo(); ok {
