@@ -48,8 +48,8 @@ type realJob struct {
 	repeat  int
 	results []Result
 	runs    map[string][]Result
-	// records are the first run's step records, by loader name.
-	records map[string][]spmd.StepRecord
+	// records are each run's step records, by loader name.
+	records map[string][][]spmd.StepRecord
 	// stats are how each run's job used the machine, by loader name.
 	stats map[string][]JobStats
 }
@@ -243,17 +243,15 @@ func (j *realJob) run(ctx context.Context, re RealEnv) error {
 	defer os.RemoveAll(tmp)
 	re.logf("real: %s: %d ranks x W=%d on %d cores (x%.1f oversubscribed), B=%d, %d steps, GPU step %.1f ms (lockstep factor %.2f) from a measured mean cost of %.1f ms",
 		j.w.Name, j.ranks, j.workers, j.cores, j.oversub, j.batch, j.steps, j.setup.GPUStepMS, j.setup.LockstepFactor, j.cost.MeanUS/1000)
-	j.records, j.stats, j.runs = map[string][]spmd.StepRecord{}, map[string][]JobStats{}, map[string][]Result{}
-	for rep := range max(j.repeat, 1) {
+	j.records, j.stats, j.runs = map[string][][]spmd.StepRecord{}, map[string][]JobStats{}, map[string][]Result{}
+	for range max(j.repeat, 1) {
 		for _, k := range j.loaders {
 			sum, recs, st, err := j.runOne(ctx, re, k, tmp)
 			if err != nil {
 				return err
 			}
 			name := k.String()
-			if rep == 0 {
-				j.records[name] = recs
-			}
+			j.records[name] = append(j.records[name], recs)
 			j.stats[name] = append(j.stats[name], st)
 			rs, err := realResults(j.w, []spmd.Summary{sum}, map[string][]spmd.StepRecord{name: recs}, j.horizon, j.ranks, map[string]JobStats{name: st})
 			if err != nil {
@@ -405,8 +403,8 @@ func runRealEval(ctx context.Context, cfg EvalConfig) (*Evaluation, error) {
 		ev.Results = append(ev.Results, j.results...)
 		if cfg.KeepTimelines {
 			for _, k := range []spmd.Kind{spmd.KindTorch, spmd.KindHelix} {
-				if rs := j.records[k.String()]; len(rs) > 0 {
-					ev.Timelines = append(ev.Timelines, Timeline{Workload: w.Name, Loader: k.String(), Ranks: j.ranks, Records: rs})
+				if rs := j.records[k.String()]; len(rs) > 0 && len(rs[0]) > 0 {
+					ev.Timelines = append(ev.Timelines, Timeline{Workload: w.Name, Loader: k.String(), Ranks: j.ranks, Records: rs[0]})
 				}
 			}
 		}

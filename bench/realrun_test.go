@@ -395,9 +395,14 @@ func TestAllreduceGaps(t *testing.T) {
 	if got := allreduceGaps(recs); len(got) != 0 {
 		t.Errorf("gaps without GPU times: %v", got)
 	}
-	j := &realJob{records: map[string][]spmd.StepRecord{"torch": {rec(0, 0, 0, 10, 10), rec(1, 0, 50, 50, 10)}, "helix": {rec(0, 0, 0, 10, 10), rec(1, 0, 30, 30, 10)}}}
-	if got := j.allreduceUS(); got != 20 {
-		t.Errorf("allreduce %d µs, want the median 20 of 30 and 10", got)
+	j := &realJob{records: map[string][][]spmd.StepRecord{
+		"torch": {{rec(0, 0, 0, 10, 10), rec(1, 0, 50, 50, 10)}, {rec(0, 0, 0, 10, 10), rec(1, 0, 60, 60, 10)}},
+		"helix": {{rec(0, 0, 0, 10, 10), rec(1, 0, 30, 30, 10)}}}}
+	if got := j.allreduceUS(); got != 30 {
+		t.Errorf("allreduce %d µs, want the median 30 of 30, 40 and 10 (every run)", got)
+	}
+	if got := allreduceOf(j.records["torch"][1]); got != 40 {
+		t.Errorf("allreduce of one run %d µs, want 40", got)
 	}
 }
 
@@ -433,11 +438,13 @@ func TestMeanResult(t *testing.T) {
 
 func TestAddRealSpread(t *testing.T) {
 	s := &Section{Columns: []string{"workload", "loader"}, Rows: [][]any{{"k", "torch"}, {"k", "helix"}}}
-	addRealSpread(s, map[[2]string][]Result{{"k", "torch"}: {{GPUWaitFrac: 0.1, MissRate: 0.2}, {GPUWaitFrac: 0.3, MissRate: 0.25}}})
-	if want := []any{"k", "torch", "0.1 0.3", "0.2 0.25"}; !slices.Equal(s.Rows[0][:4], want) || math.Abs(s.Rows[0][4].(float64)-1) > 1e-12 {
-		t.Errorf("row 0 = %v, want %v and a spread of 1", s.Rows[0], want)
+	addRealSpread(s, map[[2]string][]Result{{"k", "torch"}: {{GPUWaitFrac: 0.1, MissRate: 0.2}, {GPUWaitFrac: 0.3, MissRate: 0.25}}},
+		map[[2]string][]Result{{"k", "torch"}: {{GPUWaitFrac: 0.15, MissRate: 0.125}, {GPUWaitFrac: 0.25, MissRate: 0.5}}})
+	if want := []any{"k", "torch", "0.1 0.3", "0.2 0.25"}; !slices.Equal(s.Rows[0][:4], want) || math.Abs(s.Rows[0][4].(float64)-1) > 1e-12 ||
+		!slices.Equal(s.Rows[0][5:], []any{"0.15 0.25", "0.125 0.5"}) {
+		t.Errorf("row 0 = %v, want %v, a spread of 1 and the simulated runs", s.Rows[0], want)
 	}
-	if want := []any{"k", "helix", "-", "-", "-"}; !slices.Equal(s.Rows[1], want) {
+	if want := []any{"k", "helix", "-", "-", "-", "-", "-"}; !slices.Equal(s.Rows[1], want) {
 		t.Errorf("row 1 = %v, want %v", s.Rows[1], want)
 	}
 	if !strings.Contains(s.Headline, "differ by up to 100 %") {
@@ -497,13 +504,13 @@ func TestRunSlowdown(t *testing.T) {
 // checkAsRun re-simulates j with the slowdowns and start-up works
 // simulateAsRun chose and checks that every rank spends the CPU time its
 // real rank recorded, over the run and up to its first delivery.
-func checkAsRun(t *testing.T, j *realJob, k spmd.Kind, src sampleSource, total, first []int64) {
+func checkAsRun(t *testing.T, j *realJob, k spmd.Kind, src sampleSource, rep int, total, first []int64) {
 	t.Helper()
-	_, sd, start, err := j.simulateAsRun(k, src, false)
+	_, sd, start, err := j.simulateAsRun(k, src, false, rep)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, res, err := j.simulate(k, src, sd, start)
+	_, res, err := j.simulate(k, src, sd, start, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -555,16 +562,26 @@ func TestSimulateAsRun(t *testing.T) {
 	total, first := []int64{60_000, 21_000}, []int64{18_000, 7_000}
 	j := &realJob{w: &Workload{Name: "w"}, ranks: 2, cores: 1, workers: 1, batch: 1, steps: steps, horizon: 2, frames: 1, size: 8,
 		model: gpu.Model{Base: 10 * time.Millisecond}, cost: &measuredCosts{MeanUS: 2500},
-		records: map[string][]spmd.StepRecord{"local": cpuRecords(steps, total, first)}}
-	checkAsRun(t, j, spmd.KindLocal, fixedSource(batches), total, first)
+		records: map[string][][]spmd.StepRecord{"local": {cpuRecords(steps, total, first)}}}
+	checkAsRun(t, j, spmd.KindLocal, fixedSource(batches), 0, total, first)
+	// A second run that spent more: simulated as it ran, and the mean is
+	// the runs' mean.
+	total2, first2 := []int64{90_000, 30_000}, []int64{30_000, 9_000}
+	j.records["local"] = append(j.records["local"], cpuRecords(steps, total2, first2))
+	checkAsRun(t, j, spmd.KindLocal, fixedSource(batches), 1, total2, first2)
+	m, runs, sds, err := j.simulateAsRuns(spmd.KindLocal, fixedSource(batches), false)
+	if err != nil || len(runs) != 2 || len(sds) != 2 || sds[1][0] <= sds[0][0] || runs[1].GPUWaitS <= runs[0].GPUWaitS ||
+		math.Abs(m.GPUWaitS-(runs[0].GPUWaitS+runs[1].GPUWaitS)/2) > 1e-9 {
+		t.Errorf("two runs: mean %+v, runs %+v, slowdowns %v (%v); want the second slower and their mean", m, runs, sds, err)
+	}
 	// A rank without CPU records: every rank takes the job's factor
 	// (no stats here: 1) and no start-up work.
-	for i, r := range j.records["local"] {
+	for i, r := range j.records["local"][0] {
 		if r.Rank == 1 {
-			j.records["local"][i].CPUUS = 0
+			j.records["local"][0][i].CPUUS = 0
 		}
 	}
-	if _, sd, start, err := j.simulateAsRun(spmd.KindLocal, fixedSource(batches), false); err != nil || !slices.Equal(sd, []float64{1, 1}) || start != nil {
+	if _, sd, start, err := j.simulateAsRun(spmd.KindLocal, fixedSource(batches), false, 0); err != nil || !slices.Equal(sd, []float64{1, 1}) || start != nil {
 		t.Errorf("without per-rank CPU: slowdowns %v, start-up %v (%v), want [1 1] and none", sd, start, err)
 	}
 }
@@ -593,14 +610,14 @@ func TestSimulateAsRunPlanned(t *testing.T) {
 	first := []int64{60_000, 30_000, 20_000, 40_000}
 	j := &realJob{w: &Workload{Name: "w"}, ranks: ranks, cores: 2, workers: 2, batch: b, steps: steps, horizon: 4, frames: 1, size: 8,
 		model: gpu.Model{Base: 20 * time.Millisecond}, cost: &measuredCosts{MeanUS: 2500},
-		records: map[string][]spmd.StepRecord{"helix": cpuRecords(steps, total, first)}}
-	checkAsRun(t, j, spmd.KindHelix, fixedSource(batches), total, first)
+		records: map[string][][]spmd.StepRecord{"helix": {cpuRecords(steps, total, first)}}}
+	checkAsRun(t, j, spmd.KindHelix, fixedSource(batches), 0, total, first)
 }
 
 func TestAddSlowdowns(t *testing.T) {
 	s := &Section{Columns: []string{"workload", "loader"}, Rows: [][]any{{"k", "torch"}, {"k", "helix"}}}
-	addSlowdowns(s, map[[2]string][]float64{{"k", "torch"}: {1.5, 2.25}})
-	if s.Rows[0][2] != "1.50 2.25" || s.Rows[1][2] != "-" {
+	addSlowdowns(s, map[[2]string][][]float64{{"k", "torch"}: {{1.5, 2.25}, {1, 3}}})
+	if s.Rows[0][2] != "1.50 2.25 / 1.00 3.00" || s.Rows[1][2] != "-" {
 		t.Errorf("rows %v", s.Rows)
 	}
 }

@@ -44,13 +44,13 @@ var (
 
 // simulate runs the job's setup through the simulator with loader k on
 // src: the same samples in the same steps (DatasetSamples, the runtime's
-// reader order), the same GPU model as the real run's flags and the
-// gradient allreduce the real runs took (allreduceUS), W workers per rank
-// on the cores the real ranks had (nodeShare), rank r's running at
+// reader order), the same GPU model as the real run's flags, a gradient
+// allreduce of allreduce µs beyond the slowest GPU, W workers per rank on
+// the cores the real ranks had (nodeShare), rank r's running at
 // 1/slowdown[r] of a core's speed (nil: all at full speed) after start[r]
 // µs of start-up work (nil: none), the same horizon, budget, gate margin
 // and seed.
-func (j *realJob) simulate(k spmd.Kind, src sampleSource, slowdown []float64, start []int64) (Result, *spmd.SimResult, error) {
+func (j *realJob) simulate(k spmd.Kind, src sampleSource, slowdown []float64, start []int64, allreduce int64) (Result, *spmd.SimResult, error) {
 	var speed []int64
 	if slowdown != nil {
 		speed = make([]int64, j.ranks)
@@ -61,7 +61,7 @@ func (j *realJob) simulate(k spmd.Kind, src sampleSource, slowdown []float64, st
 	budget := int64(j.horizon) * int64(j.batch) * int64(j.frames) * int64(j.size) * int64(j.size) * 3
 	cfg := spmd.SimConfig{Loader: k, Ranks: j.ranks, Batch: j.batch, Steps: j.steps, Workers: j.workers, Horizon: j.horizon,
 		Budget: budget, GPU: j.model, Bandwidth: int64(validationNetwork.BandwidthMBs * plan.One), LatencyUS: validationNetwork.LatencyUS,
-		Margin: GateMarginUS, Speed: speed, CPUs: nodeShare(j.ranks, j.cores), AllreduceUS: j.allreduceUS(), StartUS: start, Samples: src, Seed: j.seed}
+		Margin: GateMarginUS, Speed: speed, CPUs: nodeShare(j.ranks, j.cores), AllreduceUS: allreduce, StartUS: start, Samples: src, Seed: j.seed}
 	t0 := time.Now()
 	res, err := spmd.Simulate(cfg)
 	if err != nil {
@@ -70,22 +70,28 @@ func (j *realJob) simulate(k spmd.Kind, src sampleSource, slowdown []float64, st
 	return resultOf(j.w, res.Summary, time.Since(t0)), res, nil
 }
 
-// simulateAsRun simulates loader k on src so that each rank spends the
-// CPU time the real rank spent (rankCPU), times cores/(cores -
-// others_cores) where the machine's other processes took part of the
-// cores (standing for the cores they left, exact while the ranks keep
-// the cores busy): before its first delivery, with start-up work (what
-// the real rank spent then beyond the decodes the simulated rank
-// finished: first reads, decoder set-up, cold caches), and over the run,
-// with its workers slowed. A planned loader moves work away from the
+// simulateAsRun simulates loader k on src as its real run rep ran: with
+// the gradient allreduce that run took (allreduceOf its records), and so
+// that each rank spends the CPU time the real rank spent (rankCPU), times
+// cores/(cores - others_cores) where the machine's other processes took
+// part of the cores (standing for the cores they left, exact while the
+// ranks keep the cores busy): before its first delivery, with start-up
+// work (what the real rank spent then beyond the decodes the simulated
+// rank finished: first reads, decoder set-up, cold caches), and over the
+// run, with its workers slowed. A planned loader moves work away from the
 // ranks it sees slowed, so both are refined a few times against what
-// each rank then does. Where the real runs did not record their CPU time
-// per rank, every rank takes the jobs' factor, uniform (what the
-// machine's CPU time says over the measured costs; model scales the
-// model's costs to those), and no start-up work.
-func (j *realJob) simulateAsRun(k spmd.Kind, src sampleSource, model bool) (res Result, sd []float64, start []int64, err error) {
+// each rank then does. Where the run did not record its CPU time per
+// rank, every rank takes the jobs' factor, uniform (what the machine's
+// CPU time says over the measured costs; model scales the model's costs
+// to those), and no start-up work.
+func (j *realJob) simulateAsRun(k spmd.Kind, src sampleSource, model bool, rep int) (res Result, sd []float64, start []int64, err error) {
+	var recs []spmd.StepRecord
+	if runs := j.records[k.String()]; rep < len(runs) {
+		recs = runs[rep]
+	}
+	allreduce := allreduceOf(recs)
 	sd = make([]float64, j.ranks)
-	cpu, first := j.rankCPU(k)
+	cpu, first := rankCPU(recs, j.ranks)
 	if cpu == nil {
 		uniform := j.runSlowdown(k)
 		if model {
@@ -94,16 +100,20 @@ func (j *realJob) simulateAsRun(k spmd.Kind, src sampleSource, model bool) (res 
 		for r := range sd {
 			sd[r] = uniform
 		}
-		res, _, err = j.simulate(k, src, sd, nil)
+		res, _, err = j.simulate(k, src, sd, nil, allreduce)
 		return res, sd, nil, err
 	}
 	start = make([]int64, j.ranks)
-	others := j.othersFactor(k)
+	others := -1.0
+	if sts := j.stats[k.String()]; rep < len(sts) {
+		others = sts[rep].OthersCores
+	}
+	factor := j.othersFactor(others)
 	for r := range sd {
 		sd[r] = 1
 	}
 	for range simulateAsRunRounds {
-		_, sim, err := j.simulate(k, src, sd, start)
+		_, sim, err := j.simulate(k, src, sd, start, allreduce)
 		if err != nil {
 			return Result{}, nil, nil, err
 		}
@@ -117,16 +127,33 @@ func (j *realJob) simulateAsRun(k spmd.Kind, src sampleSource, model bool) (res 
 			// The decode work ran at sd[r]: scale it to the real CPU time
 			// less the start-up work.
 			before := start[r]
-			start[r] = max(0, start[r]+int64(others*float64(first[r]))-sim0[r])
+			start[r] = max(0, start[r]+int64(factor*float64(first[r]))-sim0[r])
 			if w := sim.WorkUS[r] - before; w > 0 {
-				if want := others*float64(cpu[r]) - float64(start[r]); want > 0 {
+				if want := factor*float64(cpu[r]) - float64(start[r]); want > 0 {
 					sd[r] *= want / float64(w)
 				}
 			}
 		}
 	}
-	res, _, err = j.simulate(k, src, sd, start)
+	res, _, err = j.simulate(k, src, sd, start, allreduce)
 	return res, sd, start, err
+}
+
+// simulateAsRuns simulates loader k on src as each of its real runs ran
+// (simulateAsRun), and returns the mean result, each run's, and each
+// run's slowdowns.
+func (j *realJob) simulateAsRuns(k spmd.Kind, src sampleSource, model bool) (Result, []Result, [][]float64, error) {
+	var rs []Result
+	var sds [][]float64
+	for rep := range max(len(j.records[k.String()]), 1) {
+		r, sd, _, err := j.simulateAsRun(k, src, model, rep)
+		if err != nil {
+			return Result{}, nil, nil, err
+		}
+		rs, sds = append(rs, r), append(sds, sd)
+	}
+	m, err := meanResult(rs)
+	return m, rs, sds, err
 }
 
 // simulateAsRunRounds is how many times simulateAsRun refines the
@@ -134,13 +161,13 @@ func (j *realJob) simulateAsRun(k spmd.Kind, src sampleSource, model bool) (res 
 // 5 % of the real CPU time in a few (TestSimulateAsRunPlanned).
 const simulateAsRunRounds = 5
 
-// rankCPU is, per rank, the CPU time (µs) loader k's first real run
-// recorded over the run and up to its first delivery (step 0), nil when
-// a rank recorded none.
-func (j *realJob) rankCPU(k spmd.Kind) (total, first []int64) {
-	total, first = make([]int64, j.ranks), make([]int64, j.ranks)
-	for _, r := range j.records[k.String()] {
-		if r.Rank >= 0 && r.Rank < j.ranks {
+// rankCPU is, per rank of a run's records, the CPU time (µs) it recorded
+// over the run and up to its first delivery (step 0), nil when a rank
+// recorded none.
+func rankCPU(recs []spmd.StepRecord, ranks int) (total, first []int64) {
+	total, first = make([]int64, ranks), make([]int64, ranks)
+	for _, r := range recs {
+		if r.Rank >= 0 && r.Rank < ranks {
 			total[r.Rank] += r.CPUUS
 			if r.Step == 0 {
 				first[r.Rank] = r.CPUUS
@@ -156,13 +183,23 @@ func (j *realJob) rankCPU(k spmd.Kind) (total, first []int64) {
 }
 
 // allreduceUS is how long the real runs' gradient allreduce took beyond
+// the slowest rank's compute over every run of the job (allreduceOf).
+func (j *realJob) allreduceUS() int64 {
+	var all [][]spmd.StepRecord
+	for _, runs := range j.records {
+		all = append(all, runs...)
+	}
+	return allreduceOf(all...)
+}
+
+// allreduceOf is how long the gradient allreduce of the runs took beyond
 // the slowest rank's compute: per step, the least over the ranks of the
 // time from a rank's delivery to its next request less its GPU's compute
 // (each rank's own clock; the slowest rank waited for nobody), the median
-// over the steps of every loader's first run. 0 without records.
-func (j *realJob) allreduceUS() int64 {
+// over the steps of all the runs. 0 without records.
+func allreduceOf(runs ...[]spmd.StepRecord) int64 {
 	var gaps []int64
-	for _, recs := range j.records {
+	for _, recs := range runs {
 		gaps = append(gaps, allreduceGaps(recs)...)
 	}
 	if len(gaps) == 0 {
@@ -254,18 +291,19 @@ func (j *realJob) modelSlowdown(k spmd.Kind) float64 {
 // sample cpuOverWork(k) times its measured decode time (splitting, MPI,
 // reading, the loader, decoding beside other threads).
 func (j *realJob) runSlowdown(k spmd.Kind) float64 {
-	sd := j.othersFactor(k)
+	sd := j.othersFactor(j.othersCores(k))
 	if c := j.cpuOverWorkOf(k); c > 0 {
 		sd *= c
 	}
 	return sd
 }
 
-// othersFactor is cores / (cores - others_cores) for loader k's real
-// runs: how much less of the cores the machine's other processes left
-// them (at least a tenth of a core; 1 when unknown).
-func (j *realJob) othersFactor(k spmd.Kind) float64 {
-	if others := j.othersCores(k); others > 0 {
+// othersFactor is cores / (cores - others) where the machine's other
+// processes kept others cores busy: how much less of the cores they left
+// the real ranks (at least a tenth of a core; 1 when others is unknown,
+// negative).
+func (j *realJob) othersFactor(others float64) float64 {
+	if others > 0 {
 		return float64(j.cores) / max(float64(j.cores)-others, 0.1)
 	}
 	return 1
@@ -344,36 +382,36 @@ func validationSection(ctx context.Context, env *SectionEnv) (*Section, error) {
 	}
 	var sim, meas, unscaled, real []Result
 	others := map[[2]string][3]float64{}
-	slowdowns := map[[2]string][]float64{}
-	runs := map[[2]string][]Result{}
+	slowdowns := map[[2]string][][]float64{}
+	runs, simRuns := map[[2]string][]Result{}, map[[2]string][]Result{}
 	for _, j := range jobs {
 		for _, k := range ValidationLoaders {
 			i := slices.IndexFunc(j.results, func(r Result) bool { return r.Loader == k.String() })
 			if i < 0 {
 				continue
 			}
-			a, sd, _, err := j.simulateAsRun(k, j.samples.Samples, true)
+			key := [2]string{j.w.Name, k.String()}
+			a, as, sds, err := j.simulateAsRuns(k, j.samples.Samples, true)
 			if err != nil {
 				return nil, err
 			}
-			b, _, _, err := j.simulateAsRun(k, j.measuredSamples, false)
+			b, _, _, err := j.simulateAsRuns(k, j.measuredSamples, false)
 			if err != nil {
 				return nil, err
 			}
-			slowdowns[[2]string{j.w.Name, k.String()}] = sd
-			c, _, err := j.simulate(k, j.samples.Samples, nil, nil)
+			c, _, err := j.simulate(k, j.samples.Samples, nil, nil, j.allreduceUS())
 			if err != nil {
 				return nil, err
 			}
 			sim, meas, unscaled, real = append(sim, a), append(meas, b), append(unscaled, c), append(real, j.results[i])
-			others[[2]string{j.w.Name, k.String()}] = [3]float64{j.othersCores(k), j.cpuOverWorkOf(k), float64(j.allreduceUS())}
-			runs[[2]string{j.w.Name, k.String()}] = j.runs[k.String()]
+			others[key] = [3]float64{j.othersCores(k), j.cpuOverWorkOf(k), float64(j.allreduceUS())}
+			runs[key], simRuns[key], slowdowns[key] = j.runs[k.String()], as, sds
 		}
 	}
 	s := ValidationSection(sim, real)
 	extendValidation(s, real, sim, meas, unscaled, others)
 	addSlowdowns(s, slowdowns)
-	addRealSpread(s, runs)
+	addRealSpread(s, runs, simRuns)
 	s.Note += fmt.Sprintf("; real: mpirun ranks of datahelix run on generated data (%s), oversubscribed on %d cores; "+
 		"sim: spmd.Simulate of the same samples in the same steps (NewDatasetSamples), the same GPU flags, W, horizon and seed, "+
 		"exchange at %.0f MB/s and %d µs per message; the ranks' workers share the cores as the real ranks were pinned (more ranks than cores: "+
@@ -448,43 +486,48 @@ func extendValidation(s *Section, real, sim, meas, unscaled []Result, inputs map
 }
 
 // addSlowdowns adds the column of each row's per-rank slowdowns, by
-// workload and loader.
-func addSlowdowns(s *Section, sds map[[2]string][]float64) {
+// workload and loader, one list per real run simulated (separated by
+// " / ").
+func addSlowdowns(s *Section, sds map[[2]string][][]float64) {
 	s.Columns = append(s.Columns, "sim_rank_slowdown")
 	for i, row := range s.Rows {
 		name, _ := row[0].(string)
 		loader, _ := row[1].(string)
-		sd := sds[[2]string{name, loader}]
-		if len(sd) == 0 {
+		var runs []string
+		for _, sd := range sds[[2]string{name, loader}] {
+			xs := make([]string, len(sd))
+			for r, x := range sd {
+				xs[r] = fmt.Sprintf("%.2f", x)
+			}
+			runs = append(runs, strings.Join(xs, " "))
+		}
+		if len(runs) == 0 {
 			s.Rows[i] = append(row, "-")
 			continue
 		}
-		xs := make([]string, len(sd))
-		for r, x := range sd {
-			xs[r] = fmt.Sprintf("%.2f", x)
-		}
-		s.Rows[i] = append(row, strings.Join(xs, " "))
+		s.Rows[i] = append(row, strings.Join(runs, " / "))
 	}
 }
 
 // addRealSpread adds each real run's wait fraction and miss rate (the
-// real figures are their mean) and, to the headline, how far apart the
-// runs of one setup were: the noise of real runs on this machine.
-func addRealSpread(s *Section, runs map[[2]string][]Result) {
-	s.Columns = append(s.Columns, "real_wait_runs", "real_miss_runs", "real_wait_spread")
+// real figures are their mean), each run's simulation as it ran (sims,
+// the simulated figures are their mean) and, to the headline, how far
+// apart the real runs of one setup were: the noise of real runs on this
+// machine.
+func addRealSpread(s *Section, runs, sims map[[2]string][]Result) {
+	s.Columns = append(s.Columns, "real_wait_runs", "real_miss_runs", "real_wait_spread", "sim_wait_runs", "sim_miss_runs")
 	worst, n := 0.0, 0
 	for i, row := range s.Rows {
 		name, _ := row[0].(string)
 		loader, _ := row[1].(string)
-		rs := runs[[2]string{name, loader}]
+		key := [2]string{name, loader}
+		rs := runs[key]
 		if len(rs) == 0 {
-			s.Rows[i] = append(row, "-", "-", "-")
+			s.Rows[i] = append(row, "-", "-", "-", "-", "-")
 			continue
 		}
-		waits, misses := make([]string, len(rs)), make([]string, len(rs))
 		lo, hi, sum := rs[0].GPUWaitFrac, rs[0].GPUWaitFrac, 0.0
-		for k, r := range rs {
-			waits[k], misses[k] = fmt.Sprintf("%.4g", r.GPUWaitFrac), fmt.Sprintf("%.4g", r.MissRate)
+		for _, r := range rs {
 			lo, hi, sum = min(lo, r.GPUWaitFrac), max(hi, r.GPUWaitFrac), sum+r.GPUWaitFrac
 		}
 		spread := 0.0
@@ -495,9 +538,24 @@ func addRealSpread(s *Section, runs map[[2]string][]Result) {
 			worst = max(worst, spread)
 			n++
 		}
-		s.Rows[i] = append(row, strings.Join(waits, " "), strings.Join(misses, " "), spread)
+		waits, misses := runFigures(rs)
+		simWaits, simMisses := runFigures(sims[key])
+		s.Rows[i] = append(row, waits, misses, spread, simWaits, simMisses)
 	}
 	if n > 0 {
 		s.Headline += fmt.Sprintf("; repeated real runs of one setup differ by up to %.0f %% in wait fraction (the rule allows 20 %%)", 100*worst)
 	}
+}
+
+// runFigures lists the runs' wait fractions and miss rates, "-" for no
+// run.
+func runFigures(rs []Result) (waits, misses string) {
+	if len(rs) == 0 {
+		return "-", "-"
+	}
+	ws, ms := make([]string, len(rs)), make([]string, len(rs))
+	for k, r := range rs {
+		ws[k], ms[k] = fmt.Sprintf("%.4g", r.GPUWaitFrac), fmt.Sprintf("%.4g", r.MissRate)
+	}
+	return strings.Join(ws, " "), strings.Join(ms, " ")
 }
