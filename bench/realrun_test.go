@@ -453,20 +453,25 @@ func TestAddRealSpread(t *testing.T) {
 }
 
 func TestNodeShare(t *testing.T) {
+	const u = spmd.OtherUnit
 	for _, tc := range []struct {
 		ranks, cores int
+		others       float64
 		want         spmd.CPUShare
 	}{
 		// More ranks than cores: pinned round-robin, a core per group.
-		{4, 2, spmd.CPUShare{Group: []int{0, 1, 0, 1}, Cores: []int{1, 1}}},
-		{3, 2, spmd.CPUShare{Group: []int{0, 1, 0}, Cores: []int{1, 1}}},
-		// Not pinned: every rank shares every core.
-		{2, 2, spmd.CPUShare{Group: []int{0, 0}, Cores: []int{2}}},
-		{2, 8, spmd.CPUShare{Group: []int{0, 0}, Cores: []int{8}}},
+		{4, 2, 0, spmd.CPUShare{Group: []int{0, 1, 0, 1}, Cores: []int{1, 1}}},
+		{3, 2, 0, spmd.CPUShare{Group: []int{0, 1, 0}, Cores: []int{1, 1}}},
+		// Other processes spread over the cores.
+		{4, 2, 1, spmd.CPUShare{Group: []int{0, 1, 0, 1}, Cores: []int{1, 1}, Others: []int64{u / 2, u / 2}}},
+		// Not pinned: every rank shares every core, with the others.
+		{2, 2, 0, spmd.CPUShare{Group: []int{0, 0}, Cores: []int{2}}},
+		{2, 8, 0, spmd.CPUShare{Group: []int{0, 0}, Cores: []int{8}}},
+		{2, 2, 0.75, spmd.CPUShare{Group: []int{0, 0}, Cores: []int{2}, Others: []int64{3 * u / 4}}},
 	} {
-		got := nodeShare(tc.ranks, tc.cores)
-		if !slices.Equal(got.Group, tc.want.Group) || !slices.Equal(got.Cores, tc.want.Cores) {
-			t.Errorf("nodeShare(%d, %d) = %+v, want %+v", tc.ranks, tc.cores, *got, tc.want)
+		got := nodeShare(tc.ranks, tc.cores, tc.others)
+		if !slices.Equal(got.Group, tc.want.Group) || !slices.Equal(got.Cores, tc.want.Cores) || !slices.Equal(got.Others, tc.want.Others) {
+			t.Errorf("nodeShare(%d, %d, %v) = %+v, want %+v", tc.ranks, tc.cores, tc.others, *got, tc.want)
 		}
 	}
 }
@@ -501,18 +506,26 @@ func TestRunSlowdown(t *testing.T) {
 	}
 }
 
-// checkAsRun re-simulates j with the slowdowns and start-up works
-// simulateAsRun chose and checks that every rank spends the CPU time its
-// real rank recorded, over the run and up to its first delivery.
+// checkAsRun re-simulates j on the machine simulateAsRun chose for run
+// rep and checks that every rank spends the CPU time its real rank
+// recorded, over the run and up to its first delivery, and that the
+// other processes take the cores the run's stats say they took.
 func checkAsRun(t *testing.T, j *realJob, k spmd.Kind, src sampleSource, rep int, total, first []int64) {
 	t.Helper()
-	_, sd, start, err := j.simulateAsRun(k, src, false, rep)
+	_, m, err := j.simulateAsRun(k, src, false, rep)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, res, err := j.simulate(k, src, sd, start, 0)
+	sd, start := m.slowdown, m.start
+	_, res, err := j.simulate(k, src, m)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if sts := j.stats[k.String()]; rep < len(sts) && sts[rep].OthersCores > 0 {
+		want, got := sts[rep].OthersCores, float64(res.OthersUS)/float64(res.WallUS)
+		if math.Abs(got/want-1) > 0.05 || m.others < want {
+			t.Errorf("%s: others took %.3f cores as %.2f threads, want the run's %.3f", k, got, m.others, want)
+		}
 	}
 	for r := range total {
 		var got0 int64
@@ -569,20 +582,28 @@ func TestSimulateAsRun(t *testing.T) {
 	total2, first2 := []int64{90_000, 30_000}, []int64{30_000, 9_000}
 	j.records["local"] = append(j.records["local"], cpuRecords(steps, total2, first2))
 	checkAsRun(t, j, spmd.KindLocal, fixedSource(batches), 1, total2, first2)
-	m, runs, sds, err := j.simulateAsRuns(spmd.KindLocal, fixedSource(batches), false)
-	if err != nil || len(runs) != 2 || len(sds) != 2 || sds[1][0] <= sds[0][0] || runs[1].GPUWaitS <= runs[0].GPUWaitS ||
+	m, runs, ms, err := j.simulateAsRuns(spmd.KindLocal, fixedSource(batches), false)
+	if err != nil || len(runs) != 2 || len(ms) != 2 || ms[1].slowdown[0] <= ms[0].slowdown[0] || runs[1].GPUWaitS <= runs[0].GPUWaitS ||
 		math.Abs(m.GPUWaitS-(runs[0].GPUWaitS+runs[1].GPUWaitS)/2) > 1e-9 {
-		t.Errorf("two runs: mean %+v, runs %+v, slowdowns %v (%v); want the second slower and their mean", m, runs, sds, err)
+		t.Errorf("two runs: mean %+v, runs %+v, machines %+v (%v); want the second slower and their mean", m, runs, ms, err)
+	}
+	// Other processes took half the core during the second run: the
+	// ranks still spend their CPU time, and wait longer for it.
+	j.stats = map[string][]JobStats{"local": {{OthersCores: -1}, {OthersCores: 0.5}}}
+	checkAsRun(t, j, spmd.KindLocal, fixedSource(batches), 1, total2, first2)
+	if shared, _, err := j.simulateAsRun(spmd.KindLocal, fixedSource(batches), false, 1); err != nil || shared.GPUWaitS <= runs[1].GPUWaitS {
+		t.Errorf("with others: wait %v s, without %v s (%v); want longer", shared.GPUWaitS, runs[1].GPUWaitS, err)
 	}
 	// A rank without CPU records: every rank takes the job's factor
-	// (no stats here: 1) and no start-up work.
+	// (no stats: 1) and no start-up work.
+	j.stats = nil
 	for i, r := range j.records["local"][0] {
 		if r.Rank == 1 {
 			j.records["local"][0][i].CPUUS = 0
 		}
 	}
-	if _, sd, start, err := j.simulateAsRun(spmd.KindLocal, fixedSource(batches), false, 0); err != nil || !slices.Equal(sd, []float64{1, 1}) || start != nil {
-		t.Errorf("without per-rank CPU: slowdowns %v, start-up %v (%v), want [1 1] and none", sd, start, err)
+	if _, m, err := j.simulateAsRun(spmd.KindLocal, fixedSource(batches), false, 0); err != nil || !slices.Equal(m.slowdown, []float64{1, 1}) || m.start != nil {
+		t.Errorf("without per-rank CPU: slowdowns %v, start-up %v (%v), want [1 1] and none", m.slowdown, m.start, err)
 	}
 }
 
@@ -612,12 +633,15 @@ func TestSimulateAsRunPlanned(t *testing.T) {
 		model: gpu.Model{Base: 20 * time.Millisecond}, cost: &measuredCosts{MeanUS: 2500},
 		records: map[string][][]spmd.StepRecord{"helix": {cpuRecords(steps, total, first)}}}
 	checkAsRun(t, j, spmd.KindHelix, fixedSource(batches), 0, total, first)
+	// With other processes taking 0.4 of the two cores.
+	j.stats = map[string][]JobStats{"helix": {{OthersCores: 0.4}}}
+	checkAsRun(t, j, spmd.KindHelix, fixedSource(batches), 0, total, first)
 }
 
-func TestAddSlowdowns(t *testing.T) {
+func TestAddMachines(t *testing.T) {
 	s := &Section{Columns: []string{"workload", "loader"}, Rows: [][]any{{"k", "torch"}, {"k", "helix"}}}
-	addSlowdowns(s, map[[2]string][][]float64{{"k", "torch"}: {{1.5, 2.25}, {1, 3}}})
-	if s.Rows[0][2] != "1.50 2.25 / 1.00 3.00" || s.Rows[1][2] != "-" {
+	addMachines(s, map[[2]string][]simMachine{{"k", "torch"}: {{slowdown: []float64{1.5, 2.25}}, {slowdown: []float64{1, 3}, others: 0.75}}})
+	if s.Rows[0][2] != "1.50 2.25 / 1.00 3.00" || s.Rows[0][3] != "0.00 / 0.75" || s.Rows[1][2] != "-" || s.Rows[1][3] != "-" {
 		t.Errorf("rows %v", s.Rows)
 	}
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -42,26 +43,41 @@ var (
 	envJobs = map[*SectionEnv][]*realJob{}
 )
 
+// simMachine is what a simulation of a real job takes of the machine
+// the real run had.
+type simMachine struct {
+	// slowdown is per rank: its workers run at 1/slowdown of a core's
+	// speed (nil: all at full speed).
+	slowdown []float64
+	// start is per rank the start-up work (µs) before its first decode
+	// (nil: none).
+	start []int64
+	// allreduceUS is how long the gradient allreduce takes beyond the
+	// slowest GPU.
+	allreduceUS int64
+	// others is how many threads of other processes, always ready to
+	// run, compete for the cores (spread evenly over them).
+	others float64
+}
+
 // simulate runs the job's setup through the simulator with loader k on
 // src: the same samples in the same steps (DatasetSamples, the runtime's
-// reader order), the same GPU model as the real run's flags, a gradient
-// allreduce of allreduce µs beyond the slowest GPU, W workers per rank on
-// the cores the real ranks had (nodeShare), rank r's running at
-// 1/slowdown[r] of a core's speed (nil: all at full speed) after start[r]
-// µs of start-up work (nil: none), the same horizon, budget, gate margin
-// and seed.
-func (j *realJob) simulate(k spmd.Kind, src sampleSource, slowdown []float64, start []int64, allreduce int64) (Result, *spmd.SimResult, error) {
+// reader order), the same GPU model as the real run's flags, W workers
+// per rank on the cores the real ranks had (nodeShare), on the machine m,
+// the same horizon, budget, gate margin and seed.
+func (j *realJob) simulate(k spmd.Kind, src sampleSource, m simMachine) (Result, *spmd.SimResult, error) {
 	var speed []int64
-	if slowdown != nil {
+	if m.slowdown != nil {
 		speed = make([]int64, j.ranks)
 		for r := range speed {
-			speed[r] = max(int64(slowdown[r]*plan.One+0.5), 1)
+			speed[r] = max(int64(m.slowdown[r]*plan.One+0.5), 1)
 		}
 	}
 	budget := int64(j.horizon) * int64(j.batch) * int64(j.frames) * int64(j.size) * int64(j.size) * 3
 	cfg := spmd.SimConfig{Loader: k, Ranks: j.ranks, Batch: j.batch, Steps: j.steps, Workers: j.workers, Horizon: j.horizon,
 		Budget: budget, GPU: j.model, Bandwidth: int64(validationNetwork.BandwidthMBs * plan.One), LatencyUS: validationNetwork.LatencyUS,
-		Margin: GateMarginUS, Speed: speed, CPUs: nodeShare(j.ranks, j.cores), AllreduceUS: allreduce, StartUS: start, Samples: src, Seed: j.seed}
+		Margin: GateMarginUS, Speed: speed, CPUs: nodeShare(j.ranks, j.cores, m.others), AllreduceUS: m.allreduceUS, StartUS: m.start,
+		Samples: src, Seed: j.seed}
 	t0 := time.Now()
 	res, err := spmd.Simulate(cfg)
 	if err != nil {
@@ -71,51 +87,55 @@ func (j *realJob) simulate(k spmd.Kind, src sampleSource, slowdown []float64, st
 }
 
 // simulateAsRun simulates loader k on src as its real run rep ran: with
-// the gradient allreduce that run took (allreduceOf its records), and so
-// that each rank spends the CPU time the real rank spent (rankCPU), times
-// cores/(cores - others_cores) where the machine's other processes took
-// part of the cores (standing for the cores they left, exact while the
-// ranks keep the cores busy): before its first delivery, with start-up
-// work (what the real rank spent then beyond the decodes the simulated
-// rank finished: first reads, decoder set-up, cold caches), and over the
-// run, with its workers slowed. A planned loader moves work away from the
-// ranks it sees slowed, so both are refined a few times against what
-// each rank then does. Where the run did not record its CPU time per
-// rank, every rank takes the jobs' factor, uniform (what the machine's
-// CPU time says over the measured costs; model scales the model's costs
-// to those), and no start-up work.
-func (j *realJob) simulateAsRun(k spmd.Kind, src sampleSource, model bool, rep int) (res Result, sd []float64, start []int64, err error) {
+// the gradient allreduce that run took (allreduceOf its records), the
+// machine's other processes competing for the cores as much as they used
+// of them during the run (others_cores, as threads always ready to run:
+// they take a thread's share of a busy core and the whole of an idle
+// one), and so that each rank spends the CPU time the real rank spent
+// (rankCPU): before its first delivery, with start-up work (what the real
+// rank spent then beyond the decodes the simulated rank finished: first
+// reads, decoder set-up, cold caches), and over the run, with its
+// workers slowed. How much the others take, and where a planned loader
+// moves work, depend on what the ranks do, so the others' threads, the
+// slowdowns and the start-up works are refined a few times against what
+// the simulation then gives, and the closest is kept (asRunError). Where the run did not record its CPU time
+// per rank, every rank takes the jobs' factor, uniform (what the
+// machine's CPU time says over the measured costs; model scales the
+// model's costs to those), with the others standing for the cores they
+// left, and no start-up work.
+func (j *realJob) simulateAsRun(k spmd.Kind, src sampleSource, model bool, rep int) (Result, simMachine, error) {
 	var recs []spmd.StepRecord
 	if runs := j.records[k.String()]; rep < len(runs) {
 		recs = runs[rep]
 	}
-	allreduce := allreduceOf(recs)
-	sd = make([]float64, j.ranks)
+	m := simMachine{slowdown: make([]float64, j.ranks), allreduceUS: allreduceOf(recs)}
 	cpu, first := rankCPU(recs, j.ranks)
 	if cpu == nil {
 		uniform := j.runSlowdown(k)
 		if model {
 			uniform = j.modelSlowdown(k)
 		}
-		for r := range sd {
-			sd[r] = uniform
+		for r := range m.slowdown {
+			m.slowdown[r] = uniform
 		}
-		res, _, err = j.simulate(k, src, sd, nil, allreduce)
-		return res, sd, nil, err
+		res, _, err := j.simulate(k, src, m)
+		return res, m, err
 	}
-	start = make([]int64, j.ranks)
-	others := -1.0
+	used := 0.0 // cores the other processes used during the run
 	if sts := j.stats[k.String()]; rep < len(sts) {
-		others = sts[rep].OthersCores
+		used = max(sts[rep].OthersCores, 0)
 	}
-	factor := j.othersFactor(others)
-	for r := range sd {
-		sd[r] = 1
+	m.start, m.others = make([]int64, j.ranks), used
+	for r := range m.slowdown {
+		m.slowdown[r] = 1
 	}
+	var best Result
+	var bestM simMachine
+	bestErr := math.Inf(1)
 	for range simulateAsRunRounds {
-		_, sim, err := j.simulate(k, src, sd, start, allreduce)
+		res, sim, err := j.simulate(k, src, m)
 		if err != nil {
-			return Result{}, nil, nil, err
+			return Result{}, m, err
 		}
 		sim0 := make([]int64, j.ranks)
 		for _, rec := range sim.Records {
@@ -123,43 +143,75 @@ func (j *realJob) simulateAsRun(k spmd.Kind, src sampleSource, model bool, rep i
 				sim0[rec.Rank] = rec.CPUUS
 			}
 		}
-		for r := range sd {
-			// The decode work ran at sd[r]: scale it to the real CPU time
-			// less the start-up work.
-			before := start[r]
-			start[r] = max(0, start[r]+int64(factor*float64(first[r]))-sim0[r])
+		got := float64(sim.OthersUS) / float64(max(sim.WallUS, 1))
+		if e := asRunError(cpu, first, sim.WorkUS, sim0, used, got); e < bestErr {
+			best, bestErr = res, e
+			bestM = simMachine{slices.Clone(m.slowdown), slices.Clone(m.start), m.allreduceUS, m.others}
+		}
+		for r := range m.slowdown {
+			// The decode work ran at slowdown[r]: scale it to the real
+			// CPU time less the start-up work.
+			before := m.start[r]
+			m.start[r] = max(0, m.start[r]+first[r]-sim0[r])
 			if w := sim.WorkUS[r] - before; w > 0 {
-				if want := factor*float64(cpu[r]) - float64(start[r]); want > 0 {
-					sd[r] *= want / float64(w)
+				if want := cpu[r] - m.start[r]; want > 0 {
+					m.slowdown[r] *= float64(want) / float64(w)
 				}
 			}
 		}
+		if used > 0 && got > 0 {
+			m.others = min(m.others*used/got, maxOtherThreads)
+		}
 	}
-	res, _, err = j.simulate(k, src, sd, start, allreduce)
-	return res, sd, start, err
+	return best, bestM, nil
 }
+
+// asRunError is how far a simulation is from the real run it stands for:
+// the largest relative error of a rank's CPU time over the run (cpu
+// against work) or by its first delivery (first against work0), or of
+// the cores the other processes took (used against got, when they took
+// any).
+func asRunError(cpu, first, work, work0 []int64, used, got float64) float64 {
+	rel := func(got, want float64) float64 {
+		if want <= 0 {
+			return 0
+		}
+		return math.Abs(got/want - 1)
+	}
+	e := rel(got, used)
+	for r := range cpu {
+		e = max(e, rel(float64(work[r]), float64(cpu[r])), rel(float64(work0[r]), float64(first[r])))
+	}
+	return e
+}
+
+// maxOtherThreads bounds the other processes' threads simulateAsRun
+// fits.
+const maxOtherThreads = 64
 
 // simulateAsRuns simulates loader k on src as each of its real runs ran
 // (simulateAsRun), and returns the mean result, each run's, and each
-// run's slowdowns.
-func (j *realJob) simulateAsRuns(k spmd.Kind, src sampleSource, model bool) (Result, []Result, [][]float64, error) {
+// run's machine.
+func (j *realJob) simulateAsRuns(k spmd.Kind, src sampleSource, model bool) (Result, []Result, []simMachine, error) {
 	var rs []Result
-	var sds [][]float64
+	var ms []simMachine
 	for rep := range max(len(j.records[k.String()]), 1) {
-		r, sd, _, err := j.simulateAsRun(k, src, model, rep)
+		r, m, err := j.simulateAsRun(k, src, model, rep)
 		if err != nil {
 			return Result{}, nil, nil, err
 		}
-		rs, sds = append(rs, r), append(sds, sd)
+		rs, ms = append(rs, r), append(ms, m)
 	}
-	m, err := meanResult(rs)
-	return m, rs, sds, err
+	mean, err := meanResult(rs)
+	return mean, rs, ms, err
 }
 
 // simulateAsRunRounds is how many times simulateAsRun refines the
-// slowdowns: unplanned loaders need one; helix's moves settle within
-// 5 % of the real CPU time in a few (TestSimulateAsRunPlanned).
-const simulateAsRunRounds = 5
+// machine, keeping the closest: unplanned loaders need one or two;
+// helix's moves, and the others' share, which depends on how busy the
+// ranks keep the cores, settle within 5 % of the real CPU time in a few
+// (TestSimulateAsRunPlanned).
+const simulateAsRunRounds = 10
 
 // rankCPU is, per rank of a run's records, the CPU time (µs) it recorded
 // over the run and up to its first delivery (step 0), nil when a rank
@@ -250,23 +302,32 @@ func allreduceGaps(recs []spmd.StepRecord) []int64 {
 }
 
 // nodeShare is how the ranks of a real run on one node of the given
-// cores share them: with more ranks than cores, datahelix run pins rank r
-// to core r mod cores (launcher/pin.go, --pin auto), so the ranks on one
-// core share it; otherwise the ranks are not pinned and all share every
-// core.
-func nodeShare(ranks, cores int) *spmd.CPUShare {
+// cores share them, with others threads of other processes always ready
+// to run: with more ranks than cores, datahelix run pins rank r to core
+// r mod cores (launcher/pin.go, --pin auto), so the ranks on one core
+// share it, and the others, not pinned, spread evenly over the cores;
+// otherwise the ranks are not pinned and all share every core with the
+// others.
+func nodeShare(ranks, cores int, others float64) *spmd.CPUShare {
 	cores = max(cores, 1)
 	sh := &spmd.CPUShare{Group: make([]int, ranks)}
 	if ranks <= cores {
 		sh.Cores = []int{cores}
-		return sh
+	} else {
+		sh.Cores = make([]int, cores)
+		for c := range sh.Cores {
+			sh.Cores[c] = 1
+		}
+		for r := range sh.Group {
+			sh.Group[r] = r % cores
+		}
 	}
-	sh.Cores = make([]int, cores)
-	for c := range sh.Cores {
-		sh.Cores[c] = 1
-	}
-	for r := range sh.Group {
-		sh.Group[r] = r % cores
+	if others > 0 {
+		per := int64(others/float64(len(sh.Cores))*spmd.OtherUnit + 0.5)
+		sh.Others = make([]int64, len(sh.Cores))
+		for g := range sh.Others {
+			sh.Others[g] = per
+		}
 	}
 	return sh
 }
@@ -382,7 +443,7 @@ func validationSection(ctx context.Context, env *SectionEnv) (*Section, error) {
 	}
 	var sim, meas, unscaled, real []Result
 	others := map[[2]string][3]float64{}
-	slowdowns := map[[2]string][][]float64{}
+	machines := map[[2]string][]simMachine{}
 	runs, simRuns := map[[2]string][]Result{}, map[[2]string][]Result{}
 	for _, j := range jobs {
 		for _, k := range ValidationLoaders {
@@ -391,7 +452,7 @@ func validationSection(ctx context.Context, env *SectionEnv) (*Section, error) {
 				continue
 			}
 			key := [2]string{j.w.Name, k.String()}
-			a, as, sds, err := j.simulateAsRuns(k, j.samples.Samples, true)
+			a, as, ms, err := j.simulateAsRuns(k, j.samples.Samples, true)
 			if err != nil {
 				return nil, err
 			}
@@ -399,28 +460,30 @@ func validationSection(ctx context.Context, env *SectionEnv) (*Section, error) {
 			if err != nil {
 				return nil, err
 			}
-			c, _, err := j.simulate(k, j.samples.Samples, nil, nil, j.allreduceUS())
+			c, _, err := j.simulate(k, j.samples.Samples, simMachine{allreduceUS: j.allreduceUS()})
 			if err != nil {
 				return nil, err
 			}
 			sim, meas, unscaled, real = append(sim, a), append(meas, b), append(unscaled, c), append(real, j.results[i])
 			others[key] = [3]float64{j.othersCores(k), j.cpuOverWorkOf(k), float64(j.allreduceUS())}
-			runs[key], simRuns[key], slowdowns[key] = j.runs[k.String()], as, sds
+			runs[key], simRuns[key], machines[key] = j.runs[k.String()], as, ms
 		}
 	}
 	s := ValidationSection(sim, real)
 	extendValidation(s, real, sim, meas, unscaled, others)
-	addSlowdowns(s, slowdowns)
+	addMachines(s, machines)
 	addRealSpread(s, runs, simRuns)
 	s.Note += fmt.Sprintf("; real: mpirun ranks of datahelix run on generated data (%s), oversubscribed on %d cores; "+
-		"sim: spmd.Simulate of the same samples in the same steps (NewDatasetSamples), the same GPU flags, W, horizon and seed, "+
+		"sim: each real run simulated as it ran, the simulated figures their mean (sim_*_runs: each), "+
+		"spmd.Simulate of the same samples in the same steps (NewDatasetSamples), the same GPU flags, W, horizon and seed, "+
 		"exchange at %.0f MB/s and %d µs per message; the ranks' workers share the cores as the real ranks were pinned (more ranks than cores: "+
 		"rank r on core r mod cores; the busy threads of a core share it equally); each step's gradient allreduce takes allreduce_us beyond the "+
-		"slowest GPU, what the real runs took (median over their steps); its true costs are the calibrated model's predictions, and each "+
-		"simulated rank spends the CPU time the real rank's process spent (all its threads: decoding beside other threads, MPI, reading, "+
-		"splitting), which the real runs measured besides their waits, on the cores the machine's other processes left (cores - "+
-		"others_cores): by its first delivery, through start-up work before its first decode (what the real rank spent then beyond the "+
-		"decodes: first reads, decoder set-up, cold caches), and over the run, its workers running at 1/sim_rank_slowdown of a core; "+
+		"slowest GPU, what the real run took (median over its steps; the column: over every run); its true costs are the calibrated model's predictions, and each "+
+		"simulated rank spends the CPU time its real rank's process spent (all its threads: decoding beside other threads, MPI, reading, "+
+		"splitting), which the real runs measured besides their waits, on cores it shares with the machine's other processes, "+
+		"sim_other_threads threads always ready to run (a thread's share of a busy core, all of an idle one) that take the cores "+
+		"they took in the real run (others_cores, the column: the mean over the runs): by its first delivery, through start-up work before its first decode (what the real rank spent then beyond the "+
+		"decodes: first reads, decoder set-up, cold caches), and over the run, its workers running at 1/sim_rank_slowdown of a core (per run, \" / \" between runs); "+
 		"cpu_over_work is the same for the whole job: its CPU time "+
 		"over the measured decode time of the trained samples. The waits and misses are the simulator's own; "+
 		"same_batches: the simulated run trained the very batches of the real one (equal batches_hash); "+
@@ -485,27 +548,27 @@ func extendValidation(s *Section, real, sim, meas, unscaled []Result, inputs map
 	}
 }
 
-// addSlowdowns adds the column of each row's per-rank slowdowns, by
-// workload and loader, one list per real run simulated (separated by
-// " / ").
-func addSlowdowns(s *Section, sds map[[2]string][][]float64) {
-	s.Columns = append(s.Columns, "sim_rank_slowdown")
+// addMachines adds the columns of each row's per-rank slowdowns and
+// other processes' threads, by workload and loader, one entry per real
+// run simulated (separated by " / ").
+func addMachines(s *Section, ms map[[2]string][]simMachine) {
+	s.Columns = append(s.Columns, "sim_rank_slowdown", "sim_other_threads")
 	for i, row := range s.Rows {
 		name, _ := row[0].(string)
 		loader, _ := row[1].(string)
-		var runs []string
-		for _, sd := range sds[[2]string{name, loader}] {
-			xs := make([]string, len(sd))
-			for r, x := range sd {
+		var sds, others []string
+		for _, m := range ms[[2]string{name, loader}] {
+			xs := make([]string, len(m.slowdown))
+			for r, x := range m.slowdown {
 				xs[r] = fmt.Sprintf("%.2f", x)
 			}
-			runs = append(runs, strings.Join(xs, " "))
+			sds, others = append(sds, strings.Join(xs, " ")), append(others, fmt.Sprintf("%.2f", m.others))
 		}
-		if len(runs) == 0 {
-			s.Rows[i] = append(row, "-")
+		if len(sds) == 0 {
+			s.Rows[i] = append(row, "-", "-")
 			continue
 		}
-		s.Rows[i] = append(row, strings.Join(runs, " / "))
+		s.Rows[i] = append(row, strings.Join(sds, " / "), strings.Join(others, " / "))
 	}
 }
 

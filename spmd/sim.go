@@ -2,6 +2,7 @@ package spmd
 
 import (
 	"fmt"
+	"math/bits"
 	"slices"
 	"time"
 
@@ -72,11 +73,22 @@ type SimConfig struct {
 // task runs at min(1, cores/busy) of a core's speed, slowed further by
 // its rank's Speed), as the OS time-slices threads pinned to the same
 // cores; a worker idle on one rank leaves its share to the others of its
-// group.
+// group. Other processes' threads, always ready to run, can take their
+// equal share of a group's cores too (Others).
 type CPUShare struct {
 	Group []int // per rank: the index of its group
 	Cores []int // per group: how many cores it has
+	// Others, when set, is per group how many threads of other
+	// processes compete for its cores, in OtherUnit units (OtherUnit/2:
+	// half a thread, as one thread that moves between two groups gives
+	// each). They count as busy threads all the time: with n busy
+	// workers a group's threads each run at cores/(n + others) of a core
+	// when that is below 1.
+	Others []int64
 }
+
+// OtherUnit is one thread of CPUShare.Others.
+const OtherUnit = 256
 
 // SimResult is the outcome of a simulation.
 type SimResult struct {
@@ -86,6 +98,9 @@ type SimResult struct {
 	// WorkUS is, per rank, the time its decode tasks took on a core of
 	// their own (true costs times the rank's Speed): its CPU time.
 	WorkUS []int64
+	// OthersUS is the CPU time (core µs) the other processes' threads
+	// (CPUShare.Others) took over the run, every group's.
+	OthersUS int64
 }
 
 func (c *SimConfig) defaults() error {
@@ -122,6 +137,14 @@ func (c *SimConfig) defaults() error {
 		for g, k := range c.CPUs.Cores {
 			if k < 1 {
 				return fmt.Errorf("spmd: core group %d has %d cores", g, k)
+			}
+		}
+		if c.CPUs.Others != nil && len(c.CPUs.Others) != len(c.CPUs.Cores) {
+			return fmt.Errorf("spmd: other processes' threads for %d core groups, want %d", len(c.CPUs.Others), len(c.CPUs.Cores))
+		}
+		for g, o := range c.CPUs.Others {
+			if o < 0 || o > maxOthers {
+				return fmt.Errorf("spmd: core group %d has %d/%d threads of other processes, want 0 to %d", g, o, OtherUnit, maxOthers)
 			}
 		}
 	}
@@ -176,13 +199,30 @@ type simRank struct {
 }
 
 // cpuGroup is a set of cores that the workers of some ranks share. A
-// group whose cores outnumber its workers gives each worker a core of its
-// own; a shared one divides its cores equally among its busy workers.
+// group whose cores outnumber its workers, and no other process
+// competes for, gives each worker a core of its own; a shared one
+// divides its cores equally among its busy workers and the other
+// processes' threads.
 type cpuGroup struct {
 	cores   int64
 	shared  bool
 	last    int64 // when the running tasks' rem was brought up to date
 	running []*simTask
+	others  int64 // other processes' threads, OtherUnit units
+	// othersCPU is the core time the other threads took up to last, in
+	// µs times OtherUnit.
+	othersCPU int64
+}
+
+// maxOthers bounds CPUShare.Others (1024 threads) so that the other
+// threads' core time stays within 64 bits over a year of virtual time.
+const maxOthers = 1024 * OtherUnit
+
+// threads is the group's busy threads now, OtherUnit units, and the core
+// capacity they share, min(cores, threads) in the same units.
+func (g *cpuGroup) threads() (n, capacity int64) {
+	n = int64(len(g.running))*OtherUnit + g.others
+	return n, min(g.cores*OtherUnit, n)
 }
 
 type event struct {
@@ -299,23 +339,47 @@ func (e *simEngine) push(ev event) {
 // update brings the remaining work of the group's running tasks up to
 // the engine's clock.
 func (g *cpuGroup) update(now int64) {
-	if n := int64(len(g.running)); n > 0 && now > g.last {
-		done := (now - g.last) * workScale * min(g.cores, n) / n
+	if n, capacity := g.threads(); n > 0 && now > g.last {
+		dt := now - g.last
+		done := mulDiv(dt*workScale, capacity, n)
 		for _, t := range g.running {
 			t.rem = max(t.rem-done, 0)
 		}
+		g.othersCPU += mulDiv(dt*g.others, capacity, n)
 	}
 	g.last = now
+}
+
+// mulDiv is a*b/c, rounded down, for a, b >= 0 and c > 0 whose quotient
+// fits in an int64, through a 128-bit product.
+func mulDiv(a, b, c int64) int64 {
+	q, _ := mulDivRem(a, b, c)
+	return q
+}
+
+// mulDivUp is mulDiv rounded up.
+func mulDivUp(a, b, c int64) int64 {
+	q, r := mulDivRem(a, b, c)
+	if r > 0 {
+		q++
+	}
+	return q
+}
+
+func mulDivRem(a, b, c int64) (q, r int64) {
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	uq, ur := bits.Div64(hi, lo, uint64(c))
+	return int64(uq), int64(ur)
 }
 
 // retime schedules the completion of each of the group's running tasks
 // at the group's current sharing, making earlier schedules stale.
 func (e *simEngine) retime(g *cpuGroup) {
-	n := int64(len(g.running))
-	per := workScale * min(g.cores, n) // work units per µs for n tasks
+	n, capacity := g.threads()
+	per := workScale * capacity // work units per µs for n threads
 	for _, t := range g.running {
 		t.version++
-		d := (t.rem*n + per - 1) / per
+		d := mulDivUp(t.rem, n, per)
 		e.push(event{at: e.now + d, kind: 1, rank: t.rank, worker: t.worker, task: t, version: t.version})
 	}
 }
@@ -470,6 +534,9 @@ func rankGroups(cfg *SimConfig) (perRank []*cpuGroup, shared bool) {
 	}
 	for g := range gs {
 		gs[g] = &cpuGroup{cores: int64(cfg.CPUs.Cores[g]), shared: workers[g] > cfg.CPUs.Cores[g]}
+		if cfg.CPUs.Others != nil && cfg.CPUs.Others[g] > 0 {
+			gs[g].others, gs[g].shared = cfg.CPUs.Others[g], true
+		}
 		shared = shared || gs[g].shared
 	}
 	for r, g := range cfg.CPUs.Group {
@@ -704,8 +771,14 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 	}
 	res.WallUS = request
 	res.WorkUS = make([]int64, n)
+	var seen []*cpuGroup
 	for r, rk := range ranks {
 		res.WorkUS[r] = rk.work
+		if g := rk.group; g.others > 0 && !slices.Contains(seen, g) {
+			seen = append(seen, g)
+			g.update(res.WallUS)
+			res.OthersUS += g.othersCPU / OtherUnit
+		}
 	}
 	res.Summary = Summarize(cfg.Loader, res.Records, n, cfg.Steps, b, cfg.Workers, cfg.Horizon, res.WallUS)
 	return res, nil

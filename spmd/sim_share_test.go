@@ -33,6 +33,17 @@ func TestSimSharedCoreTimeline(t *testing.T) {
 		{"a core each", &CPUShare{Group: []int{0, 1}, Cores: []int{1, 1}}, nil, [2]int64{30, 10}},
 		{"two cores for both", &CPUShare{Group: []int{0, 0}, Cores: []int{2}}, nil, [2]int64{30, 10}},
 		{"no sharing", nil, nil, [2]int64{30, 10}},
+		// Another process's thread takes a third of the core: rank 1's
+		// sample is done at 30, when rank 0's has 20 ms left, done at
+		// half a core by 70.
+		{"one core shared with another process", &CPUShare{Group: []int{0, 0}, Cores: []int{1}, Others: []int64{OtherUnit}}, nil, [2]int64{70, 30}},
+		// Half a thread on each core: each worker runs at 1/1.5.
+		{"a core each, half a thread of others each", &CPUShare{Group: []int{0, 1}, Cores: []int{1, 1}, Others: []int64{OtherUnit / 2, OtherUnit / 2}}, nil, [2]int64{45, 15}},
+		// Three threads on two cores, 2/3 each, until rank 1's is done
+		// at 15; rank 0's last 20 ms then run at full speed.
+		{"two cores for both and another process", &CPUShare{Group: []int{0, 0}, Cores: []int{2}, Others: []int64{OtherUnit}}, nil, [2]int64{35, 15}},
+		// Others on a group of idle cores change nothing.
+		{"a core each, others elsewhere", &CPUShare{Group: []int{0, 1}, Cores: []int{1, 1, 4}, Others: []int64{0, 0, 3 * OtherUnit}}, nil, [2]int64{30, 10}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := Simulate(SimConfig{Loader: KindLocal, Ranks: 2, Batch: 1, Steps: 1, Workers: 1,
@@ -161,6 +172,48 @@ func TestSimSharedCoreConservesWork(t *testing.T) {
 	}
 }
 
+// TestSimOthersTakeTheRest: another process's thread that is always
+// ready to run leaves no core idle, so over the run the ranks' work and
+// the other threads' CPU time add up to the cores' time; with the ranks
+// idle it takes a whole core, and with the ranks busy its share.
+func TestSimOthersTakeTheRest(t *testing.T) {
+	samples := func(step int64, rank int) []SimSample {
+		c := int64(3000 + 1000*rank + 500*int(step%3))
+		return []SimSample{{ID: uint64(step)<<8 | uint64(rank), Bytes: 1000, Cost: c, Est: c}}
+	}
+	for _, tc := range []struct {
+		name   string
+		cores  int
+		others int64
+	}{{"one core, one thread", 1, OtherUnit}, {"two cores, two threads", 2, 2 * OtherUnit}, {"one core, three threads", 1, 3 * OtherUnit}} {
+		res, err := Simulate(SimConfig{Loader: KindLocal, Ranks: 2, Batch: 1, Steps: 12, Workers: 1, Horizon: 2,
+			GPU: gpu.Model{Base: 8 * time.Millisecond}, Samples: samples,
+			CPUs: &CPUShare{Group: []int{0, 0}, Cores: []int{tc.cores}, Others: []int64{tc.others}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var work int64
+		for _, w := range res.WorkUS {
+			work += w
+		}
+		// A task's completion is rounded up to the µs: it may leave up
+		// to a µs of a core unaccounted.
+		busy := work + res.OthersUS
+		if want := int64(tc.cores) * res.WallUS; busy < want-2*12 || busy > want {
+			t.Errorf("%s: work %d + others %d µs = %d, want the cores' %d µs", tc.name, work, res.OthersUS, busy, want)
+		}
+		if res.OthersUS <= res.WallUS*int64(tc.cores)/4 || res.OthersUS >= int64(tc.cores)*res.WallUS {
+			t.Errorf("%s: others took %d µs of %d", tc.name, res.OthersUS, int64(tc.cores)*res.WallUS)
+		}
+	}
+	// Without others, none.
+	res, err := Simulate(SimConfig{Loader: KindLocal, Ranks: 2, Batch: 1, Steps: 3, Workers: 1, GPU: gpu.Model{Base: time.Millisecond},
+		Samples: samples, CPUs: &CPUShare{Group: []int{0, 0}, Cores: []int{1}}})
+	if err != nil || res.OthersUS != 0 {
+		t.Errorf("others took %d µs (%v), want none", res.OthersUS, err)
+	}
+}
+
 func TestSimCPUShareErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -170,6 +223,9 @@ func TestSimCPUShareErrors(t *testing.T) {
 		{"group out of range", &CPUShare{Group: []int{0, 1}, Cores: []int{1}}},
 		{"negative group", &CPUShare{Group: []int{0, -1}, Cores: []int{1}}},
 		{"no cores", &CPUShare{Group: []int{0, 0}, Cores: []int{0}}},
+		{"others for fewer groups", &CPUShare{Group: []int{0, 1}, Cores: []int{1, 1}, Others: []int64{1}}},
+		{"negative others", &CPUShare{Group: []int{0, 0}, Cores: []int{1}, Others: []int64{-1}}},
+		{"too many others", &CPUShare{Group: []int{0, 0}, Cores: []int{1}, Others: []int64{maxOthers + 1}}},
 	} {
 		cfg := tinyConfig(KindLocal)
 		cfg.Ranks = 2
