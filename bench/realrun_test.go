@@ -462,15 +462,15 @@ func TestNodeShare(t *testing.T) {
 		// More ranks than cores: pinned round-robin, a core per group.
 		{4, 2, 0, spmd.CPUShare{Group: []int{0, 1, 0, 1}, Cores: []int{1, 1}}},
 		{3, 2, 0, spmd.CPUShare{Group: []int{0, 1, 0}, Cores: []int{1, 1}}},
-		// Other processes spread over the cores.
-		{4, 2, 1, spmd.CPUShare{Group: []int{0, 1, 0, 1}, Cores: []int{1, 1}, Others: []int64{u / 2, u / 2}}},
+		// Other processes' threads, free to move between the cores.
+		{4, 2, 1, spmd.CPUShare{Group: []int{0, 1, 0, 1}, Cores: []int{1, 1}, Others: u}},
 		// Not pinned: every rank shares every core, with the others.
 		{2, 2, 0, spmd.CPUShare{Group: []int{0, 0}, Cores: []int{2}}},
 		{2, 8, 0, spmd.CPUShare{Group: []int{0, 0}, Cores: []int{8}}},
-		{2, 2, 0.75, spmd.CPUShare{Group: []int{0, 0}, Cores: []int{2}, Others: []int64{3 * u / 4}}},
+		{2, 2, 0.75, spmd.CPUShare{Group: []int{0, 0}, Cores: []int{2}, Others: 3 * u / 4}},
 	} {
 		got := nodeShare(tc.ranks, tc.cores, tc.others)
-		if !slices.Equal(got.Group, tc.want.Group) || !slices.Equal(got.Cores, tc.want.Cores) || !slices.Equal(got.Others, tc.want.Others) {
+		if !slices.Equal(got.Group, tc.want.Group) || !slices.Equal(got.Cores, tc.want.Cores) || got.Others != tc.want.Others {
 			t.Errorf("nodeShare(%d, %d, %v) = %+v, want %+v", tc.ranks, tc.cores, tc.others, *got, tc.want)
 		}
 	}

@@ -303,11 +303,10 @@ func allreduceGaps(recs []spmd.StepRecord) []int64 {
 
 // nodeShare is how the ranks of a real run on one node of the given
 // cores share them, with others threads of other processes always ready
-// to run: with more ranks than cores, datahelix run pins rank r to core
-// r mod cores (launcher/pin.go, --pin auto), so the ranks on one core
-// share it, and the others, not pinned, spread evenly over the cores;
-// otherwise the ranks are not pinned and all share every core with the
-// others.
+// to run and free to move between the cores: with more ranks than cores,
+// datahelix run pins rank r to core r mod cores (launcher/pin.go, --pin
+// auto), so the ranks on one core share it; otherwise the ranks are not
+// pinned and all share every core.
 func nodeShare(ranks, cores int, others float64) *spmd.CPUShare {
 	cores = max(cores, 1)
 	sh := &spmd.CPUShare{Group: make([]int, ranks)}
@@ -322,13 +321,7 @@ func nodeShare(ranks, cores int, others float64) *spmd.CPUShare {
 			sh.Group[r] = r % cores
 		}
 	}
-	if others > 0 {
-		per := int64(others/float64(len(sh.Cores))*spmd.OtherUnit + 0.5)
-		sh.Others = make([]int64, len(sh.Cores))
-		for g := range sh.Others {
-			sh.Others[g] = per
-		}
-	}
+	sh.Others = int64(max(others, 0)*spmd.OtherUnit + 0.5)
 	return sh
 }
 

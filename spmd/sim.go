@@ -1,6 +1,7 @@
 package spmd
 
 import (
+	"cmp"
 	"fmt"
 	"math/bits"
 	"slices"
@@ -73,18 +74,19 @@ type SimConfig struct {
 // task runs at min(1, cores/busy) of a core's speed, slowed further by
 // its rank's Speed), as the OS time-slices threads pinned to the same
 // cores; a worker idle on one rank leaves its share to the others of its
-// group. Other processes' threads, always ready to run, can take their
-// equal share of a group's cores too (Others).
+// group. Threads of other processes, always ready to run and free to
+// move between the cores, can take their share too (Others).
 type CPUShare struct {
 	Group []int // per rank: the index of its group
 	Cores []int // per group: how many cores it has
-	// Others, when set, is per group how many threads of other
-	// processes compete for its cores, in OtherUnit units (OtherUnit/2:
-	// half a thread, as one thread that moves between two groups gives
-	// each). They count as busy threads all the time: with n busy
-	// workers a group's threads each run at cores/(n + others) of a core
-	// when that is below 1.
-	Others []int64
+	// Others is how many threads of other processes compete for the
+	// cores, in OtherUnit units (OtherUnit/2: a thread that is ready
+	// half the time). They are not pinned: as a fair scheduler
+	// balancing its run queues would, they take the idle cores first,
+	// and every thread runs at the same share of a core, except the
+	// workers of a group whose own threads outnumber its cores, which
+	// share those (max-min fair sharing, CPU time a thread at most).
+	Others int64
 }
 
 // OtherUnit is one thread of CPUShare.Others.
@@ -139,13 +141,8 @@ func (c *SimConfig) defaults() error {
 				return fmt.Errorf("spmd: core group %d has %d cores", g, k)
 			}
 		}
-		if c.CPUs.Others != nil && len(c.CPUs.Others) != len(c.CPUs.Cores) {
-			return fmt.Errorf("spmd: other processes' threads for %d core groups, want %d", len(c.CPUs.Others), len(c.CPUs.Cores))
-		}
-		for g, o := range c.CPUs.Others {
-			if o < 0 || o > maxOthers {
-				return fmt.Errorf("spmd: core group %d has %d/%d threads of other processes, want 0 to %d", g, o, OtherUnit, maxOthers)
-			}
+		if o := c.CPUs.Others; o < 0 || o > maxOthers {
+			return fmt.Errorf("spmd: %d/%d threads of other processes, want 0 to %d", o, OtherUnit, maxOthers)
 		}
 	}
 	return c.GPU.Validate()
@@ -199,30 +196,95 @@ type simRank struct {
 }
 
 // cpuGroup is a set of cores that the workers of some ranks share. A
-// group whose cores outnumber its workers, and no other process
-// competes for, gives each worker a core of its own; a shared one
-// divides its cores equally among its busy workers and the other
-// processes' threads.
+// group whose cores outnumber its workers, with no other process
+// competing, gives each worker a core of its own; a shared one runs each
+// of its busy workers at num/den of a core.
 type cpuGroup struct {
-	cores   int64
-	shared  bool
-	last    int64 // when the running tasks' rem was brought up to date
-	running []*simTask
-	others  int64 // other processes' threads, OtherUnit units
-	// othersCPU is the core time the other threads took up to last, in
-	// µs times OtherUnit.
-	othersCPU int64
+	cores    int64
+	shared   bool
+	last     int64 // when the running tasks' rem was brought up to date
+	running  []*simTask
+	num, den int64
+}
+
+// share sets the group's rate on its own: its cores divided equally
+// among its busy workers, at most a core each.
+func (g *cpuGroup) share() {
+	n := int64(len(g.running))
+	g.num, g.den = min(g.cores, n), max(n, 1)
 }
 
 // maxOthers bounds CPUShare.Others (1024 threads) so that the other
 // threads' core time stays within 64 bits over a year of virtual time.
 const maxOthers = 1024 * OtherUnit
 
-// threads is the group's busy threads now, OtherUnit units, and the core
-// capacity they share, min(cores, threads) in the same units.
-func (g *cpuGroup) threads() (n, capacity int64) {
-	n = int64(len(g.running))*OtherUnit + g.others
-	return n, min(g.cores*OtherUnit, n)
+// otherThreads are other processes' threads moving between the cores of
+// every group: the groups' rates then depend on each other.
+type otherThreads struct {
+	n      int64 // OtherUnit units
+	groups []*cpuGroup
+	// num/den is each thread's share of a core now; last is when cpu,
+	// their core time in µs times OtherUnit, was brought up to date.
+	num, den, last, cpu int64
+}
+
+// update brings the other threads' core time up to now.
+func (o *otherThreads) update(now int64) {
+	if now > o.last {
+		o.cpu += mulDiv((now-o.last)*o.n, o.num, o.den)
+	}
+	o.last = now
+}
+
+// share sets every group's rate and the other threads' by max-min fair
+// sharing of all the cores: the level L every thread runs at, but the
+// workers of a group that cannot give them L (cores/busy < L), which
+// share its cores; L solves n L + sum of min(busy L, cores) = all cores,
+// or is 1 when everything fits. Rationals in OtherUnit units keep it
+// exact.
+func (o *otherThreads) share() {
+	var total, busy int64 // cores; pinned threads
+	var open []*cpuGroup  // groups with busy workers, by cores/busy
+	for _, g := range o.groups {
+		total += g.cores
+		if n := int64(len(g.running)); n > 0 {
+			busy += min(n, g.cores)
+			open = append(open, g)
+		}
+	}
+	if o.n+busy*OtherUnit <= total*OtherUnit {
+		o.num, o.den = 1, 1
+		for _, g := range o.groups {
+			g.share()
+		}
+		return
+	}
+	slices.SortStableFunc(open, func(a, b *cpuGroup) int {
+		x, y := a.cores*int64(len(b.running)), b.cores*int64(len(a.running))
+		return cmp.Compare(x, y)
+	})
+	// Saturate the groups of least cores per worker while they cannot
+	// reach the level of the rest.
+	num, den := total*OtherUnit, o.n
+	for _, g := range open {
+		den += int64(len(g.running)) * OtherUnit
+	}
+	for _, g := range open {
+		n := int64(len(g.running))
+		g.num, g.den = g.cores, n
+		// cores/n < num/den: the group is saturated below the level.
+		if !(g.cores*den < n*num) {
+			break
+		}
+		num -= g.cores * OtherUnit
+		den -= n * OtherUnit
+	}
+	o.num, o.den = num, max(den, 1)
+	for _, g := range open {
+		if n := int64(len(g.running)); !(g.cores*o.den < n*o.num) {
+			g.num, g.den = o.num, o.den
+		}
+	}
 }
 
 type event struct {
@@ -320,6 +382,9 @@ type simEngine struct {
 	// shared tells whether any group shares its cores: only then can a
 	// completion event go stale.
 	shared bool
+	// others are other processes' threads on the groups' cores (nil
+	// without).
+	others *otherThreads
 }
 
 // stale tells a completion event that a change of sharing replaced.
@@ -339,15 +404,41 @@ func (e *simEngine) push(ev event) {
 // update brings the remaining work of the group's running tasks up to
 // the engine's clock.
 func (g *cpuGroup) update(now int64) {
-	if n, capacity := g.threads(); n > 0 && now > g.last {
-		dt := now - g.last
-		done := mulDiv(dt*workScale, capacity, n)
+	if len(g.running) > 0 && now > g.last {
+		done := mulDiv((now-g.last)*workScale, g.num, g.den)
 		for _, t := range g.running {
 			t.rem = max(t.rem-done, 0)
 		}
-		g.othersCPU += mulDiv(dt*g.others, capacity, n)
 	}
 	g.last = now
+}
+
+// touch brings g up to the engine's clock before its running tasks
+// change: with other threads moving between the cores, every group.
+func (e *simEngine) touch(g *cpuGroup) {
+	if e.others == nil {
+		g.update(e.now)
+		return
+	}
+	for _, h := range e.others.groups {
+		h.update(e.now)
+	}
+	e.others.update(e.now)
+}
+
+// reshare sets g's rate after its running tasks changed and reschedules
+// their completions: with other threads moving between the cores, every
+// group's.
+func (e *simEngine) reshare(g *cpuGroup) {
+	if e.others == nil {
+		g.share()
+		e.retime(g)
+		return
+	}
+	e.others.share()
+	for _, h := range e.others.groups {
+		e.retime(h)
+	}
 }
 
 // mulDiv is a*b/c, rounded down, for a, b >= 0 and c > 0 whose quotient
@@ -375,11 +466,9 @@ func mulDivRem(a, b, c int64) (q, r int64) {
 // retime schedules the completion of each of the group's running tasks
 // at the group's current sharing, making earlier schedules stale.
 func (e *simEngine) retime(g *cpuGroup) {
-	n, capacity := g.threads()
-	per := workScale * capacity // work units per µs for n threads
 	for _, t := range g.running {
 		t.version++
-		d := mulDivUp(t.rem, n, per)
+		d := mulDivUp(t.rem, g.den, workScale*g.num)
 		e.push(event{at: e.now + d, kind: 1, rank: t.rank, worker: t.worker, task: t, version: t.version})
 	}
 }
@@ -393,7 +482,7 @@ func (e *simEngine) dispatch(s *simRank) { e.dispatchAfter(s, false) }
 func (e *simEngine) dispatchAfter(s *simRank, finished bool) {
 	g := s.group
 	if g.shared {
-		g.update(e.now)
+		e.touch(g)
 	}
 	started := false
 	for w := range s.running {
@@ -413,7 +502,7 @@ func (e *simEngine) dispatchAfter(s *simRank, finished bool) {
 		started = true
 	}
 	if g.shared && (started || finished) {
-		e.retime(g)
+		e.reshare(g)
 	}
 }
 
@@ -435,13 +524,13 @@ func (e *simEngine) start(s *simRank, t *simTask) {
 func (e *simEngine) startup(s *simRank, work int64) {
 	g := s.group
 	if g.shared {
-		g.update(e.now)
+		e.touch(g)
 	}
 	for w := range s.running {
 		e.start(s, &simTask{startup: true, rank: s.r, worker: w, start: e.now, dur: work / int64(len(s.running))})
 	}
 	if g.shared {
-		e.retime(g)
+		e.reshare(g)
 	}
 }
 
@@ -466,7 +555,7 @@ func (e *simEngine) next() bool {
 			t := ev.task
 			s.running[ev.worker] = nil
 			if g := s.group; g.shared {
-				g.update(e.now)
+				e.touch(g)
 				g.running = slices.DeleteFunc(g.running, func(x *simTask) bool { return x == t })
 			}
 			s.work += t.dur
@@ -517,15 +606,15 @@ func (e *simEngine) advance(t int64) {
 }
 
 // rankGroups returns each rank's core group under cfg (a group of its
-// own with a core per worker, or cfg.CPUs's), and whether any group is
-// shared.
-func rankGroups(cfg *SimConfig) (perRank []*cpuGroup, shared bool) {
+// own with a core per worker, or cfg.CPUs's), every group, and whether
+// any group is shared.
+func rankGroups(cfg *SimConfig) (perRank, all []*cpuGroup, shared bool) {
 	perRank = make([]*cpuGroup, cfg.Ranks)
 	if cfg.CPUs == nil {
 		for r := range perRank {
 			perRank[r] = &cpuGroup{cores: int64(cfg.Workers)}
 		}
-		return perRank, false
+		return perRank, perRank, false
 	}
 	gs := make([]*cpuGroup, len(cfg.CPUs.Cores))
 	workers := make([]int, len(gs))
@@ -534,15 +623,13 @@ func rankGroups(cfg *SimConfig) (perRank []*cpuGroup, shared bool) {
 	}
 	for g := range gs {
 		gs[g] = &cpuGroup{cores: int64(cfg.CPUs.Cores[g]), shared: workers[g] > cfg.CPUs.Cores[g]}
-		if cfg.CPUs.Others != nil && cfg.CPUs.Others[g] > 0 {
-			gs[g].others, gs[g].shared = cfg.CPUs.Others[g], true
-		}
+		gs[g].shared = gs[g].shared || cfg.CPUs.Others > 0
 		shared = shared || gs[g].shared
 	}
 	for r, g := range cfg.CPUs.Group {
 		perRank[r] = gs[g]
 	}
-	return perRank, shared
+	return perRank, gs, shared
 }
 
 // Simulate runs the job on the virtual clock and returns its metrics. It
@@ -554,7 +641,7 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 	n, b := cfg.Ranks, cfg.Batch
 	prior := cfg.GPU.StepTime(gpu.Contents{Samples: b, Frames: b * 8}) + time.Duration(cfg.AllreduceUS)*time.Microsecond
 	ranks := make([]*simRank, n)
-	groups, shared := rankGroups(&cfg)
+	groups, all, shared := rankGroups(&cfg)
 	for r := range ranks {
 		speed := int64(plan.One)
 		if cfg.Speed != nil {
@@ -569,6 +656,10 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 		}
 	}
 	eng := &simEngine{ranks: ranks, shared: shared}
+	if cfg.CPUs != nil && cfg.CPUs.Others > 0 {
+		eng.others = &otherThreads{n: cfg.CPUs.Others, groups: all}
+		eng.others.share()
+	}
 	res := &SimResult{}
 	splitAbove := SplitAbove(prior.Microseconds())
 	var planner plan.Planner
@@ -771,14 +862,12 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 	}
 	res.WallUS = request
 	res.WorkUS = make([]int64, n)
-	var seen []*cpuGroup
 	for r, rk := range ranks {
 		res.WorkUS[r] = rk.work
-		if g := rk.group; g.others > 0 && !slices.Contains(seen, g) {
-			seen = append(seen, g)
-			g.update(res.WallUS)
-			res.OthersUS += g.othersCPU / OtherUnit
-		}
+	}
+	if o := eng.others; o != nil {
+		o.update(max(res.WallUS, o.last))
+		res.OthersUS = o.cpu / OtherUnit
 	}
 	res.Summary = Summarize(cfg.Loader, res.Records, n, cfg.Steps, b, cfg.Workers, cfg.Horizon, res.WallUS)
 	return res, nil

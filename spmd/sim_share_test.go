@@ -36,14 +36,17 @@ func TestSimSharedCoreTimeline(t *testing.T) {
 		// Another process's thread takes a third of the core: rank 1's
 		// sample is done at 30, when rank 0's has 20 ms left, done at
 		// half a core by 70.
-		{"one core shared with another process", &CPUShare{Group: []int{0, 0}, Cores: []int{1}, Others: []int64{OtherUnit}}, nil, [2]int64{70, 30}},
-		// Half a thread on each core: each worker runs at 1/1.5.
-		{"a core each, half a thread of others each", &CPUShare{Group: []int{0, 1}, Cores: []int{1, 1}, Others: []int64{OtherUnit / 2, OtherUnit / 2}}, nil, [2]int64{45, 15}},
-		// Three threads on two cores, 2/3 each, until rank 1's is done
-		// at 15; rank 0's last 20 ms then run at full speed.
-		{"two cores for both and another process", &CPUShare{Group: []int{0, 0}, Cores: []int{2}, Others: []int64{OtherUnit}}, nil, [2]int64{35, 15}},
-		// Others on a group of idle cores change nothing.
-		{"a core each, others elsewhere", &CPUShare{Group: []int{0, 1}, Cores: []int{1, 1, 4}, Others: []int64{0, 0, 3 * OtherUnit}}, nil, [2]int64{30, 10}},
+		{"one core shared with another process", &CPUShare{Group: []int{0, 0}, Cores: []int{1}, Others: OtherUnit}, nil, [2]int64{70, 30}},
+		// One other thread between two pinned workers' cores: three
+		// threads on two cores, 2/3 each, until rank 1's is done at 15;
+		// the other thread then takes its idle core, and rank 0's last
+		// 20 ms run at full speed.
+		{"a core each and another process", &CPUShare{Group: []int{0, 1}, Cores: []int{1, 1}, Others: OtherUnit}, nil, [2]int64{35, 15}},
+		{"two cores for both and another process", &CPUShare{Group: []int{0, 0}, Cores: []int{2}, Others: OtherUnit}, nil, [2]int64{35, 15}},
+		// The other thread takes the idle core, not the shared one.
+		{"one core shared, another idle, another process", &CPUShare{Group: []int{0, 0}, Cores: []int{1, 1}, Others: OtherUnit}, nil, [2]int64{40, 20}},
+		// Enough idle cores for the others change nothing.
+		{"a core each, others on idle cores", &CPUShare{Group: []int{0, 1}, Cores: []int{1, 1, 4}, Others: 3 * OtherUnit}, nil, [2]int64{30, 10}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := Simulate(SimConfig{Loader: KindLocal, Ranks: 2, Batch: 1, Steps: 1, Workers: 1,
@@ -188,7 +191,7 @@ func TestSimOthersTakeTheRest(t *testing.T) {
 	}{{"one core, one thread", 1, OtherUnit}, {"two cores, two threads", 2, 2 * OtherUnit}, {"one core, three threads", 1, 3 * OtherUnit}} {
 		res, err := Simulate(SimConfig{Loader: KindLocal, Ranks: 2, Batch: 1, Steps: 12, Workers: 1, Horizon: 2,
 			GPU: gpu.Model{Base: 8 * time.Millisecond}, Samples: samples,
-			CPUs: &CPUShare{Group: []int{0, 0}, Cores: []int{tc.cores}, Others: []int64{tc.others}}})
+			CPUs: &CPUShare{Group: []int{0, 0}, Cores: []int{tc.cores}, Others: tc.others}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,6 +217,56 @@ func TestSimOthersTakeTheRest(t *testing.T) {
 	}
 }
 
+// TestOtherThreadsShare checks max-min fair sharing against shares
+// worked out by hand: each group's cores and busy workers, the other
+// threads; every group's rate and the other threads'.
+func TestOtherThreadsShare(t *testing.T) {
+	const u = OtherUnit
+	type rate struct{ num, den int64 } // compared as fractions
+	for _, tc := range []struct {
+		name         string
+		cores, busy  []int
+		others       int64
+		groups       []rate
+		otherThreads rate
+	}{
+		// Everything fits: full speed, the shared group's own share.
+		{"fits", []int{1, 1, 2}, []int{2, 0, 1}, u, []rate{{1, 2}, {1, 1}, {1, 1}}, rate{1, 1}},
+		// Five threads on two cores would run at 2/5, more than the
+		// 3-worker group can give its workers: it keeps its core at 1/3
+		// each, and the rest share the other, 1/2 each.
+		{"a group saturated", []int{1, 1}, []int{3, 1}, u, []rate{{1, 3}, {1, 2}}, rate{1, 2}},
+		// Six threads of 1/3 fill both cores; the 3-worker group at
+		// exactly the level is not saturated.
+		{"at the level", []int{1, 1}, []int{3, 1}, 2 * u, []rate{{1, 3}, {1, 3}}, rate{1, 3}},
+		// A whole idle core and half a thread's worth of others.
+		{"idle core", []int{1, 1}, []int{2, 0}, u / 2, []rate{{1, 2}, {1, 1}}, rate{1, 1}},
+		// Half a thread on one busy core with one worker: 1/1.5 each.
+		{"half a thread", []int{1}, []int{1}, u / 2, []rate{{2, 3}}, rate{2, 3}},
+	} {
+		o := &otherThreads{n: tc.others}
+		for g, c := range tc.cores {
+			grp := &cpuGroup{cores: int64(c), shared: true}
+			for range tc.busy[g] {
+				grp.running = append(grp.running, &simTask{})
+			}
+			o.groups = append(o.groups, grp)
+		}
+		o.share()
+		if o.num*tc.otherThreads.den != tc.otherThreads.num*o.den {
+			t.Errorf("%s: other threads at %d/%d, want %d/%d", tc.name, o.num, o.den, tc.otherThreads.num, tc.otherThreads.den)
+		}
+		for g, want := range tc.groups {
+			if tc.busy[g] == 0 {
+				continue
+			}
+			if got := o.groups[g]; got.num*want.den != want.num*got.den {
+				t.Errorf("%s: group %d at %d/%d, want %d/%d", tc.name, g, got.num, got.den, want.num, want.den)
+			}
+		}
+	}
+}
+
 func TestSimCPUShareErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -223,9 +276,8 @@ func TestSimCPUShareErrors(t *testing.T) {
 		{"group out of range", &CPUShare{Group: []int{0, 1}, Cores: []int{1}}},
 		{"negative group", &CPUShare{Group: []int{0, -1}, Cores: []int{1}}},
 		{"no cores", &CPUShare{Group: []int{0, 0}, Cores: []int{0}}},
-		{"others for fewer groups", &CPUShare{Group: []int{0, 1}, Cores: []int{1, 1}, Others: []int64{1}}},
-		{"negative others", &CPUShare{Group: []int{0, 0}, Cores: []int{1}, Others: []int64{-1}}},
-		{"too many others", &CPUShare{Group: []int{0, 0}, Cores: []int{1}, Others: []int64{maxOthers + 1}}},
+		{"negative others", &CPUShare{Group: []int{0, 0}, Cores: []int{1}, Others: -1}},
+		{"too many others", &CPUShare{Group: []int{0, 0}, Cores: []int{1}, Others: maxOthers + 1}},
 	} {
 		cfg := tinyConfig(KindLocal)
 		cfg.Ranks = 2
