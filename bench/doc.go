@@ -59,5 +59,10 @@
 // real run reads from a generated dataset, in the runtime's reader order
 // (the simulated batches_hash equals the real one), and
 // Workload.GPUStep and Workload.GPUModel give the GPU flags of the real
-// run by the same provisioning rule.
+// run by the same provisioning rule. Each real run is simulated as it
+// ran, with what it measured of the machine besides its waits and
+// misses: the cores its ranks were pinned to, the CPU time each rank
+// spent, the gradient allreduce it took, and other processes' threads
+// (spmd.CPUShare.Others) taking the cores they took; the simulated
+// figure is the mean over the runs, as the real one is.
 package bench
