@@ -84,8 +84,9 @@ type CPUShare struct {
 	// half the time). They are not pinned: as a fair scheduler
 	// balancing its run queues would, they take the idle cores first,
 	// and every thread runs at the same share of a core, except the
-	// workers of a group whose own threads outnumber its cores, which
-	// share those (max-min fair sharing, CPU time a thread at most).
+	// workers of a group whose cores cannot give them that share, which
+	// divide those cores (max-min fair sharing, at most a core a
+	// thread).
 	Others int64
 }
 
