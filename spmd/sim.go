@@ -80,8 +80,8 @@ type CPUShare struct {
 	Group []int // per rank: the index of its group
 	Cores []int // per group: how many cores it has
 	// Others is how many threads of other processes compete for the
-	// cores, in OtherUnit units (OtherUnit/2: a thread that is ready
-	// half the time). They are not pinned: as a fair scheduler
+	// cores, in OtherUnit units (OtherUnit/2 weighs half a thread: it
+	// runs at half the level a thread runs at). They are not pinned: as a fair scheduler
 	// balancing its run queues would, they take the idle cores first,
 	// and every thread runs at the same share of a core, except the
 	// workers of a group whose cores cannot give them that share, which
@@ -436,9 +436,18 @@ func (e *simEngine) reshare(g *cpuGroup) {
 		e.retime(g)
 		return
 	}
+	type rate struct{ num, den int64 }
+	before := make([]rate, len(e.others.groups))
+	for i, h := range e.others.groups {
+		before[i] = rate{h.num, h.den}
+	}
 	e.others.share()
-	for _, h := range e.others.groups {
-		e.retime(h)
+	for i, h := range e.others.groups {
+		// Only g's tasks and those of groups whose rate changed need new
+		// completion times.
+		if h == g || h.num*before[i].den != before[i].num*h.den {
+			e.retime(h)
+		}
 	}
 }
 

@@ -28,6 +28,14 @@ func goldenConfigs() map[string]SimConfig {
 		out[k.String()+"-slow"] = SimConfig{Loader: k, Ranks: 4, Batch: 4, Steps: 40, Workers: 3, Budget: 8 << 20,
 			GPU: gpu.Model{Base: 20 * time.Millisecond, PerFrame: time.Millisecond}, Bandwidth: 500 * plan.One, LatencyUS: 50,
 			Speed: []int64{plan.One, 2 * plan.One, plan.One, 3 * plan.One / 2}, Samples: skewed(4, 20000)}
+		// Two ranks pinned to each core, with start-up work: processor
+		// sharing.
+		out[k.String()+"-shared"] = SimConfig{Loader: k, Ranks: 4, Batch: 4, Steps: 30, Workers: 2,
+			GPU: gpu.Model{Base: 60 * time.Millisecond}, Bandwidth: 1000 * plan.One, LatencyUS: 20, AllreduceUS: 500, Margin: 200,
+			CPUs: &CPUShare{Group: []int{0, 1, 0, 1}, Cores: []int{1, 1}}, StartUS: []int64{30000, 0, 10000, 50000},
+			Speed: []int64{plan.One, 3 * plan.One / 2, plan.One, plan.One}, Samples: skewed(4, 15000)}
+		// othersConfig is the same with other processes' threads.
+		out[k.String()+"-others"] = othersConfig(out[k.String()+"-shared"])
 	}
 	return out
 }
@@ -44,10 +52,13 @@ func recordsDigest(res *SimResult) string {
 	return hex.EncodeToString(h.Sum(nil))[:32]
 }
 
-// TestSimGolden pins the simulator's records on multi-rank runs without
-// shared cores. The digests were made by the per-rank simulator of commit
-// 70166b4, before the one event queue and processor sharing: the queue
-// changed no record. A change meant to alter the simulation rewrites
+// TestSimGolden pins the simulator's records on multi-rank runs. The
+// digests of the runs without shared cores were made by the per-rank
+// simulator of commit 70166b4, before the one event queue and processor
+// sharing: the queue changed no record. Those of the "-shared" runs were
+// made at commit 50239d7, before other processes' threads coupled the
+// core groups, which changed none of them; the "-others" runs', at
+// their introduction. A change meant to alter the simulation rewrites
 // them with -rewrite-sim-golden and says why in its commit.
 func TestSimGolden(t *testing.T) {
 	const path = "testdata/sim_golden.json"
@@ -85,4 +96,13 @@ func TestSimGolden(t *testing.T) {
 			t.Errorf("%s: records digest %s, want %s", name, d, want[name])
 		}
 	}
+}
+
+// othersConfig is cfg with one and a half threads of other processes
+// moving between its cores.
+func othersConfig(cfg SimConfig) SimConfig {
+	cpus := *cfg.CPUs
+	cpus.Others = 3 * OtherUnit / 2
+	cfg.CPUs = &cpus
+	return cfg
 }

@@ -1,6 +1,8 @@
 package spmd
 
 import (
+	"math"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"testing"
@@ -236,6 +238,19 @@ func TestOtherThreadsShare(t *testing.T) {
 		// 3-worker group can give its workers: it keeps its core at 1/3
 		// each, and the rest share the other, 1/2 each.
 		{"a group saturated", []int{1, 1}, []int{3, 1}, u, []rate{{1, 3}, {1, 2}}, rate{1, 2}},
+		// Listed the other way round, beside a group of more cores than
+		// workers: 1 + 4 workers and 2 others on 3 cores would run at
+		// 3/7, more than the 4-worker core gives; it keeps its core at
+		// 1/4 each, and the rest share the 2 others: 2/3 each.
+		{"saturated group listed last", []int{2, 1}, []int{1, 4}, 2 * u, []rate{{2, 3}, {1, 4}}, rate{2, 3}},
+		// One of three saturated: 2 + 3 + 1 workers and 2 others on 3
+		// cores, 3/8; the 3-worker core keeps 1/3, and the rest run at
+		// 2/5 (the 2-worker core lends its spare 1/5 to the others).
+		{"one of three saturated", []int{1, 1, 1}, []int{2, 3, 1}, 2 * u, []rate{{2, 5}, {1, 3}, {2, 5}}, rate{2, 5}},
+		// Two saturated: 4 and 5 workers on a core each and 3 others:
+		// 1/4, then 2/7 without the 5-worker core, which the 4-worker
+		// one cannot give either; the others share the idle core.
+		{"two saturated", []int{1, 1, 1}, []int{4, 5, 0}, 3 * u, []rate{{1, 4}, {1, 5}, {1, 1}}, rate{1, 3}},
 		// Six threads of 1/3 fill both cores; the 3-worker group at
 		// exactly the level is not saturated.
 		{"at the level", []int{1, 1}, []int{3, 1}, 2 * u, []rate{{1, 3}, {1, 3}}, rate{1, 3}},
@@ -262,6 +277,58 @@ func TestOtherThreadsShare(t *testing.T) {
 			}
 			if got := o.groups[g]; got.num*want.den != want.num*got.den {
 				t.Errorf("%s: group %d at %d/%d, want %d/%d", tc.name, g, got.num, got.den, want.num, want.den)
+			}
+		}
+	}
+}
+
+// TestOtherThreadsShareReference compares share with max-min fair
+// sharing found in floating point, by bisection on the level, for random
+// groups: every thread at the level L, a group's workers at most
+// cores/busy, all the cores used when the threads want more.
+func TestOtherThreadsShareReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 8))
+	for i := range 5000 {
+		o := &otherThreads{n: 1 + rng.Int64N(12*OtherUnit)}
+		var total float64
+		for range 1 + rng.IntN(6) {
+			g := &cpuGroup{cores: 1 + rng.Int64N(5), shared: true}
+			for range rng.IntN(8) {
+				g.running = append(g.running, &simTask{})
+			}
+			o.groups = append(o.groups, g)
+			total += float64(g.cores)
+		}
+		// used is the cores every thread takes at level L.
+		used := func(l float64) float64 {
+			u := float64(o.n) / OtherUnit * l
+			for _, g := range o.groups {
+				u += min(float64(len(g.running))*l, float64(g.cores))
+			}
+			return u
+		}
+		level := 1.0
+		if used(1) > total {
+			lo, hi := 0.0, 1.0
+			for range 100 {
+				if mid := (lo + hi) / 2; used(mid) > total {
+					hi = mid
+				} else {
+					lo = mid
+				}
+			}
+			level = lo
+		}
+		o.share()
+		if got := float64(o.num) / float64(o.den); math.Abs(got-level) > 1e-9 {
+			t.Fatalf("case %d: other threads at %v, want %v", i, got, level)
+		}
+		for k, g := range o.groups {
+			if n := len(g.running); n > 0 {
+				want := min(level, float64(g.cores)/float64(n))
+				if got := float64(g.num) / float64(g.den); math.Abs(got-want) > 1e-9 {
+					t.Fatalf("case %d: group %d (%d cores, %d busy) at %v, want %v", i, k, g.cores, n, got, want)
+				}
 			}
 		}
 	}
