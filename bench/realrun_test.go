@@ -649,3 +649,19 @@ func TestAddMachines(t *testing.T) {
 		t.Errorf("rows %v", s.Rows)
 	}
 }
+
+func TestDecodeShare(t *testing.T) {
+	a := []spmd.StepRecord{{CPUUS: 1000, DecodeCPUUS: 600}, {CPUUS: 500, DecodeCPUUS: 300}}
+	b := []spmd.StepRecord{{CPUUS: 500, DecodeCPUUS: 100}}
+	if got := decodeShare(a, b); math.Abs(got-0.5) > 1e-12 {
+		t.Errorf("share %v, want 1000/2000", got)
+	}
+	if got := decodeShare([]spmd.StepRecord{{CPUUS: 1000}}); got != 0 {
+		t.Errorf("share without decode records %v, want 0", got)
+	}
+	s := &Section{Columns: []string{"workload", "loader"}, Rows: [][]any{{"k", "torch"}, {"k", "helix"}}}
+	addColumn(s, "decode_cpu_share", map[[2]string]float64{{"k", "torch"}: 0.5})
+	if s.Columns[2] != "decode_cpu_share" || s.Rows[0][2] != 0.5 || s.Rows[1][2] != "-" {
+		t.Errorf("section %v %v", s.Columns, s.Rows)
+	}
+}

@@ -439,7 +439,7 @@ func validationSection(ctx context.Context, env *SectionEnv) (*Section, error) {
 	}
 	var sim, meas, unscaled, real []Result
 	others := map[[2]string][3]float64{}
-	machines := map[[2]string][]simMachine{}
+	machines, decodeShares := map[[2]string][]simMachine{}, map[[2]string]float64{}
 	runs, simRuns := map[[2]string][]Result{}, map[[2]string][]Result{}
 	for _, j := range jobs {
 		for _, k := range ValidationLoaders {
@@ -463,11 +463,13 @@ func validationSection(ctx context.Context, env *SectionEnv) (*Section, error) {
 			sim, meas, unscaled, real = append(sim, a), append(meas, b), append(unscaled, c), append(real, j.results[i])
 			others[key] = [3]float64{j.othersCores(k), j.cpuOverWorkOf(k), float64(j.allreduceUS())}
 			runs[key], simRuns[key], machines[key] = j.runs[k.String()], as, ms
+			decodeShares[key] = decodeShare(j.records[k.String()]...)
 		}
 	}
 	s := ValidationSection(sim, real)
 	extendValidation(s, real, sim, meas, unscaled, others)
 	addMachines(s, machines)
+	addColumn(s, "decode_cpu_share", decodeShares)
 	addRealSpread(s, runs, simRuns)
 	s.Note += fmt.Sprintf("; real: mpirun ranks of datahelix run on generated data (%s), oversubscribed on %d cores; "+
 		"sim: each real run simulated as it ran, the simulated figures their mean (sim_*_runs: each), "+
@@ -480,7 +482,8 @@ func validationSection(ctx context.Context, env *SectionEnv) (*Section, error) {
 		"sim_other_threads threads always ready to run (a thread's share of a busy core, all of an idle one) that take the cores "+
 		"they took in the real run (others_cores, the column: the mean over the runs): by its first delivery, through start-up work before its first decode (what the real rank spent then beyond the "+
 		"decodes: first reads, decoder set-up, cold caches), and over the run, its workers running at 1/sim_rank_slowdown of a core (per run, \" / \" between runs); "+
-		"cpu_over_work is the same for the whole job: its CPU time "+
+		"decode_cpu_share: the part of the process CPU time the decode workers spent (the rest: reading, planning, exchange, MPI polling "+
+		"while a rank waits; the simulation counts it all as work); cpu_over_work is the same for the whole job: its CPU time "+
 		"over the measured decode time of the trained samples. The waits and misses are the simulator's own; "+
 		"same_batches: the simulated run trained the very batches of the real one (equal batches_hash); "+
 		"diagnostics: sim_measured_* use the costs measured here, sample by sample, scaled the same way, instead of the model's; "+
@@ -541,6 +544,38 @@ func extendValidation(s *Section, real, sim, meas, unscaled []Result, inputs map
 	if len(s.Rows) > 0 {
 		s.Headline += fmt.Sprintf("; diagnostics: on the costs measured here %d of %d, on the model's costs unscaled %d of %d",
 			nm, len(s.Rows), nu, len(s.Rows))
+	}
+}
+
+// decodeShare is the part of the runs' process CPU time (cpu_us) their
+// decode workers spent (decode_cpu_us), over every rank; 0 when the
+// records have none.
+func decodeShare(runs ...[]spmd.StepRecord) float64 {
+	var cpu, dec int64
+	for _, recs := range runs {
+		for _, r := range recs {
+			cpu += r.CPUUS
+			dec += r.DecodeCPUUS
+		}
+	}
+	if cpu <= 0 || dec <= 0 {
+		return 0
+	}
+	return float64(dec) / float64(cpu)
+}
+
+// addColumn adds a column of figures by workload and loader ("-" for a
+// row without one, or 0).
+func addColumn(s *Section, name string, xs map[[2]string]float64) {
+	s.Columns = append(s.Columns, name)
+	for i, row := range s.Rows {
+		w, _ := row[0].(string)
+		loader, _ := row[1].(string)
+		var v any = "-"
+		if x := xs[[2]string{w, loader}]; x > 0 {
+			v = x
+		}
+		s.Rows[i] = append(row, v)
 	}
 }
 

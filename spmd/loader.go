@@ -103,6 +103,10 @@ type Loader struct {
 	// (plan.One when every decode has a core to itself).
 	wallPerCPU int64
 	latency    int64 // measured per-message latency, µs
+	// decodeCPU is the CPU time (µs) the workers spent on finished
+	// tasks, decodeAt its value at the last delivery, for the next
+	// record's DecodeCPUUS.
+	decodeCPU, decodeAt int64
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -277,6 +281,7 @@ func (l *Loader) Next(ctx context.Context) (*Batch, error) {
 	rec.WaitUS = max(rec.DeliverUS-rec.RequestUS, 0)
 	rec.Miss = rec.WaitUS > ToleranceUS
 	rec.Samples, rec.Dropped = len(out.Samples), len(out.Dropped)
+	rec.DecodeCPUUS, l.decodeAt = l.decodeCPU-l.decodeAt, l.decodeCPU
 	delete(l.batches, t)
 	l.sched.Release(t)
 	l.delivered = t

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -77,15 +78,24 @@ func TestEveryLoaderDeliversTheSameGlobalBatches(t *testing.T) {
 				t.Errorf("%s: rank %d step %d: gpu_us %d, compute_us %d, want 2000 and at least that", k, r.Rank, r.Step, r.GPUUS, r.ComputeUS)
 			}
 		}
-		var cpu int64
+		var cpu, dec int64
+		rankCPU := make([]int64, 8)
 		for _, r := range res.Records {
-			if r.CPUUS < 0 {
-				t.Errorf("%s: rank %d step %d: negative cpu_us %d", k, r.Rank, r.Step, r.CPUUS)
+			if r.CPUUS < 0 || r.DecodeCPUUS < 0 {
+				t.Errorf("%s: rank %d step %d: negative cpu_us %d or decode_cpu_us %d", k, r.Rank, r.Step, r.CPUUS, r.DecodeCPUUS)
 			}
 			cpu += r.CPUUS
+			dec += r.DecodeCPUUS
+			rankCPU[r.Rank] += r.CPUUS
 		}
-		if cpu <= 0 {
-			t.Errorf("%s: the records show no CPU time for a run that decoded", k)
+		if cpu <= 0 || dec <= 0 {
+			t.Errorf("%s: the records show no CPU time (%d µs) or no decode CPU time (%d µs) for a run that decoded", k, cpu, dec)
+		}
+		// The ranks are goroutines of this process: each rank's cpu_us
+		// adds up to the process's CPU time, which holds every rank's
+		// decodes (a clock tick of slack per record).
+		if most := slices.Max(rankCPU); dec > most+int64(len(res.Records))*10_000 {
+			t.Errorf("%s: the ranks' decodes took %d µs of CPU, more than the process's %d", k, dec, most)
 		}
 		got := perStep(res.Records)
 		if want == nil {

@@ -33,14 +33,20 @@ type StepRecord struct {
 	// in no record. With ranks as goroutines of one process it is every
 	// rank's. In a simulation: the time the rank's tasks finished since
 	// its previous delivery took on a core of their own.
-	CPUUS    int64 `json:"cpu_us,omitempty"`
-	Miss     bool  `json:"miss"`      // WaitUS > ToleranceUS
-	Samples  int   `json:"samples"`   // delivered
-	Dropped  int   `json:"dropped"`   // failed to decode, left out
-	BytesIn  int64 `json:"bytes_in"`  // compressed bytes received for the batch
-	BytesOut int64 `json:"bytes_out"` // compressed bytes sent away
-	PlanUS   int64 `json:"plan_us"`   // planner time for the batch
-	GatherUS int64 `json:"allgather_us"`
+	CPUUS int64 `json:"cpu_us,omitempty"`
+	// DecodeCPUUS is the part of it the rank's decode workers spent on
+	// the tasks they finished since the previous delivery (their threads'
+	// CPU clocks): CPUUS less it is the rest of the process (reading,
+	// planning, exchange, MPI polling while it waits). In a simulation:
+	// the decode tasks' part of CPUUS, without start-up work.
+	DecodeCPUUS int64 `json:"decode_cpu_us,omitempty"`
+	Miss        bool  `json:"miss"`      // WaitUS > ToleranceUS
+	Samples     int   `json:"samples"`   // delivered
+	Dropped     int   `json:"dropped"`   // failed to decode, left out
+	BytesIn     int64 `json:"bytes_in"`  // compressed bytes received for the batch
+	BytesOut    int64 `json:"bytes_out"` // compressed bytes sent away
+	PlanUS      int64 `json:"plan_us"`   // planner time for the batch
+	GatherUS    int64 `json:"allgather_us"`
 	// What the plan of a planned loader saw and predicted for this rank,
 	// µs from the planning instant: its GPU's deadline for the batch, the
 	// decode work already queued (in its own wall time) and its predicted

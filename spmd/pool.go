@@ -70,6 +70,7 @@ func (l *Loader) worker(ctx context.Context, w int) {
 			return // closing
 		}
 		st.decodeUS += cpu
+		l.decodeCPU += cpu
 		if err == nil && cpu > 0 {
 			// Wall time over CPU time of this rank's decodes: how much
 			// slower than its CPU cost a decode runs here (other ranks or

@@ -194,6 +194,8 @@ type simRank struct {
 	contention int64
 	work       int64 // own-core µs of the tasks it finished
 	workAt     int64 // work at its last delivery
+	decode     int64 // the decode tasks' part of work
+	decodeAt   int64 // decode at its last delivery
 }
 
 // cpuGroup is a set of cores that the workers of some ranks share. A
@@ -576,6 +578,7 @@ func (e *simEngine) next() bool {
 			if t.startup {
 				break
 			}
+			s.decode += t.dur
 			s.sched.Finish(ev.worker, t.Task)
 			s.left[t.Step]--
 			if s.left[t.Step] == 0 {
@@ -821,8 +824,8 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 			mv := rk.moved[t]
 			rec := StepRecord{Step: t, Rank: r, RequestUS: request, ReadyUS: rk.readyAt[t], DeliverUS: at,
 				WaitUS: at - request, ComputeUS: compute, GPUUS: compute, Samples: b, BytesIn: mv[0], BytesOut: mv[1],
-				PlanUS: planTimes[t], Hash: hash, CPUUS: rk.work - rk.workAt}
-			rk.workAt = rk.work
+				PlanUS: planTimes[t], Hash: hash, CPUUS: rk.work - rk.workAt, DecodeCPUUS: rk.decode - rk.decodeAt}
+			rk.workAt, rk.decodeAt = rk.work, rk.decode
 			rec.Miss = rec.WaitUS > ToleranceUS
 			recs[r] = rec
 			delivered[r] = true

@@ -405,12 +405,16 @@ func TestSimStartup(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkTimeline(t, res, []want{{40, 40, 40}, {30, 50, 0}, {40, 60, 0}, {45, 70, 0}}, 80)
-	var cpu []int64
+	var cpu, dec []int64
 	for _, r := range res.Records {
-		cpu = append(cpu, r.CPUUS)
+		cpu, dec = append(cpu, r.CPUUS), append(dec, r.DecodeCPUUS)
 	}
 	if want := []int64{80000, 10000, 0, 0}; !slices.Equal(cpu, want) {
 		t.Errorf("cpu_us per step %v, want %v", cpu, want)
+	}
+	// The decodes' part leaves the start-up work out.
+	if want := []int64{60000, 10000, 0, 0}; !slices.Equal(dec, want) {
+		t.Errorf("decode_cpu_us per step %v, want %v", dec, want)
 	}
 	if res.WorkUS[0] != 90000 {
 		t.Errorf("work %d µs, want 90000", res.WorkUS[0])
