@@ -588,6 +588,14 @@ func TestSimulateAsRun(t *testing.T) {
 		math.Abs(m.GPUWaitS-(runs[0].GPUWaitS+runs[1].GPUWaitS)/2) > 1e-9 {
 		t.Errorf("two runs: mean %+v, runs %+v, machines %+v (%v); want the second slower and their mean", m, runs, ms, err)
 	}
+	// The misses with the CPU times scaled: more CPU, more misses; the
+	// machines are left as they were.
+	before := slices.Clone(ms[1].slowdown)
+	lo, err1 := j.missesScaled(spmd.KindLocal, fixedSource(batches), ms, 0.5)
+	hi, err2 := j.missesScaled(spmd.KindLocal, fixedSource(batches), ms, 3)
+	if err1 != nil || err2 != nil || hi <= lo || hi <= m.MissRate || !slices.Equal(ms[1].slowdown, before) {
+		t.Errorf("misses at 0.5x and 3x the CPU: %v and %v (fitted %v; %v, %v), slowdowns %v then %v", lo, hi, m.MissRate, err1, err2, before, ms[1].slowdown)
+	}
 	// Other processes took half the core during the second run: the
 	// ranks still spend their CPU time, and wait longer for it.
 	j.stats = map[string][]JobStats{"local": {{OthersCores: 0.001}, {OthersCores: 0.5}}}
@@ -660,7 +668,7 @@ func TestDecodeShare(t *testing.T) {
 		t.Errorf("share without decode records %v, want 0", got)
 	}
 	s := &Section{Columns: []string{"workload", "loader"}, Rows: [][]any{{"k", "torch"}, {"k", "helix"}}}
-	addColumn(s, "decode_cpu_share", map[[2]string]float64{{"k", "torch"}: 0.5})
+	addColumn(s, "decode_cpu_share", map[[2]string]any{{"k", "torch"}: 0.5})
 	if s.Columns[2] != "decode_cpu_share" || s.Rows[0][2] != 0.5 || s.Rows[1][2] != "-" {
 		t.Errorf("section %v %v", s.Columns, s.Rows)
 	}

@@ -439,7 +439,7 @@ func validationSection(ctx context.Context, env *SectionEnv) (*Section, error) {
 	}
 	var sim, meas, unscaled, real []Result
 	others := map[[2]string][3]float64{}
-	machines, decodeShares := map[[2]string][]simMachine{}, map[[2]string]float64{}
+	machines, extra := map[[2]string][]simMachine{}, map[string]map[[2]string]any{"decode_cpu_share": {}, "sim_miss_cpu_x0.9_x1.1": {}}
 	runs, simRuns := map[[2]string][]Result{}, map[[2]string][]Result{}
 	for _, j := range jobs {
 		for _, k := range ValidationLoaders {
@@ -463,13 +463,26 @@ func validationSection(ctx context.Context, env *SectionEnv) (*Section, error) {
 			sim, meas, unscaled, real = append(sim, a), append(meas, b), append(unscaled, c), append(real, j.results[i])
 			others[key] = [3]float64{j.othersCores(k), j.cpuOverWorkOf(k), float64(j.allreduceUS())}
 			runs[key], simRuns[key], machines[key] = j.runs[k.String()], as, ms
-			decodeShares[key] = decodeShare(j.records[k.String()]...)
+			if x := decodeShare(j.records[k.String()]...); x > 0 {
+				extra["decode_cpu_share"][key] = x
+			}
+			lo, err := j.missesScaled(k, j.samples.Samples, ms, 0.9)
+			if err != nil {
+				return nil, err
+			}
+			hi, err := j.missesScaled(k, j.samples.Samples, ms, 1.1)
+			if err != nil {
+				return nil, err
+			}
+			extra["sim_miss_cpu_x0.9_x1.1"][key] = fmt.Sprintf("%.3g %.3g", lo, hi)
 		}
 	}
 	s := ValidationSection(sim, real)
 	extendValidation(s, real, sim, meas, unscaled, others)
 	addMachines(s, machines)
-	addColumn(s, "decode_cpu_share", decodeShares)
+	for _, name := range []string{"decode_cpu_share", "sim_miss_cpu_x0.9_x1.1"} {
+		addColumn(s, name, extra[name])
+	}
 	addRealSpread(s, runs, simRuns)
 	s.Note += fmt.Sprintf("; real: mpirun ranks of datahelix run on generated data (%s), oversubscribed on %d cores; "+
 		"sim: each real run simulated as it ran, the simulated figures their mean (sim_*_runs: each), "+
@@ -482,6 +495,8 @@ func validationSection(ctx context.Context, env *SectionEnv) (*Section, error) {
 		"sim_other_threads threads always ready to run (a thread's share of a busy core, all of an idle one) that take the cores "+
 		"they took in the real run (others_cores, the column: the mean over the runs): by its first delivery, through start-up work before its first decode (what the real rank spent then beyond the "+
 		"decodes: first reads, decoder set-up, cold caches), and over the run, its workers running at 1/sim_rank_slowdown of a core (per run, \" / \" between runs); "+
+		"sim_miss_cpu_x0.9_x1.1: the simulated miss rate with every rank's CPU time 0.9x and 1.1x what the real run measured "+
+		"(where it jumps, the real ranks ran near their cores' capacity and the miss rule is sensitive to small errors); "+
 		"decode_cpu_share: the part of the process CPU time the decode workers spent (the rest: reading, planning, exchange, MPI polling "+
 		"while a rank waits; the simulation counts it all as work); cpu_over_work is the same for the whole job: its CPU time "+
 		"over the measured decode time of the trained samples. The waits and misses are the simulator's own; "+
@@ -564,19 +579,45 @@ func decodeShare(runs ...[]spmd.StepRecord) float64 {
 	return float64(dec) / float64(cpu)
 }
 
-// addColumn adds a column of figures by workload and loader ("-" for a
-// row without one, or 0).
-func addColumn(s *Section, name string, xs map[[2]string]float64) {
+// addColumn adds a column of values by workload and loader ("-" for a
+// row without one).
+func addColumn(s *Section, name string, xs map[[2]string]any) {
 	s.Columns = append(s.Columns, name)
 	for i, row := range s.Rows {
 		w, _ := row[0].(string)
 		loader, _ := row[1].(string)
-		var v any = "-"
-		if x := xs[[2]string{w, loader}]; x > 0 {
-			v = x
+		v, ok := xs[[2]string{w, loader}]
+		if !ok {
+			v = "-"
 		}
 		s.Rows[i] = append(row, v)
 	}
+}
+
+// missesScaled is the mean miss rate of loader k's simulations on the
+// machines ms (one per real run) with every rank's CPU time scaled by f:
+// how far the simulated misses move for an error of the fitted CPU.
+func (j *realJob) missesScaled(k spmd.Kind, src sampleSource, ms []simMachine, f float64) (float64, error) {
+	var sum float64
+	for _, m := range ms {
+		m.slowdown = slices.Clone(m.slowdown)
+		if m.slowdown == nil {
+			m.slowdown = slices.Repeat([]float64{1}, j.ranks)
+		}
+		for r := range m.slowdown {
+			m.slowdown[r] *= f
+		}
+		m.start = slices.Clone(m.start)
+		for r := range m.start {
+			m.start[r] = int64(float64(m.start[r]) * f)
+		}
+		res, _, err := j.simulate(k, src, m)
+		if err != nil {
+			return 0, err
+		}
+		sum += res.MissRate
+	}
+	return sum / float64(max(len(ms), 1)), nil
 }
 
 // addMachines adds the columns of each row's per-rank slowdowns and
