@@ -61,6 +61,12 @@ type simMachine struct {
 	others float64
 }
 
+// clone is a copy of m that shares no slice with it.
+func (m simMachine) clone() simMachine {
+	m.slowdown, m.start = slices.Clone(m.slowdown), slices.Clone(m.start)
+	return m
+}
+
 // simulate runs the job's setup through the simulator with loader k on
 // src: the same samples in the same steps (DatasetSamples, the runtime's
 // reader order), the same GPU model as the real run's flags, W workers
@@ -100,10 +106,10 @@ func (j *realJob) simulate(k spmd.Kind, src sampleSource, m simMachine) (Result,
 // moves work, depend on what the ranks do, so the others' threads, the
 // slowdowns and the start-up works are refined a few times against what
 // the simulation then gives, and the closest is kept (asRunError). Where
-// the run did not record its CPU time per rank, every rank takes the jobs' factor, uniform (what the
-// machine's CPU time says over the measured costs; model scales the
-// model's costs to those), with the others standing for the cores they
-// left, and no start-up work.
+// the run did not record its CPU time per rank, every rank takes the
+// jobs' factor, uniform (what the machine's CPU time says over the
+// measured costs; model scales the model's costs to those), with the
+// others standing for the cores they left, and no start-up work.
 func (j *realJob) simulateAsRun(k spmd.Kind, src sampleSource, model bool, rep int) (Result, simMachine, error) {
 	var recs []spmd.StepRecord
 	if runs := j.records[k.String()]; rep < len(runs) {
@@ -138,17 +144,12 @@ func (j *realJob) simulateAsRun(k spmd.Kind, src sampleSource, model bool, rep i
 		if err != nil {
 			return Result{}, m, err
 		}
-		sim0 := make([]int64, j.ranks)
-		for _, rec := range sim.Records {
-			if rec.Step == 0 && rec.Rank < j.ranks {
-				sim0[rec.Rank] = rec.CPUUS
-			}
-		}
+		_, sim0 := cpuByRank(sim.Records, j.ranks)
 		got := float64(sim.OthersUS) / float64(max(sim.WallUS, 1))
 		// The later of equally close rounds: the more refined.
 		if e := asRunError(cpu, first, sim.WorkUS, sim0, (got-used)/float64(j.cores)); e <= bestErr {
 			best, bestErr = res, e
-			bestM = simMachine{slices.Clone(m.slowdown), slices.Clone(m.start), m.allreduceUS, m.others}
+			bestM = m.clone()
 		}
 		for r := range m.slowdown {
 			// The decode work ran at slowdown[r]: scale it to the real
@@ -216,10 +217,21 @@ func (j *realJob) simulateAsRuns(k spmd.Kind, src sampleSource, model bool) (Res
 // rounds is within 5 % of the real CPU time.
 const simulateAsRunRounds = 10
 
-// rankCPU is, per rank of a run's records, the CPU time (µs) it recorded
-// over the run and up to its first delivery (step 0), nil when a rank
-// recorded none.
+// rankCPU is cpuByRank of a real run's records, nil when a rank recorded
+// no CPU time.
 func rankCPU(recs []spmd.StepRecord, ranks int) (total, first []int64) {
+	total, first = cpuByRank(recs, ranks)
+	for _, c := range total {
+		if c <= 0 {
+			return nil, nil
+		}
+	}
+	return total, first
+}
+
+// cpuByRank is, per rank of the records, the CPU time (µs) they show over
+// the run and up to its first delivery (step 0).
+func cpuByRank(recs []spmd.StepRecord, ranks int) (total, first []int64) {
 	total, first = make([]int64, ranks), make([]int64, ranks)
 	for _, r := range recs {
 		if r.Rank >= 0 && r.Rank < ranks {
@@ -227,11 +239,6 @@ func rankCPU(recs []spmd.StepRecord, ranks int) (total, first []int64) {
 			if r.Step == 0 {
 				first[r.Rank] = r.CPUUS
 			}
-		}
-	}
-	for _, c := range total {
-		if c <= 0 {
-			return nil, nil
 		}
 	}
 	return total, first
@@ -439,7 +446,7 @@ func validationSection(ctx context.Context, env *SectionEnv) (*Section, error) {
 	}
 	var sim, meas, unscaled, real []Result
 	others := map[[2]string][3]float64{}
-	machines, extra := map[[2]string][]simMachine{}, map[string]map[[2]string]any{"decode_cpu_share": {}, "sim_miss_cpu_x0.9_x1.1": {}}
+	machines, decodeShares, missRange := map[[2]string][]simMachine{}, map[[2]string]any{}, map[[2]string]any{}
 	runs, simRuns := map[[2]string][]Result{}, map[[2]string][]Result{}
 	for _, j := range jobs {
 		for _, k := range ValidationLoaders {
@@ -456,15 +463,16 @@ func validationSection(ctx context.Context, env *SectionEnv) (*Section, error) {
 			if err != nil {
 				return nil, err
 			}
-			c, _, err := j.simulate(k, j.samples.Samples, simMachine{allreduceUS: j.allreduceUS()})
+			allreduce := j.allreduceUS()
+			c, _, err := j.simulate(k, j.samples.Samples, simMachine{allreduceUS: allreduce})
 			if err != nil {
 				return nil, err
 			}
 			sim, meas, unscaled, real = append(sim, a), append(meas, b), append(unscaled, c), append(real, j.results[i])
-			others[key] = [3]float64{j.othersCores(k), j.cpuOverWorkOf(k), float64(j.allreduceUS())}
+			others[key] = [3]float64{j.othersCores(k), j.cpuOverWorkOf(k), float64(allreduce)}
 			runs[key], simRuns[key], machines[key] = j.runs[k.String()], as, ms
 			if x := decodeShare(j.records[k.String()]...); x > 0 {
-				extra["decode_cpu_share"][key] = x
+				decodeShares[key] = x
 			}
 			lo, err := j.missesScaled(k, j.samples.Samples, ms, 0.9)
 			if err != nil {
@@ -474,15 +482,14 @@ func validationSection(ctx context.Context, env *SectionEnv) (*Section, error) {
 			if err != nil {
 				return nil, err
 			}
-			extra["sim_miss_cpu_x0.9_x1.1"][key] = fmt.Sprintf("%.3g %.3g", lo, hi)
+			missRange[key] = fmt.Sprintf("%.3g %.3g", lo, hi)
 		}
 	}
 	s := ValidationSection(sim, real)
 	extendValidation(s, real, sim, meas, unscaled, others)
 	addMachines(s, machines)
-	for _, name := range []string{"decode_cpu_share", "sim_miss_cpu_x0.9_x1.1"} {
-		addColumn(s, name, extra[name])
-	}
+	addColumn(s, "decode_cpu_share", decodeShares)
+	addColumn(s, "sim_miss_cpu_x0.9_x1.1", missRange)
 	addRealSpread(s, runs, simRuns)
 	s.Note += fmt.Sprintf("; real: mpirun ranks of datahelix run on generated data (%s), oversubscribed on %d cores; "+
 		"sim: each real run simulated as it ran, the simulated figures their mean (sim_*_runs: each), "+
@@ -584,14 +591,20 @@ func decodeShare(runs ...[]spmd.StepRecord) float64 {
 func addColumn(s *Section, name string, xs map[[2]string]any) {
 	s.Columns = append(s.Columns, name)
 	for i, row := range s.Rows {
-		w, _ := row[0].(string)
-		loader, _ := row[1].(string)
-		v, ok := xs[[2]string{w, loader}]
+		v, ok := xs[rowKey(row)]
 		if !ok {
 			v = "-"
 		}
 		s.Rows[i] = append(row, v)
 	}
+}
+
+// rowKey is a validation row's workload and loader, its first two
+// columns.
+func rowKey(row []any) [2]string {
+	w, _ := row[0].(string)
+	loader, _ := row[1].(string)
+	return [2]string{w, loader}
 }
 
 // missesScaled is the mean miss rate of loader k's simulations on the
@@ -600,14 +613,13 @@ func addColumn(s *Section, name string, xs map[[2]string]any) {
 func (j *realJob) missesScaled(k spmd.Kind, src sampleSource, ms []simMachine, f float64) (float64, error) {
 	var sum float64
 	for _, m := range ms {
-		m.slowdown = slices.Clone(m.slowdown)
+		m = m.clone()
 		if m.slowdown == nil {
 			m.slowdown = slices.Repeat([]float64{1}, j.ranks)
 		}
 		for r := range m.slowdown {
 			m.slowdown[r] *= f
 		}
-		m.start = slices.Clone(m.start)
 		for r := range m.start {
 			m.start[r] = int64(float64(m.start[r]) * f)
 		}
@@ -624,24 +636,22 @@ func (j *realJob) missesScaled(k spmd.Kind, src sampleSource, ms []simMachine, f
 // other processes' threads, by workload and loader, one entry per real
 // run simulated (separated by " / ").
 func addMachines(s *Section, ms map[[2]string][]simMachine) {
-	s.Columns = append(s.Columns, "sim_rank_slowdown", "sim_other_threads")
-	for i, row := range s.Rows {
-		name, _ := row[0].(string)
-		loader, _ := row[1].(string)
-		var sds, others []string
-		for _, m := range ms[[2]string{name, loader}] {
+	sds, others := map[[2]string]any{}, map[[2]string]any{}
+	for key, runs := range ms {
+		var sd, ot []string
+		for _, m := range runs {
 			xs := make([]string, len(m.slowdown))
 			for r, x := range m.slowdown {
 				xs[r] = fmt.Sprintf("%.2f", x)
 			}
-			sds, others = append(sds, strings.Join(xs, " ")), append(others, fmt.Sprintf("%.2f", m.others))
+			sd, ot = append(sd, strings.Join(xs, " ")), append(ot, fmt.Sprintf("%.2f", m.others))
 		}
-		if len(sds) == 0 {
-			s.Rows[i] = append(row, "-", "-")
-			continue
+		if len(runs) > 0 {
+			sds[key], others[key] = strings.Join(sd, " / "), strings.Join(ot, " / ")
 		}
-		s.Rows[i] = append(row, strings.Join(sds, " / "), strings.Join(others, " / "))
 	}
+	addColumn(s, "sim_rank_slowdown", sds)
+	addColumn(s, "sim_other_threads", others)
 }
 
 // addRealSpread adds each real run's wait fraction and miss rate (the
@@ -653,9 +663,7 @@ func addRealSpread(s *Section, runs, sims map[[2]string][]Result) {
 	s.Columns = append(s.Columns, "real_wait_runs", "real_miss_runs", "real_wait_spread", "sim_wait_runs", "sim_miss_runs")
 	worst, n := 0.0, 0
 	for i, row := range s.Rows {
-		name, _ := row[0].(string)
-		loader, _ := row[1].(string)
-		key := [2]string{name, loader}
+		key := rowKey(row)
 		rs := runs[key]
 		if len(rs) == 0 {
 			s.Rows[i] = append(row, "-", "-", "-", "-", "-")
