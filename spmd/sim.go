@@ -81,12 +81,12 @@ type CPUShare struct {
 	Cores []int // per group: how many cores it has
 	// Others is how many threads of other processes compete for the
 	// cores, in OtherUnit units (OtherUnit/2 weighs half a thread: it
-	// runs at half the level a thread runs at). They are not pinned: as a fair scheduler
-	// balancing its run queues would, they take the idle cores first,
-	// and every thread runs at the same share of a core, except the
-	// workers of a group whose cores cannot give them that share, which
-	// divide those cores (max-min fair sharing, at most a core a
-	// thread).
+	// runs at half the level a thread runs at). They are not pinned: as
+	// a fair scheduler balancing its run queues would, they take the
+	// idle cores first, and every thread runs at the same share of a
+	// core, except the workers of a group whose cores cannot give them
+	// that share, which divide those cores (max-min fair sharing, at
+	// most a core a thread).
 	Others int64
 }
 
@@ -229,6 +229,8 @@ type otherThreads struct {
 	// num/den is each thread's share of a core now; last is when cpu,
 	// their core time in µs times OtherUnit, was brought up to date.
 	num, den, last, cpu int64
+	// before holds the groups' rates while reshare changes them.
+	before [][2]int64
 }
 
 // update brings the other threads' core time up to now.
@@ -438,16 +440,16 @@ func (e *simEngine) reshare(g *cpuGroup) {
 		e.retime(g)
 		return
 	}
-	type rate struct{ num, den int64 }
-	before := make([]rate, len(e.others.groups))
-	for i, h := range e.others.groups {
-		before[i] = rate{h.num, h.den}
+	o := e.others
+	o.before = o.before[:0]
+	for _, h := range o.groups {
+		o.before = append(o.before, [2]int64{h.num, h.den})
 	}
-	e.others.share()
-	for i, h := range e.others.groups {
+	o.share()
+	for i, h := range o.groups {
 		// Only g's tasks and those of groups whose rate changed need new
 		// completion times.
-		if h == g || h.num*before[i].den != before[i].num*h.den {
+		if was := o.before[i]; h == g || h.num*was[1] != was[0]*h.den {
 			e.retime(h)
 		}
 	}
