@@ -295,8 +295,12 @@ func (l *Loader) exchange(ctx context.Context, s int64, own []*slotState, in *pl
 	t0 := time.Now()
 	reqs := make([]*collective.Request, 0, len(sends)+len(recvs))
 	bufs := make([][]byte, len(recvs))
+	l.mu.Lock()
 	for i, mv := range recvs {
-		bufs[i] = make([]byte, mv.Bytes)
+		bufs[i] = l.rx.get(mv.Bytes)
+	}
+	l.mu.Unlock()
+	for i, mv := range recvs {
 		r, err := l.comm.Irecv(bufs[i], mv.Src, tag)
 		if err != nil {
 			return nil, fmt.Errorf("step %d: receive from rank %d: %w", s, mv.Src, err)
@@ -338,14 +342,20 @@ func (l *Loader) exchange(ctx context.Context, s int64, own []*slotState, in *pl
 	}
 	elapsed := time.Since(t0)
 	for i, mv := range recvs {
+		// A pooled buffer holds an earlier message's bytes: a shorter
+		// message must not leave them to be unpacked.
+		if n := reqs[i].Len(); int64(n) != mv.Bytes {
+			return nil, fmt.Errorf("step %d: message from rank %d is %d bytes, the plan says %d", s, mv.Src, n, mv.Bytes)
+		}
 		rest := bufs[i]
+		rx := &rxBuf{data: bufs[i], users: len(mv.Samples)}
 		for _, k := range mv.Samples {
 			smp, r, err := readWire(rest)
 			if err != nil {
 				return nil, fmt.Errorf("step %d: message from rank %d: %w", s, mv.Src, err)
 			}
 			rest = r
-			st := &slotState{sample: smp, partsLeft: 1}
+			st := &slotState{sample: smp, partsLeft: 1, rx: rx}
 			st.item = Item{ID: in.Samples[k].ID, Owner: mv.Src, Bytes: in.Samples[k].Bytes}
 			l.describe(st, max(in.Samples[k].Cost, 1)) // the owner's estimate, as planned
 			got[k] = st

@@ -38,6 +38,7 @@ func MeasureExchange(comm collective.Comm, samples []*decode.Sample, rounds int)
 	ack := make([]byte, 1)
 	recvBuf := make([]byte, size)
 	sendBuf := make([]byte, 0, size) // reused, as the loader reuses its send buffers
+	pool := newRxPool(rxPoolLimit)
 	// one moves one message from rank 0 to rank 1 and back an ack.
 	one := func(pack bool, packed []byte) error {
 		var reqs []*collective.Request
@@ -62,9 +63,10 @@ func MeasureExchange(comm collective.Comm, samples []*decode.Sample, rounds int)
 		case 1:
 			buf := recvBuf
 			if pack {
-				// The loader receives into a fresh buffer: the samples
-				// unpacked from it alias it until they are decoded.
-				buf = make([]byte, size)
+				// The loader receives into a buffer of its pool, given
+				// back once the samples unpacked from it, which alias
+				// it, are decoded.
+				buf = pool.get(size)
 			}
 			r, err := comm.Irecv(buf, 0, 7)
 			if err != nil {
@@ -74,11 +76,16 @@ func MeasureExchange(comm collective.Comm, samples []*decode.Sample, rounds int)
 				return err
 			}
 			if pack {
+				if r.Len() != len(buf) {
+					return fmt.Errorf("spmd: exchange measurement: received %d bytes, want %d", r.Len(), len(buf))
+				}
+				rx := &rxBuf{data: buf, users: len(samples)}
 				rest := buf
 				for range samples {
 					if _, rest, err = readWire(rest); err != nil {
 						return err
 					}
+					rx.release(pool)
 				}
 			}
 			a, err := comm.Isend(ack, 0, 8)

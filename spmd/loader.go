@@ -95,6 +95,7 @@ type Loader struct {
 	fatal     error // first error of the control loop or a worker
 	closed    bool
 	held      int64              // compressed bytes read and not yet decoded or sent
+	rx        *rxPool            // received messages' buffers, reused once decoded
 	snaps     map[int64]snapshot // reader state before reading each step in flight
 	dropped   map[string]bool    // samples already logged as dropped
 	records   []StepRecord       // one per delivered step
@@ -139,7 +140,8 @@ type slotState struct {
 	err       error
 	partsLeft int
 	decodeUS  int64
-	bytes     int64 // compressed bytes held for it
+	bytes     int64  // compressed bytes held for it
+	rx        *rxBuf // the received message its bytes alias, if any
 }
 
 // NewLoader starts the loader of one rank. Every rank of comm must call it
@@ -175,6 +177,7 @@ func NewLoader(ctx context.Context, comm collective.Comm, ds *decode.Dataset, cf
 		batches: map[int64]*batchState{},
 		snaps:   map[int64]snapshot{},
 		dropped: map[string]bool{},
+		rx:      newRxPool(min(cfg.CompressedBudget/4, rxPoolLimit)),
 		// Until measured: 1 GB/s and 50 µs, a conservative intra-node guess.
 		bandwidth:  1000 * plan.One,
 		latency:    50,

@@ -118,9 +118,18 @@ func TestEveryLoaderDeliversTheSameGlobalBatches(t *testing.T) {
 // test if a rank fails or the run takes over 2 minutes.
 func eachBatch(t *testing.T, n int, data string, cfg Config, each func(rank int, b *Batch) error) {
 	t.Helper()
+	runLoaders(t, n, data, cfg, each, nil)
+}
+
+// runLoaders is eachBatch, calling end(rank, loader) (when not nil) after
+// each rank's last batch, before its loader closes. A failed rank aborts
+// the in-process job, as the launcher does, so that the others, blocked
+// in a collective with it, fail too instead of hanging the test.
+func runLoaders(t *testing.T, n int, data string, cfg Config, each func(rank int, b *Batch) error, end func(rank int, l *Loader)) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	comms := collective.NewLocal(n)
+	comms := collective.NewLocal(n, collective.WithAbortHook(func(rank, code int, msg string) {}))
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for r := range comms {
@@ -140,6 +149,9 @@ func eachBatch(t *testing.T, n int, data string, cfg Config, each func(rank int,
 				for {
 					b, err := l.Next(ctx)
 					if errors.Is(err, io.EOF) {
+						if end != nil {
+							end(r, l)
+						}
 						return nil
 					}
 					if err != nil {
@@ -150,6 +162,9 @@ func eachBatch(t *testing.T, n int, data string, cfg Config, each func(rank int,
 					}
 				}
 			}()
+			if errs[r] != nil && !collective.IsAllRanks(errs[r]) {
+				comms[r].Abort(1, errs[r].Error())
+			}
 		}()
 	}
 	wg.Wait()

@@ -148,6 +148,10 @@ func (l *Loader) sampleDone(step int64, st *slotState) {
 	}
 	l.held -= st.bytes
 	st.sample = &decode.Sample{Shard: st.sample.Shard, Key: st.sample.Key} // let the bytes go
+	if st.rx != nil {
+		st.rx.release(l.rx)
+		st.rx = nil
+	}
 }
 
 // captionOf joins a clip's caption members, in member order.
