@@ -62,7 +62,8 @@
 // run by the same provisioning rule. Each real run is simulated as it
 // ran, with what it measured of the machine besides its waits and
 // misses: the cores its ranks were pinned to, the CPU time each rank
-// spent, the gradient allreduce it took, and other processes' threads
+// spent (its whole process's by its first delivery, its decode workers'
+// after it), the gradient allreduce it took, and other processes' threads
 // (spmd.CPUShare.Others) taking the cores they took; the simulated
 // figure is the mean over the runs, as the real one is.
 package bench

@@ -348,13 +348,16 @@ func TestExtendValidation(t *testing.T) {
 	meas := []Result{r("torch", 0.22, 0.25, "a"), r("helix", 0.30, 0.05, "b")}
 	avail := []Result{r("torch", 0.21, 0.31, "a"), r("helix", 0.11, 0.06, "b")}
 	s := ValidationSection(sim, real)
-	extendValidation(s, real, sim, meas, avail, map[[2]string][3]float64{{"k", "torch"}: {0.5, 1.3, 12000}, {"k", "helix"}: {-1, 0, 9000}})
+	extendValidation(s, real, sim, map[[2]string][3]float64{{"k", "torch"}: {0.5, 1.3, 12000}, {"k", "helix"}: {-1, 0, 9000}},
+		validationDiagnostic{"measured", "on the costs measured here", meas},
+		validationDiagnostic{"unscaled", "on the model's costs unscaled", avail},
+		validationDiagnostic{"process", "fitted to the whole process's CPU time", avail[:1]})
 	if len(s.Rows) != 2 {
 		t.Fatalf("%d rows", len(s.Rows))
 	}
 	want := [][]any{
-		{false, true, 0.5, 1.3, int64(12000), 0.22, 0.25, true, 0.21, 0.31, true},
-		{true, false, "-", "-", int64(9000), 0.30, 0.05, false, 0.11, 0.06, true},
+		{false, true, 0.5, 1.3, int64(12000), 0.22, 0.25, true, 0.21, 0.31, true, 0.21, 0.31, true},
+		{true, false, "-", "-", int64(9000), 0.30, 0.05, false, 0.11, 0.06, true, "-", "-", "-"},
 	}
 	for i, row := range s.Rows {
 		if len(row) != len(s.Columns) {
@@ -367,7 +370,8 @@ func TestExtendValidation(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(s.Headline, "1 of 2 simulated runs agree") || !strings.Contains(s.Headline, "measured here 1 of 2") || !strings.Contains(s.Headline, "model's costs unscaled 2 of 2") {
+	if !strings.Contains(s.Headline, "1 of 2 simulated runs agree") || !strings.Contains(s.Headline, "measured here 1 of 2") || !strings.Contains(s.Headline, "model's costs unscaled 2 of 2") ||
+		!strings.Contains(s.Headline, "whole process's CPU time 1 of 2") {
 		t.Errorf("headline %q", s.Headline)
 	}
 }
@@ -606,6 +610,23 @@ func TestSimulateAsRun(t *testing.T) {
 	if shared, _, err := j.simulateAsRun(spmd.KindLocal, fixedSource(batches), false, 1); err != nil || shared.GPUWaitS <= runs[1].GPUWaitS {
 		t.Errorf("with others: wait %v s, without %v s (%v); want longer", shared.GPUWaitS, runs[1].GPUWaitS, err)
 	}
+	// Records with the decode workers' CPU time: fitted to the process's
+	// by the first delivery and the workers' after it; processCPU fits
+	// to the process's throughout.
+	j.stats = nil
+	dec := cpuRecords(steps, total2, first2)
+	for i := range dec {
+		if dec[i].Step > 0 {
+			dec[i].DecodeCPUUS = dec[i].CPUUS / 2
+		}
+	}
+	j.records["local"] = [][]spmd.StepRecord{dec}
+	half := []int64{first2[0] + (total2[0]-first2[0])/2, first2[1] + (total2[1]-first2[1])/2}
+	checkAsRun(t, j, spmd.KindLocal, fixedSource(batches), 0, half, first2)
+	j.processCPU = true
+	checkAsRun(t, j, spmd.KindLocal, fixedSource(batches), 0, total2, first2)
+	j.processCPU = false
+	j.records["local"] = [][]spmd.StepRecord{cpuRecords(steps, total, first), cpuRecords(steps, total2, first2)}
 	// A rank without CPU records: every rank takes the job's factor
 	// (no stats: 1) and no start-up work.
 	j.stats = nil
@@ -616,6 +637,35 @@ func TestSimulateAsRun(t *testing.T) {
 	}
 	if _, m, err := j.simulateAsRun(spmd.KindLocal, fixedSource(batches), false, 0); err != nil || !slices.Equal(m.slowdown, []float64{1, 1}) || m.start != nil {
 		t.Errorf("without per-rank CPU: slowdowns %v, start-up %v (%v), want [1 1] and none", m.slowdown, m.start, err)
+	}
+}
+
+// TestCPUByRank: a rank's CPU time is its process's by its first
+// delivery and its decode workers' after it, or its process's throughout
+// when asked or when no record has a decode time.
+func TestCPUByRank(t *testing.T) {
+	rec := func(step int64, rank int, cpu, dec int64) spmd.StepRecord {
+		return spmd.StepRecord{Step: step, Rank: rank, CPUUS: cpu, DecodeCPUUS: dec}
+	}
+	withDecode := []spmd.StepRecord{rec(0, 0, 100, 40), rec(0, 1, 50, 0), rec(1, 0, 30, 20), rec(1, 1, 25, 0), rec(2, 1, 70, 60), rec(2, 7, 1000, 1000)}
+	noDecode := []spmd.StepRecord{rec(0, 0, 100, 0), rec(1, 0, 30, 0), rec(1, 1, 25, 0)}
+	for _, c := range []struct {
+		name               string
+		recs               []spmd.StepRecord
+		process            bool
+		wantTotal, wantOne []int64
+	}{
+		{"decode", withDecode, false, []int64{120, 110}, []int64{100, 50}},
+		{"process", withDecode, true, []int64{130, 145}, []int64{100, 50}},
+		{"no decode times", noDecode, false, []int64{130, 25}, []int64{100, 0}},
+	} {
+		total, first := cpuByRank(c.recs, 2, c.process)
+		if !slices.Equal(total, c.wantTotal) || !slices.Equal(first, c.wantOne) {
+			t.Errorf("%s: total %v, first %v; want %v, %v", c.name, total, first, c.wantTotal, c.wantOne)
+		}
+	}
+	if total, _ := rankCPU(noDecode[:2], 2, false); total != nil {
+		t.Errorf("a rank without records: %v, want nil", total)
 	}
 }
 
