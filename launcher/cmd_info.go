@@ -13,7 +13,7 @@ import (
 func init() {
 	register(command{
 		name:    "info",
-		summary: "print where every rank runs and the allgather latency (smoke test of the MPI job)",
+		summary: "print where every rank runs (host, local rank, CPU set) and the allgather latency (smoke test of the MPI job)",
 		run:     runInfo,
 	})
 }
@@ -35,7 +35,23 @@ func runInfo(ctx context.Context, stdout, stderr io.Writer, args []string) error
 	}
 	return runWorld(ctx, wf, stdout, stderr, func(ctx context.Context, c collective.Comm, out io.Writer) error {
 		in := c.Info()
-		fmt.Fprintf(out, "rank %d/%d local %d host %s mpi %q\n", c.Rank(), c.Size(), in.LocalRank, in.Host, in.Library)
+		cpus, err := currentCPUs()
+		if err != nil {
+			cpus = "unknown"
+		}
+		// Rank 0 prints every rank's line, in rank order.
+		line := fmt.Sprintf("rank %d/%d local %d host %s cpus %s mpi %q\n", c.Rank(), c.Size(), in.LocalRank, in.Host, cpus, in.Library)
+		lines, err := c.AllgatherVar([]byte(line))
+		if err != nil {
+			return err
+		}
+		if c.Rank() == 0 {
+			for _, l := range lines {
+				if _, err := out.Write(l); err != nil {
+					return err
+				}
+			}
+		}
 		lat, err := allgatherLatency(c, *bytes, *rounds)
 		if err != nil {
 			return err

@@ -1,35 +1,49 @@
 package main
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestDetectLaunch(t *testing.T) {
+	none := launchEnv{Rank: -1, Size: -1, LocalRank: -1, LocalSize: -1}
 	tests := []struct {
 		name string
 		env  map[string]string
 		want launchEnv
 	}{
-		{"none", map[string]string{}, launchEnv{"", -1, -1, -1, -1}},
+		{"none", map[string]string{}, none},
 		{"openmpi", map[string]string{
 			"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "8",
 			"OMPI_COMM_WORLD_LOCAL_RANK": "1", "OMPI_COMM_WORLD_LOCAL_SIZE": "2",
 			"SLURM_PROCID": "0", "SLURM_STEP_ID": "4",
-		}, launchEnv{"openmpi", 3, 8, 1, 2}},
+		}, launchEnv{"openmpi", 3, 8, 1, 2, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}},
 		{"mpich hydra", map[string]string{
 			"PMI_RANK": "5", "PMI_SIZE": "6", "MPI_LOCALRANKID": "2", "MPI_LOCALNRANKS": "3",
-		}, launchEnv{"mpich", 5, 6, 2, 3}},
-		{"pmix under srun", map[string]string{
+		}, launchEnv{"mpich", 5, 6, 2, 3, "PMI_RANK", "PMI_SIZE"}},
+		{"pmix, no slurm step", map[string]string{
+			"PMIX_RANK": "7", "SLURM_LOCALID": "3", "SLURM_NTASKS": "8",
+		}, launchEnv{"pmix", 7, -1, -1, -1, "PMIX_RANK", ""}},
+		{"pmix under srun: the step gives size and local rank", map[string]string{
 			"PMIX_RANK": "7", "SLURM_LOCALID": "3", "SLURM_PROCID": "7", "SLURM_STEP_ID": "0",
-		}, launchEnv{"pmix", 7, -1, 3, -1}},
-		{"slurm", map[string]string{
+			"SLURM_STEP_NUM_TASKS": "8", "SLURM_NTASKS": "16",
+			"SLURM_STEP_TASKS_PER_NODE": "4(x2)", "SLURM_NODEID": "1",
+		}, launchEnv{"pmix", 7, 8, 3, 4, "PMIX_RANK", "SLURM_STEP_NUM_TASKS"}},
+		{"slurm, job counts only", map[string]string{
 			"SLURM_PROCID": "9", "SLURM_NTASKS": "16", "SLURM_LOCALID": "1",
 			"SLURM_NTASKS_PER_NODE": "4", "SLURM_STEP_ID": "0",
-		}, launchEnv{"slurm", 9, 16, 1, 4}},
+		}, launchEnv{"slurm", 9, 16, 1, 4, "SLURM_PROCID", "SLURM_NTASKS"}},
+		{"slurm step counts win over the job's", map[string]string{
+			"SLURM_PROCID": "2", "SLURM_STEP_ID": "1", "SLURM_LOCALID": "0",
+			"SLURM_NTASKS": "16", "SLURM_NTASKS_PER_NODE": "8",
+			"SLURM_STEP_NUM_TASKS": "3", "SLURM_STEP_TASKS_PER_NODE": "2,1", "SLURM_NODEID": "1",
+		}, launchEnv{"slurm", 2, 3, 0, 1, "SLURM_PROCID", "SLURM_STEP_NUM_TASKS"}},
 		{"slurm batch script, no step: not a rank", map[string]string{
 			"SLURM_PROCID": "0", "SLURM_NTASKS": "16",
-		}, launchEnv{"", -1, -1, -1, -1}},
+		}, none},
 		{"garbage numbers", map[string]string{
 			"OMPI_COMM_WORLD_RANK": "x", "OMPI_COMM_WORLD_SIZE": "-4",
-		}, launchEnv{"openmpi", -1, -1, -1, -1}},
+		}, launchEnv{Launcher: "openmpi", Rank: -1, Size: -1, LocalRank: -1, LocalSize: -1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -38,5 +52,90 @@ func TestDetectLaunch(t *testing.T) {
 				t.Errorf("got %+v, want %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestTasksOnNode(t *testing.T) {
+	tests := []struct {
+		spec string
+		node int
+		want int
+	}{
+		{"4", 0, 4},
+		{"4", 1, -1},
+		{"4(x2)", 1, 4},
+		{"4(x2)", 2, -1},
+		{"2(x3),1", 0, 2},
+		{"2(x3),1", 2, 2},
+		{"2(x3),1", 3, 1},
+		{"3,2(x2),5", 3, 5},
+		{"", 0, -1},
+		{"4", -1, -1},
+		{"x", 0, -1},
+		{"2(x0)", 0, -1},
+		{"2(x3", 0, -1},
+		{"-1", 0, -1},
+	}
+	for _, tt := range tests {
+		if got := tasksOnNode(tt.spec, tt.node); got != tt.want {
+			t.Errorf("tasksOnNode(%q, %d): got %d, want %d", tt.spec, tt.node, got, tt.want)
+		}
+	}
+}
+
+func TestCheckWorld(t *testing.T) {
+	const (
+		ompi  = "Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4"
+		mpich = "MPICH Version: 4.0.2\nMPICH Release date: Thu Apr  7 12:34:45 CDT 2022"
+	)
+	slurm := launchEnv{"slurm", 2, 4, 2, 4, "SLURM_PROCID", "SLURM_NTASKS"}
+	tests := []struct {
+		name       string
+		env        launchEnv
+		rank, size int
+		lib        string
+		want       string // substring of the error; "" for no error
+	}{
+		{"no launcher", launchEnv{Rank: -1, Size: -1, LocalRank: -1, LocalSize: -1}, 0, 1, ompi, ""},
+		{"slurm agrees", slurm, 2, 4, ompi, ""},
+		{"srun without --mpi=pmix: a singleton", slurm, 0, 1, ompi,
+			"Slurm started 4 tasks (SLURM_NTASKS) but MPI sees a 1-rank world: launch with srun --mpi=pmix (see README)"},
+		{"slurm rank differs", slurm, 1, 4, ompi, "Slurm made this process task 2 (SLURM_PROCID) but MPI made it rank 1 of 4"},
+		{"size unknown, rank agrees", launchEnv{"pmix", 3, -1, -1, -1, "PMIX_RANK", ""}, 3, 8, ompi, ""},
+		{"rank unknown, size agrees", launchEnv{"openmpi", -1, 2, -1, -1, "", "OMPI_COMM_WORLD_SIZE"}, 1, 2, ompi, ""},
+		{"mpich binary under Open MPI's mpirun", launchEnv{"openmpi", 1, 2, 1, 2, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}, 0, 1, mpich,
+			"Open MPI's mpirun started 2 ranks (OMPI_COMM_WORLD_SIZE) but MPI sees a 1-rank world: this binary uses MPICH Version: 4.0.2: "},
+		{"open mpi binary under hydra", launchEnv{"mpich", 1, 2, 1, 2, "PMI_RANK", "PMI_SIZE"}, 0, 1, ompi,
+			"MPICH's mpiexec started 2 ranks (PMI_SIZE) but MPI sees a 1-rank world: this binary uses Open MPI v4.1.4: "},
+		{"pmix size from slurm", launchEnv{"pmix", 5, 8, 1, 4, "PMIX_RANK", "SLURM_STEP_NUM_TASKS"}, 0, 1, ompi,
+			"PMIx started 8 ranks (SLURM_STEP_NUM_TASKS) but MPI sees a 1-rank world"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.env.checkWorld(tt.rank, tt.size, tt.lib)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("got %v, want no error", err)
+			case tt.want != "" && err == nil:
+				t.Errorf("got no error, want one containing %q", tt.want)
+			case err != nil && !strings.Contains(err.Error(), tt.want):
+				t.Errorf("got %q, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestShortLibrary(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"Open MPI v4.1.4, package: Debian OpenMPI", "Open MPI v4.1.4"},
+		{"MPICH Version:\t4.0.2\nMPICH Release date: x", "MPICH Version:\t4.0.2"},
+		{"in-process", "in-process"},
+		{"", "an unknown MPI library"},
+		{" ,x", "an unknown MPI library"},
+	}
+	for _, tt := range tests {
+		if got := shortLibrary(tt.in); got != tt.want {
+			t.Errorf("shortLibrary(%q): got %q, want %q", tt.in, got, tt.want)
+		}
 	}
 }

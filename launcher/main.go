@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -30,9 +31,12 @@ func main() {
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		if len(args) > 1 {
-			if c, _, ok := lookup(args[1:]); ok {
-				return exit(c.run(ctx, stdout, stderr, []string{"-h"}), stderr)
+			c, rest, ok := lookup(args[1:])
+			if !ok || len(rest) > 0 {
+				fmt.Fprintf(stderr, "datahelix: help: unknown command %q (run \"datahelix help\" for the list)\n", strings.Join(args[1:], " "))
+				return 2
 			}
+			return exit(c.run(ctx, stdout, stderr, []string{"-h"}), stderr)
 		}
 		printHelp(stdout)
 		if len(args) == 0 {

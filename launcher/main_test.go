@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/datahelix/datahelix/collective/collectivetest"
 )
 
@@ -42,6 +44,10 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"info", "--ranks", "2", "--profile", "gpu"}, `--profile "gpu"`},
 		{[]string{"info", "--bytes", "-1", "--ranks", "2"}, "--bytes -1"},
 		{[]string{"info", "extra"}, `unexpected argument "extra"`},
+		{[]string{"info", "--pin=maybe"}, `invalid boolean value "maybe" for -pin: want auto, true or false`},
+		{[]string{"help", "bogus"}, `help: unknown command "bogus"`},
+		{[]string{"help", "info", "extra"}, `help: unknown command "info extra"`},
+		{[]string{"-h", "bogus"}, `help: unknown command "bogus"`},
 	}
 	for _, tt := range tests {
 		code, stdout, stderr := runMain(tt.args...)
@@ -66,27 +72,39 @@ func TestHelp(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "-ranks") {
 		t.Errorf("info -h: exit %d, stdout %q", code, stdout)
 	}
+	code, stdout, _ = runMain("help", "info")
+	if code != 0 || !strings.Contains(stdout, "usage: datahelix info") {
+		t.Errorf("help info: exit %d, stdout %q", code, stdout)
+	}
+	code, stdout, _ = runMain("help", "bench", "plan")
+	if code != 0 || !strings.Contains(stdout, "usage: datahelix bench plan") {
+		t.Errorf("help bench plan: exit %d, stdout %q", code, stdout)
+	}
 }
 
-var rankLine = regexp.MustCompile(`(?m)^rank (\d+)/(\d+) local (\d+) host \S+ mpi "([^"]+)"$`)
+var rankLine = regexp.MustCompile(`(?m)^rank (\d+)/(\d+) local (\d+) host \S+ cpus ([0-9,-]+) mpi "([^"]+)"$`)
 var latencyLine = regexp.MustCompile(`(?m)^allgather latency: (\d+) ranks, 1024 B per rank, p50 [0-9.]+ µs`)
 
-// checkInfo asserts n distinct rank lines and one latency line.
-func checkInfo(t *testing.T, out string, n int) {
+// checkInfo asserts n rank lines in rank order followed by one latency
+// line, and returns the rank lines' submatches.
+func checkInfo(t *testing.T, out string, n int) [][]string {
 	t.Helper()
-	seen := map[string]bool{}
-	for _, m := range rankLine.FindAllStringSubmatch(out, -1) {
-		if m[2] != fmt.Sprint(n) {
-			t.Errorf("rank line %q: size %s, want %d", m[0], m[2], n)
+	lines := rankLine.FindAllStringSubmatch(out, -1)
+	for i, m := range lines {
+		if m[1] != fmt.Sprint(i) || m[2] != fmt.Sprint(n) {
+			t.Errorf("rank line %d is %q, want rank %d/%d", i, m[0], i, n)
 		}
-		seen[m[1]] = true
 	}
-	if len(seen) != n {
-		t.Errorf("got %d distinct rank lines, want %d:\n%s", len(seen), n, out)
+	if len(lines) != n {
+		t.Errorf("got %d rank lines, want %d:\n%s", len(lines), n, out)
 	}
-	if got := latencyLine.FindAllStringSubmatch(out, -1); len(got) != 1 || got[0][1] != fmt.Sprint(n) {
+	lat := latencyLine.FindAllStringSubmatchIndex(out, -1)
+	if len(lat) != 1 || out[lat[0][2]:lat[0][3]] != fmt.Sprint(n) {
 		t.Errorf("want one latency line for %d ranks:\n%s", n, out)
+	} else if last := rankLine.FindAllStringIndex(out, -1); len(last) > 0 && last[len(last)-1][0] > lat[0][0] {
+		t.Errorf("rank lines after the latency line:\n%s", out)
 	}
+	return lines
 }
 
 func TestInfoInProcess(t *testing.T) {
@@ -122,11 +140,36 @@ func TestInfoUnderMPIRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	checkInfo(t, out, 4)
-	for _, m := range rankLine.FindAllStringSubmatch(out, -1) {
-		if m[4] == "in-process" {
+	for _, m := range checkInfo(t, out, 4) {
+		if m[5] == "in-process" {
 			t.Errorf("rank line %q reports no MPI library", m[0])
 		}
+	}
+}
+
+// TestInfoPinUnderMPIRun checks that a bare --pin pins each rank to its
+// own CPUs and that info shows them.
+func TestInfoPinUnderMPIRun(t *testing.T) {
+	var all unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &all); err != nil || all.Count() < 2 {
+		t.Skip("needs two CPUs")
+	}
+	out, err := mpirunMain(t, 2, "info", "--pin", "--rounds", "50")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	lines := checkInfo(t, out, 2)
+	if len(lines) != 2 {
+		return
+	}
+	cpus := [2]string{lines[0][4], lines[1][4]}
+	for _, c := range cpus {
+		if c == cpuList(&all) {
+			t.Errorf("a pinned rank runs on all the CPUs (%s), want its share:\n%s", c, out)
+		}
+	}
+	if cpus[0] == cpus[1] {
+		t.Errorf("both ranks run on CPUs %s, want a share each:\n%s", cpus[0], out)
 	}
 }
 

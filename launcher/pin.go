@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -35,7 +36,7 @@ func pinCPUs(localRank, localSize int) ([]int, error) {
 		return nil, fmt.Errorf("pin: sched_getaffinity: %w", err)
 	}
 	var cpus []int
-	for c := 0; c < 1024 && len(cpus) < allowed.Count(); c++ {
+	for c := 0; c < maxCPUs && len(cpus) < allowed.Count(); c++ {
 		if allowed.IsSet(c) {
 			cpus = append(cpus, c)
 		}
@@ -124,4 +125,48 @@ func setAffinityAllThreads(set unix.CPUSet) error {
 		}
 	}
 	return nil
+}
+
+// cpuList formats a CPU set as Linux prints one in
+// /proc/self/status Cpus_allowed_list and taskset -c reads it: ascending
+// ranges, "0-3,8,10-11"; "none" for an empty set.
+func cpuList(set *unix.CPUSet) string {
+	var b []byte
+	n := set.Count()
+	for c, seen := 0, 0; seen < n && c < maxCPUs; c++ {
+		if !set.IsSet(c) {
+			continue
+		}
+		lo := c
+		for c+1 < maxCPUs && set.IsSet(c+1) {
+			c++
+		}
+		seen += c - lo + 1
+		if len(b) > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(lo), 10)
+		if c > lo {
+			b = append(b, '-')
+			b = strconv.AppendInt(b, int64(c), 10)
+		}
+	}
+	if len(b) == 0 {
+		return "none"
+	}
+	return string(b)
+}
+
+// maxCPUs is the number of CPUs a unix.CPUSet holds (CPU_SETSIZE).
+const maxCPUs = int(unsafe.Sizeof(unix.CPUSet{})) * 8
+
+// currentCPUs returns the CPUs the calling thread may run on, as cpuList
+// formats them. Pinning sets every thread of the process alike, so this is
+// the rank's CPU set.
+func currentCPUs() (string, error) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return "", fmt.Errorf("sched_getaffinity: %w", err)
+	}
+	return cpuList(&set), nil
 }

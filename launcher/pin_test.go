@@ -1,8 +1,12 @@
 package main
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -109,5 +113,58 @@ func TestPinCPUsSetsEveryThread(t *testing.T) {
 	}
 	if _, err := pinCPUs(2, 2); err == nil {
 		t.Error("local rank 2 of 2 accepted")
+	}
+}
+
+func TestCPUList(t *testing.T) {
+	tests := []struct {
+		cpus []int
+		want string
+	}{
+		{nil, "none"},
+		{[]int{0}, "0"},
+		{[]int{0, 1}, "0-1"},
+		{[]int{0, 1, 2, 3, 8, 10, 11}, "0-3,8,10-11"},
+		{[]int{5, 7, 9}, "5,7,9"},
+		{[]int{63, 64, 65}, "63-65"}, // across a mask word
+		{[]int{0, maxCPUs - 1}, fmt.Sprintf("0,%d", maxCPUs-1)},
+		{[]int{maxCPUs - 2, maxCPUs - 1}, fmt.Sprintf("%d-%d", maxCPUs-2, maxCPUs-1)},
+	}
+	for _, tt := range tests {
+		var set unix.CPUSet
+		for _, c := range tt.cpus {
+			set.Set(c)
+		}
+		if got := cpuList(&set); got != tt.want {
+			t.Errorf("cpuList(%v): got %q, want %q", tt.cpus, got, tt.want)
+		}
+	}
+	// Against a dumb reference on random sets: the list names exactly
+	// the CPUs in the set.
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200 {
+		var set unix.CPUSet
+		var want []int
+		for c := range maxCPUs {
+			if rng.IntN(4) == 0 {
+				set.Set(c)
+				want = append(want, c)
+			}
+		}
+		var got []int
+		for _, r := range strings.Split(cpuList(&set), ",") {
+			lo, hi, isRange := strings.Cut(r, "-")
+			a, _ := strconv.Atoi(lo)
+			b := a
+			if isRange {
+				b, _ = strconv.Atoi(hi)
+			}
+			for c := a; c <= b; c++ {
+				got = append(got, c)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("cpuList names %v, want %v", got, want)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 
 	"github.com/pkg/profile"
@@ -18,24 +19,67 @@ import (
 // worldFlags are the flags of every command that runs as an SPMD job.
 type worldFlags struct {
 	ranks      int
-	pin        string // "auto", "true" or "false"
+	pin        pinMode
 	profile    string
 	profileDir string
 }
 
+// pinMode is the value of --pin. It is a boolean flag with a third value:
+// a bare --pin means true, and --pin=auto, --pin=true or --pin=false (or
+// any form strconv.ParseBool reads) set it explicitly. The zero value is
+// auto.
+type pinMode int
+
+// The --pin values.
+const (
+	pinAuto  pinMode = iota // pin when the node runs more ranks than it has CPUs
+	pinTrue                 // always pin
+	pinFalse                // never pin
+)
+
+// String returns the flag value as --pin accepts it.
+func (p *pinMode) String() string {
+	if p == nil {
+		return "auto"
+	}
+	switch *p {
+	case pinTrue:
+		return "true"
+	case pinFalse:
+		return "false"
+	}
+	return "auto"
+}
+
+// Set parses a --pin value.
+func (p *pinMode) Set(s string) error {
+	if s == "auto" {
+		*p = pinAuto
+		return nil
+	}
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return errors.New("want auto, true or false")
+	}
+	*p = pinFalse
+	if b {
+		*p = pinTrue
+	}
+	return nil
+}
+
+// IsBoolFlag makes a bare --pin mean --pin=true. A value must then be
+// joined with "=": in "--pin false" the "false" is an argument.
+func (p *pinMode) IsBoolFlag() bool { return true }
+
 func (f *worldFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.ranks, "ranks", 0, "run `N` ranks as goroutines of this process instead of MPI processes (no mpirun needed)")
-	fs.StringVar(&f.pin, "pin", "auto", "pin each rank to its share of this node's CPUs, by local rank: `true`, false, or auto (pin when the node runs more ranks than it has CPUs, so each rank keeps a fixed share as on a real node)")
+	fs.Var(&f.pin, "pin", "pin each rank to its share of this node's CPUs, by local rank: --pin or --pin=true always, --pin=false never, --pin=auto (the default) when the node runs more ranks than it has CPUs, so each rank keeps a fixed share as on a real node")
 	fs.StringVar(&f.profile, "profile", "", "write a pprof `kind` profile per rank: cpu, mem or block")
 	fs.StringVar(&f.profileDir, "profile-dir", "profiles", "`dir`ectory for --profile output (one subdirectory per rank)")
 }
 
 func (f *worldFlags) validate(env launchEnv) error {
-	switch f.pin {
-	case "auto", "true", "false":
-	default:
-		return usagef("--pin %q: want auto, true or false", f.pin)
-	}
 	switch f.profile {
 	case "", "cpu", "mem", "block":
 	default:
@@ -67,7 +111,7 @@ func runWorld(ctx context.Context, f worldFlags, stdout, stderr io.Writer, body 
 	if f.ranks > 0 {
 		return runLocal(ctx, f, out, errOut, body)
 	}
-	if f.pin == "true" && env.LocalRank >= 0 && env.LocalSize > 0 {
+	if f.pin == pinTrue && env.LocalRank >= 0 && env.LocalSize > 0 {
 		// Pin before MPI starts its threads; corrected below if MPI's
 		// view of the node differs.
 		if _, err := pinCPUs(env.LocalRank, env.LocalSize); err != nil {
@@ -77,6 +121,17 @@ func runWorld(ctx context.Context, f worldFlags, stdout, stderr io.Writer, body 
 	w, err := collective.Init()
 	if err != nil {
 		return fmt.Errorf("cannot start MPI (%s): %w", env, err)
+	}
+	if err := env.checkWorld(w.Rank(), w.Size(), w.Info().Library); err != nil {
+		if w.Size() > 1 {
+			// Some ranks may agree with the launcher and wait in the
+			// first collective: end them too.
+			w.Abort(1, err.Error())
+		}
+		// A world of one: every process of the launch finds the same
+		// mismatch in a world of its own and exits with this message.
+		w.Finalize()
+		return err
 	}
 	err = runRank(ctx, f, w, out, errOut, body)
 	if err == nil || collective.IsAllRanks(err) || errors.Is(err, errHelp) {
@@ -95,7 +150,7 @@ func runWorld(ctx context.Context, f worldFlags, stdout, stderr io.Writer, body 
 // runRank pins, profiles and runs body on one rank.
 func runRank(ctx context.Context, f worldFlags, c collective.Comm, out, errOut io.Writer, body rankBody) error {
 	info := c.Info()
-	if f.pin == "true" || f.pin == "auto" && info.LocalSize > collective.NodeCPUs() && c.Info().Library != "in-process" {
+	if f.pin == pinTrue || f.pin == pinAuto && info.LocalSize > collective.NodeCPUs() && info.Library != "in-process" {
 		if _, err := pinCPUs(info.LocalRank, info.LocalSize); err != nil {
 			return err
 		}
@@ -129,10 +184,10 @@ func runRank(ctx context.Context, f worldFlags, c collective.Comm, out, errOut i
 
 // runLocal runs body on f.ranks goroutines sharing an in-process world.
 func runLocal(ctx context.Context, f worldFlags, out, errOut io.Writer, body rankBody) error {
-	if f.pin == "true" {
+	if f.pin == pinTrue {
 		return usagef("--pin needs MPI ranks (processes); it does not apply to --ranks")
 	}
-	f.pin = "false"
+	f.pin = pinFalse
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// An abort fails every rank's pending and later operations; cancel
