@@ -2,6 +2,7 @@ package spmd
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -163,5 +164,47 @@ func TestTorchRoundRobinPrefetchInOrder(t *testing.T) {
 	}
 	if tr.Worker(5) != 1 {
 		t.Errorf("Worker(5) = %d, want 1", tr.Worker(5))
+	}
+}
+
+// TestTorchStartsAtTheFirstStepAdded checks a resumed iterator: batches
+// added from step 8 on are dispatched from 8, round-robin from worker 0,
+// with the prefetch window counted from 8, whether or not the loader has
+// first released the steps before the checkpoint.
+func TestTorchStartsAtTheFirstStepAdded(t *testing.T) {
+	for _, releaseFirst := range []bool{false, true} {
+		tr := NewTorch(2, 2)
+		if releaseFirst {
+			tr.Release(7)
+		}
+		for s := int64(8); s < 14; s++ {
+			tr.Add(s, []Task{{Step: s, Parts: 1, Cost: 3}})
+		}
+		var got [2][]int64
+		for w := range 2 {
+			for {
+				x, ok := tr.Next(w)
+				if !ok {
+					break
+				}
+				got[w] = append(got[w], x.Step)
+			}
+		}
+		want := [2][]int64{{8, 10}, {9, 11}}
+		for w := range 2 {
+			if !slices.Equal(got[w], want[w]) {
+				t.Errorf("release first %v: worker %d got steps %v, want %v", releaseFirst, w, got[w], want[w])
+			}
+		}
+		if waiting, _ := tr.Queued(); waiting != 2*3 {
+			t.Errorf("release first %v: waiting %d, want 6 (batches 12 and 13 not dispatched)", releaseFirst, waiting)
+		}
+		tr.Release(8)
+		if x, ok := tr.Next(0); !ok || x.Step != 12 {
+			t.Errorf("release first %v: after releasing 8, worker 0 got %+v %v, want batch 12", releaseFirst, x, ok)
+		}
+		if tr.Worker(13) != 1 {
+			t.Errorf("release first %v: Worker(13) = %d, want 1", releaseFirst, tr.Worker(13))
+		}
 	}
 }

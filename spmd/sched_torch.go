@@ -22,14 +22,20 @@ import "sort"
 //     batches that finish early (the loader's Next enforces this).
 //
 // Task.Order is the sample's position in the sampler's batch.
+//
+// The first batch added is the iterator's first: a run resumed from a
+// checkpoint at step N starts at N, as a fresh PyTorch iterator over the
+// rest of the epoch would, with batch N on worker 0.
 type Torch struct {
 	workers  int
 	prefetch int
-	consumed int64 // batches released (handed to the training loop)
+	begun    bool  // a batch was added: start is set
+	start    int64 // step of the first batch added
+	consumed int64 // batches below this were released (handed to the training loop)
 
 	added      map[int64][]Task // batches added, not yet dispatched
 	nextAdd    int64            // next step expected from Add
-	dispatched int64            // batches dispatched so far: 0..dispatched-1
+	dispatched int64            // batches start..dispatched-1 were dispatched
 	queues     [][]Task         // per worker: its dispatched tasks, in order
 	waiting    int64
 	running    int64
@@ -48,7 +54,11 @@ func NewTorch(workers, prefetch int) *Torch {
 }
 
 // Add records the batch; it is dispatched when the prefetch window allows.
+// The first batch added sets the step the iterator starts at.
 func (t *Torch) Add(step int64, tasks []Task) {
+	if !t.begun {
+		t.begun, t.start, t.consumed, t.dispatched = true, step, step, step
+	}
 	ts := append([]Task(nil), tasks...)
 	sort.Slice(ts, func(i, j int) bool { return ts[i].Order < ts[j].Order })
 	t.added[step] = ts
@@ -67,7 +77,7 @@ func (t *Torch) dispatch() {
 			return
 		}
 		delete(t.added, t.dispatched)
-		w := int(t.dispatched % int64(t.workers))
+		w := t.Worker(t.dispatched)
 		t.queues[w] = append(t.queues[w], ts...)
 		t.dispatched++
 	}
@@ -99,5 +109,6 @@ func (t *Torch) Release(step int64) {
 // Queued returns the estimated cost waiting and running.
 func (t *Torch) Queued() (waiting, running int64) { return t.waiting, t.running }
 
-// Worker returns the worker PyTorch gives batch step to.
-func (t *Torch) Worker(step int64) int { return int(step % int64(t.workers)) }
+// Worker returns the worker PyTorch gives batch step to: round-robin from
+// worker 0 at the first batch added.
+func (t *Torch) Worker(step int64) int { return int((step - t.start) % int64(t.workers)) }
