@@ -3,6 +3,7 @@ package spmd
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode"
 )
 
@@ -31,8 +33,17 @@ type checkpointState struct {
 
 const checkpointVersion = 1
 
-func checkpointPath(dir string, step int64, rank int) string {
-	return filepath.Join(dir, fmt.Sprintf("step-%09d", step), fmt.Sprintf("rank-%05d.json", rank))
+// Checkpoints live under the --checkpoint-dir in one directory per loader,
+// DIR/LOADER/step-NNNNNNNNN/rank-RRRRR.json, so that the loaders of one run
+// (--loader torch,helix) keep their own states side by side and each
+// resumes from its own.
+
+// loaderCheckpointDir is the directory of loader k's checkpoints.
+func loaderCheckpointDir(dir string, k Kind) string { return filepath.Join(dir, k.String()) }
+
+// checkpointPath is the file rank writes for loader k at step.
+func checkpointPath(dir string, k Kind, step int64, rank int) string {
+	return filepath.Join(loaderCheckpointDir(dir, k), fmt.Sprintf("step-%09d", step), fmt.Sprintf("rank-%05d.json", rank))
 }
 
 // checkpoint saves this rank's state for resuming at step. It waits for
@@ -71,7 +82,7 @@ func (l *Loader) checkpoint(step int64) error {
 	if err != nil {
 		return err
 	}
-	path := checkpointPath(l.cfg.CheckpointDir, step, l.comm.Rank())
+	path := checkpointPath(l.cfg.CheckpointDir, l.cfg.Loader, step, l.comm.Rank())
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
@@ -85,23 +96,35 @@ func (l *Loader) checkpoint(step int64) error {
 	return nil
 }
 
-// restore loads the latest checkpoint every rank completed and returns its
-// step. Rank 0 picks the step (the newest directory holding a file for
-// every rank) and broadcasts it, so all ranks resume together.
+// restore loads the latest checkpoint of this loader that every rank
+// completed and returns its step. Rank 0 picks the step (the newest
+// directory holding a file for every rank) and broadcasts it, so all ranks
+// resume together.
 func (l *Loader) restore() (int64, error) {
+	dir, k := l.cfg.CheckpointDir, l.cfg.Loader
 	var step int64 = -1
 	if l.comm.Rank() == 0 {
-		step = latestCheckpoint(l.cfg.CheckpointDir, l.comm.Size())
+		step = latestCheckpointOf(dir, k, l.comm.Size())
 	}
 	buf := binary.LittleEndian.AppendUint64(nil, uint64(step))
 	if err := l.comm.Bcast(buf, 0); err != nil {
 		return 0, err
 	}
+	// From here to the file read every rank holds the same step: its
+	// errors are every rank's.
 	step = int64(binary.LittleEndian.Uint64(buf))
 	if step < 0 {
-		return 0, fmt.Errorf("--resume: no complete checkpoint for %d ranks in %s", l.comm.Size(), l.cfg.CheckpointDir)
+		msg := fmt.Sprintf("--resume: no complete checkpoint of loader %s for %d ranks in %s", k, l.comm.Size(), loaderCheckpointDir(dir, k))
+		if other := latestCheckpoint(dir, l.comm.Size()); other >= 0 {
+			msg += fmt.Sprintf(" (%s holds other loaders' checkpoints, the latest at step %d: resume with the --loader that wrote them)", dir, other)
+		}
+		return 0, collective.AllRanks(errors.New(msg))
 	}
-	path := checkpointPath(l.cfg.CheckpointDir, step, l.comm.Rank())
+	if step >= int64(l.cfg.Steps) {
+		return 0, collective.AllRanks(fmt.Errorf("--resume: the checkpoint in %s is at step %d, at or past --steps %d: nothing to run",
+			loaderCheckpointDir(dir, k), step, l.cfg.Steps))
+	}
+	path := checkpointPath(dir, k, step, l.comm.Rank())
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return 0, fmt.Errorf("--resume: %w", err)
@@ -113,6 +136,10 @@ func (l *Loader) restore() (int64, error) {
 	switch {
 	case st.Version != checkpointVersion:
 		return 0, fmt.Errorf("--resume: %s: version %d, this binary reads %d", path, st.Version, checkpointVersion)
+	case st.Loader != k.String():
+		return 0, fmt.Errorf("--resume: %s was written by loader %q, this run's loader is %s", path, st.Loader, k)
+	case st.Step != step:
+		return 0, fmt.Errorf("--resume: %s holds step %d, its directory says %d", path, st.Step, step)
 	case st.Ranks != l.comm.Size() || st.Rank != l.comm.Rank():
 		return 0, fmt.Errorf("--resume: %s was written by rank %d of %d", path, st.Rank, st.Ranks)
 	case st.Batch != l.cfg.Batch || st.Seed != l.cfg.Seed || st.Shards != len(l.ds.Shards):
@@ -130,17 +157,17 @@ func (l *Loader) restore() (int64, error) {
 	return step, nil
 }
 
-// latestCheckpoint returns the newest step with a checkpoint file for
-// each of ranks, or -1.
-func latestCheckpoint(dir string, ranks int) int64 {
-	entries, err := os.ReadDir(dir)
+// latestCheckpointOf returns the newest step with a checkpoint file of
+// loader k for each of ranks in dir, or -1.
+func latestCheckpointOf(dir string, k Kind, ranks int) int64 {
+	entries, err := os.ReadDir(loaderCheckpointDir(dir, k))
 	if err != nil {
 		return -1
 	}
 	var steps []int64
 	for _, e := range entries {
 		if s, ok := strings.CutPrefix(e.Name(), "step-"); ok && e.IsDir() {
-			if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+			if n, err := strconv.ParseInt(s, 10, 64); err == nil && n >= 0 {
 				steps = append(steps, n)
 			}
 		}
@@ -149,7 +176,7 @@ func latestCheckpoint(dir string, ranks int) int64 {
 	for _, s := range steps {
 		complete := true
 		for r := 0; r < ranks && complete; r++ {
-			_, err := os.Stat(checkpointPath(dir, s, r))
+			_, err := os.Stat(checkpointPath(dir, k, s, r))
 			complete = err == nil
 		}
 		if complete {
@@ -157,4 +184,14 @@ func latestCheckpoint(dir string, ranks int) int64 {
 		}
 	}
 	return -1
+}
+
+// latestCheckpoint returns the newest step at which any loader has a
+// checkpoint file for each of ranks in dir, or -1.
+func latestCheckpoint(dir string, ranks int) int64 {
+	latest := int64(-1)
+	for k := range Kind(len(kindNames)) {
+		latest = max(latest, latestCheckpointOf(dir, k, ranks))
+	}
+	return latest
 }

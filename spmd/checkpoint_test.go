@@ -1,0 +1,227 @@
+package spmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/datahelix/datahelix/collective"
+	"github.com/datahelix/datahelix/decode/gen/gentest"
+)
+
+// runBounded runs n in-process ranks of Run and fails the test, instead of
+// hanging it, when they take longer than limit: a loader that waits for a
+// batch nobody will prepare must show up as a failure.
+func runBounded(t *testing.T, n int, data string, cfg Config, limit time.Duration) (*Result, []error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	res, errs := RunInProcess(ctx, n, data, t.TempDir(), cfg)
+	if ctx.Err() != nil {
+		t.Fatalf("%s (decoded budget %d): the run did not finish in %v (a hang?): %v", cfg.Loader, cfg.DecodedBudget, limit, errs)
+	}
+	return res, errs
+}
+
+// TestResumeEveryLoader checkpoints a 12-step run every 4 steps with each
+// loader, all into one directory as --loader torch,local,static,helix
+// does, then resumes each from its own latest checkpoint (step 8): the
+// resumed run must deliver steps 8..11 only, with the same global batches
+// as the uninterrupted run (and, for the unplanned loaders, the same share
+// on every rank). "local budget 1" resumes with a decoded-bytes budget
+// smaller than one sample, which only the earliest batch may exceed.
+func TestResumeEveryLoader(t *testing.T) {
+	const ranks, steps, every, limit = 4, 12, 4, time.Minute
+	data := gentest.Tiny(t)
+	dir := t.TempDir()
+	cases := []struct {
+		name   string
+		k      Kind
+		budget int64
+	}{
+		{"torch", KindTorch, 0},
+		{"local", KindLocal, 0},
+		{"static", KindStatic, 0},
+		{"helix", KindHelix, 0},
+		{"local budget 1", KindLocal, 1},
+	}
+	full := map[Kind]*Result{}
+	for _, c := range cases {
+		if full[c.k] != nil {
+			continue
+		}
+		cfg := testConfig(c.k)
+		cfg.Steps, cfg.CheckpointDir, cfg.CheckpointEvery = steps, dir, every
+		res, errs := runBounded(t, ranks, data, cfg, limit)
+		requireOK(t, errs)
+		full[c.k] = res
+	}
+	// Every loader kept its own checkpoints: none overwrote another's.
+	for k := range full {
+		if got := latestCheckpointOf(dir, k, ranks); got != 8 {
+			t.Errorf("%s: latest checkpoint at step %d, want 8", k, got)
+		}
+		for _, step := range []int64{4, 8} {
+			for r := 0; r < ranks; r++ {
+				path := checkpointPath(dir, k, step, r)
+				var st checkpointState
+				data, err := os.ReadFile(path)
+				if err == nil {
+					err = json.Unmarshal(data, &st)
+				}
+				if err != nil || st.Loader != k.String() || st.Step != step || st.Rank != r {
+					t.Errorf("%s: %s holds loader %q step %d rank %d (%v), want %s %d %d", k, path, st.Loader, st.Step, st.Rank, err, k, step, r)
+				}
+			}
+		}
+	}
+	for _, c := range cases {
+		cfg := testConfig(c.k)
+		cfg.Steps, cfg.CheckpointDir, cfg.Resume, cfg.DecodedBudget = steps, dir, true, c.budget
+		resumed, errs := runBounded(t, ranks, data, cfg, limit)
+		requireOK(t, errs)
+		if resumed.Summary.Steps != 4 || len(resumed.Records) != ranks*4 {
+			t.Fatalf("%s: resumed run: %d steps, %d records, want 4 steps (8..11) and %d records",
+				c.name, resumed.Summary.Steps, len(resumed.Records), ranks*4)
+		}
+		want, got := perStep(full[c.k].Records), perStep(resumed.Records)
+		for st := int64(0); st < steps; st++ {
+			switch _, ok := got[st]; {
+			case st < 8 && ok:
+				t.Errorf("%s: resumed run delivered step %d, before its checkpoint", c.name, st)
+			case st >= 8 && (!ok || got[st] != want[st]):
+				t.Errorf("%s: step %d: resumed run's digest %016x, uninterrupted run's %016x", c.name, st, got[st], want[st])
+			}
+		}
+		if c.k.Planned() {
+			continue // the plan also depends on timing: only the global batch must match
+		}
+		byRank := map[[2]int64]uint64{}
+		for _, r := range full[c.k].Records {
+			byRank[[2]int64{r.Step, int64(r.Rank)}] = r.Hash
+		}
+		for _, r := range resumed.Records {
+			if w := byRank[[2]int64{r.Step, int64(r.Rank)}]; w != r.Hash {
+				t.Errorf("%s: rank %d step %d: digest %016x after resume, %016x uninterrupted", c.name, r.Rank, r.Step, r.Hash, w)
+			}
+		}
+	}
+
+	t.Run("at or past --steps", func(t *testing.T) {
+		for _, n := range []int{8, 4} {
+			cfg := testConfig(KindHelix)
+			cfg.Steps, cfg.CheckpointDir, cfg.Resume = n, dir, true
+			_, errs := runBounded(t, ranks, data, cfg, limit)
+			want := fmt.Sprintf("--resume: the checkpoint in %s is at step 8, at or past --steps %d: nothing to run", filepath.Join(dir, "helix"), n)
+			for r, err := range errs {
+				if err == nil || err.Error() != want || !collective.IsAllRanks(err) {
+					t.Errorf("--steps %d: rank %d: got %v, want the every-rank error %q", n, r, err, want)
+				}
+			}
+		}
+	})
+
+	t.Run("no checkpoint of this loader", func(t *testing.T) {
+		cfg := testConfig(KindHelixNoGate)
+		cfg.Steps, cfg.CheckpointDir, cfg.Resume = steps, dir, true
+		_, errs := runBounded(t, ranks, data, cfg, limit)
+		for r, err := range errs {
+			if err == nil || !collective.IsAllRanks(err) ||
+				!strings.Contains(err.Error(), "no complete checkpoint of loader helix-nogate for 4 ranks in "+filepath.Join(dir, "helix-nogate")) ||
+				!strings.Contains(err.Error(), "other loaders' checkpoints, the latest at step 8") {
+				t.Errorf("rank %d: got %v, want the every-rank error naming helix-nogate and the others' step 8", r, err)
+			}
+		}
+	})
+
+	t.Run("file of another loader", func(t *testing.T) {
+		// torch's checkpoint put where helix-nogate's belongs.
+		for r := 0; r < ranks; r++ {
+			b, err := os.ReadFile(checkpointPath(dir, KindTorch, 8, r))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := checkpointPath(dir, KindHelixNoGate, 8, r)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cfg := testConfig(KindHelixNoGate)
+		cfg.Steps, cfg.CheckpointDir, cfg.Resume = steps, dir, true
+		_, errs := runBounded(t, ranks, data, cfg, limit)
+		// Each rank finds the mismatch in its own file, or is aborted by
+		// the first rank that did; either way its error names the file.
+		files := filepath.Join(dir, "helix-nogate", "step-000000008", "rank-0000")
+		want := `.json was written by loader "torch", this run's loader is helix-nogate`
+		for r, err := range errs {
+			if err == nil || !strings.Contains(err.Error(), files) || !strings.Contains(err.Error(), want) {
+				t.Errorf("rank %d: got %v, want an error naming %sR%s", r, err, files, want)
+			}
+		}
+	})
+}
+
+// TestLatestCheckpointIsPerLoader checks the choice of the step to resume
+// from on hand-made directories: the newest step with a file for every
+// rank, counted for each loader on its own.
+func TestLatestCheckpointIsPerLoader(t *testing.T) {
+	dir := t.TempDir()
+	touch := func(k Kind, step int64, ranks ...int) {
+		t.Helper()
+		for _, r := range ranks {
+			p := checkpointPath(dir, k, step, r)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte("{}"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	touch(KindTorch, 4, 0, 1)
+	touch(KindTorch, 8, 0)       // rank 1 never wrote step 8
+	touch(KindHelix, 12, 0, 1)   // helix got further
+	touch(KindLocal, 4, 0, 1, 2) // written by a 3-rank run
+	touch(KindLocal, 10, 0, 1)   // and a 2-rank one
+	touch(KindStatic, 16, 0, 1)  // a stray temporary file is no checkpoint:
+	os.Rename(checkpointPath(dir, KindStatic, 16, 1), checkpointPath(dir, KindStatic, 16, 1)+".tmp")
+	os.MkdirAll(filepath.Join(dir, "helix", "step-junk"), 0o755)
+	os.MkdirAll(filepath.Join(dir, "step-000000020"), 0o755) // the old layout is not read
+	for _, c := range []struct {
+		k     Kind
+		ranks int
+		want  int64
+	}{
+		{KindTorch, 2, 4},
+		{KindTorch, 1, 8},
+		{KindHelix, 2, 12},
+		{KindHelix, 3, -1},
+		{KindLocal, 3, 4},
+		{KindLocal, 2, 10},
+		{KindStatic, 2, -1},
+		{KindHelixNoGate, 1, -1},
+	} {
+		if got := latestCheckpointOf(dir, c.k, c.ranks); got != c.want {
+			t.Errorf("latestCheckpointOf(%s, %d ranks) = %d, want %d", c.k, c.ranks, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		ranks int
+		want  int64
+	}{{1, 16}, {2, 12}, {3, 4}, {4, -1}} {
+		if got := latestCheckpoint(dir, c.ranks); got != c.want {
+			t.Errorf("latestCheckpoint(%d ranks) = %d, want %d", c.ranks, got, c.want)
+		}
+	}
+	if got := latestCheckpointOf(filepath.Join(dir, "missing"), KindTorch, 1); got != -1 {
+		t.Errorf("missing directory: got %d, want -1", got)
+	}
+}
