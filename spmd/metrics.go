@@ -1,6 +1,7 @@
 package spmd
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -62,14 +63,18 @@ type StepRecord struct {
 // Summary is a loader's result over a whole run, as the JSON summary and
 // the tables print it.
 type Summary struct {
-	Loader            string  `json:"loader"`
-	Ranks             int     `json:"ranks"`
-	Steps             int     `json:"steps"`
-	Batch             int     `json:"batch"`
-	Workers           int     `json:"workers"`
-	Misses            int     `json:"misses"`
-	MissRate          float64 `json:"miss_rate"`
-	GPUWaitS          float64 `json:"gpu_wait_s"`
+	Loader   string  `json:"loader"`
+	Ranks    int     `json:"ranks"`
+	Steps    int     `json:"steps"`
+	Batch    int     `json:"batch"`
+	Workers  int     `json:"workers"`
+	Misses   int     `json:"misses"`
+	MissRate float64 `json:"miss_rate"`
+	// GPUWaitS is the time the GPUs waited for input, summed over ranks
+	// (rank-seconds): GPUWaitPerRankS is the mean per rank.
+	GPUWaitS float64 `json:"gpu_wait_s"`
+	// GPUWaitFrac is GPUWaitS over ranks x wall time: the fraction of its
+	// wall time the mean rank's GPU waited.
 	GPUWaitFrac       float64 `json:"gpu_wait_frac"`
 	ThroughputSPS     float64 `json:"throughput_sps"`
 	WallS             float64 `json:"wall_s"`
@@ -86,14 +91,46 @@ type Summary struct {
 	// WarmupSteps is how many first steps the steady_ figures leave out
 	// (the planning horizon: until then the loader is still filling its
 	// window and its step-time estimate has no history).
-	WarmupSteps         int     `json:"warmup_steps"`
+	WarmupSteps int `json:"warmup_steps"`
+	// SteadySteps is how many steps the steady_ figures cover; 0 when the
+	// run is not longer than the warm-up, and then the steady_ figures
+	// are 0 here and null in JSON.
+	SteadySteps         int     `json:"steady_steps"`
 	SteadyMissRate      float64 `json:"steady_miss_rate"`
 	SteadyGPUWaitFrac   float64 `json:"steady_gpu_wait_frac"`
 	SteadyThroughputSPS float64 `json:"steady_throughput_sps"`
 }
 
+// GPUWaitPerRankS is the mean GPU input wait of one rank, seconds: the
+// figure to print next to the wall time and GPUWaitFrac
+// (GPUWaitPerRankS / WallS == GPUWaitFrac).
+func (s Summary) GPUWaitPerRankS() float64 {
+	if s.Ranks <= 0 {
+		return 0
+	}
+	return s.GPUWaitS / float64(s.Ranks)
+}
+
+// MarshalJSON writes the summary with its steady_ figures null when they
+// cover no step (a run not longer than its warm-up), as cost_mape is null
+// when no rank measured one: 0 would read as "no misses, no wait".
+func (s Summary) MarshalJSON() ([]byte, error) {
+	type plain Summary // without this method
+	out := struct {
+		plain
+		SteadyMissRate      *float64 `json:"steady_miss_rate"`
+		SteadyGPUWaitFrac   *float64 `json:"steady_gpu_wait_frac"`
+		SteadyThroughputSPS *float64 `json:"steady_throughput_sps"`
+	}{plain: plain(s)}
+	if s.SteadySteps > 0 {
+		out.SteadyMissRate, out.SteadyGPUWaitFrac, out.SteadyThroughputSPS = &s.SteadyMissRate, &s.SteadyGPUWaitFrac, &s.SteadyThroughputSPS
+	}
+	return json.Marshal(out)
+}
+
 // Steady holds a run's figures over the steps after its warm-up.
 type Steady struct {
+	Steps         int // steps counted; 0 when there are none
 	MissRate      float64
 	GPUWaitFrac   float64
 	ThroughputSPS float64
@@ -103,7 +140,7 @@ type Steady struct {
 // the records after the first warmup steps of the run (a resumed run's
 // first step is its checkpoint's): from the earliest request of the first
 // step counted to endUS (the run's end, on the records' clock). It is all
-// zero when the run is not longer than the warm-up.
+// zero, Steps included, when the run is not longer than the warm-up.
 func SteadyState(recs []StepRecord, warmup int, endUS int64) Steady {
 	if len(recs) == 0 {
 		return Steady{}
@@ -117,10 +154,12 @@ func SteadyState(recs []StepRecord, warmup int, endUS int64) Steady {
 	var wait int64
 	var misses, n, samples int
 	ranks := map[int]bool{}
+	steps := map[int64]bool{}
 	for _, r := range recs {
 		if r.Step < from {
 			continue
 		}
+		steps[r.Step] = true
 		if r.Step == from && (start < 0 || r.RequestUS < start) {
 			start = r.RequestUS
 		}
@@ -137,6 +176,7 @@ func SteadyState(recs []StepRecord, warmup int, endUS int64) Steady {
 	}
 	span := float64(endUS - start)
 	return Steady{
+		Steps:         len(steps),
 		MissRate:      float64(misses) / float64(n),
 		GPUWaitFrac:   float64(wait) / (float64(len(ranks)) * span),
 		ThroughputSPS: float64(samples) / (span / 1e6),
@@ -157,6 +197,7 @@ func Summarize(k Kind, recs []StepRecord, ranks, steps, batch, workers, warmup i
 		}
 	}
 	st := SteadyState(recs, warmup, first+wallUS)
+	s.SteadySteps = st.Steps
 	s.SteadyMissRate, s.SteadyGPUWaitFrac, s.SteadyThroughputSPS = st.MissRate, st.GPUWaitFrac, st.ThroughputSPS
 	var wait, moved int64
 	var samples int

@@ -1,6 +1,7 @@
 package spmd
 
 import (
+	"encoding/json"
 	"math"
 	"testing"
 )
@@ -36,5 +37,66 @@ func TestSteadyState(t *testing.T) {
 			t.Errorf("first step %d: Summarize steady figures %d %v %v, want 2 %v %v", first,
 				s.WarmupSteps, s.SteadyGPUWaitFrac, s.SteadyThroughputSPS, want.GPUWaitFrac, want.ThroughputSPS)
 		}
+	}
+}
+
+// TestSummaryJSONSteadyNullWithinWarmup checks that the steady_ figures
+// are null in JSON when the run is not longer than its warm-up (a 0 would
+// read as "no misses, no wait"), and numbers when it is longer.
+func TestSummaryJSONSteadyNullWithinWarmup(t *testing.T) {
+	var recs []StepRecord
+	for s := int64(0); s < 4; s++ {
+		for r := 0; r < 2; r++ {
+			recs = append(recs, StepRecord{Step: s, Rank: r, RequestUS: 100_000 * s, WaitUS: 10_000 * int64(r), Miss: r == 1, Samples: 4})
+		}
+	}
+	for _, c := range []struct {
+		warmup, steadySteps int
+		null                bool
+	}{{2, 2, false}, {3, 1, false}, {4, 0, true}, {8, 0, true}} {
+		s := Summarize(KindTorch, recs, 2, 4, 4, 1, c.warmup, 400_000)
+		if s.SteadySteps != c.steadySteps {
+			t.Errorf("warm-up %d: SteadySteps = %d, want %d", c.warmup, s.SteadySteps, c.steadySteps)
+		}
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		for _, key := range []string{"steady_miss_rate", "steady_gpu_wait_frac", "steady_throughput_sps"} {
+			v, ok := m[key]
+			if !ok {
+				t.Errorf("warm-up %d: %s missing from %s", c.warmup, key, b)
+				continue
+			}
+			if (v == nil) != c.null {
+				t.Errorf("warm-up %d: %s = %v, want null %v", c.warmup, key, v, c.null)
+			}
+		}
+		if !c.null && m["steady_miss_rate"] != 0.5 {
+			t.Errorf("warm-up %d: steady_miss_rate = %v, want 0.5", c.warmup, m["steady_miss_rate"])
+		}
+		// The other fields are written as before.
+		if m["loader"] != "torch" || m["misses"] != 4.0 || m["gpu_wait_s"] != 0.04 || m["warmup_steps"] != float64(c.warmup) {
+			t.Errorf("warm-up %d: JSON %s lost fields", c.warmup, b)
+		}
+	}
+}
+
+// TestGPUWaitPerRankAgreesWithTheFraction checks the per-rank wait that
+// the results table prints next to the wall time: per-rank seconds over
+// wall seconds must be the printed fraction.
+func TestGPUWaitPerRankAgreesWithTheFraction(t *testing.T) {
+	recs := []StepRecord{
+		{Step: 0, Rank: 0, WaitUS: 1_000_000}, {Step: 0, Rank: 1, WaitUS: 3_000_000},
+		{Step: 0, Rank: 2, WaitUS: 0}, {Step: 0, Rank: 3, WaitUS: 4_000_000},
+	}
+	s := Summarize(KindHelix, recs, 4, 1, 1, 1, 0, 10_000_000)
+	if s.GPUWaitS != 8 || s.GPUWaitPerRankS() != 2 || math.Abs(s.GPUWaitPerRankS()/s.WallS-s.GPUWaitFrac) > 1e-12 {
+		t.Errorf("wait %v rank-s, %v s per rank, fraction %v of %v s wall; want 8, 2, 0.2 of 10",
+			s.GPUWaitS, s.GPUWaitPerRankS(), s.GPUWaitFrac, s.WallS)
 	}
 }
