@@ -2,6 +2,7 @@
 # mpirun.sh — launch datahelix under MPI on this machine.
 #
 #   ./mpirun.sh -np 4 datahelix info
+#   ./mpirun.sh -np 2 datahelix info --pin      # each rank pinned; shows its CPUs
 #   ./mpirun.sh -np 4 datahelix run --loader torch,helix
 #   DATAHELIX_MPI=mpich ./mpirun.sh -np 4 datahelix info    # MPICH build
 #
@@ -19,7 +20,8 @@
 #
 # Under Slurm do not use this script: srun starts the ranks itself, e.g.
 #   srun --mpi=pmix -n 8 .bin/datahelix run --data /scratch/shards
-# (see the README for an sbatch script).
+# (see the README for an sbatch script). Without --mpi=pmix each task would
+# be a one-rank MPI job; datahelix notices and stops with a message.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
