@@ -49,7 +49,8 @@ func ParseKind(s string) (Kind, error) {
 	if i := slices.Index(kindNames, strings.TrimSpace(s)); i >= 0 {
 		return Kind(i), nil
 	}
-	return 0, fmt.Errorf("unknown loader %q (want %s)", s, strings.Join(kindNames, ", "))
+	return 0, fmt.Errorf("unknown loader %q (want %s; %s in simulations only)", s,
+		strings.Join(kindNames[:KindOracle], ", "), KindOracle)
 }
 
 // ParseKinds parses a comma-separated list of loaders.

@@ -1,0 +1,25 @@
+package spmd
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestParseKind: every loader parses back from its name; an unknown one
+// is refused with the loaders a run takes, oracle marked as simulated.
+func TestParseKind(t *testing.T) {
+	for k := KindTorch; k <= KindOracle; k++ {
+		if got, err := ParseKind(" " + k.String() + " "); err != nil || got != k {
+			t.Errorf("ParseKind(%q) = %v, %v; want %v", k.String(), got, err, k)
+		}
+	}
+	_, err := ParseKind("foo")
+	if err == nil || !strings.Contains(err.Error(), `"foo"`) ||
+		!strings.Contains(err.Error(), "want torch, local, static, helix, helix-nogate; oracle in simulations only") {
+		t.Errorf("ParseKind(foo): %v", err)
+	}
+	if ks, err := ParseKinds("torch,,helix"); err != nil || !slices.Equal(ks, []Kind{KindTorch, KindHelix}) {
+		t.Errorf("ParseKinds: %v, %v", ks, err)
+	}
+}
