@@ -306,7 +306,9 @@ func writeShard(path, tmp string, samples [][]member) error {
 	if err := tw.Close(); err != nil {
 		return fmt.Errorf("gen: %s: %w", path, err)
 	}
-	f, err := os.CreateTemp(tmp, "shard-")
+	// tmp is this run's private directory, so the name is free; 0644
+	// (less the umask), as a shard is data others read, not a secret.
+	f, err := os.OpenFile(filepath.Join(tmp, "shard-"+filepath.Base(path)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}
