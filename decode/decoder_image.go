@@ -16,32 +16,35 @@ import (
 // and resizes it to S x S RGB with the shared triangle filter.
 func (d *Decoder) decodeImage(data []byte) (Tensor, error) {
 	s := d.opts.Size
-	maxPix := d.opts.Limits.MaxImagePixels
-	var img tjpeg.Image
-	switch {
-	case bytes.HasPrefix(data, []byte{0xFF, 0xD8}):
-		var err error
-		if img, err = tjpeg.Decode(data, tjpeg.Options{MinWidth: s, MinHeight: s, MaxPixels: maxPix}); err != nil {
-			return Tensor{}, err
-		}
-	case bytes.HasPrefix(data, []byte("\x89PNG\r\n\x1a\n")):
-		m, err := decodeBounded(data, maxPix, png.DecodeConfig, png.Decode)
-		if err != nil {
-			return Tensor{}, err
-		}
-		img = toRGB(m)
-	case len(data) >= 12 && string(data[:4]) == "RIFF" && string(data[8:12]) == "WEBP":
-		m, err := decodeBounded(data, maxPix, webp.DecodeConfig, webp.Decode)
-		if err != nil {
-			return Tensor{}, err
-		}
-		img = toRGB(m)
-	default:
-		return Tensor{}, fmt.Errorf("%w: not a JPEG, PNG or WebP image", ErrUnsupported)
+	img, err := decodeImageRGB(data, d.opts.Limits.MaxImagePixels, s)
+	if err != nil {
+		return Tensor{}, err
 	}
 	t := Tensor{Shape: []int{s, s, 3}, Data: make([]byte, s*s*3)}
 	resizeRGB(t.Data, s, s, img.Pix, img.Width, img.Height)
 	return t, nil
+}
+
+// decodeImageRGB decodes a JPEG, PNG or WebP to packed RGB. A JPEG is
+// DCT-scaled down to no less than minSide x minSide (0: full size).
+func decodeImageRGB(data []byte, maxPix int64, minSide int) (tjpeg.Image, error) {
+	switch {
+	case bytes.HasPrefix(data, []byte{0xFF, 0xD8}):
+		return tjpeg.Decode(data, tjpeg.Options{MinWidth: minSide, MinHeight: minSide, MaxPixels: maxPix})
+	case bytes.HasPrefix(data, []byte("\x89PNG\r\n\x1a\n")):
+		m, err := decodeBounded(data, maxPix, png.DecodeConfig, png.Decode)
+		if err != nil {
+			return tjpeg.Image{}, err
+		}
+		return toRGB(m), nil
+	case len(data) >= 12 && string(data[:4]) == "RIFF" && string(data[8:12]) == "WEBP":
+		m, err := decodeBounded(data, maxPix, webp.DecodeConfig, webp.Decode)
+		if err != nil {
+			return tjpeg.Image{}, err
+		}
+		return toRGB(m), nil
+	}
+	return tjpeg.Image{}, fmt.Errorf("%w: not a JPEG, PNG or WebP image", ErrUnsupported)
 }
 
 // decodeBounded checks the image size from the header before decoding.

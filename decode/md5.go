@@ -1,0 +1,82 @@
+package decode
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"fmt"
+)
+
+// ImageMD5 decodes a JPEG, PNG or WebP image at full size to packed RGB24
+// (Width*Height pixels of 3 bytes, rows without padding), the picture
+// Decode resizes to S x S, and returns the hex MD5 of those bytes with the
+// picture's size. JPEGs are decoded by libjpeg-turbo (accurate integer
+// IDCT, smooth chroma upsampling), so the MD5 equals that of the pixels of
+// `djpeg -ppm FILE`; FFmpeg's JPEG decoder and colour conversion round
+// differently, so `ffmpeg -pix_fmt rgb24 -f framemd5` does not match for
+// JPEG. PNG and WebP are decoded by Go's image/png and x/image/webp; for
+// an RGB PNG the MD5 equals `ffmpeg -i FILE -pix_fmt rgb24 -f framemd5 -`.
+func ImageMD5(data []byte, lim Limits) (sum string, width, height int, err error) {
+	lim = lim.withDefaults()
+	img, err := decodeImageRGB(data, lim.MaxImagePixels, 0)
+	if err != nil {
+		return "", 0, 0, fmt.Errorf("%w: %w", classify(err), err)
+	}
+	h := md5.Sum(img.Pix)
+	return hex.EncodeToString(h[:]), img.Width, img.Height, nil
+}
+
+// MemberMD5s are the MD5s of one decoded member of a sample.
+type MemberMD5s struct {
+	Member string   // the member's name in the shard
+	Video  bool     // MD5s are per video frame (FrameMD5s), else one RGB24 image (ImageMD5)
+	MD5s   []string // hex, in output order
+}
+
+// SampleMD5s hashes the video member of s frame by frame, as FrameMD5s
+// does, and each image member as ImageMD5 does, in the order of the
+// sample's record; text members are not hashed. A member that cannot be
+// decoded returns a *SampleError naming it.
+func SampleMD5s(ctx context.Context, s *Sample, lim Limits) ([]MemberMD5s, error) {
+	rec, err := ParseRecord(s)
+	if err != nil {
+		return nil, &SampleError{Shard: s.Shard, Key: s.Key, Kind: classify(err), Err: err, named: true}
+	}
+	member := func(i int) (Member, error) {
+		if i < 0 || i >= len(s.Members) {
+			err := fmt.Errorf("%w: record names member %d of %d", ErrCorrupt, i, len(s.Members))
+			return Member{}, &SampleError{Shard: s.Shard, Key: s.Key, Kind: ErrCorrupt, Err: err}
+		}
+		return s.Members[i], nil
+	}
+	fail := func(m Member, err error) error {
+		return &SampleError{Shard: s.Shard, Key: s.Key, Member: m.Name, Kind: classify(err), Err: err}
+	}
+	var out []MemberMD5s
+	if rec.Video != nil {
+		m, err := member(rec.Video.Member)
+		if err != nil {
+			return nil, err
+		}
+		sums, err := FrameMD5s(ctx, m.Data, lim)
+		if err != nil {
+			return nil, fail(m, err)
+		}
+		out = append(out, MemberMD5s{Member: m.Name, Video: true, MD5s: sums})
+	}
+	for _, im := range rec.Images {
+		m, err := member(im.Member)
+		if err != nil {
+			return nil, err
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		sum, _, _, err := ImageMD5(m.Data, lim)
+		if err != nil {
+			return nil, fail(m, err)
+		}
+		out = append(out, MemberMD5s{Member: m.Name, MD5s: []string{sum}})
+	}
+	return out, nil
+}
