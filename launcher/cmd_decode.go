@@ -23,38 +23,64 @@ func init() {
 	})
 }
 
+// The bounds of --frames and --size (run, decode, costmodel) and of the
+// decoded size of one clip they imply.
+const (
+	maxFrames = 1024
+	minSize   = 8
+	maxSize   = 4096
+	// maxSampleBytes caps F x S x S x 3, the bytes of one decoded clip,
+	// which a worker allocates at once: 1 GiB (the largest F and S alone
+	// would make 48 GiB).
+	maxSampleBytes = 1 << 30
+)
+
+// checkShape checks --frames and --size and the size of one decoded clip.
+func checkShape(frames, size int) error {
+	switch {
+	case frames < 1 || frames > maxFrames:
+		return usagef("--frames %d: want 1..%d", frames, maxFrames)
+	case size < minSize || size > maxSize:
+		return usagef("--size %d: want %d..%d", size, minSize, maxSize)
+	}
+	if b := int64(frames) * int64(size) * int64(size) * 3; b > maxSampleBytes {
+		return usagef("--frames %d --size %d: one decoded clip would be %.1f GiB (F x S x S x 3 bytes), want at most %d GiB",
+			frames, size, float64(b)/(1<<30), maxSampleBytes>>30)
+	}
+	return nil
+}
+
 func runDecode(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	fs := newFlags("decode", "[--md5] [flags] FILE|SHARD.tar...")
-	md5 := fs.Bool("md5", false, "print one MD5 per decoded frame, in output order, as `ffmpeg -i FILE -f framemd5 -` hashes them")
-	frames := fs.Int("frames", decode.DefaultFrames, "frames `F` sampled per clip")
-	size := fs.Int("size", decode.DefaultSize, "output side `S` in pixels")
+	md5 := fs.Bool("md5", false, "print MD5s of the full-size decoded pictures instead of tensors: a video file gives one per frame, "+
+		"the md5 column of 'ffmpeg -i FILE -map 0:v -f framemd5 -'; an image gives one of its RGB24 pixels before resizing "+
+		"(JPEG: equals 'djpeg -ppm FILE', not FFmpeg's decoder; PNG: equals 'ffmpeg -i FILE -pix_fmt rgb24 -f framemd5 -'); "+
+		"a shard gives MEMBER<tab>MD5 lines for its video and image members")
+	frames := fs.Int("frames", decode.DefaultFrames, fmt.Sprintf("frames `F` sampled per clip, 1..%d", maxFrames))
+	size := fs.Int("size", decode.DefaultSize, fmt.Sprintf("output side `S` in pixels, %d..%d (F x S x S x 3 at most %d GiB)", minSize, maxSize, maxSampleBytes>>30))
 	cache := fs.String("cache", "", "`directory` for shard index caches (default: beside each shard)")
+	verbose := fs.Bool("v", false, "also print the JPEG backend in use to stderr")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			fs.SetOutput(stdout)
 			fs.Usage()
 			return errHelp
 		}
-		return usagef("%s: %v", fs.Name(), err)
+		return usagef("decode: %v (see datahelix decode -h)", err)
 	}
 	if fs.NArg() == 0 {
-		return usagef("decode: no file given")
+		return usagef("decode: no file given (see datahelix decode -h)")
 	}
-	if *frames < 1 || *size < 1 {
-		return usagef("decode: --frames and --size must be positive")
+	if err := checkShape(*frames, *size); err != nil {
+		return err
+	}
+	if *verbose {
+		fmt.Fprintf(stderr, "decode: JPEG backend %s\n", tjpeg.Backend)
 	}
 	if *md5 {
 		for _, path := range fs.Args() {
-			data, err := os.ReadFile(path)
-			if err != nil {
+			if err := printMD5s(ctx, stdout, path, *cache); err != nil {
 				return err
-			}
-			sums, err := decode.FrameMD5s(ctx, data, decode.DefaultLimits())
-			if err != nil {
-				return fmt.Errorf("%s: %w", path, err)
-			}
-			for _, s := range sums {
-				fmt.Fprintln(stdout, s)
 			}
 		}
 		return nil
@@ -80,39 +106,84 @@ func runDecode(ctx context.Context, stdout, stderr io.Writer, args []string) err
 			strings.Join(shapes, " "), out.Tokens, out.DecodedFrames, float64(time.Since(start).Microseconds())/1000)
 		return err
 	}
-	fmt.Fprintf(stderr, "decode: JPEG backend %s\n", tjpeg.Backend)
 	for _, path := range fs.Args() {
-		if strings.HasSuffix(path, ".tar") {
-			sh, err := decode.OpenShard(path, *cache)
-			if err != nil {
-				return err
-			}
-			for i := range sh.Len() {
-				s, err := sh.ReadSample(i)
-				if err == nil {
-					err = show(s)
-				}
-				if err != nil {
-					sh.Close()
-					return err
-				}
-			}
-			sh.Close()
-			continue
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		base := filepath.Base(path)
-		key, ext, _ := strings.Cut(base, ".")
-		if err := show(&decode.Sample{Shard: path, Key: key,
-			Members: []decode.Member{{Name: base, Ext: strings.ToLower(ext), Data: data}}}); err != nil {
+		if err := eachSample(path, *cache, show); err != nil {
 			return err
 		}
 	}
 	if failed > 0 {
 		return fmt.Errorf("decode: %d samples failed", failed)
+	}
+	return nil
+}
+
+// eachSample calls fn on every sample of a shard (a path ending in .tar),
+// or on a bare media file as a one-member sample.
+func eachSample(path, cache string, fn func(*decode.Sample) error) error {
+	if strings.HasSuffix(path, ".tar") {
+		sh, err := decode.OpenShard(path, cache)
+		if err != nil {
+			return err
+		}
+		defer sh.Close()
+		for i := range sh.Len() {
+			s, err := sh.ReadSample(i)
+			if err != nil {
+				return err
+			}
+			if err := fn(s); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	base := filepath.Base(path)
+	key, ext, _ := strings.Cut(base, ".")
+	return fn(&decode.Sample{Shard: path, Key: key, Members: []decode.Member{{Name: base, Ext: strings.ToLower(ext), Data: data}}})
+}
+
+// printMD5s prints the MD5s of one file: bare lines for a video or image
+// file, MEMBER<tab>MD5 lines for a shard.
+func printMD5s(ctx context.Context, w io.Writer, path, cache string) error {
+	if strings.HasSuffix(path, ".tar") {
+		return eachSample(path, cache, func(s *decode.Sample) error {
+			ms, err := decode.SampleMD5s(ctx, s, decode.DefaultLimits())
+			if err != nil {
+				return err
+			}
+			for _, m := range ms {
+				for _, sum := range m.MD5s {
+					if _, err := fmt.Fprintf(w, "%s\t%s\n", m.Member, sum); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var sums []string
+	if _, herr := decode.ParseImageHeader(data); herr == nil {
+		var sum string
+		sum, _, _, err = decode.ImageMD5(data, decode.DefaultLimits())
+		sums = []string{sum}
+	} else {
+		sums, err = decode.FrameMD5s(ctx, data, decode.DefaultLimits())
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	for _, s := range sums {
+		if _, err := fmt.Fprintln(w, s); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -1,10 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"crypto/md5"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/decode/gen/gentest"
 )
 
 // TestDecodeMD5MatchesFFmpeg checks `datahelix decode --md5` against the
@@ -47,6 +54,148 @@ func firstDiff(a, b []string) int {
 	return min(len(a), len(b))
 }
 
+// TestDecodeMD5Images checks --md5 on images: the MD5 of the RGB24
+// picture at full size, equal to libjpeg-turbo's own djpeg for JPEG and
+// to ffmpeg's RGB24 framemd5 for an RGB PNG.
+func TestDecodeMD5Images(t *testing.T) {
+	media := filepath.Join("..", "decode", "testdata", "media")
+	check := func(name string, want string) {
+		t.Helper()
+		code, stdout, stderr := runMain("decode", "--md5", filepath.Join(media, name))
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", name, code, stderr)
+		}
+		if got := strings.TrimSpace(stdout); got != want {
+			t.Errorf("%s: got md5 %q, want %q", name, got, want)
+		}
+	}
+	if djpeg, err := exec.LookPath("djpeg"); err == nil {
+		for _, name := range []string{"image420.jpg", "image444.jpg"} {
+			ppm, err := exec.Command(djpeg, "-ppm", filepath.Join(media, name)).Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A binary PPM: "P6", width height, maxval, each followed by one
+			// whitespace byte, then the RGB24 pixels.
+			for range 3 {
+				ppm = ppm[bytes.IndexByte(ppm, '\n')+1:]
+			}
+			check(name, fmt.Sprintf("%x", md5.Sum(ppm)))
+		}
+	} else {
+		t.Log("djpeg (libjpeg-turbo-progs) not installed: JPEG MD5s not checked")
+	}
+	if ff, err := exec.LookPath("ffmpeg"); err == nil {
+		out, err := exec.Command(ff, "-nostdin", "-v", "error", "-i", filepath.Join(media, "image.png"), "-pix_fmt", "rgb24", "-f", "framemd5", "-").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		check("image.png", ffmpegMD5s(string(out))[0])
+	}
+}
+
+// TestDecodeMD5Shard checks --md5 on a shard: MEMBER<tab>MD5 lines, the
+// video members' per frame as for the bare file, the images' one each.
+func TestDecodeMD5Shard(t *testing.T) {
+	data := gentest.Tiny(t)
+	shards, _ := filepath.Glob(filepath.Join(data, "*.tar"))
+	members := map[string]int{}
+	for _, sh := range shards[:4] { // clips, images, text, clips
+		code, stdout, stderr := runMain("decode", "--md5", "--cache", t.TempDir(), sh)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", sh, code, stderr)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+			if line == "" {
+				continue
+			}
+			name, sum, ok := strings.Cut(line, "\t")
+			if !ok || len(sum) != 32 {
+				t.Fatalf("%s: line %q, want MEMBER<tab>MD5", sh, line)
+			}
+			members[name]++
+		}
+	}
+	var videos, images int
+	for name, n := range members {
+		switch filepath.Ext(name) {
+		case ".mp4", ".webm", ".mkv":
+			videos++
+			if n < 2 {
+				t.Errorf("%s: %d MD5s, want one per frame", name, n)
+			}
+		case ".jpg", ".png", ".webp":
+			images++
+			if n != 1 {
+				t.Errorf("%s: %d MD5s, want 1", name, n)
+			}
+		default:
+			t.Errorf("%s hashed: want only video and image members", name)
+		}
+	}
+	if videos == 0 || images == 0 {
+		t.Errorf("got %d video and %d image members hashed, want some of each", videos, images)
+	}
+	// A video member's lines equal --md5 on the member extracted to a file.
+	sh, err := decode.OpenShard(shards[0], t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sh.Close()
+	s, err := sh.ReadSample(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := decode.ParseRecord(s)
+	if err != nil || rec.Video == nil {
+		t.Fatalf("first sample of %s: record %+v, err %v; want a clip", shards[0], rec, err)
+	}
+	m := s.Members[rec.Video.Member]
+	file := filepath.Join(t.TempDir(), m.Name)
+	if err := os.WriteFile(file, m.Data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, bare, _ := runMain("decode", "--md5", file)
+	_, all, _ := runMain("decode", "--md5", "--cache", t.TempDir(), shards[0])
+	var fromShard []string
+	for _, line := range strings.Split(all, "\n") {
+		if name, sum, _ := strings.Cut(line, "\t"); name == m.Name {
+			fromShard = append(fromShard, sum)
+		}
+	}
+	if got, want := strings.Join(fromShard, " "), strings.Join(strings.Fields(bare), " "); got != want || got == "" {
+		t.Errorf("%s in the shard: got %d MD5s, the bare file %d; want the same", m.Name, len(fromShard), len(strings.Fields(bare)))
+	}
+}
+
+// TestDecodeHelpAndNoise checks the -md5 help names no garbled metavar
+// and says to map the video stream, and that the JPEG backend is printed
+// only with -v.
+func TestDecodeHelpAndNoise(t *testing.T) {
+	_, stdout, _ := runMain("decode", "-h")
+	if !strings.Contains(stdout, "  -md5\n") || !strings.Contains(stdout, "-map 0:v") {
+		t.Errorf("decode -h: got\n%s\nwant a bare -md5 flag whose help says -map 0:v", stdout)
+	}
+	img := filepath.Join("..", "decode", "testdata", "media", "image420.jpg")
+	if _, _, stderr := runMain("decode", img); stderr != "" {
+		t.Errorf("decode: got stderr %q, want nothing", stderr)
+	}
+	if _, _, stderr := runMain("decode", "-v", img); !strings.Contains(stderr, "JPEG backend") {
+		t.Errorf("decode -v: got stderr %q, want the JPEG backend", stderr)
+	}
+}
+
+// ffmpegMD5s returns the md5 column of ffmpeg's framemd5 output.
+func ffmpegMD5s(out string) []string {
+	var sums []string
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Split(line, ","); len(f) == 6 && !strings.HasPrefix(line, "#") {
+			sums = append(sums, strings.TrimSpace(f[5]))
+		}
+	}
+	return sums
+}
+
 func TestDecodeCommand(t *testing.T) {
 	media := filepath.Join("..", "decode", "testdata", "media")
 	code, stdout, stderr := runMain("decode", "--frames", "4", "--size", "32",
@@ -80,10 +229,21 @@ func TestGenCommand(t *testing.T) {
 	if got := strings.Fields(stdout); len(got) != 2 || filepath.Base(got[1]) != "imagenet-000001.tar" {
 		t.Errorf("got shards %v, want imagenet-000000.tar and imagenet-000001.tar", got)
 	}
-	if code, _, _ := runMain("gen", "--preset", "nope", "--samples", "1", "--out", dir); code != 1 {
-		t.Errorf("unknown preset: got exit %d, want 1", code)
+	// Every problem with the flags is a usage error: exit 2, one line.
+	for _, args := range [][]string{
+		{"--preset", "nope", "--samples", "1", "--out", dir},
+		{"--preset", "imagenet", "--samples", "2", "--shards", "0", "--out", dir},
+		{"--preset", "imagenet", "--samples", "2", "--shards", "3", "--out", dir},
+		{"--preset", "imagenet", "--samples", "0", "--out", dir},
+		{"--preset", "imagenet", "--samples", "2", "--size-scale", "-1", "--out", dir},
+		{"--samples", "1"},
+	} {
+		if code, _, stderr := runMain(append([]string{"gen"}, args...)...); code != 2 || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("gen %q: got exit %d, stderr %q; want 2 and one line", args, code, stderr)
+		}
 	}
-	if code, _, _ := runMain("gen", "--samples", "1"); code != 2 {
-		t.Errorf("no --out: got exit %d, want 2", code)
+	_, stdout, _ = runMain("gen", "-h")
+	if !strings.Contains(stdout, "[--shards K]") {
+		t.Errorf("gen -h: got %q, want --shards shown as optional", stdout)
 	}
 }

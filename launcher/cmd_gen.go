@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -20,15 +21,15 @@ func init() {
 }
 
 func runGen(ctx context.Context, stdout, stderr io.Writer, args []string) error {
-	fs := newFlags("gen", "--preset NAME --samples N --shards K --out DIR [flags]")
+	fs := newFlags("gen", "--preset NAME --samples N --out DIR [--shards K] [flags]")
 	preset := fs.String("preset", "", "dataset `name`: "+strings.Join(gen.Presets(), ", "))
 	samples := fs.Int("samples", 0, "`samples` to generate in all")
-	shards := fs.Int("shards", 1, "`shards` to spread the samples over")
+	shards := fs.Int("shards", 1, "`shards` to spread the samples over, 1..samples")
 	out := fs.String("out", "", "output `directory`")
 	seed := fs.Uint64("seed", 1, "random `seed`: the same seed gives the same bytes")
 	durScale := fs.Float64("duration-scale", 0, "multiply clip durations by `x` (0: preset default, 0.1 for activitynet)")
 	sizeScale := fs.Float64("size-scale", 0, "multiply picture sizes by `x` (0: 1)")
-	workers := fs.Int("workers", 0, "ffmpeg processes at once (0: one per CPU)")
+	workers := fs.Int("workers", 0, "ffmpeg `processes` at once (0: one per CPU)")
 	def := fs.Bool("default", false, "generate the runtime's default dataset (mixed, 128 samples, 4 shards) into --out")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
@@ -44,9 +45,21 @@ func runGen(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 		cfg = gen.Config{Preset: *preset, Samples: *samples, Shards: *shards, Out: *out, Seed: *seed,
 			DurationScale: *durScale, SizeScale: *sizeScale}
 	}
+	switch {
+	case !*def && (*shards < 1 || *shards > *samples):
+		return usagef("gen: --shards %d: want 1..%d (--samples)", *shards, *samples)
+	case !*def && (*durScale < 0 || *sizeScale < 0):
+		return usagef("gen: --duration-scale and --size-scale must not be negative")
+	case *workers < 0:
+		return usagef("gen: --workers %d: want 0 (one per CPU) or more", *workers)
+	}
 	cfg.Workers = *workers
 	start := time.Now()
 	paths, err := gen.Generate(ctx, cfg)
+	if errors.Is(err, gen.ErrConfig) || errors.Is(err, gen.ErrPreset) {
+		// A preset, count or scale the flags gave: a usage error.
+		return usagef("%v", err)
+	}
 	if err != nil {
 		return err
 	}
