@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +20,7 @@ import (
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/decode/gen"
 	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/plan"
 	"github.com/datahelix/datahelix/spmd"
 )
 
@@ -71,19 +74,19 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.data, "data", "", "`path` of the dataset: a directory of WebDataset tar shards or a glob (default: the embedded default dataset, generated once into the cache)")
 	fs.StringVar(&f.cacheDir, "cache-dir", "", "`dir`ectory for the default dataset and shard indexes (default $DATAHELIX_CACHE, else $XDG_CACHE_HOME/datahelix, else ~/.cache/datahelix)")
 	fs.Var(&f.loaders, "loader", "loader(s) to run, in order, repeatable or a comma list: torch, local, static, helix, helix-nogate (default torch,helix)")
-	fs.IntVar(&f.cfg.Batch, "batch", 4, "per-rank batch size `B`")
+	fs.IntVar(&f.cfg.Batch, "batch", 4, fmt.Sprintf("per-rank batch size `B`, 1..%d", plan.MaxBatch))
 	fs.IntVar(&f.cfg.Steps, "steps", 60, "training `steps` per loader")
 	fs.IntVar(&f.cfg.Workers, "workers", 1, "decode workers `W` per rank")
 	fs.IntVar(&f.cfg.Horizon, "horizon", 0, "planning horizon `H` in steps (default max(2 x workers, 8): never less than PyTorch's prefetch looks)")
-	fs.IntVar(&f.cfg.Decode.Frames, "frames", decode.DefaultFrames, "frames `F` sampled per clip")
-	fs.IntVar(&f.cfg.Decode.Size, "size", decode.DefaultSize, "output side `S`: frames and images become S x S RGB")
+	fs.IntVar(&f.cfg.Decode.Frames, "frames", decode.DefaultFrames, fmt.Sprintf("frames `F` sampled per clip, 1..%d", maxFrames))
+	fs.IntVar(&f.cfg.Decode.Size, "size", decode.DefaultSize, fmt.Sprintf("output side `S`, %d..%d: frames and images become S x S RGB (one clip, F x S x S x 3 bytes, at most %d GiB)", minSize, maxSize, maxSampleBytes>>30))
 	fs.Uint64Var(&f.seed, "seed", 1, "`seed` of the sample order (and of the default dataset's content)")
 	fs.Float64Var(&f.gpuStepMS, "gpu-step-ms", 120, "simulated GPU: base step time in `ms`. The default, with 1 ms per frame, makes a step of about 152 ms on the default dataset, whose samples need about 228 ms of decode CPU per global step: 2 cores give about 1.3x that before the rest of the job (MPI, reading, the simulated GPUs) takes its share, but the rank reading the heavy video shard needs about 160 ms a step on its one worker, more than a step")
 	fs.Float64Var(&f.gpuSampleMS, "gpu-ms-per-sample", 0, "simulated GPU: `ms` per sample of the batch")
 	fs.Float64Var(&f.gpuFrameMS, "gpu-ms-per-frame", 1, "simulated GPU: `ms` per decoded frame or image of the batch")
 	fs.Float64Var(&f.gpuTokenUS, "gpu-us-per-token", 0, "simulated GPU: `µs` per text token of the batch")
-	fs.Int64Var(&f.decodedMiB, "decoded-budget", 0, "`MiB` of decoded samples a rank may hold ahead of the GPU (default: horizon x batch clips)")
-	fs.Int64Var(&f.compressedMiB, "compressed-budget", 1024, "`MiB` of compressed samples a rank may hold before decoding")
+	fs.Int64Var(&f.decodedMiB, "decoded-budget", 0, fmt.Sprintf("`MiB` of decoded samples a rank may hold ahead of the GPU, at most %d (0: horizon x batch clips)", maxBudgetMiB))
+	fs.Int64Var(&f.compressedMiB, "compressed-budget", 1024, fmt.Sprintf("`MiB` of compressed samples a rank may hold before decoding, at most %d (0: 1024)", maxBudgetMiB))
 	fs.IntVar(&f.cfg.CheckEvery, "check-every", 50, "compare plan hashes across ranks every `K` steps")
 	fs.Int64Var(&f.cfg.Margin, "margin-us", 200, "transfer-cost gate margin in `µs`")
 	fs.IntVar(&f.cfg.MaxTasks, "max-tasks", 0, "split a heavy clip into at most `N` keyframe-aligned tasks (default: workers)")
@@ -95,6 +98,22 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar")
 }
 
+// Bounds of the run flags that the runtime does not check itself before
+// MPI starts.
+const (
+	// maxBudgetMiB keeps a budget in MiB convertible to bytes in an int64
+	// with room to spare: 8 TiB.
+	maxBudgetMiB = 1 << 23
+	// maxGPUMS bounds each simulated GPU time in ms (one hour), and
+	// maxGPUStep the modelled step of a batch of B clips of F frames (a
+	// day), so no time overflows time.Duration.
+	maxGPUMS   = 3.6e6
+	maxGPUStep = 24 * time.Hour
+	// maxGPUTokenUS bounds the per-token time: real models spend
+	// microseconds or less per token, and a batch may hold millions.
+	maxGPUTokenUS = 1000
+)
+
 func (f *runFlags) validate() error {
 	if len(f.loaders) == 0 {
 		f.loaders = loaderList{spmd.KindTorch, spmd.KindHelix}
@@ -105,22 +124,18 @@ func (f *runFlags) validate() error {
 		}
 	}
 	switch {
-	case f.cfg.Batch < 1:
-		return usagef("--batch %d: want at least 1", f.cfg.Batch)
+	case f.cfg.Batch < 1 || f.cfg.Batch > plan.MaxBatch:
+		return usagef("--batch %d: want 1..%d", f.cfg.Batch, plan.MaxBatch)
 	case f.cfg.Steps < 1:
 		return usagef("--steps %d: want at least 1", f.cfg.Steps)
 	case f.cfg.Workers < 1 || f.cfg.Workers > 1024:
 		return usagef("--workers %d: want 1..1024", f.cfg.Workers)
 	case f.cfg.Horizon < 0:
 		return usagef("--horizon %d: want at least 1 (or 0 for the default)", f.cfg.Horizon)
-	case f.cfg.Decode.Frames < 1 || f.cfg.Decode.Frames > 1024:
-		return usagef("--frames %d: want 1..1024", f.cfg.Decode.Frames)
-	case f.cfg.Decode.Size < 8 || f.cfg.Decode.Size > 4096:
-		return usagef("--size %d: want 8..4096", f.cfg.Decode.Size)
-	case f.gpuStepMS < 0 || f.gpuSampleMS < 0 || f.gpuFrameMS < 0 || f.gpuTokenUS < 0:
-		return usagef("simulated GPU times must not be negative")
-	case f.decodedMiB < 0 || f.compressedMiB < 0:
-		return usagef("memory budgets must not be negative")
+	case f.decodedMiB < 0 || f.decodedMiB > maxBudgetMiB:
+		return usagef("--decoded-budget %d: want 0..%d MiB", f.decodedMiB, maxBudgetMiB)
+	case f.compressedMiB < 0 || f.compressedMiB > maxBudgetMiB:
+		return usagef("--compressed-budget %d: want 0..%d MiB", f.compressedMiB, maxBudgetMiB)
 	case f.cfg.CheckEvery < 1:
 		return usagef("--check-every %d: want at least 1", f.cfg.CheckEvery)
 	case f.cfg.Margin < 0:
@@ -130,9 +145,32 @@ func (f *runFlags) validate() error {
 	case (f.cfg.CheckpointEvery > 0 || f.cfg.Resume) && f.cfg.CheckpointDir == "":
 		return usagef("--checkpoint-every and --resume need --checkpoint-dir")
 	}
-	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+	if err := checkShape(f.cfg.Decode.Frames, f.cfg.Decode.Size); err != nil {
+		return err
+	}
+	for _, t := range []struct {
+		flag string
+		v    float64
+		max  float64
+	}{
+		{"--gpu-step-ms", f.gpuStepMS, maxGPUMS},
+		{"--gpu-ms-per-sample", f.gpuSampleMS, maxGPUMS},
+		{"--gpu-ms-per-frame", f.gpuFrameMS, maxGPUMS},
+		{"--gpu-us-per-token", f.gpuTokenUS, maxGPUTokenUS},
+	} {
+		// NaN fails both comparisons, so test for the good range.
+		if !(t.v >= 0 && t.v <= t.max) {
+			return usagef("%s %v: want a number in 0..%.0f", t.flag, t.v, t.max)
+		}
+	}
+	b, fr := float64(f.cfg.Batch), float64(f.cfg.Decode.Frames)
+	if step := f.gpuStepMS + b*(f.gpuSampleMS+fr*f.gpuFrameMS); step > float64(maxGPUStep/time.Millisecond) {
+		return usagef("--gpu-step-ms %v, --gpu-ms-per-sample %v and --gpu-ms-per-frame %v model a step of %.0f h for a batch of %d clips of %d frames: want at most %.0f h",
+			f.gpuStepMS, f.gpuSampleMS, f.gpuFrameMS, step/3.6e6, f.cfg.Batch, f.cfg.Decode.Frames, maxGPUStep.Hours())
+	}
+	ms := func(v float64) time.Duration { return time.Duration(math.Round(v * float64(time.Millisecond))) }
 	f.cfg.GPU = gpu.Model{Base: ms(f.gpuStepMS), PerSample: ms(f.gpuSampleMS), PerFrame: ms(f.gpuFrameMS),
-		PerToken: time.Duration(f.gpuTokenUS * float64(time.Microsecond))}
+		PerToken: time.Duration(math.Round(f.gpuTokenUS * float64(time.Microsecond)))}
 	f.cfg.Seed = f.seed
 	f.cfg.DecodedBudget = f.decodedMiB << 20
 	f.cfg.CompressedBudget = f.compressedMiB << 20
@@ -221,6 +259,11 @@ func b2i(b bool) int64 {
 
 // runJob is the body every rank runs.
 func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.Writer) error {
+	outs, err := prepareOutputs(c, f, errOut)
+	if err != nil {
+		return err
+	}
+	defer outs.discard()
 	root := cacheRoot(f.cacheDir)
 	data := f.data
 	if data == "" {
@@ -272,17 +315,126 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 		return nil
 	}
 	printTable(out, results, c.Size(), f)
-	if f.jsonOut != "" {
-		if err := writeJSON(f.jsonOut, results); err != nil {
-			return err
+	if outs.json != nil {
+		if err := writeJSON(outs.json, results); err != nil {
+			return fmt.Errorf("--json: %w", err)
 		}
 	}
-	if f.trace != "" {
-		if err := writeTrace(f.trace, trace); err != nil {
-			return err
+	if outs.trace != nil {
+		if err := writeTrace(outs.trace, trace); err != nil {
+			return fmt.Errorf("--trace: %w", err)
 		}
 	}
-	return nil
+	return outs.close()
+}
+
+// runOutputs are the files rank 0 writes at the end of a run, opened
+// before it starts.
+type runOutputs struct {
+	json, trace *os.File
+	created     []string // files that did not exist before, removed if the run fails
+	done        bool
+}
+
+// prepareOutputs opens --json and --trace on rank 0 and creates
+// --checkpoint-dir on every rank (each writes its own checkpoints) before
+// any work, so a path that cannot be written ends the job at start-up
+// instead of after hours of training. The ranks agree on the outcome in
+// one collective: the lowest failing rank prints its error, every rank
+// returns an AllRanks error, and the job ends cleanly.
+func prepareOutputs(c collective.Comm, f *runFlags, errOut io.Writer) (*runOutputs, error) {
+	o := &runOutputs{}
+	var err error
+	if c.Rank() == 0 {
+		o.json, err = o.open("--json", f.jsonOut)
+		if err == nil {
+			o.trace, err = o.open("--trace", f.trace)
+		}
+	}
+	if err == nil && f.cfg.CheckpointEvery > 0 {
+		err = checkWritableDir("--checkpoint-dir", f.cfg.CheckpointDir)
+	}
+	first := []int64{int64(c.Size())}
+	if err != nil {
+		first[0] = int64(c.Rank())
+	}
+	if aerr := c.AllreduceInt64(first, collective.OpMin); aerr != nil {
+		o.discard()
+		return nil, aerr
+	}
+	failed := int(first[0])
+	if failed == c.Size() {
+		return o, nil
+	}
+	o.discard()
+	switch {
+	case c.Rank() == failed && failed == 0:
+		return nil, collective.AllRanks(err) // rank 0 prints AllRanks errors
+	case c.Rank() == failed:
+		fmt.Fprintf(errOut, "datahelix: rank %d: %v\n", c.Rank(), err)
+	}
+	return nil, collective.AllRanks(fmt.Errorf("rank %d cannot write its output files (see its message above)", failed))
+}
+
+// open creates or opens path for writing without truncating it (that
+// waits until the results are in), remembering whether it is new.
+func (o *runOutputs) open(flag, path string) (*os.File, error) {
+	if path == "" {
+		return nil, nil
+	}
+	_, statErr := os.Stat(path)
+	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	if statErr != nil {
+		o.created = append(o.created, path)
+	}
+	return fh, nil
+}
+
+// close closes the files after a successful run.
+func (o *runOutputs) close() error {
+	o.done = true
+	var err error
+	for _, fh := range []*os.File{o.json, o.trace} {
+		if fh != nil {
+			if cerr := fh.Close(); err == nil && cerr != nil {
+				err = fmt.Errorf("write %s: %w", fh.Name(), cerr)
+			}
+		}
+	}
+	return err
+}
+
+// discard closes the files of a failed run and removes those it created.
+func (o *runOutputs) discard() {
+	if o == nil || o.done {
+		return
+	}
+	o.done = true
+	for _, fh := range []*os.File{o.json, o.trace} {
+		if fh != nil {
+			fh.Close()
+		}
+	}
+	for _, p := range o.created {
+		os.Remove(p)
+	}
+}
+
+// checkWritableDir creates dir if needed and checks that a file can be
+// created in it.
+func checkWritableDir(flag, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("%s: %w", flag, err)
+	}
+	fh, err := os.CreateTemp(dir, ".datahelix-probe-")
+	if err != nil {
+		return fmt.Errorf("%s: %s is not writable: %w", flag, dir, err)
+	}
+	fh.Close()
+	return os.Remove(fh.Name())
 }
 
 type traceLine struct {
@@ -290,30 +442,42 @@ type traceLine struct {
 	spmd.StepRecord
 }
 
-func writeJSON(path string, results []spmd.Summary) error {
+// writeJSON replaces the contents of fh with the summaries.
+func writeJSON(fh *os.File, results []spmd.Summary) error {
 	data, err := json.MarshalIndent(results, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
-		return fmt.Errorf("--json: %w", err)
+	if err := truncateRegular(fh); err != nil {
+		return err
 	}
-	return nil
+	_, err = fh.Write(append(data, '\n'))
+	return err
 }
 
-func writeTrace(path string, lines []traceLine) error {
-	fh, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("--trace: %w", err)
+// writeTrace replaces the contents of fh with one JSON line per record.
+func writeTrace(fh *os.File, lines []traceLine) error {
+	if err := truncateRegular(fh); err != nil {
+		return err
 	}
-	enc := json.NewEncoder(fh)
+	w := bufio.NewWriter(fh)
+	enc := json.NewEncoder(w)
 	for _, l := range lines {
 		if err := enc.Encode(l); err != nil {
-			fh.Close()
-			return fmt.Errorf("--trace: %w", err)
+			return err
 		}
 	}
-	return fh.Close()
+	return w.Flush()
+}
+
+// truncateRegular empties fh, opened at offset 0 and not yet written, if it
+// is a regular file (not /dev/stdout or a pipe).
+func truncateRegular(fh *os.File) error {
+	st, err := fh.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return err
+	}
+	return fh.Truncate(0)
 }
 
 // printTable prints the loaders side by side, then how the last loader
@@ -333,7 +497,11 @@ func printTable(w io.Writer, rs []spmd.Summary, ranks int, f *runFlags) {
 	}
 	row("loader", func(s spmd.Summary) string { return s.Loader })
 	row("deadline misses", func(s spmd.Summary) string { return fmt.Sprintf("%d (%.1f%%)", s.Misses, 100*s.MissRate) })
-	row("GPU input wait", func(s spmd.Summary) string { return fmt.Sprintf("%.2fs (%.1f%%)", s.GPUWaitS, 100*s.GPUWaitFrac) })
+	// The mean rank's wait, so that seconds / wall time gives the fraction
+	// beside it (the JSON's gpu_wait_s is summed over ranks).
+	row("GPU wait per rank", func(s spmd.Summary) string {
+		return fmt.Sprintf("%.2fs (%.1f%%)", s.GPUWaitS/float64(max(s.Ranks, 1)), 100*s.GPUWaitFrac)
+	})
 	row("throughput", func(s spmd.Summary) string { return fmt.Sprintf("%.1f samples/s", s.ThroughputSPS) })
 	row("wall time", func(s spmd.Summary) string { return fmt.Sprintf("%.2fs", s.WallS) })
 	warm := rs[0].WarmupSteps
@@ -359,7 +527,11 @@ func printTable(w io.Writer, rs []spmd.Summary, ranks int, f *runFlags) {
 		a, b := rs[0], rs[len(rs)-1]
 		fmt.Fprintf(w, "\n%s vs %s: %s misses, %s GPU wait, %.2fx throughput\n", b.Loader, a.Loader,
 			reduction(a.MissRate, b.MissRate), reduction(a.GPUWaitFrac, b.GPUWaitFrac), b.ThroughputSPS/max(a.ThroughputSPS, 1e-9))
-		if steadyRows {
+		switch left := a.Steps - warm; {
+		case !steadyRows:
+		case left < minCompareSteps:
+			fmt.Fprintf(w, "after the first %d steps (the warm-up, one planning horizon): %d steps, too few to compare (run more --steps)\n", warm, left)
+		default:
 			fmt.Fprintf(w, "after the first %d steps (the warm-up, one planning horizon): %s misses, %s GPU wait, %.2fx throughput\n", warm,
 				reduction(a.SteadyMissRate, b.SteadyMissRate), reduction(a.SteadyGPUWaitFrac, b.SteadyGPUWaitFrac),
 				b.SteadyThroughputSPS/max(a.SteadyThroughputSPS, 1e-9))
@@ -367,12 +539,21 @@ func printTable(w io.Writer, rs []spmd.Summary, ranks int, f *runFlags) {
 	}
 }
 
-// reduction says how much smaller b is than a, as "-67.8%".
+// minCompareSteps is the fewest steps after the warm-up for which the
+// table compares the loaders' steady-state figures: over one or two steps
+// the ratio of two tiny waits is noise.
+const minCompareSteps = 5
+
+// reduction says how much smaller the fraction b is than a, as "-67.8%".
+// Fractions that both print as 0.0% are "same": a ratio of two values
+// below the table's precision would be noise (0.00001 against 0.00006 is
+// "+500%").
 func reduction(a, b float64) string {
-	if a == 0 {
-		if b == 0 {
-			return "same"
-		}
+	const tiny = 0.0005 // rounds to 0.0%
+	switch {
+	case a < tiny && b < tiny:
+		return "same"
+	case a < tiny:
 		return "more"
 	}
 	return fmt.Sprintf("%+.1f%%", 100*(b-a)/a)

@@ -192,3 +192,152 @@ func descendants(pid int, name string) []int {
 	}
 	return out
 }
+
+// TestRunFlagBounds checks that values the runtime cannot use are usage
+// errors (one line naming the flag, exit 2) before MPI starts, rather than
+// an out-of-memory crash, an overflowed time or an error from spmd after
+// MPI started.
+func TestRunFlagBounds(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--gpu-step-ms", "NaN"}, "--gpu-step-ms NaN"},
+		{[]string{"run", "--gpu-step-ms", "Inf"}, "--gpu-step-ms +Inf"},
+		{[]string{"run", "--gpu-step-ms", "1e300"}, "--gpu-step-ms 1e+300"},
+		{[]string{"run", "--gpu-ms-per-frame", "NaN"}, "--gpu-ms-per-frame NaN"},
+		{[]string{"run", "--gpu-ms-per-sample", "-1"}, "--gpu-ms-per-sample -1"},
+		{[]string{"run", "--gpu-us-per-token", "1e30"}, "--gpu-us-per-token"},
+		{[]string{"run", "--gpu-ms-per-frame", "3000000", "--batch", "4096"}, "--gpu-ms-per-frame 3e+06"},
+		{[]string{"run", "--batch", "100000"}, "--batch 100000: want 1..4096"},
+		{[]string{"run", "--decoded-budget", "17592186044417"}, "--decoded-budget 17592186044417"},
+		{[]string{"run", "--compressed-budget", "-1"}, "--compressed-budget -1"},
+		{[]string{"run", "--frames", "1024", "--size", "4096"}, "--frames 1024 --size 4096: one decoded clip would be 48.0 GiB"},
+		{[]string{"run", "--size", "5000"}, "--size 5000: want 8..4096"},
+		{[]string{"decode", "--size", "100000", "x.mp4"}, "--size 100000: want 8..4096"},
+		{[]string{"decode", "--frames", "100000", "x.mp4"}, "--frames 100000: want 1..1024"},
+		{[]string{"decode", "--frames", "1024", "--size", "1024", "x.mp4"}, "--frames 1024 --size 1024"},
+		{[]string{"costmodel", "--data", "x", "--size", "100000"}, "--size 100000"},
+	}
+	for _, tt := range tests {
+		code, stdout, stderr := runMain(tt.args...)
+		if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tt.want) || stdout != "" {
+			t.Errorf("%q: got exit %d, stderr %q, stdout %q; want exit 2 and one line containing %q", tt.args, code, stderr, stdout, tt.want)
+		}
+	}
+}
+
+// TestRunOutputsCheckedFirst checks that --json, --trace and
+// --checkpoint-dir paths that cannot be written end the run before it
+// trains (no results table), in-process and under mpirun.
+func TestRunOutputsCheckedFirst(t *testing.T) {
+	data := gentest.Tiny(t)
+	tests := []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--json", "/nonexistent-dir/x.json"}, "--json: open /nonexistent-dir/x.json"},
+		{[]string{"--trace", "/proc/x.jsonl"}, "--trace: open /proc/x.jsonl"},
+		{[]string{"--checkpoint-dir", "/proc/ck", "--checkpoint-every", "2"}, "--checkpoint-dir: mkdir /proc/ck"},
+	}
+	for _, tt := range tests {
+		args := fastRun(data, append([]string{"--steps", "40", "--ranks", "4"}, tt.flags...)...)
+		code, stdout, stderr := runMain(args...)
+		if code != 1 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tt.want) || strings.Contains(stdout, "batches hash") {
+			t.Errorf("%q: got exit %d, stderr %q, stdout %q; want exit 1, one line containing %q, no table", tt.flags, code, stderr, stdout, tt.want)
+		}
+	}
+	log, err := mpirunMain(t, 2, fastRun(data, "--steps", "40", "--json", "/nonexistent-dir/x.json")...)
+	if err == nil || strings.Count(log, "--json: open /nonexistent-dir/x.json") != 1 || strings.Contains(log, "batches hash") {
+		t.Errorf("mpirun with an unwritable --json: %v\n%s\nwant a failure reported once, before the run", err, log)
+	}
+}
+
+// TestRunOutputsReplaced checks that the files opened before the run get
+// exactly the new contents (an older, longer file is truncated) and that a
+// failed run removes the files it created.
+func TestRunOutputsReplaced(t *testing.T) {
+	data := gentest.Tiny(t)
+	dir := t.TempDir()
+	js, trace := filepath.Join(dir, "s.json"), filepath.Join(dir, "t.jsonl")
+	junk := bytes.Repeat([]byte("junk "), 100000)
+	for _, p := range []string{js, trace} {
+		if err := os.WriteFile(p, junk, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, _, stderr := runMain(fastRun(data, "--steps", "3", "--ranks", "4", "--loader", "local", "--json", js, "--trace", trace)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rs []spmd.Summary
+	if raw, err := os.ReadFile(js); err != nil || json.Unmarshal(raw, &rs) != nil || len(rs) != 1 {
+		t.Errorf("--json over an older file: got %d summaries, err %v; want 1", len(rs), err)
+	}
+	raw, _ := os.ReadFile(trace)
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	for _, l := range lines {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(l), &v); err != nil {
+			t.Fatalf("--trace line %q: %v", l, err)
+		}
+	}
+	if len(lines) != 4*3 {
+		t.Errorf("trace has %d lines, want 4 ranks x 3 steps", len(lines))
+	}
+	// A run that fails after the outputs are open leaves no new file.
+	fresh := filepath.Join(dir, "fresh.json")
+	if code, _, _ := runMain(fastRun("/nonexistent/shards", "--ranks", "2", "--json", fresh)...); code == 0 {
+		t.Fatal("run on a missing dataset succeeded")
+	}
+	if _, err := os.Stat(fresh); !os.IsNotExist(err) {
+		t.Errorf("a failed run left %s behind (stat: %v)", fresh, err)
+	}
+}
+
+func TestReduction(t *testing.T) {
+	tests := []struct {
+		a, b float64
+		want string
+	}{
+		{0.5, 0.25, "-50.0%"},
+		{0.1, 0.15, "+50.0%"},
+		{0, 0, "same"},
+		{0.00001, 0.00006, "same"}, // both print as 0.0%: not "+500.0%"
+		{0.0001, 0.2, "more"},
+		{0.2, 0.0001, "-100.0%"},
+	}
+	for _, tt := range tests {
+		if got := reduction(tt.a, tt.b); got != tt.want {
+			t.Errorf("reduction(%v, %v) = %q, want %q", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
+
+// TestPrintTableSteadyWindow checks the comparison after the warm-up: no
+// ratio over a window of one or two steps, nor of waits below the
+// table's precision.
+func TestPrintTableSteadyWindow(t *testing.T) {
+	sum := func(loader string, steps int, wait float64) spmd.Summary {
+		return spmd.Summary{Loader: loader, Ranks: 2, Steps: steps, WarmupSteps: 8, MissRate: 0.1, GPUWaitFrac: 0.2,
+			ThroughputSPS: 10, SteadyMissRate: 0, SteadyGPUWaitFrac: wait, SteadyThroughputSPS: 10}
+	}
+	f := &runFlags{}
+	tests := []struct {
+		steps    int
+		waitB    float64
+		want     string
+		wantNone string
+	}{
+		{10, 0.00006, "2 steps, too few to compare", "+500"},
+		{60, 0.00006, "same misses, same GPU wait", "+500"},
+		{60, 0.01, "same misses, more GPU wait", "too few"},
+	}
+	for _, tt := range tests {
+		var b bytes.Buffer
+		printTable(&b, []spmd.Summary{sum("torch", tt.steps, 0.00001), sum("helix", tt.steps, tt.waitB)}, 2, f)
+		if out := b.String(); !strings.Contains(out, tt.want) || strings.Contains(out, tt.wantNone) {
+			t.Errorf("%d steps: got\n%s\nwant %q and no %q", tt.steps, out, tt.want, tt.wantNone)
+		}
+	}
+}
