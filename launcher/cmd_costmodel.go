@@ -22,12 +22,12 @@ func runCostModel(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	fs := newFlags("costmodel", "--data DIR [flags]")
 	data := fs.String("data", "", "dataset: a `directory` of *.tar shards, a glob or one shard")
 	cache := fs.String("cache", "", "`directory` for shard index caches (default: beside each shard)")
-	warmup := fs.Int("warmup", 200, "samples the model learns from before the held-out evaluation")
-	limit := fs.Int("limit", 0, "decode at most this many samples, warm-up included (0: all)")
-	frames := fs.Int("frames", decode.DefaultFrames, "frames F sampled per clip")
-	size := fs.Int("size", decode.DefaultSize, "output side S in pixels")
+	warmup := fs.Int("warmup", 200, "`samples` the model learns from before the held-out evaluation (the samples after them are held out)")
+	limit := fs.Int("limit", 0, "decode at most this many `samples`, warm-up included (0: all)")
+	frames := fs.Int("frames", decode.DefaultFrames, fmt.Sprintf("frames `F` sampled per clip, 1..%d", maxFrames))
+	size := fs.Int("size", decode.DefaultSize, fmt.Sprintf("output side `S` in pixels, %d..%d", minSize, maxSize))
 	wall := fs.Bool("wall", false, "measure wall time instead of the decoding thread's CPU time")
-	repeat := fs.Int("repeat", 3, "decode each sample this many times and keep the fastest (filters interference on shared machines)")
+	repeat := fs.Int("repeat", 3, "decode each sample this many `times` and keep the fastest (filters interference on shared machines)")
 	calIn := fs.String("calibration", "", "warm-start from this calibration `file` (default: the built-in one)")
 	calOut := fs.String("calibrate-out", "", "after the evaluation, write the coefficients learned from every sample to this `file`")
 	save := fs.String("save", "", "write the model's state after the evaluation to this `file`")
@@ -39,12 +39,13 @@ func runCostModel(ctx context.Context, stdout, stderr io.Writer, args []string) 
 		return usagef("costmodel: --data is required")
 	case *warmup < 1:
 		return usagef("costmodel: --warmup %d: want at least 1", *warmup)
-	case *frames < 1 || *size < 1:
-		return usagef("costmodel: --frames and --size must be positive")
 	case *limit < 0:
 		return usagef("costmodel: --limit %d: want 0 or more", *limit)
 	case *repeat < 1:
 		return usagef("costmodel: --repeat %d: want at least 1", *repeat)
+	}
+	if err := checkShape(*frames, *size); err != nil {
+		return err
 	}
 	cal := decode.DefaultCalibration()
 	if *calIn != "" {
@@ -85,12 +86,22 @@ func runCostModel(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "model\tsamples\tMAPE %\tonline MAPE %\tmean measured µs\tmean predicted µs\t")
 	for _, r := range rep.Rows {
+		if r.Count == 0 {
+			// No held-out sample: an error of 0 would read as "exact".
+			fmt.Fprintf(tw, "%s\t0\tn/a\tn/a\tn/a\tn/a\t\n", r.Key)
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.0f\t%.0f\t\n", r.Key, r.Count, 100*r.MAPE, 100*r.OnlineMAPE, r.MeanMeasured, r.MeanPredicted)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout, "MAPE: the model frozen after the warm-up; online MAPE: the model still learning, each sample predicted before it is learned")
+	if rep.HeldOut == 0 {
+		fmt.Fprintf(stdout, "nothing held out: --warmup %d covers all %d samples decoded, so there is no error to measure; lower --warmup (e.g. --warmup %d) to hold samples out\n",
+			*warmup, rep.Warmup, max(rep.Warmup/2, 1))
+	} else {
+		fmt.Fprintln(stdout, "MAPE: the model frozen after the warm-up; online MAPE: the model still learning, each sample predicted before it is learned")
+	}
 	if *calOut != "" {
 		host, _ := os.Hostname()
 		machine := fmt.Sprintf("%s, %s, %d samples of %s", host, clock, len(rep.Observations), *data)
