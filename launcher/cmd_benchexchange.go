@@ -27,15 +27,21 @@ func runBenchExchange(ctx context.Context, stdout, stderr io.Writer, args []stri
 	wf.register(fs)
 	data := fs.String("data", "", "dataset `path` (default: the default dataset)")
 	cacheDir := fs.String("cache-dir", "", "cache `dir`ectory (as for run)")
-	samples := fs.Int("samples", 4, "samples per message, taken from the first shard")
-	rounds := fs.Int("rounds", 50, "messages timed per path")
+	samples := fs.Int("samples", 4, "`samples` per message, taken from the first shard")
+	rounds := fs.Int("rounds", 50, "`messages` timed per path")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
 	if *samples < 1 || *rounds < 1 {
 		return usagef("--samples and --rounds must be at least 1")
 	}
+	if wf.ranks != 0 && wf.ranks != 2 {
+		return usagef("bench exchange: --ranks %d: it needs 2 ranks exactly (--ranks 2, or mpirun -np 2)", wf.ranks)
+	}
 	return runWorld(ctx, wf, stdout, stderr, func(ctx context.Context, c collective.Comm, out io.Writer) error {
+		if c.Size() != 2 {
+			return collective.AllRanks(fmt.Errorf("bench exchange needs 2 ranks exactly, this job has %d: run it under mpirun -np 2", c.Size()))
+		}
 		root := cacheRoot(*cacheDir)
 		path := *data
 		if path == "" {
@@ -68,7 +74,12 @@ func runBenchExchange(ctx context.Context, stdout, stderr io.Writer, args []stri
 		if c.Rank() != 0 {
 			return nil
 		}
-		line, _ := json.Marshal(bench.NewGoExchange(st, *samples))
+		g := bench.NewGoExchange(st, *samples)
+		// A readable line first; the JSON line, last, is for scripts and
+		// the bench report (which parses it), at full precision.
+		fmt.Fprintf(out, "%d messages of %d samples (%d bytes): exchange path %.1f µs (%.1f MB/s), bare sends %.1f µs (%.1f MB/s), exchange/bare %.3f\n",
+			g.Messages, g.Samples, g.Bytes, g.ExchangeUSPer, g.ExchangeMBps, g.BareUSPer, g.BareMBps, g.ExchangeOnBare)
+		line, _ := json.Marshal(g)
 		fmt.Fprintln(out, string(line))
 		return nil
 	})

@@ -47,7 +47,9 @@ func runInspect(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "key\tshard\tmodality\tbytes\twidth\theight\tframes\tduration_s\tcodec\tkeyframes\test_cost_us")
+	rows := 0
 	err := decode.Inspect(ctx, fs.Args(), *cache, m, func(s decode.RecordSummary) error {
+		rows++
 		if s.Error != "" {
 			fmt.Fprintf(stderr, "%s\n", s.Error)
 		}
@@ -59,6 +61,9 @@ func runInspect(ctx context.Context, stdout, stderr io.Writer, args []string) er
 			s.Key, s.Shard, s.Modality, s.Bytes, s.Width, s.Height, frames, s.DurationS, s.Codec, s.Keyframes, s.EstCostUS)
 		return err
 	})
+	if err != nil && rows == 0 {
+		return err // a missing path or an unreadable shard: no empty table first
+	}
 	if ferr := tw.Flush(); err == nil {
 		err = ferr
 	}
