@@ -271,10 +271,17 @@ func TestRunOutputsReplaced(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	var rs []spmd.Summary
-	if raw, err := os.ReadFile(js); err != nil || json.Unmarshal(raw, &rs) != nil || len(rs) != 1 {
+	raw, err := os.ReadFile(js)
+	if err != nil || json.Unmarshal(raw, &rs) != nil || len(rs) != 1 {
 		t.Errorf("--json over an older file: got %d summaries, err %v; want 1", len(rs), err)
 	}
-	raw, _ := os.ReadFile(trace)
+	// 3 steps are within the warm-up: no steady-state figures, rather than 0.
+	for _, key := range []string{"steady_miss_rate", "steady_gpu_wait_frac", "steady_throughput_sps"} {
+		if !bytes.Contains(raw, []byte(`"`+key+`": null`)) {
+			t.Errorf("--json of a run within its warm-up: want %s null in\n%s", key, raw)
+		}
+	}
+	raw, _ = os.ReadFile(trace)
 	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
 	for _, l := range lines {
 		var v map[string]any
