@@ -96,30 +96,73 @@ func (l *Loader) checkpoint(step int64) error {
 	return nil
 }
 
+// ErrNoCheckpoint reports that a checkpoint directory holds no complete
+// checkpoint of a loader for the job's number of ranks (LatestCheckpoint):
+// a run asked to resume cannot, and one that resumes only when it can
+// (--resume=auto) starts from step 0.
+var ErrNoCheckpoint = errors.New("spmd: no complete checkpoint")
+
+// noCheckpointError says which loader, ranks and directory had no
+// complete checkpoint; it unwraps to ErrNoCheckpoint.
+type noCheckpointError struct{ msg string }
+
+func (e noCheckpointError) Error() string { return e.msg }
+func (e noCheckpointError) Unwrap() error { return ErrNoCheckpoint }
+
+// LatestCheckpoint returns the step of the newest checkpoint of loader k
+// in dir that every rank of comm completed. A step directory missing some
+// rank's file (a job killed while saving it, or one with another number
+// of ranks) does not count: the one before it does. It is a collective
+// call: rank 0 reads the directory and broadcasts the step, so every rank
+// returns the same step, or the same error, even if their views of a
+// shared file system differ. With no complete checkpoint the error wraps
+// ErrNoCheckpoint (test with errors.Is) and is marked collective.AllRanks.
+func LatestCheckpoint(comm collective.Comm, dir string, k Kind) (int64, error) {
+	// Rank 0's view: the step, and for the message when there is none,
+	// how many incomplete step directories and other loaders' latest step.
+	view := []int64{-1, 0, -1}
+	if comm.Rank() == 0 {
+		view[0] = latestCheckpointOf(dir, k, comm.Size())
+		if view[0] < 0 {
+			view[1], view[2] = int64(len(checkpointSteps(dir, k))), latestCheckpoint(dir, comm.Size())
+		}
+	}
+	buf := make([]byte, 0, 8*len(view))
+	for _, v := range view {
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(v))
+	}
+	if err := comm.Bcast(buf, 0); err != nil {
+		return 0, err
+	}
+	for i := range view {
+		view[i] = int64(binary.LittleEndian.Uint64(buf[8*i:]))
+	}
+	if view[0] >= 0 {
+		return view[0], nil
+	}
+	msg := fmt.Sprintf("no complete checkpoint of loader %s for %d ranks in %s", k, comm.Size(), loaderCheckpointDir(dir, k))
+	switch n := view[1]; {
+	case n == 1:
+		msg += " (its one step directory lacks some rank's file: written by a job killed while saving, or by another number of ranks)"
+	case n > 1:
+		msg += fmt.Sprintf(" (each of its %d step directories lacks some rank's file: written by a job killed while saving, or by another number of ranks)", n)
+	}
+	if other := view[2]; other >= 0 {
+		msg += fmt.Sprintf(" (%s holds other loaders' checkpoints, the latest at step %d: resume with the --loader that wrote them)", dir, other)
+	}
+	return -1, collective.AllRanks(noCheckpointError{msg})
+}
+
 // restore loads the latest checkpoint of this loader that every rank
-// completed and returns its step. Rank 0 picks the step (the newest
-// directory holding a file for every rank) and broadcasts it, so all ranks
-// resume together.
+// completed (LatestCheckpoint) and returns its step.
 func (l *Loader) restore() (int64, error) {
 	dir, k := l.cfg.CheckpointDir, l.cfg.Loader
-	var step int64 = -1
-	if l.comm.Rank() == 0 {
-		step = latestCheckpointOf(dir, k, l.comm.Size())
-	}
-	buf := binary.LittleEndian.AppendUint64(nil, uint64(step))
-	if err := l.comm.Bcast(buf, 0); err != nil {
-		return 0, err
+	step, err := LatestCheckpoint(l.comm, dir, k)
+	if err != nil {
+		return 0, fmt.Errorf("--resume: %w", err)
 	}
 	// From here to the file read every rank holds the same step: its
 	// errors are every rank's.
-	step = int64(binary.LittleEndian.Uint64(buf))
-	if step < 0 {
-		msg := fmt.Sprintf("--resume: no complete checkpoint of loader %s for %d ranks in %s", k, l.comm.Size(), loaderCheckpointDir(dir, k))
-		if other := latestCheckpoint(dir, l.comm.Size()); other >= 0 {
-			msg += fmt.Sprintf(" (%s holds other loaders' checkpoints, the latest at step %d: resume with the --loader that wrote them)", dir, other)
-		}
-		return 0, collective.AllRanks(errors.New(msg))
-	}
 	if step >= int64(l.cfg.Steps) {
 		return 0, collective.AllRanks(fmt.Errorf("--resume: the checkpoint in %s is at step %d, at or past --steps %d: nothing to run",
 			loaderCheckpointDir(dir, k), step, l.cfg.Steps))
@@ -160,20 +203,7 @@ func (l *Loader) restore() (int64, error) {
 // latestCheckpointOf returns the newest step with a checkpoint file of
 // loader k for each of ranks in dir, or -1.
 func latestCheckpointOf(dir string, k Kind, ranks int) int64 {
-	entries, err := os.ReadDir(loaderCheckpointDir(dir, k))
-	if err != nil {
-		return -1
-	}
-	var steps []int64
-	for _, e := range entries {
-		if s, ok := strings.CutPrefix(e.Name(), "step-"); ok && e.IsDir() {
-			if n, err := strconv.ParseInt(s, 10, 64); err == nil && n >= 0 {
-				steps = append(steps, n)
-			}
-		}
-	}
-	sort.Slice(steps, func(i, j int) bool { return steps[i] > steps[j] })
-	for _, s := range steps {
+	for _, s := range checkpointSteps(dir, k) {
 		complete := true
 		for r := 0; r < ranks && complete; r++ {
 			_, err := os.Stat(checkpointPath(dir, k, s, r))
@@ -184,6 +214,25 @@ func latestCheckpointOf(dir string, k Kind, ranks int) int64 {
 		}
 	}
 	return -1
+}
+
+// checkpointSteps returns the steps of loader k's step directories in dir,
+// complete or not, newest first.
+func checkpointSteps(dir string, k Kind) []int64 {
+	entries, err := os.ReadDir(loaderCheckpointDir(dir, k))
+	if err != nil {
+		return nil
+	}
+	var steps []int64
+	for _, e := range entries {
+		if s, ok := strings.CutPrefix(e.Name(), "step-"); ok && e.IsDir() {
+			if n, err := strconv.ParseInt(s, 10, 64); err == nil && n >= 0 {
+				steps = append(steps, n)
+			}
+		}
+	}
+	sort.Slice(steps, func(i, j int) bool { return steps[i] > steps[j] })
+	return steps
 }
 
 // latestCheckpoint returns the newest step at which any loader has a

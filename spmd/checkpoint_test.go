@@ -3,6 +3,7 @@ package spmd
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -131,8 +132,8 @@ func TestResumeEveryLoader(t *testing.T) {
 		cfg.Steps, cfg.CheckpointDir, cfg.Resume = steps, dir, true
 		_, errs := runBounded(t, ranks, data, cfg, limit)
 		for r, err := range errs {
-			if err == nil || !collective.IsAllRanks(err) ||
-				!strings.Contains(err.Error(), "no complete checkpoint of loader helix-nogate for 4 ranks in "+filepath.Join(dir, "helix-nogate")) ||
+			if !errors.Is(err, ErrNoCheckpoint) || !collective.IsAllRanks(err) ||
+				!strings.Contains(err.Error(), "--resume: no complete checkpoint of loader helix-nogate for 4 ranks in "+filepath.Join(dir, "helix-nogate")) ||
 				!strings.Contains(err.Error(), "other loaders' checkpoints, the latest at step 8") {
 				t.Errorf("rank %d: got %v, want the every-rank error naming helix-nogate and the others' step 8", r, err)
 			}
@@ -223,5 +224,77 @@ func TestLatestCheckpointIsPerLoader(t *testing.T) {
 	}
 	if got := latestCheckpointOf(filepath.Join(dir, "missing"), KindTorch, 1); got != -1 {
 		t.Errorf("missing directory: got %d, want -1", got)
+	}
+}
+
+// TestLatestCheckpointCollective checks that every rank gets rank 0's
+// answer, that a step a killed job left half-written is passed over for
+// the complete one before it, and that "none" is ErrNoCheckpoint on every
+// rank, which --resume=auto tells from other failures.
+func TestLatestCheckpointCollective(t *testing.T) {
+	const ranks = 3
+	touch := func(dir string, k Kind, step int64, rs ...int) {
+		t.Helper()
+		for _, r := range rs {
+			p := checkpointPath(dir, k, step, r)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte("{}"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	complete, partial, empty, other := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
+	touch(complete, KindHelix, 4, 0, 1, 2)
+	touch(complete, KindHelix, 8, 0, 2) // rank 1 was killed before saving step 8
+	touch(partial, KindHelix, 4, 1, 2)
+	touch(other, KindTorch, 6, 0, 1, 2)
+	// latest calls LatestCheckpoint on every rank, rank r with dirs[r].
+	latest := func(dirs [ranks]string) ([ranks]int64, [ranks]error) {
+		var steps [ranks]int64
+		var errs [ranks]error
+		comms := collective.NewLocal(ranks)
+		done := make(chan int)
+		for r := range comms {
+			go func() {
+				steps[r], errs[r] = LatestCheckpoint(comms[r], dirs[r], KindHelix)
+				done <- r
+			}()
+		}
+		for range comms {
+			<-done
+		}
+		return steps, errs
+	}
+	for _, c := range []struct {
+		name string
+		dirs [ranks]string
+		want int64 // -1: ErrNoCheckpoint
+		msg  string
+	}{
+		{"complete then half-written", [ranks]string{complete, complete, complete}, 4, ""},
+		// Ranks that see another directory (a lagging shared file system)
+		// still follow rank 0.
+		{"rank 0 decides", [ranks]string{complete, empty, partial}, 4, ""},
+		{"rank 0 sees none", [ranks]string{empty, complete, complete}, -1, "no complete checkpoint of loader helix for 3 ranks in "},
+		{"only half-written", [ranks]string{partial, partial, partial}, -1, "its one step directory lacks some rank's file"},
+		{"other loaders only", [ranks]string{other, other, other}, -1, "other loaders' checkpoints, the latest at step 6"},
+		{"missing directory", [ranks]string{filepath.Join(empty, "nope")}, -1, "no complete checkpoint of loader helix"},
+	} {
+		for r := range c.dirs {
+			if c.dirs[r] == "" {
+				c.dirs[r] = c.dirs[0]
+			}
+		}
+		steps, errs := latest(c.dirs)
+		for r := range ranks {
+			switch {
+			case c.want >= 0 && (errs[r] != nil || steps[r] != c.want):
+				t.Errorf("%s: rank %d: got %d, %v, want step %d", c.name, r, steps[r], errs[r], c.want)
+			case c.want < 0 && (!errors.Is(errs[r], ErrNoCheckpoint) || !collective.IsAllRanks(errs[r]) || !strings.Contains(fmt.Sprint(errs[r]), c.msg)):
+				t.Errorf("%s: rank %d: got %d, %v, want an every-rank ErrNoCheckpoint saying %q", c.name, r, steps[r], errs[r], c.msg)
+			}
+		}
 	}
 }
