@@ -67,6 +67,7 @@ type runFlags struct {
 	seed           uint64
 	trace, jsonOut string
 	quiet          bool
+	resume         resumeMode
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -92,7 +93,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.cfg.MaxTasks, "max-tasks", 0, "split a heavy clip into at most `N` keyframe-aligned tasks (default: workers)")
 	fs.StringVar(&f.cfg.CheckpointDir, "checkpoint-dir", "", "`dir`ectory for per-rank loader checkpoints")
 	fs.IntVar(&f.cfg.CheckpointEvery, "checkpoint-every", 0, "save a checkpoint every `K` steps (needs --checkpoint-dir)")
-	fs.BoolVar(&f.cfg.Resume, "resume", false, "resume from the latest complete checkpoint in --checkpoint-dir")
+	fs.Var(&f.resume, "resume", "resume each loader from its latest complete checkpoint in --checkpoint-dir: --resume or --resume=true fails when there is none, --resume=auto starts from step 0 then (for requeued jobs whose script always passes it)")
 	fs.StringVar(&f.trace, "trace", "", "write per-rank per-step records as JSON lines to `file`")
 	fs.StringVar(&f.jsonOut, "json", "", "write the summary, one object per loader, to `file`")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar")
@@ -142,7 +143,7 @@ func (f *runFlags) validate() error {
 		return usagef("--margin-us %d: want at least 0", f.cfg.Margin)
 	case f.cfg.CheckpointEvery < 0:
 		return usagef("--checkpoint-every %d: want at least 0", f.cfg.CheckpointEvery)
-	case (f.cfg.CheckpointEvery > 0 || f.cfg.Resume) && f.cfg.CheckpointDir == "":
+	case (f.cfg.CheckpointEvery > 0 || f.resume != resumeFalse) && f.cfg.CheckpointDir == "":
 		return usagef("--checkpoint-every and --resume need --checkpoint-dir")
 	}
 	if err := checkShape(f.cfg.Decode.Frames, f.cfg.Decode.Size); err != nil {
@@ -172,6 +173,7 @@ func (f *runFlags) validate() error {
 	f.cfg.GPU = gpu.Model{Base: ms(f.gpuStepMS), PerSample: ms(f.gpuSampleMS), PerFrame: ms(f.gpuFrameMS),
 		PerToken: time.Duration(math.Round(f.gpuTokenUS * float64(time.Microsecond)))}
 	f.cfg.Seed = f.seed
+	f.cfg.Resume = f.resume == resumeTrue // auto: decided per loader by runJob
 	f.cfg.DecodedBudget = f.decodedMiB << 20
 	f.cfg.CompressedBudget = f.compressedMiB << 20
 	return nil
@@ -296,6 +298,12 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 		}
 		if bar != nil {
 			bar.Describe(k.String())
+		}
+		if f.resume == resumeAuto {
+			var err error
+			if cfg.Resume, err = resumeAutoDecide(c, cfg.CheckpointDir, k, errOut); err != nil {
+				return fmt.Errorf("loader %s: %w", k, err)
+			}
 		}
 		res, err := spmd.Run(ctx, c, ds, cfg)
 		if err != nil {

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/datahelix/datahelix/decode/gen/gentest"
+	"github.com/datahelix/datahelix/spmd"
+)
+
+func TestResumeFlag(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want resumeMode
+	}{
+		{nil, resumeFalse},
+		{[]string{"--resume"}, resumeTrue},
+		{[]string{"--resume=true"}, resumeTrue},
+		{[]string{"--resume=1"}, resumeTrue},
+		{[]string{"--resume=false"}, resumeFalse},
+		{[]string{"--resume=auto"}, resumeAuto},
+	} {
+		var f runFlags
+		fs := newFlags("run", "")
+		f.register(fs)
+		if err := fs.Parse(tt.args); err != nil || f.resume != tt.want {
+			t.Errorf("%q: got %v, %v, want %v", tt.args, f.resume.String(), err, tt.want.String())
+		}
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--resume=maybe"}, `invalid boolean value "maybe" for -resume: want auto, true or false`},
+		{[]string{"run", "--resume=auto"}, "--resume need --checkpoint-dir"},
+		{[]string{"run", "--resume", "auto", "--checkpoint-dir", "x"}, `unexpected argument "auto"`},
+	} {
+		code, _, stderr := runMain(tt.args...)
+		if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%q: exit %d, stderr %q; want exit 2 and one line containing %q", tt.args, code, stderr, tt.want)
+		}
+	}
+}
+
+// TestResumeAuto runs what a requeued batch job runs: the same command
+// with --resume=auto, first with no checkpoint (a fresh start, said once),
+// then after checkpoints (it resumes from the latest complete one, passing
+// over one that a killed job left half-written), while a bare --resume
+// with no checkpoint still fails on every rank with one message.
+func TestResumeAuto(t *testing.T) {
+	data := gentest.Tiny(t)
+	dir := filepath.Join(t.TempDir(), "ck")
+	summary := filepath.Join(t.TempDir(), "summary.json")
+	run := func(flags ...string) (int, string, []spmd.Summary) {
+		t.Helper()
+		os.Remove(summary)
+		args := fastRun(data, append([]string{"--ranks", "2", "--steps", "6", "--loader", "local", "--checkpoint-dir", dir, "--json", summary}, flags...)...)
+		code, _, stderr := runMain(args...)
+		var rs []spmd.Summary
+		if raw, err := os.ReadFile(summary); err == nil {
+			if err := json.Unmarshal(raw, &rs); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return code, stderr, rs
+	}
+	fresh := func(k string) string {
+		return "datahelix: --resume=auto: no complete checkpoint of loader " + k + " for 2 ranks in " + filepath.Join(dir, k)
+	}
+
+	code, stderr, _ := run("--resume")
+	if code == 0 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "--resume: no complete checkpoint of loader local for 2 ranks") {
+		t.Errorf("bare --resume, no checkpoint: exit %d, stderr %q; want a failure, one line saying there is no checkpoint", code, stderr)
+	}
+
+	code, stderr, rs := run("--resume=auto", "--checkpoint-every", "2")
+	if code != 0 || strings.Count(stderr, fresh("local")) != 1 || !strings.Contains(stderr, "loader local starts from step 0\n") || len(rs) != 1 || rs[0].Steps != 6 {
+		t.Fatalf("--resume=auto, no checkpoint: exit %d, stderr %q, summary %+v; want one line saying it starts from step 0, then 6 steps", code, stderr, rs)
+	}
+
+	// Checkpoints at steps 2 and 4 now: a resumed run delivers steps 4, 5.
+	code, stderr, rs = run("--resume=auto")
+	if code != 0 || strings.Contains(stderr, "--resume=auto") || len(rs) != 1 || rs[0].Steps != 2 {
+		t.Errorf("--resume=auto after checkpoints: exit %d, stderr %q, summary %+v; want 2 steps (4, 5) and no message", code, stderr, rs)
+	}
+
+	// A job killed while saving step 4: rank 1's file is missing.
+	if err := os.Remove(filepath.Join(dir, "local", "step-000000004", "rank-00001.json")); err != nil {
+		t.Fatal(err)
+	}
+	code, stderr, rs = run("--resume=auto")
+	if code != 0 || strings.Contains(stderr, "--resume=auto") || len(rs) != 1 || rs[0].Steps != 4 {
+		t.Errorf("--resume=auto with step 4 half-written: exit %d, stderr %q, summary %+v; want 4 steps from step 2", code, stderr, rs)
+	}
+
+	// Another loader has no checkpoint of its own: it starts fresh, the
+	// one that has resumes.
+	code, stderr, rs = run("--resume=auto", "--loader", "helix")
+	if code != 0 || strings.Count(stderr, fresh("helix")) != 1 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "loader helix starts from step 0") ||
+		strings.Contains(stderr, "loader local starts") || len(rs) != 2 || rs[0].Steps != 4 || rs[1].Steps != 6 {
+		t.Errorf("--resume=auto --loader local,helix: exit %d, stderr %q, summary %+v; want local from step 2, helix fresh", code, stderr, rs)
+	}
+}
