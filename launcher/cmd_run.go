@@ -280,6 +280,15 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 		return collective.AllRanks(err)
 	}
 	defer ds.Close()
+	if c.Rank() == 0 {
+		sizes := make([]int, len(ds.Shards))
+		for i, sh := range ds.Shards {
+			sizes[i] = sh.Len()
+		}
+		if w := spmd.SplitWarning(sizes, c.Size(), f.cfg.Batch); w != "" {
+			fmt.Fprintf(errOut, "datahelix: warning: %s\n", w)
+		}
+	}
 	var bar *progressbar.ProgressBar
 	if c.Rank() == 0 && !f.quiet {
 		if fd, ok := errOut.(interface{ Fd() uintptr }); ok && term.IsTerminal(int(fd.Fd())) {

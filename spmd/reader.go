@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 )
 
 // SampleRef names one sample of the dataset: shard index (in the
@@ -70,6 +71,83 @@ func NewReader(sizes []int, rank, ranks int, seed uint64, shuffleBuffer int) (*R
 	r.st.rng = rand.NewPCG(seed, uint64(rank)+1)
 	r.startEpoch(0)
 	return r, nil
+}
+
+// RankSamples returns how many samples each of ranks reads per epoch when
+// shards of sizes samples are split as Reader splits them (shard i to
+// rank i mod ranks).
+func RankSamples(sizes []int, ranks int) []int {
+	n := make([]int, max(ranks, 0))
+	for i, sz := range sizes {
+		if ranks > 0 {
+			n[i%ranks] += sz
+		}
+	}
+	return n
+}
+
+// MaxSampleImbalance is how many times more samples per epoch one rank
+// may read than another before SplitWarning warns: a rank with fewer
+// samples serves each of them proportionally more often (its epochs are
+// shorter), which skews what the model sees.
+const MaxSampleImbalance = 2
+
+// maxNamedRanks caps the ranks a warning lists.
+const maxNamedRanks = 6
+
+// SplitWarning returns a one-line warning, or "" when there is nothing to
+// say, about a dataset whose shards hold sizes samples, read by ranks
+// ranks of batch samples per step: when a rank reads fewer samples per
+// epoch than its batch (every batch it serves repeats samples), or when
+// the ranks' samples per epoch differ by more than MaxSampleImbalance
+// times. A split Reader refuses (fewer shards than ranks, a count that
+// does not divide) gets "": NewReader's error says it.
+func SplitWarning(sizes []int, ranks, batch int) string {
+	if ranks < 1 || len(sizes) < ranks || len(sizes)%ranks != 0 {
+		return ""
+	}
+	n := RankSamples(sizes, ranks)
+	lo, hi := 0, 0 // ranks with the fewest and most samples
+	var under []int
+	for r, c := range n {
+		if c < n[lo] {
+			lo = r
+		}
+		if c > n[hi] {
+			hi = r
+		}
+		if c < batch {
+			under = append(under, r)
+		}
+	}
+	counts := func(rs []int) string {
+		var b strings.Builder
+		for i, r := range rs[:min(len(rs), maxNamedRanks)] {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "rank %d has %d", r, n[r])
+		}
+		if len(rs) > maxNamedRanks {
+			fmt.Fprintf(&b, " and %d more ranks", len(rs)-maxNamedRanks)
+		}
+		return b.String()
+	}
+	switch {
+	case len(under) > 0:
+		return fmt.Sprintf("samples per epoch below the batch of %d: %s (the most: rank %d has %d), so every batch of those ranks repeats samples: reshard so that each rank gets at least a batch (shard i goes to rank i mod %d)",
+			batch, counts(under), hi, n[hi], ranks)
+	case n[hi] > MaxSampleImbalance*n[lo]:
+		var small []int
+		for r, c := range n {
+			if c*MaxSampleImbalance < n[hi] {
+				small = append(small, r)
+			}
+		}
+		return fmt.Sprintf("samples per epoch differ by more than %dx across ranks: rank %d has %d, %s (batch %d), so rank %d serves each of its samples %.1fx as often: reshard so that the ranks get about the same number (shard i goes to rank i mod %d)",
+			MaxSampleImbalance, hi, n[hi], counts(small), batch, lo, float64(n[hi])/float64(n[lo]), ranks)
+	}
+	return ""
 }
 
 func (r *Reader) startEpoch(e int) {
