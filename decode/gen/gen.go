@@ -42,6 +42,7 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,6 +57,10 @@ var (
 	ErrConfig = errors.New("gen: invalid configuration")
 	// ErrFFmpeg reports a failed ffmpeg run (or no ffmpeg at all).
 	ErrFFmpeg = errors.New("gen: ffmpeg failed")
+	// ErrOutInUse reports an output directory that already holds .tar
+	// files this configuration would not write: a dataset read from the
+	// directory would mix them with the new shards.
+	ErrOutInUse = errors.New("gen: output directory holds other shards")
 )
 
 // Config says what to generate.
@@ -109,9 +114,14 @@ func (c Config) validate() error {
 
 // Generate writes the dataset cfg describes and returns the shard paths
 // in order. Each shard is written to a temporary file and renamed into
-// place when complete, so an interrupted run leaves no partial shard.
+// place when complete, so an interrupted run leaves no partial shard. It
+// refuses (ErrOutInUse) an output directory holding .tar files other than
+// the shards it writes, which a run would read as part of the dataset.
 func Generate(ctx context.Context, cfg Config) ([]string, error) {
 	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := checkOut(cfg); err != nil {
 		return nil, err
 	}
 	bin := cfg.FFmpeg
@@ -189,6 +199,40 @@ func Generate(ctx context.Context, cfg Config) ([]string, error) {
 		paths[k] = sh.path
 	}
 	return paths, nil
+}
+
+// checkOut refuses an output directory holding .tar files other than the
+// shards cfg writes (which it replaces): a dataset directory is read as
+// all its *.tar files, so generating another preset, or fewer shards, into
+// it would silently mix two datasets.
+func checkOut(cfg Config) error {
+	mine := map[string]bool{}
+	for k := range cfg.Shards {
+		mine[ShardName(cfg.Preset, k)] = true
+	}
+	found, err := filepath.Glob(filepath.Join(cfg.Out, "*.tar"))
+	if err != nil {
+		return err
+	}
+	var other []string
+	for _, p := range found {
+		if !mine[filepath.Base(p)] {
+			other = append(other, filepath.Base(p))
+		}
+	}
+	if len(other) == 0 {
+		return nil
+	}
+	names := strings.Join(other[:min(len(other), 3)], ", ")
+	if len(other) > 3 {
+		names += fmt.Sprintf(" and %d more", len(other)-3)
+	}
+	span := ShardName(cfg.Preset, 0)
+	if cfg.Shards > 1 {
+		span += " to " + ShardName(cfg.Preset, cfg.Shards-1)
+	}
+	return fmt.Errorf("%w: %s holds %s, not among the shards this command writes (%s), and a dataset directory is read as all its *.tar files: generate into a new directory, or remove them",
+		ErrOutInUse, cfg.Out, names, span)
 }
 
 // member is one file of a generated sample.
