@@ -257,7 +257,7 @@ func (l *Loader) Next(ctx context.Context) (*Batch, error) {
 			l.mu.Unlock()
 			return nil, err
 		}
-		if err := ctx.Err(); err != nil {
+		if err := ctxErr(ctx); err != nil {
 			l.mu.Unlock()
 			return nil, err
 		}
@@ -335,6 +335,10 @@ func (l *Loader) Close() error {
 	l.wg.Wait()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	// A fatal error that is only the cancellation (Close's own, or the
+	// caller's with a cause that is a context.Canceled, as
+	// collective.RankFailedError and the command's signal cause are) is
+	// not a failure of the loader.
 	if l.fatal != nil && !errors.Is(l.fatal, context.Canceled) {
 		return l.fatal
 	}

@@ -1,6 +1,7 @@
 package spmd
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,7 +28,8 @@ type Result struct {
 // comm: each step the training loop asks the loader for its batch, the
 // GPU computes for the model's time and joins the gradient allreduce.
 // Every rank must call it. The records are gathered on rank 0, which
-// returns the summary.
+// returns the summary. A run stopped by cancelling ctx returns the cause
+// of the cancellation (context.Cause), so that it says why it stopped.
 func Run(ctx context.Context, comm collective.Comm, ds *decode.Dataset, cfg Config) (*Result, error) {
 	gcomm, err := comm.Dup()
 	if err != nil {
@@ -50,6 +52,10 @@ func Run(ctx context.Context, comm collective.Comm, ds *decode.Dataset, cfg Conf
 			}
 			d, err := sim.Step(ctx, b.Contents())
 			if err != nil {
+				if errors.Is(err, context.Canceled) {
+					// The GPU's wait says only "canceled".
+					return cmp.Or(ctxErr(ctx), err)
+				}
 				return err
 			}
 			gpuUS = append(gpuUS, d.Microseconds())
@@ -147,9 +153,16 @@ func peakRSS() int64 {
 // in-process communicator, each opening the dataset at data (shard
 // indexes cached in indexDir). It returns rank 0's result and every
 // rank's error; a rank that fails aborts the others, so none waits
-// forever.
+// forever: their errors then match collective.ErrAborted and name the
+// rank that failed.
 func RunInProcess(ctx context.Context, n int, data, indexDir string, cfg Config) (*Result, []error) {
-	comms := collective.NewLocal(n, collective.WithAbortHook(func(rank, code int, msg string) {}))
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	// The abort fails the ranks' collectives; the cancel stops those
+	// busy outside them (waiting for a batch, decoding) at once.
+	comms := collective.NewLocal(n, collective.WithAbortHook(func(rank, code int, msg string) {
+		cancel(collective.RankFailedError{Rank: rank})
+	}))
 	results := make([]*Result, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -165,7 +178,7 @@ func RunInProcess(ctx context.Context, n int, data, indexDir string, cfg Config)
 			}
 			defer ds.Close()
 			results[r], errs[r] = Run(ctx, comms[r], ds, cfg)
-			if errs[r] != nil && !collective.IsAllRanks(errs[r]) {
+			if errs[r] != nil && !collective.IsAllRanks(errs[r]) && !collective.IsAborted(errs[r]) {
 				comms[r].Abort(1, errs[r].Error())
 			}
 		}()
