@@ -3,17 +3,20 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/datahelix/datahelix/collective/collectivetest"
+	"github.com/datahelix/datahelix/decode/gen/gentest"
 )
 
 // asMainEnv makes the test binary behave as the datahelix command, so
@@ -199,5 +202,119 @@ func TestMPIRunScript(t *testing.T) {
 	help, err := exec.Command("../mpirun.sh", "-h").CombinedOutput()
 	if err != nil || !strings.Contains(string(help), "--oversubscribe") {
 		t.Errorf("mpirun.sh -h: %v\n%s", err, help)
+	}
+}
+
+func TestExitStatus(t *testing.T) {
+	term := interruptedError{sig: syscall.SIGTERM}
+	intr := interruptedError{sig: syscall.SIGINT}
+	tests := []struct {
+		name  string
+		cause error // the context's, nil for a context that runs
+		err   error
+		code  int
+		out   string
+	}{
+		{"success", nil, nil, 0, ""},
+		{"failure", nil, errors.New("disk on fire"), 1, "datahelix: disk on fire\n"},
+		{"usage", nil, usagef("--steps 0: want 1 or more"), 2, "datahelix: --steps 0: want 1 or more\n"},
+		{"reported", nil, reported(errors.New("disk on fire")), 1, ""},
+		{"reported sentinel", nil, errReported, 1, ""},
+		// A command that saw only ctx.Err() says what stopped it.
+		{"SIGTERM", term, fmt.Errorf("gen: %w", context.Canceled), 143, "datahelix: interrupted by SIGTERM\n"},
+		{"SIGINT", intr, fmt.Errorf("gen: %w", context.Canceled), 130, "datahelix: interrupted by SIGINT\n"},
+		{"SIGTERM with context", term, fmt.Errorf("loader helix: %w", term), 143, "datahelix: loader helix: interrupted by SIGTERM\n"},
+		{"SIGTERM reported", term, reported(term), 143, ""},
+		// An error of its own while the signal arrived stays one.
+		{"failure while stopping", term, errors.New("disk on fire"), 1, "datahelix: disk on fire\n"},
+	}
+	for _, tt := range tests {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		if tt.cause != nil {
+			cancel(tt.cause)
+		}
+		var out bytes.Buffer
+		if code := exit(ctx, tt.err, &out); code != tt.code || out.String() != tt.out {
+			t.Errorf("%s: got status %d and %q, want %d and %q", tt.name, code, out.String(), tt.code, tt.out)
+		}
+		cancel(nil)
+	}
+}
+
+// TestInterruptInProcessRanks stops a --ranks 2 run as the signal handler
+// does: the run reports the signal once, with its exit status.
+func TestInterruptInProcessRanks(t *testing.T) {
+	data := gentest.Tiny(t)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		time.AfterFunc(500*time.Millisecond, func() { cancel(interruptedError{sig: sig}) })
+		var out, errb bytes.Buffer
+		code := Main(ctx, fastRun(data, "--ranks", "2", "--steps", "1000000", "--loader", "helix"), &out, &errb)
+		want := "interrupted by " + unix.SignalName(sig) + "\n"
+		if code != 128+int(sig) || strings.Count(errb.String(), "\n") != 1 || !strings.HasSuffix(errb.String(), want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and one line ending %q", sig, code, errb.String(), 128+int(sig), want)
+		}
+	}
+}
+
+// signalMain starts the test binary as datahelix with args (under
+// mpirun when np > 0), sends sig to it (to mpirun under mpirun) after
+// delay, and returns its exit status and output.
+func signalMain(t *testing.T, np int, sig syscall.Signal, delay time.Duration, args ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
+	if np > 0 {
+		cmd = collectivetest.MPIRun(ctx, np, os.Args[0], args...)
+	}
+	cmd.Env = cleanEnv()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(delay)
+	sent := time.Now()
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("still running after 2 minutes:\n%s", out.String())
+	}
+	t.Logf("ended %v after %v: %v", time.Since(sent).Round(time.Millisecond), sig, err)
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	return cmd.ProcessState.ExitCode(), out.String()
+}
+
+// TestSignalEndsRun sends SIGTERM and SIGINT to a --ranks 2 run: one
+// line says so (naming the loader if the signal came after its start),
+// and the exit status is the shell's 128 + signal number.
+func TestSignalEndsRun(t *testing.T) {
+	data := gentest.Tiny(t)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		code, out := signalMain(t, 0, sig, time.Second, fastRun(data, "--ranks", "2", "--steps", "1000000", "--loader", "helix")...)
+		want := regexp.MustCompile(`^datahelix: (loader helix: )?interrupted by ` + unix.SignalName(sig) + "\n$")
+		if code != 128+int(sig) || !want.MatchString(out) {
+			t.Errorf("%v: exit %d, output %q; want %d and one line matching %s", sig, code, out, 128+int(sig), want)
+		}
+	}
+}
+
+// TestSignalEndsMPIRun sends SIGTERM to mpirun, which forwards it to
+// the ranks: each aborts saying it was interrupted, and the job fails.
+func TestSignalEndsMPIRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a job for several seconds")
+	}
+	data := gentest.Tiny(t)
+	code, out := signalMain(t, 2, syscall.SIGTERM, 3*time.Second, fastRun(data, "--steps", "1000000", "--loader", "helix")...)
+	if code == 0 || !strings.Contains(out, "interrupted by SIGTERM") || strings.Contains(out, "context canceled") {
+		t.Errorf("exit %d; want a failure and \"interrupted by SIGTERM\", no \"context canceled\":\n%s", code, out)
 	}
 }

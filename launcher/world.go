@@ -99,8 +99,9 @@ type rankBody func(ctx context.Context, c collective.Comm, stdout io.Writer) err
 
 // runWorld runs body on every rank: on the MPI world, or on --ranks
 // goroutines. An error marked collective.AllRanks is reported by every
-// rank, which then exits cleanly; any other error aborts the whole job so
-// that no rank is left waiting in a collective.
+// rank, which then exits cleanly; a signal (ctx cancelled with an
+// interruptedError) ends each rank with its exit status; any other error
+// aborts the whole job so that no rank is left waiting in a collective.
 func runWorld(ctx context.Context, f worldFlags, stdout, stderr io.Writer, body rankBody) error {
 	env := osLaunchEnv()
 	if err := f.validate(env); err != nil {
@@ -133,8 +134,12 @@ func runWorld(ctx context.Context, f worldFlags, stdout, stderr io.Writer, body 
 		w.Finalize()
 		return err
 	}
-	err = runRank(ctx, f, w, out, errOut, body)
-	if err == nil || collective.IsAllRanks(err) || errors.Is(err, errHelp) {
+	err = runRank(ctx, f, w, out, errOut, false, body)
+	ie, stopped := interrupted(err)
+	// A signal in a world of one (datahelix run without mpirun) has no
+	// other rank to end: it leaves MPI as a success does, and Main
+	// prints it.
+	if err == nil || collective.IsAllRanks(err) || errors.Is(err, errHelp) || stopped && w.Size() == 1 {
 		if ferr := w.Finalize(); err == nil {
 			err = ferr
 		}
@@ -143,12 +148,46 @@ func runWorld(ctx context.Context, f worldFlags, stdout, stderr io.Writer, body 
 		}
 		return err
 	}
-	w.Abort(1, err.Error())
-	return err // not reached: Abort ends the process
+	code := 1
+	if stopped {
+		// The signal may have reached this rank alone: the abort ends
+		// the others, and has the launcher (mpirun, mpiexec.mpich)
+		// exit with the signal's status unless it ends with its own.
+		code = ie.status()
+	}
+	w.Abort(code, err.Error()) // says "rank R aborting the job: " and err
+	return err                 // not reached: Abort ends the process
 }
 
-// runRank pins, profiles and runs body on one rank.
-func runRank(ctx context.Context, f worldFlags, c collective.Comm, out, errOut io.Writer, body rankBody) error {
+// runRank runs body on one rank (see rankSetup) and returns its error:
+// the cause of ctx's cancellation when body failed only because ctx was
+// cancelled. It prints the error, with the rank's number, where no one
+// else reports it: an AllRanks error only on rank 0, which reports it
+// for all; not an abort, whose cause the rank that aborted reports. On
+// MPI ranks (local false) the abort that follows any other error prints
+// it; on in-process ranks a signal is left to the caller, which reports
+// it once for the process.
+func runRank(ctx context.Context, f worldFlags, c collective.Comm, out, errOut io.Writer, local bool, body rankBody) error {
+	err := stopReason(ctx, rankSetup(ctx, f, c, out, body))
+	_, stopped := interrupted(err)
+	prefix := ""
+	if c.Size() > 1 {
+		prefix = fmt.Sprintf("rank %d: ", c.Rank())
+	}
+	switch {
+	case err == nil, errors.Is(err, errHelp), collective.IsAborted(err):
+	case collective.IsAllRanks(err):
+		if c.Rank() == 0 {
+			fmt.Fprintf(errOut, "datahelix: %v\n", err)
+		}
+	case local && !stopped:
+		fmt.Fprintf(errOut, "datahelix: %s%v\n", prefix, err)
+	}
+	return err
+}
+
+// rankSetup pins and profiles the rank as f asks, then runs body.
+func rankSetup(ctx context.Context, f worldFlags, c collective.Comm, out io.Writer, body rankBody) error {
 	info := c.Info()
 	if f.pin == pinTrue || f.pin == pinAuto && info.LocalSize > collective.NodeCPUs() && info.Library != "in-process" {
 		if _, err := pinCPUs(info.LocalRank, info.LocalSize); err != nil {
@@ -165,34 +204,27 @@ func runRank(ctx context.Context, f worldFlags, c collective.Comm, out, errOut i
 		}[f.profile]
 		defer profile.Start(mode, profile.ProfilePath(dir), profile.NoShutdownHook, profile.Quiet).Stop()
 	}
-	err := body(ctx, c, out)
-	if err != nil && !errors.Is(err, errHelp) && !collective.IsAborted(err) {
-		prefix := ""
-		if c.Size() > 1 {
-			prefix = fmt.Sprintf("rank %d: ", c.Rank())
-		}
-		if collective.IsAllRanks(err) {
-			if c.Rank() != 0 {
-				return err // rank 0 reports what every rank found
-			}
-			prefix = ""
-		}
-		fmt.Fprintf(errOut, "datahelix: %s%v\n", prefix, err)
-	}
-	return err
+	return body(ctx, c, out)
 }
 
 // runLocal runs body on f.ranks goroutines sharing an in-process world.
+// A rank that fails prints its error and aborts the world, which stops
+// the others quietly: the log holds the one error that ended the job. A
+// signal is returned, not printed, so that it is reported once.
 func runLocal(ctx context.Context, f worldFlags, out, errOut io.Writer, body rankBody) error {
 	if f.pin == pinTrue {
 		return usagef("--pin needs MPI ranks (processes); it does not apply to --ranks")
 	}
 	f.pin = pinFalse
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	// An abort fails every rank's pending and later operations; cancel
-	// the context too, for ranks busy outside the communicator.
-	ranks := collective.NewLocal(f.ranks, collective.WithAbortHook(func(rank, code int, msg string) { cancel() }))
+	// the context too, for ranks busy outside the communicator, with a
+	// cause that names the failed rank (and matches ErrAborted, so those
+	// ranks stay quiet as those failed in a collective do).
+	ranks := collective.NewLocal(f.ranks, collective.WithAbortHook(func(rank, code int, msg string) {
+		cancel(collective.RankFailedError{Rank: rank})
+	}))
 	errs := make([]error, len(ranks))
 	var wg sync.WaitGroup
 	for i, c := range ranks {
@@ -203,19 +235,32 @@ func runLocal(ctx context.Context, f worldFlags, out, errOut io.Writer, body ran
 			if i > 0 {
 				g.profile = "" // one process, one profile
 			}
-			errs[i] = runRank(ctx, g, c, out, errOut, body)
+			errs[i] = runRank(ctx, g, c, out, errOut, true, body)
 			if errs[i] != nil && !collective.IsAllRanks(errs[i]) && !collective.IsAborted(errs[i]) {
 				c.Abort(1, errs[i].Error())
 			}
 		}()
 	}
 	wg.Wait()
+	var stop, aborted error
 	for _, err := range errs {
-		if err != nil {
-			// Each failing rank printed its error; the aborting rank
-			// printed the cause of the abort.
-			return errReported
+		_, ok := interrupted(err)
+		switch {
+		case ok:
+			stop = err
+		case collective.IsAborted(err):
+			aborted = err
+		case err != nil:
+			// Each failing rank printed its error; the ranks its
+			// abort stopped printed nothing.
+			return reported(err)
 		}
+	}
+	if stop != nil {
+		return stop
+	}
+	if aborted != nil {
+		return reported(aborted)
 	}
 	return nil
 }

@@ -4,17 +4,21 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/collective/collectivetest"
+	"github.com/datahelix/datahelix/decode/gen/gentest"
 )
 
 func TestPinFlag(t *testing.T) {
@@ -180,4 +184,99 @@ func TestRankMismatchUnderMPIRunEndsJob(t *testing.T) {
 		t.Errorf("info printed its rank lines although rank 1 failed:\n%s", out.String())
 	}
 	t.Logf("job ended in %v", time.Since(start).Round(time.Millisecond))
+}
+
+// TestRunLocalReportsTheFailedRankOnce fails rank 1 of an in-process
+// world while rank 2 waits in a collective and ranks 0 and 3 wait on the
+// context: the log must hold rank 1's error alone, and the waiting ranks'
+// context must say that rank 1 failed.
+func TestRunLocalReportsTheFailedRankOnce(t *testing.T) {
+	boom := errors.New("disk on fire")
+	var mu sync.Mutex
+	causes := map[int]error{}
+	body := func(ctx context.Context, c collective.Comm, out io.Writer) error {
+		switch c.Rank() {
+		case 1:
+			return boom
+		case 2:
+			return c.Barrier() // ranks 0 and 3 never join it
+		}
+		<-ctx.Done()
+		mu.Lock()
+		causes[c.Rank()] = context.Cause(ctx)
+		mu.Unlock()
+		return fmt.Errorf("waiting for a batch: %w", ctx.Err())
+	}
+	var stderr bytes.Buffer
+	err := runLocal(context.Background(), worldFlags{ranks: 4}, io.Discard, &stderr, body)
+	if got, want := stderr.String(), "datahelix: rank 1: disk on fire\n"; got != want {
+		t.Errorf("stderr %q, want %q", got, want)
+	}
+	if !errors.Is(err, errReported) || !errors.Is(err, boom) {
+		t.Errorf("got %v, want rank 1's error marked as reported", err)
+	}
+	var out bytes.Buffer
+	if code := exit(context.Background(), err, &out); code != 1 || out.Len() != 0 {
+		t.Errorf("exit: got status %d and %q, want 1 and nothing printed again", code, out.String())
+	}
+	for _, r := range []int{0, 3} {
+		if got, want := causes[r], (collective.RankFailedError{Rank: 1}); got != want {
+			t.Errorf("rank %d: cause %v, want %v", r, got, want)
+		}
+	}
+	if got, want := (collective.RankFailedError{Rank: 1}).Error(), "stopped because rank 1 failed"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// TestRunOneRankFails fails rank 1's checkpoint in a 4-rank run, with an
+// unplanned loader (the others wait for batches) and a planned one (they
+// wait in the allgather): the job exits 1 with rank 1's error as its one
+// line, and no rank says "context canceled".
+func TestRunOneRankFails(t *testing.T) {
+	data := gentest.Tiny(t)
+	for _, loader := range []string{"torch", "helix"} {
+		ck := t.TempDir()
+		failCheckpoint(t, ck, loader, 1)
+		code, _, stderr := runMain(fastRun(data, "--ranks", "4", "--steps", "6", "--loader", loader,
+			"--checkpoint-dir", ck, "--checkpoint-every", "2")...)
+		want := "datahelix: rank 1: loader " + loader + ": checkpoint: "
+		if code != 1 || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, want) {
+			t.Errorf("%s: exit %d, stderr %q; want 1 and one line starting %q", loader, code, stderr, want)
+		}
+	}
+}
+
+// TestRunOneRankFailsUnderMPIRun is TestRunOneRankFails under MPI: rank 1
+// aborts the job with its error; what the other rank prints is up to
+// mpirun (Open MPI sends it SIGTERM), but never "context canceled".
+func TestRunOneRankFailsUnderMPIRun(t *testing.T) {
+	data := gentest.Tiny(t)
+	ck := t.TempDir()
+	failCheckpoint(t, ck, "torch", 1)
+	log, err := mpirunMain(t, 2, fastRun(data, "--steps", "6", "--loader", "torch",
+		"--checkpoint-dir", ck, "--checkpoint-every", "2")...)
+	if err == nil {
+		t.Errorf("job succeeded:\n%s", log)
+	}
+	if want := "datahelix: rank 1 aborting the job: loader torch: checkpoint: "; !strings.Contains(log, want) {
+		t.Errorf("log lacks %q:\n%s", want, log)
+	}
+	for _, line := range strings.Split(log, "\n") {
+		if strings.HasPrefix(line, "datahelix: rank 0") && !strings.HasSuffix(line, "interrupted by SIGTERM") ||
+			strings.Contains(line, "context canceled") {
+			t.Errorf("rank 0 says %q; want nothing or that mpirun's SIGTERM interrupted it:\n%s", line, log)
+		}
+	}
+}
+
+// failCheckpoint makes the checkpoint that rank writes at step 2 of
+// loader fail: its temporary file's name is taken by a directory (root
+// writes anywhere, so a read-only directory would not do).
+func failCheckpoint(t *testing.T, dir, loader string, rank int) {
+	t.Helper()
+	tmp := filepath.Join(dir, loader, "step-000000002", fmt.Sprintf("rank-%05d.json.tmp", rank))
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
 }
