@@ -2,7 +2,6 @@ package spmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 	"time"
@@ -66,8 +65,10 @@ func (l *Loader) worker(ctx context.Context, w int) {
 		took, cpu := time.Since(t0).Microseconds(), (threadCPU()-c0)/1000
 		l.mu.Lock()
 		l.sched.Finish(w, t)
-		if err != nil && errors.Is(err, context.Canceled) && ctx.Err() != nil {
-			return // closing
+		if err != nil && ctx.Err() != nil {
+			// Closing, whatever the cancel's cause reads: the task did not
+			// fail, it was stopped, and its sample is not counted as dropped.
+			return
 		}
 		st.decodeUS += cpu
 		l.decodeCPU += cpu
