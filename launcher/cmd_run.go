@@ -67,7 +67,7 @@ type runFlags struct {
 	seed           uint64
 	trace, jsonOut string
 	quiet          bool
-	resume         resumeMode
+	resume         autoBool
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -143,7 +143,7 @@ func (f *runFlags) validate() error {
 		return usagef("--margin-us %d: want at least 0", f.cfg.Margin)
 	case f.cfg.CheckpointEvery < 0:
 		return usagef("--checkpoint-every %d: want at least 0", f.cfg.CheckpointEvery)
-	case (f.cfg.CheckpointEvery > 0 || f.resume != resumeFalse) && f.cfg.CheckpointDir == "":
+	case (f.cfg.CheckpointEvery > 0 || f.resume != autoFalse) && f.cfg.CheckpointDir == "":
 		return usagef("--checkpoint-every and --resume need --checkpoint-dir")
 	}
 	if err := checkShape(f.cfg.Decode.Frames, f.cfg.Decode.Size); err != nil {
@@ -173,7 +173,7 @@ func (f *runFlags) validate() error {
 	f.cfg.GPU = gpu.Model{Base: ms(f.gpuStepMS), PerSample: ms(f.gpuSampleMS), PerFrame: ms(f.gpuFrameMS),
 		PerToken: time.Duration(math.Round(f.gpuTokenUS * float64(time.Microsecond)))}
 	f.cfg.Seed = f.seed
-	f.cfg.Resume = f.resume == resumeTrue // auto: decided per loader by runJob
+	f.cfg.Resume = f.resume == autoTrue // auto: decided per loader by runJob
 	f.cfg.DecodedBudget = f.decodedMiB << 20
 	f.cfg.CompressedBudget = f.compressedMiB << 20
 	return nil
@@ -308,7 +308,7 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 		if bar != nil {
 			bar.Describe(k.String())
 		}
-		if f.resume == resumeAuto {
+		if f.resume == autoAuto {
 			var err error
 			if cfg.Resume, err = resumeAutoDecide(c, cfg.CheckpointDir, k, errOut); err != nil {
 				return fmt.Errorf("loader %s: %w", k, err)

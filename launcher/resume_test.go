@@ -14,14 +14,14 @@ import (
 func TestResumeFlag(t *testing.T) {
 	for _, tt := range []struct {
 		args []string
-		want resumeMode
+		want autoBool
 	}{
-		{nil, resumeFalse},
-		{[]string{"--resume"}, resumeTrue},
-		{[]string{"--resume=true"}, resumeTrue},
-		{[]string{"--resume=1"}, resumeTrue},
-		{[]string{"--resume=false"}, resumeFalse},
-		{[]string{"--resume=auto"}, resumeAuto},
+		{nil, autoFalse},
+		{[]string{"--resume"}, autoTrue},
+		{[]string{"--resume=true"}, autoTrue},
+		{[]string{"--resume=1"}, autoTrue},
+		{[]string{"--resume=false"}, autoFalse},
+		{[]string{"--resume=auto"}, autoAuto},
 	} {
 		var f runFlags
 		fs := newFlags("run", "")

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 
 	"github.com/pkg/profile"
@@ -19,62 +18,15 @@ import (
 // worldFlags are the flags of every command that runs as an SPMD job.
 type worldFlags struct {
 	ranks      int
-	pin        pinMode
+	pin        autoBool // --pin: auto by default
 	profile    string
 	profileDir string
 }
 
-// pinMode is the value of --pin. It is a boolean flag with a third value:
-// a bare --pin means true, and --pin=auto, --pin=true or --pin=false (or
-// any form strconv.ParseBool reads) set it explicitly. The zero value is
-// auto.
-type pinMode int
-
-// The --pin values.
-const (
-	pinAuto  pinMode = iota // pin when the node runs more ranks than it has CPUs
-	pinTrue                 // always pin
-	pinFalse                // never pin
-)
-
-// String returns the flag value as --pin accepts it.
-func (p *pinMode) String() string {
-	if p == nil {
-		return "auto"
-	}
-	switch *p {
-	case pinTrue:
-		return "true"
-	case pinFalse:
-		return "false"
-	}
-	return "auto"
-}
-
-// Set parses a --pin value.
-func (p *pinMode) Set(s string) error {
-	if s == "auto" {
-		*p = pinAuto
-		return nil
-	}
-	b, err := strconv.ParseBool(s)
-	if err != nil {
-		return errors.New("want auto, true or false")
-	}
-	*p = pinFalse
-	if b {
-		*p = pinTrue
-	}
-	return nil
-}
-
-// IsBoolFlag makes a bare --pin mean --pin=true. A value must then be
-// joined with "=": in "--pin false" the "false" is an argument.
-func (p *pinMode) IsBoolFlag() bool { return true }
-
 func (f *worldFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.ranks, "ranks", 0, "run `N` ranks as goroutines of this process instead of MPI processes (no mpirun needed)")
-	fs.Var(&f.pin, "pin", "pin each rank to its share of this node's CPUs, by local rank: --pin or --pin=true always, --pin=false never, --pin=auto (the default) when the node runs more ranks than it has CPUs, so each rank keeps a fixed share as on a real node")
+	f.pin = autoAuto
+	fs.Var(&f.pin, "pin", "pin each rank to its share of this node's CPUs, by local rank: --pin or --pin=true always, --pin=false never, --pin=auto when the node runs more ranks than it has CPUs, so each rank keeps a fixed share as on a real node")
 	fs.StringVar(&f.profile, "profile", "", "write a pprof `kind` profile per rank: cpu, mem or block")
 	fs.StringVar(&f.profileDir, "profile-dir", "profiles", "`dir`ectory for --profile output (one subdirectory per rank)")
 }
@@ -112,7 +64,7 @@ func runWorld(ctx context.Context, f worldFlags, stdout, stderr io.Writer, body 
 	if f.ranks > 0 {
 		return runLocal(ctx, f, out, errOut, body)
 	}
-	if f.pin == pinTrue && env.LocalRank >= 0 && env.LocalSize > 0 {
+	if f.pin == autoTrue && env.LocalRank >= 0 && env.LocalSize > 0 {
 		// Pin before MPI starts its threads; corrected below if MPI's
 		// view of the node differs.
 		if _, err := pinCPUs(env.LocalRank, env.LocalSize); err != nil {
@@ -189,7 +141,7 @@ func runRank(ctx context.Context, f worldFlags, c collective.Comm, out, errOut i
 // rankSetup pins and profiles the rank as f asks, then runs body.
 func rankSetup(ctx context.Context, f worldFlags, c collective.Comm, out io.Writer, body rankBody) error {
 	info := c.Info()
-	if f.pin == pinTrue || f.pin == pinAuto && info.LocalSize > collective.NodeCPUs() && info.Library != "in-process" {
+	if f.pin == autoTrue || f.pin == autoAuto && info.LocalSize > collective.NodeCPUs() && info.Library != "in-process" {
 		if _, err := pinCPUs(info.LocalRank, info.LocalSize); err != nil {
 			return err
 		}
@@ -212,10 +164,10 @@ func rankSetup(ctx context.Context, f worldFlags, c collective.Comm, out io.Writ
 // the others quietly: the log holds the one error that ended the job. A
 // signal is returned, not printed, so that it is reported once.
 func runLocal(ctx context.Context, f worldFlags, out, errOut io.Writer, body rankBody) error {
-	if f.pin == pinTrue {
+	if f.pin == autoTrue {
 		return usagef("--pin needs MPI ranks (processes); it does not apply to --ranks")
 	}
-	f.pin = pinFalse
+	f.pin = autoFalse
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	// An abort fails every rank's pending and later operations; cancel

@@ -24,25 +24,25 @@ import (
 func TestPinFlag(t *testing.T) {
 	tests := []struct {
 		args      []string
-		want      pinMode
+		want      autoBool
 		wantRanks int
 		wantErr   string // substring of the usage error; "" for none
 	}{
-		{nil, pinAuto, 0, ""},
-		{[]string{"--pin"}, pinTrue, 0, ""},
-		{[]string{"-pin"}, pinTrue, 0, ""},
-		{[]string{"--pin=true"}, pinTrue, 0, ""},
-		{[]string{"--pin=false"}, pinFalse, 0, ""},
-		{[]string{"--pin=auto"}, pinAuto, 0, ""},
-		{[]string{"--pin=1"}, pinTrue, 0, ""},
-		{[]string{"--pin=0"}, pinFalse, 0, ""},
-		{[]string{"--pin=false", "--pin"}, pinTrue, 0, ""}, // the last one wins
+		{nil, autoAuto, 0, ""},
+		{[]string{"--pin"}, autoTrue, 0, ""},
+		{[]string{"-pin"}, autoTrue, 0, ""},
+		{[]string{"--pin=true"}, autoTrue, 0, ""},
+		{[]string{"--pin=false"}, autoFalse, 0, ""},
+		{[]string{"--pin=auto"}, autoAuto, 0, ""},
+		{[]string{"--pin=1"}, autoTrue, 0, ""},
+		{[]string{"--pin=0"}, autoFalse, 0, ""},
+		{[]string{"--pin=false", "--pin"}, autoTrue, 0, ""}, // the last one wins
 		// A bare --pin does not swallow the next flag.
-		{[]string{"--pin", "--ranks", "3"}, pinTrue, 3, ""},
-		{[]string{"--pin=maybe"}, pinAuto, 0, `invalid boolean value "maybe" for -pin: want auto, true or false`},
-		{[]string{"--pin="}, pinAuto, 0, "want auto, true or false"},
+		{[]string{"--pin", "--ranks", "3"}, autoTrue, 3, ""},
+		{[]string{"--pin=maybe"}, autoAuto, 0, `invalid boolean value "maybe" for -pin: want auto, true or false`},
+		{[]string{"--pin="}, autoAuto, 0, "want auto, true or false"},
 		// A boolean flag's value must be joined with "=".
-		{[]string{"--pin", "false"}, pinTrue, 0, `unexpected argument "false"`},
+		{[]string{"--pin", "false"}, autoTrue, 0, `unexpected argument "false"`},
 	}
 	for _, tt := range tests {
 		var f worldFlags
@@ -65,16 +65,21 @@ func TestPinFlag(t *testing.T) {
 	}
 }
 
-func TestPinModeStringRoundTrip(t *testing.T) {
-	for _, m := range []pinMode{pinAuto, pinTrue, pinFalse} {
-		var got pinMode = 42
+func TestAutoBoolStringRoundTrip(t *testing.T) {
+	for _, m := range []autoBool{autoAuto, autoTrue, autoFalse} {
+		var got autoBool = 42
 		if err := got.Set(m.String()); err != nil || got != m {
 			t.Errorf("Set(%q): got %v (%v), want %v", m.String(), got.String(), err, m.String())
 		}
 	}
-	var zero pinMode
-	if zero.String() != "auto" {
-		t.Errorf("zero pinMode: got %q, want auto", zero.String())
+	var zero autoBool
+	if zero.String() != "false" {
+		t.Errorf("zero autoBool: got %q, want false", zero.String())
+	}
+	var f worldFlags
+	f.register(newFlags("info", ""))
+	if f.pin != autoAuto {
+		t.Errorf("--pin defaults to %v, want auto", f.pin.String())
 	}
 }
 
