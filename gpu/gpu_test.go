@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -136,6 +137,20 @@ func TestSimulatedLockstep(t *testing.T) {
 	for r, e := range ends {
 		if e.Sub(start) < ms(140) {
 			t.Errorf("rank %d left the allreduce after %v, before the slowest rank's 140ms step", r, e.Sub(start))
+		}
+	}
+}
+
+// TestStepReturnsTheCancelCause: a step stopped by its context says why
+// (the cause given to the cancel), before and during its compute.
+func TestStepReturnsTheCancelCause(t *testing.T) {
+	why := errors.New("interrupted by SIGTERM")
+	for _, base := range []time.Duration{0, time.Hour} {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(why)
+		s := &Simulated{Model: Model{Base: base}, Comm: collective.NewLocal(1)[0]}
+		if _, err := s.Step(ctx, Contents{Samples: 1}); !errors.Is(err, why) {
+			t.Errorf("base %v: got %v, want the cause %v", base, err, why)
 		}
 	}
 }
