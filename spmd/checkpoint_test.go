@@ -170,23 +170,27 @@ func TestResumeEveryLoader(t *testing.T) {
 	})
 }
 
+// touchCheckpoints writes empty checkpoint files of loader k at step for
+// the ranks, as a run that saved them would leave them in dir.
+func touchCheckpoints(t *testing.T, dir string, k Kind, step int64, ranks ...int) {
+	t.Helper()
+	for _, r := range ranks {
+		p := checkpointPath(dir, k, step, r)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestLatestCheckpointIsPerLoader checks the choice of the step to resume
 // from on hand-made directories: the newest step with a file for every
 // rank, counted for each loader on its own.
 func TestLatestCheckpointIsPerLoader(t *testing.T) {
 	dir := t.TempDir()
-	touch := func(k Kind, step int64, ranks ...int) {
-		t.Helper()
-		for _, r := range ranks {
-			p := checkpointPath(dir, k, step, r)
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(p, []byte("{}"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	touch := func(k Kind, step int64, ranks ...int) { touchCheckpoints(t, dir, k, step, ranks...) }
 	touch(KindTorch, 4, 0, 1)
 	touch(KindTorch, 8, 0)       // rank 1 never wrote step 8
 	touch(KindHelix, 12, 0, 1)   // helix got further
@@ -233,18 +237,7 @@ func TestLatestCheckpointIsPerLoader(t *testing.T) {
 // rank, which --resume=auto tells from other failures.
 func TestLatestCheckpointCollective(t *testing.T) {
 	const ranks = 3
-	touch := func(dir string, k Kind, step int64, rs ...int) {
-		t.Helper()
-		for _, r := range rs {
-			p := checkpointPath(dir, k, step, r)
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(p, []byte("{}"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	touch := func(dir string, k Kind, step int64, ranks ...int) { touchCheckpoints(t, dir, k, step, ranks...) }
 	complete, partial, empty, other := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
 	touch(complete, KindHelix, 4, 0, 1, 2)
 	touch(complete, KindHelix, 8, 0, 2) // rank 1 was killed before saving step 8
