@@ -99,7 +99,7 @@ func (l *Loader) readOwn(ctx context.Context, s int64) ([]*slotState, error) {
 	l.mu.Lock()
 	l.held += bytes
 	l.mu.Unlock()
-	return own, ctxErr(ctx)
+	return own, context.Cause(ctx)
 }
 
 // describe parses the sample's record and fills its estimate (est when
@@ -375,15 +375,5 @@ func (l *Loader) exchange(ctx context.Context, s int64, own []*slotState, in *pl
 		l.bandwidth = clamp((3*l.bandwidth+obs)/4, plan.One, plan.MaxBandwidth)
 	}
 	l.mu.Unlock()
-	return got, ctxErr(ctx)
-}
-
-// ctxErr is nil while ctx runs and then the cause of its cancellation, so
-// that the error the loader fails with says why the run stopped (a signal,
-// another rank's failure) rather than only "context canceled".
-func ctxErr(ctx context.Context) error {
-	if ctx.Err() == nil {
-		return nil
-	}
-	return context.Cause(ctx)
+	return got, context.Cause(ctx)
 }

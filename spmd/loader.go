@@ -257,7 +257,7 @@ func (l *Loader) Next(ctx context.Context) (*Batch, error) {
 			l.mu.Unlock()
 			return nil, err
 		}
-		if err := ctxErr(ctx); err != nil {
+		if err := context.Cause(ctx); err != nil {
 			l.mu.Unlock()
 			return nil, err
 		}

@@ -1,7 +1,6 @@
 package spmd
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -52,10 +51,6 @@ func Run(ctx context.Context, comm collective.Comm, ds *decode.Dataset, cfg Conf
 			}
 			d, err := sim.Step(ctx, b.Contents())
 			if err != nil {
-				if errors.Is(err, context.Canceled) {
-					// The GPU's wait says only "canceled".
-					return cmp.Or(ctxErr(ctx), err)
-				}
 				return err
 			}
 			gpuUS = append(gpuUS, d.Microseconds())
