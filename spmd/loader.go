@@ -190,12 +190,6 @@ func NewLoader(ctx context.Context, comm collective.Comm, ds *decode.Dataset, cf
 			return nil, err
 		}
 		l.first = step
-		if step > 0 {
-			// The run that wrote the checkpoint delivered the steps before
-			// it: the decode policy's window and memory budget start at
-			// step (its first Add), not at 0.
-			l.sched.Release(step - 1)
-		}
 	}
 	l.delivered, l.next = l.first-1, l.first
 	// Start every rank's clock together.

@@ -25,7 +25,8 @@ type Task struct {
 // no goroutines, and the caller serializes calls.
 type Scheduler interface {
 	// Add makes the tasks of batch step runnable. Batches are added in
-	// increasing step order.
+	// increasing step order, and the first batch added is the first the
+	// run delivers (0, or the step a resumed run starts at).
 	Add(step int64, tasks []Task)
 	// Next returns the task idle worker w should start, or false when it
 	// should wait for an Add, Finish or Release.

@@ -15,6 +15,7 @@ type EDF struct {
 	started  map[sampleKey]bool // samples with a part started, not yet released
 	memOf    map[int64]int64    // decoded bytes charged per step
 	released int64              // steps below this are released
+	begun    bool               // a batch was added: released is at least its step
 	waiting  int64
 	running  int64
 }
@@ -30,8 +31,13 @@ func NewEDF(budget int64) *EDF {
 	return &EDF{budget: budget, started: map[sampleKey]bool{}, memOf: map[int64]int64{}}
 }
 
-// Add queues the batch's tasks.
+// Add queues the batch's tasks. The first batch added is the earliest
+// undelivered one (a resumed run starts past 0), so the budget cannot hold
+// it back.
 func (e *EDF) Add(step int64, tasks []Task) {
+	if !e.begun {
+		e.begun, e.released = true, max(e.released, step)
+	}
 	for _, t := range tasks {
 		heap.Push(&e.q, t)
 		e.waiting += t.Cost

@@ -115,6 +115,25 @@ func TestEDFMemoryBudget(t *testing.T) {
 	}
 }
 
+// TestEDFStartsAtTheFirstStepAdded: a resumed run's first batch (step 5
+// here) is the earliest undelivered one, so a sample over the budget still
+// starts; the next batch waits for its release.
+func TestEDFStartsAtTheFirstStepAdded(t *testing.T) {
+	e := NewEDF(10)
+	e.Add(5, []Task{{Step: 5, Parts: 1, Cost: 1, Mem: 80}})
+	e.Add(6, []Task{{Step: 6, Parts: 1, Cost: 1, Mem: 80}})
+	if got, ok := e.Next(0); !ok || got.Step != 5 {
+		t.Fatalf("first batch of a resumed run: got %+v %v, want its task despite the budget", got, ok)
+	}
+	if got, ok := e.Next(0); ok {
+		t.Fatalf("step 6 task %+v started over budget", got)
+	}
+	e.Release(5)
+	if got, ok := e.Next(0); !ok || got.Step != 6 || e.InUse() != 80 {
+		t.Errorf("after releasing step 5: got %+v %v, in use %d; want the step 6 task, 80", got, ok, e.InUse())
+	}
+}
+
 func TestTorchRoundRobinPrefetchInOrder(t *testing.T) {
 	const w = 2
 	tr := NewTorch(w, 2)
