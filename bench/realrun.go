@@ -52,10 +52,6 @@ type realJob struct {
 	records map[string][][]spmd.StepRecord
 	// stats are how each run's job used the machine, by loader name.
 	stats map[string][]JobStats
-	// processCPU makes simulateAsRun fit each rank to its process's
-	// whole CPU time after step 0 instead of its decode workers' (a
-	// diagnostic: see cpuByRank).
-	processCPU bool
 }
 
 // realWorkers is W per rank in a real run: the scale's, at most the

@@ -514,9 +514,9 @@ func TestRunSlowdown(t *testing.T) {
 // rep and checks that every rank spends the CPU time its real rank
 // recorded, over the run and up to its first delivery, and that the
 // other processes take the cores the run's stats say they took.
-func checkAsRun(t *testing.T, j *realJob, k spmd.Kind, src sampleSource, rep int, total, first []int64) {
+func checkAsRun(t *testing.T, j *realJob, k spmd.Kind, src sampleSource, process bool, rep int, total, first []int64) {
 	t.Helper()
-	_, m, err := j.simulateAsRun(k, src, false, rep)
+	_, m, err := j.simulateAsRun(k, src, false, process, rep)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -581,13 +581,13 @@ func TestSimulateAsRun(t *testing.T) {
 	j := &realJob{w: &Workload{Name: "w"}, ranks: 2, cores: 1, workers: 1, batch: 1, steps: steps, horizon: 2, frames: 1, size: 8,
 		model: gpu.Model{Base: 10 * time.Millisecond}, cost: &measuredCosts{MeanUS: 2500},
 		records: map[string][][]spmd.StepRecord{"local": {cpuRecords(steps, total, first)}}}
-	checkAsRun(t, j, spmd.KindLocal, fixedSource(batches), 0, total, first)
+	checkAsRun(t, j, spmd.KindLocal, fixedSource(batches), false, 0, total, first)
 	// A second run that spent more: simulated as it ran, and the mean is
 	// the runs' mean.
 	total2, first2 := []int64{90_000, 30_000}, []int64{30_000, 9_000}
 	j.records["local"] = append(j.records["local"], cpuRecords(steps, total2, first2))
-	checkAsRun(t, j, spmd.KindLocal, fixedSource(batches), 1, total2, first2)
-	m, runs, ms, err := j.simulateAsRuns(spmd.KindLocal, fixedSource(batches), false)
+	checkAsRun(t, j, spmd.KindLocal, fixedSource(batches), false, 1, total2, first2)
+	m, runs, ms, err := j.simulateAsRuns(spmd.KindLocal, fixedSource(batches), false, false)
 	if err != nil || len(runs) != 2 || len(ms) != 2 || ms[1].slowdown[0] <= ms[0].slowdown[0] || runs[1].GPUWaitS <= runs[0].GPUWaitS ||
 		math.Abs(m.GPUWaitS-(runs[0].GPUWaitS+runs[1].GPUWaitS)/2) > 1e-9 {
 		t.Errorf("two runs: mean %+v, runs %+v, machines %+v (%v); want the second slower and their mean", m, runs, ms, err)
@@ -603,15 +603,15 @@ func TestSimulateAsRun(t *testing.T) {
 	// Other processes took half the core during the second run: the
 	// ranks still spend their CPU time, and wait longer for it.
 	j.stats = map[string][]JobStats{"local": {{OthersCores: 0.001}, {OthersCores: 0.5}}}
-	checkAsRun(t, j, spmd.KindLocal, fixedSource(batches), 1, total2, first2)
+	checkAsRun(t, j, spmd.KindLocal, fixedSource(batches), false, 1, total2, first2)
 	// Others too few to simulate (under one OtherUnit) leave the CPU
 	// times refined.
-	checkAsRun(t, j, spmd.KindLocal, fixedSource(batches), 0, total, first)
-	if shared, _, err := j.simulateAsRun(spmd.KindLocal, fixedSource(batches), false, 1); err != nil || shared.GPUWaitS <= runs[1].GPUWaitS {
+	checkAsRun(t, j, spmd.KindLocal, fixedSource(batches), false, 0, total, first)
+	if shared, _, err := j.simulateAsRun(spmd.KindLocal, fixedSource(batches), false, false, 1); err != nil || shared.GPUWaitS <= runs[1].GPUWaitS {
 		t.Errorf("with others: wait %v s, without %v s (%v); want longer", shared.GPUWaitS, runs[1].GPUWaitS, err)
 	}
 	// Records with the decode workers' CPU time: fitted to the process's
-	// by the first delivery and the workers' after it; processCPU fits
+	// by the first delivery and the workers' after it; process fits
 	// to the process's throughout.
 	j.stats = nil
 	dec := cpuRecords(steps, total2, first2)
@@ -622,10 +622,8 @@ func TestSimulateAsRun(t *testing.T) {
 	}
 	j.records["local"] = [][]spmd.StepRecord{dec}
 	half := []int64{first2[0] + (total2[0]-first2[0])/2, first2[1] + (total2[1]-first2[1])/2}
-	checkAsRun(t, j, spmd.KindLocal, fixedSource(batches), 0, half, first2)
-	j.processCPU = true
-	checkAsRun(t, j, spmd.KindLocal, fixedSource(batches), 0, total2, first2)
-	j.processCPU = false
+	checkAsRun(t, j, spmd.KindLocal, fixedSource(batches), false, 0, half, first2)
+	checkAsRun(t, j, spmd.KindLocal, fixedSource(batches), true, 0, total2, first2)
 	j.records["local"] = [][]spmd.StepRecord{cpuRecords(steps, total, first), cpuRecords(steps, total2, first2)}
 	// A rank without CPU records: every rank takes the job's factor
 	// (no stats: 1) and no start-up work.
@@ -635,7 +633,7 @@ func TestSimulateAsRun(t *testing.T) {
 			j.records["local"][0][i].CPUUS = 0
 		}
 	}
-	if _, m, err := j.simulateAsRun(spmd.KindLocal, fixedSource(batches), false, 0); err != nil || !slices.Equal(m.slowdown, []float64{1, 1}) || m.start != nil {
+	if _, m, err := j.simulateAsRun(spmd.KindLocal, fixedSource(batches), false, false, 0); err != nil || !slices.Equal(m.slowdown, []float64{1, 1}) || m.start != nil {
 		t.Errorf("without per-rank CPU: slowdowns %v, start-up %v (%v), want [1 1] and none", m.slowdown, m.start, err)
 	}
 }
@@ -694,10 +692,10 @@ func TestSimulateAsRunPlanned(t *testing.T) {
 	j := &realJob{w: &Workload{Name: "w"}, ranks: ranks, cores: 2, workers: 2, batch: b, steps: steps, horizon: 4, frames: 1, size: 8,
 		model: gpu.Model{Base: 20 * time.Millisecond}, cost: &measuredCosts{MeanUS: 2500},
 		records: map[string][][]spmd.StepRecord{"helix": {cpuRecords(steps, total, first)}}}
-	checkAsRun(t, j, spmd.KindHelix, fixedSource(batches), 0, total, first)
+	checkAsRun(t, j, spmd.KindHelix, fixedSource(batches), false, 0, total, first)
 	// With other processes taking 0.4 of the two cores.
 	j.stats = map[string][]JobStats{"helix": {{OthersCores: 0.4}}}
-	checkAsRun(t, j, spmd.KindHelix, fixedSource(batches), 0, total, first)
+	checkAsRun(t, j, spmd.KindHelix, fixedSource(batches), false, 0, total, first)
 }
 
 func TestAddMachines(t *testing.T) {

@@ -110,13 +110,15 @@ func (j *realJob) simulate(k spmd.Kind, src sampleSource, m simMachine) (Result,
 // jobs' factor, uniform (what the machine's CPU time says over the
 // measured costs; model scales the model's costs to those), with the
 // others standing for the cores they left, and no start-up work.
-func (j *realJob) simulateAsRun(k spmd.Kind, src sampleSource, model bool, rep int) (Result, simMachine, error) {
+// With process, each rank's CPU time is its process's throughout, not
+// its decode workers' after its first delivery (cpuByRank).
+func (j *realJob) simulateAsRun(k spmd.Kind, src sampleSource, model, process bool, rep int) (Result, simMachine, error) {
 	var recs []spmd.StepRecord
 	if runs := j.records[k.String()]; rep < len(runs) {
 		recs = runs[rep]
 	}
 	m := simMachine{slowdown: make([]float64, j.ranks), allreduceUS: allreduceOf(recs)}
-	cpu, first := rankCPU(recs, j.ranks, j.processCPU)
+	cpu, first := rankCPU(recs, j.ranks, process)
 	if cpu == nil {
 		uniform := j.runSlowdown(k)
 		if model {
@@ -195,11 +197,11 @@ const maxOtherThreads = 64
 // simulateAsRuns simulates loader k on src as each of its real runs ran
 // (simulateAsRun), and returns the mean result, each run's, and each
 // run's machine.
-func (j *realJob) simulateAsRuns(k spmd.Kind, src sampleSource, model bool) (Result, []Result, []simMachine, error) {
+func (j *realJob) simulateAsRuns(k spmd.Kind, src sampleSource, model, process bool) (Result, []Result, []simMachine, error) {
 	var rs []Result
 	var ms []simMachine
 	for rep := range max(len(j.records[k.String()]), 1) {
-		r, m, err := j.simulateAsRun(k, src, model, rep)
+		r, m, err := j.simulateAsRun(k, src, model, process, rep)
 		if err != nil {
 			return Result{}, nil, nil, err
 		}
@@ -471,17 +473,15 @@ func validationSection(ctx context.Context, env *SectionEnv) (*Section, error) {
 				continue
 			}
 			key := [2]string{j.w.Name, k.String()}
-			a, as, ms, err := j.simulateAsRuns(k, j.samples.Samples, true)
+			a, as, ms, err := j.simulateAsRuns(k, j.samples.Samples, true, false)
 			if err != nil {
 				return nil, err
 			}
-			b, _, _, err := j.simulateAsRuns(k, j.measuredSamples, false)
+			b, _, _, err := j.simulateAsRuns(k, j.measuredSamples, false, false)
 			if err != nil {
 				return nil, err
 			}
-			pj := *j
-			pj.processCPU = true
-			p, _, _, err := pj.simulateAsRuns(k, j.samples.Samples, true)
+			p, _, _, err := j.simulateAsRuns(k, j.samples.Samples, true, true)
 			if err != nil {
 				return nil, err
 			}
