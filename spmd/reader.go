@@ -54,15 +54,13 @@ type readerState struct {
 // uneven splits make ranks run out of samples at different times, the
 // classic way a data-parallel job hangs at the end of an epoch.
 func NewReader(sizes []int, rank, ranks int, seed uint64, shuffleBuffer int) (*Reader, error) {
-	switch {
-	case ranks < 1 || rank < 0 || rank >= ranks:
+	if rank < 0 || rank >= ranks {
 		return nil, fmt.Errorf("spmd: rank %d of %d", rank, ranks)
-	case len(sizes) < ranks:
-		return nil, fmt.Errorf("spmd: %d shards cannot feed %d ranks: every rank needs at least one shard (shard i goes to rank i mod %d)", len(sizes), ranks, ranks)
-	case len(sizes)%ranks != 0:
-		return nil, fmt.Errorf("spmd: %d shards do not split evenly over %d ranks (shard i goes to rank i mod %d): use a rank count that divides %d, or reshard", len(sizes), ranks, ranks, len(sizes))
 	}
-	for i := rank; i < len(sizes); i += ranks {
+	if err := splitError(len(sizes), ranks); err != nil {
+		return nil, err
+	}
+	for _, i := range rankShards(len(sizes), rank, ranks) {
 		if sizes[i] == 0 {
 			return nil, fmt.Errorf("spmd: shard %d has no samples", i)
 		}
@@ -73,14 +71,38 @@ func NewReader(sizes []int, rank, ranks int, seed uint64, shuffleBuffer int) (*R
 	return r, nil
 }
 
+// splitError says why n shards cannot be split over ranks, nil when they
+// can: every rank needs a shard, and each the same number.
+func splitError(n, ranks int) error {
+	switch {
+	case ranks < 1:
+		return fmt.Errorf("spmd: %d ranks", ranks)
+	case n < ranks:
+		return fmt.Errorf("spmd: %d shards cannot feed %d ranks: every rank needs at least one shard (shard i goes to rank i mod %d)", n, ranks, ranks)
+	case n%ranks != 0:
+		return fmt.Errorf("spmd: %d shards do not split evenly over %d ranks (shard i goes to rank i mod %d): use a rank count that divides %d, or reshard", n, ranks, ranks, n)
+	}
+	return nil
+}
+
+// rankShards returns the indexes of the shards, of n, that rank reads:
+// shard i goes to rank i mod ranks.
+func rankShards(n, rank, ranks int) []int {
+	var out []int
+	for i := rank; i < n; i += ranks {
+		out = append(out, i)
+	}
+	return out
+}
+
 // RankSamples returns how many samples each of ranks reads per epoch when
 // shards of sizes samples are split as Reader splits them (shard i to
 // rank i mod ranks).
 func RankSamples(sizes []int, ranks int) []int {
 	n := make([]int, max(ranks, 0))
-	for i, sz := range sizes {
-		if ranks > 0 {
-			n[i%ranks] += sz
+	for r := range n {
+		for _, i := range rankShards(len(sizes), r, ranks) {
+			n[r] += sizes[i]
 		}
 	}
 	return n
@@ -103,7 +125,7 @@ const maxNamedRanks = 6
 // times. A split Reader refuses (fewer shards than ranks, a count that
 // does not divide) gets "": NewReader's error says it.
 func SplitWarning(sizes []int, ranks, batch int) string {
-	if ranks < 1 || len(sizes) < ranks || len(sizes)%ranks != 0 {
+	if splitError(len(sizes), ranks) != nil {
 		return ""
 	}
 	n := RankSamples(sizes, ranks)
@@ -152,10 +174,7 @@ func SplitWarning(sizes []int, ranks, batch int) string {
 
 func (r *Reader) startEpoch(e int) {
 	r.st.Epoch = e
-	r.st.Order = r.st.Order[:0]
-	for i := r.rank; i < len(r.sizes); i += r.ranks {
-		r.st.Order = append(r.st.Order, i)
-	}
+	r.st.Order = append(r.st.Order[:0], rankShards(len(r.sizes), r.rank, r.ranks)...)
 	perm := rand.New(rand.NewPCG(r.seed^0x5eed5eed, uint64(e)<<16|uint64(r.rank)))
 	perm.Shuffle(len(r.st.Order), func(i, j int) { r.st.Order[i], r.st.Order[j] = r.st.Order[j], r.st.Order[i] })
 	r.st.Pos, r.st.InShard = 0, 0
