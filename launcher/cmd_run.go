@@ -173,7 +173,7 @@ func (f *runFlags) validate() error {
 	f.cfg.GPU = gpu.Model{Base: ms(f.gpuStepMS), PerSample: ms(f.gpuSampleMS), PerFrame: ms(f.gpuFrameMS),
 		PerToken: time.Duration(math.Round(f.gpuTokenUS * float64(time.Microsecond)))}
 	f.cfg.Seed = f.seed
-	f.cfg.Resume = f.resume == autoTrue // auto: decided per loader by runJob
+	f.cfg.Resume, f.cfg.ResumeIfAny = f.resume != autoFalse, f.resume == autoAuto
 	f.cfg.DecodedBudget = f.decodedMiB << 20
 	f.cfg.CompressedBudget = f.compressedMiB << 20
 	return nil
@@ -307,12 +307,6 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 		}
 		if bar != nil {
 			bar.Describe(k.String())
-		}
-		if f.resume == autoAuto {
-			var err error
-			if cfg.Resume, err = resumeAutoDecide(c, cfg.CheckpointDir, k, errOut); err != nil {
-				return fmt.Errorf("loader %s: %w", k, err)
-			}
 		}
 		res, err := spmd.Run(ctx, c, ds, cfg)
 		if err != nil {

@@ -154,10 +154,17 @@ func LatestCheckpoint(comm collective.Comm, dir string, k Kind) (int64, error) {
 }
 
 // restore loads the latest checkpoint of this loader that every rank
-// completed (LatestCheckpoint) and returns its step.
+// completed (LatestCheckpoint) and returns its step: 0 when there is none
+// and the config resumes only if there is one (ResumeIfAny).
 func (l *Loader) restore() (int64, error) {
 	dir, k := l.cfg.CheckpointDir, l.cfg.Loader
 	step, err := LatestCheckpoint(l.comm, dir, k)
+	if errors.Is(err, ErrNoCheckpoint) && l.cfg.ResumeIfAny {
+		if l.comm.Rank() == 0 && l.cfg.Log != nil {
+			fmt.Fprintf(l.cfg.Log, "datahelix: --resume=auto: %v: loader %s starts from step 0\n", err, k)
+		}
+		return 0, nil
+	}
 	if err != nil {
 		return 0, fmt.Errorf("--resume: %w", err)
 	}

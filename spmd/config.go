@@ -63,7 +63,13 @@ type Config struct {
 	CheckpointDir   string
 	CheckpointEvery int
 	Resume          bool
-	// Log receives one line per dropped sample (nil: discarded).
+	// ResumeIfAny, with Resume, starts a loader that has no complete
+	// checkpoint (ErrNoCheckpoint) from step 0 instead of failing, and
+	// rank 0 says so in Log: --resume=auto, for requeued batch jobs whose
+	// script always asks to resume.
+	ResumeIfAny bool
+	// Log receives one line per dropped sample, and rank 0's line when
+	// ResumeIfAny starts from step 0 (nil: discarded).
 	Log io.Writer
 	// Progress, when set on rank 0, is called after every step delivered.
 	Progress func(step int64)
