@@ -119,20 +119,17 @@ func (f *runFlags) validate() error {
 	if len(f.loaders) == 0 {
 		f.loaders = loaderList{spmd.KindTorch, spmd.KindHelix}
 	}
+	f.cfg.Resume, f.cfg.ResumeIfAny = f.resume != autoFalse, f.resume == autoAuto
 	for _, k := range f.loaders {
-		if k == spmd.KindOracle {
-			return usagef("--loader oracle exists only in simulation (datahelix bench --sim)")
+		// What the runtime refuses (batch, steps, workers, horizon,
+		// checkpoints, the loader), refused here before MPI starts.
+		c := f.cfg
+		c.Loader = k
+		if err := c.Check(); err != nil {
+			return usagef("%v", err)
 		}
 	}
 	switch {
-	case f.cfg.Batch < 1 || f.cfg.Batch > plan.MaxBatch:
-		return usagef("--batch %d: want 1..%d", f.cfg.Batch, plan.MaxBatch)
-	case f.cfg.Steps < 1:
-		return usagef("--steps %d: want at least 1", f.cfg.Steps)
-	case f.cfg.Workers < 1 || f.cfg.Workers > 1024:
-		return usagef("--workers %d: want 1..1024", f.cfg.Workers)
-	case f.cfg.Horizon < 0:
-		return usagef("--horizon %d: want at least 1 (or 0 for the default)", f.cfg.Horizon)
 	case f.decodedMiB < 0 || f.decodedMiB > maxBudgetMiB:
 		return usagef("--decoded-budget %d: want 0..%d MiB", f.decodedMiB, maxBudgetMiB)
 	case f.compressedMiB < 0 || f.compressedMiB > maxBudgetMiB:
@@ -141,10 +138,6 @@ func (f *runFlags) validate() error {
 		return usagef("--check-every %d: want at least 1", f.cfg.CheckEvery)
 	case f.cfg.Margin < 0:
 		return usagef("--margin-us %d: want at least 0", f.cfg.Margin)
-	case f.cfg.CheckpointEvery < 0:
-		return usagef("--checkpoint-every %d: want at least 0", f.cfg.CheckpointEvery)
-	case (f.cfg.CheckpointEvery > 0 || f.resume != autoFalse) && f.cfg.CheckpointDir == "":
-		return usagef("--checkpoint-every and --resume need --checkpoint-dir")
 	}
 	if err := checkShape(f.cfg.Decode.Frames, f.cfg.Decode.Size); err != nil {
 		return err
@@ -173,7 +166,6 @@ func (f *runFlags) validate() error {
 	f.cfg.GPU = gpu.Model{Base: ms(f.gpuStepMS), PerSample: ms(f.gpuSampleMS), PerFrame: ms(f.gpuFrameMS),
 		PerToken: time.Duration(math.Round(f.gpuTokenUS * float64(time.Microsecond)))}
 	f.cfg.Seed = f.seed
-	f.cfg.Resume, f.cfg.ResumeIfAny = f.resume != autoFalse, f.resume == autoAuto
 	f.cfg.DecodedBudget = f.decodedMiB << 20
 	f.cfg.CompressedBudget = f.compressedMiB << 20
 	return nil

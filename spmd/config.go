@@ -75,6 +75,11 @@ type Config struct {
 	Progress func(step int64)
 }
 
+// Check returns the first setting Run would refuse, naming its flag,
+// without running anything, so that a command can refuse it before MPI
+// starts.
+func (c Config) Check() error { return c.setDefaults() }
+
 func (c *Config) setDefaults() error {
 	if c.Batch < 1 || c.Batch > plan.MaxBatch {
 		return fmt.Errorf("--batch %d: want 1..%d", c.Batch, plan.MaxBatch)
@@ -89,7 +94,7 @@ func (c *Config) setDefaults() error {
 		c.Horizon = max(2*c.Workers, 8)
 	}
 	if c.Horizon < 1 {
-		return fmt.Errorf("--horizon %d: want at least 1", c.Horizon)
+		return fmt.Errorf("--horizon %d: want at least 1 (or 0 for the default)", c.Horizon)
 	}
 	if c.Prefetch <= 0 {
 		c.Prefetch = 2
