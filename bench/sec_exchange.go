@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,16 +50,26 @@ type GoExchange struct {
 }
 
 // NewGoExchange turns what spmd.MeasureExchange measured with messages
-// of samples samples into the line datahelix bench exchange prints.
+// of samples samples into the line datahelix bench exchange prints. The
+// figures are rounded to what they can tell, so the JSON line reads
+// 12432.3, not 12432.311280768185: times per message to 0.01 µs (at
+// least 0.01, keeping the rates finite), rates to 0.1 MB/s, the ratio to
+// 0.001. The rates and the ratio are computed from the rounded times, so
+// that they follow from the printed figures.
 func NewGoExchange(st spmd.ExchangeStats, samples int) GoExchange {
-	per := func(d time.Duration) float64 { return float64(d) / float64(st.Messages) / 1e3 }
+	per := func(d time.Duration) float64 {
+		return max(roundTo(float64(d)/float64(st.Messages)/1e3, 100), 0.01)
+	}
 	g := GoExchange{Bytes: st.Bytes, Samples: samples, Messages: st.Messages,
 		ExchangeUSPer: per(st.Exchange), BareUSPer: per(st.Bare)}
-	g.ExchangeMBps = float64(st.Bytes) / g.ExchangeUSPer
-	g.BareMBps = float64(st.Bytes) / g.BareUSPer
-	g.ExchangeOnBare = g.ExchangeUSPer / g.BareUSPer
+	g.ExchangeMBps = roundTo(float64(st.Bytes)/g.ExchangeUSPer, 10)
+	g.BareMBps = roundTo(float64(st.Bytes)/g.BareUSPer, 10)
+	g.ExchangeOnBare = roundTo(g.ExchangeUSPer/g.BareUSPer, 1000)
 	return g
 }
+
+// roundTo rounds v to the nearest multiple of 1/steps.
+func roundTo(v, steps float64) float64 { return math.Round(v*steps) / steps }
 
 // RawExchange is the JSON line of the C reference.
 type RawExchange struct {

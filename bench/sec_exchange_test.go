@@ -2,10 +2,17 @@ package bench
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/datahelix/datahelix/spmd"
 )
 
 // Lines that datahelix bench exchange and exchange_raw printed here.
@@ -105,4 +112,72 @@ func TestExchangeTable(t *testing.T) {
 	if want := "Go exchange path 4.00x and bare Go sends 1.50x the time of raw C MPI at 4 samples (1.00 MB); worst over sizes 6.00x and 2.00x"; s.Headline != want {
 		t.Errorf("headline %q, want %q", s.Headline, want)
 	}
+}
+
+// TestNewGoExchangeRounds checks the rounding against formatting the
+// figures with fmt at the stated precision, on random measurements.
+func TestNewGoExchangeRounds(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	parse := func(format string, v float64) float64 {
+		f, err := strconv.ParseFloat(fmt.Sprintf(format, v), 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	for i := 0; i < 1000; i++ {
+		const messages = 50
+		st := spmd.ExchangeStats{Bytes: 1 + rng.Int64N(1<<26), Messages: messages,
+			Exchange: time.Duration(math.Exp(rng.Float64()*18-6) * 1e3 * messages),
+			Bare:     time.Duration(math.Exp(rng.Float64()*18-6) * 1e3 * messages)}
+		got := NewGoExchange(st, 4)
+		exUS, bareUS := float64(st.Exchange)/messages/1e3, float64(st.Bare)/messages/1e3
+		ex, bare := max(parse("%.2f", exUS), 0.01), max(parse("%.2f", bareUS), 0.01)
+		want := GoExchange{Bytes: st.Bytes, Samples: 4, Messages: messages, ExchangeUSPer: ex, BareUSPer: bare,
+			ExchangeMBps: parse("%.1f", float64(st.Bytes)/ex), BareMBps: parse("%.1f", float64(st.Bytes)/bare),
+			ExchangeOnBare: parse("%.3f", ex/bare)}
+		// fmt rounds the exact binary value, math.Round the product
+		// v*100: they may differ within a hair of a tie, never elsewhere.
+		if got != want && !nearTie(exUS*100) && !nearTie(bareUS*100) &&
+			!nearTie(float64(st.Bytes)/ex*10) && !nearTie(float64(st.Bytes)/bare*10) && !nearTie(ex/bare*1000) {
+			t.Fatalf("NewGoExchange(%+v)\n got %+v\nwant %+v", st, got, want)
+		}
+		line, err := json.Marshal(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := checkDecimals(string(line)); err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+	}
+}
+
+// exchangeDecimals is how many decimals each figure of bench exchange's
+// JSON line may have.
+var exchangeDecimals = map[string]int{"exchange_us_per_message": 2, "bare_us_per_message": 2,
+	"exchange_mb_per_s": 1, "bare_mb_per_s": 1, "exchange_over_bare": 3}
+
+// checkDecimals checks the number of decimals of the figures of a JSON
+// line of bench exchange, as printed.
+func checkDecimals(line string) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(line), &raw); err != nil {
+		return err
+	}
+	for k, n := range exchangeDecimals {
+		v, ok := raw[k]
+		if !ok {
+			return fmt.Errorf("no %s", k)
+		}
+		if _, frac, _ := strings.Cut(string(v), "."); len(frac) > n || strings.ContainsAny(string(v), "eE") {
+			return fmt.Errorf("%s is %s, want at most %d decimals", k, v, n)
+		}
+	}
+	return nil
+}
+
+// nearTie reports whether v is within a hair of n + 0.5.
+func nearTie(v float64) bool {
+	_, f := math.Modf(v)
+	return math.Abs(f-0.5) < 1e-6
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"path/filepath"
 
 	"github.com/datahelix/datahelix/bench"
@@ -75,7 +74,7 @@ func runBenchExchange(ctx context.Context, stdout, stderr io.Writer, args []stri
 		if c.Rank() != 0 {
 			return nil
 		}
-		g := roundExchange(bench.NewGoExchange(st, *samples))
+		g := bench.NewGoExchange(st, *samples)
 		// A readable line first; the JSON line, last, is for scripts and
 		// the bench report (which parses it).
 		fmt.Fprintf(out, "%d messages of %d samples (%d bytes): exchange path %.2f µs (%.1f MB/s), bare sends %.2f µs (%.1f MB/s), exchange/bare %.3f\n",
@@ -87,19 +86,4 @@ func runBenchExchange(ctx context.Context, stdout, stderr io.Writer, args []stri
 		fmt.Fprintln(out, string(line))
 		return nil
 	})
-}
-
-// roundExchange rounds the measured figures to what they can tell, so the
-// JSON line reads 12432.3, not 12432.311280768185: times per message to
-// 0.01 µs, rates to 0.1 MB/s, the ratio to 0.001. The rates and the ratio
-// are computed from the rounded times, so that they follow from the
-// printed figures; a time rounds to at least 0.01 µs, keeping them finite.
-func roundExchange(g bench.GoExchange) bench.GoExchange {
-	round := func(v, per float64) float64 { return math.Round(v*per) / per } // per: steps per unit
-	g.ExchangeUSPer = max(round(g.ExchangeUSPer, 100), 0.01)
-	g.BareUSPer = max(round(g.BareUSPer, 100), 0.01)
-	g.ExchangeMBps = round(float64(g.Bytes)/g.ExchangeUSPer, 10)
-	g.BareMBps = round(float64(g.Bytes)/g.BareUSPer, 10)
-	g.ExchangeOnBare = round(g.ExchangeUSPer/g.BareUSPer, 1000)
-	return g
 }
