@@ -122,10 +122,8 @@ func LatestCheckpoint(comm collective.Comm, dir string, k Kind) (int64, error) {
 	// how many incomplete step directories and other loaders' latest step.
 	view := []int64{-1, 0, -1}
 	if comm.Rank() == 0 {
-		view[0] = latestCheckpointOf(dir, k, comm.Size())
-		if view[0] < 0 {
-			view[1], view[2] = int64(len(checkpointSteps(dir, k))), latestCheckpoint(dir, comm.Size())
-		}
+		s := scanCheckpoints(dir, k, comm.Size())
+		view[0], view[1], view[2] = s.latest, s.incomplete, s.other
 	}
 	buf := make([]byte, 0, 8*len(view))
 	for _, v := range view {
@@ -207,20 +205,53 @@ func (l *Loader) restore() (int64, error) {
 	return step, nil
 }
 
-// latestCheckpointOf returns the newest step with a checkpoint file of
-// loader k for each of ranks in dir, or -1.
-func latestCheckpointOf(dir string, k Kind, ranks int) int64 {
-	for _, s := range checkpointSteps(dir, k) {
+// checkpointScan is what one read of a checkpoint directory tells about
+// loader k for a job of some number of ranks.
+type checkpointScan struct {
+	latest int64 // the newest step of k with a file for every rank, or -1
+	// incomplete counts k's step directories newer than latest: all of
+	// them when latest is -1.
+	incomplete int64
+	// other is the newest step of any other loader with a file for every
+	// rank, or -1; it is looked for only when latest is -1 (the message
+	// of "none" is its one use), and is -1 otherwise.
+	other int64
+}
+
+// scanCheckpoints reads dir once: loader k's step directories newest first
+// down to the first complete one, then, only if k has none, each other
+// loader's the same way.
+func scanCheckpoints(dir string, k Kind, ranks int) checkpointScan {
+	s := checkpointScan{other: -1}
+	s.latest, s.incomplete = newestComplete(dir, k, ranks)
+	if s.latest >= 0 {
+		return s
+	}
+	for o := range Kind(len(kindNames)) {
+		if o != k {
+			latest, _ := newestComplete(dir, o, ranks)
+			s.other = max(s.other, latest)
+		}
+	}
+	return s
+}
+
+// newestComplete returns the newest step of loader k in dir with a
+// checkpoint file for each of ranks, or -1, and how many of k's step
+// directories are newer than it (all of them when there is none).
+func newestComplete(dir string, k Kind, ranks int) (step, newer int64) {
+	steps := checkpointSteps(dir, k)
+	for i, s := range steps {
 		complete := true
 		for r := 0; r < ranks && complete; r++ {
 			_, err := os.Stat(checkpointPath(dir, k, s, r))
 			complete = err == nil
 		}
 		if complete {
-			return s
+			return s, int64(i)
 		}
 	}
-	return -1
+	return -1, int64(len(steps))
 }
 
 // checkpointSteps returns the steps of loader k's step directories in dir,
@@ -240,14 +271,4 @@ func checkpointSteps(dir string, k Kind) []int64 {
 	}
 	sort.Slice(steps, func(i, j int) bool { return steps[i] > steps[j] })
 	return steps
-}
-
-// latestCheckpoint returns the newest step at which any loader has a
-// checkpoint file for each of ranks in dir, or -1.
-func latestCheckpoint(dir string, ranks int) int64 {
-	latest := int64(-1)
-	for k := range Kind(len(kindNames)) {
-		latest = max(latest, latestCheckpointOf(dir, k, ranks))
-	}
-	return latest
 }

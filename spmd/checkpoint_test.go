@@ -64,7 +64,7 @@ func TestResumeEveryLoader(t *testing.T) {
 	}
 	// Every loader kept its own checkpoints: none overwrote another's.
 	for k := range full {
-		if got := latestCheckpointOf(dir, k, ranks); got != 8 {
+		if got := scanCheckpoints(dir, k, ranks).latest; got != 8 {
 			t.Errorf("%s: latest checkpoint at step %d, want 8", k, got)
 		}
 		for _, step := range []int64{4, 8} {
@@ -185,6 +185,16 @@ func touchCheckpoints(t *testing.T, dir string, k Kind, step int64, ranks ...int
 	}
 }
 
+// latestCheckpoint returns the newest step at which any loader has a
+// checkpoint file for each of ranks in dir, or -1.
+func latestCheckpoint(dir string, ranks int) int64 {
+	latest := int64(-1)
+	for k := range Kind(len(kindNames)) {
+		latest = max(latest, scanCheckpoints(dir, k, ranks).latest)
+	}
+	return latest
+}
+
 // TestLatestCheckpointIsPerLoader checks the choice of the step to resume
 // from on hand-made directories: the newest step with a file for every
 // rank, counted for each loader on its own.
@@ -214,8 +224,8 @@ func TestLatestCheckpointIsPerLoader(t *testing.T) {
 		{KindStatic, 2, -1},
 		{KindHelixNoGate, 1, -1},
 	} {
-		if got := latestCheckpointOf(dir, c.k, c.ranks); got != c.want {
-			t.Errorf("latestCheckpointOf(%s, %d ranks) = %d, want %d", c.k, c.ranks, got, c.want)
+		if got := scanCheckpoints(dir, c.k, c.ranks).latest; got != c.want {
+			t.Errorf("scanCheckpoints(%s, %d ranks).latest = %d, want %d", c.k, c.ranks, got, c.want)
 		}
 	}
 	for _, c := range []struct {
@@ -226,7 +236,7 @@ func TestLatestCheckpointIsPerLoader(t *testing.T) {
 			t.Errorf("latestCheckpoint(%d ranks) = %d, want %d", c.ranks, got, c.want)
 		}
 	}
-	if got := latestCheckpointOf(filepath.Join(dir, "missing"), KindTorch, 1); got != -1 {
+	if got := scanCheckpoints(filepath.Join(dir, "missing"), KindTorch, 1).latest; got != -1 {
 		t.Errorf("missing directory: got %d, want -1", got)
 	}
 }
@@ -289,5 +299,84 @@ func TestLatestCheckpointCollective(t *testing.T) {
 				t.Errorf("%s: rank %d: got %d, %v, want an every-rank ErrNoCheckpoint saying %q", c.name, r, steps[r], errs[r], c.msg)
 			}
 		}
+	}
+}
+
+// TestLatestCheckpointMessages checks the whole every-rank message of "no
+// complete checkpoint" in each of its variants, and what one scan of the
+// directory counts for it.
+func TestLatestCheckpointMessages(t *testing.T) {
+	const ranks = 2
+	const killed = "lacks some rank's file: written by a job killed while saving, or by another number of ranks)"
+	others := func(dir string, step int) string {
+		return fmt.Sprintf(" (%s holds other loaders' checkpoints, the latest at step %d: resume with the --loader that wrote them)", dir, step)
+	}
+	for _, c := range []struct {
+		name  string
+		setup func(t *testing.T, dir string)
+		scan  checkpointScan
+		// suffix follows "no complete checkpoint of loader helix for 2
+		// ranks in DIR/helix"; DIR stands for the directory.
+		suffix string
+	}{
+		{"nothing", func(t *testing.T, dir string) {}, checkpointScan{-1, 0, -1}, ""},
+		{"one incomplete", func(t *testing.T, dir string) {
+			touchCheckpoints(t, dir, KindHelix, 4, 0)
+		}, checkpointScan{-1, 1, -1}, " (its one step directory " + killed},
+		{"several incomplete", func(t *testing.T, dir string) {
+			touchCheckpoints(t, dir, KindHelix, 4, 0)
+			touchCheckpoints(t, dir, KindHelix, 8, 1)
+			touchCheckpoints(t, dir, KindHelix, 12, 0, 2) // a 3-rank run's, rank 1 killed
+			os.MkdirAll(filepath.Join(dir, "helix", "step-junk"), 0o755)
+		}, checkpointScan{-1, 3, -1}, " (each of its 3 step directories " + killed},
+		{"other loaders", func(t *testing.T, dir string) {
+			touchCheckpoints(t, dir, KindTorch, 6, 0, 1)
+			touchCheckpoints(t, dir, KindLocal, 10, 0, 1)
+			touchCheckpoints(t, dir, KindLocal, 12, 0) // incomplete: not the latest
+			touchCheckpoints(t, dir, KindStatic, 14, 1)
+		}, checkpointScan{-1, 0, 10}, others("DIR", 10)},
+		{"incomplete and other loaders", func(t *testing.T, dir string) {
+			touchCheckpoints(t, dir, KindHelix, 4, 1)
+			touchCheckpoints(t, dir, KindHelix, 9, 0)
+			touchCheckpoints(t, dir, KindHelixNoGate, 7, 0, 1)
+		}, checkpointScan{-1, 2, 7}, " (each of its 2 step directories " + killed + others("DIR", 7)},
+	} {
+		dir := t.TempDir()
+		c.setup(t, dir)
+		if got := scanCheckpoints(dir, KindHelix, ranks); got != c.scan {
+			t.Errorf("%s: scanCheckpoints = %+v, want %+v", c.name, got, c.scan)
+		}
+		want := fmt.Sprintf("no complete checkpoint of loader helix for %d ranks in %s", ranks, filepath.Join(dir, "helix")) +
+			strings.ReplaceAll(c.suffix, "DIR", dir)
+		comms := collective.NewLocal(ranks)
+		errs := make([]error, ranks)
+		steps := make([]int64, ranks)
+		done := make(chan struct{})
+		for r := range comms {
+			go func() {
+				steps[r], errs[r] = LatestCheckpoint(comms[r], dir, KindHelix)
+				done <- struct{}{}
+			}()
+		}
+		for range comms {
+			<-done
+		}
+		for r, err := range errs {
+			if err == nil || err.Error() != want || !errors.Is(err, ErrNoCheckpoint) || !collective.IsAllRanks(err) || steps[r] != -1 {
+				t.Errorf("%s: rank %d: got %d, %v; want -1 and the every-rank ErrNoCheckpoint %q", c.name, r, steps[r], err, want)
+			}
+		}
+	}
+
+	// With a complete step, the scan counts the newer incomplete ones and
+	// does not look at the other loaders.
+	dir := t.TempDir()
+	touchCheckpoints(t, dir, KindHelix, 4, 0, 1)
+	touchCheckpoints(t, dir, KindHelix, 8, 0)
+	touchCheckpoints(t, dir, KindHelix, 12, 1)
+	touchCheckpoints(t, dir, KindHelix, 2, 0)
+	touchCheckpoints(t, dir, KindTorch, 20, 0, 1)
+	if got, want := scanCheckpoints(dir, KindHelix, ranks), (checkpointScan{4, 2, -1}); got != want {
+		t.Errorf("complete step 4 under 8 and 12: scanCheckpoints = %+v, want %+v", got, want)
 	}
 }
