@@ -102,59 +102,92 @@ func (d *Decoder) NewVideoTensor() Tensor {
 // ErrUnsupported, ErrTimeout or ErrNoPayload (or the context's error when
 // ctx ends).
 func (d *Decoder) Decode(ctx context.Context, s *Sample, rec *Record) (*Output, error) {
-	if rec == nil {
-		var err error
-		if rec, err = ParseRecord(s); err != nil {
-			return nil, &SampleError{Shard: s.Shard, Key: s.Key, Kind: classify(err), Err: err, named: true}
-		}
+	p, err := resolvePayload(s, rec, d.opts.Limits)
+	if err != nil {
+		return nil, err
 	}
 	ctx, cancel := d.deadline(ctx)
 	defer cancel()
-	out := &Output{Key: s.Key, Modality: rec.Modality}
+	out := &Output{Key: s.Key, Modality: p.rec.Modality}
 	out.Text = sampleText(s)
 	out.Tokens = EstimateTokens([]byte(out.Text))
-	fail := func(member int, err error) (*Output, error) {
-		e := &SampleError{Shard: s.Shard, Key: s.Key, Kind: classify(err), Err: err}
-		if member >= 0 && member < len(s.Members) {
-			e.Member = s.Members[member].Name
-		}
-		return nil, e
+	fail := func(member string, err error) (*Output, error) {
+		return nil, &SampleError{Shard: s.Shard, Key: s.Key, Member: member, Kind: classify(err), Err: err}
 	}
+	if p.video != nil {
+		t := d.NewVideoTensor()
+		st, err := d.decodeVideo(ctx, p.video.Data, p.rec.Video, t.Data)
+		if err != nil {
+			return fail(p.video.Name, err)
+		}
+		out.Tensors = []Tensor{t}
+		out.DecodedFrames, out.MissedFrames = st.frames, st.missed
+	}
+	for _, m := range p.images {
+		if err := ctx.Err(); err != nil {
+			return fail(m.Name, err)
+		}
+		t, err := d.decodeImage(m.Data)
+		if err != nil {
+			return fail(m.Name, err)
+		}
+		out.Tensors = append(out.Tensors, t)
+	}
+	return out, nil
+}
+
+// payload is what Decode turns into tensors, found from a sample's
+// record: the clip of a video sample, the images of an image sample or a
+// document in record order, nothing for text.
+type payload struct {
+	rec    *Record
+	video  *Member // the clip; nil unless rec's modality is video
+	images []Member
+}
+
+// resolvePayload finds in s the members its record says Decode decodes,
+// parsing the record when rec is nil, and checks what can be checked
+// before decoding: a sample without a recognised member, a video record
+// without its clip, or a record of no known modality is ErrNoPayload;
+// more images than lim.MaxImages is ErrLimit; an image index outside the
+// sample is ErrCorrupt. Decode and SampleMD5s both take their members
+// from here, so they decode and hash the same members and refuse the same
+// samples. lim must have its defaults filled in. Errors are *SampleError
+// values naming s.
+func resolvePayload(s *Sample, rec *Record, lim Limits) (payload, error) {
+	if rec == nil {
+		var err error
+		if rec, err = ParseRecord(s); err != nil {
+			return payload{}, &SampleError{Shard: s.Shard, Key: s.Key, Kind: classify(err), Err: err, named: true}
+		}
+	}
+	fail := func(err error) (payload, error) {
+		return payload{}, &SampleError{Shard: s.Shard, Key: s.Key, Kind: classify(err), Err: err}
+	}
+	p := payload{rec: rec}
 	switch rec.Modality {
 	case ModalityVideo:
 		v := rec.Video
 		if v == nil || v.Member < 0 || v.Member >= len(s.Members) {
-			return fail(-1, fmt.Errorf("%w: record has no video member", ErrNoPayload))
+			return fail(fmt.Errorf("%w: record has no video member", ErrNoPayload))
 		}
-		t := d.NewVideoTensor()
-		st, err := d.decodeVideo(ctx, s.Members[v.Member].Data, v, t.Data)
-		if err != nil {
-			return fail(v.Member, err)
-		}
-		out.Tensors = []Tensor{t}
-		out.DecodedFrames, out.MissedFrames = st.frames, st.missed
+		p.video = &s.Members[v.Member]
 	case ModalityImage, ModalityDocument:
-		if len(rec.Images) > d.opts.Limits.MaxImages {
-			return fail(-1, fmt.Errorf("%w: %d images, limit %d", ErrLimit, len(rec.Images), d.opts.Limits.MaxImages))
+		if len(rec.Images) > lim.MaxImages {
+			return fail(fmt.Errorf("%w: %d images, limit %d", ErrLimit, len(rec.Images), lim.MaxImages))
 		}
-		for _, im := range rec.Images {
+		p.images = make([]Member, len(rec.Images))
+		for i, im := range rec.Images {
 			if im.Member < 0 || im.Member >= len(s.Members) {
-				return fail(-1, fmt.Errorf("%w: record names image member %d of %d", ErrCorrupt, im.Member, len(s.Members)))
+				return fail(fmt.Errorf("%w: record names image member %d of %d", ErrCorrupt, im.Member, len(s.Members)))
 			}
-			if err := ctx.Err(); err != nil {
-				return fail(im.Member, err)
-			}
-			t, err := d.decodeImage(s.Members[im.Member].Data)
-			if err != nil {
-				return fail(im.Member, err)
-			}
-			out.Tensors = append(out.Tensors, t)
+			p.images[i] = s.Members[im.Member]
 		}
 	case ModalityText:
 	default:
-		return fail(-1, fmt.Errorf("%w: modality %v", ErrNoPayload, rec.Modality))
+		return fail(fmt.Errorf("%w: modality %v", ErrNoPayload, rec.Modality))
 	}
-	return out, nil
+	return p, nil
 }
 
 // sampleText joins the sample's text members (captions and document text,

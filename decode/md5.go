@@ -33,42 +33,32 @@ type MemberMD5s struct {
 	MD5s   []string // hex, in output order
 }
 
-// SampleMD5s hashes the video member of s frame by frame, as FrameMD5s
-// does, and each image member as ImageMD5 does, in the order of the
-// sample's record; text members are not hashed. A member that cannot be
-// decoded returns a *SampleError naming it.
+// SampleMD5s hashes, at full size, the pictures Decode would decode from
+// s: the clip of a video sample frame by frame, as FrameMD5s does, or the
+// images of an image sample or a document, each as ImageMD5 does, in
+// record order; a text sample gives none. It refuses what Decode refuses
+// before decoding (a sample without a payload, more images than
+// lim.MaxImages), and a member that cannot be decoded returns a
+// *SampleError naming it.
 func SampleMD5s(ctx context.Context, s *Sample, lim Limits) ([]MemberMD5s, error) {
-	rec, err := ParseRecord(s)
+	lim = lim.withDefaults()
+	p, err := resolvePayload(s, nil, lim)
 	if err != nil {
-		return nil, &SampleError{Shard: s.Shard, Key: s.Key, Kind: classify(err), Err: err, named: true}
+		return nil, err
 	}
-	member := func(i int) (Member, error) {
-		if i < 0 || i >= len(s.Members) {
-			err := fmt.Errorf("%w: record names member %d of %d", ErrCorrupt, i, len(s.Members))
-			return Member{}, &SampleError{Shard: s.Shard, Key: s.Key, Kind: ErrCorrupt, Err: err}
-		}
-		return s.Members[i], nil
-	}
-	fail := func(m Member, err error) error {
+	fail := func(m *Member, err error) error {
 		return &SampleError{Shard: s.Shard, Key: s.Key, Member: m.Name, Kind: classify(err), Err: err}
 	}
 	var out []MemberMD5s
-	if rec.Video != nil {
-		m, err := member(rec.Video.Member)
-		if err != nil {
-			return nil, err
-		}
+	if m := p.video; m != nil {
 		sums, err := FrameMD5s(ctx, m.Data, lim)
 		if err != nil {
 			return nil, fail(m, err)
 		}
 		out = append(out, MemberMD5s{Member: m.Name, Video: true, MD5s: sums})
 	}
-	for _, im := range rec.Images {
-		m, err := member(im.Member)
-		if err != nil {
-			return nil, err
-		}
+	for i := range p.images {
+		m := &p.images[i]
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}

@@ -55,7 +55,7 @@ func runDecode(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	md5 := fs.Bool("md5", false, "print MD5s of the full-size decoded pictures instead of tensors: a video file gives one per frame, "+
 		"the md5 column of 'ffmpeg -i FILE -map 0:v -f framemd5 -'; an image gives one of its RGB24 pixels before resizing "+
 		"(JPEG: equals 'djpeg -ppm FILE', not FFmpeg's decoder; PNG: equals 'ffmpeg -i FILE -pix_fmt rgb24 -f framemd5 -'); "+
-		"a shard gives MEMBER<tab>MD5 lines for its video and image members")
+		"a shard gives MEMBER<tab>MD5 lines for the members decode turns into tensors (a sample's clip, or its images)")
 	frames := fs.Int("frames", decode.DefaultFrames, fmt.Sprintf("frames `F` sampled per clip, 1..%d", maxFrames))
 	size := fs.Int("size", decode.DefaultSize, fmt.Sprintf("output side `S` in pixels, %d..%d (F x S x S x 3 at most %d GiB)", minSize, maxSize, maxSampleBytes>>30))
 	cache := fs.String("cache", "", "`directory` for shard index caches (default: beside each shard)")

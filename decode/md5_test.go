@@ -1,0 +1,175 @@
+package decode
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestSampleMD5sRefusesLikeDecode checks that SampleMD5s refuses what
+// Decode refuses before decoding, with the same kind and the same member:
+// both resolve a sample's payload the same way.
+func TestSampleMD5sRefusesLikeDecode(t *testing.T) {
+	jpg := media(t, "image420.jpg")
+	tests := []struct {
+		name   string
+		lim    Limits
+		sample *Sample
+		want   error
+	}{
+		{"images per doc", Limits{MaxImages: 1}, decSample("k", map[string][]byte{"0.jpg": jpg, "1.jpg": jpg, "txt": []byte("x")}), ErrLimit},
+		{"images per image sample", Limits{MaxImages: 1}, decSample("k", map[string][]byte{"jpg": jpg, "png": media(t, "image.png")}), ErrLimit},
+		{"unknown members", Limits{}, decSample("k", map[string][]byte{"bin": {1, 2}}), ErrNoPayload},
+		{"no members", Limits{}, &Sample{Shard: "test.tar", Key: "k"}, ErrNoPayload},
+		{"truncated jpeg", Limits{}, decSample("k", map[string][]byte{"jpg": jpg[:len(jpg)/3]}), ErrCorrupt},
+	}
+	for _, tc := range tests {
+		_, derr := NewDecoder(Options{Size: 32, Limits: tc.lim}).Decode(context.Background(), tc.sample, nil)
+		_, merr := SampleMD5s(context.Background(), tc.sample, tc.lim)
+		for _, c := range []struct {
+			fn  string
+			err error
+		}{{"Decode", derr}, {"SampleMD5s", merr}} {
+			var se *SampleError
+			if !errors.Is(c.err, tc.want) || !errors.As(c.err, &se) {
+				t.Errorf("%s: %s: got %v, want a *SampleError wrapping %v", tc.name, c.fn, c.err, tc.want)
+				continue
+			}
+			if se.Shard != "test.tar" || se.Key != "k" {
+				t.Errorf("%s: %s: got shard %q key %q, want test.tar k", tc.name, c.fn, se.Shard, se.Key)
+			}
+		}
+		var dse, mse *SampleError
+		if errors.As(derr, &dse) && errors.As(merr, &mse) && dse.Member != mse.Member {
+			t.Errorf("%s: SampleMD5s names member %q, Decode %q", tc.name, mse.Member, dse.Member)
+		}
+	}
+}
+
+// TestDecodeRecordWithoutPayload checks a record that names no decodable
+// member of its sample (a record built for other bytes): ErrNoPayload for
+// a clip, ErrCorrupt for an image index outside the sample.
+func TestDecodeRecordWithoutPayload(t *testing.T) {
+	s := decSample("k", map[string][]byte{"txt": []byte("caption")})
+	tests := []struct {
+		name string
+		rec  *Record
+		want error
+	}{
+		{"video without clip", &Record{Modality: ModalityVideo}, ErrNoPayload},
+		{"video member outside", &Record{Modality: ModalityVideo, Video: &VideoInfo{Member: 3}}, ErrNoPayload},
+		{"unknown modality", &Record{}, ErrNoPayload},
+		{"image member outside", &Record{Modality: ModalityImage, Images: []ImageInfo{{Member: 5}}}, ErrCorrupt},
+	}
+	for _, tc := range tests {
+		_, err := NewDecoder(Options{Size: 32}).Decode(context.Background(), s, tc.rec)
+		var se *SampleError
+		if !errors.Is(err, tc.want) || !errors.As(err, &se) || se.Member != "" {
+			t.Errorf("%s: got %v, want a *SampleError of the whole sample wrapping %v", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestSampleMD5sHashesWhatDecodeDecodes checks that SampleMD5s lists, for
+// each modality, exactly the members Decode turns into tensors, in the
+// same order, each image with its ImageMD5.
+func TestSampleMD5sHashesWhatDecodeDecodes(t *testing.T) {
+	clip, jpg, png := media(t, "h264_bframes.mp4"), media(t, "image420.jpg"), media(t, "image.png")
+	tests := []struct {
+		name    string
+		sample  *Sample
+		members []string
+		video   bool
+	}{
+		{"clip", decSample("k", map[string][]byte{"mp4": clip, "txt": []byte("a caption")}), []string{"k.mp4"}, true},
+		// A video sample's thumbnail is not decoded, so it is not hashed.
+		{"clip with thumbnail", decSample("k", map[string][]byte{"mp4": clip, "jpg": jpg}), []string{"k.mp4"}, true},
+		{"image", decSample("k", map[string][]byte{"jpg": jpg, "json": []byte(`{}`)}), []string{"k.jpg"}, false},
+		{"document", decSample("k", map[string][]byte{"0.txt": []byte("a"), "1.png": png, "2.jpg": jpg}), []string{"k.1.png", "k.2.jpg"}, false},
+		{"text", decSample("k", map[string][]byte{"txt": []byte("only words")}), nil, false},
+	}
+	d := NewDecoder(Options{Frames: 2, Size: 16})
+	for _, tc := range tests {
+		out, err := d.Decode(context.Background(), tc.sample, nil)
+		if err != nil {
+			t.Fatalf("%s: Decode: %v", tc.name, err)
+		}
+		ms, err := SampleMD5s(context.Background(), tc.sample, Limits{})
+		if err != nil {
+			t.Fatalf("%s: SampleMD5s: %v", tc.name, err)
+		}
+		var got []string
+		for _, m := range ms {
+			got = append(got, m.Member)
+			if m.Video != tc.video {
+				t.Errorf("%s: %s: got Video %v, want %v", tc.name, m.Member, m.Video, tc.video)
+			}
+		}
+		if !slices.Equal(got, tc.members) {
+			t.Errorf("%s: got members %v, want %v", tc.name, got, tc.members)
+		}
+		if !tc.video && len(ms) != len(out.Tensors) {
+			t.Errorf("%s: got %d hashed members, Decode made %d tensors", tc.name, len(ms), len(out.Tensors))
+		}
+		for _, m := range ms {
+			if m.Video {
+				want, err := FrameMD5s(context.Background(), clip, Limits{})
+				if err != nil || !slices.Equal(m.MD5s, want) {
+					t.Errorf("%s: clip: got %d MD5s, want FrameMD5s' %d (err %v)", tc.name, len(m.MD5s), len(want), err)
+				}
+				continue
+			}
+			for _, mem := range tc.sample.Members {
+				if mem.Name != m.Member {
+					continue
+				}
+				want, _, _, err := ImageMD5(mem.Data, Limits{})
+				if err != nil || len(m.MD5s) != 1 || m.MD5s[0] != want {
+					t.Errorf("%s: %s: got %v, want [%s] (err %v)", tc.name, m.Member, m.MD5s, want, err)
+				}
+			}
+		}
+	}
+}
+
+// FuzzSampleMD5s hashes arbitrary bytes as a video or image member, beside
+// an image when second is set (a document or a clip with a thumbnail),
+// with small limits: only success or a typed *SampleError may come back,
+// within the deadline; a sample Decode refuses as a whole SampleMD5s
+// refuses the same way, and when both succeed they cover the same members
+// (one hashed member per tensor).
+func FuzzSampleMD5s(f *testing.F) {
+	exts := []string{"mp4", "webm", "0.jpg", "png", "webp"}
+	for i, name := range []string{"h264_bframes.mp4", "vp9.webm", "image420.jpg", "image.png", "image.webp"} {
+		f.Add(media(f, name), uint8(i), i%2 == 0)
+	}
+	lim := Limits{MaxPixels: 1 << 20, MaxImagePixels: 1 << 22, MaxFramesDecoded: 300, SampleDeadline: time.Second, MaxImages: 1}
+	d := NewDecoder(Options{Frames: 3, Size: 16, Limits: lim})
+	png := media(f, "image.png")
+	f.Fuzz(func(t *testing.T, data []byte, kind uint8, second bool) {
+		members := map[string][]byte{exts[int(kind)%len(exts)]: data, "txt": []byte("caption")}
+		if second {
+			members["1.png"] = png
+		}
+		s := decSample("k", members)
+		start := time.Now()
+		ms, err := SampleMD5s(context.Background(), s, lim)
+		if time.Since(start) > 3*time.Second {
+			t.Fatalf("took %v", time.Since(start))
+		}
+		checkSampleErr(t, "SampleMD5s", err)
+		out, derr := d.Decode(context.Background(), s, nil)
+		checkSampleErr(t, "Decode", derr)
+		if err == nil && derr == nil && len(ms) != len(out.Tensors) {
+			t.Fatalf("got %d hashed members, Decode made %d tensors", len(ms), len(out.Tensors))
+		}
+		// A refusal of the whole sample (no member named) comes before any
+		// decoding, so SampleMD5s must refuse it the same way.
+		var dse, mse *SampleError
+		if errors.As(derr, &dse) && dse.Member == "" && (!errors.As(err, &mse) || mse.Member != "" || mse.Kind != dse.Kind) {
+			t.Fatalf("Decode refused the sample: %v; SampleMD5s: %v", derr, err)
+		}
+	})
+}
