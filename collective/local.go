@@ -1,7 +1,6 @@
 package collective
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -28,26 +27,6 @@ type LocalOption func(*localWorld)
 // records the call instead.
 func WithAbortHook(hook func(rank, code int, msg string)) LocalOption {
 	return func(w *localWorld) { w.onAbort = hook }
-}
-
-// RankFailedError is the cause to cancel a rank's context with when
-// another rank of an in-process job aborts it (from a WithAbortHook hook):
-// it reads "stopped because rank R failed" rather than "context canceled".
-// errors.Is matches it with ErrAborted, since the rank stopped because the
-// job was aborted, and with context.Canceled, so that code checking a
-// context error for cancellation still sees one.
-type RankFailedError struct {
-	Rank int // the rank that failed and aborted the job
-}
-
-// Error names the failed rank.
-func (e RankFailedError) Error() string {
-	return fmt.Sprintf("stopped because rank %d failed", e.Rank)
-}
-
-// Is reports whether target is ErrAborted or context.Canceled.
-func (e RankFailedError) Is(target error) bool {
-	return target == ErrAborted || target == context.Canceled
 }
 
 // NewLocal returns the n ranks of a new in-process world, indexed by rank.

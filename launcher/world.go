@@ -159,41 +159,24 @@ func rankSetup(ctx context.Context, f worldFlags, c collective.Comm, out io.Writ
 	return body(ctx, c, out)
 }
 
-// runLocal runs body on f.ranks goroutines sharing an in-process world.
-// A rank that fails prints its error and aborts the world, which stops
-// the others quietly: the log holds the one error that ended the job. A
-// signal is returned, not printed, so that it is reported once.
+// runLocal runs body on f.ranks goroutines sharing an in-process world
+// (collective.RunLocal). A rank that fails prints its error and aborts
+// the world, which stops the others with errors that match
+// collective.ErrAborted, so they stay quiet (runRank): the log holds the
+// one error that ended the job. A signal is returned, not printed, so
+// that it is reported once.
 func runLocal(ctx context.Context, f worldFlags, out, errOut io.Writer, body rankBody) error {
 	if f.pin == autoTrue {
 		return usagef("--pin needs MPI ranks (processes); it does not apply to --ranks")
 	}
 	f.pin = autoFalse
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	// An abort fails every rank's pending and later operations; cancel
-	// the context too, for ranks busy outside the communicator, with a
-	// cause that names the failed rank (and matches ErrAborted, so those
-	// ranks stay quiet as those failed in a collective do).
-	ranks := collective.NewLocal(f.ranks, collective.WithAbortHook(func(rank, code int, msg string) {
-		cancel(collective.RankFailedError{Rank: rank})
-	}))
-	errs := make([]error, len(ranks))
-	var wg sync.WaitGroup
-	for i, c := range ranks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			g := f
-			if i > 0 {
-				g.profile = "" // one process, one profile
-			}
-			errs[i] = runRank(ctx, g, c, out, errOut, true, body)
-			if errs[i] != nil && !collective.IsAllRanks(errs[i]) && !collective.IsAborted(errs[i]) {
-				c.Abort(1, errs[i].Error())
-			}
-		}()
-	}
-	wg.Wait()
+	errs := collective.RunLocal(ctx, f.ranks, func(ctx context.Context, c collective.Comm) error {
+		g := f
+		if c.Rank() > 0 {
+			g.profile = "" // one process, one profile
+		}
+		return runRank(ctx, g, c, out, errOut, true, body)
+	})
 	var stop, aborted error
 	for _, err := range errs {
 		_, ok := interrupted(err)

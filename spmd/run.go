@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"sync"
 	"syscall"
 	"time"
 
@@ -145,39 +144,24 @@ func peakRSS() int64 {
 }
 
 // RunInProcess runs n ranks of Run as goroutines of this process on an
-// in-process communicator, each opening the dataset at data (shard
-// indexes cached in indexDir). It returns rank 0's result and every
-// rank's error; a rank that fails aborts the others, so none waits
-// forever: their errors then match collective.ErrAborted and name the
-// rank that failed.
+// in-process communicator (collective.RunLocal), each opening the dataset
+// at data (shard indexes cached in indexDir). It returns rank 0's result
+// and every rank's error; a rank that fails aborts the others, so none
+// waits forever: their errors then match collective.ErrAborted and name
+// the rank that failed.
 func RunInProcess(ctx context.Context, n int, data, indexDir string, cfg Config) (*Result, []error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	// The abort fails the ranks' collectives; the cancel stops those
-	// busy outside them (waiting for a batch, decoding) at once.
-	comms := collective.NewLocal(n, collective.WithAbortHook(func(rank, code int, msg string) {
-		cancel(collective.RankFailedError{Rank: rank})
-	}))
-	results := make([]*Result, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for r := range comms {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ds, err := decode.OpenDataset(data, indexDir)
-			if err != nil {
-				errs[r] = err
-				comms[r].Abort(1, err.Error())
-				return
-			}
-			defer ds.Close()
-			results[r], errs[r] = Run(ctx, comms[r], ds, cfg)
-			if errs[r] != nil && !collective.IsAllRanks(errs[r]) && !collective.IsAborted(errs[r]) {
-				comms[r].Abort(1, errs[r].Error())
-			}
-		}()
-	}
-	wg.Wait()
-	return results[0], errs
+	var res *Result // rank 0's
+	errs := collective.RunLocal(ctx, n, func(ctx context.Context, c collective.Comm) error {
+		ds, err := decode.OpenDataset(data, indexDir)
+		if err != nil {
+			return err
+		}
+		defer ds.Close()
+		r, err := Run(ctx, c, ds, cfg)
+		if c.Rank() == 0 {
+			res = r
+		}
+		return err
+	})
+	return res, errs
 }

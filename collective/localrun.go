@@ -1,0 +1,61 @@
+package collective
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// RunLocal runs body on each of n ranks of a new in-process world, each
+// rank on its own goroutine, and returns every rank's error, indexed by
+// rank, once all have returned.
+//
+// A rank whose body fails (an error neither marked AllRanks nor itself
+// from the abort) aborts the world, so that no rank is left waiting for
+// it: the others' pending and later operations fail with ErrAborted, and
+// the context they run under is cancelled with a RankFailedError naming
+// the failed rank, which stops those busy outside the communicator
+// (waiting for a batch, decoding). Only the first failure is named; the
+// abort never exits the process. An AllRanks error is returned as it is,
+// since every rank reports it at the same point.
+func RunLocal(ctx context.Context, n int, body func(ctx context.Context, c Comm) error) []error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	ranks := NewLocal(n, WithAbortHook(func(rank, code int, msg string) {
+		cancel(RankFailedError{Rank: rank})
+	}))
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for r, c := range ranks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[r] = body(ctx, c)
+			if err := errs[r]; err != nil && !IsAllRanks(err) && !IsAborted(err) {
+				c.Abort(1, err.Error())
+			}
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+// RankFailedError is the cause RunLocal cancels the ranks' context with
+// when a rank fails and aborts the world: it reads "stopped because rank
+// R failed" rather than "context canceled". errors.Is matches it with
+// ErrAborted, since the ranks stopped because the job was aborted, and
+// with context.Canceled, so that code checking a context error for
+// cancellation still sees one.
+type RankFailedError struct {
+	Rank int // the rank that failed and aborted the job
+}
+
+// Error names the failed rank.
+func (e RankFailedError) Error() string {
+	return fmt.Sprintf("stopped because rank %d failed", e.Rank)
+}
+
+// Is reports whether target is ErrAborted or context.Canceled.
+func (e RankFailedError) Is(target error) bool {
+	return target == ErrAborted || target == context.Canceled
+}
