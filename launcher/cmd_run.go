@@ -207,17 +207,33 @@ func defaultDataset(ctx context.Context, c collective.Comm, root string, seed ui
 		}
 	}
 	// Every rank learns whether any node failed, so none proceeds alone.
-	flag := []int64{b2i(genErr != nil)}
-	if err := c.AllreduceInt64(flag, collective.OpMax); err != nil {
+	failed, err := firstFailedRank(c, genErr != nil)
+	switch {
+	case err != nil:
 		return "", err
-	}
-	if genErr != nil {
+	case genErr != nil:
 		return "", genErr
-	}
-	if flag[0] != 0 {
+	case failed >= 0:
 		return "", collective.AllRanks(fmt.Errorf("generating the default dataset failed on another node"))
 	}
 	return dir, nil
+}
+
+// firstFailedRank tells every rank the lowest rank whose failed is true,
+// or -1 when no rank failed, so that the ranks agree on whether to go on
+// and on which one reports why. Every rank must call it.
+func firstFailedRank(c collective.Comm, failed bool) (int, error) {
+	first := []int64{int64(c.Size())}
+	if failed {
+		first[0] = int64(c.Rank())
+	}
+	if err := c.AllreduceInt64(first, collective.OpMin); err != nil {
+		return 0, err
+	}
+	if first[0] == int64(c.Size()) {
+		return -1, nil
+	}
+	return int(first[0]), nil
 }
 
 func generateDefault(ctx context.Context, dir string, seed uint64, log io.Writer, talk bool) error {
@@ -242,13 +258,6 @@ func generateDefault(ctx context.Context, dir string, seed uint64, log io.Writer
 		fmt.Fprintf(log, "datahelix: default dataset ready in %.1fs\n", time.Since(t0).Seconds())
 	}
 	return nil
-}
-
-func b2i(b bool) int64 {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // runJob is the body every rank runs.
@@ -357,16 +366,12 @@ func prepareOutputs(c collective.Comm, f *runFlags, errOut io.Writer) (*runOutpu
 	if err == nil && f.cfg.CheckpointEvery > 0 {
 		err = checkWritableDir("--checkpoint-dir", f.cfg.CheckpointDir)
 	}
-	first := []int64{int64(c.Size())}
-	if err != nil {
-		first[0] = int64(c.Rank())
-	}
-	if aerr := c.AllreduceInt64(first, collective.OpMin); aerr != nil {
+	failed, aerr := firstFailedRank(c, err != nil)
+	if aerr != nil {
 		o.discard()
 		return nil, aerr
 	}
-	failed := int(first[0])
-	if failed == c.Size() {
+	if failed < 0 {
 		return o, nil
 	}
 	o.discard()

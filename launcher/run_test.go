@@ -5,15 +5,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/collective/collectivetest"
 	"github.com/datahelix/datahelix/decode/gen/gentest"
 	"github.com/datahelix/datahelix/spmd"
@@ -415,5 +419,58 @@ func writeFirstSample(t *testing.T, src, dst string) {
 	}
 	if err := os.WriteFile(dst, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestFirstFailedRank(t *testing.T) {
+	tests := []struct {
+		failing []int
+		want    int
+	}{
+		{nil, -1},
+		{[]int{2}, 2},
+		{[]int{3, 1}, 1},
+		{[]int{0, 1, 2, 3}, 0},
+	}
+	for _, tt := range tests {
+		errs := collective.RunLocal(context.Background(), 4, func(ctx context.Context, c collective.Comm) error {
+			got, err := firstFailedRank(c, slices.Contains(tt.failing, c.Rank()))
+			if err != nil {
+				return err
+			}
+			if got != tt.want {
+				return fmt.Errorf("got %d, want %d", got, tt.want)
+			}
+			return nil
+		})
+		for r, err := range errs {
+			if err != nil {
+				t.Errorf("ranks %v failing: rank %d: %v", tt.failing, r, err)
+			}
+		}
+	}
+}
+
+// TestDefaultDatasetFailsEveryRank fails the default dataset's generation
+// on the rank that makes it: that rank returns its error, the other one
+// that another node failed, as an AllRanks error. (No abort follows the
+// failure here: it could reach rank 1 before it leaves the collective.)
+func TestDefaultDatasetFailsEveryRank(t *testing.T) {
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for r, c := range collective.NewLocal(2) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[r] = defaultDataset(context.Background(), c, "/proc/nope", 1, io.Discard)
+		}()
+	}
+	wg.Wait()
+	if err := errs[0]; err == nil || collective.IsAllRanks(err) || !strings.Contains(err.Error(), "generate the default dataset: ") {
+		t.Errorf("rank 0: got %v, want its generation error", err)
+	}
+	want := "generating the default dataset failed on another node"
+	if err := errs[1]; !collective.IsAllRanks(err) || err.Error() != want {
+		t.Errorf("rank 1: got %v, want an AllRanks %q", err, want)
 	}
 }
