@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/decode/gen"
 	"github.com/datahelix/datahelix/gpu"
 	"github.com/datahelix/datahelix/spmd"
@@ -242,10 +243,15 @@ func (w *Workload) Validate() error {
 		return bad("no sources")
 	case w.ShardSize < 1:
 		return bad("shard_size %d: want at least 1", w.ShardSize)
-	case w.Frames < 1 || w.Frames > 1024:
-		return bad("frames_per_clip %d: want 1..1024", w.Frames)
-	case w.Size < 8 || w.Size > 4096:
-		return bad("output_size %d: want 8..4096", w.Size)
+	}
+	if err := decode.CheckShape(w.Frames, w.Size); err != nil {
+		var se *decode.ShapeError
+		if errors.As(err, &se) {
+			return bad("%s", se.Message("frames_per_clip", "output_size"))
+		}
+		return bad("%v", err)
+	}
+	switch {
 	case w.Batch < 1 || w.Batch > 4096:
 		return bad("batch %d: want 1..4096", w.Batch)
 	case w.Workers < 1 || w.Workers > 1024:

@@ -256,6 +256,13 @@ func TestParseWorkloadErrors(t *testing.T) {
 		{"stat", `"mean_duration_s": 10`, `"mean_fps": 10`, "mean_fps"},
 		{"slowdown", `"cpu_slowdown": 1`, `"cpu_slowdown": 0.5`, "cpu_slowdown"},
 		{"clips per video", `"clips_per_video": 1`, `"clips_per_video": 0`, "clips_per_video"},
+		{"frames", `"frames_per_clip": 8`, `"frames_per_clip": 1025`, "frames_per_clip 1025: want 1..1024"},
+		{"no frames", `"frames_per_clip": 8`, `"frames_per_clip": 0`, "frames_per_clip 0: want 1..1024"},
+		{"size", `"output_size": 224`, `"output_size": 4097`, "output_size 4097: want 8..4096"},
+		{"tiny size", `"output_size": 224`, `"output_size": 7`, "output_size 7: want 8..4096"},
+		// Each bound alone holds; the decoded clip would not fit a worker.
+		{"clip bytes", "\"frames_per_clip\": 8,\n  \"output_size\": 224", "\"frames_per_clip\": 64,\n  \"output_size\": 4096",
+			"frames_per_clip 64 output_size 4096: one decoded clip would be 3.0 GiB (F x S x S x 3 bytes), want at most 1 GiB"},
 		{"trailing data", "", "{}", "after the object"},
 	}
 	for _, c := range cases {

@@ -1,10 +1,89 @@
 package decode
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/datahelix/datahelix/decode/av"
 )
+
+// The bounds of the output shape, F frames per clip of S x S pixels,
+// which every command and workload that sets F and S checks with
+// CheckShape.
+const (
+	// MaxFrames is the largest F, the frames sampled per clip.
+	MaxFrames = 1024
+	// MinSize and MaxSize bound S, the side of every output frame and
+	// image.
+	MinSize = 8
+	MaxSize = 4096
+	// MaxClipBytes caps F x S x S x 3, the bytes of one decoded clip's
+	// tensor, which a worker allocates at once: 1 GiB (MaxFrames and
+	// MaxSize together would make 48 GiB). It bounds decoded output, not
+	// what is read: DefaultMaxSampleBytes bounds a sample's compressed
+	// bytes on disk.
+	MaxClipBytes = 1 << 30
+)
+
+// ErrShape reports an output shape (F, S) outside the bounds above.
+var ErrShape = errors.New("decode: output shape out of bounds")
+
+// The bounds a ShapeError names.
+const (
+	BoundFrames = "frames" // F outside 1..MaxFrames
+	BoundSize   = "size"   // S outside MinSize..MaxSize
+	BoundBytes  = "bytes"  // F and S in range, F x S x S x 3 above MaxClipBytes
+)
+
+// ShapeError is the error of CheckShape: the shape checked and the bound
+// it breaks. It unwraps to ErrShape.
+type ShapeError struct {
+	Frames, Size int
+	Bound        string // BoundFrames, BoundSize or BoundBytes
+}
+
+// CheckShape returns a *ShapeError when F = frames or S = size is out of
+// its bounds (1..MaxFrames, MinSize..MaxSize) or the decoded clip they
+// make, F x S x S x 3 bytes, exceeds MaxClipBytes; the first bound broken
+// in that order is reported.
+func CheckShape(frames, size int) error {
+	switch {
+	case frames < 1 || frames > MaxFrames:
+		return &ShapeError{Frames: frames, Size: size, Bound: BoundFrames}
+	case size < MinSize || size > MaxSize:
+		return &ShapeError{Frames: frames, Size: size, Bound: BoundSize}
+	case clipBytes(frames, size) > MaxClipBytes:
+		return &ShapeError{Frames: frames, Size: size, Bound: BoundBytes}
+	}
+	return nil
+}
+
+// clipBytes is F x S x S x 3, without overflow for shapes within the
+// frame and size bounds.
+func clipBytes(frames, size int) int64 {
+	return int64(frames) * int64(size) * int64(size) * 3
+}
+
+// Message describes the broken bound with the caller's names for F and S
+// (a command's "--frames" and "--size", a file's field names), so that
+// the message points at what the user wrote: "--size 5000: want 8..4096".
+func (e *ShapeError) Message(framesName, sizeName string) string {
+	switch e.Bound {
+	case BoundFrames:
+		return fmt.Sprintf("%s %d: want 1..%d", framesName, e.Frames, MaxFrames)
+	case BoundSize:
+		return fmt.Sprintf("%s %d: want %d..%d", sizeName, e.Size, MinSize, MaxSize)
+	}
+	return fmt.Sprintf("%s %d %s %d: one decoded clip would be %.1f GiB (F x S x S x 3 bytes), want at most %d GiB",
+		framesName, e.Frames, sizeName, e.Size, float64(clipBytes(e.Frames, e.Size))/(1<<30), MaxClipBytes>>30)
+}
+
+// Error names the bound and the value out of it, as "frames" and "size".
+func (e *ShapeError) Error() string { return "decode: " + e.Message("frames", "size") }
+
+// Unwrap returns ErrShape.
+func (e *ShapeError) Unwrap() error { return ErrShape }
 
 // Limits bound the work and memory one sample may cost, so that a hostile
 // or corrupt sample fails alone with a typed error instead of crashing,

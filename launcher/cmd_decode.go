@@ -23,29 +23,27 @@ func init() {
 	})
 }
 
-// The bounds of --frames and --size (run, decode, costmodel) and of the
-// decoded size of one clip they imply.
+// The bounds of --frames and --size and of the decoded size of one clip
+// they imply are decode's; these names keep the flag help of run and
+// costmodel showing them.
 const (
-	maxFrames = 1024
-	minSize   = 8
-	maxSize   = 4096
-	// maxSampleBytes caps F x S x S x 3, the bytes of one decoded clip,
-	// which a worker allocates at once: 1 GiB (the largest F and S alone
-	// would make 48 GiB).
-	maxSampleBytes = 1 << 30
+	maxFrames      = decode.MaxFrames
+	minSize        = decode.MinSize
+	maxSize        = decode.MaxSize
+	maxSampleBytes = decode.MaxClipBytes
 )
 
-// checkShape checks --frames and --size and the size of one decoded clip.
+// checkShape checks --frames and --size (run, decode, costmodel) and the
+// size of one decoded clip with decode.CheckShape, as a usage error naming
+// the flags.
 func checkShape(frames, size int) error {
-	switch {
-	case frames < 1 || frames > maxFrames:
-		return usagef("--frames %d: want 1..%d", frames, maxFrames)
-	case size < minSize || size > maxSize:
-		return usagef("--size %d: want %d..%d", size, minSize, maxSize)
+	err := decode.CheckShape(frames, size)
+	var se *decode.ShapeError
+	if errors.As(err, &se) {
+		return usagef("%s", se.Message("--frames", "--size"))
 	}
-	if b := int64(frames) * int64(size) * int64(size) * 3; b > maxSampleBytes {
-		return usagef("--frames %d --size %d: one decoded clip would be %.1f GiB (F x S x S x 3 bytes), want at most %d GiB",
-			frames, size, float64(b)/(1<<30), maxSampleBytes>>30)
+	if err != nil {
+		return usagef("%v", err)
 	}
 	return nil
 }
@@ -56,8 +54,8 @@ func runDecode(ctx context.Context, stdout, stderr io.Writer, args []string) err
 		"the md5 column of 'ffmpeg -i FILE -map 0:v -f framemd5 -'; an image gives one of its RGB24 pixels before resizing "+
 		"(JPEG: equals 'djpeg -ppm FILE', not FFmpeg's decoder; PNG: equals 'ffmpeg -i FILE -pix_fmt rgb24 -f framemd5 -'); "+
 		"a shard gives MEMBER<tab>MD5 lines for the members decode turns into tensors (a sample's clip, or its images)")
-	frames := fs.Int("frames", decode.DefaultFrames, fmt.Sprintf("frames `F` sampled per clip, 1..%d", maxFrames))
-	size := fs.Int("size", decode.DefaultSize, fmt.Sprintf("output side `S` in pixels, %d..%d (F x S x S x 3 at most %d GiB)", minSize, maxSize, maxSampleBytes>>30))
+	frames := fs.Int("frames", decode.DefaultFrames, fmt.Sprintf("frames `F` sampled per clip, 1..%d", decode.MaxFrames))
+	size := fs.Int("size", decode.DefaultSize, fmt.Sprintf("output side `S` in pixels, %d..%d (F x S x S x 3 at most %d GiB)", decode.MinSize, decode.MaxSize, decode.MaxClipBytes>>30))
 	cache := fs.String("cache", "", "`directory` for shard index caches (default: beside each shard)")
 	verbose := fs.Bool("v", false, "also print the JPEG backend in use to stderr")
 	if err := fs.Parse(args); err != nil {
