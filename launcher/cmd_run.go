@@ -327,21 +327,13 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 		return nil
 	}
 	printTable(out, results, c.Size(), f)
-	if outs.json != nil {
-		if err := writeJSON(outs.json, results); err != nil {
-			return fmt.Errorf("--json: %w", err)
-		}
-	}
-	if outs.trace != nil {
-		if err := writeTrace(outs.trace, trace); err != nil {
-			return fmt.Errorf("--trace: %w", err)
-		}
-	}
-	return outs.close()
+	return outs.write(results, trace)
 }
 
 // runOutputs are the files rank 0 writes at the end of a run, opened
-// before it starts.
+// before it starts (prepareOutputs) so that a bad path fails at once,
+// filled after a successful run (write) and removed after a failed one
+// if the run created them (discard).
 type runOutputs struct {
 	json, trace *os.File
 	created     []string // files that did not exist before, removed if the run fails
@@ -355,33 +347,42 @@ type runOutputs struct {
 // one collective: the lowest failing rank prints its error, every rank
 // returns an AllRanks error, and the job ends cleanly.
 func prepareOutputs(c collective.Comm, f *runFlags, errOut io.Writer) (*runOutputs, error) {
-	o := &runOutputs{}
-	var err error
-	if c.Rank() == 0 {
-		o.json, err = o.open("--json", f.jsonOut)
-		if err == nil {
-			o.trace, err = o.open("--trace", f.trace)
-		}
-	}
-	if err == nil && f.cfg.CheckpointEvery > 0 {
-		err = checkWritableDir("--checkpoint-dir", f.cfg.CheckpointDir)
-	}
+	o, err := openOutputs(c.Rank() == 0, f)
 	failed, aerr := firstFailedRank(c, err != nil)
-	if aerr != nil {
-		o.discard()
-		return nil, aerr
-	}
-	if failed < 0 {
+	if aerr == nil && failed < 0 {
 		return o, nil
 	}
 	o.discard()
 	switch {
+	case aerr != nil:
+		return nil, aerr
 	case c.Rank() == failed && failed == 0:
 		return nil, collective.AllRanks(err) // rank 0 prints AllRanks errors
 	case c.Rank() == failed:
 		fmt.Fprintf(errOut, "datahelix: rank %d: %v\n", c.Rank(), err)
 	}
 	return nil, collective.AllRanks(fmt.Errorf("rank %d cannot write its output files (see its message above)", failed))
+}
+
+// openOutputs opens this rank's outputs: --json and --trace when files
+// is set (on rank 0), and it checks that --checkpoint-dir can be written
+// when checkpoints are on. On an error it still returns what it opened,
+// for discard.
+func openOutputs(files bool, f *runFlags) (*runOutputs, error) {
+	o := &runOutputs{}
+	if files {
+		var err error
+		if o.json, err = o.open("--json", f.jsonOut); err != nil {
+			return o, err
+		}
+		if o.trace, err = o.open("--trace", f.trace); err != nil {
+			return o, err
+		}
+	}
+	if f.cfg.CheckpointEvery > 0 {
+		return o, checkWritableDir("--checkpoint-dir", f.cfg.CheckpointDir)
+	}
+	return o, nil
 }
 
 // open creates or opens path for writing without truncating it (that
@@ -399,6 +400,23 @@ func (o *runOutputs) open(flag, path string) (*os.File, error) {
 		o.created = append(o.created, path)
 	}
 	return fh, nil
+}
+
+// write replaces the files' contents with the results of a successful
+// run, the summaries in --json and the records in --trace, and closes
+// them.
+func (o *runOutputs) write(results []spmd.Summary, trace []traceLine) error {
+	if o.json != nil {
+		if err := writeJSON(o.json, results); err != nil {
+			return fmt.Errorf("--json: %w", err)
+		}
+	}
+	if o.trace != nil {
+		if err := writeTrace(o.trace, trace); err != nil {
+			return fmt.Errorf("--trace: %w", err)
+		}
+	}
+	return o.close()
 }
 
 // close closes the files after a successful run.
