@@ -35,13 +35,7 @@ func pinCPUs(localRank, localSize int) ([]int, error) {
 	} else if err := unix.SchedGetaffinity(0, &allowed); err != nil {
 		return nil, fmt.Errorf("pin: sched_getaffinity: %w", err)
 	}
-	var cpus []int
-	for c := 0; c < maxCPUs && len(cpus) < allowed.Count(); c++ {
-		if allowed.IsSet(c) {
-			cpus = append(cpus, c)
-		}
-	}
-	mine := pinBlock(cpus, localRank, localSize)
+	mine := pinBlock(cpusIn(&allowed), localRank, localSize)
 	var set unix.CPUSet
 	for _, c := range mine {
 		set.Set(c)
@@ -127,32 +121,40 @@ func setAffinityAllThreads(set unix.CPUSet) error {
 	return nil
 }
 
+// cpusIn returns the CPUs in set, ascending.
+func cpusIn(set *unix.CPUSet) []int {
+	n := set.Count()
+	cpus := make([]int, 0, n)
+	for c := 0; c < maxCPUs && len(cpus) < n; c++ {
+		if set.IsSet(c) {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus
+}
+
 // cpuList formats a CPU set as Linux prints one in
 // /proc/self/status Cpus_allowed_list and taskset -c reads it: ascending
 // ranges, "0-3,8,10-11"; "none" for an empty set.
 func cpuList(set *unix.CPUSet) string {
+	cpus := cpusIn(set)
+	if len(cpus) == 0 {
+		return "none"
+	}
 	var b []byte
-	n := set.Count()
-	for c, seen := 0, 0; seen < n && c < maxCPUs; c++ {
-		if !set.IsSet(c) {
-			continue
+	for i := 0; i < len(cpus); {
+		lo, hi := cpus[i], cpus[i]
+		for i++; i < len(cpus) && cpus[i] == hi+1; i++ {
+			hi++
 		}
-		lo := c
-		for c+1 < maxCPUs && set.IsSet(c+1) {
-			c++
-		}
-		seen += c - lo + 1
 		if len(b) > 0 {
 			b = append(b, ',')
 		}
 		b = strconv.AppendInt(b, int64(lo), 10)
-		if c > lo {
+		if hi > lo {
 			b = append(b, '-')
-			b = strconv.AppendInt(b, int64(c), 10)
+			b = strconv.AppendInt(b, int64(hi), 10)
 		}
-	}
-	if len(b) == 0 {
-		return "none"
 	}
 	return string(b)
 }

@@ -168,3 +168,39 @@ func TestCPUList(t *testing.T) {
 		}
 	}
 }
+
+// TestCPUsIn checks the one walk of a CPU set that pinning and cpuList
+// share against a dumb reference (every CPU number asked in turn) on
+// hand-made and random sets, dense and sparse.
+func TestCPUsIn(t *testing.T) {
+	ref := func(set *unix.CPUSet) []int {
+		out := []int{}
+		for c := range maxCPUs {
+			if set.IsSet(c) {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	sets := [][]int{nil, {0}, {maxCPUs - 1}, {1, 63, 64, 65, 127, 128}, {0, 2, 4, maxCPUs - 2}}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 200 {
+		var cpus []int
+		dense := 1 + rng.IntN(64)
+		for c := range maxCPUs {
+			if rng.IntN(dense) == 0 {
+				cpus = append(cpus, c)
+			}
+		}
+		sets = append(sets, cpus)
+	}
+	for _, cpus := range sets {
+		var set unix.CPUSet
+		for _, c := range cpus {
+			set.Set(c)
+		}
+		if got, want := cpusIn(&set), ref(&set); !slices.Equal(got, want) {
+			t.Fatalf("cpusIn(%v) = %v, want %v", cpus, got, want)
+		}
+	}
+}
