@@ -24,8 +24,8 @@ func runCostModel(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	cache := fs.String("cache", "", "`directory` for shard index caches (default: beside each shard)")
 	warmup := fs.Int("warmup", 200, "`samples` the model learns from before the held-out evaluation (the samples after them are held out)")
 	limit := fs.Int("limit", 0, "decode at most this many `samples`, warm-up included (0: all)")
-	frames := fs.Int("frames", decode.DefaultFrames, fmt.Sprintf("frames `F` sampled per clip, 1..%d", maxFrames))
-	size := fs.Int("size", decode.DefaultSize, fmt.Sprintf("output side `S` in pixels, %d..%d", minSize, maxSize))
+	var frames, size int
+	shapeFlags(fs, &frames, &size)
 	wall := fs.Bool("wall", false, "measure wall time instead of the decoding thread's CPU time")
 	repeat := fs.Int("repeat", 3, "decode each sample this many `times` and keep the fastest (filters interference on shared machines)")
 	calIn := fs.String("calibration", "", "warm-start from this calibration `file` (default: the built-in one)")
@@ -44,7 +44,7 @@ func runCostModel(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	case *repeat < 1:
 		return usagef("costmodel: --repeat %d: want at least 1", *repeat)
 	}
-	if err := checkShape(*frames, *size); err != nil {
+	if err := checkShape(frames, size); err != nil {
 		return err
 	}
 	cal := decode.DefaultCalibration()
@@ -60,8 +60,8 @@ func runCostModel(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	}
 	defer ds.Close()
 	m := decode.NewCostModel(cal)
-	m.SetOptions(decode.CostOptions{Frames: *frames, Size: *size, MaxTasks: 1})
-	dec := decode.NewDecoder(decode.Options{Frames: *frames, Size: *size})
+	m.SetOptions(decode.CostOptions{Frames: frames, Size: size, MaxTasks: 1})
+	dec := decode.NewDecoder(decode.Options{Frames: frames, Size: size})
 	rep, err := decode.EvaluateCostModel(ctx, ds, dec, m, decode.CostEvalOptions{Warmup: *warmup, Limit: *limit, WallClock: *wall, Repeat: *repeat},
 		func(done, total int) {
 			if done%100 == 0 || done == total {
@@ -82,7 +82,7 @@ func runCostModel(ctx context.Context, stdout, stderr io.Writer, args []string) 
 		clock = "wall time"
 	}
 	fmt.Fprintf(stdout, "%s: learned from %d samples, held out %d (%s, fastest of %d, F=%d, S=%d), speed factor %.3f\n",
-		*data, rep.Warmup, rep.HeldOut, clock, *repeat, *frames, *size, m.SpeedFactor())
+		*data, rep.Warmup, rep.HeldOut, clock, *repeat, frames, size, m.SpeedFactor())
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "model\tsamples\tMAPE %\tonline MAPE %\tmean measured µs\tmean predicted µs\t")
 	for _, r := range rep.Rows {

@@ -23,15 +23,13 @@ func init() {
 	})
 }
 
-// The bounds of --frames and --size and of the decoded size of one clip
-// they imply are decode's; these names keep the flag help of run and
-// costmodel showing them.
-const (
-	maxFrames      = decode.MaxFrames
-	minSize        = decode.MinSize
-	maxSize        = decode.MaxSize
-	maxSampleBytes = decode.MaxClipBytes
-)
+// shapeFlags registers --frames and --size (run, decode, costmodel), with
+// decode's bounds in their help; checkShape checks them.
+func shapeFlags(fs *flag.FlagSet, frames, size *int) {
+	fs.IntVar(frames, "frames", decode.DefaultFrames, fmt.Sprintf("frames `F` sampled per clip, 1..%d", decode.MaxFrames))
+	fs.IntVar(size, "size", decode.DefaultSize, fmt.Sprintf("output side `S` in pixels, %d..%d: frames and images become S x S RGB (one clip, F x S x S x 3 bytes, at most %d GiB)",
+		decode.MinSize, decode.MaxSize, decode.MaxClipBytes>>30))
+}
 
 // checkShape checks --frames and --size (run, decode, costmodel) and the
 // size of one decoded clip with decode.CheckShape, as a usage error naming
@@ -54,8 +52,8 @@ func runDecode(ctx context.Context, stdout, stderr io.Writer, args []string) err
 		"the md5 column of 'ffmpeg -i FILE -map 0:v -f framemd5 -'; an image gives one of its RGB24 pixels before resizing "+
 		"(JPEG: equals 'djpeg -ppm FILE', not FFmpeg's decoder; PNG: equals 'ffmpeg -i FILE -pix_fmt rgb24 -f framemd5 -'); "+
 		"a shard gives MEMBER<tab>MD5 lines for the members decode turns into tensors (a sample's clip, or its images)")
-	frames := fs.Int("frames", decode.DefaultFrames, fmt.Sprintf("frames `F` sampled per clip, 1..%d", decode.MaxFrames))
-	size := fs.Int("size", decode.DefaultSize, fmt.Sprintf("output side `S` in pixels, %d..%d (F x S x S x 3 at most %d GiB)", decode.MinSize, decode.MaxSize, decode.MaxClipBytes>>30))
+	var frames, size int
+	shapeFlags(fs, &frames, &size)
 	cache := fs.String("cache", "", "`directory` for shard index caches (default: beside each shard)")
 	verbose := fs.Bool("v", false, "also print the JPEG backend in use to stderr")
 	if err := fs.Parse(args); err != nil {
@@ -69,7 +67,7 @@ func runDecode(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	if fs.NArg() == 0 {
 		return usagef("decode: no file given (see datahelix decode -h)")
 	}
-	if err := checkShape(*frames, *size); err != nil {
+	if err := checkShape(frames, size); err != nil {
 		return err
 	}
 	if *verbose {
@@ -83,7 +81,7 @@ func runDecode(ctx context.Context, stdout, stderr io.Writer, args []string) err
 		}
 		return nil
 	}
-	dec := decode.NewDecoder(decode.Options{Frames: *frames, Size: *size})
+	dec := decode.NewDecoder(decode.Options{Frames: frames, Size: size})
 	failed := 0
 	show := func(s *decode.Sample) error {
 		start := time.Now()
