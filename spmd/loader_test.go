@@ -129,45 +129,32 @@ func runLoaders(t *testing.T, n int, data string, cfg Config, each func(rank int
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	comms := collective.NewLocal(n, collective.WithAbortHook(func(rank, code int, msg string) {}))
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for r := range comms {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[r] = func() error {
-				ds, err := decode.OpenDataset(data, t.TempDir())
-				if err != nil {
-					return err
+	errs := collective.RunLocal(ctx, n, func(ctx context.Context, c collective.Comm) error {
+		ds, err := decode.OpenDataset(data, t.TempDir())
+		if err != nil {
+			return err
+		}
+		l, err := NewLoader(ctx, c, ds, cfg)
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		for {
+			b, err := l.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				if end != nil {
+					end(c.Rank(), l)
 				}
-				l, err := NewLoader(ctx, comms[r], ds, cfg)
-				if err != nil {
-					return err
-				}
-				defer l.Close()
-				for {
-					b, err := l.Next(ctx)
-					if errors.Is(err, io.EOF) {
-						if end != nil {
-							end(r, l)
-						}
-						return nil
-					}
-					if err != nil {
-						return err
-					}
-					if err := each(r, b); err != nil {
-						return err
-					}
-				}
-			}()
-			if errs[r] != nil && !collective.IsAllRanks(errs[r]) {
-				comms[r].Abort(1, errs[r].Error())
+				return nil
 			}
-		}()
-	}
-	wg.Wait()
+			if err != nil {
+				return err
+			}
+			if err := each(c.Rank(), b); err != nil {
+				return err
+			}
+		}
+	})
 	requireOK(t, errs)
 }
 
