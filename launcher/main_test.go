@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -258,9 +259,9 @@ func TestInterruptInProcessRanks(t *testing.T) {
 }
 
 // signalMain starts the test binary as datahelix with args (under
-// mpirun when np > 0), sends sig to it (to mpirun under mpirun) after
-// delay, and returns its exit status and output.
-func signalMain(t *testing.T, np int, sig syscall.Signal, delay time.Duration, args ...string) (int, string) {
+// mpirun when np > 0), sends sig to it (to mpirun under mpirun) once
+// started reports true, and returns its exit status and output.
+func signalMain(t *testing.T, np int, sig syscall.Signal, started func() bool, args ...string) (int, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -275,7 +276,12 @@ func signalMain(t *testing.T, np int, sig syscall.Signal, delay time.Duration, a
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(delay)
+	for !started() {
+		if ctx.Err() != nil {
+			t.Fatalf("not started after 2 minutes:\n%s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	sent := time.Now()
 	if err := cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
@@ -292,13 +298,19 @@ func signalMain(t *testing.T, np int, sig syscall.Signal, delay time.Duration, a
 	return cmd.ProcessState.ExitCode(), out.String()
 }
 
+// after reports true once d has passed since its call.
+func after(d time.Duration) func() bool {
+	end := time.Now().Add(d)
+	return func() bool { return time.Now().After(end) }
+}
+
 // TestSignalEndsRun sends SIGTERM and SIGINT to a --ranks 2 run: one
 // line says so (naming the loader if the signal came after its start),
 // and the exit status is the shell's 128 + signal number.
 func TestSignalEndsRun(t *testing.T) {
 	data := gentest.Tiny(t)
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
-		code, out := signalMain(t, 0, sig, time.Second, fastRun(data, "--ranks", "2", "--steps", "1000000", "--loader", "helix")...)
+		code, out := signalMain(t, 0, sig, after(time.Second), fastRun(data, "--ranks", "2", "--steps", "1000000", "--loader", "helix")...)
 		want := regexp.MustCompile(`^datahelix: (loader helix: )?interrupted by ` + unix.SignalName(sig) + "\n$")
 		if code != 128+int(sig) || !want.MatchString(out) {
 			t.Errorf("%v: exit %d, output %q; want %d and one line matching %s", sig, code, out, 128+int(sig), want)
@@ -313,7 +325,16 @@ func TestSignalEndsMPIRun(t *testing.T) {
 		t.Skip("runs a job for several seconds")
 	}
 	data := gentest.Tiny(t)
-	code, out := signalMain(t, 2, syscall.SIGTERM, 3*time.Second, fastRun(data, "--steps", "1000000", "--loader", "helix")...)
+	// Signalled once both ranks have saved a checkpoint, so that it
+	// reaches running ranks on a loaded machine too, not an mpirun still
+	// launching them (which exits 1 and prints nothing).
+	ckpt := t.TempDir()
+	started := func() bool {
+		m, _ := filepath.Glob(filepath.Join(ckpt, "helix", "step-*", "rank-*.json"))
+		return len(m) >= 2
+	}
+	code, out := signalMain(t, 2, syscall.SIGTERM, started, fastRun(data, "--steps", "1000000", "--loader", "helix",
+		"--checkpoint-dir", ckpt, "--checkpoint-every", "20")...)
 	if code == 0 || !strings.Contains(out, "interrupted by SIGTERM") || strings.Contains(out, "context canceled") {
 		t.Errorf("exit %d; want a failure and \"interrupted by SIGTERM\", no \"context canceled\":\n%s", code, out)
 	}
