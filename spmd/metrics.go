@@ -1,6 +1,7 @@
 package spmd
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -153,21 +154,17 @@ func SteadyState(recs []StepRecord, warmup int, endUS int64) Steady {
 	start := int64(-1)
 	var wait int64
 	var misses, n, samples int
-	// A run's records after the warm-up cover consecutive steps from
-	// `from` and ranks from 0, no more of each than there are records:
-	// they land in the counters' bit sets whatever the records' order
-	// (rank by rank from a real run, step by step from a simulation, as
-	// a trace file holds them); anything else is still counted right.
-	steps, ranks := newDistinctCount(from, len(recs)), newDistinctCount(0, len(recs))
+	var steps []int64
+	var ranks []int
 	for _, r := range recs {
 		if r.Step < from {
 			continue
 		}
-		steps.add(r.Step)
+		steps = append(steps, r.Step)
 		if r.Step == from && (start < 0 || r.RequestUS < start) {
 			start = r.RequestUS
 		}
-		ranks.add(int64(r.Rank))
+		ranks = append(ranks, r.Rank)
 		wait += r.WaitUS
 		samples += r.Samples
 		n++
@@ -180,42 +177,17 @@ func SteadyState(recs []StepRecord, warmup int, endUS int64) Steady {
 	}
 	span := float64(endUS - start)
 	return Steady{
-		Steps:         steps.count(),
+		Steps:         countDistinct(steps),
 		MissRate:      float64(misses) / float64(n),
-		GPUWaitFrac:   float64(wait) / (float64(ranks.count()) * span),
+		GPUWaitFrac:   float64(wait) / (float64(countDistinct(ranks)) * span),
 		ThroughputSPS: float64(samples) / (span / 1e6),
 	}
 }
 
-// distinctCount counts the distinct values added to it without a map: a
-// value in [base, base+span) sets a bit, any other (a step after a gap,
-// a rank out of range) is kept in rest and deduplicated by count.
-type distinctCount struct {
-	base int64
-	bits []uint64
-	n    int // bits set
-	rest []int64
-}
-
-func newDistinctCount(base int64, span int) *distinctCount {
-	return &distinctCount{base: base, bits: make([]uint64, (span+63)/64)}
-}
-
-func (d *distinctCount) add(v int64) {
-	if i := uint64(v) - uint64(d.base); v >= d.base && i < 64*uint64(len(d.bits)) {
-		if w, b := i/64, uint64(1)<<(i%64); d.bits[w]&b == 0 {
-			d.bits[w] |= b
-			d.n++
-		}
-		return
-	}
-	d.rest = append(d.rest, v)
-}
-
-func (d *distinctCount) count() int {
-	slices.Sort(d.rest)
-	d.rest = slices.Compact(d.rest)
-	return d.n + len(d.rest)
+// countDistinct returns how many distinct values v holds; it sorts v.
+func countDistinct[T cmp.Ordered](v []T) int {
+	slices.Sort(v)
+	return len(slices.Compact(v))
 }
 
 // Summarize aggregates the records of every rank of a run. wallUS is the
