@@ -244,11 +244,7 @@ func (w *Workload) Validate() error {
 	case w.ShardSize < 1:
 		return bad("shard_size %d: want at least 1", w.ShardSize)
 	}
-	if err := decode.CheckShape(w.Frames, w.Size); err != nil {
-		var se *decode.ShapeError
-		if errors.As(err, &se) {
-			return bad("%s", se.Message("frames_per_clip", "output_size"))
-		}
+	if err := decode.CheckShape(w.Frames, w.Size, "frames_per_clip", "output_size"); err != nil {
 		return bad("%v", err)
 	}
 	switch {

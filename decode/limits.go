@@ -29,32 +29,22 @@ const (
 // ErrShape reports an output shape (F, S) outside the bounds above.
 var ErrShape = errors.New("decode: output shape out of bounds")
 
-// The bounds a ShapeError names.
-const (
-	BoundFrames = "frames" // F outside 1..MaxFrames
-	BoundSize   = "size"   // S outside MinSize..MaxSize
-	BoundBytes  = "bytes"  // F and S in range, F x S x S x 3 above MaxClipBytes
-)
-
-// ShapeError is the error of CheckShape: the shape checked and the bound
-// it breaks. It unwraps to ErrShape.
-type ShapeError struct {
-	Frames, Size int
-	Bound        string // BoundFrames, BoundSize or BoundBytes
-}
-
-// CheckShape returns a *ShapeError when F = frames or S = size is out of
-// its bounds (1..MaxFrames, MinSize..MaxSize) or the decoded clip they
-// make, F x S x S x 3 bytes, exceeds MaxClipBytes; the first bound broken
-// in that order is reported.
-func CheckShape(frames, size int) error {
+// CheckShape returns an error matching ErrShape when F = frames or
+// S = size is out of its bounds (1..MaxFrames, MinSize..MaxSize) or the
+// decoded clip they make, F x S x S x 3 bytes, exceeds MaxClipBytes; the
+// first bound broken in that order is reported. The message names F and
+// S as the caller does (a command's "--frames" and "--size", a file's
+// field names), so that it points at what the user wrote: "--size 5000:
+// want 8..4096".
+func CheckShape(frames, size int, framesName, sizeName string) error {
 	switch {
 	case frames < 1 || frames > MaxFrames:
-		return &ShapeError{Frames: frames, Size: size, Bound: BoundFrames}
+		return shapeError(fmt.Sprintf("%s %d: want 1..%d", framesName, frames, MaxFrames))
 	case size < MinSize || size > MaxSize:
-		return &ShapeError{Frames: frames, Size: size, Bound: BoundSize}
+		return shapeError(fmt.Sprintf("%s %d: want %d..%d", sizeName, size, MinSize, MaxSize))
 	case clipBytes(frames, size) > MaxClipBytes:
-		return &ShapeError{Frames: frames, Size: size, Bound: BoundBytes}
+		return shapeError(fmt.Sprintf("%s %d %s %d: one decoded clip would be %.1f GiB (F x S x S x 3 bytes), want at most %d GiB",
+			framesName, frames, sizeName, size, float64(clipBytes(frames, size))/(1<<30), MaxClipBytes>>30))
 	}
 	return nil
 }
@@ -65,25 +55,12 @@ func clipBytes(frames, size int) int64 {
 	return int64(frames) * int64(size) * int64(size) * 3
 }
 
-// Message describes the broken bound with the caller's names for F and S
-// (a command's "--frames" and "--size", a file's field names), so that
-// the message points at what the user wrote: "--size 5000: want 8..4096".
-func (e *ShapeError) Message(framesName, sizeName string) string {
-	switch e.Bound {
-	case BoundFrames:
-		return fmt.Sprintf("%s %d: want 1..%d", framesName, e.Frames, MaxFrames)
-	case BoundSize:
-		return fmt.Sprintf("%s %d: want %d..%d", sizeName, e.Size, MinSize, MaxSize)
-	}
-	return fmt.Sprintf("%s %d %s %d: one decoded clip would be %.1f GiB (F x S x S x 3 bytes), want at most %d GiB",
-		framesName, e.Frames, sizeName, e.Size, float64(clipBytes(e.Frames, e.Size))/(1<<30), MaxClipBytes>>30)
-}
+// shapeError is CheckShape's message; it matches ErrShape.
+type shapeError string
 
-// Error names the bound and the value out of it, as "frames" and "size".
-func (e *ShapeError) Error() string { return "decode: " + e.Message("frames", "size") }
+func (e shapeError) Error() string { return string(e) }
 
-// Unwrap returns ErrShape.
-func (e *ShapeError) Unwrap() error { return ErrShape }
+func (e shapeError) Unwrap() error { return ErrShape }
 
 // Limits bound the work and memory one sample may cost, so that a hostile
 // or corrupt sample fails alone with a typed error instead of crashing,

@@ -35,12 +35,7 @@ func shapeFlags(fs *flag.FlagSet, frames, size *int) {
 // size of one decoded clip with decode.CheckShape, as a usage error naming
 // the flags.
 func checkShape(frames, size int) error {
-	err := decode.CheckShape(frames, size)
-	var se *decode.ShapeError
-	if errors.As(err, &se) {
-		return usagef("%s", se.Message("--frames", "--size"))
-	}
-	if err != nil {
+	if err := decode.CheckShape(frames, size, "--frames", "--size"); err != nil {
 		return usagef("%v", err)
 	}
 	return nil
