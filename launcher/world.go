@@ -24,7 +24,7 @@ type worldFlags struct {
 }
 
 func (f *worldFlags) register(fs *flag.FlagSet) {
-	fs.IntVar(&f.ranks, "ranks", 0, "run `N` ranks as goroutines of this process instead of MPI processes (no mpirun needed)")
+	fs.IntVar(&f.ranks, "ranks", 0, "run `N` ranks (1..4096) as goroutines of this process instead of MPI processes (no mpirun needed); 0: the MPI world's ranks")
 	f.pin = autoAuto
 	fs.Var(&f.pin, "pin", "pin each rank to its share of this node's CPUs, by local rank: --pin or --pin=true always, --pin=false never, --pin=auto when the node runs more ranks than it has CPUs, so each rank keeps a fixed share as on a real node")
 	fs.StringVar(&f.profile, "profile", "", "write a pprof `kind` profile per rank: cpu, mem or block")
@@ -38,7 +38,7 @@ func (f *worldFlags) validate(env launchEnv) error {
 		return usagef("--profile %q: want cpu, mem or block", f.profile)
 	}
 	if f.ranks < 0 || f.ranks > 4096 {
-		return usagef("--ranks %d: want 1..4096", f.ranks)
+		return usagef("--ranks %d: want 1..4096 in-process ranks, or 0 (the default) for the MPI world's", f.ranks)
 	}
 	if f.ranks > 0 && env.Size > 1 {
 		return usagef("--ranks %d runs an in-process world; it cannot be combined with a %d-rank %s launch", f.ranks, env.Size, env.Launcher)

@@ -285,3 +285,14 @@ func failCheckpoint(t *testing.T, dir, loader string, rank int) {
 		t.Fatal(err)
 	}
 }
+
+// TestRanksFlagBounds checks that --ranks outside 0..4096 is a usage
+// error that says what 0 means.
+func TestRanksFlagBounds(t *testing.T) {
+	for _, n := range []string{"-1", "4097"} {
+		code, _, stderr := runMain("info", "--ranks", n)
+		if want := "--ranks " + n + ": want 1..4096 in-process ranks, or 0 (the default) for the MPI world's"; code != 2 || !strings.Contains(stderr, want) {
+			t.Errorf("info --ranks %s: exit %d, %q; want 2 and %q", n, code, stderr, want)
+		}
+	}
+}
