@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -137,9 +138,14 @@ func (e RealEnv) mpiRunStats(ctx context.Context, timeout time.Duration, np int,
 	return out, st, err
 }
 
-// runCommand runs cmd and returns its standard output; on failure the
-// error names the command and ends with the tail of its standard error
-// (or output).
+// runCommand runs cmd, started with exec.CommandContext(ctx, ...), and
+// returns its standard output. When ctx was cancelled from outside (a
+// signal, another rank's failure), the error is short, names the program
+// and wraps the cancellation's cause, so that errors.Is and errors.As
+// see what stopped the command (the launcher maps an interruption to
+// exit status 130 or 143). Any other failure, a timeout included, is an
+// ErrReal that names the command and ends with the tail of its standard
+// error (or output), when there is one.
 func runCommand(ctx context.Context, cmd *exec.Cmd) ([]byte, error) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -149,13 +155,21 @@ func runCommand(ctx context.Context, cmd *exec.Cmd) ([]byte, error) {
 		return stdout.Bytes(), nil
 	}
 	if ctx.Err() != nil {
-		err = fmt.Errorf("%v (%v)", err, context.Cause(ctx))
+		cause := context.Cause(ctx)
+		if !errors.Is(cause, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("bench: %s stopped: %w", filepath.Base(cmd.Args[0]), cause)
+		}
+		err = fmt.Errorf("timed out (%w): %w", cause, err)
 	}
 	out := stderr.Bytes()
 	if len(bytes.TrimSpace(out)) == 0 {
 		out = stdout.Bytes()
 	}
-	return nil, fmt.Errorf("%w: %s: %v: %s", ErrReal, commandLine(cmd), err, tail(out, 600))
+	err = fmt.Errorf("%w: %s: %w", ErrReal, commandLine(cmd), err)
+	if t := tail(out, 600); t != "" {
+		err = fmt.Errorf("%w: %s", err, t)
+	}
+	return nil, err
 }
 
 // commandLine is the command as a shell would show it (arguments with

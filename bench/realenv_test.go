@@ -1,0 +1,87 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testSignal stands for the launcher's interruptedError: the cause a
+// signal cancels the command's context with, a context.Canceled.
+type testSignal struct{ name string }
+
+func (e testSignal) Error() string { return "interrupted by " + e.name }
+func (e testSignal) Unwrap() error { return context.Canceled }
+
+// TestRunCommandInterrupted checks that a real run stopped by a signal
+// (the parent context cancelled with a cause while mpirun runs) returns
+// a short error that wraps the cause, through the wrapping a real run
+// adds, and not an ErrReal with the command line.
+func TestRunCommandInterrupted(t *testing.T) {
+	if _, err := exec.LookPath("sleep"); err != nil {
+		t.Skip("no sleep command")
+	}
+	parent, cancel := context.WithCancelCause(t.Context())
+	defer cancel(nil)
+	// As mpiRunStats: the run's own timeout under the command's context.
+	ctx, stop := context.WithTimeout(parent, time.Minute)
+	defer stop()
+	sig := testSignal{"SIGTERM"}
+	time.AfterFunc(100*time.Millisecond, func() { cancel(sig) })
+	t0 := time.Now()
+	_, err := runCommand(ctx, exec.CommandContext(ctx, "sleep", "30"))
+	if time.Since(t0) > 20*time.Second {
+		t.Errorf("the command ran %v after the cancellation", time.Since(t0))
+	}
+	err = fmt.Errorf("bench: workload kinetics: %w", err) // as runRealEval wraps it
+	var got testSignal
+	if !errors.As(err, &got) || got != sig || !errors.Is(err, context.Canceled) {
+		t.Errorf("error %v does not wrap the cause %v", err, sig)
+	}
+	if errors.Is(err, ErrReal) {
+		t.Errorf("error %v is an ErrReal: an interruption is not a failed run", err)
+	}
+	if want := "bench: workload kinetics: bench: sleep stopped: interrupted by SIGTERM"; err.Error() != want {
+		t.Errorf("message %q, want %q", err, want)
+	}
+}
+
+// TestRunCommandFailed checks the message of a command that failed or
+// timed out: an ErrReal naming the command, with the tail of its output
+// only when it printed something (no dangling ": ").
+func TestRunCommandFailed(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh")
+	}
+	tests := []struct {
+		name    string
+		script  string
+		timeout time.Duration
+		want    string // the message's end
+		is      error
+	}{
+		{"silent", "exit 3", time.Minute, `sh -c "exit 3": exit status 3`, nil},
+		{"stderr", "echo out; echo 'no  such\n file' >&2; exit 3", time.Minute, ": exit status 3: no such file", nil},
+		{"stdout only", "echo only out; exit 3", time.Minute, ": exit status 3: only out", nil},
+		{"timeout", "exec sleep 30", 100 * time.Millisecond, "timed out (context deadline exceeded): signal: killed", context.DeadlineExceeded},
+	}
+	for _, tt := range tests {
+		ctx, cancel := context.WithTimeout(t.Context(), tt.timeout)
+		_, err := runCommand(ctx, exec.CommandContext(ctx, "sh", "-c", tt.script))
+		cancel()
+		if !errors.Is(err, ErrReal) {
+			t.Errorf("%s: error %v, want an ErrReal", tt.name, err)
+			continue
+		}
+		if tt.is != nil && !errors.Is(err, tt.is) {
+			t.Errorf("%s: error %v does not wrap %v", tt.name, err, tt.is)
+		}
+		if msg := err.Error(); !strings.HasSuffix(msg, tt.want) || strings.HasSuffix(msg, ": ") {
+			t.Errorf("%s: message %q, want it to end with %q", tt.name, msg, tt.want)
+		}
+	}
+}
