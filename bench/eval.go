@@ -147,6 +147,13 @@ func (c *EvalConfig) defaults() error {
 	if len(c.Workloads) == 0 {
 		return fmt.Errorf("bench: no workloads")
 	}
+	seen := map[string]bool{}
+	for _, w := range c.Workloads {
+		if seen[w.Name] {
+			return fmt.Errorf("bench: two workloads named %s: the report tells workloads apart by name", w.Name)
+		}
+		seen[w.Name] = true
+	}
 	if c.Loaders == nil {
 		c.Loaders = AllLoaders
 	}

@@ -187,7 +187,10 @@ func Workloads() ([]*Workload, error) {
 }
 
 // SelectWorkloads resolves a --workloads value: "all", or a comma list of
-// built-in names or paths of workload files (ending in .json).
+// built-in names or paths of workload files (ending in .json). The report
+// tells workloads apart by name, so two with the same name (a workload
+// listed twice, or an edited copy of a built-in that kept its name) are
+// refused, the error naming where each came from.
 func SelectWorkloads(spec string) ([]*Workload, error) {
 	all, err := Workloads()
 	if err != nil {
@@ -197,33 +200,54 @@ func SelectWorkloads(spec string) ([]*Workload, error) {
 		return all, nil
 	}
 	var out []*Workload
+	from := map[string]string{} // workload name -> where it came from
 	for _, f := range strings.Split(spec, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
 			continue
 		}
+		var w *Workload
+		src := f
 		if strings.HasSuffix(f, ".json") {
-			w, err := LoadWorkloadFile(f)
-			if err != nil {
+			if w, err = LoadWorkloadFile(f); err != nil {
 				return nil, err
 			}
-			out = append(out, w)
-			continue
-		}
-		i := slices.IndexFunc(all, func(w *Workload) bool { return w.Name == f })
-		if i < 0 {
-			names := make([]string, len(all))
-			for k, w := range all {
-				names[k] = w.Name
+		} else {
+			i := slices.IndexFunc(all, func(w *Workload) bool { return w.Name == f })
+			if i < 0 {
+				names := make([]string, len(all))
+				for k, w := range all {
+					names[k] = w.Name
+				}
+				return nil, fmt.Errorf("%w: unknown workload %q (have all, %s, or a .json file)", ErrWorkload, f, strings.Join(names, ", "))
 			}
-			return nil, fmt.Errorf("%w: unknown workload %q (have all, %s, or a .json file)", ErrWorkload, f, strings.Join(names, ", "))
+			w, src = all[i], "built-in "+f
 		}
-		out = append(out, all[i])
+		if err := distinctName(from, w.Name, src); err != nil {
+			return nil, err
+		}
+		out = append(out, w)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%w: no workload in %q", ErrWorkload, spec)
 	}
 	return out, nil
+}
+
+// distinctName records that the workload name came from src, or says
+// why it cannot be used: a workload of that name came before.
+func distinctName(from map[string]string, name, src string) error {
+	prev, dup := from[name]
+	switch {
+	case !dup:
+		from[name] = src
+		return nil
+	case prev == src:
+		return fmt.Errorf("%w: %s is listed twice", ErrWorkload, src)
+	case strings.HasPrefix(prev, "built-in ") || strings.HasPrefix(src, "built-in "):
+		return fmt.Errorf("%w: two workloads named %s (%s and %s): give the copy its own \"name\"", ErrWorkload, name, prev, src)
+	}
+	return fmt.Errorf("%w: two workloads named %s (%s and %s): give each file its own \"name\"", ErrWorkload, name, prev, src)
 }
 
 // Validate checks every field of the spec and that every statistic is

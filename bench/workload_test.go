@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"math"
@@ -304,6 +306,55 @@ func TestSelectWorkloads(t *testing.T) {
 	os.WriteFile(p, data, 0o644)
 	if ws, err := SelectWorkloads(p); err != nil || ws[0].Name != "text" {
 		t.Errorf("workload from a file: %v", err)
+	}
+}
+
+// TestSelectWorkloadsRefusesSameName checks that two workloads with one
+// name are refused, naming both sources: the report tells workloads apart
+// by name, so an edited copy of a built-in that kept "name" would have
+// its comparison row, summary share and figures taken from the other.
+func TestSelectWorkloadsRefusesSameName(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile(filepath.Join("workloads", "kinetics.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, cp2, renamed := filepath.Join(dir, "kin_variant.json"), filepath.Join(dir, "other.json"), filepath.Join(dir, "kin2.json")
+	for _, p := range []string{cp, cp2} {
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(renamed, bytes.Replace(data, []byte(`"name": "kinetics"`), []byte(`"name": "kin2"`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		spec string
+		want string // "" when accepted
+	}{
+		{"kinetics,kinetics", "built-in kinetics is listed twice"},
+		{"kinetics, text, kinetics", "built-in kinetics is listed twice"},
+		{"kinetics," + cp, "two workloads named kinetics (built-in kinetics and " + cp + `): give the copy its own "name"`},
+		{cp + ",kinetics", "two workloads named kinetics (" + cp + ` and built-in kinetics): give the copy its own "name"`},
+		{cp + "," + cp, cp + " is listed twice"},
+		{cp + "," + cp2, "two workloads named kinetics (" + cp + " and " + cp2 + `): give each file its own "name"`},
+		{"kinetics," + renamed, ""},
+	} {
+		ws, err := SelectWorkloads(tt.spec)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s: %v, want accepted", tt.spec, err)
+		case tt.want == "" && len(ws) != 2:
+			t.Errorf("%s: got %d workloads, want 2", tt.spec, len(ws))
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want) || !errors.Is(err, ErrWorkload)):
+			t.Errorf("%s: got error %v, want ErrWorkload saying %q", tt.spec, err, tt.want)
+		}
+	}
+	// A library caller that builds the list itself is refused too.
+	w, _ := SelectWorkloads("kinetics")
+	_, err = RunSim(context.Background(), EvalConfig{Workloads: []*Workload{w[0], w[0]}, Ranks: 2, Steps: 2})
+	if err == nil || !strings.Contains(err.Error(), "two workloads named kinetics") {
+		t.Errorf("RunSim with kinetics twice: got %v, want it refused", err)
 	}
 }
 

@@ -57,6 +57,7 @@ func TestBenchUsageErrors(t *testing.T) {
 		{[]string{"bench", "--loaders", "pytorch"}, `unknown loader "pytorch"`},
 		{[]string{"bench", "--sections", "gpu"}, `unknown section "gpu"`},
 		{[]string{"bench", "--ranks", "0"}, "--ranks 0"},
+		{[]string{"bench", "--workloads", "kinetics,kinetics"}, "--workloads: bench: invalid workload: built-in kinetics is listed twice"},
 		{[]string{"bench calibrate", "--samples", "2"}, "--samples 2"},
 	} {
 		args := tt.args
