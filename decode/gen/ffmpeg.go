@@ -3,10 +3,10 @@ package gen
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 
 	"github.com/datahelix/datahelix/decode/tjpeg"
@@ -62,10 +62,10 @@ func source(content string, w, h, fps, noise int, seed uint32, temporal bool) st
 	return fmt.Sprintf("%s,noise=alls=%d:allf=%s:all_seed=%d", src, noise, flags, seed)
 }
 
-// video encodes one clip and returns its bytes.
-func (rd *renderer) video(ctx context.Context, v *videoSpec, seed uint32, name string) ([]byte, error) {
-	out := filepath.Join(rd.tmp, name+"."+v.Container)
-	defer os.Remove(out)
+// video encodes one clip and returns its bytes. It goes through a file,
+// as the MP4 muxer writes the moov box (and moves it ahead of mdat for
+// faststart) and the Matroska muxer the duration and cues at the end.
+func (rd *renderer) video(ctx context.Context, v *videoSpec, seed uint32) ([]byte, error) {
 	args := []string{"-f", "lavfi", "-i", source(v.Content, v.Width, v.Height, v.FPS, v.Noise, seed, true)}
 	if v.Audio {
 		args = append(args, "-f", "lavfi", "-i", fmt.Sprintf("sine=frequency=%d:sample_rate=44100", 200+seed%800))
@@ -96,10 +96,7 @@ func (rd *renderer) video(ctx context.Context, v *videoSpec, seed uint32, name s
 	if v.FastStart {
 		args = append(args, "-movflags", "+faststart")
 	}
-	if _, err := rd.run(ctx, append(args, out)...); err != nil {
-		return nil, err
-	}
-	return os.ReadFile(out)
+	return rd.toFile(ctx, v.Container, args)
 }
 
 // image encodes one image and returns its bytes.
@@ -113,7 +110,16 @@ func (rd *renderer) image(ctx context.Context, im imageSpec, seed uint32) ([]byt
 	case "png":
 		args = append(args, "-c:v", "png", "-pix_fmt", "rgb24", "-f", "image2pipe", "-")
 	case "webp":
-		args = append(args, "-c:v", "libwebp", "-quality", strconv.Itoa(im.Quality), "-f", "webp", "-")
+		// To a file, not a pipe: the WebP muxer seeks back to write the
+		// RIFF size when it finishes, and on a pipe it cannot, so any
+		// image larger than FFmpeg's 32 KB output buffer kept a size of
+		// 0, which decoders other than FFmpeg reject.
+		args = append(args, "-c:v", "libwebp", "-quality", strconv.Itoa(im.Quality), "-f", "webp")
+		b, err := rd.toFile(ctx, "webp", args)
+		if err != nil {
+			return nil, err
+		}
+		return b, checkRIFF(b)
 	default:
 		return nil, fmt.Errorf("gen: unknown image format %q", im.Format)
 	}
@@ -124,4 +130,34 @@ func (rd *renderer) image(ctx context.Context, im imageSpec, seed uint32) ([]byt
 	// FFmpeg writes baseline JPEG: rewrite it losslessly with progressive
 	// scans (TurboJPEG).
 	return tjpeg.Progressive(b)
+}
+
+// toFile runs ffmpeg with args and a fresh file in the scratch directory
+// as its output, for muxers that seek back to finish their header, and
+// returns the file's bytes.
+func (rd *renderer) toFile(ctx context.Context, ext string, args []string) ([]byte, error) {
+	f, err := os.CreateTemp(rd.tmp, "item-*."+ext)
+	if err != nil {
+		return nil, fmt.Errorf("gen: %w", err)
+	}
+	out := f.Name()
+	f.Close()
+	defer os.Remove(out)
+	if _, err := rd.run(ctx, append(args, out)...); err != nil {
+		return nil, err
+	}
+	return os.ReadFile(out)
+}
+
+// checkRIFF checks that b is a RIFF WEBP file whose RIFF size field
+// covers exactly the rest of the file: a safeguard against writing a file
+// that decoders other than FFmpeg's reject.
+func checkRIFF(b []byte) error {
+	if len(b) < 12 || string(b[:4]) != "RIFF" || string(b[8:12]) != "WEBP" {
+		return fmt.Errorf("%w: output is not a RIFF WEBP file", ErrFFmpeg)
+	}
+	if n := binary.LittleEndian.Uint32(b[4:8]); int64(n) != int64(len(b))-8 {
+		return fmt.Errorf("%w: WebP RIFF size %d, want %d (file length %d less 8)", ErrFFmpeg, n, len(b)-8, len(b))
+	}
+	return nil
 }

@@ -288,7 +288,7 @@ func render(ctx context.Context, rd *renderer, cfg Config, p preset, i int) ([]m
 	var ms []member
 	switch s.Kind {
 	case kindVideo:
-		b, err := rd.video(ctx, s.Video, uint32(r.Uint64()>>33), key)
+		b, err := rd.video(ctx, s.Video, uint32(r.Uint64()>>33))
 		if err != nil {
 			return nil, fmt.Errorf("sample %s: %w", key, err)
 		}

@@ -33,18 +33,18 @@ func TestRenderDeterministic(t *testing.T) {
 		if codec == "vp9" {
 			v.Container, v.BFrames, v.Audio = "webm", 0, false
 		}
-		a, err := rd.video(ctx, v, 42, "a")
+		a, err := rd.video(ctx, v, 42)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := rd.video(ctx, v, 42, "b")
+		b, err := rd.video(ctx, v, 42)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(a, b) {
 			t.Errorf("%s: two encodes of the same spec differ (%d and %d bytes)", codec, len(a), len(b))
 		}
-		c, _ := rd.video(ctx, v, 43, "c")
+		c, _ := rd.video(ctx, v, 43)
 		if bytes.Equal(a, c) {
 			t.Errorf("%s: different seeds gave the same bytes", codec)
 		}
