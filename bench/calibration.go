@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -82,15 +81,8 @@ func DefaultCalibration() *Calibration {
 
 // Validate checks the calibration's numbers.
 func (c *Calibration) Validate() error {
-	if c.Cost == nil {
-		return fmt.Errorf("%w: no cost coefficients", ErrCalibration)
-	}
-	data, err := json.Marshal(c.Cost)
-	if err != nil {
-		return err
-	}
-	if _, err := decode.ReadCalibration(bytes.NewReader(data)); err != nil {
-		return fmt.Errorf("%w: %v", ErrCalibration, err)
+	if err := c.Cost.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrCalibration, err)
 	}
 	for k, v := range c.MAPE {
 		if !(v >= 0 && v < 10) {
@@ -114,12 +106,17 @@ func (c *Calibration) Validate() error {
 }
 
 // ReadCalibration parses and validates a calibration in JSON (at most
-// 4 MiB).
+// 4 MiB): one object as Save writes it, without unknown fields (another
+// JSON file given by mistake is refused, not read as empty).
 func ReadCalibration(r io.Reader) (*Calibration, error) {
 	var c Calibration
 	dec := json.NewDecoder(io.LimitReader(r, 4<<20))
+	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCalibration, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%w: data after the object", ErrCalibration)
 	}
 	if err := c.Validate(); err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"math"
 	"os"
@@ -69,7 +70,8 @@ func TestReadCalibrationRejects(t *testing.T) {
 		{"no overall mape", `"all": 0.25`, `"al": 0.25`, "no overall mape"},
 		{"bits per pixel", `"jpeg/life/q3": 3.5`, `"jpeg/life/q3": 300`, "bits_per_pixel[jpeg/life/q3]"},
 		{"missing format", `"png":`, `"pgn":`, "no bits_per_pixel for png"},
-		{"no cost", `"cost": {`, `"cots": {`, "no cost coefficients"},
+		{"unknown field", `"cost": {`, `"cots": {`, `unknown field "cots"`},
+		{"unknown cost field", `"coefficients": {`, `"coefficient": {`, `unknown field "coefficient"`},
 		{"negative coefficient", `"text": [`, `"text": [-1,`, "coefficient 0 is -1"},
 	}
 	for _, c := range cases {
@@ -79,6 +81,34 @@ func TestReadCalibrationRejects(t *testing.T) {
 			t.Fatalf("%s: %q not in the calibration", c.name, c.old)
 		}
 		_, err := ReadCalibration(strings.NewReader(bad))
+		if !errors.Is(err, ErrCalibration) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want ErrCalibration containing %q", c.name, err, c.want)
+		}
+	}
+	// Other JSON given as a calibration: the same check as decode's
+	// (datahelix costmodel --calibration).
+	workload, err := workloadFS.ReadFile("workloads/kinetics.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(good()), &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "cost")
+	noCost, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	others := []struct{ name, data, want string }{
+		{"no cost", string(noCost), "no cost coefficients"},
+		{"empty object", "{}", "no cost coefficients"},
+		{"empty coefficients", `{"cost":{"coefficients":{}},"mape":{"all":0.1},"bits_per_pixel":{"jpeg":1,"png":1,"webp":1}}`, "no cost coefficients"},
+		{"workload", string(workload), `unknown field "name"`},
+		{"trailing data", good() + "{}", "data after the object"},
+	}
+	for _, c := range others {
+		_, err := ReadCalibration(strings.NewReader(c.data))
 		if !errors.Is(err, ErrCalibration) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err = %v, want ErrCalibration containing %q", c.name, err, c.want)
 		}

@@ -61,17 +61,36 @@ func (c *Calibration) prior(key string) CostFeatures {
 	return CostFeatures{1000}
 }
 
-// ReadCalibration parses and validates a calibration in JSON.
+// ReadCalibration parses and validates a calibration in JSON: one object
+// as Save writes it. Unknown fields and data after the object are
+// refused, and Validate must accept it, so that another JSON file given
+// by mistake (a workload, a bench calibration, {}) is an error rather
+// than a calibration without coefficients.
 func ReadCalibration(r io.Reader) (*Calibration, error) {
 	var c Calibration
 	dec := json.NewDecoder(io.LimitReader(r, 1<<20))
+	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadCalibration, err)
 	}
-	if err := c.validate(); err != nil {
+	if dec.More() {
+		return nil, fmt.Errorf("%w: data after the object", ErrBadCalibration)
+	}
+	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// Validate checks a calibration given to a cost model from outside: it
+// holds the coefficients of at least one model key, each finite and not
+// negative, under sane options. A nil calibration has no coefficients.
+// Every reader of calibration files (ReadCalibration, bench's) uses it.
+func (c *Calibration) Validate() error {
+	if c == nil || len(c.Coefficients) == 0 {
+		return fmt.Errorf("%w: no cost coefficients", ErrBadCalibration)
+	}
+	return c.validate()
 }
 
 // LoadCalibration reads a calibration file.
@@ -100,6 +119,8 @@ func (c *Calibration) Save(path string) error {
 // maxCostKeys bounds the model keys a calibration or state may hold.
 const maxCostKeys = 256
 
+// validate checks the numbers and sizes of c; a cost model's saved state
+// may hold a calibration without coefficients (its fits carry them).
 func (c *Calibration) validate() error {
 	if len(c.Coefficients) > maxCostKeys {
 		return fmt.Errorf("%w: %d model keys, at most %d", ErrBadCalibration, len(c.Coefficients), maxCostKeys)

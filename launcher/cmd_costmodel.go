@@ -51,7 +51,7 @@ func runCostModel(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	if *calIn != "" {
 		var err error
 		if cal, err = decode.LoadCalibration(*calIn); err != nil {
-			return err
+			return fmt.Errorf("costmodel: --calibration: %w", err)
 		}
 	}
 	ds, err := decode.OpenDataset(*data, *cache)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -41,4 +43,25 @@ func rowOf(out, key string) string {
 		}
 	}
 	return ""
+}
+
+// TestCostModelRejectsOtherCalibrations checks that --calibration refuses
+// JSON that is not a calibration, naming the flag and the file, before
+// anything is decoded.
+func TestCostModelRejectsOtherCalibrations(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct{ name, data, want string }{
+		{"empty.json", "{}", "no cost coefficients"},
+		{"workload.json", `{"name":"kinetics","batch":16}`, `unknown field "name"`},
+	}
+	for _, tt := range tests {
+		p := filepath.Join(dir, tt.name)
+		if err := os.WriteFile(p, []byte(tt.data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, _, stderr := runMain("costmodel", "--data", filepath.Join(dir, "no-such-data"), "--calibration", p)
+		if code != 1 || !strings.Contains(stderr, "costmodel: --calibration: "+p+": ") || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%s: exit %d, stderr %q; want 1 and an error naming --calibration and the file, containing %q", tt.name, code, stderr, tt.want)
+		}
+	}
 }

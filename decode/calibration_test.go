@@ -1,0 +1,86 @@
+package decode
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestReadCalibrationRejectsOtherFiles checks that JSON that is not a
+// calibration (an empty object, a workload, a bench calibration, no
+// coefficients, trailing data) is refused with ErrBadCalibration and a
+// message saying why, instead of read as a calibration without
+// coefficients.
+func TestReadCalibrationRejectsOtherFiles(t *testing.T) {
+	good, err := json.Marshal(DefaultCalibration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ name, data, want string }{
+		{"empty object", `{}`, "no cost coefficients"},
+		{"empty coefficients", `{"machine":"m","coefficients":{}}`, "no cost coefficients"},
+		{"null", `null`, "no cost coefficients"},
+		{"workload", `{"name":"kinetics","skew":"skewed","batch":16}`, `unknown field "name"`},
+		{"bench calibration", `{"source":"measured","cost":` + string(good) + `}`, `unknown field "source"`},
+		{"trailing data", string(good) + ` {}`, "data after the object"},
+		{"negative", `{"coefficients":{"text":[-1,0,0,0,0,0]}}`, "text coefficient 0 is -1"},
+	}
+	for _, tt := range tests {
+		_, err := ReadCalibration(strings.NewReader(tt.data))
+		if !errors.Is(err, ErrBadCalibration) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: err %v, want ErrBadCalibration containing %q", tt.name, err, tt.want)
+		}
+	}
+	if c, err := ReadCalibration(bytes.NewReader(good)); err != nil || len(c.Coefficients) == 0 {
+		t.Errorf("the default calibration: %v, %d keys; want it read back", err, len(c.Coefficients))
+	}
+	p := filepath.Join(t.TempDir(), "empty.json")
+	if err := os.WriteFile(p, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadCalibration(p); err == nil || !strings.HasPrefix(err.Error(), p+": ") || !strings.Contains(err.Error(), "no cost coefficients") {
+		t.Errorf("LoadCalibration(%s) = %v, want an error naming the file and saying no cost coefficients", p, err)
+	}
+}
+
+// TestValidateNil checks that a missing calibration is refused with the
+// same message as an empty one (bench's reader relies on it).
+func TestValidateNil(t *testing.T) {
+	var c *Calibration
+	if err := c.Validate(); !errors.Is(err, ErrBadCalibration) || !strings.Contains(err.Error(), "no cost coefficients") {
+		t.Errorf("nil calibration: %v, want no cost coefficients", err)
+	}
+}
+
+// FuzzReadCalibration feeds arbitrary bytes to the calibration reader: a
+// calibration it accepts has coefficients and gives a cost model positive
+// estimates.
+func FuzzReadCalibration(f *testing.F) {
+	good, _ := json.Marshal(DefaultCalibration())
+	f.Add(good)
+	f.Add([]byte(`{"coefficients":{"text":[1,2,3,4,5,6]}}`))
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`{"coefficients":{"video/h264":[1e308,1e308,1e308,1e308,1e308,1e308]},"options":{"Frames":8}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := ReadCalibration(bytes.NewReader(data))
+		if err != nil {
+			if !errors.Is(err, ErrBadCalibration) {
+				t.Fatalf("error %v is not an ErrBadCalibration", err)
+			}
+			return
+		}
+		if len(c.Coefficients) == 0 {
+			t.Fatal("accepted a calibration without coefficients")
+		}
+		m := NewCostModel(c)
+		for _, r := range []*Record{{Modality: ModalityText, Bytes: 600, Text: &TextInfo{Bytes: 600, Tokens: 100}}, {Modality: ModalityImage, Bytes: 9000, Images: []ImageInfo{{Format: "jpeg", Width: 640, Height: 480, Bytes: 9000}}}} {
+			if e := m.Estimate(r); e < 1 {
+				t.Fatalf("Estimate(%+v) = %d", r, e)
+			}
+		}
+	})
+}
