@@ -143,7 +143,10 @@ type Evaluation struct {
 	jobs []*realJob
 }
 
-func (c *EvalConfig) defaults() error {
+// Check reports the first setting of c that cannot run, naming the
+// datahelix bench flag that sets it, without running anything. Zero
+// values that mean a default (Loaders, Network, Parallel, Batch) pass.
+func (c *EvalConfig) Check() error {
 	if len(c.Workloads) == 0 {
 		return fmt.Errorf("bench: no workloads")
 	}
@@ -154,16 +157,29 @@ func (c *EvalConfig) defaults() error {
 		}
 		seen[w.Name] = true
 	}
-	if c.Loaders == nil {
-		c.Loaders = AllLoaders
-	}
-	switch {
+	switch n := c.Network; {
 	case c.Ranks < 1 || c.Ranks > plan.MaxRanks:
 		return fmt.Errorf("bench: --ranks %d: want 1..%d", c.Ranks, plan.MaxRanks)
 	case c.Steps < 1:
 		return fmt.Errorf("bench: --steps %d: want at least 1", c.Steps)
 	case c.Batch < 0 || c.Batch > plan.MaxBatch:
 		return fmt.Errorf("bench: --batch %d: want 0 (the workload's) or 1..%d", c.Batch, plan.MaxBatch)
+	case c.Parallel < 0:
+		return fmt.Errorf("bench: --parallel %d: want 0 (one per CPU) or more", c.Parallel)
+	case n != (Network{}) && !(n.BandwidthMBs > 0):
+		return fmt.Errorf("bench: --bandwidth-mbs %g: want a positive rate", n.BandwidthMBs)
+	case n != (Network{}) && n.LatencyUS < 0:
+		return fmt.Errorf("bench: --latency-us %d: want 0 or more", n.LatencyUS)
+	}
+	return nil
+}
+
+func (c *EvalConfig) defaults() error {
+	if err := c.Check(); err != nil {
+		return err
+	}
+	if c.Loaders == nil {
+		c.Loaders = AllLoaders
 	}
 	if c.Calibration == nil {
 		c.Calibration = DefaultCalibration()
@@ -171,10 +187,7 @@ func (c *EvalConfig) defaults() error {
 	if c.Network == (Network{}) {
 		c.Network = DefaultNetwork
 	}
-	if c.Network.BandwidthMBs <= 0 || c.Network.LatencyUS < 0 {
-		return fmt.Errorf("bench: network %+v: want positive bandwidth, non-negative latency", c.Network)
-	}
-	if c.Parallel <= 0 {
+	if c.Parallel == 0 {
 		c.Parallel = runtime.GOMAXPROCS(0)
 	}
 	return nil

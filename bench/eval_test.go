@@ -177,7 +177,8 @@ func TestEvalConfigErrors(t *testing.T) {
 		{EvalConfig{Workloads: ws, Ranks: 0, Steps: 10}, "--ranks 0"},
 		{EvalConfig{Workloads: ws, Ranks: 8, Steps: 0}, "--steps 0"},
 		{EvalConfig{Workloads: ws, Ranks: 8, Steps: 5, Batch: -1}, "--batch -1"},
-		{EvalConfig{Workloads: ws, Ranks: 8, Steps: 5, Network: Network{BandwidthMBs: -1}}, "network"},
+		{EvalConfig{Workloads: ws, Ranks: 8, Steps: 5, Network: Network{BandwidthMBs: -1}}, "--bandwidth-mbs -1"},
+		{EvalConfig{Workloads: ws, Ranks: 8, Steps: 5, Parallel: -1}, "--parallel -1"},
 	} {
 		if _, err := RunSim(context.Background(), c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("config %+v: err = %v, want %q", c.cfg, err, c.want)

@@ -2,8 +2,13 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/datahelix/datahelix/plan"
 )
 
 // RunReal runs the evaluation for real: for each workload, a dataset
@@ -29,6 +34,38 @@ type RunConfig struct {
 	OutDir   string
 	Machine  Machine
 	Log      io.Writer // progress lines (nil: discarded)
+}
+
+// Check reports the first setting of c that cannot run, naming the
+// datahelix bench flag that sets it, without running anything: the
+// evaluation's (EvalConfig.Check), a real run's loaders (the oracle
+// exists only in simulation), the section names and the scale run's. A
+// bad flag then costs no simulation, mpirun job or calibration load.
+func (c *RunConfig) Check() error {
+	if err := c.Eval.Check(); err != nil {
+		return err
+	}
+	if c.Real && c.Eval.Loaders != nil && len(realLoaders(c.Eval.Loaders)) == 0 {
+		return fmt.Errorf("bench: --loaders oracle: --real needs another loader (the oracle exists only in simulation)")
+	}
+	for _, n := range c.Sections {
+		if !slices.Contains(SectionNames(), n) {
+			return fmt.Errorf("bench: --sections: unknown section %q (have %s)", n, strings.Join(SectionNames(), ", "))
+		}
+	}
+	s := c.Scale.withDefaults()
+	switch {
+	case s.Ranks < 1 || s.Ranks > plan.MaxRanks:
+		return fmt.Errorf("bench: --scale-ranks %d: want 1..%d", s.Ranks, plan.MaxRanks)
+	case s.Batch < 1 || s.Batch > plan.MaxBatch:
+		return fmt.Errorf("bench: --scale-batch %d: want 1..%d", s.Batch, plan.MaxBatch)
+	case s.Steps < 1:
+		return fmt.Errorf("bench: --scale-steps %d: want at least 1", s.Steps)
+	}
+	if _, err := SelectWorkloads(s.Workload); err != nil {
+		return fmt.Errorf("bench: --scale-workload: %w", err)
+	}
+	return nil
 }
 
 // BuildReport runs the evaluation (simulated or real) and the sections

@@ -187,24 +187,28 @@ func Workloads() ([]*Workload, error) {
 }
 
 // SelectWorkloads resolves a --workloads value: "all", or a comma list of
-// built-in names or paths of workload files (ending in .json). The report
-// tells workloads apart by name, so two with the same name (a workload
-// listed twice, or an edited copy of a built-in that kept its name) are
-// refused, the error naming where each came from.
+// built-in names or paths of workload files (ending in .json), without
+// empty items. The report tells workloads apart by name, so two with the
+// same name (a workload listed twice, or an edited copy of a built-in
+// that kept its name) are refused, the error naming where each came
+// from.
 func SelectWorkloads(spec string) ([]*Workload, error) {
 	all, err := Workloads()
 	if err != nil {
 		return nil, err
 	}
-	if strings.TrimSpace(spec) == "all" {
+	switch strings.TrimSpace(spec) {
+	case "all":
 		return all, nil
+	case "":
+		return nil, fmt.Errorf("%w: no workload given (want all, names or .json files)", ErrWorkload)
 	}
 	var out []*Workload
 	from := map[string]string{} // workload name -> where it came from
 	for _, f := range strings.Split(spec, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
-			continue
+			return nil, fmt.Errorf("%w: empty item in %q", ErrWorkload, spec)
 		}
 		var w *Workload
 		src := f
@@ -227,9 +231,6 @@ func SelectWorkloads(spec string) ([]*Workload, error) {
 			return nil, err
 		}
 		out = append(out, w)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: no workload in %q", ErrWorkload, spec)
 	}
 	return out, nil
 }

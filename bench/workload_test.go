@@ -301,6 +301,12 @@ func TestSelectWorkloads(t *testing.T) {
 	if _, err := SelectWorkloads("kinetics,nope"); err == nil || !strings.Contains(err.Error(), `"nope"`) {
 		t.Errorf("unknown workload: err = %v, want it named", err)
 	}
+	// Empty items are refused, as in --sections and --loaders.
+	for _, spec := range []string{"kinetics,,text", "kinetics,", ",kinetics", " "} {
+		if _, err := SelectWorkloads(spec); err == nil || !errors.Is(err, ErrWorkload) {
+			t.Errorf("%q: got %v, want ErrWorkload", spec, err)
+		}
+	}
 	p := filepath.Join(t.TempDir(), "mine.json")
 	data, _ := os.ReadFile(filepath.Join("workloads", "text.json"))
 	os.WriteFile(p, data, 0o644)

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/schollz/progressbar/v3"
@@ -65,23 +64,15 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 			*steps = 40
 		}
 	}
-	switch {
-	case *sim && *real:
+	if *sim && *real {
 		return usagef("bench: --sim and --real exclude each other")
-	case *ranks < 1:
-		return usagef("bench: --ranks %d: want at least 1", *ranks)
-	case *steps < 1:
-		return usagef("bench: --steps %d: want at least 1", *steps)
-	case *batch < 0:
-		return usagef("bench: --batch %d: want 0 (the workload's) or more", *batch)
-	case *bandwidth <= 0 || *latency < 0:
-		return usagef("bench: --bandwidth-mbs must be positive and --latency-us not negative")
-	case *scaleRanks < 1 || *scaleBatch < 1 || *scaleSteps < 1:
-		return usagef("bench: --scale-ranks, --scale-batch and --scale-steps must be positive")
 	}
 	ws, err := bench.SelectWorkloads(*workloads)
 	if err != nil {
 		return usagef("bench: --workloads: %v", err)
+	}
+	if err := noEmptyItems("--loaders", *loaders); err != nil {
+		return err
 	}
 	kinds, err := spmd.ParseKinds(*loaders)
 	if err != nil {
@@ -93,32 +84,34 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	case "none", "":
 		names = []string{}
 	default:
+		if err := noEmptyItems("--sections", *sections); err != nil {
+			return err
+		}
 		for _, s := range strings.Split(*sections, ",") {
-			s = strings.TrimSpace(s)
-			if !slices.Contains(bench.SectionNames(), s) {
-				return usagef("bench: --sections: unknown section %q (have %s)", s, strings.Join(bench.SectionNames(), ", "))
-			}
-			names = append(names, s)
+			names = append(names, strings.TrimSpace(s))
 		}
 	}
-	if _, err := bench.SelectWorkloads(*scaleWorkload); err != nil {
-		return usagef("bench: --scale-workload: %v", err)
+	cfg := bench.RunConfig{
+		Eval: bench.EvalConfig{Workloads: ws, Loaders: kinds, Ranks: *ranks, Steps: *steps, Batch: *batch, Seed: *seed,
+			Network: bench.Network{BandwidthMBs: *bandwidth, LatencyUS: *latency}, Parallel: *parallel, KeepTimelines: *ranks <= 64, NoSplit: *noSplit, NoiseOnTruth: *noiseOnTruth},
+		Real: *real, Sections: names, OutDir: *out,
+		Scale: bench.ScaleConfig{Workload: *scaleWorkload, Loader: spmd.KindHelix, Ranks: *scaleRanks, Batch: *scaleBatch, Steps: *scaleSteps},
+	}
+	// Every flag is checked before any work: a bad one costs no
+	// calibration load, simulation or mpirun job.
+	if err := cfg.Check(); err != nil {
+		return usagef("%v", err)
 	}
 
-	m := bench.ThisMachine(ctx)
-	cal, err := loadBenchCalibration(cacheRoot(*cacheDir), *calFile, m)
+	cfg.Machine = bench.ThisMachine(ctx)
+	cal, err := loadBenchCalibration(cacheRoot(*cacheDir), *calFile, cfg.Machine)
 	if err != nil {
 		return err
 	}
 	if cal.Source == "default" {
 		fmt.Fprintf(stderr, "datahelix bench: %s\n", cal.Note)
 	}
-	cfg := bench.RunConfig{
-		Eval: bench.EvalConfig{Workloads: ws, Loaders: kinds, Ranks: *ranks, Steps: *steps, Batch: *batch, Seed: *seed,
-			Calibration: cal, Network: bench.Network{BandwidthMBs: *bandwidth, LatencyUS: *latency}, Parallel: *parallel, KeepTimelines: *ranks <= 64, NoSplit: *noSplit, NoiseOnTruth: *noiseOnTruth},
-		Real: *real, Sections: names, OutDir: *out, Machine: m,
-		Scale: bench.ScaleConfig{Workload: *scaleWorkload, Loader: spmd.KindHelix, Ranks: *scaleRanks, Batch: *scaleBatch, Steps: *scaleSteps},
-	}
+	cfg.Eval.Calibration = cal
 	var logw io.Writer
 	if !*quiet {
 		logw = stderr
@@ -168,6 +161,17 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 		return err
 	}
 	return f.Close()
+}
+
+// noEmptyItems refuses a comma list with an empty item ("a,,b", "a,"),
+// as --workloads does.
+func noEmptyItems(flag, list string) error {
+	for _, f := range strings.Split(list, ",") {
+		if strings.TrimSpace(f) == "" {
+			return usagef("bench: %s: empty item in %q", flag, list)
+		}
+	}
+	return nil
 }
 
 // loadBenchCalibration picks the calibration: the --calibration file, else the

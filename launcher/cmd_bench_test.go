@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/datahelix/datahelix/bench"
 	"github.com/datahelix/datahelix/decode/gen/gentest"
+	"github.com/datahelix/datahelix/plan"
 )
 
 func TestBenchCommand(t *testing.T) {
@@ -58,6 +60,21 @@ func TestBenchUsageErrors(t *testing.T) {
 		{[]string{"bench", "--sections", "gpu"}, `unknown section "gpu"`},
 		{[]string{"bench", "--ranks", "0"}, "--ranks 0"},
 		{[]string{"bench", "--workloads", "kinetics,kinetics"}, "--workloads: bench: invalid workload: built-in kinetics is listed twice"},
+		// Checked before any work (they were found after the calibration
+		// was loaded, or after 56 s of the scale section, with exit 1).
+		{[]string{"bench", "--ranks", "70000"}, fmt.Sprintf("bench: --ranks 70000: want 1..%d", plan.MaxRanks)},
+		{[]string{"bench", "--batch", "5000"}, fmt.Sprintf("bench: --batch 5000: want 0 (the workload's) or 1..%d", plan.MaxBatch)},
+		{[]string{"bench", "--scale-ranks", "70000"}, fmt.Sprintf("bench: --scale-ranks 70000: want 1..%d", plan.MaxRanks)},
+		{[]string{"bench", "--scale-batch", "-1"}, "bench: --scale-batch -1"},
+		{[]string{"bench", "--parallel", "-1"}, "bench: --parallel -1: want 0 (one per CPU) or more"},
+		{[]string{"bench", "--bandwidth-mbs", "0"}, "bench: --bandwidth-mbs 0"},
+		{[]string{"bench", "--latency-us", "-1"}, "bench: --latency-us -1"},
+		{[]string{"bench", "--real", "--loaders", "oracle"}, "bench: --loaders oracle: --real needs another loader"},
+		{[]string{"bench", "--scale-workload", "nope"}, `bench: --scale-workload: bench: invalid workload: unknown workload "nope"`},
+		// Empty list items are refused alike in every list.
+		{[]string{"bench", "--workloads", "kinetics,,"}, `--workloads: bench: invalid workload: empty item in "kinetics,,"`},
+		{[]string{"bench", "--loaders", "torch,,helix"}, `bench: --loaders: empty item in "torch,,helix"`},
+		{[]string{"bench", "--sections", "planner,,scale"}, `bench: --sections: empty item in "planner,,scale"`},
 		{[]string{"bench calibrate", "--samples", "2"}, "--samples 2"},
 	} {
 		args := tt.args
@@ -65,8 +82,8 @@ func TestBenchUsageErrors(t *testing.T) {
 			args = append(strings.Fields(args[0]), args[1:]...)
 		}
 		code, _, stderr := runMain(args...)
-		if code != 2 || !strings.Contains(stderr, tt.want) {
-			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", tt.args, code, stderr, tt.want)
+		if code != 2 || !strings.Contains(stderr, tt.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and one line with %q", tt.args, code, stderr, tt.want)
 		}
 	}
 }
