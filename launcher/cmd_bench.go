@@ -102,6 +102,20 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	if err := cfg.Check(); err != nil {
 		return usagef("%v", err)
 	}
+	// So are the output paths, created or opened now (and removed again
+	// if the run fails and they are new) rather than found unwritable
+	// after the run.
+	var outs outputFiles
+	defer outs.discard()
+	if err := outs.dir("--out", *out); err != nil {
+		return usagef("bench: %v", err)
+	}
+	var jsonFile *os.File
+	if *jsonOut != "-" {
+		if jsonFile, err = outs.open("--json", *jsonOut); err != nil {
+			return usagef("bench: %v", err)
+		}
+	}
 
 	cfg.Machine = bench.ThisMachine(ctx)
 	cal, err := loadBenchCalibration(cacheRoot(*cacheDir), *calFile, cfg.Machine)
@@ -146,21 +160,20 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 		return err
 	}
 	fmt.Fprintf(text, "\nwrote %s (CSV) and %d figures: %s\n", *out, len(figs), strings.Join(benchBaseNames(figs), ", "))
-	switch *jsonOut {
-	case "":
-		return nil
-	case "-":
-		return rep.WriteJSON(stdout)
+	if *jsonOut == "-" {
+		if err := rep.WriteJSON(stdout); err != nil {
+			return err
+		}
 	}
-	f, err := os.Create(*jsonOut)
-	if err != nil {
-		return fmt.Errorf("bench: --json: %w", err)
+	if jsonFile != nil {
+		if err := truncateRegular(jsonFile); err != nil {
+			return fmt.Errorf("bench: --json: %w", err)
+		}
+		if err := rep.WriteJSON(jsonFile); err != nil {
+			return fmt.Errorf("bench: --json: %w", err)
+		}
 	}
-	if err := rep.WriteJSON(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return outs.close()
 }
 
 // noEmptyItems refuses a comma list with an empty item ("a,,b", "a,"),

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -129,5 +131,54 @@ func TestBenchExchangeUnderMPIRun(t *testing.T) {
 	code, _, stderr := runMain("bench", "exchange", "--ranks", "1", "--data", data, "--cache-dir", t.TempDir())
 	if code == 0 || !strings.Contains(stderr, "needs 2 ranks") {
 		t.Errorf("one rank: exit %d, %q; want an error saying it needs 2 ranks", code, stderr)
+	}
+}
+
+// TestBenchChecksOutputsFirst checks that --json and --out paths that
+// cannot be written are refused before any work (they were found after
+// the whole run), and that a failed run removes the outputs it created.
+func TestBenchChecksOutputsFirst(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"bench", "--workloads", "text", "--steps", "3", "--sections", "none", "--cache-dir", filepath.Join(dir, "cache")}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--json", filepath.Join(dir, "missing", "r.json"), "--out", filepath.Join(dir, "o1")}, "bench: --json: open " + filepath.Join(dir, "missing", "r.json")},
+		{[]string{"--out", filepath.Join(file, "sub")}, "bench: --out: mkdir " + file + ": not a directory"},
+	} {
+		code, stdout, stderr := runMain(append(base, tt.args...)...)
+		if code != 2 || !strings.Contains(stderr, tt.want) || stdout != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 2, nothing on stdout and %q", tt.args, code, stdout, stderr, tt.want)
+		}
+		if strings.Contains(stderr, "calibration") {
+			t.Errorf("%q: the calibration was looked up before the paths were checked: %q", tt.args, stderr)
+		}
+	}
+	// A run that fails (here: interrupted at once) leaves no new --json
+	// file or --out directory behind, and an existing --json untouched.
+	js, out, old := filepath.Join(dir, "new.json"), filepath.Join(dir, "newout"), filepath.Join(dir, "old.json")
+	if err := os.WriteFile(old, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, j := range []string{js, old} {
+		var o, e bytes.Buffer
+		if code := Main(ctx, append(base, "--json", j, "--out", out), &o, &e); code == 0 {
+			t.Fatalf("interrupted run: exit 0")
+		}
+	}
+	for _, p := range []string{js, out} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s left behind by a failed run: %v", p, err)
+		}
+	}
+	if data, err := os.ReadFile(old); err != nil || string(data) != "keep" {
+		t.Errorf("existing --json after a failed run: %q, %v; want it untouched", data, err)
 	}
 }

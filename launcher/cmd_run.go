@@ -334,9 +334,8 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 // filled after a successful run (write) and removed after a failed one
 // if the run created them (discard).
 type runOutputs struct {
+	outputFiles
 	json, trace *os.File
-	created     []string // files that did not exist before, removed if the run fails
-	done        bool
 }
 
 // prepareOutputs opens --json and --trace on rank 0 and creates
@@ -384,23 +383,6 @@ func openOutputs(files bool, f *runFlags) (*runOutputs, error) {
 	return o, nil
 }
 
-// open creates or opens path for writing without truncating it (that
-// waits until the results are in), remembering whether it is new.
-func (o *runOutputs) open(flag, path string) (*os.File, error) {
-	if path == "" {
-		return nil, nil
-	}
-	_, statErr := os.Stat(path)
-	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", flag, err)
-	}
-	if statErr != nil {
-		o.created = append(o.created, path)
-	}
-	return fh, nil
-}
-
 // write replaces the files' contents with the results of a successful
 // run, the summaries in --json and the records in --trace, and closes
 // them.
@@ -418,48 +400,11 @@ func (o *runOutputs) write(results []spmd.Summary, trace []traceLine) error {
 	return o.close()
 }
 
-// close closes the files after a successful run.
-func (o *runOutputs) close() error {
-	o.done = true
-	var err error
-	for _, fh := range []*os.File{o.json, o.trace} {
-		if fh != nil {
-			if cerr := fh.Close(); err == nil && cerr != nil {
-				err = fmt.Errorf("write %s: %w", fh.Name(), cerr)
-			}
-		}
-	}
-	return err
-}
-
 // discard closes the files of a failed run and removes those it created.
 func (o *runOutputs) discard() {
-	if o == nil || o.done {
-		return
+	if o != nil {
+		o.outputFiles.discard()
 	}
-	o.done = true
-	for _, fh := range []*os.File{o.json, o.trace} {
-		if fh != nil {
-			fh.Close()
-		}
-	}
-	for _, p := range o.created {
-		os.Remove(p)
-	}
-}
-
-// checkWritableDir creates dir if needed and checks that a file can be
-// created in it.
-func checkWritableDir(flag, dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("%s: %w", flag, err)
-	}
-	fh, err := os.CreateTemp(dir, ".datahelix-probe-")
-	if err != nil {
-		return fmt.Errorf("%s: %s is not writable: %w", flag, dir, err)
-	}
-	fh.Close()
-	return os.Remove(fh.Name())
 }
 
 type traceLine struct {
@@ -493,16 +438,6 @@ func writeTrace(fh *os.File, lines []traceLine) error {
 		}
 	}
 	return w.Flush()
-}
-
-// truncateRegular empties fh, opened at offset 0 and not yet written, if it
-// is a regular file (not /dev/stdout or a pipe).
-func truncateRegular(fh *os.File) error {
-	st, err := fh.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		return err
-	}
-	return fh.Truncate(0)
 }
 
 // printTable prints the loaders side by side, then how the last loader
