@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/datahelix/datahelix/decode"
@@ -13,15 +15,52 @@ import (
 )
 
 // CalibratePresets are the generator presets bench calibrate decodes: all
-// but mixed, which is a mixture of them.
+// but mixed, which is a mixture of them. A calibration covers every
+// preset bench uses when it decoded all of these.
 var CalibratePresets = []string{"howto100m", "kinetics", "panda70m", "webvid", "activitynet", "imagenet", "laion", "interleaved", "text"}
+
+// CheckCalibratePresets checks a list of presets to calibrate before
+// anything is generated or decoded: at least one, each one of
+// CalibratePresets, none twice. The generator's mixed preset is refused
+// with the reason: it mixes the others, so calibrating those covers it.
+func CheckCalibratePresets(names []string) error {
+	if len(names) == 0 {
+		return fmt.Errorf("bench calibrate: --presets names no preset")
+	}
+	for i, p := range names {
+		switch {
+		case p == "mixed":
+			return fmt.Errorf("bench calibrate: --presets: mixed is a mixture of the other presets, not calibrated on its own: calibrating those covers it (%s)", strings.Join(CalibratePresets, ", "))
+		case !slices.Contains(CalibratePresets, p):
+			return fmt.Errorf("bench calibrate: --presets: unknown preset %q (have %s)", p, strings.Join(CalibratePresets, ", "))
+		case slices.Contains(names[:i], p):
+			return fmt.Errorf("bench calibrate: --presets: %s named twice", p)
+		}
+	}
+	return nil
+}
+
+// MissingCalibratePresets returns the CalibratePresets that names leaves
+// out, in CalibratePresets' order: a calibration of names alone does not
+// cover them.
+func MissingCalibratePresets(names []string) []string {
+	var out []string
+	for _, p := range CalibratePresets {
+		if !slices.Contains(names, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
 
 // CalibrateConfig configures Calibrate.
 type CalibrateConfig struct {
 	// CacheDir holds the generated datasets (CacheDir/bench/data/...),
 	// their shard indexes, and nothing else; the caller saves the result.
 	CacheDir string
-	Presets  []string // nil: CalibratePresets
+	// Presets to decode (nil: CalibratePresets), as CheckCalibratePresets
+	// accepts them; the result records them (Calibration.Presets).
+	Presets []string
 	// Samples per preset: video presets get Samples, image and text
 	// presets 3x as many (they are cheap). 0 means 24.
 	Samples int
@@ -66,6 +105,9 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig) (*Calibration, error) {
 	if cfg.Presets == nil {
 		cfg.Presets = CalibratePresets
 	}
+	if err := CheckCalibratePresets(cfg.Presets); err != nil {
+		return nil, err
+	}
 	if cfg.Samples <= 0 {
 		cfg.Samples = 24
 	}
@@ -83,7 +125,7 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig) (*Calibration, error) {
 	m := decode.NewCostModel(decode.DefaultCalibration())
 	m.SetOptions(opts)
 	dec := decode.NewDecoder(decode.Options{Frames: opts.Frames, Size: opts.Size})
-	cal := &Calibration{Source: "measured", Machine: cfg.Machine, Created: time.Now().UTC().Format(time.RFC3339),
+	cal := &Calibration{Source: "measured", Machine: cfg.Machine, Created: time.Now().UTC().Format(time.RFC3339), Presets: slices.Clone(cfg.Presets),
 		MAPE: map[string]float64{}, SynthMAPE: map[string]float64{}, BitsPerPixel: map[string]float64{},
 		SplitRatio: map[string]float64{}}
 	var held []decode.CostObservation

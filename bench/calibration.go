@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -30,6 +31,9 @@ type Calibration struct {
 	Source  string  `json:"source"`
 	Machine Machine `json:"machine"`
 	Created string  `json:"created,omitempty"`
+	// Presets are the generator presets the calibration decoded (bench
+	// calibrate --presets); CoveredPresets reads it.
+	Presets []string `json:"presets,omitempty"`
 	// Cost holds the coefficients, in µs of this machine's CPU time.
 	Cost *decode.Calibration `json:"cost"`
 	// MAPE is the held-out mean absolute percentage error of the cost
@@ -84,6 +88,14 @@ func (c *Calibration) Validate() error {
 	if err := c.Cost.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrCalibration, err)
 	}
+	if len(c.Presets) > maxCostPresets {
+		return fmt.Errorf("%w: %d presets, at most %d", ErrCalibration, len(c.Presets), maxCostPresets)
+	}
+	for i, p := range c.Presets {
+		if p == "" || len(p) > 64 || slices.Contains(c.Presets[:i], p) {
+			return fmt.Errorf("%w: presets: %q", ErrCalibration, p)
+		}
+	}
 	for k, v := range c.MAPE {
 		if !(v >= 0 && v < 10) {
 			return fmt.Errorf("%w: mape[%s] = %v", ErrCalibration, k, v)
@@ -103,6 +115,77 @@ func (c *Calibration) Validate() error {
 		}
 	}
 	return nil
+}
+
+// maxCostPresets bounds the presets a calibration file may list.
+const maxCostPresets = 64
+
+// CoveredPresets returns the generator presets c measured: Presets, or,
+// for a file written before calibrations recorded them, the presets with
+// a synthesized-record error (bench calibrate measures one for every
+// preset it decodes). The default calibration measured none.
+func (c *Calibration) CoveredPresets() []string {
+	if c.Presets != nil {
+		return c.Presets
+	}
+	var out []string
+	for _, p := range CalibratePresets {
+		if _, ok := c.SynthMAPE[p]; ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// UncoveredPresets returns the presets that workloads ws draw samples from
+// and c did not measure, each once, in CalibratePresets' order (others
+// after, sorted). It is nil for the default calibration, which measured
+// nothing here and says so in its note.
+func (c *Calibration) UncoveredPresets(ws []*Workload) []string {
+	if c.Source == "default" {
+		return nil
+	}
+	covered := c.CoveredPresets()
+	var out []string
+	for _, w := range ws {
+		for _, s := range w.Sources {
+			if !slices.Contains(covered, s.Preset) && !slices.Contains(out, s.Preset) {
+				out = append(out, s.Preset)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int {
+		ia, ib := slices.Index(CalibratePresets, a), slices.Index(CalibratePresets, b)
+		if ia < 0 {
+			ia = len(CalibratePresets)
+		}
+		if ib < 0 {
+			ib = len(CalibratePresets)
+		}
+		if ia != ib {
+			return ia - ib
+		}
+		return strings.Compare(a, b)
+	})
+	return out
+}
+
+// CoverageWarning is one line saying which presets of workloads ws the
+// calibration did not measure, "" when it measured all of them (or is the
+// default calibration). Their samples are priced with coefficients
+// measured on other presets or built in, and the held-out error is that
+// of the presets measured.
+func (c *Calibration) CoverageWarning(ws []*Workload) string {
+	miss := c.UncoveredPresets(ws)
+	if len(miss) == 0 {
+		return ""
+	}
+	covered := "no preset"
+	if cp := c.CoveredPresets(); len(cp) > 0 {
+		covered = strings.Join(cp, ", ")
+	}
+	return fmt.Sprintf("the calibration measured %s, not %s of the selected workloads: their costs use coefficients not measured on them, and its error is that of the presets measured (run datahelix bench calibrate for every preset)",
+		covered, strings.Join(miss, ", "))
 }
 
 // ReadCalibration parses and validates a calibration in JSON (at most

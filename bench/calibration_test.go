@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +36,64 @@ func testCalibration() *Calibration {
 	c.Machine = Machine{Host: "h", CPU: "c", Cores: 2, OS: "linux", Arch: "amd64", Commit: "abc", DecodeCommit: "0123456789abcdef"}
 	c.MAPE["video/h264"] = 0.12
 	c.BitsPerPixel["jpeg/life/q3"] = 3.5
+	c.Presets = slices.Clone(CalibratePresets)
 	return c
+}
+
+// TestCalibrationCoverage checks which presets of the selected workloads
+// a calibration did not measure: from its presets, from its synthesized
+// errors for a file that predates them, none for the default.
+func TestCalibrationCoverage(t *testing.T) {
+	all, err := Workloads()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pick := func(names ...string) []*Workload {
+		var out []*Workload
+		for _, w := range all {
+			if slices.Contains(names, w.Name) {
+				out = append(out, w)
+			}
+		}
+		return out
+	}
+	textOnly := testCalibration()
+	textOnly.Presets = []string{"text"}
+	old := testCalibration()
+	old.Presets, old.SynthMAPE = nil, map[string]float64{"kinetics": 0.1, "laion": 0.2}
+	tests := []struct {
+		name string
+		cal  *Calibration
+		ws   []*Workload
+		want []string
+	}{
+		{"full", testCalibration(), all, nil},
+		{"text only, text", textOnly, pick("text"), nil},
+		{"text only, video", textOnly, pick("kinetics", "text", "hetero_cluster"), []string{"kinetics"}},
+		{"text only, mix", textOnly, pick("video_image_mix"), []string{"webvid", "laion"}},
+		{"old file", old, pick("kinetics", "laion", "imagenet", "text"), []string{"imagenet", "text"}},
+		{"default", DefaultCalibration(), all, nil},
+	}
+	for _, tt := range tests {
+		got := tt.cal.UncoveredPresets(tt.ws)
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s: uncovered %v, want %v", tt.name, got, tt.want)
+		}
+		w := tt.cal.CoverageWarning(tt.ws)
+		if (w == "") != (len(tt.want) == 0) {
+			t.Errorf("%s: warning %q with uncovered %v", tt.name, w, tt.want)
+		}
+		for _, p := range tt.want {
+			if !strings.Contains(w, p) || !strings.Contains(w, "bench calibrate") {
+				t.Errorf("%s: warning %q does not name %s and the fix", tt.name, w, p)
+			}
+		}
+	}
+	dup := testCalibration()
+	dup.Presets = []string{"text", "text"}
+	if err := dup.Validate(); err == nil || !strings.Contains(err.Error(), "presets") {
+		t.Errorf("presets listed twice: %v, want an error", err)
+	}
 }
 
 func TestCalibrationRoundTrip(t *testing.T) {

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/datahelix/datahelix/spmd"
 )
@@ -48,6 +49,11 @@ type CalibrationInfo struct {
 	// SplitRatio is, per preset, the measured CPU time of clips decoded
 	// task by task over decoded whole.
 	SplitRatio map[string]float64 `json:"split_ratio,omitempty"`
+	// Presets are the generator presets the calibration measured;
+	// Uncovered those the report's workloads draw from and it did not
+	// (Calibration.UncoveredPresets; the note says so too).
+	Presets   []string `json:"presets,omitempty"`
+	Uncovered []string `json:"uncovered_presets,omitempty"`
 }
 
 // Versus is helix against one other loader on one workload. A field is
@@ -120,6 +126,11 @@ func NewReport(m Machine, cfg EvalConfig, ev *Evaluation, cal *Calibration) *Rep
 			SplitRatio: cal.SplitRatio}
 		if cal.Source != "default" {
 			r.Calibration.Machine = cal.Machine.String()
+			r.Calibration.Presets = cal.CoveredPresets()
+		}
+		r.Calibration.Uncovered = cal.UncoveredPresets(cfg.Workloads)
+		if w := cal.CoverageWarning(cfg.Workloads); w != "" {
+			r.Calibration.Note = strings.TrimPrefix(r.Calibration.Note+"; "+w, "; ")
 		}
 	}
 	for _, s := range ev.Setups {

@@ -203,6 +203,29 @@ func TestReportCSV(t *testing.T) {
 	}
 }
 
+// TestReportCalibrationCoverage checks that a report whose calibration
+// did not measure a workload's presets says so in its note and JSON.
+func TestReportCalibrationCoverage(t *testing.T) {
+	ws, err := SelectWorkloads("kinetics,text")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cal := testCalibration()
+	cal.Presets = []string{"text"}
+	ev := &Evaluation{Mode: "sim", Setups: []Setup{{Workload: "kinetics", Skew: Uniform}, {Workload: "text", Skew: Uniform}}}
+	r := NewReport(Machine{Host: "h"}, EvalConfig{Workloads: ws, Ranks: 8, Steps: 10}, ev, cal)
+	if !slices.Equal(r.Calibration.Uncovered, []string{"kinetics"}) || !slices.Equal(r.Calibration.Presets, []string{"text"}) {
+		t.Errorf("calibration info %+v: want presets [text], uncovered [kinetics]", r.Calibration)
+	}
+	if !strings.Contains(r.Calibration.Note, "not kinetics") {
+		t.Errorf("note %q does not say kinetics was not calibrated", r.Calibration.Note)
+	}
+	r = NewReport(Machine{Host: "h"}, EvalConfig{Workloads: ws[1:], Ranks: 8, Steps: 10}, ev, cal)
+	if r.Calibration.Uncovered != nil || r.Calibration.Note != "" {
+		t.Errorf("text alone on a text calibration: %+v, want nothing uncovered and no note", r.Calibration)
+	}
+}
+
 func TestReportText(t *testing.T) {
 	r := handReport()
 	r.AddSection(Section{Name: "allgather", Title: "Allgather", Status: SectionFailed, Note: "mpirun not found"})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -25,10 +26,10 @@ func runBenchCalibrate(ctx context.Context, stdout, stderr io.Writer, args []str
 	fs := newFlags("bench calibrate", "[--samples N] [--out FILE]")
 	cacheDir := fs.String("cache-dir", "", "`dir`ectory for the generated datasets and the calibration (default $DATAHELIX_CACHE, else $XDG_CACHE_HOME/datahelix, else ~/.cache/datahelix)")
 	samples := fs.Int("samples", 24, "`samples` per video preset (3x for image and text presets)")
-	presets := fs.String("presets", strings.Join(bench.CalibratePresets, ","), "comma list of generator `presets` to decode")
+	presets := fs.String("presets", strings.Join(bench.CalibratePresets, ","), "comma list of generator `presets` to decode (leaving any out needs --out)")
 	seed := fs.Uint64("seed", 1, "`seed` of the generated datasets")
 	repeat := fs.Int("repeat", 3, "decode each sample this many times and keep the fastest")
-	out := fs.String("out", "", "write the calibration to `file` (default: the cache, where datahelix bench finds it)")
+	out := fs.String("out", "", "write the calibration to `file` (default: the cache, where datahelix bench finds it; a partial --presets list must go elsewhere)")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
@@ -44,11 +45,16 @@ func runBenchCalibrate(ctx context.Context, stdout, stderr io.Writer, args []str
 			list = append(list, p)
 		}
 	}
-	if len(list) == 0 {
-		return usagef("bench calibrate: --presets names no preset")
+	// Everything is checked before the minutes of decoding.
+	if err := bench.CheckCalibratePresets(list); err != nil {
+		return usagef("%v", err)
 	}
 	root := cacheRoot(*cacheDir)
 	m := bench.ThisMachine(ctx)
+	path, err := calibrationOut(*out, root, m, list)
+	if err != nil {
+		return err
+	}
 	// The counter rewrites its line: on a terminal only (logs and CI get
 	// the per-preset lines).
 	progress := func(string, int, int) {}
@@ -68,10 +74,6 @@ func runBenchCalibrate(ctx context.Context, stdout, stderr io.Writer, args []str
 	if err != nil {
 		return err
 	}
-	path := *out
-	if path == "" {
-		path = bench.CalibrationPath(root, m)
-	}
 	if err := cal.Save(path); err != nil {
 		return err
 	}
@@ -79,7 +81,38 @@ func runBenchCalibrate(ctx context.Context, stdout, stderr io.Writer, args []str
 	for _, f := range cal.Failures {
 		fmt.Fprintln(stdout, "  failed:", f)
 	}
+	if miss := bench.MissingCalibratePresets(list); len(miss) > 0 {
+		fmt.Fprintf(stdout, "presets: %s only (not %s): datahelix bench --calibration %s warns about workloads of the others\n", strings.Join(list, ", "), strings.Join(miss, ", "), path)
+	}
 	return writeCalibrationTables(stdout, cal, path)
+}
+
+// calibrationOut returns where the calibration of presets goes: --out
+// (its directory must exist), else the cache of machine m under root,
+// where datahelix bench takes it for every workload. A calibration that
+// leaves out some of bench.CalibratePresets is refused there: a quick
+// partial run would replace the machine's full calibration.
+func calibrationOut(out, root string, m bench.Machine, presets []string) (string, error) {
+	cached := bench.CalibrationPath(root, m)
+	if miss := bench.MissingCalibratePresets(presets); len(miss) > 0 {
+		same := out == ""
+		if out != "" {
+			a, errA := filepath.Abs(out)
+			b, errB := filepath.Abs(cached)
+			same = errA == nil && errB == nil && a == b
+		}
+		if same {
+			return "", usagef("bench calibrate: --presets %s leaves out %s: a partial calibration is not cached for this machine, where datahelix bench would use it for every workload; write it with --out FILE and use it with datahelix bench --calibration FILE",
+				strings.Join(presets, ","), strings.Join(miss, ", "))
+		}
+	}
+	if out == "" {
+		return cached, nil
+	}
+	if st, err := os.Stat(filepath.Dir(out)); err != nil || !st.IsDir() {
+		return "", usagef("bench calibrate: --out %s: directory %s does not exist", out, filepath.Dir(out))
+	}
+	return out, nil
 }
 
 // writeCalibrationTables prints a calibration's errors and image sizes.

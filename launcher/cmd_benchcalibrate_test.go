@@ -1,0 +1,70 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/datahelix/datahelix/bench"
+)
+
+// TestBenchCalibrateRefusesFirst checks that bad or partial preset lists
+// are usage errors (exit 2) given before anything is generated, decoded
+// or written: a typo at the end of the list, mixed, a partial list
+// without --out or with --out at the machine's cached calibration, and
+// --out in a directory that does not exist.
+func TestBenchCalibrateRefusesFirst(t *testing.T) {
+	root := t.TempDir()
+	cached := bench.CalibrationPath(root, bench.ThisMachine(t.Context()))
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--presets", "nope"}, `unknown preset "nope" (have howto100m, kinetics, panda70m,`},
+		{[]string{"--presets", "text,nope"}, `unknown preset "nope"`},
+		{[]string{"--presets", "mixed"}, "mixed is a mixture of the other presets"},
+		{[]string{"--presets", "text,text"}, "text named twice"},
+		{[]string{"--presets", "text", "--samples", "3"}, "--presets text leaves out howto100m, kinetics"},
+		{[]string{"--presets", "text", "--out", cached}, "a partial calibration is not cached for this machine"},
+		{[]string{"--out", filepath.Join(root, "no", "such", "c.json")}, "does not exist"},
+	}
+	for _, tt := range tests {
+		args := append([]string{"bench", "calibrate", "--cache-dir", root}, tt.args...)
+		code, _, stderr := runMain(args...)
+		if code != 2 || !strings.Contains(stderr, tt.want) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and one line containing %q", tt.args, code, stderr, tt.want)
+		}
+		if ents, _ := os.ReadDir(root); len(ents) > 0 {
+			t.Fatalf("%q wrote into the cache before refusing", tt.args)
+		}
+	}
+}
+
+// TestBenchCalibratePartialOut checks that a partial calibration written
+// with --out records its presets and leaves the machine's cache alone.
+func TestBenchCalibratePartialOut(t *testing.T) {
+	if testing.Short() {
+		t.Skip("generates and decodes a small text dataset")
+	}
+	root := t.TempDir()
+	out := filepath.Join(t.TempDir(), "text.json")
+	code, stdout, stderr := runMain("bench", "calibrate", "--cache-dir", root, "--presets", "text", "--samples", "3", "--repeat", "1", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	cal, err := bench.LoadCalibration(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(cal.Presets, []string{"text"}) {
+		t.Errorf("presets %v, want [text]", cal.Presets)
+	}
+	if !strings.Contains(stdout, "presets: text only") {
+		t.Errorf("output does not say the calibration is partial:\n%s", stdout)
+	}
+	if m, _ := filepath.Glob(filepath.Join(root, "bench", "calibration-*.json")); len(m) > 0 {
+		t.Errorf("a partial calibration was cached: %v", m)
+	}
+}
