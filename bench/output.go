@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 )
 
@@ -36,12 +38,44 @@ var ComparisonColumns = []string{"workload", "skew", "miss_reduction_vs_torch", 
 	"miss_reduction_vs_local", "wait_reduction_vs_local", "throughput_ratio_vs_local", "miss_reduction_vs_static", "wait_reduction_vs_static",
 	"throughput_ratio_vs_static", "oracle_gap", "oracle_bound", "best_other", "helix_vs_best"}
 
-// WriteCSV writes results.csv, comparisons.csv, goals.csv and one
-// section_<name>.csv per section with rows into dir. Undefined figures
-// are empty cells.
-func (r *Report) WriteCSV(dir string) error {
+// csvPatterns and plotPatterns name every file WriteCSV and WritePlots
+// write: each removes the files of its patterns from dir first, so that a
+// directory reused for another report holds no file of the earlier one
+// (a section that failed this time, a workload not run) that would look
+// current. No other file is touched.
+var (
+	csvPatterns  = []string{"results.csv", "comparisons.csv", "goals.csv", "section_*.csv"}
+	plotPatterns = []string{"gpu_wait.png", "wait_*.png", "timeline_*.png"}
+)
+
+// createDirRemovingOld creates dir if needed and removes the regular
+// files in it whose names match one of patterns.
+func createDirRemovingOld(dir string, patterns []string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("bench: %w", err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !slices.ContainsFunc(patterns, func(p string) bool { ok, _ := path.Match(p, e.Name()); return ok }) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("bench: removing an earlier report's file: %w", err)
+		}
+	}
+	return nil
+}
+
+// WriteCSV writes results.csv, comparisons.csv, goals.csv and one
+// section_<name>.csv per section with rows into dir, after removing
+// those files of an earlier report (results.csv, ..., section_*.csv).
+// Undefined figures are empty cells.
+func (r *Report) WriteCSV(dir string) error {
+	if err := createDirRemovingOld(dir, csvPatterns); err != nil {
+		return err
 	}
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
 	opt := func(v *float64) string {

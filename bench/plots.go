@@ -51,9 +51,11 @@ func loaderColor(name string) color.Color {
 // wait_<workload>.png per workload, and timeline_<workload>.png, the
 // per-rank timeline of torch and helix side by side for the timeline
 // workload (the most skewed one when empty) if its records were kept.
+// It first removes those figures of an earlier report from dir
+// (gpu_wait.png, wait_*.png, timeline_*.png).
 func (r *Report) WritePlots(dir, timeline string) ([]string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
+	if err := createDirRemovingOld(dir, plotPatterns); err != nil {
+		return nil, err
 	}
 	var out []string
 	loaders := r.loaderNames()
