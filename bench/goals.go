@@ -126,6 +126,8 @@ func goals(r *Report) []Goal {
 	}
 	out = append(out, g)
 
+	out = append(out, validationGoal(r.Sections))
+
 	g = Goal{Name: "scale: 1024 ranks, B=16, 100 steps simulated", Target: fmt.Sprintf("< %d s, plan time per step reported", goalScaleSeconds),
 		Status: GoalNA, Figure: "not run (datahelix bench --sections scale)"}
 	for _, sec := range r.Sections {
@@ -138,6 +140,30 @@ func goals(r *Report) []Goal {
 	}
 	out = append(out, g)
 	return out
+}
+
+// validationGoal says whether the simulator agreed with the real runs
+// of the validation section: the simulated figures are only trusted
+// where it does.
+func validationGoal(secs []Section) Goal {
+	g := Goal{Name: "simulator agrees with real runs (validation)", Status: GoalNA,
+		Target: fmt.Sprintf("every simulated run: GPU wait within %.0f %% relative, miss rate within %.2f", 100*ValidationWaitRel, ValidationMissAbs),
+		Figure: "not run (datahelix bench --sections validation)"}
+	for _, sec := range secs {
+		if sec.Name != "validation" {
+			continue
+		}
+		switch a := sec.Agreement; {
+		case sec.Status == SectionFailed:
+			g.Figure = "not measured: the validation section failed"
+		case a == nil || a.Runs == 0:
+			g.Figure = "not measured: no setup ran both simulated and real"
+		default:
+			g.Figure = fmt.Sprintf("%d of %d simulated runs agree with the real ones", a.Agree, a.Runs)
+			g.Status = status(a.Agree == a.Runs)
+		}
+	}
+	return g
 }
 
 func deref(v *float64) float64 {

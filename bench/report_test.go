@@ -95,6 +95,7 @@ func TestReportGoals(t *testing.T) {
 		"ahead of local and static on every skewed workload (throughput)": GoalShort, // B behind static
 		"within 2 % of the best loader on uniform workloads":              GoalPass,
 		"GPU wait near the oracle's":                                      GoalShort, // B: 6 % > 2.5 %
+		"simulator agrees with real runs (validation)":                    GoalNA,
 		"scale: 1024 ranks, B=16, 100 steps simulated":                    GoalNA,
 	}
 	for _, g := range r.Goals {
@@ -109,6 +110,36 @@ func TestReportGoals(t *testing.T) {
 	r.AddSection(Section{Name: "scale", Status: SectionMeasured, Scale: &ScaleResult{Ranks: 1024, Batch: 16, Steps: 100, ElapsedS: 42}})
 	if g := r.Goals[len(r.Goals)-1]; g.Status != GoalPass || !strings.Contains(g.Figure, "42.0 s") {
 		t.Errorf("scale goal after a 42 s run: %s %q", g.Status, g.Figure)
+	}
+}
+
+// TestValidationGoal checks the goal that says whether the simulator
+// agreed with the real runs: not run, failed, some or all agreeing.
+func TestValidationGoal(t *testing.T) {
+	tests := []struct {
+		name   string
+		sec    *Section
+		status string
+		figure string
+	}{
+		{"not run", nil, GoalNA, "not run (datahelix bench --sections validation)"},
+		{"failed", &Section{Name: "validation", Status: SectionFailed, Note: "mpirun not found"}, GoalNA, "not measured: the validation section failed"},
+		{"nothing compared", &Section{Name: "validation", Status: SectionSkipped}, GoalNA, "not measured: no setup ran both simulated and real"},
+		{"3 of 6", &Section{Name: "validation", Status: SectionMeasured, Agreement: &Agreement{Agree: 3, Runs: 6}}, GoalShort, "3 of 6 simulated runs agree with the real ones"},
+		{"all", &Section{Name: "validation", Status: SectionMeasured, Agreement: &Agreement{Agree: 6, Runs: 6}}, GoalPass, "6 of 6 simulated runs agree with the real ones"},
+	}
+	for _, tt := range tests {
+		r := handReport()
+		if tt.sec != nil {
+			r.AddSection(*tt.sec)
+		}
+		i := slices.IndexFunc(r.Goals, func(g Goal) bool { return g.Name == "simulator agrees with real runs (validation)" })
+		if i < 0 {
+			t.Fatalf("%s: no validation goal in %v", tt.name, r.Goals)
+		}
+		if g := r.Goals[i]; g.Status != tt.status || g.Figure != tt.figure {
+			t.Errorf("%s: %s %q, want %s %q", tt.name, g.Status, g.Figure, tt.status, tt.figure)
+		}
 	}
 }
 
@@ -198,8 +229,8 @@ func TestReportCSV(t *testing.T) {
 	if len(rows) != 3 || rows[2][1] != "20" {
 		t.Errorf("section_planner.csv = %v", rows)
 	}
-	if rows := readCSV(t, filepath.Join(dir, "goals.csv")); len(rows) != 8 {
-		t.Errorf("goals.csv has %d rows, want a header and 7 goals", len(rows))
+	if rows := readCSV(t, filepath.Join(dir, "goals.csv")); len(rows) != 9 || rows[7][0] != "simulator agrees with real runs (validation)" {
+		t.Errorf("goals.csv has %d rows (%v), want a header and 8 goals, the validation's 7th", len(rows), rows)
 	}
 }
 

@@ -20,6 +20,16 @@ type Section struct {
 	Rows     [][]any  `json:"rows,omitempty"`
 	// Scale is the scale run's result (section "scale" only).
 	Scale *ScaleResult `json:"scale,omitempty"`
+	// Agreement counts the simulated runs that agree with the real ones
+	// (section "validation" only, when it compared any).
+	Agreement *Agreement `json:"agreement,omitempty"`
+}
+
+// Agreement is the validation's verdict: of Runs simulated runs, Agree
+// agree with the real runs of the same setup (ValidationSection's rule).
+type Agreement struct {
+	Agree int `json:"agree"`
+	Runs  int `json:"runs"`
 }
 
 // Section statuses.

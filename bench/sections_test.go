@@ -94,8 +94,11 @@ func TestValidationSection(t *testing.T) {
 	if !strings.Contains(s.Headline, "1 of 3") {
 		t.Errorf("headline %q", s.Headline)
 	}
-	if s := ValidationSection(sim, nil); s.Status != SectionSkipped {
-		t.Errorf("no real runs: status %s, want skipped", s.Status)
+	if a := s.Agreement; a == nil || *a != (Agreement{Agree: 1, Runs: 3}) {
+		t.Errorf("agreement %+v, want 1 of 3", a)
+	}
+	if s := ValidationSection(sim, nil); s.Status != SectionSkipped || s.Agreement != nil {
+		t.Errorf("no real runs: status %s, agreement %+v, want skipped and none", s.Status, s.Agreement)
 	}
 	// Tiny waits on both sides agree whatever their ratio.
 	if ok, _, _ := agrees(r("k", "helix", 0.001, 0), r("k", "helix", 0.004, 0)); !ok {

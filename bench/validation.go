@@ -41,9 +41,11 @@ func ValidationSection(sim, real []Result) *Section {
 		s.Rows = append(s.Rows, []any{r.Workload, r.Loader, r.Ranks, m.GPUWaitFrac, r.GPUWaitFrac, rel, m.MissRate, r.MissRate, abs, ok})
 	}
 	s.Headline = fmt.Sprintf("%d of %d simulated runs agree with the real ones", agree, n)
+	s.Agreement = &Agreement{Agree: agree, Runs: n}
 	if n == 0 {
 		s.Status = SectionSkipped
 		s.Headline = "no workload and loader ran both simulated and real"
+		s.Agreement = nil
 	}
 	return s
 }
