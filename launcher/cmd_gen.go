@@ -9,6 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
 	"github.com/datahelix/datahelix/decode/gen"
 )
 
@@ -30,6 +33,7 @@ func runGen(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 	durScale := fs.Float64("duration-scale", 0, "multiply clip durations by `x` (0: preset default, 0.1 for activitynet)")
 	sizeScale := fs.Float64("size-scale", 0, "multiply picture sizes by `x` (0: 1)")
 	workers := fs.Int("workers", 0, "ffmpeg `processes` at once (0: one per CPU)")
+	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	def := fs.Bool("default", false, "generate the runtime's default dataset (mixed, 128 samples, 4 shards) into --out")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
@@ -55,7 +59,14 @@ func runGen(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 	}
 	cfg.Workers = *workers
 	start := time.Now()
+	var finish func()
+	if !*quiet {
+		cfg.Progress, finish = genProgress(stderr, cfg.Preset, start)
+	}
 	paths, err := gen.Generate(ctx, cfg)
+	if finish != nil {
+		finish()
+	}
 	if errors.Is(err, gen.ErrConfig) || errors.Is(err, gen.ErrPreset) {
 		// A preset, count or scale the flags gave: a usage error.
 		return usagef("%v", err)
@@ -75,4 +86,41 @@ func runGen(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 	fmt.Fprintf(stderr, "gen: %s: %d samples in %d shards, %.1f MB, %.1f s\n",
 		cfg.Preset, cfg.Samples, len(paths), float64(total)/1e6, time.Since(start).Seconds())
 	return nil
+}
+
+// genProgress returns gen's progress hook and the function to call when
+// generation ends: a bar when stderr is a terminal, else progressLines
+// (batch logs keep every line, so a bar's redraws would flood them).
+func genProgress(stderr io.Writer, preset string, start time.Time) (func(done, total int), func()) {
+	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		var bar *progressbar.ProgressBar
+		progress := func(done, total int) {
+			if bar == nil {
+				bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("generating "+preset),
+					progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
+			}
+			bar.Set(done)
+		}
+		return progress, func() {
+			if bar != nil {
+				bar.Finish()
+			}
+		}
+	}
+	return progressLines(stderr, preset, start), func() {}
+}
+
+// progressLines returns a progress hook that writes one line each time
+// the count done passes another tenth of total (and at the end), with the
+// time since start. Generate calls it under its lock, in order.
+func progressLines(w io.Writer, preset string, start time.Time) func(done, total int) {
+	last := 0 // tenths reported
+	return func(done, total int) {
+		tenths := done * 10 / total // 10 only at the end
+		if tenths == last {
+			return
+		}
+		last = tenths
+		fmt.Fprintf(w, "gen: %s: %d/%d samples (%d%%), %.0f s\n", preset, done, total, done*100/total, time.Since(start).Seconds())
+	}
 }

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestGenRefusesDirectoryWithOtherShards checks that gen does not add a
@@ -21,5 +26,56 @@ func TestGenRefusesDirectoryWithOtherShards(t *testing.T) {
 	}
 	if m, _ := filepath.Glob(filepath.Join(dir, "*")); len(m) != 1 {
 		t.Errorf("directory holds %v, want only the old shard", m)
+	}
+}
+
+// TestGenProgressLines checks the progress lines of a log against a
+// plain reference: a line whenever done reaches another tenth of total.
+func TestGenProgressLines(t *testing.T) {
+	for _, total := range []int{1, 3, 7, 10, 11, 25, 99, 128, 1000} {
+		var buf bytes.Buffer
+		progress := progressLines(&buf, "kinetics", time.Now())
+		var want []string
+		for done := 1; done <= total; done++ {
+			progress(done, total)
+			if 10*done/total > 10*(done-1)/total {
+				want = append(want, fmt.Sprintf("gen: kinetics: %d/%d samples (%d%%), 0 s", done, total, 100*done/total))
+			}
+		}
+		got := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+		if !slices.Equal(got, want) {
+			t.Errorf("total %d: got lines\n%s\nwant\n%s", total, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		if len(got) > 10 || got[len(got)-1] != fmt.Sprintf("gen: kinetics: %d/%d samples (100%%), 0 s", total, total) {
+			t.Errorf("total %d: got %d lines ending %q, want at most 10 ending at 100%%", total, len(got), got[len(got)-1])
+		}
+	}
+}
+
+// TestGenProgressInLog runs gen with stderr not a terminal, as in a batch
+// log: one line per tenth of the samples, then the summary; none with
+// --quiet.
+func TestGenProgressInLog(t *testing.T) {
+	if _, err := exec.LookPath("ffmpeg"); err != nil {
+		t.Skip("ffmpeg CLI not installed")
+	}
+	for _, quiet := range []bool{false, true} {
+		args := []string{"gen", "--preset", "text", "--samples", "20", "--out", t.TempDir()}
+		if quiet {
+			args = append(args, "--quiet")
+		}
+		code, _, stderr := runMain(args...)
+		lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+		want := 11
+		if quiet {
+			want = 1
+		}
+		if code != 0 || len(lines) != want || !strings.HasPrefix(lines[len(lines)-1], "gen: text: 20 samples in 1 shards") {
+			t.Errorf("quiet %v: exit %d, stderr %q; want exit 0 and %d lines ending in the summary", quiet, code, stderr, want)
+			continue
+		}
+		if !quiet && (!strings.HasPrefix(lines[0], "gen: text: 2/20 samples (10%)") || !strings.HasPrefix(lines[9], "gen: text: 20/20 samples (100%)")) {
+			t.Errorf("progress lines %q, want 2/20 (10%%) to 20/20 (100%%)", lines[:10])
+		}
 	}
 }
