@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -23,7 +24,13 @@ func init() {
 	})
 }
 
+// genDefaultIgnores are the flags that --default replaces with the
+// default dataset's own values (gen.Default), so giving one with it is a
+// mistake, not a request.
+var genDefaultIgnores = []string{"preset", "samples", "shards", "duration-scale", "size-scale"}
+
 func runGen(ctx context.Context, stdout, stderr io.Writer, args []string) error {
+	d := gen.Default("")
 	fs := newFlags("gen", "--preset NAME --samples N --out DIR [--shards K] [flags]")
 	preset := fs.String("preset", "", "dataset `name`: "+strings.Join(gen.Presets(), ", "))
 	samples := fs.Int("samples", 0, "`samples` to generate in all")
@@ -34,7 +41,8 @@ func runGen(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 	sizeScale := fs.Float64("size-scale", 0, "multiply picture sizes by `x` (0: 1)")
 	workers := fs.Int("workers", 0, "ffmpeg `processes` at once (0: one per CPU)")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
-	def := fs.Bool("default", false, "generate the runtime's default dataset (mixed, 128 samples, 4 shards) into --out")
+	def := fs.Bool("default", false, fmt.Sprintf("generate the runtime's default dataset (%s, %d samples, %d shards, for --seed) into --out; takes none of --%s",
+		d.Preset, d.Samples, d.Shards, strings.Join(genDefaultIgnores, ", --")))
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
@@ -42,7 +50,13 @@ func runGen(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 		return usagef("gen: --out is required")
 	}
 	cfg := gen.Default(*out)
-	if !*def {
+	cfg.Seed = *seed
+	if *def {
+		if set := setFlags(fs, genDefaultIgnores); len(set) > 0 {
+			return usagef("gen: --default generates the fixed default dataset (%s, %d samples, %d shards) and takes no --%s",
+				d.Preset, d.Samples, d.Shards, strings.Join(set, ", --"))
+		}
+	} else {
 		if *preset == "" || *samples <= 0 {
 			return usagef("gen: --preset and a positive --samples are required (or --default)")
 		}
@@ -86,6 +100,20 @@ func runGen(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 	fmt.Fprintf(stderr, "gen: %s: %d samples in %d shards, %.1f MB, %.1f s\n",
 		cfg.Preset, cfg.Samples, len(paths), float64(total)/1e6, time.Since(start).Seconds())
 	return nil
+}
+
+// setFlags returns those of names that were given on the command line,
+// in the order of names.
+func setFlags(fs *flag.FlagSet, names []string) []string {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var set []string
+	for _, n := range names {
+		if given[n] {
+			set = append(set, n)
+		}
+	}
+	return set
 }
 
 // genProgress returns gen's progress hook and the function to call when

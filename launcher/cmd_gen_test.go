@@ -29,6 +29,31 @@ func TestGenRefusesDirectoryWithOtherShards(t *testing.T) {
 	}
 }
 
+// TestGenDefaultRefusesIgnoredFlags checks that --default, which
+// generates a fixed dataset, refuses the flags it would ignore, naming
+// them, instead of silently generating something else.
+func TestGenDefaultRefusesIgnoredFlags(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--preset", "kinetics"}, "takes no --preset"},
+		{[]string{"--samples", "10", "--shards", "2"}, "takes no --samples, --shards"},
+		{[]string{"--shards", "1"}, "takes no --shards"}, // the default value, but given
+		{[]string{"--size-scale", "0.5", "--preset", "text", "--duration-scale", "2"}, "takes no --preset, --duration-scale, --size-scale"},
+	} {
+		dir := filepath.Join(t.TempDir(), "out")
+		args := append([]string{"gen", "--default", "--out", dir}, tt.args...)
+		code, stdout, stderr := runMain(args...)
+		if code != 2 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tt.want) || !strings.Contains(stderr, "--default generates the fixed default dataset (mixed, 128 samples, 4 shards)") {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 and one line containing %q", tt.args, code, stdout, stderr, tt.want)
+		}
+		if _, err := os.Stat(dir); err == nil {
+			t.Errorf("%q: %s was created", tt.args, dir)
+		}
+	}
+}
+
 // TestGenProgressLines checks the progress lines of a log against a
 // plain reference: a line whenever done reaches another tenth of total.
 func TestGenProgressLines(t *testing.T) {
