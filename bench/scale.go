@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/datahelix/datahelix/plan"
 	"github.com/datahelix/datahelix/spmd"
 )
 
@@ -60,8 +61,36 @@ func (c ScaleConfig) withDefaults() ScaleConfig {
 	return c
 }
 
+// Check refuses a scale run the simulator cannot do, naming the bench
+// command's flags (--scale-ranks, --scale-batch, --scale-steps,
+// --scale-workload), so that the command can check them before its other
+// runs; zero fields mean DefaultScale's.
+func (c ScaleConfig) Check() error {
+	c = c.withDefaults()
+	switch {
+	case c.Ranks < 1 || c.Ranks > plan.MaxRanks:
+		return fmt.Errorf("bench: --scale-ranks %d: want 1..%d", c.Ranks, plan.MaxRanks)
+	case c.Batch < 1 || c.Batch > plan.MaxBatch:
+		return fmt.Errorf("bench: --scale-batch %d: want 1..%d", c.Batch, plan.MaxBatch)
+	case c.Steps < 1:
+		return fmt.Errorf("bench: --scale-steps %d: want at least 1", c.Steps)
+	}
+	if _, err := SelectWorkloads(c.Workload); err != nil {
+		return fmt.Errorf("bench: --scale-workload: %w", err)
+	}
+	return nil
+}
+
+// Title is the scale section's title for this run.
+func (c ScaleConfig) Title() string {
+	return fmt.Sprintf("Scale: simulated %d ranks", c.withDefaults().Ranks)
+}
+
 // RunScale simulates the scale run and times it.
 func RunScale(ctx context.Context, cfg ScaleConfig, cal *Calibration) (*ScaleResult, error) {
+	if err := cfg.Check(); err != nil {
+		return nil, err
+	}
 	cfg = cfg.withDefaults()
 	if cal == nil {
 		cal = DefaultCalibration()
@@ -115,13 +144,22 @@ func quantile(sorted []float64, q float64) float64 {
 	return sorted[min(max(i, 0), len(sorted)-1)]
 }
 
-// scaleSection runs the scale run as a report section.
-func scaleSection(ctx context.Context, env *SectionEnv) (*Section, error) {
+// scaleConfig is the scale run of a report: env.Scale, else DefaultScale.
+func scaleConfig(env *SectionEnv) ScaleConfig {
 	cfg := env.Scale
 	if cfg == (ScaleConfig{}) {
 		cfg = DefaultScale
 	}
 	cfg.Seed = env.Seed
+	return cfg
+}
+
+// scaleTitle is the scale section's title: the world size it simulates.
+func scaleTitle(env *SectionEnv) string { return scaleConfig(env).Title() }
+
+// scaleSection runs the scale run as a report section.
+func scaleSection(ctx context.Context, env *SectionEnv) (*Section, error) {
+	cfg := scaleConfig(env)
 	r, err := RunScale(ctx, cfg, env.Calibration)
 	if err != nil {
 		return nil, err

@@ -61,16 +61,26 @@ type SectionEnv struct {
 type SectionFunc func(ctx context.Context, env *SectionEnv) (*Section, error)
 
 // sectionDef is a named place in the report and the function that
-// measures it.
+// measures it. titleOf, when set, gives a title that depends on the run
+// (title is then unused).
 type sectionDef struct {
 	name, title string
+	titleOf     func(env *SectionEnv) string
 	run         SectionFunc
+}
+
+// titleFor is the section's title in the run of env.
+func (h sectionDef) titleFor(env *SectionEnv) string {
+	if h.titleOf != nil {
+		return h.titleOf(env)
+	}
+	return h.title
 }
 
 // sections are the report's sections, in order.
 var sections = []sectionDef{
 	{name: "planner", title: "Planner time versus ranks (8 -> 1024, B=16)", run: plannerSection},
-	{name: "scale", title: "Scale: simulated 1024 ranks", run: scaleSection},
+	{name: "scale", titleOf: scaleTitle, run: scaleSection},
 	{name: "allgather", title: "Allgather latency versus ranks (real MPI, 2 -> 8 ranks, oversubscribed on this machine)", run: allgatherSection},
 	{name: "exchange", title: "Exchange throughput: the Go path versus a raw MPI send/receive of the same bytes", run: exchangeSection},
 	{name: "decode", title: "Decode time versus ffmpeg -threads 1 on the same clips", run: decodeSection},
@@ -102,14 +112,14 @@ func RunSections(ctx context.Context, env *SectionEnv, names []string) []Section
 		fmt.Fprintf(env.Log, "bench: section %s\n", h.name)
 		s, err := h.run(ctx, env)
 		if err != nil {
-			out = append(out, Section{Name: h.name, Title: h.title, Status: SectionFailed, Note: err.Error()})
+			out = append(out, Section{Name: h.name, Title: h.titleFor(env), Status: SectionFailed, Note: err.Error()})
 			continue
 		}
 		if s.Name == "" {
 			s.Name = h.name
 		}
 		if s.Title == "" {
-			s.Title = h.title
+			s.Title = h.titleFor(env)
 		}
 		if s.Status == "" {
 			s.Status = SectionMeasured

@@ -105,3 +105,44 @@ func TestValidationSection(t *testing.T) {
 		t.Error("waits of 0.1 % and 0.4 % of wall must agree")
 	}
 }
+
+// TestScaleSectionTitleAndFlags checks that the scale section's title
+// gives the world size it was asked to simulate, and that a size the
+// simulator refuses names --scale-ranks (not --ranks), before any work.
+func TestScaleSectionTitleAndFlags(t *testing.T) {
+	for _, tt := range []struct {
+		scale ScaleConfig
+		title string
+	}{
+		{ScaleConfig{}, "Scale: simulated 1024 ranks"},
+		{ScaleConfig{Workload: "panda70m", Loader: DefaultScale.Loader, Ranks: 64, Batch: 16, Steps: 100}, "Scale: simulated 64 ranks"},
+	} {
+		if got := scaleTitle(&SectionEnv{Scale: tt.scale}); got != tt.title {
+			t.Errorf("scale %+v: title %q, want %q", tt.scale, got, tt.title)
+		}
+	}
+	env := &SectionEnv{Mode: "sim", Ranks: 8, Seed: 1, Scale: ScaleConfig{Workload: "panda70m", Ranks: 70000, Batch: 16, Steps: 100}}
+	got := RunSections(context.Background(), env, []string{"scale"})
+	if len(got) != 1 || got[0].Status != SectionFailed || got[0].Title != "Scale: simulated 70000 ranks" ||
+		!strings.HasPrefix(got[0].Note, "bench: --scale-ranks 70000: want 1..") {
+		t.Errorf("scale at 70000 ranks: %+v, want a failed section titled with 70000 ranks naming --scale-ranks", got)
+	}
+	tests := []struct {
+		cfg  ScaleConfig
+		want string // "" for none
+	}{
+		{ScaleConfig{}, ""},
+		{DefaultScale, ""},
+		{ScaleConfig{Ranks: 70000}, "--scale-ranks 70000"},
+		{ScaleConfig{Ranks: -1}, "--scale-ranks -1"},
+		{ScaleConfig{Batch: 100000}, "--scale-batch 100000"},
+		{ScaleConfig{Steps: -3}, "--scale-steps -3"},
+		{ScaleConfig{Workload: "nope"}, "--scale-workload"},
+	}
+	for _, tt := range tests {
+		err := tt.cfg.Check()
+		if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("Check(%+v) = %v, want %q", tt.cfg, err, tt.want)
+		}
+	}
+}
