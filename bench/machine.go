@@ -23,7 +23,8 @@ type Machine struct {
 	Arch      string `json:"arch"`
 	GoVersion string `json:"go"`
 	// Commit is `git rev-parse HEAD` of the working directory ("unknown"
-	// outside a repository); Dirty is set when it has uncommitted changes.
+	// outside a repository); Dirty is set when it has uncommitted changes
+	// to tracked files (gitDirty).
 	Commit string `json:"commit"`
 	Dirty  bool   `json:"dirty"`
 	// DecodeCommit is the last commit that changed decode/: the decoder
@@ -76,9 +77,7 @@ func ThisMachine(ctx context.Context) Machine {
 	if !built {
 		if c, ok := git("rev-parse", "HEAD"); ok && c != "" {
 			m.Commit = c
-			// As Go's vcs.modified: any change, untracked files included.
-			st, _ := git("status", "--porcelain")
-			m.Dirty = st != ""
+			m.Dirty = gitDirty(git)
 		}
 	}
 	// The last change to decode/ as of the commit that ran.
@@ -90,6 +89,16 @@ func ThisMachine(ctx context.Context) Machine {
 		m.DecodeCommit = c
 	}
 	return m
+}
+
+// gitDirty reports whether the repository git runs in has changes to
+// tracked files, staged or not. Untracked files do not count: the report
+// of `datahelix bench > report.txt` run in the repository would otherwise
+// mark itself, as the shell creates report.txt first. (Go's vcs.modified,
+// used when the binary carries it, counts them as of the build.)
+func gitDirty(git func(args ...string) (string, bool)) bool {
+	st, ok := git("status", "--porcelain", "--untracked-files=no")
+	return ok && st != ""
 }
 
 // Key identifies the hardware and software a calibration holds for: the
