@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"runtime"
 	"sync"
@@ -114,7 +115,10 @@ type Result struct {
 	// SteadyMissRate and SteadyGPUWaitFrac leave out the warm-up, the
 	// first Horizon steps (planned before any step was measured, and
 	// waiting for the first batches to decode): the same figures over
-	// the remaining steps and their wall time.
+	// the remaining SteadySteps steps and their wall time. When
+	// SteadySteps is 0 (Steps not longer than the warm-up) they are
+	// undefined: 0 here, null in JSON (see MarshalJSON), empty in CSV.
+	SteadySteps       int     `json:"steady_steps"`
 	SteadyMissRate    float64 `json:"steady_miss_rate"`
 	SteadyGPUWaitFrac float64 `json:"steady_gpu_wait_frac"`
 	// PlanUSP50 is the median planner time per step, µs (0 when not
@@ -122,6 +126,26 @@ type Result struct {
 	// timings: they vary from run to run.
 	PlanUSP50 float64 `json:"plan_us_p50"`
 	ElapsedS  float64 `json:"elapsed_s"`
+}
+
+// HasSteady reports whether the steady figures are defined: the run
+// had steps after its warm-up.
+func (r Result) HasSteady() bool { return r.SteadySteps > 0 }
+
+// MarshalJSON writes the result with its steady figures null when they
+// cover no step, as datahelix run's summary does: 0 would read as a
+// perfect steady state.
+func (r Result) MarshalJSON() ([]byte, error) {
+	type plain Result // without this method
+	out := struct {
+		plain
+		SteadyMissRate    *float64 `json:"steady_miss_rate"`
+		SteadyGPUWaitFrac *float64 `json:"steady_gpu_wait_frac"`
+	}{plain: plain(r)}
+	if r.HasSteady() {
+		out.SteadyMissRate, out.SteadyGPUWaitFrac = &r.SteadyMissRate, &r.SteadyGPUWaitFrac
+	}
+	return json.Marshal(out)
 }
 
 // Timeline is the per-rank step records of one run, for the figure.
@@ -261,7 +285,7 @@ func resultOf(w *Workload, s spmd.Summary, elapsed time.Duration) Result {
 		ThroughputSPS: s.ThroughputSPS, BytesMovedPerStep: s.BytesMovedPerStep, Mode: "sim", Skew: w.Skew,
 		Steps: s.Steps, Batch: s.Batch, Workers: s.Workers, Misses: s.Misses, GPUWaitS: s.GPUWaitS, WallS: s.WallS,
 		BatchesHash: s.BatchesHash, PlanUSP50: s.PlanUSP50, ElapsedS: elapsed.Seconds(),
-		SteadyMissRate: s.SteadyMissRate, SteadyGPUWaitFrac: s.SteadyGPUWaitFrac}
+		SteadySteps: s.SteadySteps, SteadyMissRate: s.SteadyMissRate, SteadyGPUWaitFrac: s.SteadyGPUWaitFrac}
 }
 
 // RunSim simulates every workload with every loader. Simulations run in

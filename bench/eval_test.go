@@ -3,12 +3,14 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"image"
 	"image/color"
 	"image/png"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -241,6 +243,63 @@ func TestRuleLetsTheOracleKeepUp(t *testing.T) {
 		if r.SteadyMissRate > 0 {
 			t.Errorf("%s: the oracle misses %.2f %% of its steps after warm-up (wait %.2f %% of wall): the rule under-provisions it",
 				r.Workload, 100*r.SteadyMissRate, 100*r.SteadyGPUWaitFrac)
+		}
+	}
+}
+
+// TestSteadyUndefinedWithoutSteadySteps checks that a run not longer
+// than its warm-up has undefined steady figures (null in JSON, empty in
+// CSV, as datahelix run's summary), not 0, which read as a perfect
+// steady state; and that a longer run has them.
+func TestSteadyUndefinedWithoutSteadySteps(t *testing.T) {
+	ws, err := SelectWorkloads("kinetics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := horizon(ws[0])
+	for _, tt := range []struct {
+		steps       int
+		steadySteps int
+	}{{h / 2, 0}, {h, 0}, {h + 4, 4}} {
+		r, err := BuildReport(context.Background(), RunConfig{
+			Eval:     EvalConfig{Workloads: ws, Loaders: []spmd.Kind{spmd.KindTorch, spmd.KindHelix}, Ranks: 4, Steps: tt.steps, Seed: 1},
+			Sections: []string{},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var js bytes.Buffer
+		if err := r.WriteJSON(&js); err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Results []map[string]any `json:"results"`
+		}
+		if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		if err := r.WriteCSV(dir); err != nil {
+			t.Fatal(err)
+		}
+		rows := readCSV(t, filepath.Join(dir, "results.csv"))
+		col := func(name string) int { return slices.Index(ResultColumns, name) }
+		for i, x := range r.Results {
+			if x.SteadySteps != tt.steadySteps || x.HasSteady() != (tt.steadySteps > 0) {
+				t.Errorf("%d steps, %s: %d steady steps, want %d", tt.steps, x.Loader, x.SteadySteps, tt.steadySteps)
+			}
+			for _, k := range []string{"steady_miss_rate", "steady_gpu_wait_frac"} {
+				v, ok := doc.Results[i][k]
+				if !ok || (v == nil) != (tt.steadySteps == 0) {
+					t.Errorf("%d steps, %s: JSON %s = %v (present %v), want null exactly when there are no steady steps", tt.steps, x.Loader, k, v, ok)
+				}
+				if cell := rows[i+1][col(k)]; (cell == "") != (tt.steadySteps == 0) {
+					t.Errorf("%d steps, %s: CSV %s = %q, want empty exactly when there are no steady steps", tt.steps, x.Loader, k, cell)
+				}
+			}
+			if got := doc.Results[i]["steady_steps"]; got != float64(tt.steadySteps) {
+				t.Errorf("%d steps, %s: JSON steady_steps = %v, want %d", tt.steps, x.Loader, got, tt.steadySteps)
+			}
 		}
 	}
 }

@@ -31,7 +31,7 @@ var CSVFiles = []string{"results.csv", "comparisons.csv", "goals.csv"}
 
 // ResultColumns are the columns of results.csv.
 var ResultColumns = []string{"workload", "loader", "ranks", "mode", "skew", "steps", "batch", "workers", "miss_rate", "gpu_wait_frac",
-	"throughput_sps", "bytes_moved_per_step", "misses", "gpu_wait_s", "wall_s", "batches_hash", "steady_miss_rate", "steady_gpu_wait_frac"}
+	"throughput_sps", "bytes_moved_per_step", "misses", "gpu_wait_s", "wall_s", "batches_hash", "steady_steps", "steady_miss_rate", "steady_gpu_wait_frac"}
 
 // ComparisonColumns are the columns of comparisons.csv.
 var ComparisonColumns = []string{"workload", "skew", "miss_reduction_vs_torch", "wait_reduction_vs_torch", "throughput_ratio_vs_torch",
@@ -86,9 +86,13 @@ func (r *Report) WriteCSV(dir string) error {
 	}
 	rows := [][]string{ResultColumns}
 	for _, x := range r.Results {
+		smiss, swait := "", "" // undefined without steady steps
+		if x.HasSteady() {
+			smiss, swait = f(x.SteadyMissRate), f(x.SteadyGPUWaitFrac)
+		}
 		rows = append(rows, []string{x.Workload, x.Loader, strconv.Itoa(x.Ranks), x.Mode, x.Skew, strconv.Itoa(x.Steps), strconv.Itoa(x.Batch),
 			strconv.Itoa(x.Workers), f(x.MissRate), f(x.GPUWaitFrac), f(x.ThroughputSPS), f(x.BytesMovedPerStep), strconv.Itoa(x.Misses),
-			f(x.GPUWaitS), f(x.WallS), x.BatchesHash, f(x.SteadyMissRate), f(x.SteadyGPUWaitFrac)})
+			f(x.GPUWaitS), f(x.WallS), x.BatchesHash, strconv.Itoa(x.SteadySteps), smiss, swait})
 	}
 	if err := writeCSVFile(filepath.Join(dir, "results.csv"), rows); err != nil {
 		return err
