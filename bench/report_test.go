@@ -113,6 +113,35 @@ func TestReportGoals(t *testing.T) {
 	}
 }
 
+// TestUniformGoalFigure checks the uniform goal's figure when helix is
+// behind the best other loader and when it is ahead (no negative
+// shortfall).
+func TestUniformGoalFigure(t *testing.T) {
+	const name = "within 2 % of the best loader on uniform workloads"
+	tests := []struct {
+		helixTput float64
+		status    string
+		want      string
+	}{
+		{100.5, GoalPass, "worst shortfall 0.5 % over 1 uniform workloads"},
+		{90, GoalShort, "worst shortfall 10.9 % over 1 uniform workloads; short on: U (0.891x local)"},
+		{250, GoalPass, "no shortfall: helix at least as fast as the best other loader on all 1 uniform workloads (its lowest ratio 2.475x)"},
+	}
+	for _, tt := range tests {
+		r := handReport()
+		for i := range r.Results {
+			if x := &r.Results[i]; x.Workload == "U" && x.Loader == "helix" {
+				x.ThroughputSPS = tt.helixTput
+			}
+		}
+		r = NewReport(r.Machine, EvalConfig{Ranks: 8, Steps: 100}, &Evaluation{Mode: "sim", Setups: r.Workloads, Results: r.Results}, DefaultCalibration())
+		i := slices.IndexFunc(r.Goals, func(g Goal) bool { return g.Name == name })
+		if g := r.Goals[i]; g.Status != tt.status || g.Figure != tt.want {
+			t.Errorf("helix at %v samples/s: %s %q, want %s %q", tt.helixTput, g.Status, g.Figure, tt.status, tt.want)
+		}
+	}
+}
+
 // TestValidationGoal checks the goal that says whether the simulator
 // agreed with the real runs: not run, failed, some or all agreeing.
 func TestValidationGoal(t *testing.T) {
