@@ -108,6 +108,15 @@ func prepareRealJob(ctx context.Context, re RealEnv, w *Workload, cal *Calibrati
 	return j, nil
 }
 
+// costText prints a preparation cost of us microseconds readably: in ms
+// from 1 ms up, else in µs (a text sample's 40 µs is not "0.0 ms").
+func costText(us float64) string {
+	if us >= 999.5 {
+		return fmt.Sprintf("%.1f ms", us/1000)
+	}
+	return fmt.Sprintf("%.0f µs", us)
+}
+
 // gpuFlags returns datahelix run's --gpu-* flags for model m (rounded to
 // whole microseconds, printed exactly) and the model datahelix run parses
 // from them, which the simulator of the same run must use.
@@ -241,8 +250,8 @@ func (j *realJob) run(ctx context.Context, re RealEnv) error {
 		return fmt.Errorf("bench: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	re.logf("real: %s: %d ranks x W=%d on %d cores (x%.1f oversubscribed), B=%d, %d steps, GPU step %.1f ms (lockstep factor %.2f) from a measured mean cost of %.1f ms",
-		j.w.Name, j.ranks, j.workers, j.cores, j.oversub, j.batch, j.steps, j.setup.GPUStepMS, j.setup.LockstepFactor, j.cost.MeanUS/1000)
+	re.logf("real: %s: %d ranks x W=%d on %d cores (x%.1f oversubscribed), B=%d, %d steps, GPU step %.1f ms (lockstep factor %.2f) from a measured mean cost of %s",
+		j.w.Name, j.ranks, j.workers, j.cores, j.oversub, j.batch, j.steps, j.setup.GPUStepMS, j.setup.LockstepFactor, costText(j.cost.MeanUS))
 	j.records, j.stats, j.runs = map[string][][]spmd.StepRecord{}, map[string][]JobStats{}, map[string][]Result{}
 	for range max(j.repeat, 1) {
 		for _, k := range j.loaders {

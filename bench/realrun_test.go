@@ -721,3 +721,22 @@ func TestDecodeShare(t *testing.T) {
 		t.Errorf("section %v %v", s.Columns, s.Rows)
 	}
 }
+
+func TestCostText(t *testing.T) {
+	tests := []struct {
+		us   float64
+		want string
+	}{
+		{0, "0 µs"},
+		{42.4, "42 µs"},
+		{999.4, "999 µs"},
+		{999.5, "1.0 ms"},
+		{1000, "1.0 ms"},
+		{47798.3, "47.8 ms"},
+	}
+	for _, tt := range tests {
+		if got := costText(tt.us); got != tt.want {
+			t.Errorf("costText(%v) = %q, want %q", tt.us, got, tt.want)
+		}
+	}
+}
