@@ -252,7 +252,7 @@ func CalibrationPath(cacheDir string, m Machine) string {
 func CachedCalibration(cacheDir string, m Machine) (*Calibration, error) {
 	p := CalibrationPath(cacheDir, m)
 	if _, err := os.Stat(p); err == nil {
-		return LoadCalibration(p)
+		return loadCached(p)
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("bench: calibration: %w", err)
 	}
@@ -268,11 +268,21 @@ func CachedCalibration(cacheDir string, m Machine) (*Calibration, error) {
 	if newest == "" {
 		return DefaultCalibration(), nil
 	}
-	c, err := LoadCalibration(newest)
+	c, err := loadCached(newest)
 	if err != nil {
 		return nil, err
 	}
 	c.Note = fmt.Sprintf("measured on this machine with the decoder of commit %.12s, not the current %.12s (rerun datahelix bench calibrate)", c.Machine.DecodeCommit, m.DecodeCommit)
+	return c, nil
+}
+
+// loadCached is LoadCalibration of a file in the cache, whose error says
+// how to get past it: the user did not name the file.
+func loadCached(path string) (*Calibration, error) {
+	c, err := LoadCalibration(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w (a cached calibration: rerun datahelix bench calibrate to replace it, or delete the file)", err)
+	}
 	return c, nil
 }
 

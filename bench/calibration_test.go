@@ -213,6 +213,14 @@ func TestCachedCalibration(t *testing.T) {
 	os.WriteFile(CalibrationPath(dir, m), []byte("garbage"), 0o644)
 	if _, err := CachedCalibration(dir, m); err == nil {
 		t.Error("a corrupt cached calibration was silently ignored")
+	} else if msg := err.Error(); !strings.Contains(msg, CalibrationPath(dir, m)) || !strings.Contains(msg, "rerun datahelix bench calibrate") || !strings.Contains(msg, "delete the file") {
+		t.Errorf("corrupt cached calibration: %q, want the file and how to replace or delete it", msg)
+	}
+	// The same for the newest one of the same hardware.
+	os.Remove(CalibrationPath(dir, m))
+	os.WriteFile(CalibrationPath(dir, older.Machine), []byte("{"), 0o644)
+	if _, err := CachedCalibration(dir, m); err == nil || !strings.Contains(err.Error(), "rerun datahelix bench calibrate") {
+		t.Errorf("corrupt calibration of another decoder: %v, want how to replace it", err)
 	}
 }
 
