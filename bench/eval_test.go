@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
@@ -301,5 +302,51 @@ func TestSteadyUndefinedWithoutSteadySteps(t *testing.T) {
 				t.Errorf("%d steps, %s: JSON steady_steps = %v, want %d", tt.steps, x.Loader, got, tt.steadySteps)
 			}
 		}
+	}
+}
+
+// TestTimelineMissing checks that the timeline figure is drawn exactly
+// when TimelineMissing says nothing, and that it says why otherwise (it
+// was dropped silently).
+func TestTimelineMissing(t *testing.T) {
+	r := smallRun(t)
+	noTorch := smallRun(t)
+	noTorch.Results = slices.DeleteFunc(noTorch.Results, func(x Result) bool { return x.Loader == "torch" })
+	notKept := handReport()
+	wide := handReport()
+	wide.Ranks = MaxTimelineRanks + 1
+	for _, tt := range []struct {
+		name     string
+		r        *Report
+		timeline string
+		want     string // "" when drawn
+	}{
+		{"default", r, "", ""},
+		{"named", r, "kinetics", ""},
+		{"unknown", r, "nope", `no workload "nope"`},
+		{"no torch", noTorch, "kinetics", "torch did not run"},
+		{"records not kept", notKept, "A", "records were not kept"},
+		{"too many ranks", wide, "", fmt.Sprintf("kept at up to %d ranks, and this run has %d", MaxTimelineRanks, MaxTimelineRanks+1)},
+	} {
+		got := tt.r.TimelineMissing(tt.timeline)
+		if (got == "") != (tt.want == "") || !strings.Contains(got, tt.want) {
+			t.Errorf("%s: TimelineMissing = %q, want %q", tt.name, got, tt.want)
+		}
+		dir := t.TempDir()
+		files, err := tt.r.WritePlots(dir, tt.timeline)
+		if err != nil {
+			t.Fatal(err)
+		}
+		drawn := slices.ContainsFunc(files, func(f string) bool { return strings.HasPrefix(filepath.Base(f), "timeline_") })
+		if drawn != (tt.want == "") {
+			t.Errorf("%s: timeline drawn %v, TimelineMissing %q", tt.name, drawn, got)
+		}
+	}
+	// Without a skewed workload the default is the most imbalanced one.
+	u := handReport()
+	u.Summary.MostSkewed = ""
+	u.Workloads = []Setup{{Workload: "A", Imbalance: 0.1}, {Workload: "B", Imbalance: 0.3}, {Workload: "U", Imbalance: 0.2}}
+	if got := u.TimelineWorkload(""); got != "B" {
+		t.Errorf("default timeline without a skewed workload: %s, want B", got)
 	}
 }

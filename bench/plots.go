@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -29,6 +30,11 @@ const (
 	timelineSteps = 40
 )
 
+// MaxTimelineRanks is the largest world whose per-rank step records are
+// worth keeping for the timeline figure: it draws one row per rank, and
+// the records of a larger world cost memory for rows too thin to read.
+const MaxTimelineRanks = 64
+
 // loaderColors are the loaders' colors in every figure.
 var loaderColors = map[string]color.RGBA{
 	"torch":        {R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
@@ -50,9 +56,10 @@ func loaderColor(name string) color.Color {
 // gpu_wait.png (GPU wait by loader for every workload), one
 // wait_<workload>.png per workload, and timeline_<workload>.png, the
 // per-rank timeline of torch and helix side by side for the timeline
-// workload (the most skewed one when empty) if its records were kept.
-// It first removes those figures of an earlier report from dir
-// (gpu_wait.png, wait_*.png, timeline_*.png).
+// workload (the default one when empty, see TimelineWorkload) when it can
+// be drawn (TimelineMissing says why not). It first removes those
+// figures of an earlier report from dir (gpu_wait.png, wait_*.png,
+// timeline_*.png).
 func (r *Report) WritePlots(dir, timeline string) ([]string, error) {
 	if err := createDirRemovingOld(dir, plotPatterns); err != nil {
 		return nil, err
@@ -79,26 +86,86 @@ func (r *Report) WritePlots(dir, timeline string) ([]string, error) {
 		}
 		out = append(out, path)
 	}
-	if timeline == "" {
-		timeline = r.Summary.MostSkewed
+	if r.TimelineMissing(timeline) != "" {
+		return out, nil
 	}
+	timeline = r.TimelineWorkload(timeline)
 	var row []*plot.Plot
-	for _, k := range []spmd.Kind{spmd.KindTorch, spmd.KindHelix} {
+	for _, t := range r.timelines(timeline) {
+		row = append(row, timelinePlot(t))
+	}
+	sameAxes(row)
+	path = filepath.Join(dir, "timeline_"+timeline+".png")
+	if err := savePNG(path, timelineW, timelineH, [][]*plot.Plot{row}); err != nil {
+		return nil, err
+	}
+	return append(out, path), nil
+}
+
+// timelineLoaders are the loaders the timeline figure sets side by side.
+var timelineLoaders = []spmd.Kind{spmd.KindTorch, spmd.KindHelix}
+
+// TimelineWorkload is the workload of the timeline figure: name, or when
+// it is empty the most skewed workload (Summary.MostSkewed), else the one
+// of highest imbalance.
+func (r *Report) TimelineWorkload(name string) string {
+	if name != "" {
+		return name
+	}
+	if r.Summary.MostSkewed != "" {
+		return r.Summary.MostSkewed
+	}
+	for _, s := range r.Workloads {
+		if name == "" || s.Imbalance > r.setup(name).Imbalance {
+			name = s.Workload
+		}
+	}
+	return name
+}
+
+// setup is the setup of workload w (zero when there is none).
+func (r *Report) setup(w string) Setup {
+	if i := slices.IndexFunc(r.Workloads, func(s Setup) bool { return s.Workload == w }); i >= 0 {
+		return r.Workloads[i]
+	}
+	return Setup{}
+}
+
+// timelines returns the kept timelines of workload w, in the order of
+// timelineLoaders.
+func (r *Report) timelines(w string) []Timeline {
+	var out []Timeline
+	for _, k := range timelineLoaders {
 		for _, t := range r.Timelines {
-			if t.Workload == timeline && t.Loader == k.String() {
-				row = append(row, timelinePlot(t))
+			if t.Workload == w && t.Loader == k.String() {
+				out = append(out, t)
 			}
 		}
 	}
-	if len(row) == 2 {
-		sameAxes(row)
-		path := filepath.Join(dir, "timeline_"+timeline+".png")
-		if err := savePNG(path, timelineW, timelineH, [][]*plot.Plot{row}); err != nil {
-			return nil, err
-		}
-		out = append(out, path)
+	return out
+}
+
+// TimelineMissing returns "" when WritePlots draws the timeline figure
+// of workload name (TimelineWorkload), else one line saying why it does
+// not: the workload is not in the report, torch or helix did not run, or
+// the step records were not kept (more than MaxTimelineRanks ranks).
+func (r *Report) TimelineMissing(name string) string {
+	name = r.TimelineWorkload(name)
+	if r.setup(name).Workload == "" {
+		return fmt.Sprintf("no timeline figure: no workload %q in the report", name)
 	}
-	return out, nil
+	for _, k := range timelineLoaders {
+		if !slices.ContainsFunc(r.Results, func(x Result) bool { return x.Workload == name && x.Loader == k.String() }) {
+			return fmt.Sprintf("no timeline figure of %s: it sets torch and helix side by side, and %s did not run (--loaders)", name, k)
+		}
+	}
+	if len(r.timelines(name)) < len(timelineLoaders) {
+		if r.Ranks > MaxTimelineRanks {
+			return fmt.Sprintf("no timeline figure of %s: per-rank step records are kept at up to %d ranks, and this run has %d", name, MaxTimelineRanks, r.Ranks)
+		}
+		return fmt.Sprintf("no timeline figure of %s: the runs' step records were not kept", name)
+	}
+	return ""
 }
 
 func (r *Report) workloadNames() []string {

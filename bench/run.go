@@ -51,6 +51,9 @@ type RunConfig struct {
 	Sections []string
 	Scale    ScaleConfig
 	OutDir   string
+	// Timeline is the workload of the timeline figure (WritePlots); ""
+	// picks one. Check refuses a workload that is not evaluated.
+	Timeline string
 	Machine  Machine
 	Log      io.Writer // progress lines (nil: discarded)
 }
@@ -58,7 +61,8 @@ type RunConfig struct {
 // Check reports the first setting of c that cannot run, naming the
 // datahelix bench flag that sets it, without running anything: the
 // evaluation's (EvalConfig.Check), a real run's loaders (the oracle
-// exists only in simulation), the section names and the scale run's. A
+// exists only in simulation), the timeline workload, the section names
+// and the scale run's. A
 // bad flag then costs no simulation, mpirun job or calibration load.
 func (c *RunConfig) Check() error {
 	if err := c.Eval.Check(); err != nil {
@@ -66,6 +70,13 @@ func (c *RunConfig) Check() error {
 	}
 	if c.Real && c.Eval.Loaders != nil && len(realLoaders(c.Eval.Loaders)) == 0 {
 		return fmt.Errorf("bench: --loaders oracle: --real needs another loader (the oracle exists only in simulation)")
+	}
+	if c.Timeline != "" && !slices.ContainsFunc(c.Eval.Workloads, func(w *Workload) bool { return w.Name == c.Timeline }) {
+		names := make([]string, len(c.Eval.Workloads))
+		for i, w := range c.Eval.Workloads {
+			names[i] = w.Name
+		}
+		return fmt.Errorf("bench: --timeline %s: not among the workloads run (%s)", c.Timeline, strings.Join(names, ", "))
 	}
 	for _, n := range c.Sections {
 		if !slices.Contains(SectionNames(), n) {

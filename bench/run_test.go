@@ -36,6 +36,8 @@ func TestRunConfigCheck(t *testing.T) {
 		{"latency", func(c *RunConfig) { c.Eval.Network = Network{BandwidthMBs: 1, LatencyUS: -1} }, "--latency-us -1"},
 		{"same workload twice", func(c *RunConfig) { c.Eval.Workloads = []*Workload{ws[0], ws[0]} }, "two workloads named kinetics"},
 		{"real oracle only", func(c *RunConfig) { c.Real, c.Eval.Loaders = true, []spmd.Kind{spmd.KindOracle} }, "--loaders oracle: --real needs another loader"},
+		{"timeline", func(c *RunConfig) { c.Timeline = "kinetics" }, ""},
+		{"timeline not run", func(c *RunConfig) { c.Timeline = "text" }, "--timeline text: not among the workloads run (kinetics)"},
 		{"section", func(c *RunConfig) { c.Sections = []string{"planner", "gpu"} }, `--sections: unknown section "gpu"`},
 		{"scale ranks", func(c *RunConfig) { c.Scale.Ranks = plan.MaxRanks + 1 }, fmt.Sprintf("--scale-ranks %d: want 1..%d", plan.MaxRanks+1, plan.MaxRanks)},
 		{"scale batch", func(c *RunConfig) { c.Scale.Batch = -2 }, "--scale-batch -2"},

@@ -93,8 +93,8 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	}
 	cfg := bench.RunConfig{
 		Eval: bench.EvalConfig{Workloads: ws, Loaders: kinds, Ranks: *ranks, Steps: *steps, Batch: *batch, Seed: *seed,
-			Network: bench.Network{BandwidthMBs: *bandwidth, LatencyUS: *latency}, Parallel: *parallel, KeepTimelines: *ranks <= 64, NoSplit: *noSplit, NoiseOnTruth: *noiseOnTruth},
-		Real: *real, Sections: names, OutDir: *out,
+			Network: bench.Network{BandwidthMBs: *bandwidth, LatencyUS: *latency}, Parallel: *parallel, KeepTimelines: *ranks <= bench.MaxTimelineRanks, NoSplit: *noSplit, NoiseOnTruth: *noiseOnTruth},
+		Real: *real, Sections: names, OutDir: *out, Timeline: *timeline,
 		Scale: bench.ScaleConfig{Workload: *scaleWorkload, Loader: spmd.KindHelix, Ranks: *scaleRanks, Batch: *scaleBatch, Steps: *scaleSteps},
 	}
 	// Every flag is checked before any work: a bad one costs no
@@ -155,11 +155,14 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	if err := rep.WriteCSV(*out); err != nil {
 		return err
 	}
-	figs, err := rep.WritePlots(*out, *timeline)
+	figs, err := rep.WritePlots(*out, cfg.Timeline)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(text, "\nwrote %s (CSV) and %d figures: %s\n", *out, len(figs), strings.Join(benchBaseNames(figs), ", "))
+	if why := rep.TimelineMissing(cfg.Timeline); why != "" {
+		fmt.Fprintln(text, why)
+	}
 	if *jsonOut == "-" {
 		if err := rep.WriteJSON(stdout); err != nil {
 			return err

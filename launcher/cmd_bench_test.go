@@ -73,6 +73,7 @@ func TestBenchUsageErrors(t *testing.T) {
 		{[]string{"bench", "--latency-us", "-1"}, "bench: --latency-us -1"},
 		{[]string{"bench", "--real", "--loaders", "oracle"}, "bench: --loaders oracle: --real needs another loader"},
 		{[]string{"bench", "--scale-workload", "nope"}, `bench: --scale-workload: bench: invalid workload: unknown workload "nope"`},
+		{[]string{"bench", "--workloads", "kinetics", "--timeline", "nope"}, "bench: --timeline nope: not among the workloads run (kinetics)"},
 		// Empty list items are refused alike in every list.
 		{[]string{"bench", "--workloads", "kinetics,,"}, `--workloads: bench: invalid workload: empty item in "kinetics,,"`},
 		{[]string{"bench", "--loaders", "torch,,helix"}, `bench: --loaders: empty item in "torch,,helix"`},
@@ -180,5 +181,32 @@ func TestBenchChecksOutputsFirst(t *testing.T) {
 	}
 	if data, err := os.ReadFile(old); err != nil || string(data) != "keep" {
 		t.Errorf("existing --json after a failed run: %q, %v; want it untouched", data, err)
+	}
+}
+
+// TestBenchTimelineNote checks that bench says why it drew no timeline
+// figure (it dropped it silently).
+func TestBenchTimelineNote(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--loaders", "local,helix"}, "no timeline figure of kinetics: it sets torch and helix side by side, and torch did not run (--loaders)"},
+		{[]string{"--ranks", fmt.Sprint(bench.MaxTimelineRanks + 1)}, fmt.Sprintf("no timeline figure of kinetics: per-rank step records are kept at up to %d ranks", bench.MaxTimelineRanks)},
+		{[]string{"--timeline", "kinetics"}, ""},
+	} {
+		args := append([]string{"bench", "--workloads", "kinetics", "--steps", "3", "--sections", "none", "--cache-dir", filepath.Join(dir, "cache"), "--out", filepath.Join(dir, "out")}, tt.args...)
+		code, stdout, stderr := runMain(args...)
+		if code != 0 {
+			t.Fatalf("%q: exit %d: %s", tt.args, code, stderr)
+		}
+		_, err := os.Stat(filepath.Join(dir, "out", "timeline_kinetics.png"))
+		switch {
+		case tt.want == "" && (err != nil || strings.Contains(stdout, "no timeline figure")):
+			t.Errorf("%q: timeline figure %v, stdout:\n%s", tt.args, err, stdout)
+		case tt.want != "" && (err == nil || !strings.Contains(stdout, tt.want)):
+			t.Errorf("%q: timeline figure written (%v) or stdout lacks %q:\n%s", tt.args, err == nil, tt.want, stdout)
+		}
 	}
 }
