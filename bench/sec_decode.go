@@ -98,7 +98,7 @@ func decodeDataset(ctx context.Context, re RealEnv, preset string, n int) (strin
 		if err != nil || k < n {
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(m, "DONE")); err == nil {
+		if gen.Current(m) {
 			return m, nil
 		}
 	}

@@ -201,7 +201,7 @@ func defaultDataset(ctx context.Context, c collective.Comm, root string, seed ui
 	dir := filepath.Join(root, fmt.Sprintf("default-v1-seed%d", seed))
 	var genErr error
 	if c.Info().LocalRank == 0 {
-		if _, err := os.Stat(filepath.Join(dir, "DONE")); err != nil {
+		if !gen.Current(dir) { // absent, or written by a generator of another format
 			genErr = generateDefault(ctx, dir, seed, log, c.Rank() == 0)
 		}
 	}
