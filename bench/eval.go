@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"runtime"
 	"sync"
 	"time"
@@ -59,6 +60,10 @@ type EvalConfig struct {
 	NoiseOnTruth bool
 	// Progress, when set, is called after each simulation.
 	Progress func(done, total int)
+	// Log, when set, receives plain progress lines, for logs where a
+	// progress bar cannot be drawn: what is simulated, then one line per
+	// finished simulation.
+	Log io.Writer
 }
 
 // Setup is how a workload was run: the provisioning rule's inputs and
@@ -217,6 +222,14 @@ func (c *EvalConfig) defaults() error {
 	return nil
 }
 
+// plural is "1 rank", "2 ranks": n and the noun, with an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
 // prepared is a workload ready to simulate.
 type prepared struct {
 	w     *Workload
@@ -296,6 +309,13 @@ func RunSim(ctx context.Context, cfg EvalConfig) (*Evaluation, error) {
 		return nil, err
 	}
 	ev := &Evaluation{Mode: "sim"}
+	logf := func(format string, args ...any) {
+		if cfg.Log != nil {
+			fmt.Fprintf(cfg.Log, format, args...)
+		}
+	}
+	nw, nl := len(cfg.Workloads), len(cfg.Loaders)
+	logf("bench: simulating %s x %s at %s, %s\n", plural(nw, "workload"), plural(nl, "loader"), plural(cfg.Ranks, "rank"), plural(cfg.Steps, "step"))
 	preps := make([]*prepared, len(cfg.Workloads))
 	{
 		g, _ := errgroup.WithContext(ctx)
@@ -311,7 +331,6 @@ func RunSim(ctx context.Context, cfg EvalConfig) (*Evaluation, error) {
 			return nil, err
 		}
 	}
-	nl := len(cfg.Loaders)
 	ev.Results = make([]Result, len(preps)*nl)
 	records := make([][]spmd.StepRecord, len(preps)*nl)
 	var mu sync.Mutex
@@ -340,6 +359,7 @@ func RunSim(ctx context.Context, cfg EvalConfig) (*Evaluation, error) {
 				if cfg.Progress != nil {
 					cfg.Progress(done, len(ev.Results))
 				}
+				logf("bench: simulated %s with %s (%d of %d, %.1f s)\n", p.w.Name, k, done, len(ev.Results), r.ElapsedS)
 				mu.Unlock()
 				return nil
 			})

@@ -350,3 +350,14 @@ func TestTimelineMissing(t *testing.T) {
 		t.Errorf("default timeline without a skewed workload: %s, want B", got)
 	}
 }
+
+func TestPlural(t *testing.T) {
+	for _, tt := range []struct {
+		n    int
+		want string
+	}{{0, "0 ranks"}, {1, "1 rank"}, {2, "2 ranks"}, {1024, "1024 ranks"}} {
+		if got := plural(tt.n, "rank"); got != tt.want {
+			t.Errorf("plural(%d) = %q, want %q", tt.n, got, tt.want)
+		}
+	}
+}

@@ -49,7 +49,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	latency := fs.Int64("latency-us", bench.DefaultNetwork.LatencyUS, "simulated exchange latency per message, `µs`")
 	noSplit := fs.Bool("no-split", false, "ablation: no loader splits clips into keyframe-aligned tasks (the runtime does)")
 	noiseOnTruth := fs.Bool("noise-on-truth", false, "sensitivity: put the cost model's measured error on the true costs instead of on the estimates")
-	quiet := fs.Bool("quiet", false, "no progress bar")
+	quiet := fs.Bool("quiet", false, "no progress on standard error (a bar on a terminal, else plain lines)")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
@@ -126,17 +126,22 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 		fmt.Fprintf(stderr, "datahelix bench: %s\n", cal.Note)
 	}
 	cfg.Eval.Calibration = cal
+	// Progress goes to stderr unless --quiet: a bar on a terminal, plain
+	// lines otherwise (an sbatch log, a file), and the sections' headers
+	// and steps either way.
 	var logw io.Writer
 	if !*quiet {
 		logw = stderr
 	}
 	bench.SetRealEnv(bench.RealEnv{CacheDir: cacheRoot(*cacheDir), Log: logw})
+	cfg.Log = logw
 	var bar *progressbar.ProgressBar
 	if f, ok := stderr.(*os.File); ok && !*quiet && term.IsTerminal(int(f.Fd())) {
 		bar = progressbar.NewOptions(len(ws)*len(kinds), progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription(map[bool]string{false: "simulating", true: "running"}[*real]),
 			progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
 		cfg.Eval.Progress = func(done, total int) { bar.Set(done) }
-		cfg.Log = stderr
+	} else {
+		cfg.Eval.Log = logw
 	}
 	rep, err := bench.BuildReport(ctx, cfg)
 	if bar != nil {

@@ -210,3 +210,29 @@ func TestBenchTimelineNote(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchProgressWithoutTerminal checks that with standard error not a
+// terminal (an sbatch log) bench prints plain progress lines, the
+// sections' headers included, and that --quiet silences them.
+func TestBenchProgressWithoutTerminal(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"bench", "--workloads", "kinetics", "--loaders", "torch,helix", "--steps", "3", "--sections", "planner",
+		"--cache-dir", filepath.Join(dir, "cache"), "--out", filepath.Join(dir, "out")}
+	code, _, stderr := runMain(args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	want := []string{"bench: simulating 1 workload x 2 loaders at 8 ranks, 3 steps\n", "bench: simulated kinetics with torch (", "bench: simulated kinetics with helix (", " of 2, ", "bench: section planner\n"}
+	for _, w := range want {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("stderr lacks %q:\n%s", w, stderr)
+		}
+	}
+	code, _, stderr = runMain(append(args, "--quiet")...)
+	if code != 0 {
+		t.Fatalf("--quiet: exit %d: %s", code, stderr)
+	}
+	if strings.Contains(stderr, "bench: s") {
+		t.Errorf("--quiet still prints progress:\n%s", stderr)
+	}
+}
