@@ -236,3 +236,35 @@ func TestBenchProgressWithoutTerminal(t *testing.T) {
 		t.Errorf("--quiet still prints progress:\n%s", stderr)
 	}
 }
+
+// TestBenchHelpListsSubcommands checks that bench -h lists calibrate,
+// exchange and plan, and that a mistyped or misplaced subcommand points
+// at them.
+func TestBenchHelpListsSubcommands(t *testing.T) {
+	code, stdout, _ := runMain("bench", "-h")
+	if code != 0 || !strings.Contains(stdout, "\nsubcommands (datahelix bench NAME -h shows their flags):\n") {
+		t.Errorf("bench -h: exit %d, no subcommand list:\n%s", code, stdout)
+	}
+	for _, n := range []string{"calibrate", "exchange", "plan"} {
+		if !strings.Contains(stdout, "\n  "+n+" ") || !strings.Contains(stdout, commands["bench "+n].summary) {
+			t.Errorf("bench -h does not list %s with its summary:\n%s", n, stdout)
+		}
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "calibrat"}, `datahelix: bench: unknown subcommand "calibrat" (have calibrate, exchange, plan; see datahelix bench -h)`},
+		{[]string{"bench", "--steps", "3", "plan"}, "datahelix: bench: the subcommand plan comes before the flags: datahelix bench plan [flags]"},
+		{[]string{"bench", "plan", "extra"}, `datahelix: bench plan: unexpected argument "extra" (see datahelix bench plan -h)`},
+	} {
+		code, _, stderr := runMain(tt.args...)
+		if code != 2 || strings.TrimSpace(stderr) != tt.want {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", tt.args, code, stderr, tt.want)
+		}
+	}
+	// Commands without subcommands print no such list.
+	if _, stdout, _ := runMain("info", "-h"); strings.Contains(stdout, "subcommands") {
+		t.Errorf("info -h lists subcommands:\n%s", stdout)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -51,8 +52,21 @@ func usagef(format string, args ...any) error {
 	return usageError{fmt.Sprintf(format, args...)}
 }
 
+// subcommands lists the commands one word below name ("bench plan"
+// under "bench") in name order.
+func subcommands(name string) []command {
+	var out []command
+	for _, c := range sortedCommands() {
+		if rest, ok := strings.CutPrefix(c.name, name+" "); ok && !strings.Contains(rest, " ") {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // newFlags returns a flag set for a subcommand that reports errors instead
-// of exiting and prints its usage only when asked for with -h.
+// of exiting and prints its usage only when asked for with -h, followed
+// by the command's own subcommands if it has any.
 func newFlags(name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet("datahelix "+name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -60,6 +74,12 @@ func newFlags(name, synopsis string) *flag.FlagSet {
 		w := fs.Output()
 		fmt.Fprintf(w, "usage: datahelix %s %s\n\nflags:\n", name, synopsis)
 		fs.PrintDefaults()
+		if subs := subcommands(name); len(subs) > 0 {
+			fmt.Fprintf(w, "\nsubcommands (datahelix %s NAME -h shows their flags):\n", name)
+			for _, c := range subs {
+				fmt.Fprintf(w, "  %-10s %s\n", strings.TrimPrefix(c.name, name+" "), c.summary)
+			}
+		}
 	}
 	return fs
 }
@@ -77,7 +97,19 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 		return usagef("%s: %v (see %s -h)", strings.TrimPrefix(fs.Name(), "datahelix "), err, fs.Name())
 	}
 	if fs.NArg() > 0 {
-		return usagef("%s: unexpected argument %q (see %s -h)", strings.TrimPrefix(fs.Name(), "datahelix "), fs.Arg(0), fs.Name())
+		name := strings.TrimPrefix(fs.Name(), "datahelix ")
+		subs := subcommands(name)
+		if len(subs) == 0 {
+			return usagef("%s: unexpected argument %q (see %s -h)", name, fs.Arg(0), fs.Name())
+		}
+		names := make([]string, len(subs))
+		for i, c := range subs {
+			names[i] = strings.TrimPrefix(c.name, name+" ")
+		}
+		if slices.Contains(names, fs.Arg(0)) {
+			return usagef("%s: the subcommand %s comes before the flags: datahelix %s %s [flags]", name, fs.Arg(0), name, fs.Arg(0))
+		}
+		return usagef("%s: unknown subcommand %q (have %s; see %s -h)", name, fs.Arg(0), strings.Join(names, ", "), fs.Name())
 	}
 	return nil
 }
