@@ -26,10 +26,11 @@ func init() {
 
 func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	fs := newFlags("bench", "--workloads all|NAME,... [--sim|--real] --ranks N --json FILE --out DIR")
-	workloads := fs.String("workloads", "all", "`workloads`: all, or a comma list of names or workload .json files")
+	workloads := fs.String("workloads", "all", "`workloads`: all, or a comma list of built-in names ("+strings.Join(builtinWorkloads(), ", ")+
+		") or workload .json files, each with its own \"name\" (see bench/workloads/README.md)")
 	sim := fs.Bool("sim", false, "simulate (the default)")
 	real := fs.Bool("real", false, "run for real under mpirun on generated data")
-	ranks := fs.Int("ranks", 8, "world `size` N; --real makes the default 4")
+	ranks := fs.Int("ranks", 8, "simulated world `size` N; with --real, mpirun's -np, and the default is 4")
 	steps := fs.Int("steps", 200, "training `steps` per run; --real makes the default 40")
 	batch := fs.Int("batch", 0, "per-rank batch `B` (0: each workload's own)")
 	loaders := fs.String("loaders", "torch,local,static,helix,helix-nogate,oracle", "comma list of `loaders` to compare")
@@ -43,7 +44,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	scaleBatch := fs.Int("scale-batch", bench.DefaultScale.Batch, "scale section: per-rank `batch`")
 	scaleSteps := fs.Int("scale-steps", bench.DefaultScale.Steps, "scale section: `steps`")
 	scaleWorkload := fs.String("scale-workload", bench.DefaultScale.Workload, "scale section: `workload`")
-	timeline := fs.String("timeline", "", "`workload` of the torch/helix timeline figure (default: the most skewed)")
+	timeline := fs.String("timeline", "", fmt.Sprintf("`workload` of the torch/helix timeline figure (default: the most skewed); needs torch and helix in --loaders and at most %d ranks", bench.MaxTimelineRanks))
 	parallel := fs.Int("parallel", 0, "`N` simulations run at once (0: one per CPU)")
 	bandwidth := fs.Float64("bandwidth-mbs", bench.DefaultNetwork.BandwidthMBs, "simulated exchange bandwidth per rank, `MB/s`")
 	latency := fs.Int64("latency-us", bench.DefaultNetwork.LatencyUS, "simulated exchange latency per message, `µs`")
@@ -182,6 +183,19 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 		}
 	}
 	return outs.close()
+}
+
+// builtinWorkloads lists the built-in workloads' names for the help.
+func builtinWorkloads() []string {
+	ws, err := bench.Workloads()
+	if err != nil { // the embedded files are checked by bench's tests
+		return []string{err.Error()}
+	}
+	names := make([]string, len(ws))
+	for i, w := range ws {
+		names[i] = w.Name
+	}
+	return names
 }
 
 // noEmptyItems refuses a comma list with an empty item ("a,,b", "a,"),
