@@ -300,3 +300,22 @@ func TestReportText(t *testing.T) {
 		}
 	}
 }
+
+// TestReportTextRealHasNoSimulatorSettings checks that a report of real
+// runs does not print the simulator's network and true-cost lines.
+func TestReportTextRealHasNoSimulatorSettings(t *testing.T) {
+	for _, mode := range []string{"sim", "real"} {
+		r := handReport()
+		r.Mode = mode
+		var buf bytes.Buffer
+		if err := r.WriteText(&buf); err != nil {
+			t.Fatal(err)
+		}
+		out := buf.String()
+		for _, line := range []string{"network: ", "true cost = "} {
+			if got := strings.Contains(out, line); got != (mode == "sim") {
+				t.Errorf("mode %s: report has %q: %v, want %v", mode, line, got, mode == "sim")
+			}
+		}
+	}
+}

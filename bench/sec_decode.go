@@ -168,8 +168,15 @@ func measureDecode(ctx context.Context, re RealEnv, preset, tmp string) (decodeM
 			cmd := exec.CommandContext(ctxRun, ffmpeg, "-nostdin", "-benchmark", "-threads", "1", "-i", file, "-an", "-f", "null", "-")
 			out, err := cmd.CombinedOutput()
 			cancel()
+			if err != nil && ctx.Err() != nil {
+				return m, fmt.Errorf("bench: ffmpeg stopped: %w", context.Cause(ctx))
+			}
 			if err != nil {
-				return m, fmt.Errorf("%w: %s: %v: %s", ErrReal, commandLine(cmd), err, tail(out, 300))
+				err = fmt.Errorf("%w: %s: %w", ErrReal, commandLine(cmd), err)
+				if t := tail(out, 300); t != "" {
+					err = fmt.Errorf("%w: %s", err, t)
+				}
+				return m, err
 			}
 			fb, err := ParseFFmpegBench(out)
 			if err != nil {

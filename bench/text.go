@@ -32,14 +32,16 @@ func (r *Report) WriteText(w io.Writer) error {
 			ew.printf("       clips decoded task by task cost, over whole: %s\n", strings.Join(parts, ", "))
 		}
 	}
-	ew.printf("network: %.0f MB/s per rank, %d µs per message; gate margin %d µs\n", r.Network.BandwidthMBs, r.Network.LatencyUS, GateMarginUS)
+	if r.Mode != "real" { // the simulator's settings: real runs move real bytes and decode real samples
+		ew.printf("network: %.0f MB/s per rank, %d µs per message; gate margin %d µs\n", r.Network.BandwidthMBs, r.Network.LatencyUS, GateMarginUS)
+		if r.NoiseOnTruth {
+			ew.printf("SENSITIVITY: the cost model's error is on the true costs, the planner sees the prediction (--noise-on-truth)\n")
+		} else {
+			ew.printf("true cost = the calibrated model's prediction; the planner's estimate carries the measured error\n")
+		}
+	}
 	if r.NoSplit {
 		ew.printf("ABLATION: no loader splits clips into keyframe-aligned tasks (--no-split); the runtime does\n")
-	}
-	if r.NoiseOnTruth {
-		ew.printf("SENSITIVITY: the cost model's error is on the true costs, the planner sees the prediction (--noise-on-truth)\n")
-	} else {
-		ew.printf("true cost = the calibrated model's prediction; the planner's estimate carries the measured error\n")
 	}
 	ew.printf("\n")
 

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"strings"
 
 	"github.com/datahelix/datahelix/decode/tjpeg"
 )
@@ -286,7 +287,7 @@ func sourceOf(name string, shard int) (preset, error) {
 	}
 	p, ok := presets[name]
 	if !ok {
-		return preset{}, fmt.Errorf("%w %q (have %v)", ErrPreset, name, Presets())
+		return preset{}, fmt.Errorf("%w %q (have %s)", ErrPreset, name, strings.Join(Presets(), ", "))
 	}
 	return p, nil
 }
