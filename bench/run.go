@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/datahelix/datahelix/plan"
 )
 
 // RunReal runs the evaluation for real: for each workload, a dataset
@@ -62,8 +60,8 @@ type RunConfig struct {
 // datahelix bench flag that sets it, without running anything: the
 // evaluation's (EvalConfig.Check), a real run's loaders (the oracle
 // exists only in simulation), the timeline workload, the section names
-// and the scale run's. A
-// bad flag then costs no simulation, mpirun job or calibration load.
+// and the scale run's (ScaleConfig.Check). A bad flag then costs no
+// simulation, mpirun job or calibration load.
 func (c *RunConfig) Check() error {
 	if err := c.Eval.Check(); err != nil {
 		return err
@@ -83,19 +81,7 @@ func (c *RunConfig) Check() error {
 			return fmt.Errorf("bench: --sections: unknown section %q (have %s)", n, strings.Join(SectionNames(), ", "))
 		}
 	}
-	s := c.Scale.withDefaults()
-	switch {
-	case s.Ranks < 1 || s.Ranks > plan.MaxRanks:
-		return fmt.Errorf("bench: --scale-ranks %d: want 1..%d", s.Ranks, plan.MaxRanks)
-	case s.Batch < 1 || s.Batch > plan.MaxBatch:
-		return fmt.Errorf("bench: --scale-batch %d: want 1..%d", s.Batch, plan.MaxBatch)
-	case s.Steps < 1:
-		return fmt.Errorf("bench: --scale-steps %d: want at least 1", s.Steps)
-	}
-	if _, err := SelectWorkloads(s.Workload); err != nil {
-		return fmt.Errorf("bench: --scale-workload: %w", err)
-	}
-	return nil
+	return c.Scale.Check()
 }
 
 // BuildReport runs the evaluation (simulated or real) and the sections

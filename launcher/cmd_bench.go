@@ -118,6 +118,11 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 		}
 	}
 
+	for _, w := range ws {
+		if warn := bench.SlowNodeWarning(w, *ranks, *real); warn != "" {
+			fmt.Fprintf(stderr, "datahelix bench: warning: %s\n", warn)
+		}
+	}
 	cfg.Machine = bench.ThisMachine(ctx)
 	cal, err := loadBenchCalibration(cacheRoot(*cacheDir), *calFile, cfg.Machine)
 	if err != nil {

@@ -268,3 +268,20 @@ func TestBenchHelpListsSubcommands(t *testing.T) {
 		t.Errorf("info -h lists subcommands:\n%s", stdout)
 	}
 }
+
+// TestBenchWarnsOfSlowNodesOutsideTheWorld checks that bench says before
+// the run when a workload's slow nodes slow no rank: hetero_cluster at 4
+// ranks ran as kinetics without a word.
+func TestBenchWarnsOfSlowNodesOutsideTheWorld(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"bench", "--workloads", "hetero_cluster", "--loaders", "torch,helix", "--steps", "3", "--sections", "none",
+		"--cache-dir", filepath.Join(dir, "cache"), "--out", filepath.Join(dir, "out"), "--quiet"}
+	code, _, stderr := runMain(append(args, "--ranks", "4")...)
+	if code != 0 || !strings.Contains(stderr, "datahelix bench: warning: workload hetero_cluster: slow node") {
+		t.Errorf("--ranks 4: exit %d, no warning about the slow node:\n%s", code, stderr)
+	}
+	code, _, stderr = runMain(args...)
+	if code != 0 || strings.Contains(stderr, "warning") {
+		t.Errorf("--ranks 8: exit %d, stderr:\n%s", code, stderr)
+	}
+}
