@@ -52,7 +52,7 @@ func goals(r *Report) []Goal {
 	var out []Goal
 	meanGoal := func(name string, v *float64, n int, target float64, oracle *float64) {
 		g := Goal{Name: name, Target: fmt.Sprintf(">= %.0f %% (mean over the workloads)", 100*target), Status: GoalNA,
-			Figure: fmt.Sprintf("%s mean over %d workloads", pct(v), n)}
+			Figure: fmt.Sprintf("%s mean over %s", pct(v), plural(n, "workload"))}
 		if n < len(r.Comparisons) {
 			g.Figure += fmt.Sprintf(" (%d left out: torch had nothing to reduce)", len(r.Comparisons)-n)
 		}
@@ -108,23 +108,23 @@ func goals(r *Report) []Goal {
 		return "; " + prefix + ": " + strings.Join(xs, ", ")
 	}
 	g = Goal{Name: "ahead of local and static on every skewed workload (throughput)", Target: "helix > local and > static", Status: GoalNA,
-		Figure: fmt.Sprintf("ahead on %d of %d skewed workloads%s", skewed-len(behind), skewed, list("not ahead on", behind))}
+		Figure: fmt.Sprintf("ahead on %d of %s%s", skewed-len(behind), plural(skewed, "skewed workload"), list("not ahead on", behind))}
 	if skewed > 0 {
 		g.Status = status(len(behind) == 0)
 	}
 	out = append(out, g)
 	g = Goal{Name: "within 2 % of the best loader on uniform workloads", Target: ">= 0.98x the best other loader", Status: GoalNA,
-		Figure: fmt.Sprintf("worst shortfall %s over %d uniform workloads%s", pct(s.UniformShortfallMax), uniform, list("short on", short))}
+		Figure: fmt.Sprintf("worst shortfall %s over %s%s", pct(s.UniformShortfallMax), plural(uniform, "uniform workload"), list("short on", short))}
 	if v := s.UniformShortfallMax; v != nil && *v <= 0 {
 		// A negative shortfall is helix ahead: say so, not "-147 %".
-		g.Figure = fmt.Sprintf("no shortfall: helix at least as fast as the best other loader on all %d uniform workloads (its lowest ratio %.3fx)", uniform, 1-*v)
+		g.Figure = fmt.Sprintf("no shortfall: helix at least as fast as the best other loader on all %s (its lowest ratio %.3fx)", plural(uniform, "uniform workload"), 1-*v)
 	}
 	if uniform > 0 {
 		g.Status = status(len(short) == 0)
 	}
 	out = append(out, g)
 	g = Goal{Name: "GPU wait near the oracle's", Target: "helix wait <= 1.5x oracle's + 1 % of wall, every workload", Status: GoalNA,
-		Figure: fmt.Sprintf("within on %d of %d workloads, mean gap %s of wall%s", bounded-len(over), bounded, pct(s.OracleGapMean), list("over on", over))}
+		Figure: fmt.Sprintf("within on %d of %s, mean gap %s of wall%s", bounded-len(over), plural(bounded, "workload"), pct(s.OracleGapMean), list("over on", over))}
 	if bounded > 0 {
 		g.Status = status(len(over) == 0)
 	}

@@ -28,7 +28,7 @@ func realResults(w *Workload, sums []spmd.Summary, recs map[string][]spmd.StepRe
 				first = min(first, x.RequestUS)
 			}
 			st := spmd.SteadyState(rs, horizon, first+int64(s.WallS*1e6))
-			r.SteadyMissRate, r.SteadyGPUWaitFrac = st.MissRate, st.GPUWaitFrac
+			r.SteadySteps, r.SteadyMissRate, r.SteadyGPUWaitFrac = st.Steps, st.MissRate, st.GPUWaitFrac
 		}
 		out = append(out, r)
 	}

@@ -193,8 +193,11 @@ func TestRealResults(t *testing.T) {
 	if want := 30_000 / (2 * (wallEnd - start)); math.Abs(r.SteadyGPUWaitFrac-want) > 1e-12 {
 		t.Errorf("steady wait %v, want %v", r.SteadyGPUWaitFrac, want)
 	}
-	if got[1].SteadyMissRate != 0 || got[1].ElapsedS != 2 {
-		t.Errorf("helix without records: %+v", got[1])
+	if r.SteadySteps != 6 || !r.HasSteady() {
+		t.Errorf("torch: %d steady steps, want 6 (steps 4..9)", r.SteadySteps)
+	}
+	if got[1].SteadyMissRate != 0 || got[1].ElapsedS != 2 || got[1].HasSteady() {
+		t.Errorf("helix without records: %+v, want no steady figures", got[1])
 	}
 	sums[1].Ranks = 3
 	if _, err := realResults(w, sums, recs, 4, 4, stats); err == nil {

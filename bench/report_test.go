@@ -123,9 +123,9 @@ func TestUniformGoalFigure(t *testing.T) {
 		status    string
 		want      string
 	}{
-		{100.5, GoalPass, "worst shortfall 0.5 % over 1 uniform workloads"},
-		{90, GoalShort, "worst shortfall 10.9 % over 1 uniform workloads; short on: U (0.891x local)"},
-		{250, GoalPass, "no shortfall: helix at least as fast as the best other loader on all 1 uniform workloads (its lowest ratio 2.475x)"},
+		{100.5, GoalPass, "worst shortfall 0.5 % over 1 uniform workload"},
+		{90, GoalShort, "worst shortfall 10.9 % over 1 uniform workload; short on: U (0.891x local)"},
+		{250, GoalPass, "no shortfall: helix at least as fast as the best other loader on all 1 uniform workload (its lowest ratio 2.475x)"},
 	}
 	for _, tt := range tests {
 		r := handReport()

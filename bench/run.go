@@ -18,26 +18,7 @@ func RunReal(ctx context.Context, cfg EvalConfig) (*Evaluation, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	ev, err := runRealEval(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	countSteadySteps(ev)
-	return ev, nil
-}
-
-// countSteadySteps sets the SteadySteps of real results that lack it:
-// their steady figures come from datahelix run's trace, which holds every
-// step of every rank, after the first Horizon steps.
-func countSteadySteps(ev *Evaluation) {
-	for i := range ev.Results {
-		r := &ev.Results[i]
-		for _, s := range ev.Setups {
-			if s.Workload == r.Workload && r.SteadySteps == 0 {
-				r.SteadySteps = max(r.Steps-s.Horizon, 0)
-			}
-		}
-	}
+	return runRealEval(ctx, cfg)
 }
 
 // RunConfig is a whole datahelix bench invocation.

@@ -55,17 +55,3 @@ func TestRunConfigCheck(t *testing.T) {
 		}
 	}
 }
-
-// TestCountSteadySteps checks the steady step count of real results: the
-// steps after each workload's warm-up, none when the run is shorter.
-func TestCountSteadySteps(t *testing.T) {
-	ev := &Evaluation{Mode: "real",
-		Setups:  []Setup{{Workload: "a", Horizon: 8}, {Workload: "b", Horizon: 16}},
-		Results: []Result{{Workload: "a", Steps: 40}, {Workload: "b", Steps: 16}, {Workload: "b", Steps: 10}, {Workload: "a", Steps: 40, SteadySteps: 30}}}
-	countSteadySteps(ev)
-	for i, want := range []int{32, 0, 0, 30} {
-		if got := ev.Results[i].SteadySteps; got != want {
-			t.Errorf("result %d: %d steady steps, want %d", i, got, want)
-		}
-	}
-}

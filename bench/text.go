@@ -12,7 +12,7 @@ import (
 // PASS or FALL SHORT, and every section (failed ones with their error).
 func (r *Report) WriteText(w io.Writer) error {
 	ew := &errWriter{w: w}
-	ew.printf("datahelix bench (%s): %d workloads, %d ranks, %d steps, seed %d\n", r.Mode, len(r.Workloads), r.Ranks, r.Steps, r.Seed)
+	ew.printf("datahelix bench (%s): %s, %s, %d steps, seed %d\n", r.Mode, plural(len(r.Workloads), "workload"), plural(r.Ranks, "rank"), r.Steps, r.Seed)
 	ew.printf("machine: %s\n", r.Machine)
 	c := r.Calibration
 	if c.Source == "default" {
@@ -65,8 +65,12 @@ func (r *Report) WriteText(w io.Writer) error {
 			name = ""
 		}
 		prev = x.Workload
-		fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.2f\t%.1f\t%.2f\t%.2f\t%.2f\t\n", name, x.Loader, 100*x.MissRate, 100*x.GPUWaitFrac, x.ThroughputSPS,
-			x.BytesMovedPerStep/1e6, 100*x.SteadyMissRate, 100*x.SteadyGPUWaitFrac)
+		steadyMiss, steadyWait := "n/a", "n/a" // the run was not longer than the warm-up
+		if x.HasSteady() {
+			steadyMiss, steadyWait = fmt.Sprintf("%.2f", 100*x.SteadyMissRate), fmt.Sprintf("%.2f", 100*x.SteadyGPUWaitFrac)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.2f\t%.1f\t%.2f\t%s\t%s\t\n", name, x.Loader, 100*x.MissRate, 100*x.GPUWaitFrac, x.ThroughputSPS,
+			x.BytesMovedPerStep/1e6, steadyMiss, steadyWait)
 	}
 	ew.flush(tw)
 	ew.printf("(steady: the same figures without the first H steps, the warm-up)\n")
@@ -83,8 +87,8 @@ func (r *Report) WriteText(w io.Writer) error {
 
 	s := r.Summary
 	ew.printf("\nSummary:\n")
-	ew.printf("  miss_reduction_vs_torch_mean         %s (over %d workloads)\n", pct(s.MissReductionVsTorchMean), s.MissReductionWorkloads)
-	ew.printf("  wait_reduction_vs_torch_mean         %s (over %d workloads)\n", pct(s.WaitReductionVsTorchMean), s.WaitReductionWorkloads)
+	ew.printf("  miss_reduction_vs_torch_mean         %s (over %s)\n", pct(s.MissReductionVsTorchMean), plural(s.MissReductionWorkloads, "workload"))
+	ew.printf("  wait_reduction_vs_torch_mean         %s (over %s)\n", pct(s.WaitReductionVsTorchMean), plural(s.WaitReductionWorkloads, "workload"))
 	ew.printf("  throughput_ratio_vs_torch_max        %s\n", fmtX(s.ThroughputRatioVsTorchMax))
 	ew.printf("  throughput_ratio_vs_local_min_skewed %s\n", fmtX(s.ThroughputRatioVsLocalMinSkewed))
 	ew.printf("  oracle_gap_mean                      %s of wall\n", fmtPts(s.OracleGapMean))

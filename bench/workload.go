@@ -288,7 +288,7 @@ func (w *Workload) Validate() error {
 		sum += s
 	}
 	if math.Abs(sum-1) > 1e-9 {
-		return bad("gpu shares add up to %g, want 1", sum)
+		return bad("gpu shares add up to %.6g, want 1", sum)
 	}
 	c := w.Cluster
 	if c.RanksPerNode < 1 {
@@ -326,7 +326,7 @@ func (w *Workload) Validate() error {
 		total += s.Weight
 	}
 	if total <= 0 {
-		return bad("source weights add up to %g", total)
+		return bad("source weights add up to %.6g", total)
 	}
 	return nil
 }

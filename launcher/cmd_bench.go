@@ -130,6 +130,8 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	}
 	if cal.Source == "default" {
 		fmt.Fprintf(stderr, "datahelix bench: %s\n", cal.Note)
+	} else if warn := cal.CoverageWarning(ws); warn != "" {
+		fmt.Fprintf(stderr, "datahelix bench: warning: %s\n", warn)
 	}
 	cfg.Eval.Calibration = cal
 	// Progress goes to stderr unless --quiet: a bar on a terminal, plain
@@ -220,7 +222,7 @@ func loadBenchCalibration(root, file string, m bench.Machine) (*bench.Calibratio
 	if file != "" {
 		cal, err := bench.LoadCalibration(file)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("--calibration: %w", err)
 		}
 		cal.Source = file
 		return cal, nil

@@ -285,3 +285,30 @@ func TestBenchWarnsOfSlowNodesOutsideTheWorld(t *testing.T) {
 		t.Errorf("--ranks 8: exit %d, stderr:\n%s", code, stderr)
 	}
 }
+
+// TestBenchWarnsOfUncalibratedPresets checks that a calibration which did
+// not measure a selected workload's presets is said up front, and that a
+// bad --calibration file is named as that flag's.
+func TestBenchWarnsOfUncalibratedPresets(t *testing.T) {
+	dir := t.TempDir()
+	cal := filepath.Join(dir, "text.json")
+	code, _, stderr := runMain("bench", "calibrate", "--presets", "text", "--samples", "3", "--out", cal, "--cache-dir", filepath.Join(dir, "cache"))
+	if code != 0 {
+		t.Fatalf("calibrate: exit %d: %s", code, stderr)
+	}
+	run := func(calFile string) (int, string) {
+		code, _, stderr := runMain("bench", "--workloads", "kinetics,text", "--steps", "10", "--sections", "none", "--quiet",
+			"--calibration", calFile, "--cache-dir", filepath.Join(dir, "cache"), "--out", filepath.Join(dir, "out"))
+		return code, stderr
+	}
+	if code, stderr := run(cal); code != 0 || !strings.Contains(stderr, "warning: the calibration measured text, not kinetics") {
+		t.Errorf("exit %d, stderr %q: want a warning that kinetics was not calibrated", code, stderr)
+	}
+	empty := filepath.Join(dir, "empty.json")
+	if err := os.WriteFile(empty, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, stderr := run(empty); code == 0 || !strings.Contains(stderr, "--calibration: "+empty) {
+		t.Errorf("exit %d, stderr %q: want a failure naming --calibration and the file", code, stderr)
+	}
+}
