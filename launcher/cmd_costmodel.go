@@ -22,7 +22,7 @@ func runCostModel(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	fs := newFlags("costmodel", "--data DIR [flags]")
 	data := fs.String("data", "", "dataset: a `directory` of *.tar shards, a glob or one shard")
 	cache := fs.String("cache", "", "`directory` for shard index caches (default: beside each shard)")
-	warmup := fs.Int("warmup", 200, "`samples` the model learns from before the held-out evaluation (the samples after them are held out)")
+	warmup := fs.Int("warmup", 200, "`samples` the model learns from before the held-out evaluation (the samples after them are held out; by default two thirds of a dataset of 200 samples or fewer)")
 	limit := fs.Int("limit", 0, "decode at most this many `samples`, warm-up included (0: all)")
 	var frames, size int
 	shapeFlags(fs, &frames, &size)
@@ -59,6 +59,21 @@ func runCostModel(ctx context.Context, stdout, stderr io.Writer, args []string) 
 		return err
 	}
 	defer ds.Close()
+	// The held-out evaluation needs samples after the warm-up: the
+	// default warm-up shrinks to two thirds of a small dataset, while a
+	// --warmup given that covers every sample is refused before hours of
+	// decoding end in "nothing held out".
+	n := ds.Len()
+	if *limit > 0 {
+		n = min(n, *limit)
+	}
+	if n <= *warmup {
+		if len(setFlags(fs, []string{"warmup"})) > 0 {
+			return usagef("costmodel: --warmup %d covers all %d samples to decode, so nothing would be held out: want fewer than %d", *warmup, n, n)
+		}
+		*warmup = max(n*2/3, 1)
+		fmt.Fprintf(stderr, "costmodel: %s has %d samples to decode: learning from the first %d, holding out the rest (--warmup sets it)\n", *data, n, *warmup)
+	}
 	m := decode.NewCostModel(cal)
 	m.SetOptions(decode.CostOptions{Frames: frames, Size: size, MaxTasks: 1})
 	dec := decode.NewDecoder(decode.Options{Frames: frames, Size: size})

@@ -9,22 +9,30 @@ import (
 	"github.com/datahelix/datahelix/decode/gen/gentest"
 )
 
-// TestCostModelNothingHeldOut checks that a warm-up covering the whole
-// dataset prints n/a and how to fix it, not an error of 0.0 % that reads
-// as an exact model; and that a smaller warm-up prints figures.
-func TestCostModelNothingHeldOut(t *testing.T) {
+// TestCostModelWarmup checks that a --warmup covering the whole dataset
+// is refused before any decoding, that the default warm-up shrinks to
+// two thirds of a small dataset and says so, and that a smaller warm-up
+// holds out the rest.
+func TestCostModelWarmup(t *testing.T) {
 	data := gentest.Tiny(t) // 32 samples
 	args := []string{"costmodel", "--data", data, "--cache", t.TempDir(), "--repeat", "1", "--frames", "2", "--size", "32"}
 	code, stdout, stderr := runMain(append(args, "--warmup", "200")...)
+	if want := "--warmup 200 covers all 32 samples to decode, so nothing would be held out"; code != 2 || !strings.Contains(stderr, want) || stdout != "" {
+		t.Errorf("--warmup 200: exit %d, stdout %q, stderr %q; want 2, nothing decoded and %q", code, stdout, stderr, want)
+	}
+	code, stdout, stderr = runMain(append(args, "--warmup", "20", "--limit", "16")...)
+	if code != 2 || !strings.Contains(stderr, "covers all 16 samples") {
+		t.Errorf("--warmup 20 --limit 16: exit %d, %q; want 2 and the 16 samples of --limit", code, stderr)
+	}
+	code, stdout, stderr = runMain(args...) // the default warm-up, 200
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	all := rowOf(stdout, "all")
-	if !strings.Contains(all, "n/a") || strings.Contains(all, "0.0") {
-		t.Errorf("row %q: want n/a, not 0.0", all)
+	if !strings.Contains(stderr, "learning from the first 21") {
+		t.Errorf("default warm-up: stderr %q, want it to say it learns from 21 of 32", stderr)
 	}
-	if !strings.Contains(stdout, "nothing held out") || !strings.Contains(stdout, "lower --warmup") {
-		t.Errorf("got\n%s\nwant a line saying nothing was held out and to lower --warmup", stdout)
+	if all := rowOf(stdout, "all"); strings.Contains(all, "n/a") || !strings.Contains(all, " 11 ") {
+		t.Errorf("default warm-up on 32: row %q, want 11 held out with figures", all)
 	}
 	code, stdout, stderr = runMain(append(args, "--warmup", "8")...)
 	if code != 0 {
