@@ -56,3 +56,21 @@ func TestReportFilesReplaceEarlierOnes(t *testing.T) {
 		}
 	}
 }
+
+// TestRunContext checks the line every figure's title carries, so that a
+// figure alone says how it was made.
+func TestRunContext(t *testing.T) {
+	for _, tc := range []struct {
+		r    Report
+		want string
+	}{
+		{Report{Mode: "sim", Ranks: 8, Steps: 200, Seed: 1, Machine: Machine{Commit: "0123456789abcdef0123"}},
+			"simulated, 8 ranks, 200 steps, seed 1, commit 0123456789ab"},
+		{Report{Mode: "real", Ranks: 1, Steps: 20, Seed: 7, Machine: Machine{Commit: "abc", Dirty: true}},
+			"real runs, 1 rank, 20 steps, seed 7, commit abc (uncommitted changes)"},
+	} {
+		if got := tc.r.runContext(); got != tc.want {
+			t.Errorf("got %q, want %q", got, tc.want)
+		}
+	}
+}

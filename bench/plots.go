@@ -66,7 +66,7 @@ func (r *Report) WritePlots(dir, timeline string) ([]string, error) {
 	}
 	var out []string
 	loaders := r.loaderNames()
-	p, err := r.waitBars(r.workloadNames(), loaders, "GPU input wait by loader", waitAllW)
+	p, err := r.waitBars(r.workloadNames(), loaders, "GPU input wait by loader\n"+r.runContext(), waitAllW)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +76,7 @@ func (r *Report) WritePlots(dir, timeline string) ([]string, error) {
 	}
 	out = append(out, path)
 	for _, w := range r.workloadNames() {
-		p, err := r.waitBars([]string{w}, loaders, "GPU input wait: "+w, waitOneW)
+		p, err := r.waitBars([]string{w}, loaders, "GPU input wait: "+w+"\n"+r.runContext(), waitOneW)
 		if err != nil {
 			return nil, err
 		}
@@ -92,7 +92,7 @@ func (r *Report) WritePlots(dir, timeline string) ([]string, error) {
 	timeline = r.TimelineWorkload(timeline)
 	var row []*plot.Plot
 	for _, t := range r.timelines(timeline) {
-		row = append(row, timelinePlot(t))
+		row = append(row, timelinePlot(t, r.runContext()))
 	}
 	sameAxes(row)
 	path = filepath.Join(dir, "timeline_"+timeline+".png")
@@ -100,6 +100,21 @@ func (r *Report) WritePlots(dir, timeline string) ([]string, error) {
 		return nil, err
 	}
 	return append(out, path), nil
+}
+
+// runContext is the second line of every figure's title, so that a
+// figure pasted alone still says how it was made: mode, world, steps,
+// seed and commit.
+func (r *Report) runContext() string {
+	commit := r.Machine.Commit
+	if len(commit) > 12 {
+		commit = commit[:12]
+	}
+	if r.Machine.Dirty {
+		commit += " (uncommitted changes)"
+	}
+	return fmt.Sprintf("%s, %s, %d steps, seed %d, commit %s", map[bool]string{true: "real runs", false: "simulated"}[r.Mode == "real"],
+		plural(r.Ranks, "rank"), r.Steps, r.Seed, commit)
 }
 
 // timelineLoaders are the loaders the timeline figure sets side by side.
@@ -225,6 +240,9 @@ func (r *Report) waitBars(workloads, loaders []string, title string, widthIn flo
 	}
 	p.Legend.Top = true
 	p.NominalX(workloads...)
+	// Half a category of margin each side, so an outer group's bars do
+	// not touch the frame.
+	p.X.Min, p.X.Max = -0.5, float64(len(workloads))-0.5
 	if hi > 0 { // head room above the tallest bar for the legend
 		p.Y.Max = 1.35 * hi
 	}
@@ -274,7 +292,7 @@ func (s swatch) Thumbnail(c *draw.Canvas) {
 }
 
 // timelinePlot plots the first timelineSteps steps of a run.
-func timelinePlot(t Timeline) *plot.Plot {
+func timelinePlot(t Timeline, context string) *plot.Plot {
 	tb := &timelineBars{ranks: t.Ranks}
 	for _, r := range t.Records {
 		if r.Step >= timelineSteps {
@@ -284,7 +302,7 @@ func timelinePlot(t Timeline) *plot.Plot {
 		tb.xmax = math.Max(tb.xmax, float64(r.DeliverUS+r.ComputeUS)/1e6)
 	}
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s: %s, first %d steps", t.Workload, t.Loader, timelineSteps)
+	p.Title.Text = fmt.Sprintf("%s: %s, first %d steps\n%s", t.Workload, t.Loader, timelineSteps, context)
 	p.Title.Padding = vg.Points(14)
 	p.X.Label.Text = "time (s); white: idle in the gradient allreduce, waiting for a slower rank"
 	p.Y.Label.Text = "rank"
