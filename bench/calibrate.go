@@ -140,7 +140,7 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig) (*Calibration, error) {
 	splitErrs := map[string][]float64{}
 	for _, p := range cfg.Presets {
 		gc := calibrationDataset(cfg, p)
-		dir := filepath.Join(cfg.CacheDir, "bench", "data", fmt.Sprintf("%s-n%d-seed%d", p, gc.Samples, gc.Seed))
+		dir := filepath.Join(cfg.CacheDir, "bench", "data", gen.CacheName(fmt.Sprintf("%s-n%d-seed%d", p, gc.Samples, gc.Seed)))
 		t0 := time.Now()
 		made, err := gen.Ensure(ctx, gc, dir)
 		if err != nil {

@@ -90,8 +90,8 @@ func realSourceConfig(src Source, shards int, sc RealScale, seed uint64) gen.Con
 // every knob of the configuration is in the name, so workloads sharing a
 // source share its shards.
 func realSourceDir(cache string, gc gen.Config) string {
-	return filepath.Join(cache, "bench", "real", "src", fmt.Sprintf("%s-n%d-k%d-d%s-s%s-seed%d", gc.Preset, gc.Samples, gc.Shards,
-		strconv.FormatFloat(gc.DurationScale, 'g', -1, 64), strconv.FormatFloat(gc.SizeScale, 'g', -1, 64), gc.Seed))
+	return filepath.Join(cache, "bench", "real", "src", gen.CacheName(fmt.Sprintf("%s-n%d-k%d-d%s-s%s-seed%d", gc.Preset, gc.Samples, gc.Shards,
+		strconv.FormatFloat(gc.DurationScale, 'g', -1, 64), strconv.FormatFloat(gc.SizeScale, 'g', -1, 64), gc.Seed)))
 }
 
 // ensureRealDataset generates (once, cached) the dataset of workload w
@@ -107,8 +107,9 @@ func ensureRealDataset(ctx context.Context, re RealEnv, w *Workload, ranks int, 
 		count[s]++
 	}
 	rd := &realDataset{Shards: n, Samples: n * sc.SamplesPerShard, Sources: map[string]int{},
-		Dir: filepath.Join(re.CacheDir, "bench", "real", fmt.Sprintf("%s-r%d-k%d-n%d-d%s-s%s-seed%d", w.Name, ranks, sc.ShardsPerRank, sc.SamplesPerShard,
-			strconv.FormatFloat(sc.DurationScale, 'g', -1, 64), strconv.FormatFloat(sc.SizeScale, 'g', -1, 64), seed))}
+		// The links point at generated shards: the format is in the name too.
+		Dir: filepath.Join(re.CacheDir, "bench", "real", gen.CacheName(fmt.Sprintf("%s-r%d-k%d-n%d-d%s-s%s-seed%d", w.Name, ranks, sc.ShardsPerRank, sc.SamplesPerShard,
+			strconv.FormatFloat(sc.DurationScale, 'g', -1, 64), strconv.FormatFloat(sc.SizeScale, 'g', -1, 64), seed)))}
 	// paths[i] lists source i's shards in order.
 	paths := make([][]string, len(w.Sources))
 	for i, src := range w.Sources {

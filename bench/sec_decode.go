@@ -92,9 +92,10 @@ type decodeMeasure struct {
 // (its first clips are the same), else a small one generated now.
 func decodeDataset(ctx context.Context, re RealEnv, preset string, n int) (string, error) {
 	base := filepath.Join(re.CacheDir, "bench", "data")
-	matches, _ := filepath.Glob(filepath.Join(base, preset+"-n*-seed1"))
+	suffix := gen.CacheName("-seed1")
+	matches, _ := filepath.Glob(filepath.Join(base, preset+"-n*"+suffix))
 	for _, m := range matches {
-		k, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(m), preset+"-n"), "-seed1"))
+		k, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(m), preset+"-n"), suffix))
 		if err != nil || k < n {
 			continue
 		}
@@ -102,7 +103,7 @@ func decodeDataset(ctx context.Context, re RealEnv, preset string, n int) (strin
 			return m, nil
 		}
 	}
-	dir := filepath.Join(base, fmt.Sprintf("%s-n%d-seed1", preset, n))
+	dir := filepath.Join(base, gen.CacheName(fmt.Sprintf("%s-n%d-seed1", preset, n)))
 	t0 := time.Now()
 	made, err := gen.Ensure(ctx, gen.Config{Preset: preset, Samples: n, Shards: 1, Seed: 1}, dir)
 	if err != nil {

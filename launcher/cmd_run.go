@@ -198,10 +198,10 @@ func cacheRoot(flagDir string) string {
 // rank of every node generates it once (deterministically, into a
 // temporary directory renamed into place), the others wait.
 func defaultDataset(ctx context.Context, c collective.Comm, root string, seed uint64, log io.Writer) (string, error) {
-	dir := filepath.Join(root, fmt.Sprintf("default-v1-seed%d", seed))
+	dir := filepath.Join(root, gen.CacheName(fmt.Sprintf("default-seed%d", seed)))
 	var genErr error
 	if c.Info().LocalRank == 0 {
-		if !gen.Current(dir) { // absent, or written by a generator of another format
+		if !gen.Current(dir) {
 			genErr = generateDefault(ctx, dir, seed, log, c.Rank() == 0)
 		}
 	}

@@ -13,12 +13,19 @@ import (
 )
 
 // FormatVersion is the version of the bytes Generate writes for a given
-// Config. Raise it with every change that changes them, so that Ensure
-// replaces the datasets older binaries left in users' caches. Version 2
-// fixed the RIFF size of WebP images larger than 32 KB (0 before, which
-// decoders other than FFmpeg reject); datasets stamped before it carry no
-// version at all.
+// Config. Raise it with every change that changes them: caches name
+// their datasets with it (CacheName), so a binary never reuses, nor
+// replaces, a dataset that another generator wrote. Version 2 fixed the
+// RIFF size of WebP images larger than 32 KB (0 before, which decoders
+// other than FFmpeg reject).
 const FormatVersion = 2
+
+// CacheName returns name with FormatVersion appended: the name a cache
+// gives the directory of a dataset Ensure generates, so that binaries
+// writing different bytes keep theirs apart (a dataset in use by a job
+// of one is never moved or removed by another), and an upgraded binary
+// generates anew instead of reading bytes it would no longer write.
+func CacheName(name string) string { return fmt.Sprintf("%s-fmt%d", name, FormatVersion) }
 
 // ErrNotGenerated reports a directory Ensure should fill that already
 // holds files but no DONE marker: not a dataset Ensure made, so it is
@@ -44,21 +51,19 @@ func Current(dir string) bool {
 }
 
 // Ensure makes dir hold the dataset cfg describes, generating it only if
-// it is not there yet or was made with another FormatVersion (cfg.Out is
-// ignored). Generation goes to a temporary sibling directory renamed into
-// place when complete, so an interrupted run or several processes
-// generating at once never leave a partial dataset behind; a stale dataset
-// is moved aside only once its replacement is complete, and then removed.
-// It refuses (ErrNotGenerated) a directory holding files but no DONE
-// marker. It reports whether it generated.
+// it is not there yet (cfg.Out is ignored). Generation goes to a
+// temporary sibling directory renamed into place when complete, so an
+// interrupted run or several processes generating at once never leave a
+// partial dataset behind: the first complete copy stays, the others are
+// discarded. A directory holding files but no DONE marker is refused
+// (ErrNotGenerated), and so is a dataset of another FormatVersion (name
+// cached datasets with CacheName, and that never happens). It reports
+// whether it generated.
 func Ensure(ctx context.Context, cfg Config, dir string) (bool, error) {
 	if Current(dir) {
 		return false, nil
 	}
-	if err := checkReplaceable(dir); err != nil {
-		if Current(dir) {
-			return false, nil // replaced by another process while we looked
-		}
+	if err := checkEmpty(dir); err != nil {
 		return false, err
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
@@ -68,38 +73,49 @@ func Ensure(ctx context.Context, cfg Config, dir string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	defer os.RemoveAll(tmp) // gone after the rename, unless it failed
 	cfg.Out = tmp
 	if _, err := Generate(ctx, cfg); err != nil {
-		os.RemoveAll(tmp)
 		return false, err
 	}
 	stamp := stampLine(FormatVersion) + "\n" + time.Now().UTC().Format(time.RFC3339) + "\n"
 	if err := os.WriteFile(filepath.Join(tmp, doneFile), []byte(stamp), 0o644); err != nil {
-		os.RemoveAll(tmp)
 		return false, fmt.Errorf("gen: %w", err)
 	}
-	made, err := install(tmp, dir)
-	if err != nil || !made {
-		os.RemoveAll(tmp)
+	if err := os.Rename(tmp, dir); err != nil {
+		if Current(dir) {
+			return false, nil // another process finished first
+		}
+		if cerr := checkEmpty(dir); cerr != nil {
+			return false, cerr
+		}
+		return false, fmt.Errorf("gen: %w", err)
 	}
-	return made, err
+	return true, nil
 }
 
-// checkReplaceable returns nil if dir is missing, empty, or holds a DONE
-// marker (a dataset Ensure made, of any version), and ErrNotGenerated
-// otherwise, so that Ensure refuses before any work is done.
-func checkReplaceable(dir string) error {
+// checkEmpty returns nil if dir is missing or empty (a directory Ensure
+// may fill), ErrNotGenerated if it holds files but no DONE marker, and an
+// error naming both versions if it holds a dataset of another
+// FormatVersion.
+func checkEmpty(dir string) error {
 	names, err := readNames(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil // missing, or moved aside by another process as we read
+		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("gen: %w", err)
 	}
-	if len(names) == 0 || slices.Contains(names, doneFile) {
+	switch {
+	case len(names) == 0:
 		return nil
+	case !slices.Contains(names, doneFile):
+		return fmt.Errorf("%w: %s holds files but no %s marker: remove it, or generate into another directory", ErrNotGenerated, dir, doneFile)
 	}
-	return fmt.Errorf("%w: %s holds files but no %s marker: remove it, or generate into another directory", ErrNotGenerated, dir, doneFile)
+	b, _ := os.ReadFile(filepath.Join(dir, doneFile))
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	return fmt.Errorf("%w: %s holds a dataset marked %q, not %q: another generator wrote it; remove it, or generate into another directory",
+		ErrNotGenerated, dir, line, stampLine(FormatVersion))
 }
 
 // readNames lists the names in dir, unsorted.
@@ -110,35 +126,6 @@ func readNames(dir string) ([]string, error) {
 	}
 	defer f.Close()
 	return f.Readdirnames(-1)
-}
-
-// install renames the complete dataset tmp to dir. If dir is there
-// already, it is either current (another process finished first: install
-// reports false and leaves it) or stale, and then it is moved aside,
-// replaced and removed. Only a directory with a DONE marker is ever moved
-// aside. The window where dir is missing is two renames wide; a process
-// ensuring dir meanwhile regenerates and then keeps whichever complete
-// copy got there first.
-func install(tmp, dir string) (bool, error) {
-	var err error
-	for range 4 {
-		if err = os.Rename(tmp, dir); err == nil {
-			return true, nil
-		}
-		if Current(dir) {
-			return false, nil // another process finished first
-		}
-		if _, serr := os.Stat(filepath.Join(dir, doneFile)); serr != nil {
-			continue // gone (moved aside by another process), or not ours: retry the rename
-		}
-		// If dir is gone already (another process moved it), try again.
-		old := uniqueName(dir + ".stale-")
-		if rerr := os.Rename(dir, old); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
-			return false, fmt.Errorf("gen: move stale %s aside: %w", dir, rerr)
-		}
-		defer os.RemoveAll(old)
-	}
-	return false, fmt.Errorf("gen: install %s: %w", dir, err)
 }
 
 // uniqueName returns prefix followed by the process id and a random

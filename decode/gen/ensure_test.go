@@ -61,8 +61,9 @@ func checkLeftovers(t *testing.T, dir string) {
 	}
 }
 
-// TestEnsureVersions checks which existing directories Ensure keeps,
-// which it regenerates, and which it refuses.
+// TestEnsureVersions checks which existing directories Ensure keeps and
+// which it refuses: never one another generator wrote (caches keep those
+// apart with CacheName).
 func TestEnsureVersions(t *testing.T) {
 	needFFmpeg(t)
 	want := referenceShard(t)
@@ -76,11 +77,11 @@ func TestEnsureVersions(t *testing.T) {
 	}{
 		{"missing", "", false, true, nil},
 		{"current", current, true, false, nil},
-		{"no version (binaries before versions)", "2025-11-30T10:00:00Z\n", true, true, nil},
-		{"empty marker", "\n", true, true, nil},
-		{"older version", "datahelix gen format 1\n2025-11-30T10:00:00Z\n", true, true, nil},
-		{"newer version", fmt.Sprintf("datahelix gen format %d\n", FormatVersion+1), true, true, nil},
-		{"version as a prefix", stampLine(FormatVersion) + "0\n", true, true, nil},
+		{"no version (binaries before versions)", "2025-11-30T10:00:00Z\n", true, false, ErrNotGenerated},
+		{"empty marker", "\n", true, false, ErrNotGenerated},
+		{"older version", "datahelix gen format 1\n2025-11-30T10:00:00Z\n", true, false, ErrNotGenerated},
+		{"newer version", fmt.Sprintf("datahelix gen format %d\n", FormatVersion+1), true, false, ErrNotGenerated},
+		{"version as a prefix", stampLine(FormatVersion) + "0\n", true, false, ErrNotGenerated},
 		{"no marker", "", true, false, ErrNotGenerated},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -133,26 +134,29 @@ func TestEnsureRefusesBeforeWork(t *testing.T) {
 	checkLeftovers(t, dir)
 }
 
-// TestEnsureConcurrent has several goroutines ensure the same directory at
-// once, missing and then stale: all succeed, one copy is installed, and no
-// temporary directory is left.
+// TestEnsureConcurrent has several goroutines ensure the same missing
+// directory at once: all succeed, one copy is installed, and no temporary
+// directory is left.
 func TestEnsureConcurrent(t *testing.T) {
 	needFFmpeg(t)
 	want := referenceShard(t)
-	for _, stale := range []bool{false, true} {
-		dir := filepath.Join(t.TempDir(), "ds")
-		if stale {
-			fakeDataset(t, dir, "2025-11-30T10:00:00Z\n")
-		}
-		const n = 4
-		var wg sync.WaitGroup
-		made := make([]bool, n)
-		errs := make([]error, n)
-		for i := range n {
-			wg.Go(func() { made[i], errs[i] = Ensure(context.Background(), ensureCfg, dir) })
-		}
-		wg.Wait()
-		checkEnsured(t, fmt.Sprintf("stale %v", stale), dir, want, made, errs)
+	dir := filepath.Join(t.TempDir(), "ds")
+	const n = 4
+	var wg sync.WaitGroup
+	made := make([]bool, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() { made[i], errs[i] = Ensure(context.Background(), ensureCfg, dir) })
+	}
+	wg.Wait()
+	checkEnsured(t, "goroutines", dir, want, made, errs)
+}
+
+// TestCacheName checks that a cache name carries the format version, so
+// that binaries writing different bytes never share a directory.
+func TestCacheName(t *testing.T) {
+	if got, want := CacheName("default-seed1"), fmt.Sprintf("default-seed1-fmt%d", FormatVersion); got != want {
+		t.Errorf("CacheName = %q, want %q", got, want)
 	}
 }
 
@@ -171,7 +175,6 @@ func TestEnsureConcurrentProcesses(t *testing.T) {
 	needFFmpeg(t)
 	want := referenceShard(t)
 	dir := filepath.Join(t.TempDir(), "ds")
-	fakeDataset(t, dir, "2025-11-30T10:00:00Z\n")
 	const n = 3
 	cmds := make([]*exec.Cmd, n)
 	outs := make([]bytes.Buffer, n)
@@ -189,7 +192,10 @@ func TestEnsureConcurrentProcesses(t *testing.T) {
 		if err := cmd.Wait(); err != nil {
 			errs[i] = fmt.Errorf("%v: %s", err, outs[i].String())
 		}
-		made[i], _ = strconv.ParseBool(strings.TrimPrefix(strings.TrimSpace(outs[i].String()), "made="))
+		var err error
+		if made[i], err = strconv.ParseBool(strings.TrimPrefix(strings.TrimSpace(outs[i].String()), "made=")); err != nil && errs[i] == nil {
+			errs[i] = fmt.Errorf("child printed %q: %v", outs[i].String(), err)
+		}
 	}
 	checkEnsured(t, "processes", dir, want, made, errs)
 }
@@ -211,9 +217,6 @@ func checkEnsured(t *testing.T, name, dir string, want []byte, made []bool, errs
 	shard, err := os.ReadFile(filepath.Join(dir, ShardName("text", 0)))
 	if err != nil || !bytes.Equal(shard, want) || !Current(dir) {
 		t.Errorf("%s: got a %d-byte shard (%v), current %v; want the %d-byte generated one, current", name, len(shard), err, Current(dir), len(want))
-	}
-	if _, err := os.Stat(filepath.Join(dir, "sentinel")); err == nil {
-		t.Errorf("%s: the stale dataset's files are still there", name)
 	}
 	checkLeftovers(t, dir)
 }

@@ -29,7 +29,7 @@ func Tiny(tb testing.TB) string {
 // TinyDir is Tiny for code without a testing.TB, such as examples.
 func TinyDir() (string, error) {
 	cfg := gen.Config{Preset: "mixed", Samples: 32, Shards: 8, Seed: 3, SizeScale: 0.4, DurationScale: 0.3}
-	dir := filepath.Join(os.TempDir(), "datahelix-testdata", "tiny-mixed-v2")
+	dir := filepath.Join(os.TempDir(), "datahelix-testdata", gen.CacheName("tiny-mixed"))
 	if _, err := gen.Ensure(context.Background(), cfg, dir); err != nil {
 		return "", fmt.Errorf("generate test dataset %s: %w", dir, err)
 	}
