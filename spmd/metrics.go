@@ -1,7 +1,6 @@
 package spmd
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -154,17 +153,17 @@ func SteadyState(recs []StepRecord, warmup int, endUS int64) Steady {
 	start := int64(-1)
 	var wait int64
 	var misses, n, samples int
-	var steps []int64
-	var ranks []int
+	ranks := map[int]bool{}
+	steps := map[int64]bool{}
 	for _, r := range recs {
 		if r.Step < from {
 			continue
 		}
-		steps = append(steps, r.Step)
+		steps[r.Step] = true
 		if r.Step == from && (start < 0 || r.RequestUS < start) {
 			start = r.RequestUS
 		}
-		ranks = append(ranks, r.Rank)
+		ranks[r.Rank] = true
 		wait += r.WaitUS
 		samples += r.Samples
 		n++
@@ -177,17 +176,11 @@ func SteadyState(recs []StepRecord, warmup int, endUS int64) Steady {
 	}
 	span := float64(endUS - start)
 	return Steady{
-		Steps:         countDistinct(steps),
+		Steps:         len(steps),
 		MissRate:      float64(misses) / float64(n),
-		GPUWaitFrac:   float64(wait) / (float64(countDistinct(ranks)) * span),
+		GPUWaitFrac:   float64(wait) / (float64(len(ranks)) * span),
 		ThroughputSPS: float64(samples) / (span / 1e6),
 	}
-}
-
-// countDistinct returns how many distinct values v holds; it sorts v.
-func countDistinct[T cmp.Ordered](v []T) int {
-	slices.Sort(v)
-	return len(slices.Compact(v))
 }
 
 // Summarize aggregates the records of every rank of a run. wallUS is the

@@ -1,11 +1,8 @@
 package spmd
 
 import (
-	"cmp"
 	"encoding/json"
 	"math"
-	"math/rand/v2"
-	"slices"
 	"testing"
 )
 
@@ -39,96 +36,6 @@ func TestSteadyState(t *testing.T) {
 		if s.WarmupSteps != 2 || math.Abs(s.SteadyGPUWaitFrac-want.GPUWaitFrac) > 1e-12 || math.Abs(s.SteadyThroughputSPS-want.ThroughputSPS) > 1e-9 {
 			t.Errorf("first step %d: Summarize steady figures %d %v %v, want 2 %v %v", first,
 				s.WarmupSteps, s.SteadyGPUWaitFrac, s.SteadyThroughputSPS, want.GPUWaitFrac, want.ThroughputSPS)
-		}
-	}
-}
-
-// steadyStateRef is SteadyState the plain way, with maps for the distinct
-// steps and ranks.
-func steadyStateRef(recs []StepRecord, warmup int, endUS int64) Steady {
-	if len(recs) == 0 {
-		return Steady{}
-	}
-	first := recs[0].Step
-	for _, r := range recs {
-		first = min(first, r.Step)
-	}
-	from := first + int64(warmup)
-	start := int64(-1)
-	var wait int64
-	var misses, n, samples int
-	ranks, steps := map[int]bool{}, map[int64]bool{}
-	for _, r := range recs {
-		if r.Step < from {
-			continue
-		}
-		if r.Step == from && (start < 0 || r.RequestUS < start) {
-			start = r.RequestUS
-		}
-		steps[r.Step], ranks[r.Rank] = true, true
-		wait += r.WaitUS
-		samples += r.Samples
-		n++
-		if r.Miss {
-			misses++
-		}
-	}
-	if n == 0 || start < 0 || endUS <= start {
-		return Steady{}
-	}
-	span := float64(endUS - start)
-	return Steady{
-		Steps:         len(steps),
-		MissRate:      float64(misses) / float64(n),
-		GPUWaitFrac:   float64(wait) / (float64(len(ranks)) * span),
-		ThroughputSPS: float64(samples) / (span / 1e6),
-	}
-}
-
-// TestSteadyStateAgainstReference compares SteadyState with the plain
-// map-counting version on random records in the orders its callers give
-// (rank by rank, step by step) and shuffled, from whole runs and from
-// records with missing steps, far-off steps and odd ranks.
-func TestSteadyStateAgainstReference(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	for i := range 2000 {
-		ranks, steps := 1+rng.IntN(6), rng.IntN(12)
-		first := []int64{0, 10, 1 << 40}[rng.IntN(3)]
-		var recs []StepRecord
-		for r := range ranks { // as a real run gathers them
-			for s := range int64(steps) {
-				rec := StepRecord{Step: first + s, Rank: r, RequestUS: 100_000*s + rng.Int64N(5000),
-					WaitUS: rng.Int64N(20_000), Miss: rng.IntN(3) == 0, Samples: 1 + rng.IntN(4)}
-				switch i % 4 {
-				case 2: // drop records, move steps away
-					if rng.IntN(4) == 0 {
-						continue
-					}
-					if rng.IntN(8) == 0 {
-						rec.Step += rng.Int64N(1000)
-					}
-				case 3: // odd ranks and steps
-					rec.Rank = []int{r, r, -1 - r, 1 << 20}[rng.IntN(4)]
-					if rng.IntN(8) == 0 {
-						rec.Step = []int64{math.MaxInt64, first + int64(ranks*steps), first + 63, first + 64}[rng.IntN(4)]
-					}
-				}
-				recs = append(recs, rec)
-			}
-		}
-		order := "rank by rank"
-		switch rng.IntN(3) {
-		case 0:
-			order = "step by step"
-			slices.SortStableFunc(recs, func(a, b StepRecord) int { return cmp.Compare(a.Step, b.Step) })
-		case 1:
-			order = "shuffled"
-			rng.Shuffle(len(recs), func(a, b int) { recs[a], recs[b] = recs[b], recs[a] })
-		}
-		warmup := rng.IntN(4)
-		endUS := 100_000*int64(steps) + rng.Int64N(50_000)
-		if got, want := SteadyState(recs, warmup, endUS), steadyStateRef(recs, warmup, endUS); got != want {
-			t.Fatalf("case %d (%d records %s, warm-up %d): got %+v, want %+v", i, len(recs), order, warmup, got, want)
 		}
 	}
 }
