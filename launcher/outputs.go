@@ -1,8 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 )
 
 // outputFiles are the files and directories a command writes when its
@@ -23,28 +26,39 @@ func (o *outputFiles) open(flag, path string) (*os.File, error) {
 	if path == "" {
 		return nil, nil
 	}
-	_, statErr := os.Stat(path)
-	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	// Created only if this open made it: not a file that appeared since a
+	// check, nor the target of a link, which stays for the user to see.
+	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	created := err == nil
+	if errors.Is(err, fs.ErrExist) {
+		fh, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
 	o.files = append(o.files, fh)
-	if statErr != nil {
+	if created {
 		o.created = append(o.created, path)
 	}
 	return fh, nil
 }
 
 // dir creates dir if needed and checks that a file can be created in
-// it (checkWritableDir), remembering whether it is new.
+// it (checkWritableDir), remembering the directories it made, parents
+// included.
 func (o *outputFiles) dir(flag, dir string) error {
-	_, statErr := os.Stat(dir)
+	// The directories MkdirAll will create, outermost first.
+	var missing []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil || d == filepath.Dir(d) {
+			break
+		}
+		missing = append([]string{d}, missing...)
+	}
 	if err := checkWritableDir(flag, dir); err != nil {
 		return err
 	}
-	if statErr != nil {
-		o.created = append(o.created, dir)
-	}
+	o.created = append(o.created, missing...)
 	return nil
 }
 
