@@ -25,7 +25,7 @@ func TestRunConfigCheck(t *testing.T) {
 		want string // "" when accepted
 	}{
 		{"defaults", func(c *RunConfig) {}, ""},
-		{"scale zero values are its defaults", func(c *RunConfig) { c.Scale = ScaleConfig{} }, ""},
+		{"scale zero values are refused, not defaults", func(c *RunConfig) { c.Scale.Ranks = 0 }, "--scale-ranks 0"},
 		{"real without oracle", func(c *RunConfig) { c.Real, c.Eval.Loaders = true, []spmd.Kind{spmd.KindOracle, spmd.KindHelix} }, ""},
 		{"ranks 0", func(c *RunConfig) { c.Eval.Ranks = 0 }, "--ranks 0: want 1.."},
 		{"ranks over the planner's", func(c *RunConfig) { c.Eval.Ranks = plan.MaxRanks + 1 }, fmt.Sprintf("--ranks %d: want 1..%d", plan.MaxRanks+1, plan.MaxRanks)},

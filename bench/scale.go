@@ -64,9 +64,9 @@ func (c ScaleConfig) withDefaults() ScaleConfig {
 // Check refuses a scale run the simulator cannot do, naming the bench
 // command's flags (--scale-ranks, --scale-batch, --scale-steps,
 // --scale-workload), so that the command can check them before its other
-// runs; zero fields mean DefaultScale's.
+// runs. It checks the fields as given: a zero is a flag's value to refuse
+// there, and RunScale fills zero fields with DefaultScale's before it.
 func (c ScaleConfig) Check() error {
-	c = c.withDefaults()
 	switch {
 	case c.Ranks < 1 || c.Ranks > plan.MaxRanks:
 		return fmt.Errorf("bench: --scale-ranks %d: want 1..%d", c.Ranks, plan.MaxRanks)
@@ -88,10 +88,10 @@ func (c ScaleConfig) Title() string {
 
 // RunScale simulates the scale run and times it.
 func RunScale(ctx context.Context, cfg ScaleConfig, cal *Calibration) (*ScaleResult, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
 	if cal == nil {
 		cal = DefaultCalibration()
 	}

@@ -127,22 +127,25 @@ func TestScaleSectionTitleAndFlags(t *testing.T) {
 		!strings.HasPrefix(got[0].Note, "bench: --scale-ranks 70000: want 1..") {
 		t.Errorf("scale at 70000 ranks: %+v, want a failed section titled with 70000 ranks naming --scale-ranks", got)
 	}
-	tests := []struct {
-		cfg  ScaleConfig
+	for _, tt := range []struct {
+		edit func(c *ScaleConfig)
 		want string // "" for none
 	}{
-		{ScaleConfig{}, ""},
-		{DefaultScale, ""},
-		{ScaleConfig{Ranks: 70000}, "--scale-ranks 70000"},
-		{ScaleConfig{Ranks: -1}, "--scale-ranks -1"},
-		{ScaleConfig{Batch: 100000}, "--scale-batch 100000"},
-		{ScaleConfig{Steps: -3}, "--scale-steps -3"},
-		{ScaleConfig{Workload: "nope"}, "--scale-workload"},
-	}
-	for _, tt := range tests {
-		err := tt.cfg.Check()
+		{func(c *ScaleConfig) {}, ""},
+		{func(c *ScaleConfig) { c.Ranks = 0 }, "--scale-ranks 0"}, // a flag's 0 is refused, not taken as the default
+		{func(c *ScaleConfig) { c.Ranks = 70000 }, "--scale-ranks 70000"},
+		{func(c *ScaleConfig) { c.Ranks = -1 }, "--scale-ranks -1"},
+		{func(c *ScaleConfig) { c.Batch = 100000 }, "--scale-batch 100000"},
+		{func(c *ScaleConfig) { c.Batch = 0 }, "--scale-batch 0"},
+		{func(c *ScaleConfig) { c.Steps = -3 }, "--scale-steps -3"},
+		{func(c *ScaleConfig) { c.Steps = 0 }, "--scale-steps 0"},
+		{func(c *ScaleConfig) { c.Workload = "nope" }, "--scale-workload"},
+	} {
+		cfg := DefaultScale
+		tt.edit(&cfg)
+		err := cfg.Check()
 		if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
-			t.Errorf("Check(%+v) = %v, want %q", tt.cfg, err, tt.want)
+			t.Errorf("Check(%+v) = %v, want %q", cfg, err, tt.want)
 		}
 	}
 }
