@@ -106,6 +106,9 @@ func RunSections(ctx context.Context, env *SectionEnv, names []string) []Section
 	}
 	var out []Section
 	for _, h := range sections {
+		if ctx.Err() != nil {
+			break // interrupted: the command reports the cause, not a failed section each
+		}
 		if names != nil && !slices.Contains(names, h.name) {
 			continue
 		}

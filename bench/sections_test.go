@@ -149,3 +149,14 @@ func TestScaleSectionTitleAndFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestRunSectionsStopsWhenCancelled checks that no section starts after
+// the context is cancelled (an interrupt would otherwise wait for each).
+func TestRunSectionsStopsWhenCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	env := &SectionEnv{Mode: "sim", Ranks: 8, Seed: 1}
+	if got := RunSections(ctx, env, []string{"planner", "scale"}); len(got) != 0 {
+		t.Errorf("got %d sections after the cancel, want none", len(got))
+	}
+}

@@ -49,5 +49,5 @@ func SlowNodeWarning(w *Workload, ranks int, real bool) string {
 		return fmt.Sprintf("workload %s: %s outside the simulated world (%s) and slow no rank", w.Name, what, world)
 	}
 	return fmt.Sprintf("workload %s: %s outside the simulated world (%s): no rank is slow, so it runs as a uniform cluster (--ranks %d or more includes node %d)",
-		w.Name, what, world, (first+1)*c.RanksPerNode, first)
+		w.Name, what, world, first*c.RanksPerNode+1, first)
 }

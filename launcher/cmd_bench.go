@@ -72,9 +72,6 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	if err != nil {
 		return usagef("bench: --workloads: %v", err)
 	}
-	if err := noEmptyItems("--loaders", *loaders); err != nil {
-		return err
-	}
 	kinds, err := spmd.ParseKinds(*loaders)
 	if err != nil {
 		return usagef("bench: --loaders: %v", err)
@@ -222,7 +219,7 @@ func loadBenchCalibration(root, file string, m bench.Machine) (*bench.Calibratio
 	if file != "" {
 		cal, err := bench.LoadCalibration(file)
 		if err != nil {
-			return nil, fmt.Errorf("--calibration: %w", err)
+			return nil, fmt.Errorf("bench: --calibration: %w", err)
 		}
 		cal.Source = file
 		return cal, nil

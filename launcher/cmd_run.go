@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -47,6 +48,11 @@ func (l *loaderList) Set(v string) error {
 	ks, err := spmd.ParseKinds(v)
 	if err != nil {
 		return err
+	}
+	for _, k := range ks {
+		if slices.Contains(*l, k) {
+			return fmt.Errorf("loader %s given twice", k)
+		}
 	}
 	*l = append(*l, ks...)
 	return nil

@@ -53,16 +53,21 @@ func ParseKind(s string) (Kind, error) {
 		strings.Join(kindNames[:KindOracle], ", "), KindOracle)
 }
 
-// ParseKinds parses a comma-separated list of loaders.
+// ParseKinds parses a comma-separated list of loaders. An empty item
+// ("a,,b") or a loader listed twice is refused: results are told apart
+// by loader, so a repeat would show one run twice.
 func ParseKinds(s string) ([]Kind, error) {
 	var out []Kind
 	for _, f := range strings.Split(s, ",") {
 		if strings.TrimSpace(f) == "" {
-			continue
+			return nil, fmt.Errorf("empty item in %q", s)
 		}
 		k, err := ParseKind(f)
 		if err != nil {
 			return nil, err
+		}
+		if slices.Contains(out, k) {
+			return nil, fmt.Errorf("loader %s listed twice in %q", k, s)
 		}
 		out = append(out, k)
 	}

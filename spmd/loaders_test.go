@@ -19,7 +19,13 @@ func TestParseKind(t *testing.T) {
 		!strings.Contains(err.Error(), "want torch, local, static, helix, helix-nogate; oracle in simulations only") {
 		t.Errorf("ParseKind(foo): %v", err)
 	}
-	if ks, err := ParseKinds("torch,,helix"); err != nil || !slices.Equal(ks, []Kind{KindTorch, KindHelix}) {
+	if ks, err := ParseKinds("torch, helix"); err != nil || !slices.Equal(ks, []Kind{KindTorch, KindHelix}) {
 		t.Errorf("ParseKinds: %v, %v", ks, err)
+	}
+	for list, want := range map[string]string{"torch,,helix": "empty item", "helix,": "empty item", "": "empty item",
+		"torch,helix,helix": "loader helix listed twice"} {
+		if _, err := ParseKinds(list); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseKinds(%q): %v, want an error with %q", list, err, want)
+		}
 	}
 }
