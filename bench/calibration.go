@@ -193,13 +193,8 @@ func (c *Calibration) CoverageWarning(ws []*Workload) string {
 // JSON file given by mistake is refused, not read as empty).
 func ReadCalibration(r io.Reader) (*Calibration, error) {
 	var c Calibration
-	dec := json.NewDecoder(io.LimitReader(r, 4<<20))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
+	if err := decodeOneObject(io.LimitReader(r, 4<<20), &c); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCalibration, err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("%w: data after the object", ErrCalibration)
 	}
 	if err := c.Validate(); err != nil {
 		return nil, err

@@ -164,6 +164,7 @@ func TestReadCalibrationRejects(t *testing.T) {
 		{"empty coefficients", `{"cost":{"coefficients":{}},"mape":{"all":0.1},"bits_per_pixel":{"jpeg":1,"png":1,"webp":1}}`, "no cost coefficients"},
 		{"workload", string(workload), `unknown field "name"`},
 		{"trailing data", good() + "{}", "data after the object"},
+		{"stray brace", good() + "}", "data after the object"},
 	}
 	for _, c := range others {
 		_, err := ReadCalibration(strings.NewReader(c.data))

@@ -136,14 +136,9 @@ var workloadFS embed.FS
 // ParseWorkload decodes and validates one workload file; name is used in
 // errors.
 func ParseWorkload(name string, data []byte) (*Workload, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	var w Workload
-	if err := dec.Decode(&w); err != nil {
+	if err := decodeOneObject(bytes.NewReader(data), &w); err != nil {
 		return nil, fmt.Errorf("%s: %w: %v", name, ErrWorkload, err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("%s: %w: data after the object", name, ErrWorkload)
 	}
 	if err := w.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)

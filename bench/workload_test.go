@@ -266,6 +266,7 @@ func TestParseWorkloadErrors(t *testing.T) {
 		{"clip bytes", "\"frames_per_clip\": 8,\n  \"output_size\": 224", "\"frames_per_clip\": 64,\n  \"output_size\": 4096",
 			"frames_per_clip 64 output_size 4096: one decoded clip would be 3.0 GiB (F x S x S x 3 bytes), want at most 1 GiB"},
 		{"trailing data", "", "{}", "after the object"},
+		{"stray brace", "", "}", "after the object"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

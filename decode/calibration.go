@@ -73,7 +73,7 @@ func ReadCalibration(r io.Reader) (*Calibration, error) {
 	if err := dec.Decode(&c); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadCalibration, err)
 	}
-	if dec.More() {
+	if _, err := dec.Token(); err != io.EOF { // More() misses a stray '}' or ']'
 		return nil, fmt.Errorf("%w: data after the object", ErrBadCalibration)
 	}
 	if err := c.Validate(); err != nil {

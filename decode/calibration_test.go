@@ -27,6 +27,8 @@ func TestReadCalibrationRejectsOtherFiles(t *testing.T) {
 		{"workload", `{"name":"kinetics","skew":"skewed","batch":16}`, `unknown field "name"`},
 		{"bench calibration", `{"source":"measured","cost":` + string(good) + `}`, `unknown field "source"`},
 		{"trailing data", string(good) + ` {}`, "data after the object"},
+		{"stray brace", string(good) + ` }`, "data after the object"},
+		{"stray bracket", string(good) + "\n]]", "data after the object"},
 		{"negative", `{"coefficients":{"text":[-1,0,0,0,0,0]}}`, "text coefficient 0 is -1"},
 	}
 	for _, tt := range tests {
@@ -35,8 +37,12 @@ func TestReadCalibrationRejectsOtherFiles(t *testing.T) {
 			t.Errorf("%s: err %v, want ErrBadCalibration containing %q", tt.name, err, tt.want)
 		}
 	}
-	if c, err := ReadCalibration(bytes.NewReader(good)); err != nil || len(c.Coefficients) == 0 {
-		t.Errorf("the default calibration: %v, %d keys; want it read back", err, len(c.Coefficients))
+	c, err := ReadCalibration(bytes.NewReader(good))
+	if err != nil {
+		t.Fatalf("the default calibration: %v, want it read back", err)
+	}
+	if len(c.Coefficients) == 0 {
+		t.Errorf("the default calibration read back without coefficients")
 	}
 	p := filepath.Join(t.TempDir(), "empty.json")
 	if err := os.WriteFile(p, []byte("{}\n"), 0o644); err != nil {
