@@ -228,9 +228,14 @@ func (c *Calibration) Save(path string) error {
 	}
 	tmp := fmt.Sprintf("%s.tmp-%d", path, os.Getpid())
 	if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("bench: %w", err)
 	}
-	return os.Rename(tmp, path)
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("bench: %w", err)
+	}
+	return nil
 }
 
 // CalibrationPath is where the calibration of machine m is cached under

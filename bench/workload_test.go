@@ -264,7 +264,7 @@ func TestParseWorkloadErrors(t *testing.T) {
 		{"tiny size", `"output_size": 224`, `"output_size": 7`, "output_size 7: want 8..4096"},
 		// Each bound alone holds; the decoded clip would not fit a worker.
 		{"clip bytes", "\"frames_per_clip\": 8,\n  \"output_size\": 224", "\"frames_per_clip\": 64,\n  \"output_size\": 4096",
-			"frames_per_clip 64 output_size 4096: one decoded clip would be 3.0 GiB (F x S x S x 3 bytes), want at most 1 GiB"},
+			"frames_per_clip 64 output_size 4096: one decoded clip would be 3221225472 bytes (F x S x S x 3), want at most 1073741824 (1 GiB)"},
 		{"trailing data", "", "{}", "after the object"},
 		{"stray brace", "", "}", "after the object"},
 	}

@@ -43,8 +43,8 @@ func CheckShape(frames, size int, framesName, sizeName string) error {
 	case size < MinSize || size > MaxSize:
 		return shapeError(fmt.Sprintf("%s %d: want %d..%d", sizeName, size, MinSize, MaxSize))
 	case clipBytes(frames, size) > MaxClipBytes:
-		return shapeError(fmt.Sprintf("%s %d %s %d: one decoded clip would be %.1f GiB (F x S x S x 3 bytes), want at most %d GiB",
-			framesName, frames, sizeName, size, float64(clipBytes(frames, size))/(1<<30), MaxClipBytes>>30))
+		return shapeError(fmt.Sprintf("%s %d %s %d: one decoded clip would be %d bytes (F x S x S x 3), want at most %d (%d GiB)",
+			framesName, frames, sizeName, size, clipBytes(frames, size), MaxClipBytes, MaxClipBytes>>30))
 	}
 	return nil
 }

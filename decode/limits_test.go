@@ -21,9 +21,9 @@ func TestCheckShape(t *testing.T) {
 		{8, MinSize - 1, "--size 7: want 8..4096"},
 		{8, MaxSize + 1, "--size 4097: want 8..4096"},
 		{8, -1 << 40, "--size -1099511627776: want 8..4096"},
-		{MaxFrames, 592, "--frames 1024 --size 592: one decoded clip would be 1.0 GiB (F x S x S x 3 bytes), want at most 1 GiB"},
-		{22, MaxSize, "--frames 22 --size 4096: one decoded clip would be 1.0 GiB (F x S x S x 3 bytes), want at most 1 GiB"},
-		{MaxFrames, MaxSize, "--frames 1024 --size 4096: one decoded clip would be 48.0 GiB (F x S x S x 3 bytes), want at most 1 GiB"},
+		{MaxFrames, 592, "--frames 1024 --size 592: one decoded clip would be 1076625408 bytes (F x S x S x 3), want at most 1073741824 (1 GiB)"},
+		{22, MaxSize, "--frames 22 --size 4096: one decoded clip would be 1107296256 bytes (F x S x S x 3), want at most 1073741824 (1 GiB)"},
+		{MaxFrames, MaxSize, "--frames 1024 --size 4096: one decoded clip would be 51539607552 bytes (F x S x S x 3), want at most 1073741824 (1 GiB)"},
 	}
 	for _, tc := range tests {
 		err := CheckShape(tc.frames, tc.size, "--frames", "--size")

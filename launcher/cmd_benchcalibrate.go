@@ -109,8 +109,14 @@ func calibrationOut(out, root string, m bench.Machine, presets []string) (string
 	if out == "" {
 		return cached, nil
 	}
+	if st, err := os.Stat(out); err == nil && st.IsDir() {
+		return "", usagef("bench calibrate: --out %s is a directory: want a file name", out)
+	}
 	if st, err := os.Stat(filepath.Dir(out)); err != nil || !st.IsDir() {
 		return "", usagef("bench calibrate: --out %s: directory %s does not exist", out, filepath.Dir(out))
+	}
+	if err := checkWritableDir("bench calibrate: --out", filepath.Dir(out)); err != nil {
+		return "", usagef("%v", err)
 	}
 	return out, nil
 }

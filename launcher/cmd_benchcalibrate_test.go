@@ -29,6 +29,7 @@ func TestBenchCalibrateRefusesFirst(t *testing.T) {
 		{[]string{"--presets", "text", "--samples", "3"}, "--presets text leaves out howto100m, kinetics"},
 		{[]string{"--presets", "text", "--out", cached}, "a partial calibration is not cached for this machine"},
 		{[]string{"--out", filepath.Join(root, "no", "such", "c.json")}, "does not exist"},
+		{[]string{"--out", os.TempDir()}, "is a directory"},
 	}
 	for _, tt := range tests {
 		args := append([]string{"bench", "calibrate", "--cache-dir", root}, tt.args...)

@@ -218,7 +218,7 @@ func TestRunFlagBounds(t *testing.T) {
 		{[]string{"run", "--batch", "100000"}, "--batch 100000: want 1..4096"},
 		{[]string{"run", "--decoded-budget", "17592186044417"}, "--decoded-budget 17592186044417"},
 		{[]string{"run", "--compressed-budget", "-1"}, "--compressed-budget -1"},
-		{[]string{"run", "--frames", "1024", "--size", "4096"}, "--frames 1024 --size 4096: one decoded clip would be 48.0 GiB"},
+		{[]string{"run", "--frames", "1024", "--size", "4096"}, "--frames 1024 --size 4096: one decoded clip would be 51539607552 bytes"},
 		{[]string{"run", "--size", "5000"}, "--size 5000: want 8..4096"},
 		{[]string{"decode", "--size", "100000", "x.mp4"}, "--size 100000: want 8..4096"},
 		{[]string{"decode", "--frames", "100000", "x.mp4"}, "--frames 100000: want 1..1024"},

@@ -30,12 +30,8 @@ func TestLargeWebPIsValid(t *testing.T) {
 		if im.Width >= 512 && len(b) < 96<<10 {
 			t.Fatalf("%dx%d: got %d bytes, want well above 32 KB to exercise the bug", im.Width, im.Height, len(b))
 		}
-		if len(b) < 12 || string(b[:4]) != "RIFF" || string(b[8:12]) != "WEBP" {
-			t.Fatalf("%dx%d: got header %q, want RIFF....WEBP", im.Width, im.Height, b[:min(len(b), 12)])
-		}
-		if got, want := binary.LittleEndian.Uint32(b[4:8]), uint32(len(b)-8); got != want {
-			t.Errorf("%dx%d: got RIFF size %d, want %d (file length %d less 8)", im.Width, im.Height, got, want, len(b))
-		}
+		// rd.image checked the RIFF header (checkRIFF); a decoder other
+		// than FFmpeg's must read the file.
 		img, err := webp.Decode(bytes.NewReader(b))
 		if err != nil {
 			t.Errorf("%dx%d (%d bytes): x/image/webp: %v", im.Width, im.Height, len(b), err)
