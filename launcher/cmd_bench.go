@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/schollz/progressbar/v3"
@@ -56,12 +56,11 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	}
 	if *real {
 		// Real runs share this machine's cores: smaller defaults.
-		set := map[string]bool{}
-		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-		if !set["ranks"] {
+		set := setFlags(fs, []string{"ranks", "steps"})
+		if !slices.Contains(set, "ranks") {
 			*ranks = 4
 		}
-		if !set["steps"] {
+		if !slices.Contains(set, "steps") {
 			*steps = 40
 		}
 	}

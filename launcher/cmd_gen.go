@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -100,20 +99,6 @@ func runGen(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 	fmt.Fprintf(stderr, "gen: %s: %d samples in %d shards, %.1f MB, %.1f s\n",
 		cfg.Preset, cfg.Samples, len(paths), float64(total)/1e6, time.Since(start).Seconds())
 	return nil
-}
-
-// setFlags returns those of names that were given on the command line,
-// in the order of names.
-func setFlags(fs *flag.FlagSet, names []string) []string {
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	var set []string
-	for _, n := range names {
-		if given[n] {
-			set = append(set, n)
-		}
-	}
-	return set
 }
 
 // genProgress returns gen's progress hook and the function to call when

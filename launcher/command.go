@@ -126,3 +126,17 @@ func sortedCommands() []command {
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out
 }
+
+// setFlags returns those of names that were given on the command line,
+// in the order of names.
+func setFlags(fs *flag.FlagSet, names []string) []string {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var set []string
+	for _, n := range names {
+		if given[n] {
+			set = append(set, n)
+		}
+	}
+	return set
+}
