@@ -165,11 +165,17 @@ func runCommand(ctx context.Context, cmd *exec.Cmd) ([]byte, error) {
 	if len(bytes.TrimSpace(out)) == 0 {
 		out = stdout.Bytes()
 	}
+	return nil, commandFailed(cmd, err, out, 600)
+}
+
+// commandFailed is the error of a command that failed with err: ErrReal,
+// its command line, err, and the last limit bytes of its output if any.
+func commandFailed(cmd *exec.Cmd, err error, out []byte, limit int) error {
 	err = fmt.Errorf("%w: %s: %w", ErrReal, commandLine(cmd), err)
-	if t := tail(out, 600); t != "" {
+	if t := tail(out, limit); t != "" {
 		err = fmt.Errorf("%w: %s", err, t)
 	}
-	return nil, err
+	return err
 }
 
 // commandLine is the command as a shell would show it (arguments with

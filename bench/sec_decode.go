@@ -173,11 +173,7 @@ func measureDecode(ctx context.Context, re RealEnv, preset, tmp string) (decodeM
 				return m, fmt.Errorf("bench: ffmpeg stopped: %w", context.Cause(ctx))
 			}
 			if err != nil {
-				err = fmt.Errorf("%w: %s: %w", ErrReal, commandLine(cmd), err)
-				if t := tail(out, 300); t != "" {
-					err = fmt.Errorf("%w: %s", err, t)
-				}
-				return m, err
+				return m, commandFailed(cmd, err, out, 300)
 			}
 			fb, err := ParseFFmpegBench(out)
 			if err != nil {
