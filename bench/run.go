@@ -50,11 +50,7 @@ func (c *RunConfig) Check() error {
 	if c.Real && c.Eval.Loaders != nil && len(realLoaders(c.Eval.Loaders)) == 0 {
 		return fmt.Errorf("bench: --loaders oracle: --real needs another loader (the oracle exists only in simulation)")
 	}
-	if c.Timeline != "" && !slices.ContainsFunc(c.Eval.Workloads, func(w *Workload) bool { return w.Name == c.Timeline }) {
-		names := make([]string, len(c.Eval.Workloads))
-		for i, w := range c.Eval.Workloads {
-			names[i] = w.Name
-		}
+	if names := WorkloadNames(c.Eval.Workloads); c.Timeline != "" && !slices.Contains(names, c.Timeline) {
 		return fmt.Errorf("bench: --timeline %s: not among the workloads run (%s)", c.Timeline, strings.Join(names, ", "))
 	}
 	for _, n := range c.Sections {

@@ -181,6 +181,15 @@ func Workloads() ([]*Workload, error) {
 	return out, nil
 }
 
+// WorkloadNames returns the names of ws, in order.
+func WorkloadNames(ws []*Workload) []string {
+	names := make([]string, len(ws))
+	for i, w := range ws {
+		names[i] = w.Name
+	}
+	return names
+}
+
 // SelectWorkloads resolves a --workloads value: "all", or a comma list of
 // built-in names or paths of workload files (ending in .json), without
 // empty items. The report tells workloads apart by name, so two with the
@@ -214,10 +223,7 @@ func SelectWorkloads(spec string) ([]*Workload, error) {
 		} else {
 			i := slices.IndexFunc(all, func(w *Workload) bool { return w.Name == f })
 			if i < 0 {
-				names := make([]string, len(all))
-				for k, w := range all {
-					names[k] = w.Name
-				}
+				names := WorkloadNames(all)
 				return nil, fmt.Errorf("%w: unknown workload %q (have all, %s, or a .json file)", ErrWorkload, f, strings.Join(names, ", "))
 			}
 			w, src = all[i], "built-in "+f

@@ -194,11 +194,7 @@ func builtinWorkloads() []string {
 	if err != nil { // the embedded files are checked by bench's tests
 		return []string{err.Error()}
 	}
-	names := make([]string, len(ws))
-	for i, w := range ws {
-		names[i] = w.Name
-	}
-	return names
+	return bench.WorkloadNames(ws)
 }
 
 // noEmptyItems refuses a comma list with an empty item ("a,,b", "a,"),
