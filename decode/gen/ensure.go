@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -57,8 +58,9 @@ func Current(dir string) bool {
 // partial dataset behind: the first complete copy stays, the others are
 // discarded. A directory holding files but no DONE marker is refused
 // (ErrNotGenerated), and so is a dataset of another FormatVersion (name
-// cached datasets with CacheName, and that never happens). It reports
-// whether it generated.
+// cached datasets with CacheName, and that never happens). Scratch
+// directories of killed runs, unchanged for a day, are removed on the
+// way. It reports whether it generated.
 func Ensure(ctx context.Context, cfg Config, dir string) (bool, error) {
 	if Current(dir) {
 		return false, nil
@@ -69,6 +71,7 @@ func Ensure(ctx context.Context, cfg Config, dir string) (bool, error) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return false, fmt.Errorf("gen: %w", err)
 	}
+	removeAbandoned(dir+".tmp-", time.Now().Add(-abandonedAfter))
 	tmp, err := mkdirUnique(dir + ".tmp-")
 	if err != nil {
 		return false, err
@@ -126,6 +129,29 @@ func readNames(dir string) ([]string, error) {
 	}
 	defer f.Close()
 	return f.Readdirnames(-1)
+}
+
+// abandonedAfter is how long a scratch directory of Ensure goes without
+// a change before it is taken for one a killed process left (SIGKILL, an
+// out-of-memory kill, a batch job's time limit): generating one dataset
+// takes minutes, and each shard written changes the directory.
+const abandonedAfter = 24 * time.Hour
+
+// removeAbandoned removes the scratch directories named prefix* that
+// have not changed since before, so that killed runs do not leave
+// partial datasets behind for good. It never touches one that changed
+// since, which another process, maybe on another node sharing the cache,
+// may still be filling.
+func removeAbandoned(prefix string, before time.Time) {
+	ents, _ := os.ReadDir(filepath.Dir(prefix))
+	for _, e := range ents {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), filepath.Base(prefix)) {
+			continue
+		}
+		if info, err := e.Info(); err == nil && info.ModTime().Before(before) {
+			os.RemoveAll(filepath.Join(filepath.Dir(prefix), e.Name()))
+		}
+	}
 }
 
 // uniqueName returns prefix followed by the process id and a random

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // ensureCfg is a dataset quick to generate (text renders no media).
@@ -219,4 +220,31 @@ func checkEnsured(t *testing.T, name, dir string, want []byte, made []bool, errs
 		t.Errorf("%s: got a %d-byte shard (%v), current %v; want the %d-byte generated one, current", name, len(shard), err, Current(dir), len(want))
 	}
 	checkLeftovers(t, dir)
+}
+
+// TestEnsureRemovesAbandonedScratch checks that Ensure removes a scratch
+// directory a killed run left a day ago, and keeps one changed recently,
+// which another process may still be filling.
+func TestEnsureRemovesAbandonedScratch(t *testing.T) {
+	needFFmpeg(t)
+	dir := filepath.Join(t.TempDir(), "ds")
+	old, fresh := dir+".tmp-123-00000000000000aa", dir+".tmp-456-00000000000000bb"
+	for _, p := range []string{old, fresh} {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	day := time.Now().Add(-25 * time.Hour)
+	if err := os.Chtimes(old, day, day); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Ensure(context.Background(), ensureCfg, dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(old); err == nil {
+		t.Errorf("%s, unchanged for 25 hours, is still there", old)
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("%s, changed just now, was removed: %v", fresh, err)
+	}
 }
