@@ -113,8 +113,11 @@ func (r *Report) runContext() string {
 	if r.Machine.Dirty {
 		commit += " (uncommitted changes)"
 	}
-	return fmt.Sprintf("%s, %s, %d steps, seed %d, commit %s", map[bool]string{true: "real runs", false: "simulated"}[r.Mode == "real"],
-		plural(r.Ranks, "rank"), r.Steps, r.Seed, commit)
+	mode := "simulated"
+	if r.Mode == "real" {
+		mode = "real runs"
+	}
+	return fmt.Sprintf("%s, %s, %d steps, seed %d, commit %s", mode, plural(r.Ranks, "rank"), r.Steps, r.Seed, commit)
 }
 
 // timelineLoaders are the loaders the timeline figure sets side by side.
@@ -130,12 +133,13 @@ func (r *Report) TimelineWorkload(name string) string {
 	if r.Summary.MostSkewed != "" {
 		return r.Summary.MostSkewed
 	}
+	var most Setup
 	for _, s := range r.Workloads {
-		if name == "" || s.Imbalance > r.setup(name).Imbalance {
-			name = s.Workload
+		if most.Workload == "" || s.Imbalance > most.Imbalance {
+			most = s
 		}
 	}
-	return name
+	return most.Workload
 }
 
 // setup is the setup of workload w (zero when there is none).
