@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
 
 	"github.com/datahelix/datahelix/bench"
 	"github.com/datahelix/datahelix/spmd"
@@ -140,9 +139,12 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	bench.SetRealEnv(bench.RealEnv{CacheDir: cacheRoot(*cacheDir), Log: logw})
 	cfg.Log = logw
 	var bar *progressbar.ProgressBar
-	if f, ok := stderr.(*os.File); ok && !*quiet && term.IsTerminal(int(f.Fd())) {
-		bar = progressbar.NewOptions(len(ws)*len(kinds), progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription(map[bool]string{false: "simulating", true: "running"}[*real]),
-			progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
+	if !*quiet && isTerminal(stderr) {
+		what := "simulating"
+		if *real {
+			what = "running"
+		}
+		bar = newBar(stderr, len(ws)*len(kinds), what)
 		cfg.Eval.Progress = func(done, total int) { bar.Set(done) }
 	} else {
 		cfg.Eval.Log = logw

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"golang.org/x/term"
-
 	"github.com/datahelix/datahelix/bench"
 )
 
@@ -58,7 +56,7 @@ func runBenchCalibrate(ctx context.Context, stdout, stderr io.Writer, args []str
 	// The counter rewrites its line: on a terminal only (logs and CI get
 	// the per-preset lines).
 	progress := func(string, int, int) {}
-	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	if isTerminal(stderr) {
 		progress = func(preset string, done, total int) {
 			fmt.Fprintf(stderr, "\rdecoding %s %d/%d", preset, done, total)
 			if done == total {

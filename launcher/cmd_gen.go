@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
 
 	"github.com/datahelix/datahelix/decode/gen"
 )
@@ -105,12 +104,11 @@ func runGen(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 // generation ends: a bar when stderr is a terminal, else progressLines
 // (batch logs keep every line, so a bar's redraws would flood them).
 func genProgress(stderr io.Writer, preset string, start time.Time) (func(done, total int), func()) {
-	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	if isTerminal(stderr) {
 		var bar *progressbar.ProgressBar
 		progress := func(done, total int) {
 			if bar == nil {
-				bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("generating "+preset),
-					progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
+				bar = newBar(stderr, total, "generating "+preset)
 			}
 			bar.Set(done)
 		}

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
 
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode"
@@ -297,9 +296,8 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 	}
 	var bar *progressbar.ProgressBar
 	if c.Rank() == 0 && !f.quiet {
-		if fd, ok := errOut.(interface{ Fd() uintptr }); ok && term.IsTerminal(int(fd.Fd())) {
-			bar = progressbar.NewOptions(len(f.loaders)*f.cfg.Steps, progressbar.OptionSetWriter(errOut),
-				progressbar.OptionSetDescription("training"), progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
+		if isTerminal(errOut) {
+			bar = newBar(errOut, len(f.loaders)*f.cfg.Steps, "training")
 		}
 	}
 	var results []spmd.Summary
