@@ -87,9 +87,15 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 			names = append(names, strings.TrimSpace(s))
 		}
 	}
+	// The flags always name a network: checked here, since the zero one
+	// (--bandwidth-mbs 0 --latency-us 0) would mean the default below.
+	network := bench.Network{BandwidthMBs: *bandwidth, LatencyUS: *latency}
+	if err := network.Check(); err != nil {
+		return usagef("%v", err)
+	}
 	cfg := bench.RunConfig{
 		Eval: bench.EvalConfig{Workloads: ws, Loaders: kinds, Ranks: *ranks, Steps: *steps, Batch: *batch, Seed: *seed,
-			Network: bench.Network{BandwidthMBs: *bandwidth, LatencyUS: *latency}, Parallel: *parallel, KeepTimelines: *ranks <= bench.MaxTimelineRanks, NoSplit: *noSplit, NoiseOnTruth: *noiseOnTruth},
+			Network: network, Parallel: *parallel, KeepTimelines: *ranks <= bench.MaxTimelineRanks, NoSplit: *noSplit, NoiseOnTruth: *noiseOnTruth},
 		Real: *real, Sections: names, OutDir: *out, Timeline: *timeline,
 		Scale: bench.ScaleConfig{Workload: *scaleWorkload, Loader: spmd.KindHelix, Ranks: *scaleRanks, Batch: *scaleBatch, Steps: *scaleSteps},
 	}

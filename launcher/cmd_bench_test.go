@@ -71,6 +71,10 @@ func TestBenchUsageErrors(t *testing.T) {
 		{[]string{"bench", "--parallel", "-1"}, "bench: --parallel -1: want 0 (one per CPU) or more"},
 		{[]string{"bench", "--bandwidth-mbs", "0"}, "bench: --bandwidth-mbs 0"},
 		{[]string{"bench", "--latency-us", "-1"}, "bench: --latency-us -1"},
+		// Both zero is the zero Network, which a library caller gets as the
+		// default; from the flags it is a bad rate (it ran the default).
+		{[]string{"bench", "--bandwidth-mbs", "0", "--latency-us", "0"}, "bench: --bandwidth-mbs 0: want a positive, finite rate"},
+		{[]string{"bench", "--bandwidth-mbs", "inf"}, "bench: --bandwidth-mbs +Inf"},
 		{[]string{"bench", "--real", "--loaders", "oracle"}, "bench: --loaders oracle: --real needs another loader"},
 		{[]string{"bench", "--scale-workload", "nope"}, `bench: --scale-workload: bench: invalid workload: unknown workload "nope"`},
 		{[]string{"bench", "--workloads", "kinetics", "--timeline", "nope"}, "bench: --timeline nope: not among the workloads run (kinetics)"},
