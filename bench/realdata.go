@@ -132,31 +132,21 @@ func ensureRealDataset(ctx context.Context, re RealEnv, w *Workload, ranks int, 
 			paths[i] = append(paths[i], filepath.Join(dir, gen.ShardName(gc.Preset, k)))
 		}
 	}
-	if _, err := os.Stat(filepath.Join(rd.Dir, "DONE")); err == nil {
-		return rd, nil
-	}
-	tmp := fmt.Sprintf("%s.tmp-%d", rd.Dir, os.Getpid())
-	os.RemoveAll(tmp)
-	if err := os.MkdirAll(tmp, 0o755); err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
-	}
-	next := make([]int, len(w.Sources))
-	for k, s := range order {
-		if err := os.Symlink(paths[s][next[s]], filepath.Join(tmp, fmt.Sprintf("shard-%06d.tar", k))); err != nil {
-			os.RemoveAll(tmp)
-			return nil, fmt.Errorf("bench: %w", err)
+	// The links go through gen.Install like the shards they point at: a
+	// scratch name of their own, so that two evaluations in one process
+	// never remove each other's half-made directory.
+	_, err := gen.Install(rd.Dir, func(tmp string) error {
+		next := make([]int, len(w.Sources))
+		for k, s := range order {
+			if err := os.Symlink(paths[s][next[s]], filepath.Join(tmp, fmt.Sprintf("shard-%06d.tar", k))); err != nil {
+				return fmt.Errorf("bench: %w", err)
+			}
+			next[s]++
 		}
-		next[s]++
-	}
-	if err := os.WriteFile(filepath.Join(tmp, "DONE"), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644); err != nil {
-		os.RemoveAll(tmp)
-		return nil, fmt.Errorf("bench: %w", err)
-	}
-	if err := os.Rename(tmp, rd.Dir); err != nil {
-		os.RemoveAll(tmp)
-		if _, serr := os.Stat(filepath.Join(rd.Dir, "DONE")); serr != nil {
-			return nil, fmt.Errorf("bench: install %s: %w", rd.Dir, err)
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bench: workload %s: install %s: %w", w.Name, rd.Dir, err)
 	}
 	return rd, nil
 }

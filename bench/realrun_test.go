@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -339,6 +340,29 @@ func TestEnsureRealDataset(t *testing.T) {
 	// A second call finds it.
 	if again, err := ensureRealDataset(t.Context(), re, w, 2, 7); err != nil || again.Dir != rd.Dir {
 		t.Errorf("second call: %+v, %v", again, err)
+	}
+	// Two evaluations of one process making the links at once both get
+	// them: a scratch directory named by process id alone was removed by
+	// the second while the first filled it.
+	if err := os.RemoveAll(rd.Dir); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Go(func() { _, errs[i] = ensureRealDataset(t.Context(), re, w, 2, 7) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("concurrent call %d: %v", i, err)
+		}
+	}
+	if links, err := filepath.Glob(filepath.Join(rd.Dir, "shard-*.tar")); err != nil || len(links) != 6 {
+		t.Errorf("after concurrent calls: %d links, %v; want 6", len(links), err)
+	}
+	if scratch, _ := filepath.Glob(rd.Dir + ".tmp-*"); len(scratch) != 0 {
+		t.Errorf("scratch directories left: %v", scratch)
 	}
 }
 

@@ -52,16 +52,28 @@ func Current(dir string) bool {
 }
 
 // Ensure makes dir hold the dataset cfg describes, generating it only if
-// it is not there yet (cfg.Out is ignored). Generation goes to a
-// temporary sibling directory renamed into place when complete, so an
+// it is not there yet (cfg.Out is ignored), through Install: an
 // interrupted run or several processes generating at once never leave a
-// partial dataset behind: the first complete copy stays, the others are
-// discarded. A directory holding files but no DONE marker is refused
-// (ErrNotGenerated), and so is a dataset of another FormatVersion (name
-// cached datasets with CacheName, and that never happens). Scratch
-// directories of killed runs, unchanged for a day, are removed on the
-// way. It reports whether it generated.
+// partial dataset behind. It reports whether it generated.
 func Ensure(ctx context.Context, cfg Config, dir string) (bool, error) {
+	return Install(dir, func(tmp string) error {
+		cfg.Out = tmp
+		_, err := Generate(ctx, cfg)
+		return err
+	})
+}
+
+// Install makes dir hold what fill writes into an empty directory, once:
+// if dir is not Current, fill writes into a new scratch sibling, which
+// gets a DONE marker stamped with FormatVersion and is renamed into
+// place when complete. Several processes installing at once keep the
+// first complete copy and discard the others. A directory holding files
+// but no DONE marker is refused (ErrNotGenerated), and so is one of
+// another FormatVersion (name cached datasets with CacheName, and that
+// never happens). Scratch directories of killed runs, unchanged for a
+// day, are removed on the way. It reports whether fill ran to the end
+// and its directory was installed.
+func Install(dir string, fill func(tmp string) error) (bool, error) {
 	if Current(dir) {
 		return false, nil
 	}
@@ -77,8 +89,7 @@ func Ensure(ctx context.Context, cfg Config, dir string) (bool, error) {
 		return false, err
 	}
 	defer os.RemoveAll(tmp) // gone after the rename, unless it failed
-	cfg.Out = tmp
-	if _, err := Generate(ctx, cfg); err != nil {
+	if err := fill(tmp); err != nil {
 		return false, err
 	}
 	stamp := stampLine(FormatVersion) + "\n" + time.Now().UTC().Format(time.RFC3339) + "\n"
