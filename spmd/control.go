@@ -103,9 +103,10 @@ func (l *Loader) readOwn(ctx context.Context, s int64) ([]*slotState, error) {
 }
 
 // describe parses the sample's record and fills its estimate (est when
-// positive, else the cost model's), split, decoded size and GPU time. A
-// sample whose record fails still takes part in the step (it belongs to
-// the global batch); it will be dropped at decode time.
+// positive, else the cost model's, at most plan.MaxCost), split, decoded
+// size and GPU time. A sample whose record fails still takes part in the
+// step (it belongs to the global batch); it will be dropped at decode
+// time.
 func (l *Loader) describe(st *slotState, est int64) {
 	rec, err := decode.ParseRecord(st.sample)
 	st.rec, st.recErr = rec, err
@@ -117,7 +118,12 @@ func (l *Loader) describe(st *slotState, est int64) {
 	}
 	st.item.Est = est
 	if est <= 0 {
-		st.item.Est = max(l.cost.Estimate(rec), 1)
+		// A record the parser accepts may still claim absurd sizes (an MP4
+		// whose frame table says 4 GB a frame, a document of 65536²
+		// images) and so estimate beyond what a plan block carries: the
+		// block would be refused and the whole job would end over one bad
+		// sample, which decoding drops anyway.
+		st.item.Est = min(max(l.cost.Estimate(rec), 1), plan.MaxCost)
 	}
 	// The frames the decoder outputs: a video sample's F (its clip
 	// alone), an image or document sample's images.

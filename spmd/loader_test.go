@@ -179,6 +179,18 @@ func TestBatchTensorsHaveTheConfiguredShape(t *testing.T) {
 // the video bytes of sample key with garbage.
 func corruptCopy(t *testing.T, data, key string) string {
 	t.Helper()
+	return rewriteCopy(t, data, func(name string, body []byte) []byte {
+		if strings.HasPrefix(name, key+".") && (strings.HasSuffix(name, ".mp4") || strings.HasSuffix(name, ".webm")) {
+			return bytes.Repeat([]byte("not a video "), len(body)/12+1)
+		}
+		return body
+	})
+}
+
+// rewriteCopy copies the dataset's shards into a new directory, each
+// member's bytes replaced by what patch returns for them.
+func rewriteCopy(t *testing.T, data string, patch func(name string, body []byte) []byte) string {
+	t.Helper()
 	out := t.TempDir()
 	shards, _ := filepath.Glob(filepath.Join(data, "*.tar"))
 	for _, p := range shards {
@@ -197,10 +209,8 @@ func corruptCopy(t *testing.T, data, key string) string {
 				t.Fatal(err)
 			}
 			body, _ := io.ReadAll(tr)
-			if strings.HasPrefix(h.Name, key+".") && (strings.HasSuffix(h.Name, ".mp4") || strings.HasSuffix(h.Name, ".webm")) {
-				body = bytes.Repeat([]byte("not a video "), len(body)/12+1)
-				h.Size = int64(len(body))
-			}
+			body = patch(h.Name, body)
+			h.Size = int64(len(body))
 			tw.WriteHeader(h)
 			tw.Write(body)
 		}

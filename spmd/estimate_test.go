@@ -1,0 +1,136 @@
+package spmd
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/decode/gen/gentest"
+	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/plan"
+)
+
+// TestAbsurdEstimateDoesNotEndTheJob gives one MP4 a frame table that
+// claims 4 GB frames: the parser accepts its record, whose estimate is
+// beyond plan.MaxCost. The planned loaders put the estimate into their
+// plan block, which refused it and ended the job at that step; the
+// sample must instead take part like any other and be dropped when it
+// fails to decode.
+func TestAbsurdEstimateDoesNotEndTheJob(t *testing.T) {
+	patched := ""
+	data := rewriteCopy(t, gentest.Tiny(t), func(name string, body []byte) []byte {
+		if patched != "" || !strings.HasSuffix(name, ".mp4") {
+			return body
+		}
+		// stsz: size, "stsz", version+flags, sample_size (0: a table
+		// follows), count, count sizes.
+		i := bytes.Index(body, []byte("stsz"))
+		if i < 4 || len(body) < i+16 || binary.BigEndian.Uint32(body[i+8:]) != 0 {
+			return body
+		}
+		n := int(binary.BigEndian.Uint32(body[i+12:]))
+		if len(body) < i+16+4*n {
+			return body
+		}
+		body = bytes.Clone(body)
+		for k := range n {
+			binary.BigEndian.PutUint32(body[i+16+4*k:], 0xFFFFFFF0)
+		}
+		rec, err := decode.ParseRecord(&decode.Sample{Key: name, Members: []decode.Member{{Name: name, Ext: "mp4", Data: body}}})
+		if err != nil {
+			t.Fatalf("the patched %s no longer parses (%v): the test needs one that does", name, err)
+		}
+		cost := decode.NewCostModel(nil)
+		cost.SetOptions(decode.CostOptions{Frames: 2, Size: 32})
+		if est := cost.Estimate(rec); est <= plan.MaxCost {
+			t.Fatalf("the patched %s estimates %d µs, within plan.MaxCost: the test proves nothing", name, est)
+		}
+		patched = name
+		return body
+	})
+	if patched == "" {
+		t.Fatal("no MP4 with a frame size table in the test dataset")
+	}
+	for _, k := range []Kind{KindStatic, KindHelix} {
+		cfg := testConfig(k)
+		cfg.Steps = 8 // two epochs: every sample is drawn
+		res, errs := runInProcess(t, 4, data, cfg)
+		requireOK(t, errs)
+		if res.Summary.Steps != cfg.Steps {
+			t.Errorf("%s: %d steps, want %d", k, res.Summary.Steps, cfg.Steps)
+		}
+	}
+}
+
+// FuzzDescribe checks that any sample the parser accepts is described
+// within the limits of a plan block: mutated real media under each
+// extension, seeded with the two records that broke it (a frame table of
+// 4 GB frames, a document of 44 images claiming 65536²).
+func FuzzDescribe(f *testing.F) {
+	read := func(path string) []byte {
+		b, err := os.ReadFile(filepath.Join("..", "decode", "testdata", path))
+		if err != nil {
+			f.Fatal(err)
+		}
+		return b
+	}
+	clip := read("video/h264_bf2.mp4")
+	f.Add(clip, "mp4")
+	if i := bytes.Index(clip, []byte("stsz")); i > 0 {
+		huge := bytes.Clone(clip)
+		for k := i + 16; k+4 <= min(len(huge), i+16+4*64); k += 4 {
+			binary.BigEndian.PutUint32(huge[k:], 0xFFFFFFF0)
+		}
+		f.Add(huge, "mp4")
+	}
+	f.Add(read("video/vp9.webm"), "webm")
+	f.Add(read("image/rgb.png"), "0.png")
+	f.Add(read("image/lossy.webp"), "webp")
+	// A bare PNG signature and IHDR claiming 65536 x 65536.
+	png := append([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR"), 0, 1, 0, 0, 0, 1, 0, 0, 8, 2, 0, 0, 0, 0, 0, 0, 0)
+	f.Add(png, "7.png")
+	cfg := testConfig(KindHelix)
+	cfg.GPU = gpu.Model{Base: time.Millisecond, PerFrame: time.Millisecond, PerToken: time.Microsecond}
+	cfg.MaxTasks = 4
+	cost := decode.NewCostModel(nil)
+	cost.SetOptions(decode.CostOptions{Frames: cfg.Decode.Frames, Size: cfg.Decode.Size, MaxTasks: taskLimit(cfg)})
+	l := &Loader{cfg: cfg, cost: cost}
+	f.Fuzz(func(t *testing.T, data []byte, ext string) {
+		s := &decode.Sample{Key: "k", Members: []decode.Member{{Name: "k.txt", Ext: "txt", Data: []byte("a caption")}}}
+		// Many copies of an image member make a document of many images.
+		n := 1
+		if strings.HasSuffix(ext, "png") && len(data) < 64 {
+			n = 44
+		}
+		for i := range n {
+			e := ext
+			if n > 1 {
+				e = fmt.Sprintf("%d.png", i)
+			}
+			s.Members = append(s.Members, decode.Member{Name: "k." + e, Ext: e, Data: data})
+		}
+		st := &slotState{sample: s, item: Item{ID: 1, Bytes: int64(len(data) * n)}}
+		l.describe(st, 0)
+		block := &plan.Block{Rank: 0, Progress: plan.Progress{Capacity: plan.One, Bandwidth: plan.One},
+			Samples: []plan.Sample{{ID: st.item.ID, Bytes: st.item.Bytes, Cost: st.item.Est, Train: st.item.Train}}}
+		if _, err := plan.AppendBlock(nil, block); err != nil {
+			t.Fatalf("record %v: %v", st.rec, err)
+		}
+		var parts int64
+		for _, p := range st.item.Parts {
+			if p < 1 {
+				t.Fatalf("task cost %d in %v", p, st.item.Parts)
+			}
+			parts += p
+		}
+		if parts > st.item.Est {
+			t.Fatalf("task costs %v sum to %d, over the sample's %d", st.item.Parts, parts, st.item.Est)
+		}
+	})
+}
