@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 )
 
@@ -233,19 +234,76 @@ func (r *Reader) UnmarshalJSON(data []byte) error {
 	if err := st.rng.UnmarshalBinary(st.RNG); err != nil {
 		return fmt.Errorf("spmd: reader state: shuffle generator: %w", err)
 	}
-	if len(st.Buf) != len(st.BufEp) || st.Pos < 0 || st.Pos >= len(st.Order) || st.InShard < 0 {
-		return fmt.Errorf("spmd: reader state is inconsistent (pos %d of %d shards, %d buffered)", st.Pos, len(st.Order), len(st.Buf))
-	}
-	for _, s := range st.Order {
-		if s < 0 || s >= len(r.sizes) || s%r.ranks != r.rank {
-			return fmt.Errorf("spmd: reader state names shard %d, not one of rank %d's %d shards", s, r.rank, len(r.sizes)/r.ranks)
-		}
-	}
-	for _, s := range st.Buf {
-		if s.Shard < 0 || s.Shard >= len(r.sizes) || s.Index < 0 || s.Index >= r.sizes[s.Shard] {
-			return fmt.Errorf("spmd: reader state names sample %d of shard %d, which does not exist", s.Index, s.Shard)
-		}
+	if err := r.checkState(&st); err != nil {
+		return fmt.Errorf("spmd: reader state of rank %d: %w", r.rank, err)
 	}
 	r.st = st
+	return nil
+}
+
+// maxEpoch bounds a restored state's epoch, so that the counts checkState
+// derives from it cannot overflow.
+const maxEpoch = 1<<31 - 1
+
+// checkState reports why st cannot be a state of r's reader: one its
+// draws reach from NewReader over the same dataset, ranks and seed, with
+// a shuffle buffer no larger than r's. A hand-edited or damaged
+// checkpoint could otherwise serve another rank's samples, or one sample
+// twice in an epoch, without a word (or end the job with a misleading
+// "blocks disagree" under a planned loader).
+func (r *Reader) checkState(st *readerState) error {
+	if st.Epoch < 0 || st.Epoch > maxEpoch {
+		return fmt.Errorf("epoch %d outside [0, %d]", st.Epoch, maxEpoch)
+	}
+	// The shard order is the epoch's shuffle of the rank's shards.
+	want := Reader{sizes: r.sizes, rank: r.rank, ranks: r.ranks, seed: r.seed}
+	want.startEpoch(st.Epoch)
+	if !slices.Equal(st.Order, want.st.Order) {
+		return fmt.Errorf("shard order %v of epoch %d, not the %v this seed and rank give", st.Order, st.Epoch, want.st.Order)
+	}
+	if st.Pos < 0 || st.Pos >= len(st.Order) {
+		return fmt.Errorf("position %d outside its %d shards", st.Pos, len(st.Order))
+	}
+	if size := r.sizes[st.Order[st.Pos]]; st.InShard < 0 || st.InShard > size {
+		return fmt.Errorf("sample %d of shard %d, which holds %d", st.InShard, st.Order[st.Pos], size)
+	}
+	if len(st.Buf) != len(st.BufEp) || len(st.Buf) > r.bufCap {
+		return fmt.Errorf("%d buffered samples with %d epochs, for a shuffle buffer of %d", len(st.Buf), len(st.BufEp), r.bufCap)
+	}
+	// Where each of the epoch's shards comes in its order: a buffered
+	// sample of this epoch must already have been read.
+	at := make(map[int]int, len(st.Order))
+	for i, sh := range st.Order {
+		at[sh] = i
+	}
+	seen := make(map[uint64]bool, len(st.Buf))
+	for i, s := range st.Buf {
+		e := st.BufEp[i]
+		switch {
+		case s.Shard < 0 || s.Shard >= len(r.sizes) || s.Shard%r.ranks != r.rank:
+			return fmt.Errorf("buffered sample of shard %d, not one of rank %d's", s.Shard, r.rank)
+		case s.Index < 0 || s.Index >= r.sizes[s.Shard]:
+			return fmt.Errorf("buffered sample %d of shard %d, which holds %d", s.Index, s.Shard, r.sizes[s.Shard])
+		case e < 0 || e > st.Epoch:
+			return fmt.Errorf("buffered sample of epoch %d, outside [0, %d]", e, st.Epoch)
+		case e == st.Epoch && (at[s.Shard] > st.Pos || at[s.Shard] == st.Pos && s.Index >= st.InShard):
+			return fmt.Errorf("buffered sample %d of shard %d, not read yet in epoch %d", s.Index, s.Shard, e)
+		case seen[s.ID(e)]:
+			return fmt.Errorf("sample %d of shard %d buffered twice in epoch %d", s.Index, s.Shard, e)
+		}
+		seen[s.ID(e)] = true
+	}
+	// Every sample read was either served or is buffered.
+	var perEpoch, inEpoch int64
+	for i, sh := range st.Order {
+		perEpoch += int64(r.sizes[sh])
+		if i < st.Pos {
+			inEpoch += int64(r.sizes[sh])
+		}
+	}
+	read := int64(st.Epoch)*perEpoch + inEpoch + int64(st.InShard)
+	if st.Served != read-int64(len(st.Buf)) {
+		return fmt.Errorf("%d samples served, but %d read and %d buffered", st.Served, read, len(st.Buf))
+	}
 	return nil
 }

@@ -1,7 +1,10 @@
 package spmd
 
 import (
+	"encoding/json"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -82,7 +85,7 @@ func TestReaderResumesExactly(t *testing.T) {
 		}
 	}
 	other, _ := NewReader(sizes, 1, 2, 5, 6)
-	if err := other.UnmarshalJSON(state); err == nil || !strings.Contains(err.Error(), "not one of rank 1") {
+	if err := other.UnmarshalJSON(state); err == nil || !strings.Contains(err.Error(), "reader state of rank 1: shard order [2 0] of epoch 1, not the [3 1]") {
 		t.Errorf("rank 1 accepted rank 0's state: %v", err)
 	}
 }
@@ -151,4 +154,96 @@ func TestRankSamplesMatchesReader(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestReaderRefusesImpossibleStates edits a saved state the ways a damaged
+// or hand-edited checkpoint could: each was accepted before and then
+// served another rank's samples or one sample twice in an epoch.
+func TestReaderRefusesImpossibleStates(t *testing.T) {
+	sizes := []int{5, 3, 4, 6}
+	base, _ := NewReader(sizes, 0, 2, 7, 4)
+	drawIDs(base, 3) // 6 of the rank's 9 samples of epoch 0 read, 3 of them buffered
+	good, err := base.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var saved map[string]any
+	if err := json.Unmarshal(good, &saved); err != nil {
+		t.Fatal(err)
+	}
+	ref := func(shard, index int) map[string]any { return map[string]any{"shard": shard, "index": index} }
+	for _, tt := range []struct {
+		name string
+		edit func(m map[string]any)
+		want string
+	}{
+		{"another rank's shard buffered", func(m map[string]any) { m["buf"] = []any{ref(1, 0)}; m["buf_epoch"] = []any{0} }, "buffered sample of shard 1, not one of rank 0's"},
+		{"a sample buffered twice", func(m map[string]any) {
+			m["buf"], m["buf_epoch"] = []any{ref(0, 0), ref(0, 0), ref(2, 0)}, []any{0, 0, 0}
+		}, "buffered twice in epoch 0"},
+		{"a sample not read yet", func(m map[string]any) {
+			second := int(m["order"].([]any)[1].(float64))
+			m["buf"], m["buf_epoch"] = []any{ref(second, sizes[second]-1)}, []any{0}
+		}, "not read yet in epoch 0"},
+		{"negative epoch", func(m map[string]any) { m["epoch"] = -1 }, "epoch -1 outside"},
+		{"buffered from a later epoch", func(m map[string]any) {
+			ep := slices.Clone(m["buf_epoch"].([]any))
+			ep[len(ep)-1] = 1
+			m["buf_epoch"] = ep
+		}, "of epoch 1, outside [0, 0]"},
+		{"a shard twice in the order", func(m map[string]any) { m["order"] = []any{0, 0} }, "shard order [0 0]"},
+		{"past the end of a shard", func(m map[string]any) { m["in_shard"] = 1 << 40 }, "sample 1099511627776 of shard"},
+		{"more buffered than the buffer holds", func(m map[string]any) {
+			m["buf"], m["buf_epoch"] = []any{ref(0, 0), ref(0, 1), ref(0, 2), ref(2, 0), ref(2, 1)}, []any{0, 0, 0, 0, 0}
+		}, "5 buffered samples with 5 epochs, for a shuffle buffer of 4"},
+		{"served count off", func(m map[string]any) { m["served"] = 2 }, "2 samples served, but"},
+	} {
+		m := maps.Clone(saved)
+		tt.edit(m)
+		data, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, _ := NewReader(sizes, 0, 2, 7, 4)
+		if err := r.UnmarshalJSON(data); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: got %v, want an error with %q", tt.name, err, tt.want)
+		}
+	}
+	r, _ := NewReader(sizes, 0, 2, 7, 4)
+	if err := r.UnmarshalJSON(good); err != nil {
+		t.Errorf("the unedited state: %v", err)
+	}
+}
+
+// FuzzReaderState restores mutated saved states: an accepted one must go
+// on serving only the rank's own samples, each at most once per epoch.
+func FuzzReaderState(f *testing.F) {
+	sizes := []int{5, 3, 4, 6}
+	r, _ := NewReader(sizes, 1, 2, 7, 4)
+	for range 12 { // across the epoch boundary (9 samples per epoch)
+		b, err := r.MarshalJSON()
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+		r.Next()
+	}
+	f.Add([]byte(`{"order":[1],"Buf":[{},{},{}],"Buf_epoCh":[0,0,0],"rng":"cGNnOr000000000000000000000="}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, _ := NewReader(sizes, 1, 2, 7, 4)
+		if err := r.UnmarshalJSON(data); err != nil {
+			return
+		}
+		seen := map[uint64]bool{}
+		for range 30 {
+			s, e := r.Next()
+			if s.Shard%2 != 1 || s.Index < 0 || s.Index >= sizes[s.Shard] || e < 0 {
+				t.Fatalf("served sample %+v of epoch %d", s, e)
+			}
+			if seen[s.ID(e)] {
+				t.Fatalf("served sample %+v twice in epoch %d", s, e)
+			}
+			seen[s.ID(e)] = true
+		}
+	})
 }
