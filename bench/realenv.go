@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -221,10 +222,12 @@ func parseProcStat(data []byte) (time.Duration, bool) {
 	if len(f) < 9 || f[0] != "cpu" {
 		return 0, false
 	}
+	// The sum must fit a Duration: about 292 CPU-years of ticks.
+	const maxTicks = uint64(math.MaxInt64 / int64(time.Second/clockTicks))
 	var ticks uint64
 	for _, i := range []int{1, 2, 3, 6, 7, 8} {
 		v, err := strconv.ParseUint(f[i], 10, 64)
-		if err != nil || v > 1<<50 {
+		if err != nil || v > maxTicks-ticks {
 			return 0, false
 		}
 		ticks += v

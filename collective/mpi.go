@@ -337,8 +337,8 @@ func (w *World) AllgatherVar(send []byte) ([][]byte, error) {
 	displs := make([]C.int, w.size)
 	total := int64(0)
 	for r, l := range lens {
-		if total+l > math.MaxInt32 {
-			return nil, fmt.Errorf("%w: allgatherv of %d bytes exceeds MPI's int displacement", ErrSize, total+l)
+		if l < 0 || total+l > math.MaxInt32 {
+			return nil, fmt.Errorf("%w: allgatherv of %d bytes (rank %d: %d) exceeds MPI's int displacement", ErrSize, total+l, r, l)
 		}
 		counts[r] = C.int(l)
 		displs[r] = C.int(total)
