@@ -173,3 +173,39 @@ func FuzzSampleMD5s(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFileMD5s hashes arbitrary bytes as datahelix decode --md5 does a
+// file that is not a shard: with FFmpeg alone (FrameMD5s), no record
+// parser in front, and as an image (ImageMD5). An error must be one of
+// the decode kinds, within the deadline, and no more frames than the
+// limit may be hashed.
+func FuzzFileMD5s(f *testing.F) {
+	for _, name := range []string{"h264_bframes.mp4", "vp9.webm", "h264_audio.mkv", "image420.jpg", "image.png", "image.webp"} {
+		f.Add(media(f, name))
+	}
+	lim := Limits{MaxPixels: 1 << 20, MaxImagePixels: 1 << 22, MaxFramesDecoded: 300, SampleDeadline: time.Second}
+	kinds := []error{ErrCorrupt, ErrLimit, ErrUnsupported, ErrTimeout}
+	typed := func(err error) bool {
+		return err == nil || slices.ContainsFunc(kinds, func(k error) bool { return errors.Is(err, k) })
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		start := time.Now()
+		hs, err := FrameMD5s(context.Background(), data, lim)
+		if took := time.Since(start); took > 3*time.Second {
+			t.Fatalf("FrameMD5s took %v", took)
+		}
+		if !typed(err) {
+			t.Fatalf("FrameMD5s: untyped error %v", err)
+		}
+		if len(hs) > lim.MaxFramesDecoded {
+			t.Fatalf("FrameMD5s hashed %d frames, past the limit of %d", len(hs), lim.MaxFramesDecoded)
+		}
+		sum, w, h, err := ImageMD5(data, lim)
+		if !typed(err) {
+			t.Fatalf("ImageMD5: untyped error %v", err)
+		}
+		if err == nil && (len(sum) != 32 || w < 1 || h < 1 || int64(w)*int64(h) > lim.MaxImagePixels) {
+			t.Fatalf("ImageMD5: %q of a %dx%d image", sum, w, h)
+		}
+	})
+}
