@@ -127,17 +127,22 @@ func TestDocPosition(t *testing.T) {
 }
 
 // FuzzParseRecord builds records of samples whose member bytes are
-// mutated real media and text, under the extensions of each kind: it must
-// return a record or an error, never panic, and a record's modality must
-// follow from its parts.
+// mutated real media and text, under the extensions of each kind, beside
+// a second image when doc is set (a document, or a clip with a
+// thumbnail): it must return a record or an error, never panic, and a
+// record's modality must follow from its parts.
 func FuzzParseRecord(f *testing.F) {
-	f.Add(readVideo(f, "h264_frag.mp4"), "mp4")
-	f.Add(readVideo(f, "vp8.webm"), "webm")
-	f.Add(readImage(f, "prog420.jpg"), "0.jpg")
-	f.Add(readImage(f, "alpha.webp"), "webp")
-	f.Add([]byte(`{"caption": "a cat", "tags": ["x", {"k": "v"}]}`), "json")
-	f.Fuzz(func(t *testing.T, data []byte, ext string) {
+	f.Add(readVideo(f, "h264_frag.mp4"), "mp4", false)
+	f.Add(readVideo(f, "vp8.webm"), "webm", true)
+	f.Add(readImage(f, "prog420.jpg"), "0.jpg", true)
+	f.Add(readImage(f, "alpha.webp"), "webp", false)
+	f.Add([]byte(`{"caption": "a cat", "tags": ["x", {"k": "v"}]}`), "json", false)
+	png := readImage(f, "rgb.png")
+	f.Fuzz(func(t *testing.T, data []byte, ext string, doc bool) {
 		s := sampleOf("k", ext, data, "txt", "caption")
+		if doc {
+			s.Members = append(s.Members, Member{Name: "k.1.png", Ext: "1.png", Data: png})
+		}
 		r, err := ParseRecord(s)
 		if err != nil {
 			return
