@@ -279,12 +279,18 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 			return err
 		}
 	}
+	// A node may see the data differently (node-local copies, a stale
+	// view of a shared file system): the ranks agree before going on.
 	ds, err := decode.OpenDataset(data, filepath.Join(root, "index"))
-	if err != nil {
-		// Every rank opens the same paths; report from each, end cleanly.
-		return collective.AllRanks(err)
+	if err == nil {
+		defer ds.Close()
 	}
-	defer ds.Close()
+	if err := agreeOnError(c, err, errOut, "cannot open the dataset"); err != nil {
+		return err
+	}
+	if err := spmd.Agree(c, runSettings(f, ds)); err != nil {
+		return err
+	}
 	if c.Rank() == 0 {
 		sizes := make([]int, len(ds.Shards))
 		for i, sh := range ds.Shards {
@@ -350,20 +356,54 @@ type runOutputs struct {
 // returns an AllRanks error, and the job ends cleanly.
 func prepareOutputs(c collective.Comm, f *runFlags, errOut io.Writer) (*runOutputs, error) {
 	o, err := openOutputs(c.Rank() == 0, f)
-	failed, aerr := firstFailedRank(c, err != nil)
-	if aerr == nil && failed < 0 {
-		return o, nil
+	if err := agreeOnError(c, err, errOut, "cannot write its output files"); err != nil {
+		o.discard()
+		return nil, err
 	}
-	o.discard()
+	return o, nil
+}
+
+// agreeOnError has the ranks agree, in one collective, on whether any
+// of them got an error where only some may (a path one node cannot
+// write, a dataset one node sees differently): the lowest failing rank
+// prints its error, and every rank returns an AllRanks error that says
+// which rank failed and what (what) it could not do, so that the job
+// ends cleanly instead of the failing ranks leaving while the others
+// wait in their next collective. Every rank must call it.
+func agreeOnError(c collective.Comm, err error, errOut io.Writer, what string) error {
+	failed, aerr := firstFailedRank(c, err != nil)
 	switch {
 	case aerr != nil:
-		return nil, aerr
+		return aerr
+	case failed < 0:
+		return nil
 	case c.Rank() == failed && failed == 0:
-		return nil, collective.AllRanks(err) // rank 0 prints AllRanks errors
+		return collective.AllRanks(err) // rank 0 prints AllRanks errors
 	case c.Rank() == failed:
 		fmt.Fprintf(errOut, "datahelix: rank %d: %v\n", c.Rank(), err)
 	}
-	return nil, collective.AllRanks(fmt.Errorf("rank %d cannot write its output files (see its message above)", failed))
+	return collective.AllRanks(fmt.Errorf("rank %d %s (see its message above)", failed, what))
+}
+
+// runSettings are the settings of the job every rank must share
+// (spmd.Agree): the ones that decide which collectives a rank calls and
+// which samples it reads. Per-rank ones (workers, budgets, the GPU
+// model, where checkpoints go) may differ.
+func runSettings(f *runFlags, ds *decode.Dataset) []spmd.Setting {
+	names := make([]string, len(f.loaders))
+	for i, k := range f.loaders {
+		names[i] = k.String()
+	}
+	return append([]spmd.Setting{
+		{Name: "--loader", Value: spmd.HashStrings(names), Hashed: true},
+		{Name: "--steps", Value: uint64(f.cfg.Steps)},
+		{Name: "--batch", Value: uint64(f.cfg.Batch)},
+		{Name: "--seed", Value: f.seed},
+		{Name: "--check-every", Value: uint64(f.cfg.CheckEvery)},
+		{Name: "--margin-us", Value: uint64(f.cfg.Margin)},
+		{Name: "--checkpoint-every", Value: uint64(f.cfg.CheckpointEvery)},
+		{Name: "--resume (0 false, 1 true, 2 auto)", Value: uint64(f.resume)},
+	}, spmd.DatasetSettings(ds)...)
 }
 
 // openOutputs opens this rank's outputs: --json and --trace when files

@@ -61,10 +61,10 @@ func NewReader(sizes []int, rank, ranks int, seed uint64, shuffleBuffer int) (*R
 	if err := splitError(len(sizes), ranks); err != nil {
 		return nil, err
 	}
-	for _, i := range rankShards(len(sizes), rank, ranks) {
-		if sizes[i] == 0 {
-			return nil, fmt.Errorf("spmd: shard %d has no samples", i)
-		}
+	// Every shard, not only this rank's: the ranks must agree that the
+	// job cannot run, or the others would wait for this one.
+	if i := slices.Index(sizes, 0); i >= 0 {
+		return nil, fmt.Errorf("spmd: shard %d has no samples", i)
 	}
 	r := &Reader{sizes: sizes, rank: rank, ranks: ranks, seed: seed, bufCap: max(shuffleBuffer, 1)}
 	r.st.rng = rand.NewPCG(seed, uint64(rank)+1)
@@ -124,9 +124,9 @@ const maxNamedRanks = 6
 // epoch than its batch (every batch it serves repeats samples), or when
 // the ranks' samples per epoch differ by more than MaxSampleImbalance
 // times. A split Reader refuses (fewer shards than ranks, a count that
-// does not divide) gets "": NewReader's error says it.
+// does not divide, an empty shard) gets "": NewReader's error says it.
 func SplitWarning(sizes []int, ranks, batch int) string {
-	if splitError(len(sizes), ranks) != nil {
+	if splitError(len(sizes), ranks) != nil || slices.Contains(sizes, 0) {
 		return ""
 	}
 	n := RankSamples(sizes, ranks)

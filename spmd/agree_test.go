@@ -1,0 +1,60 @@
+package spmd
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/datahelix/datahelix/collective"
+)
+
+func TestRankSet(t *testing.T) {
+	for _, tt := range []struct {
+		ranks []int
+		want  string
+	}{
+		{[]int{3}, "rank 3"},
+		{[]int{0, 1, 2}, "ranks 0-2"},
+		{[]int{0, 2, 5, 6, 7}, "ranks 0, 2, 5-7"},
+		{[]int{1, 2, 4, 5}, "ranks 1-2, 4-5"},
+	} {
+		if got := RankSet(tt.ranks); got != tt.want {
+			t.Errorf("RankSet(%v) = %q, want %q", tt.ranks, got, tt.want)
+		}
+	}
+}
+
+// TestAgree gives 4 in-process ranks settings that differ on some ranks:
+// every rank must return the same AllRanks error, naming the first
+// setting that differs and who holds what; alike settings pass.
+func TestAgree(t *testing.T) {
+	settings := func(steps, list uint64) []Setting {
+		return []Setting{{Name: "--batch", Value: 4}, {Name: "--steps", Value: steps}, {Name: "--loader", Value: list, Hashed: true}}
+	}
+	for _, tt := range []struct {
+		name  string
+		steps func(rank int) uint64
+		list  func(rank int) uint64
+		want  string
+	}{
+		{"alike", func(int) uint64 { return 20 }, func(int) uint64 { return 7 }, ""},
+		{"steps on the last rank", func(r int) uint64 { return map[bool]uint64{true: 10, false: 20}[r == 3] }, func(int) uint64 { return 7 },
+			"--steps differs across ranks: ranks 0-2 have 20, rank 3 has 10; every rank of a job must be started with the same settings and data"},
+		{"two settings differ: the first is named", func(r int) uint64 { return uint64(r % 2) }, func(r int) uint64 { return uint64(r) },
+			"--steps differs across ranks: ranks 0, 2 have 0, ranks 1, 3 have 1;"},
+		{"a hashed list", func(int) uint64 { return 20 }, func(r int) uint64 { return uint64(r / 2) },
+			"--loader differs across ranks: ranks 0-1 have one, ranks 2-3 have another;"},
+	} {
+		errs := collective.RunLocal(context.Background(), 4, func(ctx context.Context, c collective.Comm) error {
+			return Agree(c, settings(tt.steps(c.Rank()), tt.list(c.Rank())))
+		})
+		for r, err := range errs {
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("%s: rank %d: %v", tt.name, r, err)
+			case tt.want != "" && (err == nil || !collective.IsAllRanks(err) || !strings.HasPrefix(err.Error(), tt.want) || err.Error() != errs[0].Error()):
+				t.Errorf("%s: rank %d: got %v, want an AllRanks error starting %q, as rank 0's", tt.name, r, err, tt.want)
+			}
+		}
+	}
+}
