@@ -4,7 +4,12 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 )
+
+// LocalStuckGrace is how long RunLocal gives its ranks to return once its
+// context is cancelled before it aborts their world.
+const LocalStuckGrace = 5 * time.Second
 
 // RunLocal runs body on each of n ranks of a new in-process world, each
 // rank on its own goroutine, and returns every rank's error, indexed by
@@ -18,12 +23,32 @@ import (
 // (waiting for a batch, decoding). Only the first failure is named; the
 // abort never exits the process. An AllRanks error is returned as it is,
 // since every rank reports it at the same point.
+//
+// When ctx is cancelled (a signal, a deadline) and some rank has still
+// not returned LocalStuckGrace later, the world is aborted: a rank waiting
+// in a collective for one that has left, or that makes no progress, does
+// not see the cancellation, and the process would never end.
 func RunLocal(ctx context.Context, n int, body func(ctx context.Context, c Comm) error) []error {
+	parent := ctx
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	ranks := NewLocal(n, WithAbortHook(func(rank, code int, msg string) {
 		cancel(RankFailedError{Rank: rank})
 	}))
+	finished := make(chan struct{})
+	defer close(finished)
+	go func() {
+		select {
+		case <-finished:
+			return
+		case <-parent.Done():
+		}
+		select {
+		case <-finished:
+		case <-time.After(LocalStuckGrace):
+			ranks[0].Abort(1, fmt.Sprintf("%v; ranks still waiting %v later", context.Cause(parent), LocalStuckGrace))
+		}
+	}()
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for r, c := range ranks {

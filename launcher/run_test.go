@@ -474,3 +474,54 @@ func TestDefaultDatasetFailsEveryRank(t *testing.T) {
 		t.Errorf("rank 1: got %v, want an AllRanks %q", err, want)
 	}
 }
+
+// TestSignalEndsJobWithAStuckRank stops one rank of a 2-rank job
+// (SIGSTOP: a rank stuck on a hung file system, a swapping node) and sends
+// SIGTERM to the other, as scancel does. That rank waits in a collective
+// for the stopped one and never saw its context's cancellation: the job
+// ran on until SIGKILL. It must abort the job itself, stuckGrace later.
+func TestSignalEndsJobWithAStuckRank(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a job for several seconds")
+	}
+	data := gentest.Tiny(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := collectivetest.MPIRun(ctx, 2, os.Args[0], fastRun(data, "--steps", "100000", "--loader", "helix")...)
+	cmd.Env = append(os.Environ(), asMainEnv+"=1")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var kids []int
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && len(kids) != 2; time.Sleep(200 * time.Millisecond) {
+		kids = descendants(cmd.Process.Pid, filepath.Base(os.Args[0]))
+	}
+	if len(kids) != 2 {
+		cmd.Process.Kill()
+		t.Fatalf("never saw 2 ranks running:\n%s", out.String())
+	}
+	time.Sleep(3 * time.Second) // let the job get going
+	syscall.Kill(kids[1], syscall.SIGSTOP)
+	defer syscall.Kill(kids[1], syscall.SIGKILL)
+	time.Sleep(500 * time.Millisecond) // the other rank now waits for it
+	sent := time.Now()
+	syscall.Kill(kids[0], syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		took := time.Since(sent)
+		t.Logf("job ended %v after SIGTERM: %v", took.Round(time.Millisecond), err)
+		if code := cmd.ProcessState.ExitCode(); code != 143 || !strings.Contains(out.String(), "interrupted by SIGTERM; still waiting") {
+			t.Errorf("exit %d, want 143 and the abort's message:\n%s", code, out.String())
+		}
+		if took < stuckGrace || took > stuckGrace+20*time.Second {
+			t.Errorf("job ended %v after SIGTERM, want about %v", took, stuckGrace)
+		}
+	case <-time.After(stuckGrace + 40*time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("job still running %v after SIGTERM to a rank whose peer is stopped:\n%s", stuckGrace+40*time.Second, out.String())
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/pkg/profile"
 
@@ -86,7 +87,10 @@ func runWorld(ctx context.Context, f worldFlags, stdout, stderr io.Writer, body 
 		w.Finalize()
 		return err
 	}
+	done := make(chan struct{})
+	go abortWhenStuck(ctx, w, done)
 	err = runRank(ctx, f, w, out, errOut, false, body)
+	close(done)
 	ie, stopped := interrupted(err)
 	// A signal in a world of one (datahelix run without mpirun) has no
 	// other rank to end: it leaves MPI as a success does, and Main
@@ -109,6 +113,32 @@ func runWorld(ctx context.Context, f worldFlags, stdout, stderr io.Writer, body 
 	}
 	w.Abort(code, err.Error()) // says "rank R aborting the job: " and err
 	return err                 // not reached: Abort ends the process
+}
+
+// stuckGrace is how long a rank a signal reached gives its work to
+// return before it aborts the job from another goroutine: a rank waiting
+// in a collective for a peer that makes no progress (stopped, or stuck
+// on a hung file system) never sees the signal's cancellation, and the
+// job would go on until the batch system's SIGKILL.
+const stuckGrace = 5 * time.Second
+
+// abortWhenStuck aborts the job with the signal's status when a signal
+// cancels ctx and done is not closed within stuckGrace.
+func abortWhenStuck(ctx context.Context, w *collective.World, done <-chan struct{}) {
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+	}
+	ie, ok := interrupted(context.Cause(ctx))
+	if !ok {
+		return
+	}
+	select {
+	case <-done:
+	case <-time.After(stuckGrace):
+		w.Abort(ie.status(), fmt.Sprintf("%v; still waiting %v later (for a rank that makes no progress?)", ie, stuckGrace))
+	}
 }
 
 // runRank runs body on one rank (see rankSetup) and returns its error:
