@@ -47,6 +47,11 @@ func shardPaths(pathOrGlob string) ([]string, error) {
 	st, err := os.Stat(pathOrGlob)
 	switch {
 	case err == nil && st.IsDir():
+		// Listed first, so that an unreadable directory says so instead
+		// of "no *.tar files" (Glob drops the error).
+		if _, err := os.ReadDir(pathOrGlob); err != nil {
+			return nil, fmt.Errorf("%w: cannot list directory %s: %v", ErrNoShards, pathOrGlob, err)
+		}
 		paths, _ := filepath.Glob(filepath.Join(globEscape(pathOrGlob), "*.tar"))
 		if len(paths) == 0 {
 			return nil, fmt.Errorf("%w: directory %s has no *.tar files", ErrNoShards, pathOrGlob)

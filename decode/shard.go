@@ -42,6 +42,11 @@ type Shard struct {
 // read-only file system); CacheError reports it. A garbage or truncated
 // shard is a *ShardError naming the file and the offset.
 func OpenShard(path string, cacheDir string) (*Shard, error) {
+	// Checked before opening: opening a FIFO for reading blocks until a
+	// writer comes, which hung the job at start-up.
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("decode: open shard %s: not a regular file", path)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("decode: open shard: %w", err)

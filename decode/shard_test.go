@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // tarFile is one member written by writeTar.
@@ -438,6 +440,32 @@ func TestOpenDataset(t *testing.T) {
 	writeFile(t, dir, "shard-3.tar", []byte("corrupt"))
 	if _, err := OpenDataset(dir, t.TempDir()); !errors.Is(err, ErrCorruptShard) || !strings.Contains(err.Error(), "shard-3.tar") {
 		t.Errorf("corrupt shard in dataset: err %v", err)
+	}
+}
+
+// TestOpenDatasetFIFO puts a FIFO named like a shard in a dataset
+// directory: opening it for reading blocked until a writer came, which
+// hung every rank at start-up. It must be refused at once.
+func TestOpenDatasetFIFO(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "shard-0.tar", writeTar(t, tar.FormatPAX, []tarFile{{name: "0.txt", data: "t"}}))
+	fifo := filepath.Join(dir, "shard-1.tar")
+	if err := unix.Mkfifo(fifo, 0o644); err != nil {
+		t.Skip("no FIFOs here:", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := OpenDataset(dir, t.TempDir())
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), fifo+": not a regular file") {
+			t.Errorf("got %v, want the FIFO refused as not a regular file", err)
+		}
+	case <-time.After(10 * time.Second):
+		os.WriteFile(fifo, nil, 0o644) // unblock the open
+		t.Fatal("OpenDataset blocked on a FIFO")
 	}
 }
 
