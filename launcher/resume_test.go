@@ -92,14 +92,16 @@ func TestResumeAuto(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, stderr, rs = run("--resume=auto")
-	if code != 0 || strings.Contains(stderr, "--resume=auto") || len(rs) != 1 || rs[0].Steps != 4 {
+	if code != 0 || strings.Contains(stderr, "--resume=auto") || !strings.Contains(stderr, "datahelix: loader local resumes from step 2 of "+filepath.Join(dir, "local")+"\n") ||
+		len(rs) != 1 || rs[0].Steps != 4 {
 		t.Errorf("--resume=auto with step 4 half-written: exit %d, stderr %q, summary %+v; want 4 steps from step 2", code, stderr, rs)
 	}
 
 	// Another loader has no checkpoint of its own: it starts fresh, the
 	// one that has resumes.
 	code, stderr, rs = run("--resume=auto", "--loader", "helix")
-	if code != 0 || strings.Count(stderr, fresh("helix")) != 1 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "loader helix starts from step 0") ||
+	if code != 0 || strings.Count(stderr, fresh("helix")) != 1 || strings.Count(stderr, "\n") != 2 || !strings.Contains(stderr, "loader helix starts from step 0") ||
+		!strings.Contains(stderr, "loader local resumes from step 2") ||
 		strings.Contains(stderr, "loader local starts") || len(rs) != 2 || rs[0].Steps != 4 || rs[1].Steps != 6 {
 		t.Errorf("--resume=auto --loader local,helix: exit %d, stderr %q, summary %+v; want local from step 2, helix fresh", code, stderr, rs)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -86,12 +87,40 @@ func (l *Loader) checkpoint(step int64) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	if err := writeDurable(path, data); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
+	return nil
+}
+
+// writeDurable writes data to path through a temporary file that is
+// synced before the rename and removed if anything fails, then syncs the
+// directory: a node that crashes right after a checkpoint leaves the
+// previous file or the new one, not an empty one, and a full disk leaves
+// no partial temporary file behind.
+func writeDurable(path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		d.Sync() // best effort: some file systems refuse to sync a directory
+		d.Close()
 	}
 	return nil
 }
@@ -118,11 +147,17 @@ func (e noCheckpointError) Unwrap() error { return ErrNoCheckpoint }
 // shared file system differ. With no complete checkpoint the error wraps
 // ErrNoCheckpoint (test with errors.Is) and is marked collective.AllRanks.
 func LatestCheckpoint(comm collective.Comm, dir string, k Kind) (int64, error) {
+	return latestCheckpointBefore(comm, dir, k, math.MaxInt64)
+}
+
+// latestCheckpointBefore is LatestCheckpoint among the steps before
+// before.
+func latestCheckpointBefore(comm collective.Comm, dir string, k Kind, before int64) (int64, error) {
 	// Rank 0's view: the step, and for the message when there is none,
 	// how many incomplete step directories and other loaders' latest step.
 	view := []int64{-1, 0, -1}
 	if comm.Rank() == 0 {
-		s := scanCheckpoints(dir, k, comm.Size())
+		s := scanCheckpoints(dir, k, comm.Size(), before)
 		view[0], view[1], view[2] = s.latest, s.incomplete, s.other
 	}
 	buf := make([]byte, 0, 8*len(view))
@@ -153,56 +188,97 @@ func LatestCheckpoint(comm collective.Comm, dir string, k Kind) (int64, error) {
 
 // restore loads the latest checkpoint of this loader that every rank
 // completed (LatestCheckpoint) and returns its step: 0 when there is none
-// and the config resumes only if there is one (ResumeIfAny).
+// and the config resumes only if there is one (ResumeIfAny). A file that
+// does not read (truncated or emptied by a crash, damaged) on any rank
+// makes every rank fall back to the complete checkpoint before it, with
+// a line naming the file; a file of another job (loader, ranks, batch,
+// seed) is an error. Rank 0 says which step it resumes from.
 func (l *Loader) restore() (int64, error) {
 	dir, k := l.cfg.CheckpointDir, l.cfg.Loader
-	step, err := LatestCheckpoint(l.comm, dir, k)
-	if errors.Is(err, ErrNoCheckpoint) && l.cfg.ResumeIfAny {
-		if l.comm.Rank() == 0 && l.cfg.Log != nil {
-			fmt.Fprintf(l.cfg.Log, "datahelix: --resume=auto: %v: loader %s starts from step 0\n", err, k)
+	before := int64(math.MaxInt64)
+	for {
+		step, err := latestCheckpointBefore(l.comm, dir, k, before)
+		if errors.Is(err, ErrNoCheckpoint) && (l.cfg.ResumeIfAny || before != math.MaxInt64) {
+			if !l.cfg.ResumeIfAny {
+				return 0, collective.AllRanks(fmt.Errorf("--resume: no readable checkpoint of loader %s in %s: the newer ones do not read (see above)", k, loaderCheckpointDir(dir, k)))
+			}
+			l.logf(0, "datahelix: --resume=auto: %v: loader %s starts from step 0\n", err, k)
+			return 0, nil
 		}
-		return 0, nil
+		if err != nil {
+			return 0, fmt.Errorf("--resume: %w", err)
+		}
+		// From here to the file read every rank holds the same step: its
+		// errors are every rank's.
+		if step >= int64(l.cfg.Steps) {
+			return 0, collective.AllRanks(fmt.Errorf("--resume: the checkpoint in %s is at step %d, at or past --steps %d: nothing to run",
+				loaderCheckpointDir(dir, k), step, l.cfg.Steps))
+		}
+		reader, cost, unreadable, err := l.readCheckpoint(step)
+		if err != nil && !unreadable {
+			return 0, err // another job's checkpoint: falling back would not help
+		}
+		bad := []int64{0}
+		if unreadable {
+			bad[0] = 1
+			l.logf(-1, "datahelix: rank %d: --resume: %v: trying the checkpoint before step %d\n", l.comm.Rank(), err, step)
+		}
+		if err := l.comm.AllreduceInt64(bad, collective.OpMax); err != nil {
+			return 0, err
+		}
+		if bad[0] == 0 {
+			*l.reader, l.cost = *reader, cost
+			l.logf(0, "datahelix: loader %s resumes from step %d of %s\n", k, step, loaderCheckpointDir(dir, k))
+			return step, nil
+		}
+		before = step
 	}
-	if err != nil {
-		return 0, fmt.Errorf("--resume: %w", err)
+}
+
+// logf writes to the config's log on rank (every rank when rank is -1).
+func (l *Loader) logf(rank int, format string, args ...any) {
+	if l.cfg.Log != nil && (rank < 0 || l.comm.Rank() == rank) {
+		fmt.Fprintf(l.cfg.Log, format, args...)
 	}
-	// From here to the file read every rank holds the same step: its
-	// errors are every rank's.
-	if step >= int64(l.cfg.Steps) {
-		return 0, collective.AllRanks(fmt.Errorf("--resume: the checkpoint in %s is at step %d, at or past --steps %d: nothing to run",
-			loaderCheckpointDir(dir, k), step, l.cfg.Steps))
-	}
+}
+
+// readCheckpoint reads this rank's checkpoint of step into a copy of its
+// reader and a new cost model. unreadable says the error is the file's
+// (it does not read or parse, or its states are inconsistent), not that
+// another job wrote it.
+func (l *Loader) readCheckpoint(step int64) (reader *Reader, cost *decode.CostModel, unreadable bool, err error) {
+	dir, k := l.cfg.CheckpointDir, l.cfg.Loader
 	path := checkpointPath(dir, k, step, l.comm.Rank())
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return 0, fmt.Errorf("--resume: %w", err)
+		return nil, nil, true, err
 	}
 	var st checkpointState
 	if err := json.Unmarshal(data, &st); err != nil {
-		return 0, fmt.Errorf("--resume: %s: %w", path, err)
+		return nil, nil, true, fmt.Errorf("%s: %w", path, err)
 	}
 	switch {
 	case st.Version != checkpointVersion:
-		return 0, fmt.Errorf("--resume: %s: version %d, this binary reads %d", path, st.Version, checkpointVersion)
+		return nil, nil, false, fmt.Errorf("--resume: %s: version %d, this binary reads %d", path, st.Version, checkpointVersion)
 	case st.Loader != k.String():
-		return 0, fmt.Errorf("--resume: %s was written by loader %q, this run's loader is %s", path, st.Loader, k)
+		return nil, nil, false, fmt.Errorf("--resume: %s was written by loader %q, this run's loader is %s", path, st.Loader, k)
 	case st.Step != step:
-		return 0, fmt.Errorf("--resume: %s holds step %d, its directory says %d", path, st.Step, step)
+		return nil, nil, true, fmt.Errorf("%s holds step %d, its directory says %d", path, st.Step, step)
 	case st.Ranks != l.comm.Size() || st.Rank != l.comm.Rank():
-		return 0, fmt.Errorf("--resume: %s was written by rank %d of %d", path, st.Rank, st.Ranks)
+		return nil, nil, false, fmt.Errorf("--resume: %s was written by rank %d of %d", path, st.Rank, st.Ranks)
 	case st.Batch != l.cfg.Batch || st.Seed != l.cfg.Seed || st.Shards != len(l.ds.Shards):
-		return 0, fmt.Errorf("--resume: %s was written with batch %d, seed %d, %d shards; this run has %d, %d, %d",
+		return nil, nil, false, fmt.Errorf("--resume: %s was written with batch %d, seed %d, %d shards; this run has %d, %d, %d",
 			path, st.Batch, st.Seed, st.Shards, l.cfg.Batch, l.cfg.Seed, len(l.ds.Shards))
 	}
-	if err := l.reader.UnmarshalJSON(st.Reader); err != nil {
-		return 0, fmt.Errorf("--resume: %s: %w", path, err)
+	r := *l.reader
+	if err := r.UnmarshalJSON(st.Reader); err != nil {
+		return nil, nil, true, fmt.Errorf("%s: %w", path, err)
 	}
-	cost := decode.NewCostModel(nil)
+	cost = decode.NewCostModel(nil)
 	if err := cost.UnmarshalJSON(st.Cost); err != nil {
-		return 0, fmt.Errorf("--resume: %s: cost model: %w", path, err)
+		return nil, nil, true, fmt.Errorf("%s: cost model: %w", path, err)
 	}
-	l.cost = cost
-	return step, nil
+	return &r, cost, false, nil
 }
 
 // checkpointScan is what one read of a checkpoint directory tells about
@@ -221,26 +297,28 @@ type checkpointScan struct {
 // scanCheckpoints reads dir once: loader k's step directories newest first
 // down to the first complete one, then, only if k has none, each other
 // loader's the same way.
-func scanCheckpoints(dir string, k Kind, ranks int) checkpointScan {
+func scanCheckpoints(dir string, k Kind, ranks int, before int64) checkpointScan {
 	s := checkpointScan{other: -1}
-	s.latest, s.incomplete = newestComplete(dir, k, ranks)
+	s.latest, s.incomplete = newestComplete(dir, k, ranks, before)
 	if s.latest >= 0 {
 		return s
 	}
 	for o := range Kind(len(kindNames)) {
 		if o != k {
-			latest, _ := newestComplete(dir, o, ranks)
+			latest, _ := newestComplete(dir, o, ranks, math.MaxInt64)
 			s.other = max(s.other, latest)
 		}
 	}
 	return s
 }
 
-// newestComplete returns the newest step of loader k in dir with a
-// checkpoint file for each of ranks, or -1, and how many of k's step
-// directories are newer than it (all of them when there is none).
-func newestComplete(dir string, k Kind, ranks int) (step, newer int64) {
+// newestComplete returns the newest step before before of loader k in
+// dir with a checkpoint file for each of ranks, or -1, and how many of
+// k's step directories before before are newer than it (all of them when
+// there is none).
+func newestComplete(dir string, k Kind, ranks int, before int64) (step, newer int64) {
 	steps := checkpointSteps(dir, k)
+	steps = steps[sort.Search(len(steps), func(i int) bool { return steps[i] < before }):]
 	for i, s := range steps {
 		complete := true
 		for r := 0; r < ranks && complete; r++ {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,7 +65,7 @@ func TestResumeEveryLoader(t *testing.T) {
 	}
 	// Every loader kept its own checkpoints: none overwrote another's.
 	for k := range full {
-		if got := scanCheckpoints(dir, k, ranks).latest; got != 8 {
+		if got := scanCheckpoints(dir, k, ranks, math.MaxInt64).latest; got != 8 {
 			t.Errorf("%s: latest checkpoint at step %d, want 8", k, got)
 		}
 		for _, step := range []int64{4, 8} {
@@ -190,7 +191,7 @@ func touchCheckpoints(t *testing.T, dir string, k Kind, step int64, ranks ...int
 func latestCheckpoint(dir string, ranks int) int64 {
 	latest := int64(-1)
 	for k := range Kind(len(kindNames)) {
-		latest = max(latest, scanCheckpoints(dir, k, ranks).latest)
+		latest = max(latest, scanCheckpoints(dir, k, ranks, math.MaxInt64).latest)
 	}
 	return latest
 }
@@ -224,7 +225,7 @@ func TestLatestCheckpointIsPerLoader(t *testing.T) {
 		{KindStatic, 2, -1},
 		{KindHelixNoGate, 1, -1},
 	} {
-		if got := scanCheckpoints(dir, c.k, c.ranks).latest; got != c.want {
+		if got := scanCheckpoints(dir, c.k, c.ranks, math.MaxInt64).latest; got != c.want {
 			t.Errorf("scanCheckpoints(%s, %d ranks).latest = %d, want %d", c.k, c.ranks, got, c.want)
 		}
 	}
@@ -236,7 +237,7 @@ func TestLatestCheckpointIsPerLoader(t *testing.T) {
 			t.Errorf("latestCheckpoint(%d ranks) = %d, want %d", c.ranks, got, c.want)
 		}
 	}
-	if got := scanCheckpoints(filepath.Join(dir, "missing"), KindTorch, 1).latest; got != -1 {
+	if got := scanCheckpoints(filepath.Join(dir, "missing"), KindTorch, 1, math.MaxInt64).latest; got != -1 {
 		t.Errorf("missing directory: got %d, want -1", got)
 	}
 }
@@ -343,7 +344,7 @@ func TestLatestCheckpointMessages(t *testing.T) {
 	} {
 		dir := t.TempDir()
 		c.setup(t, dir)
-		if got := scanCheckpoints(dir, KindHelix, ranks); got != c.scan {
+		if got := scanCheckpoints(dir, KindHelix, ranks, math.MaxInt64); got != c.scan {
 			t.Errorf("%s: scanCheckpoints = %+v, want %+v", c.name, got, c.scan)
 		}
 		want := fmt.Sprintf("no complete checkpoint of loader helix for %d ranks in %s", ranks, filepath.Join(dir, "helix")) +
@@ -376,7 +377,62 @@ func TestLatestCheckpointMessages(t *testing.T) {
 	touchCheckpoints(t, dir, KindHelix, 12, 1)
 	touchCheckpoints(t, dir, KindHelix, 2, 0)
 	touchCheckpoints(t, dir, KindTorch, 20, 0, 1)
-	if got, want := scanCheckpoints(dir, KindHelix, ranks), (checkpointScan{4, 2, -1}); got != want {
+	if got, want := scanCheckpoints(dir, KindHelix, ranks, math.MaxInt64), (checkpointScan{4, 2, -1}); got != want {
 		t.Errorf("complete step 4 under 8 and 12: scanCheckpoints = %+v, want %+v", got, want)
+	}
+}
+
+// TestResumeFallsBackPastUnreadableCheckpoints empties one rank's file of
+// the newest checkpoint, as a node crash right after saving can: the
+// resume failed, and --resume=auto with it, on every requeue. Every rank
+// must fall back to the checkpoint before, delivering what the
+// uninterrupted run delivered from there; with none readable, --resume
+// fails naming the cause and --resume=auto starts from step 0.
+func TestResumeFallsBackPastUnreadableCheckpoints(t *testing.T) {
+	data := gentest.Tiny(t)
+	dir := t.TempDir()
+	cfg := testConfig(KindHelix)
+	cfg.Steps, cfg.CheckpointDir, cfg.CheckpointEvery = 12, dir, 4
+	full, errs := runInProcess(t, 4, data, cfg)
+	requireOK(t, errs)
+	if err := os.WriteFile(checkpointPath(dir, KindHelix, 8, 1), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var log syncBuffer
+	cfg.CheckpointEvery, cfg.Resume, cfg.Log = 0, true, &log
+	resumed, errs := runInProcess(t, 4, data, cfg)
+	requireOK(t, errs)
+	if len(resumed.Records) != 8*4 {
+		t.Fatalf("resumed run delivered %d rank-steps, want 32 (steps 4..11 on 4 ranks)", len(resumed.Records))
+	}
+	want, got := perStep(full.Records), perStep(resumed.Records)
+	for st := int64(4); st < 12; st++ {
+		if got[st] == 0 || got[st] != want[st] {
+			t.Errorf("step %d: resumed run delivered other samples", st)
+		}
+	}
+	wantLog := []string{
+		"datahelix: rank 1: --resume: " + checkpointPath(dir, KindHelix, 8, 1) + ": unexpected end of JSON input: trying the checkpoint before step 8\n",
+		"datahelix: loader helix resumes from step 4 of " + loaderCheckpointDir(dir, KindHelix) + "\n",
+	}
+	if log.String() != strings.Join(wantLog, "") {
+		t.Errorf("log:\n%s\nwant:\n%s", log.String(), strings.Join(wantLog, ""))
+	}
+
+	// Step 4 unreadable too, on rank 2: nothing left to resume from.
+	if err := os.WriteFile(checkpointPath(dir, KindHelix, 4, 2), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errs = runInProcess(t, 4, data, cfg)
+	for r, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "--resume: no readable checkpoint of loader helix") {
+			t.Errorf("rank %d: %v; want no readable checkpoint", r, err)
+		}
+	}
+	cfg.ResumeIfAny = true
+	fresh, errs := runInProcess(t, 4, data, cfg)
+	requireOK(t, errs)
+	if len(fresh.Records) != 12*4 {
+		t.Errorf("--resume=auto with no readable checkpoint delivered %d rank-steps, want all 48", len(fresh.Records))
 	}
 }
