@@ -73,6 +73,7 @@ type runFlags struct {
 	trace, jsonOut string
 	quiet          bool
 	resume         autoBool
+	stallTimeout   time.Duration
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -101,6 +102,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.trace, "trace", "", "write per-rank per-step records as JSON lines to `file`")
 	fs.StringVar(&f.jsonOut, "json", "", "write the summary, one object per loader, to `file`")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar")
+	fs.DurationVar(&f.stallTimeout, "stall-timeout", 10*time.Minute, "abort the job when a rank delivers no step for this `duration` (a rank that makes no progress holds every other in the next collective); 0: never")
 }
 
 // Bounds of the run flags that the runtime does not check itself before
@@ -134,6 +136,8 @@ func (f *runFlags) validate() error {
 		}
 	}
 	switch {
+	case f.stallTimeout < 0:
+		return usagef("--stall-timeout %v: want 0 (never) or more", f.stallTimeout)
 	case f.decodedMiB < 0 || f.decodedMiB > maxBudgetMiB:
 		return usagef("--decoded-budget %d: want 0..%d MiB", f.decodedMiB, maxBudgetMiB)
 	case f.compressedMiB < 0 || f.compressedMiB > maxBudgetMiB:
@@ -306,14 +310,20 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 			bar = newBar(errOut, len(f.loaders)*f.cfg.Steps, "training")
 		}
 	}
+	watch := watchStalls(c, f.stallTimeout)
+	defer watch.stop()
 	var results []spmd.Summary
 	var trace []traceLine
 	for _, k := range f.loaders {
 		cfg := f.cfg
 		cfg.Loader = k
 		cfg.Log = errOut
-		if bar != nil {
-			cfg.Progress = func(int64) { bar.Add(1) }
+		watch.start(k.String())
+		cfg.Progress = func(step int64) {
+			watch.delivered(step)
+			if bar != nil {
+				bar.Add(1)
+			}
 		}
 		if bar != nil {
 			bar.Describe(k.String())

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -217,6 +218,7 @@ func TestRunFlagBounds(t *testing.T) {
 		{[]string{"run", "--gpu-ms-per-frame", "3000000", "--batch", "4096"}, "--gpu-ms-per-frame 3e+06"},
 		{[]string{"run", "--batch", "100000"}, "--batch 100000: want 1..4096"},
 		{[]string{"run", "--decoded-budget", "17592186044417"}, "--decoded-budget 17592186044417"},
+		{[]string{"run", "--stall-timeout", "-1s"}, "--stall-timeout -1s: want 0 (never) or more"},
 		{[]string{"run", "--compressed-budget", "-1"}, "--compressed-budget -1"},
 		{[]string{"run", "--frames", "1024", "--size", "4096"}, "--frames 1024 --size 4096: one decoded clip would be 51539607552 bytes"},
 		{[]string{"run", "--size", "5000"}, "--size 5000: want 8..4096"},
@@ -475,19 +477,14 @@ func TestDefaultDatasetFailsEveryRank(t *testing.T) {
 	}
 }
 
-// TestSignalEndsJobWithAStuckRank stops one rank of a 2-rank job
-// (SIGSTOP: a rank stuck on a hung file system, a swapping node) and sends
-// SIGTERM to the other, as scancel does. That rank waits in a collective
-// for the stopped one and never saw its context's cancellation: the job
-// ran on until SIGKILL. It must abort the job itself, stuckGrace later.
-func TestSignalEndsJobWithAStuckRank(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a job for several seconds")
-	}
+// stopOneRank starts a 2-rank helix job under mpirun with extra flags,
+// lets it run, stops one rank with SIGSTOP (a rank stuck on a hung file
+// system, a swapping node) and returns the job, the other rank's pid and
+// the output; the stopped rank is killed when the test ends.
+func stopOneRank(t *testing.T, ctx context.Context, extra ...string) (*exec.Cmd, int, *bytes.Buffer) {
+	t.Helper()
 	data := gentest.Tiny(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := collectivetest.MPIRun(ctx, 2, os.Args[0], fastRun(data, "--steps", "100000", "--loader", "helix")...)
+	cmd := collectivetest.MPIRun(ctx, 2, os.Args[0], fastRun(data, append([]string{"--steps", "100000", "--loader", "helix"}, extra...)...)...)
 	cmd.Env = append(os.Environ(), asMainEnv+"=1")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -504,10 +501,56 @@ func TestSignalEndsJobWithAStuckRank(t *testing.T) {
 	}
 	time.Sleep(3 * time.Second) // let the job get going
 	syscall.Kill(kids[1], syscall.SIGSTOP)
-	defer syscall.Kill(kids[1], syscall.SIGKILL)
+	t.Cleanup(func() { syscall.Kill(kids[1], syscall.SIGKILL) })
+	return cmd, kids[0], &out
+}
+
+// TestStalledRankEndsJob stops one rank of a job run with a short
+// --stall-timeout: the other waits in a collective for it, and with no
+// watchdog the job sat there until the batch system's time limit. It
+// must abort the job about the timeout later, saying why.
+func TestStalledRankEndsJob(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a job for several seconds")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const timeout = 3 * time.Second
+	cmd, _, out := stopOneRank(t, ctx, "--stall-timeout", timeout.String())
+	stopped := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		took := time.Since(stopped)
+		t.Logf("job ended %v after a rank stopped: %v", took.Round(time.Millisecond), err)
+		if err == nil || !strings.Contains(out.String(), "aborting the job: no step delivered for 3s (--stall-timeout), loader helix after step") {
+			t.Errorf("%v; want a failure naming the stall:\n%s", err, out.String())
+		}
+		if took < timeout || took > timeout+20*time.Second {
+			t.Errorf("job ended %v after a rank stopped, want about %v", took, timeout)
+		}
+	case <-time.After(timeout + 40*time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("job still running %v after a rank stopped:\n%s", timeout+40*time.Second, out.String())
+	}
+}
+
+// TestSignalEndsJobWithAStuckRank stops one rank of a 2-rank job
+// (SIGSTOP: a rank stuck on a hung file system, a swapping node) and sends
+// SIGTERM to the other, as scancel does. That rank waits in a collective
+// for the stopped one and never saw its context's cancellation: the job
+// ran on until SIGKILL. It must abort the job itself, stuckGrace later.
+func TestSignalEndsJobWithAStuckRank(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a job for several seconds")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd, other, out := stopOneRank(t, ctx)
 	time.Sleep(500 * time.Millisecond) // the other rank now waits for it
 	sent := time.Now()
-	syscall.Kill(kids[0], syscall.SIGTERM)
+	syscall.Kill(other, syscall.SIGTERM)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {

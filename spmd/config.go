@@ -71,7 +71,8 @@ type Config struct {
 	// Log receives one line per dropped sample, and rank 0's line when
 	// ResumeIfAny starts from step 0 (nil: discarded).
 	Log io.Writer
-	// Progress, when set on rank 0, is called after every step delivered.
+	// Progress, when set, is called on the rank after every step it
+	// delivers.
 	Progress func(step int64)
 }
 
