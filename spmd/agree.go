@@ -113,12 +113,17 @@ func HashStrings(list []string) uint64 {
 // sample count (not its directory: nodes may keep their copies in
 // different places).
 func DatasetSettings(ds *decode.Dataset) []Setting {
+	return []Setting{
+		{Name: "the dataset's shard count", Value: uint64(len(ds.Shards))},
+		{Name: "the dataset (shard names and sample counts)", Value: datasetHash(ds), Hashed: true},
+	}
+}
+
+// datasetHash is a hash of each shard's file name and sample count.
+func datasetHash(ds *decode.Dataset) uint64 {
 	list := make([]string, len(ds.Shards))
 	for i, s := range ds.Shards {
 		list[i] = fmt.Sprintf("%s/%d", filepath.Base(s.Path()), s.Len())
 	}
-	return []Setting{
-		{Name: "the dataset's shard count", Value: uint64(len(ds.Shards))},
-		{Name: "the dataset (shard names and sample counts)", Value: HashStrings(list), Hashed: true},
-	}
+	return HashStrings(list)
 }

@@ -20,14 +20,17 @@ import (
 // a resumed run needs to deliver exactly the batches the uninterrupted run
 // delivered from that step on.
 type checkpointState struct {
-	Version int             `json:"version"`
-	Step    int64           `json:"step"` // the first step the resumed run delivers
-	Rank    int             `json:"rank"`
-	Ranks   int             `json:"ranks"`
-	Loader  string          `json:"loader"`
-	Batch   int             `json:"batch"`
-	Seed    uint64          `json:"seed"`
-	Shards  int             `json:"shards"`
+	Version int    `json:"version"`
+	Step    int64  `json:"step"` // the first step the resumed run delivers
+	Rank    int    `json:"rank"`
+	Ranks   int    `json:"ranks"`
+	Loader  string `json:"loader"`
+	Batch   int    `json:"batch"`
+	Seed    uint64 `json:"seed"`
+	Shards  int    `json:"shards"`
+	// Dataset is datasetHash of the dataset read (0 in files written
+	// before it was recorded, which are not checked).
+	Dataset uint64          `json:"dataset,omitempty"`
 	Reader  json.RawMessage `json:"reader"` // position before reading Step
 	Cost    json.RawMessage `json:"cost_model"`
 }
@@ -77,7 +80,7 @@ func (l *Loader) checkpoint(step int64) error {
 	st := checkpointState{
 		Version: checkpointVersion, Step: step, Rank: l.comm.Rank(), Ranks: l.comm.Size(),
 		Loader: l.cfg.Loader.String(), Batch: l.cfg.Batch, Seed: l.cfg.Seed, Shards: len(l.ds.Shards),
-		Reader: snap.reader, Cost: cost,
+		Dataset: datasetHash(l.ds), Reader: snap.reader, Cost: cost,
 	}
 	data, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
@@ -269,6 +272,9 @@ func (l *Loader) readCheckpoint(step int64) (reader *Reader, cost *decode.CostMo
 	case st.Batch != l.cfg.Batch || st.Seed != l.cfg.Seed || st.Shards != len(l.ds.Shards):
 		return nil, nil, false, fmt.Errorf("--resume: %s was written with batch %d, seed %d, %d shards; this run has %d, %d, %d",
 			path, st.Batch, st.Seed, st.Shards, l.cfg.Batch, l.cfg.Seed, len(l.ds.Shards))
+	case st.Dataset != 0 && st.Dataset != datasetHash(l.ds):
+		return nil, nil, false, fmt.Errorf("--resume: %s was written reading another dataset (other shard names or sample counts) than --data %s",
+			path, filepath.Dir(l.ds.Shards[0].Path()))
 	}
 	r := *l.reader
 	if err := r.UnmarshalJSON(st.Reader); err != nil {

@@ -436,3 +436,43 @@ func TestResumeFallsBackPastUnreadableCheckpoints(t *testing.T) {
 		t.Errorf("--resume=auto with no readable checkpoint delivered %d rank-steps, want all 48", len(fresh.Records))
 	}
 }
+
+// TestResumeRefusesAnotherDataset resumes a checkpoint on a dataset of
+// as many shards under other names: it was accepted, and the run went on
+// from the first dataset's reader positions in the second.
+func TestResumeRefusesAnotherDataset(t *testing.T) {
+	data := gentest.Tiny(t)
+	dir := t.TempDir()
+	cfg := testConfig(KindLocal)
+	cfg.Steps, cfg.CheckpointDir, cfg.CheckpointEvery = 8, dir, 4
+	_, errs := runInProcess(t, 4, data, cfg)
+	requireOK(t, errs)
+	other := t.TempDir()
+	shards, _ := filepath.Glob(filepath.Join(data, "*.tar"))
+	for i, p := range shards {
+		if err := os.Symlink(p, filepath.Join(other, fmt.Sprintf("other-%02d.tar", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg.CheckpointEvery, cfg.Resume = 0, true
+	_, errs = runInProcess(t, 4, other, cfg)
+	named := false
+	for r, err := range errs {
+		if err == nil {
+			t.Errorf("rank %d resumed on another dataset", r)
+		}
+		named = named || err != nil && strings.Contains(err.Error(), "was written reading another dataset")
+	}
+	if !named {
+		t.Errorf("no rank said the dataset differs: %v", errs)
+	}
+	// The same shards under the same names elsewhere resume.
+	same := t.TempDir()
+	for _, p := range shards {
+		if err := os.Symlink(p, filepath.Join(same, filepath.Base(p))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, errs = runInProcess(t, 4, same, cfg)
+	requireOK(t, errs)
+}
