@@ -7,9 +7,12 @@ import (
 	"time"
 )
 
-// LocalStuckGrace is how long RunLocal gives its ranks to return once its
-// context is cancelled before it aborts their world.
-const LocalStuckGrace = 5 * time.Second
+// StuckGrace is how long ranks get to return once their work is
+// cancelled (a signal, a deadline) before their job is aborted: a rank
+// waiting in a collective for a peer that makes no progress never sees
+// the cancellation. RunLocal applies it to in-process ranks; the
+// datahelix command to MPI ranks.
+const StuckGrace = 5 * time.Second
 
 // RunLocal runs body on each of n ranks of a new in-process world, each
 // rank on its own goroutine, and returns every rank's error, indexed by
@@ -25,7 +28,7 @@ const LocalStuckGrace = 5 * time.Second
 // since every rank reports it at the same point.
 //
 // When ctx is cancelled (a signal, a deadline) and some rank has still
-// not returned LocalStuckGrace later, the world is aborted: a rank waiting
+// not returned StuckGrace later, the world is aborted: a rank waiting
 // in a collective for one that has left, or that makes no progress, does
 // not see the cancellation, and the process would never end.
 func RunLocal(ctx context.Context, n int, body func(ctx context.Context, c Comm) error) []error {
@@ -45,8 +48,8 @@ func RunLocal(ctx context.Context, n int, body func(ctx context.Context, c Comm)
 		}
 		select {
 		case <-finished:
-		case <-time.After(LocalStuckGrace):
-			ranks[0].Abort(1, fmt.Sprintf("%v; ranks still waiting %v later", context.Cause(parent), LocalStuckGrace))
+		case <-time.After(StuckGrace):
+			ranks[0].Abort(1, fmt.Sprintf("%v; ranks still waiting %v later", context.Cause(parent), StuckGrace))
 		}
 	}()
 	errs := make([]error, n)

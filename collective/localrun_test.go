@@ -149,7 +149,7 @@ func TestRunLocalAllRanksErrorDoesNotAbort(t *testing.T) {
 // TestRunLocalCancelEndsStuckRanks leaves rank 1 early with an AllRanks
 // error only it got (a mistake the runtime once made), so rank 0 waits in
 // a barrier nobody else will join, then cancels the run's context: the
-// world must be aborted LocalStuckGrace later instead of hanging.
+// world must be aborted StuckGrace later instead of hanging.
 func TestRunLocalCancelEndsStuckRanks(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	done := make(chan []error, 1)
@@ -167,13 +167,13 @@ func TestRunLocalCancelEndsStuckRanks(t *testing.T) {
 	sent := time.Now()
 	select {
 	case errs := <-done:
-		if took := time.Since(sent); took < collective.LocalStuckGrace {
-			t.Errorf("ended %v after the cancel, before the grace of %v", took, collective.LocalStuckGrace)
+		if took := time.Since(sent); took < collective.StuckGrace {
+			t.Errorf("ended %v after the cancel, before the grace of %v", took, collective.StuckGrace)
 		}
 		if !collective.IsAborted(errs[0]) || !strings.Contains(errs[0].Error(), "interrupted by SIGTERM; ranks still waiting") {
 			t.Errorf("rank 0: %v; want the abort naming the cause", errs[0])
 		}
-	case <-time.After(collective.LocalStuckGrace + 10*time.Second):
+	case <-time.After(collective.StuckGrace + 10*time.Second):
 		t.Fatal("rank 0 still waiting in the barrier 10 s after the grace")
 	}
 }

@@ -51,7 +51,9 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	noiseOnTruth := fs.Bool("noise-on-truth", false, "sensitivity: put the cost model's measured error on the true costs instead of on the estimates")
 	quiet := fs.Bool("quiet", false, "no progress on standard error (a bar on a terminal, else plain lines)")
 	if err := parseFlags(fs, args, stdout); err != nil {
-		if a := fs.Arg(0); fs.NArg() > 0 && (slices.Contains(builtinWorkloads(), a) || a == "all" || strings.HasSuffix(a, ".json")) {
+		// Only where the flags parsed and an argument was left over: a
+		// bad flag value says so itself.
+		if a := fs.Arg(0); strings.Contains(err.Error(), "unknown subcommand") && (slices.Contains(builtinWorkloads(), a) || a == "all" || strings.HasSuffix(a, ".json")) {
 			return usagef("bench: %s is a workload, not a subcommand: use --workloads %s", a, strings.Join(fs.Args(), ","))
 		}
 		return err

@@ -261,6 +261,7 @@ func TestBenchHelpListsSubcommands(t *testing.T) {
 		{[]string{"bench", "calibrat"}, `datahelix: bench: unknown subcommand "calibrat" (have calibrate, exchange, plan; see datahelix bench -h)`},
 		{[]string{"bench", "--real", "kinetics", "laion"}, `datahelix: bench: kinetics is a workload, not a subcommand: use --workloads kinetics,laion`},
 		{[]string{"bench", "my.json"}, `datahelix: bench: my.json is a workload, not a subcommand: use --workloads my.json`},
+		{[]string{"bench", "--steps", "x", "kinetics"}, `datahelix: bench: invalid value "x" for flag -steps: parse error (see datahelix bench -h)`},
 		{[]string{"bench", "--steps", "3", "plan"}, "datahelix: bench: the subcommand plan comes before the flags: datahelix bench plan [flags]"},
 		{[]string{"bench", "plan", "extra"}, `datahelix: bench plan: unexpected argument "extra" (see datahelix bench plan -h)`},
 	} {

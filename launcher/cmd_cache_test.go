@@ -26,7 +26,12 @@ func TestCacheCommand(t *testing.T) {
 		}
 		return dir
 	}
-	current := dataset(gen.CacheName("default-seed1"), 3<<20)
+	current := filepath.Join(root, gen.CacheName("default-seed1"))
+	if _, err := gen.Install(current, func(tmp string) error {
+		return os.WriteFile(filepath.Join(tmp, "shard-000000.tar"), make([]byte, 3<<20), 0o644)
+	}); err != nil {
+		t.Fatal(err)
+	}
 	old := dataset("default-v1-seed1", 1<<20)
 
 	code, stdout, stderr := runMain("cache", "--cache-dir", root)

@@ -136,8 +136,8 @@ func (f *runFlags) validate() error {
 		}
 	}
 	switch {
-	case f.stallTimeout < 0:
-		return usagef("--stall-timeout %v: want 0 (never) or more", f.stallTimeout)
+	case f.stallTimeout < 0 || f.stallTimeout > 0 && f.stallTimeout < time.Second:
+		return usagef("--stall-timeout %v: want 0 (never) or at least 1s", f.stallTimeout)
 	case f.decodedMiB < 0 || f.decodedMiB > maxBudgetMiB:
 		return usagef("--decoded-budget %d: want 0..%d MiB", f.decodedMiB, maxBudgetMiB)
 	case f.compressedMiB < 0 || f.compressedMiB > maxBudgetMiB:
@@ -270,6 +270,10 @@ func generateDefault(ctx context.Context, dir string, seed uint64, log io.Writer
 
 // runJob is the body every rank runs.
 func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.Writer) error {
+	// First, so that every rank calls the same collectives after it.
+	if err := spmd.Agree(c, runSettings(f)); err != nil {
+		return err
+	}
 	outs, err := prepareOutputs(c, f, errOut)
 	if err != nil {
 		return err
@@ -292,7 +296,7 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 	if err := agreeOnError(c, err, errOut, "cannot open the dataset"); err != nil {
 		return err
 	}
-	if err := spmd.Agree(c, runSettings(f, ds)); err != nil {
+	if err := spmd.Agree(c, spmd.DatasetSettings(ds)); err != nil {
 		return err
 	}
 	if c.Rank() == 0 {
@@ -339,6 +343,7 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 			}
 		}
 	}
+	watch.stop() // writing the outputs is no step
 	if bar != nil {
 		bar.Finish()
 	}
@@ -395,16 +400,17 @@ func agreeOnError(c collective.Comm, err error, errOut io.Writer, what string) e
 	return collective.AllRanks(fmt.Errorf("rank %d %s (see its message above)", failed, what))
 }
 
-// runSettings are the settings of the job every rank must share
+// runSettings are the flags every rank of the job must share
 // (spmd.Agree): the ones that decide which collectives a rank calls and
-// which samples it reads. Per-rank ones (workers, budgets, the GPU
-// model, where checkpoints go) may differ.
-func runSettings(f *runFlags, ds *decode.Dataset) []spmd.Setting {
+// which samples it reads (the dataset itself is compared once open).
+// Per-rank ones (workers, budgets, the GPU model, where the data and the
+// checkpoints are) may differ.
+func runSettings(f *runFlags) []spmd.Setting {
 	names := make([]string, len(f.loaders))
 	for i, k := range f.loaders {
 		names[i] = k.String()
 	}
-	return append([]spmd.Setting{
+	return []spmd.Setting{
 		{Name: "--loader", Value: spmd.HashStrings(names), Hashed: true},
 		{Name: "--steps", Value: uint64(f.cfg.Steps)},
 		{Name: "--batch", Value: uint64(f.cfg.Batch)},
@@ -413,7 +419,8 @@ func runSettings(f *runFlags, ds *decode.Dataset) []spmd.Setting {
 		{Name: "--margin-us", Value: uint64(f.cfg.Margin)},
 		{Name: "--checkpoint-every", Value: uint64(f.cfg.CheckpointEvery)},
 		{Name: "--resume (0 false, 1 true, 2 auto)", Value: uint64(f.resume)},
-	}, spmd.DatasetSettings(ds)...)
+		{Name: "--data (1 given, 0 the default dataset)", Value: map[bool]uint64{true: 1}[f.data != ""]},
+	}
 }
 
 // openOutputs opens this rank's outputs: --json and --trace when files

@@ -218,7 +218,8 @@ func TestRunFlagBounds(t *testing.T) {
 		{[]string{"run", "--gpu-ms-per-frame", "3000000", "--batch", "4096"}, "--gpu-ms-per-frame 3e+06"},
 		{[]string{"run", "--batch", "100000"}, "--batch 100000: want 1..4096"},
 		{[]string{"run", "--decoded-budget", "17592186044417"}, "--decoded-budget 17592186044417"},
-		{[]string{"run", "--stall-timeout", "-1s"}, "--stall-timeout -1s: want 0 (never) or more"},
+		{[]string{"run", "--stall-timeout", "-1s"}, "--stall-timeout -1s: want 0 (never) or at least 1s"},
+		{[]string{"run", "--stall-timeout", "3ns"}, "--stall-timeout 3ns: want 0 (never) or at least 1s"},
 		{[]string{"run", "--compressed-budget", "-1"}, "--compressed-budget -1"},
 		{[]string{"run", "--frames", "1024", "--size", "4096"}, "--frames 1024 --size 4096: one decoded clip would be 51539607552 bytes"},
 		{[]string{"run", "--size", "5000"}, "--size 5000: want 8..4096"},
@@ -540,7 +541,7 @@ func TestStalledRankEndsJob(t *testing.T) {
 // (SIGSTOP: a rank stuck on a hung file system, a swapping node) and sends
 // SIGTERM to the other, as scancel does. That rank waits in a collective
 // for the stopped one and never saw its context's cancellation: the job
-// ran on until SIGKILL. It must abort the job itself, stuckGrace later.
+// ran on until SIGKILL. It must abort the job itself, collective.StuckGrace later.
 func TestSignalEndsJobWithAStuckRank(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a job for several seconds")
@@ -560,11 +561,11 @@ func TestSignalEndsJobWithAStuckRank(t *testing.T) {
 		if code := cmd.ProcessState.ExitCode(); code != 143 || !strings.Contains(out.String(), "interrupted by SIGTERM; still waiting") {
 			t.Errorf("exit %d, want 143 and the abort's message:\n%s", code, out.String())
 		}
-		if took < stuckGrace || took > stuckGrace+20*time.Second {
-			t.Errorf("job ended %v after SIGTERM, want about %v", took, stuckGrace)
+		if took < collective.StuckGrace || took > collective.StuckGrace+20*time.Second {
+			t.Errorf("job ended %v after SIGTERM, want about %v", took, collective.StuckGrace)
 		}
-	case <-time.After(stuckGrace + 40*time.Second):
+	case <-time.After(collective.StuckGrace + 40*time.Second):
 		cmd.Process.Kill()
-		t.Fatalf("job still running %v after SIGTERM to a rank whose peer is stopped:\n%s", stuckGrace+40*time.Second, out.String())
+		t.Fatalf("job still running %v after SIGTERM to a rank whose peer is stopped:\n%s", collective.StuckGrace+40*time.Second, out.String())
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,10 +16,12 @@ import (
 type stallWatch struct {
 	c       collective.Comm
 	timeout time.Duration
-	last    atomic.Int64 // unix nanoseconds of the last step or start
+	base    time.Time    // the monotonic clock's origin
+	last    atomic.Int64 // since base, ns, of the last step or start
 	step    atomic.Int64 // the last step delivered, -1 before the first
 	loader  atomic.Value // string: the loader running
 	done    chan struct{}
+	once    sync.Once
 }
 
 // watchStalls starts a watch of c's steps with timeout, or returns nil
@@ -27,7 +30,7 @@ func watchStalls(c collective.Comm, timeout time.Duration) *stallWatch {
 	if timeout <= 0 {
 		return nil
 	}
-	w := &stallWatch{c: c, timeout: timeout, done: make(chan struct{})}
+	w := &stallWatch{c: c, timeout: timeout, base: time.Now(), done: make(chan struct{})}
 	w.start("")
 	go w.run()
 	return w
@@ -40,7 +43,7 @@ func (w *stallWatch) start(loader string) {
 	}
 	w.loader.Store(loader)
 	w.step.Store(-1)
-	w.last.Store(time.Now().UnixNano())
+	w.last.Store(int64(time.Since(w.base)))
 }
 
 // delivered records that step was delivered.
@@ -49,25 +52,34 @@ func (w *stallWatch) delivered(step int64) {
 		return
 	}
 	w.step.Store(step)
-	w.last.Store(time.Now().UnixNano())
+	w.last.Store(int64(time.Since(w.base)))
 }
 
-// stop ends the watch.
+// stop ends the watch; later calls do nothing.
 func (w *stallWatch) stop() {
 	if w != nil {
-		close(w.done)
+		w.once.Do(func() { close(w.done) })
 	}
 }
 
 func (w *stallWatch) run() {
-	tick := time.NewTicker(min(w.timeout/4, time.Second))
+	every := min(w.timeout/4, time.Second)
+	tick := time.NewTicker(every)
 	defer tick.Stop()
+	prev := time.Since(w.base)
 	for {
 		select {
 		case <-w.done:
 			return
-		case now := <-tick.C:
-			idle := now.Sub(time.Unix(0, w.last.Load()))
+		case <-tick.C:
+			now := time.Since(w.base)
+			if now-prev > 3*every+time.Second {
+				// The process did not run for a while (the job was
+				// suspended, the node swapped): not a stall of a peer.
+				w.last.Store(int64(now))
+			}
+			prev = now
+			idle := now - time.Duration(w.last.Load())
 			if idle < w.timeout {
 				continue
 			}

@@ -115,15 +115,8 @@ func runWorld(ctx context.Context, f worldFlags, stdout, stderr io.Writer, body 
 	return err                 // not reached: Abort ends the process
 }
 
-// stuckGrace is how long a rank a signal reached gives its work to
-// return before it aborts the job from another goroutine: a rank waiting
-// in a collective for a peer that makes no progress (stopped, or stuck
-// on a hung file system) never sees the signal's cancellation, and the
-// job would go on until the batch system's SIGKILL.
-const stuckGrace = 5 * time.Second
-
 // abortWhenStuck aborts the job with the signal's status when a signal
-// cancels ctx and done is not closed within stuckGrace.
+// cancels ctx and done is not closed within collective.StuckGrace.
 func abortWhenStuck(ctx context.Context, w *collective.World, done <-chan struct{}) {
 	select {
 	case <-done:
@@ -136,8 +129,8 @@ func abortWhenStuck(ctx context.Context, w *collective.World, done <-chan struct
 	}
 	select {
 	case <-done:
-	case <-time.After(stuckGrace):
-		w.Abort(ie.status(), fmt.Sprintf("%v; still waiting %v later (for a rank that makes no progress?)", ie, stuckGrace))
+	case <-time.After(collective.StuckGrace):
+		w.Abort(ie.status(), fmt.Sprintf("%v; still waiting %v later (for a rank that makes no progress?)", ie, collective.StuckGrace))
 	}
 }
 

@@ -247,14 +247,16 @@ func (l *Loader) logf(rank int, format string, args ...any) {
 
 // readCheckpoint reads this rank's checkpoint of step into a copy of its
 // reader and a new cost model. unreadable says the error is the file's
-// (it does not read or parse, or its states are inconsistent), not that
-// another job wrote it.
+// content (it does not parse, or its states are inconsistent), not that
+// it cannot be read or another job wrote it.
 func (l *Loader) readCheckpoint(step int64) (reader *Reader, cost *decode.CostModel, unreadable bool, err error) {
 	dir, k := l.cfg.CheckpointDir, l.cfg.Loader
 	path := checkpointPath(dir, k, step, l.comm.Rank())
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, nil, true, err
+		// Not the file's damage (it is missing, unreadable, the disk
+		// fails): falling back would walk past every checkpoint.
+		return nil, nil, false, fmt.Errorf("--resume: %w", err)
 	}
 	var st checkpointState
 	if err := json.Unmarshal(data, &st); err != nil {

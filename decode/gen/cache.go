@@ -17,11 +17,11 @@ type CacheState int
 
 const (
 	// CacheCurrent is a finished dataset named with this binary's
-	// FormatVersion (CacheName): in use.
+	// FormatVersion (CacheName) and stamped with it: in use.
 	CacheCurrent CacheState = iota
-	// CacheOtherFormat is a finished dataset named with another format
-	// version, or with none (named before versions): this binary never
-	// reads it, but a job of an older binary may.
+	// CacheOtherFormat is a finished dataset named or stamped with
+	// another format version, or with none (made before versions): this
+	// binary never reads it, but a job of an older binary may.
 	CacheOtherFormat
 	// CacheScratch is the scratch directory of a generation that was
 	// killed: unchanged for a day, so no process is filling it.
@@ -83,8 +83,11 @@ func ScanCache(root string) ([]CachedDataset, error) {
 				state = CacheScratch
 			}
 		case fileExists(filepath.Join(path, doneFile)):
+			// The name says which binaries use it, the DONE stamp who
+			// made it (link directories of some binaries of format 2
+			// carry a date only, and Install refuses them).
 			state = CacheOtherFormat
-			if strings.HasSuffix(name, CacheName("")) {
+			if strings.HasSuffix(name, CacheName("")) && Current(path) {
 				state = CacheCurrent
 			}
 		default:

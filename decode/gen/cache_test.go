@@ -18,18 +18,29 @@ func TestScanAndPruneCache(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	stamp := stampLine(FormatVersion) + "\n"
 	dataset := func(dir string, shard int) string {
 		write(filepath.Join(root, dir, "shard-000000.tar"), shard)
-		write(filepath.Join(root, dir, doneFile), 10)
+		if err := os.WriteFile(filepath.Join(root, dir, doneFile), []byte(stamp), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		return filepath.Join(root, dir)
 	}
+	s := int64(len(stamp))
 	current := dataset(CacheName("default-seed1"), 1000)
 	unversioned := dataset("default-v1-seed1", 2000)
 	otherFmt := dataset(fmt1Name("bench/data/kinetics-n24-seed1"), 3000)
 	src := dataset(CacheName("bench/real/src/kinetics-n128-seed1"), 4000)
 	// A link directory: its size is its links', not the shards'.
 	links := filepath.Join(root, CacheName("bench/real/kinetics-r4-seed1"))
-	write(filepath.Join(links, doneFile), 10)
+	write(filepath.Join(links, "x"), 0)
+	if err := os.WriteFile(filepath.Join(links, doneFile), []byte(stamp), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Named for this format, but its DONE holds a date only, as link
+	// directories of some format-2 binaries did: Install refuses it.
+	dated := filepath.Join(root, CacheName("bench/real/webvid-r4-seed1"))
+	write(filepath.Join(dated, doneFile), 21)
 	if err := os.Symlink(filepath.Join(src, "shard-000000.tar"), filepath.Join(links, "shard-000000.tar")); err != nil {
 		t.Fatal(err)
 	}
@@ -54,13 +65,14 @@ func TestScanAndPruneCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []CachedDataset{ // in path order
-		{otherFmt, CacheOtherFormat, 3010},
+		{otherFmt, CacheOtherFormat, 3000 + s},
 		{abandoned, CacheScratch, 500},
 		{filling, CacheFilling, 600},
-		{links, CacheCurrent, 10 + linkInfo.Size()},
-		{src, CacheCurrent, 4010},
-		{current, CacheCurrent, 1010},
-		{unversioned, CacheOtherFormat, 2010},
+		{links, CacheCurrent, s + linkInfo.Size()},
+		{src, CacheCurrent, 4000 + s},
+		{dated, CacheOtherFormat, 21},
+		{current, CacheCurrent, 1000 + s},
+		{unversioned, CacheOtherFormat, 2000 + s},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d datasets %v, want %d %v", len(got), got, len(want), want)
@@ -72,8 +84,8 @@ func TestScanAndPruneCache(t *testing.T) {
 	}
 
 	freed, err := Prune(got)
-	if err != nil || freed != 500+3010+2010 {
-		t.Fatalf("Prune: freed %d, %v; want %d", freed, err, 500+3010+2010)
+	if want := 500 + 3000 + 2000 + 21 + 2*s; err != nil || freed != want {
+		t.Fatalf("Prune: freed %d, %v; want %d", freed, err, want)
 	}
 	for _, d := range want {
 		_, err := os.Stat(d.Dir)
