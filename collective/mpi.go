@@ -337,8 +337,11 @@ func (w *World) AllgatherVar(send []byte) ([][]byte, error) {
 	displs := make([]C.int, w.size)
 	total := int64(0)
 	for r, l := range lens {
-		if l < 0 || total+l > math.MaxInt32 {
-			return nil, fmt.Errorf("%w: allgatherv of %d bytes (rank %d: %d) exceeds MPI's int displacement", ErrSize, total+l, r, l)
+		if l < 0 {
+			return nil, fmt.Errorf("%w: allgatherv: rank %d sends a length of %d bytes", ErrSize, r, l)
+		}
+		if total+l > math.MaxInt32 {
+			return nil, fmt.Errorf("%w: allgatherv of %d bytes exceeds MPI's int displacement", ErrSize, total+l)
 		}
 		counts[r] = C.int(l)
 		displs[r] = C.int(total)

@@ -31,7 +31,14 @@ fuzz() { # pkg name [tags]
 }
 
 for pkg in $(go list ./...); do
-	for name in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' | grep -E -- "$match" || true); do
+	# A package whose tests do not build is a failure, not a package
+	# without fuzzers.
+	if ! list=$(go test -list '^Fuzz' "$pkg" 2>&1); then
+		printf '%s\n' "$list"
+		failed+=("$pkg (tests do not build)")
+		continue
+	fi
+	for name in $(printf '%s\n' "$list" | grep '^Fuzz' | grep -E -- "$match" || true); do
 		fuzz "$pkg" "$name"
 		if [ "$pkg" = github.com/datahelix/datahelix/decode/tjpeg ]; then
 			fuzz "$pkg" "$name" noturbojpeg

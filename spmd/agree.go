@@ -37,18 +37,8 @@ func Agree(c collective.Comm, settings []Setting) error {
 	if err := c.Allgather(send, recv); err != nil {
 		return fmt.Errorf("compare settings across ranks: %w", err)
 	}
-	value := func(rank, i int) uint64 { return binary.LittleEndian.Uint64(recv[8*(rank*n+i):]) }
 	for i, s := range settings {
-		// The ranks holding each value, in order of first appearance.
-		var values []uint64
-		holders := map[uint64][]int{}
-		for r := range c.Size() {
-			v := value(r, i)
-			if _, seen := holders[v]; !seen {
-				values = append(values, v)
-			}
-			holders[v] = append(holders[v], r)
-		}
+		values, holders := groupRanks(recv, n, i)
 		if len(values) == 1 {
 			continue
 		}
@@ -65,7 +55,7 @@ func Agree(c collective.Comm, settings []Setting) error {
 			if s.Hashed {
 				val = map[bool]string{true: "one", false: "another"}[k == 0]
 			}
-			parts[k] = fmt.Sprintf("%s %s %s", RankSet(rs), verb, val)
+			parts[k] = fmt.Sprintf("%s %s %s", rankSet(rs), verb, val)
 		}
 		return collective.AllRanks(fmt.Errorf("%s differs across ranks: %s; every rank of a job must be started with the same settings and data",
 			s.Name, strings.Join(parts, ", ")))
@@ -73,9 +63,25 @@ func Agree(c collective.Comm, settings []Setting) error {
 	return nil
 }
 
-// RankSet names the ranks, given in increasing order, compactly:
+// groupRanks reads gathered blocks of n little-endian uint64 values, one
+// block per rank, and groups the ranks by their value i: the distinct
+// values in order of first appearance, and the ranks holding each, in
+// increasing order.
+func groupRanks(gathered []byte, n, i int) (values []uint64, holders map[uint64][]int) {
+	holders = map[uint64][]int{}
+	for r := range len(gathered) / (8 * n) {
+		v := binary.LittleEndian.Uint64(gathered[8*(r*n+i):])
+		if _, seen := holders[v]; !seen {
+			values = append(values, v)
+		}
+		holders[v] = append(holders[v], r)
+	}
+	return values, holders
+}
+
+// rankSet names the ranks, given in increasing order, compactly:
 // "rank 3", "ranks 0-2", "ranks 0, 2, 5-7".
-func RankSet(ranks []int) string {
+func rankSet(ranks []int) string {
 	var b strings.Builder
 	if len(ranks) == 1 {
 		b.WriteString("rank ")

@@ -18,8 +18,8 @@ func TestRankSet(t *testing.T) {
 		{[]int{0, 2, 5, 6, 7}, "ranks 0, 2, 5-7"},
 		{[]int{1, 2, 4, 5}, "ranks 1-2, 4-5"},
 	} {
-		if got := RankSet(tt.ranks); got != tt.want {
-			t.Errorf("RankSet(%v) = %q, want %q", tt.ranks, got, tt.want)
+		if got := rankSet(tt.ranks); got != tt.want {
+			t.Errorf("rankSet(%v) = %q, want %q", tt.ranks, got, tt.want)
 		}
 	}
 }

@@ -264,21 +264,13 @@ func (l *Loader) checkHash(s int64, h uint64) error {
 	if err := l.comm.Allgather(send, recv); err != nil {
 		return fmt.Errorf("step %d: plan hash check: %w", s, err)
 	}
-	groups := map[uint64][]int{}
-	var order []uint64
-	for r := 0; r < l.comm.Size(); r++ {
-		v := binary.LittleEndian.Uint64(recv[8*r:])
-		if _, seen := groups[v]; !seen {
-			order = append(order, v)
-		}
-		groups[v] = append(groups[v], r)
-	}
-	if len(groups) == 1 {
+	order, holders := groupRanks(recv, 1, 0)
+	if len(order) == 1 {
 		return nil
 	}
 	msg := fmt.Sprintf("plan mismatch at step %d:", s)
 	for _, v := range order {
-		msg += fmt.Sprintf(" ranks %v computed %016x;", groups[v], v)
+		msg += fmt.Sprintf(" %s computed %016x;", rankSet(holders[v]), v)
 	}
 	return fmt.Errorf("%s the ranks no longer plan from the same input", msg[:len(msg)-1])
 }

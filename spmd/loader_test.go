@@ -330,7 +330,7 @@ func TestPlanHashMismatchAbortsNamingStepAndRanks(t *testing.T) {
 	_, errs := runInProcess(t, 4, data, testConfig(KindHelix))
 	found := false
 	for _, err := range errs {
-		if err != nil && strings.Contains(err.Error(), "plan mismatch at step 1") && strings.Contains(err.Error(), "ranks [2]") {
+		if err != nil && strings.Contains(err.Error(), "plan mismatch at step 1") && strings.Contains(err.Error(), "rank 2 computed") {
 			found = true
 		}
 	}
