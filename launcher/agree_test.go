@@ -1,37 +1,24 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/datahelix/datahelix/collective/collectivetest"
 	"github.com/datahelix/datahelix/decode/gen/gentest"
 )
 
 // mpirunSplit runs the test binary as datahelix under mpirun, rank 0 with
-// args0 and rank 1 with args1 (MPI's MPMD syntax, "prog a : prog b"), and
-// fails the test if the job is still running after a minute.
+// args0 and rank 1 with args1 (MPI's MPMD syntax, "prog a : prog b"),
+// and returns its output, how long it took and its error.
 func mpirunSplit(t *testing.T, args0, args1 []string) (string, time.Duration, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	second := append([]string{":", "-np", "1", os.Args[0]}, args1...)
-	cmd := collectivetest.MPIRun(ctx, 1, os.Args[0], append(append([]string{}, args0...), second...)...)
-	cmd.Env = append(os.Environ(), asMainEnv+"=1")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.WaitDelay = 5 * time.Second
 	start := time.Now()
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("ranks started with %q and %q: still running after a minute (a hang):\n%s", args0, args1, out.String())
-	}
-	return out.String(), time.Since(start), err
+	args := append(append([]string{}, args0...), append([]string{":", "-np", "1", os.Args[0]}, args1...)...)
+	out, err := mpirunMain(t, 1, args...)
+	return out, time.Since(start), err
 }
 
 // TestRanksThatDisagreeEndTheJob starts the two ranks of a job with
