@@ -102,7 +102,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.trace, "trace", "", "write per-rank per-step records as JSON lines to `file`")
 	fs.StringVar(&f.jsonOut, "json", "", "write the summary, one object per loader, to `file`")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar")
-	fs.DurationVar(&f.stallTimeout, "stall-timeout", 10*time.Minute, "abort the job when a rank delivers no step for this `duration` (a rank that makes no progress holds every other in the next collective); 0: never")
+	fs.DurationVar(&f.stallTimeout, "stall-timeout", 0, "abort the job when a rank delivers no step for this `duration` (a rank that makes no progress holds every other in the next collective); 0: never; unless given, 10 minutes or ten GPU steps of a batch of clips, whichever is longer")
 }
 
 // Bounds of the run flags that the runtime does not check itself before
@@ -189,9 +189,20 @@ func runRun(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 	if err := f.validate(); err != nil {
 		return err
 	}
+	if len(setFlags(fs, []string{"stall-timeout"})) == 0 {
+		f.stallTimeout = f.defaultStallTimeout()
+	}
 	return runWorld(ctx, f.world, stdout, stderr, func(ctx context.Context, c collective.Comm, out io.Writer) error {
 		return runJob(ctx, c, &f, out, stderr)
 	})
+}
+
+// defaultStallTimeout is --stall-timeout when not given: 10 minutes, or
+// ten GPU steps of a batch of clips when the model makes those longer
+// (a step of up to a day is allowed).
+func (f *runFlags) defaultStallTimeout() time.Duration {
+	step := f.cfg.GPU.StepTime(gpu.Contents{Samples: f.cfg.Batch, Frames: f.cfg.Batch * f.cfg.Decode.Frames})
+	return max(10*time.Minute, 10*step)
 }
 
 // cacheRoot is where the default dataset and shard indexes live: the

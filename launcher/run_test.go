@@ -569,3 +569,30 @@ func TestSignalEndsJobWithAStuckRank(t *testing.T) {
 		t.Fatalf("job still running %v after SIGTERM to a rank whose peer is stopped:\n%s", collective.StuckGrace+40*time.Second, out.String())
 	}
 }
+
+// TestDefaultStallTimeout checks that the default --stall-timeout leaves
+// room for ten of the slowest steps the GPU flags model: a 10-minute
+// default aborted jobs whose steps the flags allowed to take an hour.
+func TestDefaultStallTimeout(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want time.Duration
+	}{
+		{nil, 10 * time.Minute},
+		{[]string{"--gpu-step-ms", "120000"}, 10 * (2*time.Minute + 4*8*time.Millisecond)},
+		{[]string{"--gpu-ms-per-frame", "5000", "--batch", "8", "--frames", "4"}, 10 * (120*time.Millisecond + 32*5*time.Second)},
+	} {
+		var f runFlags
+		fs := newFlags("run", "")
+		f.register(fs)
+		if err := fs.Parse(tt.args); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.validate(); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.defaultStallTimeout(); got != tt.want {
+			t.Errorf("%q: got %v, want %v", tt.args, got, tt.want)
+		}
+	}
+}
