@@ -98,6 +98,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.cfg.MaxTasks, "max-tasks", 0, "split a heavy clip into at most `N` keyframe-aligned tasks (default: workers)")
 	fs.StringVar(&f.cfg.CheckpointDir, "checkpoint-dir", "", "`dir`ectory for per-rank loader checkpoints")
 	fs.IntVar(&f.cfg.CheckpointEvery, "checkpoint-every", 0, "save a checkpoint every `K` steps (needs --checkpoint-dir)")
+	fs.IntVar(&f.cfg.CheckpointKeep, "checkpoint-keep", 0, "keep only the newest `N` checkpoints every rank completed (0: every one)")
 	fs.Var(&f.resume, "resume", "resume each loader from its latest complete checkpoint in --checkpoint-dir: --resume or --resume=true fails when there is none, --resume=auto starts from step 0 then (for requeued jobs whose script always passes it)")
 	fs.StringVar(&f.trace, "trace", "", "write per-rank per-step records as JSON lines to `file`")
 	fs.StringVar(&f.jsonOut, "json", "", "write the summary, one object per loader, to `file`")

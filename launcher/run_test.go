@@ -218,6 +218,7 @@ func TestRunFlagBounds(t *testing.T) {
 		{[]string{"run", "--gpu-ms-per-frame", "3000000", "--batch", "4096"}, "--gpu-ms-per-frame 3e+06"},
 		{[]string{"run", "--batch", "100000"}, "--batch 100000: want 1..4096"},
 		{[]string{"run", "--decoded-budget", "17592186044417"}, "--decoded-budget 17592186044417"},
+		{[]string{"run", "--checkpoint-keep", "-1"}, "--checkpoint-keep -1: want 0 (every checkpoint) or more"},
 		{[]string{"run", "--stall-timeout", "-1s"}, "--stall-timeout -1s: want 0 (never) or at least 1s"},
 		{[]string{"run", "--stall-timeout", "3ns"}, "--stall-timeout 3ns: want 0 (never) or at least 1s"},
 		{[]string{"run", "--compressed-budget", "-1"}, "--compressed-budget -1"},

@@ -93,7 +93,41 @@ func (l *Loader) checkpoint(step int64) error {
 	if err := writeDurable(path, data); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
+	if l.cfg.CheckpointKeep > 0 {
+		pruneCheckpoints(l.cfg.CheckpointDir, l.cfg.Loader, l.comm.Size(), l.comm.Rank(), l.cfg.CheckpointKeep)
+	}
 	return nil
+}
+
+// pruneCheckpoints removes rank's own files of loader k's steps older
+// than the newest keep steps every one of ranks completed, and each such
+// step directory once it is empty. Each rank decides from what it sees:
+// a step still incomplete (another rank has not saved it yet) does not
+// count, so the newest keep complete steps are never removed by any rank
+// and resuming (which falls back past an unreadable one) keeps its
+// choices. Errors are ignored: a file left behind only costs space.
+func pruneCheckpoints(dir string, k Kind, ranks, rank, keep int) {
+	complete := 0
+	for _, s := range checkpointSteps(dir, k) {
+		if complete < keep {
+			if stepComplete(dir, k, s, ranks) {
+				complete++
+			}
+			continue
+		}
+		os.Remove(checkpointPath(dir, k, s, rank))
+		os.Remove(filepath.Dir(checkpointPath(dir, k, s, rank))) // fails until empty
+	}
+}
+
+// stepComplete reports whether step has a checkpoint file of each rank.
+func stepComplete(dir string, k Kind, step int64, ranks int) bool {
+	for r := range ranks {
+		if _, err := os.Stat(checkpointPath(dir, k, step, r)); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // writeDurable writes data to path through a temporary file that is
@@ -328,12 +362,7 @@ func newestComplete(dir string, k Kind, ranks int, before int64) (step, newer in
 	steps := checkpointSteps(dir, k)
 	steps = steps[sort.Search(len(steps), func(i int) bool { return steps[i] < before }):]
 	for i, s := range steps {
-		complete := true
-		for r := 0; r < ranks && complete; r++ {
-			_, err := os.Stat(checkpointPath(dir, k, s, r))
-			complete = err == nil
-		}
-		if complete {
+		if stepComplete(dir, k, s, ranks) {
 			return s, int64(i)
 		}
 	}

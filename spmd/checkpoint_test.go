@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -475,4 +476,38 @@ func TestResumeRefusesAnotherDataset(t *testing.T) {
 	}
 	_, errs = runInProcess(t, 4, same, cfg)
 	requireOK(t, errs)
+}
+
+// TestCheckpointKeep saves every 4 of 20 steps keeping 2: the newest two
+// complete checkpoints (12, 16) stay, step 4 is gone, step 8 is gone or
+// incomplete (a rank prunes from what it sees when it saves), and the
+// run resumes from 16. Checkpoints used to pile up for good.
+func TestCheckpointKeep(t *testing.T) {
+	data := gentest.Tiny(t)
+	dir := t.TempDir()
+	cfg := testConfig(KindLocal)
+	cfg.Steps, cfg.CheckpointDir, cfg.CheckpointEvery, cfg.CheckpointKeep = 20, dir, 4, 2
+	_, errs := runInProcess(t, 4, data, cfg)
+	requireOK(t, errs)
+	var complete []int64
+	for _, s := range checkpointSteps(dir, KindLocal) {
+		if stepComplete(dir, KindLocal, s, 4) {
+			complete = append(complete, s)
+		}
+	}
+	if !slices.Equal(complete, []int64{16, 12}) {
+		t.Errorf("complete checkpoints %v, want [16 12]", complete)
+	}
+	if _, err := os.Stat(filepath.Dir(checkpointPath(dir, KindLocal, 4, 0))); !os.IsNotExist(err) {
+		t.Errorf("step 4 still there: %v", err)
+	}
+	if got := latestCheckpoint(dir, 4); got != 16 {
+		t.Errorf("latest checkpoint %d, want 16", got)
+	}
+	cfg.CheckpointEvery, cfg.Resume = 0, true
+	resumed, errs := runInProcess(t, 4, data, cfg)
+	requireOK(t, errs)
+	if len(resumed.Records) != 4*4 {
+		t.Errorf("resumed run delivered %d rank-steps, want 16 (steps 16..19)", len(resumed.Records))
+	}
 }

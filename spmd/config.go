@@ -62,7 +62,11 @@ type Config struct {
 	// K steps; Resume continues from the latest complete checkpoint.
 	CheckpointDir   string
 	CheckpointEvery int
-	Resume          bool
+	// CheckpointKeep, when positive, keeps only the newest CheckpointKeep
+	// checkpoints every rank completed: each rank removes its own files
+	// of older steps after saving one (0: keep every checkpoint).
+	CheckpointKeep int
+	Resume         bool
 	// ResumeIfAny, with Resume, starts a loader that has no complete
 	// checkpoint (ErrNoCheckpoint) from step 0 instead of failing, and
 	// rank 0 says so in Log: --resume=auto, for requeued batch jobs whose
@@ -124,6 +128,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.CheckpointEvery < 0 {
 		return fmt.Errorf("--checkpoint-every %d: want 0 (never) or more", c.CheckpointEvery)
+	}
+	if c.CheckpointKeep < 0 {
+		return fmt.Errorf("--checkpoint-keep %d: want 0 (every checkpoint) or more", c.CheckpointKeep)
 	}
 	if (c.CheckpointEvery > 0 || c.Resume) && c.CheckpointDir == "" {
 		return fmt.Errorf("--checkpoint-every and --resume need --checkpoint-dir")
