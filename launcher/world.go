@@ -207,7 +207,12 @@ func runLocal(ctx context.Context, f worldFlags, out, errOut io.Writer, body ran
 		case ok:
 			stop = err
 		case collective.IsAborted(err):
-			aborted = err
+			// Rather the abort itself, which says why, than a rank's
+			// "stopped because rank R failed".
+			var rf collective.RankFailedError
+			if aborted == nil || !errors.As(err, &rf) {
+				aborted = err
+			}
 		case err != nil:
 			// Each failing rank printed its error; the ranks its
 			// abort stopped printed nothing.
@@ -218,7 +223,10 @@ func runLocal(ctx context.Context, f worldFlags, out, errOut io.Writer, body ran
 		return stop
 	}
 	if aborted != nil {
-		return reported(aborted)
+		// No rank failed on its own (it would have printed its error,
+		// returned above): a watchdog aborted the world, and its error
+		// says why.
+		return aborted
 	}
 	return nil
 }
