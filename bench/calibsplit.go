@@ -68,7 +68,7 @@ func measureSplit(ctx context.Context, ds *decode.Dataset, dec *decode.Decoder, 
 			}
 			t1 := threadCPU()
 			for _, t := range tasks {
-				if err := dec.DecodeVideoTask(ctx, data, v, t, dst); err != nil {
+				if _, err := dec.DecodeVideoTask(ctx, data, v, t, dst); err != nil {
 					return nil, fmt.Errorf("bench calibrate: sample %s task at keyframe %d: %w", o.Record.Key, t.Keyframe, err)
 				}
 			}

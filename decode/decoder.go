@@ -55,6 +55,11 @@ type Output struct {
 	// produce (the frame shown at that time was used): zero when the
 	// record's per-frame timing and the stream agree.
 	MissedFrames int
+	// Damaged counts the clip's frames that FFmpeg output with damage it
+	// concealed (decode_error_flags; H.264 sets them) and its packets the
+	// decoder rejected and skipped: the clip decoded, but its compressed
+	// bytes are damaged (a few dozen rejected packets fail it as corrupt).
+	Damaged int
 }
 
 // Decoder turns samples into tensors. Its methods are safe for concurrent
@@ -121,7 +126,7 @@ func (d *Decoder) Decode(ctx context.Context, s *Sample, rec *Record) (*Output, 
 			return fail(p.video.Name, err)
 		}
 		out.Tensors = []Tensor{t}
-		out.DecodedFrames, out.MissedFrames = st.frames, st.missed
+		out.DecodedFrames, out.MissedFrames, out.Damaged = st.frames, st.missed, st.damaged
 	}
 	for _, m := range p.images {
 		if err := ctx.Err(); err != nil {

@@ -195,7 +195,7 @@ func TestDecodeVideoTasksConcurrently(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[slot] = d.DecodeVideoTask(context.Background(), data, v, task, dst.Data)
+			_, errs[slot] = d.DecodeVideoTask(context.Background(), data, v, task, dst.Data)
 		}()
 	}
 	wg.Wait()

@@ -12,8 +12,9 @@ import (
 
 // videoStats is what decoding a clip or a task cost.
 type videoStats struct {
-	frames int // frames FFmpeg decoded
-	missed int // targets filled with a frame of another timestamp
+	frames  int // frames FFmpeg decoded
+	missed  int // targets filled with a frame of another timestamp
+	damaged int // frames and packets with damage the decoder concealed
 }
 
 // decodeVideo decodes the F sampled frames of the clip in data into dst,
@@ -31,6 +32,7 @@ func (d *Decoder) decodeVideo(ctx context.Context, data []byte, v *VideoInfo, ds
 		st, err := d.videoTask(ctx, data, v, task, dst)
 		total.frames += st.frames
 		total.missed += st.missed
+		total.damaged += st.damaged
 		if err != nil {
 			return total, err
 		}
@@ -63,17 +65,18 @@ func (d *Decoder) SpreadFrames(dst []byte, n int) {
 // next target, and writes each target frame as S x S RGB into dst at
 // slot*S*S*3. dst is the sample's [F,S,S,3] tensor; tasks of one clip
 // write disjoint slots, so several goroutines may fill one tensor at once.
-// data is the clip's bytes and v its record.
+// data is the clip's bytes and v its record. It returns how many frames
+// and packets had damage the decoder concealed (Output.Damaged).
 //
 // With per-frame timing in v, a target is its exact pts. Without it (a
 // record that only estimates the frame count), target i is the time
 // v.FrameTime(i) and the frame shown at that time is written; seeks then
 // use the demuxer's own keyframe index.
-func (d *Decoder) DecodeVideoTask(ctx context.Context, data []byte, v *VideoInfo, task VideoTask, dst []byte) error {
+func (d *Decoder) DecodeVideoTask(ctx context.Context, data []byte, v *VideoInfo, task VideoTask, dst []byte) (damaged int, err error) {
 	ctx, cancel := d.deadline(ctx)
 	defer cancel()
-	_, err := d.videoTask(ctx, data, v, task, dst)
-	return err
+	st, err := d.videoTask(ctx, data, v, task, dst)
+	return st.damaged, err
 }
 
 func (d *Decoder) videoTask(ctx context.Context, data []byte, v *VideoInfo, task VideoTask, dst []byte) (videoStats, error) {
@@ -129,7 +132,7 @@ func (d *Decoder) videoTask(ctx context.Context, data []byte, v *VideoInfo, task
 	cfg := d.cfg
 	cfg.SkipNonRef = exact
 	st, err := av.DecodeTargets(ctx, data, cfg, av.Rational{Num: 1, Den: int(v.Timescale)}, targets, dst)
-	vs := videoStats{frames: st.FramesDecoded}
+	vs := videoStats{frames: st.FramesDecoded, damaged: st.DamagedFrames + st.DecodeErrors}
 	if exact {
 		vs.missed = st.Missed
 	}

@@ -39,7 +39,7 @@ func FuzzDecodeVideoTasks(f *testing.F) {
 		for _, task := range tasks {
 			dst := bytes.Repeat([]byte{0xAB}, frames*frameBytes)
 			start := time.Now()
-			err := d.DecodeVideoTask(context.Background(), data, v, task, dst)
+			_, err := d.DecodeVideoTask(context.Background(), data, v, task, dst)
 			if took := time.Since(start); took > 3*time.Second {
 				t.Fatalf("task %+v took %v", task, took)
 			}

@@ -554,6 +554,7 @@ func printTable(w io.Writer, rs []spmd.Summary, ranks int, f *runFlags) {
 		return fmt.Sprintf("%.1f%%", 100**s.CostMAPE)
 	})
 	row("dropped samples", func(s spmd.Summary) string { return fmt.Sprint(s.DroppedSamples) })
+	row("damaged samples", func(s spmd.Summary) string { return fmt.Sprint(s.DamagedSamples) })
 	row("peak RSS", func(s spmd.Summary) string { return fmt.Sprintf("%.0f MiB", float64(s.PeakRSSBytes)/(1<<20)) })
 	row("batches hash", func(s spmd.Summary) string { return s.BatchesHash })
 	if len(rs) > 1 {

@@ -135,3 +135,37 @@ func FuzzDescribe(f *testing.F) {
 		}
 	})
 }
+
+// TestDamagedSampleIsCountedAndLogged flips bytes inside the first frame
+// of one H.264 clip: the decoder conceals the damage and the clip
+// decodes, which left an operator no sign that the shard is damaged. The
+// run must count it, log it once, and deliver it as before.
+func TestDamagedSampleIsCountedAndLogged(t *testing.T) {
+	damagedKey := ""
+	data := rewriteCopy(t, gentest.Tiny(t), func(name string, body []byte) []byte {
+		i := bytes.Index(body, []byte("mdat"))
+		if damagedKey != "" || !strings.HasSuffix(name, ".mp4") || i < 0 || len(body) < i+2000 || !bytes.Contains(body, []byte("avc1")) {
+			return body
+		}
+		body = bytes.Clone(body)
+		for k := i + 1200; k < i+1216; k++ { // past the encoder's SEI, in the first frame
+			body[k] ^= 0x5a
+		}
+		damagedKey, _, _ = strings.Cut(name, ".")
+		return body
+	})
+	if damagedKey == "" {
+		t.Fatal("no H.264 MP4 in the test dataset")
+	}
+	var log syncBuffer
+	cfg := testConfig(KindLocal)
+	cfg.Steps, cfg.Log = 8, &log // two epochs: every sample is drawn twice
+	res, errs := runInProcess(t, 4, data, cfg)
+	requireOK(t, errs)
+	if res.Summary.DamagedSamples < 1 || res.Summary.DroppedSamples != 0 {
+		t.Errorf("damaged %d, dropped %d; want the damaged clip counted and kept", res.Summary.DamagedSamples, res.Summary.DroppedSamples)
+	}
+	if n := strings.Count(log.String(), "decoded with damaged data"); n != 1 || !strings.Contains(log.String(), `"`+damagedKey+`"`) {
+		t.Errorf("log has %d damage lines, want one naming %q:\n%s", n, damagedKey, log.String())
+	}
+}

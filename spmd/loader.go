@@ -98,7 +98,7 @@ type Loader struct {
 	held      int64              // compressed bytes read and not yet decoded or sent
 	rx        *rxPool            // received messages' buffers, reused once decoded
 	snaps     map[int64]snapshot // reader state before reading each step in flight
-	dropped   map[string]bool    // samples already logged as dropped
+	dropped   map[string]bool    // samples already logged as dropped or damaged
 	records   []StepRecord       // one per delivered step
 	bandwidth int64              // measured exchange bandwidth, fixed-point bytes/µs
 	// wallPerCPU is decode wall time over decode CPU time, fixed-point
@@ -141,6 +141,7 @@ type slotState struct {
 	err       error
 	partsLeft int
 	decodeUS  int64
+	damaged   int    // frames and packets with concealed damage (decode.Output.Damaged)
 	bytes     int64  // compressed bytes held for it
 	rx        *rxBuf // the received message its bytes alias, if any
 }
@@ -280,6 +281,9 @@ func (l *Loader) Next(ctx context.Context) (*Batch, error) {
 			Modality: s.out.Modality, Tensors: s.out.Tensors, Text: s.out.Text, Tokens: s.out.Tokens,
 		})
 		rec.Hash += IDDigest(s.item.ID)
+		if s.damaged > 0 {
+			rec.Damaged++
+		}
 	}
 	for _, d := range out.Dropped {
 		rec.Hash += IDDigest(d.ID) // the sample belonged to the step, decoded or not

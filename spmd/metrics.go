@@ -41,13 +41,16 @@ type StepRecord struct {
 	// planning, exchange, MPI polling while it waits). In a simulation:
 	// the decode tasks' part of CPUUS, without start-up work.
 	DecodeCPUUS int64 `json:"decode_cpu_us,omitempty"`
-	Miss        bool  `json:"miss"`      // WaitUS > ToleranceUS
-	Samples     int   `json:"samples"`   // delivered
-	Dropped     int   `json:"dropped"`   // failed to decode, left out
-	BytesIn     int64 `json:"bytes_in"`  // compressed bytes received for the batch
-	BytesOut    int64 `json:"bytes_out"` // compressed bytes sent away
-	PlanUS      int64 `json:"plan_us"`   // planner time for the batch
-	GatherUS    int64 `json:"allgather_us"`
+	Miss        bool  `json:"miss"`    // WaitUS > ToleranceUS
+	Samples     int   `json:"samples"` // delivered
+	Dropped     int   `json:"dropped"` // failed to decode, left out
+	// Damaged counts delivered samples whose compressed bytes were
+	// damaged: the decoder concealed it (decode.Output.Damaged).
+	Damaged  int   `json:"damaged,omitempty"`
+	BytesIn  int64 `json:"bytes_in"`  // compressed bytes received for the batch
+	BytesOut int64 `json:"bytes_out"` // compressed bytes sent away
+	PlanUS   int64 `json:"plan_us"`   // planner time for the batch
+	GatherUS int64 `json:"allgather_us"`
 	// What the plan of a planned loader saw and predicted for this rank,
 	// µs from the planning instant: its GPU's deadline for the batch, the
 	// decode work already queued (in its own wall time) and its predicted
@@ -86,8 +89,11 @@ type Summary struct {
 	// nil when no rank got past its warm-up.
 	CostMAPE       *float64 `json:"cost_mape"`
 	DroppedSamples int      `json:"dropped_samples"`
-	PeakRSSBytes   int64    `json:"peak_rss_bytes"`
-	BatchesHash    string   `json:"batches_hash"`
+	// DamagedSamples counts deliveries of samples with damage the
+	// decoder concealed (StepRecord.Damaged).
+	DamagedSamples int    `json:"damaged_samples"`
+	PeakRSSBytes   int64  `json:"peak_rss_bytes"`
+	BatchesHash    string `json:"batches_hash"`
 	// WarmupSteps is how many first steps the steady_ figures leave out
 	// (the planning horizon: until then the loader is still filling its
 	// window and its step-time estimate has no history).
@@ -208,6 +214,7 @@ func Summarize(k Kind, recs []StepRecord, ranks, steps, batch, workers, warmup i
 		moved += r.BytesOut
 		samples += r.Samples
 		s.DroppedSamples += r.Dropped
+		s.DamagedSamples += r.Damaged
 		if r.Miss {
 			s.Misses++
 		}

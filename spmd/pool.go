@@ -61,7 +61,7 @@ func (l *Loader) worker(ctx context.Context, w int) {
 		st := bs.slots[t.Slot]
 		l.mu.Unlock()
 		t0, c0 := time.Now(), threadCPU()
-		err := l.runTask(ctx, st, t)
+		damaged, err := l.runTask(ctx, st, t)
 		took, cpu := time.Since(t0).Microseconds(), (threadCPU()-c0)/1000
 		l.mu.Lock()
 		l.sched.Finish(w, t)
@@ -71,6 +71,7 @@ func (l *Loader) worker(ctx context.Context, w int) {
 			return
 		}
 		st.decodeUS += cpu
+		st.damaged += damaged
 		l.decodeCPU += cpu
 		if err == nil && cpu > 0 {
 			// Wall time over CPU time of this rank's decodes: how much
@@ -94,18 +95,19 @@ func (l *Loader) worker(ctx context.Context, w int) {
 	}
 }
 
-// runTask decodes one task of a sample.
-func (l *Loader) runTask(ctx context.Context, st *slotState, t Task) error {
+// runTask decodes one task of a sample and returns the damage the
+// decoder concealed in it (decode.Output.Damaged).
+func (l *Loader) runTask(ctx context.Context, st *slotState, t Task) (damaged int, err error) {
 	if st.recErr != nil {
-		return st.recErr
+		return 0, st.recErr
 	}
 	if t.Parts <= 1 {
 		out, err := l.dec.Decode(ctx, st.sample, st.rec)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		st.out = out
-		return nil
+		return out.Damaged, nil
 	}
 	tensor := l.allocTensor(st)
 	v := st.rec.Video
@@ -147,6 +149,9 @@ func (l *Loader) sampleDone(step int64, st *slotState) {
 		// A record error was logged by the owner when it read the sample.
 		l.logDrop(step, st.sample, st.err)
 	}
+	if st.err == nil && st.damaged > 0 {
+		l.logDamage(step, st.sample, st.damaged)
+	}
 	l.held -= st.bytes
 	st.sample = &decode.Sample{Shard: st.sample.Shard, Key: st.sample.Key} // let the bytes go
 	if st.rx != nil {
@@ -177,6 +182,17 @@ func (l *Loader) logDrop(step int64, s *decode.Sample, err error) {
 	if !l.dropped[key] && l.cfg.Log != nil {
 		fmt.Fprintf(l.cfg.Log, "datahelix: rank %d: step %d: dropping sample %q of %s: %v\n",
 			l.comm.Rank(), step, s.Key, s.Shard, err)
+	}
+	l.dropped[key] = true
+}
+
+// logDamage says once per sample that it decoded with damage concealed:
+// the training goes on, but the shard's bytes are damaged.
+func (l *Loader) logDamage(step int64, s *decode.Sample, n int) {
+	key := s.Shard + "\x00" + s.Key + "\x00damaged"
+	if !l.dropped[key] && l.cfg.Log != nil {
+		fmt.Fprintf(l.cfg.Log, "datahelix: rank %d: step %d: sample %q of %s decoded with damaged data the decoder concealed (%d frames or packets): the shard may be corrupt\n",
+			l.comm.Rank(), step, s.Key, s.Shard, n)
 	}
 	l.dropped[key] = true
 }

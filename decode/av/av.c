@@ -396,6 +396,8 @@ static int next_frame(dh_ctx *c, AVFrame *f) {
 	for (;;) {
 		int ret = avcodec_receive_frame(c->cc, f);
 		if (ret == 0) {
+			if (f->decode_error_flags)
+				c->st->damaged++;
 			if (++c->st->frames > c->cfg->max_frames) {
 				av_frame_unref(f);
 				return fail(c, DH_ERR_LIMIT, "more than %lld frames decoded",

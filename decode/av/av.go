@@ -121,6 +121,7 @@ type Stats struct {
 	Packets       int // packets sent to the decoder
 	Seeks         int
 	DecodeErrors  int // packets the decoder rejected and skipped
+	DamagedFrames int // frames the decoder output with concealed damage
 	// Missed counts targets filled with a frame whose timestamp differs from
 	// the target's (the frame shown at that time, or the last one at the end
 	// of the stream).
@@ -217,6 +218,7 @@ func (c *call) stats() Stats {
 		Packets:       int(st.packets),
 		Seeks:         int(st.seeks),
 		DecodeErrors:  int(st.errors),
+		DamagedFrames: int(st.damaged),
 		Missed:        int(st.missed),
 		ReadError:     st.read_error != 0,
 	}
