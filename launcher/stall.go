@@ -90,7 +90,7 @@ func (w *stallWatch) run() {
 			if l := w.loader.Load().(string); l != "" {
 				what = "loader " + l + " " + what
 			}
-			w.c.Abort(1, fmt.Sprintf("no step delivered for %v (--stall-timeout), %s: some rank makes no progress (stopped, a hung file system?)", idle.Round(time.Second), what))
+			w.c.Abort(1, fmt.Sprintf("no step delivered for %v (--stall-timeout), %s: some rank makes no progress (stopped, a hung file system?)", w.timeout, what))
 			return
 		}
 	}
