@@ -236,8 +236,11 @@ func (l *Loader) restore() (int64, error) {
 	for {
 		step, err := latestCheckpointBefore(l.comm, dir, k, before)
 		if errors.Is(err, ErrNoCheckpoint) && (l.cfg.ResumeIfAny || before != math.MaxInt64) {
+			if before != math.MaxInt64 {
+				err = fmt.Errorf("no readable checkpoint of loader %s in %s: the newer ones do not read (see above)", k, loaderCheckpointDir(dir, k))
+			}
 			if !l.cfg.ResumeIfAny {
-				return 0, collective.AllRanks(fmt.Errorf("--resume: no readable checkpoint of loader %s in %s: the newer ones do not read (see above)", k, loaderCheckpointDir(dir, k)))
+				return 0, collective.AllRanks(fmt.Errorf("--resume: %w", err))
 			}
 			l.logf(0, "datahelix: --resume=auto: %v: loader %s starts from step 0\n", err, k)
 			return 0, nil

@@ -430,11 +430,15 @@ func TestResumeFallsBackPastUnreadableCheckpoints(t *testing.T) {
 			t.Errorf("rank %d: %v; want no readable checkpoint", r, err)
 		}
 	}
-	cfg.ResumeIfAny = true
+	var autoLog syncBuffer
+	cfg.ResumeIfAny, cfg.Log = true, &autoLog
 	fresh, errs := runInProcess(t, 4, data, cfg)
 	requireOK(t, errs)
 	if len(fresh.Records) != 12*4 {
 		t.Errorf("--resume=auto with no readable checkpoint delivered %d rank-steps, want all 48", len(fresh.Records))
+	}
+	if !strings.Contains(autoLog.String(), "--resume=auto: no readable checkpoint of loader helix") {
+		t.Errorf("--resume=auto log does not say no checkpoint reads:\n%s", autoLog.String())
 	}
 }
 
