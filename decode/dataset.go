@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 )
 
 // ErrNoShards reports a dataset path or glob that names no shard.
@@ -47,12 +48,18 @@ func shardPaths(pathOrGlob string) ([]string, error) {
 	st, err := os.Stat(pathOrGlob)
 	switch {
 	case err == nil && st.IsDir():
-		// Listed first, so that an unreadable directory says so instead
-		// of "no *.tar files" (Glob drops the error).
-		if _, err := os.ReadDir(pathOrGlob); err != nil {
+		// Listed with ReadDir, not Glob, so that an unreadable directory
+		// says so instead of "no *.tar files" (Glob drops the error).
+		entries, err := os.ReadDir(pathOrGlob)
+		if err != nil {
 			return nil, fmt.Errorf("%w: cannot list directory %s: %v", ErrNoShards, pathOrGlob, err)
 		}
-		paths, _ := filepath.Glob(filepath.Join(globEscape(pathOrGlob), "*.tar"))
+		var paths []string
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), ".tar") {
+				paths = append(paths, filepath.Join(pathOrGlob, e.Name()))
+			}
+		}
 		if len(paths) == 0 {
 			return nil, fmt.Errorf("%w: directory %s has no *.tar files", ErrNoShards, pathOrGlob)
 		}
@@ -90,19 +97,6 @@ func hasMeta(p string) bool {
 		}
 	}
 	return false
-}
-
-// globEscape quotes the glob metacharacters of a literal directory name.
-func globEscape(p string) string {
-	out := make([]rune, 0, len(p))
-	for _, c := range p {
-		switch c {
-		case '*', '?', '[', '\\':
-			out = append(out, '\\')
-		}
-		out = append(out, c)
-	}
-	return string(out)
 }
 
 // Len returns the number of samples over all shards.
