@@ -50,12 +50,13 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	noSplit := fs.Bool("no-split", false, "ablation: no loader splits clips into keyframe-aligned tasks (the runtime does)")
 	noiseOnTruth := fs.Bool("noise-on-truth", false, "sensitivity: put the cost model's measured error on the true costs instead of on the estimates")
 	quiet := fs.Bool("quiet", false, "no progress on standard error (a bar on a terminal, else plain lines)")
-	if err := parseFlags(fs, args, stdout); err != nil {
-		// Only where the flags parsed and an argument was left over: a
-		// bad flag value says so itself.
-		if a := fs.Arg(0); strings.Contains(err.Error(), "unknown subcommand") && (slices.Contains(builtinWorkloads(), a) || a == "all" || strings.HasSuffix(a, ".json")) {
-			return usagef("bench: %s is a workload, not a subcommand: use --workloads %s", a, strings.Join(fs.Args(), ","))
+	workloadHint := func(rest []string) string {
+		if a := rest[0]; slices.Contains(builtinWorkloads(), a) || a == "all" || strings.HasSuffix(a, ".json") {
+			return fmt.Sprintf("bench: %s is a workload, not a subcommand: use --workloads %s", a, strings.Join(rest, ","))
 		}
+		return ""
+	}
+	if err := parseFlagsHint(fs, args, stdout, workloadHint); err != nil {
 		return err
 	}
 	if *real {

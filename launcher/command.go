@@ -88,6 +88,13 @@ func newFlags(name, synopsis string) *flag.FlagSet {
 // and -h into errHelp (which the caller reports as success after printing
 // the usage to stdout).
 func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
+	return parseFlagsHint(fs, args, stdout, nil)
+}
+
+// parseFlagsHint is parseFlags for a command that can say what a stray
+// argument was meant to be: hint, given the arguments left after the
+// flags, returns a usage message, or "" to refuse them as usual.
+func parseFlagsHint(fs *flag.FlagSet, args []string, stdout io.Writer, hint func(rest []string) string) error {
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			fs.SetOutput(stdout)
@@ -97,6 +104,11 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 		return usagef("%s: %v (see %s -h)", strings.TrimPrefix(fs.Name(), "datahelix "), err, fs.Name())
 	}
 	if fs.NArg() > 0 {
+		if hint != nil {
+			if msg := hint(fs.Args()); msg != "" {
+				return usagef("%s", msg)
+			}
+		}
 		name := strings.TrimPrefix(fs.Name(), "datahelix ")
 		subs := subcommands(name)
 		if len(subs) == 0 {
