@@ -80,7 +80,7 @@ func (l *Loader) checkpoint(step int64) error {
 	st := checkpointState{
 		Version: checkpointVersion, Step: step, Rank: l.comm.Rank(), Ranks: l.comm.Size(),
 		Loader: l.cfg.Loader.String(), Batch: l.cfg.Batch, Seed: l.cfg.Seed, Shards: len(l.ds.Shards),
-		Dataset: datasetHash(l.ds), Reader: snap.reader, Cost: cost,
+		Dataset: l.dataset, Reader: snap.reader, Cost: cost,
 	}
 	data, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
@@ -311,7 +311,7 @@ func (l *Loader) readCheckpoint(step int64) (reader *Reader, cost *decode.CostMo
 	case st.Batch != l.cfg.Batch || st.Seed != l.cfg.Seed || st.Shards != len(l.ds.Shards):
 		return nil, nil, false, fmt.Errorf("--resume: %s was written with batch %d, seed %d, %d shards; this run has %d, %d, %d",
 			path, st.Batch, st.Seed, st.Shards, l.cfg.Batch, l.cfg.Seed, len(l.ds.Shards))
-	case st.Dataset != 0 && st.Dataset != datasetHash(l.ds):
+	case st.Dataset != 0 && st.Dataset != l.dataset:
 		return nil, nil, false, fmt.Errorf("--resume: %s was written reading another dataset (other shard names or sample counts) than --data %s",
 			path, filepath.Dir(l.ds.Shards[0].Path()))
 	}

@@ -98,7 +98,8 @@ type Loader struct {
 	held      int64              // compressed bytes read and not yet decoded or sent
 	rx        *rxPool            // received messages' buffers, reused once decoded
 	snaps     map[int64]snapshot // reader state before reading each step in flight
-	dropped   map[string]bool    // samples already logged as dropped or damaged
+	logged    map[string]bool    // samples already logged, by reason (logOnce)
+	dataset   uint64             // datasetHash of ds, recorded in checkpoints
 	records   []StepRecord       // one per delivered step
 	bandwidth int64              // measured exchange bandwidth, fixed-point bytes/µs
 	// wallPerCPU is decode wall time over decode CPU time, fixed-point
@@ -183,7 +184,8 @@ func NewLoader(ctx context.Context, comm collective.Comm, ds *decode.Dataset, cf
 		sched:   cfg.Loader.NewScheduler(cfg.Workers, cfg.Prefetch, cfg.DecodedBudget),
 		batches: map[int64]*batchState{},
 		snaps:   map[int64]snapshot{},
-		dropped: map[string]bool{},
+		logged:  map[string]bool{},
+		dataset: datasetHash(ds),
 		rx:      newRxPool(min(cfg.CompressedBudget/4, rxPoolLimit)),
 		// Until measured: 1 GB/s and 50 µs, a conservative intra-node guess.
 		bandwidth:  1000 * plan.One,

@@ -3,6 +3,7 @@ package spmd
 import (
 	"context"
 	"fmt"
+	"io"
 	"runtime"
 	"time"
 
@@ -178,23 +179,26 @@ func captionOf(s *decode.Sample) string {
 // logDrop logs a dropped sample the first time this rank meets it. The
 // loader's lock is held.
 func (l *Loader) logDrop(step int64, s *decode.Sample, err error) {
-	key := s.Shard + "\x00" + s.Key
-	if !l.dropped[key] && l.cfg.Log != nil {
-		fmt.Fprintf(l.cfg.Log, "datahelix: rank %d: step %d: dropping sample %q of %s: %v\n",
-			l.comm.Rank(), step, s.Key, s.Shard, err)
-	}
-	l.dropped[key] = true
+	l.logOnce("dropped", s, fmt.Sprintf("datahelix: rank %d: step %d: dropping sample %q of %s: %v\n",
+		l.comm.Rank(), step, s.Key, s.Shard, err))
 }
 
 // logDamage says once per sample that it decoded with damage concealed:
-// the training goes on, but the shard's bytes are damaged.
+// the training goes on, but the shard's bytes are damaged. The loader's
+// lock is held.
 func (l *Loader) logDamage(step int64, s *decode.Sample, n int) {
-	key := s.Shard + "\x00" + s.Key + "\x00damaged"
-	if !l.dropped[key] && l.cfg.Log != nil {
-		fmt.Fprintf(l.cfg.Log, "datahelix: rank %d: step %d: sample %q of %s decoded with damaged data the decoder concealed (%d frames or packets): the shard may be corrupt\n",
-			l.comm.Rank(), step, s.Key, s.Shard, n)
+	l.logOnce("damaged", s, fmt.Sprintf("datahelix: rank %d: step %d: sample %q of %s decoded with damaged data the decoder concealed (%d frames or packets): the shard may be corrupt\n",
+		l.comm.Rank(), step, s.Key, s.Shard, n))
+}
+
+// logOnce writes line to the log the first time this rank meets sample s
+// for this reason.
+func (l *Loader) logOnce(reason string, s *decode.Sample, line string) {
+	key := reason + "\x00" + s.Shard + "\x00" + s.Key
+	if !l.logged[key] && l.cfg.Log != nil {
+		io.WriteString(l.cfg.Log, line)
 	}
-	l.dropped[key] = true
+	l.logged[key] = true
 }
 
 // threadCPU returns the calling thread's CPU time in ns (wall time where
