@@ -121,9 +121,20 @@ func pruneCheckpoints(dir string, k Kind, ranks, rank, keep int) {
 }
 
 // stepComplete reports whether step has a checkpoint file of each rank.
+// It lists the step's directory once rather than asking for each rank's
+// file: one metadata request, not ranks of them, on a parallel file
+// system every rank asks at once.
 func stepComplete(dir string, k Kind, step int64, ranks int) bool {
+	entries, err := os.ReadDir(filepath.Dir(checkpointPath(dir, k, step, 0)))
+	if err != nil {
+		return false
+	}
+	have := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		have[e.Name()] = true
+	}
 	for r := range ranks {
-		if _, err := os.Stat(checkpointPath(dir, k, step, r)); err != nil {
+		if !have[filepath.Base(checkpointPath(dir, k, step, r))] {
 			return false
 		}
 	}
