@@ -593,11 +593,21 @@ func firstErr(reqs []*Request) error {
 // does not return.
 func (w *World) Abort(code int, msg string) {
 	fmt.Fprintf(os.Stderr, "datahelix: rank %d aborting the job: %s\n", w.rank, msg)
+	// MPICH 4.0's MPI_Abort, called while another thread is blocked in a
+	// collective that cannot complete, can spin on that thread's lock and
+	// never return nor end the job. A rank that exits without
+	// MPI_Finalize also ends the job under both launchers, so that is the
+	// fall-back.
+	time.AfterFunc(abortFallback, func() { os.Exit(code) })
 	// Called directly, not through the MPI thread: the thread may be
 	// blocked in a collective that will never complete.
 	C.MPI_Abort(w.comm, C.int(code))
 	os.Exit(code)
 }
+
+// abortFallback is how long Abort lets MPI_Abort end the job before the
+// rank exits by itself.
+const abortFallback = 3 * time.Second
 
 // check turns an MPI return code into an error naming the call.
 func check(call string, rc C.int) error {

@@ -68,6 +68,20 @@ func worker(mode string) int {
 		}
 		w.Barrier()
 		return 0
+	case "abort-goroutine":
+		// What datahelix's stall watch and signal grace do: rank 1's
+		// main goroutine waits in a barrier that rank 0, busy elsewhere,
+		// never enters, while another goroutine of rank 1 aborts.
+		if w.Rank() == 0 {
+			time.Sleep(time.Hour)
+		}
+		go func() {
+			time.Sleep(200 * time.Millisecond)
+			w.Abort(9, fmt.Sprintf("test abort from a goroutine of rank %d", w.Rank()))
+		}()
+		w.Barrier()
+		fmt.Println("barrier passed without rank 0")
+		return 0
 	default:
 		fmt.Fprintln(os.Stderr, "unknown worker mode", mode)
 		return 2
@@ -165,6 +179,29 @@ func TestMPIAbortEndsJob(t *testing.T) {
 	}
 	if !strings.Contains(out, "test abort from rank 1") {
 		t.Errorf("abort message missing from output:\n%s", out)
+	}
+	t.Logf("job ended %v after start: %v", took.Round(time.Millisecond), err)
+}
+
+// TestMPIAbortFromAnotherGoroutine aborts from a goroutine while the
+// rank's main goroutine is blocked in a collective that cannot complete:
+// the abort must not wait for the MPI calls in flight. test.sh runs it
+// under MPICH too, whose progress engine differs from OpenMPI's.
+func TestMPIAbortFromAnotherGoroutine(t *testing.T) {
+	requireMPIRun(t)
+	out, err, took := mpirun(t, 2, "abort-goroutine", 60*time.Second)
+	if err == nil {
+		t.Fatalf("job exited 0 after MPI_Abort; output:\n%s", out)
+	}
+	if !strings.Contains(out, "test abort from a goroutine of rank 1") {
+		t.Errorf("abort message missing from output:\n%s", out)
+	}
+	if strings.Contains(out, "barrier passed") {
+		t.Errorf("a barrier completed without rank 0:\n%s", out)
+	}
+	// Rank 0 sleeps an hour: only the abort can end the job this soon.
+	if took > 30*time.Second {
+		t.Errorf("job took %v to end after the abort", took)
 	}
 	t.Logf("job ended %v after start: %v", took.Round(time.Millisecond), err)
 }
