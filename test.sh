@@ -4,7 +4,8 @@
 # Installs missing system packages (or prints the command to), then:
 # gofmt and go vet (OpenMPI, MPICH and no-MPI builds), go test ./...
 # (with real mpirun jobs), the race detector on the packages without
-# media cgo, and the MPI conformance suite against MPICH.
+# media cgo, the MPI conformance suite against MPICH, and the job's MPI
+# paths (start-up checks, exchange, failures, stalls, signals) under MPICH.
 #
 #   ./test.sh            everything
 #   ./test.sh -short     skip the slow tests (a quick local check)
@@ -36,7 +37,9 @@ go test "${short[@]}" -timeout 30m ./...
 step "go test -race (pure-Go packages)"
 go test "${short[@]}" -race -timeout 30m $(go list ./... | grep -E '/(plan|gpu|collective|spmd)$')
 
-step "MPI conformance against MPICH"
+step "MPI conformance against MPICH, and the job's MPI paths under MPICH's mpiexec"
 go test "${short[@]}" -tags mpich -count=1 -run 'MPI' ./collective/
+go test "${short[@]}" -tags mpich -count=1 \
+	-run 'UnderMPIRun|RanksThatDisagree|KilledRank|StalledRank|SignalEndsJob' ./launcher/
 
 step "ok"
