@@ -58,7 +58,7 @@ func TestRanksThatDisagreeEndTheJob(t *testing.T) {
 		{"steps, torch", fastRun(data, "--loader", "torch", "--steps", "4"), fastRun(data, "--loader", "torch", "--steps", "2"),
 			"datahelix: --steps differs across ranks: rank 0 has 4, rank 1 has 2;"},
 		{"loader list", fastRun(data, "--loader", "helix", "--steps", "2"), fastRun(data, "--loader", "helix,torch", "--steps", "2"),
-			"datahelix: --loader differs across ranks: rank 0 has one, rank 1 has another;"},
+			"datahelix: --loader differs across ranks: rank 0 has helix, rank 1 has helix,torch;"},
 		{"batch", fastRun(data, "--loader", "helix", "--steps", "2"), fastRun(data, "--loader", "helix", "--steps", "2", "--batch", "1"),
 			"datahelix: --batch differs across ranks: rank 0 has 2, rank 1 has 1;"},
 		{"check-every", fastRun(data, "--loader", "helix", "--steps", "2"), fastRun(data, "--loader", "helix", "--steps", "2", "--check-every", "1"),

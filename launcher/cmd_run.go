@@ -423,7 +423,7 @@ func runSettings(f *runFlags) []spmd.Setting {
 		names[i] = k.String()
 	}
 	return []spmd.Setting{
-		{Name: "--loader", Value: spmd.HashStrings(names), Hashed: true},
+		{Name: "--loader", Value: spmd.HashStrings(names), Hashed: true, Text: strings.Join(names, ",")},
 		{Name: "--steps", Value: uint64(f.cfg.Steps)},
 		{Name: "--batch", Value: uint64(f.cfg.Batch)},
 		{Name: "--seed", Value: f.seed},

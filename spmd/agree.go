@@ -19,48 +19,120 @@ import (
 type Setting struct {
 	Name  string // how the user sets it, e.g. "--steps"
 	Value uint64 // the setting, or a hash of it when Hashed
-	// Hashed settings (a list, a dataset) are compared but not printed.
+	// Hashed settings (a list, a dataset) are compared by their hash.
+	// When they differ, the message shows each group's Text, or just
+	// that the groups differ when Text is empty.
 	Hashed bool
+	Text   string
 }
+
+// agreeVersion names the shape of Agree's records; it changes whenever
+// that shape does, so that ranks running builds with different records
+// say so instead of exchanging blocks that do not match.
+const agreeVersion = "agree/1"
 
 // Agree allgathers every rank's settings, which every rank lists in the
 // same order (the same binary builds them), and returns the same
 // AllRanks error on every rank, naming the first setting that differs
 // and which ranks hold which value; nil when all agree.
+//
+// The names of the settings are compared first, in a block of one size
+// for every build: nodes running different datahelix builds may compare
+// different settings, and an allgather of blocks of different sizes
+// fails in MPI or reads garbage.
 func Agree(c collective.Comm, settings []Setting) error {
-	n := len(settings)
-	send := make([]byte, 8*n)
-	for i, s := range settings {
-		binary.LittleEndian.PutUint64(send[8*i:], s.Value)
+	names := []string{agreeVersion}
+	for _, s := range settings {
+		names = append(names, s.Name)
 	}
-	recv := make([]byte, len(send)*c.Size())
-	if err := c.Allgather(send, recv); err != nil {
-		return fmt.Errorf("compare settings across ranks: %w", err)
+	recv, err := allgatherUint64s(c, []uint64{HashStrings(names)})
+	if err != nil {
+		return err
+	}
+	if values, holders := groupRanks(recv, 1, 0); len(values) > 1 {
+		groups := make([]string, len(values))
+		for k, v := range values {
+			groups[k] = rankSet(holders[v])
+		}
+		return collective.AllRanks(fmt.Errorf("the ranks run different datahelix builds (%s compare different settings at start-up); every node must run the same datahelix binary",
+			strings.Join(groups, " and ")))
+	}
+	n := len(settings)
+	send := make([]uint64, n)
+	for i, s := range settings {
+		send[i] = s.Value
+	}
+	if recv, err = allgatherUint64s(c, send); err != nil {
+		return err
 	}
 	for i, s := range settings {
 		values, holders := groupRanks(recv, n, i)
 		if len(values) == 1 {
 			continue
 		}
-		// "ranks 0-2 have 20, rank 3 has 10"; hashed values are not
-		// worth printing: "ranks 0-2 have one, rank 3 another".
-		parts := make([]string, len(values))
-		for k, v := range values {
-			rs := holders[v]
-			verb := "have"
-			if len(rs) == 1 {
-				verb = "has"
+		// Every rank sees the same groups, so all of them gather the
+		// texts, or none does.
+		var texts [][]byte
+		if s.Hashed && s.Text != "" {
+			if texts, err = c.AllgatherVar([]byte(s.Text)); err != nil {
+				return fmt.Errorf("compare settings across ranks: %w", err)
 			}
-			val := strconv.FormatUint(v, 10)
-			if s.Hashed {
-				val = map[bool]string{true: "one", false: "another"}[k == 0]
-			}
-			parts[k] = fmt.Sprintf("%s %s %s", rankSet(rs), verb, val)
 		}
 		return collective.AllRanks(fmt.Errorf("%s differs across ranks: %s; every rank of a job must be started with the same settings and data",
-			s.Name, strings.Join(parts, ", ")))
+			s.Name, describeGroups(s, values, holders, texts)))
 	}
 	return nil
+}
+
+// allgatherUint64s allgathers every rank's values, little-endian, in
+// blocks of 8*len(values) bytes, one per rank in rank order.
+func allgatherUint64s(c collective.Comm, values []uint64) ([]byte, error) {
+	send := make([]byte, 8*len(values))
+	for i, v := range values {
+		binary.LittleEndian.PutUint64(send[8*i:], v)
+	}
+	recv := make([]byte, len(send)*c.Size())
+	if err := c.Allgather(send, recv); err != nil {
+		return nil, fmt.Errorf("compare settings across ranks: %w", err)
+	}
+	return recv, nil
+}
+
+// describeGroups says which ranks hold which value of s: "ranks 0-2
+// have 20, rank 3 has 10"; for a hashed setting, the first holder's
+// text ("ranks 0-2 have helix,torch, rank 3 has helix"), or without
+// texts "ranks 0-2 have one, rank 3 has another" and, for more groups,
+// "3 different ones: ranks 0-1; rank 2; rank 3".
+func describeGroups(s Setting, values []uint64, holders map[uint64][]int, texts [][]byte) string {
+	if s.Hashed && texts == nil {
+		if len(values) == 2 {
+			a, b := holders[values[0]], holders[values[1]]
+			return fmt.Sprintf("%s %s one, %s %s another", rankSet(a), have(a), rankSet(b), have(b))
+		}
+		groups := make([]string, len(values))
+		for k, v := range values {
+			groups[k] = rankSet(holders[v])
+		}
+		return fmt.Sprintf("%d different ones: %s", len(values), strings.Join(groups, "; "))
+	}
+	parts := make([]string, len(values))
+	for k, v := range values {
+		rs := holders[v]
+		val := strconv.FormatUint(v, 10)
+		if s.Hashed {
+			val = string(texts[rs[0]])
+		}
+		parts[k] = fmt.Sprintf("%s %s %s", rankSet(rs), have(rs), val)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// have is the verb for a set of ranks: "rank 3 has", "ranks 0-2 have".
+func have(ranks []int) string {
+	if len(ranks) == 1 {
+		return "has"
+	}
+	return "have"
 }
 
 // groupRanks reads gathered blocks of n little-endian uint64 values, one

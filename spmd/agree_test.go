@@ -44,6 +44,8 @@ func TestAgree(t *testing.T) {
 			"--steps differs across ranks: ranks 0, 2 have 0, ranks 1, 3 have 1;"},
 		{"a hashed list", func(int) uint64 { return 20 }, func(r int) uint64 { return uint64(r / 2) },
 			"--loader differs across ranks: ranks 0-1 have one, ranks 2-3 have another;"},
+		{"three hashed lists", func(int) uint64 { return 20 }, func(r int) uint64 { return uint64(min(r, 2)) },
+			"--loader differs across ranks: 3 different ones: rank 0; rank 1; ranks 2-3;"},
 	} {
 		errs := collective.RunLocal(context.Background(), 4, func(ctx context.Context, c collective.Comm) error {
 			return Agree(c, settings(tt.steps(c.Rank()), tt.list(c.Rank())))
@@ -55,6 +57,42 @@ func TestAgree(t *testing.T) {
 			case tt.want != "" && (err == nil || !collective.IsAllRanks(err) || !strings.HasPrefix(err.Error(), tt.want) || err.Error() != errs[0].Error()):
 				t.Errorf("%s: rank %d: got %v, want an AllRanks error starting %q, as rank 0's", tt.name, r, err, tt.want)
 			}
+		}
+	}
+}
+
+// TestAgreeShowsTexts checks that a hashed setting with a text shows each
+// group's text: a --loader mismatch said only "one" and "another".
+func TestAgreeShowsTexts(t *testing.T) {
+	lists := []string{"helix", "helix,torch", "helix", "torch"}
+	errs := collective.RunLocal(context.Background(), 4, func(ctx context.Context, c collective.Comm) error {
+		l := lists[c.Rank()]
+		return Agree(c, []Setting{{Name: "--loader", Value: HashStrings([]string{l}), Hashed: true, Text: l}})
+	})
+	want := "--loader differs across ranks: ranks 0, 2 have helix, rank 1 has helix,torch, rank 3 has torch;"
+	for r, err := range errs {
+		if err == nil || !collective.IsAllRanks(err) || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("rank %d: got %v, want an AllRanks error starting %q", r, err, want)
+		}
+	}
+}
+
+// TestAgreeDifferentBuilds gives the ranks different lists of settings,
+// as nodes running different datahelix builds would: their blocks of
+// values differ in size, which failed in MPI or read garbage. Every rank
+// must say the builds differ, and the job must not hang.
+func TestAgreeDifferentBuilds(t *testing.T) {
+	errs := collective.RunLocal(context.Background(), 4, func(ctx context.Context, c collective.Comm) error {
+		settings := []Setting{{Name: "--batch", Value: 4}, {Name: "--steps", Value: 20}}
+		if c.Rank() == 3 {
+			settings = append(settings, Setting{Name: "--new-flag", Value: 1})
+		}
+		return Agree(c, settings)
+	})
+	want := "the ranks run different datahelix builds (ranks 0-2 and rank 3 compare different settings at start-up)"
+	for r, err := range errs {
+		if err == nil || !collective.IsAllRanks(err) || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("rank %d: got %v, want an AllRanks error starting %q", r, err, want)
 		}
 	}
 }
