@@ -592,7 +592,12 @@ func firstErr(reqs []*Request) error {
 // Abort prints msg and ends every process of the job with MPI_Abort. It
 // does not return.
 func (w *World) Abort(code int, msg string) {
-	fmt.Fprintf(os.Stderr, "datahelix: rank %d aborting the job: %s\n", w.rank, msg)
+	// The node too: on a cluster, where to look is the first question.
+	who := fmt.Sprintf("rank %d", w.rank)
+	if w.info.Host != "" {
+		who += " on " + w.info.Host
+	}
+	fmt.Fprintf(os.Stderr, "datahelix: %s aborting the job: %s\n", who, msg)
 	// MPICH 4.0's MPI_Abort, called while another thread is blocked in a
 	// collective that cannot complete, can spin on that thread's lock and
 	// never return nor end the job. A rank that exits without

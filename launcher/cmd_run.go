@@ -344,7 +344,7 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 		if bar != nil {
 			bar.Describe(k.String())
 		}
-		res, err := spmd.Run(ctx, c, ds, cfg)
+		res, err := spmd.Run(ctx, watch.watched(c), ds, cfg)
 		if err != nil {
 			return fmt.Errorf("loader %s: %w", k, err)
 		}

@@ -13,6 +13,11 @@ import (
 // a collective waits for every rank, so one that makes no progress (a
 // stopped process, a hung file system, a swapped-out node) would
 // otherwise hold the whole job until the batch system's time limit.
+//
+// Each rank's watch says in its message whether that rank waits in MPI
+// for the others or is busy outside MPI (reading, decoding, planning):
+// the rank outside MPI is the one holding the job, so the ranks waiting
+// in MPI give it victimGrace more to abort first and name itself.
 type stallWatch struct {
 	c       collective.Comm
 	timeout time.Duration
@@ -22,6 +27,13 @@ type stallWatch struct {
 	loader  atomic.Value // string: the loader running
 	done    chan struct{}
 	once    sync.Once
+
+	// In MPI: how many goroutines of this rank are in a blocking call
+	// of the communicator (watched), which call the first of them made,
+	// and since when (since base, ns).
+	inMPI    atomic.Int32
+	mpiCall  atomic.Value // string
+	mpiSince atomic.Int64
 }
 
 // watchStalls starts a watch of c's steps with timeout, or returns nil
@@ -62,6 +74,32 @@ func (w *stallWatch) stop() {
 	}
 }
 
+// victimGrace is how much longer than the timeout a rank waiting in MPI
+// lets pass before it aborts: a tenth of the timeout, between 1 s and
+// 30 s.
+func (w *stallWatch) victimGrace() time.Duration {
+	return min(max(w.timeout/10, time.Second), 30*time.Second)
+}
+
+// enter records that a goroutine of this rank enters the blocking
+// call; the function it returns records that it left.
+func (w *stallWatch) enter(call string) (leave func()) {
+	if w.inMPI.Add(1) == 1 {
+		w.mpiCall.Store(call)
+		w.mpiSince.Store(int64(time.Since(w.base)))
+	}
+	return func() { w.inMPI.Add(-1) }
+}
+
+// watched returns c reporting its blocking calls to w, or c itself
+// when w is nil.
+func (w *stallWatch) watched(c collective.Comm) collective.Comm {
+	if w == nil {
+		return c
+	}
+	return watchedComm{Comm: c, w: w}
+}
+
 func (w *stallWatch) run() {
 	every := min(w.timeout/4, time.Second)
 	tick := time.NewTicker(every)
@@ -80,7 +118,8 @@ func (w *stallWatch) run() {
 			}
 			prev = now
 			idle := now - time.Duration(w.last.Load())
-			if idle < w.timeout {
+			waiting := w.inMPI.Load() > 0
+			if idle < w.timeout || waiting && idle < w.timeout+w.victimGrace() {
 				continue
 			}
 			what := "before its first step"
@@ -90,8 +129,59 @@ func (w *stallWatch) run() {
 			if l := w.loader.Load().(string); l != "" {
 				what = "loader " + l + " " + what
 			}
-			w.c.Abort(1, fmt.Sprintf("no step delivered for %v (--stall-timeout), %s: some rank makes no progress (stopped, a hung file system?)", w.timeout, what))
+			where := "this rank is busy outside MPI (reading, decoding or planning: a hung file system?), not waiting for the others"
+			if waiting {
+				call, _ := w.mpiCall.Load().(string)
+				since := (now - time.Duration(w.mpiSince.Load())).Round(time.Second)
+				where = fmt.Sprintf("this rank has waited in %s for %v for a rank that makes no progress (stopped, a hung file system?)", call, since)
+			}
+			w.c.Abort(1, fmt.Sprintf("no step delivered for %v (--stall-timeout), %s: %s", w.timeout, what, where))
 			return
 		}
 	}
+}
+
+// watchedComm is a communicator whose blocking calls tell a stall watch
+// that its rank waits in MPI.
+type watchedComm struct {
+	collective.Comm
+	w *stallWatch
+}
+
+func (c watchedComm) Allgather(send, recv []byte) error {
+	defer c.w.enter("Allgather")()
+	return c.Comm.Allgather(send, recv)
+}
+
+func (c watchedComm) AllgatherVar(send []byte) ([][]byte, error) {
+	defer c.w.enter("AllgatherVar")()
+	return c.Comm.AllgatherVar(send)
+}
+
+func (c watchedComm) AllreduceInt64(buf []int64, op collective.Op) error {
+	defer c.w.enter("AllreduceInt64")()
+	return c.Comm.AllreduceInt64(buf, op)
+}
+
+func (c watchedComm) Bcast(buf []byte, root int) error {
+	defer c.w.enter("Bcast")()
+	return c.Comm.Bcast(buf, root)
+}
+
+func (c watchedComm) Barrier() error {
+	defer c.w.enter("Barrier")()
+	return c.Comm.Barrier()
+}
+
+func (c watchedComm) WaitAll(reqs []*collective.Request) error {
+	defer c.w.enter("the sample exchange (WaitAll)")()
+	return c.Comm.WaitAll(reqs)
+}
+
+func (c watchedComm) Dup() (collective.Comm, error) {
+	d, err := c.Comm.Dup()
+	if err != nil {
+		return nil, err
+	}
+	return watchedComm{Comm: d, w: c.w}, nil
 }

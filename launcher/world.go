@@ -111,7 +111,7 @@ func runWorld(ctx context.Context, f worldFlags, stdout, stderr io.Writer, body 
 		// exit with the signal's status unless it ends with its own.
 		code = ie.status()
 	}
-	w.Abort(code, err.Error()) // says "rank R aborting the job: " and err
+	w.Abort(code, err.Error()) // says "rank R on HOST aborting the job: " and err
 	return err                 // not reached: Abort ends the process
 }
 

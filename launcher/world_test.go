@@ -181,7 +181,7 @@ func TestRankMismatchUnderMPIRunEndsJob(t *testing.T) {
 	if err == nil {
 		t.Errorf("job succeeded:\n%s", out.String())
 	}
-	want := "rank 1 aborting the job: Open MPI's mpirun made this process rank 3 (OMPI_COMM_WORLD_RANK) but MPI made it rank 1 of 2"
+	want := "rank 1 on " + hostname(t) + " aborting the job: Open MPI's mpirun made this process rank 3 (OMPI_COMM_WORLD_RANK) but MPI made it rank 1 of 2"
 	if !strings.Contains(out.String(), want) {
 		t.Errorf("output lacks %q:\n%s", want, out.String())
 	}
@@ -264,7 +264,7 @@ func TestRunOneRankFailsUnderMPIRun(t *testing.T) {
 	if err == nil {
 		t.Errorf("job succeeded:\n%s", log)
 	}
-	if want := "datahelix: rank 1 aborting the job: loader torch: checkpoint: "; !strings.Contains(log, want) {
+	if want := "datahelix: rank 1 on " + hostname(t) + " aborting the job: loader torch: checkpoint: "; !strings.Contains(log, want) {
 		t.Errorf("log lacks %q:\n%s", want, log)
 	}
 	for _, line := range strings.Split(log, "\n") {
@@ -295,4 +295,14 @@ func TestRanksFlagBounds(t *testing.T) {
 			t.Errorf("info --ranks %s: exit %d, %q; want 2 and %q", n, code, stderr, want)
 		}
 	}
+}
+
+// hostname is this node's name, as MPI reports it in an abort's message.
+func hostname(t *testing.T) string {
+	t.Helper()
+	h, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
