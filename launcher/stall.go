@@ -81,15 +81,16 @@ func (w *stallWatch) victimGrace() time.Duration {
 	return min(max(w.timeout/10, time.Second), 30*time.Second)
 }
 
-// enter records that a goroutine of this rank enters the blocking
-// call; the function it returns records that it left.
-func (w *stallWatch) enter(call string) (leave func()) {
+// enter records that a goroutine of this rank enters the blocking call.
+func (w *stallWatch) enter(call string) {
 	if w.inMPI.Add(1) == 1 {
 		w.mpiCall.Store(call)
 		w.mpiSince.Store(int64(time.Since(w.base)))
 	}
-	return func() { w.inMPI.Add(-1) }
 }
+
+// leave records that a goroutine left the blocking call it entered.
+func (w *stallWatch) leave() { w.inMPI.Add(-1) }
 
 // watched returns c reporting its blocking calls to w, or c itself
 // when w is nil.
@@ -149,32 +150,38 @@ type watchedComm struct {
 }
 
 func (c watchedComm) Allgather(send, recv []byte) error {
-	defer c.w.enter("Allgather")()
+	c.w.enter("Allgather")
+	defer c.w.leave()
 	return c.Comm.Allgather(send, recv)
 }
 
 func (c watchedComm) AllgatherVar(send []byte) ([][]byte, error) {
-	defer c.w.enter("AllgatherVar")()
+	c.w.enter("AllgatherVar")
+	defer c.w.leave()
 	return c.Comm.AllgatherVar(send)
 }
 
 func (c watchedComm) AllreduceInt64(buf []int64, op collective.Op) error {
-	defer c.w.enter("AllreduceInt64")()
+	c.w.enter("AllreduceInt64")
+	defer c.w.leave()
 	return c.Comm.AllreduceInt64(buf, op)
 }
 
 func (c watchedComm) Bcast(buf []byte, root int) error {
-	defer c.w.enter("Bcast")()
+	c.w.enter("Bcast")
+	defer c.w.leave()
 	return c.Comm.Bcast(buf, root)
 }
 
 func (c watchedComm) Barrier() error {
-	defer c.w.enter("Barrier")()
+	c.w.enter("Barrier")
+	defer c.w.leave()
 	return c.Comm.Barrier()
 }
 
 func (c watchedComm) WaitAll(reqs []*collective.Request) error {
-	defer c.w.enter("the sample exchange (WaitAll)")()
+	c.w.enter("the sample exchange (WaitAll)")
+	defer c.w.leave()
 	return c.Comm.WaitAll(reqs)
 }
 
