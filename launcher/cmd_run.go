@@ -559,15 +559,15 @@ func printTable(w io.Writer, rs []spmd.Summary, ranks int, f *runFlags) {
 	row("batches hash", func(s spmd.Summary) string { return s.BatchesHash })
 	if len(rs) > 1 {
 		a, b := rs[0], rs[len(rs)-1]
-		fmt.Fprintf(w, "\n%s vs %s: %s misses, %s GPU wait, %.2fx throughput\n", b.Loader, a.Loader,
-			reduction(a.MissRate, b.MissRate), reduction(a.GPUWaitFrac, b.GPUWaitFrac), b.ThroughputSPS/max(a.ThroughputSPS, 1e-9))
+		fmt.Fprintf(w, "\n%s vs %s: %s, %s, throughput %.2fx\n", b.Loader, a.Loader,
+			change("misses", a.MissRate, b.MissRate), change("GPU wait", a.GPUWaitFrac, b.GPUWaitFrac), b.ThroughputSPS/max(a.ThroughputSPS, 1e-9))
 		switch left := a.Steps - warm; {
 		case !steadyRows:
 		case left < minCompareSteps:
 			fmt.Fprintf(w, "after the first %d steps (the warm-up, one planning horizon): %d steps, too few to compare (run more --steps)\n", warm, left)
 		default:
-			fmt.Fprintf(w, "after the first %d steps (the warm-up, one planning horizon): %s misses, %s GPU wait, %.2fx throughput\n", warm,
-				reduction(a.SteadyMissRate, b.SteadyMissRate), reduction(a.SteadyGPUWaitFrac, b.SteadyGPUWaitFrac),
+			fmt.Fprintf(w, "after the first %d steps (the warm-up, one planning horizon): %s, %s, throughput %.2fx\n", warm,
+				change("misses", a.SteadyMissRate, b.SteadyMissRate), change("GPU wait", a.SteadyGPUWaitFrac, b.SteadyGPUWaitFrac),
 				b.SteadyThroughputSPS/max(a.SteadyThroughputSPS, 1e-9))
 		}
 	}
@@ -577,6 +577,13 @@ func printTable(w io.Writer, rs []spmd.Summary, ranks int, f *runFlags) {
 // table compares the loaders' steady-state figures: over one or two steps
 // the ratio of two tiny waits is noise.
 const minCompareSteps = 5
+
+// change says how the fraction named went from a to b, with both
+// values, "GPU wait 0.7% → 1.4% (+101.8%)": a relative change alone
+// reads as a verdict even when both are a small part of the wall time.
+func change(name string, a, b float64) string {
+	return fmt.Sprintf("%s %.1f%% → %.1f%% (%s)", name, 100*a, 100*b, reduction(a, b))
+}
 
 // reduction says how much smaller the fraction b is than a, as "-67.8%".
 // Fractions that both print as 0.0% are "same": a ratio of two values

@@ -347,8 +347,8 @@ func TestPrintTableSteadyWindow(t *testing.T) {
 		wantNone string
 	}{
 		{10, 0.00006, "2 steps, too few to compare", "+500"},
-		{60, 0.00006, "same misses, same GPU wait", "+500"},
-		{60, 0.01, "same misses, more GPU wait", "too few"},
+		{60, 0.00006, "misses 0.0% → 0.0% (same), GPU wait 0.0% → 0.0% (same), throughput 1.00x", "+500"},
+		{60, 0.01, "misses 0.0% → 0.0% (same), GPU wait 0.0% → 1.0% (more)", "too few"},
 	}
 	for _, tt := range tests {
 		var b bytes.Buffer
