@@ -151,6 +151,9 @@ func TestRunLocalAllRanksErrorDoesNotAbort(t *testing.T) {
 // a barrier nobody else will join, then cancels the run's context: the
 // world must be aborted StuckGrace later instead of hanging.
 func TestRunLocalCancelEndsStuckRanks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits collective.StuckGrace (5 s)")
+	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	done := make(chan []error, 1)
 	go func() {
