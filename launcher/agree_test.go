@@ -66,7 +66,7 @@ func TestRanksThatDisagreeEndTheJob(t *testing.T) {
 		{"another dataset", fastRun(data, "--loader", "helix", "--steps", "2"), fastRun(other, "--loader", "helix", "--steps", "2"),
 			"datahelix: the dataset's shard count differs across ranks: rank 0 has 8, rank 1 has 7;"},
 		{"a dataset one rank cannot open", fastRun(data, "--loader", "helix", "--steps", "2"), fastRun(filepath.Join(other, "none"), "--loader", "helix", "--steps", "2"),
-			"datahelix: rank 1: decode: no shards found"},
+			"datahelix: rank 1 cannot open the dataset: decode: no shards found"},
 		{"the default dataset on one rank", fastRun(data, "--loader", "helix", "--steps", "2"), fastRun("", "--loader", "helix", "--steps", "2"),
 			"datahelix: --data (1 given, 0 the default dataset) differs across ranks: rank 0 has 1, rank 1 has 0;"},
 		{"an empty shard", fastRun(empty, "--loader", "torch", "--steps", "2"), fastRun(empty, "--loader", "torch", "--steps", "2"),

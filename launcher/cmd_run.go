@@ -286,7 +286,7 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 	if err := spmd.Agree(c, runSettings(f)); err != nil {
 		return err
 	}
-	outs, err := prepareOutputs(c, f, errOut)
+	outs, err := prepareOutputs(c, f)
 	if err != nil {
 		return err
 	}
@@ -305,7 +305,7 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 	if err == nil {
 		defer ds.Close()
 	}
-	if err := agreeOnError(c, err, errOut, "cannot open the dataset"); err != nil {
+	if err := agreeOnError(c, err, "cannot open the dataset"); err != nil {
 		return err
 	}
 	if err := spmd.Agree(c, spmd.DatasetSettings(ds)); err != nil {
@@ -378,38 +378,62 @@ type runOutputs struct {
 // prepareOutputs opens --json and --trace on rank 0 and creates
 // --checkpoint-dir on every rank (each writes its own checkpoints) before
 // any work, so a path that cannot be written ends the job at start-up
-// instead of after hours of training. The ranks agree on the outcome in
-// one collective: the lowest failing rank prints its error, every rank
-// returns an AllRanks error, and the job ends cleanly.
-func prepareOutputs(c collective.Comm, f *runFlags, errOut io.Writer) (*runOutputs, error) {
+// instead of after hours of training. The ranks agree on the outcome
+// (agreeOnError): rank 0 prints the lowest failing rank's error and the
+// job ends cleanly.
+func prepareOutputs(c collective.Comm, f *runFlags) (*runOutputs, error) {
 	o, err := openOutputs(c.Rank() == 0, f)
-	if err := agreeOnError(c, err, errOut, "cannot write its output files"); err != nil {
+	if err := agreeOnError(c, err, "cannot write its output files"); err != nil {
 		o.discard()
 		return nil, err
 	}
 	return o, nil
 }
 
-// agreeOnError has the ranks agree, in one collective, on whether any
-// of them got an error where only some may (a path one node cannot
-// write, a dataset one node sees differently): the lowest failing rank
-// prints its error, and every rank returns an AllRanks error that says
-// which rank failed and what (what) it could not do, so that the job
-// ends cleanly instead of the failing ranks leaving while the others
-// wait in their next collective. Every rank must call it.
-func agreeOnError(c collective.Comm, err error, errOut io.Writer, what string) error {
+// agreeOnError has the ranks agree on whether any of them got an error
+// where only some may (a path one node cannot write, a dataset one node
+// sees differently), so that the job ends cleanly instead of the failing
+// ranks leaving while the others wait in their next collective. When
+// some rank failed, every rank returns the same AllRanks error, which
+// rank 0 prints: "rank 3 cannot open the dataset: <rank 3's error>",
+// and how many other ranks failed. (The failing rank printing its own
+// error left rank 0's line, which mpirun may forward first, pointing at
+// a message "above" that was not there yet.) Every rank must call it;
+// when none failed it costs one collective.
+func agreeOnError(c collective.Comm, err error, what string) error {
 	failed, aerr := firstFailedRank(c, err != nil)
 	switch {
 	case aerr != nil:
 		return aerr
 	case failed < 0:
 		return nil
-	case c.Rank() == failed && failed == 0:
-		return collective.AllRanks(err) // rank 0 prints AllRanks errors
-	case c.Rank() == failed:
-		fmt.Fprintf(errOut, "datahelix: rank %d: %v\n", c.Rank(), err)
 	}
-	return collective.AllRanks(fmt.Errorf("rank %d %s (see its message above)", failed, what))
+	// Each failing rank sends its error, the others nothing.
+	var mine []byte
+	if err != nil {
+		mine = append([]byte{'!'}, err.Error()...)
+	}
+	msgs, gerr := c.AllgatherVar(mine)
+	if gerr != nil {
+		return gerr
+	}
+	others := -1
+	for _, m := range msgs {
+		if len(m) > 0 {
+			others++
+		}
+	}
+	also := ""
+	switch {
+	case others == 1:
+		also = " (and 1 more rank failed)"
+	case others > 1:
+		also = fmt.Sprintf(" (and %d more ranks failed)", others)
+	}
+	if c.Rank() == failed { // keep the chain: errors.Is still sees the cause
+		return collective.AllRanks(fmt.Errorf("rank %d %s: %w%s", failed, what, err, also))
+	}
+	return collective.AllRanks(fmt.Errorf("rank %d %s: %s%s", failed, what, msgs[failed][1:], also))
 }
 
 // runSettings are the flags every rank of the job must share

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -451,6 +452,40 @@ func TestFirstFailedRank(t *testing.T) {
 			if err != nil {
 				t.Errorf("ranks %v failing: rank %d: %v", tt.failing, r, err)
 			}
+		}
+	}
+}
+
+// TestAgreeOnError fails ranks 1 and 3 of 4: every rank must return the
+// same AllRanks error carrying rank 1's message (rank 0 prints it, so it
+// can no longer come before the failing rank's own line), and rank 1's
+// must still wrap its cause.
+func TestAgreeOnError(t *testing.T) {
+	cause := errors.New("open /data/shard-7.tar: permission denied")
+	errs := collective.RunLocal(context.Background(), 4, func(ctx context.Context, c collective.Comm) error {
+		var err error
+		switch c.Rank() {
+		case 1:
+			err = cause
+		case 3:
+			err = errors.New("another")
+		}
+		return agreeOnError(c, err, "cannot open the dataset")
+	})
+	want := "rank 1 cannot open the dataset: open /data/shard-7.tar: permission denied (and 1 more rank failed)"
+	for r, err := range errs {
+		if !collective.IsAllRanks(err) || err.Error() != want {
+			t.Errorf("rank %d: got %v, want an AllRanks %q", r, err, want)
+		}
+	}
+	if !errors.Is(errs[1], cause) {
+		t.Errorf("rank 1's error does not wrap its cause: %v", errs[1])
+	}
+	for r, err := range collective.RunLocal(context.Background(), 2, func(ctx context.Context, c collective.Comm) error {
+		return agreeOnError(c, nil, "cannot open the dataset")
+	}) {
+		if err != nil {
+			t.Errorf("no rank failed: rank %d: %v", r, err)
 		}
 	}
 }
