@@ -64,7 +64,8 @@ func TestRanksThatDisagreeEndTheJob(t *testing.T) {
 		{"check-every", fastRun(data, "--loader", "helix", "--steps", "2"), fastRun(data, "--loader", "helix", "--steps", "2", "--check-every", "1"),
 			"datahelix: --check-every differs across ranks: rank 0 has 50, rank 1 has 1;"},
 		{"another dataset", fastRun(data, "--loader", "helix", "--steps", "2"), fastRun(other, "--loader", "helix", "--steps", "2"),
-			"datahelix: the dataset's shard count differs across ranks: rank 0 has 8, rank 1 has 7;"},
+			"datahelix: the dataset's shard count differs across ranks: rank 0 has 8, rank 1 has 7; every rank of a job must be started with the same settings and data (shard 7: " +
+				filepath.Base(shards[7]) + " with 4 samples on rank 0, no shard on rank 1)"},
 		{"a dataset one rank cannot open", fastRun(data, "--loader", "helix", "--steps", "2"), fastRun(filepath.Join(other, "none"), "--loader", "helix", "--steps", "2"),
 			"datahelix: rank 1 cannot open the dataset: decode: no shards found"},
 		{"the default dataset on one rank", fastRun(data, "--loader", "helix", "--steps", "2"), fastRun("", "--loader", "helix", "--steps", "2"),

@@ -308,7 +308,7 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 	if err := agreeOnError(c, err, "cannot open the dataset"); err != nil {
 		return err
 	}
-	if err := spmd.Agree(c, spmd.DatasetSettings(ds)); err != nil {
+	if err := spmd.AgreeDataset(c, ds); err != nil {
 		return err
 	}
 	if c.Rank() == 0 {

@@ -186,11 +186,8 @@ func HashStrings(list []string) uint64 {
 	return h.Sum64()
 }
 
-// DatasetSettings are the settings that make two ranks' datasets the
-// same one: the shard count, and a hash of each shard's file name and
-// sample count (not its directory: nodes may keep their copies in
-// different places).
-func DatasetSettings(ds *decode.Dataset) []Setting {
+// datasetSettings are the settings AgreeDataset compares.
+func datasetSettings(ds *decode.Dataset) []Setting {
 	return []Setting{
 		{Name: "the dataset's shard count", Value: uint64(len(ds.Shards))},
 		{Name: "the dataset (shard names and sample counts)", Value: datasetHash(ds), Hashed: true},
@@ -199,9 +196,105 @@ func DatasetSettings(ds *decode.Dataset) []Setting {
 
 // datasetHash is a hash of each shard's file name and sample count.
 func datasetHash(ds *decode.Dataset) uint64 {
+	return HashStrings(shardList(ds))
+}
+
+// shardList names each shard of ds by file name and sample count,
+// "000003.tar/32".
+func shardList(ds *decode.Dataset) []string {
 	list := make([]string, len(ds.Shards))
 	for i, s := range ds.Shards {
 		list[i] = fmt.Sprintf("%s/%d", filepath.Base(s.Path()), s.Len())
 	}
-	return HashStrings(list)
+	return list
+}
+
+// AgreeDataset is Agree on the settings that make two ranks' datasets
+// the same one: the shard count, and a hash of each shard's file name
+// and sample count (not its directory: nodes may keep their copies in
+// different places). When the datasets differ, the
+// ranks then find where: rank 0 sends its list of shards, and the error
+// names the lowest rank whose list differs and its first differing shard
+// on both sides ("shard 3: 000003.tar with 32 samples on rank 0,
+// 000003.tar with 30 on rank 2"), which points at the copy to fix (a
+// truncated shard on one node). Every rank must call it.
+func AgreeDataset(c collective.Comm, ds *decode.Dataset) error {
+	err := Agree(c, datasetSettings(ds))
+	if err == nil {
+		return nil
+	}
+	where, derr := datasetDifference(c, shardList(ds))
+	if derr != nil {
+		return derr
+	}
+	if where == "" {
+		return err
+	}
+	return collective.AllRanks(fmt.Errorf("%w (%s)", err, where))
+}
+
+// datasetDifference compares every rank's shard list with rank 0's and
+// describes the first difference of the lowest rank that has one, or
+// returns "" when all lists are alike. Every rank must call it.
+func datasetDifference(c collective.Comm, mine []string) (string, error) {
+	var text []byte
+	if c.Rank() == 0 {
+		text = []byte(strings.Join(mine, "\n"))
+	}
+	size := binary.LittleEndian.AppendUint64(nil, uint64(len(text)))
+	if err := c.Bcast(size, 0); err != nil {
+		return "", err
+	}
+	n := binary.LittleEndian.Uint64(size)
+	if n > 1<<30 {
+		return "", fmt.Errorf("compare datasets across ranks: rank 0 sent a list of %d bytes", n)
+	}
+	if c.Rank() != 0 {
+		text = make([]byte, n)
+	}
+	if err := c.Bcast(text, 0); err != nil {
+		return "", err
+	}
+	var theirs []string
+	if n > 0 {
+		theirs = strings.Split(string(text), "\n")
+	}
+	// This rank's first difference with rank 0's list, if any.
+	var diff []byte
+	for i := range max(len(mine), len(theirs)) {
+		a, b := "no shard", "no shard"
+		if i < len(theirs) {
+			a = describeShard(theirs[i])
+		}
+		if i < len(mine) {
+			b = describeShard(mine[i])
+		}
+		if a != b {
+			diff = []byte(fmt.Sprintf("shard %d: %s on rank 0, %s on rank %d", i, a, b, c.Rank()))
+			break
+		}
+	}
+	diffs, err := c.AllgatherVar(diff)
+	if err != nil {
+		return "", err
+	}
+	for _, d := range diffs {
+		if len(d) > 0 {
+			return string(d), nil
+		}
+	}
+	return "", nil
+}
+
+// describeShard turns a shardList entry, "000003.tar/32", into
+// "000003.tar with 32 samples".
+func describeShard(entry string) string {
+	i := strings.LastIndexByte(entry, '/')
+	if i < 0 {
+		return entry
+	}
+	if n := entry[i+1:]; n != "1" {
+		return fmt.Sprintf("%s with %s samples", entry[:i], n)
+	}
+	return entry[:i] + " with 1 sample"
 }

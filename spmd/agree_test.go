@@ -1,11 +1,19 @@
 package spmd
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/datahelix/datahelix/collective"
+	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/decode/gen/gentest"
 )
 
 func TestRankSet(t *testing.T) {
@@ -94,5 +102,92 @@ func TestAgreeDifferentBuilds(t *testing.T) {
 		if err == nil || !collective.IsAllRanks(err) || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("rank %d: got %v, want an AllRanks error starting %q", r, err, want)
 		}
+	}
+}
+
+// TestAgreeDatasetNamesTheShard gives rank 2 a copy of the dataset whose
+// shard 3 lost samples at a member boundary (a truncated node-local
+// copy): the job used to say only that the datasets differ. Every rank
+// must name the shard, its sample count on rank 0 and on rank 2.
+func TestAgreeDatasetNamesTheShard(t *testing.T) {
+	data := gentest.Tiny(t)
+	short := t.TempDir()
+	shards, _ := filepath.Glob(filepath.Join(data, "*.tar"))
+	for i, p := range shards {
+		dst := filepath.Join(short, filepath.Base(p))
+		if i != 3 {
+			if err := os.Symlink(p, dst); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		keepFirstSample(t, p, dst)
+	}
+	open := func(dir string) *decode.Dataset {
+		ds, err := decode.OpenDataset(dir, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ds.Close() })
+		return ds
+	}
+	full, cut := open(data), open(short)
+	name := filepath.Base(shards[3])
+	want := fmt.Sprintf("the dataset (shard names and sample counts) differs across ranks: ranks 0-1, 3 have one, rank 2 has another;"+
+		" every rank of a job must be started with the same settings and data (shard 3: %s with %d samples on rank 0, %s with 1 sample on rank 2)",
+		name, full.Shards[3].Len(), name)
+	errs := collective.RunLocal(context.Background(), 4, func(ctx context.Context, c collective.Comm) error {
+		if c.Rank() == 2 {
+			return AgreeDataset(c, cut)
+		}
+		return AgreeDataset(c, full)
+	})
+	for r, err := range errs {
+		if err == nil || !collective.IsAllRanks(err) || err.Error() != want {
+			t.Errorf("rank %d: got %v, want an AllRanks %q", r, err, want)
+		}
+	}
+	for r, err := range collective.RunLocal(context.Background(), 2, func(ctx context.Context, c collective.Comm) error {
+		return AgreeDataset(c, full)
+	}) {
+		if err != nil {
+			t.Errorf("the same dataset: rank %d: %v", r, err)
+		}
+	}
+}
+
+// keepFirstSample writes to dst the members of the tar at src that belong
+// to its first sample (the members sharing the first one's key).
+func keepFirstSample(t *testing.T, src, dst string) {
+	t.Helper()
+	in, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	tr, tw := tar.NewReader(bytes.NewReader(in)), tar.NewWriter(&buf)
+	key := ""
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, _, _ := strings.Cut(filepath.Base(h.Name), ".")
+		if key == "" {
+			key = k
+		}
+		if k != key {
+			break
+		}
+		body, _ := io.ReadAll(tr)
+		tw.WriteHeader(h)
+		tw.Write(body)
+	}
+	tw.Close()
+	if err := os.WriteFile(dst, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
