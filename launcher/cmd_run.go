@@ -227,14 +227,8 @@ func defaultDataset(ctx context.Context, c collective.Comm, root string, seed ui
 		}
 	}
 	// Every rank learns whether any node failed, so none proceeds alone.
-	failed, err := firstFailedRank(c, genErr != nil)
-	switch {
-	case err != nil:
+	if err := agreeOnError(c, genErr, "failed"); err != nil {
 		return "", err
-	case genErr != nil:
-		return "", genErr
-	case failed >= 0:
-		return "", collective.AllRanks(fmt.Errorf("generating the default dataset failed on another node"))
 	}
 	return dir, nil
 }
