@@ -16,6 +16,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/datahelix/datahelix/bench"
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/decode/gen"
@@ -74,6 +75,7 @@ type runFlags struct {
 	quiet          bool
 	resume         autoBool
 	stallTimeout   time.Duration
+	args           []string // as given, for the --json record
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -190,6 +192,7 @@ func runRun(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 	if err := f.validate(); err != nil {
 		return err
 	}
+	f.args = append([]string{"run"}, args...)
 	if len(setFlags(fs, []string{"stall-timeout"})) == 0 {
 		f.stallTimeout = f.defaultStallTimeout()
 	}
@@ -357,7 +360,47 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 		return nil
 	}
 	printTable(out, results, c.Size(), f)
-	return outs.write(results, trace)
+	job := &jobInfo{Args: f.args, Data: data, Seed: f.seed, Frames: f.cfg.Decode.Frames, Size: f.cfg.Decode.Size,
+		Workers: f.cfg.Workers, MPI: c.Info().Library, Machine: bench.ThisMachine(ctx), Ended: time.Now().UTC().Format(time.RFC3339)}
+	return outs.write(results, job, trace)
+}
+
+// jobInfo says what produced a run's figures, so that a result file can
+// be compared with another and the run repeated: the command line as
+// given, the dataset and the settings its defaults filled in, the MPI
+// library, and rank 0's machine and the commit of the code.
+type jobInfo struct {
+	Args    []string      `json:"args"`
+	Data    string        `json:"data"`
+	Seed    uint64        `json:"seed"`
+	Frames  int           `json:"frames"`
+	Size    int           `json:"size"`
+	Workers int           `json:"workers"`
+	MPI     string        `json:"mpi"`
+	Machine bench.Machine `json:"machine"`
+	Ended   string        `json:"ended"` // UTC, RFC 3339
+}
+
+// runSummary is one loader's object in --json: its summary and, under
+// "job", what produced it.
+type runSummary struct {
+	spmd.Summary
+	Job *jobInfo
+}
+
+// MarshalJSON writes the summary's fields (by its own MarshalJSON,
+// which an embedding struct would otherwise take whole) and "job".
+func (r runSummary) MarshalJSON() ([]byte, error) {
+	sum, err := json.Marshal(r.Summary)
+	if err != nil {
+		return nil, err
+	}
+	job, err := json.Marshal(r.Job)
+	if err != nil {
+		return nil, err
+	}
+	out := append(sum[:len(sum)-1:len(sum)-1], `,"job":`...)
+	return append(append(out, job...), '}'), nil
 }
 
 // runOutputs are the files rank 0 writes at the end of a run, opened
@@ -477,9 +520,9 @@ func openOutputs(files bool, f *runFlags) (*runOutputs, error) {
 // write replaces the files' contents with the results of a successful
 // run, the summaries in --json and the records in --trace, and closes
 // them.
-func (o *runOutputs) write(results []spmd.Summary, trace []traceLine) error {
+func (o *runOutputs) write(results []spmd.Summary, job *jobInfo, trace []traceLine) error {
 	if o.json != nil {
-		if err := writeJSON(o.json, results); err != nil {
+		if err := writeJSON(o.json, results, job); err != nil {
 			return fmt.Errorf("--json: %w", err)
 		}
 	}
@@ -503,9 +546,14 @@ type traceLine struct {
 	spmd.StepRecord
 }
 
-// writeJSON replaces the contents of fh with the summaries.
-func writeJSON(fh *os.File, results []spmd.Summary) error {
-	data, err := json.MarshalIndent(results, "", "  ")
+// writeJSON replaces the contents of fh with the summaries, each with
+// the job's record.
+func writeJSON(fh *os.File, results []spmd.Summary, job *jobInfo) error {
+	list := make([]runSummary, len(results))
+	for i, r := range results {
+		list[i] = runSummary{Summary: r, Job: job}
+	}
+	data, err := json.MarshalIndent(list, "", "  ")
 	if err != nil {
 		return err
 	}

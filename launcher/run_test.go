@@ -60,6 +60,33 @@ func TestRunUnderMPIRunExchangesSamples(t *testing.T) {
 	if rs[0].BatchesHash != rs[1].BatchesHash {
 		t.Errorf("local and helix delivered different batches: %s vs %s", rs[0].BatchesHash, rs[1].BatchesHash)
 	}
+	// What produced the figures, in each loader's object.
+	var jobs []struct {
+		Job struct {
+			Args    []string `json:"args"`
+			Data    string   `json:"data"`
+			Seed    uint64   `json:"seed"`
+			Frames  int      `json:"frames"`
+			MPI     string   `json:"mpi"`
+			Machine struct {
+				Host   string `json:"host"`
+				Commit string `json:"commit"`
+			} `json:"machine"`
+		} `json:"job"`
+		SteadyMissRate *float64 `json:"steady_miss_rate"`
+	}
+	if err := json.Unmarshal(raw, &jobs); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs {
+		if j := j.Job; !slices.Contains(j.Args, "--json") || j.Args[0] != "run" || j.Data != data || j.Seed != 1 || j.Frames != 2 ||
+			j.MPI == "" || j.MPI == "in-process" || j.Machine.Host == "" || j.Machine.Commit == "" {
+			t.Errorf("job record %+v; want the arguments, the dataset, the seed and frames, the MPI library and the machine", j)
+		}
+	}
+	if jobs[1].SteadyMissRate != nil {
+		t.Errorf("steady_miss_rate = %v over 8 steps, not longer than the warm-up: want null", *jobs[1].SteadyMissRate)
+	}
 	if rs[1].Ranks != 4 || rs[1].BytesMovedPerStep <= 0 || rs[1].AllgatherUSP50 <= 0 {
 		t.Errorf("helix over MPI: %+v; want 4 ranks, bytes moved and allgather time", rs[1])
 	}
