@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -445,9 +446,15 @@ func agreeOnError(c collective.Comm, err error, what string) error {
 	case failed < 0:
 		return nil
 	}
-	// Each failing rank sends its error, the others nothing.
+	// Each failing rank sends its error, the others nothing; the first
+	// byte says whether it came from a cancellation (a signal), which
+	// the other ranks' errors must then match too (stopReason, exit
+	// status 130 or 143).
 	var mine []byte
-	if err != nil {
+	switch {
+	case errors.Is(err, context.Canceled):
+		mine = append([]byte{'c'}, err.Error()...)
+	case err != nil:
 		mine = append([]byte{'!'}, err.Error()...)
 	}
 	msgs, gerr := c.AllgatherVar(mine)
@@ -470,8 +477,22 @@ func agreeOnError(c collective.Comm, err error, what string) error {
 	if c.Rank() == failed { // keep the chain: errors.Is still sees the cause
 		return collective.AllRanks(fmt.Errorf("rank %d %s: %w%s", failed, what, err, also))
 	}
-	return collective.AllRanks(fmt.Errorf("rank %d %s: %s%s", failed, what, msgs[failed][1:], also))
+	theirs := remoteError{text: string(msgs[failed][1:])}
+	if msgs[failed][0] == 'c' {
+		theirs.cause = context.Canceled
+	}
+	return collective.AllRanks(fmt.Errorf("rank %d %s: %w%s", failed, what, theirs, also))
 }
+
+// remoteError is another rank's error, as text, and whether it came
+// from a cancellation (cause context.Canceled).
+type remoteError struct {
+	text  string
+	cause error
+}
+
+func (e remoteError) Error() string { return e.text }
+func (e remoteError) Unwrap() error { return e.cause }
 
 // runSettings are the flags every rank of the job must share
 // (spmd.Agree): the ones that decide which collectives a rank calls and

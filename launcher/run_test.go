@@ -515,6 +515,19 @@ func TestAgreeOnError(t *testing.T) {
 			t.Errorf("no rank failed: rank %d: %v", r, err)
 		}
 	}
+	// A rank stopped by a signal: every rank's error must still be a
+	// cancellation, so that each reports the signal, not a failure.
+	for r, err := range collective.RunLocal(context.Background(), 2, func(ctx context.Context, c collective.Comm) error {
+		var err error
+		if c.Rank() == 0 {
+			err = fmt.Errorf("generate the default dataset: %w", context.Canceled)
+		}
+		return agreeOnError(c, err, "failed")
+	}) {
+		if !errors.Is(err, context.Canceled) || err.Error() != "rank 0 failed: generate the default dataset: context canceled" {
+			t.Errorf("a cancelled rank 0: rank %d: %v; want a cancellation with rank 0's text", r, err)
+		}
+	}
 }
 
 // TestDefaultDatasetFailsEveryRank fails the default dataset's generation

@@ -200,7 +200,7 @@ func runLocal(ctx context.Context, f worldFlags, out, errOut io.Writer, body ran
 		}
 		return runRank(ctx, g, c, out, errOut, true, body)
 	})
-	var stop, aborted error
+	var stop, failed, aborted error
 	for _, err := range errs {
 		_, ok := interrupted(err)
 		switch {
@@ -213,14 +213,20 @@ func runLocal(ctx context.Context, f worldFlags, out, errOut io.Writer, body ran
 			if aborted == nil || !errors.As(err, &rf) {
 				aborted = err
 			}
-		case err != nil:
-			// Each failing rank printed its error; the ranks its
-			// abort stopped printed nothing.
-			return reported(err)
+		case err != nil && failed == nil:
+			failed = err
 		}
 	}
+	// A signal first, whatever the ranks made of it: a rank may fail
+	// with what the cancellation did to another (agreeOnError passes
+	// rank 0's error on), and no rank prints an error a signal caused.
 	if stop != nil {
 		return stop
+	}
+	if failed != nil {
+		// Each failing rank printed its error; the ranks its abort
+		// stopped printed nothing.
+		return reported(failed)
 	}
 	if aborted != nil {
 		// No rank failed on its own (it would have printed its error,

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -305,4 +306,22 @@ func hostname(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// TestRunLocalPrefersTheSignal has rank 0 stopped by SIGINT and rank 1
+// fail with an error only rank 0 would print: the command must report
+// the signal (exit 130), not exit 1 without a word, whichever rank's
+// error comes first.
+func TestRunLocalPrefersTheSignal(t *testing.T) {
+	var errOut bytes.Buffer
+	err := runLocal(context.Background(), worldFlags{ranks: 2, pin: autoFalse}, io.Discard, &errOut,
+		func(ctx context.Context, c collective.Comm, out io.Writer) error {
+			if c.Rank() == 0 {
+				return interruptedError{sig: syscall.SIGINT}
+			}
+			return collective.AllRanks(errors.New("rank 0 failed: context canceled"))
+		})
+	if ie, ok := interrupted(err); !ok || ie.status() != 130 {
+		t.Errorf("got %v (stderr %q); want the interruption by SIGINT", err, errOut.String())
+	}
 }
