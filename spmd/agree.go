@@ -2,6 +2,7 @@ package spmd
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"path/filepath"
@@ -55,7 +56,7 @@ func Agree(c collective.Comm, settings []Setting) error {
 			groups[k] = rankSet(holders[v])
 		}
 		return collective.AllRanks(fmt.Errorf("the ranks run different datahelix builds (%s compare different settings at start-up); every node must run the same datahelix binary",
-			strings.Join(groups, " and ")))
+			strings.Join(groups, "; ")))
 	}
 	n := len(settings)
 	send := make([]uint64, n)
@@ -70,19 +71,33 @@ func Agree(c collective.Comm, settings []Setting) error {
 		if len(values) == 1 {
 			continue
 		}
-		// Every rank sees the same groups, so all of them gather the
-		// texts, or none does.
+		// Every rank sees the same groups and the same Hashed flags (the
+		// names compared above say the builds agree), so all of them
+		// gather the texts, or none does.
 		var texts [][]byte
-		if s.Hashed && s.Text != "" {
+		if s.Hashed {
 			if texts, err = c.AllgatherVar([]byte(s.Text)); err != nil {
 				return fmt.Errorf("compare settings across ranks: %w", err)
 			}
+			if len(texts[0]) == 0 {
+				texts = nil // a setting without texts
+			}
 		}
-		return collective.AllRanks(fmt.Errorf("%s differs across ranks: %s; every rank of a job must be started with the same settings and data",
-			s.Name, describeGroups(s, values, holders, texts)))
+		return collective.AllRanks(mismatchError{setting: s.Name, err: fmt.Errorf("%s differs across ranks: %s; every rank of a job must be started with the same settings and data",
+			s.Name, describeGroups(s, values, holders, texts))})
 	}
 	return nil
 }
+
+// mismatchError is Agree's error when the ranks hold different values of
+// a setting.
+type mismatchError struct {
+	setting string // its Name
+	err     error
+}
+
+func (e mismatchError) Error() string { return e.err.Error() }
+func (e mismatchError) Unwrap() error { return e.err }
 
 // allgatherUint64s allgathers every rank's values, little-endian, in
 // blocks of 8*len(values) bytes, one per rank in rank order.
@@ -220,8 +235,11 @@ func shardList(ds *decode.Dataset) []string {
 // truncated shard on one node). Every rank must call it.
 func AgreeDataset(c collective.Comm, ds *decode.Dataset) error {
 	err := Agree(c, datasetSettings(ds))
-	if err == nil {
-		return nil
+	// Only when the ranks know alike that the datasets differ: an error
+	// of the allgather itself may have reached some ranks only.
+	var m mismatchError
+	if !errors.As(err, &m) {
+		return err
 	}
 	where, derr := datasetDifference(c, shardList(ds))
 	if derr != nil {

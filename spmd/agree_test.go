@@ -97,7 +97,7 @@ func TestAgreeDifferentBuilds(t *testing.T) {
 		}
 		return Agree(c, settings)
 	})
-	want := "the ranks run different datahelix builds (ranks 0-2 and rank 3 compare different settings at start-up)"
+	want := "the ranks run different datahelix builds (ranks 0-2; rank 3 compare different settings at start-up)"
 	for r, err := range errs {
 		if err == nil || !collective.IsAllRanks(err) || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("rank %d: got %v, want an AllRanks error starting %q", r, err, want)
