@@ -15,7 +15,8 @@ import (
 // otherwise hold the whole job until the batch system's time limit.
 //
 // Each rank's watch says in its message whether that rank waits in MPI
-// for the others or is busy outside MPI (reading, decoding, planning):
+// for the others (the oldest blocking call one of its goroutines is in)
+// or is busy outside MPI (reading, decoding, planning):
 // the rank outside MPI is the one holding the job, so the ranks waiting
 // in MPI give it victimGrace more to abort first and name itself.
 type stallWatch struct {
@@ -28,12 +29,18 @@ type stallWatch struct {
 	done    chan struct{}
 	once    sync.Once
 
-	// In MPI: how many goroutines of this rank are in a blocking call
-	// of the communicator (watched), which call the first of them made,
-	// and since when (since base, ns).
-	inMPI    atomic.Int32
-	mpiCall  atomic.Value // string
-	mpiSince atomic.Int64
+	mu    sync.Mutex
+	slots []*callSlot // one per watched communicator
+}
+
+// callSlot says whether goroutines of this rank are in a blocking call of
+// one watched communicator: how many, which call the first of them
+// made, and since when. (spmd runs one goroutine per communicator: the
+// step loop's and the GPU's allreduce.)
+type callSlot struct {
+	n     atomic.Int32
+	call  atomic.Value // string
+	since atomic.Int64 // since base, ns
 }
 
 // watchStalls starts a watch of c's steps with timeout, or returns nil
@@ -81,16 +88,23 @@ func (w *stallWatch) victimGrace() time.Duration {
 	return min(max(w.timeout/10, time.Second), 30*time.Second)
 }
 
-// enter records that a goroutine of this rank enters the blocking call.
-func (w *stallWatch) enter(call string) {
-	if w.inMPI.Add(1) == 1 {
-		w.mpiCall.Store(call)
-		w.mpiSince.Store(int64(time.Since(w.base)))
+// waiting returns the oldest blocking call a goroutine of this rank is
+// in and since when, or ok false when none is.
+func (w *stallWatch) waiting() (call string, since time.Duration, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, sl := range w.slots {
+		if sl.n.Load() == 0 {
+			continue
+		}
+		at := time.Duration(sl.since.Load())
+		if !ok || at < since {
+			call, _ = sl.call.Load().(string)
+			since, ok = at, true
+		}
 	}
+	return call, since, ok
 }
-
-// leave records that a goroutine left the blocking call it entered.
-func (w *stallWatch) leave() { w.inMPI.Add(-1) }
 
 // watched returns c reporting its blocking calls to w, or c itself
 // when w is nil.
@@ -98,7 +112,11 @@ func (w *stallWatch) watched(c collective.Comm) collective.Comm {
 	if w == nil {
 		return c
 	}
-	return watchedComm{Comm: c, w: w}
+	sl := &callSlot{}
+	w.mu.Lock()
+	w.slots = append(w.slots, sl)
+	w.mu.Unlock()
+	return watchedComm{Comm: c, w: w, slot: sl}
 }
 
 func (w *stallWatch) run() {
@@ -119,7 +137,7 @@ func (w *stallWatch) run() {
 			}
 			prev = now
 			idle := now - time.Duration(w.last.Load())
-			waiting := w.inMPI.Load() > 0
+			call, since, waiting := w.waiting()
 			if idle < w.timeout || waiting && idle < w.timeout+w.victimGrace() {
 				continue
 			}
@@ -130,11 +148,14 @@ func (w *stallWatch) run() {
 			if l := w.loader.Load().(string); l != "" {
 				what = "loader " + l + " " + what
 			}
-			where := "this rank is busy outside MPI (reading, decoding or planning: a hung file system?), not waiting for the others"
+			calls := "MPI"
+			if w.c.Info().Library == "in-process" { // --ranks
+				calls = "the collectives"
+			}
+			where := fmt.Sprintf("this rank is busy outside %s (reading, decoding or planning: a hung file system?), not waiting for the others", calls)
 			if waiting {
-				call, _ := w.mpiCall.Load().(string)
-				since := (now - time.Duration(w.mpiSince.Load())).Round(time.Second)
-				where = fmt.Sprintf("this rank has waited in %s for %v for a rank that makes no progress (stopped, a hung file system?)", call, since)
+				where = fmt.Sprintf("this rank has waited in %s for %v for a rank that makes no progress (stopped, a hung file system?)",
+					call, (now - since).Round(time.Second))
 			}
 			w.c.Abort(1, fmt.Sprintf("no step delivered for %v (--stall-timeout), %s: %s", w.timeout, what, where))
 			return
@@ -146,49 +167,63 @@ func (w *stallWatch) run() {
 // that its rank waits in MPI.
 type watchedComm struct {
 	collective.Comm
-	w *stallWatch
+	w    *stallWatch
+	slot *callSlot
 }
 
+// enter records that a goroutine enters the blocking call.
+func (c watchedComm) enter(call string) {
+	if c.slot.n.Add(1) == 1 {
+		c.slot.call.Store(call)
+		c.slot.since.Store(int64(time.Since(c.w.base)))
+	}
+}
+
+// leave records that a goroutine left the blocking call it entered.
+func (c watchedComm) leave() { c.slot.n.Add(-1) }
+
 func (c watchedComm) Allgather(send, recv []byte) error {
-	c.w.enter("Allgather")
-	defer c.w.leave()
+	c.enter("Allgather")
+	defer c.leave()
 	return c.Comm.Allgather(send, recv)
 }
 
 func (c watchedComm) AllgatherVar(send []byte) ([][]byte, error) {
-	c.w.enter("AllgatherVar")
-	defer c.w.leave()
+	c.enter("AllgatherVar")
+	defer c.leave()
 	return c.Comm.AllgatherVar(send)
 }
 
 func (c watchedComm) AllreduceInt64(buf []int64, op collective.Op) error {
-	c.w.enter("AllreduceInt64")
-	defer c.w.leave()
+	c.enter("AllreduceInt64")
+	defer c.leave()
 	return c.Comm.AllreduceInt64(buf, op)
 }
 
 func (c watchedComm) Bcast(buf []byte, root int) error {
-	c.w.enter("Bcast")
-	defer c.w.leave()
+	c.enter("Bcast")
+	defer c.leave()
 	return c.Comm.Bcast(buf, root)
 }
 
 func (c watchedComm) Barrier() error {
-	c.w.enter("Barrier")
-	defer c.w.leave()
+	c.enter("Barrier")
+	defer c.leave()
 	return c.Comm.Barrier()
 }
 
 func (c watchedComm) WaitAll(reqs []*collective.Request) error {
-	c.w.enter("the sample exchange (WaitAll)")
-	defer c.w.leave()
+	c.enter("the sample exchange (WaitAll)")
+	defer c.leave()
 	return c.Comm.WaitAll(reqs)
 }
 
 func (c watchedComm) Dup() (collective.Comm, error) {
+	c.enter("Dup") // MPI_Comm_dup is collective
 	d, err := c.Comm.Dup()
+	c.leave()
 	if err != nil {
 		return nil, err
 	}
-	return watchedComm{Comm: d, w: c.w}, nil
+	return c.w.watched(d), nil
 }

@@ -65,7 +65,7 @@ func TestStallWatchNamesTheBusyRank(t *testing.T) {
 			}
 			return w.watched(c).Barrier()
 		})
-	want := "aborted by rank 1 (code 1): no step delivered for 1s (--stall-timeout), loader helix after step 6: this rank is busy outside MPI"
+	want := "aborted by rank 1 (code 1): no step delivered for 1s (--stall-timeout), loader helix after step 6: this rank is busy outside the collectives"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("got %v (stderr %q); want an error with %q", err, errOut.String(), want)
 	}
@@ -87,18 +87,60 @@ func TestWatchedCommCounts(t *testing.T) {
 		} else {
 			go func() {
 				time.Sleep(100 * time.Millisecond)
-				if n, call := w.inMPI.Load(), w.mpiCall.Load(); n != 1 || call != "Barrier" {
-					t.Errorf("rank 1 in a barrier: inMPI %d, call %v", n, call)
+				if call, _, ok := w.waiting(); !ok || call != "Barrier" {
+					t.Errorf("rank 1 in a barrier: waiting in %q (%v)", call, ok)
 				}
 			}()
 		}
 		if err := d.Barrier(); err != nil {
 			return err
 		}
-		if n := w.inMPI.Load(); n != 0 {
-			t.Errorf("rank %d after the barrier: inMPI %d", c.Rank(), n)
+		if call, _, ok := w.waiting(); ok {
+			t.Errorf("rank %d after the barrier: waiting in %q", c.Rank(), call)
 		}
 		return nil
+	})
+	for r, err := range errs {
+		if err != nil {
+			t.Errorf("rank %d: %v", r, err)
+		}
+	}
+}
+
+// TestWatchNamesTheOldestCallStillRunning has two goroutines of rank 0
+// wait on two communicators (the step loop's and the GPU's): once the
+// first call returns, the watch must name the one still running, not the
+// first that was entered.
+func TestWatchNamesTheOldestCallStillRunning(t *testing.T) {
+	errs := collective.RunLocal(context.Background(), 2, func(ctx context.Context, c collective.Comm) error {
+		w := &stallWatch{base: time.Now()}
+		wc := w.watched(c)
+		d, err := wc.Dup()
+		if err != nil {
+			return err
+		}
+		buf := []int64{1}
+		if c.Rank() == 1 {
+			time.Sleep(150 * time.Millisecond)
+			if err := wc.Barrier(); err != nil { // releases rank 0's first call
+				return err
+			}
+			time.Sleep(150 * time.Millisecond)
+			return d.AllreduceInt64(buf, collective.OpSum) // and its second
+		}
+		first := make(chan error, 1)
+		go func() { first <- wc.Barrier() }()
+		time.Sleep(50 * time.Millisecond)
+		second := make(chan error, 1)
+		go func() { second <- d.AllreduceInt64(buf, collective.OpSum) }()
+		if err := <-first; err != nil {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+		if call, _, ok := w.waiting(); !ok || call != "AllreduceInt64" {
+			t.Errorf("waiting in %q (%v), want the AllreduceInt64 still running", call, ok)
+		}
+		return <-second
 	})
 	for r, err := range errs {
 		if err != nil {
