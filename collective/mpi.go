@@ -603,7 +603,11 @@ func (w *World) Abort(code int, msg string) {
 	// never return nor end the job. A rank that exits without
 	// MPI_Finalize also ends the job under both launchers, so that is the
 	// fall-back.
-	time.AfterFunc(abortFallback, func() { os.Exit(code) })
+	// Not when Open MPI is asked to hold an aborting rank for a
+	// debugger to attach (mpi_abort_delay).
+	if os.Getenv("OMPI_MCA_mpi_abort_delay") == "" {
+		time.AfterFunc(abortFallback, func() { os.Exit(code) })
+	}
 	// Called directly, not through the MPI thread: the thread may be
 	// blocked in a collective that will never complete.
 	C.MPI_Abort(w.comm, C.int(code))

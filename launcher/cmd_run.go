@@ -666,9 +666,13 @@ func printTable(w io.Writer, rs []spmd.Summary, ranks int, f *runFlags) {
 const minCompareSteps = 5
 
 // change says how the fraction named went from a to b, with both
-// values, "GPU wait 0.7% → 1.4% (+101.8%)": a relative change alone
+// values, "GPU wait 0.7% → 1.4% (+100.0%)": a relative change alone
 // reads as a verdict even when both are a small part of the wall time.
+// The change is that of the values as printed (to 0.1 %), so that the
+// line never says "0.1% → 0.1% (+100.0%)".
 func change(name string, a, b float64) string {
+	round := func(x float64) float64 { return math.Round(x*1000) / 1000 }
+	a, b = round(a), round(b)
 	return fmt.Sprintf("%s %.1f%% → %.1f%% (%s)", name, 100*a, 100*b, reduction(a, b))
 }
 

@@ -340,6 +340,24 @@ func TestRunOutputsReplaced(t *testing.T) {
 	}
 }
 
+// TestChange checks the comparison of two fractions as printed: both
+// values, and the change between them as rounded for print.
+func TestChange(t *testing.T) {
+	for _, tt := range []struct {
+		a, b float64
+		want string
+	}{
+		{0.007, 0.014, "GPU wait 0.7% → 1.4% (+100.0%)"},
+		{0.0006, 0.0012, "GPU wait 0.1% → 0.1% (+0.0%)"}, // not "+100.0%"
+		{0.5, 0.05, "GPU wait 50.0% → 5.0% (-90.0%)"},
+		{0.00001, 0.00004, "GPU wait 0.0% → 0.0% (same)"},
+	} {
+		if got := change("GPU wait", tt.a, tt.b); got != tt.want {
+			t.Errorf("change(%v, %v) = %q, want %q", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
+
 func TestReduction(t *testing.T) {
 	tests := []struct {
 		a, b float64
