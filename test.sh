@@ -40,6 +40,6 @@ go test "${short[@]}" -race -timeout 30m $(go list ./... | grep -E '/(plan|gpu|c
 step "MPI conformance against MPICH, and the job's MPI paths under MPICH's mpiexec"
 go test "${short[@]}" -tags mpich -count=1 -run 'MPI' ./collective/
 go test "${short[@]}" -tags mpich -count=1 \
-	-run 'UnderMPIRun|RanksThatDisagree|KilledRank|StalledRank|SignalEndsJob' ./launcher/
+	-run 'UnderMPIRun|RanksThatDisagree|KilledRank|StalledRank|BusyRank|SignalEndsJob' ./launcher/
 
 step "ok"

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -697,5 +698,29 @@ func TestDefaultStallTimeout(t *testing.T) {
 		if got := f.defaultStallTimeout(); got != tt.want {
 			t.Errorf("%q: got %v, want %v", tt.args, got, tt.want)
 		}
+	}
+}
+
+// TestBusyRankNamesItself runs a 2-rank job whose rank 1 takes ten
+// minutes over a step outside MPI (its simulated GPU; a hung read looks
+// the same to the watch) while rank 0 waits for it in the allreduce:
+// the stall abort must come from rank 1 and say that it is the one busy,
+// so that the operator looks at the right node.
+func TestBusyRankNamesItself(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a job for several seconds")
+	}
+	data := gentest.Tiny(t)
+	args := func(stepMS string) []string {
+		return fastRun(data, "--loader", "helix", "--steps", "50", "--stall-timeout", "2s", "--gpu-step-ms", stepMS)
+	}
+	out, took, err := mpirunSplit(t, args("5"), args("600000"))
+	t.Logf("%v after %v", err, took.Round(time.Millisecond))
+	want := regexp.MustCompile(`rank 1 on \S+ aborting the job: no step delivered for 2s \(--stall-timeout\), loader helix after step \d+: this rank is busy outside MPI`)
+	if err == nil || !want.MatchString(out) {
+		t.Errorf("%v; want the busy rank 1 to abort, naming itself:\n%s", err, out)
+	}
+	if took > time.Minute {
+		t.Errorf("the job took %v to end", took)
 	}
 }
