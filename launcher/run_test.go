@@ -1,7 +1,6 @@
 package main
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -421,7 +420,7 @@ func TestRunWarnsUnevenSplit(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(uneven, "a.tar"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	writeFirstSample(t, shards[1], filepath.Join(uneven, "b.tar"))
+	gentest.WriteFirstSample(t, shards[1], filepath.Join(uneven, "b.tar"))
 	const want = "datahelix: warning: samples per epoch below the batch of 2: rank 1 has 1 (the most: rank 0 has 4)"
 	code, _, stderr := runMain(fastRun(uneven, "--ranks", "2", "--steps", "3", "--loader", "torch,helix")...)
 	if code != 0 || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, want) {
@@ -430,46 +429,6 @@ func TestRunWarnsUnevenSplit(t *testing.T) {
 	code, _, stderr = runMain(fastRun(data, "--ranks", "2", "--steps", "3")...)
 	if code != 0 || stderr != "" {
 		t.Errorf("even shards: exit %d, stderr %q; want no warning", code, stderr)
-	}
-}
-
-// writeFirstSample writes the members of the first sample of the tar
-// shard src as the shard dst.
-func writeFirstSample(t *testing.T, src, dst string) {
-	t.Helper()
-	in, err := os.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	var buf bytes.Buffer
-	tr, tw := tar.NewReader(in), tar.NewWriter(&buf)
-	key := ""
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		k, _, _ := strings.Cut(h.Name, ".")
-		if key != "" && k != key {
-			break
-		}
-		key = k
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.Copy(tw, tr); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(dst, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
 	}
 }
 

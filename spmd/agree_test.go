@@ -1,11 +1,8 @@
 package spmd
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -121,7 +118,7 @@ func TestAgreeDatasetNamesTheShard(t *testing.T) {
 			}
 			continue
 		}
-		keepFirstSample(t, p, dst)
+		gentest.WriteFirstSample(t, p, dst)
 	}
 	open := func(dir string) *decode.Dataset {
 		ds, err := decode.OpenDataset(dir, t.TempDir())
@@ -153,41 +150,5 @@ func TestAgreeDatasetNamesTheShard(t *testing.T) {
 		if err != nil {
 			t.Errorf("the same dataset: rank %d: %v", r, err)
 		}
-	}
-}
-
-// keepFirstSample writes to dst the members of the tar at src that belong
-// to its first sample (the members sharing the first one's key).
-func keepFirstSample(t *testing.T, src, dst string) {
-	t.Helper()
-	in, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	tr, tw := tar.NewReader(bytes.NewReader(in)), tar.NewWriter(&buf)
-	key := ""
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		k, _, _ := strings.Cut(filepath.Base(h.Name), ".")
-		if key == "" {
-			key = k
-		}
-		if k != key {
-			break
-		}
-		body, _ := io.ReadAll(tr)
-		tw.WriteHeader(h)
-		tw.Write(body)
-	}
-	tw.Close()
-	if err := os.WriteFile(dst, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
 	}
 }

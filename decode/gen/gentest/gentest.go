@@ -3,10 +3,14 @@
 package gentest
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/datahelix/datahelix/decode/gen"
@@ -34,4 +38,45 @@ func TinyDir() (string, error) {
 		return "", fmt.Errorf("generate test dataset %s: %w", dir, err)
 	}
 	return dir, nil
+}
+
+// WriteFirstSample writes the members of the first sample of the tar
+// shard src (those sharing the first member's key) as the shard dst: a
+// shard cut short at a member boundary, as a truncated copy would be.
+func WriteFirstSample(tb testing.TB, src, dst string) {
+	tb.Helper()
+	in, err := os.Open(src)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer in.Close()
+	var buf bytes.Buffer
+	tr, tw := tar.NewReader(in), tar.NewWriter(&buf)
+	key := ""
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			tb.Fatal(err)
+		}
+		k, _, _ := strings.Cut(h.Name, ".")
+		if key != "" && k != key {
+			break
+		}
+		key = k
+		if err := tw.WriteHeader(h); err != nil {
+			tb.Fatal(err)
+		}
+		if _, err := io.Copy(tw, tr); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(dst, buf.Bytes(), 0o644); err != nil {
+		tb.Fatal(err)
+	}
 }
