@@ -55,10 +55,11 @@ type Output struct {
 	// produce (the frame shown at that time was used): zero when the
 	// record's per-frame timing and the stream agree.
 	MissedFrames int
-	// Damaged counts the clip's frames that FFmpeg output with damage it
-	// concealed (decode_error_flags; H.264 sets them) and its packets the
-	// decoder rejected and skipped: the clip decoded, but its compressed
-	// bytes are damaged (a few dozen rejected packets fail it as corrupt).
+	// Damaged counts the clip's packets in which FFmpeg found damage
+	// (av.Stats.DamagedPackets: rejected, decoded into a frame flagged as
+	// concealed, or for HEVC reported in the log): the clip decoded, but
+	// its compressed bytes are damaged (a few dozen rejected packets fail
+	// it as corrupt). Damage FFmpeg does not detect is not counted.
 	Damaged int
 }
 

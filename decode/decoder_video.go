@@ -14,7 +14,7 @@ import (
 type videoStats struct {
 	frames  int // frames FFmpeg decoded
 	missed  int // targets filled with a frame of another timestamp
-	damaged int // frames and packets with damage the decoder concealed
+	damaged int // packets with damage the decoder found (av.Stats.DamagedPackets)
 }
 
 // decodeVideo decodes the F sampled frames of the clip in data into dst,
@@ -65,8 +65,8 @@ func (d *Decoder) SpreadFrames(dst []byte, n int) {
 // next target, and writes each target frame as S x S RGB into dst at
 // slot*S*S*3. dst is the sample's [F,S,S,3] tensor; tasks of one clip
 // write disjoint slots, so several goroutines may fill one tensor at once.
-// data is the clip's bytes and v its record. It returns how many frames
-// and packets had damage the decoder concealed (Output.Damaged).
+// data is the clip's bytes and v its record. It returns how many packets
+// the decoder found damaged (Output.Damaged; av.Stats.DamagedPackets).
 //
 // With per-frame timing in v, a target is its exact pts. Without it (a
 // record that only estimates the frame count), target i is the time
@@ -132,7 +132,7 @@ func (d *Decoder) videoTask(ctx context.Context, data []byte, v *VideoInfo, task
 	cfg := d.cfg
 	cfg.SkipNonRef = exact
 	st, err := av.DecodeTargets(ctx, data, cfg, av.Rational{Num: 1, Den: int(v.Timescale)}, targets, dst)
-	vs := videoStats{frames: st.FramesDecoded, damaged: st.DamagedFrames + st.DecodeErrors}
+	vs := videoStats{frames: st.FramesDecoded, damaged: st.DamagedPackets}
 	if exact {
 		vs.missed = st.Missed
 	}

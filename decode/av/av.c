@@ -11,6 +11,7 @@
 #include <libavutil/md5.h>
 #include <libavutil/pixdesc.h>
 #include <libswscale/swscale.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #define IO_BUF_SIZE 32768
 #define MAX_DECODE_ERRORS 32
 #define SEEK_RETRIES 3
+#define DAMAGE_RECENT 128 // damaged packets remembered to count each once
 
 // The first error FFmpeg logged during the current call on this thread,
 // and whether it was the max_pixels check, which FFmpeg reports only as
@@ -26,9 +28,17 @@
 static __thread char tls_log[192];
 static __thread int tls_pixel_limit;
 
+static void decoder_logged_error(void *avcl);
+
+// log_cb replaces FFmpeg's printing (nothing is printed) and runs on
+// whichever thread logs. Of the messages at AV_LOG_ERROR or worse, it counts
+// the decoder's as damage to the packet being decoded (see
+// decoder_logged_error) and keeps the calling thread's first one for the
+// call's error detail.
 static void log_cb(void *avcl, int level, const char *fmt, va_list vl) {
 	if (level > AV_LOG_ERROR)
 		return;
+	decoder_logged_error(avcl);
 	char line[192];
 	int prefix = 0; // no "[h264 @ 0x...]" context prefix
 	av_log_format_line2(avcl, level, fmt, vl, line, sizeof line, &prefix);
@@ -69,7 +79,57 @@ typedef struct dh_ctx {
 	int64_t skip_before;   // skip non-reference frames with pts below this
 	int64_t last_err;      // last FFmpeg error a decoder call returned
 	int64_t index_lag;     // how far index timestamps (dts) may trail pts
+	// Damage found by the decoder, counted once per packet. A packet is
+	// known by a key: its byte position in the file plus one (0 stands for
+	// the header, before any packet), or a new negative number when it has
+	// no position. The key rides through the decoder as reordered_opaque,
+	// which FFmpeg copies into the frame the packet starts and into the
+	// context of the frame thread that decodes the packet, and stays the
+	// same when a seek makes the packet decode again. damage_mu guards the
+	// ring: the log callback runs on FFmpeg's threads.
+	int64_t sent_key;                      // key of the last packet sent to the decoder
+	int64_t unnamed;                       // last negative key handed out
+	int log_damage;                        // the decoder's error messages are damage
+	int damage_mu_ok;                      // damage_mu was initialised
+	pthread_mutex_t damage_mu;
+	int64_t damage_recent[DAMAGE_RECENT]; // keys of the latest damaged packets
+	int64_t damage_seen;                   // packets ever put in damage_recent
 } dh_ctx;
+
+// note_damage counts the packet with key `key` in st->damaged unless it
+// was counted already. A packet is remembered among the last DAMAGE_RECENT
+// damaged ones, many more than the decoder holds in flight (its reorder
+// delay plus its frame threads) or decodes again after a seek, so the
+// signs of one packet, which arrive within that span, count once.
+static void note_damage(dh_ctx *c, int64_t key) {
+	if (!c->damage_mu_ok)
+		return;
+	pthread_mutex_lock(&c->damage_mu);
+	int seen = 0;
+	for (int64_t i = 0; i < DAMAGE_RECENT && i < c->damage_seen; i++)
+		seen |= c->damage_recent[i] == key;
+	if (!seen) {
+		c->damage_recent[c->damage_seen++ % DAMAGE_RECENT] = key;
+		c->st->damaged++;
+	}
+	pthread_mutex_unlock(&c->damage_mu);
+}
+
+// decoder_logged_error counts an error message logged through avcl as
+// damage when avcl is the decoder of a call that counts its messages.
+// Only ctx_open sets AVCodecContext.opaque in this process, and FFmpeg
+// copies it, with reordered_opaque, into the context of the frame thread
+// decoding a packet, so a message from any thread of a call's decoder leads
+// back to the call and the packet. The call outlives the message:
+// avcodec_free_context joins the decoder's threads before the call returns.
+static void decoder_logged_error(void *avcl) {
+	if (!avcl || *(const AVClass **)avcl != avcodec_get_class())
+		return;
+	const AVCodecContext *cc = avcl;
+	dh_ctx *c = cc->opaque;
+	if (c && c->log_damage)
+		note_damage(c, cc->reordered_opaque);
+}
 
 static int64_t now_ns(void) {
 	struct timespec ts;
@@ -211,6 +271,9 @@ static int ctx_open(dh_ctx *c, const uint8_t *data, int64_t len, const dh_config
 	c->pos_ts = INT64_MIN;
 	c->skip_before = INT64_MIN;
 	c->io = (mem_io){.data = data, .len = len, .ctx = c};
+	if (pthread_mutex_init(&c->damage_mu, NULL))
+		return fail(c, DH_ERR_LIMIT, "open: cannot create a mutex");
+	c->damage_mu_ok = 1;
 	if (cfg->timeout_ns > 0)
 		c->deadline = now_ns() + cfg->timeout_ns;
 	if (len <= 0)
@@ -317,6 +380,22 @@ static int ctx_open(dh_ctx *c, const uint8_t *data, int64_t len, const dh_config
 	if (ret < 0)
 		return map_err(c, ret, "codec parameters");
 	c->cc->pkt_timebase = c->vs->time_base;
+	// Damage the decoder finds reaches the caller (note_damage) as a frame
+	// flagged as concealed (H.264 flags them), as a rejected packet, or,
+	// for HEVC only, as an error message: HEVC conceals damage it detects
+	// in slice data without flagging the frame or failing the packet, and
+	// reports it only in the log. H.264 also logs errors for intact
+	// open-GOP streams decoded from a seek (mmco: unref short failure), and
+	// VP9 logs them only with a rejected packet, so their messages do not
+	// count. AV_EF_CRCCHECK makes HEVC check the MD5 of each picture against
+	// the decoded-picture-hash SEI, when the encoder wrote one (x265
+	// --hash 1), and log a mismatch; no other allowed video decoder reads
+	// the flag. AV_EF_EXPLODE is not set: it would fail packets (and then
+	// whole clips) that FFmpeg decodes with concealment.
+	c->cc->opaque = c;
+	c->cc->reordered_opaque = 0; // the header's key
+	c->cc->err_recognition |= AV_EF_CRCCHECK;
+	c->log_damage = dec->id == AV_CODEC_ID_HEVC;
 	AVDictionary *co = NULL;
 	av_dict_set_int(&co, "threads", cfg->threads > 0 ? cfg->threads : 1, 0);
 	av_dict_set_int(&co, "max_pixels", cfg->max_pixels, 0);
@@ -332,7 +411,11 @@ static int ctx_open(dh_ctx *c, const uint8_t *data, int64_t len, const dh_config
 static void ctx_free(dh_ctx *c) {
 	sws_freeContext(c->sws);
 	av_packet_free(&c->pkt);
-	avcodec_free_context(&c->cc);
+	avcodec_free_context(&c->cc); // joins the decoder's threads: no message follows
+	if (c->damage_mu_ok) {
+		pthread_mutex_destroy(&c->damage_mu);
+		c->damage_mu_ok = 0;
+	}
 	avformat_close_input(&c->fc);
 	if (c->pb) {
 		av_freep(&c->pb->buffer);
@@ -381,10 +464,14 @@ static int read_packet(dh_ctx *c) {
 }
 
 // decoder_error counts a rejected packet; too many make the stream corrupt.
+// A rejected packet is damaged too: without frame threads FFmpeg rejects
+// the packet just sent, with them one sent earlier, whose key is not known
+// (so its other signs, if any, count it again).
 static int decoder_error(dh_ctx *c, int err) {
 	if (c->interrupted || err == AVERROR_EXIT || err == AVERROR(ENOMEM) || tls_pixel_limit)
 		return map_err(c, err, "decode");
 	c->last_err = err;
+	note_damage(c, c->cc->active_thread_type & FF_THREAD_FRAME ? --c->unnamed : c->sent_key);
 	if (++c->st->errors > MAX_DECODE_ERRORS)
 		return map_err(c, err, "decode: too many errors");
 	return 0;
@@ -397,7 +484,7 @@ static int next_frame(dh_ctx *c, AVFrame *f) {
 		int ret = avcodec_receive_frame(c->cc, f);
 		if (ret == 0) {
 			if (f->decode_error_flags)
-				c->st->damaged++;
+				note_damage(c, f->reordered_opaque);
 			if (++c->st->frames > c->cfg->max_frames) {
 				av_frame_unref(f);
 				return fail(c, DH_ERR_LIMIT, "more than %lld frames decoded",
@@ -426,6 +513,8 @@ static int next_frame(dh_ctx *c, AVFrame *f) {
 			c->cc->skip_frame = c->pkt->pts != AV_NOPTS_VALUE && c->pkt->pts < c->skip_before
 			                        ? AVDISCARD_NONREF
 			                        : AVDISCARD_DEFAULT;
+		c->sent_key = c->pkt->pos >= 0 ? c->pkt->pos + 1 : --c->unnamed;
+		c->cc->reordered_opaque = c->sent_key;
 		ret = avcodec_send_packet(c->cc, c->pkt);
 		av_packet_unref(c->pkt);
 		if (ret < 0 && (ret = decoder_error(c, ret)))

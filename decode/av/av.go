@@ -121,7 +121,24 @@ type Stats struct {
 	Packets       int // packets sent to the decoder
 	Seeks         int
 	DecodeErrors  int // packets the decoder rejected and skipped
-	DamagedFrames int // frames the decoder output with concealed damage
+	// DamagedPackets counts the packets in which the decoder found damage:
+	// packets it rejected (those of DecodeErrors), packets it decoded into
+	// a frame flagged as concealed (decode_error_flags; H.264 sets them),
+	// and, for HEVC, packets during whose decoding it logged an error (HEVC
+	// conceals damage it detects in slice data without flagging the frame;
+	// with a decoded-picture-hash SEI, which it checks, it also reports a
+	// picture that differs). A packet counts once however many signs it
+	// gave and however often seeks made it decode: packets are told apart
+	// by their byte position in the file. With frame threads (Threads > 1)
+	// FFmpeg reports a rejection after later packets were sent, so a
+	// rejected packet that also gave another sign may count twice, and
+	// H.264 may hand out a frame before the thread decoding it flags it,
+	// so its damage may go uncounted.
+	//
+	// Damage the decoder does not detect is not counted: in FFmpeg 5.1 most
+	// damage inside VP9 tile data, and inside HEVC slice data without
+	// picture hashes, decodes to wrong pixels with no sign at all.
+	DamagedPackets int
 	// Missed counts targets filled with a frame whose timestamp differs from
 	// the target's (the frame shown at that time, or the last one at the end
 	// of the stream).
@@ -214,13 +231,13 @@ func (c *call) stats() Stats {
 			StartTime: int64(st.start_time),
 			PixFmt:    C.GoString(&st.pix_fmt[0]),
 		},
-		FramesDecoded: int(st.frames),
-		Packets:       int(st.packets),
-		Seeks:         int(st.seeks),
-		DecodeErrors:  int(st.errors),
-		DamagedFrames: int(st.damaged),
-		Missed:        int(st.missed),
-		ReadError:     st.read_error != 0,
+		FramesDecoded:  int(st.frames),
+		Packets:        int(st.packets),
+		Seeks:          int(st.seeks),
+		DecodeErrors:   int(st.errors),
+		DamagedPackets: int(st.damaged),
+		Missed:         int(st.missed),
+		ReadError:      st.read_error != 0,
 	}
 }
 

@@ -58,7 +58,9 @@ typedef struct dh_stats {
 	int64_t packets;       // packets sent to the decoder
 	int64_t seeks;         // seeks performed
 	int64_t errors;        // packets the decoder rejected (skipped, as ffmpeg does)
-	int64_t damaged;       // frames output with damage the decoder concealed (decode_error_flags)
+	int64_t damaged;       // packets with damage the decoder found, each once: rejected (also in errors),
+	                       // decoded into a frame flagged as concealed (decode_error_flags), or, for
+	                       // HEVC, decoded with an error message (such as a picture-hash mismatch)
 	int64_t missed;        // targets filled with a frame whose pts differs from the target's (the one shown at that time)
 	int64_t duration;      // stream duration in its time base (or AV_NOPTS_VALUE)
 	int64_t nb_frames;     // frame count from the container (0 = unknown)

@@ -19,6 +19,9 @@ ffmpeg $in -i "$(src 198 112 2)" $out -c:v libx264 -preset veryfast -crf 30 -g 2
 ffmpeg $in -i "$(src 160 96 1)" $out -c:v libx264 -preset veryfast -crf 30 -g 1 -pix_fmt yuv444p h264_intra444.mp4
 # HEVC with B-frames, moov before mdat.
 ffmpeg $in -i "$(src 256 144 2)" $out -c:v libx265 -preset ultrafast -crf 32 -x265-params pools=none:frame-threads=1:log-level=error:keyint=24:bframes=3 -tag:v hvc1 -movflags +faststart hevc.mp4
+# HEVC carrying an MD5 decoded-picture-hash SEI per picture (x265 hash=1),
+# which FFmpeg checks: most damage to it is detected (decode/damaged_test.go).
+ffmpeg $in -i "$(src 256 144 2)" $out -c:v libx265 -preset ultrafast -crf 32 -x265-params pools=none:frame-threads=1:log-level=error:keyint=24:bframes=3:hash=1 -tag:v hvc1 -movflags +faststart hevc_md5.mp4
 # VP9 in WebM, odd size (chroma planes round up).
 ffmpeg $in -i "$(src 255 143 2)" $out -c:v libvpx-vp9 -deadline realtime -cpu-used 8 -row-mt 0 -crf 40 -b:v 0 -g 24 vp9.webm
 # VP8 in WebM.
