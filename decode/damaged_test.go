@@ -51,9 +51,11 @@ func countDamage(t *testing.T, d *Decoder, name, ext string, data []byte) (whole
 //     data of the last keyframe (packet 47 of 50), "The cu_qp_delta 28 is
 //     outside the valid range";
 //   - HEVC with a decoded-picture-hash SEI (hevc_md5.mp4, made by
-//     testdata/media/make.sh) logs an MD5 mismatch for a damaged picture
-//     it decodes in full: here a keyframe in the middle of the clip and
-//     the pictures that refer to it;
+//     testdata/media/make.sh), decoded with Options.CheckHashes, logs an
+//     MD5 mismatch for a damaged picture it decodes in full: here a
+//     keyframe in the middle of the clip and the pictures that refer to
+//     it (without CheckHashes this damage goes unseen:
+//     TestHashChecksAreAskedFor);
 //   - VP9 gives a sign only when it rejects packets: here the first
 //     keyframe's compressed header size, then the frames that refer to it.
 //     Damage inside VP9 tile data decodes with no sign in FFmpeg 5.1, so
@@ -72,20 +74,21 @@ func TestDamageIsCounted(t *testing.T) {
 }
 
 func testDamageIsCounted(t *testing.T, threads int) {
-	d := NewDecoder(Options{Frames: damageFrames, Size: 16, Threads: threads})
 	for _, tt := range []struct {
 		name     string // under testdata
 		at       int    // first of the 16 damaged bytes; -1: the middle of the file
 		threaded bool   // the sign reaches the call on frame threads
+		check    bool   // Options.CheckHashes
 	}{
-		{"video/h264_30s.mp4", -1, false},
-		{"video/hevc.mp4", 10164, true},
-		{"media/hevc_md5.mp4", -1, true},
-		{"video/vp9.webm", 493, true},
+		{"video/h264_30s.mp4", -1, false, false},
+		{"video/hevc.mp4", 10164, true, false},
+		{"media/hevc_md5.mp4", -1, true, true},
+		{"video/vp9.webm", 493, true, false},
 	} {
 		if threads > 1 && !tt.threaded {
 			continue
 		}
+		d := NewDecoder(Options{Frames: damageFrames, Size: 16, Threads: threads, CheckHashes: tt.check})
 		clip, err := os.ReadFile(filepath.Join("testdata", tt.name))
 		if err != nil {
 			t.Fatal(err)
@@ -118,6 +121,24 @@ func testDamageIsCounted(t *testing.T, threads int) {
 	}
 }
 
+// TestHashChecksAreAskedFor decodes the damaged hevc_md5.mp4 of
+// TestDamageIsCounted without Options.CheckHashes: its damage shows only
+// in the picture hashes, which cost an MD5 per picture and are checked
+// only when asked for.
+func TestHashChecksAreAskedFor(t *testing.T) {
+	clip, err := os.ReadFile(filepath.Join("testdata", "media", "hevc_md5.mp4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := len(clip) / 2; k < len(clip)/2+16; k++ {
+		clip[k] ^= 0x5a
+	}
+	d := NewDecoder(Options{Frames: damageFrames, Size: 16})
+	if whole, tasks, _ := countDamage(t, d, "hevc_md5.mp4", "mp4", clip); whole != 0 || tasks != 0 {
+		t.Errorf("without CheckHashes: %d damaged whole, %d in tasks; want 0 (the hashes unchecked)", whole, tasks)
+	}
+}
+
 // TestIntactClipsHaveNoDamage decodes every clip under testdata, whole and
 // in tasks that seek, on one thread and on frame threads: a damage count on
 // intact data would make every operator's run look damaged.
@@ -136,7 +157,7 @@ func TestIntactClipsHaveNoDamage(t *testing.T) {
 		t.Fatalf("found %d clips under testdata, want at least 20", len(clips))
 	}
 	for _, threads := range []int{1, 2} {
-		d := NewDecoder(Options{Frames: damageFrames, Size: 16, Threads: threads})
+		d := NewDecoder(Options{Frames: damageFrames, Size: 16, Threads: threads, CheckHashes: true})
 		for _, name := range clips {
 			data, err := os.ReadFile(name)
 			if err != nil {

@@ -28,6 +28,11 @@ type Options struct {
 	// Threads is the FFmpeg decoder threads per sample (default 1: the
 	// throughput comes from decoding many samples at once).
 	Threads int
+	// CheckHashes checks HEVC pictures against the MD5 hashes an encoder
+	// may write in the stream (x265 --hash 1) and counts a mismatch in
+	// Output.Damaged: an integrity check, at the cost of an MD5 of every
+	// such picture (av.Config.CheckHashes).
+	CheckHashes bool
 }
 
 // Tensor is a contiguous uint8 buffer with its shape: [F,S,S,3] for a clip
@@ -83,7 +88,9 @@ func NewDecoder(opts Options) *Decoder {
 		opts.Threads = 1
 	}
 	opts.Limits = opts.Limits.withDefaults()
-	return &Decoder{opts: opts, cfg: opts.Limits.avConfig(opts.Size, opts.Threads)}
+	cfg := opts.Limits.avConfig(opts.Size, opts.Threads)
+	cfg.CheckHashes = opts.CheckHashes
+	return &Decoder{opts: opts, cfg: cfg}
 }
 
 // Options returns the decoder's options with defaults filled in.

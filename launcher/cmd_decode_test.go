@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -245,5 +246,47 @@ func TestGenCommand(t *testing.T) {
 	_, stdout, _ = runMain("gen", "-h")
 	if !strings.Contains(stdout, "[--shards K]") {
 		t.Errorf("gen -h: got %q, want --shards shown as optional", stdout)
+	}
+}
+
+// TestDecodeReportsDamage decodes an HEVC clip with picture hashes whose
+// middle is damaged: with --check-hashes each line gives the damaged
+// packets and a last line on stderr says how many samples had damage;
+// without it the hashes go unchecked. The intact clip counts none.
+func TestDecodeReportsDamage(t *testing.T) {
+	clip, err := os.ReadFile(filepath.Join("..", "decode", "testdata", "media", "hevc_md5.mp4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	intact, damaged := filepath.Join(dir, "intact.mp4"), filepath.Join(dir, "damaged.mp4")
+	bad := bytes.Clone(clip)
+	for k := len(bad) / 2; k < len(bad)/2+16; k++ {
+		bad[k] ^= 0x5a
+	}
+	if err := os.WriteFile(intact, clip, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(damaged, bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	packets := regexp.MustCompile(`(?m)^(\w+)\t.*\tdamaged packets (\d+)\t`)
+	count := func(stdout string) map[string]string {
+		got := map[string]string{}
+		for _, m := range packets.FindAllStringSubmatch(stdout, -1) {
+			got[m[1]] = m[2]
+		}
+		return got
+	}
+	code, stdout, stderr := runMain("decode", "--check-hashes", intact, damaged)
+	got := count(stdout)
+	if code != 0 || got["intact"] != "0" || got["damaged"] == "0" || got["damaged"] == "" ||
+		!strings.Contains(stderr, "decode: 1 samples decoded with damaged data the decoder concealed") {
+		t.Errorf("--check-hashes: exit %d, damaged packets %v, stderr %q; want 0 for the intact clip, some for the damaged one, and the count",
+			code, got, stderr)
+	}
+	code, stdout, stderr = runMain("decode", damaged)
+	if got := count(stdout); code != 0 || got["damaged"] != "0" || stderr != "" {
+		t.Errorf("without --check-hashes: exit %d, damaged packets %v, stderr %q; want 0, the hashes unchecked", code, got, stderr)
 	}
 }

@@ -89,6 +89,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.cfg.Workers, "workers", 1, "decode workers `W` per rank")
 	fs.IntVar(&f.cfg.Horizon, "horizon", 0, "planning horizon `H` in steps (default max(2 x workers, 8): never less than PyTorch's prefetch looks)")
 	shapeFlags(fs, &f.cfg.Decode.Frames, &f.cfg.Decode.Size)
+	fs.BoolVar(&f.cfg.Decode.CheckHashes, "check-hashes", false, checkHashesUsage)
 	fs.Uint64Var(&f.seed, "seed", 1, "`seed` of the sample order (and of the default dataset's content)")
 	fs.Float64Var(&f.gpuStepMS, "gpu-step-ms", 120, "simulated GPU: base step time in `ms`. The default, with 1 ms per frame, makes a step of about 152 ms on the default dataset, whose samples need about 228 ms of decode CPU per global step: 2 cores give about 1.3x that before the rest of the job (MPI, reading, the simulated GPUs) takes its share, but the rank reading the heavy video shard needs about 160 ms a step on its one worker, more than a step")
 	fs.Float64Var(&f.gpuSampleMS, "gpu-ms-per-sample", 0, "simulated GPU: `ms` per sample of the batch")

@@ -387,14 +387,17 @@ static int ctx_open(dh_ctx *c, const uint8_t *data, int64_t len, const dh_config
 	// reports it only in the log. H.264 also logs errors for intact
 	// open-GOP streams decoded from a seek (mmco: unref short failure), and
 	// VP9 logs them only with a rejected packet, so their messages do not
-	// count. AV_EF_CRCCHECK makes HEVC check the MD5 of each picture against
-	// the decoded-picture-hash SEI, when the encoder wrote one (x265
-	// --hash 1), and log a mismatch; no other allowed video decoder reads
-	// the flag. AV_EF_EXPLODE is not set: it would fail packets (and then
-	// whole clips) that FFmpeg decodes with concealment.
+	// count. With check_hashes, AV_EF_CRCCHECK makes HEVC check the MD5 of
+	// each picture against the decoded-picture-hash SEI, when the encoder
+	// wrote one (x265 --hash 1), and log a mismatch; no other allowed video
+	// decoder reads the flag. It is asked for, not the default: an MD5 per
+	// picture doubles the decode time of a cheap clip. AV_EF_EXPLODE is
+	// not set: it would fail packets (and then whole clips) that FFmpeg
+	// decodes with concealment.
 	c->cc->opaque = c;
 	c->cc->reordered_opaque = 0; // the header's key
-	c->cc->err_recognition |= AV_EF_CRCCHECK;
+	if (cfg->check_hashes)
+		c->cc->err_recognition |= AV_EF_CRCCHECK;
 	c->log_damage = dec->id == AV_CODEC_ID_HEVC;
 	AVDictionary *co = NULL;
 	av_dict_set_int(&co, "threads", cfg->threads > 0 ? cfg->threads : 1, 0);

@@ -40,6 +40,7 @@ typedef struct dh_config {
 	int32_t out_w, out_h;     // RGB24 output size of dh_decode_targets
 	int32_t skip_nonref;      // skip non-reference frames that precede the next target
 	int32_t find_info;        // 1 = always run avformat_find_stream_info
+	int32_t check_hashes;     // 1 = check HEVC pictures against their MD5 hash SEI (AV_EF_CRCCHECK)
 	int32_t tb_num, tb_den;   // time base of target pts (0/0 = the stream's)
 } dh_config;
 
