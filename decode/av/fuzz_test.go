@@ -10,7 +10,7 @@ import (
 // outcome but a typed error or success (a crash, a hang past the deadline,
 // an untyped error) fails.
 func FuzzDecode(f *testing.F) {
-	for _, name := range clips {
+	for _, name := range append(clips, "hevc_md5.mp4") { // with picture hashes
 		f.Add(readMedia(f, name))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -20,6 +20,7 @@ func FuzzDecode(f *testing.F) {
 		cfg.MaxPackets = 2000
 		cfg.Timeout = time.Second
 		cfg.SkipNonRef = len(data)%2 == 0
+		cfg.CheckHashes = len(data)%3 == 0 // HEVC's picture-hash checks too
 		start := time.Now()
 		_, err := DecodeAll(context.Background(), data, cfg)
 		if !typed(err) {
