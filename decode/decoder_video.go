@@ -66,7 +66,10 @@ func (d *Decoder) SpreadFrames(dst []byte, n int) {
 // slot*S*S*3. dst is the sample's [F,S,S,3] tensor; tasks of one clip
 // write disjoint slots, so several goroutines may fill one tensor at once.
 // data is the clip's bytes and v its record. It returns how many packets
-// the decoder found damaged (Output.Damaged; av.Stats.DamagedPackets).
+// the decoder found damaged (Output.Damaged; av.Stats.DamagedPackets). A
+// task may decode into the next task's first group of pictures, so a
+// damaged packet there counts in both: the tasks' sum is at least the
+// whole clip's count, and is more than 0 exactly when that one is.
 //
 // With per-frame timing in v, a target is its exact pts. Without it (a
 // record that only estimates the frame count), target i is the time

@@ -70,6 +70,9 @@ func runDecode(ctx context.Context, stdout, stderr io.Writer, args []string) err
 		fmt.Fprintf(stderr, "decode: JPEG backend %s\n", tjpeg.Backend)
 	}
 	if *md5 {
+		if *check {
+			return usagef("decode: --check-hashes counts damage in decoded samples; --md5 prints the pictures' MD5s without counting it")
+		}
 		for _, path := range fs.Args() {
 			if err := printMD5s(ctx, stdout, path, *cache); err != nil {
 				return err
@@ -109,7 +112,8 @@ func runDecode(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	if damaged > 0 {
 		// They decoded, with damage FFmpeg concealed: the data is not
 		// what was encoded, which a check of a dataset should say.
-		fmt.Fprintf(stderr, "decode: %d samples decoded with damaged data the decoder concealed (see their damaged packets)\n", damaged)
+		fmt.Fprintf(stderr, "decode: %d %s decoded with damaged data the decoder concealed (see their damaged packets)\n",
+			damaged, map[bool]string{true: "sample", false: "samples"}[damaged == 1])
 	}
 	if failed > 0 {
 		return fmt.Errorf("decode: %d samples failed", failed)

@@ -281,12 +281,16 @@ func TestDecodeReportsDamage(t *testing.T) {
 	code, stdout, stderr := runMain("decode", "--check-hashes", intact, damaged)
 	got := count(stdout)
 	if code != 0 || got["intact"] != "0" || got["damaged"] == "0" || got["damaged"] == "" ||
-		!strings.Contains(stderr, "decode: 1 samples decoded with damaged data the decoder concealed") {
+		!strings.Contains(stderr, "decode: 1 sample decoded with damaged data the decoder concealed") {
 		t.Errorf("--check-hashes: exit %d, damaged packets %v, stderr %q; want 0 for the intact clip, some for the damaged one, and the count",
 			code, got, stderr)
 	}
 	code, stdout, stderr = runMain("decode", damaged)
 	if got := count(stdout); code != 0 || got["damaged"] != "0" || stderr != "" {
 		t.Errorf("without --check-hashes: exit %d, damaged packets %v, stderr %q; want 0, the hashes unchecked", code, got, stderr)
+	}
+	// --md5 counts nothing: the flag would be ignored, so it is refused.
+	if code, _, stderr := runMain("decode", "--md5", "--check-hashes", damaged); code != 2 || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("--md5 --check-hashes: exit %d, stderr %q; want a usage error", code, stderr)
 	}
 }

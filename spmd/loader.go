@@ -142,7 +142,7 @@ type slotState struct {
 	err       error
 	partsLeft int
 	decodeUS  int64
-	damaged   int    // frames and packets with concealed damage (decode.Output.Damaged)
+	damaged   int    // packets the decoder found damaged (decode.Output.Damaged)
 	bytes     int64  // compressed bytes held for it
 	rx        *rxBuf // the received message its bytes alias, if any
 }

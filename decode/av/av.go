@@ -132,14 +132,17 @@ type Stats struct {
 	// a frame flagged as concealed (decode_error_flags; H.264 sets them),
 	// and, for HEVC, packets during whose decoding it logged an error (HEVC
 	// conceals damage it detects in slice data without flagging the frame;
-	// with a decoded-picture-hash SEI, which it checks, it also reports a
-	// picture that differs). A packet counts once however many signs it
+	// with CheckHashes and a decoded-picture-hash SEI it also reports a
+	// picture whose MD5 differs, which includes the intact pictures that
+	// refer to a damaged one). A packet counts once however many signs it
 	// gave and however often seeks made it decode: packets are told apart
-	// by their byte position in the file. With frame threads (Threads > 1)
-	// FFmpeg reports a rejection after later packets were sent, so a
-	// rejected packet that also gave another sign may count twice, and
+	// by their byte position in the file, among the last 128 damaged ones.
+	// With frame threads (Threads > 1) FFmpeg reports a rejection after
+	// later packets were sent, so an HEVC packet it rejects counts twice
+	// (its error message, and the rejection under a key of its own), and
 	// H.264 may hand out a frame before the thread decoding it flags it,
-	// so its damage may go uncounted.
+	// so its damage may go uncounted. The count is a sign of damage and
+	// its extent, not an exact number of damaged packets.
 	//
 	// Damage the decoder does not detect is not counted: in FFmpeg 5.1 most
 	// damage inside VP9 tile data, and inside HEVC slice data without
