@@ -16,6 +16,13 @@
 // call is interrupted at its deadline or when its context is cancelled. A
 // hostile or corrupt input returns an error wrapping ErrCorrupt, ErrLimit,
 // ErrUnsupported or ErrTimeout.
+//
+// The package owns two pieces of FFmpeg's process-wide state: its log
+// callback (nothing is printed; a call keeps its first error for its
+// message, and its decoder's messages count as damage) and the opaque
+// field of every decoder context it opens, which the callback follows
+// back to the call. A program that also uses FFmpeg directly must leave
+// its own decoder contexts' opaque NULL.
 package av
 
 /*
