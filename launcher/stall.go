@@ -152,7 +152,7 @@ func (w *stallWatch) run() {
 			if w.c.Info().Library == "in-process" { // --ranks
 				calls = "the collectives"
 			}
-			where := fmt.Sprintf("this rank is busy outside %s (reading, decoding or planning: a hung file system?), not waiting for the others", calls)
+			where := fmt.Sprintf("this rank is busy outside %s (reading, decoding, planning or computing its step: a hung file system?), not waiting for the others", calls)
 			if waiting {
 				where = fmt.Sprintf("this rank has waited in %s for %v for a rank that makes no progress (stopped, a hung file system?)",
 					call, (now - since).Round(time.Second))
