@@ -83,18 +83,15 @@ func Agree(c collective.Comm, settings []Setting) error {
 				texts = nil // a setting without texts
 			}
 		}
-		return collective.AllRanks(mismatchError{setting: s.Name, err: fmt.Errorf("%s differs across ranks: %s; every rank of a job must be started with the same settings and data",
+		return collective.AllRanks(mismatchError{fmt.Errorf("%s differs across ranks: %s; every rank of a job must be started with the same settings and data",
 			s.Name, describeGroups(s, values, holders, texts))})
 	}
 	return nil
 }
 
 // mismatchError is Agree's error when the ranks hold different values of
-// a setting.
-type mismatchError struct {
-	setting string // its Name
-	err     error
-}
+// a setting, an outcome every rank reaches alike.
+type mismatchError struct{ err error }
 
 func (e mismatchError) Error() string { return e.err.Error() }
 func (e mismatchError) Unwrap() error { return e.err }
@@ -227,12 +224,12 @@ func shardList(ds *decode.Dataset) []string {
 // AgreeDataset is Agree on the settings that make two ranks' datasets
 // the same one: the shard count, and a hash of each shard's file name
 // and sample count (not its directory: nodes may keep their copies in
-// different places). When the datasets differ, the
-// ranks then find where: rank 0 sends its list of shards, and the error
-// names the lowest rank whose list differs and its first differing shard
-// on both sides ("shard 3: 000003.tar with 32 samples on rank 0,
-// 000003.tar with 30 on rank 2"), which points at the copy to fix (a
-// truncated shard on one node). Every rank must call it.
+// different places). When the datasets differ, the ranks then find
+// where: rank 0 sends its list of shards, and the error names the lowest
+// rank whose list differs and its first differing shard on both sides
+// ("shard 3: 000003.tar with 32 samples on rank 0, 000003.tar with 30
+// samples on rank 2"), which points at the copy to fix (a truncated
+// shard on one node). Every rank must call it.
 func AgreeDataset(c collective.Comm, ds *decode.Dataset) error {
 	err := Agree(c, datasetSettings(ds))
 	// Only when the ranks know alike that the datasets differ: an error
@@ -255,40 +252,32 @@ func AgreeDataset(c collective.Comm, ds *decode.Dataset) error {
 // describes the first difference of the lowest rank that has one, or
 // returns "" when all lists are alike. Every rank must call it.
 func datasetDifference(c collective.Comm, mine []string) (string, error) {
+	// Rank 0's list to every rank: an allgather to which only rank 0
+	// brings bytes, which carries their length too.
 	var text []byte
 	if c.Rank() == 0 {
 		text = []byte(strings.Join(mine, "\n"))
 	}
-	size := binary.LittleEndian.AppendUint64(nil, uint64(len(text)))
-	if err := c.Bcast(size, 0); err != nil {
-		return "", err
-	}
-	n := binary.LittleEndian.Uint64(size)
-	if n > 1<<30 {
-		return "", fmt.Errorf("compare datasets across ranks: rank 0 sent a list of %d bytes", n)
-	}
-	if c.Rank() != 0 {
-		text = make([]byte, n)
-	}
-	if err := c.Bcast(text, 0); err != nil {
+	lists, err := c.AllgatherVar(text)
+	if err != nil {
 		return "", err
 	}
 	var theirs []string
-	if n > 0 {
-		theirs = strings.Split(string(text), "\n")
+	if len(lists[0]) > 0 {
+		theirs = strings.Split(string(lists[0]), "\n")
 	}
 	// This rank's first difference with rank 0's list, if any.
 	var diff []byte
 	for i := range max(len(mine), len(theirs)) {
-		a, b := "no shard", "no shard"
+		a, b := "", ""
 		if i < len(theirs) {
-			a = describeShard(theirs[i])
+			a = theirs[i]
 		}
 		if i < len(mine) {
-			b = describeShard(mine[i])
+			b = mine[i]
 		}
 		if a != b {
-			diff = []byte(fmt.Sprintf("shard %d: %s on rank 0, %s on rank %d", i, a, b, c.Rank()))
+			diff = []byte(fmt.Sprintf("shard %d: %s on rank 0, %s on rank %d", i, describeShard(a), describeShard(b), c.Rank()))
 			break
 		}
 	}
@@ -305,8 +294,12 @@ func datasetDifference(c collective.Comm, mine []string) (string, error) {
 }
 
 // describeShard turns a shardList entry, "000003.tar/32", into
-// "000003.tar with 32 samples".
+// "000003.tar with 32 samples", and "" (past the end of a list) into "no
+// shard".
 func describeShard(entry string) string {
+	if entry == "" {
+		return "no shard"
+	}
 	i := strings.LastIndexByte(entry, '/')
 	if i < 0 {
 		return entry
