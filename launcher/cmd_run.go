@@ -327,6 +327,7 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 	}
 	watch := watchStalls(c, f.stallTimeout)
 	defer watch.stop()
+	wc := watch.watched(c) // one slot of the watch for every loader's run
 	var results []spmd.Summary
 	var trace []traceLine
 	for _, k := range f.loaders {
@@ -343,7 +344,7 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 		if bar != nil {
 			bar.Describe(k.String())
 		}
-		res, err := spmd.Run(ctx, watch.watched(c), ds, cfg)
+		res, err := spmd.Run(ctx, wc, ds, cfg)
 		if err != nil {
 			return fmt.Errorf("loader %s: %w", k, err)
 		}
