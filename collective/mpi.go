@@ -602,9 +602,8 @@ func (w *World) Abort(code int, msg string) {
 	// collective that cannot complete, can spin on that thread's lock and
 	// never return nor end the job. A rank that exits without
 	// MPI_Finalize also ends the job under both launchers, so that is the
-	// fall-back.
-	// Not when Open MPI is asked to hold an aborting rank for a
-	// debugger to attach (mpi_abort_delay).
+	// fall-back; not when Open MPI is asked to hold an aborting rank for
+	// a debugger to attach (mpi_abort_delay).
 	if os.Getenv("OMPI_MCA_mpi_abort_delay") == "" {
 		time.AfterFunc(abortFallback, func() { os.Exit(code) })
 	}

@@ -16,9 +16,9 @@ import (
 //
 // Each rank's watch says in its message whether that rank waits in MPI
 // for the others (the oldest blocking call one of its goroutines is in)
-// or is busy outside MPI (reading, decoding, planning):
-// the rank outside MPI is the one holding the job, so the ranks waiting
-// in MPI give it victimGrace more to abort first and name itself.
+// or is busy outside MPI (reading, decoding, planning, computing its
+// step): the rank outside MPI is the one holding the job, so the ranks
+// waiting in MPI give it victimGrace more to abort first and name itself.
 type stallWatch struct {
 	c       collective.Comm
 	timeout time.Duration
