@@ -43,6 +43,11 @@ type Comm interface {
 	// Isend starts sending buf to rank dest with tag. buf must not be
 	// modified until the request completes in WaitAll.
 	Isend(buf []byte, dest, tag int) (*Request, error)
+	// IsendParts starts sending the concatenation of parts to rank dest
+	// with tag, as one message that a single Irecv receives, without
+	// first copying the parts into one buffer. No part may be modified
+	// until the request completes in WaitAll.
+	IsendParts(parts [][]byte, dest, tag int) (*Request, error)
 	// Irecv starts receiving a message from rank src with tag into buf. A
 	// message longer than buf is an error reported by WaitAll.
 	Irecv(buf []byte, src, tag int) (*Request, error)

@@ -481,6 +481,67 @@ func (w *World) Irecv(buf []byte, src, tag int) (*Request, error) {
 	return w.start(buf, src, tag, true)
 }
 
+// IsendParts starts one MPI_Isend of the concatenation of parts, without
+// copying them: an hindexed datatype points at each part where it lies.
+// The parts stay pinned until WaitAll completes the request.
+func (w *World) IsendParts(parts [][]byte, dest, tag int) (*Request, error) {
+	var total, n int
+	for _, p := range parts {
+		total += len(p)
+		if len(p) > 0 {
+			n++
+		}
+	}
+	if _, err := count(total); err != nil {
+		return nil, err
+	}
+	if n <= 1 {
+		for _, p := range parts {
+			if len(p) > 0 {
+				return w.Isend(p, dest, tag)
+			}
+		}
+		return w.Isend(nil, dest, tag)
+	}
+	if dest < 0 || dest >= w.size {
+		return nil, fmt.Errorf("%w: peer rank %d not in [0,%d)", ErrRank, dest, w.size)
+	}
+	// The block table is C memory: it holds the parts' addresses, which
+	// cgo allows only for pinned Go memory.
+	var (
+		l C.int
+		a C.MPI_Aint
+	)
+	lens := (*C.int)(C.malloc(C.size_t(n) * C.size_t(unsafe.Sizeof(l))))
+	defer C.free(unsafe.Pointer(lens))
+	addrs := (*C.MPI_Aint)(C.malloc(C.size_t(n) * C.size_t(unsafe.Sizeof(a))))
+	defer C.free(unsafe.Pointer(addrs))
+	ls, as := unsafe.Slice(lens, n), unsafe.Slice(addrs, n)
+	r := &Request{mpi: &mpiReq{handle: new(C.MPI_Request)}, n: total}
+	i := 0
+	for _, p := range parts {
+		if len(p) == 0 {
+			continue
+		}
+		r.mpi.pin.Pin(&p[0])
+		ls[i], as[i] = C.int(len(p)), C.MPI_Aint(uintptr(unsafe.Pointer(&p[0])))
+		i++
+	}
+	handle := r.mpi.handle
+	var rc C.int
+	if err := w.do(func() {
+		rc = C.dhmpi_isend_parts(C.int(n), lens, addrs, C.int(dest), C.int(tag), w.comm, handle)
+	}); err != nil {
+		r.mpi.pin.Unpin()
+		return nil, err
+	}
+	if err := check("MPI_Isend", rc); err != nil {
+		r.mpi.pin.Unpin()
+		return nil, err
+	}
+	return r, nil
+}
+
 func (w *World) start(buf []byte, peer, tag int, recv bool) (*Request, error) {
 	if peer < 0 || peer >= w.size {
 		return nil, fmt.Errorf("%w: peer rank %d not in [0,%d)", ErrRank, peer, w.size)

@@ -37,3 +37,17 @@ int dhmpi_error_class(int code) {
 	}
 	return cls;
 }
+
+int dhmpi_isend_parts(int n, const int *lens, const MPI_Aint *addrs, int dest, int tag, MPI_Comm comm, MPI_Request *req) {
+	MPI_Datatype t;
+	int rc = MPI_Type_create_hindexed(n, lens, addrs, MPI_BYTE, &t);
+	if (rc != MPI_SUCCESS) {
+		return rc;
+	}
+	rc = MPI_Type_commit(&t);
+	if (rc == MPI_SUCCESS) {
+		rc = MPI_Isend(MPI_BOTTOM, 1, t, dest, tag, comm, req);
+	}
+	MPI_Type_free(&t);
+	return rc;
+}

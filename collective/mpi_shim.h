@@ -36,4 +36,10 @@ void dhmpi_error_string(int code, char *buf, int cap);
 // the library cannot classify it.
 int dhmpi_error_class(int code);
 
+// dhmpi_isend_parts starts one MPI_Isend of the n blocks at the absolute
+// addresses addrs, of lens bytes each, concatenated: an hindexed datatype
+// of MPI_BYTE sent from MPI_BOTTOM, freed at once (a pending send keeps
+// what it needs). The receiver sees a plain message of MPI_BYTE.
+int dhmpi_isend_parts(int n, const int *lens, const MPI_Aint *addrs, int dest, int tag, MPI_Comm comm, MPI_Request *req);
+
 #endif

@@ -41,6 +41,7 @@ func RunLogged(c collective.Comm, log io.Writer) error {
 		{"barrier", func(c collective.Comm) error { return c.Barrier() }},
 		{"all-to-all isend/irecv", checkAllToAll},
 		{"non-overtaking order", checkOrder},
+		{"gathered isend (IsendParts)", checkIsendParts},
 		{"invalid rank", checkInvalidRank},
 		{"dup: concurrent collectives", checkDup},
 	}
@@ -243,6 +244,91 @@ func checkAllToAll(c collective.Comm) error {
 	}
 	// Waiting again on completed requests is a no-op.
 	return c.WaitAll(reqs)
+}
+
+// partsCuts are the messages checkIsendParts sends, each a list of part
+// lengths: none, empty parts, one part, many small parts, and a large
+// message in uneven parts (the loader's header-then-data shape).
+var partsCuts = [][]int{
+	{},
+	{0, 0},
+	{0, 5, 0},
+	{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16},
+	{40, BigMessage / 2, 3, 0, BigMessage/2 - 100, 57},
+}
+
+// checkIsendParts sends each rank's right-hand neighbour every message of
+// partsCuts, cut from one pattern into parts that lie in different
+// buffers, between plain Isends on the same tag: each must arrive whole,
+// in order, in one exact-length Irecv.
+func checkIsendParts(c collective.Comm) error {
+	const tag = 14
+	n, me := c.Size(), c.Rank()
+	next, prev := (me+1)%n, (me+n-1)%n
+	total := func(cut []int) int {
+		t := 0
+		for _, l := range cut {
+			t += l
+		}
+		return t
+	}
+	var reqs []*collective.Request
+	var got [][]byte
+	for _, cut := range partsCuts {
+		for _, size := range []int{total(cut), 3} {
+			b := make([]byte, size)
+			r, err := c.Irecv(b, prev, tag)
+			if err != nil {
+				return err
+			}
+			got = append(got, b)
+			reqs = append(reqs, r)
+		}
+	}
+	for i, cut := range partsCuts {
+		whole := pattern(total(cut), me, next, 100+i)
+		parts := make([][]byte, len(cut))
+		off := 0
+		for k, l := range cut {
+			// Each part its own allocation, as a sample's data is.
+			parts[k] = append(make([]byte, 0, l), whole[off:off+l]...)
+			off += l
+		}
+		r, err := c.IsendParts(parts, next, tag)
+		if err != nil {
+			return fmt.Errorf("message %d: %w", i, err)
+		}
+		plain, err := c.Isend(pattern(3, me, next, 200+i), next, tag)
+		if err != nil {
+			return err
+		}
+		reqs = append(reqs, r, plain)
+	}
+	if err := c.WaitAll(reqs); err != nil {
+		return err
+	}
+	for i, cut := range partsCuts {
+		want := pattern(total(cut), prev, me, 100+i)
+		if !bytes.Equal(got[2*i], want) {
+			return fmt.Errorf("message %d (%d parts, %d bytes) from rank %d differs", i, len(cut), len(want), prev)
+		}
+		if l := reqs[2*i].Len(); l != len(want) {
+			return fmt.Errorf("message %d from rank %d: Len %d, want %d", i, prev, l, len(want))
+		}
+		if !bytes.Equal(got[2*i+1], pattern(3, prev, me, 200+i)) {
+			return fmt.Errorf("the plain message after message %d from rank %d differs: order lost", i, prev)
+		}
+	}
+	// The sends report the bytes they sent.
+	for i, cut := range partsCuts {
+		if l := reqs[2*len(partsCuts)+2*i].Len(); l != total(cut) {
+			return fmt.Errorf("message %d: send Len %d, want %d", i, l, total(cut))
+		}
+	}
+	if _, err := c.IsendParts([][]byte{{1}, {2}}, n, tag); !errors.Is(err, collective.ErrRank) {
+		return fmt.Errorf("IsendParts to rank %d: got %v, want an error wrapping ErrRank", n, err)
+	}
+	return nil
 }
 
 func checkOrder(c collective.Comm) error {
