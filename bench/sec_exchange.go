@@ -224,7 +224,7 @@ func exchangeTable(rows []exchangeRow, cores int) *Section {
 			r.raw.RawUSPer, b / r.raw.RawUSPer, r.g.ExchangeUSPer / r.raw.RawUSPer, r.g.BareUSPer / r.raw.RawUSPer, r.g.ExchangeUSPer / r.g.BareUSPer})
 	}
 	s.Note = fmt.Sprintf("2 ranks on one node of %d cores (shared memory); per message: rank 0 sends K samples to rank 1, which acknowledges; "+
-		"exchange = spmd's path (wire-format packing into a reused buffer, exact-length pre-posted receive into a buffer of the loader's pool, unpacking), bare_go = the same bytes by bare Isend/Irecv "+
+		"exchange = spmd's path (wire-format headers around the samples' data, sent where it lies as one message by IsendParts, exact-length pre-posted receive into a buffer of the loader's pool, unpacking), bare_go = the same bytes by bare Isend/Irecv "+
 		"from Go (datahelix bench exchange alternates the two), raw_c = bench/mpi/exchange_raw.c compiled with mpicc, the same bytes, "+
 		"in its own mpirun job; %d messages per job after 2 warm-up rounds, the fastest of %d jobs per path, jobs alternated",
 		cores, exchangeRounds, exchangeRepeat)

@@ -306,27 +306,25 @@ func (l *Loader) exchange(ctx context.Context, s int64, own []*slotState, in *pl
 		reqs = append(reqs, r)
 	}
 	var sent, recvd int64
-	// All of the step's messages are packed into one reused buffer, each
-	// in its own slice of it: a rank sends at most its own B samples.
-	var total int64
+	// Samples are sent where they lie: a message is its samples' data
+	// slices between headers written into one reused buffer (a rank sends
+	// at most its own B samples a step), joined by the MPI library.
+	hdr, parts := l.sendHdr[:0], l.sendParts[:0]
 	for _, mv := range sends {
-		total += mv.Bytes
-	}
-	if int64(cap(l.sendBuf)) < total {
-		l.sendBuf = make([]byte, total)
-	}
-	var off int64
-	for _, mv := range sends {
-		msg := l.sendBuf[off : off : off+mv.Bytes]
-		off += mv.Bytes
+		from := len(parts)
 		for _, k := range mv.Samples {
-			msg = appendWire(msg, own[int(k)-me*b].sample)
+			parts, hdr = appendWireParts(parts, hdr, own[int(k)-me*b].sample)
 			delete(got, k)
 		}
-		if int64(len(msg)) != mv.Bytes {
-			return nil, fmt.Errorf("step %d: message to rank %d is %d bytes, the plan says %d", s, mv.Dst, len(msg), mv.Bytes)
+		msg := parts[from:]
+		var n int64
+		for _, p := range msg {
+			n += int64(len(p))
 		}
-		r, err := l.comm.Isend(msg, mv.Dst, tag)
+		if n != mv.Bytes {
+			return nil, fmt.Errorf("step %d: message to rank %d is %d bytes, the plan says %d", s, mv.Dst, n, mv.Bytes)
+		}
+		r, err := l.comm.IsendParts(msg, mv.Dst, tag)
 		if err != nil {
 			// The requests started are left unwaited: the error ends
 			// the job (the loader fails, the launcher aborts MPI).
@@ -339,6 +337,9 @@ func (l *Loader) exchange(ctx context.Context, s int64, own []*slotState, in *pl
 		return nil, fmt.Errorf("step %d: exchange: %w", s, err)
 	}
 	elapsed := time.Since(t0)
+	// Kept for the next step, without holding on to the samples sent.
+	clear(parts)
+	l.sendHdr, l.sendParts = hdr, parts[:0]
 	for i, mv := range recvs {
 		// A pooled buffer holds an earlier message's bytes: a shorter
 		// message must not leave them to be unpacked.

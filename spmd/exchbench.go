@@ -18,9 +18,10 @@ type ExchangeStats struct {
 }
 
 // MeasureExchange times moving samples from rank 0 to rank 1, rounds
-// times, through the loader's exchange path — samples packed in the wire
-// format into one message, a receive pre-posted with the exact length,
-// the message unpacked into samples on arrival — and through bare
+// times, through the loader's exchange path — samples laid out in the wire
+// format as one message, their data sent where it lies (IsendParts), a
+// receive pre-posted with the exact length, the message unpacked into
+// samples on arrival — and through bare
 // non-blocking sends and receives of the same bytes, alternating the two
 // so that a noisy machine disturbs both alike. Each message is
 // acknowledged, so a round is a whole transfer. Every rank of comm must
@@ -37,21 +38,25 @@ func MeasureExchange(comm collective.Comm, samples []*decode.Sample, rounds int)
 	me := comm.Rank()
 	ack := make([]byte, 1)
 	recvBuf := make([]byte, size)
-	sendBuf := make([]byte, 0, size) // reused, as the loader reuses its send buffers
+	var hdr []byte // reused, as the loader reuses its header buffer
+	var parts [][]byte
 	pool := newRxPool(rxPoolLimit)
 	// one moves one message from rank 0 to rank 1 and back an ack.
 	one := func(pack bool, packed []byte) error {
 		var reqs []*collective.Request
 		switch me {
 		case 0:
-			msg := packed
+			var r *collective.Request
+			var err error
 			if pack {
-				msg = sendBuf[:0]
+				hdr, parts = hdr[:0], parts[:0]
 				for _, s := range samples {
-					msg = appendWire(msg, s)
+					parts, hdr = appendWireParts(parts, hdr, s)
 				}
+				r, err = comm.IsendParts(parts, 1, 7)
+			} else {
+				r, err = comm.Isend(packed, 1, 7)
 			}
-			r, err := comm.Isend(msg, 1, 7)
 			if err != nil {
 				return err
 			}

@@ -30,25 +30,49 @@ func uvlen(x uint64) int {
 	return n
 }
 
-// appendWire appends s in the exchange format: shard, key, member count,
-// then each member's name, extension and data, every field length-prefixed
-// with a minimal uvarint (readWire rejects overlong ones, so a message has
-// one encoding).
+// appendWire appends s in the exchange format to dst, in one buffer; the
+// loader sends the same bytes without joining them (appendWireParts).
 func appendWire(dst []byte, s *decode.Sample) []byte {
+	parts, _ := appendWireParts(nil, nil, s)
+	for _, p := range parts {
+		dst = append(dst, p...)
+	}
+	return dst
+}
+
+// appendWireParts appends s in the exchange format to parts, as pieces
+// whose concatenation is the message: shard, key, member count, then each
+// member's name, extension and data, every field length-prefixed with a
+// minimal uvarint (readWire rejects overlong ones, so a message has one
+// encoding). The length prefixes and the short fields are written into
+// hdr, and the parts hold slices of it; member data is not copied, its
+// part is the member's own slice. It returns parts and hdr extended.
+// Neither hdr's bytes nor the data may change until the parts are sent.
+func appendWireParts(parts [][]byte, hdr []byte, s *decode.Sample) ([][]byte, []byte) {
 	str := func(b []byte, v string) []byte {
 		b = binary.AppendUvarint(b, uint64(len(v)))
 		return append(b, v...)
 	}
-	dst = str(dst, s.Shard)
-	dst = str(dst, s.Key)
-	dst = binary.AppendUvarint(dst, uint64(len(s.Members)))
+	start := len(hdr)
+	hdr = str(hdr, s.Shard)
+	hdr = str(hdr, s.Key)
+	hdr = binary.AppendUvarint(hdr, uint64(len(s.Members)))
 	for _, m := range s.Members {
-		dst = str(dst, m.Name)
-		dst = str(dst, m.Ext)
-		dst = binary.AppendUvarint(dst, uint64(len(m.Data)))
-		dst = append(dst, m.Data...)
+		hdr = str(hdr, m.Name)
+		hdr = str(hdr, m.Ext)
+		hdr = binary.AppendUvarint(hdr, uint64(len(m.Data)))
+		if len(m.Data) == 0 {
+			continue
+		}
+		// The header run is cut here; if hdr grows into a new array
+		// later, this part keeps the old one, which nothing writes again.
+		parts = append(parts, hdr[start:len(hdr):len(hdr)], m.Data)
+		start = len(hdr)
 	}
-	return dst
+	if start < len(hdr) {
+		parts = append(parts, hdr[start:len(hdr):len(hdr)])
+	}
+	return parts, hdr
 }
 
 // maxWireMembers bounds the members of one received sample.

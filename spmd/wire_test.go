@@ -53,6 +53,41 @@ func TestWireRoundTrip(t *testing.T) {
 	}
 }
 
+// TestWirePartsSendDataInPlace: the parts of several samples laid out
+// with one growing header buffer join into the samples' encodings one
+// after another, although the buffer moves as it grows, and every
+// non-empty member's data part is the member's own slice, not a copy.
+func TestWirePartsSendDataInPlace(t *testing.T) {
+	var parts [][]byte
+	var hdr []byte // no capacity: it is reallocated while parts point into it
+	var want []byte
+	for range 20 {
+		for _, s := range wireSamples() {
+			parts, hdr = appendWireParts(parts, hdr, s)
+			want = append(want, appendWire(nil, s)...)
+		}
+	}
+	if got := bytes.Join(parts, nil); !bytes.Equal(got, want) {
+		t.Fatalf("parts join to %d bytes that differ from the %d of the encodings", len(got), len(want))
+	}
+	ss := wireSamples()
+	parts, _ = appendWireParts(nil, nil, ss[0])
+	for _, m := range ss[0].Members {
+		found := false
+		for _, p := range parts {
+			found = found || (len(p) == len(m.Data) && &p[0] == &m.Data[0])
+		}
+		if !found {
+			t.Errorf("member %q: its data is not one of the parts as it lies", m.Name)
+		}
+	}
+	for i, p := range parts {
+		if len(p) == 0 {
+			t.Errorf("part %d is empty", i)
+		}
+	}
+}
+
 func TestWireRejectsTruncation(t *testing.T) {
 	full := appendWire(nil, wireSamples()[0])
 	for n := 0; n < len(full); n++ {
