@@ -45,8 +45,9 @@ type Comm interface {
 	Isend(buf []byte, dest, tag int) (*Request, error)
 	// IsendParts starts sending the concatenation of parts to rank dest
 	// with tag, as one message that a single Irecv receives, without
-	// first copying the parts into one buffer. No part may be modified
-	// until the request completes in WaitAll.
+	// first copying large parts into one buffer. No part's bytes may be
+	// modified until the request completes in WaitAll; the list parts
+	// itself may be reused once IsendParts returns.
 	IsendParts(parts [][]byte, dest, tag int) (*Request, error)
 	// Irecv starts receiving a message from rank src with tag into buf. A
 	// message longer than buf is an error reported by WaitAll.

@@ -293,10 +293,20 @@ func (c *Local) Barrier() error {
 
 // Isend starts a send. The data is copied at once, which MPI allows.
 func (c *Local) Isend(buf []byte, dest, tag int) (*Request, error) {
+	return c.send(append([]byte(nil), buf...), dest, tag)
+}
+
+// IsendParts sends the concatenation of parts as one message: Local
+// copies at once anyway, into one new buffer.
+func (c *Local) IsendParts(parts [][]byte, dest, tag int) (*Request, error) {
+	return c.send(bytes.Join(parts, nil), dest, tag)
+}
+
+// send delivers msg, which it takes over, or queues it for the receiver.
+func (c *Local) send(msg []byte, dest, tag int) (*Request, error) {
 	if dest < 0 || dest >= c.w.n {
 		return nil, fmt.Errorf("%w: send to rank %d not in [0,%d)", ErrRank, dest, c.w.n)
 	}
-	msg := append([]byte(nil), buf...)
 	w := c.w
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -312,13 +322,7 @@ func (c *Local) Isend(buf []byte, dest, tag int) (*Request, error) {
 	} else {
 		box.msgs = append(box.msgs, msg)
 	}
-	return &Request{done: true, n: len(buf)}, nil
-}
-
-// IsendParts sends the concatenation of parts as one message. Local
-// copies at once anyway, so it joins them and calls Isend.
-func (c *Local) IsendParts(parts [][]byte, dest, tag int) (*Request, error) {
-	return c.Isend(bytes.Join(parts, nil), dest, tag)
+	return &Request{done: true, n: len(msg)}, nil
 }
 
 // Irecv posts a receive.

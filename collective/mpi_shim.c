@@ -38,14 +38,17 @@ int dhmpi_error_class(int code) {
 	return cls;
 }
 
-int dhmpi_isend_parts(int n, const int *lens, const MPI_Aint *addrs, int dest, int tag, MPI_Comm comm, MPI_Request *req) {
+int dhmpi_isend_parts(int n, const int *lens, const MPI_Aint *addrs, int dest, int tag, MPI_Comm comm, MPI_Request *req, int *failed) {
 	MPI_Datatype t;
+	*failed = 0;
 	int rc = MPI_Type_create_hindexed(n, lens, addrs, MPI_BYTE, &t);
 	if (rc != MPI_SUCCESS) {
 		return rc;
 	}
+	*failed = 1;
 	rc = MPI_Type_commit(&t);
 	if (rc == MPI_SUCCESS) {
+		*failed = 2;
 		rc = MPI_Isend(MPI_BOTTOM, 1, t, dest, tag, comm, req);
 	}
 	MPI_Type_free(&t);

@@ -39,7 +39,9 @@ int dhmpi_error_class(int code);
 // dhmpi_isend_parts starts one MPI_Isend of the n blocks at the absolute
 // addresses addrs, of lens bytes each, concatenated: an hindexed datatype
 // of MPI_BYTE sent from MPI_BOTTOM, freed at once (a pending send keeps
-// what it needs). The receiver sees a plain message of MPI_BYTE.
-int dhmpi_isend_parts(int n, const int *lens, const MPI_Aint *addrs, int dest, int tag, MPI_Comm comm, MPI_Request *req);
+// what it needs). The receiver sees a plain message of MPI_BYTE. On an
+// error, *failed is the call that failed: 0 MPI_Type_create_hindexed,
+// 1 MPI_Type_commit, 2 MPI_Isend.
+int dhmpi_isend_parts(int n, const int *lens, const MPI_Aint *addrs, int dest, int tag, MPI_Comm comm, MPI_Request *req, int *failed);
 
 #endif

@@ -279,7 +279,7 @@ func (l *Loader) checkHash(s int64, h uint64) error {
 // and receives those it is given: one message per source→destination
 // pair, receives pre-posted with the exact sizes from the records. It
 // returns the states of the samples this rank decodes, by input index.
-func (l *Loader) exchange(ctx context.Context, s int64, own []*slotState, in *plan.Input, pl *plan.Plan, bs *batchState) (map[int32]*slotState, error) {
+func (l *Loader) exchange(ctx context.Context, s int64, own []*slotState, in *plan.Input, pl *plan.Plan, bs *batchState) (_ map[int32]*slotState, err error) {
 	me, b := l.comm.Rank(), l.cfg.Batch
 	got := make(map[int32]*slotState, b)
 	for i, st := range own {
@@ -292,6 +292,15 @@ func (l *Loader) exchange(ctx context.Context, s int64, own []*slotState, in *pl
 	tag := int(s % 30000)
 	t0 := time.Now()
 	reqs := make([]*collective.Request, 0, len(sends)+len(recvs))
+	defer func() {
+		if err != nil {
+			// Requests a failed exchange leaves unwaited keep their
+			// buffers pinned. Collected while pinning, they would make
+			// the Go runtime panic, hiding this error, before the
+			// launcher's abort ends the job.
+			l.abandoned = append(l.abandoned, reqs...)
+		}
+	}()
 	bufs := make([][]byte, len(recvs))
 	l.mu.Lock()
 	for i, mv := range recvs {
@@ -306,25 +315,26 @@ func (l *Loader) exchange(ctx context.Context, s int64, own []*slotState, in *pl
 		reqs = append(reqs, r)
 	}
 	var sent, recvd int64
-	// Samples are sent where they lie: a message is its samples' data
-	// slices between headers written into one reused buffer (a rank sends
-	// at most its own B samples a step), joined by the MPI library.
-	hdr, parts := l.sendHdr[:0], l.sendParts[:0]
+	// Samples are sent where they lie: a message is its samples' large
+	// data slices between runs of headers and small members written into
+	// one reused buffer (a rank sends at most its own B samples a step),
+	// joined by the MPI library. Each message lays out its parts afresh:
+	// IsendParts keeps the bytes, not the list.
+	hdr, parts := l.sendHdr[:0], l.sendParts
 	for _, mv := range sends {
-		from := len(parts)
+		parts = parts[:0]
 		for _, k := range mv.Samples {
 			parts, hdr = appendWireParts(parts, hdr, own[int(k)-me*b].sample)
 			delete(got, k)
 		}
-		msg := parts[from:]
 		var n int64
-		for _, p := range msg {
+		for _, p := range parts {
 			n += int64(len(p))
 		}
 		if n != mv.Bytes {
 			return nil, fmt.Errorf("step %d: message to rank %d is %d bytes, the plan says %d", s, mv.Dst, n, mv.Bytes)
 		}
-		r, err := l.comm.IsendParts(msg, mv.Dst, tag)
+		r, err := l.comm.IsendParts(parts, mv.Dst, tag)
 		if err != nil {
 			// The requests started are left unwaited: the error ends
 			// the job (the loader fails, the launcher aborts MPI).
@@ -338,7 +348,7 @@ func (l *Loader) exchange(ctx context.Context, s int64, own []*slotState, in *pl
 	}
 	elapsed := time.Since(t0)
 	// Kept for the next step, without holding on to the samples sent.
-	clear(parts)
+	clear(parts[:cap(parts)])
 	l.sendHdr, l.sendParts = hdr, parts[:0]
 	for i, mv := range recvs {
 		// A pooled buffer holds an earlier message's bytes: a shorter

@@ -88,6 +88,9 @@ type Loader struct {
 	// a third off a 16-sample message's time (datahelix bench exchange).
 	sendHdr   []byte
 	sendParts [][]byte
+	// abandoned holds the requests of a failed exchange, never waited
+	// for, so that their pinned buffers stay reachable (see exchange).
+	abandoned []*collective.Request
 
 	mu        sync.Mutex
 	cond      *sync.Cond

@@ -40,20 +40,32 @@ func appendWire(dst []byte, s *decode.Sample) []byte {
 	return dst
 }
 
+// wireInlineBelow is the size under which appendWireParts copies a
+// member's data among the headers rather than sending it where it lies:
+// captions and JSON, whose copy costs less than a block of the message.
+const wireInlineBelow = 4 << 10
+
 // appendWireParts appends s in the exchange format to parts, as pieces
 // whose concatenation is the message: shard, key, member count, then each
 // member's name, extension and data, every field length-prefixed with a
 // minimal uvarint (readWire rejects overlong ones, so a message has one
-// encoding). The length prefixes and the short fields are written into
-// hdr, and the parts hold slices of it; member data is not copied, its
-// part is the member's own slice. It returns parts and hdr extended.
-// Neither hdr's bytes nor the data may change until the parts are sent.
+// encoding). The length prefixes, the short fields and data under
+// wireInlineBelow bytes are written into hdr, and the parts hold slices of
+// it; larger data is not copied, its part is the member's own slice. A
+// header run that follows the previous sample's in hdr extends its part.
+// It returns parts and hdr extended. Neither hdr's bytes nor the data may
+// change until the parts are sent.
 func appendWireParts(parts [][]byte, hdr []byte, s *decode.Sample) ([][]byte, []byte) {
 	str := func(b []byte, v string) []byte {
 		b = binary.AppendUvarint(b, uint64(len(v)))
 		return append(b, v...)
 	}
 	start := len(hdr)
+	if n := len(parts); n > 0 && start > 0 {
+		if last := parts[n-1]; len(last) > 0 && &last[len(last)-1] == &hdr[start-1] {
+			parts, start = parts[:n-1], start-len(last)
+		}
+	}
 	hdr = str(hdr, s.Shard)
 	hdr = str(hdr, s.Key)
 	hdr = binary.AppendUvarint(hdr, uint64(len(s.Members)))
@@ -61,7 +73,8 @@ func appendWireParts(parts [][]byte, hdr []byte, s *decode.Sample) ([][]byte, []
 		hdr = str(hdr, m.Name)
 		hdr = str(hdr, m.Ext)
 		hdr = binary.AppendUvarint(hdr, uint64(len(m.Data)))
-		if len(m.Data) == 0 {
+		if len(m.Data) < wireInlineBelow {
+			hdr = append(hdr, m.Data...)
 			continue
 		}
 		// The header run is cut here; if hdr grows into a new array

@@ -55,14 +55,23 @@ func TestWireRoundTrip(t *testing.T) {
 
 // TestWirePartsSendDataInPlace: the parts of several samples laid out
 // with one growing header buffer join into the samples' encodings one
-// after another, although the buffer moves as it grows, and every
-// non-empty member's data part is the member's own slice, not a copy.
+// after another, although the buffer moves as it grows; every member of
+// wireInlineBelow bytes or more is sent as its own slice, not a copy, and
+// the headers and small members between two of them go out as one part.
 func TestWirePartsSendDataInPlace(t *testing.T) {
+	big := func(key string) *decode.Sample {
+		return &decode.Sample{Shard: "s.tar", Key: key, Members: []decode.Member{
+			{Name: key + ".mp4", Ext: "mp4", Data: bytes.Repeat([]byte(key), wireInlineBelow)},
+			{Name: key + ".txt", Ext: "txt", Data: []byte("a caption")},
+			{Name: key + ".json", Ext: "json", Data: []byte{}},
+		}}
+	}
+	samples := append(wireSamples(), big("a"), big("b"), big("c"))
 	var parts [][]byte
 	var hdr []byte // no capacity: it is reallocated while parts point into it
 	var want []byte
 	for range 20 {
-		for _, s := range wireSamples() {
+		for _, s := range samples {
 			parts, hdr = appendWireParts(parts, hdr, s)
 			want = append(want, appendWire(nil, s)...)
 		}
@@ -70,20 +79,26 @@ func TestWirePartsSendDataInPlace(t *testing.T) {
 	if got := bytes.Join(parts, nil); !bytes.Equal(got, want) {
 		t.Fatalf("parts join to %d bytes that differ from the %d of the encodings", len(got), len(want))
 	}
-	ss := wireSamples()
-	parts, _ = appendWireParts(nil, nil, ss[0])
-	for _, m := range ss[0].Members {
-		found := false
-		for _, p := range parts {
-			found = found || (len(p) == len(m.Data) && &p[0] == &m.Data[0])
-		}
-		if !found {
-			t.Errorf("member %q: its data is not one of the parts as it lies", m.Name)
-		}
-	}
 	for i, p := range parts {
 		if len(p) == 0 {
 			t.Errorf("part %d is empty", i)
+		}
+	}
+
+	// Three samples, each with one large member: its header, then per
+	// sample the large data and the run of headers and small members up
+	// to the next large one.
+	abc := samples[len(samples)-3:]
+	parts, hdr = nil, make([]byte, 0, 1<<10)
+	for _, s := range abc {
+		parts, hdr = appendWireParts(parts, hdr, s)
+	}
+	if len(parts) != 1+2*len(abc) {
+		t.Fatalf("3 samples with one large member each: %d parts, want %d", len(parts), 1+2*len(abc))
+	}
+	for i, s := range abc {
+		if d := s.Members[0].Data; &parts[1+2*i][0] != &d[0] || len(parts[1+2*i]) != len(d) {
+			t.Errorf("sample %q: part %d is not its large member's data as it lies", s.Key, 1+2*i)
 		}
 	}
 }

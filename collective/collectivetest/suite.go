@@ -246,36 +246,49 @@ func checkAllToAll(c collective.Comm) error {
 	return c.WaitAll(reqs)
 }
 
-// partsCuts are the messages checkIsendParts sends, each a list of part
-// lengths: none, empty parts, one part, many small parts, and a large
-// message in uneven parts (the loader's header-then-data shape).
-var partsCuts = [][]int{
-	{},
-	{0, 0},
-	{0, 5, 0},
-	{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16},
-	{40, BigMessage / 2, 3, 0, BigMessage/2 - 100, 57},
+// partsMessages returns the parts of the messages checkIsendParts sends
+// from rank src to rank dst: no parts; empty parts; one part; many small
+// parts; a large message in uneven parts, each its own allocation; and
+// slices of one buffer out of address order, large and small (the loader's
+// shape: headers and data of several samples cut from a few buffers), the
+// buffer shared by three messages pending at once.
+func partsMessages(src, dst int) [][][]byte {
+	salt := 0
+	own := func(cut ...int) [][]byte {
+		parts := make([][]byte, len(cut))
+		for k, l := range cut {
+			// Each part its own allocation, as a sample's data is.
+			parts[k] = pattern(l, src, dst, 100+salt)
+			salt++
+		}
+		return parts
+	}
+	const k = 64 << 10
+	shared := pattern(4*k, src, dst, 99)
+	return [][][]byte{
+		nil,
+		own(0, 0),
+		own(0, 5, 0),
+		own(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16),
+		own(40, BigMessage/2, 3, 0, BigMessage/2-100, 57),
+		{shared[2*k : 3*k], shared[:k], shared[3*k:], shared[k : 2*k]},
+		{shared[k+7 : 3*k], own(9)[0], shared[:k+7]},
+		{shared[3:10], shared[1:2], shared[:1]},
+	}
 }
 
 // checkIsendParts sends each rank's right-hand neighbour every message of
-// partsCuts, cut from one pattern into parts that lie in different
-// buffers, between plain Isends on the same tag: each must arrive whole,
-// in order, in one exact-length Irecv.
+// partsMessage, between plain Isends on the same tag: each must arrive
+// whole, in order, in one exact-length Irecv.
 func checkIsendParts(c collective.Comm) error {
 	const tag = 14
 	n, me := c.Size(), c.Rank()
 	next, prev := (me+1)%n, (me+n-1)%n
-	total := func(cut []int) int {
-		t := 0
-		for _, l := range cut {
-			t += l
-		}
-		return t
-	}
+	in, out := partsMessages(prev, me), partsMessages(me, next)
 	var reqs []*collective.Request
 	var got [][]byte
-	for _, cut := range partsCuts {
-		for _, size := range []int{total(cut), 3} {
+	for _, parts := range in {
+		for _, size := range []int{len(bytes.Join(parts, nil)), 3} {
 			b := make([]byte, size)
 			r, err := c.Irecv(b, prev, tag)
 			if err != nil {
@@ -285,19 +298,15 @@ func checkIsendParts(c collective.Comm) error {
 			reqs = append(reqs, r)
 		}
 	}
-	for i, cut := range partsCuts {
-		whole := pattern(total(cut), me, next, 100+i)
-		parts := make([][]byte, len(cut))
-		off := 0
-		for k, l := range cut {
-			// Each part its own allocation, as a sample's data is.
-			parts[k] = append(make([]byte, 0, l), whole[off:off+l]...)
-			off += l
-		}
+	sent := make([]int, len(out))
+	for i, parts := range out {
+		sent[i] = len(bytes.Join(parts, nil))
 		r, err := c.IsendParts(parts, next, tag)
 		if err != nil {
 			return fmt.Errorf("message %d: %w", i, err)
 		}
+		// The list may be reused at once; the bytes may not.
+		clear(parts)
 		plain, err := c.Isend(pattern(3, me, next, 200+i), next, tag)
 		if err != nil {
 			return err
@@ -307,10 +316,10 @@ func checkIsendParts(c collective.Comm) error {
 	if err := c.WaitAll(reqs); err != nil {
 		return err
 	}
-	for i, cut := range partsCuts {
-		want := pattern(total(cut), prev, me, 100+i)
+	for i, parts := range in {
+		want := bytes.Join(parts, nil)
 		if !bytes.Equal(got[2*i], want) {
-			return fmt.Errorf("message %d (%d parts, %d bytes) from rank %d differs", i, len(cut), len(want), prev)
+			return fmt.Errorf("message %d (%d parts, %d bytes) from rank %d differs", i, len(parts), len(want), prev)
 		}
 		if l := reqs[2*i].Len(); l != len(want) {
 			return fmt.Errorf("message %d from rank %d: Len %d, want %d", i, prev, l, len(want))
@@ -318,15 +327,16 @@ func checkIsendParts(c collective.Comm) error {
 		if !bytes.Equal(got[2*i+1], pattern(3, prev, me, 200+i)) {
 			return fmt.Errorf("the plain message after message %d from rank %d differs: order lost", i, prev)
 		}
-	}
-	// The sends report the bytes they sent.
-	for i, cut := range partsCuts {
-		if l := reqs[2*len(partsCuts)+2*i].Len(); l != total(cut) {
-			return fmt.Errorf("message %d: send Len %d, want %d", i, l, total(cut))
+		// The sends report the bytes they sent.
+		if l := reqs[2*len(in)+2*i].Len(); l != sent[i] {
+			return fmt.Errorf("message %d: send Len %d, want %d", i, l, sent[i])
 		}
 	}
-	if _, err := c.IsendParts([][]byte{{1}, {2}}, n, tag); !errors.Is(err, collective.ErrRank) {
-		return fmt.Errorf("IsendParts to rank %d: got %v, want an error wrapping ErrRank", n, err)
+	// Both ways of sending, joined and in place, check the rank.
+	for _, parts := range [][][]byte{{{1}, {2}}, partsMessages(me, next)[4]} {
+		if _, err := c.IsendParts(parts, n, tag); !errors.Is(err, collective.ErrRank) {
+			return fmt.Errorf("IsendParts of %d parts to rank %d: got %v, want an error wrapping ErrRank", len(parts), n, err)
+		}
 	}
 	return nil
 }
