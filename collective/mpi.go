@@ -496,7 +496,8 @@ const (
 // message of at least joinTotalBelow bytes in parts of joinPartBelow bytes
 // on average is not copied: an hindexed datatype points at each part where
 // it lies, and the parts stay pinned until WaitAll completes the request.
-// A smaller or more finely cut one is joined into a new buffer and sent.
+// A smaller or more finely cut one is joined into a new buffer and sent. A
+// single non-empty part is sent as it is, whatever its size.
 func (w *World) IsendParts(parts [][]byte, dest, tag int) (*Request, error) {
 	var total, n int
 	for _, p := range parts {

@@ -294,7 +294,7 @@ func (l *Loader) exchange(ctx context.Context, s int64, own []*slotState, in *pl
 	reqs := make([]*collective.Request, 0, len(sends)+len(recvs))
 	defer func() {
 		if err != nil {
-			// Requests a failed exchange leaves unwaited keep their
+			// Requests a failed exchange may leave pending keep their
 			// buffers pinned. Collected while pinning, they would make
 			// the Go runtime panic, hiding this error, before the
 			// launcher's abort ends the job.
@@ -319,7 +319,8 @@ func (l *Loader) exchange(ctx context.Context, s int64, own []*slotState, in *pl
 	// data slices between runs of headers and small members written into
 	// one reused buffer (a rank sends at most its own B samples a step),
 	// joined by the MPI library. Each message lays out its parts afresh:
-	// IsendParts keeps the bytes, not the list.
+	// IsendParts keeps the bytes, not the list, and appendWireParts may
+	// extend the list's last part, which must be this message's.
 	hdr, parts := l.sendHdr[:0], l.sendParts
 	for _, mv := range sends {
 		parts = parts[:0]

@@ -15,10 +15,11 @@ import (
 // errInjected is the send failure failingSends injects.
 var errInjected = errors.New("injected send failure")
 
-// failingSends is a communicator whose IsendParts fails, counting the
-// receives started since the last WaitAll.
+// failingSends is a communicator whose IsendParts fails after its first
+// pass calls, counting the receives started since the last WaitAll.
 type failingSends struct {
 	collective.Comm
+	pass  int
 	recvs int
 }
 
@@ -33,20 +34,25 @@ func (c *failingSends) WaitAll(reqs []*collective.Request) error {
 }
 
 func (c *failingSends) IsendParts(parts [][]byte, dest, tag int) (*collective.Request, error) {
+	if c.pass > 0 {
+		c.pass--
+		return c.Comm.IsendParts(parts, dest, tag)
+	}
 	return nil, errInjected
 }
 
 // TestFailedExchangeKeepsItsRequests: when a send fails, the exchange
-// fails naming the step and the rank it sent to, and the loader keeps the
-// receives it had started, never waited for, so that their buffers, which
-// MPI holds pinned, stay reachable until the job ends.
+// fails naming the rank it sent to, and the loader keeps the receives that
+// exchange had started, never waited for, so that their buffers, which MPI
+// holds pinned, stay reachable until the job ends; and none of an earlier,
+// successful exchange.
 func TestFailedExchangeKeepsItsRequests(t *testing.T) {
 	data := gentest.Tiny(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var abandoned, started int
 	errs := collective.RunLocal(ctx, 2, func(ctx context.Context, c collective.Comm) error {
-		fc := &failingSends{Comm: c}
+		fc := &failingSends{Comm: c, pass: 1}
 		ds, err := decode.OpenDataset(data, t.TempDir())
 		if err != nil {
 			return err

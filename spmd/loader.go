@@ -81,15 +81,18 @@ type Loader struct {
 	cpuAt int64
 	first int64 // first step this loader delivers (after a resume)
 	// sendHdr and sendParts are reused for every step's outgoing
-	// messages: the samples' headers, and the parts (headers and sample
-	// data) IsendParts sends. Only the control loop uses them, and a
-	// step's sends complete before it lays out the next step's. Sending
-	// the data where it lies, rather than packed into a send buffer, took
-	// a third off a 16-sample message's time (datahelix bench exchange).
+	// messages: sendHdr the samples' headers and their members under
+	// wireInlineBelow bytes (it keeps the size of the largest step's),
+	// sendParts the parts (header runs and large members' data) that
+	// IsendParts sends. Only the control loop uses them, and a step's
+	// sends complete before it lays out the next step's. Sending the data
+	// where it lies, rather than packed into a send buffer, took a third
+	// off a 16-sample message's time (datahelix bench exchange).
 	sendHdr   []byte
 	sendParts [][]byte
-	// abandoned holds the requests of a failed exchange, never waited
-	// for, so that their pinned buffers stay reachable (see exchange).
+	// abandoned holds the requests of a failed exchange, some perhaps
+	// still pending, so that their pinned buffers stay reachable (see
+	// exchange).
 	abandoned []*collective.Request
 
 	mu        sync.Mutex

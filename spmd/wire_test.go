@@ -66,7 +66,13 @@ func TestWirePartsSendDataInPlace(t *testing.T) {
 			{Name: key + ".json", Ext: "json", Data: []byte{}},
 		}}
 	}
-	samples := append(wireSamples(), big("a"), big("b"), big("c"))
+	// A sample whose large member comes last ends on a data part, not a
+	// header run, which the next sample's header must not be merged into.
+	last := &decode.Sample{Shard: "s.tar", Key: "z", Members: []decode.Member{
+		{Name: "z.txt", Ext: "txt", Data: []byte("cap")},
+		{Name: "z.mp4", Ext: "mp4", Data: bytes.Repeat([]byte("z"), wireInlineBelow)},
+	}}
+	samples := append(wireSamples(), big("a"), last, big("b"), last, last, big("c"))
 	var parts [][]byte
 	var hdr []byte // no capacity: it is reallocated while parts point into it
 	var want []byte
@@ -88,7 +94,7 @@ func TestWirePartsSendDataInPlace(t *testing.T) {
 	// Three samples, each with one large member: its header, then per
 	// sample the large data and the run of headers and small members up
 	// to the next large one.
-	abc := samples[len(samples)-3:]
+	abc := []*decode.Sample{big("a"), big("b"), big("c")}
 	parts, hdr = nil, make([]byte, 0, 1<<10)
 	for _, s := range abc {
 		parts, hdr = appendWireParts(parts, hdr, s)
