@@ -49,6 +49,32 @@ type World struct {
 	dups      []*World     // communicators duplicated from root, freed at Finalize
 	lastYield atomic.Int64 // monotonic ns of the last scheduling point, see enter
 	policy    atomic.Int32 // a WaitPolicy
+
+	// live holds the requests started and not yet completed by WaitAll.
+	// MPI may still read or write their buffers, so they must stay pinned
+	// and reachable even when a failing caller drops a request: a
+	// collected Pinner that still pins makes the Go runtime panic.
+	liveMu sync.Mutex
+	live   map[*mpiReq]struct{}
+}
+
+// hold keeps r's buffers pinned and reachable until WaitAll completes it.
+func (w *World) hold(r *mpiReq) {
+	r.owner = w
+	w.liveMu.Lock()
+	if w.live == nil {
+		w.live = make(map[*mpiReq]struct{})
+	}
+	w.live[r] = struct{}{}
+	w.liveMu.Unlock()
+}
+
+// release ends hold for a completed request, on the World that started
+// it.
+func (r *mpiReq) release() {
+	r.owner.liveMu.Lock()
+	delete(r.owner.live, r)
+	r.owner.liveMu.Unlock()
 }
 
 // yieldEvery bounds the time between scheduling points of a goroutine that
@@ -470,6 +496,7 @@ type mpiReq struct {
 	handle *C.MPI_Request
 	pin    runtime.Pinner
 	recv   bool
+	owner  *World // that started it and holds it until it completes
 }
 
 // Isend starts MPI_Isend; buf stays pinned until WaitAll completes it.
@@ -558,6 +585,7 @@ func (w *World) IsendParts(parts [][]byte, dest, tag int) (*Request, error) {
 		r.mpi.pin.Unpin()
 		return nil, err
 	}
+	w.hold(r.mpi)
 	return r, nil
 }
 
@@ -597,6 +625,7 @@ func (w *World) start(buf []byte, peer, tag int, recv bool) (*Request, error) {
 	if !recv {
 		r.n = len(buf)
 	}
+	w.hold(r.mpi)
 	return r, nil
 }
 
@@ -656,6 +685,7 @@ func (w *World) WaitAll(reqs []*Request) error {
 			r.n = int(n)
 		}
 		r.mpi.pin.Unpin()
+		r.mpi.release()
 	}
 	return firstErr(reqs)
 }

@@ -279,7 +279,7 @@ func (l *Loader) checkHash(s int64, h uint64) error {
 // and receives those it is given: one message per source→destination
 // pair, receives pre-posted with the exact sizes from the records. It
 // returns the states of the samples this rank decodes, by input index.
-func (l *Loader) exchange(ctx context.Context, s int64, own []*slotState, in *plan.Input, pl *plan.Plan, bs *batchState) (_ map[int32]*slotState, err error) {
+func (l *Loader) exchange(ctx context.Context, s int64, own []*slotState, in *plan.Input, pl *plan.Plan, bs *batchState) (map[int32]*slotState, error) {
 	me, b := l.comm.Rank(), l.cfg.Batch
 	got := make(map[int32]*slotState, b)
 	for i, st := range own {
@@ -292,15 +292,6 @@ func (l *Loader) exchange(ctx context.Context, s int64, own []*slotState, in *pl
 	tag := int(s % 30000)
 	t0 := time.Now()
 	reqs := make([]*collective.Request, 0, len(sends)+len(recvs))
-	defer func() {
-		if err != nil {
-			// Requests a failed exchange may leave pending keep their
-			// buffers pinned. Collected while pinning, they would make
-			// the Go runtime panic, hiding this error, before the
-			// launcher's abort ends the job.
-			l.abandoned = append(l.abandoned, reqs...)
-		}
-	}()
 	bufs := make([][]byte, len(recvs))
 	l.mu.Lock()
 	for i, mv := range recvs {

@@ -90,10 +90,6 @@ type Loader struct {
 	// off a 16-sample message's time (datahelix bench exchange).
 	sendHdr   []byte
 	sendParts [][]byte
-	// abandoned holds the requests of a failed exchange, some perhaps
-	// still pending, so that their pinned buffers stay reachable (see
-	// exchange).
-	abandoned []*collective.Request
 
 	mu        sync.Mutex
 	cond      *sync.Cond

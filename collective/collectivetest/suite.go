@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
+	"time"
 
 	"github.com/datahelix/datahelix/collective"
 )
@@ -42,6 +44,7 @@ func RunLogged(c collective.Comm, log io.Writer) error {
 		{"all-to-all isend/irecv", checkAllToAll},
 		{"non-overtaking order", checkOrder},
 		{"gathered isend (IsendParts)", checkIsendParts},
+		{"requests dropped before WaitAll", checkDroppedRequests},
 		{"invalid rank", checkInvalidRank},
 		{"dup: concurrent collectives", checkDup},
 	}
@@ -337,6 +340,53 @@ func checkIsendParts(c collective.Comm) error {
 		if _, err := c.IsendParts(parts, n, tag); !errors.Is(err, collective.ErrRank) {
 			return fmt.Errorf("IsendParts of %d parts to rank %d: got %v, want an error wrapping ErrRank", len(parts), n, err)
 		}
+	}
+	return nil
+}
+
+// checkDroppedRequests drops a receive and a gathered send to itself
+// without waiting for them, as a caller that fails midway does, runs the
+// garbage collector, and then completes both transfers from the other
+// side: the buffers MPI still uses must stay in place (a World keeps such
+// requests; a pinned buffer whose request is collected makes the Go
+// runtime panic), and the gathered send must arrive whole.
+func checkDroppedRequests(c collective.Comm) error {
+	const tag, size = 15, 1 << 20
+	me := c.Rank()
+	gc := func() {
+		for range 3 {
+			runtime.GC()
+			time.Sleep(5 * time.Millisecond) // finalizers run meanwhile
+		}
+	}
+	start := func() error { // its requests are dropped when it returns
+		if _, err := c.Irecv(make([]byte, size), me, tag); err != nil {
+			return err
+		}
+		whole := pattern(size, me, me, 2)
+		parts := [][]byte{append([]byte(nil), whole[:size/2]...), append([]byte(nil), whole[size/2:]...)}
+		_, err := c.IsendParts(parts, me, tag+1)
+		return err
+	}
+	if err := start(); err != nil {
+		return err
+	}
+	gc()
+	send, err := c.Isend(pattern(size, me, me, 1), me, tag)
+	if err != nil {
+		return err
+	}
+	got := make([]byte, size)
+	recv, err := c.Irecv(got, me, tag+1)
+	if err != nil {
+		return err
+	}
+	if err := c.WaitAll([]*collective.Request{send, recv}); err != nil {
+		return err
+	}
+	gc()
+	if !bytes.Equal(got, pattern(size, me, me, 2)) {
+		return errors.New("the dropped gathered send delivered other bytes")
 	}
 	return nil
 }
