@@ -328,8 +328,9 @@ func (l *Loader) exchange(ctx context.Context, s int64, own []*slotState, in *pl
 		}
 		r, err := l.comm.IsendParts(parts, mv.Dst, tag)
 		if err != nil {
-			// The requests started are left unwaited: the error ends
-			// the job (the loader fails, the launcher aborts MPI).
+			// The requests started are left unwaited (the communicator
+			// keeps their buffers): the error ends the job (the loader
+			// fails, the launcher aborts MPI).
 			return nil, fmt.Errorf("step %d: send to rank %d: %w", s, mv.Dst, err)
 		}
 		reqs = append(reqs, r)

@@ -21,11 +21,11 @@ type ExchangeStats struct {
 // times, through the loader's exchange path — samples laid out in the wire
 // format as one message, their data sent where it lies (IsendParts), a
 // receive pre-posted with the exact length, the message unpacked into
-// samples on arrival — and through bare
-// non-blocking sends and receives of the same bytes, alternating the two
-// so that a noisy machine disturbs both alike. Each message is
-// acknowledged, so a round is a whole transfer. Every rank of comm must
-// call it; ranks other than 0 and 1 only take part in the barriers.
+// samples on arrival — and through bare non-blocking sends and receives
+// of the same bytes, alternating the two so that a noisy machine disturbs
+// both alike. Each message is acknowledged, so a round is a whole
+// transfer. Every rank of comm must call it; ranks other than 0 and 1
+// only take part in the barriers.
 func MeasureExchange(comm collective.Comm, samples []*decode.Sample, rounds int) (ExchangeStats, error) {
 	if comm.Size() < 2 {
 		return ExchangeStats{}, fmt.Errorf("spmd: the exchange measurement needs 2 ranks, have %d", comm.Size())

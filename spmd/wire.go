@@ -54,8 +54,8 @@ const wireInlineBelow = 4 << 10
 // it; larger data is not copied, its part is the member's own slice. A
 // header run that follows the previous sample's in hdr extends its part,
 // so parts must hold this message's parts only. It returns parts and hdr
-// extended. Neither hdr's bytes nor the data may
-// change until the parts are sent.
+// extended. Neither hdr's bytes nor the data may change until the parts
+// are sent.
 func appendWireParts(parts [][]byte, hdr []byte, s *decode.Sample) ([][]byte, []byte) {
 	str := func(b []byte, v string) []byte {
 		b = binary.AppendUvarint(b, uint64(len(v)))
