@@ -49,6 +49,7 @@ type World struct {
 	dups      []*World     // communicators duplicated from root, freed at Finalize
 	lastYield atomic.Int64 // monotonic ns of the last scheduling point, see enter
 	policy    atomic.Int32 // a WaitPolicy
+	parts     partsMode    // DATAHELIX_MPI_PARTS, read once at Init
 
 	// live holds the requests started and not yet completed by WaitAll.
 	// MPI may still read or write their buffers, so they must stay pinned
@@ -220,6 +221,9 @@ func (w *World) setup() error {
 		return err
 	}
 	w.policy.Store(int32(policy))
+	if w.parts, err = partsModeFromEnv(); err != nil {
+		return err
+	}
 	w.info = Info{
 		LocalRank:      int(lrank),
 		LocalSize:      int(lsize),
@@ -259,6 +263,7 @@ func (w *World) Dup() (Comm, error) {
 		calls: root.calls, root: root,
 	}
 	d.policy.Store(w.policy.Load())
+	d.parts = w.parts
 	var rc C.int
 	comm := new(C.MPI_Comm)
 	if err := w.do(func() {
@@ -519,12 +524,47 @@ const (
 	joinPartBelow  = 8 << 10  // mean bytes per part
 )
 
+// partsMode is how IsendParts sends a message of several parts, from
+// DATAHELIX_MPI_PARTS.
+type partsMode int32
+
+const (
+	partsAuto    partsMode = iota // in place when large, by the sizes above
+	partsJoin                     // always joined into one buffer
+	partsInPlace                  // always in place
+)
+
+// String names the mode as DATAHELIX_MPI_PARTS spells it.
+func (m partsMode) String() string {
+	return [...]string{"auto", "join", "inplace"}[m]
+}
+
+// partsModeFromEnv reads DATAHELIX_MPI_PARTS: auto (or unset), join or
+// inplace. Transports differ in how they send a derived datatype (a
+// network library may pack it where it would send a contiguous buffer
+// without a copy), so a cluster can measure both with datahelix bench
+// exchange and pick.
+func partsModeFromEnv() (partsMode, error) {
+	switch v := os.Getenv("DATAHELIX_MPI_PARTS"); v {
+	case "", "auto":
+		return partsAuto, nil
+	case "join":
+		return partsJoin, nil
+	case "inplace":
+		return partsInPlace, nil
+	default:
+		return partsAuto, fmt.Errorf("collective: DATAHELIX_MPI_PARTS=%q: want auto, join or inplace", v)
+	}
+}
+
 // IsendParts starts one MPI_Isend of the concatenation of parts. A
 // message of at least joinTotalBelow bytes in parts of joinPartBelow bytes
 // on average is not copied: an hindexed datatype points at each part where
 // it lies, and the parts stay pinned until WaitAll completes the request.
 // A smaller or more finely cut one is joined into a new buffer and sent. A
 // single non-empty part is sent as it is, whatever its size.
+// DATAHELIX_MPI_PARTS=join or inplace makes every message of several
+// parts go one way.
 func (w *World) IsendParts(parts [][]byte, dest, tag int) (*Request, error) {
 	var total, n int
 	for _, p := range parts {
@@ -544,7 +584,7 @@ func (w *World) IsendParts(parts [][]byte, dest, tag int) (*Request, error) {
 		}
 		return w.Isend(nil, dest, tag)
 	}
-	if total < joinTotalBelow || total < n*joinPartBelow {
+	if w.parts == partsJoin || w.parts == partsAuto && (total < joinTotalBelow || total < n*joinPartBelow) {
 		return w.Isend(bytes.Join(parts, nil), dest, tag)
 	}
 	if dest < 0 || dest >= w.size {

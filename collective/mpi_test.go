@@ -46,7 +46,7 @@ func worker(mode string) int {
 			fmt.Fprintln(os.Stderr, "FAIL:", err)
 			return 1
 		}
-		fmt.Printf("rank %d/%d ok %s multiple=%v wait=%v\n", w.Rank(), w.Size(), w.Info().Library, w.Info().ThreadMultiple, w.WaitPolicy())
+		fmt.Printf("rank %d/%d ok %s multiple=%v wait=%v parts=%s\n", w.Rank(), w.Size(), w.Info().Library, w.Info().ThreadMultiple, w.WaitPolicy(), collective.PartsModeOf(w))
 	case "latency":
 		if err := latencyWorker(w); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -141,6 +141,36 @@ func TestMPIConformance(t *testing.T) {
 				t.Errorf("output lacks %q:\n%s", want, out)
 			}
 		})
+	}
+}
+
+// TestMPIPartsModes runs the conformance suite with each way of sending
+// a message of several parts forced by DATAHELIX_MPI_PARTS, and checks a
+// value it does not know ends the job naming the variable.
+func TestMPIPartsModes(t *testing.T) {
+	requireMPIRun(t)
+	for _, mode := range []string{"join", "inplace"} {
+		t.Run(mode, func(t *testing.T) {
+			out, err, _ := mpirun(t, 2, "conformance", 3*time.Minute, "DATAHELIX_MPI_PARTS="+mode)
+			if err != nil {
+				t.Fatalf("mpirun -np 2: %v\n%s", err, out)
+			}
+			for r := 0; r < 2; r++ {
+				if want := fmt.Sprintf("rank %d/2 ok", r); !strings.Contains(out, want) {
+					t.Errorf("output lacks %q:\n%s", want, out)
+				}
+			}
+			if want := "parts=" + mode; !strings.Contains(out, want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		})
+	}
+	out, err, _ := mpirun(t, 2, "conformance", 2*time.Minute, "DATAHELIX_MPI_PARTS=bogus")
+	if err == nil {
+		t.Fatalf("DATAHELIX_MPI_PARTS=bogus: the job succeeded:\n%s", out)
+	}
+	if want := `DATAHELIX_MPI_PARTS="bogus": want auto, join or inplace`; !strings.Contains(out, want) {
+		t.Errorf("DATAHELIX_MPI_PARTS=bogus: output lacks %q:\n%s", want, out)
 	}
 }
 
