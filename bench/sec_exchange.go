@@ -210,7 +210,11 @@ func exchangeSection(ctx context.Context, _ *SectionEnv) (*Section, error) {
 		}
 		rows = append(rows, row)
 	}
-	return exchangeTable(rows, re.Cores), nil
+	s := exchangeTable(rows, re.Cores)
+	if v, ok := os.LookupEnv("DATAHELIX_MPI_PARTS"); ok {
+		s.Note += fmt.Sprintf("; DATAHELIX_MPI_PARTS=%s was set in the environment", v)
+	}
+	return s, nil
 }
 
 // exchangeTable builds the section; the ratios to the raw C reference are
