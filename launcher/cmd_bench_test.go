@@ -110,7 +110,7 @@ func TestBenchExchangeUnderMPIRun(t *testing.T) {
 	}
 	// Three samples of the tiny dataset's first shard: more than their
 	// member names and some media bytes.
-	if r.Samples != 3 || r.Messages != 5 || r.Bytes < 3*100 || r.ExchangeUSPer <= 0 || r.BareUSPer <= 0 {
+	if r.Samples != 3 || r.Messages != 5 || r.Bytes < 3*100 || r.ExchangeUSPer <= 0 || r.PackedUSPer <= 0 || r.BareUSPer <= 0 {
 		t.Errorf("result %+v", r)
 	}
 	// The figures are rounded (µs to 0.01, MB/s to 0.1, the ratio to
@@ -119,12 +119,19 @@ func TestBenchExchangeUnderMPIRun(t *testing.T) {
 	if !near(r.ExchangeMBps, float64(r.Bytes)/r.ExchangeUSPer) || !near(r.BareMBps, float64(r.Bytes)/r.BareUSPer) {
 		t.Errorf("MB/s %v and %v do not follow from %d bytes in %v and %v µs", r.ExchangeMBps, r.BareMBps, r.Bytes, r.ExchangeUSPer, r.BareUSPer)
 	}
+	if !near(r.PackedMBps, float64(r.Bytes)/r.PackedUSPer) {
+		t.Errorf("MB/s %v does not follow from %d bytes in %v µs", r.PackedMBps, r.Bytes, r.PackedUSPer)
+	}
 	if !near(r.ExchangeOnBare, r.ExchangeUSPer/r.BareUSPer) {
 		t.Errorf("exchange over bare %v, want %v", r.ExchangeOnBare, r.ExchangeUSPer/r.BareUSPer)
 	}
+	if !near(r.ExchangeOnPacked, r.ExchangeUSPer/r.PackedUSPer) {
+		t.Errorf("exchange over packed %v, want %v", r.ExchangeOnPacked, r.ExchangeUSPer/r.PackedUSPer)
+	}
 	// The rounding itself is bench's (TestNewGoExchangeRounds); here,
 	// that the printed line carries it.
-	for _, v := range []float64{r.ExchangeUSPer * 100, r.BareUSPer * 100, r.ExchangeMBps * 10, r.BareMBps * 10, r.ExchangeOnBare * 1000} {
+	for _, v := range []float64{r.ExchangeUSPer * 100, r.PackedUSPer * 100, r.BareUSPer * 100, r.ExchangeMBps * 10, r.PackedMBps * 10, r.BareMBps * 10,
+		r.ExchangeOnBare * 1000, r.ExchangeOnPacked * 1000} {
 		if math.Abs(v-math.Round(v)) > 1e-6 {
 			t.Errorf("JSON line %s: figures are not rounded", lines[len(lines)-1])
 			break

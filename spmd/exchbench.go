@@ -13,19 +13,31 @@ import (
 type ExchangeStats struct {
 	Bytes    int64         // bytes of one message
 	Messages int           // messages timed per path
-	Exchange time.Duration // through the exchange path: pack, send, receive, unpack
+	Exchange time.Duration // through the exchange path: lay out, send in place, receive, unpack
+	Packed   time.Duration // the same, the samples packed into one send buffer first
 	Bare     time.Duration // the same bytes with bare Isend/Irecv
 }
+
+// exchangePath is one way MeasureExchange moves a message.
+type exchangePath int
+
+const (
+	pathExchange exchangePath = iota // the loader's: IsendParts of the wire layout
+	pathPacked                       // packed into a reused buffer, then Isend
+	pathBare                         // prepacked bytes, bare Isend/Irecv
+)
 
 // MeasureExchange times moving samples from rank 0 to rank 1, rounds
 // times, through the loader's exchange path — samples laid out in the wire
 // format as one message, their data sent where it lies (IsendParts), a
 // receive pre-posted with the exact length, the message unpacked into
-// samples on arrival — and through bare non-blocking sends and receives
-// of the same bytes, alternating the two so that a noisy machine disturbs
-// both alike. Each message is acknowledged, so a round is a whole
-// transfer. Every rank of comm must call it; ranks other than 0 and 1
-// only take part in the barriers.
+// samples on arrival — through the same path with the samples packed into
+// one reused send buffer first (as the loader did before it sent in
+// place), and through bare non-blocking sends and receives of the same
+// bytes, taking the three in turn so that a noisy machine disturbs them
+// alike. Each message is acknowledged, so a round is a whole transfer.
+// Every rank of comm must call it; ranks other than 0 and 1 only take
+// part in the barriers.
 func MeasureExchange(comm collective.Comm, samples []*decode.Sample, rounds int) (ExchangeStats, error) {
 	if comm.Size() < 2 {
 		return ExchangeStats{}, fmt.Errorf("spmd: the exchange measurement needs 2 ranks, have %d", comm.Size())
@@ -40,21 +52,29 @@ func MeasureExchange(comm collective.Comm, samples []*decode.Sample, rounds int)
 	recvBuf := make([]byte, size)
 	var hdr []byte // reused, as the loader reuses its header buffer
 	var parts [][]byte
+	sendBuf := make([]byte, 0, size) // reused, as the loader reused its send buffer
 	pool := newRxPool(rxPoolLimit)
 	// one moves one message from rank 0 to rank 1 and back an ack.
-	one := func(pack bool, packed []byte) error {
+	one := func(path exchangePath, packed []byte) error {
 		var reqs []*collective.Request
 		switch me {
 		case 0:
 			var r *collective.Request
 			var err error
-			if pack {
+			switch path {
+			case pathExchange:
 				hdr, parts = hdr[:0], parts[:0]
 				for _, s := range samples {
 					parts, hdr = appendWireParts(parts, hdr, s)
 				}
 				r, err = comm.IsendParts(parts, 1, 7)
-			} else {
+			case pathPacked:
+				msg := sendBuf[:0]
+				for _, s := range samples {
+					msg = appendWire(msg, s)
+				}
+				r, err = comm.Isend(msg, 1, 7)
+			default:
 				r, err = comm.Isend(packed, 1, 7)
 			}
 			if err != nil {
@@ -67,7 +87,8 @@ func MeasureExchange(comm collective.Comm, samples []*decode.Sample, rounds int)
 			reqs = append(reqs, r, a)
 		case 1:
 			buf := recvBuf
-			if pack {
+			unpack := path != pathBare
+			if unpack {
 				// The loader receives into a buffer of its pool, given
 				// back once the samples unpacked from it, which alias
 				// it, are decoded.
@@ -80,7 +101,7 @@ func MeasureExchange(comm collective.Comm, samples []*decode.Sample, rounds int)
 			if err := comm.WaitAll([]*collective.Request{r}); err != nil {
 				return err
 			}
-			if pack {
+			if unpack {
 				if r.Len() != len(buf) {
 					return fmt.Errorf("spmd: exchange measurement: received %d bytes, want %d", r.Len(), len(buf))
 				}
@@ -105,19 +126,18 @@ func MeasureExchange(comm collective.Comm, samples []*decode.Sample, rounds int)
 	for _, s := range samples {
 		packed = appendWire(packed, s)
 	}
+	times := [...]*time.Duration{pathExchange: &st.Exchange, pathPacked: &st.Packed, pathBare: &st.Bare}
 	for i := -2; i < rounds; i++ { // two untimed warm-up rounds
-		for _, pack := range []bool{true, false} {
+		for _, path := range []exchangePath{pathExchange, pathPacked, pathBare} {
 			if err := comm.Barrier(); err != nil {
 				return st, err
 			}
 			t0 := time.Now()
-			if err := one(pack, packed); err != nil {
+			if err := one(path, packed); err != nil {
 				return st, err
 			}
-			if i >= 0 && pack {
-				st.Exchange += time.Since(t0)
-			} else if i >= 0 {
-				st.Bare += time.Since(t0)
+			if i >= 0 {
+				*times[path] += time.Since(t0)
 			}
 		}
 	}
