@@ -52,6 +52,9 @@ type GoExchange struct {
 	BareMBps         float64 `json:"bare_mb_per_s"`
 	ExchangeOnBare   float64 `json:"exchange_over_bare"`
 	ExchangeOnPacked float64 `json:"exchange_over_packed"`
+	// Parts is how the exchange path's IsendParts sent: auto, join or
+	// inplace (DATAHELIX_MPI_PARTS), or in-process (--ranks: a copy).
+	Parts string `json:"parts,omitempty"`
 }
 
 // NewGoExchange turns what spmd.MeasureExchange measured with messages
@@ -155,8 +158,9 @@ func compileExchangeRaw(ctx context.Context, dir string) (string, error) {
 }
 
 // exchangeSection times moving K samples of the default dataset's first
-// shard from rank 0 to rank 1 through the loader's exchange path and
-// through bare Go sends (datahelix bench exchange, one mpirun job), and
+// shard from rank 0 to rank 1 through the loader's exchange path, the
+// same path packing the samples first, and bare Go sends (datahelix bench
+// exchange, one mpirun job), and
 // the same bytes through the raw C reference (another job), alternating
 // the jobs and keeping each path's fastest.
 func exchangeSection(ctx context.Context, _ *SectionEnv) (*Section, error) {
@@ -252,7 +256,7 @@ func exchangeTable(rows []exchangeRow, cores int) *Section {
 		}
 		last := rows[n-1]
 		s.Headline = fmt.Sprintf("Go exchange path %.2fx and bare Go sends %.2fx the time of raw C MPI at %d samples (%.2f MB); worst over sizes %.2fx and %.2fx; "+
-			"sending in place takes %.2fx the time of packing first",
+			"the exchange path takes %.2fx the time of packing first",
 			s.Rows[n-1][8], s.Rows[n-1][9], last.samples, float64(last.g.Bytes)/1e6, hi, bare, s.Rows[n-1][13])
 	}
 	return s

@@ -111,7 +111,7 @@ func TestExchangeTable(t *testing.T) {
 		}
 	}
 	if want := "Go exchange path 4.00x and bare Go sends 1.50x the time of raw C MPI at 4 samples (1.00 MB); worst over sizes 6.00x and 2.00x; " +
-		"sending in place takes 0.50x the time of packing first"; s.Headline != want {
+		"the exchange path takes 0.50x the time of packing first"; s.Headline != want {
 		t.Errorf("headline %q, want %q", s.Headline, want)
 	}
 }

@@ -9,7 +9,6 @@ package collective
 import "C"
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 	"os"
@@ -50,6 +49,7 @@ type World struct {
 	lastYield atomic.Int64 // monotonic ns of the last scheduling point, see enter
 	policy    atomic.Int32 // a WaitPolicy
 	parts     partsMode    // DATAHELIX_MPI_PARTS, read once at Init
+	joins     joinBufs     // the buffers IsendParts joins messages into
 
 	// live holds the requests started and not yet completed by WaitAll.
 	// MPI may still read or write their buffers, so they must stay pinned
@@ -71,11 +71,15 @@ func (w *World) hold(r *mpiReq) {
 }
 
 // release ends hold for a completed request, on the World that started
-// it.
+// it, and gives back the buffer IsendParts joined its message into.
 func (r *mpiReq) release() {
 	r.owner.liveMu.Lock()
 	delete(r.owner.live, r)
 	r.owner.liveMu.Unlock()
+	if r.joined != nil {
+		r.owner.joins.put(r.joined)
+		r.joined = nil
+	}
 }
 
 // yieldEvery bounds the time between scheduling points of a goroutine that
@@ -502,6 +506,7 @@ type mpiReq struct {
 	pin    runtime.Pinner
 	recv   bool
 	owner  *World // that started it and holds it until it completes
+	joined []byte // the buffer IsendParts joined the message into, if any
 }
 
 // Isend starts MPI_Isend; buf stays pinned until WaitAll completes it.
@@ -534,6 +539,10 @@ const (
 	partsInPlace                  // always in place
 )
 
+// PartsMode names how IsendParts sends a message of several parts, as
+// DATAHELIX_MPI_PARTS spells it: auto, join or inplace.
+func (w *World) PartsMode() string { return w.parts.String() }
+
 // String names the mode as DATAHELIX_MPI_PARTS spells it.
 func (m partsMode) String() string {
 	return [...]string{"auto", "join", "inplace"}[m]
@@ -558,11 +567,12 @@ func partsModeFromEnv() (partsMode, error) {
 }
 
 // IsendParts starts one MPI_Isend of the concatenation of parts. A
-// message of at least joinTotalBelow bytes in parts of joinPartBelow bytes
-// on average is not copied: an hindexed datatype points at each part where
-// it lies, and the parts stay pinned until WaitAll completes the request.
-// A smaller or more finely cut one is joined into a new buffer and sent. A
-// single non-empty part is sent as it is, whatever its size.
+// message of at least joinTotalBelow bytes in parts of at least
+// joinPartBelow bytes on average is not copied: an hindexed datatype
+// points at each part where it lies, and the parts stay pinned until
+// WaitAll completes the request. A smaller or more finely cut one is
+// joined into a buffer, reused once WaitAll has completed its send, and
+// sent. A single non-empty part is sent as it is, whatever its size.
 // DATAHELIX_MPI_PARTS=join or inplace makes every message of several
 // parts go one way.
 func (w *World) IsendParts(parts [][]byte, dest, tag int) (*Request, error) {
@@ -585,7 +595,14 @@ func (w *World) IsendParts(parts [][]byte, dest, tag int) (*Request, error) {
 		return w.Isend(nil, dest, tag)
 	}
 	if w.parts == partsJoin || w.parts == partsAuto && (total < joinTotalBelow || total < n*joinPartBelow) {
-		return w.Isend(bytes.Join(parts, nil), dest, tag)
+		buf := w.joins.join(parts)
+		r, err := w.Isend(buf, dest, tag)
+		if err != nil {
+			w.joins.put(buf) // MPI did not take it
+			return nil, err
+		}
+		r.mpi.joined = buf
+		return r, nil
 	}
 	if dest < 0 || dest >= w.size {
 		return nil, fmt.Errorf("%w: peer rank %d not in [0,%d)", ErrRank, dest, w.size)
@@ -669,8 +686,8 @@ func (w *World) start(buf []byte, peer, tag int, recv bool) (*Request, error) {
 	return r, nil
 }
 
-// WaitAll completes the requests with MPI_Waitall and unpins their
-// buffers.
+// WaitAll completes the requests with MPI_Waitall, unpins their buffers
+// and ends the World's hold on them.
 func (w *World) WaitAll(reqs []*Request) error {
 	var pending []*Request
 	for _, r := range reqs {

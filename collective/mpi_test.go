@@ -46,7 +46,7 @@ func worker(mode string) int {
 			fmt.Fprintln(os.Stderr, "FAIL:", err)
 			return 1
 		}
-		fmt.Printf("rank %d/%d ok %s multiple=%v wait=%v parts=%s\n", w.Rank(), w.Size(), w.Info().Library, w.Info().ThreadMultiple, w.WaitPolicy(), collective.PartsModeOf(w))
+		fmt.Printf("rank %d/%d ok %s multiple=%v wait=%v parts=%s\n", w.Rank(), w.Size(), w.Info().Library, w.Info().ThreadMultiple, w.WaitPolicy(), w.PartsMode())
 	case "latency":
 		if err := latencyWorker(w); err != nil {
 			fmt.Fprintln(os.Stderr, err)

@@ -309,7 +309,8 @@ func (l *Loader) exchange(ctx context.Context, s int64, own []*slotState, in *pl
 	// Samples are sent where they lie: a message is its samples' large
 	// data slices between runs of headers and small members written into
 	// one reused buffer (a rank sends at most its own B samples a step),
-	// joined by the MPI library. Each message lays out its parts afresh:
+	// sent as one message by IsendParts (in place when large, see
+	// collective.World.IsendParts). Each message lays out its parts afresh:
 	// IsendParts keeps the bytes, not the list, and appendWireParts may
 	// extend the list's last part, which must be this message's.
 	hdr, parts := l.sendHdr[:0], l.sendParts

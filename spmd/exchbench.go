@@ -13,7 +13,7 @@ import (
 type ExchangeStats struct {
 	Bytes    int64         // bytes of one message
 	Messages int           // messages timed per path
-	Exchange time.Duration // through the exchange path: lay out, send in place, receive, unpack
+	Exchange time.Duration // through the exchange path: lay out, IsendParts, receive, unpack
 	Packed   time.Duration // the same, the samples packed into one send buffer first
 	Bare     time.Duration // the same bytes with bare Isend/Irecv
 }
@@ -29,13 +29,14 @@ const (
 
 // MeasureExchange times moving samples from rank 0 to rank 1, rounds
 // times, through the loader's exchange path — samples laid out in the wire
-// format as one message, their data sent where it lies (IsendParts), a
-// receive pre-posted with the exact length, the message unpacked into
-// samples on arrival — through the same path with the samples packed into
-// one reused send buffer first (as the loader did before it sent in
-// place), and through bare non-blocking sends and receives of the same
-// bytes, taking the three in turn so that a noisy machine disturbs them
-// alike. Each message is acknowledged, so a round is a whole transfer.
+// format as one message sent by IsendParts (their data where it lies,
+// unless the message is small or DATAHELIX_MPI_PARTS=join; in-process
+// ranks always copy), a receive pre-posted with the exact length, the
+// message unpacked into samples on arrival — through the same path with
+// the samples packed into one reused send buffer first (as the loader did
+// before it sent in place), and through bare non-blocking sends and
+// receives of the same bytes, taking the three in turn so that a noisy
+// machine disturbs them alike. Each message is acknowledged, so a round is a whole transfer.
 // Every rank of comm must call it; ranks other than 0 and 1 only take
 // part in the barriers.
 func MeasureExchange(comm collective.Comm, samples []*decode.Sample, rounds int) (ExchangeStats, error) {

@@ -30,12 +30,23 @@ func uvlen(x uint64) int {
 	return n
 }
 
-// appendWire appends s in the exchange format to dst, in one buffer; the
-// loader sends the same bytes without joining them (appendWireParts).
+// appendWire appends s in the exchange format (see appendWireParts) to
+// dst, in one buffer: the bytes the parts appendWireParts lays out join
+// into, which the tests hold the two to. The exchange measurement packs
+// with it.
 func appendWire(dst []byte, s *decode.Sample) []byte {
-	parts, _ := appendWireParts(nil, nil, s)
-	for _, p := range parts {
-		dst = append(dst, p...)
+	str := func(b []byte, v string) []byte {
+		b = binary.AppendUvarint(b, uint64(len(v)))
+		return append(b, v...)
+	}
+	dst = str(dst, s.Shard)
+	dst = str(dst, s.Key)
+	dst = binary.AppendUvarint(dst, uint64(len(s.Members)))
+	for _, m := range s.Members {
+		dst = str(dst, m.Name)
+		dst = str(dst, m.Ext)
+		dst = binary.AppendUvarint(dst, uint64(len(m.Data)))
+		dst = append(dst, m.Data...)
 	}
 	return dst
 }

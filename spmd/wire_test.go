@@ -128,10 +128,15 @@ func FuzzReadWire(f *testing.F) {
 		if err != nil {
 			return
 		}
-		// What parses must re-encode to the bytes it came from.
+		// What parses must re-encode to the bytes it came from, in one
+		// buffer and in parts.
 		again := appendWire(nil, s)
 		if !bytes.Equal(again, data[:len(data)-len(rest)]) {
 			t.Fatalf("re-encoding differs:\n%x\n%x", again, data[:len(data)-len(rest)])
+		}
+		parts, _ := appendWireParts(nil, nil, s)
+		if joined := bytes.Join(parts, nil); !bytes.Equal(joined, again) {
+			t.Fatalf("parts join to other bytes:\n%x\n%x", joined, again)
 		}
 	})
 }
