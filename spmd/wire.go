@@ -30,23 +30,36 @@ func uvlen(x uint64) int {
 	return n
 }
 
+// appendWireString appends v with its length as a minimal uvarint.
+func appendWireString(b []byte, v string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(v)))
+	return append(b, v...)
+}
+
+// appendSampleHead appends the fields of s before its members: shard,
+// key, member count.
+func appendSampleHead(b []byte, s *decode.Sample) []byte {
+	b = appendWireString(b, s.Shard)
+	b = appendWireString(b, s.Key)
+	return binary.AppendUvarint(b, uint64(len(s.Members)))
+}
+
+// appendMemberHead appends the fields of m before its data: name,
+// extension, data length.
+func appendMemberHead(b []byte, m decode.Member) []byte {
+	b = appendWireString(b, m.Name)
+	b = appendWireString(b, m.Ext)
+	return binary.AppendUvarint(b, uint64(len(m.Data)))
+}
+
 // appendWire appends s in the exchange format (see appendWireParts) to
 // dst, in one buffer: the bytes the parts appendWireParts lays out join
 // into, which the tests hold the two to. The exchange measurement packs
 // with it.
 func appendWire(dst []byte, s *decode.Sample) []byte {
-	str := func(b []byte, v string) []byte {
-		b = binary.AppendUvarint(b, uint64(len(v)))
-		return append(b, v...)
-	}
-	dst = str(dst, s.Shard)
-	dst = str(dst, s.Key)
-	dst = binary.AppendUvarint(dst, uint64(len(s.Members)))
+	dst = appendSampleHead(dst, s)
 	for _, m := range s.Members {
-		dst = str(dst, m.Name)
-		dst = str(dst, m.Ext)
-		dst = binary.AppendUvarint(dst, uint64(len(m.Data)))
-		dst = append(dst, m.Data...)
+		dst = append(appendMemberHead(dst, m), m.Data...)
 	}
 	return dst
 }
@@ -68,23 +81,15 @@ const wireInlineBelow = 4 << 10
 // extended. Neither hdr's bytes nor the data may change until the parts
 // are sent.
 func appendWireParts(parts [][]byte, hdr []byte, s *decode.Sample) ([][]byte, []byte) {
-	str := func(b []byte, v string) []byte {
-		b = binary.AppendUvarint(b, uint64(len(v)))
-		return append(b, v...)
-	}
 	start := len(hdr)
 	if n := len(parts); n > 0 && start > 0 {
 		if last := parts[n-1]; len(last) > 0 && &last[len(last)-1] == &hdr[start-1] {
 			parts, start = parts[:n-1], start-len(last)
 		}
 	}
-	hdr = str(hdr, s.Shard)
-	hdr = str(hdr, s.Key)
-	hdr = binary.AppendUvarint(hdr, uint64(len(s.Members)))
+	hdr = appendSampleHead(hdr, s)
 	for _, m := range s.Members {
-		hdr = str(hdr, m.Name)
-		hdr = str(hdr, m.Ext)
-		hdr = binary.AppendUvarint(hdr, uint64(len(m.Data)))
+		hdr = appendMemberHead(hdr, m)
 		if len(m.Data) < wireInlineBelow {
 			hdr = append(hdr, m.Data...)
 			continue
