@@ -121,25 +121,32 @@ func requireMPIRun(t *testing.T) {
 	}
 }
 
+// conformance runs the suite on np ranks with the environment setting
+// env and checks every rank passed and printed want.
+func conformance(t *testing.T, np int, env, want string) {
+	t.Helper()
+	out, err, _ := mpirun(t, np, "conformance", 3*time.Minute, env)
+	if err != nil {
+		t.Fatalf("mpirun -np %d: %v\n%s", np, err, out)
+	}
+	t.Logf("mpirun -np %d (%s build):\n%s", np, collective.Flavor(), out)
+	for r := 0; r < np; r++ {
+		if ok := fmt.Sprintf("rank %d/%d ok", r, np); !strings.Contains(out, ok) {
+			t.Errorf("output lacks %q:\n%s", ok, out)
+		}
+	}
+	if !strings.Contains(out, want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+}
+
 // TestMPIConformance runs the suite under both wait policies: blocking
 // MPI calls, and non-blocking ones polled with sleeps.
 func TestMPIConformance(t *testing.T) {
 	requireMPIRun(t)
 	for _, policy := range []string{"block", "sleep"} {
 		t.Run(policy, func(t *testing.T) {
-			out, err, _ := mpirun(t, 4, "conformance", 3*time.Minute, "DATAHELIX_MPI_WAIT="+policy)
-			if err != nil {
-				t.Fatalf("mpirun -np 4: %v\n%s", err, out)
-			}
-			t.Logf("mpirun -np 4 (%s build):\n%s", collective.Flavor(), out)
-			for r := 0; r < 4; r++ {
-				if want := fmt.Sprintf("rank %d/4 ok", r); !strings.Contains(out, want) {
-					t.Errorf("output lacks %q:\n%s", want, out)
-				}
-			}
-			if want := "wait=" + policy; !strings.Contains(out, want) {
-				t.Errorf("output lacks %q:\n%s", want, out)
-			}
+			conformance(t, 4, "DATAHELIX_MPI_WAIT="+policy, "wait="+policy)
 		})
 	}
 }
@@ -151,18 +158,7 @@ func TestMPIPartsModes(t *testing.T) {
 	requireMPIRun(t)
 	for _, mode := range []string{"join", "inplace"} {
 		t.Run(mode, func(t *testing.T) {
-			out, err, _ := mpirun(t, 2, "conformance", 3*time.Minute, "DATAHELIX_MPI_PARTS="+mode)
-			if err != nil {
-				t.Fatalf("mpirun -np 2: %v\n%s", err, out)
-			}
-			for r := 0; r < 2; r++ {
-				if want := fmt.Sprintf("rank %d/2 ok", r); !strings.Contains(out, want) {
-					t.Errorf("output lacks %q:\n%s", want, out)
-				}
-			}
-			if want := "parts=" + mode; !strings.Contains(out, want) {
-				t.Errorf("output lacks %q:\n%s", want, out)
-			}
+			conformance(t, 2, "DATAHELIX_MPI_PARTS="+mode, "parts="+mode)
 		})
 	}
 	out, err, _ := mpirun(t, 2, "conformance", 2*time.Minute, "DATAHELIX_MPI_PARTS=bogus")
