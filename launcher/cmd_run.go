@@ -364,7 +364,7 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 	}
 	printTable(out, results, c.Size(), f)
 	job := &jobInfo{Args: f.args, Data: data, Seed: f.seed, Frames: f.cfg.Decode.Frames, Size: f.cfg.Decode.Size,
-		Workers: f.cfg.Workers, MPI: c.Info().Library, Machine: bench.ThisMachine(ctx), Ended: time.Now().UTC().Format(time.RFC3339)}
+		Workers: f.cfg.Workers, MPI: c.Info().Library, MPIEnv: mpiEnv(), Machine: bench.ThisMachine(ctx), Ended: time.Now().UTC().Format(time.RFC3339)}
 	return outs.write(results, job, trace)
 }
 
@@ -373,15 +373,33 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 // given, the dataset and the settings its defaults filled in, the MPI
 // library, and rank 0's machine and the commit of the code.
 type jobInfo struct {
-	Args    []string      `json:"args"`
-	Data    string        `json:"data"`
-	Seed    uint64        `json:"seed"`
-	Frames  int           `json:"frames"`
-	Size    int           `json:"size"`
-	Workers int           `json:"workers"`
-	MPI     string        `json:"mpi"`
-	Machine bench.Machine `json:"machine"`
-	Ended   string        `json:"ended"` // UTC, RFC 3339
+	Args    []string `json:"args"`
+	Data    string   `json:"data"`
+	Seed    uint64   `json:"seed"`
+	Frames  int      `json:"frames"`
+	Size    int      `json:"size"`
+	Workers int      `json:"workers"`
+	MPI     string   `json:"mpi"`
+	// MPIEnv holds the variables that change how the MPI binding waits
+	// and sends, as rank 0 had them set (DATAHELIX_MPI_WAIT,
+	// DATAHELIX_MPI_PARTS).
+	MPIEnv  map[string]string `json:"mpi_env,omitempty"`
+	Machine bench.Machine     `json:"machine"`
+	Ended   string            `json:"ended"` // UTC, RFC 3339
+}
+
+// mpiEnv returns the MPI binding's variables that are set.
+func mpiEnv() map[string]string {
+	var m map[string]string
+	for _, k := range []string{"DATAHELIX_MPI_WAIT", "DATAHELIX_MPI_PARTS"} {
+		if v, ok := os.LookupEnv(k); ok {
+			if m == nil {
+				m = map[string]string{}
+			}
+			m[k] = v
+		}
+	}
+	return m
 }
 
 // runSummary is one loader's object in --json: its summary and, under

@@ -32,6 +32,9 @@ func fastRun(data string, extra ...string) []string {
 }
 
 func TestRunUnderMPIRunExchangesSamples(t *testing.T) {
+	// Every message of several parts sent in place, however small, and
+	// the setting recorded in the job record.
+	t.Setenv("DATAHELIX_MPI_PARTS", "inplace")
 	data := gentest.Tiny(t)
 	out := filepath.Join(t.TempDir(), "summary.json")
 	trace := filepath.Join(t.TempDir(), "trace.jsonl")
@@ -63,11 +66,12 @@ func TestRunUnderMPIRunExchangesSamples(t *testing.T) {
 	// What produced the figures, in each loader's object.
 	var jobs []struct {
 		Job struct {
-			Args    []string `json:"args"`
-			Data    string   `json:"data"`
-			Seed    uint64   `json:"seed"`
-			Frames  int      `json:"frames"`
-			MPI     string   `json:"mpi"`
+			Args    []string          `json:"args"`
+			Data    string            `json:"data"`
+			Seed    uint64            `json:"seed"`
+			Frames  int               `json:"frames"`
+			MPI     string            `json:"mpi"`
+			MPIEnv  map[string]string `json:"mpi_env"`
 			Machine struct {
 				Host   string `json:"host"`
 				Commit string `json:"commit"`
@@ -80,8 +84,8 @@ func TestRunUnderMPIRunExchangesSamples(t *testing.T) {
 	}
 	for _, j := range jobs {
 		if j := j.Job; !slices.Contains(j.Args, "--json") || j.Args[0] != "run" || j.Data != data || j.Seed != 1 || j.Frames != 2 ||
-			j.MPI == "" || j.MPI == "in-process" || j.Machine.Host == "" || j.Machine.Commit == "" {
-			t.Errorf("job record %+v; want the arguments, the dataset, the seed and frames, the MPI library and the machine", j)
+			j.MPI == "" || j.MPI == "in-process" || j.MPIEnv["DATAHELIX_MPI_PARTS"] != "inplace" || j.Machine.Host == "" || j.Machine.Commit == "" {
+			t.Errorf("job record %+v; want the arguments, the dataset, the seed and frames, the MPI library and settings, and the machine", j)
 		}
 	}
 	if jobs[1].SteadyMissRate != nil {
