@@ -39,8 +39,15 @@ func runInfo(ctx context.Context, stdout, stderr io.Writer, args []string) error
 		if err != nil {
 			cpus = "unknown"
 		}
-		// Rank 0 prints every rank's line, in rank order.
-		line := fmt.Sprintf("rank %d/%d local %d host %s cpus %s mpi %q\n", c.Rank(), c.Size(), in.LocalRank, in.Host, cpus, in.Library)
+		// Rank 0 prints every rank's line, in rank order. An MPI rank adds
+		// how its binding waits and sends, which its own environment
+		// decides (DATAHELIX_MPI_WAIT, DATAHELIX_MPI_PARTS): a variable
+		// that did not reach a node's ranks shows here.
+		line := fmt.Sprintf("rank %d/%d local %d host %s cpus %s mpi %q", c.Rank(), c.Size(), in.LocalRank, in.Host, cpus, in.Library)
+		if w, ok := c.(*collective.World); ok {
+			line += fmt.Sprintf(" wait %s parts %s", w.WaitPolicy(), w.PartsMode())
+		}
+		line += "\n"
 		lines, err := c.AllgatherVar([]byte(line))
 		if err != nil {
 			return err
