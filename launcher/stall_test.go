@@ -75,13 +75,7 @@ func TestStallWatchNamesTheBusyRank(t *testing.T) {
 // rank as waiting in MPI exactly while a blocking call runs, through a
 // duplicate too.
 func TestWatchedCommCounts(t *testing.T) {
-	errs := collective.RunLocal(context.Background(), 2, func(ctx context.Context, c collective.Comm) error {
-		w := &stallWatch{base: time.Now()}
-		wc := w.watched(c)
-		d, err := wc.Dup()
-		if err != nil {
-			return err
-		}
+	runWatched(t, func(c collective.Comm, w *stallWatch, wc, d collective.Comm) error {
 		if c.Rank() == 0 {
 			time.Sleep(200 * time.Millisecond) // rank 1 waits in the barrier
 		} else {
@@ -100,6 +94,22 @@ func TestWatchedCommCounts(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// runWatched runs body on 2 in-process ranks, each with a stall watch,
+// the rank's communicator wrapped by it and a duplicate of that, and
+// fails the test on a rank's error.
+func runWatched(t *testing.T, body func(c collective.Comm, w *stallWatch, wc, d collective.Comm) error) {
+	t.Helper()
+	errs := collective.RunLocal(context.Background(), 2, func(ctx context.Context, c collective.Comm) error {
+		w := &stallWatch{base: time.Now()}
+		wc := w.watched(c)
+		d, err := wc.Dup()
+		if err != nil {
+			return err
+		}
+		return body(c, w, wc, d)
+	})
 	for r, err := range errs {
 		if err != nil {
 			t.Errorf("rank %d: %v", r, err)
@@ -112,13 +122,7 @@ func TestWatchedCommCounts(t *testing.T) {
 // first call returns, the watch must name the one still running, not the
 // first that was entered.
 func TestWatchNamesTheOldestCallStillRunning(t *testing.T) {
-	errs := collective.RunLocal(context.Background(), 2, func(ctx context.Context, c collective.Comm) error {
-		w := &stallWatch{base: time.Now()}
-		wc := w.watched(c)
-		d, err := wc.Dup()
-		if err != nil {
-			return err
-		}
+	runWatched(t, func(c collective.Comm, w *stallWatch, wc, d collective.Comm) error {
 		buf := []int64{1}
 		if c.Rank() == 1 {
 			time.Sleep(150 * time.Millisecond)
@@ -142,9 +146,4 @@ func TestWatchNamesTheOldestCallStillRunning(t *testing.T) {
 		}
 		return <-second
 	})
-	for r, err := range errs {
-		if err != nil {
-			t.Errorf("rank %d: %v", r, err)
-		}
-	}
 }
