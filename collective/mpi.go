@@ -604,8 +604,8 @@ func (w *World) IsendParts(parts [][]byte, dest, tag int) (*Request, error) {
 		r.mpi.joined = buf
 		return r, nil
 	}
-	if dest < 0 || dest >= w.size {
-		return nil, fmt.Errorf("%w: peer rank %d not in [0,%d)", ErrRank, dest, w.size)
+	if err := w.checkPeer(dest); err != nil {
+		return nil, err
 	}
 	// The block table is C memory: it holds the parts' addresses, which
 	// cgo allows only for pinned Go memory.
@@ -646,9 +646,17 @@ func (w *World) IsendParts(parts [][]byte, dest, tag int) (*Request, error) {
 	return r, nil
 }
 
-func (w *World) start(buf []byte, peer, tag int, recv bool) (*Request, error) {
+// checkPeer reports a point-to-point peer outside the world.
+func (w *World) checkPeer(peer int) error {
 	if peer < 0 || peer >= w.size {
-		return nil, fmt.Errorf("%w: peer rank %d not in [0,%d)", ErrRank, peer, w.size)
+		return fmt.Errorf("%w: peer rank %d not in [0,%d)", ErrRank, peer, w.size)
+	}
+	return nil
+}
+
+func (w *World) start(buf []byte, peer, tag int, recv bool) (*Request, error) {
+	if err := w.checkPeer(peer); err != nil {
+		return nil, err
 	}
 	n, err := count(len(buf))
 	if err != nil {
