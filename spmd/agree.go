@@ -198,14 +198,6 @@ func HashStrings(list []string) uint64 {
 	return h.Sum64()
 }
 
-// datasetSettings are the settings AgreeDataset compares.
-func datasetSettings(ds *decode.Dataset) []Setting {
-	return []Setting{
-		{Name: "the dataset's shard count", Value: uint64(len(ds.Shards))},
-		{Name: "the dataset (shard names and sample counts)", Value: datasetHash(ds), Hashed: true},
-	}
-}
-
 // datasetHash is a hash of each shard's file name and sample count.
 func datasetHash(ds *decode.Dataset) uint64 {
 	return HashStrings(shardList(ds))
@@ -231,14 +223,18 @@ func shardList(ds *decode.Dataset) []string {
 // samples on rank 2"), which points at the copy to fix (a truncated
 // shard on one node). Every rank must call it.
 func AgreeDataset(c collective.Comm, ds *decode.Dataset) error {
-	err := Agree(c, datasetSettings(ds))
+	list := shardList(ds)
+	err := Agree(c, []Setting{
+		{Name: "the dataset's shard count", Value: uint64(len(ds.Shards))},
+		{Name: "the dataset (shard names and sample counts)", Value: HashStrings(list), Hashed: true},
+	})
 	// Only when the ranks know alike that the datasets differ: an error
 	// of the allgather itself may have reached some ranks only.
 	var m mismatchError
 	if !errors.As(err, &m) {
 		return err
 	}
-	where, derr := datasetDifference(c, shardList(ds))
+	where, derr := datasetDifference(c, list)
 	if derr != nil {
 		return derr
 	}
