@@ -76,8 +76,8 @@ func runBenchExchange(ctx context.Context, stdout, stderr io.Writer, args []stri
 		}
 		g := bench.NewGoExchange(st, *samples)
 		g.Parts = "in-process"
-		if w, ok := c.(interface{ PartsMode() string }); ok {
-			g.Parts = w.PartsMode()
+		if _, parts, ok := mpiBinding(c); ok {
+			g.Parts = parts
 		}
 		// A readable line first; the JSON line, last, is for scripts and
 		// the bench report (which parses it).

@@ -44,8 +44,8 @@ func runInfo(ctx context.Context, stdout, stderr io.Writer, args []string) error
 		// decides (DATAHELIX_MPI_WAIT, DATAHELIX_MPI_PARTS): a variable
 		// that did not reach a node's ranks shows here.
 		line := fmt.Sprintf("rank %d/%d local %d host %s cpus %s mpi %q", c.Rank(), c.Size(), in.LocalRank, in.Host, cpus, in.Library)
-		if w, ok := c.(*collective.World); ok {
-			line += fmt.Sprintf(" wait %s parts %s", w.WaitPolicy(), w.PartsMode())
+		if wait, parts, ok := mpiBinding(c); ok {
+			line += fmt.Sprintf(" wait %s parts %s", wait, parts)
 		}
 		line += "\n"
 		lines, err := c.AllgatherVar([]byte(line))

@@ -364,7 +364,8 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 	}
 	printTable(out, results, c.Size(), f)
 	job := &jobInfo{Args: f.args, Data: data, Seed: f.seed, Frames: f.cfg.Decode.Frames, Size: f.cfg.Decode.Size,
-		Workers: f.cfg.Workers, MPI: c.Info().Library, MPIEnv: mpiEnv(), Machine: bench.ThisMachine(ctx), Ended: time.Now().UTC().Format(time.RFC3339)}
+		Workers: f.cfg.Workers, MPI: c.Info().Library, Machine: bench.ThisMachine(ctx), Ended: time.Now().UTC().Format(time.RFC3339)}
+	job.MPIWait, job.MPIParts, _ = mpiBinding(c)
 	return outs.write(results, job, trace)
 }
 
@@ -380,26 +381,13 @@ type jobInfo struct {
 	Size    int      `json:"size"`
 	Workers int      `json:"workers"`
 	MPI     string   `json:"mpi"`
-	// MPIEnv holds the variables that change how the MPI binding waits
-	// and sends, as rank 0 had them set (DATAHELIX_MPI_WAIT,
-	// DATAHELIX_MPI_PARTS).
-	MPIEnv  map[string]string `json:"mpi_env,omitempty"`
-	Machine bench.Machine     `json:"machine"`
-	Ended   string            `json:"ended"` // UTC, RFC 3339
-}
-
-// mpiEnv returns the MPI binding's variables that are set.
-func mpiEnv() map[string]string {
-	var m map[string]string
-	for _, k := range []string{"DATAHELIX_MPI_WAIT", "DATAHELIX_MPI_PARTS"} {
-		if v, ok := os.LookupEnv(k); ok {
-			if m == nil {
-				m = map[string]string{}
-			}
-			m[k] = v
-		}
-	}
-	return m
+	// MPIWait and MPIParts are how rank 0's MPI binding waited and sent
+	// (DATAHELIX_MPI_WAIT, DATAHELIX_MPI_PARTS as in effect); empty in an
+	// in-process world.
+	MPIWait  string        `json:"mpi_wait,omitempty"`
+	MPIParts string        `json:"mpi_parts,omitempty"`
+	Machine  bench.Machine `json:"machine"`
+	Ended    string        `json:"ended"` // UTC, RFC 3339
 }
 
 // runSummary is one loader's object in --json: its summary and, under

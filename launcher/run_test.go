@@ -66,13 +66,13 @@ func TestRunUnderMPIRunExchangesSamples(t *testing.T) {
 	// What produced the figures, in each loader's object.
 	var jobs []struct {
 		Job struct {
-			Args    []string          `json:"args"`
-			Data    string            `json:"data"`
-			Seed    uint64            `json:"seed"`
-			Frames  int               `json:"frames"`
-			MPI     string            `json:"mpi"`
-			MPIEnv  map[string]string `json:"mpi_env"`
-			Machine struct {
+			Args     []string `json:"args"`
+			Data     string   `json:"data"`
+			Seed     uint64   `json:"seed"`
+			Frames   int      `json:"frames"`
+			MPI      string   `json:"mpi"`
+			MPIParts string   `json:"mpi_parts"`
+			Machine  struct {
 				Host   string `json:"host"`
 				Commit string `json:"commit"`
 			} `json:"machine"`
@@ -84,7 +84,7 @@ func TestRunUnderMPIRunExchangesSamples(t *testing.T) {
 	}
 	for _, j := range jobs {
 		if j := j.Job; !slices.Contains(j.Args, "--json") || j.Args[0] != "run" || j.Data != data || j.Seed != 1 || j.Frames != 2 ||
-			j.MPI == "" || j.MPI == "in-process" || j.MPIEnv["DATAHELIX_MPI_PARTS"] != "inplace" || j.Machine.Host == "" || j.Machine.Commit == "" {
+			j.MPI == "" || j.MPI == "in-process" || j.MPIParts != "inplace" || j.Machine.Host == "" || j.Machine.Commit == "" {
 			t.Errorf("job record %+v; want the arguments, the dataset, the seed and frames, the MPI library and settings, and the machine", j)
 		}
 	}

@@ -248,3 +248,14 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	defer s.mu.Unlock()
 	return s.w.Write(p)
 }
+
+// mpiBinding returns how c's MPI binding waits and sends, as
+// DATAHELIX_MPI_WAIT and DATAHELIX_MPI_PARTS spell it, in effect on this
+// rank; ok is false for an in-process world.
+func mpiBinding(c collective.Comm) (wait, parts string, ok bool) {
+	w, ok := c.(*collective.World)
+	if !ok {
+		return "", "", false
+	}
+	return w.WaitPolicy().String(), w.PartsMode(), true
+}
