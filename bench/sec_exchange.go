@@ -217,18 +217,14 @@ func exchangeSection(ctx context.Context, _ *SectionEnv) (*Section, error) {
 			if i == 0 || g.BareUSPer < row.g.BareUSPer {
 				row.g.BareUSPer, row.g.BareMBps = g.BareUSPer, g.BareMBps
 			}
-			row.g.Bytes, row.g.Samples, row.g.Messages = g.Bytes, g.Samples, g.Messages
+			row.g.Bytes, row.g.Samples, row.g.Messages, row.g.Parts = g.Bytes, g.Samples, g.Messages, g.Parts
 			if i == 0 || r.RawUSPer < row.raw.RawUSPer {
 				row.raw = r
 			}
 		}
 		rows = append(rows, row)
 	}
-	s := exchangeTable(rows, re.Cores)
-	if v, ok := os.LookupEnv("DATAHELIX_MPI_PARTS"); ok {
-		s.Note += fmt.Sprintf("; DATAHELIX_MPI_PARTS=%s was set in the environment", v)
-	}
-	return s, nil
+	return exchangeTable(rows, re.Cores), nil
 }
 
 // exchangeTable builds the section; the ratios to the raw C reference are
@@ -255,6 +251,10 @@ func exchangeTable(rows []exchangeRow, cores int) *Section {
 			bare = max(bare, r[9].(float64))
 		}
 		last := rows[n-1]
+		// As the ranks reported it, which their environment decided.
+		if p := last.g.Parts; p != "" && p != "auto" {
+			s.Note += fmt.Sprintf("; the exchange path ran with DATAHELIX_MPI_PARTS=%s", p)
+		}
 		s.Headline = fmt.Sprintf("Go exchange path %.2fx and bare Go sends %.2fx the time of raw C MPI at %d samples (%.2f MB); worst over sizes %.2fx and %.2fx; "+
 			"the exchange path takes %.2fx the time of packing first",
 			s.Rows[n-1][8], s.Rows[n-1][9], last.samples, float64(last.g.Bytes)/1e6, hi, bare, s.Rows[n-1][13])
