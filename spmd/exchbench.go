@@ -36,9 +36,9 @@ const (
 // the samples packed into one reused send buffer first (as the loader did
 // before it sent in place), and through bare non-blocking sends and
 // receives of the same bytes, taking the three in turn so that a noisy
-// machine disturbs them alike. Each message is acknowledged, so a round is a whole transfer.
-// Every rank of comm must call it; ranks other than 0 and 1 only take
-// part in the barriers.
+// machine disturbs them alike. Each message is acknowledged, so a round
+// is a whole transfer. Every rank of comm must call it; ranks other than
+// 0 and 1 only take part in the barriers.
 func MeasureExchange(comm collective.Comm, samples []*decode.Sample, rounds int) (ExchangeStats, error) {
 	if comm.Size() < 2 {
 		return ExchangeStats{}, fmt.Errorf("spmd: the exchange measurement needs 2 ranks, have %d", comm.Size())
