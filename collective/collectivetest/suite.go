@@ -281,7 +281,7 @@ func partsMessages(src, dst int) [][][]byte {
 }
 
 // checkIsendParts sends each rank's right-hand neighbour every message of
-// partsMessage, between plain Isends on the same tag: each must arrive
+// partsMessages, between plain Isends on the same tag: each must arrive
 // whole, in order, in one exact-length Irecv.
 func checkIsendParts(c collective.Comm) error {
 	const tag = 14
