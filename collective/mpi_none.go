@@ -23,3 +23,9 @@ func Init() (*World, error) { return nil, ErrNoMPI }
 
 // Finalize does nothing.
 func (w *World) Finalize() error { return nil }
+
+// WaitPolicy returns WaitBlock: a binary without MPI never waits on it.
+func (w *World) WaitPolicy() WaitPolicy { return WaitBlock }
+
+// PartsMode returns "none": a binary without MPI sends nothing through it.
+func (w *World) PartsMode() string { return "none" }

@@ -15,31 +15,6 @@ import (
 	"unsafe"
 )
 
-// WaitPolicy says how a rank waits for MPI operations to complete.
-type WaitPolicy int32
-
-const (
-	// WaitBlock uses blocking MPI calls: the lowest latency when every
-	// rank has its own core, as on a cluster node. While waiting, the MPI
-	// library polls and keeps the core busy.
-	WaitBlock WaitPolicy = iota
-	// WaitSleep starts non-blocking operations and polls them with
-	// MPI_Test, spinning for up to 2 ms (long enough for a transfer of
-	// megabytes, which needs MPI's progress engine called often) and then
-	// sleeping between polls (50 µs doubling up to 500 µs). On a node with
-	// more ranks than cores a rank waiting for a straggler then leaves its
-	// core to the decode workers instead of spinning on it.
-	WaitSleep
-)
-
-// String names the policy as DATAHELIX_MPI_WAIT spells it.
-func (p WaitPolicy) String() string {
-	if p == WaitSleep {
-		return "sleep"
-	}
-	return "block"
-}
-
 // defaultWaitPolicy chooses from DATAHELIX_MPI_WAIT (block, sleep or
 // auto) and, for auto, sleeps when the node holds more ranks than it has
 // cores. (Not the cores this process may use: mpirun binds each rank to
