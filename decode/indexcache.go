@@ -217,6 +217,11 @@ func loadIndexCache(p string, size, mtime int64) (*shardIndex, error) {
 // so that concurrent ranks opening the same shard never read a partial
 // file.
 func saveIndexCache(p string, idx *shardIndex, size, mtime int64) error {
+	// A cache directory is made on first use (run passes <cache>/index,
+	// which nothing else creates); beside a shard it exists already.
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
 	f, err := os.CreateTemp(filepath.Dir(p), filepath.Base(p)+".tmp*")
 	if err != nil {
 		return err
