@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -54,8 +55,19 @@ func Current(dir string) bool {
 // Ensure makes dir hold the dataset cfg describes, generating it only if
 // it is not there yet (cfg.Out is ignored), through Install: an
 // interrupted run or several processes generating at once never leave a
-// partial dataset behind. It reports whether it generated.
+// partial dataset behind. While it generates it holds a lock on
+// dir+".lock" (lockGenerating), so a second job on the same cache waits
+// for the first one's dataset instead of generating it again. It reports
+// whether it generated.
 func Ensure(ctx context.Context, cfg Config, dir string) (bool, error) {
+	if Current(dir) {
+		return false, nil
+	}
+	unlock, err := lockGenerating(ctx, dir)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
 	return Install(dir, func(tmp string) error {
 		cfg.Out = tmp
 		_, err := Generate(ctx, cfg)
@@ -183,6 +195,45 @@ func mkdirUnique(prefix string) (string, error) {
 		}
 		if !errors.Is(err, os.ErrExist) {
 			return "", fmt.Errorf("gen: %w", err)
+		}
+	}
+}
+
+// lockPoll is how often lockGenerating tries again for a lock another
+// process holds.
+const lockPoll = 100 * time.Millisecond
+
+// lockGenerating takes an exclusive flock(2) on dir+".lock", created if
+// missing and kept afterwards (removing a lock file races with a process
+// about to lock it), waiting while another process or goroutine holds it,
+// until ctx ends. The returned function releases it; the kernel releases
+// it too when a process dies, so a killed job never blocks the next. Where
+// the file cannot be made or the file system has no flock (some network
+// mounts), it returns at once without a lock: several jobs then generate
+// side by side, and Install keeps the first complete copy, as before.
+func lockGenerating(ctx context.Context, dir string) (func(), error) {
+	noLock := func() {}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return noLock, nil // Install reports it
+	}
+	f, err := os.OpenFile(dir+".lock", os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return noLock, nil
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil // closing the file releases the lock
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			f.Close()
+			return noLock, nil
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return noLock, fmt.Errorf("gen: waiting for another process generating %s: %w", dir, context.Cause(ctx))
+		case <-time.After(lockPoll):
 		}
 	}
 }

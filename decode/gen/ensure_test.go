@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,8 +58,9 @@ func fakeDataset(t *testing.T, dir, done string) {
 func checkLeftovers(t *testing.T, dir string) {
 	t.Helper()
 	m, _ := filepath.Glob(filepath.Join(filepath.Dir(dir), "*"))
+	m = slices.DeleteFunc(m, func(p string) bool { return p == dir+".lock" })
 	if len(m) != 1 || m[0] != dir {
-		t.Errorf("parent directory holds %v, want only %s", m, dir)
+		t.Errorf("parent directory holds %v, want only %s (and its lock file)", m, dir)
 	}
 }
 
@@ -153,6 +155,28 @@ func TestEnsureConcurrent(t *testing.T) {
 	checkEnsured(t, "goroutines", dir, want, made, errs)
 }
 
+// TestEnsureWaitsForTheLock checks that Ensure waits while another
+// process holds the dataset's lock, generating nothing, and gives up with
+// the context's cause, naming the dataset, when its context ends.
+func TestEnsureWaitsForTheLock(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ds")
+	unlock, err := lockGenerating(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	stop := errors.New("job interrupted")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	time.AfterFunc(3*lockPoll, func() { cancel(stop) })
+	made, err := Ensure(ctx, ensureCfg, dir)
+	if made || !errors.Is(err, stop) || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("Ensure under a held lock = %v, %v; want false and an error naming %s with the cause", made, err, dir)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("Ensure touched %s while waiting (stat: %v)", dir, err)
+	}
+}
+
 // TestCacheName checks that a cache name carries the format version, so
 // that binaries writing different bytes never share a directory.
 func TestCacheName(t *testing.T) {
@@ -212,8 +236,8 @@ func checkEnsured(t *testing.T, name, dir string, want []byte, made []bool, errs
 			count++
 		}
 	}
-	if count == 0 {
-		t.Errorf("%s: no Ensure reported generating", name)
+	if count != 1 {
+		t.Errorf("%s: %d Ensure calls reported generating, want 1: the others wait for its lock", name, count)
 	}
 	shard, err := os.ReadFile(filepath.Join(dir, ShardName("text", 0)))
 	if err != nil || !bytes.Equal(shard, want) || !Current(dir) {
