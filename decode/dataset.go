@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -22,7 +23,10 @@ type Dataset struct {
 // are sorted by path so that every rank sees the same order. A missing
 // path, a pattern matching nothing or a directory without shards is an
 // error wrapping ErrNoShards; a corrupt shard fails the whole open with
-// its *ShardError. cacheDir is passed to OpenShard.
+// its *ShardError. A glob leaves out datahelix's index cache files
+// (*.dhidx). Compressed tar files (*.tar.gz, *.tgz, *.tar.zst, ...) in a
+// directory are an error wrapping ErrCompressedShard rather than being
+// skipped. cacheDir is passed to OpenShard.
 func OpenDataset(pathOrGlob string, cacheDir string) (*Dataset, error) {
 	paths, err := shardPaths(pathOrGlob)
 	if err != nil {
@@ -54,11 +58,20 @@ func shardPaths(pathOrGlob string) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: cannot list directory %s: %v", ErrNoShards, pathOrGlob, err)
 		}
-		var paths []string
+		var paths, compressed []string
 		for _, e := range entries {
-			if strings.HasSuffix(e.Name(), ".tar") {
+			switch {
+			case strings.HasSuffix(e.Name(), ".tar"):
 				paths = append(paths, filepath.Join(pathOrGlob, e.Name()))
+			case compressedTarSuffix(e.Name()) != "":
+				compressed = append(compressed, e.Name())
 			}
+		}
+		if len(compressed) > 0 {
+			// Refused rather than skipped: training on the *.tar part of
+			// a dataset without a word is worse than stopping.
+			sort.Strings(compressed)
+			return nil, compressedDirError(pathOrGlob, len(paths), compressed)
 		}
 		if len(paths) == 0 {
 			return nil, fmt.Errorf("%w: directory %s has no *.tar files", ErrNoShards, pathOrGlob)
@@ -73,7 +86,15 @@ func shardPaths(pathOrGlob string) ([]string, error) {
 		return nil, fmt.Errorf("decode: dataset pattern %q: %w", pathOrGlob, gerr)
 	}
 	var files []string
+	indexes := 0
 	for _, p := range paths {
+		if isIndexFile(p) {
+			// datahelix's own index caches, written beside the shards
+			// when no cache directory is given: 'DIR/*' must still mean
+			// the shards only.
+			indexes++
+			continue
+		}
 		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
 			files = append(files, p)
 		}
@@ -82,11 +103,79 @@ func shardPaths(pathOrGlob string) ([]string, error) {
 		if len(paths) == 0 && !hasMeta(pathOrGlob) {
 			return nil, fmt.Errorf("%w: %s: %v", ErrNoShards, pathOrGlob, err)
 		}
+		if indexes > 0 {
+			return nil, fmt.Errorf("%w: pattern %q matches only index cache files (*.dhidx)", ErrNoShards, pathOrGlob)
+		}
 		return nil, fmt.Errorf("%w: pattern %q matches no files", ErrNoShards, pathOrGlob)
 	}
 	sort.Strings(files)
 	return files, nil
 }
+
+// isIndexFile reports whether p is named like an index cache file of
+// cachePath ("*.dhidx") or a temporary one of saveIndexCache
+// ("*.dhidx.tmp*").
+func isIndexFile(p string) bool {
+	base := filepath.Base(p)
+	return strings.HasSuffix(base, ".dhidx") || strings.Contains(base, ".dhidx.tmp")
+}
+
+// compressedTarSuffixes are the names of compressed tar archives, which
+// cannot be shards: samples are read by random access.
+var compressedTarSuffixes = []string{
+	".tar.gz", ".tgz", ".tar.zst", ".tar.zstd", ".tzst", ".tar.xz", ".txz", ".tar.bz2", ".tbz2", ".tbz",
+}
+
+// compressedTarSuffix returns the compressed-tar suffix name ends with,
+// or "".
+func compressedTarSuffix(name string) string {
+	lower := strings.ToLower(name)
+	for _, suf := range compressedTarSuffixes {
+		if strings.HasSuffix(lower, suf) {
+			return suf
+		}
+	}
+	return ""
+}
+
+// compressedDirError describes a dataset directory holding compressed tar
+// files (sorted names) beside nTar *.tar shards. It wraps
+// ErrCompressedShard, and ErrNoShards as well when there is no *.tar.
+func compressedDirError(dir string, nTar int, compressed []string) error {
+	var sufs []string
+	for _, c := range compressed {
+		if suf := "*" + compressedTarSuffix(c); !slices.Contains(sufs, suf) {
+			sufs = append(sufs, suf)
+		}
+	}
+	sort.Strings(sufs)
+	what := fmt.Sprintf("%d compressed shards (%s)", len(compressed), strings.Join(sufs, ", "))
+	if len(compressed) == 1 {
+		what = fmt.Sprintf("1 compressed shard (%s)", sufs[0])
+	}
+	const why = "shards must be uncompressed tar files, which allow random access to samples"
+	if nTar == 0 {
+		return &kindError{kinds: []error{ErrNoShards, ErrCompressedShard},
+			msg: fmt.Sprintf("%v: directory %s has no *.tar files; %s must be decompressed first (%s)", ErrNoShards, dir, what, why)}
+	}
+	tars := fmt.Sprintf("%d *.tar shards", nTar)
+	if nTar == 1 {
+		tars = "1 *.tar shard"
+	}
+	return &kindError{kinds: []error{ErrCompressedShard},
+		msg: fmt.Sprintf("decode: directory %s mixes %s with %s such as %s: decompress them first (%s) "+
+			"or move them out of the directory, rather than train on part of the dataset", dir, tars, what, filepath.Join(dir, compressed[0]), why)}
+}
+
+// kindError is an error with its own message that unwraps to sentinel
+// kinds without repeating their text.
+type kindError struct {
+	msg   string
+	kinds []error
+}
+
+func (e *kindError) Error() string   { return e.msg }
+func (e *kindError) Unwrap() []error { return e.kinds }
 
 // hasMeta reports whether p contains glob metacharacters.
 func hasMeta(p string) bool {

@@ -14,6 +14,54 @@ import (
 // end-of-archive marker.
 var ErrCorruptShard = errors.New("decode: corrupt or truncated shard")
 
+// ErrCompressedShard reports a shard that is a compressed tar archive
+// (gzip, zstd, xz or bzip2), found by its name when listing a dataset
+// directory or by its first bytes when indexing it. Shards must be
+// uncompressed tar files: samples are read by random access.
+var ErrCompressedShard = errors.New("decode: compressed shard")
+
+// compressions are the signatures of the compressed formats a tar archive
+// is commonly wrapped in, and the command that undoes each.
+var compressions = []struct {
+	magic, format, undo string
+}{
+	{"\x1f\x8b", "gzip", "gzip -dc"},
+	{"\x28\xb5\x2f\xfd", "zstd", "zstd -dc"},
+	{"\xfd7zXZ\x00", "xz", "xz -dc"},
+	{"BZh", "bzip2", "bzip2 -dc"}, // and a block size digit 1-9
+}
+
+// compressedError is the cause of a *ShardError for a compressed shard;
+// it matches ErrCompressedShard.
+type compressedError struct {
+	path, undo string
+}
+
+func (e *compressedError) Error() string {
+	return fmt.Sprintf("shards must be uncompressed tar files, which allow random access to samples; decompress it first, e.g. %s %s > NEW.tar", e.undo, e.path)
+}
+
+func (e *compressedError) Is(target error) bool { return target == ErrCompressedShard }
+
+// sniffCompressed returns a *ShardError when the shard starts with the
+// signature of a compression format, else nil. It is asked only once the
+// first tar header failed, so a tar member named like a signature ("BZh")
+// is no problem.
+func sniffCompressed(name string, r io.ReadSeeker) error {
+	var head [6]byte
+	if _, err := r.Seek(0, io.SeekStart); err != nil {
+		return nil
+	}
+	n, _ := io.ReadFull(r, head[:])
+	for _, c := range compressions {
+		if strings.HasPrefix(string(head[:n]), c.magic) && (c.format != "bzip2" || n > 3 && head[3] >= '1' && head[3] <= '9') {
+			return &ShardError{Path: name, Reason: c.format + "-compressed data instead of a tar header",
+				Err: &compressedError{path: name, undo: c.undo}}
+		}
+	}
+	return nil
+}
+
 // ShardError is a problem with one shard file at one byte offset. It
 // unwraps to ErrCorruptShard and to the underlying cause, if any.
 type ShardError struct {
@@ -108,7 +156,8 @@ const tarBlock = 512
 // its members into samples by key, as WebDataset does: adjacent members with
 // the same key form one sample. It returns a *ShardError for a bad header,
 // a member running past the end of the file or a missing end-of-archive
-// marker.
+// marker; a shard that is gzip, zstd, xz or bzip2 data is a *ShardError
+// that also matches ErrCompressedShard.
 func buildIndex(name string, r io.ReadSeeker, size int64) (*shardIndex, error) {
 	if size == 0 {
 		return nil, &ShardError{Path: name, Reason: "empty file, not a tar archive"}
@@ -130,6 +179,11 @@ func buildIndex(name string, r io.ReadSeeker, size int64) (*shardIndex, error) {
 			return idx, nil
 		}
 		if err != nil {
+			if next == 0 {
+				if cerr := sniffCompressed(name, r); cerr != nil {
+					return nil, cerr
+				}
+			}
 			reason := "invalid tar header"
 			if errors.Is(err, io.ErrUnexpectedEOF) {
 				reason = "file ends inside a tar header or member (truncated)"

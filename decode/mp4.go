@@ -248,6 +248,19 @@ func (tr *mp4Track) sampleTable(stbl []byte) error {
 	if err != nil || n == 0 {
 		return err
 	}
+	// The chunk tables are not read here, but FFmpeg's demuxer allocates
+	// them by their counts before checking those against the box: a
+	// forged count made it fail with "Cannot allocate memory".
+	for _, t := range []struct {
+		typ string
+		rec int
+	}{{"stco", 4}, {"co64", 8}, {"stsc", 12}} {
+		if b := child(stbl, t.typ); b != nil {
+			if _, _, err := tableEntries(t.typ, b, t.rec); err != nil {
+				return err
+			}
+		}
+	}
 	tr.bytes, tr.pts = sizes, make([]int64, n)
 	end, err := readStts(child(stbl, "stts"), tr.pts)
 	if err != nil {
@@ -262,14 +275,13 @@ func (tr *mp4Track) sampleTable(stbl []byte) error {
 		tr.noStss = true
 		return nil
 	}
-	_, _, p, ok := fullBox(stss)
-	if !ok || len(p) < 4 || uint64(be32(p, 0)) > uint64(len(p)-4)/4 {
-		return fmt.Errorf("%w: stss count does not fit its box", ErrBadMP4)
+	cnt, p, err := tableEntries("stss", stss, 4)
+	if err != nil {
+		return err
 	}
-	cnt := int(be32(p, 0))
 	tr.stss = make([]int, 0, min(cnt, n))
 	for i := 0; i < cnt; i++ {
-		if k := int(be32(p, 4+4*i)) - 1; k >= 0 && k < n {
+		if k := int(be32(p, 4*i)) - 1; k >= 0 && k < n {
 			tr.stss = append(tr.stss, k)
 		}
 	}
@@ -278,6 +290,22 @@ func (tr *mp4Track) sampleTable(stbl []byte) error {
 	}
 	tr.stss = slices.Compact(tr.stss)
 	return nil
+}
+
+// tableEntries checks a sample table box whose payload is a 32-bit entry
+// count followed by entries of rec bytes (stts, ctts, stss, stsc, stco,
+// co64) and returns the count and the entries.
+func tableEntries(typ string, b []byte, rec int) (int, []byte, error) {
+	_, _, p, ok := fullBox(b)
+	if !ok || len(p) < 4 {
+		return 0, nil, fmt.Errorf("%w: truncated %s", ErrBadMP4, typ)
+	}
+	n, room := uint64(be32(p, 0)), uint64(len(p)-4)/uint64(rec)
+	if n > room {
+		return 0, nil, fmt.Errorf("%w: %s counts %d entries, but its %d bytes of %d-byte entries hold at most %d",
+			ErrBadMP4, typ, n, len(p)-4, rec, room)
+	}
+	return int(n), p[4:], nil
 }
 
 // readStsz returns per-frame sizes from an stsz box.
@@ -336,18 +364,21 @@ func readStz2(b []byte) ([]uint32, int, error) {
 // decode time after the last frame. Frames past the table keep the last
 // delta, as FFmpeg does for short tables.
 func readStts(b []byte, dts []int64) (int64, error) {
-	_, _, p, ok := fullBox(b)
-	if !ok || len(p) < 4 {
-		return 0, fmt.Errorf("%w: missing or truncated stts", ErrBadMP4)
+	if b == nil {
+		return 0, fmt.Errorf("%w: missing stts", ErrBadMP4)
 	}
-	n := uint64(be32(p, 0))
-	if n > uint64(len(p)-4)/8 {
-		return 0, fmt.Errorf("%w: stts has %d entries in %d bytes", ErrBadMP4, n, len(p)-4)
+	n, p, err := tableEntries("stts", b, 8)
+	if err != nil {
+		return 0, err
+	}
+	if n == 0 && len(dts) > 0 {
+		// FFmpeg refuses such a track too ("missing mandatory atoms").
+		return 0, fmt.Errorf("%w: stts has no entries for %d frames", ErrBadMP4, len(dts))
 	}
 	var t, delta int64
 	i := 0
-	for e := uint64(0); e < n && i < len(dts); e++ {
-		cnt, d := be32(p, 4+8*int(e)), int64(int32(be32(p, 8+8*int(e))))
+	for e := 0; e < n && i < len(dts); e++ {
+		cnt, d := be32(p, 8*e), int64(int32(be32(p, 8*e+4)))
 		if d < 0 {
 			d = 1 // FFmpeg's fix for corrupt negative durations
 		}
@@ -372,17 +403,13 @@ func addCtts(b []byte, pts []int64) error {
 	if b == nil {
 		return nil
 	}
-	_, _, p, ok := fullBox(b)
-	if !ok || len(p) < 4 {
-		return fmt.Errorf("%w: truncated ctts", ErrBadMP4)
-	}
-	n := uint64(be32(p, 0))
-	if n > uint64(len(p)-4)/8 {
-		return fmt.Errorf("%w: ctts has %d entries in %d bytes", ErrBadMP4, n, len(p)-4)
+	n, p, err := tableEntries("ctts", b, 8)
+	if err != nil {
+		return err
 	}
 	i := 0
-	for e := uint64(0); e < n && i < len(pts); e++ {
-		cnt, off := be32(p, 4+8*int(e)), int64(int32(be32(p, 8+8*int(e))))
+	for e := 0; e < n && i < len(pts); e++ {
+		cnt, off := be32(p, 8*e), int64(int32(be32(p, 8*e+4)))
 		for ; cnt > 0 && i < len(pts); cnt-- {
 			pts[i] += off
 			i++

@@ -350,7 +350,10 @@ func TestShardIndexCache(t *testing.T) {
 
 func TestShardReadOnlyCache(t *testing.T) {
 	p := writeFile(t, t.TempDir(), "s.tar", writeTar(t, tar.FormatPAX, []tarFile{{name: "x.txt", data: "1"}}))
-	s, err := OpenShard(p, filepath.Join(t.TempDir(), "missing", "dir"))
+	// A missing cache directory is made on first use; one under a
+	// regular file cannot be.
+	notDir := writeFile(t, t.TempDir(), "file", []byte("x"))
+	s, err := OpenShard(p, filepath.Join(notDir, "dir"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -519,6 +522,8 @@ func FuzzBuildIndex(f *testing.F) {
 	for _, s := range fuzzTarSeeds(f) {
 		f.Add(s)
 	}
+	// A gzip-compressed shard, refused by its signature.
+	f.Add(gzipBytes(f, fuzzTarSeeds(f)[1]))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		idx, err := buildIndex("fuzz.tar", bytes.NewReader(data), int64(len(data)))
 		if err != nil {

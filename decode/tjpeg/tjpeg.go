@@ -7,7 +7,9 @@
 // least that size, skipping most of the inverse DCT and upsampling work.
 // Decoding is bounded: the picture size is checked from the header first,
 // progressive images may have at most 500 scans (TJFLAG_LIMITSCANS) and any
-// libjpeg warning is an error (TJFLAG_STOPONWARNING).
+// libjpeg warning is an error (TJFLAG_STOPONWARNING). CMYK and YCCK JPEGs
+// (Adobe APP14 marker) are converted to RGB as image/jpeg and image/color
+// convert them, so both backends give the same colours.
 //
 // Built with -tags noturbojpeg it falls back to the standard library's
 // image/jpeg, without DCT scaling; Backend tells which one is in use.
@@ -25,7 +27,8 @@ var (
 	// ErrLimit reports a JPEG larger than the caller's pixel limit.
 	ErrLimit = errors.New("tjpeg: JPEG exceeds the pixel limit")
 	// ErrUnsupported reports a valid JPEG this backend cannot turn into RGB
-	// (such as CMYK with TurboJPEG 2.1).
+	// (such as a 4-component JPEG without the Adobe marker that says how
+	// its CMYK is stored).
 	ErrUnsupported = errors.New("tjpeg: unsupported JPEG")
 )
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -225,6 +226,13 @@ func FuzzDecode(f *testing.F) {
 	for _, n := range []string{"image420.jpg", "image444.jpg"} {
 		f.Add(readJPEG(f, n))
 	}
+	for _, n := range []string{"cmyk.jpg", "ycck.jpg", "cmyk_noadobe.jpg"} {
+		data, err := os.ReadFile(filepath.Join("testdata", n))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		img, err := Decode(data, Options{MinWidth: 32, MinHeight: 32, MaxPixels: 1 << 22})
 		if !typed(err) {
@@ -299,4 +307,64 @@ func BenchmarkTurboVsImageJPEG(b *testing.B) {
 	}
 	b.ReportMetric(float64(std)/float64(full), "x_faster_full")
 	b.ReportMetric(float64(std)/float64(scaled), "x_faster_scaled224")
+}
+
+// TestCMYK decodes Adobe CMYK and YCCK JPEGs, which TurboJPEG refused
+// ("unsupported JPEG: CMYK JPEG") while image/jpeg decodes them: both
+// backends must give image/jpeg's RGB, undoing Adobe's inverted ink
+// values. testdata/cmyk.jpg (Adobe transform 0), ycck.jpg (transform 2,
+// 4:2:0 chroma) and cmyk_noadobe.jpg were written with libjpeg's
+// jpeg_set_colorspace from one 64x48 ink ramp; Go's own CMYK test image is
+// used as well when GOROOT has it.
+func TestCMYK(t *testing.T) {
+	files := []string{"testdata/cmyk.jpg", "testdata/ycck.jpg"}
+	if goroot := runtime.GOROOT(); goroot != "" {
+		p := filepath.Join(goroot, "src", "image", "testdata", "video-001.cmyk.jpeg")
+		if _, err := os.Stat(p); err == nil {
+			files = append(files, p)
+		}
+	}
+	for _, name := range files {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := reference(t, data)
+		got, err := Decode(data, Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got.Width != ref.Width || got.Height != ref.Height || len(got.Pix) != len(ref.Pix) {
+			t.Fatalf("%s: got %dx%d, want %dx%d", name, got.Width, got.Height, ref.Width, ref.Height)
+		}
+		// Only rounding (and, for YCCK, chroma upsampling) may differ; an
+		// uninverted or channel-swapped conversion is off by ~100.
+		d, worst := meanAbsDiff(got.Pix, ref.Pix), 0
+		for i := range got.Pix {
+			worst = max(worst, int(got.Pix[i])-int(ref.Pix[i]), int(ref.Pix[i])-int(got.Pix[i]))
+		}
+		t.Logf("%s: mean abs diff %.3f, max %d", name, d, worst)
+		if d > 2 || (!strings.Contains(name, "ycck") && worst > 8) {
+			t.Errorf("%s: mean abs diff %.2f, max %d from image/jpeg; want <= 2 and <= 8", name, d, worst)
+		}
+		if Backend == "turbojpeg" && ref.Width%2 == 0 && ref.Height%2 == 0 {
+			// DCT scaling works for CMYK as well: 1/2 (of 64x48), where
+			// the box filter lines up with it.
+			small, err := Decode(data, Options{MinWidth: ref.Width / 2, MinHeight: ref.Height / 2})
+			if err != nil || small.Width != ref.Width/2 || len(small.Pix) != small.Width*small.Height*3 {
+				t.Errorf("%s scaled: %dx%d with %d bytes, %v", name, small.Width, small.Height, len(small.Pix), err)
+			} else if d := meanAbsDiff(small.Pix, boxDown(ref, small.Width, small.Height).Pix); d > 6 {
+				t.Errorf("%s scaled: mean abs diff %.2f from the shrunk image/jpeg result, want <= 6", name, d)
+			}
+		}
+	}
+	// Without the Adobe marker the ink convention is unknown: both
+	// backends refuse it the same way.
+	data, err := os.ReadFile("testdata/cmyk_noadobe.jpg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Decode(data, Options{}); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("CMYK without an Adobe marker: got %v, want ErrUnsupported", err)
+	}
 }

@@ -18,10 +18,11 @@ static int tj_header(const unsigned char *buf, unsigned long len, tjhandle *h,
 	return tjDecompressHeader3(*h, buf, len, w, ht, subsamp, cs);
 }
 
-// tj_decode decompresses to packed RGB at the scaled size w x ht.
+// tj_decode decompresses to packed pixels of format pf (TJPF_RGB or
+// TJPF_CMYK) at the scaled size w x ht.
 static int tj_decode(tjhandle h, const unsigned char *buf, unsigned long len,
-                     unsigned char *dst, int w, int ht) {
-	return tjDecompress2(h, buf, len, dst, w, w * 3, ht, TJPF_RGB,
+                     unsigned char *dst, int w, int ht, int pf) {
+	return tjDecompress2(h, buf, len, dst, w, w * tjPixelSize[pf], ht, pf,
 	                     TJFLAG_LIMITSCANS | TJFLAG_STOPONWARNING);
 }
 
@@ -48,6 +49,7 @@ import "C"
 
 import (
 	"fmt"
+	"image/color"
 	"sync"
 	"unsafe"
 )
@@ -118,21 +120,79 @@ func Decode(data []byte, opt Options) (Image, error) {
 	if err := checkHeader(hdr, opt); err != nil {
 		return Image{}, err
 	}
-	if cs == C.TJCS_CMYK || cs == C.TJCS_YCCK {
-		return Image{}, fmt.Errorf("%w: CMYK JPEG", ErrUnsupported)
+	cmyk := cs == C.TJCS_CMYK || cs == C.TJCS_YCCK
+	if cmyk && !hasAdobeMarker(data) {
+		// Without the marker, whether the ink values are inverted is
+		// unknown; image/jpeg refuses such files too.
+		return Image{}, fmt.Errorf("%w: 4-component (CMYK) JPEG without an Adobe APP14 marker", ErrUnsupported)
 	}
 	w, ht := hdr.Width, hdr.Height
 	if i := chooseScale(w, ht, opt.MinWidth, opt.MinHeight, scalingFactors()); i >= 0 {
 		f := scalingFactors()[i]
 		w, ht = scaledSize(w, f[0], f[1]), scaledSize(ht, f[0], f[1])
 	}
-	img := Image{Width: w, Height: ht, Pix: make([]byte, w*ht*3)}
+	pf, size := C.int(C.TJPF_RGB), 3
+	if cmyk {
+		pf, size = C.TJPF_CMYK, 4
+	}
+	pix := make([]byte, w*ht*size)
 	rc := C.tj_decode(h, (*C.uchar)(unsafe.Pointer(&data[0])), C.ulong(len(data)),
-		(*C.uchar)(unsafe.Pointer(&img.Pix[0])), C.int(w), C.int(ht))
+		(*C.uchar)(unsafe.Pointer(&pix[0])), C.int(w), C.int(ht), pf)
 	if rc != 0 {
 		return Image{}, tjErr(h, ErrCorrupt, "decode")
 	}
-	return img, nil
+	if cmyk {
+		pix = adobeCMYKToRGB(pix)
+	}
+	return Image{Width: w, Height: ht, Pix: pix}, nil
+}
+
+// hasAdobeMarker reports whether the markers before the first SOS include
+// an Adobe APP14 segment (the one that says a 4-component JPEG is CMYK or
+// YCCK), read as image/jpeg reads it.
+func hasAdobeMarker(data []byte) bool {
+	i := 2 // after SOI
+	for i+4 <= len(data) {
+		if data[i] != 0xFF {
+			return false
+		}
+		m := data[i+1]
+		switch {
+		case m == 0xFF: // fill byte
+			i++
+			continue
+		case m == 0x01 || m >= 0xD0 && m <= 0xD8: // TEM, RSTn, SOI: no length
+			i += 2
+			continue
+		case m == 0xDA || m == 0xD9: // SOS, EOI
+			return false
+		}
+		n := int(data[i+2])<<8 | int(data[i+3])
+		if n < 2 || i+2+n > len(data) {
+			return false
+		}
+		if m == 0xEE && n-2 >= 12 && string(data[i+4:i+9]) == "Adobe" {
+			return true
+		}
+		i += 2 + n
+	}
+	return false
+}
+
+// adobeCMYKToRGB converts TurboJPEG's TJPF_CMYK output of an Adobe CMYK or
+// YCCK JPEG to packed RGB in place and returns the RGB part of the buffer.
+// TurboJPEG returns the stored values, which Adobe's convention inverts
+// (255 is no ink, as for YCCK after its YCC-to-CMY step); image/jpeg
+// undoes the inversion and image/color's CMYKToRGB gives the RGB, which
+// this matches exactly.
+func adobeCMYKToRGB(pix []byte) []byte {
+	n := len(pix) / 4
+	for i := range n {
+		s := pix[4*i : 4*i+4 : 4*i+4]
+		r, g, b := color.CMYKToRGB(255-s[0], 255-s[1], 255-s[2], 255-s[3])
+		pix[3*i], pix[3*i+1], pix[3*i+2] = r, g, b // 3*i+2 < 4*i+4: only read bytes are overwritten
+	}
+	return pix[: 3*n : 3*n]
 }
 
 // Progressive losslessly rewrites a baseline JPEG with progressive scans
