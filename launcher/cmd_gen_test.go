@@ -82,8 +82,8 @@ func TestGenProgressLines(t *testing.T) {
 }
 
 // TestGenProgressInLog runs gen with stderr not a terminal, as in a batch
-// log: one line per tenth of the samples, then the summary; none with
-// --quiet.
+// log: one line per tenth of the samples, then the summary; with --quiet
+// only the summary.
 func TestGenProgressInLog(t *testing.T) {
 	if _, err := exec.LookPath("ffmpeg"); err != nil {
 		t.Skip("ffmpeg CLI not installed")
@@ -99,7 +99,7 @@ func TestGenProgressInLog(t *testing.T) {
 		if quiet {
 			want = 1
 		}
-		if code != 0 || len(lines) != want || !strings.HasPrefix(lines[len(lines)-1], "gen: text: 20 samples in 1 shards") {
+		if code != 0 || len(lines) != want || !strings.HasPrefix(lines[len(lines)-1], "gen: text: 20 samples in 1 shard,") {
 			t.Errorf("quiet %v: exit %d, stderr %q; want exit 0 and %d lines ending in the summary", quiet, code, stderr, want)
 			continue
 		}
