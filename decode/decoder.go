@@ -3,6 +3,7 @@ package decode
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -122,10 +123,9 @@ func (d *Decoder) Decode(ctx context.Context, s *Sample, rec *Record) (*Output, 
 	ctx, cancel := d.deadline(ctx)
 	defer cancel()
 	out := &Output{Key: s.Key, Modality: p.rec.Modality}
-	out.Text = sampleText(s)
-	out.Tokens = EstimateTokens([]byte(out.Text))
+	out.Text, out.Tokens = sampleText(s)
 	fail := func(member string, err error) (*Output, error) {
-		return nil, &SampleError{Shard: s.Shard, Key: s.Key, Member: member, Kind: classify(err), Err: err}
+		return nil, newSampleError(s, member, err)
 	}
 	if p.video != nil {
 		t := d.NewVideoTensor()
@@ -162,7 +162,8 @@ type payload struct {
 // parsing the record when rec is nil, and checks what can be checked
 // before decoding: a sample without a recognised member, a video record
 // without its clip, or a record of no known modality is ErrNoPayload;
-// more images than lim.MaxImages is ErrLimit; an image index outside the
+// more images than lim.MaxImages or text members larger than
+// lim.MaxTextBytes is ErrLimit; an image index outside the
 // sample is ErrCorrupt. Decode and SampleMD5s both take their members
 // from here, so they decode and hash the same members and refuse the same
 // samples. lim must have its defaults filled in. Errors are *SampleError
@@ -170,12 +171,14 @@ type payload struct {
 func resolvePayload(s *Sample, rec *Record, lim Limits) (payload, error) {
 	if rec == nil {
 		var err error
-		if rec, err = ParseRecord(s); err != nil {
-			return payload{}, &SampleError{Shard: s.Shard, Key: s.Key, Kind: classify(err), Err: err, named: true}
+		if rec, err = ParseRecordLimits(s, lim); err != nil {
+			return payload{}, err // a *SampleError
 		}
+	} else if err := checkTextSize(s, lim.MaxTextBytes); err != nil {
+		return payload{}, err // the record may come from other limits
 	}
 	fail := func(err error) (payload, error) {
-		return payload{}, &SampleError{Shard: s.Shard, Key: s.Key, Kind: classify(err), Err: err}
+		return payload{}, newSampleError(s, "", err)
 	}
 	p := payload{rec: rec}
 	switch rec.Modality {
@@ -204,26 +207,70 @@ func resolvePayload(s *Sample, rec *Record, lim Limits) (payload, error) {
 }
 
 // sampleText joins the sample's text members (captions and document text,
-// not JSON metadata or class labels), in document position order.
-func sampleText(s *Sample) string {
+// not JSON metadata or class labels), in document position order, with
+// newlines, copying their bytes once, and estimates its tokens (from the
+// members: a newline only separates words, so the sum is the joined
+// text's count).
+func sampleText(s *Sample) (text string, tokens int) {
 	type part struct {
 		pos  int
-		text string
+		data []byte
 	}
 	var parts []part
+	n := 0
 	for _, m := range s.Members {
 		switch lastComponent(m.Ext) {
 		case "txt", "text", "caption":
 			pos, _ := docPosition(m.Ext)
-			parts = append(parts, part{pos, string(m.Data)})
+			parts = append(parts, part{pos, m.Data})
+			n += len(m.Data) + 1
 		}
 	}
-	sort.SliceStable(parts, func(a, b int) bool { return parts[a].pos < parts[b].pos })
-	texts := make([]string, len(parts))
-	for i, p := range parts {
-		texts[i] = p.text
+	if len(parts) == 0 {
+		return "", 0
 	}
-	return strings.Join(texts, "\n")
+	sort.SliceStable(parts, func(a, b int) bool { return parts[a].pos < parts[b].pos })
+	var b strings.Builder
+	b.Grow(n - 1)
+	for i, p := range parts {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.Write(p.data)
+		tokens += EstimateTokens(p.data)
+	}
+	return b.String(), tokens
+}
+
+// SampleText returns the text Decode gives a sample (Output.Text: its
+// captions and document text in document order, joined by newlines) and
+// its estimated tokens (Output.Tokens), for a caller that decodes the
+// sample's clip in tasks. Text members larger than lim.MaxTextBytes
+// together (zero: the DefaultLimits value) fail with a *SampleError
+// matching ErrLimit.
+func SampleText(s *Sample, lim Limits) (text string, tokens int, err error) {
+	if err := checkTextSize(s, lim.withDefaults().MaxTextBytes); err != nil {
+		return "", 0, err
+	}
+	text, tokens = sampleText(s)
+	return text, tokens, nil
+}
+
+// FileSample returns a plain media file (not a tar shard) as a one-member
+// sample: its key is the file name up to the first dot, its member's
+// extension the rest, lower case. The errors of decoding it name the
+// file once ("decode: file PATH: ...") rather than a shard, sample and
+// member.
+func FileSample(path string, data []byte) *Sample {
+	key, ext, _ := strings.Cut(filepath.Base(path), ".")
+	// The member is named by the path, as the sample's shard is: that is
+	// how the sample is recognised as a file (isFileSample).
+	return &Sample{Shard: path, Key: key, Members: []Member{{Name: path, Ext: strings.ToLower(ext), Data: data}}}
+}
+
+// isFileSample reports whether s was made by FileSample.
+func isFileSample(s *Sample) bool {
+	return len(s.Members) == 1 && s.Members[0].Name == s.Shard
 }
 
 // deadline returns the context for one task: ctx bounded by the sample

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"image/png"
+	"strings"
 
 	"github.com/datahelix/datahelix/decode/av"
 	"github.com/datahelix/datahelix/decode/tjpeg"
@@ -30,6 +31,10 @@ var (
 
 // SampleError is the failure of one sample: which one, which member, what
 // kind (one of the Err* sentinels, or a context error) and the cause.
+//
+// Its message names each once: "decode: shard S: sample "K": member M:
+// cause", or "decode: file F: cause" for a plain media file decoded as a
+// one-member sample (see FileSample).
 type SampleError struct {
 	Shard  string
 	Key    string
@@ -37,22 +42,32 @@ type SampleError struct {
 	Kind   error
 	Err    error // the underlying cause, for the message
 
-	named bool // Err's message already names the shard and the sample
+	file bool // the sample is a plain file, not a tar shard's sample
 }
 
-// Error names the shard, the sample and the member.
+// newSampleError is the failure of sample s, of its member named member
+// (empty for the whole sample), caused by err and classified by it.
+func newSampleError(s *Sample, member string, err error) *SampleError {
+	return &SampleError{Shard: s.Shard, Key: s.Key, Member: member, Kind: classify(err), Err: err, file: isFileSample(s)}
+}
+
+// Error names the shard (or file), the sample and the member, once each.
 func (e *SampleError) Error() string {
-	if e.named && e.Err != nil {
-		return e.Err.Error()
+	var where string
+	if e.file || e.Member != "" && e.Member == e.Shard {
+		where = "decode: file " + e.Shard
+	} else {
+		where = fmt.Sprintf("decode: shard %s: sample %q", e.Shard, e.Key)
+		if e.Member != "" {
+			where += ": member " + e.Member
+		}
 	}
-	where := fmt.Sprintf("decode: shard %s: sample %s", e.Shard, e.Key)
-	if e.Member != "" {
-		where += ": member " + e.Member
+	cause := e.Kind
+	if e.Err != nil {
+		cause = e.Err
 	}
-	if e.Err == nil {
-		return where + ": " + e.Kind.Error()
-	}
-	return where + ": " + e.Err.Error()
+	// The causes of this package start with its name, which where says.
+	return where + ": " + strings.TrimPrefix(cause.Error(), "decode: ")
 }
 
 // Unwrap returns the kind and the cause, for errors.Is and errors.As.

@@ -26,6 +26,12 @@ const (
 	MaxClipBytes = 1 << 30
 )
 
+// DefaultMaxTextBytes is the default Limits.MaxTextBytes: 16 MiB of text
+// per sample, a few million tokens, far above a caption or a long
+// document (a 500-page book is about 1 MiB of plain text) and far below
+// what would stall a worker.
+const DefaultMaxTextBytes = 16 << 20
+
 // ErrShape reports an output shape (F, S) outside the bounds above.
 var ErrShape = errors.New("decode: output shape out of bounds")
 
@@ -88,6 +94,12 @@ type Limits struct {
 	MaxAnalyzeDuration time.Duration
 	// MaxImages caps the images of one document.
 	MaxImages int
+	// MaxTextBytes caps the bytes of a sample's text members (txt, text,
+	// caption, json, cls) together, checked from their sizes before the
+	// text is parsed, counted or copied (the shard reader has read the
+	// bytes by then): a larger sample fails with ErrLimit naming the
+	// member that crosses it.
+	MaxTextBytes int64
 	// Formats and Codecs are the allowed containers (FFmpeg demuxer names)
 	// and video codecs (FFmpeg codec names), comma-separated.
 	Formats string
@@ -96,9 +108,9 @@ type Limits struct {
 
 // DefaultLimits returns limits safe for training data: video up to 4096 x
 // 2304 (4K UHD and DCI 4K at 16:9), images up to 8192 x 8192, 65536 frames
-// and 60 s per sample, 1 MiB of probing, 64 images per document, the
-// containers mov, mp4, matroska and webm and the codecs h264, hevc, vp9,
-// vp8 and av1.
+// and 60 s per sample, 1 MiB of probing, 64 images per document, 16 MiB
+// of text per sample (DefaultMaxTextBytes), the containers mov, mp4,
+// matroska and webm and the codecs h264, hevc, vp9, vp8 and av1.
 func DefaultLimits() Limits {
 	return Limits{
 		MaxPixels:          4096 * 2304,
@@ -108,6 +120,7 @@ func DefaultLimits() Limits {
 		MaxProbeSize:       1 << 20,
 		MaxAnalyzeDuration: 5 * time.Second,
 		MaxImages:          64,
+		MaxTextBytes:       DefaultMaxTextBytes,
 		Formats:            av.DefaultFormats,
 		Codecs:             av.DefaultCodecs,
 	}
@@ -136,6 +149,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxImages <= 0 {
 		l.MaxImages = d.MaxImages
+	}
+	if l.MaxTextBytes <= 0 {
+		l.MaxTextBytes = d.MaxTextBytes
 	}
 	if l.Formats == "" {
 		l.Formats = d.Formats

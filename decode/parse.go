@@ -87,9 +87,21 @@ func docPosition(ext string) (pos int, ok bool) {
 // or any member carrying a document position (an interleaved document);
 // image for images alone or with a caption; text for text alone. Members
 // of other kinds only count in Bytes. A sample without any recognised
-// member is ErrNoPayload; a recognised member that does not parse fails
-// the record with the format's error, naming the shard, sample and member.
+// member is ErrNoPayload; a recognised member that does not parse (or is
+// empty) fails the record with the format's error, and text members
+// larger than DefaultLimits' MaxTextBytes together fail it with ErrLimit
+// before they are read. Every error is a *SampleError naming the shard,
+// sample and member.
 func ParseRecord(s *Sample) (*Record, error) {
+	return ParseRecordLimits(s, Limits{})
+}
+
+// ParseRecordLimits is ParseRecord with the text limit of lim
+// (MaxTextBytes; zero takes the DefaultLimits value).
+func ParseRecordLimits(s *Sample, lim Limits) (*Record, error) {
+	if err := checkTextSize(s, lim.withDefaults().MaxTextBytes); err != nil {
+		return nil, err
+	}
 	r := &Record{Shard: s.Shard, Key: s.Key}
 	type image struct {
 		info ImageInfo
@@ -110,11 +122,19 @@ func ParseRecord(s *Sample) (*Record, error) {
 			if r.Video != nil {
 				continue // only the first clip counts
 			}
+			if len(m.Data) == 0 {
+				err = emptyMember{ErrBadMP4}
+				break
+			}
 			r.Video, err = parseVideo(m.Data)
 			if err == nil {
 				r.Video.Member = i
 			}
 		case kindImage:
+			if len(m.Data) == 0 {
+				err = emptyMember{ErrBadImage}
+				break
+			}
 			var info ImageInfo
 			if info, err = ParseImageHeader(m.Data); err == nil {
 				info.Member = i
@@ -134,7 +154,7 @@ func ParseRecord(s *Sample) (*Record, error) {
 			(*sum).Tokens += t.Tokens
 		}
 		if err != nil {
-			return nil, fmt.Errorf("decode: shard %s sample %q member %s: %w", s.Shard, s.Key, m.Name, err)
+			return nil, newSampleError(s, m.Name, err)
 		}
 	}
 	r.Text = captions
@@ -159,7 +179,7 @@ func ParseRecord(s *Sample) (*Record, error) {
 		for i, m := range s.Members {
 			exts[i] = m.Ext
 		}
-		return nil, fmt.Errorf("%w: shard %s sample %q has members [%s]", ErrNoPayload, s.Shard, s.Key, strings.Join(exts, " "))
+		return nil, newSampleError(s, "", fmt.Errorf("%w: members [%s]", ErrNoPayload, strings.Join(exts, " ")))
 	}
 	return r, nil
 }
@@ -171,4 +191,33 @@ func parseVideo(data []byte) (*VideoInfo, error) {
 		return ParseWebM(data)
 	}
 	return ParseMP4(data)
+}
+
+// emptyMember is the error of a 0-byte video or image member; it matches
+// its format's error (ErrBadMP4, ErrBadImage).
+type emptyMember struct{ format error }
+
+func (e emptyMember) Error() string { return "empty (0 bytes)" }
+
+func (e emptyMember) Unwrap() error { return e.format }
+
+// checkTextSize fails sample s with ErrLimit when its text members (txt,
+// text, caption, json, cls) hold more than max bytes together, naming
+// the member that crosses the limit, before any of them is read.
+func checkTextSize(s *Sample, max int64) error {
+	var total int64
+	for _, m := range s.Members {
+		if memberKind(m.Ext) != kindText {
+			continue
+		}
+		n := int64(len(m.Data))
+		total += n
+		switch {
+		case n > max:
+			return newSampleError(s, m.Name, fmt.Errorf("%w: text of %d bytes, limit %d (MaxTextBytes)", ErrLimit, n, max))
+		case total > max:
+			return newSampleError(s, m.Name, fmt.Errorf("%w: the sample's text members reach %d bytes here, limit %d (MaxTextBytes)", ErrLimit, total, max))
+		}
+	}
+	return nil
 }

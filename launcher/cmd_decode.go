@@ -49,7 +49,7 @@ func runDecode(ctx context.Context, stdout, stderr io.Writer, args []string) err
 		"a shard gives MEMBER<tab>MD5 lines for the members decode turns into tensors (a sample's clip, or its images)")
 	var frames, size int
 	shapeFlags(fs, &frames, &size)
-	cache := fs.String("cache", "", "`directory` for shard index caches (default: beside each shard)")
+	cache := fs.String("cache", "", indexCacheUsage)
 	verbose := fs.Bool("v", false, "also print the JPEG backend in use to stderr")
 	check := fs.Bool("check-hashes", false, checkHashesUsage)
 	if err := fs.Parse(args); err != nil {
@@ -69,29 +69,22 @@ func runDecode(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	if *verbose {
 		fmt.Fprintf(stderr, "decode: JPEG backend %s\n", tjpeg.Backend)
 	}
+	indexDir := indexCacheDir(*cache)
 	if *md5 {
 		if *check {
 			return usagef("decode: --check-hashes counts damage in decoded samples; --md5 prints the pictures' MD5s without counting it")
 		}
-		for _, path := range fs.Args() {
-			if err := printMD5s(ctx, stdout, path, *cache); err != nil {
-				return err
-			}
-		}
-		return nil
+		return eachFile(stderr, fs.Args(), func(path string) (int, error) {
+			return printMD5s(ctx, stdout, stderr, path, indexDir)
+		})
 	}
 	dec := decode.NewDecoder(decode.Options{Frames: frames, Size: size, CheckHashes: *check})
-	failed, damaged := 0, 0
+	damaged := 0
 	show := func(s *decode.Sample) error {
 		start := time.Now()
 		out, err := dec.Decode(ctx, s, nil)
-		if errors.Is(err, context.Canceled) {
-			return err
-		}
 		if err != nil {
-			failed++
-			fmt.Fprintln(stderr, err)
-			return nil
+			return err
 		}
 		shapes := make([]string, len(out.Tensors))
 		for i, t := range out.Tensors {
@@ -102,63 +95,181 @@ func runDecode(ctx context.Context, stdout, stderr io.Writer, args []string) err
 		}
 		_, err = fmt.Fprintf(stdout, "%s\t%s\ttensors %s\ttokens %d\tdecoded frames %d\tdamaged packets %d\t%.2f ms\n", s.Key, out.Modality,
 			strings.Join(shapes, " "), out.Tokens, out.DecodedFrames, out.Damaged, float64(time.Since(start).Microseconds())/1000)
-		return err
+		return fatal(err)
 	}
-	for _, path := range fs.Args() {
-		if err := eachSample(path, *cache, show); err != nil {
-			return err
-		}
-	}
+	err := eachFile(stderr, fs.Args(), func(path string) (int, error) {
+		return eachSample(stderr, path, indexDir, show)
+	})
 	if damaged > 0 {
 		// They decoded, with damage FFmpeg concealed: the data is not
 		// what was encoded, which a check of a dataset should say.
 		fmt.Fprintf(stderr, "decode: %d %s decoded with damaged data the decoder concealed (see their damaged packets)\n",
 			damaged, map[bool]string{true: "sample", false: "samples"}[damaged == 1])
 	}
-	if failed > 0 {
-		return fmt.Errorf("decode: %d samples failed", failed)
+	return err
+}
+
+// fatalError is an error that ends decode, such as a failure to write
+// its output, instead of counting as a bad sample or file.
+type fatalError struct{ err error }
+
+func (e *fatalError) Error() string { return e.err.Error() }
+
+func (e *fatalError) Unwrap() error { return e.err }
+
+// fatal marks err (when not nil) as ending decode.
+func fatal(err error) error {
+	if err == nil {
+		return nil
 	}
-	return nil
+	return &fatalError{err}
+}
+
+// isFatal reports whether err ends decode: a cancelled context or a
+// failed write.
+func isFatal(err error) bool {
+	var fe *fatalError
+	return errors.Is(err, context.Canceled) || errors.As(err, &fe)
+}
+
+// eachFile runs decode on one path at a time: do returns how many of the
+// path's samples failed (printed already) and the error that stopped it.
+// A path that fails (a shard that cannot be opened, a sample that does
+// not decode) is printed and counted, and the next path still runs, as a
+// bad sample within a shard is counted and skipped. eachFile returns nil
+// when every path decoded, a fatal error (isFatal) at once, and
+// otherwise the count: "decode: 2 files decoded, 1 failed".
+func eachFile(stderr io.Writer, paths []string, do func(path string) (int, error)) error {
+	okFiles, failedFiles, failedSamples, shardSamples := 0, 0, 0, false
+	for _, path := range paths {
+		n, err := do(path)
+		if isFatal(err) {
+			var fe *fatalError
+			if errors.As(err, &fe) {
+				return fe.err
+			}
+			return err
+		}
+		failedSamples += n
+		shardSamples = shardSamples || n > 0 && isShardPath(path)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+		}
+		if err != nil || n > 0 {
+			failedFiles++
+		} else {
+			okFiles++
+		}
+	}
+	if failedFiles == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("decode: %s decoded, %d failed", plural(okFiles, "file", "files"), failedFiles)
+	if shardSamples {
+		msg += fmt.Sprintf(" (%s failed)", plural(failedSamples, "sample", "samples"))
+	}
+	return errors.New(msg)
+}
+
+// plural is "1 file", "2 files": n and the noun that fits it.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// indexCacheUsage is the help of inspect's and decode's --cache.
+const indexCacheUsage = "`directory` for shard index caches (default: the index directory under run's cache, $DATAHELIX_CACHE/index when set; " +
+	"never beside the shards, whose directory may be read-only or shared)"
+
+// indexCacheDir is where inspect, decode and costmodel keep shard
+// indexes: dir when given, else where run keeps them (the index directory
+// of its cache), so that a checking command writes nothing into the
+// dataset's directory.
+func indexCacheDir(dir string) string {
+	if dir != "" {
+		return dir
+	}
+	return filepath.Join(cacheRoot(""), "index")
 }
 
 // checkHashesUsage is the help of run's and decode's --check-hashes.
 const checkHashesUsage = "check HEVC pictures against the MD5 hashes an encoder may write in the stream (x265 --hash 1) and count a mismatch as damage; " +
 	"costs an MD5 of every such picture (about twice the decode CPU time of a cheap clip)"
 
-// eachSample calls fn on every sample of a shard (a path ending in .tar),
-// or on a bare media file as a one-member sample.
-func eachSample(path, cache string, fn func(*decode.Sample) error) error {
-	if strings.HasSuffix(path, ".tar") {
-		sh, err := decode.OpenShard(path, cache)
-		if err != nil {
+// shardSuffixes end the names of tar shards. Decode hands compressed ones
+// to the shard opener too, so that its error names them, rather than
+// reading them as a media file.
+var shardSuffixes = []string{".tar", ".tar.gz", ".tgz", ".tar.zst", ".tar.xz", ".tar.bz2"}
+
+// isShardPath reports whether path names a tar shard, compressed or not.
+func isShardPath(path string) bool {
+	lower := strings.ToLower(path)
+	for _, suf := range shardSuffixes {
+		if strings.HasSuffix(lower, suf) {
+			return true
+		}
+	}
+	return false
+}
+
+// eachSample calls fn on every sample of a shard (isShardPath), after
+// printing the shard's index warnings (members it skipped) to stderr, or
+// on a plain media file as a one-member sample (decode.FileSample). A
+// sample that fails (fn's error, or a sample too large to read) is
+// printed to stderr, counted in failed and skipped; a fatal error of fn
+// (isFatal), a shard that cannot be opened and a shard that cannot be
+// read stop the file with err.
+func eachSample(stderr io.Writer, path, cache string, fn func(*decode.Sample) error) (failed int, err error) {
+	skip := func(err error) error {
+		if err == nil || isFatal(err) {
 			return err
 		}
-		defer sh.Close()
-		for i := range sh.Len() {
-			s, err := sh.ReadSample(i)
-			if err != nil {
-				return err
-			}
-			if err := fn(s); err != nil {
-				return err
-			}
-		}
+		failed++
+		fmt.Fprintln(stderr, err)
 		return nil
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
+	if !isShardPath(path) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return 0, fmt.Errorf("decode: %w", err)
+		}
+		return failed, skip(fn(decode.FileSample(path, data)))
 	}
-	base := filepath.Base(path)
-	key, ext, _ := strings.Cut(base, ".")
-	return fn(&decode.Sample{Shard: path, Key: key, Members: []decode.Member{{Name: base, Ext: strings.ToLower(ext), Data: data}}})
+	sh, err := decode.OpenShard(path, cache)
+	if err != nil {
+		return 0, err
+	}
+	defer sh.Close()
+	w := decode.ShardWarnings{Shard: path, Warnings: sh.Warnings()}
+	for _, line := range w.Lines(maxShardWarnings) {
+		fmt.Fprintln(stderr, line)
+	}
+	if sh.Len() == 0 {
+		return 0, fmt.Errorf("decode: shard %s has no samples", path)
+	}
+	for i := range sh.Len() {
+		s, err := sh.ReadSample(i)
+		if err != nil && !errors.Is(err, decode.ErrSampleTooLarge) {
+			return failed, err
+		}
+		if err == nil {
+			err = fn(s)
+		}
+		if err := skip(err); err != nil {
+			return failed, err
+		}
+	}
+	return failed, nil
 }
 
 // printMD5s prints the MD5s of one file: bare lines for a video or image
-// file, MEMBER<tab>MD5 lines for a shard.
-func printMD5s(ctx context.Context, w io.Writer, path, cache string) error {
-	if strings.HasSuffix(path, ".tar") {
-		return eachSample(path, cache, func(s *decode.Sample) error {
+// file, MEMBER<tab>MD5 lines for a shard, whose failing samples are
+// printed to stderr, counted and skipped.
+func printMD5s(ctx context.Context, w, stderr io.Writer, path, cache string) (failed int, err error) {
+	if isShardPath(path) {
+		return eachSample(stderr, path, cache, func(s *decode.Sample) error {
 			ms, err := decode.SampleMD5s(ctx, s, decode.DefaultLimits())
 			if err != nil {
 				return err
@@ -166,7 +277,7 @@ func printMD5s(ctx context.Context, w io.Writer, path, cache string) error {
 			for _, m := range ms {
 				for _, sum := range m.MD5s {
 					if _, err := fmt.Fprintf(w, "%s\t%s\n", m.Member, sum); err != nil {
-						return err
+						return fatal(err)
 					}
 				}
 			}
@@ -175,7 +286,7 @@ func printMD5s(ctx context.Context, w io.Writer, path, cache string) error {
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return err
+		return 0, fmt.Errorf("decode: %w", err)
 	}
 	var sums []string
 	if _, herr := decode.ParseImageHeader(data); herr == nil {
@@ -186,12 +297,12 @@ func printMD5s(ctx context.Context, w io.Writer, path, cache string) error {
 		sums, err = decode.FrameMD5s(ctx, data, decode.DefaultLimits())
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return 0, fmt.Errorf("decode: file %s: %w", path, err)
 	}
 	for _, s := range sums {
 		if _, err := fmt.Fprintln(w, s); err != nil {
-			return err
+			return 0, fatal(err)
 		}
 	}
-	return nil
+	return 0, nil
 }

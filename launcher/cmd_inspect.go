@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/datahelix/datahelix/decode"
@@ -22,7 +23,7 @@ func init() {
 func runInspect(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	fs := newFlags("inspect", "[--json] [--cache DIR] PATH...")
 	asJSON := fs.Bool("json", false, "print one JSON object per sample instead of a table")
-	cache := fs.String("cache", "", "`directory` for shard index caches (default: beside each shard)")
+	cache := fs.String("cache", "", indexCacheUsage)
 	frames := fs.Int("frames", decode.DefaultFrames, "frames sampled per clip, for the cost estimate")
 	size := fs.Int("size", decode.DefaultSize, "output side in pixels, for the cost estimate")
 	if err := fs.Parse(args); err != nil {
@@ -39,16 +40,19 @@ func runInspect(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	if *frames < 1 || *size < 1 {
 		return usagef("inspect: --frames and --size must be positive")
 	}
+	indexDir := indexCacheDir(*cache)
+	empty := printShardWarnings(stderr, fs.Args(), indexDir)
 	m := decode.NewCostModel(nil)
 	m.SetOptions(decode.CostOptions{Frames: *frames, Size: *size})
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
-		return decode.Inspect(ctx, fs.Args(), *cache, m, func(s decode.RecordSummary) error { return enc.Encode(s) })
+		err := decode.Inspect(ctx, fs.Args(), indexDir, m, func(s decode.RecordSummary) error { return enc.Encode(s) })
+		return emptyShardsError(err, empty)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "key\tshard\tmodality\tbytes\twidth\theight\tframes\tduration_s\tcodec\tkeyframes\test_cost_us")
 	rows := 0
-	err := decode.Inspect(ctx, fs.Args(), *cache, m, func(s decode.RecordSummary) error {
+	err := decode.Inspect(ctx, fs.Args(), indexDir, m, func(s decode.RecordSummary) error {
 		rows++
 		if s.Error != "" {
 			fmt.Fprintf(stderr, "%s\n", s.Error)
@@ -67,5 +71,44 @@ func runInspect(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	if ferr := tw.Flush(); err == nil {
 		err = ferr
 	}
-	return err
+	return emptyShardsError(err, empty)
+}
+
+// maxShardWarnings is how many index warnings of one shard inspect and
+// decode print; one more line counts the rest.
+const maxShardWarnings = 5
+
+// printShardWarnings prints to w the index warnings of the shards of
+// every dataset in paths (members the index skipped or grouped oddly,
+// which inspect's table cannot show) and returns the shards without a
+// sample. A path that cannot be opened is skipped: Inspect reports it.
+func printShardWarnings(w io.Writer, paths []string, indexDir string) (empty []string) {
+	for _, p := range paths {
+		ds, err := decode.OpenDataset(p, indexDir)
+		if err != nil {
+			continue
+		}
+		for _, sw := range ds.Warnings() {
+			for _, line := range sw.Lines(maxShardWarnings) {
+				fmt.Fprintln(w, line)
+			}
+		}
+		for _, sh := range ds.Shards {
+			if sh.Len() == 0 {
+				empty = append(empty, sh.Path())
+			}
+		}
+		ds.Close()
+	}
+	return empty
+}
+
+// emptyShardsError is inspect's error: err, else an error naming the
+// shards without a sample, which run refuses.
+func emptyShardsError(err error, empty []string) error {
+	if err != nil || len(empty) == 0 {
+		return err
+	}
+	return fmt.Errorf("inspect: %s %s no samples (run refuses such a shard): %s",
+		plural(len(empty), "shard", "shards"), map[bool]string{true: "has", false: "have"}[len(empty) == 1], strings.Join(empty, " "))
 }

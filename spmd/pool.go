@@ -2,6 +2,7 @@ package spmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -139,9 +140,12 @@ func (l *Loader) sampleDone(step int64, st *slotState) {
 			// as a whole-sample decode does.
 			l.dec.SpreadFrames(st.tensor.Data, targets)
 		}
-		st.out = &decode.Output{Key: st.sample.Key, Modality: decode.ModalityVideo, Tensors: []decode.Tensor{st.tensor}}
-		st.out.Text = captionOf(st.sample)
-		st.out.Tokens = decode.EstimateTokens([]byte(st.out.Text))
+		out := &decode.Output{Key: st.sample.Key, Modality: decode.ModalityVideo, Tensors: []decode.Tensor{st.tensor}}
+		// Its caption, as a whole sample's decode gives it: text beyond
+		// the limit fails the sample.
+		if out.Text, out.Tokens, st.err = decode.SampleText(st.sample, l.dec.Options().Limits); st.err == nil {
+			st.out = out
+		}
 	}
 	if st.err == nil && st.rec != nil {
 		l.cost.Observe(st.rec, st.decodeUS)
@@ -161,26 +165,17 @@ func (l *Loader) sampleDone(step int64, st *slotState) {
 	}
 }
 
-// captionOf joins a clip's caption members, in member order.
-func captionOf(s *decode.Sample) string {
-	text := ""
-	for _, m := range s.Members {
-		switch m.Ext {
-		case "txt", "text", "caption":
-			if text != "" {
-				text += "\n"
-			}
-			text += string(m.Data)
-		}
-	}
-	return text
-}
-
-// logDrop logs a dropped sample the first time this rank meets it. The
-// loader's lock is held.
+// logDrop logs a dropped sample the first time this rank meets it,
+// naming the shard, sample and member once: a *decode.SampleError names
+// them itself, other errors are given the shard and sample. The loader's
+// lock is held.
 func (l *Loader) logDrop(step int64, s *decode.Sample, err error) {
-	l.logOnce("dropped", s, fmt.Sprintf("datahelix: rank %d: step %d: dropping sample %q of %s: %v\n",
-		l.comm.Rank(), step, s.Key, s.Shard, err))
+	var se *decode.SampleError
+	if !errors.As(err, &se) {
+		err = &decode.SampleError{Shard: s.Shard, Key: s.Key, Kind: err, Err: err}
+	}
+	l.logOnce("dropped", s, fmt.Sprintf("datahelix: rank %d: step %d: dropping sample: %v\n",
+		l.comm.Rank(), step, err))
 }
 
 // logDamage says once per sample that it decoded with damage concealed:

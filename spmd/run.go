@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sync"
 	"syscall"
 	"time"
+	"weak"
 
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode"
@@ -29,6 +31,12 @@ type Result struct {
 // returns the summary. A run stopped by cancelling ctx returns the cause
 // of the cancellation (context.Cause), so that it says why it stopped.
 func Run(ctx context.Context, comm collective.Comm, ds *decode.Dataset, cfg Config) (*Result, error) {
+	if err := checkEmptyShards(ds); err != nil {
+		return nil, err
+	}
+	if comm.Rank() == 0 && cfg.Log != nil && firstRun(ds) {
+		logWarnings(cfg.Log, ds)
+	}
 	gcomm, err := comm.Dup()
 	if err != nil {
 		return nil, err
@@ -70,6 +78,73 @@ func Run(ctx context.Context, comm collective.Comm, ds *decode.Dataset, cfg Conf
 		recs[n-1].ComputeUS = max(l.sinceStart(end)-recs[n-1].DeliverUS, 0)
 	}
 	return gather(comm, l, recs, l.sinceStart(end), cfg)
+}
+
+// maxShardWarnings is how many index warnings of one shard Run logs; the
+// rest are counted in one more line.
+const maxShardWarnings = 5
+
+// logWarnings writes the index warnings of ds's shards to log: members
+// the index skipped (no key, not a regular file, sparse) or grouped
+// oddly (a repeated extension, a reused key), which would otherwise
+// vanish from the training data silently.
+func logWarnings(log io.Writer, ds *decode.Dataset) {
+	for _, w := range ds.Warnings() {
+		for _, line := range w.Lines(maxShardWarnings) {
+			fmt.Fprintf(log, "datahelix: %s\n", line)
+		}
+	}
+}
+
+// ranDatasets holds the datasets Run has logged the warnings of, so that
+// a job running several loaders over one dataset logs them once. Weak
+// pointers let a closed dataset go.
+var ranDatasets struct {
+	sync.Mutex
+	seen map[weak.Pointer[decode.Dataset]]bool
+}
+
+// firstRun reports whether this is the first Run of ds in this process.
+func firstRun(ds *decode.Dataset) bool {
+	ranDatasets.Lock()
+	defer ranDatasets.Unlock()
+	if ranDatasets.seen == nil {
+		ranDatasets.seen = make(map[weak.Pointer[decode.Dataset]]bool)
+	}
+	for p := range ranDatasets.seen {
+		if p.Value() == nil {
+			delete(ranDatasets.seen, p) // collected
+		}
+	}
+	p := weak.Make(ds)
+	if ranDatasets.seen[p] {
+		return false
+	}
+	ranDatasets.seen[p] = true
+	return true
+}
+
+// checkEmptyShards fails, on every rank alike, a dataset with a shard
+// the index found no sample in but skipped members of, saying why (its
+// first warning); the loader refuses an empty shard without warnings.
+func checkEmptyShards(ds *decode.Dataset) error {
+	for _, s := range ds.Shards {
+		w := s.Warnings()
+		if s.Len() > 0 || len(w) == 0 {
+			continue
+		}
+		more := ""
+		switch len(w) {
+		case 1:
+		case 2:
+			more = ", and 1 more warning"
+		default:
+			more = fmt.Sprintf(", and %d more warnings", len(w)-1)
+		}
+		return collective.AllRanks(fmt.Errorf("spmd: shard %s has no samples (%s%s): the rank reading it would have nothing to train on; remove it from the dataset",
+			s.Path(), w[0], more))
+	}
+	return nil
 }
 
 // gather collects every rank's records and figures on rank 0.

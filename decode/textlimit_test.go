@@ -1,0 +1,148 @@
+package decode
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestTextLimit checks that text members beyond MaxTextBytes fail the
+// sample with ErrLimit, naming the shard, sample, member and size, in
+// ParseRecord, Decode (also with a record parsed under other limits) and
+// SampleText, and that the default limit takes a real document.
+func TestTextLimit(t *testing.T) {
+	small := Limits{MaxTextBytes: 100}
+	big := decSample("k", map[string][]byte{"txt": []byte(strings.Repeat("word ", 30))}) // 150 bytes
+	split := decSample("k", map[string][]byte{"0.txt": []byte(strings.Repeat("a", 60)), "1.txt": []byte(strings.Repeat("b", 60))})
+	check := func(what string, err error, member, size string) {
+		t.Helper()
+		var se *SampleError
+		if !errors.Is(err, ErrLimit) || !errors.As(err, &se) || se.Member != member {
+			t.Errorf("%s: got %v, want a *SampleError of member %s wrapping ErrLimit", what, err, member)
+			return
+		}
+		for _, want := range []string{"test.tar", `"k"`, member, size, "limit 100"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: %q does not name %q", what, err, want)
+			}
+		}
+	}
+	_, err := ParseRecordLimits(big, small)
+	check("ParseRecordLimits", err, "k.txt", "150 bytes")
+	_, err = ParseRecordLimits(split, small)
+	check("two members", err, "k.1.txt", "120 bytes")
+	_, err = NewDecoder(Options{Limits: small}).Decode(context.Background(), big, nil)
+	check("Decode", err, "k.txt", "150 bytes")
+	rec, err := ParseRecord(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = NewDecoder(Options{Limits: small}).Decode(context.Background(), big, rec)
+	check("Decode of a given record", err, "k.txt", "150 bytes")
+	_, _, err = SampleText(big, small)
+	check("SampleText", err, "k.txt", "150 bytes")
+
+	huge := decSample("k", map[string][]byte{"txt": make([]byte, DefaultMaxTextBytes+1)})
+	if _, err := ParseRecord(huge); !errors.Is(err, ErrLimit) {
+		t.Errorf("ParseRecord of %d bytes of text: got %v, want ErrLimit", DefaultMaxTextBytes+1, err)
+	}
+	doc := decSample("k", map[string][]byte{"txt": []byte(strings.Repeat("a long document ", 1<<16))}) // 1 MiB
+	if _, err := NewDecoder(Options{}).Decode(context.Background(), doc, nil); err != nil {
+		t.Errorf("1 MiB document under the default limits: %v", err)
+	}
+}
+
+// TestSampleTextTokens checks that the text and tokens Decode and
+// SampleText give are the joined captions in document order and the
+// tokens of that text.
+func TestSampleTextTokens(t *testing.T) {
+	s := decSample("k", map[string][]byte{"2.txt": []byte("world 123"), "0.txt": []byte("héllo, 45"), "json": []byte(`{"a":"b"}`), "1.caption": {0xe2, 0x82}})
+	text, tokens, err := SampleText(s, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "héllo, 45\n\xe2\x82\nworld 123"; text != want {
+		t.Errorf("text %q, want %q", text, want)
+	}
+	if want := EstimateTokens([]byte(text)); tokens != want {
+		t.Errorf("tokens %d, want %d (the joined text's)", tokens, want)
+	}
+	out, err := NewDecoder(Options{}).Decode(context.Background(), s, nil)
+	if err != nil || out.Text != text || out.Tokens != tokens {
+		t.Errorf("Decode: got %v, %+v; want text %q, %d tokens", err, out, text, tokens)
+	}
+}
+
+// TestSampleErrorNamesOnce checks the one format of sample errors: the
+// shard, sample and member once each, "file" for a plain file, "empty"
+// for a 0-byte member, with errors.Is still matching the format's error.
+func TestSampleErrorNamesOnce(t *testing.T) {
+	tests := []struct {
+		name   string
+		sample *Sample
+		is     error
+		want   string
+	}{
+		{"bad video", decSample("k", map[string][]byte{"mp4": []byte("not a video")}), ErrBadMP4,
+			`decode: shard test.tar: sample "k": member k.mp4: invalid MP4/MOV: `},
+		{"no payload", decSample("k", map[string][]byte{"npy": {1}}), ErrNoPayload,
+			`decode: shard test.tar: sample "k": sample has no recognised payload: members [npy]`},
+		{"empty image", decSample("k", map[string][]byte{"jpg": {}}), ErrBadImage,
+			`decode: shard test.tar: sample "k": member k.jpg: empty (0 bytes)`},
+		{"empty video", decSample("k", map[string][]byte{"webm": {}}), ErrBadMP4,
+			`decode: shard test.tar: sample "k": member k.webm: empty (0 bytes)`},
+		{"file", FileSample("img/cmyk.jpg", []byte("\xff\xd8\xff\xd9")), ErrBadImage,
+			`decode: file img/cmyk.jpg: invalid image header: `},
+		{"empty file", FileSample("img/empty.jpg", nil), ErrBadImage,
+			`decode: file img/empty.jpg: empty (0 bytes)`},
+	}
+	for _, tc := range tests {
+		_, perr := ParseRecord(tc.sample)
+		_, derr := NewDecoder(Options{Size: 32}).Decode(context.Background(), tc.sample, nil)
+		for _, err := range []error{perr, derr} {
+			var se *SampleError
+			if !errors.As(err, &se) || !errors.Is(err, tc.is) || !errors.Is(err, classify(tc.is)) {
+				t.Errorf("%s: got %T %v, want a *SampleError matching %v", tc.name, err, err, tc.is)
+				continue
+			}
+			msg := err.Error()
+			if !strings.HasPrefix(msg, tc.want) || strings.Count(msg, "decode:") != 1 || strings.Count(msg, tc.sample.Shard) != 1 {
+				t.Errorf("%s: got %q, want it to start %q and name the shard once", tc.name, msg, tc.want)
+			}
+		}
+	}
+	if _, err := ParseRecord(decSample("k", map[string][]byte{"txt": {}})); err != nil {
+		t.Errorf("an empty caption is text: %v", err)
+	}
+}
+
+// TestDatasetWarnings checks the warnings of a dataset's shards and their
+// capped lines.
+func TestDatasetWarnings(t *testing.T) {
+	dir := t.TempDir()
+	var files []tarFile
+	for _, name := range []string{"000001", "000002", "000003", "000004", "000005", "000006", "000007"} {
+		files = append(files, tarFile{name: name, data: "x"})
+	}
+	writeFile(t, dir, "a.tar", writeTar(t, tar.FormatPAX, []tarFile{{name: "k.txt", data: "fine"}}))
+	writeFile(t, dir, "b.tar", writeTar(t, tar.FormatPAX, files))
+	ds, err := OpenDataset(dir, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	ws := ds.Warnings()
+	if len(ws) != 1 || !strings.HasSuffix(ws[0].Shard, "b.tar") || len(ws[0].Warnings) != 7 {
+		t.Fatalf("Warnings() = %+v, want 7 of b.tar", ws)
+	}
+	lines := ws[0].Lines(5)
+	if len(lines) != 6 || !strings.Contains(lines[0], `b.tar: member "000001" at offset 512 skipped`) ||
+		!strings.HasPrefix(lines[0], "warning: shard ") || !strings.HasSuffix(lines[5], "b.tar: and 2 more warnings") {
+		t.Errorf("Lines(5) = %q, want 5 warnings and a count of 2 more", lines)
+	}
+	if got := ws[0].Lines(0); len(got) != 7 {
+		t.Errorf("Lines(0) gave %d lines, want all 7", len(got))
+	}
+}

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/datahelix/datahelix/decode/gen/gentest"
+)
+
+// tarOf returns a tar of the named members.
+func tarOf(t *testing.T, members map[string][]byte, names ...string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, n := range names {
+		if err := tw.WriteHeader(&tar.Header{Name: n, Mode: 0o644, Size: int64(len(members[n])), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write(members[n])
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func writeTestFile(t *testing.T, path string, data []byte) string {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestDecodeGoesOnPastBadFiles checks that decode counts and skips a file
+// that is not a tar like a bad sample, decodes the files after it, and
+// ends with a total and exit 1; that a compressed shard is opened as a
+// shard; and that an empty or bad plain file is called a file.
+func TestDecodeGoesOnPastBadFiles(t *testing.T) {
+	jpg, err := os.ReadFile(filepath.Join("..", "decode", "testdata", "media", "image420.jpg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	a := writeTestFile(t, filepath.Join(dir, "a.jpg"), jpg)
+	bad := writeTestFile(t, filepath.Join(dir, "z.tar"), bytes.Repeat([]byte("not a tar "), 200))
+	b := writeTestFile(t, filepath.Join(dir, "b.jpg"), jpg)
+	code, stdout, stderr := runMain("decode", "--cache", t.TempDir(), a, bad, b)
+	if code != 1 || !strings.HasPrefix(stdout, "a\timage") || !strings.Contains(stdout, "\nb\timage") ||
+		!strings.Contains(stderr, "decode: shard "+bad+": ") || !strings.HasSuffix(stderr, "decode: 2 files decoded, 1 failed\n") {
+		t.Errorf("got exit %d, stdout %q, stderr %q; want a and b decoded, z.tar named, the total and exit 1", code, stdout, stderr)
+	}
+
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(tarOf(t, map[string][]byte{"k.jpg": jpg}, "k.jpg"))
+	zw.Close()
+	empty := writeTestFile(t, filepath.Join(dir, "empty.jpg"), nil)
+	for _, name := range []string{"z.tar.gz", "z.tgz", "Z.TAR.ZST"} {
+		p := writeTestFile(t, filepath.Join(dir, name), gz.Bytes())
+		code, _, stderr = runMain("decode", "--cache", t.TempDir(), p, empty)
+		if code != 1 || !strings.Contains(stderr, "decode: shard "+p+": ") || strings.Contains(stderr, "recognised payload") ||
+			!strings.Contains(stderr, "decode: file "+empty+": empty (0 bytes)\n") || !strings.Contains(stderr, "0 files decoded, 2 failed") {
+			t.Errorf("%s: got exit %d, stderr %q; want it opened as a shard, the empty file called empty", name, code, stderr)
+		}
+	}
+}
+
+// TestCheckingCommandsWriteNothingBesideShards checks that inspect,
+// decode and costmodel keep shard indexes where run does, in the cache,
+// not in the dataset's directory.
+func TestCheckingCommandsWriteNothingBesideShards(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("DATAHELIX_CACHE", cache)
+	shards, _ := filepath.Glob(filepath.Join(gentest.Tiny(t), "*.tar"))
+	data := t.TempDir()
+	for _, p := range shards[:2] {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeTestFile(t, filepath.Join(data, filepath.Base(p)), raw)
+	}
+	for _, args := range [][]string{
+		{"inspect", data},
+		{"decode", filepath.Join(data, filepath.Base(shards[0]))},
+		{"costmodel", "--data", data, "--limit", "3", "--warmup", "1", "--repeat", "1"},
+	} {
+		if code, _, stderr := runMain(args...); code != 0 {
+			t.Fatalf("%s: exit %d: %s", args[0], code, stderr)
+		}
+		if beside, _ := filepath.Glob(filepath.Join(data, "*.dhidx")); len(beside) > 0 {
+			t.Fatalf("%s wrote %v beside the shards", args[0], beside)
+		}
+	}
+	if cached, _ := filepath.Glob(filepath.Join(cache, "index", "*.dhidx")); len(cached) != 2 {
+		t.Errorf("cache holds %v, want the 2 shards' indexes in %s", cached, filepath.Join(cache, "index"))
+	}
+}
+
+// TestInspectPrintsSkippedMembers checks that inspect prints the members
+// a shard's index skipped, capped, and fails a shard left without
+// samples.
+func TestInspectPrintsSkippedMembers(t *testing.T) {
+	dir := t.TempDir()
+	members := map[string][]byte{"k.txt": []byte("a caption")}
+	noext := []string{"000001", "000002", "000003", "000004", "000005", "000006", "000007"}
+	for _, n := range noext {
+		members[n] = []byte("x")
+	}
+	mixed := writeTestFile(t, filepath.Join(dir, "mixed.tar"), tarOf(t, members, "k.txt", "README"))
+	none := writeTestFile(t, filepath.Join(dir, "noext.tar"), tarOf(t, members, noext...))
+	code, stdout, stderr := runMain("inspect", "--cache", t.TempDir(), mixed)
+	if code != 0 || !strings.Contains(stdout, "\nk ") ||
+		stderr != "warning: shard "+mixed+`: member "README" at offset 1536 skipped: its name has no WebDataset key.extension`+"\n" {
+		t.Errorf("mixed: got exit %d, stdout %q, stderr %q; want the table and the skipped README", code, stdout, stderr)
+	}
+	code, _, stderr = runMain("inspect", "--cache", t.TempDir(), none)
+	if code != 1 || strings.Count(stderr, "skipped: its name has no WebDataset key") != 5 ||
+		!strings.Contains(stderr, none+": and 2 more warnings\n") || !strings.Contains(stderr, "1 shard has no samples (run refuses such a shard): "+none) {
+		t.Errorf("noext: got exit %d, stderr %q; want 5 warnings, a count of 2 more and an error naming the empty shard", code, stderr)
+	}
+}

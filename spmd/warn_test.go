@@ -1,0 +1,121 @@
+package spmd
+
+import (
+	"archive/tar"
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/datahelix/datahelix/collective"
+	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/decode/gen/gentest"
+)
+
+// withExtraMembers copies the dataset's shards into a new directory and
+// appends members with the given names (and one byte each) to the first
+// shard; when only is set, the first shard holds those members alone.
+func withExtraMembers(t *testing.T, data string, only bool, names ...string) (dir, first string) {
+	t.Helper()
+	dir = t.TempDir()
+	shards, _ := filepath.Glob(filepath.Join(data, "*.tar"))
+	for i, p := range shards {
+		in, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, filepath.Base(p))
+		if i == 0 {
+			var buf bytes.Buffer
+			tw := tar.NewWriter(&buf)
+			if !only {
+				tr := tar.NewReader(bytes.NewReader(in))
+				for {
+					h, err := tr.Next()
+					if err == io.EOF {
+						break
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					body, _ := io.ReadAll(tr)
+					tw.WriteHeader(h)
+					tw.Write(body)
+				}
+			}
+			for _, name := range names {
+				tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: 1, Typeflag: tar.TypeReg})
+				tw.Write([]byte{'x'})
+			}
+			tw.Close()
+			in, first = buf.Bytes(), out
+		}
+		if err := os.WriteFile(out, in, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir, first
+}
+
+// TestIndexWarningsAreLoggedOnce checks that the members a shard's index
+// skipped are logged by rank 0 only, once per shard, capped.
+func TestIndexWarningsAreLoggedOnce(t *testing.T) {
+	names := []string{"README", "a1", "a2", "a3", "a4", "a5", "a6"}
+	data, first := withExtraMembers(t, gentest.Tiny(t), false, names...)
+	var log syncBuffer
+	cfg := testConfig(KindLocal)
+	cfg.Log = &log
+	_, errs := runInProcess(t, 4, data, cfg)
+	requireOK(t, errs)
+	got := log.String()
+	want := "datahelix: warning: shard " + first + `: member "README" at offset `
+	if strings.Count(got, want) != 1 || strings.Count(got, "skipped: its name has no WebDataset key") != maxShardWarnings ||
+		strings.Count(got, first+": and 2 more warnings\n") != 1 {
+		t.Errorf("log:\n%s\nwant one line %q..., %d warnings in all and a count of 2 more", got, want, maxShardWarnings)
+	}
+}
+
+// TestRunLogsWarningsOncePerDataset checks that the loaders of one job,
+// each a Run over the same dataset, log its warnings once.
+func TestRunLogsWarningsOncePerDataset(t *testing.T) {
+	ds := &decode.Dataset{}
+	if !firstRun(ds) || firstRun(ds) || !firstRun(&decode.Dataset{}) {
+		t.Error("firstRun: want true for a dataset's first run only")
+	}
+}
+
+// TestShardWithoutSamplesSaysWhy checks that a shard whose members were
+// all skipped fails the job saying why, on every rank.
+func TestShardWithoutSamplesSaysWhy(t *testing.T) {
+	data, first := withExtraMembers(t, gentest.Tiny(t), true, "000001", "000002")
+	_, errs := runInProcess(t, 4, data, testConfig(KindLocal))
+	want := "spmd: shard " + first + ` has no samples (member "000001" at offset 512 skipped: its name has no WebDataset key.extension, and 1 more warning)`
+	for r, err := range errs {
+		if err == nil || !collective.IsAllRanks(err) || !strings.Contains(err.Error(), want) {
+			t.Errorf("rank %d: got %v, want the every-rank error %q", r, err, want)
+		}
+	}
+}
+
+// TestDropLineNamesEachOnce checks that a dropped sample's log line names
+// its shard, sample and member once each.
+func TestDropLineNamesEachOnce(t *testing.T) {
+	data := corruptCopy(t, gentest.Tiny(t), "000000")
+	var log syncBuffer
+	cfg := testConfig(KindLocal)
+	cfg.Log = &log
+	_, errs := runInProcess(t, 4, data, cfg)
+	requireOK(t, errs)
+	var line string
+	for _, l := range strings.Split(log.String(), "\n") {
+		if strings.Contains(l, "dropping sample") {
+			line = l
+		}
+	}
+	want := `dropping sample: decode: shard ` + filepath.Join(data, "mixed-000000.tar") + `: sample "000000": member 000000.`
+	if !strings.Contains(line, want) || strings.Count(line, "mixed-000000.tar") != 1 || strings.Count(line, `000000"`) != 1 {
+		t.Errorf("drop line %q, want %q... naming each once", line, want)
+	}
+}
