@@ -54,7 +54,14 @@ if ! command -v go >/dev/null; then
 	exit 1
 fi
 mkdir -p "$here/.bin"
-(cd "$here" && go build $tags -o "$bin" ./launcher)
+# Stamp the commit into the binary (the report records it; builds here run
+# with -buildvcs=false), marked dirty when tracked files have uncommitted
+# changes; empty without git.
+commit=$(git -C "$here" rev-parse HEAD 2>/dev/null || true)
+if [ -n "$commit" ] && [ -n "$(git -C "$here" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+	commit="$commit-dirty"
+fi
+(cd "$here" && go build $tags -ldflags "-X github.com/datahelix/datahelix/bench.buildCommit=$commit" -o "$bin" ./launcher)
 
 # Find the rank count and replace "datahelix" with the binary.
 np=1

@@ -114,24 +114,40 @@ type Setup struct {
 }
 
 // Result is one loader's run of one workload. The first seven fields are
-// the keys the issue asks of the JSON.
+// the keys the issue asks of the JSON; the report's "units" object
+// (Units) says the unit of each.
 type Result struct {
-	Workload          string  `json:"workload"`
-	Loader            string  `json:"loader"`
-	Ranks             int     `json:"ranks"`
-	MissRate          float64 `json:"miss_rate"`
-	GPUWaitFrac       float64 `json:"gpu_wait_frac"`
-	ThroughputSPS     float64 `json:"throughput_sps"`
+	Workload string `json:"workload"`
+	Loader   string `json:"loader"`
+	Ranks    int    `json:"ranks"`
+	// MissRate is the fraction of rank-steps that missed: the rank's
+	// batch was not ready when its GPU asked for it (Misses over Ranks x
+	// Steps).
+	MissRate float64 `json:"miss_rate"`
+	// GPUWaitFrac is the GPUs' input wait, GPUWaitS over Ranks x WallS:
+	// the time a GPU sat idle for want of its batch. It leaves out the
+	// time a GPU idles in the gradient allreduce waiting for a slower
+	// rank, so a loader can wait more than another and still train
+	// faster.
+	GPUWaitFrac float64 `json:"gpu_wait_frac"`
+	// ThroughputSPS is samples trained per second, all ranks together.
+	ThroughputSPS float64 `json:"throughput_sps"`
+	// BytesMovedPerStep is the bytes exchanged between ranks, all ranks
+	// together, mean per step.
 	BytesMovedPerStep float64 `json:"bytes_moved_per_step"`
 	Mode              string  `json:"mode"` // "sim" or "real"
 	Skew              string  `json:"skew"`
 	Steps             int     `json:"steps"`
 	Batch             int     `json:"batch"`
 	Workers           int     `json:"workers"`
-	Misses            int     `json:"misses"`
-	GPUWaitS          float64 `json:"gpu_wait_s"`
-	WallS             float64 `json:"wall_s"`
-	BatchesHash       string  `json:"batches_hash"`
+	// Misses counts the rank-steps that missed.
+	Misses int `json:"misses"`
+	// GPUWaitS is the input wait in rank-seconds (summed over ranks);
+	// WallS the run's wall time in seconds (first request to the slowest
+	// rank's last step end).
+	GPUWaitS    float64 `json:"gpu_wait_s"`
+	WallS       float64 `json:"wall_s"`
+	BatchesHash string  `json:"batches_hash"`
 	// SteadyMissRate and SteadyGPUWaitFrac leave out the warm-up, the
 	// first Horizon steps (planned before any step was measured, and
 	// waiting for the first batches to decode): the same figures over
@@ -142,8 +158,9 @@ type Result struct {
 	SteadyMissRate    float64 `json:"steady_miss_rate"`
 	SteadyGPUWaitFrac float64 `json:"steady_gpu_wait_frac"`
 	// PlanUSP50 is the median planner time per step, µs (0 when not
-	// measured); ElapsedS the simulation's own run time. Both are
-	// timings: they vary from run to run.
+	// measured, as only the scale section does: null in JSON);
+	// ElapsedS the simulation's own run time, s. Both are timings: they
+	// vary from run to run.
 	PlanUSP50 float64 `json:"plan_us_p50"`
 	ElapsedS  float64 `json:"elapsed_s"`
 }
@@ -154,16 +171,21 @@ func (r Result) HasSteady() bool { return r.SteadySteps > 0 }
 
 // MarshalJSON writes the result with its steady figures null when they
 // cover no step, as datahelix run's summary does: 0 would read as a
-// perfect steady state.
+// perfect steady state; and plan_us_p50 null when it was not measured,
+// not a planner taking no time.
 func (r Result) MarshalJSON() ([]byte, error) {
 	type plain Result // without this method
 	out := struct {
 		plain
 		SteadyMissRate    *float64 `json:"steady_miss_rate"`
 		SteadyGPUWaitFrac *float64 `json:"steady_gpu_wait_frac"`
+		PlanUSP50         *float64 `json:"plan_us_p50"`
 	}{plain: plain(r)}
 	if r.HasSteady() {
 		out.SteadyMissRate, out.SteadyGPUWaitFrac = &r.SteadyMissRate, &r.SteadyGPUWaitFrac
+	}
+	if r.PlanUSP50 > 0 {
+		out.PlanUSP50 = &r.PlanUSP50
 	}
 	return json.Marshal(out)
 }
@@ -363,7 +385,7 @@ func RunSim(ctx context.Context, cfg EvalConfig) (*Evaluation, error) {
 				t0 := time.Now()
 				res, err := spmd.Simulate(p.simConfig(k, &cfg))
 				if err != nil {
-					return fmt.Errorf("bench: workload %s, loader %s: %w", p.w.Name, k, err)
+					return wrapf(err, "workload %s, loader %s", p.w.Name, k)
 				}
 				r := resultOf(p.w, res.Summary, time.Since(t0))
 				ev.Results[i*nl+j] = r

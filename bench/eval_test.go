@@ -154,6 +154,40 @@ func TestPlots(t *testing.T) {
 	}
 }
 
+// TestPlotLayout checks the figures' layout: the timeline leaves room
+// above the top rank's row for its legend (which covered that row), and a
+// one-workload wait figure names each bar's loader on its X axis (loaders
+// were told apart by colour alone) and says what the wait leaves out.
+func TestPlotLayout(t *testing.T) {
+	for _, ranks := range []int{8, 64} {
+		p := timelinePlot(Timeline{Workload: "w", Loader: "helix", Ranks: ranks}, "ctx")
+		if top := float64(ranks) - 0.5; p.Y.Max < top+1 {
+			t.Errorf("%d ranks: Y axis ends at %v, want a row or more of head room above %v", ranks, p.Y.Max, top)
+		}
+	}
+	r := handReport()
+	loaders := r.loaderNames()
+	p, err := r.waitBars([]string{"A"}, loaders, "t", waitOneW)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var labels []string
+	for _, tk := range p.X.Tick.Marker.Ticks(p.X.Min, p.X.Max) {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	if !slices.Equal(labels, loaders) {
+		t.Errorf("wait_A.png X labels %v, want the loaders %v", labels, loaders)
+	}
+	if !strings.Contains(p.X.Label.Text, "gradient allreduce") {
+		t.Errorf("wait figure's note %q does not say the allreduce's idle time is left out", p.X.Label.Text)
+	}
+	if c := loaderColors["helix-nogate"]; c.B > c.R {
+		t.Errorf("helix-nogate's colour %v is a blue like helix's", c)
+	}
+}
+
 // countColor counts img's pixels of exactly color c.
 func countColor(img image.Image, c color.Color) int {
 	r0, g0, b0, _ := c.RGBA()

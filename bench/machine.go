@@ -22,20 +22,31 @@ type Machine struct {
 	OS        string `json:"os"`
 	Arch      string `json:"arch"`
 	GoVersion string `json:"go"`
-	// Commit is `git rev-parse HEAD` of the working directory ("unknown"
-	// outside a repository); Dirty is set when it has uncommitted changes
-	// to tracked files (gitDirty).
+	// Commit is the commit the binary was built from when the build
+	// stamped it (buildCommit, as mpirun.sh does, or Go's vcs.revision),
+	// else `git rev-parse HEAD` of the repository holding the executable
+	// or the working directory ("unknown" outside one); Dirty is set when
+	// the build, or that repository, had uncommitted changes to tracked
+	// files (gitDirty).
 	Commit string `json:"commit"`
 	Dirty  bool   `json:"dirty"`
+	// CommitSource says where Commit came from: "binary" (stamped at
+	// build) or "repo" (the repository's HEAD at run time, which may not
+	// be what the binary was built from); "" when unknown.
+	CommitSource string `json:"commit_source,omitempty"`
+	// RepoCommit is the repository's HEAD at run time when it differs
+	// from the binary's stamped commit: the tree was changed after the
+	// build.
+	RepoCommit string `json:"repo_commit,omitempty"`
 	// DecodeCommit is the last commit that changed decode/: the decoder
 	// a calibration measured.
 	DecodeCommit string `json:"decode_commit"`
 }
 
 // ThisMachine describes the machine the process runs on and the commit
-// of the code: the revision the binary was built from when Go recorded
-// it, else that of the repository holding the executable or the working
-// directory.
+// of the code: the revision the binary was built from when the build
+// stamped it (buildCommit) or Go recorded it, else that of the repository
+// holding the executable or the working directory (commitOf).
 func ThisMachine(ctx context.Context) Machine {
 	host, _ := os.Hostname()
 	m := Machine{Host: host, CPU: cpuModel(), Cores: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH,
@@ -63,23 +74,20 @@ func ThisMachine(ctx context.Context) Machine {
 		out, err := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...).Output()
 		return strings.TrimSpace(string(out)), err == nil
 	}
-	built := false
+	var vcsRev string
+	vcsDirty := false
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, kv := range bi.Settings {
 			switch kv.Key {
 			case "vcs.revision":
-				m.Commit, built = kv.Value, true
+				vcsRev = kv.Value
 			case "vcs.modified":
-				m.Dirty = kv.Value == "true"
+				vcsDirty = kv.Value == "true"
 			}
 		}
 	}
-	if !built {
-		if c, ok := git("rev-parse", "HEAD"); ok && c != "" {
-			m.Commit = c
-			m.Dirty = gitDirty(git)
-		}
-	}
+	head, _ := git("rev-parse", "HEAD")
+	m.Commit, m.Dirty, m.CommitSource, m.RepoCommit = commitOf(buildCommit, vcsRev, vcsDirty, head, func() bool { return gitDirty(git) })
 	// The last change to decode/ as of the commit that ran.
 	rev := "HEAD"
 	if m.Commit != "unknown" {
@@ -89,6 +97,42 @@ func ThisMachine(ctx context.Context) Machine {
 		m.DecodeCommit = c
 	}
 	return m
+}
+
+// buildCommit is the commit the binary was built from, stamped by the
+// build (mpirun.sh):
+//
+//	go build -ldflags "-X github.com/datahelix/datahelix/bench.buildCommit=$(git rev-parse HEAD)" ./launcher
+//
+// with DirtySuffix appended when the tree had uncommitted changes to
+// tracked files; empty when the build did not stamp it (or had no git).
+var buildCommit string
+
+// DirtySuffix marks a stamped buildCommit built from a tree with
+// uncommitted changes.
+const DirtySuffix = "-dirty"
+
+// commitOf picks the commit a report records: the stamped one (stamp,
+// with DirtySuffix when dirty), else Go's vcs.revision (vcsRev and
+// vcsDirty), both "binary"; else the repository's HEAD at run time (head,
+// with repoDirty called to ask), "repo"; else "unknown". repoCommit is
+// head when it differs from a binary's commit.
+func commitOf(stamp, vcsRev string, vcsDirty bool, head string, repoDirty func() bool) (commit string, dirty bool, source, repoCommit string) {
+	switch {
+	case stamp != "":
+		commit, dirty = strings.CutSuffix(stamp, DirtySuffix)
+		source = "binary"
+	case vcsRev != "":
+		commit, dirty, source = vcsRev, vcsDirty, "binary"
+	case head != "":
+		return head, repoDirty(), "repo", ""
+	default:
+		return "unknown", false, "", ""
+	}
+	if head != "" && head != commit {
+		repoCommit = head
+	}
+	return commit, dirty, source, repoCommit
 }
 
 // gitDirty reports whether the repository git runs in has changes to
@@ -120,6 +164,9 @@ func (m Machine) String() string {
 	dirty := ""
 	if m.Dirty {
 		dirty = " (uncommitted changes)"
+	}
+	if m.RepoCommit != "" {
+		dirty += fmt.Sprintf(" (the binary's; the repository is now at %.12s)", m.RepoCommit)
 	}
 	return fmt.Sprintf("%s: %s, %d cores, %s/%s, %s, commit %s%s", m.Host, m.CPU, m.Cores, m.OS, m.Arch, m.GoVersion, m.Commit, dirty)
 }

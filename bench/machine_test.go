@@ -51,3 +51,34 @@ func TestGitDirty(t *testing.T) {
 		}
 	}
 }
+
+// TestCommitOf checks which commit a report records: the one stamped
+// into the binary first (saying when the repository has moved on since),
+// then Go's, then the repository's HEAD at run time.
+func TestCommitOf(t *testing.T) {
+	const a, b = "aaaa", "bbbb"
+	asked := false
+	repoDirty := func() bool { asked = true; return true }
+	for _, tt := range []struct {
+		name, stamp, vcs, head        string
+		wantCommit, wantSrc, wantRepo string
+		wantDirty                     bool
+	}{
+		{"stamped, repository at it", a, "", a, a, "binary", "", false},
+		{"stamped dirty", a + DirtySuffix, "", a, a, "binary", "", true},
+		{"stamped, repository moved on", a, "", b, a, "binary", b, false},
+		{"stamped, no repository", a, "", "", a, "binary", "", false},
+		{"Go's vcs stamp", "", a, b, a, "binary", b, false},
+		{"repository only", "", "", b, b, "repo", "", true},
+		{"nothing", "", "", "", "unknown", "", "", false},
+	} {
+		asked = false
+		c, d, src, repo := commitOf(tt.stamp, tt.vcs, false, tt.head, repoDirty)
+		if c != tt.wantCommit || d != tt.wantDirty || src != tt.wantSrc || repo != tt.wantRepo {
+			t.Errorf("%s: got %q dirty %v source %q repo %q, want %q %v %q %q", tt.name, c, d, src, repo, tt.wantCommit, tt.wantDirty, tt.wantSrc, tt.wantRepo)
+		}
+		if asked != (tt.wantSrc == "repo") {
+			t.Errorf("%s: asked the repository whether it is dirty: %v", tt.name, asked)
+		}
+	}
+}

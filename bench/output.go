@@ -8,8 +8,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // WriteJSON writes the report as indented JSON: machine, commit, the
@@ -25,9 +27,33 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	return err
 }
 
+// Units maps the report's JSON fields to their units, written as the
+// report's "units" object. Fractions are of 1 (0.25 is 25 %); a
+// reduction is 1 - helix/other, a ratio helix/other.
+var Units = map[string]string{
+	"miss_rate":            "fraction of rank-steps (a miss: the rank's batch was not ready when its GPU asked)",
+	"gpu_wait_frac":        "fraction of ranks x wall time the GPUs waited for their batch (input wait; not the idle time in the gradient allreduce)",
+	"gpu_wait_s":           "rank-seconds (sum over ranks)",
+	"throughput_sps":       "samples per second, all ranks together",
+	"bytes_moved_per_step": "bytes, mean per step, all ranks together",
+	"misses":               "rank-steps",
+	"wall_s":               "seconds",
+	"steady_miss_rate":     "fraction of rank-steps after the warm-up (the first H steps)",
+	"steady_gpu_wait_frac": "fraction of ranks x wall time after the warm-up",
+	"plan_us_p50":          "microseconds per step (median; null when not measured)",
+	"elapsed_s":            "seconds (the run's own wall time)",
+	"imbalance":            "fraction (busiest rank's work over the mean rank's, minus 1)",
+	"mean_cost_us":         "microseconds of CPU per sample",
+	"gpu_step_ms":          "milliseconds",
+	"*_reduction*":         "fraction (1 - helix/other)",
+	"*_ratio*":             "ratio (helix/other)",
+	"oracle_gap":           "fraction of wall time (helix's gpu_wait_frac minus the oracle's)",
+	"warmup_miss_floor*":   "fraction of rank-steps (the fewest warm-up misses of any loader over the run's rank-steps)",
+}
+
 // CSVFiles are the files WriteCSV writes (besides one per measured
 // section, section_<name>.csv).
-var CSVFiles = []string{"results.csv", "comparisons.csv", "goals.csv"}
+var CSVFiles = []string{"results.csv", "comparisons.csv", "goals.csv", "summary.csv"}
 
 // ResultColumns are the columns of results.csv.
 var ResultColumns = []string{"workload", "loader", "ranks", "mode", "skew", "steps", "batch", "workers", "miss_rate", "gpu_wait_frac",
@@ -36,7 +62,8 @@ var ResultColumns = []string{"workload", "loader", "ranks", "mode", "skew", "ste
 // ComparisonColumns are the columns of comparisons.csv.
 var ComparisonColumns = []string{"workload", "skew", "miss_reduction_vs_torch", "wait_reduction_vs_torch", "throughput_ratio_vs_torch",
 	"miss_reduction_vs_local", "wait_reduction_vs_local", "throughput_ratio_vs_local", "miss_reduction_vs_static", "wait_reduction_vs_static",
-	"throughput_ratio_vs_static", "oracle_gap", "oracle_bound", "best_other", "helix_vs_best"}
+	"throughput_ratio_vs_static", "oracle_gap", "oracle_bound", "best_other", "helix_vs_best",
+	"steady_miss_reduction_vs_torch", "steady_wait_reduction_vs_torch", "warmup_misses", "warmup_steps", "warmup_miss_floor"}
 
 // csvPatterns and plotPatterns name every file WriteCSV and WritePlots
 // write: each removes the files of its patterns from dir first, so that a
@@ -44,7 +71,7 @@ var ComparisonColumns = []string{"workload", "skew", "miss_reduction_vs_torch", 
 // (a section that failed this time, a workload not run) that would look
 // current. No other file is touched.
 var (
-	csvPatterns  = []string{"results.csv", "comparisons.csv", "goals.csv", "section_*.csv"}
+	csvPatterns  = []string{"results.csv", "comparisons.csv", "goals.csv", "summary.csv", "section_*.csv"}
 	plotPatterns = []string{"gpu_wait.png", "wait_*.png", "timeline_*.png"}
 )
 
@@ -103,16 +130,21 @@ func (r *Report) WriteCSV(dir string) error {
 		for _, v := range []Versus{c.VsTorch, c.VsLocal, c.VsStatic} {
 			row = append(row, opt(v.MissReduction), opt(v.WaitReduction), opt(v.ThroughputRatio))
 		}
-		rows = append(rows, append(row, opt(c.OracleGap), opt(c.OracleBound), c.BestOther, opt(c.HelixVsBest)))
+		rows = append(rows, append(row, opt(c.OracleGap), opt(c.OracleBound), c.BestOther, opt(c.HelixVsBest),
+			opt(c.SteadyMissReductionVsTorch), opt(c.SteadyWaitReductionVsTorch), strconv.Itoa(c.WarmupMisses), strconv.Itoa(c.WarmupSteps),
+			opt(c.WarmupMissFloor)))
 	}
 	if err := writeCSVFile(filepath.Join(dir, "comparisons.csv"), rows); err != nil {
 		return err
 	}
-	rows = [][]string{{"goal", "target", "figure", "status"}}
+	rows = [][]string{{"goal", "target", "figure", "status", "note"}}
 	for _, g := range r.Goals {
-		rows = append(rows, []string{g.Name, g.Target, g.Figure, g.Status})
+		rows = append(rows, []string{g.Name, g.Target, g.Figure, g.Status, g.Note})
 	}
 	if err := writeCSVFile(filepath.Join(dir, "goals.csv"), rows); err != nil {
+		return err
+	}
+	if err := writeCSVFile(filepath.Join(dir, "summary.csv"), r.summaryRows()); err != nil {
 		return err
 	}
 	for _, s := range r.Sections {
@@ -137,6 +169,33 @@ func (r *Report) WriteCSV(dir string) error {
 		}
 	}
 	return nil
+}
+
+// summaryRows are summary.csv: a header and one row, with how the run
+// was made (mode, ranks, steps, seed, commit, machine) and every field of
+// the summary under its JSON name (undefined: empty), so that the
+// summaries of many runs concatenate into one table.
+func (r *Report) summaryRows() [][]string {
+	head := []string{"mode", "ranks", "steps", "seed", "commit", "commit_source", "dirty", "machine"}
+	row := []string{r.Mode, strconv.Itoa(r.Ranks), strconv.Itoa(r.Steps), strconv.FormatUint(r.Seed, 10), r.Commit, r.CommitSource,
+		strconv.FormatBool(r.Machine.Dirty), r.Machine.String()}
+	v := reflect.ValueOf(r.Summary)
+	for i := range v.NumField() {
+		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+		cell := ""
+		switch x := v.Field(i).Interface().(type) {
+		case *float64:
+			if x != nil {
+				cell = strconv.FormatFloat(*x, 'g', 8, 64)
+			}
+		case float64:
+			cell = strconv.FormatFloat(x, 'g', 8, 64)
+		default:
+			cell = fmt.Sprint(x)
+		}
+		head, row = append(head, name), append(row, cell)
+	}
+	return [][]string{head, row}
 }
 
 func writeCSVFile(path string, rows [][]string) error {

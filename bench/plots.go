@@ -41,7 +41,7 @@ var loaderColors = map[string]color.RGBA{
 	"local":        {R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
 	"static":       {R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
 	"helix":        {R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
-	"helix-nogate": {R: 0x17, G: 0xbe, B: 0xcf, A: 0xff},
+	"helix-nogate": {R: 0x8c, G: 0x56, B: 0x4b, A: 0xff}, // brown: told apart from helix's blue
 	"oracle":       {R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
 }
 
@@ -213,13 +213,22 @@ func (r *Report) loaderNames() []string {
 // draws nothing at all when the bars and the Y axis do not fit.
 const barFill = 0.6
 
+// waitNote is the figures' definition of the GPU wait they plot.
+const waitNote = "GPU input wait: the GPU idle for want of its batch, summed over ranks, over ranks x wall time;\n" +
+	"it leaves out the idle time in the gradient allreduce waiting for a slower rank"
+
 // waitBars is a grouped bar chart of GPU wait % per workload by loader,
-// for a figure widthIn inches wide.
+// for a figure widthIn inches wide. With one workload, the bars are
+// labelled with the loaders' names on the X axis (no legend, which tells
+// loaders apart by colour alone); with more, a legend names them.
 func (r *Report) waitBars(workloads, loaders []string, title string, widthIn float64) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = title
-	p.Y.Label.Text = "GPU wait, % of wall time"
+	p.Y.Label.Text = "GPU input wait, % of wall time"
+	p.X.Label.Text = waitNote
+	p.X.Label.TextStyle.Font.Size = vg.Points(9)
 	p.Y.Min = 0
+	one := len(workloads) == 1
 	width := vg.Points(math.Min(60, barFill*widthIn*72/float64(len(workloads)*len(loaders))))
 	hi := 0.0 // the tallest bar
 	for j, l := range loaders {
@@ -238,9 +247,21 @@ func (r *Report) waitBars(workloads, loaders []string, title string, widthIn flo
 		}
 		b.Color = loaderColor(l)
 		b.LineStyle.Width = 0
-		b.Offset = width * vg.Length(float64(j)-float64(len(loaders)-1)/2)
+		if one {
+			b.XMin = float64(j) // one category per loader, named on the X axis
+		} else {
+			b.Offset = width * vg.Length(float64(j)-float64(len(loaders)-1)/2)
+			p.Legend.Add(l, b)
+		}
 		p.Add(b)
-		p.Legend.Add(l, b)
+	}
+	if one {
+		p.NominalX(loaders...)
+		p.X.Min, p.X.Max = -0.5, float64(len(loaders))-0.5
+		if hi > 0 {
+			p.Y.Max = 1.1 * hi
+		}
+		return p, nil
 	}
 	p.Legend.Top = true
 	p.NominalX(workloads...)
@@ -315,7 +336,10 @@ func timelinePlot(t Timeline, context string) *plot.Plot {
 	p.Legend.Add("GPU computing", swatch{computeColor})
 	p.Legend.Top = true
 	p.Legend.Left = false
-	p.Legend.YOffs = vg.Points(16) // above the plot area, beside the title
+	// Head room above the top rank's row for the legend, which sits in
+	// the plot's top right corner: about a tenth of the axis, at least
+	// one row (timelineBars.DataRange ends half a row above the top rank).
+	p.Y.Max = float64(t.Ranks) - 0.5 + math.Max(1, 0.15*float64(t.Ranks))
 	ticks := make([]plot.Tick, t.Ranks)
 	for r := range ticks {
 		if t.Ranks <= 16 || r%(t.Ranks/16) == 0 {

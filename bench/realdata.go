@@ -123,7 +123,7 @@ func ensureRealDataset(ctx context.Context, re RealEnv, w *Workload, ranks int, 
 		t0 := time.Now()
 		made, err := gen.Ensure(ctx, gc, dir)
 		if err != nil {
-			return nil, fmt.Errorf("bench: workload %s: generate %s: %w", w.Name, src.Preset, err)
+			return nil, wrapf(err, "workload %s: generate %s", w.Name, src.Preset)
 		}
 		if made {
 			re.logf("real: generated %d %s samples in %d shards into %s in %.0fs", gc.Samples, gc.Preset, gc.Shards, dir, time.Since(t0).Seconds())
@@ -146,7 +146,7 @@ func ensureRealDataset(ctx context.Context, re RealEnv, w *Workload, ranks int, 
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("bench: workload %s: install %s: %w", w.Name, rd.Dir, err)
+		return nil, wrapf(err, "workload %s: install %s", w.Name, rd.Dir)
 	}
 	return rd, nil
 }

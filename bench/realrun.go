@@ -78,16 +78,16 @@ func prepareRealJob(ctx context.Context, re RealEnv, w *Workload, cal *Calibrati
 	j.data = rd
 	ds, err := decode.OpenDataset(rd.Dir, filepath.Join(re.CacheDir, "index"))
 	if err != nil {
-		return nil, fmt.Errorf("bench: workload %s: %w", w.Name, err)
+		return nil, wrapf(err, "workload %s", w.Name)
 	}
 	defer ds.Close()
 	if j.cost, err = measureDataset(ctx, ds, j.frames, j.size, re.Scale.MeasureRepeat); err != nil {
-		return nil, fmt.Errorf("bench: workload %s: %w", w.Name, err)
+		return nil, wrapf(err, "workload %s", w.Name)
 	}
 	j.samples, err = NewDatasetSamples(ds, cal, DatasetSimConfig{Ranks: ranks, Batch: batch, Steps: steps, Workers: wk,
 		Frames: j.frames, Size: j.size, Seed: seed})
 	if err != nil {
-		return nil, fmt.Errorf("bench: workload %s: %w", w.Name, err)
+		return nil, wrapf(err, "workload %s", w.Name)
 	}
 	j.modelMeanUS = j.samples.MeanCostUS
 	// The rule with this machine's W and no slow node, on the measured
@@ -243,8 +243,9 @@ func (j *realJob) args(k spmd.Kind, cacheDir, jsonFile, traceFile string) []stri
 // run runs each loader in its own mpirun job of datahelix run (so that
 // what the rest of the shared machine used is known per loader), all
 // loaders in turn, repeat times, and converts the JSON summaries and
-// traces into results: per run, and their mean.
-func (j *realJob) run(ctx context.Context, re RealEnv) error {
+// traces into results: per run, and their mean. done, when not nil, is
+// called after each mpirun job.
+func (j *realJob) run(ctx context.Context, re RealEnv, done func()) error {
 	tmp, err := os.MkdirTemp("", "datahelix-real-")
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
@@ -267,6 +268,9 @@ func (j *realJob) run(ctx context.Context, re RealEnv) error {
 				return err
 			}
 			j.runs[name] = append(j.runs[name], rs[0])
+			if done != nil {
+				done()
+			}
 		}
 	}
 	j.results = j.results[:0]
@@ -399,13 +403,22 @@ func runRealEval(ctx context.Context, cfg EvalConfig) (*Evaluation, error) {
 	}
 	ev := &Evaluation{Mode: "real"}
 	var jobs []*realJob
-	for i, w := range cfg.Workloads {
+	// Progress moves per mpirun job, not per workload: one workload is
+	// several jobs of minutes each.
+	done, total := 0, len(cfg.Workloads)*len(loaders)
+	progress := func() {
+		done++
+		if cfg.Progress != nil {
+			cfg.Progress(done, total)
+		}
+	}
+	for _, w := range cfg.Workloads {
 		j, err := prepareRealJob(ctx, re, w, cfg.Calibration, cfg.Ranks, cfg.Batch, cfg.Steps, cfg.Seed, loaders)
 		if err != nil {
 			return nil, err
 		}
-		if err := j.run(ctx, re); err != nil {
-			return nil, fmt.Errorf("bench: workload %s: %w", w.Name, err)
+		if err := j.run(ctx, re, progress); err != nil {
+			return nil, wrapf(err, "workload %s", w.Name)
 		}
 		jobs = append(jobs, j)
 		ev.Setups = append(ev.Setups, j.setup)
@@ -416,9 +429,6 @@ func runRealEval(ctx context.Context, cfg EvalConfig) (*Evaluation, error) {
 					ev.Timelines = append(ev.Timelines, Timeline{Workload: w.Name, Loader: k.String(), Ranks: j.ranks, Records: rs[0]})
 				}
 			}
-		}
-		if cfg.Progress != nil {
-			cfg.Progress((i+1)*len(cfg.Loaders), len(cfg.Workloads)*len(cfg.Loaders))
 		}
 	}
 	ev.jobs = jobs

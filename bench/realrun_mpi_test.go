@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -45,9 +46,16 @@ func TestRealRunSmall(t *testing.T) {
 	}
 	cfg := EvalConfig{Workloads: ws, Loaders: []spmd.Kind{spmd.KindTorch, spmd.KindHelix, spmd.KindOracle}, Ranks: 2, Steps: 6, Batch: 4,
 		Seed: 3, KeepTimelines: true}
+	var progress [][2]int
+	cfg.Progress = func(done, total int) { progress = append(progress, [2]int{done, total}) }
 	ev, err := RunReal(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("%v\nlog:\n%s", err, log.String())
+	}
+	// Progress moves per mpirun job (torch, then helix; no oracle), not
+	// once per workload: one workload would show no progress until done.
+	if want := [][2]int{{1, 2}, {2, 2}}; !slices.Equal(progress, want) {
+		t.Errorf("progress %v, want %v", progress, want)
 	}
 	if ev.Mode != "real" || len(ev.Results) != 2 || len(ev.Setups) != 1 || len(ev.Timelines) != 2 {
 		t.Fatalf("evaluation: mode %s, %d results, %d setups, %d timelines; want real, 2 (no oracle), 1, 2", ev.Mode, len(ev.Results), len(ev.Setups), len(ev.Timelines))

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"math"
 	"slices"
 	"strings"
 
@@ -15,11 +16,17 @@ import (
 type Report struct {
 	Machine Machine `json:"machine"`
 	Commit  string  `json:"commit"`
-	Mode    string  `json:"mode"` // "sim" or "real"
-	Ranks   int     `json:"ranks"`
-	Steps   int     `json:"steps"`
-	Seed    uint64  `json:"seed"`
-	Network Network `json:"network"`
+	// CommitSource is Machine.CommitSource: "binary" when Commit was
+	// stamped into the binary at build, "repo" when it is the
+	// repository's HEAD at run time.
+	CommitSource string `json:"commit_source,omitempty"`
+	// Units maps the JSON's fields to their units (Units).
+	Units   map[string]string `json:"units"`
+	Mode    string            `json:"mode"` // "sim" or "real"
+	Ranks   int               `json:"ranks"`
+	Steps   int               `json:"steps"`
+	Seed    uint64            `json:"seed"`
+	Network Network           `json:"network"`
 	// NoSplit marks the no-splitting ablation (EvalConfig.NoSplit).
 	NoSplit bool `json:"no_split,omitempty"`
 	// NoiseOnTruth marks the sensitivity run with the estimate error on
@@ -84,6 +91,21 @@ type Comparison struct {
 	// throughput besides helix; HelixVsBest helix's throughput over its.
 	BestOther   string   `json:"best_other"`
 	HelixVsBest *float64 `json:"helix_vs_best"`
+	// SteadyMissReductionVsTorch and SteadyWaitReductionVsTorch are
+	// VsTorch's reductions on the steady figures (Result.SteadyMissRate,
+	// SteadyGPUWaitFrac), without the warm-up: nil when helix or torch
+	// has none, or torch had nothing to reduce after its warm-up.
+	SteadyMissReductionVsTorch *float64 `json:"steady_miss_reduction_vs_torch"`
+	SteadyWaitReductionVsTorch *float64 `json:"steady_wait_reduction_vs_torch"`
+	// WarmupMisses is the fewest misses any loader, the oracle included,
+	// had in the warm-up (the first WarmupSteps steps, Setup.Horizon):
+	// misses no loader avoids, as no step has been measured yet.
+	// WarmupMissFloor is them as a fraction of the run's rank-steps, the
+	// lowest miss rate any loader reaches at this many steps (nil when no
+	// loader ran).
+	WarmupMisses    int      `json:"warmup_misses"`
+	WarmupSteps     int      `json:"warmup_steps"`
+	WarmupMissFloor *float64 `json:"warmup_miss_floor"`
 }
 
 // Summary is the top-level figures of the report. Means and extremes are
@@ -114,12 +136,29 @@ type Summary struct {
 	OracleMissReductionVsTorchMean  *float64 `json:"oracle_miss_reduction_vs_torch_mean"`
 	OracleWaitReductionVsTorchMean  *float64 `json:"oracle_wait_reduction_vs_torch_mean"`
 	OracleThroughputRatioVsTorchMax *float64 `json:"oracle_throughput_ratio_vs_torch_max"`
+	// SteadyMissReductionVsTorchMean and SteadyWaitReductionVsTorchMean
+	// are the first two figures on the steady figures, without the
+	// warm-up (Comparison.SteadyMissReductionVsTorch), with the same rule:
+	// a workload where torch had nothing to reduce after its warm-up is
+	// left out, and the counts say how many were used. The spec's figures
+	// above include the warm-up, whose misses no loader avoids, and so
+	// depend on the run's length (--steps); these do not.
+	SteadyMissReductionVsTorchMean *float64 `json:"steady_miss_reduction_vs_torch_mean"`
+	SteadyWaitReductionVsTorchMean *float64 `json:"steady_wait_reduction_vs_torch_mean"`
+	SteadyMissReductionWorkloads   int      `json:"steady_miss_reduction_workloads"`
+	SteadyWaitReductionWorkloads   int      `json:"steady_wait_reduction_workloads"`
+	// WarmupMissFloorMin and WarmupMissFloorMax are the lowest and
+	// highest Comparison.WarmupMissFloor over the workloads of
+	// miss_reduction_vs_torch_mean: the miss rate no loader goes below at
+	// these steps, which bounds that reduction.
+	WarmupMissFloorMin *float64 `json:"warmup_miss_floor_min"`
+	WarmupMissFloorMax *float64 `json:"warmup_miss_floor_max"`
 }
 
 // NewReport assembles the report of an evaluation: comparisons, summary
 // and goals. Sections are added with AddSection.
 func NewReport(m Machine, cfg EvalConfig, ev *Evaluation, cal *Calibration) *Report {
-	r := &Report{Machine: m, Commit: m.Commit, Mode: ev.Mode, Ranks: cfg.Ranks, Steps: cfg.Steps, Seed: cfg.Seed,
+	r := &Report{Machine: m, Commit: m.Commit, CommitSource: m.CommitSource, Units: Units, Mode: ev.Mode, Ranks: cfg.Ranks, Steps: cfg.Steps, Seed: cfg.Seed,
 		Network: cfg.Network, NoSplit: cfg.NoSplit, NoiseOnTruth: cfg.NoiseOnTruth, Workloads: ev.Setups, Results: ev.Results, Timelines: ev.Timelines}
 	if cal != nil {
 		r.Calibration = CalibrationInfo{Source: cal.Source, Note: cal.Note, Created: cal.Created, MAPE: cal.MAPE["all"], SynthMAPE: cal.SynthMAPE,
@@ -191,6 +230,11 @@ func compare(workload, skew string, results []Result) Comparison {
 	c.VsLocal = versus(h, find(results, workload, spmd.KindLocal))
 	c.VsStatic = versus(h, find(results, workload, spmd.KindStatic))
 	c.OracleVsTorch = versus(find(results, workload, spmd.KindOracle), find(results, workload, spmd.KindTorch))
+	if t := find(results, workload, spmd.KindTorch); h != nil && t != nil && h.HasSteady() && t.HasSteady() {
+		c.SteadyMissReductionVsTorch = reduction(t.SteadyMissRate, h.SteadyMissRate)
+		c.SteadyWaitReductionVsTorch = reduction(t.SteadyGPUWaitFrac, h.SteadyGPUWaitFrac)
+	}
+	c.WarmupMisses, c.WarmupSteps, c.WarmupMissFloor = warmupFloor(workload, results)
 	if h == nil {
 		return c
 	}
@@ -214,6 +258,40 @@ func compare(workload, skew string, results []Result) Comparison {
 		c.HelixVsBest = ratio(h.ThroughputSPS, best.ThroughputSPS)
 	}
 	return c
+}
+
+// warmupMisses is how many of r's misses fell in its warm-up, the steps
+// its steady figures leave out: all of them when it has none.
+func warmupMisses(r *Result) int {
+	if !r.HasSteady() {
+		return r.Misses
+	}
+	steady := int(math.Round(r.SteadyMissRate * float64(r.Ranks*r.SteadySteps)))
+	return max(r.Misses-steady, 0)
+}
+
+// warmupFloor returns the fewest warm-up misses of any loader on
+// workload, the warm-up's length in steps and those misses as a
+// fraction of the run's rank-steps (nil when no loader ran it).
+func warmupFloor(workload string, results []Result) (misses, steps int, floor *float64) {
+	first := true
+	for i := range results {
+		r := &results[i]
+		if r.Workload != workload {
+			continue
+		}
+		m := warmupMisses(r)
+		if first || m < misses {
+			misses = m
+			steps = r.Steps - r.SteadySteps
+			if r.Ranks*r.Steps > 0 {
+				v := float64(m) / float64(r.Ranks*r.Steps)
+				floor = &v
+			}
+		}
+		first = false
+	}
+	return misses, steps, floor
 }
 
 // stat accumulates a mean and extremes of defined values.
@@ -263,13 +341,17 @@ func (s *stat) max() *float64 {
 func summarize(cs []Comparison, setups []Setup) Summary {
 	var miss, wait, tputMax, localMin, staticMin, gap, shortfall stat
 	var oMiss, oWait, oTput stat
+	var sMiss, sWait, floor stat
 	var s Summary
 	worst := -1.0
 	for _, c := range cs {
 		// Over the workloads the helix figure is defined on.
 		if c.VsTorch.MissReduction != nil {
 			oMiss.add(c.OracleVsTorch.MissReduction)
+			floor.add(c.WarmupMissFloor)
 		}
+		sMiss.add(c.SteadyMissReductionVsTorch)
+		sWait.add(c.SteadyWaitReductionVsTorch)
 		if c.VsTorch.WaitReduction != nil {
 			oWait.add(c.OracleVsTorch.WaitReduction)
 		}
@@ -303,5 +385,8 @@ func summarize(cs []Comparison, setups []Setup) Summary {
 	s.UniformShortfallMax = shortfall.max()
 	s.OracleMissReductionVsTorchMean, s.OracleWaitReductionVsTorchMean = oMiss.mean(), oWait.mean()
 	s.OracleThroughputRatioVsTorchMax = oTput.max()
+	s.SteadyMissReductionVsTorchMean, s.SteadyMissReductionWorkloads = sMiss.mean(), sMiss.n
+	s.SteadyWaitReductionVsTorchMean, s.SteadyWaitReductionWorkloads = sWait.mean(), sWait.n
+	s.WarmupMissFloorMin, s.WarmupMissFloorMax = floor.min(), floor.max()
 	return s
 }

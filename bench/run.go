@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/datahelix/datahelix/collective/collectivetest"
 )
 
 // RunReal runs the evaluation for real: for each workload, a dataset
@@ -40,7 +43,8 @@ type RunConfig struct {
 // Check reports the first setting of c that cannot run, naming the
 // datahelix bench flag that sets it, without running anything: the
 // evaluation's (EvalConfig.Check), a real run's loaders (the oracle
-// exists only in simulation), the timeline workload, the section names
+// exists only in simulation), ranks (MaxRealRanks) and mpirun (on PATH),
+// the timeline workload, the section names
 // and the scale run's (ScaleConfig.Check). A bad flag then costs no
 // simulation, mpirun job or calibration load.
 func (c *RunConfig) Check() error {
@@ -49,6 +53,16 @@ func (c *RunConfig) Check() error {
 	}
 	if c.Real && c.Eval.Loaders != nil && len(realLoaders(c.Eval.Loaders)) == 0 {
 		return fmt.Errorf("bench: --loaders oracle: --real needs another loader (the oracle exists only in simulation)")
+	}
+	if limit := MaxRealRanks(runtime.NumCPU()); c.Real && c.Eval.Ranks > limit {
+		return fmt.Errorf("bench: --ranks %d: --real runs at most %d ranks here (4 per core of this machine's %d, at least 8): "+
+			"every rank runs its decode workers on these cores, so more ranks measure the oversubscription, not the loaders; "+
+			"simulate larger worlds without --real", c.Eval.Ranks, limit, runtime.NumCPU())
+	}
+	if c.Real {
+		if err := mpirunMissing(); err != nil {
+			return err
+		}
 	}
 	if names := WorkloadNames(c.Eval.Workloads); c.Timeline != "" && !slices.Contains(names, c.Timeline) {
 		return fmt.Errorf("bench: --timeline %s: not among the workloads run (%s)", c.Timeline, strings.Join(names, ", "))
@@ -59,6 +73,25 @@ func (c *RunConfig) Check() error {
 		}
 	}
 	return c.Scale.Check()
+}
+
+// MaxRealRanks is the largest world --real runs on a machine of cores
+// cores: 4 ranks per core, at least 8 (the published setting). The
+// ranks of a real run share this one machine's cores, each with its
+// decode workers; beyond a few per core the run measures the
+// oversubscription, and the generated dataset (which grows with the
+// ranks) takes minutes to write.
+func MaxRealRanks(cores int) int { return max(8, 4*cores) }
+
+// mpirunMissing returns an error when the mpirun the real runs start
+// (collectivetest.MPIRun's) is not on PATH, nil when it is.
+func mpirunMissing() error {
+	cmd := collectivetest.MPIRun(context.Background(), 1, "true")
+	if cmd.Err == nil {
+		return nil
+	}
+	return fmt.Errorf("bench: --real: %s not found on PATH (install openmpi-bin, or mpich for a -tags mpich build; without --real, bench simulates)",
+		cmd.Args[0])
 }
 
 // BuildReport runs the evaluation (simulated or real) and the sections

@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -42,16 +44,62 @@ func TestRunConfigCheck(t *testing.T) {
 		{"scale ranks", func(c *RunConfig) { c.Scale.Ranks = plan.MaxRanks + 1 }, fmt.Sprintf("--scale-ranks %d: want 1..%d", plan.MaxRanks+1, plan.MaxRanks)},
 		{"scale batch", func(c *RunConfig) { c.Scale.Batch = -2 }, "--scale-batch -2"},
 		{"scale steps", func(c *RunConfig) { c.Scale.Steps = -1 }, "--scale-steps -1"},
-		{"scale workload", func(c *RunConfig) { c.Scale.Workload = "nope" }, `--scale-workload: bench: invalid workload: unknown workload "nope"`},
+		{"scale workload", func(c *RunConfig) { c.Scale.Workload = "nope" }, `bench: --scale-workload: invalid workload: unknown workload "nope"`},
+		// A real run's world shares this machine's cores.
+		{"real ranks", func(c *RunConfig) { c.Real, c.Eval.Ranks = true, MaxRealRanks(runtime.NumCPU()) }, ""},
+		{"real ranks over the cap", func(c *RunConfig) { c.Real, c.Eval.Ranks = true, 2000 },
+			fmt.Sprintf("bench: --ranks 2000: --real runs at most %d ranks here", MaxRealRanks(runtime.NumCPU()))},
+		{"simulated ranks are not capped", func(c *RunConfig) { c.Eval.Ranks = 2000 }, ""},
 	} {
 		c := good()
 		tt.edit(&c)
 		err := c.Check()
+		if strings.Count(fmt.Sprint(err), "bench:") > 1 {
+			t.Errorf("%s: %v says bench: more than once", tt.name, err)
+		}
 		switch {
 		case tt.want == "" && err != nil:
 			t.Errorf("%s: got %v, want accepted", tt.name, err)
 		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
 			t.Errorf("%s: got %v, want an error with %q", tt.name, err, tt.want)
 		}
+	}
+}
+
+// TestRunConfigCheckFindsNoMPIRun checks that --real without mpirun on
+// PATH is one clear line before any dataset is generated (it failed
+// after seconds of generation with a 600-character exec error), and that
+// a simulation does not need mpirun.
+func TestRunConfigCheckFindsNoMPIRun(t *testing.T) {
+	ws, err := SelectWorkloads("text")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", t.TempDir())
+	c := RunConfig{Eval: EvalConfig{Workloads: ws, Ranks: 2, Steps: 10}, Sections: []string{}, Scale: DefaultScale}
+	if err := c.Check(); err != nil {
+		t.Errorf("simulation without mpirun: %v", err)
+	}
+	c.Real = true
+	err = c.Check()
+	if err == nil || !strings.HasPrefix(err.Error(), "bench: --real: mpirun not found on PATH (install openmpi-bin") {
+		t.Errorf("got %v, want bench: --real: mpirun not found on PATH (install openmpi-bin ...", err)
+	}
+}
+
+// TestWrapfSaysBenchOnce checks that an error of the package wrapped in
+// context says "bench:" once and still matches its sentinel.
+func TestWrapfSaysBenchOnce(t *testing.T) {
+	inner := fmt.Errorf("%w: mpirun -np 2 datahelix run: exit status 1", ErrReal)
+	err := wrapf(inner, "workload %s", "text")
+	if got, want := err.Error(), "bench: workload text: real run failed: mpirun -np 2 datahelix run: exit status 1"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if !errors.Is(err, ErrReal) {
+		t.Errorf("%v is not an ErrReal", err)
+	}
+	other := wrapf(errors.New("decode: bad sample"), "workload %s", "text")
+	if got, want := other.Error(), "bench: workload text: decode: bad sample"; got != want {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }

@@ -76,7 +76,7 @@ func (c ScaleConfig) Check() error {
 		return fmt.Errorf("bench: --scale-steps %d: want at least 1", c.Steps)
 	}
 	if _, err := SelectWorkloads(c.Workload); err != nil {
-		return fmt.Errorf("bench: --scale-workload: %w", err)
+		return wrapf(err, "--scale-workload")
 	}
 	return nil
 }
@@ -114,7 +114,7 @@ func RunScale(ctx context.Context, cfg ScaleConfig, cal *Calibration) (*ScaleRes
 	}
 	res, err := spmd.Simulate(p.simConfig(cfg.Loader, &ec))
 	if err != nil {
-		return nil, fmt.Errorf("bench: scale run: %w", err)
+		return nil, wrapf(err, "scale run")
 	}
 	t2 := time.Now()
 	var plans []float64

@@ -88,7 +88,7 @@ func (j *realJob) simulate(k spmd.Kind, src sampleSource, m simMachine) (Result,
 	t0 := time.Now()
 	res, err := spmd.Simulate(cfg)
 	if err != nil {
-		return Result{}, nil, fmt.Errorf("bench: simulate %s with %s: %w", j.w.Name, k, err)
+		return Result{}, nil, wrapf(err, "simulate %s with %s", j.w.Name, k)
 	}
 	return resultOf(j.w, res.Summary, time.Since(t0)), res, nil
 }
@@ -434,8 +434,8 @@ func validationJobs(ctx context.Context, env *SectionEnv, re RealEnv) ([]*realJo
 			return nil, false, err
 		}
 		j.repeat = ValidationRepeat
-		if err := j.run(ctx, re); err != nil {
-			return nil, false, fmt.Errorf("bench: validation run of %s: %w", name, err)
+		if err := j.run(ctx, re, nil); err != nil {
+			return nil, false, wrapf(err, "validation run of %s", name)
 		}
 		jobs = append(jobs, j)
 	}

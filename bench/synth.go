@@ -97,7 +97,7 @@ func NewSynth(w *Workload, cal *Calibration, ranks, batch int, seed uint64) (*Sy
 	for i, src := range w.Sources {
 		p, err := drawPool(w, src, cal, seed+uint64(i)*0x9e37)
 		if err != nil {
-			return nil, fmt.Errorf("bench: workload %s source %s: %w", w.Name, src.Preset, err)
+			return nil, wrapf(err, "workload %s source %s", w.Name, src.Preset)
 		}
 		s.pools = append(s.pools, p)
 		acc += src.Weight / total

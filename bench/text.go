@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -73,15 +74,19 @@ func (r *Report) WriteText(w io.Writer) error {
 			x.BytesMovedPerStep/1e6, steadyMiss, steadyWait)
 	}
 	ew.flush(tw)
-	ew.printf("(steady: the same figures without the first H steps, the warm-up)\n")
+	ew.printf("(miss: a rank-step whose batch was not ready when the GPU asked for it; GPU wait: the GPU's input wait, time it sat idle\n" +
+		" for want of its batch, summed over ranks, over ranks x wall time; it leaves out the time a GPU idles in the gradient allreduce\n" +
+		" waiting for a slower rank, so a loader can wait more than another and still train faster;\n" +
+		" steady: the same figures without the first H steps, the warm-up)\n")
 
 	ew.printf("\nHelix versus the others (change of helix's miss rate and GPU wait relative to the other loader: -80%% = 80%% fewer; throughput ratios; oracle gap in points of wall time):\n")
 	tw = ew.table()
-	fmt.Fprintln(tw, "workload\tskew\tmiss vs torch\twait vs torch\ttput vs torch\tmiss vs local\twait vs local\ttput vs local\ttput vs static\toracle gap\t")
+	fmt.Fprintln(tw, "workload\tskew\tmiss vs torch\twait vs torch\ttput vs torch\tmiss vs local\twait vs local\ttput vs local\t"+
+		"miss vs static\twait vs static\ttput vs static\toracle gap\t")
 	for _, x := range r.Comparisons {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", x.Workload, x.Skew, fmtPct(x.VsTorch.MissReduction), fmtPct(x.VsTorch.WaitReduction),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", x.Workload, x.Skew, fmtPct(x.VsTorch.MissReduction), fmtPct(x.VsTorch.WaitReduction),
 			fmtX(x.VsTorch.ThroughputRatio), fmtPct(x.VsLocal.MissReduction), fmtPct(x.VsLocal.WaitReduction), fmtX(x.VsLocal.ThroughputRatio),
-			fmtX(x.VsStatic.ThroughputRatio), fmtPts(x.OracleGap))
+			fmtPct(x.VsStatic.MissReduction), fmtPct(x.VsStatic.WaitReduction), fmtX(x.VsStatic.ThroughputRatio), fmtPts(x.OracleGap))
 	}
 	ew.flush(tw)
 
@@ -93,13 +98,22 @@ func (r *Report) WriteText(w io.Writer) error {
 	ew.printf("  throughput_ratio_vs_local_min_skewed %s\n", fmtX(s.ThroughputRatioVsLocalMinSkewed))
 	ew.printf("  oracle_gap_mean                      %s of wall\n", fmtPts(s.OracleGapMean))
 	if s.OracleWaitReductionVsTorchMean != nil {
-		ew.printf("  the oracle in helix's place (the most any loader gets here): %s fewer misses, %s less wait, %s throughput at most\n",
+		ew.printf("  the oracle (perfect knowledge, free transfers) in helix's place: %s fewer misses, %s less wait, %s throughput at most\n",
 			pct(s.OracleMissReductionVsTorchMean), pct(s.OracleWaitReductionVsTorchMean), fmtX(s.OracleThroughputRatioVsTorchMax))
+	}
+	ew.printf("  steady state (without the warm-up): %s fewer misses (over %s), %s less wait (over %s) than torch\n",
+		pct(s.SteadyMissReductionVsTorchMean), plural(s.SteadyMissReductionWorkloads, "workload"),
+		pct(s.SteadyWaitReductionVsTorchMean), plural(s.SteadyWaitReductionWorkloads, "workload"))
+	if line := warmupFloorLine(r.Comparisons); line != "" {
+		ew.printf("  %s\n", line)
 	}
 
 	ew.printf("\nGoals:\n")
 	for _, g := range r.Goals {
 		ew.printf("  %-10s %s: %s (goal %s)\n", g.Status, g.Name, g.Figure, g.Target)
+		if g.Note != "" {
+			ew.printf("  %-10s   note: %s\n", "", g.Note)
+		}
 	}
 	for _, sec := range r.Sections {
 		ew.printf("\n== %s [%s] ==\n", sec.Title, sec.Status)
@@ -124,6 +138,47 @@ func (r *Report) WriteText(w io.Writer) error {
 		ew.flush(tw)
 	}
 	return ew.err
+}
+
+// warmupFloorLine says how many misses every loader, the oracle too,
+// has in the warm-up of the workloads of miss_reduction_vs_torch_mean
+// (Comparison.WarmupMisses) and the miss rate that floor is at the run's
+// steps; "" when no workload has a floor above 0.
+func warmupFloorLine(cs []Comparison) string {
+	var misses, steps, floors []float64
+	for _, c := range cs {
+		if c.VsTorch.MissReduction == nil || c.WarmupMissFloor == nil {
+			continue
+		}
+		misses = append(misses, float64(c.WarmupMisses))
+		steps = append(steps, float64(c.WarmupSteps))
+		floors = append(floors, *c.WarmupMissFloor)
+	}
+	if len(floors) == 0 || slices.Max(floors) <= 0 {
+		return ""
+	}
+	span := func(xs []float64, format string) string {
+		lo, hi := slices.Min(xs), slices.Max(xs)
+		if lo == hi {
+			return fmt.Sprintf(format, lo)
+		}
+		return fmt.Sprintf(format, lo) + " to " + fmt.Sprintf(format, hi)
+	}
+	varies := ""
+	if slices.Min(misses) != slices.Max(misses) || slices.Min(steps) != slices.Max(steps) {
+		varies = ", by workload,"
+	}
+	return fmt.Sprintf("every loader, the oracle too, misses %s times%s in the warm-up (the first %s steps): a miss-rate floor of %s %% at these steps, which bounds the reductions above",
+		span(misses, "%.0f"), varies, span(steps, "%.0f"), span(scaled(floors, 100), "%.2f"))
+}
+
+// scaled returns xs multiplied by k.
+func scaled(xs []float64, k float64) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = k * x
+	}
+	return out
 }
 
 // formatCell prints a section cell: floats with 4 significant digits.

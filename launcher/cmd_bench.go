@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/schollz/progressbar/v3"
 
@@ -74,7 +75,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	}
 	ws, err := bench.SelectWorkloads(*workloads)
 	if err != nil {
-		return usagef("bench: --workloads: %v", err)
+		return usagef("bench: --workloads: %s", strings.TrimPrefix(err.Error(), "bench: "))
 	}
 	kinds, err := spmd.ParseKinds(*loaders)
 	if err != nil {
@@ -145,25 +146,30 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	// lines otherwise (an sbatch log, a file), and the sections' headers
 	// and steps either way.
 	var logw io.Writer
+	var bar *progressbar.ProgressBar
+	var bl *barLog
 	if !*quiet {
 		logw = stderr
+		if isTerminal(stderr) {
+			what := "simulating"
+			if *real {
+				what = "running"
+			}
+			bar = newBar(stderr, len(ws)*len(kinds), what)
+			// Log lines clear the bar first and redraw it after, rather
+			// than run on from it.
+			bl = &barLog{bar: bar, w: stderr}
+			logw = bl
+			cfg.Eval.Progress = bl.set
+		} else {
+			cfg.Eval.Log = logw
+		}
 	}
 	bench.SetRealEnv(bench.RealEnv{CacheDir: cacheRoot(*cacheDir), Log: logw})
 	cfg.Log = logw
-	var bar *progressbar.ProgressBar
-	if !*quiet && isTerminal(stderr) {
-		what := "simulating"
-		if *real {
-			what = "running"
-		}
-		bar = newBar(stderr, len(ws)*len(kinds), what)
-		cfg.Eval.Progress = func(done, total int) { bar.Set(done) }
-	} else {
-		cfg.Eval.Log = logw
-	}
 	rep, err := bench.BuildReport(ctx, cfg)
-	if bar != nil {
-		bar.Finish()
+	if bl != nil {
+		bl.finish()
 	}
 	if err != nil {
 		return err
@@ -200,6 +206,56 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 		}
 	}
 	return outs.close()
+}
+
+// barLog writes log lines above a progress bar: it clears the bar's line,
+// writes the line, and draws the bar again below it, so that a line does
+// not run on from the bar ("running 50% |####| (2/4)bench: real: ...").
+// Its set moves the bar; both are safe for concurrent use.
+type barLog struct {
+	mu  sync.Mutex
+	bar *progressbar.ProgressBar
+	w   io.Writer
+	// done is set once the bar finished: lines are then written as they
+	// are (the sections after the evaluation).
+	done bool
+}
+
+func (b *barLog) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.done {
+		return b.w.Write(p)
+	}
+	b.bar.Clear()
+	n, err := b.w.Write(p)
+	b.bar.RenderBlank()
+	return n, err
+}
+
+// set shows done of total steps (EvalConfig.Progress): the total is the
+// evaluation's, which for a real run leaves out the oracle.
+func (b *barLog) set(done, total int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.done {
+		return
+	}
+	if b.bar.GetMax() != total {
+		b.bar.ChangeMax(total)
+	}
+	b.bar.Set(done)
+}
+
+// finish clears the bar for good.
+func (b *barLog) finish() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.done {
+		b.bar.Finish()
+		b.bar.Clear()
+		b.done = true
+	}
 }
 
 // builtinWorkloads lists the built-in workloads' names for the help.

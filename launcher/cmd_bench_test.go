@@ -61,7 +61,7 @@ func TestBenchUsageErrors(t *testing.T) {
 		{[]string{"bench", "--loaders", "pytorch"}, `unknown loader "pytorch"`},
 		{[]string{"bench", "--sections", "gpu"}, `unknown section "gpu"`},
 		{[]string{"bench", "--ranks", "0"}, "--ranks 0"},
-		{[]string{"bench", "--workloads", "kinetics,kinetics"}, "--workloads: bench: invalid workload: built-in kinetics is listed twice"},
+		{[]string{"bench", "--workloads", "kinetics,kinetics"}, "bench: --workloads: invalid workload: built-in kinetics is listed twice"},
 		// Checked before any work (they were found after the calibration
 		// was loaded, or after 56 s of the scale section, with exit 1).
 		{[]string{"bench", "--ranks", "70000"}, fmt.Sprintf("bench: --ranks 70000: want 1..%d", plan.MaxRanks)},
@@ -76,13 +76,16 @@ func TestBenchUsageErrors(t *testing.T) {
 		{[]string{"bench", "--bandwidth-mbs", "0", "--latency-us", "0"}, "bench: --bandwidth-mbs 0: want a positive, finite rate"},
 		{[]string{"bench", "--bandwidth-mbs", "inf"}, "bench: --bandwidth-mbs +Inf"},
 		{[]string{"bench", "--real", "--loaders", "oracle"}, "bench: --loaders oracle: --real needs another loader"},
-		{[]string{"bench", "--scale-workload", "nope"}, `bench: --scale-workload: bench: invalid workload: unknown workload "nope"`},
+		{[]string{"bench", "--scale-workload", "nope"}, `bench: --scale-workload: invalid workload: unknown workload "nope"`},
 		{[]string{"bench", "--workloads", "kinetics", "--timeline", "nope"}, "bench: --timeline nope: not among the workloads run (kinetics)"},
 		// Empty list items are refused alike in every list.
-		{[]string{"bench", "--workloads", "kinetics,,"}, `--workloads: bench: invalid workload: empty item in "kinetics,,"`},
+		{[]string{"bench", "--workloads", "kinetics,,"}, `bench: --workloads: invalid workload: empty item in "kinetics,,"`},
 		{[]string{"bench", "--loaders", "torch,,helix"}, `bench: --loaders: empty item in "torch,,helix"`},
 		{[]string{"bench", "--sections", "planner,,scale"}, `bench: --sections: empty item in "planner,,scale"`},
 		{[]string{"bench calibrate", "--samples", "2"}, "--samples 2"},
+		// A real run's ranks share this machine's cores: checked before
+		// 64000 samples are generated for 2000 ranks.
+		{[]string{"bench", "--real", "--ranks", "2000"}, "bench: --ranks 2000: --real runs at most"},
 	} {
 		args := tt.args
 		if strings.Contains(args[0], " ") {
@@ -91,6 +94,9 @@ func TestBenchUsageErrors(t *testing.T) {
 		code, _, stderr := runMain(args...)
 		if code != 2 || !strings.Contains(stderr, tt.want) || strings.Count(stderr, "\n") != 1 {
 			t.Errorf("%q: exit %d, stderr %q; want 2 and one line with %q", tt.args, code, stderr, tt.want)
+		}
+		if strings.Count(stderr, "bench: ") > 1 {
+			t.Errorf("%q: %q says bench: more than once", tt.args, stderr)
 		}
 	}
 }
@@ -331,5 +337,50 @@ func TestBenchWarnsOfUncalibratedPresets(t *testing.T) {
 	}
 	if code, stderr := run(empty); code == 0 || !strings.Contains(stderr, "--calibration: "+empty) {
 		t.Errorf("exit %d, stderr %q: want a failure naming --calibration and the file", code, stderr)
+	}
+}
+
+// TestBenchRealWithoutMPIRun checks that --real without mpirun on PATH
+// is one line and exit status 2 before any dataset is generated (it was
+// a 600-character exec error after seconds of generation).
+func TestBenchRealWithoutMPIRun(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	code, _, stderr := runMain("bench", "--real", "--workloads", "text", "--cache-dir", filepath.Join(dir, "cache"), "--out", out)
+	if code != 2 || !strings.HasPrefix(stderr, "datahelix: bench: --real: mpirun not found on PATH (install openmpi-bin") || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("exit %d, stderr %q; want 2 and one line: mpirun not found on PATH", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "cache")); err == nil {
+		t.Errorf("the cache was written before the check")
+	}
+}
+
+// TestBarLogClearsTheBar checks that a log line written while the
+// progress bar shows starts on a line of its own (it ran on from the bar:
+// "running  50% |####| (2/4) [0s:0s]bench: real: ...") and that the bar
+// takes the evaluation's total.
+func TestBarLogClearsTheBar(t *testing.T) {
+	var buf bytes.Buffer
+	bar := newBar(&buf, 4, "running")
+	bl := &barLog{bar: bar, w: &buf}
+	bl.set(1, 2) // a real run has no oracle: 2 jobs, not 3 loaders
+	if bar.GetMax() != 2 {
+		t.Errorf("bar max %d, want the evaluation's 2", bar.GetMax())
+	}
+	fmt.Fprintf(bl, "bench: real: generated 128 samples\n")
+	got := buf.String()
+	i := strings.Index(got, "bench: real: generated 128 samples\n")
+	if i < 1 || got[i-1] != '\r' {
+		t.Fatalf("the log line does not start on a cleared line:\n%q", got)
+	}
+	if !strings.Contains(got[i:], "(1/2)") {
+		t.Errorf("the bar is not drawn again below the line:\n%q", got)
+	}
+	bl.finish()
+	buf.Reset()
+	fmt.Fprintf(bl, "bench: section planner\n")
+	if got := buf.String(); got != "bench: section planner\n" {
+		t.Errorf("after the bar finished: %q, want the line alone", got)
 	}
 }
