@@ -406,6 +406,10 @@ func TestResumeFallsBackPastUnreadableCheckpoints(t *testing.T) {
 	if len(resumed.Records) != 8*4 {
 		t.Fatalf("resumed run delivered %d rank-steps, want 32 (steps 4..11 on 4 ranks)", len(resumed.Records))
 	}
+	if full.Summary.FirstStep != 0 || resumed.Summary.FirstStep != 4 || resumed.Summary.Steps != 8 {
+		t.Errorf("summaries: full run first step %d, resumed run first step %d over %d steps; want 0, and 4 over 8",
+			full.Summary.FirstStep, resumed.Summary.FirstStep, resumed.Summary.Steps)
+	}
 	want, got := perStep(full.Records), perStep(resumed.Records)
 	for st := int64(4); st < 12; st++ {
 		if got[st] == 0 || got[st] != want[st] {

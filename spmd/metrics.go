@@ -66,13 +66,17 @@ type StepRecord struct {
 // Summary is a loader's result over a whole run, as the JSON summary and
 // the tables print it.
 type Summary struct {
-	Loader   string  `json:"loader"`
-	Ranks    int     `json:"ranks"`
-	Steps    int     `json:"steps"`
-	Batch    int     `json:"batch"`
-	Workers  int     `json:"workers"`
-	Misses   int     `json:"misses"`
-	MissRate float64 `json:"miss_rate"`
+	Loader string `json:"loader"`
+	Ranks  int    `json:"ranks"`
+	// FirstStep is the run's first step: 0, or the checkpoint step a
+	// resumed run started from. Steps counts the steps from there, and
+	// every figure, BatchesHash included, covers only those steps.
+	FirstStep int     `json:"first_step"`
+	Steps     int     `json:"steps"`
+	Batch     int     `json:"batch"`
+	Workers   int     `json:"workers"`
+	Misses    int     `json:"misses"`
+	MissRate  float64 `json:"miss_rate"`
 	// GPUWaitS is the time the GPUs waited for input, summed over ranks
 	// (rank-seconds): GPUWaitPerRankS is the mean per rank.
 	GPUWaitS float64 `json:"gpu_wait_s"`

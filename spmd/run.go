@@ -194,6 +194,7 @@ func gather(comm collective.Comm, l *Loader, recs []StepRecord, endUS int64, cfg
 		wall -= first
 	}
 	s := Summarize(cfg.Loader, all, comm.Size(), steps, cfg.Batch, cfg.Workers, l.cfg.Horizon, wall)
+	s.FirstStep = int(l.first)
 	s.PeakRSSBytes = maxFigs[1]
 	if sumFigs[1] > 0 {
 		mape := float64(sumFigs[0]) / float64(sumFigs[1]) / 1e6
