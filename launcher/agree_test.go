@@ -63,6 +63,14 @@ func TestRanksThatDisagreeEndTheJob(t *testing.T) {
 			"datahelix: --batch differs across ranks: rank 0 has 2, rank 1 has 1;"},
 		{"check-every", fastRun(data, "--loader", "helix", "--steps", "2"), fastRun(data, "--loader", "helix", "--steps", "2", "--check-every", "1"),
 			"datahelix: --check-every differs across ranks: rank 0 has 50, rank 1 has 1;"},
+		// What is trained and how it is timed: rank 0's values were
+		// reported for the job while rank 1 trained 3-frame clips.
+		{"frames", fastRun(data, "--loader", "helix", "--steps", "2"), fastRun(data, "--loader", "helix", "--steps", "2", "--frames", "3"),
+			"datahelix: --frames differs across ranks: rank 0 has 2, rank 1 has 3;"},
+		{"gpu-step-ms", fastRun(data, "--loader", "helix", "--steps", "2"), fastRun(data, "--loader", "helix", "--steps", "2", "--gpu-step-ms", "7.5"),
+			"datahelix: --gpu-step-ms differs across ranks: rank 0 has 5, rank 1 has 7.5;"},
+		{"workers", fastRun(data, "--loader", "helix", "--steps", "2"), fastRun(data, "--loader", "helix", "--steps", "2", "--workers", "2"),
+			"datahelix: --workers differs across ranks: rank 0 has 1, rank 1 has 2;"},
 		{"another dataset", fastRun(data, "--loader", "helix", "--steps", "2"), fastRun(other, "--loader", "helix", "--steps", "2"),
 			"datahelix: the dataset's shard count differs across ranks: rank 0 has 8, rank 1 has 7; every rank of a job must be started with the same settings and data (shard 7: " +
 				filepath.Base(shards[7]) + " with 4 samples on rank 0, no shard on rank 1)"},

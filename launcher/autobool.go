@@ -9,7 +9,8 @@ import (
 // (--pin, --resume): a bare flag means true, and --flag=auto,
 // --flag=true or --flag=false (or any form strconv.ParseBool reads) set it
 // explicitly. A value must be joined with "=": in "--pin false" the
-// "false" is an argument. The zero value is false; a flag whose default is
+// "false" is an argument, which parseFlagsHint refuses with a hint to
+// write --pin=false. The zero value is false; a flag whose default is
 // auto sets it before registering.
 type autoBool int
 

@@ -22,18 +22,31 @@ func runInfo(ctx context.Context, stdout, stderr io.Writer, args []string) error
 	var wf worldFlags
 	fs := newFlags("info", "[flags]")
 	wf.register(fs)
-	bytes := fs.Int("bytes", 1024, "allgather block `size` per rank for the latency measurement")
-	rounds := fs.Int("rounds", 1000, "allgather `rounds` timed for the latency measurement")
+	bytes := fs.Int("bytes", 1024, fmt.Sprintf("allgather block `size` per rank for the latency measurement, 0..%d (and at most %d MiB times the ranks)", maxInfoBytes, maxInfoGather>>20))
+	rounds := fs.Int("rounds", 1000, fmt.Sprintf("allgather `rounds` timed for the latency measurement, 1..%d", maxInfoRounds))
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
-	if *bytes < 0 || *bytes > 64<<20 {
-		return usagef("--bytes %d: want 0..67108864", *bytes)
+	if *bytes < 0 || *bytes > maxInfoBytes {
+		return usagef("--bytes %d: want 0..%d", *bytes, maxInfoBytes)
 	}
-	if *rounds < 1 {
-		return usagef("--rounds %d: want at least 1", *rounds)
+	if *rounds < 1 || *rounds > maxInfoRounds {
+		return usagef("--rounds %d: want 1..%d (each round keeps a time in memory)", *rounds, maxInfoRounds)
+	}
+	// Each rank receives --bytes from every rank: check what the
+	// launcher says of the world's size before MPI starts, and the
+	// world's own below.
+	size := wf.ranks
+	if size == 0 {
+		size = osLaunchEnv().Size
+	}
+	if err := checkInfoGather(*bytes, size); err != nil {
+		return err
 	}
 	return runWorld(ctx, wf, stdout, stderr, func(ctx context.Context, c collective.Comm, out io.Writer) error {
+		if err := checkInfoGather(*bytes, c.Size()); err != nil {
+			return collective.AllRanks(err)
+		}
 		in := c.Info()
 		cpus, err := currentCPUs()
 		if err != nil {
@@ -59,7 +72,7 @@ func runInfo(ctx context.Context, stdout, stderr io.Writer, args []string) error
 				}
 			}
 		}
-		lat, err := allgatherLatency(c, *bytes, *rounds)
+		lat, err := allgatherLatency(ctx, c, *bytes, *rounds)
 		if err != nil {
 			return err
 		}
@@ -71,11 +84,31 @@ func runInfo(ctx context.Context, stdout, stderr io.Writer, args []string) error
 	})
 }
 
+// Bounds of info's flags: a time of 8 bytes per round, and the receive
+// buffer of an allgather, --bytes from every rank.
+const (
+	maxInfoRounds = 10_000_000
+	maxInfoBytes  = 64 << 20
+	maxInfoGather = 1 << 30
+)
+
+// checkInfoGather refuses a --bytes whose allgather over size ranks
+// needs a receive buffer of more than maxInfoGather bytes on every rank.
+func checkInfoGather(bytes, size int) error {
+	if size > 0 && int64(bytes)*int64(size) > maxInfoGather {
+		return usagef("--bytes %d: %d ranks would each receive %d MiB per allgather; want at most %d MiB (--bytes %d or less)",
+			bytes, size, int64(bytes)*int64(size)>>20, maxInfoGather>>20, maxInfoGather/size)
+	}
+	return nil
+}
+
 type latency struct{ p50, p99 float64 } // microseconds
 
 // allgatherLatency times rounds allgathers of size bytes per rank after a
-// warm-up, as seen by each rank; every rank must call it.
-func allgatherLatency(c collective.Comm, size, rounds int) (latency, error) {
+// warm-up, as seen by each rank; every rank must call it. It stops with
+// ctx's error when ctx is cancelled (a signal): a rank the signal did not
+// reach waits in its next allgather until the abort that follows ends it.
+func allgatherLatency(ctx context.Context, c collective.Comm, size, rounds int) (latency, error) {
 	send := make([]byte, size)
 	recv := make([]byte, size*c.Size())
 	for i := 0; i < 20; i++ {
@@ -88,6 +121,11 @@ func allgatherLatency(c collective.Comm, size, rounds int) (latency, error) {
 	}
 	us := make([]float64, rounds)
 	for i := range us {
+		// Between rounds, outside the time: ctx.Err costs nanoseconds
+		// against the microseconds of an allgather.
+		if err := ctx.Err(); err != nil {
+			return latency{}, err
+		}
 		t := time.Now()
 		if err := c.Allgather(send, recv); err != nil {
 			return latency{}, err

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -279,11 +280,20 @@ func generateDefault(ctx context.Context, dir string, seed uint64, log io.Writer
 	return nil
 }
 
+// testRankGPU is nil but in tests, which set it to change one rank's
+// simulated GPU after the ranks have agreed on their flags: a rank made
+// busy outside MPI on purpose, as the --gpu-* flags, which must agree,
+// no longer can.
+var testRankGPU func(rank int, m gpu.Model) gpu.Model
+
 // runJob is the body every rank runs.
 func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.Writer) error {
 	// First, so that every rank calls the same collectives after it.
 	if err := spmd.Agree(c, runSettings(f)); err != nil {
 		return err
+	}
+	if testRankGPU != nil {
+		f.cfg.GPU = testRankGPU(c.Rank(), f.cfg.GPU)
 	}
 	outs, err := prepareOutputs(c, f)
 	if err != nil {
@@ -504,13 +514,33 @@ func (e remoteError) Unwrap() error { return e.cause }
 
 // runSettings are the flags every rank of the job must share
 // (spmd.Agree): the ones that decide which collectives a rank calls and
-// which samples it reads (the dataset itself is compared once open).
-// Per-rank ones (workers, budgets, the GPU model, where the data and the
-// checkpoints are) may differ.
+// which samples it reads (the dataset itself is compared once open), and
+// every one that changes what is trained or how it is timed (the clip
+// shape, the simulated GPU, the decode workers and budgets, the
+// planning), which the summary reports once, as rank 0's, for the job.
+// Where the data, the cache, the checkpoints and the outputs are, the
+// stall timeout, --checkpoint-keep and --quiet may differ.
 func runSettings(f *runFlags) []spmd.Setting {
 	names := make([]string, len(f.loaders))
 	for i, k := range f.loaders {
 		names[i] = k.String()
+	}
+	float := func(name string, v float64) spmd.Setting {
+		return spmd.Setting{Name: name, Value: math.Float64bits(v), Hashed: true, Text: strconv.FormatFloat(v, 'g', -1, 64)}
+	}
+	// As the runtime resolves them (spmd.Config.Check): --horizon 0 and
+	// --horizon 8 are the same with one worker.
+	horizon := f.cfg.Horizon
+	if horizon == 0 {
+		horizon = max(2*f.cfg.Workers, 8)
+	}
+	maxTasks := f.cfg.MaxTasks
+	if maxTasks <= 0 {
+		maxTasks = f.cfg.Workers
+	}
+	compressed := f.compressedMiB
+	if compressed == 0 {
+		compressed = 1024
 	}
 	return []spmd.Setting{
 		{Name: "--loader", Value: spmd.HashStrings(names), Hashed: true, Text: strings.Join(names, ",")},
@@ -522,6 +552,18 @@ func runSettings(f *runFlags) []spmd.Setting {
 		{Name: "--checkpoint-every", Value: uint64(f.cfg.CheckpointEvery)},
 		{Name: "--resume (0 false, 1 true, 2 auto)", Value: uint64(f.resume)},
 		{Name: "--data (1 given, 0 the default dataset)", Value: map[bool]uint64{true: 1}[f.data != ""]},
+		{Name: "--frames", Value: uint64(f.cfg.Decode.Frames)},
+		{Name: "--size", Value: uint64(f.cfg.Decode.Size)},
+		{Name: "--check-hashes (1 on, 0 off)", Value: map[bool]uint64{true: 1}[f.cfg.Decode.CheckHashes]},
+		float("--gpu-step-ms", f.gpuStepMS),
+		float("--gpu-ms-per-sample", f.gpuSampleMS),
+		float("--gpu-ms-per-frame", f.gpuFrameMS),
+		float("--gpu-us-per-token", f.gpuTokenUS),
+		{Name: "--workers", Value: uint64(f.cfg.Workers)},
+		{Name: "--horizon (0 is max(2 x workers, 8))", Value: uint64(horizon)},
+		{Name: "--max-tasks (0 is workers)", Value: uint64(maxTasks)},
+		{Name: "--decoded-budget (MiB, 0 horizon x batch clips)", Value: uint64(f.decodedMiB)},
+		{Name: "--compressed-budget (MiB, 0 is 1024)", Value: uint64(compressed)},
 	}
 }
 

@@ -7,7 +7,9 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // command is one subcommand of datahelix. Each lives in its own file,
@@ -94,22 +96,39 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 // parseFlagsHint is parseFlags for a command that can say what a stray
 // argument was meant to be: hint, given the arguments left after the
 // flags, returns a usage message, or "" to refuse them as usual.
+//
+// For every command it says what went wrong in two common slips: a value
+// given to a boolean flag after a space ("--pin false", where "false" is
+// an argument: it asks for --pin=false), and a duration without a unit
+// ("--stall-timeout 5").
 func parseFlagsHint(fs *flag.FlagSet, args []string, stdout io.Writer, hint func(rest []string) string) error {
-	if err := fs.Parse(args); err != nil {
+	name := strings.TrimPrefix(fs.Name(), "datahelix ")
+	var badDuration string // "--flag value" of a duration that did not parse
+	restore := wrapDurations(fs, func(flagName, value string) {
+		badDuration = fmt.Sprintf("--%s %s", flagName, value)
+	})
+	err := fs.Parse(args)
+	restore()
+	if err != nil {
 		if err == flag.ErrHelp {
 			fs.SetOutput(stdout)
 			fs.Usage()
 			return errHelp
 		}
-		return usagef("%s: %v (see %s -h)", strings.TrimPrefix(fs.Name(), "datahelix "), err, fs.Name())
+		if badDuration != "" {
+			return usagef("%s: %s: want a duration such as 30s or 10m (see %s -h)", name, badDuration, fs.Name())
+		}
+		return usagef("%s: %v (see %s -h)", name, err, fs.Name())
 	}
 	if fs.NArg() > 0 {
+		if msg := boolValueHint(fs, args); msg != "" {
+			return usagef("%s: %s (see %s -h)", name, msg, fs.Name())
+		}
 		if hint != nil {
 			if msg := hint(fs.Args()); msg != "" {
 				return usagef("%s", msg)
 			}
 		}
-		name := strings.TrimPrefix(fs.Name(), "datahelix ")
 		subs := subcommands(name)
 		if len(subs) == 0 {
 			return usagef("%s: unexpected argument %q (see %s -h)", name, fs.Arg(0), fs.Name())
@@ -124,6 +143,74 @@ func parseFlagsHint(fs *flag.FlagSet, args []string, stdout io.Writer, hint func
 		return usagef("%s: unknown subcommand %q (have %s; see %s -h)", name, fs.Arg(0), strings.Join(names, ", "), fs.Name())
 	}
 	return nil
+}
+
+// boolValueHint says what to write instead when the first argument left
+// after the flags is a value of the boolean flag just before it
+// ("--pin false"), or returns "".
+func boolValueHint(fs *flag.FlagSet, args []string) string {
+	i := len(args) - fs.NArg() - 1
+	if i < 0 {
+		return ""
+	}
+	prev, value := args[i], fs.Arg(0)
+	if !strings.HasPrefix(prev, "-") || strings.Contains(prev, "=") {
+		return ""
+	}
+	f := fs.Lookup(strings.TrimLeft(prev, "-"))
+	if f == nil {
+		return ""
+	}
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	if !ok || !b.IsBoolFlag() {
+		return ""
+	}
+	_, err := strconv.ParseBool(value)
+	if _, auto := f.Value.(*autoBool); err != nil && !(auto && value == "auto") {
+		return ""
+	}
+	return fmt.Sprintf("%q after %s is an argument, not the flag's value: write %s=%s", value, prev, prev, value)
+}
+
+// wrapDurations makes every duration flag of fs call failed with the
+// flag's name and the value it could not read, until the returned
+// function restores the flags as they were.
+func wrapDurations(fs *flag.FlagSet, failed func(flagName, value string)) (restore func()) {
+	type orig struct {
+		f *flag.Flag
+		v flag.Value
+	}
+	var wrapped []orig
+	fs.VisitAll(func(f *flag.Flag) {
+		g, ok := f.Value.(flag.Getter)
+		if !ok {
+			return
+		}
+		if _, ok := g.Get().(time.Duration); !ok {
+			return
+		}
+		wrapped = append(wrapped, orig{f, f.Value})
+		f.Value = durationValue{Getter: g, failed: func(v string) { failed(f.Name, v) }}
+	})
+	return func() {
+		for _, o := range wrapped {
+			o.f.Value = o.v
+		}
+	}
+}
+
+// durationValue is a duration flag that reports a value it cannot read.
+type durationValue struct {
+	flag.Getter
+	failed func(value string)
+}
+
+func (d durationValue) Set(v string) error {
+	err := d.Getter.Set(v)
+	if err != nil {
+		d.failed(v)
+	}
+	return err
 }
 
 // errHelp reports that help was printed and nothing else is to be done.

@@ -19,6 +19,10 @@ type launchEnv struct {
 	LocalSize int    // -1 when unknown
 	RankVar   string // the variable Rank came from, for messages
 	SizeVar   string // the variable Size came from, for messages
+	// Srun is set when srun started the ranks itself, as the tasks of a
+	// Slurm step (with or without a PMI plugin: --mpi=pmix sets PMIX_RANK,
+	// --mpi=pmi2 PMI_RANK), not an mpirun or mpiexec inside the allocation.
+	Srun bool
 }
 
 // detectLaunch reads the variables the common launchers set. The first
@@ -65,6 +69,14 @@ func detectLaunch(getenv func(string) string) launchEnv {
 		e.Size, e.SizeVar = num("PMI_SIZE"), "PMI_SIZE"
 		e.LocalRank = num("MPI_LOCALRANKID")
 		e.LocalSize = num("MPI_LOCALNRANKS")
+		// srun --mpi=pmi2 sets PMI_RANK and PMI_SIZE but not the local
+		// ones, which MPICH's mpiexec (Hydra) sets, also when it runs
+		// its proxies as the tasks of a Slurm step.
+		if inStep && getenv("MPI_LOCALRANKID") == "" {
+			e.Srun = true
+			e.LocalRank = num("SLURM_LOCALID")
+			e.LocalSize = slurmLocalSize()
+		}
 	case getenv("PMIX_RANK") != "":
 		e.Launcher = "pmix"
 		e.Rank, e.RankVar = num("PMIX_RANK"), "PMIX_RANK"
@@ -73,6 +85,7 @@ func detectLaunch(getenv func(string) string) launchEnv {
 		e.LocalSize = num("PMIX_LOCAL_SIZE")
 		// srun --mpi=pmix sets the rank only; the Slurm step says the rest.
 		if inStep {
+			e.Srun = true
 			if e.Size < 0 {
 				e.Size, e.SizeVar = slurmSize()
 			}
@@ -84,7 +97,7 @@ func detectLaunch(getenv func(string) string) launchEnv {
 			}
 		}
 	case inStep:
-		e.Launcher = "slurm"
+		e.Launcher, e.Srun = "slurm", true
 		e.Rank, e.RankVar = num("SLURM_PROCID"), "SLURM_PROCID"
 		e.Size, e.SizeVar = slurmSize()
 		e.LocalRank = num("SLURM_LOCALID")
@@ -136,26 +149,36 @@ func (e launchEnv) String() string {
 // checkWorld compares what the launcher told this process about the job
 // with the MPI world it joined (rank of size, built against library). A
 // mismatch means the processes did not find each other — srun without
-// --mpi=pmix, or a binary built for another MPI than the launcher's —
-// and every process would run as a job of its own, each reading every
-// shard and writing the same outputs. Unknown values are not checked.
+// the PMI plugin of this binary's MPI, or a binary built for another MPI
+// than the launcher's — and every process would run as a job of its own,
+// each reading every shard and writing the same outputs. Unknown values
+// are not checked.
 func (e launchEnv) checkWorld(rank, size int, library string) error {
 	if e.Launcher == "" {
 		return nil
 	}
 	var who, task, hint string
 	lib := shortLibrary(library)
-	switch e.Launcher {
-	case "slurm":
-		who, task = "Slurm", "task"
-		hint = "launch with srun --mpi=pmix (see README)"
-	case "pmix":
+	switch {
+	case e.Srun:
+		who, task = "srun", "task"
+		want := srunPlugin(library)
+		used := map[string]string{"pmix": "pmix", "mpich": "pmi2"}[e.Launcher]
+		if used == want {
+			// The right plugin, yet the ranks did not meet: the library's
+			// support for it does not match Slurm's.
+			hint = fmt.Sprintf("this binary uses %s, which did not join srun's --mpi=%s job: that library's %s support may not match this cluster's Slurm (srun --mpi=list shows its plugins); or launch with that library's own mpirun inside the allocation (see README)",
+				lib, used, map[string]string{"pmix": "PMIx", "pmi2": "PMI-2"}[used])
+			break
+		}
+		hint = fmt.Sprintf("this binary uses %s: launch with srun --mpi=%s (srun --mpi=list shows the plugins this cluster has; see README)", lib, want)
+	case e.Launcher == "pmix":
 		who, task = "PMIx", "rank"
 		hint = "launch with srun --mpi=pmix, or with the mpirun of " + lib + " (see README)"
-	case "openmpi":
+	case e.Launcher == "openmpi":
 		who, task = "Open MPI's mpirun", "rank"
 		hint = fmt.Sprintf("this binary uses %s: launch it with that library's own mpirun or mpiexec (see README)", lib)
-	case "mpich":
+	case e.Launcher == "mpich":
 		who, task = "MPICH's mpiexec", "rank"
 		hint = fmt.Sprintf("this binary uses %s: launch it with that library's own mpirun or mpiexec, or build with -tags mpich (see README)", lib)
 	default:
@@ -169,6 +192,17 @@ func (e launchEnv) checkWorld(rank, size int, library string) error {
 			who, task, e.Rank, e.RankVar, rank, size, e.RankVar, lib)
 	}
 	return nil
+}
+
+// srunPlugin is the srun --mpi plugin a binary built against library
+// needs: pmi2 for MPICH and its derivatives, which speak PMI-1/PMI-2;
+// pmix for Open MPI (and any other library), whose ranks find each other
+// through PMIx.
+func srunPlugin(library string) string {
+	if strings.Contains(library, "MPICH") || strings.Contains(library, "MVAPICH") {
+		return "pmi2"
+	}
+	return "pmix"
 }
 
 // shortLibrary is the first phrase of an MPI library version string

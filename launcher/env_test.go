@@ -17,27 +17,35 @@ func TestDetectLaunch(t *testing.T) {
 			"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "8",
 			"OMPI_COMM_WORLD_LOCAL_RANK": "1", "OMPI_COMM_WORLD_LOCAL_SIZE": "2",
 			"SLURM_PROCID": "0", "SLURM_STEP_ID": "4",
-		}, launchEnv{"openmpi", 3, 8, 1, 2, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}},
+		}, launchEnv{"openmpi", 3, 8, 1, 2, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", false}},
 		{"mpich hydra", map[string]string{
 			"PMI_RANK": "5", "PMI_SIZE": "6", "MPI_LOCALRANKID": "2", "MPI_LOCALNRANKS": "3",
-		}, launchEnv{"mpich", 5, 6, 2, 3, "PMI_RANK", "PMI_SIZE"}},
+		}, launchEnv{"mpich", 5, 6, 2, 3, "PMI_RANK", "PMI_SIZE", false}},
 		{"pmix, no slurm step", map[string]string{
 			"PMIX_RANK": "7", "SLURM_LOCALID": "3", "SLURM_NTASKS": "8",
-		}, launchEnv{"pmix", 7, -1, -1, -1, "PMIX_RANK", ""}},
+		}, launchEnv{"pmix", 7, -1, -1, -1, "PMIX_RANK", "", false}},
 		{"pmix under srun: the step gives size and local rank", map[string]string{
 			"PMIX_RANK": "7", "SLURM_LOCALID": "3", "SLURM_PROCID": "7", "SLURM_STEP_ID": "0",
 			"SLURM_STEP_NUM_TASKS": "8", "SLURM_NTASKS": "16",
 			"SLURM_STEP_TASKS_PER_NODE": "4(x2)", "SLURM_NODEID": "1",
-		}, launchEnv{"pmix", 7, 8, 3, 4, "PMIX_RANK", "SLURM_STEP_NUM_TASKS"}},
+		}, launchEnv{"pmix", 7, 8, 3, 4, "PMIX_RANK", "SLURM_STEP_NUM_TASKS", true}},
 		{"slurm, job counts only", map[string]string{
 			"SLURM_PROCID": "9", "SLURM_NTASKS": "16", "SLURM_LOCALID": "1",
 			"SLURM_NTASKS_PER_NODE": "4", "SLURM_STEP_ID": "0",
-		}, launchEnv{"slurm", 9, 16, 1, 4, "SLURM_PROCID", "SLURM_NTASKS"}},
+		}, launchEnv{"slurm", 9, 16, 1, 4, "SLURM_PROCID", "SLURM_NTASKS", true}},
 		{"slurm step counts win over the job's", map[string]string{
 			"SLURM_PROCID": "2", "SLURM_STEP_ID": "1", "SLURM_LOCALID": "0",
 			"SLURM_NTASKS": "16", "SLURM_NTASKS_PER_NODE": "8",
 			"SLURM_STEP_NUM_TASKS": "3", "SLURM_STEP_TASKS_PER_NODE": "2,1", "SLURM_NODEID": "1",
-		}, launchEnv{"slurm", 2, 3, 0, 1, "SLURM_PROCID", "SLURM_STEP_NUM_TASKS"}},
+		}, launchEnv{"slurm", 2, 3, 0, 1, "SLURM_PROCID", "SLURM_STEP_NUM_TASKS", true}},
+		{"srun --mpi=pmi2: PMI_RANK without Hydra's local ranks", map[string]string{
+			"SLURM_PROCID": "0", "SLURM_STEP_ID": "0", "SLURM_STEP_NUM_TASKS": "2", "SLURM_LOCALID": "0",
+			"SLURM_STEP_TASKS_PER_NODE": "2", "SLURM_NODEID": "0", "PMI_RANK": "0", "PMI_SIZE": "2",
+		}, launchEnv{"mpich", 0, 2, 0, 2, "PMI_RANK", "PMI_SIZE", true}},
+		{"mpiexec (Hydra) inside a Slurm step: not srun's ranks", map[string]string{
+			"SLURM_PROCID": "0", "SLURM_STEP_ID": "0", "SLURM_STEP_NUM_TASKS": "1", "SLURM_LOCALID": "0",
+			"PMI_RANK": "3", "PMI_SIZE": "4", "MPI_LOCALRANKID": "3", "MPI_LOCALNRANKS": "4",
+		}, launchEnv{"mpich", 3, 4, 3, 4, "PMI_RANK", "PMI_SIZE", false}},
 		{"slurm batch script, no step: not a rank", map[string]string{
 			"SLURM_PROCID": "0", "SLURM_NTASKS": "16",
 		}, none},
@@ -88,7 +96,7 @@ func TestCheckWorld(t *testing.T) {
 		ompi  = "Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4"
 		mpich = "MPICH Version: 4.0.2\nMPICH Release date: Thu Apr  7 12:34:45 CDT 2022"
 	)
-	slurm := launchEnv{"slurm", 2, 4, 2, 4, "SLURM_PROCID", "SLURM_NTASKS"}
+	slurm := launchEnv{"slurm", 2, 4, 2, 4, "SLURM_PROCID", "SLURM_NTASKS", true}
 	tests := []struct {
 		name       string
 		env        launchEnv
@@ -99,16 +107,26 @@ func TestCheckWorld(t *testing.T) {
 		{"no launcher", launchEnv{Rank: -1, Size: -1, LocalRank: -1, LocalSize: -1}, 0, 1, ompi, ""},
 		{"slurm agrees", slurm, 2, 4, ompi, ""},
 		{"srun without --mpi=pmix: a singleton", slurm, 0, 1, ompi,
-			"Slurm started 4 tasks (SLURM_NTASKS) but MPI sees a 1-rank world: launch with srun --mpi=pmix (see README)"},
-		{"slurm rank differs", slurm, 1, 4, ompi, "Slurm made this process task 2 (SLURM_PROCID) but MPI made it rank 1 of 4"},
-		{"size unknown, rank agrees", launchEnv{"pmix", 3, -1, -1, -1, "PMIX_RANK", ""}, 3, 8, ompi, ""},
-		{"rank unknown, size agrees", launchEnv{"openmpi", -1, 2, -1, -1, "", "OMPI_COMM_WORLD_SIZE"}, 1, 2, ompi, ""},
-		{"mpich binary under Open MPI's mpirun", launchEnv{"openmpi", 1, 2, 1, 2, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}, 0, 1, mpich,
+			"srun started 4 tasks (SLURM_NTASKS) but MPI sees a 1-rank world: this binary uses Open MPI v4.1.4: launch with srun --mpi=pmix (srun --mpi=list shows the plugins this cluster has; see README)"},
+		{"srun without --mpi, MPICH build", slurm, 0, 1, mpich,
+			"srun started 4 tasks (SLURM_NTASKS) but MPI sees a 1-rank world: this binary uses MPICH Version: 4.0.2: launch with srun --mpi=pmi2 (srun --mpi=list shows"},
+		{"slurm rank differs", slurm, 1, 4, ompi, "srun made this process task 2 (SLURM_PROCID) but MPI made it rank 1 of 4"},
+		{"srun --mpi=pmi2, Open MPI build", launchEnv{"mpich", 0, 2, 0, 2, "PMI_RANK", "PMI_SIZE", true}, 0, 1, ompi,
+			"srun started 2 tasks (PMI_SIZE) but MPI sees a 1-rank world: this binary uses Open MPI v4.1.4: launch with srun --mpi=pmix (srun --mpi=list shows the plugins this cluster has; see README)"},
+		{"srun --mpi=pmix, MPICH build", launchEnv{"pmix", 1, 2, 1, 2, "PMIX_RANK", "SLURM_STEP_NUM_TASKS", true}, 0, 1, mpich,
+			"srun started 2 tasks (SLURM_STEP_NUM_TASKS) but MPI sees a 1-rank world: this binary uses MPICH Version: 4.0.2: launch with srun --mpi=pmi2"},
+		{"srun --mpi=pmix, Open MPI build: the plugin is right", launchEnv{"pmix", 1, 2, 1, 2, "PMIX_RANK", "SLURM_STEP_NUM_TASKS", true}, 0, 1, ompi,
+			"srun started 2 tasks (SLURM_STEP_NUM_TASKS) but MPI sees a 1-rank world: this binary uses Open MPI v4.1.4, which did not join srun's --mpi=pmix job: that library's PMIx support may not match this cluster's Slurm (srun --mpi=list shows its plugins); or launch with that library's own mpirun inside the allocation (see README)"},
+		{"size unknown, rank agrees", launchEnv{"pmix", 3, -1, -1, -1, "PMIX_RANK", "", false}, 3, 8, ompi, ""},
+		{"rank unknown, size agrees", launchEnv{"openmpi", -1, 2, -1, -1, "", "OMPI_COMM_WORLD_SIZE", false}, 1, 2, ompi, ""},
+		{"mpich binary under Open MPI's mpirun", launchEnv{"openmpi", 1, 2, 1, 2, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", false}, 0, 1, mpich,
 			"Open MPI's mpirun started 2 ranks (OMPI_COMM_WORLD_SIZE) but MPI sees a 1-rank world: this binary uses MPICH Version: 4.0.2: "},
-		{"open mpi binary under hydra", launchEnv{"mpich", 1, 2, 1, 2, "PMI_RANK", "PMI_SIZE"}, 0, 1, ompi,
+		{"open mpi binary under hydra", launchEnv{"mpich", 1, 2, 1, 2, "PMI_RANK", "PMI_SIZE", false}, 0, 1, ompi,
 			"MPICH's mpiexec started 2 ranks (PMI_SIZE) but MPI sees a 1-rank world: this binary uses Open MPI v4.1.4: "},
-		{"pmix size from slurm", launchEnv{"pmix", 5, 8, 1, 4, "PMIX_RANK", "SLURM_STEP_NUM_TASKS"}, 0, 1, ompi,
-			"PMIx started 8 ranks (SLURM_STEP_NUM_TASKS) but MPI sees a 1-rank world"},
+		{"pmix size from slurm", launchEnv{"pmix", 5, 8, 1, 4, "PMIX_RANK", "SLURM_STEP_NUM_TASKS", true}, 0, 1, ompi,
+			"srun started 8 tasks (SLURM_STEP_NUM_TASKS) but MPI sees a 1-rank world"},
+		{"pmix outside Slurm", launchEnv{"pmix", 5, 8, 1, 4, "PMIX_RANK", "PMIX_SIZE", false}, 0, 1, ompi,
+			"PMIx started 8 ranks (PMIX_SIZE) but MPI sees a 1-rank world: launch with srun --mpi=pmix, or with the mpirun of Open MPI v4.1.4"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -157,8 +157,13 @@ Every rank of an MPI job runs the same command, e.g.
 	srun datahelix run --data /scratch/shards
 
 commands:`)
-	for _, c := range sortedCommands() {
-		fmt.Fprintf(w, "  %-14s %s\n", c.name, c.summary)
+	cmds := sortedCommands()
+	width := 0
+	for _, c := range cmds {
+		width = max(width, len(c.name))
+	}
+	for _, c := range cmds {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.summary)
 	}
 	fmt.Fprintln(w, `
 "datahelix help COMMAND" or "datahelix COMMAND -h" shows a command's flags.`)

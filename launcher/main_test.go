@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,14 +19,33 @@ import (
 
 	"github.com/datahelix/datahelix/collective/collectivetest"
 	"github.com/datahelix/datahelix/decode/gen/gentest"
+	"github.com/datahelix/datahelix/gpu"
 )
 
 // asMainEnv makes the test binary behave as the datahelix command, so
 // that tests can start it under mpirun without a separate build.
 const asMainEnv = "DATAHELIX_TEST_AS_MAIN"
 
+// slowRankEnv, "RANK:MS", makes rank RANK's simulated GPU step take MS
+// milliseconds (testRankGPU) in the test binary acting as datahelix.
+const slowRankEnv = "DATAHELIX_TEST_SLOW_RANK"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(asMainEnv) != "" {
+		if v := os.Getenv(slowRankEnv); v != "" {
+			r, ms, _ := strings.Cut(v, ":")
+			rank, err1 := strconv.Atoi(r)
+			stepMS, err2 := strconv.Atoi(ms)
+			if err1 != nil || err2 != nil {
+				panic(slowRankEnv + "=" + v + ": want RANK:MS")
+			}
+			testRankGPU = func(r int, g gpu.Model) gpu.Model {
+				if r == rank {
+					g.Base = time.Duration(stepMS) * time.Millisecond
+				}
+				return g
+			}
+		}
 		main()
 	}
 	os.Exit(m.Run())
@@ -49,6 +69,15 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"info", "--bytes", "-1", "--ranks", "2"}, "--bytes -1"},
 		{[]string{"info", "extra"}, `unexpected argument "extra"`},
 		{[]string{"info", "--pin=maybe"}, `invalid boolean value "maybe" for -pin: want auto, true or false`},
+		// A boolean flag's value after a space, a duration without a
+		// unit, in every command.
+		{[]string{"info", "--pin", "false"}, `info: "false" after --pin is an argument, not the flag's value: write --pin=false (see datahelix info -h)`},
+		{[]string{"run", "--quiet", "false"}, `run: "false" after --quiet is an argument, not the flag's value: write --quiet=false`},
+		{[]string{"run", "--check-hashes", "true", "--steps", "3"}, `write --check-hashes=true`},
+		{[]string{"bench", "--quiet", "0"}, `bench: "0" after --quiet is an argument, not the flag's value: write --quiet=0`},
+		{[]string{"run", "--stall-timeout", "5"}, `run: --stall-timeout 5: want a duration such as 30s or 10m (see datahelix run -h)`},
+		{[]string{"run", "-stall-timeout=ten"}, `run: --stall-timeout ten: want a duration such as 30s or 10m`},
+		{[]string{"info", "--rounds", "0"}, "--rounds 0: want 1..10000000"},
 		{[]string{"help", "bogus"}, `help: unknown command "bogus"`},
 		{[]string{"help", "info", "extra"}, `help: unknown command "info extra"`},
 		{[]string{"-h", "bogus"}, `help: unknown command "bogus"`},
@@ -64,6 +93,66 @@ func TestUsageErrors(t *testing.T) {
 		if stdout != "" {
 			t.Errorf("%q: stdout %q, want nothing", tt.args, stdout)
 		}
+	}
+}
+
+// TestInfoCaps checks that info refuses what it could not allocate as
+// usage errors: --rounds 2000000000 allocated 16 GB and died with Go's
+// fatal error. A separate process, as the launcher of a 32-rank job
+// sees it, so that a failure cannot take the tests' memory.
+func TestInfoCaps(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		env  []string
+		want string
+	}{
+		{[]string{"info", "--rounds", "2000000000"}, nil, "datahelix: --rounds 2000000000: want 1..10000000 (each round keeps a time in memory)\n"},
+		{[]string{"info", "--bytes", "67108864"}, []string{"OMPI_COMM_WORLD_SIZE=32", "OMPI_COMM_WORLD_RANK=0"},
+			"datahelix: --bytes 67108864: 32 ranks would each receive 2048 MiB per allgather; want at most 1024 MiB (--bytes 33554432 or less)\n"},
+		{[]string{"info", "--ranks", "4096", "--bytes", "1048576"}, nil,
+			"datahelix: --bytes 1048576: 4096 ranks would each receive 4096 MiB per allgather; want at most 1024 MiB (--bytes 262144 or less)\n"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		cmd := exec.CommandContext(ctx, os.Args[0], tt.args...)
+		cmd.Env = cleanEnv(tt.env...)
+		out, err := cmd.CombinedOutput()
+		cancel()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || string(out) != tt.want {
+			t.Errorf("%q: %v, output %q; want exit 2 and %q", tt.args, err, out, tt.want)
+		}
+	}
+}
+
+// TestHelpColumns checks that the command list keeps a gap between
+// every name and its summary, and starts the summaries in one column
+// ("bench calibrate" was one character wider than the column).
+func TestHelpColumns(t *testing.T) {
+	code, stdout, _ := runMain("help")
+	if code != 0 {
+		t.Fatalf("help: exit %d", code)
+	}
+	col := -1
+	for _, c := range sortedCommands() {
+		prefix := "  " + c.name + " "
+		var line string
+		for _, l := range strings.Split(stdout, "\n") {
+			if strings.HasPrefix(l, prefix) && strings.HasSuffix(l, c.summary) {
+				line = l
+			}
+		}
+		if line == "" {
+			t.Errorf("help: no line %q...%q:\n%s", prefix, c.summary, stdout)
+			continue
+		}
+		at := len(line) - len(c.summary)
+		if line[at-2:at] != "  " {
+			t.Errorf("help: %q: want two spaces or more between the name and the summary", line)
+		}
+		if col >= 0 && at != col {
+			t.Errorf("help: %q: the summary starts at column %d, others at %d", line, at, col)
+		}
+		col = at
 	}
 }
 
@@ -308,6 +397,25 @@ func signalMain(t *testing.T, np int, sig syscall.Signal, started func() bool, a
 func after(d time.Duration) func() bool {
 	end := time.Now().Add(d)
 	return func() bool { return time.Now().After(end) }
+}
+
+// TestSignalEndsInfo sends SIGINT to info while it times allgathers,
+// in a one-rank MPI world and in in-process ranks: it stops at once with
+// the signal's status (it used to run every round, then exit 0).
+func TestSignalEndsInfo(t *testing.T) {
+	for _, args := range [][]string{
+		{"info", "--rounds", "10000000", "--bytes", "65536"},
+		{"info", "--ranks", "2", "--rounds", "10000000", "--bytes", "65536"},
+	} {
+		start := time.Now()
+		code, out := signalMain(t, 0, syscall.SIGINT, after(time.Second), args...)
+		if code != 130 || !strings.HasSuffix(out, "datahelix: interrupted by SIGINT\n") {
+			t.Errorf("%q: exit %d, output %q; want 130 and a line \"interrupted by SIGINT\"", args, code, out)
+		}
+		if took := time.Since(start); took > 20*time.Second {
+			t.Errorf("%q: ended %v after its start, want soon after the signal", args, took.Round(time.Millisecond))
+		}
+	}
 }
 
 // TestSignalEndsRun sends SIGTERM and SIGINT to a --ranks 2 run: one

@@ -12,7 +12,7 @@ import (
 )
 
 // pinCPUs restricts this process to its share of the CPUs it may use: the
-// allowed CPUs split into localSize equal contiguous blocks, block
+// allowed CPUs split into localSize contiguous blocks (pinBlock), block
 // localRank, so ranks on one node do not compete for cores (as
 // mpirun --bind-to core would). With more ranks than CPUs the blocks are
 // single CPUs, reused round-robin. It returns the CPUs chosen.
@@ -20,20 +20,39 @@ import (
 // Linux sets affinity per thread, so every existing thread of the process
 // is pinned; threads created later inherit the mask from their creator.
 func pinCPUs(localRank, localSize int) ([]int, error) {
-	if localRank < 0 || localSize < 1 || localRank >= localSize {
-		return nil, fmt.Errorf("pin: local rank %d of %d is unknown or invalid", localRank, localSize)
+	allowed, err := unpinnedCPUs()
+	if err != nil {
+		return nil, err
 	}
-	var allowed unix.CPUSet
+	return pinCPUsOf(allowed, localRank, localSize)
+}
+
+// unpinnedCPUs returns the CPUs this process may use, or had before
+// pinCPUs pinned it (from the launcher's environment, before MPI
+// started): its share is always cut from those, not from a share.
+func unpinnedCPUs() (unix.CPUSet, error) {
 	pinState.Lock()
 	pinned, before := pinState.pinned, pinState.before
 	pinState.Unlock()
 	if pinned {
-		// Pinned already (before MPI started, from the launcher's
-		// environment): split the CPUs the process had then, not its
-		// share of them.
-		allowed = before
-	} else if err := unix.SchedGetaffinity(0, &allowed); err != nil {
-		return nil, fmt.Errorf("pin: sched_getaffinity: %w", err)
+		return before, nil
+	}
+	var allowed unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
+		return allowed, fmt.Errorf("pin: sched_getaffinity: %w", err)
+	}
+	return allowed, nil
+}
+
+// pinCPUsOf is pinCPUs splitting the CPUs in allowed (the CPUs the
+// node's ranks may use together).
+func pinCPUsOf(allowed unix.CPUSet, localRank, localSize int) ([]int, error) {
+	if localRank < 0 || localSize < 1 || localRank >= localSize {
+		return nil, fmt.Errorf("pin: local rank %d of %d is unknown or invalid", localRank, localSize)
+	}
+	before, err := unpinnedCPUs()
+	if err != nil {
+		return nil, err
 	}
 	mine := pinBlock(cpusIn(&allowed), localRank, localSize)
 	var set unix.CPUSet
@@ -44,12 +63,24 @@ func pinCPUs(localRank, localSize int) ([]int, error) {
 		return nil, fmt.Errorf("pin: %w", err)
 	}
 	pinState.Lock()
-	if !pinState.pinned {
-		pinState.before = allowed
-	}
-	pinState.pinned, pinState.mine = true, set
+	pinState.pinned, pinState.before, pinState.mine = true, before, set
 	pinState.Unlock()
 	return mine, nil
+}
+
+// unpinCPUs gives the process back the CPUs it had before pinCPUs, if
+// it pinned it.
+func unpinCPUs() error {
+	pinState.Lock()
+	defer pinState.Unlock()
+	if !pinState.pinned {
+		return nil
+	}
+	if err := setAffinityAllThreads(pinState.before); err != nil {
+		return fmt.Errorf("unpin: %w", err)
+	}
+	pinState.pinned = false
+	return nil
 }
 
 // pinState remembers the mask a pinned process had before pinCPUs, for
@@ -88,21 +119,19 @@ func withAllCPUs(fn func(cpus int) error) error {
 	return ferr
 }
 
-// pinBlock returns block localRank of cpus split into localSize parts.
+// pinBlock returns block localRank of cpus split into localSize
+// contiguous parts whose sizes differ by at most one: rank r gets
+// cpus[r*n/L : (r+1)*n/L]. With more ranks than CPUs each rank gets one
+// CPU, reused round-robin.
 func pinBlock(cpus []int, localRank, localSize int) []int {
-	if len(cpus) == 0 {
+	n := len(cpus)
+	if n == 0 {
 		return nil
 	}
-	if localSize >= len(cpus) {
-		return []int{cpus[localRank%len(cpus)]}
+	if localSize >= n {
+		return []int{cpus[localRank%n]}
 	}
-	per := len(cpus) / localSize
-	lo := localRank * per
-	hi := lo + per
-	if localRank == localSize-1 {
-		hi = len(cpus) // the last rank takes the remainder
-	}
-	return cpus[lo:hi]
+	return cpus[localRank*n/localSize : (localRank+1)*n/localSize]
 }
 
 // setAffinityAllThreads sets the CPU mask of every thread of the process.

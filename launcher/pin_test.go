@@ -21,12 +21,38 @@ func TestPinBlock(t *testing.T) {
 		{0, 1, cpus},
 		{0, 2, []int{0, 1, 2, 3, 4}},
 		{1, 2, []int{5, 6, 7, 8, 9}},
-		{2, 3, []int{6, 7, 8, 9}}, // the last rank takes the remainder
+		{0, 3, []int{0, 1, 2}},
+		{1, 3, []int{3, 4, 5}},
+		{2, 3, []int{6, 7, 8, 9}}, // 10 over 3: 3, 3, 4
 		{11, 12, []int{1}},        // more ranks than CPUs: one CPU each, round-robin
 	}
 	for _, tt := range tests {
 		if got := pinBlock(cpus, tt.rank, tt.size); !slices.Equal(got, tt.want) {
 			t.Errorf("pinBlock(rank %d of %d) = %v, want %v", tt.rank, tt.size, got, tt.want)
+		}
+	}
+	// The sizes of the blocks differ by at most one (the old split gave
+	// the remainder to the last rank: 7 CPUs over 4 ranks were 1,1,1,4).
+	for _, tt := range []struct {
+		cpus, ranks int
+		sizes       []int
+	}{
+		{7, 4, []int{1, 2, 2, 2}},
+		{15, 8, []int{1, 2, 2, 2, 2, 2, 2, 2}},
+		{12, 8, []int{1, 2, 1, 2, 1, 2, 1, 2}},
+		{8, 8, []int{1, 1, 1, 1, 1, 1, 1, 1}},
+		{9, 2, []int{4, 5}},
+	} {
+		list := make([]int, tt.cpus)
+		for i := range list {
+			list[i] = i
+		}
+		var sizes []int
+		for r := 0; r < tt.ranks; r++ {
+			sizes = append(sizes, len(pinBlock(list, r, tt.ranks)))
+		}
+		if !slices.Equal(sizes, tt.sizes) {
+			t.Errorf("%d CPUs over %d ranks: blocks of %v, want %v", tt.cpus, tt.ranks, sizes, tt.sizes)
 		}
 	}
 	// Every CPU belongs to exactly one rank when ranks <= CPUs.

@@ -36,7 +36,7 @@ func TestResumeFlag(t *testing.T) {
 	}{
 		{[]string{"run", "--resume=maybe"}, `invalid boolean value "maybe" for -resume: want auto, true or false`},
 		{[]string{"run", "--resume=auto"}, "--resume need --checkpoint-dir"},
-		{[]string{"run", "--resume", "auto", "--checkpoint-dir", "x"}, `unexpected argument "auto"`},
+		{[]string{"run", "--resume", "auto", "--checkpoint-dir", "x"}, `run: "auto" after --resume is an argument, not the flag's value: write --resume=auto`},
 	} {
 		code, _, stderr := runMain(tt.args...)
 		if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tt.want) {

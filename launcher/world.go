@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pkg/profile"
+	"golang.org/x/sys/unix"
 
 	"github.com/datahelix/datahelix/collective"
 )
@@ -27,7 +28,7 @@ type worldFlags struct {
 func (f *worldFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.ranks, "ranks", 0, "run `N` ranks (1..4096) as goroutines of this process instead of MPI processes (no mpirun needed); 0: the MPI world's ranks")
 	f.pin = autoAuto
-	fs.Var(&f.pin, "pin", "pin each rank to its share of this node's CPUs, by local rank: --pin or --pin=true always, --pin=false never, --pin=auto when the node runs more ranks than it has CPUs, so each rank keeps a fixed share as on a real node")
+	fs.Var(&f.pin, "pin", "pin each rank to its share of the CPUs the node's ranks may use (together, as they started), by local rank: --pin or --pin=true always, --pin=false never, --pin=auto when the node runs more ranks than those CPUs, so each rank keeps a fixed share as on a real node. Ranks the launcher bound to CPU sets of their own (mpirun --bind-to core, srun --cpu-bind) keep them")
 	fs.StringVar(&f.profile, "profile", "", "write a pprof `kind` profile per rank: cpu, mem or block")
 	fs.StringVar(&f.profileDir, "profile-dir", "profiles", "`dir`ectory for --profile output (one subdirectory per rank)")
 }
@@ -143,7 +144,7 @@ func abortWhenStuck(ctx context.Context, w *collective.World, done <-chan struct
 // it; on in-process ranks a signal is left to the caller, which reports
 // it once for the process.
 func runRank(ctx context.Context, f worldFlags, c collective.Comm, out, errOut io.Writer, local bool, body rankBody) error {
-	err := stopReason(ctx, rankSetup(ctx, f, c, out, body))
+	err := stopReason(ctx, rankSetup(ctx, f, c, out, errOut, body))
 	_, stopped := interrupted(err)
 	prefix := ""
 	if c.Size() > 1 {
@@ -162,10 +163,9 @@ func runRank(ctx context.Context, f worldFlags, c collective.Comm, out, errOut i
 }
 
 // rankSetup pins and profiles the rank as f asks, then runs body.
-func rankSetup(ctx context.Context, f worldFlags, c collective.Comm, out io.Writer, body rankBody) error {
-	info := c.Info()
-	if f.pin == autoTrue || f.pin == autoAuto && info.LocalSize > collective.NodeCPUs() && info.Library != "in-process" {
-		if _, err := pinCPUs(info.LocalRank, info.LocalSize); err != nil {
+func rankSetup(ctx context.Context, f worldFlags, c collective.Comm, out, errOut io.Writer, body rankBody) error {
+	if w, ok := c.(*collective.World); ok {
+		if err := pinRank(f.pin, w, errOut); err != nil {
 			return err
 		}
 	}
@@ -180,6 +180,67 @@ func rankSetup(ctx context.Context, f worldFlags, c collective.Comm, out io.Writ
 		defer profile.Start(mode, profile.ProfilePath(dir), profile.NoShutdownHook, profile.Quiet).Stop()
 	}
 	return body(ctx, c, out)
+}
+
+// alreadyBound is what local rank 0 prints when --pin finds the node's
+// ranks bound to CPU sets of their own.
+const alreadyBound = "datahelix: --pin: ranks already bound by the launcher, keeping their CPU sets"
+
+// pinRank applies --pin to an MPI rank. The ranks of its node first
+// compare the CPU sets they started with (every rank, whatever its --pin,
+// so that all call the same collectives); their union is the CPUs the
+// node's ranks may use (collective.NodeCPUs), which --pin=auto compares
+// with their number. When the sets are pairwise disjoint the launcher
+// bound each rank to CPUs of its own (mpirun --bind-to core, srun
+// --cpu-bind): splitting a rank's set again would leave it a fraction of
+// what it was given, so the ranks keep them (undoing a pin made before
+// MPI started) and local rank 0 says so. Otherwise each rank is pinned to
+// its share of the union (pinCPUsOf).
+func pinRank(pin autoBool, w *collective.World, errOut io.Writer) error {
+	info := w.Info()
+	sets, err := w.ShareNodeCPUs()
+	if err != nil {
+		return err
+	}
+	if pin == autoFalse {
+		return nil
+	}
+	if sets == nil { // some rank does not know its CPUs: split this one's
+		if pin == autoTrue || info.LocalSize > collective.NodeCPUs() {
+			_, err = pinCPUs(info.LocalRank, info.LocalSize)
+		}
+		return err
+	}
+	union, disjoint := unionCPUs(sets)
+	if pin == autoAuto && info.LocalSize <= union.Count() {
+		return nil
+	}
+	if disjoint && len(sets) > 1 {
+		if err := unpinCPUs(); err != nil {
+			return err
+		}
+		if info.LocalRank == 0 {
+			fmt.Fprintln(errOut, alreadyBound)
+		}
+		return nil
+	}
+	_, err = pinCPUsOf(union, info.LocalRank, info.LocalSize)
+	return err
+}
+
+// unionCPUs returns the union of sets and whether they are pairwise
+// disjoint.
+func unionCPUs(sets []unix.CPUSet) (union unix.CPUSet, disjoint bool) {
+	disjoint = true
+	for i := range sets {
+		for _, c := range cpusIn(&sets[i]) {
+			if union.IsSet(c) {
+				disjoint = false
+			}
+			union.Set(c)
+		}
+	}
+	return union, disjoint
 }
 
 // runLocal runs body on f.ranks goroutines sharing an in-process world

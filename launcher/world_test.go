@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/collective/collectivetest"
 	"github.com/datahelix/datahelix/decode/gen/gentest"
@@ -42,8 +44,11 @@ func TestPinFlag(t *testing.T) {
 		{[]string{"--pin", "--ranks", "3"}, autoTrue, 3, ""},
 		{[]string{"--pin=maybe"}, autoAuto, 0, `invalid boolean value "maybe" for -pin: want auto, true or false`},
 		{[]string{"--pin="}, autoAuto, 0, "want auto, true or false"},
-		// A boolean flag's value must be joined with "=".
-		{[]string{"--pin", "false"}, autoTrue, 0, `unexpected argument "false"`},
+		// A boolean flag's value must be joined with "=": the message
+		// says so.
+		{[]string{"--pin", "false"}, autoTrue, 0, `info: "false" after --pin is an argument, not the flag's value: write --pin=false (see datahelix info -h)`},
+		{[]string{"--pin", "auto", "--ranks", "2"}, autoTrue, 0, `write --pin=auto`},
+		{[]string{"--pin", "extra"}, autoTrue, 0, `unexpected argument "extra"`},
 	}
 	for _, tt := range tests {
 		var f worldFlags
@@ -57,7 +62,7 @@ func TestPinFlag(t *testing.T) {
 		case tt.wantErr != "" && (!errors.As(err, &ue) || !strings.Contains(err.Error(), tt.wantErr)):
 			t.Errorf("%q: got error %v, want a usage error containing %q", tt.args, err, tt.wantErr)
 		}
-		if err != nil && tt.wantErr != "" && !strings.Contains(tt.wantErr, "unexpected") {
+		if err != nil && tt.wantErr != "" && !strings.Contains(tt.wantErr, "unexpected") && !strings.Contains(tt.wantErr, "write --pin=") {
 			continue // the value is not set
 		}
 		if f.pin != tt.want || f.ranks != tt.wantRanks {
@@ -146,8 +151,10 @@ func TestSlurmWithoutMPIFails(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 		t.Errorf("got %v, want exit status 1", err)
 	}
-	want := "datahelix: Slurm started 4 tasks (SLURM_NTASKS) but MPI sees a 1-rank world: launch with srun --mpi=pmix (see README)\n"
-	if !strings.Contains(stderr.String(), want) {
+	plugin := map[bool]string{true: "pmi2", false: "pmix"}[collective.Flavor() == "mpich"]
+	want := regexp.MustCompile(`datahelix: srun started 4 tasks \(SLURM_NTASKS\) but MPI sees a 1-rank world: this binary uses .+?: launch with srun --mpi=` +
+		plugin + ` \(srun --mpi=list shows the plugins this cluster has; see README\)\n`)
+	if !want.MatchString(stderr.String()) {
 		t.Errorf("stderr %q, want it to contain %q", stderr.String(), want)
 	}
 	if stdout.Len() != 0 {
@@ -315,5 +322,107 @@ func TestRunLocalPrefersTheSignal(t *testing.T) {
 		})
 	if ie, ok := interrupted(err); !ok || ie.status() != 130 {
 		t.Errorf("got %v (stderr %q); want the interruption by SIGINT", err, errOut.String())
+	}
+}
+
+// mpirunBound runs the test binary as datahelix under Open MPI's mpirun
+// with np ranks, mpiArgs (such as "--bind-to", "core") added to
+// mpirun's, and the whole command under taskset -c cpus when cpus is
+// not empty.
+func mpirunBound(t *testing.T, cpus string, mpiArgs []string, np int, args ...string) (string, error) {
+	t.Helper()
+	if collective.Flavor() != "openmpi" {
+		t.Skip("uses Open MPI's mpirun options")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := collectivetest.MPIRun(ctx, np, os.Args[0], args...)
+	argv := slices.Insert(slices.Clone(cmd.Args[1:]), 0, mpiArgs...)
+	if cpus != "" {
+		taskset, err := exec.LookPath("taskset")
+		if err != nil {
+			t.Skip("needs taskset (util-linux)")
+		}
+		cmd = exec.CommandContext(ctx, taskset, append([]string{"-c", cpus, cmd.Path}, argv...)...)
+	} else {
+		cmd = exec.CommandContext(ctx, cmd.Path, argv...)
+	}
+	cmd.Env = cleanEnv()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.WaitDelay = 5 * time.Second
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("%q still running after 2 minutes:\n%s", cmd.Args, out.String())
+	}
+	return out.String(), err
+}
+
+// TestPinKeepsLauncherBinding runs info --pin under mpirun --bind-to
+// core, which gives each rank a core of its own: --pin keeps them and
+// says so once (it used to split each rank's one core again, and a
+// rank bound to 12 CPUs by srun kept 1), and under --bind-to none,
+// where the ranks share every CPU: --pin gives each its own share.
+func TestPinKeepsLauncherBinding(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs mpirun jobs")
+	}
+	var all unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &all); err != nil || all.Count() < 2 {
+		t.Skip("needs two CPUs")
+	}
+	for _, bind := range []string{"core", "none"} {
+		out, err := mpirunBound(t, "", []string{"--bind-to", bind}, 2, "info", "--pin", "--rounds", "20")
+		if err != nil {
+			t.Fatalf("--bind-to %s: %v\n%s", bind, err, out)
+		}
+		lines := checkInfo(t, out, 2)
+		if len(lines) != 2 {
+			continue
+		}
+		kept := strings.Count(out, alreadyBound+"\n")
+		if cpus := [2]string{lines[0][4], lines[1][4]}; cpus[0] == cpus[1] || cpus[0] == cpuList(&all) {
+			t.Errorf("--bind-to %s --pin: ranks on CPUs %s and %s, want a share each:\n%s", bind, cpus[0], cpus[1], out)
+		}
+		switch {
+		case bind == "core" && kept != 1:
+			t.Errorf("--bind-to core --pin: want one line %q:\n%s", alreadyBound, out)
+		case bind == "none" && kept != 0:
+			t.Errorf("--bind-to none --pin: the ranks share CPUs, yet %q:\n%s", alreadyBound, out)
+		}
+	}
+}
+
+// TestAutoCountsTheJobsCPUs runs two ranks in a job held to one CPU
+// (taskset -c 0, as a container or cgroup would hold it): the wait
+// policy auto must sleep and --pin=auto pin, where counting the node's
+// online CPUs saw room for both. Under mpirun's default binding on two
+// CPUs, where each rank sees one CPU, they must not.
+func TestAutoCountsTheJobsCPUs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs mpirun jobs")
+	}
+	var all unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &all); err != nil || all.Count() < 2 || !all.IsSet(0) {
+		t.Skip("needs CPU 0 and another")
+	}
+	t.Setenv("DATAHELIX_MPI_WAIT", "auto")
+	out, err := mpirunBound(t, "0", []string{"--bind-to", "none"}, 2, "info", "--rounds", "20")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, m := range checkInfo(t, out, 2) {
+		if m[4] != "0" || m[6] != "sleep" {
+			t.Errorf("taskset -c 0: rank line %q: want cpus 0 and wait sleep", m[0])
+		}
+	}
+	out, err = mpirunBound(t, "", []string{"--bind-to", "core"}, 2, "info", "--rounds", "20")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, m := range checkInfo(t, out, 2) {
+		if m[6] != "block" {
+			t.Errorf("--bind-to core: rank line %q: want wait block (each rank has its core)", m[0])
+		}
 	}
 }

@@ -1,0 +1,80 @@
+//go:build !nompi
+
+package collective
+
+/*
+#include "mpi_shim.h"
+*/
+import "C"
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// ShareNodeCPUs has the ranks of this node (those MPI_COMM_TYPE_SHARED
+// groups, which Info's LocalRank numbers) exchange the CPU sets they
+// started with (StartCPUs) and returns them in local rank order, or nil
+// when some rank could not read its own. From their union it sets the
+// count NodeCPUs returns (UseNodeCPUs) and, when DATAHELIX_MPI_WAIT is
+// auto or unset, chooses the wait policy again with it: MPI_Init chose
+// it before the ranks could compare. Every rank of the world must call
+// it, before duplicating the world (a duplicate keeps the policy it
+// copied).
+func (w *World) ShareNodeCPUs() ([]unix.CPUSet, error) {
+	root := w
+	if w.root != nil {
+		root = w.root
+	}
+	var node C.MPI_Comm
+	var rc C.int
+	if err := w.do(func() {
+		rc = C.MPI_Comm_split_type(w.comm, C.MPI_COMM_TYPE_SHARED, C.int(w.rank), C.dhmpi_info_null(), &node)
+		if rc == C.MPI_SUCCESS {
+			C.MPI_Comm_set_errhandler(node, C.dhmpi_errors_return())
+		}
+	}); err != nil {
+		return nil, err
+	}
+	if err := check("MPI_Comm_split_type", rc); err != nil {
+		return nil, err
+	}
+	defer w.do(func() { C.MPI_Comm_free(&node) })
+	// A communicator of the node's ranks, waiting by blocking calls (a
+	// one-off exchange at start).
+	n := &World{
+		comm: node, rank: w.info.LocalRank, size: w.info.LocalSize, info: w.info, multiple: w.multiple,
+		tByte: w.tByte, tInt64: w.tInt64, opSum: w.opSum, opMin: w.opMin, opMax: w.opMax,
+		calls: root.calls, root: root,
+	}
+	var mine []byte
+	if set, ok := StartCPUs(); ok {
+		mine = EncodeCPUSet(set)
+	}
+	blocks, err := n.AllgatherVar(mine)
+	if err != nil {
+		return nil, err
+	}
+	sets := make([]unix.CPUSet, len(blocks))
+	var union unix.CPUSet
+	for i, b := range blocks {
+		if sets[i], err = DecodeCPUSet(b); err != nil {
+			return nil, nil // that rank does not know its CPUs
+		}
+		for c := 0; c < cpuSetWords*64; c++ {
+			if sets[i].IsSet(c) {
+				union.Set(c)
+			}
+		}
+	}
+	UseNodeCPUs(union.Count())
+	if v := os.Getenv("DATAHELIX_MPI_WAIT"); v == "" || v == "auto" {
+		p, err := defaultWaitPolicy(w.info.LocalSize)
+		if err != nil {
+			return nil, err
+		}
+		w.SetWaitPolicy(p)
+	}
+	return sets, nil
+}
