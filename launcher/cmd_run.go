@@ -657,7 +657,13 @@ func printTable(w io.Writer, rs []spmd.Summary, ranks int, f *runFlags) {
 		return
 	}
 	fmt.Fprintf(w, "\n%d ranks x %d workers, batch %d per rank, %d steps, F=%d S=%d\n",
-		ranks, f.cfg.Workers, f.cfg.Batch, rs[0].Steps, f.cfg.Decode.Frames, f.cfg.Decode.Size)
+		ranks, f.cfg.Workers, f.cfg.Batch, f.cfg.Steps, f.cfg.Decode.Frames, f.cfg.Decode.Size)
+	for _, s := range rs {
+		if s.FirstStep > 0 {
+			fmt.Fprintf(w, "loader %s resumed at step %d: its figures and batches hash cover steps %d-%d only\n",
+				s.Loader, s.FirstStep, s.FirstStep, s.FirstStep+s.Steps-1)
+		}
+	}
 	row := func(name string, val func(s spmd.Summary) string) {
 		fmt.Fprintf(w, "%-22s", name)
 		for _, s := range rs {
@@ -698,6 +704,9 @@ func printTable(w io.Writer, rs []spmd.Summary, ranks int, f *runFlags) {
 		a, b := rs[0], rs[len(rs)-1]
 		fmt.Fprintf(w, "\n%s vs %s: %s, %s, throughput %.2fx\n", b.Loader, a.Loader,
 			change("misses", a.MissRate, b.MissRate), change("GPU wait", a.GPUWaitFrac, b.GPUWaitFrac), b.ThroughputSPS/max(a.ThroughputSPS, 1e-9))
+		if a.FirstStep != b.FirstStep {
+			fmt.Fprintf(w, "(over different steps: %s from step %d, %s from step %d)\n", a.Loader, a.FirstStep, b.Loader, b.FirstStep)
+		}
 		switch left := a.Steps - warm; {
 		case !steadyRows:
 		case left < minCompareSteps:

@@ -54,11 +54,14 @@ func TestResumeAuto(t *testing.T) {
 	data := gentest.Tiny(t)
 	dir := filepath.Join(t.TempDir(), "ck")
 	summary := filepath.Join(t.TempDir(), "summary.json")
+	var stdout string
 	run := func(flags ...string) (int, string, []spmd.Summary) {
 		t.Helper()
 		os.Remove(summary)
 		args := fastRun(data, append([]string{"--ranks", "2", "--steps", "6", "--loader", "local", "--checkpoint-dir", dir, "--json", summary}, flags...)...)
-		code, _, stderr := runMain(args...)
+		var code int
+		var stderr string
+		code, stdout, stderr = runMain(args...)
 		var rs []spmd.Summary
 		if raw, err := os.ReadFile(summary); err == nil {
 			if err := json.Unmarshal(raw, &rs); err != nil {
@@ -104,5 +107,21 @@ func TestResumeAuto(t *testing.T) {
 		!strings.Contains(stderr, "loader local resumes from step 2") ||
 		strings.Contains(stderr, "loader local starts") || len(rs) != 2 || rs[0].Steps != 4 || rs[1].Steps != 6 {
 		t.Errorf("--resume=auto --loader local,helix: exit %d, stderr %q, summary %+v; want local from step 2, helix fresh", code, stderr, rs)
+	}
+	// The table and the JSON say which steps each loader's figures cover.
+	if len(rs) == 2 && (rs[0].FirstStep != 2 || rs[1].FirstStep != 0) {
+		t.Errorf("first steps %d, %d; want 2 (local, resumed) and 0 (helix)", rs[0].FirstStep, rs[1].FirstStep)
+	}
+	for _, want := range []string{
+		", 6 steps,",
+		"loader local resumed at step 2: its figures and batches hash cover steps 2-5 only\n",
+		"(over different steps: local from step 2, helix from step 0)\n",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("table %q does not say %q", stdout, want)
+		}
+	}
+	if strings.Contains(stdout, "loader helix resumed") {
+		t.Errorf("table %q says the fresh loader resumed", stdout)
 	}
 }
