@@ -37,7 +37,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	seed := fs.Uint64("seed", 1, "`seed` of every draw")
 	jsonOut := fs.String("json", "", "write the report as JSON to `file` (- for standard output)")
 	out := fs.String("out", "bench-out", "`dir`ectory for the CSV files and PNG figures")
-	cacheDir := fs.String("cache-dir", "", "cache `dir`ectory holding the calibration (default $DATAHELIX_CACHE, else $XDG_CACHE_HOME/datahelix, else ~/.cache/datahelix)")
+	cacheDir := fs.String("cache-dir", "", "cache `dir`ectory holding the calibration"+cacheDirDefault)
 	calFile := fs.String("calibration", "", "use this calibration `file` instead of the one cached for this machine")
 	sections := fs.String("sections", "all", "report `sections` to run: all, none, or a comma list of "+strings.Join(bench.SectionNames(), ", "))
 	scaleRanks := fs.Int("scale-ranks", bench.DefaultScale.Ranks, "scale section: world `size`")

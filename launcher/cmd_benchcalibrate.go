@@ -22,7 +22,7 @@ func init() {
 
 func runBenchCalibrate(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	fs := newFlags("bench calibrate", "[--samples N] [--out FILE]")
-	cacheDir := fs.String("cache-dir", "", "`dir`ectory for the generated datasets and the calibration (default $DATAHELIX_CACHE, else $XDG_CACHE_HOME/datahelix, else ~/.cache/datahelix)")
+	cacheDir := fs.String("cache-dir", "", "`dir`ectory for the generated datasets and the calibration"+cacheDirDefault)
 	samples := fs.Int("samples", 24, "`samples` per video preset (3x for image and text presets)")
 	presets := fs.String("presets", strings.Join(bench.CalibratePresets, ","), "comma list of generator `presets` to decode (leaving any out needs --out)")
 	seed := fs.Uint64("seed", 1, "`seed` of the generated datasets")

@@ -19,7 +19,7 @@ func init() {
 
 func runCache(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	fs := newFlags("cache", "[--cache-dir DIR] [--prune]")
-	cacheDir := fs.String("cache-dir", "", "cache `dir`ectory (default $DATAHELIX_CACHE, else $XDG_CACHE_HOME/datahelix, else ~/.cache/datahelix)")
+	cacheDir := fs.String("cache-dir", "", "cache `dir`ectory"+cacheDirDefault)
 	prune := fs.Bool("prune", false, "remove the datasets of older generator formats, which this binary never reads (a job of an older datahelix may), and scratch directories unchanged for a day")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err

@@ -83,7 +83,7 @@ type runFlags struct {
 func (f *runFlags) register(fs *flag.FlagSet) {
 	f.world.register(fs)
 	fs.StringVar(&f.data, "data", "", "`path` of the dataset: a directory of WebDataset tar shards or a glob (default: the embedded default dataset, generated once into the cache)")
-	fs.StringVar(&f.cacheDir, "cache-dir", "", "`dir`ectory for the default dataset and shard indexes (default $DATAHELIX_CACHE, else $XDG_CACHE_HOME/datahelix, else ~/.cache/datahelix)")
+	fs.StringVar(&f.cacheDir, "cache-dir", "", "`dir`ectory for the default dataset and shard indexes"+cacheDirDefault)
 	fs.Var(&f.loaders, "loader", "loader(s) to run, in order, repeatable or a comma list: torch, local, static, helix, helix-nogate (default torch,helix)")
 	fs.IntVar(&f.cfg.Batch, "batch", 4, fmt.Sprintf("per-rank batch size `B`, 1..%d", plan.MaxBatch))
 	fs.IntVar(&f.cfg.Steps, "steps", 60, "training `steps` per loader")
@@ -212,6 +212,11 @@ func (f *runFlags) defaultStallTimeout() time.Duration {
 	return max(10*time.Minute, 10*step)
 }
 
+// cacheDirDefault ends the help of every --cache-dir: where
+// decode.DefaultCacheDir looks (a relative $XDG_CACHE_HOME counts as unset,
+// as os.UserCacheDir has it).
+const cacheDirDefault = " (default $DATAHELIX_CACHE, else $XDG_CACHE_HOME/datahelix, else ~/.cache/datahelix, else datahelix-cache in the temporary directory)"
+
 // cacheRoot is where the default dataset and shard indexes live: the
 // --cache-dir flag, else decode.DefaultCacheDir.
 func cacheRoot(flagDir string) string {
@@ -276,6 +281,8 @@ func generateDefault(ctx context.Context, dir string, seed uint64, log io.Writer
 	}
 	if talk && made {
 		fmt.Fprintf(log, "datahelix: default dataset ready in %.1fs\n", time.Since(t0).Seconds())
+	} else if talk {
+		fmt.Fprintf(log, "datahelix: default dataset ready in %.1fs (another job generated it)\n", time.Since(t0).Seconds())
 	}
 	return nil
 }
