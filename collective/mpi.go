@@ -224,6 +224,9 @@ func (w *World) setup() error {
 	if err != nil {
 		return err
 	}
+	if policy, err = agreeWaitPolicy(w.comm, w.tInt64, w.opMax, policy); err != nil {
+		return err
+	}
 	w.policy.Store(int32(policy))
 	if w.parts, err = partsModeFromEnv(); err != nil {
 		return err

@@ -8,8 +8,6 @@ package collective
 import "C"
 
 import (
-	"os"
-
 	"golang.org/x/sys/unix"
 )
 
@@ -17,11 +15,12 @@ import (
 // groups, which Info's LocalRank numbers) exchange the CPU sets they
 // started with (StartCPUs) and returns them in local rank order, or nil
 // when some rank could not read its own. From their union it sets the
-// count NodeCPUs returns (UseNodeCPUs) and, when DATAHELIX_MPI_WAIT is
-// auto or unset, chooses the wait policy again with it: MPI_Init chose
-// it before the ranks could compare. Every rank of the world must call
-// it, before duplicating the world (a duplicate keeps the policy it
-// copied).
+// count NodeCPUs returns (UseNodeCPUs) and chooses the wait policy again
+// with it (it matters when DATAHELIX_MPI_WAIT is auto or unset): MPI_Init
+// chose it before the ranks could compare. The world's ranks then agree
+// on one policy (agreeWaitPolicy): sleep if any node's ranks chose it.
+// Every rank of the world must call it, before duplicating the world (a
+// duplicate keeps the policy it copied).
 func (w *World) ShareNodeCPUs() ([]unix.CPUSet, error) {
 	root := w
 	if w.root != nil {
@@ -60,7 +59,8 @@ func (w *World) ShareNodeCPUs() ([]unix.CPUSet, error) {
 	var union unix.CPUSet
 	for i, b := range blocks {
 		if sets[i], err = DecodeCPUSet(b); err != nil {
-			return nil, nil // that rank does not know its CPUs
+			sets = nil // that rank does not know its CPUs
+			break
 		}
 		for c := 0; c < cpuSetWords*64; c++ {
 			if sets[i].IsSet(c) {
@@ -68,13 +68,22 @@ func (w *World) ShareNodeCPUs() ([]unix.CPUSet, error) {
 			}
 		}
 	}
-	UseNodeCPUs(union.Count())
-	if v := os.Getenv("DATAHELIX_MPI_WAIT"); v == "" || v == "auto" {
-		p, err := defaultWaitPolicy(w.info.LocalSize)
-		if err != nil {
+	p := w.WaitPolicy()
+	if sets != nil {
+		UseNodeCPUs(union.Count())
+		if p, err = defaultWaitPolicy(w.info.LocalSize); err != nil {
 			return nil, err
 		}
-		w.SetWaitPolicy(p)
 	}
+	// Nodes may choose apart: every rank of the world takes part, on every
+	// path (the blocks, and so sets, are the same on a node's ranks).
+	var aerr error
+	if err := w.do(func() { p, aerr = agreeWaitPolicy(w.comm, w.tInt64, w.opMax, p) }); err != nil {
+		return nil, err
+	}
+	if aerr != nil {
+		return nil, aerr
+	}
+	w.SetWaitPolicy(p)
 	return sets, nil
 }

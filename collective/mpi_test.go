@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +32,16 @@ func TestMain(m *testing.M) {
 
 // worker is the SPMD program each rank runs for the scenario mode.
 func worker(mode string) int {
+	if v := os.Getenv(waitByRankEnv); v != "" {
+		// Rank r waits as the r-th value says (as nodes choosing apart do).
+		r := os.Getenv("OMPI_COMM_WORLD_RANK")
+		if r == "" {
+			r = os.Getenv("PMI_RANK")
+		}
+		rank, _ := strconv.Atoi(r)
+		policies := strings.Split(v, ",")
+		os.Setenv("DATAHELIX_MPI_WAIT", policies[rank%len(policies)])
+	}
 	w, err := collective.Init()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
@@ -148,6 +159,25 @@ func TestMPIConformance(t *testing.T) {
 		t.Run(policy, func(t *testing.T) {
 			conformance(t, 4, "DATAHELIX_MPI_WAIT="+policy, "wait="+policy)
 		})
+	}
+}
+
+// waitByRankEnv gives each rank of a worker job its own DATAHELIX_MPI_WAIT:
+// a comma-separated list indexed by world rank.
+const waitByRankEnv = "DATAHELIX_TEST_WAIT_BY_RANK"
+
+// TestMPIWaitPoliciesAgree starts one rank that would block and one that
+// would sleep: a blocking collective does not match a non-blocking one,
+// so the job hung in its first collective until the ranks agreed (on
+// sleep, which any rank's choice makes every rank's).
+func TestMPIWaitPoliciesAgree(t *testing.T) {
+	requireMPIRun(t)
+	out, err, _ := mpirun(t, 2, "conformance", time.Minute, waitByRankEnv+"=block,sleep")
+	if err != nil {
+		t.Fatalf("ranks started with block and sleep: %v\n%s", err, out)
+	}
+	if n := strings.Count(out, "wait=sleep"); n != 2 {
+		t.Errorf("%d of 2 ranks report wait=sleep:\n%s", n, out)
 	}
 }
 

@@ -35,8 +35,24 @@ func defaultWaitPolicy(localSize int) (WaitPolicy, error) {
 	}
 }
 
+// agreeWaitPolicy returns the policy every rank of comm is to use: sleep
+// when any rank chose it. Blocking and non-blocking collectives do not
+// match (MPI-3.1, section 5.12), so ranks that chose apart (nodes with and
+// without spare CPUs, or DATAHELIX_MPI_WAIT set differently) would hang
+// in their first collective. It is a blocking MPI_Allreduce whatever the
+// policy, which every rank of comm calls where MPI may be called.
+func agreeWaitPolicy(comm C.MPI_Comm, tInt64 C.MPI_Datatype, opMax C.MPI_Op, p WaitPolicy) (WaitPolicy, error) {
+	v := [1]int64{int64(p)}
+	rc := C.MPI_Allreduce(C.dhmpi_in_place(), unsafe.Pointer(&v[0]), 1, tInt64, opMax, comm)
+	if err := check("MPI_Allreduce", rc); err != nil {
+		return p, fmt.Errorf("collective: agreeing on the wait policy: %w", err)
+	}
+	return WaitPolicy(v[0]), nil
+}
+
 // SetWaitPolicy changes how this communicator waits (see WaitPolicy).
-// Every rank may choose independently.
+// Every rank of the communicator must set the same one: a blocking
+// collective does not match a non-blocking one.
 func (w *World) SetWaitPolicy(p WaitPolicy) { w.policy.Store(int32(p)) }
 
 // WaitPolicy returns how this communicator waits.
