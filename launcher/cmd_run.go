@@ -535,19 +535,11 @@ func runSettings(f *runFlags) []spmd.Setting {
 	float := func(name string, v float64) spmd.Setting {
 		return spmd.Setting{Name: name, Value: math.Float64bits(v), Hashed: true, Text: strconv.FormatFloat(v, 'g', -1, 64)}
 	}
-	// As the runtime resolves them (spmd.Config.Check): --horizon 0 and
-	// --horizon 8 are the same with one worker.
-	horizon := f.cfg.Horizon
-	if horizon == 0 {
-		horizon = max(2*f.cfg.Workers, 8)
-	}
-	maxTasks := f.cfg.MaxTasks
-	if maxTasks <= 0 {
-		maxTasks = f.cfg.Workers
-	}
-	compressed := f.compressedMiB
-	if compressed == 0 {
-		compressed = 1024
+	// As the runtime resolves them: --horizon 0 and --horizon 8 are the
+	// same with one worker. (The flags were checked before MPI started.)
+	r, err := f.cfg.Resolved()
+	if err != nil {
+		r = f.cfg
 	}
 	return []spmd.Setting{
 		{Name: "--loader", Value: spmd.HashStrings(names), Hashed: true, Text: strings.Join(names, ",")},
@@ -567,10 +559,10 @@ func runSettings(f *runFlags) []spmd.Setting {
 		float("--gpu-ms-per-frame", f.gpuFrameMS),
 		float("--gpu-us-per-token", f.gpuTokenUS),
 		{Name: "--workers", Value: uint64(f.cfg.Workers)},
-		{Name: "--horizon (0 is max(2 x workers, 8))", Value: uint64(horizon)},
-		{Name: "--max-tasks (0 is workers)", Value: uint64(maxTasks)},
-		{Name: "--decoded-budget (MiB, 0 horizon x batch clips)", Value: uint64(f.decodedMiB)},
-		{Name: "--compressed-budget (MiB, 0 is 1024)", Value: uint64(compressed)},
+		{Name: "--horizon (0 is max(2 x workers, 8))", Value: uint64(r.Horizon)},
+		{Name: "--max-tasks (0 is workers)", Value: uint64(r.MaxTasks)},
+		{Name: "--decoded-budget (bytes; 0 is horizon x batch clips)", Value: uint64(r.DecodedBudget)},
+		{Name: "--compressed-budget (bytes; 0 is 1024 MiB)", Value: uint64(r.CompressedBudget)},
 	}
 }
 

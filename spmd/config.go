@@ -85,6 +85,15 @@ type Config struct {
 // starts.
 func (c Config) Check() error { return c.setDefaults() }
 
+// Resolved returns c with the defaults Run fills in (a zero Horizon is
+// max(2 x Workers, 8), a zero MaxTasks is Workers, the budgets...), so
+// that settings are compared as Run will use them; or the first setting
+// Run would refuse.
+func (c Config) Resolved() (Config, error) {
+	err := c.setDefaults()
+	return c, err
+}
+
 func (c *Config) setDefaults() error {
 	if c.Batch < 1 || c.Batch > plan.MaxBatch {
 		return fmt.Errorf("--batch %d: want 1..%d", c.Batch, plan.MaxBatch)
