@@ -129,6 +129,9 @@ func cgroupCpusetFiles(procCgroup []byte) []string {
 	return files
 }
 
+// containsWord reports whether w is one of the comma-separated words of
+// list, such as the controllers field "cpu,cpuset" of a cgroup v1 line
+// of /proc/self/cgroup.
 func containsWord(list, w string) bool {
 	for _, s := range strings.Split(list, ",") {
 		if s == w {

@@ -138,6 +138,16 @@ func compressedTarSuffix(name string) string {
 	return ""
 }
 
+// IsShardName reports whether name, a path or file name in any letter
+// case, names a tar shard: a *.tar file or a compressed tar archive
+// (*.tar.gz, *.tgz, *.tar.zst, *.tar.zstd, *.tzst, *.tar.xz, *.txz,
+// *.tar.bz2, *.tbz2, *.tbz). A command given media files and shards
+// opens such names with OpenShard, whose error says that a compressed
+// one must be decompressed, rather than reading them as media files.
+func IsShardName(name string) bool {
+	return strings.HasSuffix(strings.ToLower(name), ".tar") || compressedTarSuffix(name) != ""
+}
+
 // compressedDirError describes a dataset directory holding compressed tar
 // files (sorted names) beside nTar *.tar shards. It wraps
 // ErrCompressedShard, and ErrNoShards as well when there is no *.tar.
@@ -224,6 +234,11 @@ func (d *Dataset) Warnings() []ShardWarnings {
 	}
 	return ws
 }
+
+// MaxWarningLines is the max that run's log, inspect and decode give
+// Lines: how many warnings of one shard they print before one line
+// counting the rest.
+const MaxWarningLines = 5
 
 // Lines formats the warnings as lines "warning: shard PATH: WARNING":
 // the first max of them (all when max <= 0 or there is one more), then

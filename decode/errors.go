@@ -54,7 +54,7 @@ func newSampleError(s *Sample, member string, err error) *SampleError {
 // Error names the shard (or file), the sample and the member, once each.
 func (e *SampleError) Error() string {
 	var where string
-	if e.file || e.Member != "" && e.Member == e.Shard {
+	if e.file {
 		where = "decode: file " + e.Shard
 	} else {
 		where = fmt.Sprintf("decode: shard %s: sample %q", e.Shard, e.Key)

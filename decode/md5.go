@@ -17,10 +17,19 @@ import (
 // JPEG. PNG and WebP are decoded by Go's image/png and x/image/webp; for
 // an RGB PNG the MD5 equals `ffmpeg -i FILE -pix_fmt rgb24 -f framemd5 -`.
 func ImageMD5(data []byte, lim Limits) (sum string, width, height int, err error) {
-	lim = lim.withDefaults()
-	img, err := decodeImageRGB(data, lim.MaxImagePixels, 0)
+	sum, width, height, err = imageMD5(data, lim.withDefaults().MaxImagePixels)
 	if err != nil {
 		return "", 0, 0, fmt.Errorf("%w: %w", classify(err), err)
+	}
+	return sum, width, height, nil
+}
+
+// imageMD5 is ImageMD5 with the decoder's own error, which a
+// *SampleError classifies itself.
+func imageMD5(data []byte, maxPix int64) (sum string, width, height int, err error) {
+	img, err := decodeImageRGB(data, maxPix, 0)
+	if err != nil {
+		return "", 0, 0, err
 	}
 	h := md5.Sum(img.Pix)
 	return hex.EncodeToString(h[:]), img.Width, img.Height, nil
@@ -47,7 +56,7 @@ func SampleMD5s(ctx context.Context, s *Sample, lim Limits) ([]MemberMD5s, error
 		return nil, err
 	}
 	fail := func(m *Member, err error) error {
-		return &SampleError{Shard: s.Shard, Key: s.Key, Member: m.Name, Kind: classify(err), Err: err}
+		return newSampleError(s, m.Name, err)
 	}
 	var out []MemberMD5s
 	if m := p.video; m != nil {
@@ -62,7 +71,7 @@ func SampleMD5s(ctx context.Context, s *Sample, lim Limits) ([]MemberMD5s, error
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		sum, _, _, err := ImageMD5(m.Data, lim)
+		sum, _, _, err := imageMD5(m.Data, lim.MaxImagePixels)
 		if err != nil {
 			return nil, fail(m, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -134,6 +135,36 @@ func TestSampleMD5sHashesWhatDecodeDecodes(t *testing.T) {
 	}
 }
 
+// TestSampleMD5sOfFile checks SampleMD5s on plain files (FileSample), as
+// datahelix decode --md5 hashes them: a good image gives its ImageMD5,
+// and a failing one an error naming the file once with the cause of the
+// stage that failed, not "decode:" twice or a shard, sample and member.
+func TestSampleMD5sOfFile(t *testing.T) {
+	jpg, png := media(t, "image420.jpg"), media(t, "image.png")
+	ms, err := SampleMD5s(context.Background(), FileSample("img/a.jpg", jpg), Limits{})
+	want, _, _, _ := ImageMD5(jpg, Limits{})
+	if err != nil || len(ms) != 1 || !slices.Equal(ms[0].MD5s, []string{want}) {
+		t.Errorf("good JPEG: got %v, %v; want [%s]", ms, err, want)
+	}
+	tests := []struct {
+		name, path string
+		data       []byte
+		is         error
+		want       string
+	}{
+		{"garbage JPEG", "img/bad.jpg", []byte("\xff\xd8\xff\xe0garbage"), ErrBadImage, "decode: file img/bad.jpg: invalid image header: "},
+		{"truncated PNG", "img/half.png", png[:300], ErrCorrupt, "decode: file img/half.png: png: "},
+		{"truncated JPEG", "img/half.jpg", jpg[:3000], ErrCorrupt, "decode: file img/half.jpg: tjpeg: "},
+	}
+	for _, tc := range tests {
+		_, err := SampleMD5s(context.Background(), FileSample(tc.path, tc.data), Limits{})
+		if !errors.Is(err, tc.is) || err == nil || !strings.HasPrefix(err.Error(), tc.want) ||
+			strings.Count(err.Error(), tc.path) != 1 || strings.Contains(err.Error(), "sample") {
+			t.Errorf("%s: got %v, want %q... (%v) naming the file once", tc.name, err, tc.want, tc.is)
+		}
+	}
+}
+
 // FuzzSampleMD5s hashes arbitrary bytes as a video or image member, beside
 // an image when second is set (a document or a clip with a thumbnail),
 // with small limits: only success or a typed *SampleError may come back,
@@ -174,11 +205,10 @@ func FuzzSampleMD5s(f *testing.F) {
 	})
 }
 
-// FuzzFileMD5s hashes arbitrary bytes as datahelix decode --md5 does a
-// file that is not a shard: with FFmpeg alone (FrameMD5s), no record
-// parser in front, and as an image (ImageMD5). An error must be one of
-// the decode kinds, within the deadline, and no more frames than the
-// limit may be hashed.
+// FuzzFileMD5s hashes arbitrary bytes with the whole-file hashers:
+// FFmpeg alone (FrameMD5s), no record parser in front, and as an image
+// (ImageMD5). An error must be one of the decode kinds, within the
+// deadline, and no more frames than the limit may be hashed.
 func FuzzFileMD5s(f *testing.F) {
 	for _, name := range []string{"h264_bframes.mp4", "vp9.webm", "h264_audio.mkv", "image420.jpg", "image.png", "image.webp"} {
 		f.Add(media(f, name))

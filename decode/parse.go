@@ -10,7 +10,7 @@ import (
 
 // ErrNoPayload reports a sample none of whose members is a recognised
 // video, image or text payload.
-var ErrNoPayload = errors.New("decode: sample has no recognised payload")
+var ErrNoPayload = errors.New("decode: no recognised payload")
 
 // Member kinds, from the last component of a member's extension.
 const (

@@ -88,7 +88,7 @@ func TestSampleErrorNamesOnce(t *testing.T) {
 		{"bad video", decSample("k", map[string][]byte{"mp4": []byte("not a video")}), ErrBadMP4,
 			`decode: shard test.tar: sample "k": member k.mp4: invalid MP4/MOV: `},
 		{"no payload", decSample("k", map[string][]byte{"npy": {1}}), ErrNoPayload,
-			`decode: shard test.tar: sample "k": sample has no recognised payload: members [npy]`},
+			`decode: shard test.tar: sample "k": no recognised payload: members [npy]`},
 		{"empty image", decSample("k", map[string][]byte{"jpg": {}}), ErrBadImage,
 			`decode: shard test.tar: sample "k": member k.jpg: empty (0 bytes)`},
 		{"empty video", decSample("k", map[string][]byte{"webm": {}}), ErrBadMP4,

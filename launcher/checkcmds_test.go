@@ -61,7 +61,7 @@ func TestDecodeGoesOnPastBadFiles(t *testing.T) {
 	zw.Write(tarOf(t, map[string][]byte{"k.jpg": jpg}, "k.jpg"))
 	zw.Close()
 	empty := writeTestFile(t, filepath.Join(dir, "empty.jpg"), nil)
-	for _, name := range []string{"z.tar.gz", "z.tgz", "Z.TAR.ZST"} {
+	for _, name := range []string{"z.tar.gz", "z.tgz", "Z.TAR.ZST", "z.tzst", "z.tar.zstd", "z.txz", "z.TBZ2", "z.tbz"} {
 		p := writeTestFile(t, filepath.Join(dir, name), gz.Bytes())
 		code, _, stderr = runMain("decode", "--cache", t.TempDir(), p, empty)
 		if code != 1 || !strings.Contains(stderr, "decode: shard "+p+": ") || strings.Contains(stderr, "recognised payload") ||

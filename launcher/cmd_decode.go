@@ -103,8 +103,8 @@ func runDecode(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	if damaged > 0 {
 		// They decoded, with damage FFmpeg concealed: the data is not
 		// what was encoded, which a check of a dataset should say.
-		fmt.Fprintf(stderr, "decode: %d %s decoded with damaged data the decoder concealed (see their damaged packets)\n",
-			damaged, map[bool]string{true: "sample", false: "samples"}[damaged == 1])
+		fmt.Fprintf(stderr, "decode: %s decoded with damaged data the decoder concealed (see their damaged packets)\n",
+			plural(damaged, "sample", "samples"))
 	}
 	return err
 }
@@ -151,7 +151,7 @@ func eachFile(stderr io.Writer, paths []string, do func(path string) (int, error
 			return err
 		}
 		failedSamples += n
-		shardSamples = shardSamples || n > 0 && isShardPath(path)
+		shardSamples = shardSamples || n > 0 && decode.IsShardName(path)
 		if err != nil {
 			fmt.Fprintln(stderr, err)
 		}
@@ -198,29 +198,13 @@ func indexCacheDir(dir string) string {
 const checkHashesUsage = "check HEVC pictures against the MD5 hashes an encoder may write in the stream (x265 --hash 1) and count a mismatch as damage; " +
 	"costs an MD5 of every such picture (about twice the decode CPU time of a cheap clip)"
 
-// shardSuffixes end the names of tar shards. Decode hands compressed ones
-// to the shard opener too, so that its error names them, rather than
-// reading them as a media file.
-var shardSuffixes = []string{".tar", ".tar.gz", ".tgz", ".tar.zst", ".tar.xz", ".tar.bz2"}
-
-// isShardPath reports whether path names a tar shard, compressed or not.
-func isShardPath(path string) bool {
-	lower := strings.ToLower(path)
-	for _, suf := range shardSuffixes {
-		if strings.HasSuffix(lower, suf) {
-			return true
-		}
-	}
-	return false
-}
-
-// eachSample calls fn on every sample of a shard (isShardPath), after
-// printing the shard's index warnings (members it skipped) to stderr, or
-// on a plain media file as a one-member sample (decode.FileSample). A
-// sample that fails (fn's error, or a sample too large to read) is
-// printed to stderr, counted in failed and skipped; a fatal error of fn
-// (isFatal), a shard that cannot be opened and a shard that cannot be
-// read stop the file with err.
+// eachSample calls fn on every sample of a shard (decode.IsShardName),
+// after printing the shard's index warnings (members it skipped) to
+// stderr, or on a plain media file as a one-member sample
+// (decode.FileSample). A sample that fails (fn's error, or a sample too
+// large to read) is printed to stderr, counted in failed and skipped; a
+// fatal error of fn (isFatal), a shard that cannot be opened and a shard
+// that cannot be read stop the file with err.
 func eachSample(stderr io.Writer, path, cache string, fn func(*decode.Sample) error) (failed int, err error) {
 	skip := func(err error) error {
 		if err == nil || isFatal(err) {
@@ -230,22 +214,21 @@ func eachSample(stderr io.Writer, path, cache string, fn func(*decode.Sample) er
 		fmt.Fprintln(stderr, err)
 		return nil
 	}
-	if !isShardPath(path) {
+	if !decode.IsShardName(path) {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return 0, fmt.Errorf("decode: %w", err)
 		}
-		return failed, skip(fn(decode.FileSample(path, data)))
+		// skip counts into failed: call it before failed is read.
+		err = skip(fn(decode.FileSample(path, data)))
+		return failed, err
 	}
 	sh, err := decode.OpenShard(path, cache)
 	if err != nil {
 		return 0, err
 	}
 	defer sh.Close()
-	w := decode.ShardWarnings{Shard: path, Warnings: sh.Warnings()}
-	for _, line := range w.Lines(maxShardWarnings) {
-		fmt.Fprintln(stderr, line)
-	}
+	printWarningLines(stderr, decode.ShardWarnings{Shard: path, Warnings: sh.Warnings()})
 	if sh.Len() == 0 {
 		return 0, fmt.Errorf("decode: shard %s has no samples", path)
 	}
@@ -266,43 +249,27 @@ func eachSample(stderr io.Writer, path, cache string, fn func(*decode.Sample) er
 
 // printMD5s prints the MD5s of one file: bare lines for a video or image
 // file, MEMBER<tab>MD5 lines for a shard, whose failing samples are
-// printed to stderr, counted and skipped.
+// printed to stderr, counted and skipped. A plain file is hashed as the
+// one-member sample decode makes of it (eachSample), so that its errors
+// are those of a shard's sample, naming the file once.
 func printMD5s(ctx context.Context, w, stderr io.Writer, path, cache string) (failed int, err error) {
-	if isShardPath(path) {
-		return eachSample(stderr, path, cache, func(s *decode.Sample) error {
-			ms, err := decode.SampleMD5s(ctx, s, decode.DefaultLimits())
-			if err != nil {
-				return err
-			}
-			for _, m := range ms {
-				for _, sum := range m.MD5s {
-					if _, err := fmt.Fprintf(w, "%s\t%s\n", m.Member, sum); err != nil {
-						return fatal(err)
-					}
+	file := !decode.IsShardName(path)
+	return eachSample(stderr, path, cache, func(s *decode.Sample) error {
+		ms, err := decode.SampleMD5s(ctx, s, decode.DefaultLimits())
+		if err != nil {
+			return err
+		}
+		for _, m := range ms {
+			for _, sum := range m.MD5s {
+				line := m.Member + "\t" + sum
+				if file {
+					line = sum
+				}
+				if _, err := fmt.Fprintln(w, line); err != nil {
+					return fatal(err)
 				}
 			}
-			return nil
-		})
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return 0, fmt.Errorf("decode: %w", err)
-	}
-	var sums []string
-	if _, herr := decode.ParseImageHeader(data); herr == nil {
-		var sum string
-		sum, _, _, err = decode.ImageMD5(data, decode.DefaultLimits())
-		sums = []string{sum}
-	} else {
-		sums, err = decode.FrameMD5s(ctx, data, decode.DefaultLimits())
-	}
-	if err != nil {
-		return 0, fmt.Errorf("decode: file %s: %w", path, err)
-	}
-	for _, s := range sums {
-		if _, err := fmt.Fprintln(w, s); err != nil {
-			return 0, fatal(err)
 		}
-	}
-	return 0, nil
+		return nil
+	})
 }

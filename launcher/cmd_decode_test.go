@@ -95,6 +95,23 @@ func TestDecodeMD5Images(t *testing.T) {
 	}
 }
 
+// TestDecodeMD5BadFile checks that --md5 on a plain file that fails
+// says why as decode without --md5 does: a garbage JPEG is an invalid
+// image header, said once, not FFmpeg refusing its jpeg_pipe container;
+// and a good file given with it is still hashed.
+func TestDecodeMD5BadFile(t *testing.T) {
+	dir := t.TempDir()
+	bad := writeTestFile(t, filepath.Join(dir, "bad.jpg"), []byte("\xff\xd8\xff\xe0garbage"))
+	png := filepath.Join("..", "decode", "testdata", "media", "image.png")
+	code, stdout, stderr := runMain("decode", "--md5", bad, png)
+	lines := strings.Split(stderr, "\n")
+	want := "decode: file " + bad + ": invalid image header: "
+	if code != 1 || len(strings.Fields(stdout)) != 1 || len(lines) != 3 || !strings.HasPrefix(lines[0], want) ||
+		strings.Count(lines[0], "decode:") != 1 || !strings.HasSuffix(stderr, "decode: 1 file decoded, 1 failed\n") {
+		t.Errorf("got exit %d, stdout %q, stderr %q; want %q... once, the PNG's MD5 and the total", code, stdout, stderr, want)
+	}
+}
+
 // TestDecodeMD5Shard checks --md5 on a shard: MEMBER<tab>MD5 lines, the
 // video members' per frame as for the bare file, the images' one each.
 func TestDecodeMD5Shard(t *testing.T) {

@@ -95,12 +95,8 @@ func runGen(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 		total += st.Size()
 		fmt.Fprintln(stdout, p)
 	}
-	noun := "shards"
-	if len(paths) == 1 {
-		noun = "shard"
-	}
-	fmt.Fprintf(stderr, "gen: %s: %d samples in %d %s, %.1f MB, %.1f s\n",
-		cfg.Preset, cfg.Samples, len(paths), noun, float64(total)/1e6, time.Since(start).Seconds())
+	fmt.Fprintf(stderr, "gen: %s: %d samples in %s, %.1f MB, %.1f s\n",
+		cfg.Preset, cfg.Samples, plural(len(paths), "shard", "shards"), float64(total)/1e6, time.Since(start).Seconds())
 	return nil
 }
 

@@ -74,10 +74,6 @@ func runInspect(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	return emptyShardsError(err, empty)
 }
 
-// maxShardWarnings is how many index warnings of one shard inspect and
-// decode print; one more line counts the rest.
-const maxShardWarnings = 5
-
 // printShardWarnings prints to w the index warnings of the shards of
 // every dataset in paths (members the index skipped or grouped oddly,
 // which inspect's table cannot show) and returns the shards without a
@@ -89,9 +85,7 @@ func printShardWarnings(w io.Writer, paths []string, indexDir string) (empty []s
 			continue
 		}
 		for _, sw := range ds.Warnings() {
-			for _, line := range sw.Lines(maxShardWarnings) {
-				fmt.Fprintln(w, line)
-			}
+			printWarningLines(w, sw)
 		}
 		for _, sh := range ds.Shards {
 			if sh.Len() == 0 {
@@ -101,6 +95,15 @@ func printShardWarnings(w io.Writer, paths []string, indexDir string) (empty []s
 		ds.Close()
 	}
 	return empty
+}
+
+// printWarningLines prints to w the warnings of one shard's index, one
+// a line, at most decode.MaxWarningLines of them and a count of the rest
+// (inspect and decode).
+func printWarningLines(w io.Writer, sw decode.ShardWarnings) {
+	for _, line := range sw.Lines(decode.MaxWarningLines) {
+		fmt.Fprintln(w, line)
+	}
 }
 
 // emptyShardsError is inspect's error: err, else an error naming the

@@ -102,13 +102,13 @@ func (l *Loader) readOwn(ctx context.Context, s int64) ([]*slotState, error) {
 	return own, context.Cause(ctx)
 }
 
-// describe parses the sample's record and fills its estimate (est when
-// positive, else the cost model's, at most plan.MaxCost), split, decoded
-// size and GPU time. A sample whose record fails still takes part in the
-// step (it belongs to the global batch); it will be dropped at decode
-// time.
+// describe parses the sample's record under the decoder's limits
+// (cfg.Decode.Limits) and fills its estimate (est when positive, else the
+// cost model's, at most plan.MaxCost), split, decoded size and GPU time.
+// A sample whose record fails still takes part in the step (it belongs to
+// the global batch); it will be dropped at decode time.
 func (l *Loader) describe(st *slotState, est int64) {
-	rec, err := decode.ParseRecord(st.sample)
+	rec, err := decode.ParseRecordLimits(st.sample, l.cfg.Decode.Limits)
 	st.rec, st.recErr = rec, err
 	f, sz := int64(l.cfg.Decode.Frames), int64(l.cfg.Decode.Size)
 	if err != nil {

@@ -3,6 +3,7 @@ package spmd
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -167,5 +168,34 @@ func TestDamagedSampleIsCountedAndLogged(t *testing.T) {
 	}
 	if n := strings.Count(log.String(), "decoded with damaged data"); n != 1 || !strings.Contains(log.String(), `"`+damagedKey+`"`) {
 		t.Errorf("log has %d damage lines, want one naming %q:\n%s", n, damagedKey, log.String())
+	}
+}
+
+// TestDescribeUsesTheDecoderLimits checks that a sample's record is read
+// under the configured text limit, as the decoder reads it: a text the
+// limit refuses fails the record, and a text over the default limit but
+// within a raised one does not (describe applied the default 16 MiB, so
+// such samples were dropped though the decoder took them).
+func TestDescribeUsesTheDecoderLimits(t *testing.T) {
+	tests := []struct {
+		name  string
+		limit int64
+		size  int
+		fail  bool
+	}{
+		{"below a lowered limit", 100, 99, false},
+		{"over a lowered limit", 100, 150, true},
+		{"over the default, within a raised limit", 2 * decode.DefaultMaxTextBytes, decode.DefaultMaxTextBytes + 1, false},
+	}
+	for _, tc := range tests {
+		cfg := testConfig(KindHelix)
+		cfg.Decode.Limits.MaxTextBytes = tc.limit
+		l := &Loader{cfg: cfg, cost: decode.NewCostModel(nil)}
+		s := &decode.Sample{Shard: "s.tar", Key: "k", Members: []decode.Member{{Name: "k.txt", Ext: "txt", Data: bytes.Repeat([]byte("a"), tc.size)}}}
+		st := &slotState{sample: s, item: Item{ID: 1, Bytes: int64(tc.size)}}
+		l.describe(st, 0)
+		if got := st.recErr != nil; got != tc.fail || tc.fail && !errors.Is(st.recErr, decode.ErrLimit) {
+			t.Errorf("%s: %d bytes of text, limit %d: record error %v, want failure %v (ErrLimit)", tc.name, tc.size, tc.limit, st.recErr, tc.fail)
+		}
 	}
 }

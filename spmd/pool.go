@@ -167,15 +167,16 @@ func (l *Loader) sampleDone(step int64, st *slotState) {
 
 // logDrop logs a dropped sample the first time this rank meets it,
 // naming the shard, sample and member once: a *decode.SampleError names
-// them itself, other errors are given the shard and sample. The loader's
-// lock is held.
+// them itself, other errors are given the shard and sample ("shard S:
+// sample "K": err"). The loader's lock is held.
 func (l *Loader) logDrop(step int64, s *decode.Sample, err error) {
+	why := err.Error()
 	var se *decode.SampleError
 	if !errors.As(err, &se) {
-		err = &decode.SampleError{Shard: s.Shard, Key: s.Key, Kind: err, Err: err}
+		why = fmt.Sprintf("shard %s: sample %q: %v", s.Shard, s.Key, err)
 	}
-	l.logOnce("dropped", s, fmt.Sprintf("datahelix: rank %d: step %d: dropping sample: %v\n",
-		l.comm.Rank(), step, err))
+	l.logOnce("dropped", s, fmt.Sprintf("datahelix: rank %d: step %d: dropping sample: %s\n",
+		l.comm.Rank(), step, why))
 }
 
 // logDamage says once per sample that it decoded with damage concealed:

@@ -80,17 +80,14 @@ func Run(ctx context.Context, comm collective.Comm, ds *decode.Dataset, cfg Conf
 	return gather(comm, l, recs, l.sinceStart(end), cfg)
 }
 
-// maxShardWarnings is how many index warnings of one shard Run logs; the
-// rest are counted in one more line.
-const maxShardWarnings = 5
-
 // logWarnings writes the index warnings of ds's shards to log: members
 // the index skipped (no key, not a regular file, sparse) or grouped
 // oddly (a repeated extension, a reused key), which would otherwise
-// vanish from the training data silently.
+// vanish from the training data silently; decode.MaxWarningLines of a
+// shard, then a count of the rest.
 func logWarnings(log io.Writer, ds *decode.Dataset) {
 	for _, w := range ds.Warnings() {
-		for _, line := range w.Lines(maxShardWarnings) {
+		for _, line := range w.Lines(decode.MaxWarningLines) {
 			fmt.Fprintf(log, "datahelix: %s\n", line)
 		}
 	}

@@ -3,11 +3,14 @@ package spmd
 import (
 	"archive/tar"
 	"bytes"
+	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode"
@@ -71,9 +74,9 @@ func TestIndexWarningsAreLoggedOnce(t *testing.T) {
 	requireOK(t, errs)
 	got := log.String()
 	want := "datahelix: warning: shard " + first + `: member "README" at offset `
-	if strings.Count(got, want) != 1 || strings.Count(got, "skipped: its name has no WebDataset key") != maxShardWarnings ||
+	if strings.Count(got, want) != 1 || strings.Count(got, "skipped: its name has no WebDataset key") != decode.MaxWarningLines ||
 		strings.Count(got, first+": and 2 more warnings\n") != 1 {
-		t.Errorf("log:\n%s\nwant one line %q..., %d warnings in all and a count of 2 more", got, want, maxShardWarnings)
+		t.Errorf("log:\n%s\nwant one line %q..., %d warnings in all and a count of 2 more", got, want, decode.MaxWarningLines)
 	}
 }
 
@@ -83,6 +86,35 @@ func TestRunLogsWarningsOncePerDataset(t *testing.T) {
 	ds := &decode.Dataset{}
 	if !firstRun(ds) || firstRun(ds) || !firstRun(&decode.Dataset{}) {
 		t.Error("firstRun: want true for a dataset's first run only")
+	}
+
+	// Two Runs (two loaders) on every rank over the dataset it opened.
+	data, first := withExtraMembers(t, gentest.Tiny(t), false, "README", "a1")
+	var log syncBuffer
+	cfg := testConfig(KindLocal)
+	cfg.Log = &log
+	indexDir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	errs := collective.RunLocal(ctx, 2, func(ctx context.Context, c collective.Comm) error {
+		ds, err := decode.OpenDataset(data, indexDir)
+		if err != nil {
+			return err
+		}
+		defer ds.Close()
+		for range 2 {
+			if _, err := Run(ctx, c, ds, cfg); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	requireOK(t, errs)
+	got := log.String()
+	for _, name := range []string{`"README"`, `"a1"`} {
+		if n := strings.Count(got, "datahelix: warning: shard "+first+": member "+name); n != 1 {
+			t.Errorf("two runs logged member %s's warning %d times, want once:\n%s", name, n, got)
+		}
 	}
 }
 
@@ -117,5 +149,25 @@ func TestDropLineNamesEachOnce(t *testing.T) {
 	want := `dropping sample: decode: shard ` + filepath.Join(data, "mixed-000000.tar") + `: sample "000000": member 000000.`
 	if !strings.Contains(line, want) || strings.Count(line, "mixed-000000.tar") != 1 || strings.Count(line, `000000"`) != 1 {
 		t.Errorf("drop line %q, want %q... naming each once", line, want)
+	}
+}
+
+// TestDropLineOfOtherErrors checks the drop line of a sample dropped for
+// an error that is not a *decode.SampleError: the loader names the shard
+// and sample itself, without passing the error off as decode's, while a
+// *decode.SampleError keeps its own wording.
+func TestDropLineOfOtherErrors(t *testing.T) {
+	var log bytes.Buffer
+	cfg := testConfig(KindLocal)
+	cfg.Log = &log
+	l := &Loader{cfg: cfg, comm: collective.NewLocal(1)[0], logged: map[string]bool{}}
+	l.logDrop(3, &decode.Sample{Shard: "a.tar", Key: "k"}, errors.New("spmd: task 2 of 3 failed"))
+	bad := &decode.Sample{Shard: "b.tar", Key: "n", Members: []decode.Member{{Name: "n.npy", Ext: "npy", Data: []byte{1}}}}
+	_, err := decode.ParseRecord(bad)
+	l.logDrop(4, bad, err)
+	want := `datahelix: rank 0: step 3: dropping sample: shard a.tar: sample "k": spmd: task 2 of 3 failed` + "\n" +
+		"datahelix: rank 0: step 4: dropping sample: " + err.Error() + "\n"
+	if got := log.String(); got != want {
+		t.Errorf("drop lines:\n%s\nwant:\n%s", got, want)
 	}
 }
