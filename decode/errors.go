@@ -18,10 +18,10 @@ import (
 var (
 	// ErrCorrupt reports a member whose bytes cannot be decoded: truncated,
 	// damaged or forged.
-	ErrCorrupt = errors.New("decode: corrupt sample")
+	ErrCorrupt = errors.New("decode: corrupt data")
 	// ErrLimit reports a sample that exceeds a safety limit (pixels, frames
 	// decoded, images per document).
-	ErrLimit = errors.New("decode: sample exceeds a safety limit")
+	ErrLimit = errors.New("decode: over a safety limit")
 	// ErrUnsupported reports a container, codec or image format outside the
 	// allowed lists.
 	ErrUnsupported = errors.New("decode: unsupported format")
