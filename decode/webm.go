@@ -43,6 +43,23 @@ const (
 	unknownSize       = -1
 )
 
+// elemNames are the Matroska elements a message names, by ID.
+var elemNames = map[uint32]string{
+	ebmlHeaderID: "EBML header", mkvSegmentID: "Segment", mkvInfoID: "Info", mkvTracksID: "Tracks",
+	mkvTrackEntryID: "TrackEntry", mkvVideoID: "Video", mkvClusterID: "Cluster", mkvSimpleBlockID: "SimpleBlock",
+	mkvBlockGroupID: "BlockGroup", mkvBlockID: "Block", mkvCuesID: "Cues", mkvSeekHeadID: "SeekHead",
+	mkvChaptersID: "Chapters", mkvTagsID: "Tags", mkvAttachmentsID: "Attachments",
+}
+
+// elemName names element id for a message: "Cluster (0x1F43B675)", or
+// "element 0x4D80" for one without a name here.
+func elemName(id uint32) string {
+	if n, ok := elemNames[id]; ok {
+		return fmt.Sprintf("%s (0x%X)", n, id)
+	}
+	return fmt.Sprintf("element 0x%X", id)
+}
+
 // ebmlElem reads one element header at the start of b: its ID (up to 4
 // bytes, marker kept), its data size (unknownSize for the reserved
 // all-ones value) and the header length.
@@ -141,7 +158,7 @@ func (it *ebmlIter) next() (id uint32, body []byte, unknown, ok bool) {
 		return id, body, true, true
 	}
 	if size > int64(len(it.b)-hdr) {
-		it.err = fmt.Errorf("%w: element 0x%X of %d bytes runs past its parent at offset %d", ErrBadWebM, id, size, it.off)
+		it.err = fmt.Errorf("%w: %s of %d bytes runs past its parent at offset %d (truncated?)", ErrBadWebM, elemName(id), size, it.off)
 		return 0, nil, false, false
 	}
 	end := hdr + int(size)
@@ -260,7 +277,7 @@ func parseSegment(seg []byte, container string, file []byte) (*VideoInfo, error)
 			}
 		default:
 			if unknown {
-				return nil, fmt.Errorf("%w: element 0x%X of unknown size", ErrBadWebM, id)
+				return nil, fmt.Errorf("%w: %s of unknown size", ErrBadWebM, elemName(id))
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -199,4 +200,17 @@ func FuzzParseWebM(f *testing.F) {
 		}
 		checkVideoInfo(t, v)
 	})
+}
+
+// TestParseWebMTruncatedNamesTheElement checks that a file cut inside an
+// element of known size names that element, not just its raw ID.
+func TestParseWebMTruncatedNamesTheElement(t *testing.T) {
+	hdr := el(ebmlHeaderID, el(ebmlDocTypeID, []byte("webm")))
+	head := mkvHeader("webm", 1000000, 40000000, 200)
+	cluster := el(mkvClusterID, elUint(mkvClusterTimeID, 0), simpleBlock(mkvSimpleBlockID, 1, 0, 0x80, "key0"))
+	file := append(hdr[:len(hdr):len(hdr)], el(mkvSegmentID, head[len(hdr):], cluster)...)
+	_, err := ParseWebM(file[:len(file)-3])
+	if !errors.Is(err, ErrBadWebM) || !strings.Contains(err.Error(), "Cluster (0x1F43B675) of ") || !strings.Contains(err.Error(), "(truncated?)") {
+		t.Errorf("ParseWebM of a cut file: %v; want ErrBadWebM naming the Cluster, truncated", err)
+	}
 }
