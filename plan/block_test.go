@@ -295,6 +295,11 @@ func FuzzDecodeInput(f *testing.F) {
 			t.Fatalf("decoded input does not plan: %v", err)
 		}
 		checkPlan(t, &in, &p)
+		// A reused Planner plans as a fresh one: ranks that planned other
+		// steps before must still agree.
+		if fresh, err := Compute(&in); err != nil || fresh.Hash != p.Hash {
+			t.Fatalf("a fresh planner gives hash %x (%v), the reused one %x", fresh.Hash, err, p.Hash)
+		}
 		if !bytes.Equal(encodeInput(t, &in), data) {
 			t.Fatalf("re-encoding the decoded input differs")
 		}

@@ -188,9 +188,24 @@ func (l *Loader) rankState(s int64, now time.Time) RankState {
 		Workers: l.cfg.Workers,
 		// The cost model learns CPU time; wall time adds the contention
 		// for this rank's cores.
-		Speed:     int64(float64(contention) * l.cost.SpeedFactor()),
+		Speed:     speedOf(float64(contention) * l.cost.SpeedFactor()),
 		Bandwidth: bw, LatencyUS: lat,
 	}
+}
+
+// speedOf converts a speed factor (fixed point, plan.One = 1x) to the
+// integer the progress record carries. NaN or a factor that is not
+// positive gives 0, which the record reads as 1x; a huge one is capped,
+// since converting a float out of int64's range gives what the CPU makes
+// of it (math.MinInt64 on amd64, math.MaxInt64 on arm64).
+func speedOf(x float64) int64 {
+	switch {
+	case !(x > 0):
+		return 0
+	case x > 1<<50:
+		return 1 << 50
+	}
+	return int64(x)
 }
 
 // planned runs one step of a planned loader: allgather, plan, check,

@@ -102,7 +102,9 @@ func (s RankState) Progress() plan.Progress {
 	workers := int64(max(s.Workers, 1))
 	capacity := max(workers*plan.One*plan.One/speed, 1)
 	capacity = min(capacity, plan.MaxCapacity)
-	backlog := (s.Waiting + s.Running/2) * plan.One / capacity
+	// Capped before scaling: a queue of absurd estimates (each clamped to
+	// plan.MaxCost) would overflow the product and wrap to no backlog.
+	backlog := min(s.Waiting+s.Running/2, 1<<46) * plan.One / capacity
 	bw := s.Bandwidth
 	if bw <= 0 {
 		bw = plan.One
