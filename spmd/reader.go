@@ -158,8 +158,13 @@ func SplitWarning(sizes []int, ranks, batch int) string {
 	}
 	switch {
 	case len(under) > 0:
-		return fmt.Sprintf("samples per epoch below the batch of %d: %s (the most: rank %d has %d), so every batch of those ranks repeats samples: reshard so that each rank gets at least a batch (shard i goes to rank i mod %d)",
-			batch, counts(under), hi, n[hi], ranks)
+		most := ""
+		if len(under) < len(n) || len(under) > maxNamedRanks {
+			// The busiest rank is not among those listed.
+			most = fmt.Sprintf(" (the most: rank %d has %d)", hi, n[hi])
+		}
+		return fmt.Sprintf("samples per epoch below the batch of %d: %s%s, so every batch of those ranks repeats samples: reshard so that each rank gets at least a batch (shard i goes to rank i mod %d)",
+			batch, counts(under), most, ranks)
 	case n[hi] > MaxSampleImbalance*n[lo]:
 		var small []int
 		for r, c := range n {

@@ -115,7 +115,9 @@ func TestSplitWarning(t *testing.T) {
 		{[]int{9, 4, 8, 3}, 4, 2, "samples per epoch differ by more than 2x across ranks: rank 0 has 9, rank 1 has 4, rank 3 has 3 (batch 2), so rank 3 serves each of its samples 3.0x as often: reshard so that the ranks get about the same number (shard i goes to rank i mod 4)"},
 		{[]int{1, 2, 3}, 2, 1, ""}, // does not split: NewReader says so
 		{[]int{1}, 2, 1, ""},       // too few shards: likewise
-		{[]int{1, 1}, 1, 3, "samples per epoch below the batch of 3: rank 0 has 2 (the most: rank 0 has 2), so every batch of those ranks repeats samples: reshard so that each rank gets at least a batch (shard i goes to rank i mod 1)"},
+		{[]int{1, 1}, 1, 3, "samples per epoch below the batch of 3: rank 0 has 2, so every batch of those ranks repeats samples: reshard so that each rank gets at least a batch (shard i goes to rank i mod 1)"},
+		// Every rank listed: the busiest is among them, said once.
+		{[]int{2, 2}, 2, 4, "samples per epoch below the batch of 4: rank 0 has 2, rank 1 has 2, so every batch of those ranks repeats samples: reshard so that each rank gets at least a batch (shard i goes to rank i mod 2)"},
 		{[]int{1, 1, 1, 1, 1, 1, 1, 1, 9}, 9, 2, "samples per epoch below the batch of 2: rank 0 has 1, rank 1 has 1, rank 2 has 1, rank 3 has 1, rank 4 has 1, rank 5 has 1 and 2 more ranks (the most: rank 8 has 9), so every batch of those ranks repeats samples: reshard so that each rank gets at least a batch (shard i goes to rank i mod 9)"},
 	} {
 		got := SplitWarning(tt.sizes, tt.ranks, tt.batch)
