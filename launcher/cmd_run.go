@@ -105,8 +105,8 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.cfg.CheckpointEvery, "checkpoint-every", 0, "save a checkpoint every `K` steps (needs --checkpoint-dir)")
 	fs.IntVar(&f.cfg.CheckpointKeep, "checkpoint-keep", 0, "keep only the newest `N` checkpoints every rank completed (0: every one)")
 	fs.Var(&f.resume, "resume", "resume each loader from its latest complete checkpoint in --checkpoint-dir: --resume or --resume=true fails when there is none, --resume=auto starts from step 0 then (for requeued jobs whose script always passes it)")
-	fs.StringVar(&f.trace, "trace", "", "write per-rank per-step records as JSON lines to `file`")
-	fs.StringVar(&f.jsonOut, "json", "", "write the summary, one object per loader, to `file`")
+	fs.StringVar(&f.trace, "trace", "", "write per-rank per-step records as JSON lines to `file` (- for standard output, the table then going to standard error)")
+	fs.StringVar(&f.jsonOut, "json", "", "write the summary, one object per loader, to `file` (- for standard output, the table then going to standard error)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar")
 	fs.DurationVar(&f.stallTimeout, "stall-timeout", 0, "abort the job when a rank delivers no step for this `duration` (a rank that makes no progress holds every other in the next collective); 0: never; unless given, 10 minutes or ten GPU steps of a batch of clips, whichever is longer")
 }
@@ -156,6 +156,9 @@ func (f *runFlags) validate() error {
 	if err := checkShape(f.cfg.Decode.Frames, f.cfg.Decode.Size); err != nil {
 		return err
 	}
+	if err := checkOutputPaths(f.jsonOut, f.trace); err != nil {
+		return err
+	}
 	for _, t := range []struct {
 		flag string
 		v    float64
@@ -184,6 +187,39 @@ func (f *runFlags) validate() error {
 	f.cfg.CompressedBudget = f.compressedMiB << 20
 	return nil
 }
+
+// checkOutputPaths refuses a --json and a --trace that name the same
+// file, however spelled (./x and x, a link to x), where the trace would
+// replace the summary, and both writing to standard output (-).
+func checkOutputPaths(jsonOut, trace string) error {
+	if jsonOut == "" || trace == "" {
+		return nil
+	}
+	if jsonOut == "-" && trace == "-" {
+		return usagef("--json - and --trace - both write to standard output: give one of them a file")
+	}
+	if jsonOut == "-" || trace == "-" {
+		return nil
+	}
+	same := false
+	a, aerr := filepath.Abs(jsonOut)
+	b, berr := filepath.Abs(trace)
+	if aerr == nil && berr == nil && a == b {
+		same = true
+	} else if as, err := os.Stat(jsonOut); err == nil {
+		if bs, err := os.Stat(trace); err == nil && os.SameFile(as, bs) {
+			same = true
+		}
+	}
+	if same {
+		return usagef("--json %s and --trace %s are the same file: the trace would replace the summary; give them different paths", jsonOut, trace)
+	}
+	return nil
+}
+
+// stdoutTaken reports whether --json or --trace writes to standard
+// output (-), where the table then must not go.
+func (f *runFlags) stdoutTaken() bool { return f.jsonOut == "-" || f.trace == "-" }
 
 func runRun(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	var f runFlags
@@ -307,6 +343,11 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 		return err
 	}
 	defer outs.discard()
+	if c.Rank() == 0 {
+		if w := checkpointWarning(f); w != "" {
+			fmt.Fprintf(errOut, "datahelix: warning: %s\n", w)
+		}
+	}
 	root := cacheRoot(f.cacheDir)
 	data := f.data
 	if data == "" {
@@ -325,6 +366,12 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 		return err
 	}
 	if err := spmd.AgreeDataset(c, ds); err != nil {
+		return err
+	}
+	// What would fail a later loader (the shards' split over the ranks,
+	// the checkpoints of each loader) fails the job now, before any
+	// loader trains.
+	if err := spmd.CheckJob(c, ds, f.cfg, f.loaders); err != nil {
 		return err
 	}
 	if c.Rank() == 0 {
@@ -379,11 +426,31 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 	if c.Rank() != 0 {
 		return nil
 	}
-	printTable(out, results, c.Size(), f)
+	table := out
+	if f.stdoutTaken() {
+		table = errOut // standard output holds --json or --trace
+	}
+	printTable(table, results, c.Size(), f)
 	job := &jobInfo{Args: f.args, Data: data, Seed: f.seed, Frames: f.cfg.Decode.Frames, Size: f.cfg.Decode.Size,
 		Workers: f.cfg.Workers, MPI: c.Info().Library, Machine: bench.ThisMachine(ctx), Ended: time.Now().UTC().Format(time.RFC3339)}
 	job.MPIWait, job.MPIParts, _ = mpiBinding(c)
-	return outs.write(results, job, trace)
+	return outs.write(out, results, job, trace)
+}
+
+// checkpointWarning says why a --checkpoint-dir will get no checkpoint
+// (no --checkpoint-every, or one beyond --steps), which a later --resume
+// would find out; "" when checkpoints will be saved, or when the run
+// resumes (a resumed run need not save more).
+func checkpointWarning(f *runFlags) string {
+	c := f.cfg
+	switch {
+	case c.CheckpointDir == "" || c.Resume || c.SavesCheckpoints():
+		return ""
+	case c.CheckpointEvery == 0:
+		return fmt.Sprintf("--checkpoint-dir %s: no checkpoint will be written (--checkpoint-every 0)", c.CheckpointDir)
+	}
+	return fmt.Sprintf("--checkpoint-dir %s: no checkpoint will be written (--checkpoint-every %d steps, beyond --steps %d)",
+		c.CheckpointDir, c.CheckpointEvery, c.Steps)
 }
 
 // jobInfo says what produced a run's figures, so that a result file can
@@ -436,6 +503,18 @@ func (r runSummary) MarshalJSON() ([]byte, error) {
 type runOutputs struct {
 	outputFiles
 	json, trace *os.File
+	// jsonStdout and traceStdout send --json or --trace to standard
+	// output (-) instead of a file.
+	jsonStdout, traceStdout bool
+}
+
+// fileOutput is the file an output flag names: "" for none, and for
+// standard output (-), which is not opened.
+func fileOutput(path string) string {
+	if path == "-" {
+		return ""
+	}
+	return path
 }
 
 // prepareOutputs opens --json and --trace on rank 0 and creates
@@ -567,19 +646,21 @@ func runSettings(f *runFlags) []spmd.Setting {
 }
 
 // openOutputs opens this rank's outputs: --json and --trace when files
-// is set (on rank 0), and it checks that --checkpoint-dir can be written
+// is set (on rank 0) and they name files, not standard output (-), and
+// it checks that --checkpoint-dir can be written
 // when checkpoints are on. On an error it still returns what it opened,
 // for discard.
 func openOutputs(files bool, f *runFlags) (*runOutputs, error) {
 	o := &runOutputs{}
 	if files {
 		var err error
-		if o.json, err = o.open("--json", f.jsonOut); err != nil {
+		if o.json, err = o.open("--json", fileOutput(f.jsonOut)); err != nil {
 			return o, err
 		}
-		if o.trace, err = o.open("--trace", f.trace); err != nil {
+		if o.trace, err = o.open("--trace", fileOutput(f.trace)); err != nil {
 			return o, err
 		}
+		o.jsonStdout, o.traceStdout = f.jsonOut == "-", f.trace == "-"
 	}
 	if f.cfg.CheckpointEvery > 0 {
 		return o, checkWritableDir("--checkpoint-dir", f.cfg.CheckpointDir)
@@ -588,20 +669,32 @@ func openOutputs(files bool, f *runFlags) (*runOutputs, error) {
 }
 
 // write replaces the files' contents with the results of a successful
-// run, the summaries in --json and the records in --trace, and closes
-// them.
-func (o *runOutputs) write(results []spmd.Summary, job *jobInfo, trace []traceLine) error {
-	if o.json != nil {
-		if err := writeJSON(o.json, results, job); err != nil {
+// run, the summaries in --json and the records in --trace, or writes
+// them to stdout for -, and closes the files.
+func (o *runOutputs) write(stdout io.Writer, results []spmd.Summary, job *jobInfo, trace []traceLine) error {
+	if o.json != nil || o.jsonStdout {
+		if err := replaceOutput(o.json, stdout, func(w io.Writer) error { return writeJSON(w, results, job) }); err != nil {
 			return fmt.Errorf("--json: %w", err)
 		}
 	}
-	if o.trace != nil {
-		if err := writeTrace(o.trace, trace); err != nil {
+	if o.trace != nil || o.traceStdout {
+		if err := replaceOutput(o.trace, stdout, func(w io.Writer) error { return writeTrace(w, trace) }); err != nil {
 			return fmt.Errorf("--trace: %w", err)
 		}
 	}
 	return o.close()
+}
+
+// replaceOutput has write fill fh, emptied first, or stdout when fh is
+// nil.
+func replaceOutput(fh *os.File, stdout io.Writer, write func(io.Writer) error) error {
+	if fh == nil {
+		return write(stdout)
+	}
+	if err := truncateRegular(fh); err != nil {
+		return err
+	}
+	return write(fh)
 }
 
 // discard closes the files of a failed run and removes those it created.
@@ -616,9 +709,8 @@ type traceLine struct {
 	spmd.StepRecord
 }
 
-// writeJSON replaces the contents of fh with the summaries, each with
-// the job's record.
-func writeJSON(fh *os.File, results []spmd.Summary, job *jobInfo) error {
+// writeJSON writes the summaries to w, each with the job's record.
+func writeJSON(w io.Writer, results []spmd.Summary, job *jobInfo) error {
 	list := make([]runSummary, len(results))
 	for i, r := range results {
 		list[i] = runSummary{Summary: r, Job: job}
@@ -627,19 +719,13 @@ func writeJSON(fh *os.File, results []spmd.Summary, job *jobInfo) error {
 	if err != nil {
 		return err
 	}
-	if err := truncateRegular(fh); err != nil {
-		return err
-	}
-	_, err = fh.Write(append(data, '\n'))
+	_, err = w.Write(append(data, '\n'))
 	return err
 }
 
-// writeTrace replaces the contents of fh with one JSON line per record.
-func writeTrace(fh *os.File, lines []traceLine) error {
-	if err := truncateRegular(fh); err != nil {
-		return err
-	}
-	w := bufio.NewWriter(fh)
+// writeTrace writes one JSON line per record to out.
+func writeTrace(out io.Writer, lines []traceLine) error {
+	w := bufio.NewWriter(out)
 	enc := json.NewEncoder(w)
 	for _, l := range lines {
 		if err := enc.Encode(l); err != nil {
@@ -680,11 +766,21 @@ func printTable(w io.Writer, rs []spmd.Summary, ranks int, f *runFlags) {
 	row("throughput", func(s spmd.Summary) string { return fmt.Sprintf("%.1f samples/s", s.ThroughputSPS) })
 	row("wall time", func(s spmd.Summary) string { return fmt.Sprintf("%.2fs", s.WallS) })
 	warm := rs[0].WarmupSteps
-	steadyRows := rs[0].Steps > warm
-	if steadyRows {
-		row(fmt.Sprintf("after %d steps: misses", warm), func(s spmd.Summary) string { return fmt.Sprintf("%.1f%%", 100*s.SteadyMissRate) })
-		row("             GPU wait", func(s spmd.Summary) string { return fmt.Sprintf("%.1f%%", 100*s.SteadyGPUWaitFrac) })
-		row("             throughput", func(s spmd.Summary) string { return fmt.Sprintf("%.1f samples/s", s.SteadyThroughputSPS) })
+	// A loader with no step after the warm-up (a resumed one may have
+	// few) shows n/a there; the rows show when any loader has one.
+	steady := func(s spmd.Summary) bool { return s.Steps > s.WarmupSteps }
+	if slices.ContainsFunc(rs, steady) {
+		steadyRow := func(name string, val func(s spmd.Summary) string) {
+			row(name, func(s spmd.Summary) string {
+				if !steady(s) {
+					return "n/a"
+				}
+				return val(s)
+			})
+		}
+		steadyRow(fmt.Sprintf("after %d steps: misses", warm), func(s spmd.Summary) string { return fmt.Sprintf("%.1f%%", 100*s.SteadyMissRate) })
+		steadyRow("             GPU wait", func(s spmd.Summary) string { return fmt.Sprintf("%.1f%%", 100*s.SteadyGPUWaitFrac) })
+		steadyRow("             throughput", func(s spmd.Summary) string { return fmt.Sprintf("%.1f samples/s", s.SteadyThroughputSPS) })
 	}
 	row("moved per step", func(s spmd.Summary) string { return fmt.Sprintf("%.0f KiB", s.BytesMovedPerStep/1024) })
 	row("plan p50", func(s spmd.Summary) string { return fmt.Sprintf("%.0f µs", s.PlanUSP50) })
@@ -706,8 +802,8 @@ func printTable(w io.Writer, rs []spmd.Summary, ranks int, f *runFlags) {
 		if a.FirstStep != b.FirstStep {
 			fmt.Fprintf(w, "(over different steps: %s from step %d, %s from step %d)\n", a.Loader, a.FirstStep, b.Loader, b.FirstStep)
 		}
-		switch left := a.Steps - warm; {
-		case !steadyRows:
+		switch left := min(a.Steps, b.Steps) - warm; {
+		case !steady(a) || !steady(b):
 		case left < minCompareSteps:
 			fmt.Fprintf(w, "after the first %d steps (the warm-up, one planning horizon): %d steps, too few to compare (run more --steps)\n", warm, left)
 		default:

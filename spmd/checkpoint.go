@@ -42,6 +42,13 @@ const checkpointVersion = 1
 // (--loader torch,helix) keep their own states side by side and each
 // resumes from its own.
 
+// SavesCheckpoints reports whether a run of c saves any checkpoint: one
+// every CheckpointEvery steps, before the last step (step Steps is not
+// saved, there is nothing after it to resume).
+func (c Config) SavesCheckpoints() bool {
+	return c.CheckpointDir != "" && c.CheckpointEvery > 0 && c.CheckpointEvery < c.Steps
+}
+
 // loaderCheckpointDir is the directory of loader k's checkpoints.
 func loaderCheckpointDir(dir string, k Kind) string { return filepath.Join(dir, k.String()) }
 
@@ -120,25 +127,46 @@ func pruneCheckpoints(dir string, k Kind, ranks, rank, keep int) {
 	}
 }
 
-// stepComplete reports whether step has a checkpoint file of each rank.
-// It lists the step's directory once rather than asking for each rank's
-// file: one metadata request, not ranks of them, on a parallel file
-// system every rank asks at once.
+// stepComplete reports whether step has a checkpoint file of each of
+// ranks and of no other rank: a step with a file of rank 2 or 3 was
+// written by a job of more ranks than 2, whose files of ranks 0 and 1
+// this job could not resume from. It lists the step's directory once
+// rather than asking for each rank's file: one metadata request, not
+// ranks of them, on a parallel file system every rank asks at once.
 func stepComplete(dir string, k Kind, step int64, ranks int) bool {
-	entries, err := os.ReadDir(filepath.Dir(checkpointPath(dir, k, step, 0)))
-	if err != nil {
-		return false
-	}
-	have := make(map[string]bool, len(entries))
-	for _, e := range entries {
-		have[e.Name()] = true
-	}
-	for r := range ranks {
-		if !have[filepath.Base(checkpointPath(dir, k, step, r))] {
-			return false
+	n, ok := stepRanks(dir, k, step)
+	return ok && n == ranks
+}
+
+// stepRanks returns n when step's directory holds the checkpoint files
+// of ranks 0..n-1 and of no other rank (ok false otherwise: a rank's file
+// missing, or no file at all).
+func stepRanks(dir string, k Kind, step int64) (n int, ok bool) {
+	have := stepFiles(dir, k, step)
+	for r := range len(have) {
+		if !have[r] {
+			return 0, false
 		}
 	}
-	return true
+	return len(have), len(have) > 0
+}
+
+// stepFiles returns the ranks whose checkpoint file of step is in its
+// directory (temporary files and others are not).
+func stepFiles(dir string, k Kind, step int64) map[int]bool {
+	entries, _ := os.ReadDir(filepath.Dir(checkpointPath(dir, k, step, 0)))
+	have := map[int]bool{}
+	for _, e := range entries {
+		name, _ := strings.CutPrefix(e.Name(), "rank-")
+		name, found := strings.CutSuffix(name, ".json")
+		if !found {
+			continue
+		}
+		if r, err := strconv.Atoi(name); err == nil && r >= 0 && e.Name() == filepath.Base(checkpointPath(dir, k, step, r)) {
+			have[r] = true
+		}
+	}
+	return have
 }
 
 // writeDurable writes data to path through a temporary file that is
@@ -202,11 +230,12 @@ func LatestCheckpoint(comm collective.Comm, dir string, k Kind) (int64, error) {
 // before.
 func latestCheckpointBefore(comm collective.Comm, dir string, k Kind, before int64) (int64, error) {
 	// Rank 0's view: the step, and for the message when there is none,
-	// how many incomplete step directories and other loaders' latest step.
-	view := []int64{-1, 0, -1}
+	// how many incomplete step directories, other loaders' latest step,
+	// and the newest step another number of ranks completed and theirs.
+	view := []int64{-1, 0, -1, -1, 0}
 	if comm.Rank() == 0 {
 		s := scanCheckpoints(dir, k, comm.Size(), before)
-		view[0], view[1], view[2] = s.latest, s.incomplete, s.other
+		view[0], view[1], view[2], view[3], view[4] = s.latest, s.incomplete, s.other, s.foreignStep, int64(s.foreignRanks)
 	}
 	buf := make([]byte, 0, 8*len(view))
 	for _, v := range view {
@@ -223,6 +252,8 @@ func latestCheckpointBefore(comm collective.Comm, dir string, k Kind, before int
 	}
 	msg := fmt.Sprintf("no complete checkpoint of loader %s for %d ranks in %s", k, comm.Size(), loaderCheckpointDir(dir, k))
 	switch n := view[1]; {
+	case view[3] >= 0:
+		msg += fmt.Sprintf(" (its step %d was written by a %d-rank job; resume with -np %d)", view[3], view[4], view[4])
 	case n == 1:
 		msg += " (its one step directory lacks some rank's file: written by a job killed while saving, or by another number of ranks)"
 	case n > 1:
@@ -240,7 +271,8 @@ func latestCheckpointBefore(comm collective.Comm, dir string, k Kind, before int
 // does not read (truncated or emptied by a crash, damaged) on any rank
 // makes every rank fall back to the complete checkpoint before it, with
 // a line naming the file; a file of another job (loader, ranks, batch,
-// seed) is an error. Rank 0 says which step it resumes from.
+// seed, dataset) on any rank is an error on every rank alike, marked
+// collective.AllRanks. Rank 0 says which step it resumes from.
 func (l *Loader) restore() (int64, error) {
 	dir, k := l.cfg.CheckpointDir, l.cfg.Loader
 	before := int64(math.MaxInt64)
@@ -266,24 +298,55 @@ func (l *Loader) restore() (int64, error) {
 				loaderCheckpointDir(dir, k), step, l.cfg.Steps))
 		}
 		reader, cost, unreadable, err := l.readCheckpoint(step)
-		if err != nil && !unreadable {
-			return 0, err // another job's checkpoint: falling back would not help
-		}
-		bad := []int64{0}
 		if unreadable {
-			bad[0] = 1
 			l.logf(-1, "datahelix: rank %d: --resume: %v: trying the checkpoint before step %d\n", l.comm.Rank(), err, step)
 		}
-		if err := l.comm.AllreduceInt64(bad, collective.OpMax); err != nil {
+		fallBack, err := agreeOnCheckpoint(l.comm, unreadable, err)
+		if err != nil {
 			return 0, err
 		}
-		if bad[0] == 0 {
+		if !fallBack {
 			*l.reader, l.cost = *reader, cost
 			l.logf(0, "datahelix: loader %s resumes from step %d of %s\n", k, step, loaderCheckpointDir(dir, k))
 			return step, nil
 		}
 		before = step
 	}
+}
+
+// agreeOnCheckpoint has the ranks agree on what their reads of one
+// step's checkpoint found. A file of another job (another loader, number
+// of ranks, batch, seed or dataset), or one a rank cannot read at all,
+// is an error on every rank alike (collective.AllRanks), the lowest such
+// rank's, since falling back would not help; otherwise fallBack says
+// whether some rank's file is unreadable (damaged), so that every rank
+// tries the step before. err is this rank's error from readCheckpoint,
+// unreadable whether it is the file's damage.
+func agreeOnCheckpoint(comm collective.Comm, unreadable bool, err error) (fallBack bool, _ error) {
+	mine := []byte{'.'}
+	switch {
+	case err != nil && !unreadable:
+		mine = append([]byte{'x'}, err.Error()...)
+	case err != nil:
+		mine[0] = 'u'
+	}
+	all, gerr := comm.AllgatherVar(mine)
+	if gerr != nil {
+		return false, gerr
+	}
+	for r, m := range all {
+		switch {
+		case len(m) == 0 || m[0] != 'x':
+			if len(m) > 0 && m[0] == 'u' {
+				fallBack = true
+			}
+		case r == comm.Rank():
+			return false, collective.AllRanks(err)
+		default:
+			return false, collective.AllRanks(errors.New(string(m[1:])))
+		}
+	}
+	return fallBack, nil
 }
 
 // logf writes to the config's log on rank (every rank when rank is -1).
@@ -298,33 +361,9 @@ func (l *Loader) logf(rank int, format string, args ...any) {
 // content (it does not parse, or its states are inconsistent), not that
 // it cannot be read or another job wrote it.
 func (l *Loader) readCheckpoint(step int64) (reader *Reader, cost *decode.CostModel, unreadable bool, err error) {
-	dir, k := l.cfg.CheckpointDir, l.cfg.Loader
-	path := checkpointPath(dir, k, step, l.comm.Rank())
-	data, err := os.ReadFile(path)
+	st, path, unreadable, err := readCheckpointState(l.comm, l.ds, l.dataset, l.cfg, step)
 	if err != nil {
-		// Not the file's damage (it is missing, unreadable, the disk
-		// fails): falling back would walk past every checkpoint.
-		return nil, nil, false, fmt.Errorf("--resume: %w", err)
-	}
-	var st checkpointState
-	if err := json.Unmarshal(data, &st); err != nil {
-		return nil, nil, true, fmt.Errorf("%s: %w", path, err)
-	}
-	switch {
-	case st.Version != checkpointVersion:
-		return nil, nil, false, fmt.Errorf("--resume: %s: version %d, this binary reads %d", path, st.Version, checkpointVersion)
-	case st.Loader != k.String():
-		return nil, nil, false, fmt.Errorf("--resume: %s was written by loader %q, this run's loader is %s", path, st.Loader, k)
-	case st.Step != step:
-		return nil, nil, true, fmt.Errorf("%s holds step %d, its directory says %d", path, st.Step, step)
-	case st.Ranks != l.comm.Size() || st.Rank != l.comm.Rank():
-		return nil, nil, false, fmt.Errorf("--resume: %s was written by rank %d of %d", path, st.Rank, st.Ranks)
-	case st.Batch != l.cfg.Batch || st.Seed != l.cfg.Seed || st.Shards != len(l.ds.Shards):
-		return nil, nil, false, fmt.Errorf("--resume: %s was written with batch %d, seed %d, %d shards; this run has %d, %d, %d",
-			path, st.Batch, st.Seed, st.Shards, l.cfg.Batch, l.cfg.Seed, len(l.ds.Shards))
-	case st.Dataset != 0 && st.Dataset != l.dataset:
-		return nil, nil, false, fmt.Errorf("--resume: %s was written reading another dataset (other shard names or sample counts) than --data %s",
-			path, filepath.Dir(l.ds.Shards[0].Path()))
+		return nil, nil, unreadable, err
 	}
 	r := *l.reader
 	if err := r.UnmarshalJSON(st.Reader); err != nil {
@@ -335,6 +374,40 @@ func (l *Loader) readCheckpoint(step int64) (reader *Reader, cost *decode.CostMo
 		return nil, nil, true, fmt.Errorf("%s: cost model: %w", path, err)
 	}
 	return &r, cost, false, nil
+}
+
+// readCheckpointState reads this rank's checkpoint of step of loader
+// cfg.Loader and checks that this run can resume from it. unreadable
+// and err are as readCheckpoint's; dataset is datasetHash(ds).
+func readCheckpointState(comm collective.Comm, ds *decode.Dataset, dataset uint64, cfg Config, step int64) (st checkpointState, path string, unreadable bool, err error) {
+	k := cfg.Loader
+	path = checkpointPath(cfg.CheckpointDir, k, step, comm.Rank())
+	data, err := os.ReadFile(path)
+	if err != nil {
+		// Not the file's damage (it is missing, unreadable, the disk
+		// fails): falling back would walk past every checkpoint.
+		return st, path, false, fmt.Errorf("--resume: %w", err)
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		return st, path, true, fmt.Errorf("%s: %w", path, err)
+	}
+	switch {
+	case st.Version != checkpointVersion:
+		err = fmt.Errorf("--resume: %s: version %d, this binary reads %d", path, st.Version, checkpointVersion)
+	case st.Loader != k.String():
+		err = fmt.Errorf("--resume: %s was written by loader %q, this run's loader is %s", path, st.Loader, k)
+	case st.Step != step:
+		return st, path, true, fmt.Errorf("%s holds step %d, its directory says %d", path, st.Step, step)
+	case st.Ranks != comm.Size() || st.Rank != comm.Rank():
+		err = fmt.Errorf("--resume: %s was written by rank %d of %d", path, st.Rank, st.Ranks)
+	case st.Batch != cfg.Batch || st.Seed != cfg.Seed || st.Shards != len(ds.Shards):
+		err = fmt.Errorf("--resume: %s was written with batch %d, seed %d, %d shards; this run has %d, %d, %d",
+			path, st.Batch, st.Seed, st.Shards, cfg.Batch, cfg.Seed, len(ds.Shards))
+	case st.Dataset != 0 && st.Dataset != dataset:
+		err = fmt.Errorf("--resume: %s was written reading another dataset (other shard names or sample counts) than --data %s",
+			path, filepath.Dir(ds.Shards[0].Path()))
+	}
+	return st, path, false, err
 }
 
 // checkpointScan is what one read of a checkpoint directory tells about
@@ -348,17 +421,22 @@ type checkpointScan struct {
 	// rank, or -1; it is looked for only when latest is -1 (the message
 	// of "none" is its one use), and is -1 otherwise.
 	other int64
+	// foreignStep is, when latest is -1, the newest step of k complete
+	// for another number of ranks, foreignRanks (-1 when none).
+	foreignStep  int64
+	foreignRanks int
 }
 
 // scanCheckpoints reads dir once: loader k's step directories newest first
 // down to the first complete one, then, only if k has none, each other
 // loader's the same way.
 func scanCheckpoints(dir string, k Kind, ranks int, before int64) checkpointScan {
-	s := checkpointScan{other: -1}
+	s := checkpointScan{other: -1, foreignStep: -1}
 	s.latest, s.incomplete = newestComplete(dir, k, ranks, before)
 	if s.latest >= 0 {
 		return s
 	}
+	s.foreignStep, s.foreignRanks = newestForeign(dir, k, ranks, before)
 	for o := range Kind(len(kindNames)) {
 		if o != k {
 			latest, _ := newestComplete(dir, o, ranks, math.MaxInt64)
@@ -383,6 +461,29 @@ func newestComplete(dir string, k Kind, ranks int, before int64) (step, newer in
 	return -1, int64(len(steps))
 }
 
+// newestForeign returns the newest step before before of loader k in dir
+// that a job of another number of ranks than ranks completed, and that
+// number, as its files say (rank 0's file records the job's ranks): -1
+// and 0 when there is none.
+func newestForeign(dir string, k Kind, ranks int, before int64) (int64, int) {
+	for _, s := range checkpointSteps(dir, k) {
+		if s >= before {
+			continue
+		}
+		n, ok := stepRanks(dir, k, s)
+		if !ok || n == ranks {
+			continue
+		}
+		var st struct {
+			Ranks int `json:"ranks"`
+		}
+		if data, err := os.ReadFile(checkpointPath(dir, k, s, 0)); err == nil && json.Unmarshal(data, &st) == nil && st.Ranks == n {
+			return s, n
+		}
+	}
+	return -1, 0
+}
+
 // checkpointSteps returns the steps of loader k's step directories in dir,
 // complete or not, newest first.
 func checkpointSteps(dir string, k Kind) []int64 {
@@ -400,4 +501,83 @@ func checkpointSteps(dir string, k Kind) []int64 {
 	}
 	sort.Slice(steps, func(i, j int) bool { return steps[i] > steps[j] })
 	return steps
+}
+
+// checkStartCheckpoints checks the checkpoint directory for the loaders
+// of a job before the first of them runs (CheckJob), so that a job that
+// cannot use it fails at start, not after hours of another loader's
+// training. A run asked to resume (cfg.Resume without ResumeIfAny) needs
+// a complete checkpoint of every loader, before --steps, that this job
+// wrote (its loader, ranks, batch, seed and dataset); one with
+// ResumeIfAny, as each loader finds it, but the ones it finds must be
+// this job's too. A new run that will save
+// checkpoints (cfg.Resume false) must not write them among an earlier
+// run's: a later --resume would take the earlier run's newer steps for
+// this run's. Rank 0 reads the directory; every rank returns the same
+// error, marked collective.AllRanks.
+func checkStartCheckpoints(comm collective.Comm, ds *decode.Dataset, cfg Config, kinds []Kind) error {
+	dir := cfg.CheckpointDir
+	if dir == "" {
+		return nil
+	}
+	if cfg.Resume {
+		for _, k := range kinds {
+			step, err := LatestCheckpoint(comm, dir, k)
+			switch {
+			case errors.Is(err, ErrNoCheckpoint) && cfg.ResumeIfAny:
+			case err != nil:
+				return collective.AllRanks(fmt.Errorf("--resume: %w", err))
+			case step >= int64(cfg.Steps):
+				return collective.AllRanks(fmt.Errorf("--resume: the checkpoint in %s is at step %d, at or past --steps %d: nothing to run",
+					loaderCheckpointDir(dir, k), step, cfg.Steps))
+			default:
+				// Another job's (batch, seed, dataset...) on any rank
+				// fails now; a damaged file is left for the loader,
+				// which falls back past it.
+				c := cfg
+				c.Loader = k
+				_, _, unreadable, err := readCheckpointState(comm, ds, datasetHash(ds), c, step)
+				if err != nil && unreadable {
+					err = nil
+				}
+				if _, err := agreeOnCheckpoint(comm, false, err); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if !cfg.SavesCheckpoints() {
+		return nil
+	}
+	// Rank 0's view: the newest step of each loader with a checkpoint
+	// file of some rank, complete or not, or -1.
+	newest := make([]int64, len(kinds))
+	for i, k := range kinds {
+		newest[i] = -1
+		if comm.Rank() != 0 {
+			continue
+		}
+		for _, s := range checkpointSteps(dir, k) {
+			if len(stepFiles(dir, k, s)) > 0 {
+				newest[i] = s
+				break
+			}
+		}
+	}
+	buf := make([]byte, 0, 8*len(newest))
+	for _, v := range newest {
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(v))
+	}
+	if err := comm.Bcast(buf, 0); err != nil {
+		return err
+	}
+	for i, k := range kinds {
+		if step := int64(binary.LittleEndian.Uint64(buf[8*i:])); step >= 0 {
+			ld := loaderCheckpointDir(dir, k)
+			return collective.AllRanks(fmt.Errorf("--checkpoint-dir %s: %s holds checkpoints of an earlier run, the newest at step %d, which a later --resume would take for this run's: pass --resume to continue that run, or remove %s or pick another --checkpoint-dir",
+				dir, ld, step, ld))
+		}
+	}
+	return nil
 }

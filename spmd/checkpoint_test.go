@@ -321,27 +321,27 @@ func TestLatestCheckpointMessages(t *testing.T) {
 		// ranks in DIR/helix"; DIR stands for the directory.
 		suffix string
 	}{
-		{"nothing", func(t *testing.T, dir string) {}, checkpointScan{-1, 0, -1}, ""},
+		{"nothing", func(t *testing.T, dir string) {}, checkpointScan{-1, 0, -1, -1, 0}, ""},
 		{"one incomplete", func(t *testing.T, dir string) {
 			touchCheckpoints(t, dir, KindHelix, 4, 0)
-		}, checkpointScan{-1, 1, -1}, " (its one step directory " + killed},
+		}, checkpointScan{-1, 1, -1, -1, 0}, " (its one step directory " + killed},
 		{"several incomplete", func(t *testing.T, dir string) {
 			touchCheckpoints(t, dir, KindHelix, 4, 0)
 			touchCheckpoints(t, dir, KindHelix, 8, 1)
 			touchCheckpoints(t, dir, KindHelix, 12, 0, 2) // a 3-rank run's, rank 1 killed
 			os.MkdirAll(filepath.Join(dir, "helix", "step-junk"), 0o755)
-		}, checkpointScan{-1, 3, -1}, " (each of its 3 step directories " + killed},
+		}, checkpointScan{-1, 3, -1, -1, 0}, " (each of its 3 step directories " + killed},
 		{"other loaders", func(t *testing.T, dir string) {
 			touchCheckpoints(t, dir, KindTorch, 6, 0, 1)
 			touchCheckpoints(t, dir, KindLocal, 10, 0, 1)
 			touchCheckpoints(t, dir, KindLocal, 12, 0) // incomplete: not the latest
 			touchCheckpoints(t, dir, KindStatic, 14, 1)
-		}, checkpointScan{-1, 0, 10}, others("DIR", 10)},
+		}, checkpointScan{-1, 0, 10, -1, 0}, others("DIR", 10)},
 		{"incomplete and other loaders", func(t *testing.T, dir string) {
 			touchCheckpoints(t, dir, KindHelix, 4, 1)
 			touchCheckpoints(t, dir, KindHelix, 9, 0)
 			touchCheckpoints(t, dir, KindHelixNoGate, 7, 0, 1)
-		}, checkpointScan{-1, 2, 7}, " (each of its 2 step directories " + killed + others("DIR", 7)},
+		}, checkpointScan{-1, 2, 7, -1, 0}, " (each of its 2 step directories " + killed + others("DIR", 7)},
 	} {
 		dir := t.TempDir()
 		c.setup(t, dir)
@@ -378,7 +378,7 @@ func TestLatestCheckpointMessages(t *testing.T) {
 	touchCheckpoints(t, dir, KindHelix, 12, 1)
 	touchCheckpoints(t, dir, KindHelix, 2, 0)
 	touchCheckpoints(t, dir, KindTorch, 20, 0, 1)
-	if got, want := scanCheckpoints(dir, KindHelix, ranks, math.MaxInt64), (checkpointScan{4, 2, -1}); got != want {
+	if got, want := scanCheckpoints(dir, KindHelix, ranks, math.MaxInt64), (checkpointScan{4, 2, -1, -1, 0}); got != want {
 		t.Errorf("complete step 4 under 8 and 12: scanCheckpoints = %+v, want %+v", got, want)
 	}
 }

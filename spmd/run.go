@@ -80,6 +80,21 @@ func Run(ctx context.Context, comm collective.Comm, ds *decode.Dataset, cfg Conf
 	return gather(comm, l, recs, l.sinceStart(end), cfg)
 }
 
+// CheckJob checks, before the first loader of a job runs, what would
+// otherwise fail the job only when some loader starts, after the loaders
+// before it trained for nothing: that the dataset's shards split evenly
+// over the ranks of comm, and that cfg's checkpoint directory suits a
+// run of each of kinds (a complete checkpoint of every loader to resume
+// from, no earlier run's checkpoints for a new one to mix its own with).
+// Every rank must call it with the same arguments; they all return the
+// same error, marked collective.AllRanks.
+func CheckJob(comm collective.Comm, ds *decode.Dataset, cfg Config, kinds []Kind) error {
+	if err := splitError(len(ds.Shards), comm.Size()); err != nil {
+		return collective.AllRanks(err)
+	}
+	return checkStartCheckpoints(comm, ds, cfg, kinds)
+}
+
 // logWarnings writes the index warnings of ds's shards to log: members
 // the index skipped (no key, not a regular file, sparse) or grouped
 // oddly (a repeated extension, a reused key), which would otherwise

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/datahelix/datahelix/decode/gen/gentest"
+	"github.com/datahelix/datahelix/spmd"
+)
+
+// oneLine fails the test unless the run exited with code and wrote
+// exactly one stderr line, equal to want, and no table.
+func oneLine(t *testing.T, what string, code int, stdout, stderr string, wantCode int, want string) {
+	t.Helper()
+	if code != wantCode || stderr != want+"\n" || strings.Contains(stdout, "batches hash") {
+		t.Errorf("%s: exit %d, stderr %q, stdout %q; want exit %d, the one line %q and no table", what, code, stderr, stdout, wantCode, want)
+	}
+}
+
+// TestRunRefusesEarlierCheckpoints runs a new 60-step job into the
+// --checkpoint-dir of a finished 10-step one: it said nothing, and a
+// later --resume of the new job (crashed at step 40, say) took the old
+// job's newer steps for its own. It must refuse at start, on every rank,
+// naming the directory and its newest step.
+func TestRunRefusesEarlierCheckpoints(t *testing.T) {
+	data := gentest.Tiny(t)
+	dir := filepath.Join(t.TempDir(), "ck")
+	run := func(flags ...string) (int, string, string) {
+		return runMain(fastRun(data, append([]string{"--ranks", "2", "--loader", "local,helix", "--checkpoint-dir", dir}, flags...)...)...)
+	}
+	if code, _, stderr := run("--steps", "10", "--checkpoint-every", "4"); code != 0 {
+		t.Fatalf("first run: exit %d: %s", code, stderr)
+	}
+	code, stdout, stderr := run("--steps", "60", "--checkpoint-every", "4")
+	ld := filepath.Join(dir, "local")
+	oneLine(t, "new run into an earlier run's directory", code, stdout, stderr, 1,
+		"datahelix: --checkpoint-dir "+dir+": "+ld+" holds checkpoints of an earlier run, the newest at step 8, which a later --resume would take for this run's: pass --resume to continue that run, or remove "+ld+" or pick another --checkpoint-dir")
+	if steps, _ := filepath.Glob(filepath.Join(ld, "step-*")); len(steps) != 2 {
+		t.Errorf("the refused run changed %s: steps %q, want the first run's 4 and 8", ld, steps)
+	}
+	// Continuing it is what --resume is for; a run saving nothing is fine.
+	if code, _, stderr := run("--steps", "12", "--checkpoint-every", "4", "--resume"); code != 0 {
+		t.Errorf("--resume: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := run("--steps", "3"); code != 0 {
+		t.Errorf("a run that saves no checkpoint: exit %d: %s", code, stderr)
+	}
+}
+
+// TestResumeChecksEveryLoaderFirst resumes --loader local,helix where
+// only local has a checkpoint: local trained, then helix failed, its
+// work thrown away and no table printed. The job must fail before local
+// trains; --resume=auto still starts helix from step 0.
+func TestResumeChecksEveryLoaderFirst(t *testing.T) {
+	data := gentest.Tiny(t)
+	dir := filepath.Join(t.TempDir(), "ck")
+	run := func(flags ...string) (int, string, string) {
+		return runMain(fastRun(data, append([]string{"--ranks", "2", "--steps", "8", "--checkpoint-dir", dir}, flags...)...)...)
+	}
+	if code, _, stderr := run("--loader", "local", "--checkpoint-every", "4"); code != 0 {
+		t.Fatalf("first run: exit %d: %s", code, stderr)
+	}
+	code, stdout, stderr := run("--loader", "local,helix", "--resume")
+	oneLine(t, "--resume, helix without a checkpoint", code, stdout, stderr, 1,
+		"datahelix: --resume: no complete checkpoint of loader helix for 2 ranks in "+filepath.Join(dir, "helix")+
+			" ("+dir+" holds other loaders' checkpoints, the latest at step 4: resume with the --loader that wrote them)")
+	// Nor may a later loader's checkpoint be another job's (batch 2).
+	code, stdout, stderr = run("--loader", "helix,local", "--resume=auto", "--batch", "3")
+	oneLine(t, "--resume=auto --batch 3", code, stdout, stderr, 1,
+		"datahelix: --resume: "+filepath.Join(dir, "local", "step-000000004", "rank-00000.json")+" was written with batch 2, seed 1, 8 shards; this run has 3, 1, 8")
+	code, stdout, stderr = run("--loader", "local,helix", "--resume=auto")
+	if code != 0 || !strings.Contains(stderr, "loader local resumes from step 4") || !strings.Contains(stderr, "loader helix starts from step 0") ||
+		!strings.Contains(stdout, "batches hash") {
+		t.Errorf("--resume=auto: exit %d, stderr %q, stdout %q; want local resumed, helix fresh, a table", code, stderr, stdout)
+	}
+}
+
+// TestRunShardSplitRefusedOnce checks that shards that do not split over
+// the ranks are said once, before any loader, without "loader torch:" in
+// front as if the loader were at fault.
+func TestRunShardSplitRefusedOnce(t *testing.T) {
+	data := gentest.Tiny(t)
+	for _, c := range []struct {
+		ranks, want string
+	}{
+		{"3", "datahelix: spmd: 8 shards do not split evenly over 3 ranks (shard i goes to rank i mod 3): use a rank count that divides 8, or reshard"},
+		{"16", "datahelix: spmd: 8 shards cannot feed 16 ranks: every rank needs at least one shard (shard i goes to rank i mod 16)"},
+	} {
+		code, stdout, stderr := runMain(fastRun(data, "--ranks", c.ranks, "--steps", "2")...)
+		oneLine(t, "--ranks "+c.ranks, code, stdout, stderr, 1, c.want)
+	}
+}
+
+// TestRunJSONAndTraceSamePath gives --json and --trace one file, in
+// several spellings: the trace replaced the summary.
+func TestRunJSONAndTraceSamePath(t *testing.T) {
+	data := gentest.Tiny(t)
+	t.Chdir(t.TempDir()) // where a regression would write "-"
+	dir := t.TempDir()
+	x := filepath.Join(dir, "x")
+	if err := os.WriteFile(x, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(x, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range [][2]string{
+		{x, x},
+		{x, filepath.Join(dir, ".", "sub", "..", "x")},
+		{x, link},
+	} {
+		code, stdout, stderr := runMain(fastRun(data, "--ranks", "2", "--steps", "2", "--json", c[0], "--trace", c[1])...)
+		oneLine(t, c[0]+" and "+c[1], code, stdout, stderr, 2,
+			"datahelix: --json "+c[0]+" and --trace "+c[1]+" are the same file: the trace would replace the summary; give them different paths")
+	}
+	code, stdout, stderr := runMain(fastRun(data, "--ranks", "2", "--steps", "2", "--json", "-", "--trace", "-")...)
+	oneLine(t, "both -", code, stdout, stderr, 2, "datahelix: --json - and --trace - both write to standard output: give one of them a file")
+}
+
+// TestRunOutputsToStdout checks that --json - and --trace - write to
+// standard output, as bench --json - does, the table then going to
+// standard error, and create no file named "-".
+func TestRunOutputsToStdout(t *testing.T) {
+	data := gentest.Tiny(t)
+	t.Chdir(t.TempDir())
+	code, stdout, stderr := runMain(fastRun(data, "--ranks", "2", "--steps", "3", "--loader", "local,helix", "--json", "-")...)
+	var rs []spmd.Summary
+	if err := json.Unmarshal([]byte(stdout), &rs); code != 0 || err != nil || len(rs) != 2 || !strings.Contains(stderr, "batches hash") {
+		t.Errorf("--json -: exit %d, %d summaries (%v), stdout %q, stderr %q; want the summaries on stdout, the table on stderr", code, len(rs), err, stdout, stderr)
+	}
+	trace := filepath.Join(t.TempDir(), "t.jsonl")
+	code, stdout, stderr = runMain(fastRun(data, "--ranks", "2", "--steps", "3", "--loader", "local", "--json", "-", "--trace", trace)...)
+	if raw, err := os.ReadFile(trace); code != 0 || err != nil || bytes.Count(raw, []byte("\n")) != 2*3 || json.Unmarshal([]byte(stdout), &rs) != nil {
+		t.Errorf("--json - --trace FILE: exit %d, stderr %q: want the summaries on stdout and 6 lines in the trace", code, stderr)
+	}
+	code, stdout, stderr = runMain(fastRun(data, "--ranks", "2", "--steps", "3", "--loader", "local", "--trace", "-")...)
+	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+	for _, l := range lines {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(l), &v); err != nil || v["loader"] != "local" {
+			t.Errorf("--trace -: stdout line %q is no trace record (%v)", l, err)
+		}
+	}
+	if code != 0 || len(lines) != 2*3 || !strings.Contains(stderr, "batches hash") {
+		t.Errorf("--trace -: exit %d, %d stdout lines, stderr %q; want 6 records and the table on stderr", code, len(lines), stderr)
+	}
+	if _, err := os.Stat("-"); !os.IsNotExist(err) {
+		t.Errorf("a file named - was created (stat: %v)", err)
+	}
+}
+
+// TestRunWarnsNoCheckpoint gives --checkpoint-dir without a
+// --checkpoint-every that saves one within --steps: nothing was saved,
+// silently, and a later --resume failed. One warning line says so,
+// unless the run resumes.
+func TestRunWarnsNoCheckpoint(t *testing.T) {
+	data := gentest.Tiny(t)
+	dir := filepath.Join(t.TempDir(), "y")
+	for _, c := range []struct {
+		flags []string
+		want  string
+	}{
+		{nil, "datahelix: warning: --checkpoint-dir " + dir + ": no checkpoint will be written (--checkpoint-every 0)\n"},
+		{[]string{"--checkpoint-every", "100"}, "datahelix: warning: --checkpoint-dir " + dir + ": no checkpoint will be written (--checkpoint-every 100 steps, beyond --steps 3)\n"},
+		{[]string{"--checkpoint-every", "3"}, "datahelix: warning: --checkpoint-dir " + dir + ": no checkpoint will be written (--checkpoint-every 3 steps, beyond --steps 3)\n"},
+		{[]string{"--checkpoint-every", "2"}, ""},
+	} {
+		code, _, stderr := runMain(fastRun(data, append([]string{"--ranks", "2", "--steps", "3", "--loader", "local", "--checkpoint-dir", dir}, c.flags...)...)...)
+		if code != 0 || stderr != c.want {
+			t.Errorf("%q: exit %d, stderr %q; want %q", c.flags, code, stderr, c.want)
+		}
+	}
+	// Resuming (from the checkpoint at step 2) needs to save none.
+	code, _, stderr := runMain(fastRun(data, "--ranks", "2", "--steps", "3", "--loader", "local", "--checkpoint-dir", dir, "--resume")...)
+	if code != 0 || strings.Contains(stderr, "warning") {
+		t.Errorf("--resume: exit %d, stderr %q; want no warning", code, stderr)
+	}
+}
+
+// TestPrintTableSteadyRowsAnyLoader prints a resumed torch of 5 steps
+// beside a helix of 20: the steady rows were left out because the first
+// loader had none; they must show, n/a for torch.
+func TestPrintTableSteadyRowsAnyLoader(t *testing.T) {
+	sum := func(loader string, steps int) spmd.Summary {
+		return spmd.Summary{Loader: loader, Ranks: 2, Steps: steps, WarmupSteps: 8, SteadyMissRate: 0.25, SteadyGPUWaitFrac: 0.5, SteadyThroughputSPS: 12}
+	}
+	var b bytes.Buffer
+	printTable(&b, []spmd.Summary{sum("torch", 5), sum("helix", 20)}, 2, &runFlags{})
+	out := b.String()
+	for _, want := range []string{
+		"after 8 steps: misses             n/a          25.0%\n",
+		"             GPU wait             n/a          50.0%\n",
+		"             throughput            n/a 12.0 samples/s\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "after the first 8 steps") {
+		t.Errorf("table compares steady figures torch does not have:\n%s", out)
+	}
+}

@@ -1,0 +1,175 @@
+package spmd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/datahelix/datahelix/collective"
+	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/decode/gen/gentest"
+)
+
+// wantEveryRank fails the test unless every error of errs is the same
+// collective.AllRanks error containing want.
+func wantEveryRank(t *testing.T, what string, errs []error, want string) {
+	t.Helper()
+	for r, err := range errs {
+		if err == nil || !collective.IsAllRanks(err) || !strings.Contains(err.Error(), want) || err.Error() != errs[0].Error() {
+			t.Errorf("%s: rank %d: got %v; want the every-rank error containing %q", what, r, err, want)
+		}
+	}
+}
+
+// TestResumeWithFewerRanks resumes a 4-rank job's checkpoint with 2
+// ranks: the step counted as complete for 2 (its files of ranks 0 and 1
+// are there), the ranks then read files "written by rank 0 of 4" and the
+// job ended in MPI_Abort. It must be no complete checkpoint for 2 ranks,
+// on every rank, saying which rank count wrote it; the other way round
+// (2 ranks' checkpoint, 4 ranks resuming) says the same.
+func TestResumeWithFewerRanks(t *testing.T) {
+	data := gentest.Tiny(t)
+	dir := t.TempDir()
+	cfg := testConfig(KindLocal)
+	cfg.Steps, cfg.CheckpointDir, cfg.CheckpointEvery = 8, dir, 4
+	_, errs := runInProcess(t, 4, data, cfg)
+	requireOK(t, errs)
+
+	cfg.CheckpointEvery, cfg.Resume = 0, true
+	_, errs = runInProcess(t, 2, data, cfg)
+	want := fmt.Sprintf("--resume: no complete checkpoint of loader local for 2 ranks in %s (its step 4 was written by a 4-rank job; resume with -np 4)",
+		filepath.Join(dir, "local"))
+	wantEveryRank(t, "4-rank checkpoint, 2 ranks", errs, want)
+	for r, err := range errs {
+		if !errors.Is(err, ErrNoCheckpoint) || err.Error() != want {
+			t.Errorf("rank %d: got %v, want exactly %q", r, err, want)
+		}
+	}
+
+	// A 2-rank job's checkpoint, 4 ranks resuming.
+	dir2 := t.TempDir()
+	cfg.CheckpointDir, cfg.CheckpointEvery, cfg.Resume = dir2, 4, false
+	_, errs = runInProcess(t, 2, data, cfg)
+	requireOK(t, errs)
+	cfg.CheckpointEvery, cfg.Resume = 0, true
+	_, errs = runInProcess(t, 4, data, cfg)
+	wantEveryRank(t, "2-rank checkpoint, 4 ranks", errs, "(its step 4 was written by a 2-rank job; resume with -np 2)")
+}
+
+// TestResumeAnotherBatchIsEveryRanks resumes with another --batch: every
+// rank's file says so alike, and the error must be every rank's (one
+// line, a clean exit), not each rank's own, which ended in MPI_Abort.
+func TestResumeAnotherBatchIsEveryRanks(t *testing.T) {
+	data := gentest.Tiny(t)
+	dir := t.TempDir()
+	cfg := testConfig(KindTorch)
+	cfg.Steps, cfg.CheckpointDir, cfg.CheckpointEvery = 8, dir, 4
+	_, errs := runInProcess(t, 4, data, cfg)
+	requireOK(t, errs)
+	cfg.CheckpointEvery, cfg.Resume, cfg.Batch = 0, true, 3
+	_, errs = runInProcess(t, 4, data, cfg)
+	wantEveryRank(t, "--batch 3 after --batch 2", errs, "was written with batch 2, seed 7, 8 shards; this run has 3, 7, 8")
+}
+
+// checkJob runs CheckJob on n in-process ranks over the dataset at data.
+func checkJob(t *testing.T, n int, data string, cfg Config, kinds ...Kind) []error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	index := t.TempDir()
+	return collective.RunLocal(ctx, n, func(ctx context.Context, c collective.Comm) error {
+		ds, err := decode.OpenDataset(data, index)
+		if err != nil {
+			return err
+		}
+		defer ds.Close()
+		return CheckJob(c, ds, cfg, kinds)
+	})
+}
+
+// TestCheckJob checks what a job must refuse before its first loader
+// trains, on every rank alike: a new run saving checkpoints where an
+// earlier run's are (a later --resume took the earlier run's newer steps
+// for its own), a --resume where some loader has no checkpoint (found
+// only after the loaders before it trained), and shards that do not
+// split over the ranks (said as if a loader's fault).
+func TestCheckJob(t *testing.T) {
+	data := gentest.Tiny(t)
+	dir := t.TempDir()
+	writeCheckpoints := func(k Kind, step int64, ranks int) {
+		for r := range ranks {
+			p := checkpointPath(dir, k, step, r)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			st := checkpointState{Version: checkpointVersion, Step: step, Rank: r, Ranks: ranks, Loader: k.String(), Batch: 2, Seed: 7, Shards: 8}
+			b, err := json.Marshal(st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	writeCheckpoints(KindTorch, 10, 2)
+	writeCheckpoints(KindTorch, 57, 2)
+	base := testConfig(KindTorch)
+	base.Steps, base.CheckpointDir = 60, dir
+
+	fresh := base
+	fresh.CheckpointEvery = 5
+	errs := checkJob(t, 2, data, fresh, KindTorch, KindHelix)
+	wantEveryRank(t, "new run into an earlier run's directory", errs,
+		fmt.Sprintf("--checkpoint-dir %s: %s holds checkpoints of an earlier run, the newest at step 57, which a later --resume would take for this run's: pass --resume to continue that run, or remove %s or pick another --checkpoint-dir",
+			dir, filepath.Join(dir, "torch"), filepath.Join(dir, "torch")))
+	// A loader with no checkpoint file there (a job killed while writing
+	// its first left a temporary file), or a run that saves none, is fine.
+	tmp := checkpointPath(dir, KindHelix, 5, 0) + ".tmp"
+	if err := os.MkdirAll(filepath.Dir(tmp), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tmp, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	requireOK(t, checkJob(t, 2, data, fresh, KindHelix))
+	none := base
+	none.CheckpointEvery = 0
+	requireOK(t, checkJob(t, 2, data, none, KindTorch))
+	none.CheckpointEvery = 60
+	requireOK(t, checkJob(t, 2, data, none, KindTorch))
+
+	resume := base
+	resume.Resume = true
+	requireOK(t, checkJob(t, 2, data, resume, KindTorch))
+	errs = checkJob(t, 2, data, resume, KindTorch, KindLocal)
+	wantEveryRank(t, "--resume, local without a checkpoint", errs, "--resume: no complete checkpoint of loader local for 2 ranks in "+filepath.Join(dir, "local"))
+	for r, err := range errs {
+		if !errors.Is(err, ErrNoCheckpoint) {
+			t.Errorf("rank %d: %v is not ErrNoCheckpoint", r, err)
+		}
+	}
+	// Another job's checkpoint (another batch) fails before any loader.
+	other := resume
+	other.Batch = 3
+	wantEveryRank(t, "--resume --batch 3", checkJob(t, 2, data, other, KindTorch),
+		"--resume: "+checkpointPath(dir, KindTorch, 57, 0)+" was written with batch 2, seed 7, 8 shards; this run has 3, 7, 8")
+	resume.ResumeIfAny = true
+	requireOK(t, checkJob(t, 2, data, resume, KindTorch, KindLocal))
+	other.ResumeIfAny = true
+	wantEveryRank(t, "--resume=auto --batch 3", checkJob(t, 2, data, other, KindLocal, KindTorch), "was written with batch 2")
+	resume.Steps = 50
+	wantEveryRank(t, "--resume=auto past --steps", checkJob(t, 2, data, resume, KindLocal, KindTorch),
+		fmt.Sprintf("--resume: the checkpoint in %s is at step 57, at or past --steps 50: nothing to run", filepath.Join(dir, "torch")))
+
+	errs = checkJob(t, 3, data, none, KindTorch)
+	wantEveryRank(t, "3 ranks", errs, "spmd: 8 shards do not split evenly over 3 ranks")
+	errs = checkJob(t, 16, data, none, KindTorch)
+	wantEveryRank(t, "16 ranks", errs, "spmd: 8 shards cannot feed 16 ranks")
+}
