@@ -48,7 +48,15 @@ func worker(mode string) int {
 		return 1
 	}
 	switch mode {
-	case "conformance":
+	case "share-cpus", "conformance":
+		if mode == "share-cpus" {
+			// As launcher does at start: the node's ranks compare CPU
+			// sets and choose their wait policy again.
+			if _, err := w.ShareNodeCPUs(); err != nil {
+				fmt.Fprintln(os.Stderr, "FAIL: ShareNodeCPUs:", err)
+				return 1
+			}
+		}
 		var log io.Writer
 		if os.Getenv("DATAHELIX_COLLECTIVE_TRACE") != "" {
 			log = os.Stderr
@@ -172,12 +180,16 @@ const waitByRankEnv = "DATAHELIX_TEST_WAIT_BY_RANK"
 // sleep, which any rank's choice makes every rank's).
 func TestMPIWaitPoliciesAgree(t *testing.T) {
 	requireMPIRun(t)
-	out, err, _ := mpirun(t, 2, "conformance", time.Minute, waitByRankEnv+"=block,sleep")
-	if err != nil {
-		t.Fatalf("ranks started with block and sleep: %v\n%s", err, out)
-	}
-	if n := strings.Count(out, "wait=sleep"); n != 2 {
-		t.Errorf("%d of 2 ranks report wait=sleep:\n%s", n, out)
+	// At MPI start, and again when the ranks choose after comparing CPU
+	// sets (ShareNodeCPUs).
+	for _, mode := range []string{"conformance", "share-cpus"} {
+		out, err, _ := mpirun(t, 2, mode, time.Minute, waitByRankEnv+"=block,sleep")
+		if err != nil {
+			t.Fatalf("%s: ranks started with block and sleep: %v\n%s", mode, err, out)
+		}
+		if n := strings.Count(out, "wait=sleep"); n != 2 {
+			t.Errorf("%s: %d of 2 ranks report wait=sleep:\n%s", mode, n, out)
+		}
 	}
 }
 

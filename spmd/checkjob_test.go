@@ -51,6 +51,14 @@ func TestResumeWithFewerRanks(t *testing.T) {
 			t.Errorf("rank %d: got %v, want exactly %q", r, err, want)
 		}
 	}
+	// --resume=auto, as a requeue that lands on another node count: not
+	// a fresh start, which would mix its files into the 4-rank steps and
+	// start over on every requeue.
+	cfg.ResumeIfAny = true
+	_, errs = runInProcess(t, 2, data, cfg)
+	wantEveryRank(t, "4-rank checkpoint, 2 ranks, --resume=auto", errs, want)
+	wantEveryRank(t, "CheckJob, 4-rank checkpoint, 2 ranks, --resume=auto", checkJob(t, 2, data, cfg, KindLocal), want)
+	cfg.ResumeIfAny = false
 
 	// A 2-rank job's checkpoint, 4 ranks resuming.
 	dir2 := t.TempDir()

@@ -209,10 +209,25 @@ var ErrNoCheckpoint = errors.New("spmd: no complete checkpoint")
 
 // noCheckpointError says which loader, ranks and directory had no
 // complete checkpoint; it unwraps to ErrNoCheckpoint.
-type noCheckpointError struct{ msg string }
+type noCheckpointError struct {
+	msg string
+	// foreign: another number of ranks completed a step of this loader,
+	// so the directory holds a checkpoint, just not one this job may take.
+	foreign bool
+}
 
 func (e noCheckpointError) Error() string { return e.msg }
 func (e noCheckpointError) Unwrap() error { return ErrNoCheckpoint }
+
+// startsFresh reports whether err lets --resume=auto start a loader from
+// step 0: there is no checkpoint at all. A checkpoint another number of
+// ranks wrote does not: starting over would write this job's files into
+// its step directories, which no later --resume could then take, and a
+// requeue landing on another node count would restart silently each time.
+func startsFresh(err error) bool {
+	var e noCheckpointError
+	return errors.Is(err, ErrNoCheckpoint) && !(errors.As(err, &e) && e.foreign)
+}
 
 // LatestCheckpoint returns the step of the newest checkpoint of loader k
 // in dir that every rank of comm completed. A step directory missing some
@@ -262,7 +277,7 @@ func latestCheckpointBefore(comm collective.Comm, dir string, k Kind, before int
 	if other := view[2]; other >= 0 {
 		msg += fmt.Sprintf(" (%s holds other loaders' checkpoints, the latest at step %d: resume with the --loader that wrote them)", dir, other)
 	}
-	return -1, collective.AllRanks(noCheckpointError{msg})
+	return -1, collective.AllRanks(noCheckpointError{msg: msg, foreign: view[3] >= 0})
 }
 
 // restore loads the latest checkpoint of this loader that every rank
@@ -278,7 +293,7 @@ func (l *Loader) restore() (int64, error) {
 	before := int64(math.MaxInt64)
 	for {
 		step, err := latestCheckpointBefore(l.comm, dir, k, before)
-		if errors.Is(err, ErrNoCheckpoint) && (l.cfg.ResumeIfAny || before != math.MaxInt64) {
+		if startsFresh(err) && (l.cfg.ResumeIfAny || before != math.MaxInt64) {
 			if before != math.MaxInt64 {
 				err = fmt.Errorf("no readable checkpoint of loader %s in %s: the newer ones do not read (see above)", k, loaderCheckpointDir(dir, k))
 			}
@@ -524,9 +539,11 @@ func checkStartCheckpoints(comm collective.Comm, ds *decode.Dataset, cfg Config,
 		for _, k := range kinds {
 			step, err := LatestCheckpoint(comm, dir, k)
 			switch {
-			case errors.Is(err, ErrNoCheckpoint) && cfg.ResumeIfAny:
+			case startsFresh(err) && cfg.ResumeIfAny:
 			case err != nil:
-				return collective.AllRanks(fmt.Errorf("--resume: %w", err))
+				// No checkpoint is every rank's error already; a failed
+				// broadcast is this rank's own.
+				return fmt.Errorf("--resume: %w", err)
 			case step >= int64(cfg.Steps):
 				return collective.AllRanks(fmt.Errorf("--resume: the checkpoint in %s is at step %d, at or past --steps %d: nothing to run",
 					loaderCheckpointDir(dir, k), step, cfg.Steps))
