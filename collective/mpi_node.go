@@ -56,20 +56,15 @@ func (w *World) ShareNodeCPUs() ([]unix.CPUSet, error) {
 		return nil, err
 	}
 	sets := make([]unix.CPUSet, len(blocks))
-	var union unix.CPUSet
 	for i, b := range blocks {
 		if sets[i], err = DecodeCPUSet(b); err != nil {
 			sets = nil // that rank does not know its CPUs
 			break
 		}
-		for c := 0; c < cpuSetWords*64; c++ {
-			if sets[i].IsSet(c) {
-				union.Set(c)
-			}
-		}
 	}
 	p := w.WaitPolicy()
 	if sets != nil {
+		union, _ := UnionCPUs(sets)
 		UseNodeCPUs(union.Count())
 		if p, err = defaultWaitPolicy(w.info.LocalSize); err != nil {
 			return nil, err

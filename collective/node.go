@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -56,8 +57,13 @@ func NodeCPUs() int {
 	if n := nodeCPUs.Load(); n > 0 {
 		return int(n)
 	}
-	return cgroupCPUs()
+	return cgroupCPUsOnce()
 }
+
+// cgroupCPUsOnce is cgroupCPUs read once per process: the cpuset of a
+// process does not change while MPI starts, and NodeCPUs is asked more
+// than once.
+var cgroupCPUsOnce = sync.OnceValue(cgroupCPUs)
 
 // UseNodeCPUs makes NodeCPUs return n, the number of CPUs the ranks of
 // this node may use together as they found out (n < 1 is ignored).
@@ -175,6 +181,22 @@ func ParseCPUList(s string) ([]int, error) {
 		}
 	}
 	return cpus, nil
+}
+
+// UnionCPUs returns the union of sets and whether they are pairwise
+// disjoint (no CPU in two of them: a launcher bound each rank to CPUs of
+// its own).
+func UnionCPUs(sets []unix.CPUSet) (union unix.CPUSet, disjoint bool) {
+	disjoint = true
+	for i := range sets {
+		for c := 0; c < cpuSetWords*64; c++ {
+			if sets[i].IsSet(c) {
+				disjoint = disjoint && !union.IsSet(c)
+				union.Set(c)
+			}
+		}
+	}
+	return union, disjoint
 }
 
 // cpuSetWords is the number of 64-bit words of a unix.CPUSet.

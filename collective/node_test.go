@@ -87,3 +87,28 @@ func TestNodeCPUs(t *testing.T) {
 		t.Errorf("NodeCPUs() = %d after UseNodeCPUs(0), want 1 still", n)
 	}
 }
+
+// TestUnionCPUs checks the union of CPU sets and whether they overlap.
+func TestUnionCPUs(t *testing.T) {
+	set := func(cpus ...int) (s unix.CPUSet) {
+		for _, c := range cpus {
+			s.Set(c)
+		}
+		return s
+	}
+	for _, tt := range []struct {
+		sets     []unix.CPUSet
+		count    int
+		disjoint bool
+	}{
+		{[]unix.CPUSet{set(0), set(1), set(64, 200)}, 4, true},
+		{[]unix.CPUSet{set(0, 1), set(1, 2)}, 3, false},
+		{[]unix.CPUSet{set(3), set(3)}, 1, false},
+		{nil, 0, true},
+	} {
+		union, disjoint := UnionCPUs(tt.sets)
+		if union.Count() != tt.count || disjoint != tt.disjoint {
+			t.Errorf("UnionCPUs(%v) = %d CPUs, disjoint %v; want %d, %v", tt.sets, union.Count(), disjoint, tt.count, tt.disjoint)
+		}
+	}
+}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/pkg/profile"
-	"golang.org/x/sys/unix"
 
 	"github.com/datahelix/datahelix/collective"
 )
@@ -211,7 +210,7 @@ func pinRank(pin autoBool, w *collective.World, errOut io.Writer) error {
 		}
 		return err
 	}
-	union, disjoint := unionCPUs(sets)
+	union, disjoint := collective.UnionCPUs(sets)
 	if pin == autoAuto && info.LocalSize <= union.Count() {
 		return nil
 	}
@@ -226,21 +225,6 @@ func pinRank(pin autoBool, w *collective.World, errOut io.Writer) error {
 	}
 	_, err = pinCPUsOf(union, info.LocalRank, info.LocalSize)
 	return err
-}
-
-// unionCPUs returns the union of sets and whether they are pairwise
-// disjoint.
-func unionCPUs(sets []unix.CPUSet) (union unix.CPUSet, disjoint bool) {
-	disjoint = true
-	for i := range sets {
-		for _, c := range cpusIn(&sets[i]) {
-			if union.IsSet(c) {
-				disjoint = false
-			}
-			union.Set(c)
-		}
-	}
-	return union, disjoint
 }
 
 // runLocal runs body on f.ranks goroutines sharing an in-process world
