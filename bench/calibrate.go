@@ -149,7 +149,7 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig) (*Calibration, error) {
 		if made {
 			logf("generated %d %s samples into %s in %.0fs", gc.Samples, p, dir, time.Since(t0).Seconds())
 		}
-		ds, err := decode.OpenDataset(dir, filepath.Join(cfg.CacheDir, "index"))
+		ds, err := decode.OpenDataset(dir, decode.IndexCacheDir(cfg.CacheDir))
 		if err != nil {
 			return nil, fmt.Errorf("bench calibrate: %w", err)
 		}

@@ -76,7 +76,7 @@ func prepareRealJob(ctx context.Context, re RealEnv, w *Workload, cal *Calibrati
 		return nil, err
 	}
 	j.data = rd
-	ds, err := decode.OpenDataset(rd.Dir, filepath.Join(re.CacheDir, "index"))
+	ds, err := decode.OpenDataset(rd.Dir, decode.IndexCacheDir(re.CacheDir))
 	if err != nil {
 		return nil, wrapf(err, "workload %s", w.Name)
 	}

@@ -124,7 +124,7 @@ func measureDecode(ctx context.Context, re RealEnv, preset, tmp string) (decodeM
 	if err != nil {
 		return m, err
 	}
-	ds, err := decode.OpenDataset(dir, filepath.Join(re.CacheDir, "index"))
+	ds, err := decode.OpenDataset(dir, decode.IndexCacheDir(re.CacheDir))
 	if err != nil {
 		return m, fmt.Errorf("bench: %w", err)
 	}

@@ -117,7 +117,7 @@ func shardPaths(pathOrGlob string) ([]string, error) {
 // ("*.dhidx.tmp*").
 func isIndexFile(p string) bool {
 	base := filepath.Base(p)
-	return strings.HasSuffix(base, ".dhidx") || strings.Contains(base, ".dhidx.tmp")
+	return strings.HasSuffix(base, indexSuffix) || strings.Contains(base, indexSuffix+".tmp")
 }
 
 // compressedTarSuffixes are the names of compressed tar archives, which
@@ -163,10 +163,9 @@ func compressedDirError(dir string, nTar int, compressed []string) error {
 	if len(compressed) == 1 {
 		what = fmt.Sprintf("1 compressed shard (%s)", sufs[0])
 	}
-	const why = "shards must be uncompressed tar files, which allow random access to samples"
 	if nTar == 0 {
 		return &kindError{kinds: []error{ErrNoShards, ErrCompressedShard},
-			msg: fmt.Sprintf("%v: directory %s has no *.tar files; %s must be decompressed first (%s)", ErrNoShards, dir, what, why)}
+			msg: fmt.Sprintf("%v: directory %s has no *.tar files; %s must be decompressed first (%s)", ErrNoShards, dir, what, uncompressedOnly)}
 	}
 	tars := fmt.Sprintf("%d *.tar shards", nTar)
 	if nTar == 1 {
@@ -174,7 +173,7 @@ func compressedDirError(dir string, nTar int, compressed []string) error {
 	}
 	return &kindError{kinds: []error{ErrCompressedShard},
 		msg: fmt.Sprintf("decode: directory %s mixes %s with %s such as %s: decompress them first (%s) "+
-			"or move them out of the directory, rather than train on part of the dataset", dir, tars, what, filepath.Join(dir, compressed[0]), why)}
+			"or move them out of the directory, rather than train on part of the dataset", dir, tars, what, filepath.Join(dir, compressed[0]), uncompressedOnly)}
 }
 
 // kindError is an error with its own message that unwraps to sentinel

@@ -20,6 +20,9 @@ var ErrCorruptShard = errors.New("decode: corrupt or truncated shard")
 // uncompressed tar files: samples are read by random access.
 var ErrCompressedShard = errors.New("decode: compressed shard")
 
+// uncompressedOnly says why a compressed shard is refused.
+const uncompressedOnly = "shards must be uncompressed tar files, which allow random access to samples"
+
 // compressions are the signatures of the compressed formats a tar archive
 // is commonly wrapped in, and the command that undoes each.
 var compressions = []struct {
@@ -38,7 +41,7 @@ type compressedError struct {
 }
 
 func (e *compressedError) Error() string {
-	return fmt.Sprintf("shards must be uncompressed tar files, which allow random access to samples; decompress it first, e.g. %s %s > NEW.tar", e.undo, e.path)
+	return fmt.Sprintf("%s; decompress it first, e.g. %s %s > NEW.tar", uncompressedOnly, e.undo, e.path)
 }
 
 func (e *compressedError) Is(target error) bool { return target == ErrCompressedShard }

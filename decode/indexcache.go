@@ -40,6 +40,16 @@ func DefaultCacheDir() string {
 	return filepath.Join(os.TempDir(), "datahelix-cache")
 }
 
+// IndexCacheDir is where the shard indexes of a cache directory (such as
+// DefaultCacheDir) are kept: the cacheDir every command passes to
+// OpenDataset, so that they share the indexes and none writes beside the
+// shards.
+func IndexCacheDir(cacheRoot string) string { return filepath.Join(cacheRoot, "index") }
+
+// indexSuffix ends the name of an index cache file (cachePath); its
+// temporary files while it is written add ".tmp" and more.
+const indexSuffix = ".dhidx"
+
 // errIndexCache reports a cache file that cannot be used; the index is
 // then rebuilt from the shard.
 var errIndexCache = errors.New("decode: unusable index cache")
@@ -51,7 +61,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // same base name in different directories apart.
 func cachePath(shardPath, cacheDir string) string {
 	if cacheDir == "" {
-		return shardPath + ".dhidx"
+		return shardPath + indexSuffix
 	}
 	abs, err := filepath.Abs(shardPath)
 	if err != nil {
@@ -59,7 +69,7 @@ func cachePath(shardPath, cacheDir string) string {
 	}
 	h := fnv.New64a()
 	h.Write([]byte(abs))
-	return filepath.Join(cacheDir, fmt.Sprintf("%s.%016x.dhidx", filepath.Base(shardPath), h.Sum64()))
+	return filepath.Join(cacheDir, fmt.Sprintf("%s.%016x%s", filepath.Base(shardPath), h.Sum64(), indexSuffix))
 }
 
 // encodeIndex serializes idx for a shard of the given size and mtime.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"path/filepath"
 
 	"github.com/datahelix/datahelix/bench"
 	"github.com/datahelix/datahelix/collective"
@@ -50,7 +49,7 @@ func runBenchExchange(ctx context.Context, stdout, stderr io.Writer, args []stri
 				return err
 			}
 		}
-		ds, err := decode.OpenDataset(path, filepath.Join(root, "index"))
+		ds, err := decode.OpenDataset(path, decode.IndexCacheDir(root))
 		if err != nil {
 			return collective.AllRanks(err)
 		}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -191,7 +190,7 @@ func indexCacheDir(dir string) string {
 	if dir != "" {
 		return dir
 	}
-	return filepath.Join(cacheRoot(""), "index")
+	return decode.IndexCacheDir(cacheRoot(""))
 }
 
 // checkHashesUsage is the help of run's and decode's --check-hashes.

@@ -358,7 +358,7 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 	}
 	// A node may see the data differently (node-local copies, a stale
 	// view of a shared file system): the ranks agree before going on.
-	ds, err := decode.OpenDataset(data, filepath.Join(root, "index"))
+	ds, err := decode.OpenDataset(data, decode.IndexCacheDir(root))
 	if err == nil {
 		defer ds.Close()
 	}
