@@ -3,7 +3,6 @@ package spmd
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"sync"
 	"time"
@@ -158,14 +157,12 @@ func NewLoader(ctx context.Context, comm collective.Comm, ds *decode.Dataset, cf
 	if err := cfg.setDefaults(); err != nil {
 		return nil, collective.AllRanks(err)
 	}
+	if err := checkEmptyShards(ds); err != nil {
+		return nil, err
+	}
 	sizes := make([]int, len(ds.Shards))
 	for i, s := range ds.Shards {
 		sizes[i] = s.Len()
-		if sizes[i] == 0 {
-			// Every rank sees every shard's count (the launcher has the
-			// ranks agree on them), so every rank fails here alike.
-			return nil, collective.AllRanks(fmt.Errorf("spmd: shard %s has no samples: the rank reading it would have nothing to train on; remove it from the dataset", s.Path()))
-		}
 	}
 	reader, err := NewReader(sizes, comm.Rank(), comm.Size(), cfg.Seed, cfg.ShuffleBuffer)
 	if err != nil {

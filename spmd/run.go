@@ -136,14 +136,18 @@ func firstRun(ds *decode.Dataset) bool {
 	return true
 }
 
-// checkEmptyShards fails, on every rank alike, a dataset with a shard
-// the index found no sample in but skipped members of, saying why (its
-// first warning); the loader refuses an empty shard without warnings.
+// checkEmptyShards fails a dataset with a shard the index found no
+// sample in, saying why when it skipped members (its first warning).
+// Every rank sees every shard's count (the launcher has the ranks agree
+// on them), so every rank fails alike.
 func checkEmptyShards(ds *decode.Dataset) error {
 	for _, s := range ds.Shards {
-		w := s.Warnings()
-		if s.Len() > 0 || len(w) == 0 {
+		if s.Len() > 0 {
 			continue
+		}
+		w := s.Warnings()
+		if len(w) == 0 {
+			return collective.AllRanks(fmt.Errorf("spmd: shard %s has no samples: the rank reading it would have nothing to train on; remove it from the dataset", s.Path()))
 		}
 		more := ""
 		switch len(w) {
