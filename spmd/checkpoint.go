@@ -252,15 +252,8 @@ func latestCheckpointBefore(comm collective.Comm, dir string, k Kind, before int
 		s := scanCheckpoints(dir, k, comm.Size(), before)
 		view[0], view[1], view[2], view[3], view[4] = s.latest, s.incomplete, s.other, s.foreignStep, int64(s.foreignRanks)
 	}
-	buf := make([]byte, 0, 8*len(view))
-	for _, v := range view {
-		buf = binary.LittleEndian.AppendUint64(buf, uint64(v))
-	}
-	if err := comm.Bcast(buf, 0); err != nil {
+	if err := bcastInt64s(comm, view); err != nil {
 		return 0, err
-	}
-	for i := range view {
-		view[i] = int64(binary.LittleEndian.Uint64(buf[8*i:]))
 	}
 	if view[0] >= 0 {
 		return view[0], nil
@@ -278,6 +271,23 @@ func latestCheckpointBefore(comm collective.Comm, dir string, k Kind, before int
 		msg += fmt.Sprintf(" (%s holds other loaders' checkpoints, the latest at step %d: resume with the --loader that wrote them)", dir, other)
 	}
 	return -1, collective.AllRanks(noCheckpointError{msg: msg, foreign: view[3] >= 0})
+}
+
+// bcastInt64s replaces vals on every rank of comm with rank 0's: what
+// rank 0 read of a checkpoint directory, so that every rank decides
+// alike even if their views of a shared file system differ.
+func bcastInt64s(comm collective.Comm, vals []int64) error {
+	buf := make([]byte, 0, 8*len(vals))
+	for _, v := range vals {
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(v))
+	}
+	if err := comm.Bcast(buf, 0); err != nil {
+		return err
+	}
+	for i := range vals {
+		vals[i] = int64(binary.LittleEndian.Uint64(buf[8*i:]))
+	}
+	return nil
 }
 
 // restore loads the latest checkpoint of this loader that every rank
@@ -582,15 +592,11 @@ func checkStartCheckpoints(comm collective.Comm, ds *decode.Dataset, cfg Config,
 			}
 		}
 	}
-	buf := make([]byte, 0, 8*len(newest))
-	for _, v := range newest {
-		buf = binary.LittleEndian.AppendUint64(buf, uint64(v))
-	}
-	if err := comm.Bcast(buf, 0); err != nil {
+	if err := bcastInt64s(comm, newest); err != nil {
 		return err
 	}
 	for i, k := range kinds {
-		if step := int64(binary.LittleEndian.Uint64(buf[8*i:])); step >= 0 {
+		if step := newest[i]; step >= 0 {
 			ld := loaderCheckpointDir(dir, k)
 			return collective.AllRanks(fmt.Errorf("--checkpoint-dir %s: %s holds checkpoints of an earlier run, the newest at step %d, which a later --resume would take for this run's: pass --resume to continue that run, or remove %s or pick another --checkpoint-dir",
 				dir, ld, step, ld))
