@@ -776,18 +776,25 @@ func (w *World) Abort(code int, msg string) {
 		who += " on " + w.info.Host
 	}
 	fmt.Fprintf(os.Stderr, "datahelix: %s aborting the job: %s\n", who, msg)
-	// MPICH 4.0's MPI_Abort, called while another thread is blocked in a
-	// collective that cannot complete, can spin on that thread's lock and
-	// never return nor end the job. A rank that exits without
-	// MPI_Finalize also ends the job under both launchers, so that is the
-	// fall-back; not when Open MPI is asked to hold an aborting rank for
-	// a debugger to attach (mpi_abort_delay).
+	// If MPI_Abort neither returns nor ends the job, a rank that exits
+	// without MPI_Finalize also ends it under both launchers, so that is
+	// the fall-back; not when Open MPI is asked to hold an aborting rank
+	// for a debugger to attach (mpi_abort_delay).
 	if os.Getenv("OMPI_MCA_mpi_abort_delay") == "" {
-		time.AfterFunc(abortFallback, func() { os.Exit(code) })
+		time.AfterFunc(abortFallback, func() {
+			fmt.Fprintf(os.Stderr, "datahelix: %s: MPI_Abort did not end the job within %v; exiting with code %d\n", who, abortFallback, code)
+			os.Exit(code)
+		})
 	}
 	// Called directly, not through the MPI thread: the thread may be
-	// blocked in a collective that will never complete.
-	C.MPI_Abort(w.comm, C.int(code))
+	// blocked in a collective that will never complete. On
+	// MPI_COMM_WORLD, not the duplicate the ranks talk on: MPICH 4.0
+	// aborts any other communicator by messaging its members, which
+	// spins on the lock of a thread blocked in a collective, and the
+	// job then ended by the fall-back with whichever exit code the
+	// launcher saw first (1 or 9 as often as the abort's own). On the
+	// world communicator it goes straight to the process manager.
+	C.MPI_Abort(C.dhmpi_comm_world(), C.int(code))
 	os.Exit(code)
 }
 

@@ -269,6 +269,10 @@ func TestMPIAbortFromAnotherGoroutine(t *testing.T) {
 	if strings.Contains(out, "barrier passed") {
 		t.Errorf("a barrier completed without rank 0:\n%s", out)
 	}
+	// MPI_Abort itself ended the job, not the rank's fall-back exit.
+	if strings.Contains(out, "MPI_Abort did not end the job") {
+		t.Errorf("MPI_Abort did not end the job; the fall-back did:\n%s", out)
+	}
 	// Rank 0 sleeps an hour: only the abort can end the job this soon.
 	if took > 30*time.Second {
 		t.Errorf("job took %v to end after the abort", took)
