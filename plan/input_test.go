@@ -118,3 +118,42 @@ func TestParseMode(t *testing.T) {
 		t.Errorf("Mode(9).String() = %q, want mode(9)", got)
 	}
 }
+
+// TestRoomDoesNotWrap plans one late rank among many idle ones whose
+// deadlines and capacities are at the limits: each idle rank can take
+// about 2^56 µs of reference work, and 256 of them used to wrap the
+// planner's summed room negative, so rescue gave up on the late rank.
+func TestRoomDoesNotWrap(t *testing.T) {
+	const n, b = 256, 2
+	in := &Input{Params: Params{Mode: ModeHelix}, Batch: b}
+	for r := range n {
+		pr := Progress{Deadline: MaxTime, Capacity: MaxCapacity, Bandwidth: MaxBandwidth}
+		if r == 0 {
+			pr = Progress{Deadline: 1000, Capacity: One, Bandwidth: MaxBandwidth}
+		}
+		in.Ranks = append(in.Ranks, pr)
+		for i := range b {
+			cost := int64(10)
+			if r == 0 {
+				cost = 5000 // rank 0 needs 10 ms of its 1 ms
+			}
+			in.Samples = append(in.Samples, Sample{ID: uint64(b*r + i), Owner: r, Bytes: 1, Cost: cost})
+		}
+	}
+	if _, err := in.validate(nil); err != nil {
+		t.Fatal(err)
+	}
+	var p Planner
+	p.in = in
+	p.setup()
+	if p.excess[0] <= 0 || p.late != 1 {
+		t.Fatalf("rank 0 excess %d, %d late ranks; want rank 0 alone late", p.excess[0], p.late)
+	}
+	if need := -p.absorb(0, 1); p.room < need {
+		t.Fatalf("summed room %d of %d idle ranks, less than the %d rank 0 must shed", p.room, n-1, need)
+	}
+	p.rescue()
+	if p.excess[0] > 0 {
+		t.Errorf("rescue left rank 0 late by %d µs", p.excess[0])
+	}
+}

@@ -210,13 +210,24 @@ func (p *Planner) rescue() {
 }
 
 // roomOf is the reference work rank r can still take before it is late,
-// 0 if it is late: its share of p.room.
+// 0 if it is late, at most roomCap: its share of p.room.
 func (p *Planner) roomOf(r int32) int64 {
 	if p.excess[r] > 0 {
 		return 0
 	}
-	return p.absorb(r, 1)
+	return min(p.absorb(r, 1), roomCap)
 }
+
+// roomCap bounds one rank's share of p.room so that the sum cannot wrap:
+// a rank's room reaches 2^57 at the input limits (a 12-day deadline at
+// 65,536 CPUs), and 128 such ranks overflowed int64, while MaxRanks
+// ranks of roomCap sum to 2^60. The cap changes no decision: rescue
+// compares p.room with what a late rank must shed, which is at most its
+// work, at most MaxBatch*MaxCost, so a rank holding roomCap alone covers
+// it with or without the cap. (A late rank whose backlog is past its
+// deadline sheds the absorb sentinel, which no room covers: no exchange
+// can make it on time, and rescue would undo every one it tried.)
+const roomCap = MaxBatch * MaxCost
 
 // helpLate makes the best admissible exchange between the late rank s and
 // one of the ranks with the most slack, and reports whether it made one.
