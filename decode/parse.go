@@ -34,6 +34,10 @@ func memberKind(ext string) int {
 	return kindOther
 }
 
+// recognisedExts lists the extensions memberKind recognises, by kind,
+// for errors about samples with none of them.
+const recognisedExts = "video mp4 mov m4v webm mkv, image jpg jpeg png webp, text txt text json caption cls"
+
 // isMetadataExt reports whether a text member is metadata (json, cls)
 // rather than a caption or text part.
 func isMetadataExt(ext string) bool {
@@ -175,11 +179,18 @@ func ParseRecordLimits(s *Sample, lim Limits) (*Record, error) {
 	case r.Text != nil:
 		r.Modality = ModalityText
 	default:
+		if isFileSample(s) {
+			what := "the file name has no extension"
+			if ext := s.Members[0].Ext; ext != "" {
+				what = fmt.Sprintf("extension .%s", ext)
+			}
+			return nil, newSampleError(s, "", fmt.Errorf("%w: %s; recognised: %s", ErrNoPayload, what, recognisedExts))
+		}
 		exts := make([]string, len(s.Members))
 		for i, m := range s.Members {
 			exts[i] = m.Ext
 		}
-		return nil, newSampleError(s, "", fmt.Errorf("%w: members [%s]", ErrNoPayload, strings.Join(exts, " ")))
+		return nil, newSampleError(s, "", fmt.Errorf("%w: members [%s]; recognised: %s", ErrNoPayload, strings.Join(exts, " "), recognisedExts))
 	}
 	return r, nil
 }

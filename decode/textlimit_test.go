@@ -88,7 +88,11 @@ func TestSampleErrorNamesOnce(t *testing.T) {
 		{"bad video", decSample("k", map[string][]byte{"mp4": []byte("not a video")}), ErrBadMP4,
 			`decode: shard test.tar: sample "k": member k.mp4: invalid MP4/MOV: `},
 		{"no payload", decSample("k", map[string][]byte{"npy": {1}}), ErrNoPayload,
-			`decode: shard test.tar: sample "k": no recognised payload: members [npy]`},
+			`decode: shard test.tar: sample "k": no recognised payload: members [npy]; recognised: video mp4 `},
+		{"file of unknown type", FileSample("data/x.npy", []byte{1}), ErrNoPayload,
+			`decode: file data/x.npy: no recognised payload: extension .npy; recognised: video mp4 `},
+		{"file without extension", FileSample("data/clip", []byte{1}), ErrNoPayload,
+			`decode: file data/clip: no recognised payload: the file name has no extension; recognised: `},
 		{"empty image", decSample("k", map[string][]byte{"jpg": {}}), ErrBadImage,
 			`decode: shard test.tar: sample "k": member k.jpg: empty (0 bytes)`},
 		{"empty video", decSample("k", map[string][]byte{"webm": {}}), ErrBadMP4,
@@ -144,5 +148,27 @@ func TestDatasetWarnings(t *testing.T) {
 	}
 	if got := ws[0].Lines(0); len(got) != 7 {
 		t.Errorf("Lines(0) gave %d lines, want all 7", len(got))
+	}
+}
+
+// TestRecognisedExtsListsKnownKinds keeps the list errors print in step
+// with memberKind: every extension it names is recognised.
+func TestRecognisedExtsListsKnownKinds(t *testing.T) {
+	n := 0
+	for _, group := range strings.Split(recognisedExts, ", ") {
+		fields := strings.Fields(group)
+		want := map[string]int{"video": kindVideo, "image": kindImage, "text": kindText}[fields[0]]
+		if want == 0 {
+			t.Fatalf("group %q: unknown kind", group)
+		}
+		for _, ext := range fields[1:] {
+			n++
+			if got := memberKind(ext); got != want {
+				t.Errorf("%s is listed as %s, memberKind says %d", ext, fields[0], got)
+			}
+		}
+	}
+	if n < 10 {
+		t.Errorf("only %d extensions listed", n)
 	}
 }

@@ -258,6 +258,11 @@ func printMD5s(ctx context.Context, w, stderr io.Writer, path, cache string) (fa
 		if err != nil {
 			return err
 		}
+		if file && len(ms) == 0 {
+			// Not an error (a shard's text samples print nothing
+			// either), but an empty output alone would puzzle.
+			fmt.Fprintf(stderr, "decode: file %s has no pictures to hash\n", path)
+		}
 		for _, m := range ms {
 			for _, sum := range m.MD5s {
 				line := m.Member + "\t" + sum

@@ -112,6 +112,16 @@ func TestDecodeMD5BadFile(t *testing.T) {
 	}
 }
 
+// TestDecodeMD5Text checks that --md5 on a text file, which has no
+// pictures, says so instead of printing nothing, and succeeds.
+func TestDecodeMD5Text(t *testing.T) {
+	txt := writeTestFile(t, filepath.Join(t.TempDir(), "notes.txt"), []byte("hello\n"))
+	code, stdout, stderr := runMain("decode", "--md5", txt)
+	if want := "decode: file " + txt + " has no pictures to hash\n"; code != 0 || stdout != "" || stderr != want {
+		t.Errorf("got exit %d, stdout %q, stderr %q; want exit 0, no output, %q", code, stdout, stderr, want)
+	}
+}
+
 // TestDecodeMD5Shard checks --md5 on a shard: MEMBER<tab>MD5 lines, the
 // video members' per frame as for the bare file, the images' one each.
 func TestDecodeMD5Shard(t *testing.T) {
