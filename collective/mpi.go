@@ -776,6 +776,8 @@ func (w *World) Abort(code int, msg string) {
 		who += " on " + w.info.Host
 	}
 	fmt.Fprintf(os.Stderr, "datahelix: %s aborting the job: %s\n", who, msg)
+	// The launcher must read that line before the abort reaches it.
+	awaitPipeRead(2, abortFallback/6)
 	// If MPI_Abort neither returns nor ends the job, a rank that exits
 	// without MPI_Finalize also ends it under both launchers, so that is
 	// the fall-back; not when Open MPI is asked to hold an aborting rank
