@@ -110,13 +110,13 @@ func checkJob(t *testing.T, n int, data string, cfg Config, kinds ...Kind) []err
 func TestCheckJob(t *testing.T) {
 	data := gentest.Tiny(t)
 	dir := t.TempDir()
-	writeCheckpoints := func(k Kind, step int64, ranks int) {
+	writeCheckpoints := func(dir string, k Kind, step int64, ranks, batch int) {
 		for r := range ranks {
 			p := checkpointPath(dir, k, step, r)
 			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			st := checkpointState{Version: checkpointVersion, Step: step, Rank: r, Ranks: ranks, Loader: k.String(), Batch: 2, Seed: 7, Shards: 8}
+			st := checkpointState{Version: checkpointVersion, Step: step, Rank: r, Ranks: ranks, Loader: k.String(), Batch: batch, Seed: 7, Shards: 8}
 			b, err := json.Marshal(st)
 			if err != nil {
 				t.Fatal(err)
@@ -126,8 +126,8 @@ func TestCheckJob(t *testing.T) {
 			}
 		}
 	}
-	writeCheckpoints(KindTorch, 10, 2)
-	writeCheckpoints(KindTorch, 57, 2)
+	writeCheckpoints(dir, KindTorch, 10, 2, 2)
+	writeCheckpoints(dir, KindTorch, 57, 2, 2)
 	base := testConfig(KindTorch)
 	base.Steps, base.CheckpointDir = 60, dir
 
@@ -175,6 +175,29 @@ func TestCheckJob(t *testing.T) {
 	resume.Steps = 50
 	wantEveryRank(t, "--resume=auto past --steps", checkJob(t, 2, data, resume, KindLocal, KindTorch),
 		fmt.Sprintf("--resume: the checkpoint in %s is at step 57, at or past --steps 50: nothing to run", filepath.Join(dir, "torch")))
+
+	// The walk restore will make: past a damaged newest step to another
+	// job's checkpoint, which fails now, not once the loader starts
+	// after the loaders before it trained.
+	behind := t.TempDir()
+	writeCheckpoints(behind, KindTorch, 10, 2, 3)
+	writeCheckpoints(behind, KindTorch, 20, 2, 2)
+	if err := os.WriteFile(checkpointPath(behind, KindTorch, 20, 1), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	walk := resume
+	walk.CheckpointDir, walk.ResumeIfAny, walk.Steps = behind, false, 60
+	wantEveryRank(t, "--resume, damaged step 20, step 10 of batch 3", checkJob(t, 2, data, walk, KindTorch),
+		"--resume: "+checkpointPath(behind, KindTorch, 10, 0)+" was written with batch 3, seed 7, 8 shards; this run has 2, 7, 8")
+	for r := range 2 {
+		if err := os.WriteFile(checkpointPath(behind, KindTorch, 10, r), []byte("{"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantEveryRank(t, "--resume, no step reads", checkJob(t, 2, data, walk, KindTorch),
+		"--resume: no readable checkpoint of loader torch in "+filepath.Join(behind, "torch"))
+	walk.ResumeIfAny = true
+	requireOK(t, checkJob(t, 2, data, walk, KindTorch))
 
 	errs = checkJob(t, 3, data, none, KindTorch)
 	wantEveryRank(t, "3 ranks", errs, "spmd: 8 shards do not split evenly over 3 ranks")

@@ -299,41 +299,67 @@ func bcastInt64s(comm collective.Comm, vals []int64) error {
 // seed, dataset) on any rank is an error on every rank alike, marked
 // collective.AllRanks. Rank 0 says which step it resumes from.
 func (l *Loader) restore() (int64, error) {
-	dir, k := l.cfg.CheckpointDir, l.cfg.Loader
+	var reader *Reader
+	var cost *decode.CostModel
+	step, found, err := resumeStep(l.comm, l.cfg, func(step int64) (unreadable bool, err error) {
+		reader, cost, unreadable, err = l.readCheckpoint(step)
+		return unreadable, err
+	}, l.logf)
+	if err != nil || !found {
+		return 0, err
+	}
+	*l.reader, l.cost = *reader, cost
+	l.logf(0, "datahelix: loader %s resumes from step %d of %s\n", l.cfg.Loader, step, loaderCheckpointDir(l.cfg.CheckpointDir, l.cfg.Loader))
+	return step, nil
+}
+
+// resumeStep finds the step loader cfg.Loader resumes from: the newest
+// checkpoint every rank completed whose files every rank reads, found by
+// read (this rank's file of a step: unreadable says it is damaged, err
+// any failure), falling back past damaged ones with a line on logf (nil:
+// none). found is false, with no error, when there is none and
+// cfg.ResumeIfAny starts the loader fresh. It is a collective call, and
+// every rank returns the same step or fails alike. restore reads the
+// checkpoint it finds; CheckJob calls it first, so that a checkpoint of
+// another job is refused before any loader trains, even one behind a
+// damaged newer step.
+func resumeStep(comm collective.Comm, cfg Config, read func(step int64) (unreadable bool, err error), logf func(rank int, format string, args ...any)) (step int64, found bool, _ error) {
+	dir, k := cfg.CheckpointDir, cfg.Loader
+	if logf == nil {
+		logf = func(int, string, ...any) {}
+	}
 	before := int64(math.MaxInt64)
 	for {
-		step, err := latestCheckpointBefore(l.comm, dir, k, before)
-		if startsFresh(err) && (l.cfg.ResumeIfAny || before != math.MaxInt64) {
+		step, err := latestCheckpointBefore(comm, dir, k, before)
+		if startsFresh(err) && (cfg.ResumeIfAny || before != math.MaxInt64) {
 			if before != math.MaxInt64 {
 				err = fmt.Errorf("no readable checkpoint of loader %s in %s: the newer ones do not read (see above)", k, loaderCheckpointDir(dir, k))
 			}
-			if !l.cfg.ResumeIfAny {
-				return 0, collective.AllRanks(fmt.Errorf("--resume: %w", err))
+			if !cfg.ResumeIfAny {
+				return 0, false, collective.AllRanks(fmt.Errorf("--resume: %w", err))
 			}
-			l.logf(0, "datahelix: --resume=auto: %v: loader %s starts from step 0\n", err, k)
-			return 0, nil
+			logf(0, "datahelix: --resume=auto: %v: loader %s starts from step 0\n", err, k)
+			return 0, false, nil
 		}
 		if err != nil {
-			return 0, fmt.Errorf("--resume: %w", err)
+			return 0, false, fmt.Errorf("--resume: %w", err)
 		}
 		// From here to the file read every rank holds the same step: its
 		// errors are every rank's.
-		if step >= int64(l.cfg.Steps) {
-			return 0, collective.AllRanks(fmt.Errorf("--resume: the checkpoint in %s is at step %d, at or past --steps %d: nothing to run",
-				loaderCheckpointDir(dir, k), step, l.cfg.Steps))
+		if step >= int64(cfg.Steps) {
+			return 0, false, collective.AllRanks(fmt.Errorf("--resume: the checkpoint in %s is at step %d, at or past --steps %d: nothing to run",
+				loaderCheckpointDir(dir, k), step, cfg.Steps))
 		}
-		reader, cost, unreadable, err := l.readCheckpoint(step)
+		unreadable, err := read(step)
 		if unreadable {
-			l.logf(-1, "datahelix: rank %d: --resume: %v: trying the checkpoint before step %d\n", l.comm.Rank(), err, step)
+			logf(-1, "datahelix: rank %d: --resume: %v: trying the checkpoint before step %d\n", comm.Rank(), err, step)
 		}
-		fallBack, err := agreeOnCheckpoint(l.comm, unreadable, err)
+		fallBack, err := agreeOnCheckpoint(comm, unreadable, err)
 		if err != nil {
-			return 0, err
+			return 0, false, err
 		}
 		if !fallBack {
-			*l.reader, l.cost = *reader, cost
-			l.logf(0, "datahelix: loader %s resumes from step %d of %s\n", k, step, loaderCheckpointDir(dir, k))
-			return step, nil
+			return step, true, nil
 		}
 		before = step
 	}
@@ -546,30 +572,20 @@ func checkStartCheckpoints(comm collective.Comm, ds *decode.Dataset, cfg Config,
 		return nil
 	}
 	if cfg.Resume {
+		// Each loader's walk as restore will make it, quietly (restore
+		// says what it falls back past): another job's checkpoint (batch,
+		// seed, dataset...) on any rank fails now, even behind a damaged
+		// newer step.
+		hash := datasetHash(ds)
 		for _, k := range kinds {
-			step, err := LatestCheckpoint(comm, dir, k)
-			switch {
-			case startsFresh(err) && cfg.ResumeIfAny:
-			case err != nil:
-				// No checkpoint is every rank's error already; a failed
-				// broadcast is this rank's own.
-				return fmt.Errorf("--resume: %w", err)
-			case step >= int64(cfg.Steps):
-				return collective.AllRanks(fmt.Errorf("--resume: the checkpoint in %s is at step %d, at or past --steps %d: nothing to run",
-					loaderCheckpointDir(dir, k), step, cfg.Steps))
-			default:
-				// Another job's (batch, seed, dataset...) on any rank
-				// fails now; a damaged file is left for the loader,
-				// which falls back past it.
-				c := cfg
-				c.Loader = k
-				_, _, unreadable, err := readCheckpointState(comm, ds, datasetHash(ds), c, step)
-				if err != nil && unreadable {
-					err = nil
-				}
-				if _, err := agreeOnCheckpoint(comm, false, err); err != nil {
-					return err
-				}
+			c := cfg
+			c.Loader = k
+			_, _, err := resumeStep(comm, c, func(step int64) (bool, error) {
+				_, _, unreadable, err := readCheckpointState(comm, ds, hash, c, step)
+				return unreadable, err
+			}, nil)
+			if err != nil {
+				return err
 			}
 		}
 		return nil
