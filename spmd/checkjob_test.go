@@ -35,14 +35,11 @@ func wantEveryRank(t *testing.T, what string, errs []error, want string) {
 // (2 ranks' checkpoint, 4 ranks resuming) says the same.
 func TestResumeWithFewerRanks(t *testing.T) {
 	data := gentest.Tiny(t)
-	dir := t.TempDir()
-	cfg := testConfig(KindLocal)
-	cfg.Steps, cfg.CheckpointDir, cfg.CheckpointEvery = 8, dir, 4
-	_, errs := runInProcess(t, 4, data, cfg)
-	requireOK(t, errs)
+	cfg, _ := runCheckpointed(t, 4, data, KindLocal, 8, 4)
+	dir := cfg.CheckpointDir
 
 	cfg.CheckpointEvery, cfg.Resume = 0, true
-	_, errs = runInProcess(t, 2, data, cfg)
+	_, errs := runInProcess(t, 2, data, cfg)
 	want := fmt.Sprintf("--resume: no complete checkpoint of loader local for 2 ranks in %s (its step 4 was written by a 4-rank job; resume with -np 4)",
 		filepath.Join(dir, "local"))
 	wantEveryRank(t, "4-rank checkpoint, 2 ranks", errs, want)
@@ -75,13 +72,9 @@ func TestResumeWithFewerRanks(t *testing.T) {
 // line, a clean exit), not each rank's own, which ended in MPI_Abort.
 func TestResumeAnotherBatchIsEveryRanks(t *testing.T) {
 	data := gentest.Tiny(t)
-	dir := t.TempDir()
-	cfg := testConfig(KindTorch)
-	cfg.Steps, cfg.CheckpointDir, cfg.CheckpointEvery = 8, dir, 4
-	_, errs := runInProcess(t, 4, data, cfg)
-	requireOK(t, errs)
+	cfg, _ := runCheckpointed(t, 4, data, KindTorch, 8, 4)
 	cfg.CheckpointEvery, cfg.Resume, cfg.Batch = 0, true, 3
-	_, errs = runInProcess(t, 4, data, cfg)
+	_, errs := runInProcess(t, 4, data, cfg)
 	wantEveryRank(t, "--batch 3 after --batch 2", errs, "was written with batch 2, seed 7, 8 shards; this run has 3, 7, 8")
 }
 

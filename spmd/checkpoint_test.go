@@ -391,11 +391,8 @@ func TestLatestCheckpointMessages(t *testing.T) {
 // fails naming the cause and --resume=auto starts from step 0.
 func TestResumeFallsBackPastUnreadableCheckpoints(t *testing.T) {
 	data := gentest.Tiny(t)
-	dir := t.TempDir()
-	cfg := testConfig(KindHelix)
-	cfg.Steps, cfg.CheckpointDir, cfg.CheckpointEvery = 12, dir, 4
-	full, errs := runInProcess(t, 4, data, cfg)
-	requireOK(t, errs)
+	cfg, full := runCheckpointed(t, 4, data, KindHelix, 12, 4)
+	dir := cfg.CheckpointDir
 	if err := os.WriteFile(checkpointPath(dir, KindHelix, 8, 1), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -451,11 +448,7 @@ func TestResumeFallsBackPastUnreadableCheckpoints(t *testing.T) {
 // from the first dataset's reader positions in the second.
 func TestResumeRefusesAnotherDataset(t *testing.T) {
 	data := gentest.Tiny(t)
-	dir := t.TempDir()
-	cfg := testConfig(KindLocal)
-	cfg.Steps, cfg.CheckpointDir, cfg.CheckpointEvery = 8, dir, 4
-	_, errs := runInProcess(t, 4, data, cfg)
-	requireOK(t, errs)
+	cfg, _ := runCheckpointed(t, 4, data, KindLocal, 8, 4)
 	other := t.TempDir()
 	shards, _ := filepath.Glob(filepath.Join(data, "*.tar"))
 	for i, p := range shards {
@@ -464,7 +457,7 @@ func TestResumeRefusesAnotherDataset(t *testing.T) {
 		}
 	}
 	cfg.CheckpointEvery, cfg.Resume = 0, true
-	_, errs = runInProcess(t, 4, other, cfg)
+	_, errs := runInProcess(t, 4, other, cfg)
 	named := false
 	for r, err := range errs {
 		if err == nil {

@@ -39,6 +39,19 @@ func runInProcess(t *testing.T, n int, data string, cfg Config) (*Result, []erro
 	return res, errs
 }
 
+// runCheckpointed runs n in-process ranks of loader k for steps steps,
+// saving a checkpoint every every steps into a new directory, and
+// returns the run's config (its CheckpointDir that directory) and
+// result.
+func runCheckpointed(t *testing.T, n int, data string, k Kind, steps, every int) (Config, *Result) {
+	t.Helper()
+	cfg := testConfig(k)
+	cfg.Steps, cfg.CheckpointDir, cfg.CheckpointEvery = steps, t.TempDir(), every
+	res, errs := runInProcess(t, n, data, cfg)
+	requireOK(t, errs)
+	return cfg, res
+}
+
 func requireOK(t *testing.T, errs []error) {
 	t.Helper()
 	for r, err := range errs {
@@ -273,11 +286,8 @@ func (s *syncBuffer) String() string {
 func TestResumeDeliversTheSameBatches(t *testing.T) {
 	data := gentest.Tiny(t)
 	for _, k := range []Kind{KindLocal, KindHelix} {
-		dir := t.TempDir()
-		cfg := testConfig(k)
-		cfg.Steps, cfg.CheckpointDir, cfg.CheckpointEvery = 12, dir, 4
-		full, errs := runInProcess(t, 4, data, cfg)
-		requireOK(t, errs)
+		cfg, full := runCheckpointed(t, 4, data, k, 12, 4)
+		dir := cfg.CheckpointDir
 		if got := latestCheckpoint(dir, 4); got != 8 {
 			t.Fatalf("%s: latest checkpoint at step %d, want 8", k, got)
 		}
