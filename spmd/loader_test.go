@@ -212,25 +212,35 @@ func rewriteCopy(t *testing.T, data string, patch func(name string, body []byte)
 			t.Fatal(err)
 		}
 		var buf bytes.Buffer
-		tr, tw := tar.NewReader(bytes.NewReader(in)), tar.NewWriter(&buf)
-		for {
-			h, err := tr.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := io.ReadAll(tr)
-			body = patch(h.Name, body)
-			h.Size = int64(len(body))
-			tw.WriteHeader(h)
-			tw.Write(body)
-		}
+		tw := tar.NewWriter(&buf)
+		copyMembers(t, tw, in, patch)
 		tw.Close()
 		os.WriteFile(filepath.Join(out, filepath.Base(p)), buf.Bytes(), 0o644)
 	}
 	return out
+}
+
+// copyMembers writes every member of the tar archive in to tw, each body
+// replaced by what patch returns for it (nil: as it is).
+func copyMembers(t *testing.T, tw *tar.Writer, in []byte, patch func(name string, body []byte) []byte) {
+	t.Helper()
+	tr := tar.NewReader(bytes.NewReader(in))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(tr)
+		if patch != nil {
+			body = patch(h.Name, body)
+			h.Size = int64(len(body))
+		}
+		tw.WriteHeader(h)
+		tw.Write(body)
+	}
 }
 
 func TestCorruptSampleIsDroppedAndLoggedOnce(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,19 +33,7 @@ func withExtraMembers(t *testing.T, data string, only bool, names ...string) (di
 			var buf bytes.Buffer
 			tw := tar.NewWriter(&buf)
 			if !only {
-				tr := tar.NewReader(bytes.NewReader(in))
-				for {
-					h, err := tr.Next()
-					if err == io.EOF {
-						break
-					}
-					if err != nil {
-						t.Fatal(err)
-					}
-					body, _ := io.ReadAll(tr)
-					tw.WriteHeader(h)
-					tw.Write(body)
-				}
+				copyMembers(t, tw, in, nil)
 			}
 			for _, name := range names {
 				tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: 1, Typeflag: tar.TypeReg})
