@@ -103,13 +103,37 @@ func checkJob(t *testing.T, n int, data string, cfg Config, kinds ...Kind) []err
 func TestCheckJob(t *testing.T) {
 	data := gentest.Tiny(t)
 	dir := t.TempDir()
+	ds, err := decode.OpenDataset(data, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes := make([]int, len(ds.Shards))
+	for i, s := range ds.Shards {
+		sizes[i] = s.Len()
+	}
+	ds.Close()
+	cost, err := decode.NewCostModel(nil).MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// writeCheckpoints writes what a run of the given ranks and batch
+	// saves at step, its readers where they start.
 	writeCheckpoints := func(dir string, k Kind, step int64, ranks, batch int) {
 		for r := range ranks {
 			p := checkpointPath(dir, k, step, r)
 			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			st := checkpointState{Version: checkpointVersion, Step: step, Rank: r, Ranks: ranks, Loader: k.String(), Batch: batch, Seed: 7, Shards: 8}
+			reader, err := NewReader(sizes, r, ranks, 7, DefaultShuffleBuffer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs, err := reader.MarshalJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := checkpointState{Version: checkpointVersion, Step: step, Rank: r, Ranks: ranks, Loader: k.String(), Batch: batch, Seed: 7, Shards: 8,
+				Reader: rs, Cost: cost}
 			b, err := json.Marshal(st)
 			if err != nil {
 				t.Fatal(err)
@@ -178,9 +202,21 @@ func TestCheckJob(t *testing.T) {
 	if err := os.WriteFile(checkpointPath(behind, KindTorch, 20, 1), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Step 30: every header fits this run, rank 0's reader state does not
+	// read, so restore falls back past it as well.
+	writeCheckpoints(behind, KindTorch, 30, 2, 2)
+	p30 := checkpointPath(behind, KindTorch, 30, 0)
+	var st checkpointState
+	if b, err := os.ReadFile(p30); err != nil || json.Unmarshal(b, &st) != nil {
+		t.Fatalf("reading %s back: %v", p30, err)
+	}
+	st.Reader = json.RawMessage(`{}`)
+	if b, err := json.Marshal(st); err != nil || os.WriteFile(p30, b, 0o644) != nil {
+		t.Fatalf("writing %s: %v", p30, err)
+	}
 	walk := resume
 	walk.CheckpointDir, walk.ResumeIfAny, walk.Steps = behind, false, 60
-	wantEveryRank(t, "--resume, damaged step 20, step 10 of batch 3", checkJob(t, 2, data, walk, KindTorch),
+	wantEveryRank(t, "--resume, damaged steps 30 and 20, step 10 of batch 3", checkJob(t, 2, data, walk, KindTorch),
 		"--resume: "+checkpointPath(behind, KindTorch, 10, 0)+" was written with batch 3, seed 7, 8 shards; this run has 2, 7, 8")
 	for r := range 2 {
 		if err := os.WriteFile(checkpointPath(behind, KindTorch, 10, r), []byte("{"), 0o644); err != nil {

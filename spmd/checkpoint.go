@@ -302,7 +302,7 @@ func (l *Loader) restore() (int64, error) {
 	var reader *Reader
 	var cost *decode.CostModel
 	step, found, err := resumeStep(l.comm, l.cfg, func(step int64) (unreadable bool, err error) {
-		reader, cost, unreadable, err = l.readCheckpoint(step)
+		reader, cost, unreadable, err = readCheckpoint(l.comm, l.ds, l.dataset, l.cfg, l.reader, step)
 		return unreadable, err
 	}, l.logf)
 	if err != nil || !found {
@@ -320,9 +320,9 @@ func (l *Loader) restore() (int64, error) {
 // none). found is false, with no error, when there is none and
 // cfg.ResumeIfAny starts the loader fresh. It is a collective call, and
 // every rank returns the same step or fails alike. restore reads the
-// checkpoint it finds; CheckJob calls it first, so that a checkpoint of
-// another job is refused before any loader trains, even one behind a
-// damaged newer step.
+// checkpoint it finds; CheckJob calls it first, with the same reads, so
+// that a checkpoint of another job is refused before any loader trains,
+// even one behind a damaged newer step.
 func resumeStep(comm collective.Comm, cfg Config, read func(step int64) (unreadable bool, err error), logf func(rank int, format string, args ...any)) (step int64, found bool, _ error) {
 	dir, k := cfg.CheckpointDir, cfg.Loader
 	if logf == nil {
@@ -407,16 +407,17 @@ func (l *Loader) logf(rank int, format string, args ...any) {
 	}
 }
 
-// readCheckpoint reads this rank's checkpoint of step into a copy of its
-// reader and a new cost model. unreadable says the error is the file's
-// content (it does not parse, or its states are inconsistent), not that
-// it cannot be read or another job wrote it.
-func (l *Loader) readCheckpoint(step int64) (reader *Reader, cost *decode.CostModel, unreadable bool, err error) {
-	st, path, unreadable, err := readCheckpointState(l.comm, l.ds, l.dataset, l.cfg, step)
+// readCheckpoint reads this rank's checkpoint of step of loader
+// cfg.Loader into a copy of reader (the rank's fresh reader) and a new
+// cost model. unreadable says the error is the file's content (it does
+// not parse, or its states are inconsistent), not that it cannot be read
+// or another job wrote it; dataset is datasetHash(ds).
+func readCheckpoint(comm collective.Comm, ds *decode.Dataset, dataset uint64, cfg Config, reader *Reader, step int64) (_ *Reader, cost *decode.CostModel, unreadable bool, err error) {
+	st, path, unreadable, err := readCheckpointState(comm, ds, dataset, cfg, step)
 	if err != nil {
 		return nil, nil, unreadable, err
 	}
-	r := *l.reader
+	r := *reader
 	if err := r.UnmarshalJSON(st.Reader); err != nil {
 		return nil, nil, true, fmt.Errorf("%s: %w", path, err)
 	}
@@ -572,16 +573,23 @@ func checkStartCheckpoints(comm collective.Comm, ds *decode.Dataset, cfg Config,
 		return nil
 	}
 	if cfg.Resume {
-		// Each loader's walk as restore will make it, quietly (restore
-		// says what it falls back past): another job's checkpoint (batch,
-		// seed, dataset...) on any rank fails now, even behind a damaged
-		// newer step.
+		// Each loader's walk as restore will make it, with the same
+		// reads, quietly (restore says what it falls back past): another
+		// job's checkpoint (batch, seed, dataset...) on any rank fails
+		// now, even behind a damaged newer step.
+		if err := cfg.setDefaults(); err != nil {
+			return collective.AllRanks(err)
+		}
+		reader, err := newRankReader(comm, ds, cfg)
+		if err != nil {
+			return err
+		}
 		hash := datasetHash(ds)
 		for _, k := range kinds {
 			c := cfg
 			c.Loader = k
 			_, _, err := resumeStep(comm, c, func(step int64) (bool, error) {
-				_, _, unreadable, err := readCheckpointState(comm, ds, hash, c, step)
+				_, _, unreadable, err := readCheckpoint(comm, ds, hash, c, reader, step)
 				return unreadable, err
 			}, nil)
 			if err != nil {

@@ -150,13 +150,10 @@ type slotState struct {
 	rx        *rxBuf // the received message its bytes alias, if any
 }
 
-// NewLoader starts the loader of one rank. Every rank of comm must call it
-// with the same configuration; comm must not be used by anyone else while
-// the loader runs (give the training loop's collectives a Dup).
-func NewLoader(ctx context.Context, comm collective.Comm, ds *decode.Dataset, cfg Config) (*Loader, error) {
-	if err := cfg.setDefaults(); err != nil {
-		return nil, collective.AllRanks(err)
-	}
+// newRankReader is this rank's reader of ds at the start of a run (cfg
+// with its defaults set). Its errors, an empty shard or shards that do
+// not split over the ranks, are every rank's.
+func newRankReader(comm collective.Comm, ds *decode.Dataset, cfg Config) (*Reader, error) {
 	if err := checkEmptyShards(ds); err != nil {
 		return nil, err
 	}
@@ -167,6 +164,20 @@ func NewLoader(ctx context.Context, comm collective.Comm, ds *decode.Dataset, cf
 	reader, err := NewReader(sizes, comm.Rank(), comm.Size(), cfg.Seed, cfg.ShuffleBuffer)
 	if err != nil {
 		return nil, collective.AllRanks(err)
+	}
+	return reader, nil
+}
+
+// NewLoader starts the loader of one rank. Every rank of comm must call it
+// with the same configuration; comm must not be used by anyone else while
+// the loader runs (give the training loop's collectives a Dup).
+func NewLoader(ctx context.Context, comm collective.Comm, ds *decode.Dataset, cfg Config) (*Loader, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, collective.AllRanks(err)
+	}
+	reader, err := newRankReader(comm, ds, cfg)
+	if err != nil {
+		return nil, err
 	}
 	cal := cfg.Calibration
 	if cal == nil {
