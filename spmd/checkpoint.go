@@ -479,9 +479,10 @@ type checkpointScan struct {
 	foreignRanks int
 }
 
-// scanCheckpoints reads dir once: loader k's step directories newest first
-// down to the first complete one, then, only if k has none, each other
-// loader's the same way.
+// scanCheckpoints reads loader k's step directories in dir newest first
+// down to the first complete one. Only if k has none, the path to an
+// error message, does it read them again for a step another number of
+// ranks completed, and each other loader's the first way.
 func scanCheckpoints(dir string, k Kind, ranks int, before int64) checkpointScan {
 	s := checkpointScan{other: -1, foreignStep: -1}
 	s.latest, s.incomplete = newestComplete(dir, k, ranks, before)
