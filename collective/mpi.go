@@ -257,20 +257,24 @@ func (w *World) do(f func()) error {
 	return nil
 }
 
-// Dup duplicates the communicator with MPI_Comm_dup. The duplicate shares
-// the MPI thread and is freed by the root World's Finalize.
-func (w *World) Dup() (Comm, error) {
+// sub returns a World for comm, a communicator derived from w's, in which
+// this process has the given rank and size. It shares w's MPI thread, info
+// and predefined handles, and its root is the World Init returned.
+func (w *World) sub(comm C.MPI_Comm, rank, size int) *World {
 	root := w
 	if w.root != nil {
 		root = w.root
 	}
-	d := &World{
-		rank: w.rank, size: w.size, info: w.info, multiple: w.multiple,
+	return &World{
+		comm: comm, rank: rank, size: size, info: w.info, multiple: w.multiple,
 		tByte: w.tByte, tInt64: w.tInt64, opSum: w.opSum, opMin: w.opMin, opMax: w.opMax,
 		calls: root.calls, root: root,
 	}
-	d.policy.Store(w.policy.Load())
-	d.parts = w.parts
+}
+
+// Dup duplicates the communicator with MPI_Comm_dup. The duplicate shares
+// the MPI thread and is freed by the root World's Finalize.
+func (w *World) Dup() (Comm, error) {
 	var rc C.int
 	comm := new(C.MPI_Comm)
 	if err := w.do(func() {
@@ -283,7 +287,10 @@ func (w *World) Dup() (Comm, error) {
 	if err := check("MPI_Comm_dup", rc); err != nil {
 		return nil, err
 	}
-	d.comm = *comm
+	d := w.sub(*comm, w.rank, w.size)
+	d.policy.Store(w.policy.Load())
+	d.parts = w.parts
+	root := d.root
 	root.mu.Lock()
 	root.dups = append(root.dups, d)
 	root.mu.Unlock()

@@ -13,19 +13,15 @@ import (
 
 // ShareNodeCPUs has the ranks of this node (those MPI_COMM_TYPE_SHARED
 // groups, which Info's LocalRank numbers) exchange the CPU sets they
-// started with (StartCPUs) and returns them in local rank order, or nil
+// started with (startCPUs) and returns them in local rank order, or nil
 // when some rank could not read its own. From their union it sets the
-// count NodeCPUs returns (UseNodeCPUs) and chooses the wait policy again
+// count NodeCPUs returns (useNodeCPUs) and chooses the wait policy again
 // with it (it matters when DATAHELIX_MPI_WAIT is auto or unset): MPI_Init
 // chose it before the ranks could compare. The world's ranks then agree
 // on one policy (agreeWaitPolicy): sleep if any node's ranks chose it.
 // Every rank of the world must call it, before duplicating the world (a
 // duplicate keeps the policy it copied).
 func (w *World) ShareNodeCPUs() ([]unix.CPUSet, error) {
-	root := w
-	if w.root != nil {
-		root = w.root
-	}
 	var node C.MPI_Comm
 	var rc C.int
 	if err := w.do(func() {
@@ -42,14 +38,10 @@ func (w *World) ShareNodeCPUs() ([]unix.CPUSet, error) {
 	defer w.do(func() { C.MPI_Comm_free(&node) })
 	// A communicator of the node's ranks, waiting by blocking calls (a
 	// one-off exchange at start).
-	n := &World{
-		comm: node, rank: w.info.LocalRank, size: w.info.LocalSize, info: w.info, multiple: w.multiple,
-		tByte: w.tByte, tInt64: w.tInt64, opSum: w.opSum, opMin: w.opMin, opMax: w.opMax,
-		calls: root.calls, root: root,
-	}
+	n := w.sub(node, w.info.LocalRank, w.info.LocalSize)
 	var mine []byte
-	if set, ok := StartCPUs(); ok {
-		mine = EncodeCPUSet(set)
+	if set, ok := startCPUs(); ok {
+		mine = encodeCPUSet(set)
 	}
 	blocks, err := n.AllgatherVar(mine)
 	if err != nil {
@@ -57,7 +49,7 @@ func (w *World) ShareNodeCPUs() ([]unix.CPUSet, error) {
 	}
 	sets := make([]unix.CPUSet, len(blocks))
 	for i, b := range blocks {
-		if sets[i], err = DecodeCPUSet(b); err != nil {
+		if sets[i], err = decodeCPUSet(b); err != nil {
 			sets = nil // that rank does not know its CPUs
 			break
 		}
@@ -65,7 +57,7 @@ func (w *World) ShareNodeCPUs() ([]unix.CPUSet, error) {
 	p := w.WaitPolicy()
 	if sets != nil {
 		union, _ := UnionCPUs(sets)
-		UseNodeCPUs(union.Count())
+		useNodeCPUs(union.Count())
 		if p, err = defaultWaitPolicy(w.info.LocalSize); err != nil {
 			return nil, err
 		}

@@ -17,22 +17,22 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// startCPUs is the CPU affinity mask of the process when this package
+// startMask is the CPU affinity mask of the process when this package
 // was initialized: before main runs, so before the launcher pins it
 // (a launcher such as mpirun --bind-to core or srun --cpu-bind may have
-// bound it already). ok is false when sched_getaffinity failed.
-var startCPUs, startCPUsOK = func() (unix.CPUSet, bool) {
+// bound it already). startMaskOK is false when sched_getaffinity failed.
+var startMask, startMaskOK = func() (unix.CPUSet, bool) {
 	var set unix.CPUSet
 	err := unix.SchedGetaffinity(0, &set)
 	return set, err == nil
 }()
 
-// StartCPUs returns the CPUs this process could run on when it started,
+// startCPUs returns the CPUs this process could run on when it started,
 // before any pinning of its own, and whether they are known. It is what
 // nproc would have printed in the process.
-func StartCPUs() (unix.CPUSet, bool) { return startCPUs, startCPUsOK }
+func startCPUs() (unix.CPUSet, bool) { return startMask, startMaskOK }
 
-// nodeCPUs is the count UseNodeCPUs set; 0 until then.
+// nodeCPUs is the count useNodeCPUs set; 0 until then.
 var nodeCPUs atomic.Int64
 
 // NodeCPUs counts the CPUs the ranks of this node may use together: what
@@ -41,7 +41,7 @@ var nodeCPUs atomic.Int64
 //
 // Once the ranks of the node have compared their CPU sets, it is the
 // number of CPUs in the union of the sets they started with (see
-// UseNodeCPUs): the CPUs nproc (sched_getaffinity, which honours taskset
+// useNodeCPUs): the CPUs nproc (sched_getaffinity, which honours taskset
 // and cgroup cpusets) counts in the shell that launched them when the
 // launcher did not bind them, and the cores it gave them when it did.
 // One rank's own mask alone cannot tell: mpirun binds each rank to a core
@@ -65,9 +65,9 @@ func NodeCPUs() int {
 // than once.
 var cgroupCPUsOnce = sync.OnceValue(cgroupCPUs)
 
-// UseNodeCPUs makes NodeCPUs return n, the number of CPUs the ranks of
+// useNodeCPUs makes NodeCPUs return n, the number of CPUs the ranks of
 // this node may use together as they found out (n < 1 is ignored).
-func UseNodeCPUs(n int) {
+func useNodeCPUs(n int) {
 	if n > 0 {
 		nodeCPUs.Store(int64(n))
 	}
@@ -153,13 +153,13 @@ func readCPUList(name string) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ParseCPUList(string(b))
+	return parseCPUList(string(b))
 }
 
-// ParseCPUList reads a CPU list as the kernel prints one
+// parseCPUList reads a CPU list as the kernel prints one
 // (/sys/devices/system/cpu/online, cpuset.cpus.effective, taskset -c):
 // "0-3,8,10-11", ascending ranges. An empty list is no CPUs.
-func ParseCPUList(s string) ([]int, error) {
+func parseCPUList(s string) ([]int, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return nil, nil
@@ -202,9 +202,9 @@ func UnionCPUs(sets []unix.CPUSet) (union unix.CPUSet, disjoint bool) {
 // cpuSetWords is the number of 64-bit words of a unix.CPUSet.
 const cpuSetWords = int(unsafe.Sizeof(unix.CPUSet{}) / 8)
 
-// EncodeCPUSet encodes set for another rank (DecodeCPUSet reads it):
+// encodeCPUSet encodes set for another rank (decodeCPUSet reads it):
 // little-endian 64-bit words, CPU c in bit c%64 of word c/64.
-func EncodeCPUSet(set unix.CPUSet) []byte {
+func encodeCPUSet(set unix.CPUSet) []byte {
 	b := make([]byte, 0, cpuSetWords*8)
 	for c := 0; c < cpuSetWords*64; c += 64 {
 		var w uint64
@@ -218,8 +218,8 @@ func EncodeCPUSet(set unix.CPUSet) []byte {
 	return b
 }
 
-// DecodeCPUSet reads what EncodeCPUSet wrote.
-func DecodeCPUSet(b []byte) (unix.CPUSet, error) {
+// decodeCPUSet reads what encodeCPUSet wrote.
+func decodeCPUSet(b []byte) (unix.CPUSet, error) {
 	var set unix.CPUSet
 	if len(b) != cpuSetWords*8 {
 		return set, fmt.Errorf("collective: a CPU set of %d bytes, want %d", len(b), cpuSetWords*8)
