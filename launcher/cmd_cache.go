@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 
 	"github.com/datahelix/datahelix/decode/gen"
@@ -25,6 +27,15 @@ func runCache(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 		return err
 	}
 	root := cacheRoot(*cacheDir)
+	switch info, err := os.Stat(root); {
+	case err == nil && !info.IsDir():
+		return usagef("cache: %s is a file, not a cache directory", root)
+	case errors.Is(err, os.ErrNotExist) && *cacheDir != "":
+		return usagef("cache: --cache-dir %s: no such directory", root)
+	case errors.Is(err, os.ErrNotExist):
+		fmt.Fprintf(stdout, "%s: empty (no dataset generated yet)\n", root)
+		return nil
+	}
 	ds, err := gen.ScanCache(root)
 	if err != nil {
 		return err
@@ -41,7 +52,7 @@ func runCache(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 			removable += d.Bytes
 		}
 	}
-	fmt.Fprintf(stdout, "%s: %d datasets, %s; %s of older formats or abandoned\n", root, len(ds), mib(total), mib(removable))
+	fmt.Fprintf(stdout, "%s: %s, %s; %s of older formats or abandoned\n", root, plural(len(ds), "dataset", "datasets"), mib(total), mib(removable))
 	if !*prune {
 		if removable > 0 {
 			fmt.Fprintln(stdout, "(datahelix cache --prune removes them)")

@@ -59,3 +59,34 @@ func TestCacheCommand(t *testing.T) {
 		t.Errorf("cache --prune removed the current dataset: %v", err)
 	}
 }
+
+// TestCacheCommandMissingDir checks that cache tells a mistyped
+// --cache-dir, or a file, from a cache that holds nothing yet, and
+// counts one dataset in the singular.
+func TestCacheCommandMissingDir(t *testing.T) {
+	root := t.TempDir()
+	missing := filepath.Join(root, "nope")
+	if code, stdout, stderr := runMain("cache", "--cache-dir", missing); code != 2 || stdout != "" ||
+		!strings.Contains(stderr, "--cache-dir "+missing+": no such directory") {
+		t.Errorf("cache --cache-dir MISSING: exit %d, stdout %q, stderr %q; want exit 2 naming the directory", code, stdout, stderr)
+	}
+	file := filepath.Join(root, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runMain("cache", "--cache-dir", file); code != 2 || !strings.Contains(stderr, file+" is a file") {
+		t.Errorf("cache --cache-dir FILE: exit %d, stderr %q; want exit 2 saying it is a file", code, stderr)
+	}
+	t.Setenv("DATAHELIX_CACHE", missing)
+	if code, stdout, stderr := runMain("cache"); code != 0 || stdout != missing+": empty (no dataset generated yet)\n" {
+		t.Errorf("cache with no cache yet: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if _, err := gen.Install(filepath.Join(root, gen.CacheName("default-seed1")), func(tmp string) error {
+		return os.WriteFile(filepath.Join(tmp, "shard-000000.tar"), make([]byte, 1<<20), 0o644)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, _ := runMain("cache", "--cache-dir", root); code != 0 || !strings.Contains(stdout, root+": 1 dataset, 1.0 MiB;") {
+		t.Errorf("cache with one dataset: exit %d, stdout:\n%s", code, stdout)
+	}
+}
