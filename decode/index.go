@@ -188,7 +188,12 @@ func buildIndex(name string, r io.ReadSeeker, size int64) (*shardIndex, error) {
 				}
 			}
 			reason := "invalid tar header"
-			if errors.Is(err, io.ErrUnexpectedEOF) {
+			switch {
+			case next == 0 && size < tarBlock:
+				reason = fmt.Sprintf("not a tar archive (%d bytes, shorter than one tar header)", size)
+			case next == 0:
+				reason = "not a tar archive (invalid tar header)"
+			case errors.Is(err, io.ErrUnexpectedEOF):
 				reason = "file ends inside a tar header or member (truncated)"
 			}
 			return nil, &ShardError{Path: name, Offset: next, Reason: reason, Err: err}

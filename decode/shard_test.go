@@ -261,7 +261,8 @@ func TestShardCorrupt(t *testing.T) {
 		reason string
 	}{
 		{"empty", nil, 0, "empty file"},
-		{"garbage", garbage, 0, "invalid tar header"},
+		{"garbage", garbage, 0, "not a tar archive (invalid tar header)"},
+		{"short text", []byte("# notes\n"), 0, "not a tar archive (8 bytes, shorter than one tar header)"},
 		{"cut in first data", good[:800], 512, "runs past the end"},
 		{"cut in second header", good[:1600], 1536, "truncated"},
 		{"cut before end marker", good[:2560], 2560, "without end-of-archive marker"},
