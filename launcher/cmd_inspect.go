@@ -24,8 +24,8 @@ func runInspect(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	fs := newFlags("inspect", "[--json] [--cache DIR] PATH...")
 	asJSON := fs.Bool("json", false, "print one JSON object per sample instead of a table")
 	cache := fs.String("cache", "", indexCacheUsage)
-	frames := fs.Int("frames", decode.DefaultFrames, "frames sampled per clip, for the cost estimate")
-	size := fs.Int("size", decode.DefaultSize, "output side in pixels, for the cost estimate")
+	var frames, size int
+	shapeFlags(fs, &frames, &size) // for the cost estimate
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			fs.SetOutput(stdout)
@@ -37,13 +37,13 @@ func runInspect(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	if fs.NArg() == 0 {
 		return usagef("inspect: no shard, directory or glob given")
 	}
-	if *frames < 1 || *size < 1 {
-		return usagef("inspect: --frames and --size must be positive")
+	if err := checkShape(frames, size); err != nil {
+		return err
 	}
 	indexDir := indexCacheDir(*cache)
 	empty := printShardWarnings(stderr, fs.Args(), indexDir)
 	m := decode.NewCostModel(nil)
-	m.SetOptions(decode.CostOptions{Frames: *frames, Size: *size})
+	m.SetOptions(decode.CostOptions{Frames: frames, Size: size})
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		err := decode.Inspect(ctx, fs.Args(), indexDir, m, func(s decode.RecordSummary) error { return enc.Encode(s) })
@@ -57,12 +57,12 @@ func runInspect(ctx context.Context, stdout, stderr io.Writer, args []string) er
 		if s.Error != "" {
 			fmt.Fprintf(stderr, "%s\n", s.Error)
 		}
-		frames := fmt.Sprint(s.Frames)
+		count := fmt.Sprint(s.Frames)
 		if s.Estimated {
-			frames = "~" + frames
+			count = "~" + count
 		}
 		_, err := fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%.3f\t%s\t%d\t%d\n",
-			s.Key, s.Shard, s.Modality, s.Bytes, s.Width, s.Height, frames, s.DurationS, s.Codec, s.Keyframes, s.EstCostUS)
+			s.Key, s.Shard, s.Modality, s.Bytes, s.Width, s.Height, count, s.DurationS, s.Codec, s.Keyframes, s.EstCostUS)
 		return err
 	})
 	if err != nil && rows == 0 {

@@ -33,3 +33,14 @@ func TestInspectFailsBeforeTable(t *testing.T) {
 		t.Errorf("inspect %s: got exit %d, stdout %q; want the table", shards[0], code, stdout)
 	}
 }
+
+// TestInspectShapeBounds checks that inspect bounds --frames and --size
+// as run does: an estimate for a shape run refuses would mislead.
+func TestInspectShapeBounds(t *testing.T) {
+	for _, args := range [][]string{{"--frames", "100000"}, {"--size", "99999999"}, {"--size", "4"}} {
+		code, stdout, stderr := runMain(append(append([]string{"inspect"}, args...), "x.tar")...)
+		if code != 2 || stdout != "" || !strings.Contains(stderr, args[0]+" "+args[1]+": want ") {
+			t.Errorf("inspect %v: exit %d, stdout %q, stderr %q; want exit 2 naming the flag and its bounds", args, code, stdout, stderr)
+		}
+	}
+}
