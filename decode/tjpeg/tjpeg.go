@@ -7,7 +7,9 @@
 // least that size, skipping most of the inverse DCT and upsampling work.
 // Decoding is bounded: the picture size is checked from the header first,
 // progressive images may have at most 500 scans (TJFLAG_LIMITSCANS) and any
-// libjpeg warning is an error (TJFLAG_STOPONWARNING). CMYK and YCCK JPEGs
+// libjpeg warning is an error (TJFLAG_STOPONWARNING), except junk bytes
+// between the segments before the first scan, which libjpeg skips with a
+// warning and Decode drops beforehand (skipExtraneous). CMYK and YCCK JPEGs
 // (Adobe APP14 marker) are converted to RGB as image/jpeg and image/color
 // convert them, so both backends give the same colours.
 //
@@ -90,4 +92,74 @@ func checkHeader(h Header, opt Options) error {
 		return fmt.Errorf("%w: %dx%d is more than %d pixels", ErrLimit, h.Width, h.Height, opt.MaxPixels)
 	}
 	return nil
+}
+
+// skipExtraneous returns data without the junk bytes libjpeg skips with the
+// warning "Corrupt JPEG data: N extraneous bytes before marker 0xXX"
+// (JWRN_EXTRANEOUS_DATA) between the segments before the first scan, or data
+// itself when there are none. Such bytes are common in scraped images and
+// libjpeg, djpeg, FFmpeg and PIL decode the image regardless, while the
+// decoder here stops on any libjpeg warning so that it can refuse truncated
+// and corrupt data. Dropping exactly the bytes libjpeg would discard (its
+// next_marker: any byte but 0xFF, and 0xFF 0x00 pairs, before a run of 0xFF
+// fill bytes and a marker code) gives the same pixels as djpeg without the
+// warning; junk anywhere else (after a scan's entropy-coded data, which only
+// the decoder can tell apart from data) still stops the decode.
+func skipExtraneous(data []byte) []byte {
+	if len(data) < 2 || data[0] != 0xFF || data[1] != 0xD8 {
+		return data
+	}
+	var out []byte // nil until junk is found
+	at := 2        // where the next marker should start
+	for {
+		i := at
+		for {
+			for i < len(data) && data[i] != 0xFF {
+				i++
+			}
+			j := i
+			for j < len(data) && data[j] == 0xFF {
+				j++
+			}
+			if j >= len(data) {
+				return data // truncated: libjpeg reports it
+			}
+			if data[j] != 0 {
+				break
+			}
+			i = j + 1 // a stuffed 0xFF 0x00 pair is junk too
+		}
+		// data[i:j] are 0xFF fill bytes, data[j] is the marker code.
+		if i > at && out == nil { // data[at:i] is junk: copy all but it
+			out = append(make([]byte, 0, len(data)), data[:at]...)
+		}
+		j := i
+		for data[j] == 0xFF {
+			j++
+		}
+		m := data[j]
+		next := j + 1
+		switch {
+		case m == 0x01 || m >= 0xD0 && m <= 0xD8: // TEM, RSTn, SOI: no length
+		case m == 0xDA || m == 0xD9 || j+2 >= len(data): // SOS, EOI: copy the rest
+			next = len(data)
+		default:
+			n := int(data[j+1])<<8 | int(data[j+2])
+			if n < 2 || j+1+n > len(data) {
+				next = len(data) // a bad length: libjpeg reports it
+			} else {
+				next = j + 1 + n
+			}
+		}
+		if out != nil {
+			out = append(out, data[i:next]...)
+		}
+		if next >= len(data) {
+			if out == nil {
+				return data
+			}
+			return out
+		}
+		at = next
+	}
 }

@@ -101,7 +101,7 @@ func header(data []byte) (C.tjhandle, Header, C.int, error) {
 
 // DecodeHeader reads the size and subsampling of a JPEG without decoding it.
 func DecodeHeader(data []byte) (Header, error) {
-	h, hdr, _, err := header(data)
+	h, hdr, _, err := header(skipExtraneous(data))
 	if h != nil {
 		C.tjDestroy(h)
 	}
@@ -110,6 +110,7 @@ func DecodeHeader(data []byte) (Header, error) {
 
 // Decode decodes a JPEG to RGB, DCT-scaled as opt asks.
 func Decode(data []byte, opt Options) (Image, error) {
+	data = skipExtraneous(data)
 	h, hdr, cs, err := header(data)
 	if h != nil {
 		defer C.tjDestroy(h)
