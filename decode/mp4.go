@@ -2,6 +2,8 @@ package decode
 
 import (
 	"fmt"
+	"math"
+	"math/bits"
 	"slices"
 )
 
@@ -15,18 +17,23 @@ type mp4Track struct {
 	width     int
 	height    int
 
-	// Edit list: the media time the presentation starts at, and the
-	// leading empty edits in movie timescale ticks.
-	mediaTime  int64
-	emptyEdits uint64
+	// edits is the edit list (elst) as stored; advanced is false when
+	// FFmpeg would not apply it frame by frame (see parseMoov).
+	edits    []mp4Edit
+	advanced bool
 
 	// trex defaults for fragments.
 	trexDuration, trexSize, trexFlags uint32
 
 	bytes []uint32 // per frame, decode order
-	// pts holds each frame's composition time (decode time plus
-	// composition offset) before the edit-list shift.
-	pts []int64
+	// dts and pts hold each frame's decode and composition time (decode
+	// time plus composition offset) before the edit list is applied.
+	dts, pts []int64
+	// nMoov counts the frames of the moov sample table (fragments follow);
+	// nCtts how many of them have a ctts entry, hasCtts whether FFmpeg
+	// keeps the ctts box.
+	nMoov, nCtts int
+	hasCtts      bool
 	// firstDTS and endDTS bound the decode timeline: the first frame's
 	// decode time and the time after the last frame.
 	firstDTS, endDTS int64
@@ -40,11 +47,12 @@ type mp4Track struct {
 // and duration from mdhd, per-frame sizes (stsz/stz2), timing (stts, ctts,
 // the edit list) and sync frames (stss), and the samples of movie fragments
 // (moof/traf/trun with tfhd and trex defaults). The moov box may come
-// before or after mdat. FramePTS follows FFmpeg's mov demuxer: the
-// composition time minus the first edit's media time plus any leading
-// empty edit, so a frame's value equals the pts ffprobe reports for it.
-// Edit lists with more than one non-empty segment are applied as if they
-// had only the first.
+// before or after mdat. The frames, their FramePTS and Duration follow
+// FFmpeg's mov demuxer (5.1, advanced edit lists; see editIndex): a frame
+// is listed once per packet FFmpeg reads, with the pts ffprobe reports
+// for it, and Duration is the stream duration ffprobe reports. Frames
+// the edit list hides but FFmpeg still decodes (the pre-roll of a cut
+// that does not start on a keyframe) stay listed, with negative pts.
 func ParseMP4(data []byte) (*VideoInfo, error) {
 	var moov []byte
 	var moofs [][]byte
@@ -92,7 +100,7 @@ func ParseMP4(data []byte) (*VideoInfo, error) {
 	if brand == "qt  " {
 		container = "mov"
 	}
-	return tr.info(container, movieTimescale), nil
+	return tr.info(container, movieTimescale)
 }
 
 // parseMoov finds the first video track in moov and reads its sample
@@ -101,6 +109,11 @@ func parseMoov(moov []byte) (*mp4Track, uint32, error) {
 	var movieTimescale uint32
 	var tr *mp4Track
 	var mvex []byte
+	var handlers []string
+	// FFmpeg turns its advanced edit-list handling off for good at the
+	// first track whose stts is empty (a fragmented file's moov), before
+	// building that track's index.
+	advanced := true
 	it := boxIter{b: moov}
 	for {
 		typ, body, ok := it.next()
@@ -118,11 +131,17 @@ func parseMoov(moov []byte) (*mp4Track, uint32, error) {
 			}
 		case "trak":
 			if tr == nil {
+				if emptyStts(body) {
+					advanced = false
+				}
 				t, err := parseTrak(body)
 				if err != nil {
 					return nil, 0, err
 				}
 				tr = t
+				if tr == nil {
+					handlers = append(handlers, trakHandler(body))
+				}
 			}
 		case "mvex":
 			mvex = body
@@ -132,8 +151,9 @@ func parseMoov(moov []byte) (*mp4Track, uint32, error) {
 		return nil, 0, it.err
 	}
 	if tr == nil {
-		return nil, 0, fmt.Errorf("%w: no video track", ErrBadMP4)
+		return nil, 0, noVideoTrack{handlers}
 	}
+	tr.advanced = advanced
 	tr.readTrex(mvex)
 	return tr, movieTimescale, nil
 }
@@ -178,8 +198,14 @@ func parseTrak(trak []byte) (*mp4Track, error) {
 	return tr, nil
 }
 
-// readEdits keeps the first non-empty edit's media time and the duration
-// of the empty edits before it.
+// mp4Edit is one elst entry: a segment of dur movie-timescale ticks
+// showing the media from mediaTime (-1 for an empty segment).
+type mp4Edit struct {
+	dur       uint64
+	mediaTime int64
+}
+
+// readEdits keeps the entries of the elst box.
 func (tr *mp4Track) readEdits(elst []byte) error {
 	v, _, p, ok := fullBox(elst)
 	if !ok || len(p) < 4 {
@@ -194,23 +220,15 @@ func (tr *mp4Track) readEdits(elst []byte) error {
 	if n > uint64(len(p))/rec {
 		return fmt.Errorf("%w: elst has %d entries in %d bytes", ErrBadMP4, n, len(p))
 	}
-	for i := uint64(0); i < n; i++ {
-		e := p[i*rec:]
-		var dur uint64
-		var mt int64
+	tr.edits = make([]mp4Edit, n)
+	for i := range tr.edits {
+		e := p[uint64(i)*rec:]
 		if v == 1 {
-			dur, mt = be64(e, 0), int64(be64(e, 8))
+			tr.edits[i] = mp4Edit{be64(e, 0), int64(be64(e, 8))}
 		} else {
-			dur, mt = uint64(be32(e, 0)), int64(int32(be32(e, 4)))
+			tr.edits[i] = mp4Edit{uint64(be32(e, 0)), int64(int32(be32(e, 4)))}
 		}
-		if mt == -1 {
-			tr.emptyEdits += dur
-			continue
-		}
-		tr.mediaTime = mt
-		return nil
 	}
-	tr.emptyEdits = 0 // only empty edits: nothing to shift
 	return nil
 }
 
@@ -261,13 +279,14 @@ func (tr *mp4Track) sampleTable(stbl []byte) error {
 			}
 		}
 	}
-	tr.bytes, tr.pts = sizes, make([]int64, n)
-	end, err := readStts(child(stbl, "stts"), tr.pts)
+	tr.bytes, tr.dts, tr.nMoov = sizes, make([]int64, n), n
+	end, err := readStts(child(stbl, "stts"), tr.dts)
 	if err != nil {
 		return err
 	}
 	tr.endDTS = end
-	if err := addCtts(child(stbl, "ctts"), tr.pts); err != nil {
+	tr.pts = slices.Clone(tr.dts)
+	if tr.nCtts, tr.hasCtts, err = addCtts(child(stbl, "ctts"), tr.pts); err != nil {
 		return err
 	}
 	stss := child(stbl, "stss")
@@ -397,15 +416,22 @@ func readStts(b []byte, dts []int64) (int64, error) {
 }
 
 // addCtts adds the composition offsets of a ctts box (signed in both
-// versions, as FFmpeg reads them) to the decode times in pts; no box means
-// zero offsets.
-func addCtts(b []byte, pts []int64) error {
+// versions, as FFmpeg reads them) to the decode times in pts and returns
+// how many frames it covers and whether FFmpeg keeps the box: no box, no
+// entries, or an offset beyond ±2^28 in an entry but the last two (which
+// makes FFmpeg drop the table) mean zero offsets.
+func addCtts(b []byte, pts []int64) (int, bool, error) {
 	if b == nil {
-		return nil
+		return 0, false, nil
 	}
 	n, p, err := tableEntries("ctts", b, 8)
-	if err != nil {
-		return err
+	if err != nil || n == 0 {
+		return 0, false, err
+	}
+	for e := 0; e+2 < n; e++ {
+		if off := int64(int32(be32(p, 8*e+4))); off > 1<<28 || off < -(1<<28) {
+			return 0, false, nil
+		}
 	}
 	i := 0
 	for e := 0; e < n && i < len(pts); e++ {
@@ -415,58 +441,251 @@ func addCtts(b []byte, pts []int64) error {
 			i++
 		}
 	}
-	return nil
+	return i, true, nil
 }
 
-// info assembles the VideoInfo, applying the edit-list shift to the
-// composition times.
-func (tr *mp4Track) info(container string, movieTimescale uint32) *VideoInfo {
-	n := len(tr.bytes)
-	shift := -tr.mediaTime
-	if tr.emptyEdits > 0 && movieTimescale > 0 {
-		shift += int64(tr.emptyEdits * uint64(tr.timescale) / uint64(movieTimescale))
-	}
+// info assembles the VideoInfo: the moov frames as FFmpeg indexes them
+// under the edit list, then the fragments' frames.
+func (tr *mp4Track) info(container string, movieTimescale uint32) (*VideoInfo, error) {
+	key := tr.syncFlags()
 	v := &VideoInfo{
-		Container:  container,
-		Codec:      tr.codec,
-		Width:      tr.width,
-		Height:     tr.height,
-		Timescale:  tr.timescale,
-		Duration:   int64(tr.duration),
-		Frames:     n,
-		FrameBytes: tr.bytes,
-		FramePTS:   tr.pts,
+		Container: container,
+		Codec:     tr.codec,
+		Width:     tr.width,
+		Height:    tr.height,
+		Timescale: tr.timescale,
+		Duration:  int64(min(tr.duration, math.MaxInt64)),
 	}
-	if shift != 0 {
-		for i := range v.FramePTS {
-			v.FramePTS[i] += shift
+	offset := tr.timeOffset(movieTimescale)
+	moov := tr.nMoov
+	if tr.advanced && len(tr.edits) > 0 && movieTimescale > 0 && moov > 0 {
+		idx, err := tr.editIndex(key[:moov], movieTimescale)
+		if err != nil {
+			return nil, err
 		}
-	}
-	switch {
-	case tr.key != nil:
-		for i, k := range tr.key {
-			if k {
-				v.Keyframes = append(v.Keyframes, i)
+		v.FrameBytes = make([]uint32, 0, len(idx.frames)+len(tr.bytes)-moov)
+		v.FramePTS = make([]int64, 0, cap(v.FrameBytes))
+		for j, i := range idx.frames {
+			v.FrameBytes = append(v.FrameBytes, tr.bytes[i])
+			v.FramePTS = append(v.FramePTS, idx.pts[j])
+			if key[i] {
+				v.Keyframes = append(v.Keyframes, j)
 			}
 		}
-	case tr.noStss:
-		v.Keyframes = make([]int, n)
-		for i := range v.Keyframes {
-			v.Keyframes[i] = i
+		v.Duration = min(v.Duration, idx.duration)
+	} else {
+		moov = 0 // the whole track is shifted by the first edit
+	}
+	for i := moov; i < len(tr.bytes); i++ {
+		if key[i] {
+			v.Keyframes = append(v.Keyframes, len(v.FramePTS))
 		}
-	default:
-		v.Keyframes = tr.stss
+		v.FrameBytes = append(v.FrameBytes, tr.bytes[i])
+		v.FramePTS = append(v.FramePTS, tr.pts[i]-offset)
+	}
+	v.Frames = len(v.FramePTS)
+	if v.Frames == 0 {
+		return nil, fmt.Errorf("%w: the edit list leaves no frames of the video track", ErrBadMP4)
 	}
 	if len(v.Keyframes) == 0 {
 		v.Keyframes = []int{0} // unknown: decoding must start at the first frame
 	}
-	if v.Duration <= 0 {
-		// Fragmented files leave mdhd's duration at 0: use the decode
-		// timeline.
-		v.Duration = tr.endDTS - tr.firstDTS
+	if len(tr.bytes) > tr.nMoov {
+		// Fragments extend the stream past mdhd's duration (often 0, or
+		// the first fragment's): FFmpeg takes their decode end.
+		v.Duration = max(v.Duration, tr.endDTS-tr.firstDTS)
 	}
 	for _, b := range v.FrameBytes {
 		v.Bytes += int64(b)
 	}
-	return v
+	return v, nil
+}
+
+// syncFlags returns each frame's sync flag: from the fragments' sample
+// flags and, for the moov frames, stss (every frame when it is absent).
+func (tr *mp4Track) syncFlags() []bool {
+	if tr.key == nil {
+		tr.syncFromTables()
+	}
+	return tr.key
+}
+
+// timeOffset is what FFmpeg subtracts from the composition times when it
+// does not apply the edit list frame by frame (fragmented files): the
+// media time of the first non-empty edit, less the duration of a leading
+// empty edit (only the first entry counts as one).
+func (tr *mp4Track) timeOffset(movieTimescale uint32) int64 {
+	var empty uint64
+	start := 0
+	var mediaTime int64
+	for i, e := range tr.edits {
+		switch {
+		case i == 0 && e.mediaTime == -1:
+			empty, start = e.dur, 1
+		case i == start && e.mediaTime >= 0:
+			mediaTime = e.mediaTime
+		}
+	}
+	if movieTimescale == 0 {
+		return mediaTime
+	}
+	return mediaTime - rescale(empty, tr.timescale, movieTimescale)
+}
+
+// rescale converts a duration of movie-timescale ticks to track ticks,
+// rounding to nearest as av_rescale does; it saturates at 2^62 so that
+// sums of a few stay in range.
+func rescale(d uint64, trackTS, movieTS uint32) int64 {
+	const limit = 1 << 62
+	hi, lo := bits.Mul64(d, uint64(trackTS))
+	lo, carry := bits.Add64(lo, uint64(movieTS/2), 0)
+	hi += carry
+	if hi >= uint64(movieTS) {
+		return limit
+	}
+	q, _ := bits.Div64(hi, lo, uint64(movieTS))
+	return int64(min(q, limit))
+}
+
+// editIndexResult is the moov part of the track as FFmpeg indexes it:
+// the sample behind each packet, the packet's pts, and the stream
+// duration.
+type editIndexResult struct {
+	frames   []int
+	pts      []int64
+	duration int64
+}
+
+// editIndex applies the edit list to the moov frames as FFmpeg 5.1's
+// mov_fix_index does (advanced edit lists, its default). Each non-empty
+// edit contributes the frames from the last keyframe whose composition
+// time is at or before the edit's media time up to the second keyframe
+// after the edit's end (the first when there is no ctts). Those frames
+// get new decode times: consecutive from the edit's start on the
+// presentation timeline, counted from the first frame the edit shows,
+// earlier ones (the pre-roll) counting back from it. A frame's pts is its
+// new decode time plus its composition offset, less the smallest such pts
+// of the shown frames when that is positive (net of leading empty edits),
+// so that the first shown frame has pts 0 — not the edit's media time,
+// which need not fall on a frame. The duration is that of all the edits,
+// capped by mdhd's.
+func (tr *mp4Track) editIndex(key []bool, movieTimescale uint32) (editIndexResult, error) {
+	n := len(key)
+	var r editIndexResult
+	var dts []int64 // new decode times, parallel to r.frames
+	var entryEnd, empty int64
+	minPTS := int64(-1)
+	nonEmpty := false
+	budget := 4 * MaxVideoFrames // bounds the work a forged elst can cause
+	for _, e := range tr.edits {
+		dur := rescale(e.dur, tr.timescale, movieTimescale)
+		counter := entryEnd
+		entryEnd = min(entryEnd+dur, 1<<62)
+		if !nonEmpty && e.mediaTime == -1 {
+			empty += dur
+			continue
+		}
+		nonEmpty = true
+		start := tr.editStart(e.mediaTime, key, false, &budget)
+		if start < 0 {
+			start = tr.editStart(e.mediaTime, key, true, &budget)
+		}
+		start = max(start, 0)
+		end := e.mediaTime + dur
+		shown := false
+		pre := len(dts) // the pre-roll before the first shown frame starts here
+		keyAfter := false
+		for i := start; i < n; i++ {
+			if budget--; budget < 0 || len(r.frames) >= MaxVideoFrames {
+				return r, fmt.Errorf("%w: the edit list (%d entries) lists more than %d frames", ErrBadMP4, len(tr.edits), MaxVideoFrames)
+			}
+			fd := dur
+			if i+1 < n {
+				fd = tr.dts[i+1] - tr.dts[i]
+			}
+			cts, ctts := tr.pts[i], tr.pts[i]-tr.dts[i]
+			if cts >= e.mediaTime && cts < end {
+				if p := counter + ctts; minPTS < 0 {
+					minPTS = p
+				} else {
+					minPTS = min(minPTS, p)
+				}
+				if !shown {
+					shown = true
+					// The pre-roll ends where this frame starts.
+					t := counter
+					for j := len(dts) - 1; j >= pre; j-- {
+						t -= tr.dts[r.frames[j]+1] - tr.dts[r.frames[j]]
+						dts[j] = t
+					}
+				}
+			}
+			r.frames = append(r.frames, i)
+			dts = append(dts, counter)
+			if shown {
+				counter += fd
+			}
+			if cts+fd >= end && key[i] {
+				if tr.hasCtts && !keyAfter {
+					// Trailing B-frames after this keyframe may still
+					// belong to the edit: stop at the next one.
+					keyAfter = true
+					continue
+				}
+				break
+			}
+		}
+	}
+	shift := max(minPTS-empty, 0)
+	r.pts = make([]int64, len(dts))
+	for j, i := range r.frames {
+		r.pts[j] = dts[j] + tr.pts[i] - tr.dts[i] - shift
+	}
+	r.duration = entryEnd
+	return r, nil
+}
+
+// editStart finds the frame FFmpeg starts an edit at (find_prev_closest_index):
+// the last frame whose decode time is at or before mediaTime, moved back
+// to a keyframe unless any is set, then, with a ctts table, further back
+// to a keyframe whose composition time is at or before mediaTime. It
+// returns -1 when there is none.
+func (tr *mp4Track) editStart(mediaTime int64, key []bool, any bool, budget *int) int {
+	n := len(key)
+	// Binary search as ff_index_search_timestamp does, backwards.
+	a, b := -1, n
+	if n > 0 && tr.dts[n-1] < mediaTime {
+		a = n - 1
+	}
+	for b-a > 1 {
+		m := (a + b) / 2
+		if tr.dts[m] >= mediaTime {
+			b = m
+		}
+		if tr.dts[m] <= mediaTime {
+			a = m
+		}
+	}
+	m := a
+	for !any && m >= 0 && !key[m] {
+		m--
+		*budget--
+	}
+	if m < 0 {
+		return -1
+	}
+	for i := m; i > 0 && tr.dts[i] == tr.dts[i-1]; i-- {
+		if any || key[i-1] {
+			m = i - 1
+		}
+		*budget--
+	}
+	if !tr.hasCtts {
+		return m
+	}
+	for m >= 0 && m < tr.nCtts && !(tr.pts[m] <= mediaTime && key[m]) {
+		m--
+		*budget--
+	}
+	return m
 }

@@ -277,7 +277,8 @@ func BenchmarkParseMP4(b *testing.B) {
 // FuzzParseMP4 feeds mutated real MP4/MOV files to the box walker: it
 // must return a consistent VideoInfo or ErrBadMP4, never panic.
 func FuzzParseMP4(f *testing.F) {
-	for _, name := range []string{"h264_bf2.mp4", "h264_faststart.mp4", "h264_frag.mp4", "h264_delay.mp4", "h264_nobf.mov", "hevc.mp4", "av1.mp4", "vp9.mp4"} {
+	for _, name := range []string{"h264_bf2.mp4", "h264_faststart.mp4", "h264_frag.mp4", "h264_delay.mp4", "h264_nobf.mov", "hevc.mp4", "av1.mp4", "vp9.mp4",
+		"h264_sscut.mp4", "h264_fragmoov.mp4"} {
 		data, err := os.ReadFile(filepath.Join("testdata", "video", name))
 		if err != nil {
 			f.Fatal(err)

@@ -4,12 +4,46 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // ErrBadMP4 reports an MP4/MOV file whose boxes cannot be read: a box
 // running past its parent, a count that does not fit its box, a frame
-// count over MaxVideoFrames, or no video track.
+// count over MaxVideoFrames. A valid file without a video track (audio
+// only) fails with an error that matches ErrBadMP4 too, so that callers
+// treat it alike, but says only that the track is missing.
 var ErrBadMP4 = errors.New("decode: invalid MP4/MOV")
+
+// noVideoTrack is the error of an MP4/MOV file without a video track; it
+// lists the handler types of the tracks it has ("soun", "text").
+type noVideoTrack struct{ handlers []string }
+
+func (e noVideoTrack) Error() string {
+	if len(e.handlers) == 0 {
+		return "decode: MP4/MOV has no tracks, so no video track"
+	}
+	return fmt.Sprintf("decode: MP4/MOV has no video track (its tracks: %s)", strings.Join(e.handlers, ", "))
+}
+
+// Unwrap makes the error match ErrBadMP4.
+func (e noVideoTrack) Unwrap() error { return ErrBadMP4 }
+
+// trakHandler returns a trak's handler type (hdlr), such as "soun", with
+// "?" for an unreadable one.
+func trakHandler(trak []byte) string {
+	_, _, p, ok := fullBox(child(child(trak, "mdia"), "hdlr"))
+	if !ok || len(p) < 8 {
+		return "?"
+	}
+	return strings.ToValidUTF8(strings.TrimRight(string(p[4:8]), "\x00"), "?")
+}
+
+// emptyStts reports whether a trak has no stts entries (a fragmented
+// file's moov): FFmpeg then stops applying edit lists frame by frame.
+func emptyStts(trak []byte) bool {
+	_, _, p, ok := fullBox(child(child(child(child(trak, "mdia"), "minf"), "stbl"), "stts"))
+	return !ok || len(p) < 4 || be32(p, 0) == 0
+}
 
 // MaxVideoFrames caps the frames a container parser accepts for one track,
 // so that a forged count cannot make it allocate gigabytes (1<<20 frames is

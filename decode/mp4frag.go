@@ -175,6 +175,7 @@ func (tr *mp4Track) trun(body []byte, t int64, dur, size, sflags uint32) (int64,
 			c, p = int32(be32(p, 0)), p[4:]
 		}
 		tr.bytes = append(tr.bytes, s)
+		tr.dts = append(tr.dts, t)
 		tr.pts = append(tr.pts, t+int64(c))
 		// A sync sample neither is flagged non-sync nor depends on others
 		// (FFmpeg's rule).
