@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -238,18 +240,19 @@ func startsFresh(err error) bool {
 // shared file system differ. With no complete checkpoint the error wraps
 // ErrNoCheckpoint (test with errors.Is) and is marked collective.AllRanks.
 func LatestCheckpoint(comm collective.Comm, dir string, k Kind) (int64, error) {
-	return latestCheckpointBefore(comm, dir, k, math.MaxInt64)
+	return latestCheckpointBefore(comm, dir, k, math.MaxInt64, nil)
 }
 
 // latestCheckpointBefore is LatestCheckpoint among the steps before
-// before.
-func latestCheckpointBefore(comm collective.Comm, dir string, k Kind, before int64) (int64, error) {
+// before, for a job running the loaders job (nil: unknown), whose
+// checkpoints its message does not point to as another loader's.
+func latestCheckpointBefore(comm collective.Comm, dir string, k Kind, before int64, job []Kind) (int64, error) {
 	// Rank 0's view: the step, and for the message when there is none,
 	// how many incomplete step directories, other loaders' latest step,
 	// and the newest step another number of ranks completed and theirs.
 	view := []int64{-1, 0, -1, -1, 0}
 	if comm.Rank() == 0 {
-		s := scanCheckpoints(dir, k, comm.Size(), before)
+		s := scanCheckpoints(dir, k, comm.Size(), before, job)
 		view[0], view[1], view[2], view[3], view[4] = s.latest, s.incomplete, s.other, s.foreignStep, int64(s.foreignRanks)
 	}
 	if err := bcastInt64s(comm, view); err != nil {
@@ -297,11 +300,12 @@ func bcastInt64s(comm collective.Comm, vals []int64) error {
 // makes every rank fall back to the complete checkpoint before it, with
 // a line naming the file; a file of another job (loader, ranks, batch,
 // seed, dataset) on any rank is an error on every rank alike, marked
-// collective.AllRanks. Rank 0 says which step it resumes from.
+// collective.AllRanks. Rank 0 says which step it resumes from, and which
+// newer incomplete steps it passed over.
 func (l *Loader) restore() (int64, error) {
 	var reader *Reader
 	var cost *decode.CostModel
-	step, found, err := resumeStep(l.comm, l.cfg, func(step int64) (unreadable bool, err error) {
+	step, found, err := resumeStep(l.comm, l.cfg, nil, func(step int64) (unreadable bool, err error) {
 		reader, cost, unreadable, err = readCheckpoint(l.comm, l.ds, l.dataset, l.cfg, l.reader, step)
 		return unreadable, err
 	}, l.logf)
@@ -316,24 +320,32 @@ func (l *Loader) restore() (int64, error) {
 // resumeStep finds the step loader cfg.Loader resumes from: the newest
 // checkpoint every rank completed whose files every rank reads, found by
 // read (this rank's file of a step: unreadable says it is damaged, err
-// any failure), falling back past damaged ones with a line on logf (nil:
-// none). found is false, with no error, when there is none and
-// cfg.ResumeIfAny starts the loader fresh. It is a collective call, and
+// any failure), falling back past damaged ones. On logf (nil: none) each
+// rank names its damaged files, and rank 0 the incomplete steps it
+// passes over and why. found is false, with no error, when there is none
+// and cfg.ResumeIfAny starts the loader fresh; when only damaged ones are
+// left, the error (or the line of ResumeIfAny) names every rank's
+// damaged files itself, so that it says why even when logf is nil. job
+// is the job's loaders (nil: unknown), which the message of no
+// checkpoint does not tell to resume with. It is a collective call, and
 // every rank returns the same step or fails alike. restore reads the
 // checkpoint it finds; CheckJob calls it first, with the same reads, so
 // that a checkpoint of another job is refused before any loader trains,
 // even one behind a damaged newer step.
-func resumeStep(comm collective.Comm, cfg Config, read func(step int64) (unreadable bool, err error), logf func(rank int, format string, args ...any)) (step int64, found bool, _ error) {
+func resumeStep(comm collective.Comm, cfg Config, job []Kind, read func(step int64) (unreadable bool, err error), logf func(rank int, format string, args ...any)) (step int64, found bool, _ error) {
 	dir, k := cfg.CheckpointDir, cfg.Loader
-	if logf == nil {
+	quiet := logf == nil
+	if quiet {
 		logf = func(int, string, ...any) {}
 	}
+	var damaged []string // every rank's files that did not read, newest step first
 	before := int64(math.MaxInt64)
 	for {
-		step, err := latestCheckpointBefore(comm, dir, k, before)
-		if startsFresh(err) && (cfg.ResumeIfAny || before != math.MaxInt64) {
-			if before != math.MaxInt64 {
-				err = fmt.Errorf("no readable checkpoint of loader %s in %s: the newer ones do not read (see above)", k, loaderCheckpointDir(dir, k))
+		step, err := latestCheckpointBefore(comm, dir, k, before, job)
+		if startsFresh(err) && (cfg.ResumeIfAny || len(damaged) > 0) {
+			if len(damaged) > 0 {
+				err = fmt.Errorf("no readable checkpoint of loader %s in %s: a file of each complete step does not read (%s)",
+					k, loaderCheckpointDir(dir, k), capList(damaged, "; ", "files"))
 			}
 			if !cfg.ResumeIfAny {
 				return 0, false, collective.AllRanks(fmt.Errorf("--resume: %w", err))
@@ -350,54 +362,131 @@ func resumeStep(comm collective.Comm, cfg Config, read func(step int64) (unreada
 			return 0, false, collective.AllRanks(fmt.Errorf("--resume: the checkpoint in %s is at step %d, at or past --steps %d: nothing to run",
 				loaderCheckpointDir(dir, k), step, cfg.Steps))
 		}
+		if !quiet && comm.Rank() == 0 {
+			for _, s := range incompleteSteps(dir, k, comm.Size(), step, before) {
+				logf(0, "datahelix: --resume: loader %s passes over step %d of %s: %s\n", k, s.step, loaderCheckpointDir(dir, k), s.why)
+			}
+		}
 		unreadable, err := read(step)
 		if unreadable {
 			logf(-1, "datahelix: rank %d: --resume: %v: trying the checkpoint before step %d\n", comm.Rank(), err, step)
 		}
-		fallBack, err := agreeOnCheckpoint(comm, unreadable, err)
+		bad, err := agreeOnCheckpoint(comm, unreadable, err)
 		if err != nil {
 			return 0, false, err
 		}
-		if !fallBack {
+		if len(bad) == 0 {
 			return step, true, nil
 		}
+		damaged = append(damaged, bad...)
 		before = step
 	}
+}
+
+// incompleteStep is a step directory a resume passes over, and why.
+type incompleteStep struct {
+	step int64
+	why  string
+}
+
+// incompleteSteps returns loader k's step directories in dir after after
+// and before before, newest first, that a job of ranks does not count
+// complete, each with what is wrong: a rank's file missing, or a file of
+// a rank the job has not. They are the steps the scan of
+// latestCheckpointBefore just passed over, read again for the message (a
+// step complete by now is left out).
+func incompleteSteps(dir string, k Kind, ranks int, after, before int64) []incompleteStep {
+	var steps []incompleteStep
+	for _, s := range checkpointSteps(dir, k) {
+		if s <= after || s >= before {
+			continue
+		}
+		have := stepFiles(dir, k, s)
+		var missing, extra []string
+		for r := range ranks {
+			if !have[r] {
+				missing = append(missing, strconv.Itoa(r))
+			}
+		}
+		for _, r := range slices.Sorted(maps.Keys(have)) {
+			if r >= ranks {
+				extra = append(extra, strconv.Itoa(r))
+			}
+		}
+		var why []string
+		if len(missing) > 0 {
+			why = append(why, fmt.Sprintf("it has no file of %s %s (a job killed while saving it, or one of fewer ranks, wrote it)",
+				plural(len(missing), "rank"), capList(missing, ", ", "ranks")))
+		}
+		if len(extra) > 0 {
+			files := "a file"
+			if len(extra) > 1 {
+				files = "files"
+			}
+			why = append(why, fmt.Sprintf("it has %s of %s %s, which this %d-rank job has not (a job of more ranks wrote it)",
+				files, plural(len(extra), "rank"), capList(extra, ", ", "ranks"), ranks))
+		}
+		if len(why) > 0 {
+			steps = append(steps, incompleteStep{s, strings.Join(why, "; ")})
+		}
+	}
+	return steps
+}
+
+// maxListed is how many items capList lists before saying how many more.
+const maxListed = 8
+
+// capList joins items with sep, the first maxListed of them, then says
+// how many more (of what) there are.
+func capList(items []string, sep, what string) string {
+	if len(items) <= maxListed {
+		return strings.Join(items, sep)
+	}
+	return strings.Join(items[:maxListed], sep) + fmt.Sprintf("%sand %d more %s", sep, len(items)-maxListed, what)
+}
+
+// plural is word, with an s unless n is 1.
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
 }
 
 // agreeOnCheckpoint has the ranks agree on what their reads of one
 // step's checkpoint found. A file of another job (another loader, number
 // of ranks, batch, seed or dataset), or one a rank cannot read at all,
 // is an error on every rank alike (collective.AllRanks), the lowest such
-// rank's, since falling back would not help; otherwise fallBack says
-// whether some rank's file is unreadable (damaged), so that every rank
-// tries the step before. err is this rank's error from readCheckpoint,
-// unreadable whether it is the file's damage.
-func agreeOnCheckpoint(comm collective.Comm, unreadable bool, err error) (fallBack bool, _ error) {
+// rank's, since falling back would not help; otherwise damaged holds the
+// errors of the ranks whose file is unreadable (damaged), in rank order,
+// on every rank: if there are any, every rank tries the step before. err
+// is this rank's error from readCheckpoint, unreadable whether it is the
+// file's damage.
+func agreeOnCheckpoint(comm collective.Comm, unreadable bool, err error) (damaged []string, _ error) {
 	mine := []byte{'.'}
 	switch {
 	case err != nil && !unreadable:
 		mine = append([]byte{'x'}, err.Error()...)
 	case err != nil:
-		mine[0] = 'u'
+		mine = append([]byte{'u'}, err.Error()...)
 	}
 	all, gerr := comm.AllgatherVar(mine)
 	if gerr != nil {
-		return false, gerr
+		return nil, gerr
 	}
 	for r, m := range all {
 		switch {
 		case len(m) == 0 || m[0] != 'x':
 			if len(m) > 0 && m[0] == 'u' {
-				fallBack = true
+				damaged = append(damaged, string(m[1:]))
 			}
 		case r == comm.Rank():
-			return false, collective.AllRanks(err)
+			return nil, collective.AllRanks(err)
 		default:
-			return false, collective.AllRanks(errors.New(string(m[1:])))
+			return nil, collective.AllRanks(errors.New(string(m[1:])))
 		}
 	}
-	return fallBack, nil
+	return damaged, nil
 }
 
 // logf writes to the config's log on rank (every rank when rank is -1).
@@ -443,6 +532,9 @@ func readCheckpointState(comm collective.Comm, ds *decode.Dataset, dataset uint6
 	if err := json.Unmarshal(data, &st); err != nil {
 		return st, path, true, fmt.Errorf("%s: %w", path, err)
 	}
+	if err := checkpointFields(data, st.Version); err != nil {
+		return st, path, true, fmt.Errorf("%s: %w", path, err)
+	}
 	switch {
 	case st.Version != checkpointVersion:
 		err = fmt.Errorf("--resume: %s: version %d, this binary reads %d", path, st.Version, checkpointVersion)
@@ -462,6 +554,39 @@ func readCheckpointState(comm collective.Comm, ds *decode.Dataset, dataset uint6
 	return st, path, false, err
 }
 
+// checkpointFields checks that data, a JSON value that unmarshals into a
+// checkpointState of the given version, is one a checkpoint wrote: an
+// object with a version, and, of this binary's version, every field it
+// writes (dataset aside, which older files lack). A file without them is
+// damaged (some other JSON written over it), not a file of another
+// version or job, which its own version or fields would say.
+func checkpointFields(data []byte, version int) error {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil || fields == nil {
+		return errors.New("not a checkpoint (not a JSON object)")
+	}
+	if v, ok := fields["version"]; !ok || string(v) == "null" {
+		return errors.New("not a checkpoint (no version field)")
+	}
+	if version != checkpointVersion {
+		return nil // another version's fields are its own
+	}
+	var missing []string
+	for _, f := range checkpointRequired {
+		if v, ok := fields[f]; !ok || string(v) == "null" {
+			missing = append(missing, f)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("not a checkpoint (no %s %s)", strings.Join(missing, ", "), plural(len(missing), "field"))
+	}
+	return nil
+}
+
+// checkpointRequired are the JSON fields besides version that every
+// checkpoint of checkpointVersion holds: checkpointState's but dataset.
+var checkpointRequired = []string{"step", "rank", "ranks", "loader", "batch", "seed", "shards", "reader", "cost_model"}
+
 // checkpointScan is what one read of a checkpoint directory tells about
 // loader k for a job of some number of ranks.
 type checkpointScan struct {
@@ -469,9 +594,10 @@ type checkpointScan struct {
 	// incomplete counts k's step directories newer than latest: all of
 	// them when latest is -1.
 	incomplete int64
-	// other is the newest step of any other loader with a file for every
-	// rank, or -1; it is looked for only when latest is -1 (the message
-	// of "none" is its one use), and is -1 otherwise.
+	// other is the newest step of any loader not in the job (nor k)
+	// with a file for every rank, or -1: the message of "none" tells to
+	// resume with that --loader, which the job's own loaders are already.
+	// It is looked for only when latest is -1, and is -1 otherwise.
 	other int64
 	// foreignStep is, when latest is -1, the newest step of k complete
 	// for another number of ranks, foreignRanks (-1 when none).
@@ -482,8 +608,9 @@ type checkpointScan struct {
 // scanCheckpoints reads loader k's step directories in dir newest first
 // down to the first complete one. Only if k has none, the path to an
 // error message, does it read them again for a step another number of
-// ranks completed, and each other loader's the first way.
-func scanCheckpoints(dir string, k Kind, ranks int, before int64) checkpointScan {
+// ranks completed, and each other loader's the first way, but those of
+// job, the loaders of the job (nil: only k).
+func scanCheckpoints(dir string, k Kind, ranks int, before int64, job []Kind) checkpointScan {
 	s := checkpointScan{other: -1, foreignStep: -1}
 	s.latest, s.incomplete = newestComplete(dir, k, ranks, before)
 	if s.latest >= 0 {
@@ -491,7 +618,7 @@ func scanCheckpoints(dir string, k Kind, ranks int, before int64) checkpointScan
 	}
 	s.foreignStep, s.foreignRanks = newestForeign(dir, k, ranks, before)
 	for o := range Kind(len(kindNames)) {
-		if o != k {
+		if o != k && !slices.Contains(job, o) {
 			latest, _ := newestComplete(dir, o, ranks, math.MaxInt64)
 			s.other = max(s.other, latest)
 		}
@@ -575,9 +702,11 @@ func checkStartCheckpoints(comm collective.Comm, ds *decode.Dataset, cfg Config,
 	}
 	if cfg.Resume {
 		// Each loader's walk as restore will make it, with the same
-		// reads, quietly (restore says what it falls back past): another
-		// job's checkpoint (batch, seed, dataset...) on any rank fails
-		// now, even behind a damaged newer step.
+		// reads, quietly (restore says what it passes over; an error
+		// names the damaged files itself): another job's checkpoint
+		// (batch, seed, dataset...) on any rank fails now, even behind a
+		// damaged newer step. No checkpoint of a loader points to the
+		// other loaders' only if they are not this job's.
 		if err := cfg.setDefaults(); err != nil {
 			return collective.AllRanks(err)
 		}
@@ -589,7 +718,7 @@ func checkStartCheckpoints(comm collective.Comm, ds *decode.Dataset, cfg Config,
 		for _, k := range kinds {
 			c := cfg
 			c.Loader = k
-			_, _, err := resumeStep(comm, c, func(step int64) (bool, error) {
+			_, _, err := resumeStep(comm, c, kinds, func(step int64) (bool, error) {
 				_, _, unreadable, err := readCheckpoint(comm, ds, hash, c, reader, step)
 				return unreadable, err
 			}, nil)

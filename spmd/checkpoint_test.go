@@ -66,7 +66,7 @@ func TestResumeEveryLoader(t *testing.T) {
 	}
 	// Every loader kept its own checkpoints: none overwrote another's.
 	for k := range full {
-		if got := scanCheckpoints(dir, k, ranks, math.MaxInt64).latest; got != 8 {
+		if got := scanCheckpoints(dir, k, ranks, math.MaxInt64, nil).latest; got != 8 {
 			t.Errorf("%s: latest checkpoint at step %d, want 8", k, got)
 		}
 		for _, step := range []int64{4, 8} {
@@ -192,7 +192,7 @@ func touchCheckpoints(t *testing.T, dir string, k Kind, step int64, ranks ...int
 func latestCheckpoint(dir string, ranks int) int64 {
 	latest := int64(-1)
 	for k := range Kind(len(kindNames)) {
-		latest = max(latest, scanCheckpoints(dir, k, ranks, math.MaxInt64).latest)
+		latest = max(latest, scanCheckpoints(dir, k, ranks, math.MaxInt64, nil).latest)
 	}
 	return latest
 }
@@ -226,7 +226,7 @@ func TestLatestCheckpointIsPerLoader(t *testing.T) {
 		{KindStatic, 2, -1},
 		{KindHelixNoGate, 1, -1},
 	} {
-		if got := scanCheckpoints(dir, c.k, c.ranks, math.MaxInt64).latest; got != c.want {
+		if got := scanCheckpoints(dir, c.k, c.ranks, math.MaxInt64, nil).latest; got != c.want {
 			t.Errorf("scanCheckpoints(%s, %d ranks).latest = %d, want %d", c.k, c.ranks, got, c.want)
 		}
 	}
@@ -238,7 +238,7 @@ func TestLatestCheckpointIsPerLoader(t *testing.T) {
 			t.Errorf("latestCheckpoint(%d ranks) = %d, want %d", c.ranks, got, c.want)
 		}
 	}
-	if got := scanCheckpoints(filepath.Join(dir, "missing"), KindTorch, 1, math.MaxInt64).latest; got != -1 {
+	if got := scanCheckpoints(filepath.Join(dir, "missing"), KindTorch, 1, math.MaxInt64, nil).latest; got != -1 {
 		t.Errorf("missing directory: got %d, want -1", got)
 	}
 }
@@ -345,7 +345,7 @@ func TestLatestCheckpointMessages(t *testing.T) {
 	} {
 		dir := t.TempDir()
 		c.setup(t, dir)
-		if got := scanCheckpoints(dir, KindHelix, ranks, math.MaxInt64); got != c.scan {
+		if got := scanCheckpoints(dir, KindHelix, ranks, math.MaxInt64, nil); got != c.scan {
 			t.Errorf("%s: scanCheckpoints = %+v, want %+v", c.name, got, c.scan)
 		}
 		want := fmt.Sprintf("no complete checkpoint of loader helix for %d ranks in %s", ranks, filepath.Join(dir, "helix")) +
@@ -378,7 +378,7 @@ func TestLatestCheckpointMessages(t *testing.T) {
 	touchCheckpoints(t, dir, KindHelix, 12, 1)
 	touchCheckpoints(t, dir, KindHelix, 2, 0)
 	touchCheckpoints(t, dir, KindTorch, 20, 0, 1)
-	if got, want := scanCheckpoints(dir, KindHelix, ranks, math.MaxInt64), (checkpointScan{4, 2, -1, -1, 0}); got != want {
+	if got, want := scanCheckpoints(dir, KindHelix, ranks, math.MaxInt64, nil), (checkpointScan{4, 2, -1, -1, 0}); got != want {
 		t.Errorf("complete step 4 under 8 and 12: scanCheckpoints = %+v, want %+v", got, want)
 	}
 }
