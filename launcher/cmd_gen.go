@@ -61,11 +61,12 @@ func runGen(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 		cfg = gen.Config{Preset: *preset, Samples: *samples, Shards: *shards, Out: *out, Seed: *seed,
 			DurationScale: *durScale, SizeScale: *sizeScale}
 	}
+	if !*def {
+		if err := checkGenFlags(*samples, *shards, *durScale, *sizeScale); err != nil {
+			return err
+		}
+	}
 	switch {
-	case !*def && (*shards < 1 || *shards > *samples):
-		return usagef("gen: --shards %d: want 1..%d (--samples)", *shards, *samples)
-	case !*def && (*durScale < 0 || *sizeScale < 0):
-		return usagef("gen: --duration-scale and --size-scale must not be negative")
 	case *workers < 0:
 		return usagef("gen: --workers %d: want 0 (one per CPU) or more", *workers)
 	}
@@ -97,6 +98,29 @@ func runGen(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 	}
 	fmt.Fprintf(stderr, "gen: %s: %d samples in %s, %.1f MB, %.1f s\n",
 		cfg.Preset, cfg.Samples, plural(len(paths), "shard", "shards"), float64(total)/1e6, time.Since(start).Seconds())
+	return nil
+}
+
+// checkGenFlags checks --samples, --shards, --duration-scale and
+// --size-scale against gen's bounds, naming the flag, before any work
+// (a count that cannot be met ran out of memory, a scale beyond the
+// encoders' limits failed in ffmpeg after the first samples).
+func checkGenFlags(samples, shards int, durScale, sizeScale float64) error {
+	switch {
+	case samples > gen.MaxSamples:
+		return usagef("gen: --samples %d: want 1..%d", samples, gen.MaxSamples)
+	case shards > gen.MaxShards:
+		return usagef("gen: --shards %d: want at most %d", shards, gen.MaxShards)
+	case shards < 1 || shards > samples:
+		return usagef("gen: --shards %d: want 1..%d (--samples)", shards, samples)
+	// NaN fails every comparison: test for the good range.
+	case !(durScale >= 0 && durScale <= gen.MaxDurationScale):
+		return usagef("gen: --duration-scale %v: want a number in 0..%v (0: the preset's default; clips are capped at 3600 s, and no preset's is shorter than 1 s)",
+			durScale, gen.MaxDurationScale)
+	case !(sizeScale >= 0 && sizeScale <= gen.MaxSizeScale):
+		return usagef("gen: --size-scale %v: want a number in 0..%v (0: 1; beyond %v the largest pictures, 3840 px web images, exceed WebP's 16383 px limit)",
+			sizeScale, gen.MaxSizeScale, gen.MaxSizeScale)
+	}
 	return nil
 }
 

@@ -2,12 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -107,4 +111,107 @@ func TestGenProgressInLog(t *testing.T) {
 			t.Errorf("progress lines %q, want 2/20 (10%%) to 20/20 (100%%)", lines[:10])
 		}
 	}
+}
+
+// TestGenFlagBounds checks that gen refuses, as usage errors naming the
+// flag and its bound, counts that ran out of memory and scales that are
+// not numbers or beyond the encoders' limits, before it creates --out.
+func TestGenFlagBounds(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--preset", "laion", "--samples", "1", "--size-scale", "NaN"}, "--size-scale NaN: want a number in 0..4"},
+		{[]string{"--preset", "laion", "--samples", "1", "--size-scale", "Inf"}, "--size-scale +Inf: want a number in 0..4"},
+		{[]string{"--preset", "laion", "--samples", "1", "--size-scale", "100"}, "--size-scale 100: want a number in 0..4"},
+		{[]string{"--preset", "laion", "--samples", "1", "--size-scale", "4.5"}, "beyond 4 the largest pictures, 3840 px web images, exceed WebP's 16383 px limit"},
+		{[]string{"--preset", "kinetics", "--samples", "1", "--duration-scale", "Inf"}, "--duration-scale +Inf: want a number in 0..3600"},
+		{[]string{"--preset", "kinetics", "--samples", "1", "--duration-scale", "NaN"}, "--duration-scale NaN: want a number in 0..3600"},
+		{[]string{"--preset", "kinetics", "--samples", "1", "--duration-scale", "-1"}, "--duration-scale -1: want"},
+		{[]string{"--preset", "text", "--samples", "99999999999"}, "--samples 99999999999: want 1..10000000"},
+		{[]string{"--preset", "text", "--samples", "10000001"}, "--samples 10000001: want 1..10000000"},
+		{[]string{"--preset", "text", "--samples", "10000000", "--shards", "100001"}, "--shards 100001: want at most 100000"},
+		{[]string{"--preset", "text", "--samples", "4", "--shards", "5"}, "--shards 5: want 1..4 (--samples)"},
+	} {
+		dir := filepath.Join(t.TempDir(), "out")
+		code, stdout, stderr := runMain(append([]string{"gen", "--quiet", "--out", dir}, tt.args...)...)
+		if code != 2 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 and one line containing %q", tt.args, code, stdout, stderr, tt.want)
+		}
+		if _, err := os.Stat(dir); err == nil {
+			t.Errorf("%q: %s was created", tt.args, dir)
+		}
+	}
+}
+
+// TestGenInterruptedKeepsDirectory interrupts gen over an existing
+// dataset, and into a new directory, once its first shard is complete
+// (6 samples of 10 in 2 shards, one worker): the old shards stay as they
+// were, and the new directory is not left behind.
+func TestGenInterruptedKeepsDirectory(t *testing.T) {
+	if _, err := exec.LookPath("ffmpeg"); err != nil {
+		t.Skip("ffmpeg CLI not installed")
+	}
+	dir := filepath.Join(t.TempDir(), "ds")
+	if code, _, stderr := runMain("gen", "--preset", "imagenet", "--samples", "4", "--shards", "2", "--out", dir, "--quiet", "--size-scale", "0.2"); code != 0 {
+		t.Fatalf("gen: exit %d, %s", code, stderr)
+	}
+	old := map[string][]byte{}
+	for _, n := range []string{"imagenet-000000.tar", "imagenet-000001.tar"} {
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		old[n] = b
+	}
+	fresh := filepath.Join(t.TempDir(), "new", "ds")
+	for _, out := range []string{dir, fresh} {
+		// Image samples take ffmpeg runs: stop in the second shard.
+		ctx, cancel := context.WithCancel(context.Background())
+		var errb syncBuffer
+		errb.onWrite = func(s string) {
+			if strings.Contains(s, "gen: imagenet: 6/") {
+				cancel()
+			}
+		}
+		code := Main(ctx, []string{"gen", "--preset", "imagenet", "--samples", "10", "--shards", "2", "--seed", "7", "--out", out, "--workers", "1", "--size-scale", "0.2"}, io.Discard, &errb)
+		cancel()
+		if code == 0 || !strings.Contains(errb.String(), "gen: imagenet: 6/10") || !strings.Contains(errb.String(), "context canceled") {
+			t.Fatalf("interrupted gen into %s: exit %d, stderr %q; want it stopped after 6 samples", out, code, errb.String())
+		}
+	}
+	for n, b := range old {
+		if got, err := os.ReadFile(filepath.Join(dir, n)); err != nil || !bytes.Equal(got, b) {
+			t.Errorf("%s changed by the interrupted gen (%v)", n, err)
+		}
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "*")); len(m) != 2 {
+		t.Errorf("%s holds %v after the interrupted gen, want the 2 old shards", dir, m)
+	}
+	if _, err := os.Stat(filepath.Dir(fresh)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("interrupted gen into a new directory left %s (%v)", filepath.Dir(fresh), err)
+	}
+}
+
+// syncBuffer is a buffer safe for concurrent writes that calls onWrite
+// with each write.
+type syncBuffer struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	onWrite func(string)
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.onWrite != nil {
+		b.onWrite(string(p))
+	}
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

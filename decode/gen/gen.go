@@ -97,27 +97,60 @@ func Default(out string) Config {
 	return Config{Preset: "mixed", Samples: 128, Shards: 4, Out: out, Seed: 1, DurationScale: 0.6}
 }
 
+// Bounds of a Config (and of gen's flags).
+const (
+	// MaxSamples bounds Config.Samples: ten million samples is days of
+	// ffmpeg time for any preset with pictures, and far more than a
+	// loader benchmark needs; a count beyond it is a typo.
+	MaxSamples = 10_000_000
+	// MaxShards bounds Config.Shards: with at least one sample a shard,
+	// a hundred thousand shard files is more than any dataset here needs.
+	MaxShards = 100_000
+	// MaxSizeScale bounds Config.SizeScale so that every picture stays
+	// within what the encoders take: the largest pictures are LAION's
+	// web images, up to 3840 px on the long side (laion and interleaved
+	// presets), which at 4x are 15360 px, below libwebp's limit of 16383
+	// px a side (JPEG and PNG take up to 65535); the largest clips, 1280x720
+	// (panda70m, activitynet), are 5120x2880 at 4x, which libx264,
+	// libx265 and libvpx-vp9 encode (AV1 clips are capped at 426x240).
+	MaxSizeScale = 4.0
+	// MaxDurationScale bounds Config.DurationScale: clips are capped at
+	// 3600 s, and no preset draws a clip shorter than 1 s before
+	// scaling, so beyond 3600x every clip would be an hour long.
+	MaxDurationScale = 3600.0
+)
+
 func (c Config) validate() error {
 	switch {
 	case c.Samples <= 0 || c.Shards <= 0:
 		return fmt.Errorf("%w: samples %d and shards %d must be positive", ErrConfig, c.Samples, c.Shards)
+	case c.Samples > MaxSamples:
+		return fmt.Errorf("%w: %d samples: want at most %d", ErrConfig, c.Samples, MaxSamples)
+	case c.Shards > MaxShards:
+		return fmt.Errorf("%w: %d shards: want at most %d", ErrConfig, c.Shards, MaxShards)
 	case c.Shards > c.Samples:
 		return fmt.Errorf("%w: %d shards for %d samples leaves shards empty", ErrConfig, c.Shards, c.Samples)
 	case c.Out == "":
 		return fmt.Errorf("%w: no output directory", ErrConfig)
-	case c.DurationScale < 0 || c.SizeScale < 0:
-		return fmt.Errorf("%w: negative scale", ErrConfig)
+	// NaN fails every comparison: test for the good range.
+	case !(c.DurationScale >= 0 && c.DurationScale <= MaxDurationScale):
+		return fmt.Errorf("%w: duration scale %v: want a number in 0..%v", ErrConfig, c.DurationScale, MaxDurationScale)
+	case !(c.SizeScale >= 0 && c.SizeScale <= MaxSizeScale):
+		return fmt.Errorf("%w: size scale %v: want a number in 0..%v", ErrConfig, c.SizeScale, MaxSizeScale)
 	}
 	_, err := sourceOf(c.Preset, 0)
 	return err
 }
 
 // Generate writes the dataset cfg describes and returns the shard paths
-// in order. Each shard is written to a temporary file and renamed into
-// place when complete, so an interrupted run leaves no partial shard. It
-// refuses (ErrOutInUse) an output directory holding .tar files other than
-// the shards it writes, which a run would read as part of the dataset.
-func Generate(ctx context.Context, cfg Config) ([]string, error) {
+// in order. Every shard is written into a scratch directory inside
+// cfg.Out first, and they are all moved into place only once every one
+// is complete, so that an interrupted or failed run leaves cfg.Out as it
+// was: an earlier dataset's shards untouched (never some replaced and
+// some not), and no directory that Generate created itself. It refuses
+// (ErrOutInUse) an output directory holding .tar files other than the
+// shards it writes, which a run would read as part of the dataset.
+func Generate(ctx context.Context, cfg Config) (paths []string, err error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -128,36 +161,42 @@ func Generate(ctx context.Context, cfg Config) ([]string, error) {
 	if bin == "" {
 		bin = "ffmpeg"
 	}
-	bin, err := exec.LookPath(bin)
+	bin, err = exec.LookPath(bin)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrFFmpeg, err)
 	}
-	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+	created, err := mkdirAll(cfg.Out)
+	defer func() {
+		if err != nil {
+			removeEmptyDirs(created)
+		}
+	}()
+	if err != nil {
 		return nil, err
 	}
 	tmp, err := os.MkdirTemp(cfg.Out, ".gen-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
+	defer os.RemoveAll(tmp) // runs before removeEmptyDirs, deferred first
 	rd := &renderer{ffmpeg: bin, tmp: tmp}
 	workers := cfg.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	// One pool of ffmpeg processes runs the samples in key order; the
-	// sample that completes a shard writes it, so at most a few shards are
-	// held in memory at once.
+	// sample that completes a shard writes it into tmp, so at most a few
+	// shards are held in memory at once.
 	type shard struct {
 		path    string
-		samples [][]member
+		samples [][]member // made when its first sample is done
 		left    int
 	}
 	shards := make([]*shard, cfg.Shards)
 	sources := make([]preset, cfg.Shards)
 	for k := range shards {
 		lo, hi := k*cfg.Samples/cfg.Shards, (k+1)*cfg.Samples/cfg.Shards
-		shards[k] = &shard{path: filepath.Join(cfg.Out, ShardName(cfg.Preset, k)), samples: make([][]member, hi-lo), left: hi - lo}
+		shards[k] = &shard{path: filepath.Join(cfg.Out, ShardName(cfg.Preset, k)), left: hi - lo}
 		if sources[k], err = sourceOf(cfg.Preset, k); err != nil {
 			return nil, err
 		}
@@ -169,13 +208,20 @@ func Generate(ctx context.Context, cfg Config) ([]string, error) {
 	for i := range cfg.Samples {
 		k := shardOf(cfg, i)
 		g.Go(func() error {
+			if gctx.Err() != nil {
+				return context.Cause(gctx) // stopped, or another sample failed
+			}
 			ms, err := render(gctx, rd, cfg, sources[k], i)
 			if err != nil {
 				return fmt.Errorf("gen: shard %d: %w", k, err)
 			}
 			mu.Lock()
 			sh := shards[k]
-			sh.samples[i-k*cfg.Samples/cfg.Shards] = ms
+			lo := k * cfg.Samples / cfg.Shards
+			if sh.samples == nil {
+				sh.samples = make([][]member, (k+1)*cfg.Samples/cfg.Shards-lo)
+			}
+			sh.samples[i-lo] = ms
 			sh.left--
 			complete := sh.left == 0
 			done++
@@ -186,7 +232,7 @@ func Generate(ctx context.Context, cfg Config) ([]string, error) {
 			if !complete {
 				return nil
 			}
-			err = writeShard(sh.path, tmp, sh.samples)
+			err = writeShard(scratchShard(tmp, sh.path), sh.samples)
 			sh.samples = nil
 			return err
 		})
@@ -194,11 +240,58 @@ func Generate(ctx context.Context, cfg Config) ([]string, error) {
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	paths := make([]string, len(shards))
+	paths = make([]string, len(shards))
 	for k, sh := range shards {
 		paths[k] = sh.path
 	}
+	// Every shard is complete: only now do they replace the old ones,
+	// whatever ctx says (a rename takes no time, and stopping half-way
+	// would mix two datasets).
+	for k, p := range paths {
+		if err := os.Rename(scratchShard(tmp, p), p); err != nil {
+			if k == 0 {
+				return nil, fmt.Errorf("gen: %w", err)
+			}
+			return nil, fmt.Errorf("gen: %w (after %s to %s were replaced: %s now mixes two datasets; generate again)",
+				err, filepath.Base(paths[0]), filepath.Base(paths[k-1]), cfg.Out)
+		}
+	}
 	return paths, nil
+}
+
+// scratchShard is the file in the scratch directory tmp that the shard
+// at path is written to before it is moved into place.
+func scratchShard(tmp, path string) string {
+	return filepath.Join(tmp, "shard-"+filepath.Base(path))
+}
+
+// mkdirAll creates dir and its missing parents, as os.MkdirAll does, and
+// returns the directories it created, the deepest first (nil when dir
+// existed).
+func mkdirAll(dir string) ([]string, error) {
+	var missing []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil || !errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		missing = append(missing, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return missing, err
+	}
+	return missing, nil
+}
+
+// removeEmptyDirs removes the directories dirs, in order, that are
+// empty: those a failed Generate created, unless something else has put
+// a file in one meanwhile.
+func removeEmptyDirs(dirs []string) {
+	for _, d := range dirs {
+		os.Remove(d) // fails, and keeps d, unless it is empty
+	}
 }
 
 // checkOut refuses an output directory holding .tar files other than the
@@ -330,9 +423,9 @@ func render(ctx context.Context, rd *renderer, cfg Config, p preset, i int) ([]m
 // are byte-identical across runs.
 var epoch = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// writeShard writes the samples' members in order as a tar archive at
-// path, through a temporary file in tmp.
-func writeShard(path, tmp string, samples [][]member) error {
+// writeShard writes the samples' members in order as a tar archive to
+// the new file path (in the run's scratch directory).
+func writeShard(path string, samples [][]member) error {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, ms := range samples {
@@ -350,18 +443,19 @@ func writeShard(path, tmp string, samples [][]member) error {
 	if err := tw.Close(); err != nil {
 		return fmt.Errorf("gen: %s: %w", path, err)
 	}
-	// tmp is this run's private directory, so the name is free; 0644
-	// (less the umask), as a shard is data others read, not a secret.
-	f, err := os.OpenFile(filepath.Join(tmp, "shard-"+filepath.Base(path)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	// The scratch directory is this run's own, so the name is free;
+	// 0644 (less the umask), as a shard is data others read, not a
+	// secret.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return err
+		return fmt.Errorf("gen: %w", err)
 	}
 	if _, err := f.Write(buf.Bytes()); err != nil {
 		f.Close()
-		return err
+		return fmt.Errorf("gen: %w", err)
 	}
 	if err := f.Close(); err != nil {
-		return err
+		return fmt.Errorf("gen: %w", err)
 	}
-	return os.Rename(f.Name(), path)
+	return nil
 }
