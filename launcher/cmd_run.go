@@ -394,6 +394,9 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 	wc := watch.watched(c) // one slot of the watch for every loader's run
 	var results []spmd.Summary
 	var trace []traceLine
+	// This rank's delivered and dropped samples, per loader: summed over
+	// the ranks after the last loader, they decide the job's exit.
+	counts := make([]int64, 0, 2*len(f.loaders))
 	for _, k := range f.loaders {
 		cfg := f.cfg
 		cfg.Loader = k
@@ -412,6 +415,7 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 		if err != nil {
 			return fmt.Errorf("loader %s: %w", k, err)
 		}
+		counts = append(counts, ownSamples(res.Records, c.Rank())...)
 		if c.Rank() == 0 {
 			results = append(results, res.Summary)
 			for _, r := range res.Records {
@@ -423,8 +427,14 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 	if bar != nil {
 		bar.Finish()
 	}
+	// One collective every rank calls: the job's totals, the same on
+	// every rank, so that all come to the same exit.
+	if err := c.AllreduceInt64(counts, collective.OpSum); err != nil {
+		return err
+	}
+	failed := allDroppedError(f.loaders, counts)
 	if c.Rank() != 0 {
-		return nil
+		return failed
 	}
 	table := out
 	if f.stdoutTaken() {
@@ -434,7 +444,46 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 	job := &jobInfo{Args: f.args, Data: data, Seed: f.seed, Frames: f.cfg.Decode.Frames, Size: f.cfg.Decode.Size,
 		Workers: f.cfg.Workers, MPI: c.Info().Library, Machine: bench.ThisMachine(ctx), Ended: time.Now().UTC().Format(time.RFC3339)}
 	job.MPIWait, job.MPIParts, _ = mpiBinding(c)
-	return outs.write(out, results, job, trace)
+	// The figures of a failed job are written too: they say how it failed.
+	if err := outs.write(out, results, job, trace); err != nil {
+		return err
+	}
+	return failed
+}
+
+// ownSamples returns the samples delivered and dropped by rank in
+// records (rank 0's Result holds every rank's).
+func ownSamples(records []spmd.StepRecord, rank int) []int64 {
+	var delivered, dropped int64
+	for _, r := range records {
+		if r.Rank == rank {
+			delivered += int64(r.Samples)
+			dropped += int64(r.Dropped)
+		}
+	}
+	return []int64{delivered, dropped}
+}
+
+// allDroppedError fails a job in which some loader delivered no sample
+// at all and dropped some (every sample failed to decode: a dataset of
+// members the decoder does not read, a broken codec), which trained on
+// nothing and would otherwise exit as a success with no deadline miss.
+// counts holds each loader's job-wide delivered and dropped samples in
+// turn. A loader that dropped only some samples does not fail the job:
+// the summary counts them. The error is marked AllRanks: every rank has
+// the same totals and returns it, and rank 0 prints it.
+func allDroppedError(loaders []spmd.Kind, counts []int64) error {
+	var which []string
+	for i, k := range loaders {
+		if delivered, dropped := counts[2*i], counts[2*i+1]; delivered == 0 && dropped > 0 {
+			which = append(which, fmt.Sprintf("loader %s dropped all %d samples", k, dropped))
+		}
+	}
+	if len(which) == 0 {
+		return nil
+	}
+	return collective.AllRanks(fmt.Errorf("%s: none decoded, so nothing trained (the ranks' \"dropping sample\" lines say why)",
+		strings.Join(which, ", ")))
 }
 
 // checkpointWarning says why a --checkpoint-dir will get no checkpoint
