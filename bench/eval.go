@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"runtime"
 	"sync"
 	"time"
@@ -30,19 +29,34 @@ type Network struct {
 // of a node (about 6 GB/s each; 5 GB/s taken), 10 µs per message.
 var DefaultNetwork = Network{BandwidthMBs: 5000, LatencyUS: 10}
 
+// The network's range: the simulator takes the bandwidth as fixed-point
+// bytes/µs (plan.One = 1 MB/s), 1 to plan.MaxBandwidth, and the planner
+// clamps both figures to these limits. A rate below MinBandwidthMBs
+// would truncate to 0 and one above MaxBandwidthMBs overflow or be
+// clamped: either would simulate another network than the report names.
+const (
+	MinBandwidthMBs = 1.0 / plan.One
+	MaxBandwidthMBs = float64(plan.MaxBandwidth / plan.One) // about 268 TB/s
+	MaxLatencyUS    = plan.MaxLatency                       // about 72 minutes
+)
+
 // Check reports why n cannot be simulated, naming the datahelix bench
-// flag that sets the bad field. The zero Network, which EvalConfig
-// takes for DefaultNetwork, fails here: a caller that means the default
-// says so before calling Check.
+// flag that sets the bad field and its range. The zero Network, which
+// EvalConfig takes for DefaultNetwork, fails here: a caller that means
+// the default says so before calling Check.
 func (n Network) Check() error {
 	switch {
-	case !(n.BandwidthMBs > 0) || math.IsInf(n.BandwidthMBs, 1):
-		return fmt.Errorf("bench: --bandwidth-mbs %g: want a positive, finite rate", n.BandwidthMBs)
-	case n.LatencyUS < 0:
-		return fmt.Errorf("bench: --latency-us %d: want 0 or more", n.LatencyUS)
+	case !(n.BandwidthMBs >= MinBandwidthMBs && n.BandwidthMBs <= MaxBandwidthMBs):
+		return fmt.Errorf("bench: --bandwidth-mbs %g: want %g (1/%d) to %g MB/s, the simulator's fixed-point range",
+			n.BandwidthMBs, MinBandwidthMBs, plan.One, MaxBandwidthMBs)
+	case n.LatencyUS < 0 || n.LatencyUS > MaxLatencyUS:
+		return fmt.Errorf("bench: --latency-us %d: want 0..%d", n.LatencyUS, int64(MaxLatencyUS))
 	}
 	return nil
 }
+
+// fixedBandwidth is the bandwidth in the simulator's fixed point.
+func (n Network) fixedBandwidth() int64 { return int64(n.BandwidthMBs * plan.One) }
 
 // GateMarginUS is the transfer-cost gate's margin, as datahelix run's
 // --margin-us default.
@@ -238,6 +252,15 @@ func (c *EvalConfig) Check() error {
 	case c.Parallel < 0:
 		return fmt.Errorf("bench: --parallel %d: want 0 (one per CPU) or more", c.Parallel)
 	}
+	for _, w := range c.Workloads {
+		b := c.Batch
+		if b == 0 {
+			b = w.Batch
+		}
+		if err := checkSimMemory(w, c.Ranks, c.Steps, b, "--ranks", "--steps", "--batch"); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -278,13 +301,21 @@ type prepared struct {
 }
 
 // prepare draws a workload's samples and applies the provisioning rule
-// at ranks ranks and batch b (0: the workload's); imbalance says whether
-// to measure Setup.Imbalance (it visits every sample of the run once);
-// cfg, when not nil, gives the ablations.
-func prepare(w *Workload, cal *Calibration, ranks, b, steps int, seed uint64, imbalance bool, cfg *EvalConfig) (*prepared, error) {
+// at ranks ranks and batch b (0: the workload's); measure says whether
+// to measure Setup.Imbalance (it visits every sample of the run once,
+// as the provisioning rule's LockstepFactor does); cfg, when not nil,
+// gives the ablations. Once ctx is done, those visits draw no more
+// samples and prepare returns ctx's error.
+func prepare(ctx context.Context, w *Workload, cal *Calibration, ranks, b, steps int, seed uint64, measure bool, cfg *EvalConfig) (*prepared, error) {
 	s, err := NewSynth(w, cal, ranks, b, seed)
 	if err != nil {
 		return nil, err
+	}
+	draw := func(step int64, rank int) []spmd.SimSample {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return s.Samples(step, rank)
 	}
 	if cfg != nil {
 		s.NoSplit, s.NoiseOnTruth = cfg.NoSplit, cfg.NoiseOnTruth
@@ -292,7 +323,7 @@ func prepare(w *Workload, cal *Calibration, ranks, b, steps int, seed uint64, im
 	b = s.Batch()
 	cost, frames, tokens := s.Means()
 	g := w.GPUStep(cost, b, ranks)
-	m, lock := w.provisionedModel(g, s.Samples, ranks, steps, b, frames, tokens)
+	m, lock := w.provisionedModel(g, draw, ranks, steps, b, frames, tokens)
 	p := &prepared{w: w, synth: s, gpu: m}
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	p.setup = Setup{Workload: w.Name, Skew: w.Skew, Ranks: ranks, Batch: b, Workers: w.Workers, Horizon: horizon(w),
@@ -306,8 +337,11 @@ func prepare(w *Workload, cal *Calibration, ranks, b, steps int, seed uint64, im
 			p.setup.SlowRanks++
 		}
 	}
-	if imbalance {
-		p.setup.Imbalance = s.Imbalance(steps, p.setup.Horizon, slow)
+	if measure {
+		p.setup.Imbalance = imbalance(draw, ranks, steps, p.setup.Horizon, slow)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
@@ -324,7 +358,7 @@ func (p *prepared) simConfig(k spmd.Kind, cfg *EvalConfig) spmd.SimConfig {
 	budget := int64(h) * int64(b) * int64(w.Frames) * int64(w.Size) * int64(w.Size) * 3
 	return spmd.SimConfig{
 		Loader: k, Ranks: p.setup.Ranks, Batch: b, Steps: cfg.Steps, Workers: w.Workers, Horizon: h,
-		Budget: budget, GPU: p.gpu, Bandwidth: int64(cfg.Network.BandwidthMBs * plan.One),
+		Budget: budget, GPU: p.gpu, Bandwidth: cfg.Network.fixedBandwidth(),
 		LatencyUS: cfg.Network.LatencyUS, Margin: GateMarginUS, Speed: p.speed,
 		Samples: p.synth.Samples, Seed: cfg.Seed, KeepPlanTimes: cfg.KeepPlanTimes,
 	}
@@ -356,11 +390,11 @@ func RunSim(ctx context.Context, cfg EvalConfig) (*Evaluation, error) {
 	logf("bench: simulating %s x %s at %s, %s\n", plural(nw, "workload"), plural(nl, "loader"), plural(cfg.Ranks, "rank"), plural(cfg.Steps, "step"))
 	preps := make([]*prepared, len(cfg.Workloads))
 	{
-		g, _ := errgroup.WithContext(ctx)
+		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(cfg.Parallel)
 		for i, w := range cfg.Workloads {
 			g.Go(func() error {
-				p, err := prepare(w, cfg.Calibration, cfg.Ranks, cfg.Batch, cfg.Steps, cfg.Seed, true, &cfg)
+				p, err := prepare(gctx, w, cfg.Calibration, cfg.Ranks, cfg.Batch, cfg.Steps, cfg.Seed, true, &cfg)
 				preps[i] = p
 				return err
 			})
@@ -383,7 +417,7 @@ func RunSim(ctx context.Context, cfg EvalConfig) (*Evaluation, error) {
 					return err
 				}
 				t0 := time.Now()
-				res, err := spmd.Simulate(p.simConfig(k, &cfg))
+				res, err := spmd.SimulateContext(gctx, p.simConfig(k, &cfg))
 				if err != nil {
 					return wrapf(err, "workload %s, loader %s", p.w.Name, k)
 				}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"image"
@@ -224,6 +225,38 @@ func TestEvalConfigErrors(t *testing.T) {
 	// Real runs check the same configuration before starting anything.
 	if _, err := RunReal(context.Background(), EvalConfig{Workloads: ws, Ranks: 4, Steps: 0}); err == nil || !strings.Contains(err.Error(), "--steps 0") {
 		t.Errorf("RunReal with --steps 0: %v", err)
+	}
+}
+
+// TestRunSimStopsWhenCancelled checks that a cancellation reaches
+// inside the drawing and the simulation: a run of several seconds
+// returns within a second of it (it ran to the end of its simulation,
+// 11 s at 1024 ranks and 150 steps, and SIGTERM waited for it).
+func TestRunSimStopsWhenCancelled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a few seconds")
+	}
+	ws, _ := SelectWorkloads("kinetics")
+	for _, after := range []time.Duration{100 * time.Millisecond, 1500 * time.Millisecond} {
+		ctx, cancel := context.WithCancel(context.Background())
+		timer := time.AfterFunc(after, cancel)
+		var cancelled time.Time
+		t0 := time.Now()
+		_, err := RunSim(ctx, EvalConfig{Workloads: ws, Loaders: []spmd.Kind{spmd.KindHelix}, Ranks: 128, Steps: 1500, Parallel: 1,
+			Progress: func(int, int) { cancelled = time.Now() }})
+		end := time.Now()
+		timer.Stop()
+		cancel()
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled after %v: err = %v, want context.Canceled (the run took %v)", after, err, end.Sub(t0))
+			continue
+		}
+		if !cancelled.IsZero() {
+			t.Errorf("cancelled after %v: the simulation still finished", after)
+		}
+		if late := end.Sub(t0) - after; late > time.Second {
+			t.Errorf("cancelled after %v: RunSim returned %v later, want within a second", after, late)
+		}
 	}
 }
 

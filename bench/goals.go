@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/datahelix/datahelix/spmd"
@@ -54,11 +55,19 @@ func pct(v *float64) string {
 func goals(r *Report) []Goal {
 	s := r.Summary
 	var out []Goal
+	// Without torch, every workload is left out for want of it.
+	noTorch := !slices.Contains(loadersRun(r.Results), spmd.KindTorch.String())
+	leftOut := func(n int, why string) string {
+		if noTorch {
+			why = "torch was not run"
+		}
+		return fmt.Sprintf(" (%d left out: %s)", n, why)
+	}
 	meanGoal := func(name string, v *float64, n int, target float64, oracle, steady *float64, steadyN int) {
 		g := Goal{Name: name, Target: fmt.Sprintf(">= %.0f %% (mean over the workloads)", 100*target), Status: GoalNA,
 			Figure: fmt.Sprintf("%s mean over %s", pct(v), plural(n, "workload"))}
 		if n < len(r.Comparisons) {
-			g.Figure += fmt.Sprintf(" (%d left out: torch had nothing to reduce)", len(r.Comparisons)-n)
+			g.Figure += leftOut(len(r.Comparisons)-n, "torch had nothing to reduce")
 		}
 		if oracle != nil {
 			g.Figure += fmt.Sprintf("; the oracle reaches %s", pct(oracle))
@@ -68,7 +77,7 @@ func goals(r *Report) []Goal {
 		}
 		g.Note = fmt.Sprintf("steady state (without the warm-up; not judged): %s mean over %s", pct(steady), plural(steadyN, "workload"))
 		if steadyN < len(r.Comparisons) {
-			g.Note += fmt.Sprintf(" (%d left out: torch had nothing to reduce after its warm-up, or no steady steps)", len(r.Comparisons)-steadyN)
+			g.Note += leftOut(len(r.Comparisons)-steadyN, "torch had nothing to reduce after its warm-up, or no steady steps")
 		}
 		out = append(out, g)
 	}

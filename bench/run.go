@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/collective/collectivetest"
+	"github.com/datahelix/datahelix/plan"
 )
 
 // RunReal runs the evaluation for real: for each workload, a dataset
@@ -48,16 +49,18 @@ type RunConfig struct {
 // and the scale run's (ScaleConfig.Check). A bad flag then costs no
 // simulation, mpirun job or calibration load.
 func (c *RunConfig) Check() error {
+	// A real run's cap on ranks says more than the simulator's memory
+	// limit (EvalConfig.Check) would.
+	if limit := MaxRealRanks(runtime.NumCPU()); c.Real && c.Eval.Ranks > limit && c.Eval.Ranks <= plan.MaxRanks {
+		return fmt.Errorf("bench: --ranks %d: --real runs at most %d ranks here (4 per core of this machine's %d, at least 8): "+
+			"every rank runs its decode workers on these cores, so more ranks measure the oversubscription, not the loaders; "+
+			"simulate larger worlds without --real", c.Eval.Ranks, limit, runtime.NumCPU())
+	}
 	if err := c.Eval.Check(); err != nil {
 		return err
 	}
 	if c.Real && c.Eval.Loaders != nil && len(realLoaders(c.Eval.Loaders)) == 0 {
 		return fmt.Errorf("bench: --loaders oracle: --real needs another loader (the oracle exists only in simulation)")
-	}
-	if limit := MaxRealRanks(runtime.NumCPU()); c.Real && c.Eval.Ranks > limit {
-		return fmt.Errorf("bench: --ranks %d: --real runs at most %d ranks here (4 per core of this machine's %d, at least 8): "+
-			"every rank runs its decode workers on these cores, so more ranks measure the oversubscription, not the loaders; "+
-			"simulate larger worlds without --real", c.Eval.Ranks, limit, runtime.NumCPU())
 	}
 	if c.Real {
 		if err := mpirunMissing(); err != nil {

@@ -75,10 +75,11 @@ func (c ScaleConfig) Check() error {
 	case c.Steps < 1:
 		return fmt.Errorf("bench: --scale-steps %d: want at least 1", c.Steps)
 	}
-	if _, err := SelectWorkloads(c.Workload); err != nil {
+	ws, err := SelectWorkloads(c.Workload)
+	if err != nil {
 		return wrapf(err, "--scale-workload")
 	}
-	return nil
+	return checkSimMemory(ws[0], c.Ranks, c.Steps, c.Batch, "--scale-ranks", "--scale-steps", "--scale-batch")
 }
 
 // Title is the scale section's title for this run.
@@ -103,7 +104,7 @@ func RunScale(ctx context.Context, cfg ScaleConfig, cal *Calibration) (*ScaleRes
 		return nil, err
 	}
 	t0 := time.Now()
-	p, err := prepare(ws[0], cal, cfg.Ranks, cfg.Batch, cfg.Steps, cfg.Seed, false, nil)
+	p, err := prepare(ctx, ws[0], cal, cfg.Ranks, cfg.Batch, cfg.Steps, cfg.Seed, false, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +113,7 @@ func RunScale(ctx context.Context, cfg ScaleConfig, cal *Calibration) (*ScaleRes
 	if err := ec.defaults(); err != nil {
 		return nil, err
 	}
-	res, err := spmd.Simulate(p.simConfig(cfg.Loader, &ec))
+	res, err := spmd.SimulateContext(ctx, p.simConfig(cfg.Loader, &ec))
 	if err != nil {
 		return nil, wrapf(err, "scale run")
 	}

@@ -12,10 +12,13 @@ import (
 // the world's last node (ranks over Cluster.RanksPerNode, rounded up)
 // slows no rank. When none of the slow nodes is in the world, the
 // workload runs as a uniform cluster; the line says how many ranks would
-// include the first of them.
+// include the first of them. A slow node outside the world is warned
+// of when cpu_slowdown is 1 too (no node is slow then, in the world or
+// not), as it is when the slowdown is real: the file lists a node the
+// run does not have.
 func SlowNodeWarning(w *Workload, ranks int, real bool) string {
 	c := w.Cluster
-	if len(c.SlowNodes) == 0 || c.CPUSlowdown == 1 || c.RanksPerNode < 1 || ranks < 1 {
+	if len(c.SlowNodes) == 0 || c.RanksPerNode < 1 || ranks < 1 || real && c.CPUSlowdown == 1 {
 		return ""
 	}
 	if real {
@@ -44,6 +47,9 @@ func SlowNodeWarning(w *Workload, ranks int, real bool) string {
 	world := fmt.Sprintf("%d ranks, %d per node: node 0", ranks, c.RanksPerNode)
 	if nodes > 1 {
 		world = fmt.Sprintf("%d ranks, %d per node: nodes 0-%d", ranks, c.RanksPerNode, nodes-1)
+	}
+	if c.CPUSlowdown == 1 {
+		return fmt.Sprintf("workload %s: %s outside the simulated world (%s); with cpu_slowdown 1 no node is slow anyway", w.Name, what, world)
 	}
 	if in > 0 {
 		return fmt.Sprintf("workload %s: %s outside the simulated world (%s) and slow no rank", w.Name, what, world)

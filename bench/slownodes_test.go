@@ -19,7 +19,12 @@ func TestSlowNodeWarning(t *testing.T) {
 		{"no slow node", w(), 2, false, ""},
 		{"inside", w(1), 8, false, ""},
 		{"partly filled node", w(1), 5, false, ""},
-		{"slowdown 1", &Workload{Name: "w", Cluster: Cluster{RanksPerNode: 4, SlowNodes: []int{9}, CPUSlowdown: 1}}, 8, false, ""},
+		// A node outside the world is warned of whatever the slowdown
+		// (with cpu_slowdown 1 it was accepted silently).
+		{"slowdown 1, outside", &Workload{Name: "w", Cluster: Cluster{RanksPerNode: 4, SlowNodes: []int{9}, CPUSlowdown: 1}}, 8, false,
+			"workload w: slow node 9 lies outside the simulated world (8 ranks, 4 per node: nodes 0-1); with cpu_slowdown 1 no node is slow anyway"},
+		{"slowdown 1, inside", &Workload{Name: "w", Cluster: Cluster{RanksPerNode: 4, SlowNodes: []int{1}, CPUSlowdown: 1}}, 8, false, ""},
+		{"slowdown 1, real", &Workload{Name: "w", Cluster: Cluster{RanksPerNode: 4, SlowNodes: []int{9}, CPUSlowdown: 1}}, 8, true, ""},
 		{"hetero at 4", w(1), 4, false, "slow node 1 lies outside the simulated world (4 ranks, 4 per node: node 0): no rank is slow, so it runs as a uniform cluster (--ranks 5 or more includes node 1)"},
 		{"hetero at 2", w(1), 2, false, "(2 ranks, 4 per node: node 0): no rank is slow"},
 		{"all outside", w(99, 3), 8, false, "slow nodes 99, 3 lie outside the simulated world (8 ranks, 4 per node: nodes 0-1): no rank is slow, so it runs as a uniform cluster (--ranks 13 or more includes node 3)"},

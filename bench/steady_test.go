@@ -97,11 +97,32 @@ func TestWarmupFloorLineVaries(t *testing.T) {
 		{VsTorch: Versus{MissReduction: &one}, WarmupMisses: 16, WarmupSteps: 24, WarmupMissFloor: f(0.01)},
 		{WarmupMisses: 0, WarmupSteps: 16, WarmupMissFloor: f(0)}, // torch missed nothing: not in the mean
 	}
+	all := []string{"torch", "local", "helix", "oracle"}
 	want := "every loader, the oracle too, misses 8 to 16 times, by workload, in the warm-up (the first 16 to 24 steps): a miss-rate floor of 0.50 to 1.00 % at these steps, which bounds the reductions above"
-	if got := warmupFloorLine(cs); got != want {
+	if got := warmupFloorLine(cs, all); got != want {
 		t.Errorf("got %q\nwant %q", got, want)
 	}
-	if got := warmupFloorLine(cs[2:]); got != "" {
+	if got := warmupFloorLine(cs[2:], all); got != "" {
 		t.Errorf("no workload in the mean: got %q, want no line", got)
+	}
+	// Without the oracle the line names the loaders run (it said "the
+	// oracle too" of a run without it), and one miss is "1 time".
+	cs[0].WarmupMisses, cs[1].WarmupMisses = 1, 1
+	want = "every loader run (torch, helix) misses 1 time, by workload, in the warm-up"
+	if got := warmupFloorLine(cs, []string{"torch", "helix"}); !strings.HasPrefix(got, want) {
+		t.Errorf("torch and helix, one miss: got %q\nwant it to start %q", got, want)
+	}
+}
+
+// TestGoalsSayTorchWasNotRun checks the goals' left-out count when torch
+// is not among the loaders: every workload is left out for want of it,
+// not because "torch had nothing to reduce".
+func TestGoalsSayTorchWasNotRun(t *testing.T) {
+	r := &Report{Results: []Result{{Workload: "A", Loader: "helix"}, {Workload: "B", Loader: "helix"}},
+		Comparisons: []Comparison{{Workload: "A"}, {Workload: "B"}}}
+	for _, g := range goals(r)[:2] {
+		if !strings.Contains(g.Figure, "(2 left out: torch was not run)") || strings.Contains(g.Figure+g.Note, "nothing to reduce") {
+			t.Errorf("goal %q: figure %q, note %q; want 2 left out as torch was not run", g.Name, g.Figure, g.Note)
+		}
 	}
 }

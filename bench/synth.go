@@ -257,15 +257,20 @@ func (s *Synth) SplitWorkRatio() float64 {
 // the whole window but keeps samples on their rank still has one rank
 // that much busier than average; balancing across ranks can remove it.
 func (s *Synth) Imbalance(steps, horizon int, slowdowns []float64) float64 {
+	return imbalance(s.Samples, s.ranks, steps, horizon, slowdowns)
+}
+
+// imbalance is Synth.Imbalance over the samples samples gives ranks ranks.
+func imbalance(samples func(step int64, rank int) []spmd.SimSample, ranks, steps, horizon int, slowdowns []float64) float64 {
 	horizon = max(min(horizon, steps), 1)
 	windows := max(steps/horizon, 1)
-	load := make([]float64, s.ranks)
+	load := make([]float64, ranks)
 	total := 0.0
 	for win := range windows {
 		clear(load)
 		for t := win * horizon; t < (win+1)*horizon; t++ {
 			for r := range load {
-				for _, x := range s.Samples(int64(t), r) {
+				for _, x := range samples(int64(t), r) {
 					load[r] += float64(x.Cost) * slowdowns[r]
 				}
 			}

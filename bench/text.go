@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/datahelix/datahelix/spmd"
 )
 
 // WriteText prints the report for a terminal: setup, the workload x
@@ -104,7 +106,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	ew.printf("  steady state (without the warm-up): %s fewer misses (over %s), %s less wait (over %s) than torch\n",
 		pct(s.SteadyMissReductionVsTorchMean), plural(s.SteadyMissReductionWorkloads, "workload"),
 		pct(s.SteadyWaitReductionVsTorchMean), plural(s.SteadyWaitReductionWorkloads, "workload"))
-	if line := warmupFloorLine(r.Comparisons); line != "" {
+	if line := warmupFloorLine(r.Comparisons, loadersRun(r.Results)); line != "" {
 		ew.printf("  %s\n", line)
 	}
 
@@ -140,11 +142,12 @@ func (r *Report) WriteText(w io.Writer) error {
 	return ew.err
 }
 
-// warmupFloorLine says how many misses every loader, the oracle too,
-// has in the warm-up of the workloads of miss_reduction_vs_torch_mean
-// (Comparison.WarmupMisses) and the miss rate that floor is at the run's
-// steps; "" when no workload has a floor above 0.
-func warmupFloorLine(cs []Comparison) string {
+// warmupFloorLine says how many misses every loader run (loaders: the
+// oracle too when it ran) has in the warm-up of the workloads of
+// miss_reduction_vs_torch_mean (Comparison.WarmupMisses) and the miss
+// rate that floor is at the run's steps; "" when no workload has a
+// floor above 0.
+func warmupFloorLine(cs []Comparison, loaders []string) string {
 	var misses, steps, floors []float64
 	for _, c := range cs {
 		if c.VsTorch.MissReduction == nil || c.WarmupMissFloor == nil {
@@ -168,8 +171,27 @@ func warmupFloorLine(cs []Comparison) string {
 	if slices.Min(misses) != slices.Max(misses) || slices.Min(steps) != slices.Max(steps) {
 		varies = ", by workload,"
 	}
-	return fmt.Sprintf("every loader, the oracle too, misses %s times%s in the warm-up (the first %s steps): a miss-rate floor of %s %% at these steps, which bounds the reductions above",
-		span(misses, "%.0f"), varies, span(steps, "%.0f"), span(scaled(floors, 100), "%.2f"))
+	who := "every loader, the oracle too,"
+	if !slices.Contains(loaders, spmd.KindOracle.String()) {
+		who = "every loader run (" + strings.Join(loaders, ", ") + ")"
+	}
+	times := "times"
+	if slices.Max(misses) == 1 {
+		times = "time"
+	}
+	return fmt.Sprintf("%s misses %s %s%s in the warm-up (the first %s steps): a miss-rate floor of %s %% at these steps, which bounds the reductions above",
+		who, span(misses, "%.0f"), times, varies, span(steps, "%.0f"), span(scaled(floors, 100), "%.2f"))
+}
+
+// loadersRun lists the loaders of results, in order of first result.
+func loadersRun(results []Result) []string {
+	var out []string
+	for _, r := range results {
+		if !slices.Contains(out, r.Loader) {
+			out = append(out, r.Loader)
+		}
+	}
+	return out
 }
 
 // scaled returns xs multiplied by k.

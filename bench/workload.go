@@ -211,8 +211,11 @@ func SelectWorkloads(spec string) ([]*Workload, error) {
 	from := map[string]string{} // workload name -> where it came from
 	for _, f := range strings.Split(spec, ",") {
 		f = strings.TrimSpace(f)
-		if f == "" {
+		switch f {
+		case "":
 			return nil, fmt.Errorf("%w: empty item in %q", ErrWorkload, spec)
+		case "all":
+			return nil, fmt.Errorf("%w: %q: all stands alone, not in a list with names", ErrWorkload, spec)
 		}
 		var w *Workload
 		src := f
@@ -252,6 +255,10 @@ func distinctName(from map[string]string, name, src string) error {
 	return fmt.Errorf("%w: two workloads named %s (%s and %s): give each file its own \"name\"", ErrWorkload, name, prev, src)
 }
 
+// MaxWorkloadName is the longest workload name, in bytes: names become
+// parts of the file names bench writes.
+const MaxWorkloadName = 64
+
 // Validate checks every field of the spec and that every statistic is
 // cited.
 func (w *Workload) Validate() error {
@@ -261,6 +268,12 @@ func (w *Workload) Validate() error {
 	switch {
 	case w.Name == "" || strings.ContainsAny(w.Name, " ,/"):
 		return fmt.Errorf("%w: name %q: want a word without spaces, commas or slashes", ErrWorkload, w.Name)
+	case len(w.Name) > MaxWorkloadName:
+		// The name makes file names in --out (CSV rows' keys, figures):
+		// a long one failed after the whole run.
+		return fmt.Errorf("%w: name %.20q... of %d bytes: want at most %d", ErrWorkload, w.Name, len(w.Name), MaxWorkloadName)
+	case w.Name == "all" || strings.HasSuffix(w.Name, ".json"):
+		return fmt.Errorf("%w: name %q: --workloads reads all and names ending in .json otherwise (every workload, a file): want another name", ErrWorkload, w.Name)
 	case w.Description == "":
 		return bad("no description")
 	case w.Skew != Skewed && w.Skew != Uniform:

@@ -265,6 +265,11 @@ func TestParseWorkloadErrors(t *testing.T) {
 		// Each bound alone holds; the decoded clip would not fit a worker.
 		{"clip bytes", "\"frames_per_clip\": 8,\n  \"output_size\": 224", "\"frames_per_clip\": 64,\n  \"output_size\": 4096",
 			"frames_per_clip 64 output_size 4096: one decoded clip would be 3221225472 bytes (F x S x S x 3), want at most 1073741824 (1 GiB)"},
+		// Names that failed after the whole run (too long for a file
+		// name) or that --workloads reads otherwise.
+		{"long name", `"name": "kinetics"`, `"name": "` + strings.Repeat("k", 300) + `"`, `name "kkkkkkkkkkkkkkkkkkkk"... of 300 bytes: want at most 64`},
+		{"name all", `"name": "kinetics"`, `"name": "all"`, `name "all": --workloads reads all`},
+		{"name .json", `"name": "kinetics"`, `"name": "kin.json"`, `name "kin.json": --workloads reads all and names ending in .json otherwise`},
 		{"trailing data", "", "{}", "after the object"},
 		{"stray brace", "", "}", "after the object"},
 	}

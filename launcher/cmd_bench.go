@@ -82,16 +82,22 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 		return usagef("bench: --loaders: %v", err)
 	}
 	var names []string
-	switch *sections {
+	switch strings.TrimSpace(*sections) {
 	case "all":
-	case "none", "":
+	case "none":
 		names = []string{}
+	case "":
+		return usagef("bench: --sections: no section given (want all, none or a comma list of %s)", strings.Join(bench.SectionNames(), ", "))
 	default:
 		if err := noEmptyItems("--sections", *sections); err != nil {
 			return err
 		}
 		for _, s := range strings.Split(*sections, ",") {
-			names = append(names, strings.TrimSpace(s))
+			s = strings.TrimSpace(s)
+			if s == "all" || s == "none" {
+				return usagef("bench: --sections %s: %s stands alone, not in a list with section names", *sections, s)
+			}
+			names = append(names, s)
 		}
 	}
 	// The flags always name a network: checked here, since the zero one
@@ -284,7 +290,16 @@ func loadBenchCalibration(root, file string, m bench.Machine) (*bench.Calibratio
 	if file != "" {
 		cal, err := bench.LoadCalibration(file)
 		if err != nil {
-			return nil, fmt.Errorf("bench: --calibration: %w", err)
+			// A bad flag (exit 2), said once: bench's errors carry
+			// "bench: calibration:" or the file's name and "bench:".
+			msg := err.Error()
+			msg = strings.TrimPrefix(msg, "bench: calibration: ")
+			msg = strings.TrimPrefix(msg, file+": ")
+			msg = strings.TrimPrefix(msg, "bench: ")
+			if strings.Contains(msg, file) {
+				return nil, usagef("bench: --calibration: %s", msg)
+			}
+			return nil, usagef("bench: --calibration: %s: %s", file, msg)
 		}
 		cal.Source = file
 		return cal, nil

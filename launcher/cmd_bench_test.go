@@ -73,7 +73,28 @@ func TestBenchUsageErrors(t *testing.T) {
 		{[]string{"bench", "--latency-us", "-1"}, "bench: --latency-us -1"},
 		// Both zero is the zero Network, which a library caller gets as the
 		// default; from the flags it is a bad rate (it ran the default).
-		{[]string{"bench", "--bandwidth-mbs", "0", "--latency-us", "0"}, "bench: --bandwidth-mbs 0: want a positive, finite rate"},
+		{[]string{"bench", "--bandwidth-mbs", "0", "--latency-us", "0"}, "bench: --bandwidth-mbs 0: want 1.52587890625e-05 (1/65536) to 2.68435456e+08 MB/s"},
+		// Below 1/65536 MB/s the fixed point truncated to 0 and above
+		// about 1.4e14 it overflowed: both ran as 1 GB/s.
+		{[]string{"bench", "--bandwidth-mbs", "1e-6"}, "bench: --bandwidth-mbs 1e-06: want 1.52587890625e-05 (1/65536) to 2.68435456e+08 MB/s"},
+		{[]string{"bench", "--bandwidth-mbs", "2e14"}, "bench: --bandwidth-mbs 2e+14: want"},
+		{[]string{"bench", "--latency-us", "9999999999999"}, fmt.Sprintf("bench: --latency-us 9999999999999: want 0..%d", int64(plan.MaxLatency))},
+		// Memory: 65536 ranks x 20 steps grew to 24 GB before the OOM
+		// killer ended it; --steps had no bound.
+		{[]string{"bench", "--ranks", "65536", "--steps", "1000000"}, "bench: --ranks 65536 --steps 1000000 --batch 16 (workload activitynet): a simulation would need about"},
+		{[]string{"bench", "--workloads", "kinetics", "--ranks", "65536", "--steps", "1000000"}, "need about 103 TB of memory"},
+		{[]string{"bench", "--ranks", "65536", "--steps", "1000000"}, "(three quarters of this machine's memory): lower --ranks, --steps or --batch"},
+		{[]string{"bench", "--steps", "100000000"}, "bench: --ranks 8 --steps 100000000 --batch 16"},
+		{[]string{"bench", "--scale-ranks", "65536", "--scale-steps", "100000"}, "bench: --scale-ranks 65536 --scale-steps 100000 --scale-batch 16 (workload panda70m): a simulation would need about"},
+		// all and none stand alone; an empty --sections is no list.
+		{[]string{"bench", "--workloads", "all,kinetics"}, `bench: --workloads: invalid workload: "all,kinetics": all stands alone, not in a list with names`},
+		{[]string{"bench", "--sections", "none,scale"}, "bench: --sections none,scale: none stands alone, not in a list with section names"},
+		{[]string{"bench", "--sections", "planner,all"}, "bench: --sections planner,all: all stands alone"},
+		{[]string{"bench", "--sections", ""}, "bench: --sections: no section given (want all, none or a comma list of planner,"},
+		// bench exchange's flags, with its prefix, exit 2.
+		{[]string{"bench exchange", "--samples", "0"}, "bench exchange: --samples 0: want at least 1"},
+		{[]string{"bench exchange", "--rounds", "0"}, "bench exchange: --rounds 0: want at least 1"},
+		{[]string{"bench exchange"}, "bench exchange: it needs 2 ranks exactly, this job has 1: run it under mpirun -np 2, or with --ranks 2"},
 		{[]string{"bench", "--bandwidth-mbs", "inf"}, "bench: --bandwidth-mbs +Inf"},
 		{[]string{"bench", "--real", "--loaders", "oracle"}, "bench: --loaders oracle: --real needs another loader"},
 		{[]string{"bench", "--scale-workload", "nope"}, `bench: --scale-workload: invalid workload: unknown workload "nope"`},
@@ -205,6 +226,67 @@ func TestBenchChecksOutputsFirst(t *testing.T) {
 	}
 	if data, err := os.ReadFile(old); err != nil || string(data) != "keep" {
 		t.Errorf("existing --json after a failed run: %q, %v; want it untouched", data, err)
+	}
+}
+
+// TestBenchCalibrationFileIsAFlag checks that a --calibration file that
+// cannot be read or is no calibration is a bad flag (exit 2, it was 1),
+// said with one prefix ("bench: --calibration: bench: calibration: open"),
+// before any simulation.
+func TestBenchCalibrationFileIsAFlag(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.json")
+	if err := os.WriteFile(empty, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing.json")
+	for _, tt := range []struct{ file, want string }{
+		{missing, "datahelix: bench: --calibration: open " + missing + ": no such file or directory\n"},
+		{empty, "datahelix: bench: --calibration: " + empty + ": invalid calibration: "},
+	} {
+		code, stdout, stderr := runMain("bench", "--workloads", "text", "--steps", "3", "--sections", "none", "--quiet",
+			"--out", filepath.Join(dir, "out"), "--calibration", tt.file)
+		if code != 2 || !strings.HasPrefix(stderr, tt.want) || strings.Count(stderr, "\n") != 1 || stdout != "" {
+			t.Errorf("--calibration %s: exit %d, stdout %q, stderr %q; want 2 and one line starting %q", tt.file, code, stdout, stderr, tt.want)
+		}
+		if strings.Count(stderr, "bench:") > 1 || strings.Count(stderr, "--calibration") > 1 {
+			t.Errorf("--calibration %s: %q repeats its prefix", tt.file, stderr)
+		}
+	}
+}
+
+// TestBenchPlanChecksJSONFirst checks that bench plan refuses a --json
+// path it cannot write before planning (it planned every input, then
+// failed with exit 1), and that a good path gets the result.
+func TestBenchPlanChecksJSONFirst(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "missing", "x.json")
+	code, stdout, stderr := runMain("bench", "plan", "--json", bad)
+	if code != 2 || stdout != "" || !strings.Contains(stderr, "bench plan: --json: open "+bad) {
+		t.Errorf("--json %s: exit %d, stdout %q, stderr %q; want 2 before any planning", bad, code, stdout, stderr)
+	}
+	good := filepath.Join(dir, "x.json")
+	if code, _, stderr := runMain("bench", "plan", "--plans", "3", "--ranks", "4", "--batch", "4", "--json", good); code != 0 {
+		t.Fatalf("--json %s: exit %d: %s", good, code, stderr)
+	}
+	var res map[string]any
+	if data, err := os.ReadFile(good); err != nil || json.Unmarshal(data, &res) != nil || len(res) == 0 {
+		t.Errorf("--json %s: %v, %q", good, err, data)
+	}
+}
+
+// TestBenchExchangeChecksDataFirst checks that --samples beyond what
+// the --data dataset's first shard holds is a bad flag (exit 2) found
+// before the world starts.
+func TestBenchExchangeChecksDataFirst(t *testing.T) {
+	data := gentest.Tiny(t)
+	code, _, stderr := runMain("bench", "exchange", "--ranks", "2", "--data", data, "--samples", "100000", "--cache-dir", t.TempDir())
+	if code != 2 || !strings.Contains(stderr, "bench exchange: --samples 100000: the first shard of --data, ") || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("--samples 100000: exit %d, %q; want 2 and one line saying what the shard holds", code, stderr)
+	}
+	code, _, stderr = runMain("bench", "exchange", "--ranks", "2", "--data", filepath.Join(t.TempDir(), "none"))
+	if code != 2 || !strings.Contains(stderr, "bench exchange: --data: ") {
+		t.Errorf("--data of nothing: exit %d, %q; want 2", code, stderr)
 	}
 }
 

@@ -107,6 +107,11 @@ func calibrationOut(out, root string, m bench.Machine, presets []string) (string
 	if out == "" {
 		return cached, nil
 	}
+	if out == "-" {
+		// Not standard output: the calibration is a file datahelix bench
+		// --calibration reads back.
+		return "", usagef("bench calibrate: --out -: want a file name (the calibration is written to a file for datahelix bench --calibration FILE, not to standard output)")
+	}
 	if st, err := os.Stat(out); err == nil && st.IsDir() {
 		return "", usagef("bench calibrate: --out %s is a directory: want a file name", out)
 	}

@@ -30,6 +30,9 @@ func TestBenchCalibrateRefusesFirst(t *testing.T) {
 		{[]string{"--presets", "text", "--out", cached}, "a partial calibration is not cached for this machine"},
 		{[]string{"--out", filepath.Join(root, "no", "such", "c.json")}, "does not exist"},
 		{[]string{"--out", os.TempDir()}, "is a directory"},
+		// "-" is no file bench --calibration could read back (a file
+		// named "-" was written).
+		{[]string{"--out", "-"}, "bench calibrate: --out -: want a file name"},
 	}
 	for _, tt := range tests {
 		args := append([]string{"bench", "calibrate", "--cache-dir", root}, tt.args...)

@@ -31,15 +31,30 @@ func runBenchExchange(ctx context.Context, stdout, stderr io.Writer, args []stri
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
-	if *samples < 1 || *rounds < 1 {
-		return usagef("--samples and --rounds must be at least 1")
-	}
-	if wf.ranks != 0 && wf.ranks != 2 {
+	switch {
+	case *samples < 1:
+		return usagef("bench exchange: --samples %d: want at least 1", *samples)
+	case *rounds < 1:
+		return usagef("bench exchange: --rounds %d: want at least 1", *rounds)
+	case wf.ranks != 0 && wf.ranks != 2:
 		return usagef("bench exchange: --ranks %d: it needs 2 ranks exactly (--ranks 2, or mpirun -np 2)", wf.ranks)
+	}
+	// The world's size is the launcher's: known before MPI starts. With
+	// no launcher, the job is this one process.
+	if env := osLaunchEnv(); wf.ranks == 0 && (env.Launcher == "" || env.Size > 0 && env.Size != 2) {
+		n := max(env.Size, 1)
+		return usagef("bench exchange: it needs 2 ranks exactly, this job has %d: run it under mpirun -np 2, or with --ranks 2", n)
+	}
+	// A --data dataset is checked before the world starts: its first
+	// shard must hold --samples samples.
+	if *data != "" {
+		if err := exchangeDataHolds(*data, cacheRoot(*cacheDir), *samples); err != nil {
+			return err
+		}
 	}
 	return runWorld(ctx, wf, stdout, stderr, func(ctx context.Context, c collective.Comm, out io.Writer) error {
 		if c.Size() != 2 {
-			return collective.AllRanks(fmt.Errorf("bench exchange needs 2 ranks exactly, this job has %d: run it under mpirun -np 2", c.Size()))
+			return collective.AllRanks(fmt.Errorf("bench exchange: it needs 2 ranks exactly, this job has %d: run it under mpirun -np 2", c.Size()))
 		}
 		root := cacheRoot(*cacheDir)
 		path := *data
@@ -56,7 +71,7 @@ func runBenchExchange(ctx context.Context, stdout, stderr io.Writer, args []stri
 		defer ds.Close()
 		sh := ds.Shards[0]
 		if sh.Len() < *samples {
-			return collective.AllRanks(fmt.Errorf("--samples %d: %s holds %d", *samples, sh.Path(), sh.Len()))
+			return collective.AllRanks(fmt.Errorf("bench exchange: --samples %d: the first shard, %s, holds %d", *samples, sh.Path(), sh.Len()))
 		}
 		var ss []*decode.Sample
 		for i := 0; i < *samples; i++ {
@@ -89,4 +104,22 @@ func runBenchExchange(ctx context.Context, stdout, stderr io.Writer, args []stri
 		fmt.Fprintln(out, string(line))
 		return nil
 	})
+}
+
+// exchangeDataHolds checks, as a usage error, that the dataset at path
+// opens and that its first shard holds samples samples (what bench
+// exchange sends).
+func exchangeDataHolds(path, root string, samples int) error {
+	ds, err := decode.OpenDataset(path, decode.IndexCacheDir(root))
+	if err != nil {
+		return usagef("bench exchange: --data: %v", err)
+	}
+	defer ds.Close()
+	if len(ds.Shards) == 0 {
+		return usagef("bench exchange: --data %s: no shards", path)
+	}
+	if sh := ds.Shards[0]; sh.Len() < samples {
+		return usagef("bench exchange: --samples %d: the first shard of --data, %s, holds %d", samples, sh.Path(), sh.Len())
+	}
+	return nil
 }

@@ -37,6 +37,17 @@ func runBenchPlan(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	case *plans < 1:
 		return usagef("bench plan: --plans %d: want at least 1", *plans)
 	}
+	// The --json file is opened now (and removed again if the run fails
+	// and it is new), not found unwritable after the run.
+	var outs outputFiles
+	defer outs.discard()
+	var jsonFile *os.File
+	if *out != "" && *out != "-" {
+		var err error
+		if jsonFile, err = outs.open("--json", *out); err != nil {
+			return usagef("bench plan: %v", err)
+		}
+	}
 	res, err := bench.RunPlanBench(bench.PlanBenchConfig{Ranks: *ranks, Batch: *batch, Plans: *plans, Seed: *seed})
 	if err != nil {
 		return err
@@ -62,8 +73,11 @@ func runBenchPlan(ctx context.Context, stdout, stderr io.Writer, args []string) 
 		_, err = stdout.Write(data)
 		return err
 	}
-	if err := os.WriteFile(*out, data, 0o644); err != nil {
+	if err := truncateRegular(jsonFile); err != nil {
 		return fmt.Errorf("bench plan: --json: %w", err)
 	}
-	return nil
+	if _, err := jsonFile.Write(data); err != nil {
+		return fmt.Errorf("bench plan: --json: %w", err)
+	}
+	return outs.close()
 }

@@ -2,6 +2,7 @@ package spmd
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"math/bits"
 	"slices"
@@ -42,9 +43,11 @@ type SimConfig struct {
 	// AllreduceUS is the gradient allreduce's own duration, after the
 	// slowest rank's compute.
 	AllreduceUS int64
-	Bandwidth   int64 // exchange bandwidth, fixed-point bytes/µs (plan.One = 1 B/µs)
-	LatencyUS   int64 // per message
-	Margin      int64 // the gate's margin, µs
+	// Bandwidth is the exchange bandwidth, fixed-point bytes/µs
+	// (plan.One = 1 B/µs), at most plan.MaxBandwidth; 0 means 1 GB/s.
+	Bandwidth int64
+	LatencyUS int64 // per message, 0..plan.MaxLatency
+	Margin    int64 // the gate's margin, µs
 	// Speed is each rank's decode slowdown, fixed-point: a task of cost c
 	// takes c*Speed[r]/plan.One µs on rank r. nil means every rank runs
 	// at reference speed.
@@ -119,7 +122,15 @@ func (c *SimConfig) defaults() error {
 	if c.Prefetch <= 0 {
 		c.Prefetch = 2
 	}
-	if c.Bandwidth <= 0 {
+	// Out of range, a bandwidth or latency would be simulated as another
+	// network than the planner sees (it clamps them), or overflow.
+	switch {
+	case c.Bandwidth < 0 || c.Bandwidth > plan.MaxBandwidth:
+		return fmt.Errorf("spmd: bandwidth %d outside [0, %d] (fixed-point bytes/µs, %d = 1 byte/µs)", c.Bandwidth, int64(plan.MaxBandwidth), plan.One)
+	case c.LatencyUS < 0 || c.LatencyUS > plan.MaxLatency:
+		return fmt.Errorf("spmd: latency %d µs outside [0, %d]", c.LatencyUS, int64(plan.MaxLatency))
+	}
+	if c.Bandwidth == 0 {
 		c.Bandwidth = 1000 * plan.One // 1 GB/s
 	}
 	if c.Speed != nil && len(c.Speed) != c.Ranks {
@@ -650,6 +661,20 @@ func rankGroups(cfg *SimConfig) (perRank, all []*cpuGroup, shared bool) {
 // Simulate runs the job on the virtual clock and returns its metrics. It
 // is deterministic: the same configuration gives the same result.
 func Simulate(cfg SimConfig) (*SimResult, error) {
+	return SimulateContext(context.Background(), cfg)
+}
+
+// ctxEvents is how many events SimulateContext processes between two
+// looks at its context inside a step: a step of a large world runs
+// millions.
+const ctxEvents = 1 << 12
+
+// SimulateContext is Simulate stopping early, with ctx's error, once ctx
+// is done: it looks at ctx before planning each step, before delivering
+// each step and every ctxEvents events in between, so that a large
+// simulation ends within about a step of a cancellation. Not cancelled,
+// it returns what Simulate returns.
+func SimulateContext(ctx context.Context, cfg SimConfig) (*SimResult, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
@@ -684,6 +709,9 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 	// prepare plans (or not) batch s at virtual time at and schedules the
 	// arrival of its tasks on every rank.
 	prepare := func(s int64, at int64) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		own := make([][]SimSample, n)
 		for r := range own {
 			own[r] = cfg.Samples(s, r)
@@ -802,7 +830,11 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 	res.Records = make([]StepRecord, 0, n*cfg.Steps)
 	recs := make([]StepRecord, n)
 	delivered := make([]bool, n)
+	events := 0
 	for t := int64(0); t < int64(cfg.Steps); t++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		end := int64(0)
 		lastDeliver := int64(0)
 		// deliver hands rank r's batch t to its GPU at the engine's clock.
@@ -846,6 +878,11 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 			}
 		}
 		for left > 0 {
+			if events++; events%ctxEvents == 0 {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+			}
 			if !eng.next() {
 				for r := range ranks {
 					if !delivered[r] {

@@ -1,7 +1,11 @@
 package spmd
 
 import (
+	"context"
+	"errors"
 	"math/rand/v2"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -141,5 +145,65 @@ func TestSimHelixMatchesLocalOnUniform(t *testing.T) {
 	if helix.Misses != local.Misses || helix.BytesMovedPerStep != 0 {
 		t.Errorf("uniform: helix misses %d (moved %.0f B/step), local %d; want equal and nothing moved",
 			helix.Misses, helix.BytesMovedPerStep, local.Misses)
+	}
+}
+
+// TestSimulateContext checks that a cancellation reaches inside a
+// simulation: cancelled while step 5 is planned, a 400-step run stops
+// there with the context's error (Simulate alone ran every step). Not
+// cancelled, SimulateContext gives Simulate's result exactly.
+func TestSimulateContext(t *testing.T) {
+	cfg := SimConfig{Loader: KindHelix, Ranks: 4, Batch: 4, Steps: 400, Workers: 2,
+		GPU: gpu.Model{Base: 45 * time.Millisecond}, Bandwidth: 1000 * plan.One, LatencyUS: 20,
+		Samples: skewed(4, 40000)}
+	want, err := Simulate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := SimulateContext(context.Background(), cfg)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("SimulateContext not cancelled: err %v, result equal to Simulate's: %v", err, err == nil && reflect.DeepEqual(got, want))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	last := int64(-1)
+	cfg.OnPlan = func(step, at int64, in *plan.Input, p *plan.Plan) {
+		last = step
+		if step == 5 {
+			cancel()
+		}
+	}
+	if _, err := SimulateContext(ctx, cfg); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled at step 5: err = %v, want context.Canceled", err)
+	}
+	if last > 6 {
+		t.Errorf("cancelled at step 5, the simulation still planned step %d", last)
+	}
+}
+
+// TestSimRefusesNetworkOutOfRange checks that a bandwidth or latency the
+// planner would clamp, or a negative one, is refused rather than
+// simulated as another network (a negative bandwidth was taken for
+// 1 GB/s).
+func TestSimRefusesNetworkOutOfRange(t *testing.T) {
+	for _, tt := range []struct {
+		bw, lat int64
+		want    string
+	}{
+		{-1, 0, "bandwidth -1"},
+		{plan.MaxBandwidth + 1, 0, "bandwidth"},
+		{plan.One, -1, "latency -1"},
+		{plan.One, plan.MaxLatency + 1, "latency"},
+	} {
+		cfg := tinyConfig(KindHelix)
+		cfg.Bandwidth, cfg.LatencyUS = tt.bw, tt.lat
+		if _, err := Simulate(cfg); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("bandwidth %d, latency %d: err = %v, want it refused saying %q", tt.bw, tt.lat, err, tt.want)
+		}
+	}
+	cfg := tinyConfig(KindHelix)
+	cfg.Bandwidth, cfg.LatencyUS = plan.MaxBandwidth, plan.MaxLatency
+	if _, err := Simulate(cfg); err != nil {
+		t.Errorf("bandwidth and latency at their limits: %v", err)
 	}
 }
