@@ -152,6 +152,8 @@ func (f *runFlags) validate() error {
 		return usagef("--check-every %d: want at least 1", f.cfg.CheckEvery)
 	case f.cfg.Margin < 0:
 		return usagef("--margin-us %d: want at least 0", f.cfg.Margin)
+	case f.cfg.MaxTasks < 0:
+		return usagef("--max-tasks %d: want 0 (as many as --workers) or more", f.cfg.MaxTasks)
 	}
 	if err := checkShape(f.cfg.Decode.Frames, f.cfg.Decode.Size); err != nil {
 		return err

@@ -78,6 +78,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--stall-timeout", "5"}, `run: --stall-timeout 5: want a duration such as 30s or 10m (see datahelix run -h)`},
 		{[]string{"run", "-stall-timeout=ten"}, `run: --stall-timeout ten: want a duration such as 30s or 10m`},
 		{[]string{"info", "--rounds", "0"}, "--rounds 0: want 1..10000000"},
+		{[]string{"run", "--max-tasks", "-2"}, "--max-tasks -2: want 0 (as many as --workers) or more"},
 		{[]string{"help", "bogus"}, `help: unknown command "bogus"`},
 		{[]string{"help", "info", "extra"}, `help: unknown command "info extra"`},
 		{[]string{"-h", "bogus"}, `help: unknown command "bogus"`},
