@@ -305,6 +305,9 @@ func generateDefault(ctx context.Context, dir string, seed uint64, log io.Writer
 	if talk {
 		fmt.Fprintf(log, "datahelix: generating the default dataset (%s, %d samples in %d shards) into %s, once\n",
 			cfg.Preset, cfg.Samples, cfg.Shards, dir)
+		cfg.Waiting = func() {
+			fmt.Fprintf(log, "datahelix: another job is generating it: waiting for that job\n")
+		}
 	}
 	t0 := time.Now()
 	var made bool

@@ -63,7 +63,7 @@ func Ensure(ctx context.Context, cfg Config, dir string) (bool, error) {
 	if Current(dir) {
 		return false, nil
 	}
-	unlock, err := lockGenerating(ctx, dir)
+	unlock, err := lockGenerating(ctx, dir, cfg.Waiting)
 	if err != nil {
 		return false, err
 	}
@@ -207,11 +207,12 @@ const lockPoll = 100 * time.Millisecond
 // missing and kept afterwards (removing a lock file races with a process
 // about to lock it), waiting while another process or goroutine holds it,
 // until ctx ends. The returned function releases it; the kernel releases
-// it too when a process dies, so a killed job never blocks the next. Where
+// it too when a process dies, so a killed job never blocks the next.
+// waiting (nil: none) is called once if it has to wait. Where
 // the file cannot be made or the file system has no flock (some network
 // mounts), it returns at once without a lock: several jobs then generate
 // side by side, and Install keeps the first complete copy, as before.
-func lockGenerating(ctx context.Context, dir string) (func(), error) {
+func lockGenerating(ctx context.Context, dir string, waiting func()) (func(), error) {
 	noLock := func() {}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return noLock, nil // Install reports it
@@ -228,6 +229,10 @@ func lockGenerating(ctx context.Context, dir string) (func(), error) {
 		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
 			f.Close()
 			return noLock, nil
+		}
+		if waiting != nil && errors.Is(err, syscall.EWOULDBLOCK) {
+			waiting()
+			waiting = nil
 		}
 		select {
 		case <-ctx.Done():

@@ -156,11 +156,12 @@ func TestEnsureConcurrent(t *testing.T) {
 }
 
 // TestEnsureWaitsForTheLock checks that Ensure waits while another
-// process holds the dataset's lock, generating nothing, and gives up with
-// the context's cause, naming the dataset, when its context ends.
+// process holds the dataset's lock, generating nothing and saying so once
+// (Config.Waiting), and gives up with the context's cause, naming the
+// dataset, when its context ends.
 func TestEnsureWaitsForTheLock(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ds")
-	unlock, err := lockGenerating(context.Background(), dir)
+	unlock, err := lockGenerating(context.Background(), dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,9 +169,15 @@ func TestEnsureWaitsForTheLock(t *testing.T) {
 	stop := errors.New("job interrupted")
 	ctx, cancel := context.WithCancelCause(context.Background())
 	time.AfterFunc(3*lockPoll, func() { cancel(stop) })
-	made, err := Ensure(ctx, ensureCfg, dir)
+	cfg := ensureCfg
+	waited := 0
+	cfg.Waiting = func() { waited++ }
+	made, err := Ensure(ctx, cfg, dir)
 	if made || !errors.Is(err, stop) || !strings.Contains(err.Error(), dir) {
 		t.Fatalf("Ensure under a held lock = %v, %v; want false and an error naming %s with the cause", made, err, dir)
+	}
+	if waited != 1 {
+		t.Errorf("Ensure under a held lock called Waiting %d times, want once", waited)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("Ensure touched %s while waiting (stat: %v)", dir, err)

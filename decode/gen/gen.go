@@ -82,6 +82,9 @@ type Config struct {
 	FFmpeg string
 	// Progress, if set, is called after each sample with the count done.
 	Progress func(done, total int)
+	// Waiting, if set, is called once when Ensure finds another process
+	// generating the same dataset and waits for it instead.
+	Waiting func()
 }
 
 // ShardName returns the file name of shard k of a preset's dataset.
