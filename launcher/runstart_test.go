@@ -108,10 +108,16 @@ func TestRunJSONAndTraceSamePath(t *testing.T) {
 	if err := os.Symlink(x, link); err != nil {
 		t.Fatal(err)
 	}
+	// A dangling link, relative, to a file not written yet.
+	dangling := filepath.Join(dir, "dangling")
+	if err := os.Symlink("new.json", dangling); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range [][2]string{
 		{x, x},
 		{x, filepath.Join(dir, ".", "sub", "..", "x")},
 		{x, link},
+		{filepath.Join(dir, "new.json"), dangling},
 	} {
 		code, stdout, stderr := runMain(fastRun(data, "--ranks", "2", "--steps", "2", "--json", c[0], "--trace", c[1])...)
 		oneLine(t, c[0]+" and "+c[1], code, stdout, stderr, 2,
