@@ -7,10 +7,12 @@
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
 #include <libavutil/avstring.h>
+#include <libavutil/display.h>
 #include <libavutil/imgutils.h>
 #include <libavutil/md5.h>
 #include <libavutil/pixdesc.h>
 #include <libswscale/swscale.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -73,6 +75,9 @@ typedef struct dh_ctx {
 	AVPacket *pkt;
 	struct SwsContext *sws;
 	int sws_cs, sws_range; // colour details applied to sws (-1 = none yet)
+	uint8_t *rgb_tmp;      // out_w*out_h*3 bytes: a picture before its turn (st->rotation)
+	AVFrame *turned;       // a frame after its turn, for dh_decode_all's hashes
+	int turn;              // TURN_* bits: how the ffmpeg CLI turns the stream's frames upright
 	int eof_sent;          // the decoder got its flush packet
 	int demux_done;        // av_read_frame reported the end
 	int64_t pos_ts;        // largest dts (else pts) read since the last seek
@@ -259,6 +264,67 @@ static int probe(dh_ctx *c, const AVInputFormat **fmt) {
 	return 0;
 }
 
+// How a frame is turned upright: mirrored across, down or both (hflip,
+// vflip; both is a turn by 180 degrees), or by one of the transpose
+// filter's directions: clock, cclock, cclock_flip (the plain transpose,
+// out(x,y) = in(y,x)) or clock_flip (across the other diagonal).
+enum {
+	TURN_HFLIP = 1,
+	TURN_VFLIP = 2,
+	TURN_CLOCK = 4,
+	TURN_CCLOCK = 8,
+	TURN_CCLOCK_FLIP = 16,
+	TURN_CLOCK_FLIP = 32,
+	TURN_TRANSPOSES = TURN_CLOCK | TURN_CCLOCK | TURN_CCLOCK_FLIP | TURN_CLOCK_FLIP,
+};
+
+// read_rotation sets st->angle, st->rotation and c->turn from the video
+// stream's display matrix (AV_PKT_DATA_DISPLAYMATRIX: the MP4/MOV tkhd
+// matrix) as the ffmpeg 5.1 CLI reads it for -autorotate (get_rotation in
+// cmdutils.c and configure_input_video_filter in ffmpeg_filter.c): the
+// clockwise angle, rounded to whole degrees, in [0, 360), and the filter
+// that turns the frames: for 90 degrees transpose=clock, or cclock_flip
+// when the matrix also mirrors (m[3] > 0); for 270 transpose=cclock, or
+// clock_flip when it mirrors (m[3] < 0); for 180 hflip when m[0] < 0 and
+// vflip when m[4] < 0; for 0 vflip when m[4] < 0. A mirrored matrix
+// (negative determinant) is thus undone too, its mirror read as a turn
+// plus a vertical flip. An angle that is not a multiple of 90 degrees
+// (which the CLI turns with its rotate filter) is taken to the nearest
+// one here. A degenerate matrix (no rotation can be read) counts as none.
+static void read_rotation(dh_ctx *c) {
+	size_t size = 0;
+	const int32_t *m = (const int32_t *)av_stream_get_side_data(c->vs, AV_PKT_DATA_DISPLAYMATRIX, &size);
+	double theta = 0;
+	if (!m || size < 9 * sizeof *m)
+		m = NULL;
+	else if (isfinite(av_display_rotation_get(m)))
+		theta = -round(av_display_rotation_get(m));
+	else
+		m = NULL; // the CLI's tests all fail on a NaN angle: no filter
+	theta -= 360 * floor(theta / 360 + 0.9 / 360);
+	int angle = (int)theta;
+	if (angle < 0 || angle >= 360)
+		angle = 0;
+	c->st->angle = angle;
+	c->st->rotation = (angle + 45) / 90 % 4 * 90;
+	if (!m)
+		return;
+	switch (c->st->rotation) {
+	case 0:
+		c->turn = m[4] < 0 ? TURN_VFLIP : 0;
+		break;
+	case 90:
+		c->turn = m[3] > 0 ? TURN_CCLOCK_FLIP : TURN_CLOCK;
+		break;
+	case 180:
+		c->turn = (m[0] < 0 ? TURN_HFLIP : 0) | (m[4] < 0 ? TURN_VFLIP : 0);
+		break;
+	case 270:
+		c->turn = m[3] < 0 ? TURN_CLOCK_FLIP : TURN_CCLOCK;
+		break;
+	}
+}
+
 static int ctx_open(dh_ctx *c, const uint8_t *data, int64_t len, const dh_config *cfg,
                     dh_stats *st, int need_decoder) {
 	memset(c, 0, sizeof *c);
@@ -348,6 +414,7 @@ static int ctx_open(dh_ctx *c, const uint8_t *data, int64_t len, const dh_config
 	}
 	st->width = par->width;
 	st->height = par->height;
+	read_rotation(c);
 	st->tb_num = c->vs->time_base.num;
 	st->tb_den = c->vs->time_base.den;
 	st->duration = c->vs->duration;
@@ -413,6 +480,8 @@ static int ctx_open(dh_ctx *c, const uint8_t *data, int64_t len, const dh_config
 
 static void ctx_free(dh_ctx *c) {
 	sws_freeContext(c->sws);
+	av_freep(&c->rgb_tmp);
+	av_frame_free(&c->turned);
 	av_packet_free(&c->pkt);
 	avcodec_free_context(&c->cc); // joins the decoder's threads: no message follows
 	if (c->damage_mu_ok) {
@@ -541,13 +610,54 @@ static int64_t frame_pts(const AVFrame *f) {
 	return f->pts != AV_NOPTS_VALUE ? f->pts : f->best_effort_timestamp;
 }
 
+// turn_plane writes the w x h plane src (rows of linesize sls, pixels of
+// step bytes) turned by turn (TURN_* bits) to dst (rows of linesize dls),
+// which is h x w when turn transposes.
+static void turn_plane(uint8_t *dst, int dls, const uint8_t *src, int sls, int w, int h, int step,
+                       int turn) {
+	int tr = turn & TURN_TRANSPOSES;
+	int dw = tr ? h : w, dh = tr ? w : h;
+	for (int y = 0; y < dh; y++) {
+		uint8_t *d = dst + (ptrdiff_t)y * dls;
+		for (int x = 0; x < dw; x++, d += step) {
+			int sx = turn & TURN_HFLIP ? w - 1 - x : x, sy = turn & TURN_VFLIP ? h - 1 - y : y;
+			if (turn & TURN_CLOCK) {
+				sx = y;
+				sy = h - 1 - x;
+			} else if (turn & TURN_CCLOCK) {
+				sx = w - 1 - y;
+				sy = x;
+			} else if (turn & TURN_CCLOCK_FLIP) {
+				sx = y;
+				sy = x;
+			} else if (turn & TURN_CLOCK_FLIP) {
+				sx = w - 1 - y;
+				sy = h - 1 - x;
+			}
+			memcpy(d, src + (ptrdiff_t)sy * sls + (ptrdiff_t)sx * step, step);
+		}
+	}
+}
+
 // to_rgb converts f to out_w x out_h RGB24 at dst with sws_scale
-// (bilinear), honouring the frame's colour matrix and range.
+// (bilinear), honouring the frame's colour matrix and range, and turns it
+// upright as the ffmpeg CLI turns it (c->turn). A picture turned by 90
+// or 270 degrees is scaled to out_h x out_w first, so the turned one fills
+// out_w x out_h: the turn of the scaled RGB moves whole pixels, the
+// cheapest exact place for it.
 static int to_rgb(dh_ctx *c, const AVFrame *f, uint8_t *dst) {
 	const dh_config *cfg = c->cfg;
-	struct SwsContext *s = sws_getCachedContext(c->sws, f->width, f->height, f->format, cfg->out_w,
-	                                            cfg->out_h, AV_PIX_FMT_RGB24, SWS_BILINEAR, NULL,
-	                                            NULL, NULL);
+	int turn = c->turn, tr = turn & TURN_TRANSPOSES;
+	int sw = tr ? cfg->out_h : cfg->out_w;
+	int sh = tr ? cfg->out_w : cfg->out_h;
+	uint8_t *to = dst;
+	if (turn) {
+		if (!c->rgb_tmp && !(c->rgb_tmp = av_malloc((size_t)cfg->out_w * cfg->out_h * 3)))
+			return fail(c, DH_ERR_LIMIT, "out of memory");
+		to = c->rgb_tmp;
+	}
+	struct SwsContext *s = sws_getCachedContext(c->sws, f->width, f->height, f->format, sw, sh,
+	                                            AV_PIX_FMT_RGB24, SWS_BILINEAR, NULL, NULL, NULL);
 	if (!s)
 		return fail(c, DH_ERR_UNSUPPORTED, "cannot convert %s %dx%d to RGB",
 		            av_get_pix_fmt_name(f->format), f->width, f->height);
@@ -563,9 +673,11 @@ static int to_rgb(dh_ctx *c, const AVFrame *f, uint8_t *dst) {
 		c->sws_range = range;
 	}
 	c->sws = s;
-	uint8_t *d[4] = {dst, NULL, NULL, NULL};
-	int ls[4] = {cfg->out_w * 3, 0, 0, 0};
+	uint8_t *d[4] = {to, NULL, NULL, NULL};
+	int ls[4] = {sw * 3, 0, 0, 0};
 	sws_scale(s, (const uint8_t *const *)f->data, f->linesize, 0, f->height, d, ls);
+	if (turn)
+		turn_plane(dst, cfg->out_w * 3, to, sw * 3, sw, sh, 3, turn);
 	return 0;
 }
 
@@ -725,6 +837,54 @@ static int hash_frame(const AVFrame *f, uint8_t out[16]) {
 	return 0;
 }
 
+// turn_frame sets *out to f turned upright as the ffmpeg 5.1 CLI turns a
+// frame before its encoders see it (-autorotate, the default): by the
+// transpose filter or by hflip and vflip (see read_rotation). It is f itself when the stream has no turn, else a frame of
+// the same pixel format that c owns until the next call. The CLI turns by
+// another angle with its rotate filter, which fills the corners, and first
+// converts a pixel format whose chroma is subsampled differently across
+// and down (4:2:2, 4:4:0) for transpose (to yuv444p with swscale's bicubic
+// filter for yuv422p): neither is reproduced, so both are refused.
+static int turn_frame(dh_ctx *c, AVFrame *f, AVFrame **out) {
+	int angle = c->st->angle;
+	*out = f;
+	if (!c->turn && (angle == 0 || angle == 180))
+		return 0;
+	const char *name = av_get_pix_fmt_name(f->format);
+	if (angle % 90)
+		return fail(c, DH_ERR_UNSUPPORTED,
+		            "cannot hash frames turned by %d degrees (ffmpeg turns them with its rotate filter)",
+		            angle);
+	const AVPixFmtDescriptor *d = av_pix_fmt_desc_get(f->format);
+	if (!d || (d->flags & (AV_PIX_FMT_FLAG_HWACCEL | AV_PIX_FMT_FLAG_PAL | AV_PIX_FMT_FLAG_BITSTREAM)))
+		return fail(c, DH_ERR_UNSUPPORTED, "cannot turn pixel format %s", name ? name : "none");
+	if ((c->turn & TURN_TRANSPOSES) && d->log2_chroma_w != d->log2_chroma_h)
+		return fail(c, DH_ERR_UNSUPPORTED,
+		            "cannot hash %s frames turned by %d degrees (ffmpeg converts them to another "
+		            "pixel format to transpose them)",
+		            name, angle);
+	if (!c->turned && !(c->turned = av_frame_alloc()))
+		return fail(c, DH_ERR_LIMIT, "out of memory");
+	AVFrame *t = c->turned;
+	av_frame_unref(t);
+	t->format = f->format;
+	t->width = c->turn & TURN_TRANSPOSES ? f->height : f->width;
+	t->height = c->turn & TURN_TRANSPOSES ? f->width : f->height;
+	if (av_frame_get_buffer(t, 0) < 0)
+		return fail(c, DH_ERR_LIMIT, "out of memory");
+	int steps[4];
+	av_image_fill_max_pixsteps(steps, NULL, d);
+	int planes = av_pix_fmt_count_planes(f->format);
+	for (int p = 0; p < planes; p++) {
+		int sub = p == 1 || p == 2;
+		int w = sub ? AV_CEIL_RSHIFT(f->width, d->log2_chroma_w) : f->width;
+		int h = sub ? AV_CEIL_RSHIFT(f->height, d->log2_chroma_h) : f->height;
+		turn_plane(t->data[p], t->linesize[p], f->data[p], f->linesize[p], w, h, steps[p], c->turn);
+	}
+	*out = t;
+	return 0;
+}
+
 int dh_decode_all(const uint8_t *data, int64_t len, const dh_config *cfg, dh_frame_hash **hashes,
                   int64_t *count, dh_stats *st) {
 	dh_ctx c;
@@ -758,10 +918,13 @@ int dh_decode_all(const uint8_t *data, int64_t len, const dh_config *cfg, dh_fra
 				*hashes = grown;
 			}
 			dh_frame_hash *h = &(*hashes)[*count];
+			AVFrame *up;
+			if ((ret = turn_frame(&c, f, &up)))
+				goto out;
 			h->pts = frame_pts(f);
-			h->width = f->width;
-			h->height = f->height;
-			if (hash_frame(f, h->md5)) {
+			h->width = up->width;
+			h->height = up->height;
+			if (hash_frame(up, h->md5)) {
 				ret = fail(&c, DH_ERR_UNSUPPORTED, "cannot hash pixel format %s",
 				           av_get_pix_fmt_name(f->format));
 				goto out;

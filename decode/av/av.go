@@ -27,6 +27,7 @@ package av
 
 /*
 #cgo pkg-config: libavformat libavcodec libswscale libavutil
+#cgo LDFLAGS: -lm
 #include <stdlib.h>
 #include "av.h"
 */
@@ -49,7 +50,8 @@ type Rational struct{ Num, Den int }
 // Config bounds one call. The zero value is not usable; start from
 // DefaultConfig.
 type Config struct {
-	// Width and Height are the RGB output size of DecodeTargets.
+	// Width and Height are the RGB output size of DecodeTargets, that of
+	// the upright picture (see StreamInfo.Rotation).
 	Width, Height int
 	// MaxPixels caps width*height, checked from the container header before
 	// decoding and enforced by the decoder on every frame.
@@ -125,6 +127,15 @@ type StreamInfo struct {
 	Frames    int64  // frame count from the container, 0 when unknown
 	StartTime int64  // in TimeBase units, or math.MinInt64 when unknown
 	PixFmt    string // pixel format of the last decoded frame
+	// Rotation is the clockwise turn, 0, 90, 180 or 270 degrees, that shows
+	// the picture upright: the stream's display matrix (the MP4/MOV tkhd
+	// matrix) read as the ffmpeg 5.1 CLI reads it for its -autorotate, to
+	// the nearest multiple of 90 degrees. DecodeTargets and FrameMD5s turn
+	// the frames upright as that CLI does, which also undoes a mirrored
+	// matrix (negative determinant): with transpose's cclock_flip or
+	// clock_flip instead of clock (90) or cclock (270), with hflip or
+	// vflip alone at 180, with vflip at 0.
+	Rotation int
 }
 
 // Stats reports what a call did.
@@ -249,6 +260,7 @@ func (c *call) stats() Stats {
 			Frames:    int64(st.nb_frames),
 			StartTime: int64(st.start_time),
 			PixFmt:    C.GoString(&st.pix_fmt[0]),
+			Rotation:  int(st.rotation),
 		},
 		FramesDecoded:  int(st.frames),
 		Packets:        int(st.packets),

@@ -69,6 +69,10 @@ typedef struct dh_stats {
 	int32_t width, height; // coded picture size from the header
 	int32_t tb_num, tb_den;
 	int32_t read_error;    // the demuxer stopped on an error, not at a clean end
+	int32_t rotation;      // clockwise turn (0, 90, 180 or 270) that shows the picture upright,
+	                       // from the stream's display matrix, to the nearest multiple of 90
+	                       // (a mirror in the matrix is undone too; see read_rotation in av.c)
+	int32_t angle;         // the same turn in whole degrees (0..359), as the ffmpeg CLI reads it
 	char codec[32];        // decoder name
 	char format[32];       // demuxer short name
 	char pix_fmt[32];      // pixel format of the last decoded frame
@@ -82,23 +86,27 @@ typedef struct dh_packet {
 	int32_t key;
 } dh_packet;
 
-// dh_frame_hash is one decoded frame, in output order.
+// dh_frame_hash is one decoded frame, in output order, turned upright
+// (see dh_decode_all).
 typedef struct dh_frame_hash {
 	int64_t pts;
 	uint8_t md5[16];
-	int32_t width, height;
+	int32_t width, height; // of the upright frame
 } dh_frame_hash;
 
 void dh_init(void);
 
-// dh_decode_targets decodes the n targets into dst (dst_len bytes).
+// dh_decode_targets decodes the n targets into dst (dst_len bytes), each
+// scaled to out_w x out_h RGB24 and turned by st->rotation.
 int dh_decode_targets(const uint8_t *data, int64_t len, const dh_config *cfg,
                       dh_target *targets, int32_t n, uint8_t *dst, int64_t dst_len,
                       dh_stats *st);
 
 // dh_decode_all decodes every frame and sets *count to the frames output.
 // When hashes is not NULL it sets *hashes to an av_malloc'ed array of one
-// hash per output frame, which the caller frees with av_free.
+// hash per output frame, which the caller frees with av_free; each frame is
+// hashed after the turn the ffmpeg CLI applies (transpose, or hflip+vflip),
+// and a turn the CLI would make by another filter is DH_ERR_UNSUPPORTED.
 int dh_decode_all(const uint8_t *data, int64_t len, const dh_config *cfg,
                   dh_frame_hash **hashes, int64_t *count, dh_stats *st);
 

@@ -11,10 +11,10 @@ import (
 	"unsafe"
 )
 
-// FrameHash is the MD5 of one decoded frame.
+// FrameHash is the MD5 of one decoded frame, turned upright.
 type FrameHash struct {
 	PTS           int64 // presentation timestamp in the stream time base
-	Width, Height int
+	Width, Height int   // of the upright frame
 	MD5           [16]byte
 }
 
@@ -22,6 +22,16 @@ type FrameHash struct {
 // order the decoder outputs them (presentation order), the MD5 of each
 // frame's planes in its native pixel format without padding: the md5
 // column of `ffmpeg -i FILE -f framemd5 -`.
+//
+// Like that command (ffmpeg 5.1 autorotates by default), it first turns
+// each frame upright by its display matrix (StreamInfo.Rotation):
+// transposed for 90 and 270 degrees, flipped both ways for 180, mirrors
+// undone as the CLI undoes them. It returns an error wrapping
+// ErrUnsupported for a turn ffmpeg makes otherwise: a display matrix
+// rotated by an angle that is not a multiple of 90 degrees, or a turn by
+// 90 or 270 of a pixel format whose chroma is subsampled differently
+// across and down, such as yuv422p, which ffmpeg first converts (to
+// yuv444p). `ffmpeg -noautorotate` hashes the frames as decoded.
 func FrameMD5s(ctx context.Context, data []byte, cfg Config) ([]FrameHash, Stats, error) {
 	if len(data) == 0 {
 		return nil, Stats{}, &Error{Kind: ErrCorrupt, Detail: "empty input"}
