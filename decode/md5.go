@@ -14,8 +14,10 @@ import (
 // IDCT, smooth chroma upsampling), so the MD5 equals that of the pixels of
 // `djpeg -ppm FILE`; FFmpeg's JPEG decoder and colour conversion round
 // differently, so `ffmpeg -pix_fmt rgb24 -f framemd5` does not match for
-// JPEG. PNG and WebP are decoded by Go's image/png and x/image/webp; for
-// an RGB PNG the MD5 equals `ffmpeg -i FILE -pix_fmt rgb24 -f framemd5 -`.
+// JPEG. PNG and WebP are decoded by Go's image/png and x/image/webp; the
+// MD5 equals `ffmpeg -i FILE -pix_fmt rgb24 -f framemd5 -` for 8-bit and
+// grey 16-bit PNGs, lossless WebPs and lossy WebPs of even height (16-bit
+// RGB and RGBA PNGs within 1 of it, which FFmpeg converts through YUV).
 func ImageMD5(data []byte, lim Limits) (sum string, width, height int, err error) {
 	sum, width, height, err = imageMD5(data, lim.withDefaults().MaxImagePixels)
 	if err != nil {
