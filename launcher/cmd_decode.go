@@ -73,8 +73,9 @@ func runDecode(ctx context.Context, stdout, stderr io.Writer, args []string) err
 		if *check {
 			return usagef("decode: --check-hashes counts damage in decoded samples; --md5 prints the pictures' MD5s without counting it")
 		}
+		named := fs.NArg() > 1
 		return eachFile(stderr, fs.Args(), func(path string) (int, error) {
-			return printMD5s(ctx, stdout, stderr, path, indexDir)
+			return printMD5s(ctx, stdout, stderr, path, indexDir, named)
 		})
 	}
 	dec := decode.NewDecoder(decode.Options{Frames: frames, Size: size, CheckHashes: *check})
@@ -247,11 +248,13 @@ func eachSample(stderr io.Writer, path, cache string, fn func(*decode.Sample) er
 }
 
 // printMD5s prints the MD5s of one file: bare lines for a video or image
-// file, MEMBER<tab>MD5 lines for a shard, whose failing samples are
-// printed to stderr, counted and skipped. A plain file is hashed as the
-// one-member sample decode makes of it (eachSample), so that its errors
-// are those of a shard's sample, naming the file once.
-func printMD5s(ctx context.Context, w, stderr io.Writer, path, cache string) (failed int, err error) {
+// file (PATH<tab>MD5 when named, decode being given several paths, so
+// that each line says whose it is), MEMBER<tab>MD5 lines for a shard,
+// whose failing samples are printed to stderr, counted and skipped. A
+// plain file is hashed as the one-member sample decode makes of it
+// (eachSample), so that its errors are those of a shard's sample, naming
+// the file once.
+func printMD5s(ctx context.Context, w, stderr io.Writer, path, cache string, named bool) (failed int, err error) {
 	file := !decode.IsShardName(path)
 	return eachSample(stderr, path, cache, func(s *decode.Sample) error {
 		ms, err := decode.SampleMD5s(ctx, s, decode.DefaultLimits())
@@ -266,7 +269,10 @@ func printMD5s(ctx context.Context, w, stderr io.Writer, path, cache string) (fa
 		for _, m := range ms {
 			for _, sum := range m.MD5s {
 				line := m.Member + "\t" + sum
-				if file {
+				switch {
+				case file && named:
+					line = path + "\t" + sum
+				case file:
 					line = sum
 				}
 				if _, err := fmt.Fprintln(w, line); err != nil {

@@ -98,7 +98,8 @@ func TestDecodeMD5Images(t *testing.T) {
 // TestDecodeMD5BadFile checks that --md5 on a plain file that fails
 // says why as decode without --md5 does: a garbage JPEG is an invalid
 // image header, said once, not FFmpeg refusing its jpeg_pipe container;
-// and a good file given with it is still hashed.
+// and a good file given with it is still hashed, its line naming it
+// (PATH<tab>MD5, as with several files).
 func TestDecodeMD5BadFile(t *testing.T) {
 	dir := t.TempDir()
 	bad := writeTestFile(t, filepath.Join(dir, "bad.jpg"), []byte("\xff\xd8\xff\xe0garbage"))
@@ -106,7 +107,7 @@ func TestDecodeMD5BadFile(t *testing.T) {
 	code, stdout, stderr := runMain("decode", "--md5", bad, png)
 	lines := strings.Split(stderr, "\n")
 	want := "decode: file " + bad + ": invalid image header: "
-	if code != 1 || len(strings.Fields(stdout)) != 1 || len(lines) != 3 || !strings.HasPrefix(lines[0], want) ||
+	if code != 1 || !strings.HasPrefix(stdout, png+"\t") || strings.Count(stdout, "\n") != 1 || len(lines) != 3 || !strings.HasPrefix(lines[0], want) ||
 		strings.Count(lines[0], "decode:") != 1 || !strings.HasSuffix(stderr, "decode: 1 file decoded, 1 failed\n") {
 		t.Errorf("got exit %d, stdout %q, stderr %q; want %q... once, the PNG's MD5 and the total", code, stdout, stderr, want)
 	}
