@@ -34,6 +34,11 @@ type mp4Track struct {
 	// keeps the ctts box.
 	nMoov, nCtts int
 	hasCtts      bool
+	// moovShift and dtsShift are FFmpeg's dts_shift (the largest negated
+	// negative composition offset) once the moov is read and once the
+	// fragments are too: FFmpeg lowers the moov frames' decode times by
+	// the first and adds the second to every packet's pts.
+	moovShift, dtsShift int64
 	// firstDTS and endDTS bound the decode timeline: the first frame's
 	// decode time and the time after the last frame.
 	firstDTS, endDTS int64
@@ -50,9 +55,13 @@ type mp4Track struct {
 // before or after mdat. The frames, their FramePTS and Duration follow
 // FFmpeg's mov demuxer (5.1, advanced edit lists; see editIndex): a frame
 // is listed once per packet FFmpeg reads, with the pts ffprobe reports
-// for it, and Duration is the stream duration ffprobe reports. Frames
+// for it (negative composition offsets raise every pts, FFmpeg's
+// dts_shift), and Duration is the stream duration ffprobe reports. Frames
 // the edit list hides but FFmpeg still decodes (the pre-roll of a cut
-// that does not start on a keyframe) stay listed, with negative pts.
+// that does not start on a keyframe) stay listed, with negative pts; the
+// packets after the last frame an edit list shows, which FFmpeg reads
+// and discards, are not listed. A hidden frame decoded before a shown
+// one (a P-frame past an edit's end, its B-frames inside) stays listed.
 func ParseMP4(data []byte) (*VideoInfo, error) {
 	var moov []byte
 	var moofs [][]byte
@@ -286,9 +295,10 @@ func (tr *mp4Track) sampleTable(stbl []byte) error {
 	}
 	tr.endDTS = end
 	tr.pts = slices.Clone(tr.dts)
-	if tr.nCtts, tr.hasCtts, err = addCtts(child(stbl, "ctts"), tr.pts); err != nil {
+	if tr.nCtts, tr.hasCtts, tr.moovShift, err = addCtts(child(stbl, "ctts"), tr.pts); err != nil {
 		return err
 	}
+	tr.dtsShift = tr.moovShift
 	stss := child(stbl, "stss")
 	if stss == nil {
 		tr.noStss = true
@@ -417,21 +427,25 @@ func readStts(b []byte, dts []int64) (int64, error) {
 
 // addCtts adds the composition offsets of a ctts box (signed in both
 // versions, as FFmpeg reads them) to the decode times in pts and returns
-// how many frames it covers and whether FFmpeg keeps the box: no box, no
-// entries, or an offset beyond ±2^28 in an entry but the last two (which
-// makes FFmpeg drop the table) mean zero offsets.
-func addCtts(b []byte, pts []int64) (int, bool, error) {
+// how many frames it covers, whether FFmpeg keeps the box and its
+// dts_shift: the largest negated negative offset of an entry but the last
+// two. No box, no entries, or an offset beyond ±2^28 in an entry but the
+// last two (which makes FFmpeg drop the table) mean zero offsets.
+func addCtts(b []byte, pts []int64) (int, bool, int64, error) {
 	if b == nil {
-		return 0, false, nil
+		return 0, false, 0, nil
 	}
 	n, p, err := tableEntries("ctts", b, 8)
 	if err != nil || n == 0 {
-		return 0, false, err
+		return 0, false, 0, err
 	}
+	var shift int64
 	for e := 0; e+2 < n; e++ {
-		if off := int64(int32(be32(p, 8*e+4))); off > 1<<28 || off < -(1<<28) {
-			return 0, false, nil
+		off := int64(int32(be32(p, 8*e+4)))
+		if off > 1<<28 || off < -(1<<28) {
+			return 0, false, 0, nil
 		}
+		shift = max(shift, -off)
 	}
 	i := 0
 	for e := 0; e < n && i < len(pts); e++ {
@@ -441,7 +455,7 @@ func addCtts(b []byte, pts []int64) (int, bool, error) {
 			i++
 		}
 	}
-	return i, true, nil
+	return i, true, shift, nil
 }
 
 // info assembles the VideoInfo: the moov frames as FFmpeg indexes them
@@ -465,9 +479,18 @@ func (tr *mp4Track) info(container string, movieTimescale uint32) (*VideoInfo, e
 		}
 		v.FrameBytes = make([]uint32, 0, len(idx.frames)+len(tr.bytes)-moov)
 		v.FramePTS = make([]int64, 0, cap(v.FrameBytes))
+		if moov == len(tr.bytes) && idx.shown > 0 {
+			// FFmpeg reads the frames after the last one it shows but
+			// discards them (they lie past an edit's end and no shown
+			// frame needs them): listing them would let SampleFrames
+			// pick frames the decoder never outputs.
+			idx.frames, idx.pts = idx.frames[:idx.shown], idx.pts[:idx.shown]
+		}
+		// The index was built before the fragments raised dts_shift.
+		late := tr.dtsShift - tr.moovShift
 		for j, i := range idx.frames {
 			v.FrameBytes = append(v.FrameBytes, tr.bytes[i])
-			v.FramePTS = append(v.FramePTS, idx.pts[j])
+			v.FramePTS = append(v.FramePTS, idx.pts[j]+late)
 			if key[i] {
 				v.Keyframes = append(v.Keyframes, j)
 			}
@@ -480,8 +503,15 @@ func (tr *mp4Track) info(container string, movieTimescale uint32) (*VideoInfo, e
 		if key[i] {
 			v.Keyframes = append(v.Keyframes, len(v.FramePTS))
 		}
+		// FFmpeg lowers the moov frames' decode times by the moov's
+		// dts_shift but not the fragments' (mov_build_index, mov_read_trun),
+		// and adds the final dts_shift to every pts.
+		pts := tr.pts[i] + tr.dtsShift - offset
+		if i < tr.nMoov {
+			pts -= tr.moovShift
+		}
 		v.FrameBytes = append(v.FrameBytes, tr.bytes[i])
-		v.FramePTS = append(v.FramePTS, tr.pts[i]-offset)
+		v.FramePTS = append(v.FramePTS, pts)
 	}
 	v.Frames = len(v.FramePTS)
 	if v.Frames == 0 {
@@ -549,11 +579,13 @@ func rescale(d uint64, trackTS, movieTS uint32) int64 {
 
 // editIndexResult is the moov part of the track as FFmpeg indexes it:
 // the sample behind each packet, the packet's pts, and the stream
-// duration.
+// duration; frames[shown:] are the packets after the last one an edit
+// shows, which FFmpeg reads and discards.
 type editIndexResult struct {
 	frames   []int
 	pts      []int64
 	duration int64
+	shown    int
 }
 
 // editIndex applies the edit list to the moov frames as FFmpeg 5.1's
@@ -605,6 +637,7 @@ func (tr *mp4Track) editIndex(key []bool, movieTimescale uint32) (editIndexResul
 			}
 			cts, ctts := tr.pts[i], tr.pts[i]-tr.dts[i]
 			if cts >= e.mediaTime && cts < end {
+				r.shown = len(r.frames) + 1
 				if p := counter + ctts; minPTS < 0 {
 					minPTS = p
 				} else {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -28,6 +29,10 @@ func TestParseMP4EditTiming(t *testing.T) {
 		{"h264_sscut.mp4", 19200, 50, 37, 0, []int{0}},
 		// mdhd says 10240 (the moov's 20 frames); the fragments run to 25600.
 		{"h264_fragmoov.mp4", 25600, 50, 50, 1024, []int{0, 20, 40}},
+		// CMAF: the fragments' composition offsets go down to -1024 (trun
+		// version 1), which FFmpeg adds back to every pts (its dts_shift):
+		// the first frame shows at 1024, not 0.
+		{"h264_cmaf.mp4", 25600, 50, 50, 1024, []int{0, 20, 40}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -57,12 +62,24 @@ func TestParseMP4EditTiming(t *testing.T) {
 	}
 }
 
-// TestDecodeEditListCut decodes the cut clip: with the record's times off
-// by half a frame every sampled frame was missed and five of eight slots
-// held the frame before the intended one.
+// TestDecodeEditListCut decodes clips whose timing comes from more than
+// the composition times. In the cut clip, with the record's times off by
+// half a frame every sampled frame was missed and five of eight slots
+// held the frame before the intended one; in the clip whose edit ends
+// early, 3 of 8 sampled frames lay past the edit's end, which FFmpeg
+// reads but never outputs.
 func TestDecodeEditListCut(t *testing.T) {
+	for _, file := range []string{"h264_sscut.mp4", "h264_cmaf.mp4", "h264_elsttail.mp4"} {
+		t.Run(file, func(t *testing.T) { checkDecodeSampled(t, file) })
+	}
+}
+
+// checkDecodeSampled decodes 8 sampled frames of a clip and checks that
+// none is missed and each slot holds the frame FFmpeg outputs at the
+// sampled frame's pts.
+func checkDecodeSampled(t *testing.T, file string) {
 	const size, n = 32, 8
-	data := readVideo(t, "h264_sscut.mp4")
+	data := readVideo(t, file)
 	s := decSample("clip", map[string][]byte{"mp4": data})
 	rec, err := ParseRecord(s)
 	if err != nil {
@@ -84,6 +101,43 @@ func TestDecodeEditListCut(t *testing.T) {
 		}
 		if !bytes.Equal(out.Tensors[0].Data[slot*plane:(slot+1)*plane], ref[p*plane:(p+1)*plane]) {
 			t.Errorf("slot %d (frame %d, pts %d): differs from the sequential decode", slot, f, rec.Video.FramePTS[f])
+		}
+	}
+}
+
+// TestParseMP4EditTail: the edit of h264_elsttail.mp4 shows 1 s of 2 s of
+// media (make_edits.sh). FFmpeg reads 41 packets up to the second
+// keyframe after the edit's end but discards the 16 past it and outputs
+// 25 frames; the record lists those 25, the first 25 packets, so that
+// SampleFrames picks only frames FFmpeg shows.
+func TestParseMP4EditTail(t *testing.T) {
+	const file = "h264_elsttail.mp4"
+	v, err := ParseMP4(readVideo(t, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkVideoInfo(t, v)
+	if v.Duration != 12800 || v.Frames != 25 || !slices.Equal(v.Keyframes, []int{0, 10, 20}) {
+		t.Errorf("duration %d, %d frames, keyframes %v; want 12800, 25, [0 10 20]", v.Duration, v.Frames, v.Keyframes)
+	}
+	shown := slices.Sorted(slices.Values(v.FramePTS))
+	for i, p := range shown {
+		if want := 512 * int64(i); p != want {
+			t.Fatalf("frame %d in presentation order has pts %d, want %d", i, p, want)
+		}
+	}
+	for _, f := range SampleFrames(v, 8) {
+		if p := v.FramePTS[f]; p < 0 || p >= v.Duration {
+			t.Errorf("SampleFrames picked frame %d at pts %d, outside the edit [0, %d)", f, p, v.Duration)
+		}
+	}
+	ps := ffprobe(t, filepath.Join("testdata", "video", file))
+	if len(ps.packets) != 41 {
+		t.Fatalf("ffprobe counts %d packets, want 41 (has the clip changed?)", len(ps.packets))
+	}
+	for i, p := range ps.packets[:v.Frames] {
+		if v.FramePTS[i] != p.pts || v.FrameBytes[i] != p.size {
+			t.Errorf("frame %d: pts %d size %d, ffprobe says pts %d size %d", i, v.FramePTS[i], v.FrameBytes[i], p.pts, p.size)
 		}
 	}
 }
@@ -132,17 +186,23 @@ func TestParseMP4EditIndex(t *testing.T) {
 	}{
 		// Media time 350 lies between the frames at 300 and 400: the
 		// timeline starts at the one at 400 (pts 0), not 50 ticks before
-		// it; the frames before it are pre-roll with negative pts.
-		{"mid-frame start", []uint32{1, 450, 350, 1 << 16}, seq(12),
-			[]int64{-300, 0, -200, -100, 100, 400, 200, 300, 500, 800, 600, 700}, 450},
-		// The edit ends at 400: the index stops at the second keyframe
-		// after its end (B-frames after the first may still belong to it).
-		{"early end", []uint32{1, 300, 100, 1 << 16}, seq(9),
-			[]int64{0, 300, 100, 200, 400, 700, 500, 600, 800}, 300},
+		// it; the frames before it are pre-roll with negative pts. FFmpeg
+		// also reads the last GOP (composition 900..1200, past the edit's
+		// end at 800) and discards it: it is not listed.
+		{"mid-frame start", []uint32{1, 450, 350, 1 << 16}, seq(8),
+			[]int64{-300, 0, -200, -100, 100, 400, 200, 300}, 450},
+		// The edit ends at 400: FFmpeg's index runs to the second keyframe
+		// after its end (B-frames after the first may still belong to it),
+		// but only frames up to the last one shown are listed. Frame 2
+		// (composition 400) is discarded too but stays: frames 3 and 4,
+		// shown, are decoded after it.
+		{"early end", []uint32{1, 300, 100, 1 << 16}, seq(4),
+			[]int64{0, 300, 100, 200}, 300},
 		// An empty edit, then media 400..600 twice: the frames are listed
-		// once per edit, from the keyframe before each.
-		{"repeated", []uint32{3, 100, 0xffffffff, 1 << 16, 200, 400, 1 << 16, 200, 400, 1 << 16}, append(seq(9), seq(9)...),
-			[]int64{-200, 100, -100, 0, 200, 500, 300, 400, 600, 0, 300, 100, 200, 400, 700, 500, 600, 800}, 500},
+		// once per edit, from the keyframe before each, the second time up
+		// to the last frame it shows.
+		{"repeated", []uint32{3, 100, 0xffffffff, 1 << 16, 200, 400, 1 << 16, 200, 400, 1 << 16}, append(seq(9), seq(5)...),
+			[]int64{-200, 100, -100, 0, 200, 500, 300, 400, 600, 0, 300, 100, 200, 400}, 500},
 	}
 	for _, tt := range tests {
 		v, err := ParseMP4(box("moov", mvhd, trak(1, 100, 1200, fbox("elst", 0, 0, u32s(tt.elst...)), stbl...)))

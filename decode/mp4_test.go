@@ -149,6 +149,8 @@ func TestParseMP4Fragments(t *testing.T) {
 	// Empty moov with trex defaults (duration 512, size 7, non-sync), two
 	// fragments: the first uses tfhd defaults and first-sample flags, the
 	// second per-sample fields, a tfdt and negative composition offsets.
+	// The offset -512 makes FFmpeg add 512 (its dts_shift) to every pts,
+	// the first fragment's too.
 	moov := box("moov",
 		fbox("mvhd", 0, 0, u32s(0, 0, 1000, 0)),
 		trak(2, 12800, 0, nil, videoEntry("av01", 320, 240), fbox("stts", 0, 0, u32s(0)), fbox("stsz", 0, 0, u32s(0, 0))),
@@ -166,7 +168,7 @@ func TestParseMP4Fragments(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &VideoInfo{Container: "mp4", Codec: "av1", Width: 320, Height: 240, Timescale: 12800, Duration: 2200, Frames: 5,
-		FrameBytes: []uint32{9, 9, 9, 11, 12}, FramePTS: []int64{0, 512, 1024, 1488, 2100}, Keyframes: []int{0, 3}, Bytes: 50}
+		FrameBytes: []uint32{9, 9, 9, 11, 12}, FramePTS: []int64{512, 1024, 1536, 2000, 2612}, Keyframes: []int{0, 3}, Bytes: 50}
 	if !reflect.DeepEqual(v, want) {
 		t.Errorf("got  %+v\nwant %+v", v, want)
 	}
@@ -278,7 +280,7 @@ func BenchmarkParseMP4(b *testing.B) {
 // must return a consistent VideoInfo or ErrBadMP4, never panic.
 func FuzzParseMP4(f *testing.F) {
 	for _, name := range []string{"h264_bf2.mp4", "h264_faststart.mp4", "h264_frag.mp4", "h264_delay.mp4", "h264_nobf.mov", "hevc.mp4", "av1.mp4", "vp9.mp4",
-		"h264_sscut.mp4", "h264_fragmoov.mp4"} {
+		"h264_sscut.mp4", "h264_fragmoov.mp4", "h264_cmaf.mp4", "h264_elsttail.mp4"} {
 		data, err := os.ReadFile(filepath.Join("testdata", "video", name))
 		if err != nil {
 			f.Fatal(err)

@@ -2,6 +2,7 @@ package decode
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
 )
 
@@ -177,6 +178,9 @@ func (tr *mp4Track) trun(body []byte, t int64, dur, size, sflags uint32) (int64,
 		tr.bytes = append(tr.bytes, s)
 		tr.dts = append(tr.dts, t)
 		tr.pts = append(tr.pts, t+int64(c))
+		// FFmpeg raises dts_shift at every negative offset of a run
+		// (to 2^31-1 at -2^31).
+		tr.dtsShift = max(tr.dtsShift, min(-int64(c), math.MaxInt32))
 		// A sync sample neither is flagged non-sync nor depends on others
 		// (FFmpeg's rule).
 		tr.key = append(tr.key, f&(sampleIsNonSync|sampleDependsOnOthers) == 0)

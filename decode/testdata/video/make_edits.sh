@@ -16,3 +16,13 @@ ffmpeg -hide_banner -loglevel error -y -ss 0.5 -i "$tmp/bf.mp4" -c copy $out h26
 # Fragmented without empty_moov: the moov holds the first fragment's frames
 # and mdhd's duration covers only them (0.8 s of 2 s).
 ffmpeg $in -i "testsrc2=size=128x96:rate=25:duration=2" $out -c:v libx264 -preset veryfast -crf 34 -bf 3 -g 20 -pix_fmt yuv420p -movflags frag_keyframe h264_fragmoov.mp4
+# CMAF fragments (trun version 1): negative composition offsets, which
+# raise FFmpeg's dts_shift, so every pts is 1024 above dts + offset.
+ffmpeg $in -i "testsrc2=size=128x96:rate=25:duration=2" $out -c:v libx264 -preset veryfast -crf 34 -bf 3 -g 20 -pix_fmt yuv420p -movflags cmaf h264_cmaf.mp4
+# An edit ending before the media does: the elst segment duration of a
+# 2 s clip with a keyframe every 10 frames is cut to 1 s (1000 ticks of
+# the movie timescale 1000, big-endian at 12 bytes into the elst box).
+# FFmpeg reads 41 packets but discards the 16 past 1 s and shows 25.
+ffmpeg $in -i "testsrc2=size=128x96:rate=25:duration=2" $out -c:v libx264 -preset veryfast -crf 34 -bf 3 -g 10 -pix_fmt yuv420p h264_elsttail.mp4
+off=$(grep -obUa elst h264_elsttail.mp4 | head -n 1 | cut -d: -f1)
+printf '\000\000\003\350' | dd of=h264_elsttail.mp4 bs=1 seek=$((off + 12)) conv=notrunc status=none
