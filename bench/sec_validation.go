@@ -82,7 +82,7 @@ func (j *realJob) simulate(k spmd.Kind, src sampleSource, m simMachine) (Result,
 	}
 	budget := int64(j.horizon) * int64(j.batch) * int64(j.frames) * int64(j.size) * int64(j.size) * 3
 	cfg := spmd.SimConfig{Loader: k, Ranks: j.ranks, Batch: j.batch, Steps: j.steps, Workers: j.workers, Horizon: j.horizon,
-		Budget: budget, GPU: j.model, Bandwidth: int64(validationNetwork.BandwidthMBs * plan.One), LatencyUS: validationNetwork.LatencyUS,
+		Budget: budget, GPU: j.model, Bandwidth: validationNetwork.fixedBandwidth(), LatencyUS: validationNetwork.LatencyUS,
 		Margin: GateMarginUS, Speed: speed, CPUs: nodeShare(j.ranks, j.cores, m.others), AllreduceUS: m.allreduceUS, StartUS: m.start,
 		Samples: src, Seed: j.seed}
 	t0 := time.Now()

@@ -49,17 +49,18 @@ const (
 // steps: 6.1 GB by the model, which overestimates images about twice).
 const MaxSimBytes = 8 << 30
 
-// simMemoryLimit is the memory one simulation may be estimated to need:
-// three quarters of the machine's physical memory, leaving the rest to
-// the system and other work (18 GiB on a 24 GiB node, so that the 24 GB
-// a 65536-rank run grew to is refused), or MaxSimBytes when it cannot be
-// read. Several simulations run at once (--parallel), each within it.
-var simMemoryLimit = sync.OnceValue(func() float64 {
+// simMemoryLimit returns the memory one simulation may be estimated to
+// need, and where the figure comes from: three quarters of the machine's
+// physical memory, leaving the rest to the system and other work (19 GB
+// on a 24 GiB node, so that the 24 GB a 65536-rank run grew to is
+// refused), or MaxSimBytes when it cannot be read. Several simulations
+// run at once (--parallel), each within it. Tests replace it.
+var simMemoryLimit = sync.OnceValues(func() (float64, string) {
 	var si unix.Sysinfo_t
 	if err := unix.Sysinfo(&si); err != nil || si.Totalram == 0 {
-		return MaxSimBytes
+		return MaxSimBytes, "this machine's memory is unknown"
 	}
-	return float64(si.Totalram) * float64(max(si.Unit, 1)) * 3 / 4
+	return float64(si.Totalram) * float64(max(si.Unit, 1)) * 3 / 4, "three quarters of this machine's memory"
 })
 
 // SimMemory estimates the resident memory, in bytes, of simulating
@@ -77,19 +78,19 @@ func SimMemory(w *Workload, ranks, steps, b int) float64 {
 }
 
 // checkSimMemory refuses to simulate w at ranks, steps and batch b when
-// SimMemory exceeds MaxSimBytes, naming the flags that set them.
+// SimMemory exceeds simMemoryLimit, naming the flags that set them.
 func checkSimMemory(w *Workload, ranks, steps, b int, ranksFlag, stepsFlag, batchFlag string) error {
 	need := SimMemory(w, ranks, steps, b)
-	limit := simMemoryLimit()
+	limit, why := simMemoryLimit()
 	if need <= limit {
 		return nil
 	}
 	return fmt.Errorf("bench: %s %d %s %d %s %d (workload %s): a simulation would need about %s of memory "+
 		"(%.3g samples; the planning window's %d steps at %d bytes a sample, %d bytes a rank-step and %d a sample after, twice over for the garbage collector), "+
-		"over the limit of %s (three quarters of this machine's memory): lower %s, %s or %s",
+		"over the limit of %s (%s): lower %s, %s or %s",
 		ranksFlag, ranks, stepsFlag, steps, batchFlag, b, w.Name, gigabytes(need),
 		float64(ranks)*float64(steps)*float64(b), min(steps, horizon(w)), simSampleBytes, simRankStepBytes, simStepSampleBytes,
-		gigabytes(limit), ranksFlag, stepsFlag, batchFlag)
+		gigabytes(limit), why, ranksFlag, stepsFlag, batchFlag)
 }
 
 // gigabytes formats a byte count in GB (10^9 bytes).
