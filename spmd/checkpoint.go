@@ -305,7 +305,7 @@ func bcastInt64s(comm collective.Comm, vals []int64) error {
 func (l *Loader) restore() (int64, error) {
 	var reader *Reader
 	var cost *decode.CostModel
-	step, found, err := resumeStep(l.comm, l.cfg, nil, func(step int64) (unreadable bool, err error) {
+	step, found, err := resumeStep(l.comm, l.cfg, func(step int64) (unreadable bool, err error) {
 		reader, cost, unreadable, err = readCheckpoint(l.comm, l.ds, l.dataset, l.cfg, l.reader, step)
 		return unreadable, err
 	}, l.logf)
@@ -325,14 +325,14 @@ func (l *Loader) restore() (int64, error) {
 // passes over and why. found is false, with no error, when there is none
 // and cfg.ResumeIfAny starts the loader fresh; when only damaged ones are
 // left, the error (or the line of ResumeIfAny) names every rank's
-// damaged files itself, so that it says why even when logf is nil. job
-// is the job's loaders (nil: unknown), which the message of no
-// checkpoint does not tell to resume with. It is a collective call, and
+// damaged files itself, so that it says why even when logf is nil. The
+// message of no checkpoint does not tell to resume with one of
+// cfg.JobLoaders. It is a collective call, and
 // every rank returns the same step or fails alike. restore reads the
 // checkpoint it finds; CheckJob calls it first, with the same reads, so
 // that a checkpoint of another job is refused before any loader trains,
 // even one behind a damaged newer step.
-func resumeStep(comm collective.Comm, cfg Config, job []Kind, read func(step int64) (unreadable bool, err error), logf func(rank int, format string, args ...any)) (step int64, found bool, _ error) {
+func resumeStep(comm collective.Comm, cfg Config, read func(step int64) (unreadable bool, err error), logf func(rank int, format string, args ...any)) (step int64, found bool, _ error) {
 	dir, k := cfg.CheckpointDir, cfg.Loader
 	quiet := logf == nil
 	if quiet {
@@ -341,7 +341,7 @@ func resumeStep(comm collective.Comm, cfg Config, job []Kind, read func(step int
 	var damaged []string // every rank's files that did not read, newest step first
 	before := int64(math.MaxInt64)
 	for {
-		step, err := latestCheckpointBefore(comm, dir, k, before, job)
+		step, err := latestCheckpointBefore(comm, dir, k, before, cfg.JobLoaders)
 		if startsFresh(err) && (cfg.ResumeIfAny || len(damaged) > 0) {
 			if len(damaged) > 0 {
 				err = fmt.Errorf("no readable checkpoint of loader %s in %s: a file of each complete step does not read (%s)",
@@ -717,8 +717,8 @@ func checkStartCheckpoints(comm collective.Comm, ds *decode.Dataset, cfg Config,
 		hash := datasetHash(ds)
 		for _, k := range kinds {
 			c := cfg
-			c.Loader = k
-			_, _, err := resumeStep(comm, c, kinds, func(step int64) (bool, error) {
+			c.Loader, c.JobLoaders = k, kinds
+			_, _, err := resumeStep(comm, c, func(step int64) (bool, error) {
 				_, _, unreadable, err := readCheckpoint(comm, ds, hash, c, reader, step)
 				return unreadable, err
 			}, nil)

@@ -18,10 +18,14 @@ const DefaultShuffleBuffer = 64
 // values (they come from the same command line); the planner's parameters
 // are checked across ranks in every allgather.
 type Config struct {
-	Loader  Kind
-	Batch   int // B: samples per rank per step
-	Steps   int // steps to deliver (the run ends after them)
-	Workers int // W: decode workers per rank
+	Loader Kind
+	// JobLoaders are the loaders the job runs one after another (run's
+	// --loader), nil meaning Loader alone: a --resume message points to
+	// another loader's checkpoints only if the job does not run it.
+	JobLoaders []Kind
+	Batch      int // B: samples per rank per step
+	Steps      int // steps to deliver (the run ends after them)
+	Workers    int // W: decode workers per rank
 	// Horizon is H, the steps planned ahead; 0 means max(2*W, 8): never
 	// less than torch's prefetch looks, and far enough that deadlines,
 	// not the window, decide when a heavy sample starts.
