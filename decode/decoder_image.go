@@ -121,25 +121,11 @@ func toRGB(src image.Image) tjpeg.Image {
 	case *image.NRGBA64:
 		// PNG's 16-bit RGBA and gray+alpha, and 16-bit RGB or gray with a
 		// tRNS chunk: big-endian samples, colour not premultiplied.
-		for y := range h {
-			row := m.Pix[y*m.Stride : y*m.Stride+8*w]
-			for x := range w {
-				s := row[8*x : 8*x+6 : 8*x+6]
-				p[0], p[1], p[2] = to8(s[0], s[1]), to8(s[2], s[3]), to8(s[4], s[5])
-				p = p[3:]
-			}
-		}
+		pack16(p, m.Pix, m.Stride, w, h)
 	case *image.RGBA64:
 		// PNG's opaque 16-bit RGB: with alpha 0xffff the premultiplied
 		// colour is the stored one.
-		for y := range h {
-			row := m.Pix[y*m.Stride : y*m.Stride+8*w]
-			for x := range w {
-				s := row[8*x : 8*x+6 : 8*x+6]
-				p[0], p[1], p[2] = to8(s[0], s[1]), to8(s[2], s[3]), to8(s[4], s[5])
-				p = p[3:]
-			}
-		}
+		pack16(p, m.Pix, m.Stride, w, h)
 	case *image.Gray16:
 		for y := range h {
 			row := m.Pix[y*m.Stride : y*m.Stride+2*w]
@@ -176,6 +162,19 @@ func toRGB(src image.Image) tjpeg.Image {
 		}
 	}
 	return img
+}
+
+// pack16 packs the w x h pixels of 8 bytes (16-bit big-endian R, G, B,
+// A; rows of stride bytes) in pix as RGB24 into p, alpha dropped.
+func pack16(p, pix []byte, stride, w, h int) {
+	for y := range h {
+		row := pix[y*stride : y*stride+8*w]
+		for x := range w {
+			s := row[8*x : 8*x+6 : 8*x+6]
+			p[0], p[1], p[2] = to8(s[0], s[1]), to8(s[2], s[3]), to8(s[4], s[5])
+			p = p[3:]
+		}
+	}
 }
 
 // to8 rounds the big-endian 16-bit sample hi<<8|lo to 8 bits as FFmpeg

@@ -150,6 +150,12 @@ func TestParseMP4NoVideoTrack(t *testing.T) {
 	if !errors.Is(err, ErrBadMP4) || !strings.Contains(err.Error(), "no video track (its tracks: soun)") || strings.Contains(err.Error(), "invalid") {
 		t.Errorf("audio-only: err %v, want ErrBadMP4 saying no video track, not invalid", err)
 	}
+	// A forged handler type puts no control codes in the line.
+	forged := box("trak", box("mdia", fbox("hdlr", 0, 0, u32s(0), []byte("s\n\x1bn"), make([]byte, 13))))
+	_, err = ParseMP4(box("moov", fbox("mvhd", 0, 0, u32s(0, 0, 1000, 0)), forged))
+	if err == nil || !strings.Contains(err.Error(), "(its tracks: s??n)") {
+		t.Errorf("forged handler: err %v, want its control bytes shown as ?", err)
+	}
 	_, err = ParseRecord(&Sample{Shard: "a.mp4", Key: "a", Members: []Member{{Name: "a.mp4", Ext: "mp4",
 		Data: box("moov", soundTrak())}}})
 	if !errors.Is(err, ErrBadMP4) || !strings.Contains(err.Error(), "a.mp4") {

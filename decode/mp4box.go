@@ -29,13 +29,20 @@ func (e noVideoTrack) Error() string {
 func (e noVideoTrack) Unwrap() error { return ErrBadMP4 }
 
 // trakHandler returns a trak's handler type (hdlr), such as "soun", with
-// "?" for an unreadable one.
+// "?" for an unreadable one and for each byte that is not printable
+// ASCII (a forged one must not put control codes in an error line).
 func trakHandler(trak []byte) string {
 	_, _, p, ok := fullBox(child(child(trak, "mdia"), "hdlr"))
 	if !ok || len(p) < 8 {
 		return "?"
 	}
-	return strings.ToValidUTF8(strings.TrimRight(string(p[4:8]), "\x00"), "?")
+	h := []byte(strings.TrimRight(string(p[4:8]), "\x00"))
+	for i, c := range h {
+		if c < 0x20 || c > 0x7e {
+			h[i] = '?'
+		}
+	}
+	return string(h)
 }
 
 // emptyStts reports whether a trak has no stts entries (a fragmented

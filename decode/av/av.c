@@ -874,6 +874,12 @@ static int turn_frame(dh_ctx *c, AVFrame *f, AVFrame **out) {
 		return fail(c, DH_ERR_LIMIT, "out of memory");
 	int steps[4];
 	av_image_fill_max_pixsteps(steps, NULL, d);
+	// turn_plane moves whole pixels of steps[p] bytes: a packed format
+	// whose pixel is smaller than its largest step (4:2:2 packed as
+	// YUYV, 4 bytes per 2 pixels) would be read past its rows.
+	for (int i = 0; i < d->nb_components; i++)
+		if (d->comp[i].step != steps[d->comp[i].plane])
+			return fail(c, DH_ERR_UNSUPPORTED, "cannot turn pixel format %s", name);
 	int planes = av_pix_fmt_count_planes(f->format);
 	for (int p = 0; p < planes; p++) {
 		int sub = p == 1 || p == 2;

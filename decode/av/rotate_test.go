@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -90,6 +91,18 @@ func TestFrameMD5sTurnUpright(t *testing.T) {
 
 // The ffmpeg CLI converts yuv422p to yuv444p (swscale, bicubic) before it
 // transposes it, which FrameMD5s does not reproduce: it refuses.
+// TestFrameMD5sRefusePackedTurn: a packed format whose pixel is smaller
+// than its largest step (uyvy422: 4 bytes per 2 pixels) is refused when
+// turned, not read past its rows (codecs widened to rawvideo).
+func TestFrameMD5sRefusePackedTurn(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Codecs = DefaultCodecs + ",rawvideo"
+	_, _, err := FrameMD5s(context.Background(), readVideo(t, "rot180_uyvy.mov"), cfg)
+	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "cannot turn pixel format uyvy422") {
+		t.Fatalf("got %v, want ErrUnsupported naming uyvy422", err)
+	}
+}
+
 func TestFrameMD5sRefuseTransposedYUV422(t *testing.T) {
 	_, _, err := FrameMD5s(context.Background(), readVideo(t, "rot90_422.mp4"), DefaultConfig())
 	if !errors.Is(err, ErrUnsupported) {
