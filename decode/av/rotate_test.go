@@ -97,7 +97,7 @@ func TestFrameMD5sTurnUpright(t *testing.T) {
 func TestFrameMD5sRefusePackedTurn(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Codecs = DefaultCodecs + ",rawvideo"
-	_, _, err := FrameMD5s(context.Background(), readVideo(t, "rot180_uyvy.mov"), cfg)
+	_, _, err := FrameMD5s(context.Background(), readVideo(t, "refused/rot180_uyvy.mov"), cfg)
 	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "cannot turn pixel format uyvy422") {
 		t.Fatalf("got %v, want ErrUnsupported naming uyvy422", err)
 	}
