@@ -17,7 +17,9 @@ import (
 )
 
 // ErrCalibration reports a bench calibration file that cannot be used.
-var ErrCalibration = errors.New("bench: invalid calibration")
+// Its text carries no "bench:": LoadCalibration's error puts the file's
+// name before it.
+var ErrCalibration = errors.New("invalid calibration")
 
 // Calibration is what the simulator draws sample costs from: the cost
 // model's coefficients measured on real decodes (true cost = the model's

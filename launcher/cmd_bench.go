@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -290,16 +291,12 @@ func loadBenchCalibration(root, file string, m bench.Machine) (*bench.Calibratio
 	if file != "" {
 		cal, err := bench.LoadCalibration(file)
 		if err != nil {
-			// A bad flag (exit 2), said once: bench's errors carry
-			// "bench: calibration:" or the file's name and "bench:".
-			msg := err.Error()
-			msg = strings.TrimPrefix(msg, "bench: calibration: ")
-			msg = strings.TrimPrefix(msg, file+": ")
-			msg = strings.TrimPrefix(msg, "bench: ")
-			if strings.Contains(msg, file) {
-				return nil, usagef("bench: --calibration: %s", msg)
+			// A bad flag (exit 2): a file that does not open ("open
+			// FILE: ..."), or FILE: invalid calibration: ...
+			if pe := (*os.PathError)(nil); errors.As(err, &pe) {
+				err = pe
 			}
-			return nil, usagef("bench: --calibration: %s: %s", file, msg)
+			return nil, usagef("bench: --calibration: %v", err)
 		}
 		cal.Source = file
 		return cal, nil
