@@ -6,6 +6,17 @@ import (
 	"time"
 )
 
+// fuzzConfig is the fuzzers' Config: 16-pixel output and limits that keep
+// a hostile input to about a second.
+func fuzzConfig() Config {
+	cfg := cfgSize(16)
+	cfg.MaxPixels = 1 << 20
+	cfg.MaxFrames = 400
+	cfg.MaxPackets = 2000
+	cfg.Timeout = time.Second
+	return cfg
+}
+
 // FuzzDecode feeds mutated videos to both decoding entry points: any
 // outcome but a typed error or success (a crash, a hang past the deadline,
 // an untyped error) fails.
@@ -14,11 +25,7 @@ func FuzzDecode(f *testing.F) {
 		f.Add(readMedia(f, name))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg := cfgSize(16)
-		cfg.MaxPixels = 1 << 20
-		cfg.MaxFrames = 400
-		cfg.MaxPackets = 2000
-		cfg.Timeout = time.Second
+		cfg := fuzzConfig()
 		cfg.SkipNonRef = len(data)%2 == 0
 		cfg.CheckHashes = len(data)%3 == 0 // HEVC's picture-hash checks too
 		start := time.Now()

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // videoDir holds the clips with a display matrix, made by make_rotate.sh.
@@ -179,11 +178,7 @@ func FuzzFrameMD5sTurned(f *testing.F) {
 	}
 	f.Add(readVideo(f, "rot90_422.mp4"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg := cfgSize(16)
-		cfg.MaxPixels = 1 << 20
-		cfg.MaxFrames = 400
-		cfg.MaxPackets = 2000
-		cfg.Timeout = time.Second
+		cfg := fuzzConfig()
 		if _, _, err := FrameMD5s(context.Background(), data, cfg); !typed(err) {
 			t.Fatalf("FrameMD5s: untyped error %v", err)
 		}
