@@ -295,12 +295,12 @@ static void read_rotation(dh_ctx *c) {
 	size_t size = 0;
 	const int32_t *m = (const int32_t *)av_stream_get_side_data(c->vs, AV_PKT_DATA_DISPLAYMATRIX, &size);
 	double theta = 0;
-	if (!m || size < 9 * sizeof *m)
-		m = NULL;
-	else if (isfinite(av_display_rotation_get(m)))
+	if (m && size >= 9 * sizeof *m)
 		theta = -round(av_display_rotation_get(m));
-	else
+	if (!m || size < 9 * sizeof *m || !isfinite(theta)) {
 		m = NULL; // the CLI's tests all fail on a NaN angle: no filter
+		theta = 0;
+	}
 	theta -= 360 * floor(theta / 360 + 0.9 / 360);
 	int angle = (int)theta;
 	if (angle < 0 || angle >= 360)
