@@ -69,10 +69,10 @@ func runBenchExchange(ctx context.Context, stdout, stderr io.Writer, args []stri
 			return collective.AllRanks(err)
 		}
 		defer ds.Close()
-		sh := ds.Shards[0]
-		if sh.Len() < *samples {
-			return collective.AllRanks(fmt.Errorf("bench exchange: --samples %d: the first shard, %s, holds %d", *samples, sh.Path(), sh.Len()))
+		if err := firstShardHolds(ds, *samples, ""); err != nil {
+			return collective.AllRanks(err)
 		}
+		sh := ds.Shards[0]
 		var ss []*decode.Sample
 		for i := 0; i < *samples; i++ {
 			s, err := sh.ReadSample(i)
@@ -118,8 +118,17 @@ func exchangeDataHolds(path, root string, samples int) error {
 	if len(ds.Shards) == 0 {
 		return usagef("bench exchange: --data %s: no shards", path)
 	}
+	if err := firstShardHolds(ds, samples, " of --data"); err != nil {
+		return usagef("%v", err)
+	}
+	return nil
+}
+
+// firstShardHolds checks that the first shard of ds (named "the first
+// shard"+of) holds samples samples, what bench exchange sends.
+func firstShardHolds(ds *decode.Dataset, samples int, of string) error {
 	if sh := ds.Shards[0]; sh.Len() < samples {
-		return usagef("bench exchange: --samples %d: the first shard of --data, %s, holds %d", samples, sh.Path(), sh.Len())
+		return fmt.Errorf("bench exchange: --samples %d: the first shard%s, %s, holds %d", samples, of, sh.Path(), sh.Len())
 	}
 	return nil
 }
