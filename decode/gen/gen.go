@@ -192,14 +192,15 @@ func Generate(ctx context.Context, cfg Config) (paths []string, err error) {
 	// shards are held in memory at once.
 	type shard struct {
 		path    string
-		samples [][]member // made when its first sample is done
+		lo, n   int        // its samples' keys: lo..lo+n-1
+		samples [][]member // n, made when its first sample is done
 		left    int
 	}
 	shards := make([]*shard, cfg.Shards)
 	sources := make([]preset, cfg.Shards)
 	for k := range shards {
 		lo, hi := k*cfg.Samples/cfg.Shards, (k+1)*cfg.Samples/cfg.Shards
-		shards[k] = &shard{path: filepath.Join(cfg.Out, ShardName(cfg.Preset, k)), left: hi - lo}
+		shards[k] = &shard{path: filepath.Join(cfg.Out, ShardName(cfg.Preset, k)), lo: lo, n: hi - lo, left: hi - lo}
 		if sources[k], err = sourceOf(cfg.Preset, k); err != nil {
 			return nil, err
 		}
@@ -220,11 +221,10 @@ func Generate(ctx context.Context, cfg Config) (paths []string, err error) {
 			}
 			mu.Lock()
 			sh := shards[k]
-			lo := k * cfg.Samples / cfg.Shards
 			if sh.samples == nil {
-				sh.samples = make([][]member, (k+1)*cfg.Samples/cfg.Shards-lo)
+				sh.samples = make([][]member, sh.n)
 			}
-			sh.samples[i-lo] = ms
+			sh.samples[i-sh.lo] = ms
 			sh.left--
 			complete := sh.left == 0
 			done++
