@@ -118,15 +118,16 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	if err := cfg.Check(); err != nil {
 		return usagef("%v", err)
 	}
-	// So are the output paths, created or opened now (and removed again
-	// if the run fails and they are new) rather than found unwritable
+	// So are the output paths, checked now (--out created, and removed
+	// again if the run fails and it is new; a new --json file created
+	// only when the report is written) rather than found unwritable
 	// after the run.
 	var outs outputFiles
 	defer outs.discard()
 	if err := outs.dir("--out", *out); err != nil {
 		return usagef("bench: %v", err)
 	}
-	var jsonFile *os.File
+	var jsonFile *outputFile
 	if *jsonOut != "-" {
 		if jsonFile, err = outs.open("--json", *jsonOut); err != nil {
 			return usagef("bench: %v", err)
@@ -205,10 +206,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 		}
 	}
 	if jsonFile != nil {
-		if err := truncateRegular(jsonFile); err != nil {
-			return fmt.Errorf("bench: --json: %w", err)
-		}
-		if err := rep.WriteJSON(jsonFile); err != nil {
+		if err := jsonFile.replace(rep.WriteJSON); err != nil {
 			return fmt.Errorf("bench: --json: %w", err)
 		}
 	}

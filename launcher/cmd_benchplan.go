@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/datahelix/datahelix/bench"
 	"github.com/datahelix/datahelix/plan"
@@ -37,11 +36,11 @@ func runBenchPlan(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	case *plans < 1:
 		return usagef("bench plan: --plans %d: want at least 1", *plans)
 	}
-	// The --json file is opened now (and removed again if the run fails
-	// and it is new), not found unwritable after the run.
+	// The --json file is checked now (a new one created only when the
+	// results are written), not found unwritable after the run.
 	var outs outputFiles
 	defer outs.discard()
-	var jsonFile *os.File
+	var jsonFile *outputFile
 	if *out != "" && *out != "-" {
 		var err error
 		if jsonFile, err = outs.open("--json", *out); err != nil {
@@ -73,10 +72,7 @@ func runBenchPlan(ctx context.Context, stdout, stderr io.Writer, args []string) 
 		_, err = stdout.Write(data)
 		return err
 	}
-	if err := truncateRegular(jsonFile); err != nil {
-		return fmt.Errorf("bench plan: --json: %w", err)
-	}
-	if _, err := jsonFile.Write(data); err != nil {
+	if err := jsonFile.replace(func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
 		return fmt.Errorf("bench plan: --json: %w", err)
 	}
 	return outs.close()

@@ -572,13 +572,12 @@ func (r runSummary) MarshalJSON() ([]byte, error) {
 	return append(append(out, job...), '}'), nil
 }
 
-// runOutputs are the files rank 0 writes at the end of a run, opened
+// runOutputs are the files rank 0 writes at the end of a run, checked
 // before it starts (prepareOutputs) so that a bad path fails at once,
-// filled after a successful run (write) and removed after a failed one
-// if the run created them (discard).
+// and written, a new file created, only after a successful run (write).
 type runOutputs struct {
 	outputFiles
-	json, trace *os.File
+	json, trace *outputFile
 	// jsonStdout and traceStdout send --json or --trace to standard
 	// output (-) instead of a file.
 	jsonStdout, traceStdout bool
@@ -593,7 +592,7 @@ func fileOutput(path string) string {
 	return path
 }
 
-// prepareOutputs opens --json and --trace on rank 0 and creates
+// prepareOutputs checks --json and --trace on rank 0 (open) and creates
 // --checkpoint-dir on every rank (each writes its own checkpoints) before
 // any work, so a path that cannot be written ends the job at start-up
 // instead of after hours of training. The ranks agree on the outcome
@@ -761,19 +760,15 @@ func (o *runOutputs) write(stdout io.Writer, results []spmd.Summary, job *jobInf
 	return o.close()
 }
 
-// replaceOutput has write fill fh, emptied first, or stdout when fh is
-// nil.
-func replaceOutput(fh *os.File, stdout io.Writer, write func(io.Writer) error) error {
-	if fh == nil {
+// replaceOutput has write fill f (replace), or stdout when f is nil.
+func replaceOutput(f *outputFile, stdout io.Writer, write func(io.Writer) error) error {
+	if f == nil {
 		return write(stdout)
 	}
-	if err := truncateRegular(fh); err != nil {
-		return err
-	}
-	return write(fh)
+	return f.replace(write)
 }
 
-// discard closes the files of a failed run and removes those it created.
+// discard closes the files of a failed run.
 func (o *runOutputs) discard() {
 	if o != nil {
 		o.outputFiles.discard()

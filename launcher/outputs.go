@@ -3,44 +3,95 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 )
 
 // outputFiles are the files and directories a command writes when its
-// work is done, opened or created before the work starts so that a path
-// that cannot be written fails at once instead of after it. A command
-// that fails removes what it created (discard); one that succeeds closes
-// the files (close).
+// work is done, checked before the work starts so that a path that
+// cannot be written fails at once instead of after it. A command that
+// fails removes the directories it created (discard); one that succeeds
+// closes the files (close).
 type outputFiles struct {
-	files   []*os.File
-	created []string // files and directories that did not exist before, removed by discard
+	files   []*os.File // existing files, opened by open
+	created []string   // directories that did not exist before, removed by discard
 	done    bool
 }
 
-// open creates or opens path for writing without truncating it (that
-// waits until the results are in, see truncateRegular), remembering
-// whether it is new. An empty path opens nothing.
-func (o *outputFiles) open(flag, path string) (*os.File, error) {
+// outputFile is one output of a command, open checked it, replace writes
+// it: an existing file (fh) or a new one (path).
+type outputFile struct {
+	fh   *os.File    // an existing file, /dev/stdout, a FIFO, or a link to one; nil for a new file
+	path string      // where a new file goes: the path, or the target of a link to no file yet
+	mode fs.FileMode // a new file's permissions, as creating it gave them (0644 less the umask)
+}
+
+// open checks that path can be written, without changing it yet: an
+// existing file is opened but not truncated (replace does that when the
+// results are in), and a new one is created and removed again at once,
+// to be created only by replace, so that a job killed (SIGKILL, or MPI
+// aborting it when another rank fails) leaves no empty file behind. A
+// link to no file yet stays a link, its target counting as the new file.
+// An empty path opens nothing.
+func (o *outputFiles) open(flag, path string) (*outputFile, error) {
 	if path == "" {
 		return nil, nil
 	}
-	// Created only if this open made it: not a file that appeared since a
-	// check, nor the target of a link, which stays for the user to see.
-	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	created := err == nil
-	if errors.Is(err, fs.ErrExist) {
-		fh, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	fh, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err == nil {
+		o.files = append(o.files, fh)
+		return &outputFile{fh: fh}, nil
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		target := linkTarget(path)
+		if fh, err = os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
+			st, serr := fh.Stat()
+			fh.Close()
+			os.Remove(target)
+			if err = serr; err == nil {
+				return &outputFile{path: target, mode: st.Mode().Perm()}, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("%s: %w", flag, err)
+}
+
+// replace has write fill the file with a command's results. An existing
+// file is emptied first if it is a regular file (not /dev/stdout or a
+// pipe). A new one is written under a temporary name in its directory
+// and renamed into place once complete, so that it never appears under
+// its name empty or partial.
+func (f *outputFile) replace(write func(io.Writer) error) error {
+	if f.fh != nil {
+		st, err := f.fh.Stat()
+		if err == nil && st.Mode().IsRegular() {
+			err = f.fh.Truncate(0)
+		}
+		if err != nil {
+			return err
+		}
+		return write(f.fh)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(f.path), "."+filepath.Base(f.path)+".tmp-")
+	if err != nil {
+		return err
+	}
+	err = write(tmp)
+	if err == nil {
+		err = tmp.Chmod(f.mode)
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), f.path)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", flag, err)
+		os.Remove(tmp.Name())
 	}
-	o.files = append(o.files, fh)
-	if created {
-		o.created = append(o.created, path)
-	}
-	return fh, nil
+	return err
 }
 
 // dir creates dir if needed and checks that a file can be created in
@@ -74,8 +125,8 @@ func (o *outputFiles) close() error {
 	return err
 }
 
-// discard closes the files of a failed command and removes the files it
-// created, then the directories it created if they are still empty.
+// discard closes the files of a failed command and removes the
+// directories it created if they are still empty.
 func (o *outputFiles) discard() {
 	if o.done {
 		return
@@ -101,14 +152,4 @@ func checkWritableDir(flag, dir string) error {
 	}
 	fh.Close()
 	return os.Remove(fh.Name())
-}
-
-// truncateRegular empties fh, opened at offset 0 and not yet written, if it
-// is a regular file (not /dev/stdout or a pipe).
-func truncateRegular(fh *os.File) error {
-	st, err := fh.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		return err
-	}
-	return fh.Truncate(0)
 }
