@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -169,5 +170,72 @@ func TestIntactClipsHaveNoDamage(t *testing.T) {
 					name, threads, whole, tasks)
 			}
 		}
+	}
+}
+
+// TestUndecodableStartIsCounted decodes damaged/h264_nokey.mp4
+// (make_edits.sh), a cut copied from a P-frame on: FFmpeg decodes its
+// first 17 frames, which refer to frames cut away, but outputs nothing
+// before the keyframe that follows (25 of its 42 frames, as
+// `ffmpeg -f framemd5` lists). Of 8 sampled frames, 3 lie before that
+// keyframe; their slots hold its picture, as FFmpeg delivers them, with
+// no damage counted: nothing told the user. Decode, whole or in tasks,
+// must count them, and deliver the same frames as before.
+func TestUndecodableStartIsCounted(t *testing.T) {
+	const size, n, key = 32, 8, 17
+	data, err := os.ReadFile(filepath.Join("testdata", "video", "damaged", "h264_nokey.mp4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := ParseRecord(decSample("k", map[string][]byte{"mp4": data}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := rec.Video
+	if v.Frames != 42 || !slices.Equal(v.Keyframes, []int{key}) {
+		t.Fatalf("%d frames, keyframes %v; want 42, [%d] (has the clip changed?)", v.Frames, v.Keyframes, key)
+	}
+	targets := SampleFrames(v, n)
+	before := 0
+	for _, f := range targets {
+		if f < key {
+			before++
+		}
+	}
+	d := NewDecoder(Options{Frames: n, Size: size})
+	out, err := d.Decode(context.Background(), decSample("k", map[string][]byte{"mp4": data}), rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before != 3 || out.Damaged != before {
+		t.Errorf("Decode counts %d damaged; want the %d sampled frames before the keyframe (3)", out.Damaged, before)
+	}
+	tensor := d.NewVideoTensor()
+	tasks := 0
+	plan := PlanVideoTasks(v, targets, 4)
+	for _, task := range plan {
+		damaged, err := d.DecodeVideoTask(context.Background(), data, v, task, tensor.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tasks += damaged
+	}
+	if len(plan) < 2 || tasks != before {
+		t.Errorf("%d tasks count %d damaged; want several tasks counting %d", len(plan), tasks, before)
+	}
+	ref, byPTS := allFrames(t, data, size)
+	plane := size * size * 3
+	for slot, f := range targets {
+		want := byPTS[v.FramePTS[max(f, key)]] // the keyframe's picture before it
+		for _, got := range [][]byte{out.Tensors[0].Data, tensor.Data} {
+			if !bytes.Equal(got[slot*plane:(slot+1)*plane], ref[want*plane:(want+1)*plane]) {
+				t.Errorf("slot %d (frame %d): not the frame FFmpeg shows at its time", slot, f)
+			}
+		}
+	}
+	// All 42 frames sampled: the 17 before the keyframe.
+	whole, split, _ := countDamage(t, NewDecoder(Options{Frames: damageFrames, Size: 16}), "h264_nokey.mp4", "mp4", data)
+	if whole != key || split != key {
+		t.Errorf("every frame sampled: %d damaged whole, %d in tasks; want %d", whole, split, key)
 	}
 }

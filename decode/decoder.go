@@ -65,7 +65,10 @@ type Output struct {
 	// (av.Stats.DamagedPackets: rejected, decoded into a frame flagged as
 	// concealed, or for HEVC reported in the log): the clip decoded, but
 	// its compressed bytes are damaged (a few dozen rejected packets fail
-	// it as corrupt). Damage FFmpeg does not detect is not counted.
+	// it as corrupt). Damage FFmpeg does not detect is not counted. It
+	// also counts the sampled frames FFmpeg decoded without output at the
+	// start of a clip that does not begin with a keyframe (their slots
+	// hold the first frame it outputs).
 	Damaged int
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"math/big"
 	"sort"
 
 	"github.com/datahelix/datahelix/decode/av"
@@ -14,7 +15,7 @@ import (
 type videoStats struct {
 	frames  int // frames FFmpeg decoded
 	missed  int // targets filled with a frame of another timestamp
-	damaged int // packets with damage the decoder found (av.Stats.DamagedPackets)
+	damaged int // packets with damage the decoder found (av.Stats.DamagedPackets), and undecodable targets
 }
 
 // decodeVideo decodes the F sampled frames of the clip in data into dst,
@@ -66,10 +67,12 @@ func (d *Decoder) SpreadFrames(dst []byte, n int) {
 // slot*S*S*3. dst is the sample's [F,S,S,3] tensor; tasks of one clip
 // write disjoint slots, so several goroutines may fill one tensor at once.
 // data is the clip's bytes and v its record. It returns how many packets
-// the decoder found damaged (Output.Damaged; av.Stats.DamagedPackets). A
-// task may decode into the next task's first group of pictures, so a
-// damaged packet there counts in both: the tasks' sum is at least the
-// whole clip's count, and is more than 0 exactly when that one is.
+// the decoder found damaged (Output.Damaged; av.Stats.DamagedPackets),
+// plus the targets FFmpeg decoded without output at the start of a
+// stream that does not begin with a keyframe. A task may decode into the
+// next task's first group of pictures, so a damaged packet there counts
+// in both: the tasks' sum is at least the whole clip's count, and is
+// more than 0 exactly when that one is.
 //
 // With per-frame timing in v, a target is its exact pts. Without it (a
 // record that only estimates the frame count), target i is the time
@@ -142,10 +145,35 @@ func (d *Decoder) videoTask(ctx context.Context, data []byte, v *VideoInfo, task
 	if err != nil {
 		return vs, err
 	}
+	if exact {
+		vs.damaged += undecodable(targets, st.TimeBase, v.Timescale)
+	}
 	if st.ReadError && vs.missed > 0 {
 		return vs, fmt.Errorf("%w: stream ends early (%d sampled frames missing)", ErrCorrupt, st.Missed)
 	}
 	return vs, nil
+}
+
+// undecodable counts the targets decoded from the start of the stream,
+// before any seek, for which FFmpeg output neither their frame nor an
+// earlier one: those of a stream that does not start with a keyframe (cut
+// without re-encoding), whose first frames refer to frames cut away.
+// FFmpeg decodes those frames without output and their slots hold the
+// first frame it outputs; this count is the only sign of it. A target's
+// Got is in the stream's time base tb, its PTS in 1/timescale ticks.
+func undecodable(targets []av.Target, tb av.Rational, timescale uint32) int {
+	n := 0
+	for _, t := range targets {
+		if t.Seek != av.NoSeek {
+			break
+		}
+		// t.Got > t.PTS, compared exactly: Got*Num/Den > PTS/timescale.
+		got := new(big.Int).Mul(big.NewInt(t.Got), big.NewInt(int64(tb.Num)*int64(timescale)))
+		if got.Cmp(new(big.Int).Mul(big.NewInt(t.PTS), big.NewInt(int64(tb.Den)))) > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // keyframeBefore returns the last keyframe at or before decode-order frame

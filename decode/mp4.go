@@ -62,6 +62,7 @@ type mp4Track struct {
 // packets after the last frame an edit list shows, which FFmpeg reads
 // and discards, are not listed. A hidden frame decoded before a shown
 // one (a P-frame past an edit's end, its B-frames inside) stays listed.
+// Every listed frame FFmpeg hides, pre-roll included, is in Discarded.
 func ParseMP4(data []byte) (*VideoInfo, error) {
 	var moov []byte
 	var moofs [][]byte
@@ -482,13 +483,15 @@ func (tr *mp4Track) info(container string, movieTimescale uint32) (*VideoInfo, e
 		if moov == len(tr.bytes) && idx.shown > 0 {
 			// FFmpeg reads the frames after the last one it shows but
 			// discards them (they lie past an edit's end and no shown
-			// frame needs them): listing them would let SampleFrames
-			// pick frames the decoder never outputs.
+			// frame needs them): no target needs them listed.
 			idx.frames, idx.pts = idx.frames[:idx.shown], idx.pts[:idx.shown]
 		}
 		// The index was built before the fragments raised dts_shift.
 		late := tr.dtsShift - tr.moovShift
 		for j, i := range idx.frames {
+			if idx.discard[j] {
+				v.Discarded = append(v.Discarded, len(v.FramePTS))
+			}
 			v.FrameBytes = append(v.FrameBytes, tr.bytes[i])
 			v.FramePTS = append(v.FramePTS, idx.pts[j]+late)
 			if key[i] {
@@ -578,12 +581,14 @@ func rescale(d uint64, trackTS, movieTS uint32) int64 {
 }
 
 // editIndexResult is the moov part of the track as FFmpeg indexes it:
-// the sample behind each packet, the packet's pts, and the stream
-// duration; frames[shown:] are the packets after the last one an edit
-// shows, which FFmpeg reads and discards.
+// the sample behind each packet, the packet's pts, whether FFmpeg
+// discards its frame (its composition time lies outside the edit), and
+// the stream duration; frames[shown:] are the packets after the last one
+// an edit shows.
 type editIndexResult struct {
 	frames   []int
 	pts      []int64
+	discard  []bool
 	duration int64
 	shown    int
 }
@@ -592,7 +597,8 @@ type editIndexResult struct {
 // mov_fix_index does (advanced edit lists, its default). Each non-empty
 // edit contributes the frames from the last keyframe whose composition
 // time is at or before the edit's media time up to the second keyframe
-// after the edit's end (the first when there is no ctts). Those frames
+// after the edit's end (the first when there is no ctts); FFmpeg
+// discards those whose composition time lies outside the edit. The frames
 // get new decode times: consecutive from the edit's start on the
 // presentation timeline, counted from the first frame the edit shows,
 // earlier ones (the pre-roll) counting back from it. A frame's pts is its
@@ -636,7 +642,8 @@ func (tr *mp4Track) editIndex(key []bool, movieTimescale uint32) (editIndexResul
 				fd = tr.dts[i+1] - tr.dts[i]
 			}
 			cts, ctts := tr.pts[i], tr.pts[i]-tr.dts[i]
-			if cts >= e.mediaTime && cts < end {
+			inside := cts >= e.mediaTime && cts < end
+			if inside {
 				r.shown = len(r.frames) + 1
 				if p := counter + ctts; minPTS < 0 {
 					minPTS = p
@@ -654,6 +661,7 @@ func (tr *mp4Track) editIndex(key []bool, movieTimescale uint32) (editIndexResul
 				}
 			}
 			r.frames = append(r.frames, i)
+			r.discard = append(r.discard, !inside)
 			dts = append(dts, counter)
 			if shown {
 				counter += fd

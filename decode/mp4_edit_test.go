@@ -3,11 +3,14 @@ package decode
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/datahelix/datahelix/decode/av"
 )
 
 // TestParseMP4EditTiming checks clips whose timing FFmpeg derives from
@@ -131,13 +134,92 @@ func TestParseMP4EditTail(t *testing.T) {
 			t.Errorf("SampleFrames picked frame %d at pts %d, outside the edit [0, %d)", f, p, v.Duration)
 		}
 	}
+	compareProbePrefix(t, file, v, 41)
+}
+
+// compareProbePrefix checks a clip of which FFmpeg reads packets packets,
+// the record listing the first v.Frames: their pts, sizes and discard
+// flags must be ffprobe's.
+func compareProbePrefix(t *testing.T, file string, v *VideoInfo, packets int) {
+	t.Helper()
 	ps := ffprobe(t, filepath.Join("testdata", "video", file))
-	if len(ps.packets) != 41 {
-		t.Fatalf("ffprobe counts %d packets, want 41 (has the clip changed?)", len(ps.packets))
+	if len(ps.packets) != packets || v.Frames > packets {
+		t.Fatalf("ffprobe counts %d packets, want %d (has the clip changed?); the record lists %d", len(ps.packets), packets, v.Frames)
 	}
 	for i, p := range ps.packets[:v.Frames] {
-		if v.FramePTS[i] != p.pts || v.FrameBytes[i] != p.size {
-			t.Errorf("frame %d: pts %d size %d, ffprobe says pts %d size %d", i, v.FramePTS[i], v.FrameBytes[i], p.pts, p.size)
+		_, discarded := slices.BinarySearch(v.Discarded, i)
+		if v.FramePTS[i] != p.pts || v.FrameBytes[i] != p.size || discarded != p.discard {
+			t.Errorf("frame %d: pts %d size %d discarded %v, ffprobe says pts %d size %d discarded %v",
+				i, v.FramePTS[i], v.FrameBytes[i], discarded, p.pts, p.size, p.discard)
+		}
+	}
+}
+
+// TestDecodeEditHiddenFrame: the edit of h264_elsthidden.mp4 ends at 7
+// frames (make_edits.sh), in decode order after the P-frame of pts 8
+// frames and before the B-frames of pts 5 and 6 that refer to it. FFmpeg
+// decodes that P-frame, discards it, and shows the 7 frames of
+// `ffmpeg -threads 1 -i h264_elsthidden.mp4 -f framemd5 -` (hard-coded
+// here). The record lists the P-frame in Discarded; it was an ordinary
+// frame before, which SampleFrames picked as the 8th of 8 frames: FFmpeg
+// never output it, and its slot repeated the frame of pts 6 (a miss).
+func TestDecodeEditHiddenFrame(t *testing.T) {
+	const file, size, n = "h264_elsthidden.mp4", 32, 8
+	framemd5 := []string{
+		"4532bbfbcb49755ea329de8917a48abb", "b4e582527116a41fcd007fea7d3d087e", "7f2590bda5538d3327c3ee521ed9db5c",
+		"32e183f3f1806c4b3353dcc49ae4ec26", "5b5e9e753b5f91d9dc8a9c0d474d78a9", "9c2bb5c60426b63394362c2bdb80a2ff",
+		"b84ed1a6f72cbb6011d2ba2626859489",
+	}
+	data := readVideo(t, file)
+	hs, _, err := av.FrameMD5s(context.Background(), data, av.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hs) != len(framemd5) {
+		t.Fatalf("FFmpeg outputs %d frames, framemd5 lists %d", len(hs), len(framemd5))
+	}
+	var shown []int64 // pts of the frames FFmpeg outputs
+	for i, h := range hs {
+		if got := hex.EncodeToString(h.MD5[:]); got != framemd5[i] {
+			t.Errorf("frame %d: MD5 %s, framemd5 says %s", i, got, framemd5[i])
+		}
+		shown = append(shown, h.PTS)
+	}
+
+	v, err := ParseMP4(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkVideoInfo(t, v)
+	if v.Frames != 8 || !slices.Equal(v.Discarded, []int{5}) || v.Duration != 3584 {
+		t.Errorf("%d frames, discarded %v, duration %d; want 8, [5], 3584", v.Frames, v.Discarded, v.Duration)
+	}
+	compareProbePrefix(t, file, v, 25)
+	for _, m := range []int{n, damageFrames} {
+		var got []int64
+		for _, f := range SampleFrames(v, m) {
+			got = append(got, v.FramePTS[f])
+		}
+		if !slices.Equal(got, shown) {
+			t.Errorf("SampleFrames(%d) picks the frames of pts %v, FFmpeg shows %v", m, got, shown)
+		}
+	}
+
+	// Decoding fills the 8 slots with the 7 frames, spread evenly.
+	s := decSample("clip", map[string][]byte{"mp4": data})
+	out, err := NewDecoder(Options{Frames: n, Size: size}).Decode(context.Background(), s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.MissedFrames != 0 || out.Damaged != 0 {
+		t.Errorf("%d sampled frames missed, %d damaged; want 0, 0", out.MissedFrames, out.Damaged)
+	}
+	ref, byPTS := allFrames(t, data, size)
+	plane := size * size * 3
+	for slot := 0; slot < n; slot++ {
+		p := byPTS[shown[slot*len(shown)/n]]
+		if !bytes.Equal(out.Tensors[0].Data[slot*plane:(slot+1)*plane], ref[p*plane:(p+1)*plane]) {
+			t.Errorf("slot %d: not the frame of pts %d FFmpeg shows", slot, shown[slot*len(shown)/n])
 		}
 	}
 }
@@ -184,31 +266,35 @@ func TestParseMP4EditIndex(t *testing.T) {
 		return s
 	}
 	tests := []struct {
-		name     string
-		elst     []uint32 // count, then (duration, media time, rate) triples
-		bytes    []uint32
-		pts      []int64
-		duration int64
+		name      string
+		elst      []uint32 // count, then (duration, media time, rate) triples
+		bytes     []uint32
+		pts       []int64
+		discarded []int // outside the edit: FFmpeg decodes them, shows none
+		duration  int64
 	}{
 		// Media time 350 lies between the frames at 300 and 400: the
 		// timeline starts at the one at 400 (pts 0), not 50 ticks before
 		// it; the frames before it are pre-roll with negative pts. FFmpeg
 		// also reads the last GOP (composition 900..1200, past the edit's
-		// end at 800) and discards it: it is not listed.
+		// end at 800) and discards it: it is not listed. The frame of
+		// composition 800, at the edit's end, is discarded but listed:
+		// frames shown after it are decoded after it.
 		{"mid-frame start", []uint32{1, 450, 350, 1 << 16}, seq(8),
-			[]int64{-300, 0, -200, -100, 100, 400, 200, 300}, 450},
+			[]int64{-300, 0, -200, -100, 100, 400, 200, 300}, []int{0, 2, 3, 5}, 450},
 		// The edit ends at 400: FFmpeg's index runs to the second keyframe
 		// after its end (B-frames after the first may still belong to it),
-		// but only frames up to the last one shown are listed. Frame 2
-		// (composition 400) is discarded too but stays: frames 3 and 4,
-		// shown, are decoded after it.
+		// but only frames up to the last one shown are listed. The second
+		// (composition 400) is discarded too but stays: the third and
+		// fourth, shown, are decoded after it.
 		{"early end", []uint32{1, 300, 100, 1 << 16}, seq(4),
-			[]int64{0, 300, 100, 200}, 300},
+			[]int64{0, 300, 100, 200}, []int{1}, 300},
 		// An empty edit, then media 400..600 twice: the frames are listed
 		// once per edit, from the keyframe before each, the second time up
-		// to the last frame it shows.
+		// to the last frame it shows. Each shows two frames, of
+		// composition 400 and 500.
 		{"repeated", []uint32{3, 100, 0xffffffff, 1 << 16, 200, 400, 1 << 16, 200, 400, 1 << 16}, append(seq(9), seq(5)...),
-			[]int64{-200, 100, -100, 0, 200, 500, 300, 400, 600, 0, 300, 100, 200, 400}, 500},
+			[]int64{-200, 100, -100, 0, 200, 500, 300, 400, 600, 0, 300, 100, 200, 400}, []int{0, 2, 3, 5, 6, 7, 8, 9, 11, 12}, 500},
 	}
 	for _, tt := range tests {
 		v, err := ParseMP4(box("moov", mvhd, trak(1, 100, 1200, fbox("elst", 0, 0, u32s(tt.elst...)), stbl...)))
@@ -218,6 +304,9 @@ func TestParseMP4EditIndex(t *testing.T) {
 		checkVideoInfo(t, v)
 		if !slices.Equal(v.FrameBytes, tt.bytes) || !slices.Equal(v.FramePTS, tt.pts) || v.Duration != tt.duration {
 			t.Errorf("%s: frames %v pts %v duration %d, want %v %v %d", tt.name, v.FrameBytes, v.FramePTS, v.Duration, tt.bytes, tt.pts, tt.duration)
+		}
+		if !slices.Equal(v.Discarded, tt.discarded) {
+			t.Errorf("%s: discarded %v, want %v", tt.name, v.Discarded, tt.discarded)
 		}
 	}
 }

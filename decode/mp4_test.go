@@ -280,7 +280,7 @@ func BenchmarkParseMP4(b *testing.B) {
 // must return a consistent VideoInfo or ErrBadMP4, never panic.
 func FuzzParseMP4(f *testing.F) {
 	for _, name := range []string{"h264_bf2.mp4", "h264_faststart.mp4", "h264_frag.mp4", "h264_delay.mp4", "h264_nobf.mov", "hevc.mp4", "av1.mp4", "vp9.mp4",
-		"h264_sscut.mp4", "h264_fragmoov.mp4", "h264_cmaf.mp4", "h264_elsttail.mp4"} {
+		"h264_sscut.mp4", "h264_fragmoov.mp4", "h264_cmaf.mp4", "h264_elsttail.mp4", "h264_elsthidden.mp4"} {
 		data, err := os.ReadFile(filepath.Join("testdata", "video", name))
 		if err != nil {
 			f.Fatal(err)
@@ -317,6 +317,11 @@ func checkVideoInfo(t *testing.T, v *VideoInfo) {
 	for i, k := range v.Keyframes {
 		if k < 0 || k >= v.Frames || (i > 0 && k <= v.Keyframes[i-1]) {
 			t.Fatalf("keyframes %v not ascending within [0,%d)", v.Keyframes, v.Frames)
+		}
+	}
+	for i, k := range v.Discarded {
+		if k < 0 || k >= v.Frames || (i > 0 && k <= v.Discarded[i-1]) {
+			t.Fatalf("discarded frames %v not ascending within [0,%d)", v.Discarded, v.Frames)
 		}
 	}
 }

@@ -11,9 +11,10 @@ import (
 
 // probePacket is one video packet as ffprobe reports it.
 type probePacket struct {
-	pts  int64
-	size uint32
-	key  bool
+	pts     int64
+	size    uint32
+	key     bool
+	discard bool // flags "_D": FFmpeg decodes the packet but drops its frame
 }
 
 // probeStream is what ffprobe reports of the first video stream.
@@ -50,7 +51,8 @@ func ffprobe(t *testing.T, path string) probeStream {
 			if err1 != nil || err2 != nil {
 				t.Fatalf("ffprobe packet line %q", line)
 			}
-			ps.packets = append(ps.packets, probePacket{pts: pts, size: uint32(size), key: strings.HasPrefix(f[3], "K")})
+			ps.packets = append(ps.packets, probePacket{pts: pts, size: uint32(size), key: strings.HasPrefix(f[3], "K"),
+				discard: len(f[3]) > 1 && f[3][1] == 'D'})
 		default:
 			t.Fatalf("unexpected ffprobe line %q", line)
 		}
@@ -69,8 +71,8 @@ func readVideo(t testing.TB, name string) []byte {
 }
 
 // compareWithProbe checks a parsed clip against ffprobe's view of the same
-// file: codec, dimensions, time base and every packet's pts, size and key
-// flag in decode order.
+// file: codec, dimensions, time base and every packet's pts, size, key
+// and discard flags in decode order.
 func compareWithProbe(t *testing.T, name string, v *VideoInfo) {
 	t.Helper()
 	ps := ffprobe(t, filepath.Join("testdata", "video", name))
@@ -83,7 +85,7 @@ func compareWithProbe(t *testing.T, name string, v *VideoInfo) {
 	if v.Frames != len(ps.packets) || len(v.FramePTS) != len(ps.packets) || len(v.FrameBytes) != len(ps.packets) {
 		t.Fatalf("%d frames (%d pts, %d sizes), ffprobe counts %d packets", v.Frames, len(v.FramePTS), len(v.FrameBytes), len(ps.packets))
 	}
-	var wantKeys []int
+	var wantKeys, wantDiscarded []int
 	for i, p := range ps.packets {
 		if v.FramePTS[i] != p.pts || v.FrameBytes[i] != p.size {
 			t.Errorf("frame %d: pts %d size %d, ffprobe says pts %d size %d", i, v.FramePTS[i], v.FrameBytes[i], p.pts, p.size)
@@ -91,9 +93,15 @@ func compareWithProbe(t *testing.T, name string, v *VideoInfo) {
 		if p.key {
 			wantKeys = append(wantKeys, i)
 		}
+		if p.discard {
+			wantDiscarded = append(wantDiscarded, i)
+		}
 	}
 	if !equalInts(v.Keyframes, wantKeys) {
 		t.Errorf("keyframes %v, ffprobe says %v", v.Keyframes, wantKeys)
+	}
+	if !equalInts(v.Discarded, wantDiscarded) {
+		t.Errorf("discarded frames %v, ffprobe flags %v", v.Discarded, wantDiscarded)
 	}
 }
 

@@ -65,6 +65,12 @@ type VideoInfo struct {
 	// When the container does not say which frames are sync frames it
 	// holds only frame 0: decoding must start at the beginning.
 	Keyframes []int
+	// Discarded lists, ascending, the decode-order indices of frames
+	// FFmpeg decodes but never outputs: those an MP4 edit list hides
+	// (AVINDEX_DISCARD_FRAME; ffprobe flags their packets D), such as the
+	// pre-roll of a cut and a P-frame past an edit's end that B-frames
+	// before the end refer to. SampleFrames never picks them.
+	Discarded []int
 	// Bytes is the compressed size of the track's frames (the sum of
 	// FrameBytes when those are known).
 	Bytes int64

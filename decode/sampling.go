@@ -1,14 +1,17 @@
 package decode
 
-import "sort"
+import (
+	"slices"
+	"sort"
+)
 
 // SampleFrames picks n frames of a clip spread uniformly over its
 // presentation timeline, as VLM loaders built on decord or torchcodec do:
 // the timeline [first pts, last pts + one frame) is cut into n equal
 // segments and the frame shown at each segment's centre is taken (the
-// last frame whose pts is at or before it). Frames with a negative pts
-// — the pre-roll an edit list tells FFmpeg to decode but not show — are
-// never picked.
+// last frame whose pts is at or before it). Frames FFmpeg decodes but
+// does not show — those in Discarded, and those with a negative pts (the
+// pre-roll of a cut) — are never picked, unless no other frame is listed.
 //
 // It returns decode-order indices sorted by presentation time, without
 // duplicates: a clip shorter than n frames gives fewer than n.
@@ -33,12 +36,9 @@ func SampleFrames(v *VideoInfo, n int) []int {
 		return out
 	}
 	order := presentationOrder(v)
-	// Skip the pre-roll frames (sorted first by their negative pts).
-	first := sort.Search(len(order), func(j int) bool { return v.FramePTS[order[j]] >= 0 })
-	if first == len(order) {
-		first = 0
+	if shown := slices.DeleteFunc(slices.Clone(order), v.hidden); len(shown) > 0 {
+		order = shown
 	}
-	order = order[first:]
 	start, last := v.FramePTS[order[0]], v.FramePTS[order[len(order)-1]]
 	step := int64(0) // the last frame lasts as long as an average frame
 	if len(order) > 1 {
@@ -68,6 +68,12 @@ func centre(start, end int64, k, n int) int64 {
 	span, den := end-start, 2*int64(n)
 	num := 2*int64(k) + 1
 	return start + span/den*num + span%den*num/den
+}
+
+// hidden reports whether FFmpeg decodes frame i without showing it.
+func (v *VideoInfo) hidden(i int) bool {
+	_, discarded := slices.BinarySearch(v.Discarded, i)
+	return discarded || v.FramePTS[i] < 0
 }
 
 // perFrame reports whether per-frame timing and sizes are known.

@@ -26,3 +26,18 @@ ffmpeg $in -i "testsrc2=size=128x96:rate=25:duration=2" $out -c:v libx264 -prese
 ffmpeg $in -i "testsrc2=size=128x96:rate=25:duration=2" $out -c:v libx264 -preset veryfast -crf 34 -bf 3 -g 10 -pix_fmt yuv420p h264_elsttail.mp4
 off=$(grep -obUa elst h264_elsttail.mp4 | head -n 1 | cut -d: -f1)
 printf '\000\000\003\350' | dd of=h264_elsttail.mp4 bs=1 seek=$((off + 12)) conv=notrunc status=none
+# An edit ending between a P-frame and the B-frames decoded after it: 1 s
+# with a fixed I P B B B pattern (b-adapt=0), the elst segment cut to
+# 280 ms, 7 frames. FFmpeg discards the P-frame of pts 8 frames (past the
+# end) but still decodes it, since the B-frames of pts 5 and 6, decoded
+# after it, refer to it; it shows 7 frames.
+ffmpeg $in -i "testsrc2=size=128x96:rate=25:duration=1" $out -c:v libx264 -preset veryfast -crf 34 -bf 3 -x264-params b-adapt=0 -pix_fmt yuv420p h264_elsthidden.mp4
+off=$(grep -obUa elst h264_elsthidden.mp4 | head -n 1 | cut -d: -f1)
+printf '\000\000\001\030' | dd of=h264_elsthidden.mp4 bs=1 seek=$((off + 12)) conv=notrunc status=none
+# A cut that starts without a keyframe: 2 s without B-frames, a keyframe
+# every 25 frames, copied from 0.3 s on with -copyinkf, which keeps the
+# 17 P-frames before the next keyframe. They refer to frames cut away:
+# FFmpeg decodes them but outputs nothing before the keyframe. It goes in
+# damaged/: TestIntactClipsHaveNoDamage decodes every clip here.
+ffmpeg $in -i "testsrc2=size=128x96:rate=25:duration=2" $out -c:v libx264 -preset veryfast -crf 34 -bf 0 -g 25 -pix_fmt yuv420p "$tmp/p.mp4"
+ffmpeg -hide_banner -loglevel error -y -i "$tmp/p.mp4" -ss 0.3 -c copy -copyinkf $out damaged/h264_nokey.mp4
