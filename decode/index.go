@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -121,14 +123,23 @@ type shardIndex struct {
 // the key is the name up to the first dot of the base name (the directory
 // part is kept) and the extension is the rest, lower-cased. A base name
 // without a dot, or starting with one, has no key: ok is false and the
-// member belongs to no sample (WebDataset skips such members too).
+// member belongs to no sample (WebDataset skips such members too). So do
+// the names WebDataset keeps for metadata (isWebDatasetMeta).
 func SplitKey(name string) (key, ext string, ok bool) {
 	dir, base := path.Split(name)
 	i := strings.IndexByte(base, '.')
-	if i <= 0 || i == len(base)-1 {
+	if i <= 0 || i == len(base)-1 || isWebDatasetMeta(name) {
 		return "", "", false
 	}
 	return dir + base[:i], strings.ToLower(base[i+1:]), true
+}
+
+// isWebDatasetMeta reports whether WebDataset skips the member name as
+// metadata rather than sample data: a name whose first component is
+// "__NAME__" (such as "__meta__/info.json"), or a top-level "__NAME__".
+func isWebDatasetMeta(name string) bool {
+	first, _, nested := strings.Cut(name, "/")
+	return strings.HasPrefix(first, "__") && strings.HasSuffix(first, "__") && (len(first) >= 4 || !nested)
 }
 
 // posReader tracks the position of a ReadSeeker so that the data offset of
@@ -157,10 +168,15 @@ const tarBlock = 512
 
 // buildIndex reads the tar headers of a shard of the given size and groups
 // its members into samples by key, as WebDataset does: adjacent members with
-// the same key form one sample. It returns a *ShardError for a bad header,
-// a member running past the end of the file or a missing end-of-archive
-// marker; a shard that is gzip, zstd, xz or bzip2 data is a *ShardError
-// that also matches ErrCompressedShard.
+// the same key form one sample. Members WebDataset skips (not regular
+// files, names without a key, metadata names) are skipped, and so are
+// sparse members, which it reads, and a member repeating an extension of
+// its sample, on which it fails (the first one stays); data after the
+// end-of-archive marker is ignored, as WebDataset ignores it. Each of these
+// is a warning. It returns a *ShardError for a bad header, a member running
+// past the end of the file or a missing end-of-archive marker; a shard
+// that is gzip, zstd, xz or bzip2 data is a *ShardError that also matches
+// ErrCompressedShard.
 func buildIndex(name string, r io.ReadSeeker, size int64) (*shardIndex, error) {
 	if size == 0 {
 		return nil, &ShardError{Path: name, Reason: "empty file, not a tar archive"}
@@ -179,6 +195,9 @@ func buildIndex(name string, r io.ReadSeeker, size int64) (*shardIndex, error) {
 			if pr.pos <= next {
 				return nil, &ShardError{Path: name, Offset: next, Reason: "archive ends without end-of-archive marker (truncated?)"}
 			}
+			if w := afterEnd(r, pr.pos, size); w != "" {
+				warnf("%s", w)
+			}
 			return idx, nil
 		}
 		if err != nil {
@@ -189,6 +208,10 @@ func buildIndex(name string, r io.ReadSeeker, size int64) (*shardIndex, error) {
 			}
 			reason := "invalid tar header"
 			switch {
+			case errors.Is(err, tar.ErrFieldTooLong):
+				// Python's tarfile writes any size; archive/tar reads
+				// PAX records and GNU long names of up to 1 MiB.
+				reason = "extended header (PAX records or a GNU long name) larger than the 1 MiB limit"
 			case next == 0 && size < tarBlock:
 				reason = fmt.Sprintf("not a tar archive (%d bytes, shorter than one tar header)", size)
 			case next == 0:
@@ -212,11 +235,15 @@ func buildIndex(name string, r io.ReadSeeker, size int64) (*shardIndex, error) {
 		}
 		next = off + (hdr.Size+tarBlock-1)/tarBlock*tarBlock
 		switch hdr.Typeflag {
-		case tar.TypeReg:
+		case tar.TypeReg, tar.TypeCont: // a contiguous file is a regular file to tar and Python's tarfile
 		case tar.TypeDir, tar.TypeXGlobalHeader:
 			continue
 		default:
-			warnf("member %q at offset %d skipped: not a regular file (type %q)", hdr.Name, off, hdr.Typeflag)
+			warnf("member %q at offset %d skipped: not a regular file but %s", hdr.Name, off, memberType(hdr))
+			continue
+		}
+		if isWebDatasetMeta(hdr.Name) {
+			warnf("member %q at offset %d skipped: WebDataset keeps names starting with __NAME__ for metadata", hdr.Name, off)
 			continue
 		}
 		key, ext, ok := SplitKey(hdr.Name)
@@ -227,11 +254,12 @@ func buildIndex(name string, r io.ReadSeeker, size int64) (*shardIndex, error) {
 		m := MemberEntry{Name: hdr.Name, Ext: ext, Offset: off, Size: hdr.Size}
 		if n := len(idx.entries); n > 0 && idx.entries[n-1].Key == key {
 			e := &idx.entries[n-1]
-			for _, old := range e.Members {
-				if old.Ext == ext {
-					warnf("sample %q: member %q at offset %d repeats extension %q", key, hdr.Name, off, ext)
-					break
-				}
+			if j := slices.IndexFunc(e.Members, func(o MemberEntry) bool { return o.Ext == ext }); j >= 0 {
+				// WebDataset stops with "duplicate file name"; the first
+				// member stays, so that the sample is what it was before
+				// a second copy was appended (tar -r).
+				warnf("sample %q: member %q at offset %d skipped: it repeats extension %q of member %q", key, hdr.Name, off, ext, e.Members[j].Name)
+				continue
 			}
 			e.Members = append(e.Members, m)
 			e.Size = off + hdr.Size - e.Offset
@@ -258,4 +286,106 @@ func isSparse(hdr *tar.Header) bool {
 		}
 	}
 	return false
+}
+
+// memberType names the type of a member that is not a regular file, for
+// the warning that skips it.
+func memberType(hdr *tar.Header) string {
+	switch hdr.Typeflag {
+	case tar.TypeLink:
+		// GNU tar and Python's tarfile store the second name of a file
+		// with several links so, without its data.
+		return fmt.Sprintf("a hard link to %q (tar --hard-dereference stores the data instead)", hdr.Linkname)
+	case tar.TypeSymlink:
+		return fmt.Sprintf("a symbolic link to %q (tar -h stores the file instead)", hdr.Linkname)
+	case tar.TypeChar:
+		return "a character device"
+	case tar.TypeBlock:
+		return "a block device"
+	case tar.TypeFifo:
+		return "a FIFO"
+	case 'V':
+		return "a GNU tar volume label"
+	case 'D':
+		return "a GNU tar directory dump"
+	case 'M':
+		return "a GNU tar multi-volume continuation"
+	}
+	return fmt.Sprintf("a member of type %q", hdr.Typeflag)
+}
+
+// maxAfterEnd bounds how far afterEnd looks past the end-of-archive
+// marker for data: tar pads an archive to its record size, 10 KiB by
+// default and 1 MiB with GNU tar's largest common blocking factors.
+const maxAfterEnd = 4 << 20
+
+// afterEnd says what follows the end-of-archive marker that ends at
+// offset end of a shard of the given size, or "" when it is zero padding
+// (looked at up to maxAfterEnd bytes). Neither WebDataset (Python's
+// tarfile) nor tar without --ignore-zeros reads past the marker, so the
+// members of a second archive appended with cat are lost to every
+// reader; datahelix says so.
+func afterEnd(r io.ReadSeeker, end, size int64) string {
+	nz := firstNonZero(r, end, min(size, end+maxAfterEnd))
+	if nz < 0 {
+		return ""
+	}
+	if at := nz / tarBlock * tarBlock; readTarHeaderAt(r, at) {
+		return fmt.Sprintf("another tar archive starts at offset %d, after the end-of-archive marker (shards joined with cat?): "+
+			"its members are not read, as WebDataset and tar without --ignore-zeros do not read them", at)
+	}
+	return fmt.Sprintf("%d bytes of data after the end-of-archive marker, from offset %d, ignored", size-nz, nz)
+}
+
+// firstNonZero returns the offset of the first byte of r in [from, to)
+// that is not zero, or -1.
+func firstNonZero(r io.ReadSeeker, from, to int64) int64 {
+	if from >= to {
+		return -1
+	}
+	if _, err := r.Seek(from, io.SeekStart); err != nil {
+		return -1
+	}
+	buf := make([]byte, min(64<<10, to-from))
+	for pos := from; pos < to; {
+		n, err := io.ReadFull(r, buf[:min(int64(len(buf)), to-pos)])
+		if i := slices.IndexFunc(buf[:n], func(c byte) bool { return c != 0 }); i >= 0 {
+			return pos + int64(i)
+		}
+		if err != nil {
+			return -1
+		}
+		pos += int64(n)
+	}
+	return -1
+}
+
+// readTarHeaderAt reports whether the block at offset at of r is a tar
+// header.
+func readTarHeaderAt(r io.ReadSeeker, at int64) bool {
+	var blk [tarBlock]byte
+	if _, err := r.Seek(at, io.SeekStart); err != nil {
+		return false
+	}
+	if _, err := io.ReadFull(r, blk[:]); err != nil {
+		return false
+	}
+	return isTarHeader(blk[:])
+}
+
+// isTarHeader reports whether a 512-byte block is a tar header: its
+// checksum field matches the sum of its bytes.
+func isTarHeader(b []byte) bool {
+	want, err := strconv.ParseUint(strings.Trim(string(b[148:156]), " \x00"), 8, 64)
+	if err != nil {
+		return false
+	}
+	var sum uint64
+	for i, c := range b[:tarBlock] {
+		if i >= 148 && i < 156 {
+			c = ' '
+		}
+		sum += uint64(c)
+	}
+	return sum == want
 }

@@ -8,11 +8,12 @@ import (
 	"hash/fnv"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // The index cache file is little-endian binary:
 //
-//	magic "DHIDX\x00\x01\n"
+//	magic "DHIDX\x00\x02\n"                    indexMagic
 //	shard size, shard mtime (Unix ns)          int64 each
 //	entry count                                uvarint
 //	per entry: member count, then per member:  name (uvarint length + bytes),
@@ -23,7 +24,11 @@ import (
 // Keys, extensions and spans are recomputed from member names and offsets
 // on load, so a cache file cannot contradict the rules of buildIndex.
 
-const indexMagic = "DHIDX\x00\x01\n"
+// indexMagic starts a cache file. Its last byte before the newline is the
+// version of buildIndex's rules: 2 skips repeated extensions and
+// WebDataset's metadata names and reads contiguous files, so that an index
+// an older version built is rebuilt rather than trusted.
+const indexMagic = "DHIDX\x00\x02\n"
 
 // DefaultCacheDir is where datahelix keeps what it can rebuild — shard
 // index caches (under its index directory), generated datasets and the
@@ -185,6 +190,8 @@ func decodeIndex(data []byte, size, mtime int64) (*shardIndex, error) {
 				r.fail("member offset")
 			case j > 0 && key != e.Key:
 				r.fail("member key")
+			case slices.ContainsFunc(e.Members, func(o MemberEntry) bool { return o.Ext == ext }):
+				r.fail("repeated extension")
 			}
 			if r.err != nil {
 				break
