@@ -2,10 +2,17 @@ package decode
 
 import (
 	"archive/tar"
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/datahelix/datahelix/decode/av"
 )
 
 func TestInspect(t *testing.T) {
@@ -63,5 +70,126 @@ func TestInspect(t *testing.T) {
 	}
 	if err := Inspect(context.Background(), []string{dir + "/missing"}, "", nil, func(RecordSummary) error { return nil }); !errors.Is(err, ErrNoShards) {
 		t.Errorf("missing path: err %v, want ErrNoShards", err)
+	}
+}
+
+// TestInspectShownFramesAndRotation checks the summaries of clips an edit
+// list cuts and of clips a display matrix turns against ffprobe (FFmpeg
+// 5.1; the figures are hard-coded, and compared with ffprobe when it is
+// installed): FramesShown is ffprobe -count_frames' nb_read_frames, not
+// the frames the record lists (the 13 pre-roll frames of the cut, the
+// P-frame past the edit's end that the shown B-frames refer to),
+// DurationS the stream duration, Rotation the side data's rotation and
+// the displayed size the one the ffmpeg CLI shows.
+func TestInspectShownFramesAndRotation(t *testing.T) {
+	tests := []struct {
+		file                   string
+		frames, shown          int
+		duration               float64
+		rotation, dispW, dispH int
+	}{
+		{"h264_sscut.mp4", 50, 37, 1.5, 0, 128, 96},
+		{"h264_elsthidden.mp4", 8, 7, 0.28, 0, 128, 96},
+		{"h264_elsttail.mp4", 25, 25, 1, 0, 128, 96},
+		{"h264_bf2.mp4", 50, 50, 2, 0, 128, 72},
+		{"rot90_420.mp4", 10, 10, 0.4, 90, 48, 64},
+		{"rot270_420p10.mp4", 10, 10, 0.4, -90, 48, 64},
+		{"rot180_444.mp4", 10, 10, 0.4, -180, 64, 48},
+		{"upright90.mp4", 3, 3, 0.12, 90, 64, 48},
+	}
+	var files []tarFile
+	for _, tt := range tests {
+		files = append(files, tarFile{name: tt.file, data: string(readVideo(t, tt.file))})
+	}
+	dir := t.TempDir()
+	writeFile(t, dir, "v.tar", writeTar(t, tar.FormatPAX, files))
+	got := map[string]RecordSummary{}
+	err := Inspect(context.Background(), []string{dir}, t.TempDir(), nil, func(s RecordSummary) error {
+		got[s.Key+".mp4"] = s
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, probe := exec.LookPath("ffprobe")
+	for _, tt := range tests {
+		g := got[tt.file]
+		if g.Frames != tt.frames || g.FramesShown != tt.shown || g.DurationS != tt.duration || g.Rotation != tt.rotation ||
+			g.DisplayWidth != tt.dispW || g.DisplayHeight != tt.dispH {
+			t.Errorf("%s: %d frames, %d shown, %.3f s, rotation %d, shown %dx%d; want %d, %d, %.3f, %d, %dx%d", tt.file,
+				g.Frames, g.FramesShown, g.DurationS, g.Rotation, g.DisplayWidth, g.DisplayHeight,
+				tt.frames, tt.shown, tt.duration, tt.rotation, tt.dispW, tt.dispH)
+		}
+		if probe != nil {
+			continue
+		}
+		out, err := exec.Command("ffprobe", "-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
+			"stream=width,height,nb_read_frames,duration:stream_side_data=rotation", "-of", "default=nw=1",
+			filepath.Join("testdata", "video", tt.file)).Output()
+		if err != nil {
+			t.Fatalf("ffprobe %s: %v", tt.file, err)
+		}
+		p := map[string]string{"rotation": "0"}
+		for _, line := range strings.Fields(string(out)) {
+			if k, v, ok := strings.Cut(line, "="); ok {
+				p[k] = v
+			}
+		}
+		if want := fmt.Sprintf("%d %.6f %d %d %d", g.FramesShown, g.DurationS, g.Rotation, g.Width, g.Height); want !=
+			strings.Join([]string{p["nb_read_frames"], p["duration"], p["rotation"], p["width"], p["height"]}, " ") {
+			t.Errorf("%s: frames shown, duration, rotation, stored size %s; ffprobe says %v", tt.file, want, p)
+		}
+	}
+}
+
+// TestMP4Rotation checks the display matrix read against FFmpeg's own on
+// rot90_420.mp4 with its tkhd matrix rewritten, mirrored ones included,
+// and with an mvhd matrix that FFmpeg multiplies in: the turn against
+// av.StreamInfo.Rotation, the rotation against ffprobe's side data on
+// the same rewritten files (FFmpeg 5.1; none for "movie turns back",
+// whose product is the identity, and a NaN printed as an integer for
+// "degenerate").
+func TestMP4Rotation(t *testing.T) {
+	const one = 0x10000 // 1.0 in the matrix's 16.16 fixed point
+	orig := readVideo(t, "rot90_420.mp4")
+	matrix := func(data []byte, typ string, off int, abcd [4]int32) {
+		i := bytes.Index(data, []byte(typ))
+		if i < 0 || data[i+4] != 0 {
+			t.Fatalf("rot90_420.mp4: no version 0 %s box", typ)
+		}
+		for k, at := range []int{0, 4, 12, 16} { // a, b, c, d
+			binary.BigEndian.PutUint32(data[i+8+off+at:], uint32(abcd[k]))
+		}
+	}
+	for _, tc := range []struct {
+		name       string
+		tkhd, mvhd [4]int32
+		ccw, turn  int // ffprobe's rotation, FFmpeg's clockwise turn
+	}{
+		{"as made", [4]int32{0, -one, one, 0}, [4]int32{one, 0, 0, one}, 90, 270},
+		{"identity", [4]int32{one, 0, 0, one}, [4]int32{one, 0, 0, one}, 0, 0},
+		{"clockwise", [4]int32{0, one, -one, 0}, [4]int32{one, 0, 0, one}, -90, 90},
+		{"hflip", [4]int32{-one, 0, 0, one}, [4]int32{one, 0, 0, one}, -180, 180},
+		{"vflip", [4]int32{one, 0, 0, -one}, [4]int32{one, 0, 0, one}, 0, 0},
+		{"cclock_flip", [4]int32{0, one, one, 0}, [4]int32{one, 0, 0, one}, -90, 90},
+		{"movie turns back", [4]int32{0, -one, one, 0}, [4]int32{0, one, -one, 0}, 0, 0},
+		{"movie turns too", [4]int32{0, -one, one, 0}, [4]int32{0, -one, one, 0}, -180, 180},
+		{"45 degrees", [4]int32{46341, -46341, 46341, 46341}, [4]int32{one, 0, 0, one}, 45, 0},
+		{"degenerate", [4]int32{0, 0, 0, 0}, [4]int32{one, 0, 0, one}, 0, 0},
+	} {
+		data := bytes.Clone(orig)
+		matrix(data, "tkhd", 36, tc.tkhd)
+		matrix(data, "mvhd", 32, tc.mvhd)
+		ccw, turn := mp4Rotation(data)
+		_, info, err := av.Packets(context.Background(), data, av.DefaultConfig())
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if ccw != tc.ccw || turn != tc.turn || turn != info.Rotation {
+			t.Errorf("%s: rotation %d, turn %d; want %d, %d (FFmpeg turns it by %d)", tc.name, ccw, turn, tc.ccw, tc.turn, info.Rotation)
+		}
+	}
+	if ccw, turn := mp4Rotation([]byte("not an mp4")); ccw != 0 || turn != 0 {
+		t.Errorf("junk: rotation %d, turn %d; want none", ccw, turn)
 	}
 }

@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -307,6 +310,145 @@ func TestParseMP4EditIndex(t *testing.T) {
 		}
 		if !slices.Equal(v.Discarded, tt.discarded) {
 			t.Errorf("%s: discarded %v, want %v", tt.name, v.Discarded, tt.discarded)
+		}
+	}
+}
+
+// replaceBox returns data with the box at path (a box type per level, the
+// first box of each type that holds the rest of the path) replaced by
+// repl, its parents' sizes adjusted; ok is false when there is no such
+// box. A box after the replaced one moves: this suits a file whose moov
+// follows its mdat, as ffmpeg writes it without +faststart.
+func replaceBox(data, repl []byte, path ...string) (out []byte, ok bool) {
+	it := boxIter{b: data}
+	for {
+		start := it.off
+		typ, body, more := it.next()
+		if !more {
+			return out, ok && it.err == nil
+		}
+		raw := data[start:it.off]
+		if !ok && string(typ[:]) == path[0] {
+			if len(path) == 1 {
+				raw, ok = repl, true
+			} else if inner, found := replaceBox(body, repl, path[1:]...); found {
+				raw, ok = box(path[0], inner), true
+			}
+		}
+		out = append(out, raw...)
+	}
+}
+
+// TestRepeatedEditList: h264_bf2.mp4 (25 fps, time base 1/12800, B-frames,
+// its first frame at media time 1024) with its elst rewritten to an empty
+// edit of 40 ms, then 80 ms of media from 1024, twice (movie timescale
+// 1000). FFmpeg 5.1 shows 4 frames: the clip's first two, twice, at pts
+// 512, 1024, 1536 and 2048; the record lists the frames of each edit
+// from its keyframe, most of them discarded. SampleFrames must pick those
+// 4 and no other: the code before VideoInfo.Discarded (e3fe287^) picked
+// frames of pts up to 12800, which FFmpeg never shows (25 for 750 slots,
+// 8 for 8, of which the decode missed 7). The hard-coded pts and MD5s were obtained by writing these bytes
+// to a file and running `ffprobe -select_streams v:0 -show_entries
+// frame=pts` and `ffmpeg -threads 1 -i FILE -map 0:v -f framemd5 -`
+// (FFmpeg 5.1); the test compares with both tools again when ffmpeg is
+// installed, and with FFmpeg's libraries (av.FrameMD5s) always.
+func TestRepeatedEditList(t *testing.T) {
+	orig := readVideo(t, "h264_bf2.mp4")
+	elst := fbox("elst", 0, 0, u32s(3, 40, 0xffffffff, 1<<16, 80, 1024, 1<<16, 80, 1024, 1<<16))
+	data, ok := replaceBox(orig, elst, "moov", "trak", "edts", "elst")
+	if !ok {
+		t.Fatal("h264_bf2.mp4: no moov/trak/edts/elst box")
+	}
+	wantPTS := []int64{512, 1024, 1536, 2048}
+	framemd5 := []string{
+		"397774fd8b1da81ac2b0fff7f8cb80d4", "fca528d1e2b9a9b56f948523549ece5e",
+		"397774fd8b1da81ac2b0fff7f8cb80d4", "fca528d1e2b9a9b56f948523549ece5e",
+	}
+	hs, _, err := av.FrameMD5s(context.Background(), data, av.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pts []int64
+	var sums []string
+	for _, h := range hs {
+		pts = append(pts, h.PTS)
+		sums = append(sums, hex.EncodeToString(h.MD5[:]))
+	}
+	if !slices.Equal(pts, wantPTS) || !slices.Equal(sums, framemd5) {
+		t.Fatalf("FFmpeg's libraries show the frames of pts %v, MD5s %v; want %v, %v", pts, sums, wantPTS, framemd5)
+	}
+	if ff, err := exec.LookPath("ffmpeg"); err != nil {
+		t.Log("ffmpeg not installed: checked against the hard-coded framemd5 only")
+	} else {
+		file := filepath.Join(t.TempDir(), "repeated.mp4")
+		if err := os.WriteFile(file, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(ff, "-nostdin", "-v", "error", "-threads", "1", "-i", file, "-map", "0:v", "-f", "framemd5", "-").Output()
+		if err != nil {
+			t.Fatalf("ffmpeg: %v", err)
+		}
+		var cli []string
+		for _, line := range strings.Split(string(out), "\n") {
+			if f := strings.Split(line, ","); len(f) == 6 && !strings.HasPrefix(line, "#") {
+				cli = append(cli, strings.TrimSpace(f[5]))
+			}
+		}
+		if !slices.Equal(cli, framemd5) {
+			t.Errorf("ffmpeg -f framemd5 lists %v, want %v", cli, framemd5)
+		}
+		// framemd5 gives pts from 0 in 1/25 s; ffprobe gives the stream's.
+		if out, err = exec.Command(filepath.Join(filepath.Dir(ff), "ffprobe"), "-v", "error", "-select_streams", "v:0",
+			"-show_entries", "frame=pts", "-of", "csv=p=0", file).Output(); err != nil {
+			t.Fatalf("ffprobe: %v", err)
+		}
+		var probed []int64
+		for _, f := range strings.Fields(string(out)) {
+			p, err := strconv.ParseInt(strings.TrimSuffix(f, ","), 10, 64)
+			if err != nil {
+				t.Fatalf("ffprobe frame line %q", f)
+			}
+			probed = append(probed, p)
+		}
+		if !slices.Equal(probed, wantPTS) {
+			t.Errorf("ffprobe shows frames of pts %v, want %v", probed, wantPTS)
+		}
+	}
+
+	v, err := ParseMP4(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkVideoInfo(t, v)
+	if v.Frames-len(v.Discarded) != len(wantPTS) {
+		t.Errorf("%d frames, %d discarded: %d shown, want %d", v.Frames, len(v.Discarded), v.Frames-len(v.Discarded), len(wantPTS))
+	}
+	for _, n := range []int{len(wantPTS), DefaultFrames, damageFrames} {
+		var got []int64
+		for _, f := range SampleFrames(v, n) {
+			got = append(got, v.FramePTS[f])
+		}
+		if !slices.Equal(got, wantPTS) {
+			t.Errorf("SampleFrames(%d) picks the frames of pts %v, want %v", n, got, wantPTS)
+		}
+	}
+
+	// Decoding fills 8 slots with the 4 frames, two slots each: the
+	// original clip's first frame, its second, and both again.
+	const size, n = 32, 8
+	out, err := NewDecoder(Options{Frames: n, Size: size}).Decode(context.Background(), decSample("clip", map[string][]byte{"mp4": data}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.MissedFrames != 0 || out.Damaged != 0 {
+		t.Errorf("%d sampled frames missed, %d damaged; want 0, 0", out.MissedFrames, out.Damaged)
+	}
+	ref, byPTS := allFrames(t, orig, size)
+	plane := size * size * 3
+	for slot := range n {
+		p := byPTS[int64(512*(slot/2%2))]
+		if !bytes.Equal(out.Tensors[0].Data[slot*plane:(slot+1)*plane], ref[p*plane:(p+1)*plane]) {
+			t.Errorf("slot %d: not the original clip's frame of pts %d", slot, 512*(slot/2%2))
 		}
 	}
 }

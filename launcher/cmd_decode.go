@@ -74,7 +74,7 @@ func runDecode(ctx context.Context, stdout, stderr io.Writer, args []string) err
 			return usagef("decode: --check-hashes counts damage in decoded samples; --md5 prints the pictures' MD5s without counting it")
 		}
 		named := fs.NArg() > 1
-		return eachFile(stderr, fs.Args(), func(path string) (int, error) {
+		return eachFile(stderr, fs.Args(), func(path string) (tally, error) {
 			return printMD5s(ctx, stdout, stderr, path, indexDir, named)
 		})
 	}
@@ -97,7 +97,7 @@ func runDecode(ctx context.Context, stdout, stderr io.Writer, args []string) err
 			strings.Join(shapes, " "), out.Tokens, out.DecodedFrames, out.Damaged, float64(time.Since(start).Microseconds())/1000)
 		return fatal(err)
 	}
-	err := eachFile(stderr, fs.Args(), func(path string) (int, error) {
+	err := eachFile(stderr, fs.Args(), func(path string) (tally, error) {
 		return eachSample(stderr, path, indexDir, show)
 	})
 	if damaged > 0 {
@@ -132,15 +132,24 @@ func isFatal(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.As(err, &fe)
 }
 
-// eachFile runs decode on one path at a time: do returns how many of the
-// path's samples failed (printed already) and the error that stopped it.
-// A path that fails (a shard that cannot be opened, a sample that does
-// not decode) is printed and counted, and the next path still runs, as a
-// bad sample within a shard is counted and skipped. eachFile returns nil
-// when every path decoded, a fatal error (isFatal) at once, and
-// otherwise the count: "decode: 2 files decoded, 1 failed".
-func eachFile(stderr io.Writer, paths []string, do func(path string) (int, error)) error {
-	okFiles, failedFiles, failedSamples, shardSamples := 0, 0, 0, false
+// tally counts what decode did with one path: the samples (a plain
+// file being one) that decoded and those that failed, each printed
+// already.
+type tally struct{ ok, failed int }
+
+// eachFile runs decode on one path at a time: do returns its tally and
+// the error that stopped it. A path that fails (a shard that cannot be
+// opened, a sample that does not decode) is printed and counted, and the
+// next path still runs, as a bad sample within a shard is counted and
+// skipped. eachFile returns nil when every path decoded, a fatal error
+// (isFatal) at once, and otherwise the total. It counts the files
+// decoded whole, plain files and the shards that failed before a sample
+// ("decode: 2 files decoded, 1 failed"), apart from the samples of the
+// shards it read ("decode: 1 shard: 2 samples decoded, 1 failed"), the
+// two joined by "; " when both occur; a shard an error stopped after
+// some samples is counted in the second.
+func eachFile(stderr io.Writer, paths []string, do func(path string) (tally, error)) error {
+	var okFiles, failedFiles, shards, stoppedShards, okSamples, failedSamples int
 	for _, path := range paths {
 		n, err := do(path)
 		if isFatal(err) {
@@ -150,25 +159,40 @@ func eachFile(stderr io.Writer, paths []string, do func(path string) (int, error
 			}
 			return err
 		}
-		failedSamples += n
-		shardSamples = shardSamples || n > 0 && decode.IsShardName(path)
 		if err != nil {
 			fmt.Fprintln(stderr, err)
 		}
-		if err != nil || n > 0 {
+		switch {
+		case decode.IsShardName(path) && n.ok+n.failed > 0:
+			shards++
+			okSamples += n.ok
+			failedSamples += n.failed
+			if err != nil {
+				stoppedShards++
+			}
+		case err != nil || n.failed > 0:
 			failedFiles++
-		} else {
+		default:
 			okFiles++
 		}
 	}
-	if failedFiles == 0 {
+	if failedFiles == 0 && failedSamples == 0 && stoppedShards == 0 {
 		return nil
 	}
-	msg := fmt.Sprintf("decode: %s decoded, %d failed", plural(okFiles, "file", "files"), failedFiles)
-	if shardSamples {
-		msg += fmt.Sprintf(" (%s failed)", plural(failedSamples, "sample", "samples"))
+	var parts []string
+	if failedFiles > 0 {
+		parts = append(parts, fmt.Sprintf("%s decoded, %d failed", plural(okFiles, "file", "files"), failedFiles))
+	} else if okFiles > 0 {
+		parts = append(parts, plural(okFiles, "file", "files")+" decoded")
 	}
-	return errors.New(msg)
+	if shards > 0 {
+		p := fmt.Sprintf("%s: %s decoded, %d failed", plural(shards, "shard", "shards"), plural(okSamples, "sample", "samples"), failedSamples)
+		if stoppedShards > 0 {
+			p += ", " + plural(stoppedShards, "shard", "shards") + " stopped by an error"
+		}
+		parts = append(parts, p)
+	}
+	return errors.New("decode: " + strings.Join(parts, "; "))
 }
 
 // plural is "1 file", "2 files": n and the noun that fits it.
@@ -202,49 +226,54 @@ const checkHashesUsage = "check HEVC pictures against the MD5 hashes an encoder 
 // after printing the shard's index warnings (members it skipped) to
 // stderr, or on a plain media file as a one-member sample
 // (decode.FileSample). A sample that fails (fn's error, or a sample too
-// large to read) is printed to stderr, counted in failed and skipped; a
-// fatal error of fn (isFatal), a shard that cannot be opened and a shard
-// that cannot be read stop the file with err.
-func eachSample(stderr io.Writer, path, cache string, fn func(*decode.Sample) error) (failed int, err error) {
-	skip := func(err error) error {
-		if err == nil || isFatal(err) {
-			return err
+// large to read) is printed to stderr, counted in n.failed and skipped;
+// one that does not is counted in n.ok. A fatal error of fn (isFatal), a
+// shard that cannot be opened and a shard that cannot be read stop the
+// file with err, n counting the samples before.
+func eachSample(stderr io.Writer, path, cache string, fn func(*decode.Sample) error) (n tally, err error) {
+	run := func(s *decode.Sample, err error) error {
+		if err == nil {
+			err = fn(s)
 		}
-		failed++
-		fmt.Fprintln(stderr, err)
+		switch {
+		case err == nil:
+			n.ok++
+		case isFatal(err):
+			return err
+		default:
+			n.failed++
+			fmt.Fprintln(stderr, err)
+		}
 		return nil
 	}
 	if !decode.IsShardName(path) {
 		data, err := os.ReadFile(path)
 		if err != nil {
-			return 0, fmt.Errorf("decode: %w", err)
+			return n, fmt.Errorf("decode: %w", err)
 		}
-		// skip counts into failed: call it before failed is read.
-		err = skip(fn(decode.FileSample(path, data)))
-		return failed, err
+		// run counts into n: call it before n is read.
+		err = run(decode.FileSample(path, data), nil)
+		return n, err
 	}
 	sh, err := decode.OpenShard(path, cache)
 	if err != nil {
-		return 0, err
+		return n, err
 	}
 	defer sh.Close()
 	printWarningLines(stderr, decode.ShardWarnings{Shard: path, Warnings: sh.Warnings()})
 	if sh.Len() == 0 {
-		return 0, fmt.Errorf("decode: shard %s has no samples", path)
+		return n, fmt.Errorf("decode: shard %s has no samples", path)
 	}
 	for i := range sh.Len() {
 		s, err := sh.ReadSample(i)
 		if err != nil && !errors.Is(err, decode.ErrSampleTooLarge) {
-			return failed, err
+			return n, err
 		}
-		if err == nil {
-			err = fn(s)
-		}
-		if err := skip(err); err != nil {
-			return failed, err
+		if err := run(s, err); err != nil {
+			return n, err
 		}
 	}
-	return failed, nil
+	return n, nil
 }
 
 // printMD5s prints the MD5s of one file: bare lines for a video or image
@@ -254,7 +283,7 @@ func eachSample(stderr io.Writer, path, cache string, fn func(*decode.Sample) er
 // plain file is hashed as the one-member sample decode makes of it
 // (eachSample), so that its errors are those of a shard's sample, naming
 // the file once.
-func printMD5s(ctx context.Context, w, stderr io.Writer, path, cache string, named bool) (failed int, err error) {
+func printMD5s(ctx context.Context, w, stderr io.Writer, path, cache string, named bool) (tally, error) {
 	file := !decode.IsShardName(path)
 	return eachSample(stderr, path, cache, func(s *decode.Sample) error {
 		ms, err := decode.SampleMD5s(ctx, s, decode.DefaultLimits())

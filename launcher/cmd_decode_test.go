@@ -322,3 +322,35 @@ func TestDecodeReportsDamage(t *testing.T) {
 		t.Errorf("--md5 --check-hashes: exit %d, stderr %q; want a usage error", code, stderr)
 	}
 }
+
+// TestDecodeShardTotal checks decode's closing line on a shard of which
+// some samples fail: it counts the shard's samples, decoded and failed,
+// instead of calling the shard one failed file ("0 files decoded, 1
+// failed (1 sample failed)", as if nothing decoded), with and without
+// --md5, and counts a plain file given with it apart.
+func TestDecodeShardTotal(t *testing.T) {
+	jpg, err := os.ReadFile(filepath.Join("..", "decode", "testdata", "media", "image420.jpg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	members := map[string][]byte{"a.jpg": jpg, "b.jpg": []byte("\xff\xd8\xff\xe0garbage"), "c.jpg": jpg}
+	shard := writeTestFile(t, filepath.Join(dir, "s.tar"), tarOf(t, members, "a.jpg", "b.jpg", "c.jpg"))
+	file := writeTestFile(t, filepath.Join(dir, "f.jpg"), jpg)
+	for _, tc := range []struct {
+		args  []string
+		lines int // stdout lines: one per decoded sample or image
+		total string
+	}{
+		{[]string{shard}, 2, "decode: 1 shard: 2 samples decoded, 1 failed\n"},
+		{[]string{"--md5", shard}, 2, "decode: 1 shard: 2 samples decoded, 1 failed\n"},
+		{[]string{file, shard, shard}, 5, "decode: 1 file decoded; 2 shards: 4 samples decoded, 2 failed\n"},
+	} {
+		args := append([]string{"decode", "--cache", t.TempDir()}, tc.args...)
+		code, stdout, stderr := runMain(args...)
+		if code != 1 || strings.Count(stdout, "\n") != tc.lines || !strings.Contains(stderr, "b.jpg") || !strings.HasSuffix(stderr, tc.total) {
+			t.Errorf("%v: got exit %d, %d lines out, stderr %q; want exit 1, %d lines, b.jpg named, ending %q",
+				tc.args, code, strings.Count(stdout, "\n"), stderr, tc.lines, tc.total)
+		}
+	}
+}

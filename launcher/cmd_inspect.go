@@ -50,19 +50,15 @@ func runInspect(ctx context.Context, stdout, stderr io.Writer, args []string) er
 		return emptyShardsError(err, empty)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "key\tshard\tmodality\tbytes\twidth\theight\tframes\tduration_s\tcodec\tkeyframes\test_cost_us")
+	fmt.Fprintln(tw, "key\tshard\tmodality\tbytes\twidth\theight\tframes\tduration_s\tcodec\tkeyframes\test_cost_us\tdisplay")
 	rows := 0
 	err := decode.Inspect(ctx, fs.Args(), indexDir, m, func(s decode.RecordSummary) error {
 		rows++
 		if s.Error != "" {
 			fmt.Fprintf(stderr, "%s\n", s.Error)
 		}
-		count := fmt.Sprint(s.Frames)
-		if s.Estimated {
-			count = "~" + count
-		}
-		_, err := fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%.3f\t%s\t%d\t%d\n",
-			s.Key, s.Shard, s.Modality, s.Bytes, s.Width, s.Height, count, s.DurationS, s.Codec, s.Keyframes, s.EstCostUS)
+		_, err := fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%.3f\t%s\t%d\t%d\t%s\n",
+			s.Key, s.Shard, s.Modality, s.Bytes, s.Width, s.Height, frameCount(s), s.DurationS, s.Codec, s.Keyframes, s.EstCostUS, display(s))
 		return err
 	})
 	if err != nil && rows == 0 {
@@ -72,6 +68,39 @@ func runInspect(ctx context.Context, stdout, stderr io.Writer, args []string) er
 		err = ferr
 	}
 	return emptyShardsError(err, empty)
+}
+
+// frameCount is inspect's frames cell: the frames FFmpeg shows, as
+// ffprobe -count_frames counts them, and those an edit list hides (which
+// FFmpeg decodes without showing them) when there are any, "37 (+13
+// hidden)"; "~50" for a count estimated from the duration.
+func frameCount(s decode.RecordSummary) string {
+	switch {
+	case s.Estimated:
+		return fmt.Sprintf("~%d", s.Frames)
+	case s.FramesShown != s.Frames:
+		return fmt.Sprintf("%d (+%d hidden)", s.FramesShown, s.Frames-s.FramesShown)
+	}
+	return fmt.Sprint(s.Frames)
+}
+
+// display is inspect's display cell, empty unless the clip's display
+// matrix turns it: the size it is shown at and the turn, with
+// ffprobe's rotation ("48x64 (rotated 90° counterclockwise)" where
+// ffprobe says rotation=90, width=64, height=48).
+func display(s decode.RecordSummary) string {
+	var turn string
+	switch r := s.Rotation; {
+	case r == 0:
+		return ""
+	case r == 180 || r == -180:
+		turn = "rotated 180°"
+	case r > 0:
+		turn = fmt.Sprintf("rotated %d° counterclockwise", r)
+	default:
+		turn = fmt.Sprintf("rotated %d° clockwise", -r)
+	}
+	return fmt.Sprintf("%dx%d (%s)", s.DisplayWidth, s.DisplayHeight, turn)
 }
 
 // printShardWarnings prints to w the index warnings of the shards of

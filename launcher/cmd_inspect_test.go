@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,5 +43,84 @@ func TestInspectShapeBounds(t *testing.T) {
 		if code != 2 || stdout != "" || !strings.Contains(stderr, args[0]+" "+args[1]+": want ") {
 			t.Errorf("inspect %v: exit %d, stdout %q, stderr %q; want exit 2 naming the flag and its bounds", args, code, stdout, stderr)
 		}
+	}
+}
+
+// TestInspectShownFramesAndRotation checks what inspect says of a clip an
+// edit list cuts (h264_sscut.mp4: ffprobe -count_frames counts 37 frames,
+// FFmpeg decoding 13 more it never shows) and of one a display matrix
+// turns (rot90_420.mp4: stored 64x48, ffprobe's side data rotation=90,
+// shown 48x64): the table gives the frames shown and the hidden ones, and
+// the displayed size with the turn; --json keeps its fields and adds
+// frames_shown, rotation and the displayed size.
+func TestInspectShownFramesAndRotation(t *testing.T) {
+	video := filepath.Join("..", "decode", "testdata", "video")
+	members := map[string][]byte{}
+	for _, name := range []string{"h264_sscut.mp4", "rot90_420.mp4"} {
+		data, err := os.ReadFile(filepath.Join(video, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		members[name] = data
+	}
+	shard := writeTestFile(t, filepath.Join(t.TempDir(), "v.tar"), tarOf(t, members, "h264_sscut.mp4", "rot90_420.mp4"))
+	code, stdout, stderr := runMain("inspect", "--cache", t.TempDir(), shard)
+	rows := map[string][]string{}
+	for _, line := range strings.Split(stdout, "\n") {
+		f := strings.Split(line, "  ") // tabwriter pads cells with 2 spaces at least
+		var cells []string
+		for _, c := range f {
+			if c = strings.TrimSpace(c); c != "" {
+				cells = append(cells, c)
+			}
+		}
+		if len(cells) > 0 {
+			rows[cells[0]] = cells
+		}
+	}
+	if h := rows["key"]; code != 0 || len(h) != 12 || h[6] != "frames" || h[11] != "display" {
+		t.Fatalf("exit %d, header %q, stderr %q; want exit 0 and 12 columns, frames 7th, display last", code, h, stderr)
+	}
+	if r := rows["h264_sscut"]; len(r) != 11 || r[4] != "128" || r[5] != "96" || r[6] != "37 (+13 hidden)" || r[7] != "1.500" {
+		t.Errorf("h264_sscut: row %q; want 128x96, 37 (+13 hidden) frames, 1.500 s, no display cell", r)
+	}
+	if r := rows["rot90_420"]; len(r) != 12 || r[4] != "64" || r[5] != "48" || r[6] != "10" || r[11] != "48x64 (rotated 90° counterclockwise)" {
+		t.Errorf("rot90_420: row %q; want 64x48 stored, 10 frames, shown 48x64 rotated 90° counterclockwise", r)
+	}
+
+	code, stdout, stderr = runMain("inspect", "--json", "--cache", t.TempDir(), shard)
+	if code != 0 {
+		t.Fatalf("--json: exit %d: %s", code, stderr)
+	}
+	want := map[string]map[string]any{
+		"h264_sscut": {"width": 128.0, "height": 96.0, "frames": 50.0, "frames_shown": 37.0, "duration_s": 1.5, "rotation": nil,
+			"display_width": 128.0, "display_height": 96.0},
+		"rot90_420": {"width": 64.0, "height": 48.0, "frames": 10.0, "frames_shown": 10.0, "duration_s": 0.4, "rotation": 90.0,
+			"display_width": 48.0, "display_height": 64.0},
+	}
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		var got map[string]any
+		if err := json.Unmarshal([]byte(line), &got); err != nil {
+			t.Fatalf("--json line %q: %v", line, err)
+		}
+		key, _ := got["key"].(string)
+		w, ok := want[key]
+		if !ok {
+			t.Fatalf("--json: key %q", key)
+		}
+		delete(want, key)
+		for k, v := range w {
+			if got[k] != v {
+				t.Errorf("--json %s: %s = %v, want %v", key, k, got[k], v)
+			}
+		}
+		for _, k := range []string{"shard", "modality", "bytes", "codec", "keyframes", "tokens", "est_cost_us", "model"} {
+			if _, ok := got[k]; !ok {
+				t.Errorf("--json %s: no %s field", key, k)
+			}
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("--json: no line for %v", want)
 	}
 }
