@@ -209,32 +209,59 @@ func resolvePayload(s *Sample, rec *Record, lim Limits) (payload, error) {
 	return p, nil
 }
 
-// sampleText joins the sample's text members (captions and document text,
-// not JSON metadata or class labels), in document position order, with
-// newlines, copying their bytes once, and estimates its tokens (from the
-// members: a newline only separates words, so the sum is the joined
-// text's count).
+// sampleText joins the sample's text, in document position order, with
+// newlines, and estimates its tokens (from the parts: a newline only
+// separates words, so the sum is the joined text's count), as
+// ParseRecord counts them into Record.Text: its captions and text parts
+// (not "metadata.txt") and a JSON document's text strings; for a sample
+// with neither these nor a picture, its JSON string values and class
+// labels.
 func sampleText(s *Sample) (text string, tokens int) {
 	type part struct {
 		pos  int
 		data []byte
 	}
-	var parts []part
-	n := 0
+	var parts, metadata []part
+	pictures := false
 	for _, m := range s.Members {
-		switch lastComponent(m.Ext) {
-		case "txt", "text", "caption":
+		switch kind := memberKind(m.Ext); {
+		case kind == kindVideo || kind == kindImage:
+			pictures = true
+		case kind != kindText:
+		case isJSONExt(m.Ext):
+			j, ok := scanJSON(m.Data)
+			switch {
+			case !ok:
+				metadata = append(metadata, part{0, m.Data})
+			case j.doc:
+				for _, d := range j.docParts {
+					parts = append(parts, part{d.pos, []byte(d.text)})
+				}
+			default:
+				for _, v := range j.values {
+					metadata = append(metadata, part{0, []byte(v)})
+				}
+			}
+		case isMetadataExt(m.Ext):
+			metadata = append(metadata, part{0, m.Data})
+		default:
 			pos, _ := docPosition(m.Ext)
 			parts = append(parts, part{pos, m.Data})
-			n += len(m.Data) + 1
 		}
+	}
+	if len(parts) == 0 && !pictures {
+		parts = metadata
 	}
 	if len(parts) == 0 {
 		return "", 0
 	}
 	sort.SliceStable(parts, func(a, b int) bool { return parts[a].pos < parts[b].pos })
+	n := len(parts) - 1
+	for _, p := range parts {
+		n += len(p.data)
+	}
 	var b strings.Builder
-	b.Grow(n - 1)
+	b.Grow(n)
 	for i, p := range parts {
 		if i > 0 {
 			b.WriteByte('\n')

@@ -38,12 +38,38 @@ func memberKind(ext string) int {
 // for errors about samples with none of them.
 const recognisedExts = "video mp4 mov m4v webm mkv, image jpg jpeg png webp, text txt text json caption cls"
 
-// isMetadataExt reports whether a text member is metadata (json, cls)
-// rather than a caption or text part.
+// unreadMedia returns what a member holds when its extension names media
+// datahelix does not decode — "audio", "image" or "video" — and "" for
+// any other extension. Such a member is refused where dropping it would
+// change what the sample means (see ParseRecord), not skipped like
+// members of unknown kinds.
+func unreadMedia(ext string) string {
+	switch lastComponent(ext) {
+	case "m4a", "mp3", "wav", "flac", "ogg", "oga", "opus", "aac", "weba":
+		return "audio"
+	case "gif", "tif", "tiff", "bmp", "avif", "heic", "heif", "jxl", "jp2":
+		return "image"
+	case "avi", "flv", "wmv", "mpg", "mpeg", "3gp", "ogv":
+		return "video"
+	}
+	return ""
+}
+
+// isMetadataExt reports whether a text member is metadata rather than a
+// caption or text part: json and cls members, and text members named as
+// metadata ("metadata.txt", the member list of a Hugging Face M4 web
+// document).
 func isMetadataExt(ext string) bool {
 	switch lastComponent(ext) {
 	case "json", "cls":
 		return true
+	}
+	if i := strings.LastIndexByte(ext, '.'); i >= 0 {
+		for _, c := range strings.Split(ext[:i], ".") {
+			if c == "metadata" {
+				return true
+			}
+		}
 	}
 	return false
 }
@@ -56,18 +82,31 @@ func lastComponent(ext string) string {
 }
 
 // docPosition returns the position of a member in an interleaved
-// document: the number that starts its extension ("3.jpg", "12.txt",
-// "img_3.jpg" count as positions 3, 12 and 3). ok is false for plain
-// extensions like "jpg".
+// document: the number that starts its extension, alone, after a
+// lower-case name and an underscore, or after a name that says position
+// ("3.jpg", "12.txt", "0.text.txt", "img_3.jpg", "image3.jpg",
+// "page2.txt" count as positions 3, 12, 0, 3, 3 and 2). ok is false for
+// plain extensions like "jpg" and for other names that end in a digit,
+// such as the captioning models of "blip2.txt" or "qwen2.txt".
 func docPosition(ext string) (pos int, ok bool) {
-	i := strings.IndexByte(ext, '.')
-	if i <= 0 {
+	head, _, found := strings.Cut(ext, ".")
+	if !found {
 		return 0, false
 	}
-	head := strings.TrimLeft(ext[:i], "abcdefghijklmnopqrstuvwxyz_")
-	n, err := strconv.Atoi(head)
-	if err != nil || n < 0 || head == "" {
+	name := strings.TrimRight(head, "0123456789")
+	if name == head {
 		return 0, false
+	}
+	switch name {
+	case "", "img", "image", "text", "txt", "page", "part", "seg", "segment":
+	default:
+		if !strings.HasSuffix(name, "_") || strings.Trim(name, "abcdefghijklmnopqrstuvwxyz_") != "" {
+			return 0, false
+		}
+	}
+	n, err := strconv.Atoi(head[len(name):])
+	if err != nil {
+		return 0, false // beyond int
 	}
 	return n, true
 }
@@ -80,22 +119,36 @@ func docPosition(ext string) (pos int, ok bool) {
 //   - every image member (jpg, jpeg, png, webp) gives an entry of Images,
 //     ordered by document position ("0.jpg", "1.jpg", ...) and then by
 //     member order;
-//   - text members add up into Text: the captions and text parts (txt,
-//     text, caption) when the sample has any, else its metadata (json,
-//     cls) — a LAION-style sample's json beside its caption is metadata,
-//     while a sample holding only json is text.
+//   - Text adds up the sample's captions and text parts (txt, text,
+//     caption; not "metadata.txt") and the "texts" or "text_list" strings
+//     of a JSON document (OBELICS and MINT-1T keep a document's text
+//     there, with its images in members "N.jpg" at the same positions,
+//     MMC4 in "text_list"). Other json and cls members are metadata, such
+//     as img2dataset's and video2dataset's json beside a picture: they are
+//     the Text of a sample with neither picture nor caption (a sample
+//     holding only json is text), and no other's.
 //
 // Extensions are matched on their last component, so "0.jpg" and
 // "seg.txt" count. The modality is video when there is a video member;
-// document when there are images and text and either more than one image
-// or any member carrying a document position (an interleaved document);
-// image for images alone or with a caption; text for text alone. Members
-// of other kinds only count in Bytes. A sample without any recognised
-// member is ErrNoPayload; a recognised member that does not parse (or is
-// empty) fails the record with the format's error, and text members
-// larger than DefaultLimits' MaxTextBytes together fail it with ErrLimit
-// before they are read. Every error is a *SampleError naming the shard,
-// sample and member.
+// document when there are images and text and either more than one image,
+// any member carrying a document position (an interleaved document) or a
+// JSON document; image for images alone or with a caption; text for text
+// alone. Members of other kinds only count in Bytes.
+//
+// A sample without any recognised member is ErrNoPayload; a recognised
+// member that does not parse (or is empty) fails the record with the
+// format's error, and text members larger than DefaultLimits'
+// MaxTextBytes together fail it with ErrLimit before they are read. A
+// sample that would otherwise lose part of what it means fails with
+// ErrUnsupported: without a clip, an image or video member of a format
+// datahelix does not read (gif, tiff, bmp, avif, heic, avi, flv, ...),
+// audio (m4a, mp3, wav, ...) with no picture beside it, or images
+// embedded in JSON (MMC4's "image_base64") with no image member; beside
+// a clip, other media are ignored as thumbnails and audio tracks, and
+// audio beside an image as a clip's audio track is. So does a text member
+// in UTF-16 or UTF-32 (by its byte order mark: PowerShell 5 writes
+// UTF-16), whose bytes as UTF-8 are garbage. Every error is a
+// *SampleError naming the shard, sample and member.
 func ParseRecord(s *Sample) (*Record, error) {
 	return ParseRecordLimits(s, Limits{})
 }
@@ -113,7 +166,16 @@ func ParseRecordLimits(s *Sample, lim Limits) (*Record, error) {
 	}
 	var images []image
 	var captions, metadata *TextInfo
-	interleaved := false
+	add := func(sum **TextInfo, bytes, tokens int) {
+		if *sum == nil {
+			*sum = &TextInfo{}
+		}
+		(*sum).Bytes += bytes
+		(*sum).Tokens += tokens
+	}
+	interleaved, jsonDoc := false, false
+	unreadPicture, audio, embedded := -1, -1, -1 // members refused unless a clip or picture makes them extras
+	embeddedHow := ""
 	for i, m := range s.Members {
 		r.Bytes += int64(len(m.Data))
 		kind := memberKind(m.Ext)
@@ -146,23 +208,55 @@ func ParseRecordLimits(s *Sample, lim Limits) (*Record, error) {
 				images = append(images, image{info, pos})
 			}
 		case kindText:
-			t := ParseText(m.Data, m.Ext)
-			sum := &captions
-			if isMetadataExt(m.Ext) {
-				sum = &metadata
+			if enc := wideBOM(m.Data); enc != "" {
+				err = fmt.Errorf("%w: %s text (it starts with that byte order mark), which reads as garbage and NUL bytes in UTF-8: re-encode it as UTF-8, e.g. with iconv -f %s -t UTF-8", ErrUnsupported, enc, enc[:6])
+				break
 			}
-			if *sum == nil {
-				*sum = &TextInfo{}
+			switch {
+			case isJSONExt(m.Ext):
+				j, ok := scanJSON(m.Data)
+				switch {
+				case !ok:
+					add(&metadata, len(m.Data), EstimateTokens(m.Data))
+				case j.doc:
+					add(&captions, j.docBytes, j.docTokens)
+					jsonDoc = true
+				default:
+					add(&metadata, len(m.Data), j.tokens)
+				}
+				if ok && j.embedded != "" && embedded < 0 {
+					embedded, embeddedHow = i, j.embedded
+				}
+			case isMetadataExt(m.Ext):
+				t := ParseText(m.Data, m.Ext)
+				add(&metadata, t.Bytes, t.Tokens)
+			default:
+				t := ParseText(m.Data, m.Ext)
+				add(&captions, t.Bytes, t.Tokens)
 			}
-			(*sum).Bytes += t.Bytes
-			(*sum).Tokens += t.Tokens
+		default:
+			switch unreadMedia(m.Ext) {
+			case "audio":
+				if audio < 0 {
+					audio = i
+				}
+			case "image", "video":
+				if unreadPicture < 0 {
+					unreadPicture = i
+				}
+			}
 		}
 		if err != nil {
 			return nil, newSampleError(s, m.Name, err)
 		}
 	}
+	if r.Video == nil && (len(images) > 0 || captions != nil || metadata != nil) {
+		if err := refuseUnread(s, unreadPicture, audio, embedded, embeddedHow, len(images) > 0); err != nil {
+			return nil, err
+		}
+	}
 	r.Text = captions
-	if r.Text == nil {
+	if r.Text == nil && r.Video == nil && len(images) == 0 {
 		r.Text = metadata
 	}
 	sort.SliceStable(images, func(a, b int) bool { return images[a].pos < images[b].pos })
@@ -172,7 +266,7 @@ func ParseRecordLimits(s *Sample, lim Limits) (*Record, error) {
 	switch {
 	case r.Video != nil:
 		r.Modality = ModalityVideo
-	case len(r.Images) > 0 && r.Text != nil && (len(r.Images) > 1 || interleaved):
+	case len(r.Images) > 0 && r.Text != nil && (len(r.Images) > 1 || interleaved || jsonDoc):
 		r.Modality = ModalityDocument
 	case len(r.Images) > 0:
 		r.Modality = ModalityImage
@@ -193,6 +287,28 @@ func ParseRecordLimits(s *Sample, lim Limits) (*Record, error) {
 		return nil, newSampleError(s, "", fmt.Errorf("%w: members [%s]; recognised: %s", ErrNoPayload, strings.Join(exts, " "), recognisedExts))
 	}
 	return r, nil
+}
+
+// refuseUnread fails a sample without a clip that holds media it would
+// train without: the member index unreadPicture (an image or video of a
+// format datahelix does not read), audio (when the sample has no image:
+// its text would train alone) or embedded (a JSON member holding images
+// as how says, when the sample has no image member); -1 for none.
+func refuseUnread(s *Sample, unreadPicture, audio, embedded int, how string, hasImages bool) error {
+	switch {
+	case unreadPicture >= 0:
+		m := s.Members[unreadPicture]
+		return newSampleError(s, m.Name, fmt.Errorf("%w: .%s %s; datahelix reads images jpg, jpeg, png, webp and video mp4, mov, m4v, webm, mkv: convert it, rather than train on the sample without it",
+			ErrUnsupported, lastComponent(m.Ext), unreadMedia(m.Ext)))
+	case audio >= 0 && !hasImages:
+		m := s.Members[audio]
+		return newSampleError(s, m.Name, fmt.Errorf("%w: .%s audio with no video or image beside it: datahelix decodes no audio, and would train on the sample's text alone",
+			ErrUnsupported, lastComponent(m.Ext)))
+	case embedded >= 0 && !hasImages:
+		return newSampleError(s, s.Members[embedded].Name, fmt.Errorf("%w: images embedded in JSON (%s) are not decoded: store them as members KEY.N.jpg (N: the position in the document) beside the JSON",
+			ErrUnsupported, how))
+	}
+	return nil
 }
 
 // parseVideo picks the container parser from the bytes: EBML

@@ -50,7 +50,11 @@ func TestParseRecord(t *testing.T) {
 		{"interleaved one image", sampleOf("e", "0.txt", "first", "1.jpg", jpg, "2.txt", "after"), ModalityDocument, "", []int{1}, 2},
 		{"text", sampleOf("x", "txt", "just some words", "json", `{"id": 7}`), ModalityText, "", nil, 3},
 		{"json only", sampleOf("j", "json", `{"text": "a long document here"}`), ModalityText, "", nil, 4},
-		{"image with metadata", sampleOf("l", "jpg", jpg, "json", `{"url": "x"}`), ModalityImage, "", []int{0}, 1},
+		{"image with metadata", sampleOf("l", "jpg", jpg, "json", `{"url": "x"}`), ModalityImage, "", []int{0}, -1}, // no caption: Decode gives no text
+		{"video with metadata", sampleOf("m", "mp4", mp4, "cls", "7", "json", `{"caption": "x"}`), ModalityVideo, "h264", nil, -1},
+		{"json document", sampleOf("d", "2.png", png, "json", `{"texts": ["a b", null, null, "c"], "url": "https://x/y"}`, "1.jpg", jpg), ModalityDocument, "", []int{2, 0}, 3},
+		{"metadata.txt", sampleOf("t", "0.text.txt", "one two", "metadata.txt", "t.0.text.txt\nt.1.image.jpg", "1.image.jpg", jpg), ModalityDocument, "", []int{2}, 2},
+		{"captions of models", sampleOf("b", "jpg", jpg, "blip2.txt", "a cat", "t5.txt", "cat"), ModalityImage, "", []int{0}, 3},
 		{"text and other members", sampleOf("o", "txt", "words", "npy", "\x93NUMPY"), ModalityText, "", nil, 1},
 	}
 	for _, tt := range tests {
@@ -107,6 +111,40 @@ func TestParseRecordErrors(t *testing.T) {
 	if !errors.Is(err, ErrBadImage) {
 		t.Errorf("bad image: err %v, want ErrBadImage", err)
 	}
+
+	// Samples that would train without part of what they hold.
+	jpg, mp4 := readImage(t, "y420.jpg"), readVideo(t, "h264_faststart.mp4")
+	for _, tt := range []struct {
+		sample       *Sample
+		member, want string
+	}{
+		{sampleOf("a", "txt", "birds", "flac", "fLaC"), "a.flac", ".flac audio with no video or image"},
+		{sampleOf("g", "0.txt", "x", "1.tif", "II*\x00", "2.jpg", jpg), "g.1.tif", ".tif image; datahelix reads images jpg"},
+		{sampleOf("v", "avi", "RIFF", "txt", "a clip"), "v.avi", ".avi video; datahelix reads"},
+		{sampleOf("e", "json", `{"texts": ["x"], "images": ["data:image/png;base64,iVBORw0KGgo="]}`), "e.json", "images embedded in JSON (data:image URIs)"},
+		{sampleOf("u", "mp4", mp4, "txt", "\xfe\xff\x00a"), "u.txt", "UTF-16BE text (it starts with that byte order mark)"},
+		{sampleOf("w", "json", "\xff\xfe\x00\x00{\x00\x00\x00}\x00\x00\x00"), "w.json", "UTF-32LE text"},
+	} {
+		_, err := ParseRecord(tt.sample)
+		var se *SampleError
+		if !errors.Is(err, ErrUnsupported) || !errors.As(err, &se) || se.Member != tt.member || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("sample %q: err %v, want ErrUnsupported naming %s and saying %q", tt.sample.Key, err, tt.member, tt.want)
+		}
+	}
+	// Beside a clip, other media are thumbnails and audio tracks; audio
+	// beside an image is left out as a clip's audio track is; without any
+	// payload, unread media are no payload.
+	for _, s := range []*Sample{
+		sampleOf("c", "mp4", mp4, "gif", "GIF89a", "m4a", "x", "txt", "a clip"),
+		sampleOf("i", "jpg", jpg, "wav", "RIFF", "txt", "spoken caption"),
+	} {
+		if _, err := ParseRecord(s); err != nil {
+			t.Errorf("sample %q: %v", s.Key, err)
+		}
+	}
+	if _, err := ParseRecord(sampleOf("o", "gif", "GIF89a", "mp3", "ID3")); !errors.Is(err, ErrNoPayload) {
+		t.Errorf("gif and mp3 alone: err %v, want ErrNoPayload", err)
+	}
 }
 
 func TestDocPosition(t *testing.T) {
@@ -117,6 +155,9 @@ func TestDocPosition(t *testing.T) {
 	}{
 		{"jpg", 0, false}, {"0.jpg", 0, true}, {"12.txt", 12, true}, {"img_3.jpg", 3, true},
 		{"seg.txt", 0, false}, {"-1.jpg", 0, false}, {"x.y.jpg", 0, false},
+		{"0.text.txt", 0, true}, {"text_12.txt", 12, true}, {"+1.jpg", 0, false}, {"blip2.txt", 0, false},
+		{"qwen2.txt", 0, false}, {"3x.jpg", 0, false}, {"img_.jpg", 0, false}, {"99999999999999999999.jpg", 0, false},
+		{"image10.png", 10, true}, {"page2.txt", 2, true}, {"a_b_7.txt", 7, true}, {"gpt4.txt", 0, false}, {"img-3.jpg", 0, false},
 	}
 	for _, tt := range tests {
 		pos, ok := docPosition(tt.ext)
@@ -137,6 +178,11 @@ func FuzzParseRecord(f *testing.F) {
 	f.Add(readImage(f, "prog420.jpg"), "0.jpg", true)
 	f.Add(readImage(f, "alpha.webp"), "webp", false)
 	f.Add([]byte(`{"caption": "a cat", "tags": ["x", {"k": "v"}]}`), "json", false)
+	f.Add([]byte(`{"texts": ["a", null, "b"], "images": [null, "x", null]}`), "json", true)
+	f.Add([]byte(`{"text_list": ["a"], "image_info": [{"image_base64": "/9j/4AAQ"}]}`), "json", false)
+	f.Add([]byte("\xff\xfea\x00"), "txt", false)
+	f.Add([]byte("GIF89a"), "2.gif", true)
+	f.Add([]byte("x"), "metadata.txt", false)
 	png := readImage(f, "rgb.png")
 	f.Fuzz(func(t *testing.T, data []byte, ext string, doc bool) {
 		s := sampleOf("k", ext, data, "txt", "caption")

@@ -3,6 +3,7 @@ package decode
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -15,13 +16,30 @@ import (
 func ParseText(data []byte, ext string) TextInfo {
 	info := TextInfo{Bytes: len(data)}
 	if isJSONExt(ext) {
-		if n, ok := jsonStringTokens(data); ok {
-			info.Tokens = n
+		if j, ok := scanJSON(data); ok {
+			info.Tokens = j.tokens
 			return info
 		}
 	}
 	info.Tokens = EstimateTokens(data)
 	return info
+}
+
+// wideBOM names the encoding whose byte order mark starts data when it is
+// UTF-16 or UTF-32 ("UTF-16LE", ...), and returns "" otherwise (UTF-8,
+// with or without its mark, or no mark at all).
+func wideBOM(data []byte) string {
+	switch {
+	case bytes.HasPrefix(data, []byte{0xFF, 0xFE, 0, 0}):
+		return "UTF-32LE"
+	case bytes.HasPrefix(data, []byte{0, 0, 0xFE, 0xFF}):
+		return "UTF-32BE"
+	case bytes.HasPrefix(data, []byte{0xFF, 0xFE}):
+		return "UTF-16LE"
+	case bytes.HasPrefix(data, []byte{0xFE, 0xFF}):
+		return "UTF-16BE"
+	}
+	return ""
 }
 
 func isJSONExt(ext string) bool {
@@ -89,37 +107,95 @@ func EstimateTokens(text []byte) int {
 	return tokens
 }
 
-// jsonStringTokens sums the estimated tokens of the string values (not
-// keys) of a JSON document; ok is false when data is not valid JSON.
-func jsonStringTokens(data []byte) (int, bool) {
+// jsonText is what scanJSON finds in a JSON document.
+type jsonText struct {
+	tokens int // estimated tokens of its string values (not keys)
+	// doc is set for an interleaved document's JSON: a top-level object
+	// with a "texts" array (OBELICS, MINT-1T: a string or null per
+	// position) or a "text_list" array (MMC4); docBytes and docTokens
+	// count the strings of those arrays alone, not URLs or other
+	// metadata.
+	doc                 bool
+	docBytes, docTokens int
+	// embedded says how the document embeds image data, "" when it does
+	// not: an "image_base64" string (MMC4's image_info) or a data:image
+	// URI.
+	embedded string
+	// values are its string values in order (tokens counts them), and
+	// docParts a document's text strings with their index in its array
+	// (docTokens counts them): the text Decode gives.
+	values   []string
+	docParts []docPart
+}
+
+// docPart is one text string of a JSON document at its position.
+type docPart struct {
+	pos  int
+	text string
+}
+
+// isDocTextKey reports whether a top-level key holds a document's text
+// parts.
+func isDocTextKey(key string) bool { return key == "texts" || key == "text_list" }
+
+// scanJSON reads a JSON document's strings; ok is false when data is not
+// valid JSON.
+func scanJSON(data []byte) (j jsonText, ok bool) {
 	if !json.Valid(data) {
-		return 0, false
+		return jsonText{}, false
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
-	type level struct{ object, keyNext bool }
+	type level struct {
+		object, keyNext bool
+		key             string // in an object, the key of the value being read
+		docText         bool   // an array under a top-level "texts" or "text_list"
+		n               int    // in an array, the values read so far
+	}
 	var stack []level
-	tokens := 0
 	for {
 		tok, err := dec.Token()
 		if err != nil {
-			return tokens, true // io.EOF after the valid document
+			return j, true // io.EOF after the valid document
 		}
 		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
 			stack = stack[:len(stack)-1]
 			continue
 		}
+		key, pos := "", 0
+		if n := len(stack); n > 0 && !stack[n-1].object {
+			pos = stack[n-1].n
+			stack[n-1].n++
+		}
 		if n := len(stack); n > 0 && stack[n-1].object {
 			if stack[n-1].keyNext {
 				stack[n-1].keyNext = false
+				stack[n-1].key, _ = tok.(string)
 				continue // a key
 			}
 			stack[n-1].keyNext = true // this token starts the value
+			key = stack[n-1].key
 		}
 		switch v := tok.(type) {
 		case json.Delim:
-			stack = append(stack, level{object: v == '{', keyNext: v == '{'})
+			docText := v == '[' && len(stack) == 1 && stack[0].object && isDocTextKey(key)
+			j.doc = j.doc || docText
+			stack = append(stack, level{object: v == '{', keyNext: v == '{', docText: docText})
 		case string:
-			tokens += EstimateTokens([]byte(v))
+			n := EstimateTokens([]byte(v))
+			j.tokens += n
+			j.values = append(j.values, v)
+			if len(stack) == 2 && stack[1].docText {
+				j.docBytes += len(v)
+				j.docTokens += n
+				j.docParts = append(j.docParts, docPart{pos, v})
+			}
+			switch {
+			case j.embedded != "":
+			case key == "image_base64" && v != "":
+				j.embedded = `"image_base64" strings, as MMC4 stores them`
+			case strings.HasPrefix(v, "data:image/"):
+				j.embedded = "data:image URIs"
+			}
 		}
 	}
 }
