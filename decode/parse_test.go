@@ -203,6 +203,10 @@ func FuzzParseRecord(f *testing.F) {
 		if r.Video != nil {
 			checkVideoInfo(t, r.Video)
 		}
+		// Training gets the text the record counts.
+		if _, n, err := SampleText(s, Limits{}); err != nil || n != r.Text.Tokens {
+			t.Fatalf("SampleText gives %d tokens (%v); the record counts %d", n, err, r.Text.Tokens)
+		}
 	})
 }
 
