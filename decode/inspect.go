@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 )
 
 // RecordSummary is one line of `datahelix inspect`: the record of a sample
@@ -41,8 +40,7 @@ type RecordSummary struct {
 	FramesShown int `json:"frames_shown"`
 	// Rotation is the rotation of the clip's display matrix (MP4/MOV tkhd
 	// and mvhd) in degrees counterclockwise, -180 to 180, as ffprobe
-	// prints it in its side data; 0 when there is none. Set by Inspect,
-	// which reads the clip's bytes, not by Summarize.
+	// prints it in its side data (VideoInfo.Rotation); 0 when there is none.
 	Rotation int `json:"rotation,omitempty"`
 	// DisplayWidth and DisplayHeight are the size of the picture as shown:
 	// Width and Height, swapped when the display matrix turns the clip by
@@ -60,6 +58,7 @@ func Summarize(r *Record, m *CostModel) RecordSummary {
 		v := r.Video
 		s.Width, s.Height, s.Frames, s.Codec, s.Keyframes = v.Width, v.Height, v.Frames, v.Codec, len(v.Keyframes)
 		s.FramesShown = v.Frames - len(v.Discarded)
+		s.Rotation = int(v.Rotation)
 		s.Estimated = v.FrameCountEstimated
 		if v.Timescale > 0 {
 			s.DurationS = float64(v.Duration) / float64(v.Timescale)
@@ -70,6 +69,9 @@ func Summarize(r *Record, m *CostModel) RecordSummary {
 		s.FramesShown = s.Frames
 	}
 	s.DisplayWidth, s.DisplayHeight = s.Width, s.Height
+	if r.Video != nil && r.Video.Turn()%180 == 90 {
+		s.DisplayWidth, s.DisplayHeight = s.Height, s.Width
+	}
 	if r.Text != nil {
 		s.Tokens = r.Text.Tokens
 	}
@@ -133,7 +135,6 @@ func inspectDataset(ctx context.Context, ds *Dataset, m *CostModel, visit func(R
 				sum.Error = err.Error()
 			} else {
 				sum = Summarize(rec, m)
-				addRotation(&sum, smp, rec)
 			}
 			if err := visit(sum); err != nil {
 				return err
@@ -141,102 +142,4 @@ func inspectDataset(ctx context.Context, ds *Dataset, m *CostModel, visit func(R
 		}
 	}
 	return nil
-}
-
-// addRotation sets s.Rotation and the displayed size from the display
-// matrix of the sample's clip when it is an MP4/MOV file.
-func addRotation(s *RecordSummary, smp *Sample, r *Record) {
-	v := r.Video
-	if v == nil || v.Container != "mp4" && v.Container != "mov" || v.Member < 0 || v.Member >= len(smp.Members) {
-		return
-	}
-	ccw, turn := mp4Rotation(smp.Members[v.Member].Data)
-	s.Rotation = ccw
-	if turn == 90 || turn == 270 {
-		s.DisplayWidth, s.DisplayHeight = s.Height, s.Width
-	}
-}
-
-// mp4Rotation reads the display matrix of the first video track of an
-// MP4/MOV file as FFmpeg 5.1's mov demuxer builds it (the tkhd matrix
-// times the mvhd matrix read before it) and returns its rotation as
-// ffprobe prints it (av_display_rotation_get: degrees counterclockwise,
-// truncated to an integer) and the clockwise turn, 0, 90, 180 or 270
-// degrees, that shows the picture upright, as the ffmpeg 5.1 CLI and
-// package av read it (av.StreamInfo.Rotation). A file without a matrix,
-// or with an identity or degenerate one, has neither.
-func mp4Rotation(data []byte) (ccw, turn int) {
-	var movie, track [9]int32 // row-major, as in the file; movie is zero without an mvhd, as in FFmpeg
-	found := false
-	it := boxIter{b: child(data, "moov")}
-	for !found {
-		typ, body, ok := it.next()
-		if !ok {
-			return 0, 0
-		}
-		switch string(typ[:]) {
-		case "mvhd":
-			if v, _, p, ok := fullBox(body); ok {
-				readMatrix(&movie, p, v, 32, 44)
-			}
-		case "trak":
-			if _, _, p, ok := fullBox(child(child(body, "mdia"), "hdlr")); !ok || len(p) < 8 || string(p[4:8]) != "vide" {
-				continue
-			}
-			found = true
-			v, _, p, ok := fullBox(child(body, "tkhd"))
-			if !ok || !readMatrix(&track, p, v, 36, 48) {
-				return 0, 0
-			}
-		}
-	}
-	// mov_read_tkhd: res[i][j] = sum over e of track[i][e]*movie[e][j],
-	// shifted by the fixed point of row e (16.16, 16.16, 2.30).
-	var m [9]int32
-	shift := [3]uint{16, 16, 30}
-	for i := range 3 {
-		for j := range 3 {
-			var sum int64
-			for e := range 3 {
-				sum += int64(track[3*i+e]) * int64(movie[3*e+j]) >> shift[e]
-			}
-			m[3*i+j] = int32(sum)
-		}
-	}
-	if m == [9]int32{0x10000, 0, 0, 0, 0x10000, 0, 0, 0, 1 << 30} {
-		return 0, 0 // FFmpeg exports no matrix
-	}
-	// av_display_rotation_get.
-	fp := func(k int) float64 { return float64(m[k]) / 0x10000 }
-	s0, s1 := math.Hypot(fp(0), fp(3)), math.Hypot(fp(1), fp(4))
-	if s0 == 0 || s1 == 0 {
-		return 0, 0
-	}
-	rot := -math.Atan2(fp(1)/s1, fp(0)/s0) * 180 / math.Pi
-	// The ffmpeg CLI's get_rotation, as av.c's read_rotation.
-	theta := -math.Round(rot)
-	theta -= 360 * math.Floor(theta/360+0.9/360)
-	angle := int(theta)
-	if angle < 0 || angle >= 360 {
-		angle = 0
-	}
-	return int(rot), (angle + 45) / 90 % 4 * 90
-}
-
-// readMatrix reads into m the 3x3 matrix of a full box of version v
-// whose payload is p, at offset off0 of a version 0 payload or off1 of a
-// version 1 one; it reports false for another version or a payload too
-// short.
-func readMatrix(m *[9]int32, p []byte, v uint8, off0, off1 int) bool {
-	off := off0
-	if v == 1 {
-		off = off1
-	}
-	if v > 1 || len(p) < off+36 {
-		return false
-	}
-	for k := range m {
-		m[k] = int32(be32(p, off+4*k))
-	}
-	return true
 }

@@ -2,17 +2,13 @@ package decode
 
 import (
 	"archive/tar"
-	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/datahelix/datahelix/decode/av"
 )
 
 func TestInspect(t *testing.T) {
@@ -139,57 +135,5 @@ func TestInspectShownFramesAndRotation(t *testing.T) {
 			strings.Join([]string{p["nb_read_frames"], p["duration"], p["rotation"], p["width"], p["height"]}, " ") {
 			t.Errorf("%s: frames shown, duration, rotation, stored size %s; ffprobe says %v", tt.file, want, p)
 		}
-	}
-}
-
-// TestMP4Rotation checks the display matrix read against FFmpeg's own on
-// rot90_420.mp4 with its tkhd matrix rewritten, mirrored ones included,
-// and with an mvhd matrix that FFmpeg multiplies in: the turn against
-// av.StreamInfo.Rotation, the rotation against ffprobe's side data on
-// the same rewritten files (FFmpeg 5.1; none for "movie turns back",
-// whose product is the identity, and a NaN printed as an integer for
-// "degenerate").
-func TestMP4Rotation(t *testing.T) {
-	const one = 0x10000 // 1.0 in the matrix's 16.16 fixed point
-	orig := readVideo(t, "rot90_420.mp4")
-	matrix := func(data []byte, typ string, off int, abcd [4]int32) {
-		i := bytes.Index(data, []byte(typ))
-		if i < 0 || data[i+4] != 0 {
-			t.Fatalf("rot90_420.mp4: no version 0 %s box", typ)
-		}
-		for k, at := range []int{0, 4, 12, 16} { // a, b, c, d
-			binary.BigEndian.PutUint32(data[i+8+off+at:], uint32(abcd[k]))
-		}
-	}
-	for _, tc := range []struct {
-		name       string
-		tkhd, mvhd [4]int32
-		ccw, turn  int // ffprobe's rotation, FFmpeg's clockwise turn
-	}{
-		{"as made", [4]int32{0, -one, one, 0}, [4]int32{one, 0, 0, one}, 90, 270},
-		{"identity", [4]int32{one, 0, 0, one}, [4]int32{one, 0, 0, one}, 0, 0},
-		{"clockwise", [4]int32{0, one, -one, 0}, [4]int32{one, 0, 0, one}, -90, 90},
-		{"hflip", [4]int32{-one, 0, 0, one}, [4]int32{one, 0, 0, one}, -180, 180},
-		{"vflip", [4]int32{one, 0, 0, -one}, [4]int32{one, 0, 0, one}, 0, 0},
-		{"cclock_flip", [4]int32{0, one, one, 0}, [4]int32{one, 0, 0, one}, -90, 90},
-		{"movie turns back", [4]int32{0, -one, one, 0}, [4]int32{0, one, -one, 0}, 0, 0},
-		{"movie turns too", [4]int32{0, -one, one, 0}, [4]int32{0, -one, one, 0}, -180, 180},
-		{"45 degrees", [4]int32{46341, -46341, 46341, 46341}, [4]int32{one, 0, 0, one}, 45, 0},
-		{"degenerate", [4]int32{0, 0, 0, 0}, [4]int32{one, 0, 0, one}, 0, 0},
-	} {
-		data := bytes.Clone(orig)
-		matrix(data, "tkhd", 36, tc.tkhd)
-		matrix(data, "mvhd", 32, tc.mvhd)
-		ccw, turn := mp4Rotation(data)
-		_, info, err := av.Packets(context.Background(), data, av.DefaultConfig())
-		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
-		if ccw != tc.ccw || turn != tc.turn || turn != info.Rotation {
-			t.Errorf("%s: rotation %d, turn %d; want %d, %d (FFmpeg turns it by %d)", tc.name, ccw, turn, tc.ccw, tc.turn, info.Rotation)
-		}
-	}
-	if ccw, turn := mp4Rotation([]byte("not an mp4")); ccw != 0 || turn != 0 {
-		t.Errorf("junk: rotation %d, turn %d; want none", ccw, turn)
 	}
 }
