@@ -39,7 +39,7 @@ type RecordSummary struct {
 	// is Frames.
 	FramesShown int `json:"frames_shown"`
 	// Rotation is the rotation of the clip's display matrix (MP4/MOV tkhd
-	// and mvhd) in degrees counterclockwise, -180 to 180, as ffprobe
+	// and mvhd, or a Matroska Projection) in degrees counterclockwise, -180 to 180, as ffprobe
 	// prints it in its side data (VideoInfo.Rotation); 0 when there is none.
 	Rotation int `json:"rotation,omitempty"`
 	// DisplayWidth and DisplayHeight are the size of the picture as shown:

@@ -49,11 +49,11 @@ type VideoInfo struct {
 	Codec     string // FFmpeg codec name: "h264", "hevc", "av1", "vp9", "vp8"
 	Width     int
 	Height    int
-	// Rotation is the rotation of an MP4/MOV track's display matrix (tkhd
-	// times mvhd) in degrees counterclockwise, -180 to 180, as
-	// av_display_rotation_get reads it (ffprobe prints it truncated to an
-	// integer); 0 when there is none, and for WebM. Turn gives the turn
-	// that shows the clip upright.
+	// Rotation is the rotation of the track's display matrix (MP4/MOV:
+	// tkhd times mvhd; Matroska: the one FFmpeg makes of a Projection) in
+	// degrees counterclockwise, -180 to 180, as av_display_rotation_get
+	// reads it (ffprobe prints it truncated to an integer); 0 when there
+	// is none. Turn gives the turn that shows the clip upright.
 	Rotation  float64
 	Timescale uint32 // ticks per second of Duration and FramePTS
 	Duration  int64  // in Timescale ticks

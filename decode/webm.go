@@ -13,34 +13,53 @@ var ErrBadWebM = errors.New("decode: invalid WebM/Matroska")
 
 // Matroska element IDs (with their length markers, as written).
 const (
-	ebmlHeaderID      = 0x1A45DFA3
-	ebmlDocTypeID     = 0x4282
-	mkvSegmentID      = 0x18538067
-	mkvInfoID         = 0x1549A966
-	mkvTimecodeScale  = 0x2AD7B1
-	mkvDurationID     = 0x4489
-	mkvTracksID       = 0x1654AE6B
-	mkvTrackEntryID   = 0xAE
-	mkvTrackNumberID  = 0xD7
-	mkvTrackTypeID    = 0x83
-	mkvCodecID        = 0x86
-	mkvDefaultDurID   = 0x23E383
-	mkvVideoID        = 0xE0
-	mkvPixelWidthID   = 0xB0
-	mkvPixelHeightID  = 0xBA
-	mkvClusterID      = 0x1F43B675
-	mkvClusterTimeID  = 0xE7
-	mkvSimpleBlockID  = 0xA3
-	mkvBlockGroupID   = 0xA0
-	mkvBlockID        = 0xA1
-	mkvReferenceBlock = 0xFB
-	mkvCuesID         = 0x1C53BB6B
-	mkvSeekHeadID     = 0x114D9B74
-	mkvChaptersID     = 0x1043A770
-	mkvTagsID         = 0x1254C367
-	mkvAttachmentsID  = 0x1941A469
-	mkvTrackTypeVideo = 1
-	unknownSize       = -1
+	ebmlHeaderID       = 0x1A45DFA3
+	ebmlDocTypeID      = 0x4282
+	mkvSegmentID       = 0x18538067
+	mkvInfoID          = 0x1549A966
+	mkvTimecodeScale   = 0x2AD7B1
+	mkvDurationID      = 0x4489
+	mkvTracksID        = 0x1654AE6B
+	mkvTrackEntryID    = 0xAE
+	mkvTrackNumberID   = 0xD7
+	mkvTrackTypeID     = 0x83
+	mkvCodecID         = 0x86
+	mkvDefaultDurID    = 0x23E383
+	mkvVideoID         = 0xE0
+	mkvPixelWidthID    = 0xB0
+	mkvPixelHeightID   = 0xBA
+	mkvClusterID       = 0x1F43B675
+	mkvClusterTimeID   = 0xE7
+	mkvSimpleBlockID   = 0xA3
+	mkvBlockGroupID    = 0xA0
+	mkvBlockID         = 0xA1
+	mkvReferenceBlock  = 0xFB
+	mkvBlockDuration   = 0x9B
+	mkvFlagDefaultID   = 0x88
+	mkvFlagHearingID   = 0x55AB
+	mkvFlagVisualID    = 0x55AC
+	mkvCodecDelayID    = 0x56AA
+	mkvEncodingsID     = 0x6D80
+	mkvEncodingID      = 0x6240
+	mkvEncScopeID      = 0x5032
+	mkvEncTypeID       = 0x5033
+	mkvCompressionID   = 0x5034
+	mkvCompAlgoID      = 0x4254
+	mkvCompSettingsID  = 0x4255
+	mkvCompHeaderStrip = 3
+	mkvProjectionID    = 0x7670
+	mkvProjTypeID      = 0x7671
+	mkvProjPrivateID   = 0x7672
+	mkvProjYawID       = 0x7673
+	mkvProjPitchID     = 0x7674
+	mkvProjRollID      = 0x7675
+	mkvCuesID          = 0x1C53BB6B
+	mkvSeekHeadID      = 0x114D9B74
+	mkvChaptersID      = 0x1043A770
+	mkvTagsID          = 0x1254C367
+	mkvAttachmentsID   = 0x1941A469
+	mkvTrackTypeVideo  = 1
+	unknownSize        = -1
 )
 
 // elemNames are the Matroska elements a message names, by ID.
@@ -173,17 +192,28 @@ type mkvTrack struct {
 	codec           string
 	width, height   int
 	defaultDuration uint64 // ns per frame, 0 when absent
+	codecDelay      uint64 // ns FFmpeg subtracts from every block timestamp
+	stripped        int    // header-stripping bytes FFmpeg puts back in front of each frame
+	rotation        float64
 }
 
-// ParseWebM reads the cost features of the first video track of a
-// WebM/Matroska file held in memory: codec and dimensions from Tracks,
-// duration from Info, and one frame per video block of the clusters
-// (SimpleBlocks and BlockGroups, laced frames counted), with keyframes
-// from the SimpleBlock flags or the absence of ReferenceBlock. FramePTS are
-// the block timestamps in the file's timecode scale, which FFmpeg also
-// uses (Timescale 1000 for the usual 1 ms scale). A file without clusters
-// gets an estimated frame count from its duration and the track's default
-// frame duration. A truncated last cluster is read as far as it goes.
+// ParseWebM reads the cost features of the video track of a WebM/Matroska
+// file held in memory that FFmpeg 5.1 decodes (av_find_best_stream: the
+// first of those with the best FlagDefault and impaired flags): codec,
+// dimensions and rotation (of a Projection, which FFmpeg turns into a
+// display matrix) from Tracks, duration from Info, and one frame per video
+// block of the clusters (SimpleBlocks and BlockGroups, each laced frame
+// counted with its own size), with keyframes from the SimpleBlock flags or
+// the absence of ReferenceBlock. FramePTS are the block timestamps in the
+// file's timecode scale, minus the track's CodecDelay, as FFmpeg gives
+// them (Timescale 1000 for the usual 1 ms scale); laced frames after the
+// first are timed by the block's duration split evenly, and those FFmpeg
+// leaves without a timestamp (no BlockDuration nor DefaultDuration) are
+// listed in Discarded. A file without clusters gets an estimated frame
+// count from its duration and the track's default frame duration. A file
+// cut short is read, as FFmpeg reads it, up to its last whole block; the
+// blocks of a cluster after one naming a track that Tracks does not list,
+// or laced wrongly, are dropped, as FFmpeg drops them.
 func ParseWebM(data []byte) (*VideoInfo, error) {
 	it := ebmlIter{b: data}
 	id, hdrBody, _, ok := it.next()
@@ -232,7 +262,8 @@ func child32(b []byte, want uint32) []byte {
 // mkvScan collects the video frames of the clusters of a segment.
 type mkvScan struct {
 	track  *mkvTrack
-	tcs    uint64 // timecode scale, ns per tick
+	tracks map[uint64]bool // the TrackNumbers Tracks lists
+	tcs    uint64          // timecode scale, ns per tick
 	info   VideoInfo
 	blocks int
 }
@@ -244,6 +275,12 @@ func parseSegment(seg []byte, container string, file []byte) (*VideoInfo, error)
 		it := ebmlIter{b: seg, off: len(file) - len(seg)}
 		id, body, unknown, ok := it.next()
 		if !ok {
+			if cut, err := s.cutCluster(seg, it.err); cut {
+				if err != nil {
+					return nil, err
+				}
+				break
+			}
 			if s.info.Frames > 0 && s.track != nil {
 				break // truncated after some clusters: keep what was read
 			}
@@ -258,11 +295,11 @@ func parseSegment(seg []byte, container string, file []byte) (*VideoInfo, error)
 			duration = ebmlFloat(child32(body, mkvDurationID))
 		case mkvTracksID:
 			if s.track == nil {
-				t, err := videoTrack(body)
+				t, numbers, err := videoTrack(body)
 				if err != nil {
 					return nil, err
 				}
-				s.track = t
+				s.track, s.tracks = t, numbers
 			}
 		case mkvClusterID:
 			if s.track == nil {
@@ -287,29 +324,144 @@ func parseSegment(seg []byte, container string, file []byte) (*VideoInfo, error)
 	return s.finish(container, duration)
 }
 
-// videoTrack returns the first video TrackEntry of a Tracks element.
-func videoTrack(tracks []byte) (*mkvTrack, error) {
+// cutCluster reads the whole blocks of a cluster at the start of seg that
+// runs past its end (a file cut short), as FFmpeg reads them, and reports
+// whether there was one. When no frame at all could be read, it returns
+// cutErr, the error naming the cut element.
+func (s *mkvScan) cutCluster(seg []byte, cutErr error) (bool, error) {
+	id, size, hdr, ok := ebmlElem(seg)
+	if !ok || id != mkvClusterID || size == unknownSize || size <= int64(len(seg)-hdr) || s.track == nil {
+		return false, nil
+	}
+	if _, err := s.cluster(seg[hdr:], true); err != nil {
+		return true, err
+	}
+	if s.info.Frames == 0 {
+		return true, cutErr
+	}
+	return true, nil
+}
+
+// videoTrack returns the video TrackEntry of a Tracks element that FFmpeg
+// 5.1 decodes, with the TrackNumbers of all entries. Of the entries
+// FFmpeg turns into video streams (TrackType video, a CodecID starting
+// with "V"), av_find_best_stream takes the first of those scoring most:
+// one point unless FlagHearingImpaired or FlagVisualImpaired is set, one
+// more for FlagDefault (which is 1 when absent).
+func videoTrack(tracks []byte) (*mkvTrack, map[uint64]bool, error) {
 	it := ebmlIter{b: tracks}
+	var best []byte
+	bestScore := -1
+	numbers := map[uint64]bool{}
 	for {
 		id, e, _, ok := it.next()
 		if !ok {
 			if it.err != nil {
-				return nil, it.err
+				return nil, nil, it.err
 			}
-			return nil, fmt.Errorf("%w: no video track", ErrBadWebM)
+			break
 		}
-		if id != mkvTrackEntryID || ebmlUint(child32(e, mkvTrackTypeID)) != mkvTrackTypeVideo {
+		if id != mkvTrackEntryID {
 			continue
 		}
-		video := child32(e, mkvVideoID)
-		return &mkvTrack{
-			number:          ebmlUint(child32(e, mkvTrackNumberID)),
-			codec:           mkvCodec(string(child32(e, mkvCodecID))),
-			width:           int(min(ebmlUint(child32(video, mkvPixelWidthID)), 1<<30)),
-			height:          int(min(ebmlUint(child32(video, mkvPixelHeightID)), 1<<30)),
-			defaultDuration: ebmlUint(child32(e, mkvDefaultDurID)),
-		}, nil
+		numbers[ebmlUint(child32(e, mkvTrackNumberID))] = true
+		codec := child32(e, mkvCodecID)
+		if ebmlUint(child32(e, mkvTrackTypeID)) != mkvTrackTypeVideo || len(codec) == 0 || codec[0] != 'V' {
+			continue
+		}
+		score := 0
+		if ebmlUint(child32(e, mkvFlagHearingID)) == 0 && ebmlUint(child32(e, mkvFlagVisualID)) == 0 {
+			score++
+		}
+		if f := child32(e, mkvFlagDefaultID); f == nil || ebmlUint(f) != 0 {
+			score++
+		}
+		if score > bestScore {
+			best, bestScore = e, score
+		}
 	}
+	if best == nil {
+		return nil, nil, fmt.Errorf("%w: no video track", ErrBadWebM)
+	}
+	video := child32(best, mkvVideoID)
+	return &mkvTrack{
+		number:          ebmlUint(child32(best, mkvTrackNumberID)),
+		codec:           mkvCodec(string(child32(best, mkvCodecID))),
+		width:           int(min(ebmlUint(child32(video, mkvPixelWidthID)), 1<<30)),
+		height:          int(min(ebmlUint(child32(video, mkvPixelHeightID)), 1<<30)),
+		defaultDuration: ebmlUint(child32(best, mkvDefaultDurID)),
+		codecDelay:      ebmlUint(child32(best, mkvCodecDelayID)),
+		stripped:        strippedHeader(child32(best, mkvEncodingsID)),
+		rotation:        mkvRotation(child32(video, mkvProjectionID)),
+	}, numbers, nil
+}
+
+// mkvRotation returns the rotation of the display matrix FFmpeg 5.1 makes
+// of a track's Projection (mkv_create_display_matrix), as ffprobe prints
+// it (VideoInfo.Rotation): a rectangular projection without private data
+// turned by ProjectionPoseRoll degrees counterclockwise, mirrored first
+// when ProjectionPoseYaw is 180 or -180. FFmpeg ignores other poses (a
+// pitch, another yaw), and other projections give spherical data, no
+// matrix.
+func mkvRotation(proj []byte) float64 {
+	if proj == nil || ebmlUint(child32(proj, mkvProjTypeID)) != 0 {
+		return 0
+	}
+	if p := child32(proj, mkvProjPrivateID); len(p) > 0 && p[0] != 0 {
+		return 0
+	}
+	yaw, pitch, roll := mkvAngle(child32(proj, mkvProjYawID)), mkvAngle(child32(proj, mkvProjPitchID)), mkvAngle(child32(proj, mkvProjRollID))
+	if pitch != 0 || (yaw != 0 && yaw != 180 && yaw != -180) || math.IsNaN(roll) || math.IsInf(roll, 0) {
+		return 0
+	}
+	// av_display_rotation_set(m, -roll), or (roll) mirrored by
+	// av_display_matrix_flip when yaw is 180.
+	angle := -roll
+	if yaw != 0 {
+		angle = roll
+	}
+	rad := -angle * math.Pi / 180
+	c, s := int32(math.Cos(rad)*(1<<16)), int32(math.Sin(rad)*(1<<16))
+	m := [9]int32{c, -s, 0, s, c, 0, 0, 0, 1 << 30}
+	if yaw != 0 {
+		m[0], m[3] = -m[0], -m[3]
+	}
+	return displayRotation(m, [9]int32{1 << 16, 0, 0, 0, 1 << 16, 0, 0, 0, 1 << 30})
+}
+
+// mkvAngle reads a float element of 4 or 8 bytes, negative values kept
+// (ebmlFloat drops them); other sizes, and an absent element, give 0.
+func mkvAngle(b []byte) float64 {
+	switch len(b) {
+	case 4:
+		return float64(math.Float32frombits(binary.BigEndian.Uint32(b)))
+	case 8:
+		return math.Float64frombits(binary.BigEndian.Uint64(b))
+	}
+	return 0
+}
+
+// strippedHeader returns how many bytes FFmpeg puts back in front of each
+// frame of a track whose ContentEncodings strip a common header from its
+// frames (ContentCompAlgo 3): FFmpeg applies the first ContentEncoding
+// when it is a compression (ContentEncodingType 0) of the frames
+// (ContentEncodingScope bit 1, the default). Other compressions (zlib)
+// change sizes in ways only decompressing tells; their frames keep their
+// stored sizes.
+func strippedHeader(encodings []byte) int {
+	enc := child32(encodings, mkvEncodingID)
+	if enc == nil {
+		return 0
+	}
+	scope := uint64(1)
+	if b := child32(enc, mkvEncScopeID); b != nil {
+		scope = ebmlUint(b)
+	}
+	comp := child32(enc, mkvCompressionID)
+	if ebmlUint(child32(enc, mkvEncTypeID)) != 0 || scope&1 == 0 || comp == nil || ebmlUint(child32(comp, mkvCompAlgoID)) != mkvCompHeaderStrip {
+		return 0
+	}
+	return len(child32(comp, mkvCompSettingsID))
 }
 
 // isLevel1 reports whether id is a child of Segment, which ends a cluster
@@ -323,15 +475,18 @@ func isLevel1(id uint32) bool {
 }
 
 // cluster reads the video blocks of one cluster and returns how many bytes
-// of b it used (all of them unless the cluster has unknown size).
-func (s *mkvScan) cluster(b []byte, unknown bool) (int, error) {
+// of b it used (all of them unless the cluster has unknown size). open is
+// true for a cluster of unknown size, and for one cut short by the end of
+// the file: either ends at its first incomplete element.
+func (s *mkvScan) cluster(b []byte, open bool) (int, error) {
 	var base int64
+	dropped := false // FFmpeg resyncs to the next cluster: the rest is lost
 	it := ebmlIter{b: b}
 	for {
 		rest := it.b
 		id, body, _, ok := it.next()
 		if !ok {
-			if it.err != nil && unknown && len(rest) > 0 {
+			if it.err != nil && open && len(rest) > 0 {
 				return len(b), nil // truncated live stream: stop here
 			}
 			if it.err != nil {
@@ -339,62 +494,179 @@ func (s *mkvScan) cluster(b []byte, unknown bool) (int, error) {
 			}
 			return len(b), nil
 		}
-		if unknown && isLevel1(id) {
+		if open && isLevel1(id) {
 			return len(b) - len(rest), nil
 		}
+		if dropped {
+			continue
+		}
+		var err error
 		switch id {
 		case mkvClusterTimeID:
 			base = int64(min(ebmlUint(body), math.MaxInt64/4))
 		case mkvSimpleBlockID:
-			if err := s.block(body, base, true, false); err != nil {
-				return 0, err
-			}
+			dropped, err = s.block(body, base, -1, 0)
 		case mkvBlockGroupID:
 			if blk := child32(body, mkvBlockID); blk != nil {
-				if err := s.block(blk, base, false, child32(body, mkvReferenceBlock) == nil); err != nil {
-					return 0, err
+				key := 0
+				if child32(body, mkvReferenceBlock) == nil {
+					key = 1
 				}
+				dropped, err = s.block(blk, base, key, ebmlUint(child32(body, mkvBlockDuration)))
 			}
+		}
+		if err != nil {
+			return 0, err
 		}
 	}
 }
 
 // block records the frames of one (Simple)Block if it belongs to the video
-// track.
-func (s *mkvScan) block(b []byte, base int64, simple, groupKey bool) error {
+// track, as FFmpeg's matroska_parse_block turns it into packets. key is
+// 1 or 0 for a BlockGroup (by its ReferenceBlock), -1 for a SimpleBlock
+// (its flags say); dur is the BlockGroup's BlockDuration (0 for none). It
+// returns drop when FFmpeg would stop reading the cluster here: a block
+// of a track Tracks does not list, or video laced wrongly.
+func (s *mkvScan) block(b []byte, base int64, key int, dur uint64) (drop bool, err error) {
 	track, n, ok := ebmlVint(b)
-	if !ok || len(b) < n+3 || track != s.track.number {
-		return nil
+	if !ok || !s.tracks[track] {
+		return true, nil
 	}
-	pts := base + int64(int16(binary.BigEndian.Uint16(b[n:])))
+	if len(b) <= n+3 || track != s.track.number {
+		return false, nil // FFmpeg skips a block without payload
+	}
+	rel := int64(int16(binary.BigEndian.Uint16(b[n:])))
 	flags := b[n+2]
-	payload := b[n+3:]
-	frames := 1
-	if flags&0x06 != 0 && len(payload) > 0 { // laced: frame count - 1 first
-		frames = int(payload[0]) + 1
+	sizes, ok := mkvLaces(b[n+3:], flags)
+	if !ok {
+		return true, nil
 	}
+	frames := len(sizes)
 	if s.blocks+frames > MaxVideoFrames {
-		return fmt.Errorf("%w: more than %d video frames", ErrBadWebM, MaxVideoFrames)
+		return false, fmt.Errorf("%w: more than %d video frames", ErrBadWebM, MaxVideoFrames)
 	}
 	s.blocks += frames
-	key := groupKey
-	if simple {
-		key = flags&0x80 != 0
+	if key < 0 {
+		key = int(flags >> 7)
 	}
-	step := int64(0)
-	if s.track.defaultDuration > 0 {
-		step = int64(s.track.defaultDuration / s.tcs)
+	// The lace timing of matroska_parse_block: the block's duration (its
+	// BlockDuration, else DefaultDuration per frame) split evenly, in
+	// wrapping unsigned arithmetic as there; a frame after a lace of no
+	// duration has no timestamp, and SampleFrames must not pick it. A
+	// block before time 0 has none either; its frames keep their negative
+	// time, which SampleFrames never picks.
+	bd := min(dur, math.MaxInt64)
+	if bd == 0 {
+		bd = s.track.defaultDuration * uint64(frames) / s.tcs
 	}
+	abs, u := base+rel, uint64(frames)
+	pts := uint64(abs) - s.delayTicks()
+	timed := abs >= 0
 	for i := 0; i < frames; i++ {
-		if key && i == 0 {
+		if key == 1 && i == 0 {
 			s.info.Keyframes = append(s.info.Keyframes, s.info.Frames)
 		}
-		s.info.FrameBytes = append(s.info.FrameBytes, uint32(len(payload)/frames))
-		s.info.FramePTS = append(s.info.FramePTS, pts+int64(i)*step)
+		if !timed && abs >= 0 {
+			s.info.Discarded = append(s.info.Discarded, s.info.Frames)
+		}
+		size := uint32(min(sizes[i]+s.track.stripped, math.MaxUint32))
+		s.info.FrameBytes = append(s.info.FrameBytes, size)
+		s.info.FramePTS = append(s.info.FramePTS, int64(pts))
+		s.info.Bytes += int64(size)
 		s.info.Frames++
+		if lace := bd*uint64(i+1)/u - bd*uint64(i)/u; lace != 0 && timed {
+			pts += lace
+		} else {
+			timed = false
+		}
 	}
-	s.info.Bytes += int64(len(payload))
-	return nil
+	return false, nil
+}
+
+// delayTicks is the track's CodecDelay in timecode ticks, rounded to the
+// nearest as FFmpeg's av_rescale_q rounds it.
+func (s *mkvScan) delayTicks() uint64 {
+	d := s.track.codecDelay
+	if d == 0 {
+		return 0
+	}
+	q, r := d/s.tcs, d%s.tcs
+	if r >= s.tcs-r {
+		q++
+	}
+	return min(q, math.MaxInt64/4)
+}
+
+// mkvLaces splits the payload of a block into its frames' sizes by the
+// lacing of its flags (bits 0x06: none, Xiph, fixed-size or EBML), with
+// the checks of FFmpeg's matroska_parse_laces; ok is false for a lacing
+// FFmpeg rejects.
+func mkvLaces(p []byte, flags byte) (sizes []int, ok bool) {
+	lacing := flags >> 1 & 3
+	if lacing == 0 {
+		return []int{len(p)}, true
+	}
+	if len(p) == 0 {
+		return nil, false
+	}
+	count := int(p[0]) + 1
+	p = p[1:]
+	sizes = make([]int, count)
+	switch lacing {
+	case 1: // Xiph: each size but the last as a run of 255s and a final byte
+		total := 0
+		for i := 0; i < count-1; i++ {
+			for {
+				if len(p) <= total {
+					return nil, false
+				}
+				c := int(p[0])
+				p = p[1:]
+				sizes[i] += c
+				total += c
+				if c != 0xff {
+					break
+				}
+			}
+		}
+		if len(p) < total {
+			return nil, false
+		}
+		sizes[count-1] = len(p) - total
+	case 2: // fixed-size
+		if len(p)%count != 0 {
+			return nil, false
+		}
+		for i := range sizes {
+			sizes[i] = len(p) / count
+		}
+	case 3: // EBML: the first size, then signed differences
+		v, n, ok := ebmlVint(p)
+		if !ok || v > math.MaxInt32 {
+			return nil, false
+		}
+		p = p[n:]
+		sizes[0] = int(v)
+		total := int64(v)
+		for i := 1; i < count-1; i++ {
+			d, n, ok := ebmlVint(p)
+			if !ok {
+				return nil, false
+			}
+			p = p[n:]
+			next := int64(sizes[i-1]) + int64(d) - (1<<(7*n-1) - 1)
+			if next < 0 || next > math.MaxInt32 {
+				return nil, false
+			}
+			sizes[i] = int(next)
+			total += next
+		}
+		if int64(len(p)) < total {
+			return nil, false
+		}
+		sizes[count-1] = len(p) - int(total)
+	}
+	return sizes, true
 }
 
 // finish converts timing to the track's timescale and fills the frame
@@ -402,7 +674,7 @@ func (s *mkvScan) block(b []byte, base int64, simple, groupKey bool) error {
 func (s *mkvScan) finish(container string, duration float64) (*VideoInfo, error) {
 	v := &s.info
 	v.Container, v.Codec = container, s.track.codec
-	v.Width, v.Height = s.track.width, s.track.height
+	v.Width, v.Height, v.Rotation = s.track.width, s.track.height, s.track.rotation
 	mult := int64(1)
 	switch {
 	case s.tcs > 1000000000:

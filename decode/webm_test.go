@@ -91,7 +91,7 @@ func TestParseWebMSynthetic(t *testing.T) {
 			el(mkvBlockGroupID, simpleBlock(mkvBlockID, 1, 0, 0, "gkey"), elUint(mkvBlockDurationID, 40)),
 			el(mkvBlockGroupID, simpleBlock(mkvBlockID, 1, 40, 0, "gref"), el(mkvReferenceBlock, []byte{0xd8}))),
 		el(mkvClusterID, elUint(mkvClusterTimeID, 160),
-			simpleBlock(mkvSimpleBlockID, 1, 0, 0x02, "\x01ab12")), // Xiph-laced pair
+			simpleBlock(mkvSimpleBlockID, 1, 0, 0x02, "\x01\x02ab12")), // Xiph-laced pair of 2-byte frames
 	}, nil)
 	v, err := ParseWebM(append(append([]byte{}, head...), el(mkvSegmentID, clusters)...))
 	if err == nil {
@@ -103,7 +103,7 @@ func TestParseWebMSynthetic(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &VideoInfo{Container: "webm", Codec: "vp9", Width: 320, Height: 180, Timescale: 1000, Duration: 200, Frames: 6,
-		FrameBytes: []uint32{4, 2, 4, 4, 2, 2}, FramePTS: []int64{0, 40, 80, 120, 160, 200}, Keyframes: []int{0, 2}, Bytes: 19}
+		FrameBytes: []uint32{4, 2, 4, 4, 2, 2}, FramePTS: []int64{0, 40, 80, 120, 160, 200}, Keyframes: []int{0, 2}, Bytes: 18}
 	if !reflect.DeepEqual(v, want) {
 		t.Errorf("got  %+v\nwant %+v", v, want)
 	}
@@ -183,7 +183,9 @@ func TestEBMLVint(t *testing.T) {
 // FuzzParseWebM feeds mutated real WebM/Matroska files to the EBML reader:
 // it must return a consistent VideoInfo or ErrBadWebM, never panic.
 func FuzzParseWebM(f *testing.F) {
-	for _, name := range []string{"vp9.webm", "vp8.webm", "h264.mkv", "av1.mkv"} {
+	for _, name := range []string{"vp9.webm", "vp8.webm", "h264.mkv", "av1.mkv", "vp9_rec.webm", "vp9_alpha.webm",
+		"h264_lace_xiph.mkv", "h264_lace_ebml.mkv", "h264_lacegroup.mkv", "h264_headerstrip.mkv", "h264_2video.mkv",
+		"vp9_codecdelay.webm", "damaged/vp9_badtrack.webm"} {
 		data, err := os.ReadFile(filepath.Join("testdata", "video", name))
 		if err != nil {
 			f.Fatal(err)
@@ -212,5 +214,32 @@ func TestParseWebMTruncatedNamesTheElement(t *testing.T) {
 	_, err := ParseWebM(file[:len(file)-3])
 	if !errors.Is(err, ErrBadWebM) || !strings.Contains(err.Error(), "Cluster (0x1F43B675) of ") || !strings.Contains(err.Error(), "(truncated?)") {
 		t.Errorf("ParseWebM of a cut file: %v; want ErrBadWebM naming the Cluster, truncated", err)
+	}
+}
+
+// TestMkvRotation checks the rotation read from a Projection against what
+// ffprobe (FFmpeg 5.1) prints in the side data of a clip with that
+// Projection (make_webm.sh's editor, videoel): truncated to an integer,
+// absent (0) for the poses FFmpeg ignores.
+func TestMkvRotation(t *testing.T) {
+	tests := []struct {
+		yaw, pitch, roll float64
+		ffprobe          int
+	}{
+		{0, 0, 90, 90}, {0, 0, -90, -90}, {0, 0, 30, 29}, {0, 0, 180, -180}, {0, 0, 45, 45}, {0, 0, 44.4, 44},
+		{180, 0, 90, -90}, {180, 0, 0, -180}, {-180, 0, 30, -150}, {0, 10, 90, 0}, {90, 0, 90, 0},
+		{0, 0, -135.7, -135}, {0, 0, 270, -90}, {0, 0, 1e9, -80},
+	}
+	for _, tt := range tests {
+		proj := el(mkvProjectionID, elUint(mkvProjTypeID, 0), elFloat(mkvProjYawID, tt.yaw), elFloat(mkvProjPitchID, tt.pitch),
+			elFloat(mkvProjRollID, tt.roll))
+		if got := mkvRotation(proj[len(ebmlID(mkvProjectionID))+8:]); int(got) != tt.ffprobe {
+			t.Errorf("yaw %v pitch %v roll %v: rotation %v, ffprobe prints %d", tt.yaw, tt.pitch, tt.roll, got, tt.ffprobe)
+		}
+	}
+	// Equirectangular: spherical data, no display matrix.
+	proj := el(mkvProjectionID, elUint(mkvProjTypeID, 1), elFloat(mkvProjRollID, 90))
+	if got := mkvRotation(proj[len(ebmlID(mkvProjectionID))+8:]); got != 0 {
+		t.Errorf("equirectangular projection: rotation %v, want 0", got)
 	}
 }
