@@ -10,8 +10,9 @@ import (
 // the timeline [first pts, last pts + one frame) is cut into n equal
 // segments and the frame shown at each segment's centre is taken (the
 // last frame whose pts is at or before it). Frames FFmpeg decodes but
-// does not show — those in Discarded, and those with a negative pts (the
-// pre-roll of a cut) — are never picked, unless no other frame is listed.
+// does not show — those in Discarded, and in MP4/MOV those with a negative
+// pts (the pre-roll of a cut) — are never picked, unless no other frame is
+// listed.
 //
 // It returns decode-order indices sorted by presentation time, without
 // duplicates: a clip shorter than n frames gives fewer than n.
@@ -70,10 +71,13 @@ func centre(start, end int64, k, n int) int64 {
 	return start + span/den*num + span%den*num/den
 }
 
-// hidden reports whether FFmpeg decodes frame i without showing it.
+// hidden reports whether FFmpeg decodes frame i without showing it:
+// Discarded, or in an MP4/MOV file a frame with a negative pts (the
+// pre-roll of an edit list FFmpeg does not apply frame by frame). A
+// Matroska frame with a negative pts, as CodecDelay gives, is shown.
 func (v *VideoInfo) hidden(i int) bool {
 	_, discarded := slices.BinarySearch(v.Discarded, i)
-	return discarded || v.FramePTS[i] < 0
+	return discarded || v.FramePTS[i] < 0 && v.Container != "webm" && v.Container != "matroska"
 }
 
 // perFrame reports whether per-frame timing and sizes are known.

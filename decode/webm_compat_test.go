@@ -2,6 +2,7 @@ package decode
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/big"
 	"os/exec"
@@ -148,41 +149,51 @@ func sameTime(pts int64, timescale uint32, ffPTS int64, tb av.Rational) bool {
 // be that of exactly one frame FFmpeg outputs, so that the frame decoded
 // at it is the frame the record names.
 func TestDecodeWebMSampledFrames(t *testing.T) {
-	const n = 8
-	d := NewDecoder(Options{Frames: n, Size: 16})
 	for _, c := range webmClips {
-		t.Run(c.file, func(t *testing.T) {
-			data := readVideo(t, c.file)
-			s := &Sample{Shard: "test.tar", Key: "clip", Members: []Member{{Name: "clip.webm", Ext: "webm", Data: data}}}
-			rec, err := ParseRecord(s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, err := d.Decode(context.Background(), s, rec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if out.MissedFrames != 0 {
-				t.Errorf("%d sampled frames missed: the record's times are not FFmpeg's", out.MissedFrames)
-			}
-			hs, st, err := av.FrameMD5s(context.Background(), data, av.DefaultConfig())
-			if err != nil {
-				t.Fatal(err)
-			}
-			v := rec.Video
-			for _, f := range SampleFrames(v, n) {
-				matches := 0
-				for _, h := range hs {
-					if sameTime(v.FramePTS[f], v.Timescale, h.PTS, st.TimeBase) {
-						matches++
-					}
-				}
-				if matches != 1 {
-					t.Errorf("sampled frame %d (pts %d): %d frames FFmpeg outputs have its time, want 1", f, v.FramePTS[f], matches)
-				}
-			}
-		})
+		// 8 frames, and every frame (vp9_codecdelay.webm's first two
+		// have negative times: FFmpeg shows them, TestSampleMatroskaNegativePTS).
+		for _, n := range []int{8, c.frames} {
+			testDecodeWebMSampled(t, c, n)
+		}
 	}
+}
+
+// testDecodeWebMSampled decodes n frames of clip c and checks that each
+// sampled frame is one FFmpeg outputs.
+func testDecodeWebMSampled(t *testing.T, c webmClip, n int) {
+	d := NewDecoder(Options{Frames: n, Size: 16})
+	t.Run(fmt.Sprintf("%s/%d", c.file, n), func(t *testing.T) {
+		data := readVideo(t, c.file)
+		s := &Sample{Shard: "test.tar", Key: "clip", Members: []Member{{Name: "clip.webm", Ext: "webm", Data: data}}}
+		rec, err := ParseRecord(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := d.Decode(context.Background(), s, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.MissedFrames != 0 {
+			t.Errorf("%d sampled frames missed: the record's times are not FFmpeg's", out.MissedFrames)
+		}
+		hs, st, err := av.FrameMD5s(context.Background(), data, av.DefaultConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := rec.Video
+		picked := SampleFrames(v, n)
+		for _, f := range picked {
+			matches := 0
+			for _, h := range hs {
+				if sameTime(v.FramePTS[f], v.Timescale, h.PTS, st.TimeBase) {
+					matches++
+				}
+			}
+			if matches != 1 {
+				t.Errorf("sampled frame %d (pts %d): %d frames FFmpeg outputs have its time, want 1", f, v.FramePTS[f], matches)
+			}
+		}
+	})
 }
 
 // TestWebMFrameMD5sMatchFFmpeg checks FrameMD5s, what `decode --md5`
@@ -214,5 +225,20 @@ func TestWebMFrameMD5sMatchFFmpeg(t *testing.T) {
 				t.Errorf("FrameMD5s gives %d frames, ffmpeg %s %d; they differ", len(got), c.ffmpeg, len(want))
 			}
 		})
+	}
+}
+
+// TestSampleMatroskaNegativePTS checks that sampling may pick a Matroska
+// frame with a negative time: CodecDelay gives vp9_codecdelay.webm's
+// first two frames pts -80 and -40 ms, which FFmpeg shows (unlike an MP4
+// pre-roll); sampling every frame skipped them.
+func TestSampleMatroskaNegativePTS(t *testing.T) {
+	v, err := ParseWebM(readVideo(t, "vp9_codecdelay.webm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	picked := SampleFrames(v, v.Frames)
+	if len(picked) != 25 || v.FramePTS[picked[0]] != -80 {
+		t.Errorf("sampling all %d frames picks %d, the first at pts %d; want 25 from -80", v.Frames, len(picked), v.FramePTS[picked[0]])
 	}
 }
