@@ -31,6 +31,9 @@ func ParseImageHeader(data []byte) (ImageInfo, error) {
 	case len(data) >= 12 && string(data[:4]) == "RIFF" && string(data[8:12]) == "WEBP":
 		info, err = parseWebPHeader(data)
 	default:
+		if f := otherImageFormat(data); f != "" {
+			return ImageInfo{}, fmt.Errorf("%w: a %s image, whatever its extension says; datahelix reads JPEG, PNG and WebP: convert it", ErrUnsupported, f)
+		}
 		return ImageInfo{}, fmt.Errorf("%w: not a JPEG, PNG or WebP file", ErrBadImage)
 	}
 	if err != nil {
@@ -172,4 +175,32 @@ func parseWebPHeader(b []byte) (ImageInfo, error) {
 		return ImageInfo{}, fmt.Errorf("%w: WebP first chunk %q", ErrBadImage, b[12:16])
 	}
 	return info, nil
+}
+
+// otherImageFormat names the image format data starts with when it is one
+// datahelix does not read but scraped datasets hold under a .jpg or .png
+// name (GIF, TIFF, BMP, AVIF, HEIF, JPEG XL, JPEG 2000), and returns ""
+// otherwise.
+func otherImageFormat(data []byte) string {
+	has := func(prefix string) bool { return bytes.HasPrefix(data, []byte(prefix)) }
+	switch {
+	case has("GIF87a"), has("GIF89a"):
+		return "GIF"
+	case has("II*\x00"), has("MM\x00*"):
+		return "TIFF"
+	case has("BM") && len(data) >= 26 && binary.LittleEndian.Uint32(data[2:]) == uint32(len(data)):
+		return "BMP"
+	case len(data) >= 12 && string(data[4:8]) == "ftyp":
+		switch string(data[8:12]) {
+		case "avif", "avis":
+			return "AVIF"
+		case "heic", "heix", "mif1", "msf1", "hevc":
+			return "HEIF"
+		}
+	case has("\xff\x0a"), has("\x00\x00\x00\x0cJXL \r\n\x87\n"):
+		return "JPEG XL"
+	case has("\x00\x00\x00\x0cjP  \r\n\x87\n"), has("\xff\x4f\xff\x51"):
+		return "JPEG 2000"
+	}
+	return ""
 }

@@ -3,11 +3,13 @@ package decode
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"image"
 	_ "image/jpeg"
 	_ "image/png"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	_ "golang.org/x/image/webp"
@@ -50,6 +52,37 @@ func TestParseImageHeader(t *testing.T) {
 		if err != nil || got != tt.want {
 			t.Errorf("%s: got %+v, %v; want %+v", tt.file, got, err, tt.want)
 		}
+	}
+}
+
+// TestParseImageHeaderOtherFormats checks that an image of a format
+// datahelix does not read, whatever its member is named, is refused as
+// unsupported and named, not called a damaged JPEG, PNG or WebP.
+func TestParseImageHeaderOtherFormats(t *testing.T) {
+	bmp := append([]byte("BM\x20\x00\x00\x00"), make([]byte, 26)...)
+	tests := []struct {
+		data   string
+		format string
+	}{
+		{"GIF89a\x01\x00\x01\x00\x80\x00\x00", "GIF"},
+		{"GIF87a\x01\x00\x01\x00", "GIF"},
+		{"II*\x00\x08\x00\x00\x00", "TIFF"},
+		{"MM\x00*\x00\x00\x00\x08", "TIFF"},
+		{string(bmp), "BMP"},
+		{"\x00\x00\x00\x1cftypavif\x00\x00\x00\x00avifmif1miaf", "AVIF"},
+		{"\x00\x00\x00\x18ftypheic\x00\x00\x00\x00mif1heic", "HEIF"},
+		{"\xff\x0a\xfa\x7f", "JPEG XL"},
+		{"\x00\x00\x00\x0cjP  \r\n\x87\n\x00\x00\x00\x14ftypjp2 ", "JPEG 2000"},
+	}
+	for _, tt := range tests {
+		_, err := ParseImageHeader([]byte(tt.data))
+		if !errors.Is(err, ErrUnsupported) || errors.Is(err, ErrBadImage) || !strings.Contains(fmt.Sprint(err), "a "+tt.format+" image") {
+			t.Errorf("%s: got %v; want ErrUnsupported naming it", tt.format, err)
+		}
+	}
+	// A BMP header whose size field is not the file's is not taken for one.
+	if _, err := ParseImageHeader(bmp[:20]); !errors.Is(err, ErrBadImage) {
+		t.Errorf("short BMP-like bytes: got %v; want ErrBadImage", err)
 	}
 }
 
