@@ -183,7 +183,7 @@ func (l *Loader) logDrop(step int64, s *decode.Sample, err error) {
 // the training goes on, but the shard's bytes are damaged. The loader's
 // lock is held.
 func (l *Loader) logDamage(step int64, s *decode.Sample, n int) {
-	l.logOnce("damaged", s, fmt.Sprintf("datahelix: rank %d: step %d: sample %q of %s decoded with damaged data the decoder concealed (%d damaged packets): the shard may be corrupt\n",
+	l.logOnce("damaged", s, fmt.Sprintf("datahelix: rank %d: step %d: sample %q of %s decoded with damaged data the decoder concealed (%d damaged packets or undecodable frames): the shard may be corrupt\n",
 		l.comm.Rank(), step, s.Key, s.Shard, n))
 }
 
