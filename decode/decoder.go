@@ -222,7 +222,9 @@ func sampleText(s *Sample) (text string, tokens int) {
 		data []byte
 	}
 	var parts, metadata []part
-	pictures := false
+	// captioned is set by a caption or a JSON document, even one of no
+	// strings: then, as in ParseRecord, metadata is not the text.
+	pictures, captioned := false, false
 	for _, m := range s.Members {
 		switch kind := memberKind(m.Ext); {
 		case kind == kindVideo || kind == kindImage:
@@ -234,6 +236,7 @@ func sampleText(s *Sample) (text string, tokens int) {
 			case !ok:
 				metadata = append(metadata, part{0, m.Data})
 			case j.doc:
+				captioned = true
 				for _, d := range j.docParts {
 					parts = append(parts, part{d.pos, []byte(d.text)})
 				}
@@ -245,11 +248,12 @@ func sampleText(s *Sample) (text string, tokens int) {
 		case isMetadataExt(m.Ext):
 			metadata = append(metadata, part{0, m.Data})
 		default:
+			captioned = true
 			pos, _ := docPosition(m.Ext)
 			parts = append(parts, part{pos, m.Data})
 		}
 	}
-	if len(parts) == 0 && !pictures {
+	if !captioned && !pictures {
 		parts = metadata
 	}
 	if len(parts) == 0 {

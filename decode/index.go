@@ -185,6 +185,7 @@ func buildIndex(name string, r io.ReadSeeker, size int64) (*shardIndex, error) {
 	tr := tar.NewReader(pr)
 	idx := &shardIndex{}
 	seen := map[string]int64{} // key → offset of the sample that used it
+	var exts extIndex          // the extensions of the last sample
 	var next int64             // expected offset of the next header
 	warnf := func(format string, args ...any) {
 		idx.warnings = append(idx.warnings, fmt.Sprintf(format, args...))
@@ -254,7 +255,7 @@ func buildIndex(name string, r io.ReadSeeker, size int64) (*shardIndex, error) {
 		m := MemberEntry{Name: hdr.Name, Ext: ext, Offset: off, Size: hdr.Size}
 		if n := len(idx.entries); n > 0 && idx.entries[n-1].Key == key {
 			e := &idx.entries[n-1]
-			if j := slices.IndexFunc(e.Members, func(o MemberEntry) bool { return o.Ext == ext }); j >= 0 {
+			if j := exts.find(e.Members, ext); j >= 0 {
 				// WebDataset stops with "duplicate file name"; the first
 				// member stays, so that the sample is what it was before
 				// a second copy was appended (tar -r).
@@ -271,7 +272,35 @@ func buildIndex(name string, r io.ReadSeeker, size int64) (*shardIndex, error) {
 			seen[key] = off
 		}
 		idx.entries = append(idx.entries, IndexEntry{Key: key, Offset: off, Size: hdr.Size, Members: []MemberEntry{m}})
+		exts = extIndex{}
 	}
+}
+
+// extIndex finds the member of a sample that has a given extension in
+// constant time however many members the sample has — a scan while it
+// has few, a map of their extensions beyond — so that a shard whose
+// sample has a million members is indexed in linear time. The zero
+// value is ready for a new sample.
+type extIndex struct{ m map[string]int }
+
+// find returns the index in ms, the sample's members so far, of the one
+// with extension ext, or -1, in which case ext is noted as that of
+// member len(ms), which the caller appends next.
+func (x *extIndex) find(ms []MemberEntry, ext string) int {
+	if x.m == nil {
+		if len(ms) < 16 {
+			return slices.IndexFunc(ms, func(o MemberEntry) bool { return o.Ext == ext })
+		}
+		x.m = make(map[string]int, 2*len(ms))
+		for i, o := range ms {
+			x.m[o.Ext] = i
+		}
+	}
+	if i, ok := x.m[ext]; ok {
+		return i
+	}
+	x.m[ext] = len(ms)
+	return -1
 }
 
 // isSparse reports whether a header describes a GNU sparse file, whose data

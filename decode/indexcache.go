@@ -8,7 +8,6 @@ import (
 	"hash/fnv"
 	"os"
 	"path/filepath"
-	"slices"
 )
 
 // The index cache file is little-endian binary:
@@ -176,6 +175,7 @@ func decodeIndex(data []byte, size, mtime int64) (*shardIndex, error) {
 			break
 		}
 		e := IndexEntry{Members: make([]MemberEntry, 0, nm)}
+		var exts extIndex
 		for j := 0; j < nm && r.err == nil; j++ {
 			name := r.str("member name")
 			off, sz := r.uvarint("member offset"), r.uvarint("member size")
@@ -190,7 +190,7 @@ func decodeIndex(data []byte, size, mtime int64) (*shardIndex, error) {
 				r.fail("member offset")
 			case j > 0 && key != e.Key:
 				r.fail("member key")
-			case slices.ContainsFunc(e.Members, func(o MemberEntry) bool { return o.Ext == ext }):
+			case exts.find(e.Members, ext) >= 0:
 				r.fail("repeated extension")
 			}
 			if r.err != nil {

@@ -246,3 +246,23 @@ func TestParseRecordGeneratorShard(t *testing.T) {
 		}
 	}
 }
+
+// TestSampleTextDocumentWithoutStrings checks that a JSON document whose
+// texts are all null (or none) is the sample's text, of no tokens, for
+// the record and for the text training gets alike: the sample's other
+// json and cls members stay metadata in both.
+func TestSampleTextDocumentWithoutStrings(t *testing.T) {
+	for _, s := range []*Sample{
+		sampleOf("k", "json", `{"texts": [null], "url": "https://example.com/a"}`, "cls", "281"),
+		sampleOf("k", "json", `{"text_list": []}`, "meta.json", `{"title": "hello world"}`),
+	} {
+		r, err := ParseRecord(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, n, err := SampleText(s, Limits{})
+		if err != nil || r.Text == nil || n != r.Text.Tokens || text != "" {
+			t.Errorf("%s: record text %+v; SampleText %q, %d tokens, %v: want the record's tokens and no text", s.Members[1].Name, r.Text, text, n, err)
+		}
+	}
+}

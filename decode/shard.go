@@ -85,9 +85,10 @@ func (s *Shard) Len() int { return len(s.idx.entries) }
 func (s *Shard) Entry(i int) IndexEntry { return s.idx.entries[i] }
 
 // Warnings lists what building the index noticed without failing: members
-// skipped because they are not regular files, are sparse, have no key or
-// repeat an extension of their sample, keys reused by non-adjacent
-// samples, and data after the end-of-archive marker.
+// skipped because they are not regular files, are sparse, have no key,
+// have a name WebDataset keeps for metadata ("__meta__/...") or repeat an
+// extension of their sample, keys reused by non-adjacent samples, and
+// data after the end-of-archive marker.
 func (s *Shard) Warnings() []string { return s.idx.warnings }
 
 // FromCache reports whether the index was loaded from its cache file.

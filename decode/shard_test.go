@@ -579,3 +579,44 @@ func FuzzDecodeIndex(f *testing.F) {
 		checkIndex(t, idx, size)
 	})
 }
+
+// TestIndexOneLargeSample indexes a shard whose one sample has 100,000
+// members of distinct extensions, and loads its index cache: looking for
+// a repeated extension must not compare each member with all before it
+// (minutes at a million members), and a repeat late in the sample is
+// still found, the first member staying.
+func TestIndexOneLargeSample(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a 50 MB shard in memory")
+	}
+	const n = 100_000
+	files := make([]tarFile, 0, n+1)
+	for i := range n {
+		files = append(files, tarFile{name: fmt.Sprintf("k.%d.jpg", i)})
+	}
+	files = append(files, tarFile{name: "k.77777.jpg", data: "again"})
+	data := writeTar(t, tar.FormatGNU, files)
+	start := time.Now()
+	idx, err := buildIndex("big.tar", bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	built := time.Since(start)
+	if len(idx.entries) != 1 || len(idx.entries[0].Members) != n || len(idx.warnings) != 1 || !strings.Contains(idx.warnings[0], `repeats extension "77777.jpg"`) {
+		t.Fatalf("%d samples, %d members, warnings %q; want 1 sample of %d members and the repeat skipped", len(idx.entries), len(idx.entries[0].Members), idx.warnings, n)
+	}
+	start = time.Now()
+	if _, err := decodeIndex(encodeIndex(idx, int64(len(data)), 1), int64(len(data)), 1); err != nil {
+		t.Fatal(err)
+	}
+	// Linear work takes well under a second; comparing each member with
+	// all before it, about ten seconds each.
+	if loaded := time.Since(start); built > 3*time.Second || loaded > 3*time.Second {
+		t.Errorf("built the index in %v and loaded its cache in %v: want linear time", built, loaded)
+	}
+	// A cache whose large sample repeats an extension is refused.
+	idx.entries[0].Members[n-1].Name = "k.5.jpg"
+	if _, err := decodeIndex(encodeIndex(idx, int64(len(data)), 1), int64(len(data)), 1); err == nil || !strings.Contains(err.Error(), "repeated extension") {
+		t.Errorf("loading a cache that repeats extension 5.jpg: %v, want a repeated extension error", err)
+	}
+}

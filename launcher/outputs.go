@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"unicode/utf8"
 )
 
 // outputFiles are the files and directories a command writes when its
@@ -74,7 +75,7 @@ func (f *outputFile) replace(write func(io.Writer) error) error {
 		}
 		return write(f.fh)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(f.path), "."+filepath.Base(f.path)+".tmp-")
+	tmp, err := os.CreateTemp(filepath.Dir(f.path), tempPrefix(filepath.Base(f.path)))
 	if err != nil {
 		return err
 	}
@@ -92,6 +93,19 @@ func (f *outputFile) replace(write func(io.Writer) error) error {
 		os.Remove(tmp.Name())
 	}
 	return err
+}
+
+// tempPrefix is the pattern of the temporary name replace writes the file
+// base under: ".BASE.tmp-" and CreateTemp's random digits, BASE cut to
+// its first 64 bytes (at a character boundary) so that the name stays
+// within the 255 bytes a file name may have when base itself nearly
+// takes them, which open's check of the path accepted.
+func tempPrefix(base string) string {
+	for len(base) > 64 {
+		_, n := utf8.DecodeLastRuneInString(base)
+		base = base[:len(base)-n]
+	}
+	return "." + base + ".tmp-"
 }
 
 // dir creates dir if needed and checks that a file can be created in

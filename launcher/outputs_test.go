@@ -6,8 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestOutputFilesDiscard checks what a failed command removes: the
@@ -204,4 +206,27 @@ func dirNames(t *testing.T, dir string) []string {
 		names = append(names, e.Name())
 	}
 	return names
+}
+
+// TestOutputFileLongName checks that a new file whose name nearly takes
+// the 255 bytes a name may have, which open accepts, is also written:
+// the temporary name replace writes it under must not be longer.
+func TestOutputFileLongName(t *testing.T) {
+	root := t.TempDir()
+	name := strings.Repeat("é", 100) + strings.Repeat("r", 45) + ".json" // 250 bytes
+	var o outputFiles
+	f, err := o.open("--json", filepath.Join(root, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = f.replace(func(w io.Writer) error { _, err := io.WriteString(w, "results\n"); return err })
+	if err := errors.Join(err, o.close()); err != nil {
+		t.Fatal(err)
+	}
+	if got := dirNames(t, root); !slices.Equal(got, []string{name}) {
+		t.Errorf("the directory holds %q, want only the file", got)
+	}
+	if p := tempPrefix(name); len(p) > 80 || !utf8.ValidString(p) {
+		t.Errorf("tempPrefix(%q) = %q: want at most 80 bytes of valid UTF-8", name, p)
+	}
 }
