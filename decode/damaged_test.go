@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -237,5 +238,52 @@ func TestUndecodableStartIsCounted(t *testing.T) {
 	whole, split, _ := countDamage(t, NewDecoder(Options{Frames: damageFrames, Size: 16}), "h264_nokey.mp4", "mp4", data)
 	if whole != key || split != key {
 		t.Errorf("every frame sampled: %d damaged whole, %d in tasks; want %d", whole, split, key)
+	}
+}
+
+// TestOpenGOPStartIsNotDamage decodes, every frame sampled, clips that
+// `ffmpeg -ss 1 -c copy -avoid_negative_ts make_zero` cuts from an
+// open-GOP H.264 stream (x264 open-gop=1) without an edit list: each
+// starts with an I-frame whose two leading B-frames refer to the GOP cut
+// away. FFmpeg decodes them without output, as the standard lets a decoder
+// starting there; the clip is intact, and counting them as damage (as a
+// cut starting without a keyframe is counted) made it look damaged. The
+// slots of those two frames hold the I-frame: MissedFrames counts them.
+func TestOpenGOPStartIsNotDamage(t *testing.T) {
+	ff, err := exec.LookPath("ffmpeg")
+	if err != nil {
+		t.Skip("ffmpeg not installed")
+	}
+	dir := t.TempDir()
+	run := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command(ff, append([]string{"-nostdin", "-v", "error", "-y"}, args...)...).CombinedOutput(); err != nil {
+			t.Skipf("ffmpeg %v: %v: %s", args, err, out)
+		}
+	}
+	src := filepath.Join(dir, "open.mp4")
+	run("-f", "lavfi", "-i", "testsrc2=size=96x64:rate=25:duration=3", "-c:v", "libx264", "-threads", "1",
+		"-g", "12", "-bf", "3", "-x264-params", "open-gop=1", "-pix_fmt", "yuv420p", src)
+	cut := []string{"-ss", "1", "-i", src, "-c", "copy", "-avoid_negative_ts", "make_zero"}
+	for _, c := range []struct {
+		ext  string
+		args []string
+	}{{"mkv", nil}, {"mp4", []string{"-use_editlist", "0"}}} {
+		file := filepath.Join(dir, "cut."+c.ext)
+		run(append(append(cut, c.args...), file)...)
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := NewDecoder(Options{Frames: damageFrames, Size: 16})
+		out, err := d.Decode(context.Background(), decSample("k", map[string][]byte{c.ext: data}), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		whole, tasks, _ := countDamage(t, d, file, c.ext, data)
+		if out.MissedFrames < 2 || whole != 0 || tasks != 0 {
+			t.Errorf("cut.%s: %d missed, %d damaged whole, %d in tasks; want the 2 leading B-frames missed, no damage",
+				c.ext, out.MissedFrames, whole, tasks)
+		}
 	}
 }

@@ -68,11 +68,11 @@ func (d *Decoder) SpreadFrames(dst []byte, n int) {
 // write disjoint slots, so several goroutines may fill one tensor at once.
 // data is the clip's bytes and v its record. It returns how many packets
 // the decoder found damaged (Output.Damaged; av.Stats.DamagedPackets),
-// plus the targets FFmpeg decoded without output at the start of a
-// stream that does not begin with a keyframe. A task may decode into the
-// next task's first group of pictures, so a damaged packet there counts
-// in both: the tasks' sum is at least the whole clip's count, and is
-// more than 0 exactly when that one is.
+// plus the targets before the first keyframe that FFmpeg decoded without
+// output, in a stream that does not begin with a keyframe. A task may
+// decode into the next task's first group of pictures, so a damaged
+// packet there counts in both: the tasks' sum is at least the whole
+// clip's count, and is more than 0 exactly when that one is.
 //
 // With per-frame timing in v, a target is its exact pts. Without it (a
 // record that only estimates the frame count), target i is the time
@@ -114,7 +114,8 @@ func (d *Decoder) videoTask(ctx context.Context, data []byte, v *VideoInfo, task
 	// first (unless it is frame 0, where a fresh decoder starts), then to a
 	// target's keyframe when it lies after everything decoded so far or the
 	// target lies before the current run.
-	targets := make([]av.Target, 0, len(order))
+	// frames[i] is the decode-order frame of targets[i].
+	targets, frames := make([]av.Target, 0, len(order)), make([]int, 0, len(order))
 	fed, run := -1, 0 // last decode-order frame fed; keyframe of the current run
 	for n, i := range order {
 		f := task.Targets[i]
@@ -134,6 +135,7 @@ func (d *Decoder) videoTask(ctx context.Context, data []byte, v *VideoInfo, task
 		}
 		fed = max(fed, f)
 		targets = append(targets, t)
+		frames = append(frames, f)
 	}
 	cfg := d.cfg
 	cfg.SkipNonRef = exact
@@ -145,8 +147,8 @@ func (d *Decoder) videoTask(ctx context.Context, data []byte, v *VideoInfo, task
 	if err != nil {
 		return vs, err
 	}
-	if exact {
-		vs.damaged += undecodable(targets, st.TimeBase, v.Timescale)
+	if exact && len(v.Keyframes) > 0 {
+		vs.damaged += undecodable(targets, frames, v.Keyframes[0], st.TimeBase, v.Timescale)
 	}
 	if st.ReadError && vs.missed > 0 {
 		return vs, fmt.Errorf("%w: stream ends early (%d sampled frames missing)", ErrCorrupt, st.Missed)
@@ -155,17 +157,24 @@ func (d *Decoder) videoTask(ctx context.Context, data []byte, v *VideoInfo, task
 }
 
 // undecodable counts the targets decoded from the start of the stream,
-// before any seek, for which FFmpeg output neither their frame nor an
-// earlier one: those of a stream that does not start with a keyframe (cut
-// without re-encoding), whose first frames refer to frames cut away.
-// FFmpeg decodes those frames without output and their slots hold the
-// first frame it outputs; this count is the only sign of it. A target's
-// Got is in the stream's time base tb, its PTS in 1/timescale ticks.
-func undecodable(targets []av.Target, tb av.Rational, timescale uint32) int {
+// before any seek, that precede its first keyframe (frames[i] is target
+// i's decode-order frame, key the first keyframe) and for which FFmpeg
+// output neither their frame nor an earlier one: those of a stream that
+// does not start with a keyframe (cut without re-encoding), whose first
+// frames refer to frames cut away. FFmpeg decodes those frames without
+// output and their slots hold the first frame it outputs; this count is
+// the only sign of it. The leading pictures of a first keyframe that
+// starts an open GOP, decoded after it, are not counted: FFmpeg drops
+// them too, but a stream may start there. A target's Got is in the
+// stream's time base tb, its PTS in 1/timescale ticks.
+func undecodable(targets []av.Target, frames []int, key int, tb av.Rational, timescale uint32) int {
 	n := 0
-	for _, t := range targets {
+	for i, t := range targets {
 		if t.Seek != av.NoSeek {
 			break
+		}
+		if frames[i] >= key {
+			continue
 		}
 		// t.Got > t.PTS, compared exactly: Got*Num/Den > PTS/timescale.
 		got := new(big.Int).Mul(big.NewInt(t.Got), big.NewInt(int64(tb.Num)*int64(timescale)))

@@ -30,13 +30,17 @@ type RecordSummary struct {
 	Error     string  `json:"error,omitempty"`            // why the record could not be built
 	// ModelKey is the cost model key, such as "video/h264".
 	ModelKey string `json:"model"`
-	// FramesShown counts the frames FFmpeg outputs: Frames less those an
-	// MP4 edit list hides (VideoInfo.Discarded: the pre-roll of a cut, a
-	// frame past an edit's end that shown ones refer to). It is ffprobe
-	// -count_frames' nb_read_frames and the line count of ffmpeg -f
-	// framemd5, except for frames only a decode finds undecodable (a cut
-	// starting without a keyframe), which it still counts. For images it
-	// is Frames.
+	// FramesShown counts the frames FFmpeg outputs at a time of their
+	// own, those SampleFrames may pick: Frames less VideoInfo.Discarded
+	// (the frames an MP4 edit list hides: the pre-roll of a cut, a frame
+	// past an edit's end that shown ones refer to; the Matroska frames
+	// left without a timestamp). It is ffprobe -count_frames'
+	// nb_read_frames and the line count of ffmpeg -f framemd5, except for
+	// frames only a decode finds undecodable (a cut starting without a
+	// keyframe), which it still counts, untimed Matroska frames FFmpeg
+	// can decode (ffprobe counts them, the CLI drops them), and the
+	// hidden frames of AV1, which FFmpeg 5.1 outputs. For images it is
+	// Frames.
 	FramesShown int `json:"frames_shown"`
 	// Rotation is the rotation of the clip's display matrix (MP4/MOV tkhd
 	// and mvhd, or a Matroska Projection) in degrees counterclockwise, -180 to 180, as ffprobe

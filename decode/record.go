@@ -72,10 +72,15 @@ type VideoInfo struct {
 	// holds only frame 0: decoding must start at the beginning.
 	Keyframes []int
 	// Discarded lists, ascending, the decode-order indices of frames
-	// FFmpeg decodes but never outputs: those an MP4 edit list hides
-	// (AVINDEX_DISCARD_FRAME; ffprobe flags their packets D), such as the
-	// pre-roll of a cut and a P-frame past an edit's end that B-frames
-	// before the end refer to. SampleFrames never picks them.
+	// FFmpeg does not show at a time of their own: those an MP4 edit list
+	// hides (AVINDEX_DISCARD_FRAME; ffprobe flags their packets D), such
+	// as the pre-roll of a cut and a P-frame past an edit's end that
+	// B-frames before the end refer to, and the Matroska frames FFmpeg's
+	// demuxer leaves without a timestamp (laced without a duration, or in
+	// a block timed before 0). SampleFrames never picks them. FFmpeg 5.1
+	// decodes them without output, except the untimed Matroska frames it
+	// can decode, and AV1 frames (its libdav1d decoder ignores the
+	// discard flag).
 	Discarded []int
 	// Bytes is the compressed size of the track's frames (the sum of
 	// FrameBytes when those are known).

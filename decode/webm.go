@@ -208,12 +208,13 @@ type mkvTrack struct {
 // file's timecode scale, minus the track's CodecDelay, as FFmpeg gives
 // them (Timescale 1000 for the usual 1 ms scale); laced frames after the
 // first are timed by the block's duration split evenly, and those FFmpeg
-// leaves without a timestamp (no BlockDuration nor DefaultDuration) are
-// listed in Discarded. A file without clusters gets an estimated frame
-// count from its duration and the track's default frame duration. A file
-// cut short is read, as FFmpeg reads it, up to its last whole block; the
-// blocks of a cluster after one naming a track that Tracks does not list,
-// or laced wrongly, are dropped, as FFmpeg drops them.
+// leaves without a timestamp (laced without BlockDuration nor
+// DefaultDuration, or in a block timed before 0) are listed in Discarded.
+// A file without clusters gets an estimated frame count from its duration
+// and the track's default frame duration. A file cut short is read, as
+// FFmpeg reads it, up to its last whole block; the blocks of a cluster
+// after one naming a track that Tracks does not list, or laced wrongly,
+// are dropped, as FFmpeg drops them.
 func ParseWebM(data []byte) (*VideoInfo, error) {
 	it := ebmlIter{b: data}
 	id, hdrBody, _, ok := it.next()
@@ -553,8 +554,9 @@ func (s *mkvScan) block(b []byte, base int64, key int, dur uint64) (drop bool, e
 	// BlockDuration, else DefaultDuration per frame) split evenly, in
 	// wrapping unsigned arithmetic as there; a frame after a lace of no
 	// duration has no timestamp, and SampleFrames must not pick it. A
-	// block before time 0 has none either; its frames keep their negative
-	// time, which SampleFrames never picks.
+	// block before time 0 (the leading B-frames of an open GOP that
+	// ffmpeg -ss -c copy cut) has none either: all its frames are
+	// Discarded.
 	bd := min(dur, math.MaxInt64)
 	if bd == 0 {
 		bd = s.track.defaultDuration * uint64(frames) / s.tcs
@@ -566,7 +568,7 @@ func (s *mkvScan) block(b []byte, base int64, key int, dur uint64) (drop bool, e
 		if key == 1 && i == 0 {
 			s.info.Keyframes = append(s.info.Keyframes, s.info.Frames)
 		}
-		if !timed && abs >= 0 {
+		if !timed {
 			s.info.Discarded = append(s.info.Discarded, s.info.Frames)
 		}
 		size := uint32(min(sizes[i]+s.track.stripped, math.MaxUint32))

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -241,5 +242,36 @@ func TestMkvRotation(t *testing.T) {
 	proj := el(mkvProjectionID, elUint(mkvProjTypeID, 1), elFloat(mkvProjRollID, 90))
 	if got := mkvRotation(proj[len(ebmlID(mkvProjectionID))+8:]); got != 0 {
 		t.Errorf("equirectangular projection: rotation %v, want 0", got)
+	}
+}
+
+// TestParseWebMBlockBeforeZero checks the frames of a block timed before 0
+// (its cluster's time plus its negative relative time), which FFmpeg's
+// matroska demuxer leaves without a timestamp: `ffmpeg -ss 1 -i
+// opengop.mp4 -c copy cut.mkv` writes the two leading B-frames of the
+// open GOP so, and FFmpeg decodes them without output. They are listed
+// in Discarded and never sampled; their pts of -80 and -40 had made them
+// the first frames sampled, each filled with another frame and counted as
+// damage.
+func TestParseWebMBlockBeforeZero(t *testing.T) {
+	head := mkvHeader("matroska", 1000000, 40000000, 160)
+	hdrLen := len(el(ebmlHeaderID, el(ebmlDocTypeID, []byte("matroska"))))
+	cluster := el(mkvClusterID, elUint(mkvClusterTimeID, 0),
+		simpleBlock(mkvSimpleBlockID, 1, 0, 0x80, "key0"),
+		simpleBlock(mkvSimpleBlockID, 1, -80, 0x00, "b-80"),
+		simpleBlock(mkvSimpleBlockID, 1, -40, 0x00, "b-40"),
+		simpleBlock(mkvSimpleBlockID, 1, 80, 0x00, "p80"),
+		simpleBlock(mkvSimpleBlockID, 1, 40, 0x00, "b40"),
+		simpleBlock(mkvSimpleBlockID, 1, -120, 0x06, "\x01\x82ab12"), // EBML-laced pair before 0
+	)
+	v, err := ParseWebM(append(head[:hdrLen:hdrLen], el(mkvSegmentID, head[hdrLen:], cluster)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{1, 2, 5, 6}; !slices.Equal(v.Discarded, want) {
+		t.Errorf("Discarded %v, want %v (the frames of blocks before time 0)", v.Discarded, want)
+	}
+	if got, want := SampleFrames(v, v.Frames), []int{0, 4, 3}; !slices.Equal(got, want) {
+		t.Errorf("sampling all %d frames picks %v (pts %v), want %v", v.Frames, got, v.FramePTS, want)
 	}
 }
