@@ -424,10 +424,11 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 	// This rank's delivered and dropped samples, per loader: summed over
 	// the ranks after the last loader, they decide the job's exit.
 	counts := make([]int64, 0, 2*len(f.loaders))
+	samples := spmd.NewSampleLog() // a bad sample is logged once, not per loader
 	for _, k := range f.loaders {
 		cfg := f.cfg
 		cfg.Loader = k
-		cfg.Log = errOut
+		cfg.Log, cfg.SampleLog = errOut, samples
 		watch.start(k.String())
 		cfg.Progress = func(step int64) {
 			watch.delivered(step)

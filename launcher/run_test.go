@@ -717,6 +717,10 @@ func TestRunFailsWhenEverySampleIsDropped(t *testing.T) {
 	if !strings.Contains(stdout, "dropped samples") {
 		t.Errorf("every sample dropped: no table on stdout:\n%s", stdout)
 	}
+	// Each sample's line once, by the rank that owns it, over both loaders.
+	if n := strings.Count(stderr, ": dropping sample: "); n != 4 {
+		t.Errorf("every sample dropped: %d drop lines, want 4 (each sample once over the two loaders):\n%s", n, stderr)
+	}
 	var rs []spmd.Summary
 	if raw, err := os.ReadFile(out); err != nil || json.Unmarshal(raw, &rs) != nil || len(rs) != 2 || rs[0].DroppedSamples != 16 || rs[1].DroppedSamples != 16 {
 		t.Errorf("--json of the failed run: %+v (%v); want both loaders' summaries, 16 dropped each", rs, err)
@@ -744,13 +748,19 @@ func TestRunFailsWhenEverySampleIsDropped(t *testing.T) {
 	}
 
 	// Under mpirun every rank comes to the same end: the job fails
-	// once, without hanging (mpirunMain's limit), the outputs written.
+	// once, without hanging (mpirunMain's limit), the outputs written;
+	// each rank names its sample once over the loaders.
 	os.Remove(out)
-	log, err := mpirunMain(t, 4, fastRun(bad, "--steps", "2", "--loader", "helix", "--json", out)...)
-	const mpiWant = `datahelix: loader helix dropped all 16 samples: none decoded`
+	log, err := mpirunMain(t, 4, fastRun(bad, "--steps", "2", "--loader", "torch,helix", "--json", out)...)
+	const mpiWant = `datahelix: loader torch dropped all 16 samples, loader helix dropped all 16 samples: none decoded`
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() == 0 || strings.Count(log, mpiWant) != 1 || strings.Contains(log, "aborting") {
 		t.Errorf("mpirun, every sample dropped: %v\n%s\nwant a non-zero exit, %q once and no abort", err, log, mpiWant)
+	}
+	for i := range 4 {
+		if n := strings.Count(log, fmt.Sprintf(`dropping sample: decode: shard %s: sample "s%d"`, filepath.Join(bad, fmt.Sprintf("u-%d.tar", i)), i)); n != 1 {
+			t.Errorf("mpirun, every sample dropped: sample s%d named in %d lines, want 1:\n%s", i, n, log)
+		}
 	}
 	if st, err := os.Stat(out); err != nil || st.Size() == 0 {
 		t.Errorf("mpirun, every sample dropped: --json %s not written: %v", out, err)

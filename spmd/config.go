@@ -76,9 +76,14 @@ type Config struct {
 	// rank 0 says so in Log: --resume=auto, for requeued batch jobs whose
 	// script always asks to resume.
 	ResumeIfAny bool
-	// Log receives one line per dropped sample, and rank 0's line when
+	// Log receives one line per dropped or damaged sample (once per
+	// SampleLog, for at most 20 samples), and rank 0's line when
 	// ResumeIfAny starts from step 0 (nil: discarded).
 	Log io.Writer
+	// SampleLog remembers the samples this rank logged; the loaders of a
+	// job share one, so a sample each of them drops is logged once (nil:
+	// a loader of its own).
+	SampleLog *SampleLog
 	// Progress, when set, is called on the rank after every step it
 	// delivers.
 	Progress func(step int64)

@@ -101,7 +101,7 @@ type Loader struct {
 	held      int64              // compressed bytes read and not yet decoded or sent
 	rx        *rxPool            // received messages' buffers, reused once decoded
 	snaps     map[int64]snapshot // reader state before reading each step in flight
-	logged    map[string]bool    // samples already logged, by reason (logOnce)
+	logged    *SampleLog         // samples this rank logged, in any loader of the job (logOnce)
 	dataset   uint64             // datasetHash of ds, recorded in checkpoints
 	records   []StepRecord       // one per delivered step
 	bandwidth int64              // measured exchange bandwidth, fixed-point bytes/µs
@@ -188,6 +188,9 @@ func NewLoader(ctx context.Context, comm collective.Comm, ds *decode.Dataset, cf
 	// Count errors once the model has seen a quarter of the run's samples
 	// (at most the model's default 200), so short runs report one too.
 	cost.SetWarmup(min(200, max(8, cfg.Steps*cfg.Batch/4)))
+	if cfg.SampleLog == nil {
+		cfg.SampleLog = NewSampleLog()
+	}
 	l := &Loader{
 		cfg: cfg, comm: comm, ds: ds, reader: reader,
 		dec:     decode.NewDecoder(cfg.Decode),
@@ -196,7 +199,7 @@ func NewLoader(ctx context.Context, comm collective.Comm, ds *decode.Dataset, cf
 		sched:   cfg.Loader.NewScheduler(cfg.Workers, cfg.Prefetch, cfg.DecodedBudget),
 		batches: map[int64]*batchState{},
 		snaps:   map[int64]snapshot{},
-		logged:  map[string]bool{},
+		logged:  cfg.SampleLog,
 		dataset: datasetHash(ds),
 		rx:      newRxPool(min(cfg.CompressedBudget/4, rxPoolLimit)),
 		// Until measured: 1 GB/s and 50 µs, a conservative intra-node guess.

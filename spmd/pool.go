@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"runtime"
 	"time"
 
@@ -165,10 +164,11 @@ func (l *Loader) sampleDone(step int64, st *slotState) {
 	}
 }
 
-// logDrop logs a dropped sample the first time this rank meets it,
-// naming the shard, sample and member once: a *decode.SampleError names
-// them itself, other errors are given the shard and sample ("shard S:
-// sample "K": err"). The loader's lock is held.
+// logDrop logs a dropped sample the first time this rank meets it in
+// any loader of the job (logOnce), naming the shard, sample and member
+// once: a *decode.SampleError names them itself, other errors are given
+// the shard and sample ("shard S: sample "K": err"). The loader's lock
+// is held.
 func (l *Loader) logDrop(step int64, s *decode.Sample, err error) {
 	why := err.Error()
 	var se *decode.SampleError
@@ -179,22 +179,19 @@ func (l *Loader) logDrop(step int64, s *decode.Sample, err error) {
 		l.comm.Rank(), step, why))
 }
 
-// logDamage says once per sample that it decoded with damage concealed:
-// the training goes on, but the shard's bytes are damaged. The loader's
-// lock is held.
+// logDamage says once per sample and rank (logOnce) that it decoded
+// with damage concealed: the training goes on, but the shard's bytes are
+// damaged. The loader's lock is held.
 func (l *Loader) logDamage(step int64, s *decode.Sample, n int) {
 	l.logOnce("damaged", s, fmt.Sprintf("datahelix: rank %d: step %d: sample %q of %s decoded with damaged data the decoder concealed (%d damaged packets or undecodable frames): the shard may be corrupt\n",
 		l.comm.Rank(), step, s.Key, s.Shard, n))
 }
 
 // logOnce writes line to the log the first time this rank meets sample s
-// for this reason.
+// for this reason in any loader of the job, up to maxSampleLines samples
+// (sampleLog).
 func (l *Loader) logOnce(reason string, s *decode.Sample, line string) {
-	key := reason + "\x00" + s.Shard + "\x00" + s.Key
-	if !l.logged[key] && l.cfg.Log != nil {
-		io.WriteString(l.cfg.Log, line)
-	}
-	l.logged[key] = true
+	l.logged.once(l.cfg.Log, l.comm.Rank(), reason, s, line)
 }
 
 // threadCPU returns the calling thread's CPU time in ns (wall time where

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -147,7 +148,7 @@ func TestDropLineOfOtherErrors(t *testing.T) {
 	var log bytes.Buffer
 	cfg := testConfig(KindLocal)
 	cfg.Log = &log
-	l := &Loader{cfg: cfg, comm: collective.NewLocal(1)[0], logged: map[string]bool{}}
+	l := &Loader{cfg: cfg, comm: collective.NewLocal(1)[0], logged: NewSampleLog()}
 	l.logDrop(3, &decode.Sample{Shard: "a.tar", Key: "k"}, errors.New("spmd: task 2 of 3 failed"))
 	bad := &decode.Sample{Shard: "b.tar", Key: "n", Members: []decode.Member{{Name: "n.npy", Ext: "npy", Data: []byte{1}}}}
 	_, err := decode.ParseRecord(bad)
@@ -156,5 +157,65 @@ func TestDropLineOfOtherErrors(t *testing.T) {
 		"datahelix: rank 0: step 4: dropping sample: " + err.Error() + "\n"
 	if got := log.String(); got != want {
 		t.Errorf("drop lines:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestDropLinesOncePerJob checks that the loaders of one job, each a Run
+// over the same dataset, log a sample they all drop once, while each
+// loader's summary still counts its drops.
+func TestDropLinesOncePerJob(t *testing.T) {
+	data := corruptCopy(t, gentest.Tiny(t), "000000")
+	var log syncBuffer
+	indexDir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dropped := map[Kind]int{}
+	errs := collective.RunLocal(ctx, 4, func(ctx context.Context, c collective.Comm) error {
+		ds, err := decode.OpenDataset(data, indexDir)
+		if err != nil {
+			return err
+		}
+		defer ds.Close()
+		samples := NewSampleLog() // this rank's, for the job's loaders
+		for _, k := range []Kind{KindLocal, KindTorch} {
+			cfg := testConfig(k)
+			cfg.Log, cfg.SampleLog = &log, samples
+			res, err := Run(ctx, c, ds, cfg)
+			if err != nil {
+				return err
+			}
+			if c.Rank() == 0 {
+				dropped[k] = res.Summary.DroppedSamples
+			}
+		}
+		return nil
+	})
+	requireOK(t, errs)
+	if dropped[KindLocal] == 0 || dropped[KindTorch] == 0 {
+		t.Fatalf("dropped samples %v: want each loader to drop the corrupt one", dropped)
+	}
+	if n := strings.Count(log.String(), "dropping sample"); n != 1 {
+		t.Errorf("two loaders logged %d drop lines, want 1:\n%s", n, log.String())
+	}
+}
+
+// TestDropLinesAreCapped checks that a rank logs 20 dropped or damaged
+// samples (maxSampleLines), then one line saying it logs no more, and
+// nothing after it.
+func TestDropLinesAreCapped(t *testing.T) {
+	var log bytes.Buffer
+	cfg := testConfig(KindLocal)
+	cfg.Log = &log
+	l := &Loader{cfg: cfg, comm: collective.NewLocal(1)[0], logged: NewSampleLog()}
+	for i := range 25 {
+		s := &decode.Sample{Shard: "a.tar", Key: fmt.Sprint(i)}
+		l.logDrop(int64(i), s, errors.New("bad"))
+		l.logDrop(int64(i), s, errors.New("bad")) // met again: not logged again
+	}
+	l.logDamage(99, &decode.Sample{Shard: "a.tar", Key: "d"}, 3)
+	lines := strings.Split(strings.TrimSuffix(log.String(), "\n"), "\n")
+	want := `datahelix: rank 0: 20 dropped or damaged samples logged, not logging more: the summary counts every one, and "datahelix decode SHARD.tar..." lists each sample that fails`
+	if len(lines) != 21 || strings.Count(log.String(), "dropping sample") != 20 || lines[20] != want {
+		t.Errorf("log of %d lines:\n%s\nwant 20 drop lines, then %q", len(lines), log.String(), want)
 	}
 }
