@@ -16,6 +16,7 @@ type videoStats struct {
 	frames  int // frames FFmpeg decoded
 	missed  int // targets filled with a frame of another timestamp
 	damaged int // packets with damage the decoder found (av.Stats.DamagedPackets), and undecodable targets
+	refed   int // of frames, those decoded again for missed targets (redecodeMissed)
 }
 
 // decodeVideo decodes the F sampled frames of the clip in data into dst,
@@ -64,15 +65,20 @@ func (d *Decoder) SpreadFrames(dst []byte, n int) {
 // keyframe (unless that is the first frame), decodes forward, seeking
 // again only when a later keyframe lies between what was decoded and the
 // next target, and writes each target frame as S x S RGB into dst at
-// slot*S*S*3. dst is the sample's [F,S,S,3] tensor; tasks of one clip
-// write disjoint slots, so several goroutines may fill one tensor at once.
-// data is the clip's bytes and v its record. It returns how many packets
-// the decoder found damaged (Output.Damaged; av.Stats.DamagedPackets),
-// plus the targets before the first keyframe that FFmpeg decoded without
-// output, in a stream that does not begin with a keyframe. A task may
-// decode into the next task's first group of pictures, so a damaged
-// packet there counts in both: the tasks' sum is at least the whole
-// clip's count, and is more than 0 exactly when that one is.
+// slot*S*S*3. A leading picture of an open GOP (shown before its
+// keyframe) is decoded from the keyframe before, as PlanVideoTasks plans:
+// also when it is the task's first target and Keyframe is its own. A
+// target FFmpeg did not output after a seek to a keyframe is decoded
+// again from the keyframe before (redecodeMissed). dst is the sample's
+// [F,S,S,3] tensor; tasks of one clip write disjoint slots, so several
+// goroutines may fill one tensor at once. data is the clip's bytes and v
+// its record. It returns how many packets the decoder found damaged
+// (Output.Damaged; av.Stats.DamagedPackets), plus the targets before the
+// first keyframe that FFmpeg decoded without output, in a stream that
+// does not begin with a keyframe. A task may decode into the next task's
+// first group of pictures, so a damaged packet there counts in both: the
+// tasks' sum is at least the whole clip's count, and is more than 0
+// exactly when that one is.
 //
 // With per-frame timing in v, a target is its exact pts. Without it (a
 // record that only estimates the frame count), target i is the time
@@ -110,36 +116,29 @@ func (d *Decoder) videoTask(ctx context.Context, data []byte, v *VideoInfo, task
 	sort.SliceStable(order, func(a, b int) bool {
 		return v.FrameTime(task.Targets[order[a]]) < v.FrameTime(task.Targets[order[b]])
 	})
-	// Seek where PlanVideoTasks simulated a seek: to the task's keyframe
-	// first (unless it is frame 0, where a fresh decoder starts), then to a
-	// target's keyframe when it lies after everything decoded so far or the
-	// target lies before the current run.
 	// frames[i] is the decode-order frame of targets[i].
 	targets, frames := make([]av.Target, 0, len(order)), make([]int, 0, len(order))
-	fed, run := -1, 0 // last decode-order frame fed; keyframe of the current run
-	for n, i := range order {
+	for _, i := range order {
 		f := task.Targets[i]
-		t := av.Target{PTS: v.FrameTime(f), Slot: task.Slots[i]}
-		k := keyframeBefore(v.Keyframes, f)
-		switch {
-		case !exact:
-			t.Seek = av.SeekAuto
-		case n == 0:
-			if task.Keyframe > 0 {
-				t.Seek, t.SeekPTS = av.SeekTo, v.FramePTS[task.Keyframe]
-			}
-			fed, run = task.Keyframe, task.Keyframe
-		case k > fed || f < run:
-			t.Seek, t.SeekPTS = av.SeekTo, v.FramePTS[k]
-			run = k
-		}
-		fed = max(fed, f)
-		targets = append(targets, t)
+		targets = append(targets, av.Target{PTS: v.FrameTime(f), Slot: task.Slots[i]})
 		frames = append(frames, f)
+	}
+	var runs []int
+	if exact {
+		starts := make([]int, len(frames))
+		for i, f := range frames {
+			starts[i] = decodeStart(v, f)
+		}
+		runs = planSeeks(v, targets, frames, starts, task.Keyframe)
+	} else {
+		for i := range targets {
+			targets[i].Seek = av.SeekAuto
+		}
 	}
 	cfg := d.cfg
 	cfg.SkipNonRef = exact
-	st, err := av.DecodeTargets(ctx, data, cfg, av.Rational{Num: 1, Den: int(v.Timescale)}, targets, dst)
+	tb := av.Rational{Num: 1, Den: int(v.Timescale)}
+	st, err := av.DecodeTargets(ctx, data, cfg, tb, targets, dst)
 	vs := videoStats{frames: st.FramesDecoded, damaged: st.DamagedPackets}
 	if exact {
 		vs.missed = st.Missed
@@ -150,10 +149,109 @@ func (d *Decoder) videoTask(ctx context.Context, data []byte, v *VideoInfo, task
 	if exact && len(v.Keyframes) > 0 {
 		vs.damaged += undecodable(targets, frames, v.Keyframes[0], st.TimeBase, v.Timescale)
 	}
+	if exact && st.Missed > 0 && !st.ReadError {
+		// Best effort: unless the deadline passed, a second pass that
+		// fails leaves the first one's frames in the slots it did not
+		// reach, and its count.
+		again, redone, err := d.redecodeMissed(ctx, data, v, targets, frames, runs, st.TimeBase, dst)
+		vs.frames += again.FramesDecoded
+		vs.refed += again.FramesDecoded
+		vs.damaged += again.DamagedPackets
+		if err != nil && ctx.Err() != nil {
+			return vs, err
+		}
+		if err == nil {
+			vs.missed += again.Missed - redone
+			st.ReadError = again.ReadError
+		}
+	}
 	if st.ReadError && vs.missed > 0 {
-		return vs, fmt.Errorf("%w: stream ends early (%d sampled frames missing)", ErrCorrupt, st.Missed)
+		return vs, fmt.Errorf("%w: stream ends early (%d sampled frames missing)", ErrCorrupt, vs.missed)
 	}
 	return vs, nil
+}
+
+// planSeeks sets the seeks of targets, sorted by pts, where
+// PlanVideoTasks simulates them: frames[i] is the decode-order frame of
+// targets[i] and starts[i] the keyframe decoding must start from to
+// output it (decodeStart). Before the first target it seeks to first, or
+// to starts[0] when that is earlier (a leading picture of first), unless
+// that is frame 0, where a fresh decoder starts; then to starts[i] when
+// that keyframe lies after every frame fed so far or before the keyframe
+// of the current run (which cannot output frame i). It returns the
+// keyframe each target's run started from, or continued from.
+func planSeeks(v *VideoInfo, targets []av.Target, frames, starts []int, first int) []int {
+	runs := make([]int, len(targets))
+	fed, run := -1, 0 // last decode-order frame fed; keyframe of the current run
+	for i := range targets {
+		f, k := frames[i], starts[i]
+		switch {
+		case i == 0:
+			run = min(first, k)
+			if run > 0 {
+				targets[i].Seek, targets[i].SeekPTS = av.SeekTo, v.FramePTS[run]
+			}
+			fed = run
+		case k > fed || k < run:
+			targets[i].Seek, targets[i].SeekPTS = av.SeekTo, v.FramePTS[k]
+			fed, run = k, k
+		default:
+			// Decoding on. Past an open GOP's keyframe, for its leading
+			// pictures, the run goes on as that keyframe's, as
+			// PlanVideoTasks splits it.
+			run = max(run, k)
+		}
+		fed = max(fed, f)
+		runs[i] = run
+	}
+	return runs
+}
+
+// redecodeMissed decodes again, from the keyframe before their run's,
+// the targets DecodeTargets filled with a frame of another time (Got in
+// time base tb) although their run started at a keyframe with one before
+// it; frames, runs and the targets are videoTask's. FFmpeg 5.1's H.264
+// decoder, decoding from a seek to a keyframe that is not an IDR picture
+// (an open GOP's I-frame with a recovery point), outputs a frame decoded
+// before that keyframe was output only if it outputs it before draining
+// at the end of the stream: from a seek into a short last GOP, it drops
+// the clip's last frames. Decoding through that keyframe from the one
+// before, without a seek, outputs them. Nothing is decoded again for a
+// clip that missed no target. It returns the stats of the second pass and
+// how many targets it decoded again.
+func (d *Decoder) redecodeMissed(ctx context.Context, data []byte, v *VideoInfo, targets []av.Target, frames, runs []int, tb av.Rational, dst []byte) (av.Stats, int, error) {
+	var again []av.Target
+	var againFrames, starts []int
+	var index []int // the position in targets of each of again
+	for i, t := range targets {
+		k := sort.SearchInts(v.Keyframes, runs[i])
+		if k == 0 || sameTime(t.PTS, v.Timescale, t.Got, tb) {
+			continue
+		}
+		again = append(again, av.Target{PTS: t.PTS, Slot: t.Slot})
+		againFrames = append(againFrames, frames[i])
+		starts = append(starts, v.Keyframes[k-1])
+		index = append(index, i)
+	}
+	if len(again) == 0 {
+		return av.Stats{}, 0, nil
+	}
+	planSeeks(v, again, againFrames, starts, starts[0])
+	cfg := d.cfg
+	cfg.SkipNonRef = true
+	st, err := av.DecodeTargets(ctx, data, cfg, av.Rational{Num: 1, Den: int(v.Timescale)}, again, dst)
+	for j, i := range index {
+		targets[i].Got = again[j].Got
+	}
+	return st, len(again), err
+}
+
+// sameTime reports whether pts/timescale seconds equal got in tb,
+// compared exactly.
+func sameTime(pts int64, timescale uint32, got int64, tb av.Rational) bool {
+	a := new(big.Int).Mul(big.NewInt(pts), big.NewInt(int64(tb.Den)))
+	b := new(big.Int).Mul(big.NewInt(got), big.NewInt(int64(tb.Num)*int64(timescale)))
+	return a.Cmp(b) == 0
 }
 
 // undecodable counts the targets decoded from the start of the stream,
@@ -183,16 +281,6 @@ func undecodable(targets []av.Target, frames []int, key int, tb av.Rational, tim
 		}
 	}
 	return n
-}
-
-// keyframeBefore returns the last keyframe at or before decode-order frame
-// f (0 when none is listed).
-func keyframeBefore(keys []int, f int) int {
-	i := sort.SearchInts(keys, f+1)
-	if i == 0 {
-		return 0
-	}
-	return keys[i-1]
 }
 
 // FrameMD5s decodes every frame of the clip in data and returns one

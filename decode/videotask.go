@@ -29,7 +29,8 @@ type VideoTask struct {
 	ReorderedFrames int
 }
 
-// segment is a run of targets decoded forward without a seek.
+// segment is a run of targets decoded forward without a seek, or the part
+// of such a run from a later keyframe on.
 type segment struct {
 	key, end  int // decode-order range [key, end] decoded
 	targets   []int
@@ -37,25 +38,42 @@ type segment struct {
 	frames    int
 	bytes     int64
 	reordered int
+	// shared, sharedBytes and sharedReordered are what the segment
+	// before decoded of [key, end] too: a segment that continues a run
+	// past an open GOP's keyframe, whose leading pictures the run decoded,
+	// shares that keyframe and those pictures. A task that starts with the
+	// segment decodes them again; one that holds the run too does not.
+	shared, sharedReordered int
+	sharedBytes             int64
 }
 
 // PlanVideoTasks plans the decoding of the frames targets (decode-order
 // indices, such as SampleFrames returns; position j of targets is output
 // slot j) the way decord and torchcodec decode: targets are visited in
 // presentation order, and the decoder seeks — to the last keyframe at or
-// before the target — only when a keyframe lies between its current
-// position and the next target; otherwise it decodes forward, discarding
-// the frames in between. A frame already decoded costs nothing more.
-// Because decode order may differ from presentation order (B-frames),
-// outputting a frame means decoding every frame from its GOP's keyframe up
-// to it in decode order, which is what DecodeFrames counts.
+// before the target — only when that keyframe lies after its current
+// position or before the keyframe of its current run; otherwise it
+// decodes forward, discarding the frames in between. A frame already
+// decoded costs nothing more. Because decode order may differ from
+// presentation order (B-frames), outputting a frame means decoding every
+// frame from its GOP's keyframe up to it in decode order, which is what
+// DecodeFrames counts. A leading picture of an open GOP (decoded after
+// its keyframe but shown before it, referring to the GOP before, which
+// FFmpeg drops when decoding starts at that keyframe) is decoded from the
+// keyframe before instead.
 //
-// Each seek starts an independent run. With maxTasks <= 1 the result is
-// one task, the sequential plan. With maxTasks > 1 consecutive runs are
+// Each seek starts an independent run. A run that decodes a keyframe's
+// leading pictures goes on into that keyframe's GOP without a seek; the
+// plan may still start a task at that keyframe, which then decodes the
+// keyframe and the leading pictures the run decoded after it again. With
+// maxTasks <= 1 the result is one task, the sequential plan. With
+// maxTasks > 1 consecutive runs (and such open-GOP continuations) are
 // grouped into at most maxTasks tasks so that the largest DecodeFrames is
 // as small as possible (fewest tasks among the optimal groupings), for
 // workers to decode a long clip in parallel. The DecodeFrames of the
-// tasks add up to those of the sequential plan.
+// tasks add up to those of the sequential plan, plus the frames decoded
+// twice where a task starts at an open GOP's keyframe (none for closed
+// GOPs).
 //
 // Targets outside [0, Frames) are ignored. Without per-frame data
 // (FrameCountEstimated) the clip has one keyframe, frame 0, and
@@ -95,24 +113,41 @@ func decodeRuns(v *VideoInfo, targets []int) []segment {
 	bytesOf := frameBytes(v)
 	reorderedOf := reorderedFrames(v)
 	var segs []segment
-	pos := -1 // last frame decoded, in decode order
 	for _, w := range ws {
 		t := w.frame
-		s := decodedBy(segs, t)
-		switch key := gopStart(v.Keyframes, t); {
-		case s != nil:
+		key := decodeStart(v, t)
+		s := decodedBy(segs, t, key)
+		var last *segment // the current run, or its open-GOP continuation
+		if len(segs) > 0 {
+			last = &segs[len(segs)-1]
+		}
+		switch {
+		case s != nil && (s != last || key <= s.key):
 			// Already decoded, by the current run or an earlier one.
-		case key > pos || t < pos || len(segs) == 0:
+		case s == nil && (last == nil || key > last.end || key < last.key):
 			// A keyframe lies between the position and the target (or
-			// the target is behind us): seek to the target's GOP.
+			// the target is behind the run's keyframe, or is a leading
+			// picture of it): seek to the target's decodeStart.
 			segs = append(segs, segment{key: key, end: t, frames: t - key + 1, bytes: bytesOf(key, t), reordered: reorderedOf(key, t)})
-			s, pos = &segs[len(segs)-1], t
-		default:
 			s = &segs[len(segs)-1]
-			s.frames += t - pos
-			s.bytes += bytesOf(pos+1, t)
-			s.reordered += reorderedOf(pos+1, t)
-			s.end, pos = t, t
+		default:
+			// The run decodes on to t, or has decoded it. When t's GOP
+			// starts after the run's keyframe (the run went through an
+			// open GOP's keyframe for its leading pictures), a segment
+			// starts there, so that a task may start at that keyframe.
+			if key > last.key {
+				n, b, r := last.end-key+1, bytesOf(key, last.end), reorderedOf(key, last.end)
+				segs = append(segs, segment{key: key, end: last.end, frames: n, bytes: b, reordered: r,
+					shared: n, sharedBytes: b, sharedReordered: r})
+				last = &segs[len(segs)-1]
+			}
+			if t > last.end {
+				last.frames += t - last.end
+				last.bytes += bytesOf(last.end+1, t)
+				last.reordered += reorderedOf(last.end+1, t)
+				last.end = t
+			}
+			s = last
 		}
 		s.targets = append(s.targets, t)
 		s.slots = append(s.slots, w.slot)
@@ -120,24 +155,40 @@ func decodeRuns(v *VideoInfo, targets []int) []segment {
 	return segs
 }
 
-// decodedBy returns the run that decoded frame t, or nil.
-func decodedBy(segs []segment, t int) *segment {
+// decodedBy returns the segment that output frame t, whose decodeStart is
+// key, or nil: the last one whose range holds t and that started at or
+// before key (one that started at t's own keyframe did not output t if t
+// is a leading picture).
+func decodedBy(segs []segment, t, key int) *segment {
 	for i := len(segs) - 1; i >= 0; i-- {
-		if segs[i].key <= t && t <= segs[i].end {
+		if segs[i].key <= key && t <= segs[i].end {
 			return &segs[i]
 		}
 	}
 	return nil
 }
 
-// gopStart returns the last keyframe at or before frame t (0 when the
-// list has none there: decoding then starts at the first frame).
-func gopStart(keyframes []int, t int) int {
-	i := sort.SearchInts(keyframes, t+1) - 1
+// decodeStart returns the keyframe from which decoding outputs
+// decode-order frame f: the last keyframe at or before f, or, when f is
+// shown before that keyframe, the keyframe before it (the last one shown
+// at or before f). Such a frame is a leading picture of an open GOP
+// (x264's open-gop, HEVC's RASL pictures after a CRA keyframe): it refers
+// to the GOP before, and FFmpeg drops it when decoding starts at its own
+// keyframe. Frames before the first keyframe start at frame 0, and the
+// leading pictures of the first keyframe at that keyframe (there is
+// nothing before it to decode them from). Closed GOPs have no leading
+// pictures.
+func decodeStart(v *VideoInfo, f int) int {
+	i := sort.SearchInts(v.Keyframes, f+1) - 1
 	if i < 0 {
 		return 0
 	}
-	return keyframes[i]
+	if v.perFrame() && f < len(v.FramePTS) {
+		for i > 0 && v.FramePTS[f] < v.FramePTS[v.Keyframes[i]] {
+			i--
+		}
+	}
+	return v.Keyframes[i]
 }
 
 // frameBytes returns a function summing the compressed bytes of frames
@@ -182,13 +233,15 @@ func reorderedFrames(v *VideoInfo) func(a, b int) int {
 }
 
 // groupSegments merges consecutive runs into at most maxTasks tasks,
-// minimising the largest DecodeFrames with the fewest tasks.
+// minimising the largest DecodeFrames with the fewest tasks. A segment
+// costs its frames at the start of a task, and its frames less those it
+// shares with the segment before inside one.
 func groupSegments(segs []segment, maxTasks int) []VideoTask {
 	limit := 0 // the smallest achievable maximum
 	if maxTasks > 1 && len(segs) > 1 {
 		lo, hi := 0, 0
 		for _, s := range segs {
-			lo, hi = max(lo, s.frames), hi+s.frames
+			lo, hi = max(lo, s.frames), hi+s.frames-s.shared
 		}
 		for lo < hi {
 			mid := lo + (hi-lo)/2
@@ -202,28 +255,32 @@ func groupSegments(segs []segment, maxTasks int) []VideoTask {
 	}
 	var tasks []VideoTask
 	for i, s := range segs {
-		if i == 0 || limit > 0 && tasks[len(tasks)-1].DecodeFrames+s.frames > limit {
+		if i == 0 || limit > 0 && tasks[len(tasks)-1].DecodeFrames+s.frames-s.shared > limit {
 			tasks = append(tasks, VideoTask{Keyframe: s.key})
+			s.shared, s.sharedBytes, s.sharedReordered = 0, 0, 0
 		}
 		t := &tasks[len(tasks)-1]
 		t.Targets = append(t.Targets, s.targets...)
 		t.Slots = append(t.Slots, s.slots...)
-		t.DecodeFrames += s.frames
-		t.DecodeBytes += s.bytes
-		t.ReorderedFrames += s.reordered
+		t.DecodeFrames += s.frames - s.shared
+		t.DecodeBytes += s.bytes - s.sharedBytes
+		t.ReorderedFrames += s.reordered - s.sharedReordered
 	}
 	return tasks
 }
 
 // groupsNeeded counts the groups greedy packing of consecutive runs needs
-// when no group may exceed limit frames.
+// when no group may exceed limit frames. Greedy packing is optimal: a
+// group costs no more without its first segment, whose frames include
+// those the next one shares.
 func groupsNeeded(segs []segment, limit int) int {
 	n, sum := 1, 0
 	for _, s := range segs {
-		if sum+s.frames > limit {
-			n, sum = n+1, 0
+		if sum+s.frames-s.shared > limit {
+			n, sum = n+1, s.frames
+			continue
 		}
-		sum += s.frames
+		sum += s.frames - s.shared
 	}
 	return n
 }

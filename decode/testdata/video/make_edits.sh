@@ -41,3 +41,14 @@ printf '\000\000\001\030' | dd of=h264_elsthidden.mp4 bs=1 seek=$((off + 12)) co
 # damaged/: TestIntactClipsHaveNoDamage decodes every clip here.
 ffmpeg $in -i "testsrc2=size=128x96:rate=25:duration=2" $out -c:v libx264 -preset veryfast -crf 34 -bf 0 -g 25 -pix_fmt yuv420p "$tmp/p.mp4"
 ffmpeg -hide_banner -loglevel error -y -i "$tmp/p.mp4" -ss 0.3 -c copy -copyinkf $out damaged/h264_nokey.mp4
+# Open GOPs: 3 s of 25 fps, a keyframe every 11 to 13 frames. With
+# x264's open-gop=1 the keyframes after the first are I-frames with a
+# recovery point (not IDR), most followed in decode order by 1 or 2
+# B-frames shown before them that refer to the GOP before (leading
+# pictures); x265 does the same by default (CRA keyframes, each followed
+# by a RASL picture). Decoding from a seek to such a keyframe, FFmpeg
+# drops its leading pictures, and H.264 the frames of a short last GOP
+# that it outputs only when draining (x264's last GOP here: its keyframe
+# and 2 frames).
+ffmpeg $in -i "testsrc2=size=96x64:rate=25:duration=3" $out -c:v libx264 -preset veryfast -crf 34 -bf 3 -g 12 -x264-params open-gop=1 -pix_fmt yuv420p h264_opengop.mp4
+ffmpeg $in -i "testsrc2=size=96x64:rate=25:duration=3" $out -c:v libx265 -preset veryfast -crf 34 -g 12 -x265-params log-level=error -pix_fmt yuv420p -tag:v hvc1 hevc_opengop.mp4

@@ -269,6 +269,13 @@ ffmpeg $in -i "$src" $out $h264 -bf 3 "$tmp/bf3.mkv"
 edit "$tmp/bf3.mkv" h264_tcs100us.mkv tcs 100000
 edit "$tmp/bf3.mkv" h264_tcs333us.mkv tcs 333333
 edit "$tmp/bf3.mkv" h264_headerstrip.mkv headerstrip 2
+# An open-GOP clip (x264's open-gop: I-frames without IDR, followed in
+# decode order by B-frames shown before them) cut as users cut it, with
+# -ss 1 -c copy: the cut starts at the keyframe of 0.96 s, and the 2
+# leading B-frames decoded after it, which refer to frames cut away, are
+# blocks timed before 0. FFmpeg gives them no pts and shows none of them.
+ffmpeg $in -i "testsrc2=size=96x64:rate=25:duration=2" $out $h264 -bf 3 -x264-params open-gop=1 "$tmp/opengop.mp4"
+ffmpeg -hide_banner -loglevel error -y -ss 1 -i "$tmp/opengop.mp4" -c copy $out h264_opengop_cut.mkv
 
 # Damaged: cut inside the 2nd cluster after some of its blocks, cut
 # inside the 1st, and a block of a track Tracks does not list, after
