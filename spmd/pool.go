@@ -170,12 +170,14 @@ func (l *Loader) sampleDone(step int64, st *slotState) {
 // the shard and sample ("shard S: sample "K": err"). The loader's lock
 // is held.
 func (l *Loader) logDrop(step int64, s *decode.Sample, err error) {
-	why := err.Error()
+	why, kind := err.Error(), ""
 	var se *decode.SampleError
 	if !errors.As(err, &se) {
 		why = fmt.Sprintf("shard %s: sample %q: %v", s.Shard, s.Key, err)
+	} else if se.Kind != nil {
+		kind = se.Kind.Error()
 	}
-	l.logOnce("dropped", s, fmt.Sprintf("datahelix: rank %d: step %d: dropping sample: %s\n",
+	l.logOnce("dropped", kind, s, fmt.Sprintf("datahelix: rank %d: step %d: dropping sample: %s\n",
 		l.comm.Rank(), step, why))
 }
 
@@ -183,15 +185,15 @@ func (l *Loader) logDrop(step int64, s *decode.Sample, err error) {
 // with damage concealed: the training goes on, but the shard's bytes are
 // damaged. The loader's lock is held.
 func (l *Loader) logDamage(step int64, s *decode.Sample, n int) {
-	l.logOnce("damaged", s, fmt.Sprintf("datahelix: rank %d: step %d: sample %q of %s decoded with damaged data the decoder concealed (%d damaged packets or undecodable frames): the shard may be corrupt\n",
+	l.logOnce("damaged", "", s, fmt.Sprintf("datahelix: rank %d: step %d: sample %q of %s decoded with damaged data the decoder concealed (%d damaged packets or undecodable frames): the shard may be corrupt\n",
 		l.comm.Rank(), step, s.Key, s.Shard, n))
 }
 
 // logOnce writes line to the log the first time this rank meets sample s
 // for this reason in any loader of the job, up to maxSampleLines samples
-// (sampleLog).
-func (l *Loader) logOnce(reason string, s *decode.Sample, line string) {
-	l.logged.once(l.cfg.Log, l.comm.Rank(), reason, s, line)
+// and then the first of each kind of failure (SampleLog.once).
+func (l *Loader) logOnce(reason, kind string, s *decode.Sample, line string) {
+	l.logged.once(l.cfg.Log, l.comm.Rank(), reason, kind, s, line)
 }
 
 // threadCPU returns the calling thread's CPU time in ns (wall time where

@@ -19,38 +19,61 @@ const maxSampleLines = 20
 // SampleLog is what one rank has logged of its dropped and damaged
 // samples. The loaders of one job share it (Config.SampleLog), so that a
 // sample every loader drops is logged once, and it stops at
-// maxSampleLines samples.
+// maxSampleLines samples, except for the first sample of each kind of
+// failure it has not logged yet (a drop after 20 damaged samples, or a
+// corrupt shard after 20 unsupported images): the user needs that line.
 type SampleLog struct {
 	mu     sync.Mutex
 	seen   map[string]bool // reason, shard and key of each sample logged
+	kinds  map[string]bool // reason and kind of each failure logged
+	lines  int             // sample lines written
 	capped bool            // the line saying no more follow was written
 }
 
 // NewSampleLog returns an empty SampleLog, for one rank.
 func NewSampleLog() *SampleLog {
-	return &SampleLog{seen: map[string]bool{}}
+	return &SampleLog{seen: map[string]bool{}, kinds: map[string]bool{}}
 }
 
 // once writes line to log (nil: none) the first time rank meets sample
 // s for this reason, until maxSampleLines lines are written; then it
-// writes one line saying that further samples go unlogged, and stops
-// remembering samples.
-func (sl *SampleLog) once(log io.Writer, rank int, reason string, s *decode.Sample, line string) {
+// writes one line saying that further samples go unlogged, and logs only
+// the first sample of each reason and kind (the failure's class, such as
+// decode.ErrCorrupt's text) not logged before. A nil SampleLog logs
+// every line.
+func (sl *SampleLog) once(log io.Writer, rank int, reason, kind string, s *decode.Sample, line string) {
 	if log == nil {
+		return
+	}
+	if sl == nil {
+		io.WriteString(log, line)
 		return
 	}
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
 	key := reason + "\x00" + s.Shard + "\x00" + s.Key
-	if sl.capped || sl.seen[key] {
+	kindKey := reason + "\x00" + kind
+	if sl.seen[key] {
 		return
 	}
-	if len(sl.seen) < maxSampleLines {
-		sl.seen[key] = true
+	if sl.lines < maxSampleLines || !sl.kinds[kindKey] {
+		if sl.lines >= maxSampleLines && !sl.capped {
+			sl.cap(log, rank)
+		}
+		sl.seen[key], sl.kinds[kindKey] = true, true
+		sl.lines++
 		io.WriteString(log, line)
 		return
 	}
+	if !sl.capped {
+		sl.cap(log, rank)
+	}
+}
+
+// cap writes the line saying that samples of kinds already logged go
+// unlogged from now on. sl.mu is held.
+func (sl *SampleLog) cap(log io.Writer, rank int) {
 	sl.capped = true
-	fmt.Fprintf(log, "datahelix: rank %d: %d dropped or damaged samples logged, not logging more: the summary counts every one, and \"datahelix decode SHARD.tar...\" lists each sample that fails\n",
+	fmt.Fprintf(log, "datahelix: rank %d: %d dropped or damaged samples logged, not logging more (but the first of each new kind of failure): the summary counts every one, and \"datahelix decode SHARD.tar...\" lists each sample that fails\n",
 		rank, maxSampleLines)
 }

@@ -201,7 +201,7 @@ func TestDropLinesOncePerJob(t *testing.T) {
 
 // TestDropLinesAreCapped checks that a rank logs 20 dropped or damaged
 // samples (maxSampleLines), then one line saying it logs no more, and
-// nothing after it.
+// after it only the first sample of a kind of failure not logged yet.
 func TestDropLinesAreCapped(t *testing.T) {
 	var log bytes.Buffer
 	cfg := testConfig(KindLocal)
@@ -213,9 +213,49 @@ func TestDropLinesAreCapped(t *testing.T) {
 		l.logDrop(int64(i), s, errors.New("bad")) // met again: not logged again
 	}
 	l.logDamage(99, &decode.Sample{Shard: "a.tar", Key: "d"}, 3)
+	l.logDamage(100, &decode.Sample{Shard: "a.tar", Key: "e"}, 3) // a kind logged: not logged
 	lines := strings.Split(strings.TrimSuffix(log.String(), "\n"), "\n")
-	want := `datahelix: rank 0: 20 dropped or damaged samples logged, not logging more: the summary counts every one, and "datahelix decode SHARD.tar..." lists each sample that fails`
-	if len(lines) != 21 || strings.Count(log.String(), "dropping sample") != 20 || lines[20] != want {
-		t.Errorf("log of %d lines:\n%s\nwant 20 drop lines, then %q", len(lines), log.String(), want)
+	want := `datahelix: rank 0: 20 dropped or damaged samples logged, not logging more (but the first of each new kind of failure): the summary counts every one, and "datahelix decode SHARD.tar..." lists each sample that fails`
+	if len(lines) != 22 || strings.Count(log.String(), "dropping sample") != 20 || lines[20] != want ||
+		!strings.Contains(lines[21], `sample "d" of a.tar decoded with damaged data`) {
+		t.Errorf("log of %d lines:\n%s\nwant 20 drop lines, then %q, then sample d's damage", len(lines), log.String(), want)
+	}
+}
+
+// TestDropLineOfNewKindAfterCap checks that the cap does not hide the
+// first drop after 20 damaged samples, nor the first drop of a kind of
+// decode failure after 20 of another: each is a failure the user has not
+// seen yet.
+func TestDropLineOfNewKindAfterCap(t *testing.T) {
+	var log bytes.Buffer
+	cfg := testConfig(KindLocal)
+	cfg.Log = &log
+	l := &Loader{cfg: cfg, comm: collective.NewLocal(1)[0], logged: NewSampleLog()}
+	for i := range 25 {
+		l.logDamage(int64(i), &decode.Sample{Shard: "a.tar", Key: fmt.Sprint(i)}, 1)
+	}
+	l.logDrop(30, &decode.Sample{Shard: "a.tar", Key: "x"}, errors.New("spmd: task failed"))
+	unsupported := &decode.SampleError{Shard: "a.tar", Key: "u", Kind: decode.ErrUnsupported, Err: decode.ErrUnsupported}
+	corrupt := &decode.SampleError{Shard: "a.tar", Key: "c", Kind: decode.ErrCorrupt, Err: decode.ErrCorrupt}
+	l.logDrop(31, &decode.Sample{Shard: "a.tar", Key: "u"}, unsupported)
+	l.logDrop(32, &decode.Sample{Shard: "a.tar", Key: "u2"}, unsupported) // a kind logged
+	l.logDrop(33, &decode.Sample{Shard: "a.tar", Key: "c"}, corrupt)
+	got := log.String()
+	if n := strings.Count(got, "dropping sample"); n != 3 || !strings.Contains(got, `sample "x"`) ||
+		!strings.Contains(got, `sample "u"`) || !strings.Contains(got, `sample "c"`) || strings.Count(got, "not logging more") != 1 {
+		t.Errorf("got %d drop lines, want samples x, u and c's after one cap line:\n%s", n, got)
+	}
+}
+
+// TestSampleLogNil checks that a loader built without a SampleLog (as
+// tests build one) logs every line rather than panicking.
+func TestSampleLogNil(t *testing.T) {
+	var log bytes.Buffer
+	cfg := testConfig(KindLocal)
+	cfg.Log = &log
+	l := &Loader{cfg: cfg, comm: collective.NewLocal(1)[0]}
+	l.logDamage(1, &decode.Sample{Shard: "a.tar", Key: "k"}, 1)
+	if !strings.Contains(log.String(), `sample "k" of a.tar`) {
+		t.Errorf("log %q: want sample k's damage line", log.String())
 	}
 }
