@@ -131,6 +131,11 @@ func (d *Decoder) Decode(ctx context.Context, s *Sample, rec *Record) (*Output, 
 		return nil, newSampleError(s, member, err)
 	}
 	if p.video != nil {
+		// A short clip can decode before FFmpeg's interrupt callback
+		// looks at a context cancelled before the call.
+		if err := ctx.Err(); err != nil {
+			return fail(p.video.Name, err)
+		}
 		t := d.NewVideoTensor()
 		st, err := d.decodeVideo(ctx, p.video.Data, p.rec.Video, t.Data)
 		if err != nil {
