@@ -8,7 +8,8 @@ import (
 )
 
 // ErrBadImage reports image bytes whose header cannot be read or whose
-// format is not JPEG, PNG or WebP.
+// format is not JPEG, PNG or WebP (ParseImageHeader reports a format it
+// recognises but does not read, such as GIF, as ErrUnsupported).
 var ErrBadImage = errors.New("decode: invalid image header")
 
 // MaxImageSide bounds the width and height an image header may declare.
@@ -19,7 +20,10 @@ const MaxImageSide = 1 << 16
 // ParseImageHeader reads the format, dimensions and, for JPEG, the
 // progressive flag and chroma subsampling of an image from its header,
 // without decoding. The format is recognised from the bytes, not from the
-// member's extension. For PNG, Progressive means Adam7 interlacing.
+// member's extension. For PNG, Progressive means Adam7 interlacing. An
+// image of a format it recognises but datahelix does not read (GIF, TIFF,
+// BMP, AVIF, HEIF, JPEG XL, JPEG 2000) is an ErrUnsupported naming it;
+// other bytes that do not read are ErrBadImage.
 func ParseImageHeader(data []byte) (ImageInfo, error) {
 	var info ImageInfo
 	var err error
