@@ -21,7 +21,7 @@ func init() {
 func runCostModel(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	fs := newFlags("costmodel", "--data DIR [flags]")
 	data := fs.String("data", "", "dataset: a `directory` of *.tar shards, a glob or one shard")
-	cache := fs.String("cache", "", indexCacheUsage)
+	cache := addIndexCacheFlags(fs)
 	warmup := fs.Int("warmup", 200, "`samples` the model learns from before the held-out evaluation (the samples after them are held out; by default two thirds of a dataset of 200 samples or fewer)")
 	limit := fs.Int("limit", 0, "decode at most this many `samples`, warm-up included (0: all)")
 	var frames, size int
@@ -47,14 +47,17 @@ func runCostModel(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	if err := checkShape(frames, size); err != nil {
 		return err
 	}
+	indexDir, err := cache.dir("costmodel")
+	if err != nil {
+		return err
+	}
 	cal := decode.DefaultCalibration()
 	if *calIn != "" {
-		var err error
 		if cal, err = decode.LoadCalibration(*calIn); err != nil {
 			return fmt.Errorf("costmodel: --calibration: %w", err)
 		}
 	}
-	ds, err := decode.OpenDataset(*data, indexCacheDir(*cache))
+	ds, err := decode.OpenDataset(*data, indexDir)
 	if err != nil {
 		return err
 	}

@@ -48,7 +48,7 @@ func runDecode(ctx context.Context, stdout, stderr io.Writer, args []string) err
 		"a shard gives MEMBER<tab>MD5 lines for the members decode turns into tensors (a sample's clip, or its images)")
 	var frames, size int
 	shapeFlags(fs, &frames, &size)
-	cache := fs.String("cache", "", indexCacheUsage)
+	cache := addIndexCacheFlags(fs)
 	verbose := fs.Bool("v", false, "also print the JPEG backend in use to stderr")
 	check := fs.Bool("check-hashes", false, checkHashesUsage)
 	if err := fs.Parse(args); err != nil {
@@ -68,7 +68,10 @@ func runDecode(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	if *verbose {
 		fmt.Fprintf(stderr, "decode: JPEG backend %s\n", tjpeg.Backend)
 	}
-	indexDir := indexCacheDir(*cache)
+	indexDir, err := cache.dir("decode")
+	if err != nil {
+		return err
+	}
 	if *md5 {
 		if *check {
 			return usagef("decode: --check-hashes counts damage in decoded samples; --md5 prints the pictures' MD5s without counting it")
@@ -97,7 +100,7 @@ func runDecode(ctx context.Context, stdout, stderr io.Writer, args []string) err
 			strings.Join(shapes, " "), out.Tokens, out.DecodedFrames, out.Damaged, float64(time.Since(start).Microseconds())/1000)
 		return fatal(err)
 	}
-	err := eachFile(stderr, fs.Args(), func(path string) (tally, error) {
+	err = eachFile(stderr, fs.Args(), func(path string) (tally, error) {
 		return eachSample(stderr, path, indexDir, show)
 	})
 	if damaged > 0 {
@@ -207,15 +210,33 @@ func plural(n int, one, many string) string {
 const indexCacheUsage = "`directory` for shard index caches (default: the index directory under run's cache, $DATAHELIX_CACHE/index when set; " +
 	"never beside the shards, whose directory may be read-only or shared)"
 
-// indexCacheDir is where inspect, decode and costmodel keep shard
-// indexes: dir when given, else where run keeps them (the index directory
-// of its cache), so that a checking command writes nothing into the
+// indexCacheFlags are the --cache and --cache-dir flags of inspect,
+// decode and costmodel: where they keep shard indexes.
+type indexCacheFlags struct{ index, root string }
+
+// addIndexCacheFlags defines --cache, the index directory itself, and
+// --cache-dir, a cache directory as run takes it (its indexes in its
+// index directory), so that the --cache-dir a job ran with finds the
+// indexes it built.
+func addIndexCacheFlags(fs *flag.FlagSet) *indexCacheFlags {
+	var f indexCacheFlags
+	fs.StringVar(&f.index, "cache", "", indexCacheUsage)
+	fs.StringVar(&f.root, "cache-dir", "", "cache `dir`ectory as for run: shard index caches in its index directory")
+	return &f
+}
+
+// dir is where the command keeps shard indexes: --cache when given, else
+// where run keeps them (the index directory of --cache-dir or of the
+// default cache), so that a checking command writes nothing into the
 // dataset's directory.
-func indexCacheDir(dir string) string {
-	if dir != "" {
-		return dir
+func (f *indexCacheFlags) dir(command string) (string, error) {
+	switch {
+	case f.index != "" && f.root != "":
+		return "", usagef("%s: --cache names the index directory itself and --cache-dir the cache holding it: give one of them", command)
+	case f.index != "":
+		return f.index, nil
 	}
-	return decode.IndexCacheDir(cacheRoot(""))
+	return decode.IndexCacheDir(cacheRoot(f.root)), nil
 }
 
 // checkHashesUsage is the help of run's and decode's --check-hashes.

@@ -21,9 +21,9 @@ func init() {
 }
 
 func runInspect(ctx context.Context, stdout, stderr io.Writer, args []string) error {
-	fs := newFlags("inspect", "[--json] [--cache DIR] PATH...")
+	fs := newFlags("inspect", "[--json] [--cache DIR | --cache-dir DIR] PATH...")
 	asJSON := fs.Bool("json", false, "print one JSON object per sample instead of a table")
-	cache := fs.String("cache", "", indexCacheUsage)
+	cache := addIndexCacheFlags(fs)
 	var frames, size int
 	shapeFlags(fs, &frames, &size) // for the cost estimate
 	if err := fs.Parse(args); err != nil {
@@ -40,7 +40,10 @@ func runInspect(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	if err := checkShape(frames, size); err != nil {
 		return err
 	}
-	indexDir := indexCacheDir(*cache)
+	indexDir, err := cache.dir("inspect")
+	if err != nil {
+		return err
+	}
 	empty := printShardWarnings(stderr, fs.Args(), indexDir)
 	m := decode.NewCostModel(nil)
 	m.SetOptions(decode.CostOptions{Frames: frames, Size: size})
@@ -52,7 +55,7 @@ func runInspect(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "key\tshard\tmodality\tbytes\twidth\theight\tframes\tduration_s\tcodec\tkeyframes\test_cost_us\tdisplay")
 	rows := 0
-	err := decode.Inspect(ctx, fs.Args(), indexDir, m, func(s decode.RecordSummary) error {
+	err = decode.Inspect(ctx, fs.Args(), indexDir, m, func(s decode.RecordSummary) error {
 		rows++
 		if s.Error != "" {
 			fmt.Fprintf(stderr, "%s\n", s.Error)

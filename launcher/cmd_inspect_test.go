@@ -124,3 +124,27 @@ func TestInspectShownFramesAndRotation(t *testing.T) {
 		t.Errorf("--json: no line for %v", want)
 	}
 }
+
+// TestIndexCacheDirFlag checks that inspect, decode and costmodel take
+// run's --cache-dir and keep their shard indexes in its index directory,
+// where run keeps them, and refuse --cache and --cache-dir together.
+func TestIndexCacheDirFlag(t *testing.T) {
+	data := gentest.Tiny(t)
+	shards, _ := filepath.Glob(filepath.Join(data, "*.tar"))
+	for _, args := range [][]string{
+		{"inspect", shards[0]},
+		{"decode", shards[0]},
+		{"costmodel", "--data", shards[0], "--warmup", "1", "--repeat", "1", "--limit", "2"},
+	} {
+		root := t.TempDir()
+		code, _, stderr := runMain(append([]string{args[0], "--cache-dir", root}, args[1:]...)...)
+		indexes, _ := filepath.Glob(filepath.Join(root, "index", "*"))
+		if code != 0 || len(indexes) == 0 {
+			t.Errorf("%s --cache-dir: exit %d, indexes %q under %s/index; want exit 0 and the shard's index there\n%s", args[0], code, indexes, root, stderr)
+		}
+		code, stdout, stderr := runMain(append([]string{args[0], "--cache", t.TempDir(), "--cache-dir", root}, args[1:]...)...)
+		if want := args[0] + ": --cache names the index directory itself"; code != 2 || stdout != "" || !strings.Contains(stderr, want) {
+			t.Errorf("%s --cache --cache-dir: exit %d, stdout %q, stderr %q; want exit 2 and %q", args[0], code, stdout, stderr, want)
+		}
+	}
+}
