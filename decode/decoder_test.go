@@ -534,3 +534,34 @@ func framemd5RGB(t *testing.T, name string, size int) []string {
 	}
 	return sums
 }
+
+// TestRedecodeSharesFrameLimit checks that the second pass for missed
+// targets (redecodeMissed) decodes within what the first left of
+// Limits.MaxFramesDecoded: a clip must not decode twice the limit.
+func TestRedecodeSharesFrameLimit(t *testing.T) {
+	data := readVideo(t, "h264_opengop.mp4")
+	v, err := ParseMP4(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := NewDecoder(Options{Frames: v.Frames, Size: 16})
+	full, err := d.Decode(context.Background(), decSample("k", map[string][]byte{"mp4": data}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every frame sampled: the first pass decodes each frame once, the
+	// second the last GOP's again (FFmpeg's H.264 drops them after a seek).
+	if full.DecodedFrames <= v.Frames {
+		t.Fatalf("unlimited: %d frames decoded for %d; want a second pass", full.DecodedFrames, v.Frames)
+	}
+	limit := v.Frames + 2
+	d = NewDecoder(Options{Frames: v.Frames, Size: 16, Limits: Limits{MaxFramesDecoded: limit}})
+	out, err := d.Decode(context.Background(), decSample("k", map[string][]byte{"mp4": data}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As a single pass does, the second stops at the frame past the limit.
+	if out.DecodedFrames > limit+1 {
+		t.Errorf("MaxFramesDecoded %d: %d frames decoded (%d unlimited)", limit, out.DecodedFrames, full.DecodedFrames)
+	}
+}

@@ -153,7 +153,7 @@ func (d *Decoder) videoTask(ctx context.Context, data []byte, v *VideoInfo, task
 		// Best effort: unless the deadline passed, a second pass that
 		// fails leaves the first one's frames in the slots it did not
 		// reach, and its count.
-		again, redone, err := d.redecodeMissed(ctx, data, v, targets, frames, runs, st.TimeBase, dst)
+		again, redone, err := d.redecodeMissed(ctx, data, v, targets, frames, runs, st, dst)
 		vs.frames += again.FramesDecoded
 		vs.refed += again.FramesDecoded
 		vs.damaged += again.DamagedPackets
@@ -217,9 +217,12 @@ func planSeeks(v *VideoInfo, targets []av.Target, frames, starts []int, first in
 // at the end of the stream: from a seek into a short last GOP, it drops
 // the clip's last frames. Decoding through that keyframe from the one
 // before, without a seek, outputs them. Nothing is decoded again for a
-// clip that missed no target. It returns the stats of the second pass and
-// how many targets it decoded again.
-func (d *Decoder) redecodeMissed(ctx context.Context, data []byte, v *VideoInfo, targets []av.Target, frames, runs []int, tb av.Rational, dst []byte) (av.Stats, int, error) {
+// clip that missed no target. first is the first pass's stats; the
+// second decodes within what the first left of the task's limits on
+// frames and packets. It returns the stats of the second pass and how
+// many targets it decoded again.
+func (d *Decoder) redecodeMissed(ctx context.Context, data []byte, v *VideoInfo, targets []av.Target, frames, runs []int, first av.Stats, dst []byte) (av.Stats, int, error) {
+	tb := first.TimeBase
 	var again []av.Target
 	var againFrames, starts []int
 	var index []int // the position in targets of each of again
@@ -237,8 +240,14 @@ func (d *Decoder) redecodeMissed(ctx context.Context, data []byte, v *VideoInfo,
 		return av.Stats{}, 0, nil
 	}
 	planSeeks(v, again, againFrames, starts, starts[0])
+	// The two passes share the task's limits on frames and packets.
 	cfg := d.cfg
 	cfg.SkipNonRef = true
+	cfg.MaxFrames -= first.FramesDecoded
+	cfg.MaxPackets -= first.Packets
+	if cfg.MaxFrames <= 0 || cfg.MaxPackets <= 0 {
+		return av.Stats{}, 0, nil
+	}
 	st, err := av.DecodeTargets(ctx, data, cfg, av.Rational{Num: 1, Den: int(v.Timescale)}, again, dst)
 	for j, i := range index {
 		targets[i].Got = again[j].Got
