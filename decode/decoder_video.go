@@ -209,26 +209,26 @@ func planSeeks(v *VideoInfo, targets []av.Target, frames, starts []int, first in
 
 // redecodeMissed decodes again, from the keyframe before their run's,
 // the targets DecodeTargets filled with a frame of another time (Got in
-// time base tb) although their run started at a keyframe with one before
-// it; frames, runs and the targets are videoTask's. FFmpeg 5.1's H.264
-// decoder, decoding from a seek to a keyframe that is not an IDR picture
-// (an open GOP's I-frame with a recovery point), outputs a frame decoded
-// before that keyframe was output only if it outputs it before draining
-// at the end of the stream: from a seek into a short last GOP, it drops
-// the clip's last frames. Decoding through that keyframe from the one
-// before, without a seek, outputs them. Nothing is decoded again for a
-// clip that missed no target. first is the first pass's stats; the
-// second decodes within what the first left of the task's limits on
-// frames and packets. It returns the stats of the second pass and how
-// many targets it decoded again.
+// the time base first.TimeBase) although their run started at a
+// keyframe with one before it; frames, runs and the targets are
+// videoTask's. FFmpeg 5.1's H.264 decoder, decoding from a seek to a
+// keyframe that is not an IDR picture (an open GOP's I-frame with a
+// recovery point), outputs a frame decoded before that keyframe was
+// output only if it outputs it before draining at the end of the
+// stream: from a seek into a short last GOP, it drops the clip's last
+// frames. Decoding through that keyframe from the one before, without a
+// seek, outputs them. Nothing is decoded again for a clip that missed
+// no target. first is the first pass's stats; the second decodes within
+// what the first left of the task's limits on frames and packets. It
+// returns the stats of the second pass and how many targets it decoded
+// again.
 func (d *Decoder) redecodeMissed(ctx context.Context, data []byte, v *VideoInfo, targets []av.Target, frames, runs []int, first av.Stats, dst []byte) (av.Stats, int, error) {
-	tb := first.TimeBase
 	var again []av.Target
 	var againFrames, starts []int
 	var index []int // the position in targets of each of again
 	for i, t := range targets {
 		k := sort.SearchInts(v.Keyframes, runs[i])
-		if k == 0 || sameTime(t.PTS, v.Timescale, t.Got, tb) {
+		if k == 0 || cmpTime(t.PTS, v.Timescale, t.Got, first.TimeBase) == 0 {
 			continue
 		}
 		again = append(again, av.Target{PTS: t.PTS, Slot: t.Slot})
@@ -255,12 +255,13 @@ func (d *Decoder) redecodeMissed(ctx context.Context, data []byte, v *VideoInfo,
 	return st, len(again), err
 }
 
-// sameTime reports whether pts/timescale seconds equal got in tb,
-// compared exactly.
-func sameTime(pts int64, timescale uint32, got int64, tb av.Rational) bool {
+// cmpTime compares pts/timescale seconds with got in tb exactly
+// (pts*Den against got*Num*timescale): -1 when pts is earlier, 0 when
+// they are equal, +1 when it is later.
+func cmpTime(pts int64, timescale uint32, got int64, tb av.Rational) int {
 	a := new(big.Int).Mul(big.NewInt(pts), big.NewInt(int64(tb.Den)))
 	b := new(big.Int).Mul(big.NewInt(got), big.NewInt(int64(tb.Num)*int64(timescale)))
-	return a.Cmp(b) == 0
+	return a.Cmp(b)
 }
 
 // undecodable counts the targets decoded from the start of the stream,
@@ -283,10 +284,8 @@ func undecodable(targets []av.Target, frames []int, key int, tb av.Rational, tim
 		if frames[i] >= key {
 			continue
 		}
-		// t.Got > t.PTS, compared exactly: Got*Num/Den > PTS/timescale.
-		got := new(big.Int).Mul(big.NewInt(t.Got), big.NewInt(int64(tb.Num)*int64(timescale)))
-		if got.Cmp(new(big.Int).Mul(big.NewInt(t.PTS), big.NewInt(int64(tb.Den)))) > 0 {
-			n++
+		if cmpTime(t.PTS, timescale, t.Got, tb) < 0 {
+			n++ // FFmpeg output a later frame
 		}
 	}
 	return n

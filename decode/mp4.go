@@ -43,9 +43,10 @@ type mp4Track struct {
 	// firstDTS and endDTS bound the decode timeline: the first frame's
 	// decode time and the time after the last frame.
 	firstDTS, endDTS int64
-	key              []bool // fragment sync flags (moov tracks use stss)
-	stss             []int  // 0-based sync frame indices from stss
-	noStss           bool   // no stss box: every frame is a sync frame
+	// key holds each frame's sync flag: from stss for the moov frames
+	// (every frame when it is absent), from the sample flags for the
+	// fragments'.
+	key []bool
 }
 
 // ParseMP4 reads the cost features of the first video track of an MP4/MOV
@@ -367,25 +368,23 @@ func (tr *mp4Track) sampleTable(stbl []byte) error {
 		return err
 	}
 	tr.dtsShift = tr.moovShift
+	tr.key = make([]bool, n)
 	stss := child(stbl, "stss")
 	if stss == nil {
-		tr.noStss = true
+		for i := range tr.key {
+			tr.key[i] = true
+		}
 		return nil
 	}
 	cnt, p, err := tableEntries("stss", stss, 4)
 	if err != nil {
 		return err
 	}
-	tr.stss = make([]int, 0, min(cnt, n))
 	for i := 0; i < cnt; i++ {
 		if k := int(be32(p, 4*i)) - 1; k >= 0 && k < n {
-			tr.stss = append(tr.stss, k)
+			tr.key[k] = true
 		}
 	}
-	if !slices.IsSorted(tr.stss) {
-		slices.Sort(tr.stss)
-	}
-	tr.stss = slices.Compact(tr.stss)
 	return nil
 }
 
@@ -529,7 +528,6 @@ func addCtts(b []byte, pts []int64) (int, bool, int64, error) {
 // info assembles the VideoInfo: the moov frames as FFmpeg indexes them
 // under the edit list, then the fragments' frames.
 func (tr *mp4Track) info(container string, movieTimescale uint32) (*VideoInfo, error) {
-	key := tr.syncFlags()
 	v := &VideoInfo{
 		Container: container,
 		Codec:     tr.codec,
@@ -542,7 +540,7 @@ func (tr *mp4Track) info(container string, movieTimescale uint32) (*VideoInfo, e
 	offset := tr.timeOffset(movieTimescale)
 	moov := tr.nMoov
 	if tr.advanced && len(tr.edits) > 0 && movieTimescale > 0 && moov > 0 {
-		idx, err := tr.editIndex(key[:moov], movieTimescale)
+		idx, err := tr.editIndex(tr.key[:moov], movieTimescale)
 		if err != nil {
 			return nil, err
 		}
@@ -562,7 +560,7 @@ func (tr *mp4Track) info(container string, movieTimescale uint32) (*VideoInfo, e
 			}
 			v.FrameBytes = append(v.FrameBytes, tr.bytes[i])
 			v.FramePTS = append(v.FramePTS, idx.pts[j]+late)
-			if key[i] {
+			if tr.key[i] {
 				v.Keyframes = append(v.Keyframes, j)
 			}
 		}
@@ -571,7 +569,7 @@ func (tr *mp4Track) info(container string, movieTimescale uint32) (*VideoInfo, e
 		moov = 0 // the whole track is shifted by the first edit
 	}
 	for i := moov; i < len(tr.bytes); i++ {
-		if key[i] {
+		if tr.key[i] {
 			v.Keyframes = append(v.Keyframes, len(v.FramePTS))
 		}
 		// FFmpeg lowers the moov frames' decode times by the moov's
@@ -600,15 +598,6 @@ func (tr *mp4Track) info(container string, movieTimescale uint32) (*VideoInfo, e
 		v.Bytes += int64(b)
 	}
 	return v, nil
-}
-
-// syncFlags returns each frame's sync flag: from the fragments' sample
-// flags and, for the moov frames, stss (every frame when it is absent).
-func (tr *mp4Track) syncFlags() []bool {
-	if tr.key == nil {
-		tr.syncFromTables()
-	}
-	return tr.key
 }
 
 // timeOffset is what FFmpeg subtracts from the composition times when it

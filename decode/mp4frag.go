@@ -92,9 +92,6 @@ func (tr *mp4Track) traf(traf []byte) error {
 			t = int64(be32(p, 0))
 		}
 	}
-	if tr.key == nil {
-		tr.syncFromTables()
-	}
 	if len(tr.bytes) == 0 {
 		tr.firstDTS = t
 	}
@@ -112,18 +109,6 @@ func (tr *mp4Track) traf(traf []byte) error {
 			return err
 		}
 		tr.endDTS = t
-	}
-}
-
-// syncFromTables turns the moov sample table's sync information into
-// per-frame flags before fragment samples are appended.
-func (tr *mp4Track) syncFromTables() {
-	tr.key = make([]bool, len(tr.bytes), len(tr.bytes)+64)
-	for i := range tr.key {
-		tr.key[i] = tr.noStss
-	}
-	for _, k := range tr.stss {
-		tr.key[k] = true
 	}
 }
 

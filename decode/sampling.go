@@ -36,9 +36,9 @@ func SampleFrames(v *VideoInfo, n int) []int {
 		}
 		return out
 	}
-	order := presentationOrder(v)
-	if shown := slices.DeleteFunc(slices.Clone(order), v.hidden); len(shown) > 0 {
-		order = shown
+	order := slices.DeleteFunc(presentationOrder(v), v.hidden)
+	if len(order) == 0 {
+		order = presentationOrder(v) // every frame is hidden: pick among them
 	}
 	start, last := v.FramePTS[order[0]], v.FramePTS[order[len(order)-1]]
 	step := int64(0) // the last frame lasts as long as an average frame

@@ -124,7 +124,7 @@ func TestParseWebMMatchesFFmpeg(t *testing.T) {
 					if !v.hidden(i) {
 						t.Errorf("frame %d: FFmpeg gives it no pts, but SampleFrames may pick it (pts %d)", i, v.FramePTS[i])
 					}
-				} else if !sameTime(v.FramePTS[i], v.Timescale, p.PTS, si.TimeBase) {
+				} else if cmpTime(v.FramePTS[i], v.Timescale, p.PTS, si.TimeBase) != 0 {
 					t.Errorf("frame %d: pts %d/%d s, FFmpeg's %d*%d/%d s", i, v.FramePTS[i], v.Timescale, p.PTS, si.TimeBase.Num, si.TimeBase.Den)
 				}
 			}
@@ -182,7 +182,7 @@ func testDecodeWebMSampled(t *testing.T, c webmClip, n int) {
 		for _, f := range picked {
 			matches := 0
 			for _, h := range hs {
-				if sameTime(v.FramePTS[f], v.Timescale, h.PTS, st.TimeBase) {
+				if cmpTime(v.FramePTS[f], v.Timescale, h.PTS, st.TimeBase) == 0 {
 					matches++
 				}
 			}
