@@ -66,8 +66,7 @@ func runGen(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 			return err
 		}
 	}
-	switch {
-	case *workers < 0:
+	if *workers < 0 {
 		return usagef("gen: --workers %d: want 0 (one per CPU) or more", *workers)
 	}
 	cfg.Workers = *workers

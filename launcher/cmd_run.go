@@ -191,27 +191,6 @@ func (f *runFlags) validate() error {
 	return nil
 }
 
-// linkTarget is the path that writing to p creates or opens: p with its
-// symbolic links followed, also one whose target does not exist yet (a
-// dangling link, which os.Stat cannot compare), as far as they go.
-func linkTarget(p string) string {
-	for range 40 { // the kernel's limit on links followed (ELOOP)
-		fi, err := os.Lstat(p)
-		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
-			break
-		}
-		t, err := os.Readlink(p)
-		if err != nil {
-			break
-		}
-		if !filepath.IsAbs(t) {
-			t = filepath.Join(filepath.Dir(p), t)
-		}
-		p = t
-	}
-	return p
-}
-
 // checkOutputPaths refuses a --json and a --trace that name the same
 // file, however spelled (./x and x, a link to x), where the trace would
 // replace the summary, and both writing to standard output (-).

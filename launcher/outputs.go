@@ -59,6 +59,27 @@ func (o *outputFiles) open(flag, path string) (*outputFile, error) {
 	return nil, fmt.Errorf("%s: %w", flag, err)
 }
 
+// linkTarget is the path that writing to p creates or opens: p with its
+// symbolic links followed, also one whose target does not exist yet (a
+// dangling link, which os.Stat cannot compare), as far as they go.
+func linkTarget(p string) string {
+	for range 40 { // the kernel's limit on links followed (ELOOP)
+		fi, err := os.Lstat(p)
+		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			break
+		}
+		t, err := os.Readlink(p)
+		if err != nil {
+			break
+		}
+		if !filepath.IsAbs(t) {
+			t = filepath.Join(filepath.Dir(p), t)
+		}
+		p = t
+	}
+	return p
+}
+
 // replace has write fill the file with a command's results. An existing
 // file is emptied first if it is a regular file (not /dev/stdout or a
 // pipe). A new one is written under a temporary name in its directory

@@ -56,18 +56,17 @@ func (sl *SampleLog) once(log io.Writer, rank int, reason, kind string, s *decod
 	if sl.seen[key] {
 		return
 	}
-	if sl.lines < maxSampleLines || !sl.kinds[kindKey] {
-		if sl.lines >= maxSampleLines && !sl.capped {
+	if sl.lines >= maxSampleLines {
+		if !sl.capped {
 			sl.cap(log, rank)
 		}
-		sl.seen[key], sl.kinds[kindKey] = true, true
-		sl.lines++
-		io.WriteString(log, line)
-		return
+		if sl.kinds[kindKey] {
+			return
+		}
 	}
-	if !sl.capped {
-		sl.cap(log, rank)
-	}
+	sl.seen[key], sl.kinds[kindKey] = true, true
+	sl.lines++
+	io.WriteString(log, line)
 }
 
 // cap writes the line saying that samples of kinds already logged go

@@ -98,9 +98,7 @@ func TestSimSharedCoreEDF(t *testing.T) {
 // on a skewed workload where loaders plan, move and split.
 func TestSimUnsharedGroupsChangeNothing(t *testing.T) {
 	for _, k := range []Kind{KindTorch, KindLocal, KindHelix, KindOracle} {
-		cfg := SimConfig{Loader: k, Ranks: 4, Batch: 4, Steps: 30, Workers: 2,
-			GPU: gpu.Model{Base: 45 * time.Millisecond}, Bandwidth: 1000 * plan.One, LatencyUS: 20,
-			Samples: skewed(4, 40000)}
+		cfg := skewedConfig(k, 30)
 		base, err := Simulate(cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -372,12 +370,12 @@ func TestSimPlannerSeesSharing(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var last []plan.Progress
-			_, err := Simulate(SimConfig{Loader: KindHelix, Ranks: 4, Batch: 4, Steps: 30, Workers: 2,
-				GPU: gpu.Model{Base: 45 * time.Millisecond}, Bandwidth: 1000 * plan.One, LatencyUS: 20,
-				Samples: skewed(4, 40000), CPUs: tc.cpus,
-				OnPlan: func(step, at int64, in *plan.Input, p *plan.Plan) {
-					last = append(last[:0], in.Ranks...)
-				}})
+			cfg := skewedConfig(KindHelix, 30)
+			cfg.CPUs = tc.cpus
+			cfg.OnPlan = func(step, at int64, in *plan.Input, p *plan.Plan) {
+				last = append(last[:0], in.Ranks...)
+			}
+			_, err := Simulate(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -76,6 +76,14 @@ func TestSimLocalTimeline(t *testing.T) {
 	checkTimeline(t, res, []want{{30, 30, 30}, {20, 40, 0}, {30, 50, 0}, {35, 60, 0}}, 70)
 }
 
+// skewedConfig simulates loader k on 4 ranks of the skewed workload
+// (rank 0's clips 4x heavier) for steps steps, on a 1 GB/s network.
+func skewedConfig(k Kind, steps int) SimConfig {
+	return SimConfig{Loader: k, Ranks: 4, Batch: 4, Steps: steps, Workers: 2,
+		GPU: gpu.Model{Base: 45 * time.Millisecond}, Bandwidth: 1000 * plan.One, LatencyUS: 20,
+		Samples: skewed(4, 40000)}
+}
+
 // skewed builds a workload where rank 0's shards hold long clips and the
 // others short ones, correlated over time as with source-homogeneous
 // shards.
@@ -100,9 +108,7 @@ func skewed(ranks int, heavy int64) func(step int64, rank int) []SimSample {
 // helix misses fewer deadlines than torch and local.
 func TestSimHelixBeatsBaselinesOnSkew(t *testing.T) {
 	run := func(k Kind) Summary {
-		res, err := Simulate(SimConfig{Loader: k, Ranks: 4, Batch: 4, Steps: 60, Workers: 2,
-			GPU: gpu.Model{Base: 45 * time.Millisecond}, Bandwidth: 1000 * plan.One, LatencyUS: 20,
-			Samples: skewed(4, 40000)})
+		res, err := Simulate(skewedConfig(k, 60))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,9 +159,7 @@ func TestSimHelixMatchesLocalOnUniform(t *testing.T) {
 // there with the context's error (Simulate alone ran every step). Not
 // cancelled, SimulateContext gives Simulate's result exactly.
 func TestSimulateContext(t *testing.T) {
-	cfg := SimConfig{Loader: KindHelix, Ranks: 4, Batch: 4, Steps: 400, Workers: 2,
-		GPU: gpu.Model{Base: 45 * time.Millisecond}, Bandwidth: 1000 * plan.One, LatencyUS: 20,
-		Samples: skewed(4, 40000)}
+	cfg := skewedConfig(KindHelix, 400)
 	want, err := Simulate(cfg)
 	if err != nil {
 		t.Fatal(err)

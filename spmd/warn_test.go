@@ -146,9 +146,7 @@ func TestDropLineNamesEachOnce(t *testing.T) {
 // *decode.SampleError keeps its own wording.
 func TestDropLineOfOtherErrors(t *testing.T) {
 	var log bytes.Buffer
-	cfg := testConfig(KindLocal)
-	cfg.Log = &log
-	l := &Loader{cfg: cfg, comm: collective.NewLocal(1)[0], logged: NewSampleLog()}
+	l := logLoader(&log)
 	l.logDrop(3, &decode.Sample{Shard: "a.tar", Key: "k"}, errors.New("spmd: task 2 of 3 failed"))
 	bad := &decode.Sample{Shard: "b.tar", Key: "n", Members: []decode.Member{{Name: "n.npy", Ext: "npy", Data: []byte{1}}}}
 	_, err := decode.ParseRecord(bad)
@@ -204,9 +202,7 @@ func TestDropLinesOncePerJob(t *testing.T) {
 // after it only the first sample of a kind of failure not logged yet.
 func TestDropLinesAreCapped(t *testing.T) {
 	var log bytes.Buffer
-	cfg := testConfig(KindLocal)
-	cfg.Log = &log
-	l := &Loader{cfg: cfg, comm: collective.NewLocal(1)[0], logged: NewSampleLog()}
+	l := logLoader(&log)
 	for i := range 25 {
 		s := &decode.Sample{Shard: "a.tar", Key: fmt.Sprint(i)}
 		l.logDrop(int64(i), s, errors.New("bad"))
@@ -228,9 +224,7 @@ func TestDropLinesAreCapped(t *testing.T) {
 // seen yet.
 func TestDropLineOfNewKindAfterCap(t *testing.T) {
 	var log bytes.Buffer
-	cfg := testConfig(KindLocal)
-	cfg.Log = &log
-	l := &Loader{cfg: cfg, comm: collective.NewLocal(1)[0], logged: NewSampleLog()}
+	l := logLoader(&log)
 	for i := range 25 {
 		l.logDamage(int64(i), &decode.Sample{Shard: "a.tar", Key: fmt.Sprint(i)}, 1)
 	}
@@ -258,4 +252,12 @@ func TestSampleLogNil(t *testing.T) {
 	if !strings.Contains(log.String(), `sample "k" of a.tar`) {
 		t.Errorf("log %q: want sample k's damage line", log.String())
 	}
+}
+
+// logLoader is a one-rank loader that logs dropped and damaged samples
+// to log, with a SampleLog of its own, as NewLoader gives it.
+func logLoader(log *bytes.Buffer) *Loader {
+	cfg := testConfig(KindLocal)
+	cfg.Log = log
+	return &Loader{cfg: cfg, comm: collective.NewLocal(1)[0], logged: NewSampleLog()}
 }
