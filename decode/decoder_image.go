@@ -103,21 +103,11 @@ func toRGB(src image.Image) tjpeg.Image {
 	p := img.Pix
 	switch m := src.(type) {
 	case *image.NRGBA:
-		for y := range h {
-			row := m.Pix[y*m.Stride : y*m.Stride+4*w]
-			for x := range w {
-				p[0], p[1], p[2] = row[4*x], row[4*x+1], row[4*x+2]
-				p = p[3:]
-			}
-		}
+		pack8(p, m.Pix, m.Stride, w, h)
 	case *image.RGBA:
-		for y := range h {
-			row := m.Pix[y*m.Stride : y*m.Stride+4*w]
-			for x := range w {
-				p[0], p[1], p[2] = row[4*x], row[4*x+1], row[4*x+2]
-				p = p[3:]
-			}
-		}
+		// PNG's opaque 8-bit RGB: with alpha 0xff the premultiplied
+		// colour is the stored one.
+		pack8(p, m.Pix, m.Stride, w, h)
 	case *image.NRGBA64:
 		// PNG's 16-bit RGBA and gray+alpha, and 16-bit RGB or gray with a
 		// tRNS chunk: big-endian samples, colour not premultiplied.
@@ -162,6 +152,18 @@ func toRGB(src image.Image) tjpeg.Image {
 		}
 	}
 	return img
+}
+
+// pack8 packs the w x h pixels of 4 bytes (R, G, B, A; rows of stride
+// bytes) in pix as RGB24 into p, alpha dropped.
+func pack8(p, pix []byte, stride, w, h int) {
+	for y := range h {
+		row := pix[y*stride : y*stride+4*w]
+		for x := range w {
+			p[0], p[1], p[2] = row[4*x], row[4*x+1], row[4*x+2]
+			p = p[3:]
+		}
+	}
 }
 
 // pack16 packs the w x h pixels of 8 bytes (16-bit big-endian R, G, B,

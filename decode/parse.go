@@ -65,7 +65,7 @@ func isMetadataExt(ext string) bool {
 		return true
 	}
 	if i := strings.LastIndexByte(ext, '.'); i >= 0 {
-		for _, c := range strings.Split(ext[:i], ".") {
+		for c := range strings.SplitSeq(ext[:i], ".") {
 			if c == "metadata" {
 				return true
 			}

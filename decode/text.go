@@ -162,18 +162,19 @@ func scanJSON(data []byte) (j jsonText, ok bool) {
 			continue
 		}
 		key, pos := "", 0
-		if n := len(stack); n > 0 && !stack[n-1].object {
-			pos = stack[n-1].n
-			stack[n-1].n++
-		}
-		if n := len(stack); n > 0 && stack[n-1].object {
-			if stack[n-1].keyNext {
-				stack[n-1].keyNext = false
-				stack[n-1].key, _ = tok.(string)
+		if n := len(stack); n > 0 {
+			switch top := &stack[n-1]; {
+			case !top.object:
+				pos = top.n
+				top.n++
+			case top.keyNext:
+				top.keyNext = false
+				top.key, _ = tok.(string)
 				continue // a key
+			default:
+				top.keyNext = true // this token starts the value
+				key = top.key
 			}
-			stack[n-1].keyNext = true // this token starts the value
-			key = stack[n-1].key
 		}
 		switch v := tok.(type) {
 		case json.Delim:

@@ -181,7 +181,7 @@ func Generate(ctx context.Context, cfg Config) (paths []string, err error) {
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp) // runs before removeEmptyDirs, deferred first
+	defer os.RemoveAll(tmp) // deferred after removeEmptyDirs, so it runs first
 	rd := &renderer{ffmpeg: bin, tmp: tmp}
 	workers := cfg.Workers
 	if workers <= 0 {

@@ -112,12 +112,12 @@ func skipExtraneous(data []byte) []byte {
 	var out []byte // nil until junk is found
 	at := 2        // where the next marker should start
 	for {
-		i := at
+		i, j := at, at
 		for {
 			for i < len(data) && data[i] != 0xFF {
 				i++
 			}
-			j := i
+			j = i
 			for j < len(data) && data[j] == 0xFF {
 				j++
 			}
@@ -132,10 +132,6 @@ func skipExtraneous(data []byte) []byte {
 		// data[i:j] are 0xFF fill bytes, data[j] is the marker code.
 		if i > at && out == nil { // data[at:i] is junk: copy all but it
 			out = append(make([]byte, 0, len(data)), data[:at]...)
-		}
-		j := i
-		for data[j] == 0xFF {
-			j++
 		}
 		m := data[j]
 		next := j + 1
