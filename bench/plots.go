@@ -277,9 +277,9 @@ func (r *Report) waitBars(workloads, loaders []string, title string, widthIn flo
 // timelineBars draws, per rank and step, the GPU waiting for its batch
 // (red) and computing (blue).
 type timelineBars struct {
-	recs             []spmd.StepRecord
-	ranks            int
-	xmin, xmax, ymax float64
+	recs       []spmd.StepRecord
+	ranks      int
+	xmin, xmax float64
 }
 
 var (

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -16,8 +15,8 @@ import (
 func buildDatahelix(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "datahelix")
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if out, err := exec.Command(goTool, "build", "-o", bin, "github.com/datahelix/datahelix/launcher").CombinedOutput(); err != nil {
+	// go test puts its own Go's bin directory first in PATH.
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/datahelix/datahelix/launcher").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin

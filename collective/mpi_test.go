@@ -113,7 +113,7 @@ func worker(mode string) int {
 }
 
 // mpirun runs this test binary as np ranks in the given worker mode.
-func mpirun(t *testing.T, np int, mode string, timeout time.Duration, env ...string) (string, error, time.Duration) {
+func mpirun(t *testing.T, np int, mode string, timeout time.Duration, env ...string) (string, time.Duration, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -127,7 +127,7 @@ func mpirun(t *testing.T, np int, mode string, timeout time.Duration, env ...str
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		t.Fatalf("mpirun -np %d (%s) still running after %v; output:\n%s", np, mode, timeout, out.String())
 	}
-	return out.String(), err, time.Since(start)
+	return out.String(), time.Since(start), err
 }
 
 func requireMPIRun(t *testing.T) {
@@ -144,7 +144,7 @@ func requireMPIRun(t *testing.T) {
 // env and checks every rank passed and printed want.
 func conformance(t *testing.T, np int, env, want string) {
 	t.Helper()
-	out, err, _ := mpirun(t, np, "conformance", 3*time.Minute, env)
+	out, _, err := mpirun(t, np, "conformance", 3*time.Minute, env)
 	if err != nil {
 		t.Fatalf("mpirun -np %d: %v\n%s", np, err, out)
 	}
@@ -183,7 +183,7 @@ func TestMPIWaitPoliciesAgree(t *testing.T) {
 	// At MPI start, and again when the ranks choose after comparing CPU
 	// sets (ShareNodeCPUs).
 	for _, mode := range []string{"conformance", "share-cpus"} {
-		out, err, _ := mpirun(t, 2, mode, time.Minute, waitByRankEnv+"=block,sleep")
+		out, _, err := mpirun(t, 2, mode, time.Minute, waitByRankEnv+"=block,sleep")
 		if err != nil {
 			t.Fatalf("%s: ranks started with block and sleep: %v\n%s", mode, err, out)
 		}
@@ -203,7 +203,7 @@ func TestMPIPartsModes(t *testing.T) {
 			conformance(t, 2, "DATAHELIX_MPI_PARTS="+mode, "parts="+mode)
 		})
 	}
-	out, err, _ := mpirun(t, 2, "conformance", 2*time.Minute, "DATAHELIX_MPI_PARTS=bogus")
+	out, _, err := mpirun(t, 2, "conformance", 2*time.Minute, "DATAHELIX_MPI_PARTS=bogus")
 	if err == nil {
 		t.Fatalf("DATAHELIX_MPI_PARTS=bogus: the job succeeded:\n%s", out)
 	}
@@ -229,7 +229,7 @@ func TestMPISingleton(t *testing.T) {
 
 func TestMPIRankExitingEarlyEndsJob(t *testing.T) {
 	requireMPIRun(t)
-	out, err, took := mpirun(t, 4, "early-exit", 60*time.Second)
+	out, took, err := mpirun(t, 4, "early-exit", 60*time.Second)
 	if err == nil {
 		t.Fatalf("job exited 0 after a rank died; output:\n%s", out)
 	}
@@ -241,7 +241,7 @@ func TestMPIRankExitingEarlyEndsJob(t *testing.T) {
 
 func TestMPIAbortEndsJob(t *testing.T) {
 	requireMPIRun(t)
-	out, err, took := mpirun(t, 3, "abort", 60*time.Second)
+	out, took, err := mpirun(t, 3, "abort", 60*time.Second)
 	if err == nil {
 		t.Fatalf("job exited 0 after MPI_Abort; output:\n%s", out)
 	}
@@ -257,7 +257,7 @@ func TestMPIAbortEndsJob(t *testing.T) {
 // under MPICH too, whose progress engine differs from OpenMPI's.
 func TestMPIAbortFromAnotherGoroutine(t *testing.T) {
 	requireMPIRun(t)
-	out, err, took := mpirun(t, 2, "abort-goroutine", 60*time.Second)
+	out, took, err := mpirun(t, 2, "abort-goroutine", 60*time.Second)
 	// The abort's own code, not one of a killed process (9, 15).
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 42 {

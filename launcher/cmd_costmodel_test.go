@@ -21,8 +21,8 @@ func TestCostModelWarmup(t *testing.T) {
 		t.Errorf("--warmup 200: exit %d, stdout %q, stderr %q; want 2, nothing decoded and %q", code, stdout, stderr, want)
 	}
 	code, stdout, stderr = runMain(append(args, "--warmup", "20", "--limit", "16")...)
-	if code != 2 || !strings.Contains(stderr, "covers all 16 samples") {
-		t.Errorf("--warmup 20 --limit 16: exit %d, %q; want 2 and the 16 samples of --limit", code, stderr)
+	if code != 2 || !strings.Contains(stderr, "covers all 16 samples") || stdout != "" {
+		t.Errorf("--warmup 20 --limit 16: exit %d, stdout %q, stderr %q; want 2, nothing decoded and the 16 samples of --limit", code, stdout, stderr)
 	}
 	code, stdout, stderr = runMain(args...) // the default warm-up, 200
 	if code != 0 {

@@ -34,7 +34,6 @@ type Torch struct {
 	consumed int64 // batches below this were released (handed to the training loop)
 
 	added      map[int64][]Task // batches added, not yet dispatched
-	nextAdd    int64            // next step expected from Add
 	dispatched int64            // batches start..dispatched-1 were dispatched
 	queues     [][]Task         // per worker: its dispatched tasks, in order
 	waiting    int64
