@@ -18,6 +18,14 @@ type mp4Track struct {
 	height    int
 	rotation  float64 // VideoInfo.Rotation
 
+	// enabled is the tkhd's track_enabled flag (FFmpeg's default
+	// disposition), impaired whether a kind box gives the track a role
+	// FFmpeg reads as for the hearing or visually impaired, and
+	// sttsDuration the sum of the stts entries: with the frame sizes they
+	// pick the track FFmpeg decodes (score).
+	enabled, impaired bool
+	sttsDuration      int64
+
 	// edits is the edit list (elst) as stored; advanced is false when
 	// FFmpeg would not apply it frame by frame (see parseMoov).
 	edits    []mp4Edit
@@ -49,8 +57,9 @@ type mp4Track struct {
 	key []bool
 }
 
-// ParseMP4 reads the cost features of the first video track of an MP4/MOV
-// file held in memory: codec and dimensions from the stsd entry, timescale
+// ParseMP4 reads the cost features of the video track of an MP4/MOV file
+// held in memory that FFmpeg 5.1 decodes (av_find_best_stream; see
+// videoScore): codec and dimensions from the stsd entry, timescale
 // and duration from mdhd, per-frame sizes (stsz/stz2), timing (stts, ctts,
 // the edit list) and sync frames (stss), and the samples of movie fragments
 // (moof/traf/trun with tfhd and trex defaults). The moov box may come
@@ -96,14 +105,9 @@ func ParseMP4(data []byte) (*VideoInfo, error) {
 		}
 		return nil, fmt.Errorf("%w: no moov box", ErrBadMP4)
 	}
-	tr, movieTimescale, err := parseMoov(moov)
+	tr, movieTimescale, err := parseMoov(moov, moofs)
 	if err != nil {
 		return nil, err
-	}
-	for _, moof := range moofs {
-		if err := tr.fragment(moof); err != nil {
-			return nil, err
-		}
 	}
 	if len(tr.bytes) == 0 {
 		return nil, fmt.Errorf("%w: video track has no frames", ErrBadMP4)
@@ -115,18 +119,17 @@ func ParseMP4(data []byte) (*VideoInfo, error) {
 	return tr.info(container, movieTimescale)
 }
 
-// parseMoov finds the first video track in moov and reads its sample
-// table. It also returns the movie timescale from mvhd.
-func parseMoov(moov []byte) (*mp4Track, uint32, error) {
+// parseMoov reads every video track of moov, with its samples in the
+// fragments moofs, and returns the one FFmpeg decodes (videoScore) and
+// the movie timescale from mvhd. A video track that cannot be read fails
+// the file, whichever track FFmpeg would decode (FFmpeg too fails a file
+// for most errors in any track). At most two tracks are held at once:
+// the best so far and the one being read.
+func parseMoov(moov []byte, moofs [][]byte) (*mp4Track, uint32, error) {
 	var movieTimescale uint32
 	var movie [9]int32 // the mvhd matrix; zero without an mvhd, as in FFmpeg
-	var tr *mp4Track
+	var traks [][]byte
 	var mvex []byte
-	var handlers []string
-	// FFmpeg turns its advanced edit-list handling off for good at the
-	// first track whose stts is empty (a fragmented file's moov), before
-	// building that track's index.
-	advanced := true
 	it := boxIter{b: moov}
 	for {
 		typ, body, ok := it.next()
@@ -144,19 +147,7 @@ func parseMoov(moov []byte) (*mp4Track, uint32, error) {
 				readMatrix(&movie, p, v, 32, 44)
 			}
 		case "trak":
-			if tr == nil {
-				if emptyStts(body) {
-					advanced = false
-				}
-				t, err := parseTrak(body, movie)
-				if err != nil {
-					return nil, 0, err
-				}
-				tr = t
-				if tr == nil {
-					handlers = append(handlers, trakHandler(body))
-				}
-			}
+			traks = append(traks, body)
 		case "mvex":
 			mvex = body
 		}
@@ -164,12 +155,116 @@ func parseMoov(moov []byte) (*mp4Track, uint32, error) {
 	if it.err != nil {
 		return nil, 0, it.err
 	}
-	if tr == nil {
+	// FFmpeg rates the streams of a file with a trex box (any track's) by
+	// their fragments too.
+	fragmented := child(mvex, "trex") != nil
+	var best *mp4Track
+	var bestScore videoScore
+	var handlers []string
+	// FFmpeg turns its advanced edit-list handling off for good at the
+	// first track whose stts is empty (a fragmented file's moov), before
+	// building that track's index.
+	advanced := true
+	for _, trak := range traks {
+		if emptyStts(trak) {
+			advanced = false
+		}
+		tr, err := parseTrak(trak, movie)
+		if err != nil {
+			return nil, 0, err
+		}
+		if tr == nil {
+			if best == nil {
+				handlers = append(handlers, trakHandler(trak))
+			}
+			continue
+		}
+		tr.advanced = advanced
+		tr.readTrex(mvex)
+		for _, moof := range moofs {
+			if err := tr.fragment(moof); err != nil {
+				return nil, 0, err
+			}
+		}
+		if s := tr.score(fragmented); best == nil || s.beats(bestScore) {
+			best, bestScore = tr, s
+		}
+	}
+	if best == nil {
 		return nil, 0, noVideoTrack{handlers}
 	}
-	tr.advanced = advanced
-	tr.readTrex(mvex)
-	return tr, movieTimescale, nil
+	return best, movieTimescale, nil
+}
+
+// videoScore is what av_find_best_stream (FFmpeg 5.1, which package av
+// calls before reading any frame) rates a video stream by: a point unless
+// its disposition is for the hearing or visually impaired, one more for
+// the default disposition, then its bit rate. It takes the first stream
+// of the best score.
+type videoScore struct {
+	disposition int
+	bitRate     int64
+}
+
+// beats reports whether a stream scoring s replaces the best so far, which
+// scores best: only by scoring more, so that the first of equals stays.
+func (s videoScore) beats(best videoScore) bool {
+	if s.disposition != best.disposition {
+		return s.disposition > best.disposition
+	}
+	return s.bitRate > best.bitRate
+}
+
+// score rates the track as FFmpeg's mov demuxer sets its disposition and
+// bit rate: the default disposition from the tkhd enabled flag, the
+// impaired ones from a kind box (mov_read_kind), and the bit rate from
+// the sizes of the moov's frames over the stream duration (mdhd's, or the
+// stts total when shorter), in truncating unsigned arithmetic
+// (mov_build_index) — or, in a file with a trex box, from the moov's and
+// the fragments' frames over that duration raised to the fragments' end,
+// rounded (mov_read_header). The edit list does not count: FFmpeg rates
+// the track before applying it.
+func (tr *mp4Track) score(fragmented bool) videoScore {
+	var s videoScore
+	if !tr.impaired {
+		s.disposition++
+	}
+	if tr.enabled {
+		s.disposition++
+	}
+	// mdhd's duration is read into a signed 64-bit value.
+	dur := int64(tr.duration)
+	if tr.sttsDuration != 0 {
+		dur = min(dur, tr.sttsDuration)
+	}
+	var moovBytes, allBytes uint64
+	for i, b := range tr.bytes {
+		if i < tr.nMoov {
+			moovBytes += uint64(b)
+		}
+		allBytes += uint64(b)
+	}
+	if dur > 0 && tr.nMoov > 0 {
+		s.bitRate = int64(moovBytes * 8 * uint64(tr.timescale) / uint64(dur))
+	}
+	if !fragmented {
+		return s
+	}
+	if len(tr.bytes) > tr.nMoov {
+		dur = max(dur, tr.endDTS)
+	}
+	if dur > 0 {
+		hi, lo := bits.Mul64(allBytes, 8*uint64(tr.timescale))
+		lo, carry := bits.Add64(lo, uint64(dur)/2, 0)
+		hi += carry
+		s.bitRate = 0 // on overflow, as FFmpeg
+		if hi < uint64(dur) {
+			if q, _ := bits.Div64(hi, lo, uint64(dur)); q <= math.MaxInt64 {
+				s.bitRate = int64(q)
+			}
+		}
+	}
+	return s
 }
 
 // parseTrak reads a trak box, movie being the matrix of the mvhd read
@@ -181,7 +276,8 @@ func parseTrak(trak []byte, movie [9]int32) (*mp4Track, error) {
 	}
 	tr := &mp4Track{}
 	var matrix [9]int32
-	if v, _, p, ok := fullBox(child(trak, "tkhd")); ok {
+	if v, flags, p, ok := fullBox(child(trak, "tkhd")); ok {
+		tr.enabled = flags&1 != 0
 		if v == 1 && len(p) >= 20 {
 			tr.id = be32(p, 16)
 		} else if v == 0 && len(p) >= 12 {
@@ -190,6 +286,7 @@ func parseTrak(trak []byte, movie [9]int32) (*mp4Track, error) {
 		readMatrix(&matrix, p, v, 36, 48)
 	}
 	tr.rotation = displayRotation(matrix, movie)
+	tr.impaired = impairedKind(child(trak, "udta"))
 	v, _, p, ok := fullBox(child(mdia, "mdhd"))
 	switch {
 	case ok && v == 1 && len(p) >= 28:
@@ -206,6 +303,7 @@ func parseTrak(trak []byte, movie [9]int32) (*mp4Track, error) {
 		return nil, err
 	}
 	stbl := child(child(mdia, "minf"), "stbl")
+	tr.sttsDuration = sttsDuration(child(stbl, "stts"))
 	if err := tr.readStsd(child(stbl, "stsd")); err != nil {
 		return nil, err
 	}
@@ -328,6 +426,13 @@ func (tr *mp4Track) readStsd(stsd []byte) error {
 		}
 	}
 	tr.codec = mp4Codec(typ)
+	if tr.codec == "mpeg4" && len(entry) > 78 {
+		// An MPEG-4 visual entry may carry MPEG-1/2 video, JPEG or PNG:
+		// FFmpeg takes the codec from its esds (ff_mov_read_esds).
+		if c := esdsCodec(child(entry[78:], "esds")); c != "" {
+			tr.codec = c
+		}
+	}
 	return nil
 }
 

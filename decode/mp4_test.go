@@ -8,8 +8,10 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -285,7 +287,7 @@ func BenchmarkParseMP4(b *testing.B) {
 func FuzzParseMP4(f *testing.F) {
 	for _, name := range []string{"h264_bf2.mp4", "h264_faststart.mp4", "h264_frag.mp4", "h264_delay.mp4", "h264_nobf.mov", "hevc.mp4", "av1.mp4", "vp9.mp4",
 		"h264_sscut.mp4", "h264_fragmoov.mp4", "h264_cmaf.mp4", "h264_elsttail.mp4", "h264_elsthidden.mp4",
-		"rot90_420.mp4", "upright180.mp4"} {
+		"rot90_420.mp4", "upright180.mp4", "h264_2video_kind.mp4"} {
 		data, err := os.ReadFile(filepath.Join("testdata", "video", name))
 		if err != nil {
 			f.Fatal(err)
@@ -399,7 +401,7 @@ func TestMP4Rotation(t *testing.T) {
 func TestMP4RotationMatchesAV(t *testing.T) {
 	dir := filepath.Join("testdata", "video")
 	cfg := av.DefaultConfig()
-	cfg.Codecs += ",rawvideo" // refused/rot180_uyvy.mov
+	cfg.Codecs += ",rawvideo,mpeg2video" // refused/rot180_uyvy.mov, refused/mpeg2_mp4v.mp4
 	n := 0
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || filepath.Ext(p) != ".mp4" && filepath.Ext(p) != ".mov" {
@@ -427,5 +429,297 @@ func TestMP4RotationMatchesAV(t *testing.T) {
 	})
 	if err != nil || n < 20 {
 		t.Fatalf("walked %d clips of %s: %v", n, dir, err)
+	}
+}
+
+// twoVideoClips are the clips of make_tracks.sh: two video tracks, of
+// which FFmpeg decodes the second (av_find_best_stream). The first is 25
+// frames of 160x120 at 25 fps, or 10 of 64x48 at 10 fps, the second the
+// other. Each comment says what went wrong when ParseMP4 described the
+// first video track.
+var twoVideoClips = []struct {
+	file          string
+	frames        int
+	width, height int
+}{
+	// Both default: the second has the larger bit rate. The record was
+	// 64x48 with 10 frames 100 ms apart, FFmpeg decoded 160x120 at 40 ms:
+	// 4 of 8 sampled frames missed, filled with others.
+	{"h264_2video_rate.mp4", 25, 160, 120},
+	// The first is not default (tkhd enabled flag clear): 6 of 8 sampled
+	// frames missed.
+	{"h264_2video_disabled.mp4", 10, 64, 48},
+	// The first has a kind box with a role for the visually impaired
+	// ("description"): 6 of 8 missed.
+	{"h264_2video_kind.mp4", 10, 64, 48},
+}
+
+// TestParseMP4PicksFFmpegTrack checks that the record of a clip with two
+// video tracks describes the one FFmpeg decodes: its packets as av.Packets
+// and ffprobe list them (pts, sizes, keyframes), its picture size; that
+// Decode finds every sampled frame, each the only frame FFmpeg outputs at
+// its time; and that FrameMD5s equals `ffmpeg -map 0:v:1 -f framemd5`.
+func TestParseMP4PicksFFmpegTrack(t *testing.T) {
+	for _, c := range twoVideoClips {
+		t.Run(c.file, func(t *testing.T) {
+			data := readVideo(t, c.file)
+			v, err := ParseMP4(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkVideoInfo(t, v)
+			pk, si, err := av.Packets(context.Background(), data, av.DefaultConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Width != c.width || v.Height != c.height || si.Width != c.width || si.Height != c.height {
+				t.Errorf("record %dx%d, FFmpeg decodes %dx%d; want %dx%d", v.Width, v.Height, si.Width, si.Height, c.width, c.height)
+			}
+			if v.Frames != c.frames || len(pk) != c.frames {
+				t.Fatalf("%d frames, FFmpeg reads %d packets; want %d", v.Frames, len(pk), c.frames)
+			}
+			var keys []int
+			for i, p := range pk {
+				if p.Key {
+					keys = append(keys, i)
+				}
+				if int(v.FrameBytes[i]) != p.Size || cmpTime(v.FramePTS[i], v.Timescale, p.PTS, si.TimeBase) != 0 {
+					t.Errorf("frame %d: pts %d/%d s, %d bytes; FFmpeg's packet %d*%d/%d s, %d bytes", i,
+						v.FramePTS[i], v.Timescale, v.FrameBytes[i], p.PTS, si.TimeBase.Num, si.TimeBase.Den, p.Size)
+				}
+			}
+			if !slices.Equal(v.Keyframes, keys) {
+				t.Errorf("keyframes %v, FFmpeg's %v", v.Keyframes, keys)
+			}
+			compareWithProbeStream(t, c.file, "v:1", v)
+
+			s := decSample("clip", map[string][]byte{"mp4": data})
+			rec, err := ParseRecord(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const n = 8
+			out, err := NewDecoder(Options{Frames: n, Size: 16}).Decode(context.Background(), s, rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.MissedFrames != 0 || out.Damaged != 0 {
+				t.Errorf("%d of %d sampled frames missed, %d damaged; want 0, 0", out.MissedFrames, n, out.Damaged)
+			}
+			hs, st, err := av.FrameMD5s(context.Background(), data, av.DefaultConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range SampleFrames(rec.Video, n) {
+				matches := 0
+				for _, h := range hs {
+					if cmpTime(v.FramePTS[f], v.Timescale, h.PTS, st.TimeBase) == 0 {
+						matches++
+					}
+				}
+				if matches != 1 {
+					t.Errorf("sampled frame %d (pts %d): %d frames FFmpeg outputs have its time, want 1", f, v.FramePTS[f], matches)
+				}
+			}
+			if _, err := exec.LookPath("ffmpeg"); err != nil {
+				return
+			}
+			raw, err := exec.Command("ffmpeg", "-v", "error", "-threads", "1", "-i", filepath.Join("testdata", "video", c.file),
+				"-map", "0:v:1", "-f", "framemd5", "-").Output()
+			if err != nil {
+				t.Fatalf("ffmpeg framemd5: %v", err)
+			}
+			var want []string
+			for _, line := range strings.Split(string(raw), "\n") {
+				if f := strings.Split(line, ","); len(f) == 6 && !strings.HasPrefix(line, "#") {
+					want = append(want, strings.TrimSpace(f[5]))
+				}
+			}
+			got, err := FrameMD5s(context.Background(), data, Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(want) != c.frames || !slices.Equal(got, want) {
+				t.Errorf("FrameMD5s gives %d frames, ffmpeg -map 0:v:1 %d (want %d); they differ", len(got), len(want), c.frames)
+			}
+		})
+	}
+}
+
+// TestParseMP4TrackChoice checks on hand-made files the rules by which
+// ParseMP4 picks the video track FFmpeg decodes, among 2 tracks of 2
+// frames of 100 ticks at timescale 1000: the first of equal scores; the
+// default one (tkhd enabled flag) over a larger bit rate; one without a
+// caption or description kind box over one with; then the larger bit
+// rate, the bytes of its frames over its duration, mdhd's or the stts
+// total when shorter (30 bytes over mdhd's 100 ms beat 40 over 200 ms,
+// and 50 bytes over the stts total of 200 ms, mdhd saying 1 s, beat them
+// too); in a file with a trex box, the bytes of the fragments too.
+func TestParseMP4TrackChoice(t *testing.T) {
+	// track builds a trak of id with 16x(id) pictures (so that the
+	// choice shows in the height), tkhd flags, mdhd duration, frame sizes
+	// a and b, and extra boxes for its udta.
+	track := func(id, flags, mdhd, a, b uint32, udta ...[]byte) []byte {
+		var u []byte
+		if len(udta) > 0 {
+			u = box("udta", udta...)
+		}
+		return box("trak",
+			fbox("tkhd", 0, flags, u32s(0, 0, id, 0, mdhd)),
+			u,
+			box("mdia",
+				fbox("mdhd", 0, 0, u32s(0, 0, 1000, mdhd, 0)),
+				fbox("hdlr", 0, 0, u32s(0), []byte("vide"), make([]byte, 13)),
+				box("minf", box("stbl", videoEntry("avc1", 16, uint16(id)),
+					fbox("stts", 0, 0, u32s(1, 2, 100)), fbox("stsz", 0, 0, u32s(0, 2, a, b))))))
+	}
+	kind := func(scheme, value string) []byte {
+		return fbox("kind", 0, 0, []byte(scheme+"\x00"+value+"\x00"))
+	}
+	tests := []struct {
+		name   string
+		traks  [][]byte
+		height int
+	}{
+		{"equal", [][]byte{track(1, 3, 200, 10, 10), track(2, 3, 200, 10, 10)}, 1},
+		{"larger bit rate", [][]byte{track(1, 3, 200, 10, 10), track(2, 3, 200, 10, 11)}, 2},
+		{"first disabled", [][]byte{track(1, 2, 200, 50, 50), track(2, 3, 200, 10, 10)}, 2},
+		{"second disabled", [][]byte{track(1, 3, 200, 10, 10), track(2, 0, 200, 50, 50)}, 1},
+		{"caption", [][]byte{track(1, 3, 200, 50, 50, kind("urn:mpeg:dash:role:2011", "caption")), track(2, 3, 200, 10, 10)}, 2},
+		{"description", [][]byte{track(1, 3, 200, 50, 50, kind("urn:mpeg:dash:role:2011", "description")), track(2, 3, 200, 10, 10)}, 2},
+		{"other role", [][]byte{track(1, 3, 200, 50, 50, kind("urn:mpeg:dash:role:2011", "main")), track(2, 3, 200, 10, 10)}, 1},
+		{"other scheme", [][]byte{track(1, 3, 200, 50, 50, kind("urn:example", "caption")), track(2, 3, 200, 10, 10)}, 1},
+		{"mdhd shorter", [][]byte{track(1, 3, 200, 20, 20), track(2, 3, 100, 15, 15)}, 2},
+		{"stts shorter", [][]byte{track(1, 3, 200, 20, 20), track(2, 3, 1000, 25, 25)}, 2},
+		{"sound first", [][]byte{soundTrak(), track(2, 3, 200, 10, 10)}, 2},
+	}
+	for _, tt := range tests {
+		v, err := ParseMP4(box("moov", append([][]byte{fbox("mvhd", 0, 0, u32s(0, 0, 1000, 200))}, tt.traks...)...))
+		if err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+			continue
+		}
+		if v.Height != tt.height {
+			t.Errorf("%s: picked track %d, want %d", tt.name, v.Height, tt.height)
+		}
+	}
+	// Fragments: track 1 has 2 moov frames of 10 bytes, track 2 none in
+	// the moov and 2 of 11 in a fragment; without the fragments track 1
+	// would win.
+	moov := box("moov", fbox("mvhd", 0, 0, u32s(0, 0, 1000, 0)),
+		track(1, 3, 200, 10, 10),
+		box("trak",
+			fbox("tkhd", 0, 3, u32s(0, 0, 2, 0, 0)),
+			box("mdia",
+				fbox("mdhd", 0, 0, u32s(0, 0, 1000, 0, 0)),
+				fbox("hdlr", 0, 0, u32s(0), []byte("vide"), make([]byte, 13)),
+				box("minf", box("stbl", videoEntry("avc1", 16, 2), fbox("stts", 0, 0, u32s(0)), fbox("stsz", 0, 0, u32s(0, 0)))))),
+		box("mvex", fbox("trex", 0, 0, u32s(2, 1, 100, 11, 0))))
+	moof := box("moof", box("traf", fbox("tfhd", 0, 0, u32s(2)), fbox("trun", 0, 0, u32s(2))))
+	v, err := ParseMP4(bytes.Join([][]byte{moov, moof}, nil))
+	if err != nil || v.Height != 2 || v.Frames != 2 {
+		t.Errorf("fragments: %+v, %v; want track 2's 2 frames", v, err)
+	}
+	// A video track that cannot be read fails the file, whichever FFmpeg
+	// would decode.
+	broken := box("trak", fbox("tkhd", 0, 3, u32s(0, 0, 2, 0, 200)), box("mdia",
+		fbox("mdhd", 0, 0, u32s(0, 0, 1000, 200, 0)),
+		fbox("hdlr", 0, 0, u32s(0), []byte("vide"), make([]byte, 13)),
+		box("minf", box("stbl", videoEntry("avc1", 16, 2), fbox("stts", 0, 0, u32s(1, 2, 100)), fbox("stsz", 0, 0, u32s(0, 1000, 1))))))
+	if v, err := ParseMP4(box("moov", track(1, 3, 200, 10, 10), broken)); !errors.Is(err, ErrBadMP4) {
+		t.Errorf("broken second track: %+v, %v; want ErrBadMP4", v, err)
+	}
+}
+
+// TestMP4CodecNames checks the codec names ParseMP4 gives sample entries
+// against FFmpeg 5.1's: an MPEG-4 visual entry (mp4v) takes its codec from
+// its esds, which may name MPEG-1/2 video, JPEG or PNG (it said mpeg4);
+// QuickTime's MPEG-1/2 tags and others FFmpeg knows (it said unknown).
+func TestMP4CodecNames(t *testing.T) {
+	// esds builds an esds box whose ES_Descriptor has the flags esFlags
+	// (with the fields they announce) and whose DecoderConfigDescriptor
+	// has the objectTypeIndication oti; long writes lengths on 4 bytes.
+	esds := func(esFlags, oti byte, long bool) []byte {
+		length := func(n int) []byte {
+			if long {
+				return []byte{0x80, 0x80, 0x80, byte(n)}
+			}
+			return []byte{byte(n)}
+		}
+		dc := append([]byte{0x04}, length(13)...)
+		dc = append(dc, oti, 0x11, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+		es := []byte{0, 1, esFlags}
+		if esFlags&0x80 != 0 {
+			es = append(es, 0, 2)
+		}
+		if esFlags&0x40 != 0 {
+			es = append(es, 3, 'a', 'b', 'c')
+		}
+		if esFlags&0x20 != 0 {
+			es = append(es, 0, 3)
+		}
+		es = append(es, dc...)
+		return fbox("esds", 0, 0, append(append([]byte{0x03}, length(len(es))...), es...))
+	}
+	entry := func(typ string, ext ...[]byte) []byte {
+		e := make([]byte, 78)
+		binary.BigEndian.PutUint16(e[24:], 16)
+		binary.BigEndian.PutUint16(e[26:], 16)
+		return fbox("stsd", 0, 0, u32s(1), box(typ, append([][]byte{e}, ext...)...))
+	}
+	tests := []struct {
+		entry []byte
+		codec string
+	}{
+		{entry("mp4v", esds(0, 0x20, false)), "mpeg4"},
+		{entry("mp4v"), "mpeg4"},
+		{entry("mp4v", esds(0, 0x61, false)), "mpeg2video"},
+		{entry("mp4v", esds(0xe0, 0x60, true)), "mpeg2video"},
+		{entry("mp4v", esds(0, 0x6a, false)), "mpeg1video"},
+		{entry("mp4v", esds(0x40, 0x6c, false)), "mjpeg"},
+		{entry("mp4v", esds(0, 0x6d, false)), "png"},
+		{entry("mp4v", esds(0, 0x40, false)), "mpeg4"}, // an audio type: kept
+		{entry("m2v1"), "mpeg2video"},
+		{entry("xd5c"), "mpeg2video"},
+		{entry("hdv6"), "mpeg2video"},
+		{entry("mx5p"), "mpeg2video"},
+		{entry("m1v "), "mpeg1video"},
+		{entry("png "), "png"},
+		{entry("mjpb"), "mjpegb"},
+		{entry("ai5q"), "h264"},
+		{entry("dvh1"), "hevc"},
+		{entry("xd5z"), "unknown"},
+		{entry("rle "), "unknown"},
+	}
+	for _, tt := range tests {
+		v, err := ParseMP4(box("moov", trak(1, 10, 2, nil, tt.entry, fbox("stts", 0, 0, u32s(1, 2, 1)), fbox("stsz", 0, 0, u32s(5, 2)))))
+		if err != nil || v.Codec != tt.codec {
+			t.Errorf("entry %q: codec %v, %v; want %s", tt.entry[20:24], v, err, tt.codec)
+		}
+	}
+}
+
+// TestRefusedCodecNamed checks refused/mpeg2_mp4v.mp4 (make_tracks.sh),
+// MPEG-2 video in an mp4v sample entry: its record names the codec as
+// ffprobe does (it said mpeg4), and decoding it is refused with
+// ErrUnsupported, naming the member and the codec.
+func TestRefusedCodecNamed(t *testing.T) {
+	const name = "refused/mpeg2_mp4v.mp4"
+	data := readVideo(t, name)
+	v, err := ParseMP4(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Codec != "mpeg2video" {
+		t.Errorf("codec %s, want mpeg2video", v.Codec)
+	}
+	compareWithProbe(t, name, v)
+	s := decSample("clip", map[string][]byte{"mp4": data})
+	_, err = NewDecoder(Options{Frames: 4, Size: 16}).Decode(context.Background(), s, nil)
+	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "clip.mp4") || !strings.Contains(err.Error(), "codec mpeg2video") {
+		t.Errorf("Decode: %v; want ErrUnsupported naming clip.mp4 and codec mpeg2video", err)
+	}
+	if _, err := FrameMD5s(context.Background(), data, Limits{}); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "codec mpeg2video") {
+		t.Errorf("FrameMD5s: %v; want ErrUnsupported naming codec mpeg2video", err)
 	}
 }

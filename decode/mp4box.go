@@ -1,9 +1,11 @@
 package decode
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -50,6 +52,59 @@ func trakHandler(trak []byte) string {
 func emptyStts(trak []byte) bool {
 	_, _, p, ok := fullBox(child(child(child(child(trak, "mdia"), "minf"), "stbl"), "stts"))
 	return !ok || len(p) < 4 || be32(p, 0) == 0
+}
+
+// sttsDuration returns the sum of an stts box's entries, count times
+// delta, as FFmpeg totals them for the stream duration (a delta negative
+// as a signed number counting 1, as readStts reads it); 0 for a box it
+// cannot read.
+func sttsDuration(stts []byte) int64 {
+	n, p, err := tableEntries("stts", stts, 8)
+	if stts == nil || err != nil {
+		return 0
+	}
+	var sum int64
+	for e := range n {
+		d := int64(int32(be32(p, 8*e+4)))
+		if d < 0 {
+			d = 1
+		}
+		sum += int64(be32(p, 8*e)) * d // at most 2^32 * 2^31 per entry
+		if sum < 0 {
+			return math.MaxInt64
+		}
+	}
+	return sum
+}
+
+// impairedKind reports whether a trak's udta holds a kind box (version 0,
+// a scheme and a value, each ended by a NUL) with the DASH role scheme
+// and a caption or description role, which FFmpeg 5.1 (mov_read_kind,
+// ff_mov_track_kind_table) reads as a disposition for the hearing or
+// visually impaired; ffmpeg writes such a box for those dispositions.
+func impairedKind(udta []byte) bool {
+	it := boxIter{b: udta}
+	for {
+		typ, body, ok := it.next()
+		if !ok {
+			return false
+		}
+		if string(typ[:]) != "kind" || len(body) < 4 || be32(body, 0) != 0 {
+			continue
+		}
+		scheme, rest, ok := bytes.Cut(body[4:], []byte{0})
+		if !ok {
+			continue
+		}
+		value, _, ok := bytes.Cut(rest, []byte{0})
+		if !ok {
+			continue
+		}
+		if bytes.HasPrefix(scheme, []byte("urn:mpeg:dash:role:2011")) &&
+			(bytes.HasPrefix(value, []byte("caption")) || bytes.HasPrefix(value, []byte("description"))) {
+			return true
+		}
+	}
 }
 
 // MaxVideoFrames caps the frames a container parser accepts for one track,
@@ -132,12 +187,16 @@ func fullBox(body []byte) (version uint8, flags uint32, payload []byte, ok bool)
 func be32(b []byte, i int) uint32 { return binary.BigEndian.Uint32(b[i:]) }
 func be64(b []byte, i int) uint64 { return binary.BigEndian.Uint64(b[i:]) }
 
-// mp4Codec maps a visual sample entry type to FFmpeg's codec name.
+// mp4Codec maps a visual sample entry type to FFmpeg 5.1's codec name
+// (ff_codec_movvideo_tags; dvh1 is HEVC in mov.c): the codecs datahelix
+// decodes under every tag FFmpeg knows them by, and the common others.
 func mp4Codec(t [4]byte) string {
-	switch string(t[:]) {
-	case "avc1", "avc2", "avc3", "avc4":
+	tag := string(t[:])
+	switch tag {
+	case "avc1", "avc2", "avc3", "avc4", "dva1", "dvav", "AVin", "aivx", "rv64", "xalg", "avlg",
+		"ai5p", "ai5q", "ai52", "ai53", "ai55", "ai56", "ai1p", "ai1q", "ai12", "ai13", "ai15", "ai16":
 		return "h264"
-	case "hvc1", "hev1":
+	case "hvc1", "hev1", "dvhe", "dvh1":
 		return "hevc"
 	case "av01":
 		return "av1"
@@ -145,14 +204,106 @@ func mp4Codec(t [4]byte) string {
 		return "vp9"
 	case "vp08":
 		return "vp8"
-	case "mp4v":
+	case "mp4v", "DIVX", "XVID", "3IV2":
 		return "mpeg4"
-	case "jpeg", "mjpa", "mjpb":
+	case "jpeg", "mjpa", "AVDJ", "AVRn", "dmb1":
 		return "mjpeg"
+	case "mjpb":
+		return "mjpegb"
 	case "apch", "apcn", "apcs", "apco", "ap4h", "ap4x":
 		return "prores"
-	case "s263", "h263":
+	case "s263", "h263", "H263":
 		return "h263"
+	case "png ", "MNG ":
+		return "png"
+	case "m1v ", "m1v1", "mpeg", "mp1v":
+		return "mpeg1video"
+	case "m2v1", "mp2v", "AVmp", "xdhd", "xdh2":
+		return "mpeg2video"
+	}
+	// MPEG-2 HDV (hdv1..hdva), IMX (mx3n..mx5p), XDCAM (xd51..xd5f, xdv1..xdvf).
+	switch p, c := tag[:3], tag[3]; {
+	case p == "hdv" && (c >= '1' && c <= '9' || c == 'a'),
+		(p == "mx3" || p == "mx4" || p == "mx5") && (c == 'n' || c == 'p'),
+		p == "xd5" && strings.IndexByte("1459abcdef", c) >= 0,
+		p == "xdv" && (c >= '1' && c <= '9' || c >= 'a' && c <= 'f'):
+		return "mpeg2video"
 	}
 	return "unknown"
+}
+
+// esdsCodec returns the codec FFmpeg 5.1 takes from an esds box's
+// DecoderConfigDescriptor (its objectTypeIndication, ff_mp4_obj_type) for
+// the video codecs of that table, "" when the box does not name one.
+func esdsCodec(esds []byte) string {
+	_, _, p, ok := fullBox(esds)
+	if !ok {
+		return ""
+	}
+	// descr reads a descriptor's tag and expandable length, returning the
+	// bytes after them.
+	descr := func(b []byte) (byte, []byte, bool) {
+		if len(b) < 1 {
+			return 0, nil, false
+		}
+		tag, b := b[0], b[1:]
+		for i := 0; i < 4 && len(b) > 0; i++ {
+			c := b[0]
+			b = b[1:]
+			if c&0x80 == 0 {
+				break
+			}
+		}
+		return tag, b, true
+	}
+	tag, p, ok := descr(p)
+	if !ok {
+		return ""
+	}
+	skip := 2 // ES_ID, or an ID when the first descriptor is not an ES_Descriptor
+	if tag == 0x03 && len(p) >= 3 {
+		flags := p[2]
+		skip = 3
+		if flags&0x80 != 0 {
+			skip += 2
+		}
+		if flags&0x40 != 0 && len(p) > skip {
+			skip += 1 + int(p[skip])
+		}
+		if flags&0x20 != 0 {
+			skip += 2
+		}
+	}
+	if len(p) < skip {
+		return ""
+	}
+	tag, p, ok = descr(p[skip:])
+	if !ok || tag != 0x04 || len(p) < 1 {
+		return ""
+	}
+	switch oti := p[0]; {
+	case oti == 0x20:
+		return "mpeg4"
+	case oti == 0x21:
+		return "h264"
+	case oti == 0x23:
+		return "hevc"
+	case oti >= 0x60 && oti <= 0x65:
+		return "mpeg2video"
+	case oti == 0x6A:
+		return "mpeg1video"
+	case oti == 0x6C:
+		return "mjpeg"
+	case oti == 0x6D:
+		return "png"
+	case oti == 0x6E:
+		return "jpeg2000"
+	case oti == 0xA3:
+		return "vc1"
+	case oti == 0xA4:
+		return "dirac"
+	case oti == 0xB1:
+		return "vp9"
+	}
+	return ""
 }

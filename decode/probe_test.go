@@ -17,7 +17,7 @@ type probePacket struct {
 	discard bool // flags "_D": FFmpeg decodes the packet but drops its frame
 }
 
-// probeStream is what ffprobe reports of the first video stream.
+// probeStream is what ffprobe reports of a video stream.
 type probeStream struct {
 	codec         string
 	width, height int
@@ -25,14 +25,21 @@ type probeStream struct {
 	packets       []probePacket
 }
 
-// ffprobe runs the ffprobe CLI on a file; the test is skipped when the
-// tool is missing.
+// ffprobe runs the ffprobe CLI on a file for its first video stream; the
+// test is skipped when the tool is missing.
 func ffprobe(t *testing.T, path string) probeStream {
+	t.Helper()
+	return ffprobeStream(t, path, "v:0")
+}
+
+// ffprobeStream runs the ffprobe CLI on a file for the stream that the
+// stream specifier spec ("v:1") selects.
+func ffprobeStream(t *testing.T, path, spec string) probeStream {
 	t.Helper()
 	if _, err := exec.LookPath("ffprobe"); err != nil {
 		t.Skip("ffprobe not installed")
 	}
-	out, err := exec.Command("ffprobe", "-v", "error", "-select_streams", "v:0",
+	out, err := exec.Command("ffprobe", "-v", "error", "-select_streams", spec,
 		"-show_entries", "stream=codec_name,width,height,time_base:packet=pts,size,flags", "-of", "csv", path).Output()
 	if err != nil {
 		t.Fatalf("ffprobe %s: %v", path, err)
@@ -41,7 +48,7 @@ func ffprobe(t *testing.T, path string) probeStream {
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		f := strings.Split(line, ",")
 		switch {
-		case f[0] == "stream" && len(f) == 5:
+		case f[0] == "stream" && len(f) >= 5: // stream side data (MPEG-2's CPB properties) may follow
 			ps.codec, ps.timeBase = f[1], f[4]
 			ps.width, _ = strconv.Atoi(f[2])
 			ps.height, _ = strconv.Atoi(f[3])
@@ -72,10 +79,18 @@ func readVideo(t testing.TB, name string) []byte {
 
 // compareWithProbe checks a parsed clip against ffprobe's view of the same
 // file: codec, dimensions, time base and every packet's pts, size, key
-// and discard flags in decode order.
+// and discard flags in decode order, for its first video stream.
 func compareWithProbe(t *testing.T, name string, v *VideoInfo) {
 	t.Helper()
-	ps := ffprobe(t, filepath.Join("testdata", "video", name))
+	compareWithProbeStream(t, name, "v:0", v)
+}
+
+// compareWithProbeStream is compareWithProbe for the stream that the
+// stream specifier spec selects (ffprobe -select_streams), in a file with
+// several video streams.
+func compareWithProbeStream(t *testing.T, name, spec string, v *VideoInfo) {
+	t.Helper()
+	ps := ffprobeStream(t, filepath.Join("testdata", "video", name), spec)
 	if v.Codec != ps.codec || v.Width != ps.width || v.Height != ps.height {
 		t.Errorf("codec %s %dx%d, ffprobe says %s %dx%d", v.Codec, v.Width, v.Height, ps.codec, ps.width, ps.height)
 	}
