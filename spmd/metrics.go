@@ -12,6 +12,14 @@ import (
 // deadline miss: 1 ms.
 const ToleranceUS = 1000
 
+// missed reports whether a batch that became ready at readyUS missed the
+// GPU's request at requestUS (DESIGN.md's deadline miss): it was ready
+// more than ToleranceUS after the request. The GPU's wait, delivery less
+// request, also holds the hand-off of a batch that was ready in time (the
+// training loop's thread getting a core back on a busy node, the loader's
+// lock): input wait, counted in the GPU wait, but not a late batch.
+func missed(requestUS, readyUS int64) bool { return readyUS-requestUS > ToleranceUS }
+
 // StepRecord is one rank's account of one training step. Times are µs
 // since the job's start on that rank's clock (the simulator's virtual
 // clock in a simulation). One record per rank per step is the trace
@@ -41,7 +49,7 @@ type StepRecord struct {
 	// planning, exchange, MPI polling while it waits). In a simulation:
 	// the decode tasks' part of CPUUS, without start-up work.
 	DecodeCPUUS int64 `json:"decode_cpu_us,omitempty"`
-	Miss        bool  `json:"miss"`    // WaitUS > ToleranceUS
+	Miss        bool  `json:"miss"`    // ReadyUS - RequestUS > ToleranceUS: the batch was late
 	Samples     int   `json:"samples"` // delivered
 	Dropped     int   `json:"dropped"` // failed to decode, left out
 	// Damaged counts delivered samples whose compressed bytes were

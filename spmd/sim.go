@@ -860,7 +860,7 @@ func SimulateContext(ctx context.Context, cfg SimConfig) (*SimResult, error) {
 				WaitUS: at - request, ComputeUS: compute, GPUUS: compute, Samples: b, BytesIn: mv[0], BytesOut: mv[1],
 				PlanUS: planTimes[t], Hash: hash, CPUUS: rk.work - rk.workAt, DecodeCPUUS: rk.decode - rk.decodeAt}
 			rk.workAt, rk.decodeAt = rk.work, rk.decode
-			rec.Miss = rec.WaitUS > ToleranceUS
+			rec.Miss = missed(rec.RequestUS, rec.ReadyUS)
 			recs[r] = rec
 			delivered[r] = true
 			rk.batches[t] = nil
