@@ -22,7 +22,8 @@ const MaxImageSide = 1 << 16
 // without decoding. The format is recognised from the bytes, not from the
 // member's extension. For PNG, Progressive means Adam7 interlacing. An
 // image of a format it recognises but datahelix does not read (GIF, TIFF,
-// BMP, AVIF, HEIF, JPEG XL, JPEG 2000) is an ErrUnsupported naming it;
+// BMP, AVIF, HEIF, JPEG XL, JPEG 2000, animated WebP) is an ErrUnsupported
+// naming it;
 // other bytes that do not read are ErrBadImage.
 func ParseImageHeader(data []byte) (ImageInfo, error) {
 	var info ImageInfo
@@ -153,6 +154,7 @@ func parsePNGHeader(b []byte) (ImageInfo, error) {
 
 // parseWebPHeader reads the first chunk of a RIFF WebP file: lossy VP8,
 // lossless VP8L or extended VP8X (whose canvas size is the image size).
+// An animated WebP is refused as ErrUnsupported.
 func parseWebPHeader(b []byte) (ImageInfo, error) {
 	if len(b) < 30 {
 		return ImageInfo{}, fmt.Errorf("%w: truncated WebP header", ErrBadImage)
@@ -173,6 +175,10 @@ func parseWebPHeader(b []byte) (ImageInfo, error) {
 		v := binary.LittleEndian.Uint32(d[1:])
 		info.Width, info.Height = int(v&0x3FFF)+1, int(v>>14&0x3FFF)+1
 	case "VP8X":
+		if d[0]&0x02 != 0 { // the animation flag
+			// x/image/webp, and FFmpeg 5.1's decoder, read still WebP only.
+			return ImageInfo{}, fmt.Errorf("%w: an animated WebP image; datahelix reads still WebP: convert its first frame (webpmux -get frame 1 IN -o OUT)", ErrUnsupported)
+		}
 		info.Width = int(uint32(d[4])|uint32(d[5])<<8|uint32(d[6])<<16) + 1
 		info.Height = int(uint32(d[7])|uint32(d[8])<<8|uint32(d[9])<<16) + 1
 	default:

@@ -80,6 +80,13 @@ func TestParseImageHeaderOtherFormats(t *testing.T) {
 			t.Errorf("%s: got %v; want ErrUnsupported naming it", tt.format, err)
 		}
 	}
+	// testdata/image/anim.webp, five frames written by
+	// ffmpeg -f lavfi -i testsrc=size=64x48:rate=5 -t 1 -c:v libwebp_anim,
+	// decodes neither with x/image/webp nor with FFmpeg 5.1: it is refused
+	// as unsupported, not taken for a damaged still image.
+	if _, err := ParseImageHeader(readImage(t, "anim.webp")); !errors.Is(err, ErrUnsupported) || !strings.Contains(fmt.Sprint(err), "animated WebP") {
+		t.Errorf("animated WebP: got %v; want ErrUnsupported naming it", err)
+	}
 	// A BMP header whose size field is not the file's is not taken for one.
 	if _, err := ParseImageHeader(bmp[:20]); !errors.Is(err, ErrBadImage) {
 		t.Errorf("short BMP-like bytes: got %v; want ErrBadImage", err)
@@ -115,7 +122,7 @@ func TestParseImageHeaderMalformed(t *testing.T) {
 // header parser; when both it and the standard library's DecodeConfig
 // accept an input, the dimensions must agree.
 func FuzzParseImageHeader(f *testing.F) {
-	for _, name := range imageFiles {
+	for _, name := range append(imageFiles, "anim.webp") {
 		f.Add(readImage(f, name))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
