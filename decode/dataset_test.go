@@ -5,8 +5,11 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -138,6 +141,132 @@ func TestIsShardName(t *testing.T) {
 	for _, name := range []string{"a.jpg", "a.mp4", "a.tar.jpg", "tar", "a.gz", "a.zst", "a.tarx", ""} {
 		if IsShardName(name) {
 			t.Errorf("IsShardName(%q) = true, want false", name)
+		}
+	}
+}
+
+// TestOpenDatasetNamesEveryBadShard opens a dataset with several bad
+// shards among good ones: the error named only the first, so that a
+// dataset of 20,000 shards with a few truncated copies took a failed job
+// per shard to mend.
+func TestOpenDatasetNamesEveryBadShard(t *testing.T) {
+	dir := t.TempDir()
+	good := writeTar(t, tar.FormatPAX, []tarFile{{name: "0.txt", data: "t"}, {name: "1.txt", data: strings.Repeat("u", 2000)}})
+	var bad []string
+	for i := range 12 {
+		name := fmt.Sprintf("s%02d.tar", i)
+		switch {
+		case i == 3 || i >= 6 && i <= 10:
+			writeFile(t, dir, name, good[:1100]) // cut inside the second member
+			bad = append(bad, name)
+		default:
+			writeFile(t, dir, name, good)
+		}
+	}
+	_, err := OpenDataset(dir, t.TempDir())
+	if !errors.Is(err, ErrCorruptShard) {
+		t.Fatalf("err %v, want ErrCorruptShard", err)
+	}
+	var se *ShardError
+	if !errors.As(err, &se) || filepath.Base(se.Path) != bad[0] {
+		t.Errorf("errors.As(*ShardError) gives %v, want the error of %s", se, bad[0])
+	}
+	msg := err.Error()
+	if want := fmt.Sprintf("%d of 12 shards cannot be opened", len(bad)); !strings.Contains(msg, want) {
+		t.Errorf("error %q does not say %q", msg, want)
+	}
+	for k, name := range bad {
+		if named := strings.Contains(msg, name); named != (k < MaxOpenErrors) {
+			t.Errorf("error names %s: %v, want %v (the first %d in shard order): %s", name, named, k < MaxOpenErrors, MaxOpenErrors, msg)
+		}
+	}
+	if !strings.HasSuffix(msg, fmt.Sprintf("; and %d more", len(bad)-MaxOpenErrors)) {
+		t.Errorf("error %q does not end counting the %d shards it does not name", msg, len(bad)-MaxOpenErrors)
+	}
+
+	// One bad shard keeps its own error, word for word.
+	one := t.TempDir()
+	writeFile(t, one, "a.tar", good)
+	p := writeFile(t, one, "b.tar", good[:1100])
+	_, err = OpenDataset(one, t.TempDir())
+	_, want := OpenShard(p, t.TempDir())
+	if err == nil || want == nil || err.Error() != want.Error() {
+		t.Errorf("one bad shard: err %v, want %v", err, want)
+	}
+}
+
+// TestOpenDatasetPart opens one dataset as each of 4 ranks does, at once
+// on a cold index cache: each must see the same shards in the same order
+// with the same samples, and the cache must hold one whole index per
+// shard and nothing half written.
+func TestOpenDatasetPart(t *testing.T) {
+	dir, cache := t.TempDir(), t.TempDir()
+	const n = 13 // not a multiple of the parts
+	for i := range n {
+		var files []tarFile
+		for j := range i + 1 {
+			files = append(files, tarFile{name: fmt.Sprintf("%02d-%02d.txt", i, j), data: "x"})
+		}
+		writeFile(t, dir, fmt.Sprintf("s%02d.tar", i), writeTar(t, tar.FormatPAX, files))
+	}
+	const parts = 4
+	got := make([]string, parts)
+	errs := make([]error, parts)
+	var wg sync.WaitGroup
+	for part := range parts {
+		wg.Go(func() {
+			d, err := OpenDatasetPart(dir, cache, part, parts)
+			if err != nil {
+				errs[part] = err
+				return
+			}
+			defer d.Close()
+			var b strings.Builder
+			for _, s := range d.Shards {
+				fmt.Fprintf(&b, "%s/%d ", filepath.Base(s.Path()), s.Len())
+			}
+			got[part] = b.String()
+		})
+	}
+	wg.Wait()
+	for part := range parts {
+		if errs[part] != nil {
+			t.Fatalf("part %d: %v", part, errs[part])
+		}
+		if got[part] != got[0] {
+			t.Errorf("part %d sees %s, part 0 %s", part, got[part], got[0])
+		}
+	}
+	entries, err := os.ReadDir(cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != n {
+		t.Errorf("the cache holds %d files, want %d indexes", len(entries), n)
+	}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), indexSuffix) {
+			t.Errorf("the cache holds %s, not an index", e.Name())
+		}
+	}
+	d, err := OpenDataset(dir, cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, s := range d.Shards {
+		if !s.FromCache() {
+			t.Errorf("%s: index not loaded from the cache the parts wrote", s.Path())
+		}
+	}
+
+	// Each part starts at its own run of shards, the first at shard 0.
+	for _, tt := range []struct{ n, part, parts, want int }{
+		{13, 0, 4, 0}, {13, 1, 4, 3}, {13, 3, 4, 9}, {20000, 3, 4, 15000},
+		{3, 2, 4, 1}, {13, 0, 1, 0}, {13, 5, 4, 0}, {13, -1, 4, 0}, {0, 1, 4, 0},
+	} {
+		if got := partStart(tt.n, tt.part, tt.parts); got != tt.want {
+			t.Errorf("partStart(%d, %d, %d) = %d, want %d", tt.n, tt.part, tt.parts, got, tt.want)
 		}
 	}
 }

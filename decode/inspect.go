@@ -128,9 +128,12 @@ func inspectDataset(ctx context.Context, ds *Dataset, m *CostModel, visit func(R
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			e := sh.Entry(i)
+			e, err := sh.Entry(i)
 			sum := RecordSummary{Key: e.Key, Shard: sh.Path(), Modality: "error", Bytes: e.Size}
-			smp, err := sh.ReadSample(i)
+			var smp *Sample
+			if err == nil {
+				smp, err = sh.ReadSample(i)
+			}
 			var rec *Record
 			if err == nil {
 				rec, err = ParseRecord(smp)
@@ -144,6 +147,7 @@ func inspectDataset(ctx context.Context, ds *Dataset, m *CostModel, visit func(R
 				return err
 			}
 		}
+		sh.Close() // its file and index, which the walk needs no more
 	}
 	return nil
 }

@@ -1,11 +1,13 @@
 package decode
 
 import (
+	"container/list"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sync"
+	"time"
 )
 
 // DefaultMaxSampleBytes bounds the byte span ReadSample reads for one
@@ -19,19 +21,30 @@ var ErrSampleTooLarge = errors.New("decode: sample too large")
 
 // Shard is one WebDataset tar file with its index. Its methods are safe
 // for concurrent use.
+//
+// A shard holds its sample count and warnings from OpenShard on, but its
+// index entries (a few hundred bytes a sample) only while it is being
+// read: ReadSample and Entry load them with the file, from the index
+// cache, and both are let go when the shard has not been read for a
+// while (see ReadSample). A rank that reads a quarter of a dataset's
+// shards thus holds about a quarter of its index, not all of it. An
+// index that could not be cached stays in memory instead.
 type Shard struct {
 	// MaxSampleBytes is the largest sample span ReadSample will read;
 	// OpenShard sets it to DefaultMaxSampleBytes.
 	MaxSampleBytes int64
 
 	path      string
+	cacheDir  string
 	size      int64
-	idx       *shardIndex
+	mtime     int64 // Unix ns
+	n         int   // samples
+	warnings  []string
+	kept      *shardIndex // the index when it could not be cached, else nil
 	fromCache bool
 	cacheErr  error
 
-	mu sync.Mutex
-	f  *os.File // opened by the first ReadSample, released by Close
+	open *shardFile // the file and index while read; guarded by shardFiles.mu
 }
 
 // OpenShard indexes the tar shard at path. The index is loaded from its
@@ -59,18 +72,20 @@ func OpenShard(path string, cacheDir string) (*Shard, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("decode: open shard %s: not a regular file", path)
 	}
-	s := &Shard{MaxSampleBytes: DefaultMaxSampleBytes, path: path, size: st.Size()}
-	mtime := st.ModTime().UnixNano()
+	s := &Shard{MaxSampleBytes: DefaultMaxSampleBytes, path: path, cacheDir: cacheDir, size: st.Size(), mtime: st.ModTime().UnixNano()}
 	cp := cachePath(path, cacheDir)
-	if idx, err := loadIndexCache(cp, s.size, mtime); err == nil {
-		s.idx, s.fromCache = idx, true
-		return s, nil
+	idx, err := loadIndexCache(cp, s.size, s.mtime)
+	if err == nil {
+		s.fromCache = true
+	} else {
+		if idx, err = buildIndex(path, f, s.size); err != nil {
+			return nil, err
+		}
+		if s.cacheErr = saveIndexCache(cp, idx, s.size, s.mtime); s.cacheErr != nil {
+			s.kept = idx // building it again for every read would cost more
+		}
 	}
-	s.idx, err = buildIndex(path, f, s.size)
-	if err != nil {
-		return nil, err
-	}
-	s.cacheErr = saveIndexCache(cp, s.idx, s.size, mtime)
+	s.n, s.warnings = len(idx.entries), idx.warnings
 	return s, nil
 }
 
@@ -78,18 +93,29 @@ func OpenShard(path string, cacheDir string) (*Shard, error) {
 func (s *Shard) Path() string { return s.path }
 
 // Len returns the number of samples in the shard.
-func (s *Shard) Len() int { return len(s.idx.entries) }
+func (s *Shard) Len() int { return s.n }
 
 // Entry returns the index entry of sample i, 0 <= i < Len(). Its Members
-// slice is shared with the shard and must not be modified.
-func (s *Shard) Entry(i int) IndexEntry { return s.idx.entries[i] }
+// slice is shared with the shard and must not be modified. It fails as
+// ReadSample does when the index cannot be loaded.
+func (s *Shard) Entry(i int) (IndexEntry, error) {
+	if i < 0 || i >= s.n {
+		return IndexEntry{}, fmt.Errorf("decode: shard %s: sample %d out of range [0,%d)", s.path, i, s.n)
+	}
+	sf, err := s.acquire()
+	if err != nil {
+		return IndexEntry{}, err
+	}
+	defer s.release(sf)
+	return sf.idx.entries[i], nil
+}
 
 // Warnings lists what building the index noticed without failing: members
 // skipped because they are not regular files, are sparse, have no key,
 // have a name WebDataset keeps for metadata ("__meta__/...") or repeat an
 // extension of their sample, keys reused by non-adjacent samples, and
 // data after the end-of-archive marker.
-func (s *Shard) Warnings() []string { return s.idx.warnings }
+func (s *Shard) Warnings() []string { return s.warnings }
 
 // FromCache reports whether the index was loaded from its cache file.
 func (s *Shard) FromCache() bool { return s.fromCache }
@@ -99,21 +125,27 @@ func (s *Shard) FromCache() bool { return s.fromCache }
 func (s *Shard) CacheError() error { return s.cacheErr }
 
 // ReadSample reads sample i with a single ReadAt of its byte span and
-// slices the members out of that buffer.
+// slices the members out of that buffer. The shard's file and index stay
+// loaded for the next ReadSample until Close, or until too many shards of
+// the process (256, or those of 262,144 samples) hold theirs while nobody
+// reads them: the least recently read is then let go, and loaded again
+// when read again, so that a dataset of many thousand shards runs the
+// process out of neither file descriptors nor memory.
 func (s *Shard) ReadSample(i int) (*Sample, error) {
-	if i < 0 || i >= len(s.idx.entries) {
-		return nil, fmt.Errorf("decode: shard %s: sample %d out of range [0,%d)", s.path, i, len(s.idx.entries))
+	if i < 0 || i >= s.n {
+		return nil, fmt.Errorf("decode: shard %s: sample %d out of range [0,%d)", s.path, i, s.n)
 	}
-	e := &s.idx.entries[i]
-	if e.Size > s.MaxSampleBytes {
-		return nil, fmt.Errorf("%w: shard %s sample %q spans %d bytes, limit %d", ErrSampleTooLarge, s.path, e.Key, e.Size, s.MaxSampleBytes)
-	}
-	f, err := s.file()
+	sf, err := s.acquire()
 	if err != nil {
 		return nil, err
 	}
+	defer s.release(sf)
+	e := &sf.idx.entries[i]
+	if e.Size > s.MaxSampleBytes {
+		return nil, fmt.Errorf("%w: shard %s sample %q spans %d bytes, limit %d", ErrSampleTooLarge, s.path, e.Key, e.Size, s.MaxSampleBytes)
+	}
 	buf := make([]byte, e.Size)
-	if n, err := f.ReadAt(buf, e.Offset); n < len(buf) {
+	if n, err := sf.f.ReadAt(buf, e.Offset); n < len(buf) {
 		if err == nil || err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
@@ -129,28 +161,167 @@ func (s *Shard) ReadSample(i int) (*Sample, error) {
 	return smp, nil
 }
 
-// file returns the shard's open file, opening it on first use.
-func (s *Shard) file() (*os.File, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.f == nil {
-		f, err := os.Open(s.path)
-		if err != nil {
-			return nil, fmt.Errorf("decode: read shard: %w", err)
-		}
-		s.f = f
-	}
-	return s.f, nil
+// maxIdleShardFiles bounds the shards whose file and index the process
+// keeps loaded while no ReadSample reads them, over all shards of all
+// datasets (ranks run as goroutines share the process's file
+// descriptors), and maxIdleShardSamples the samples of their indexes.
+// What is being read is never let go, so at most these plus the
+// concurrent reads are loaded. The minIdleShardFiles most recently read
+// stay loaded whatever their samples, so that a shard larger than
+// maxIdleShardSamples is not loaded again for every read.
+var (
+	maxIdleShardFiles   = 256
+	maxIdleShardSamples = 1 << 18
+	minIdleShardFiles   = 16
+)
+
+// shardFile is a shard's open file and loaded index, and how many
+// ReadSample calls use them.
+type shardFile struct {
+	f       *os.File
+	idx     *shardIndex
+	samples int // in idx, 0 when it is the shard's kept one, which stays anyway
+	users   int
+	idle    *list.Element // in shardFiles.idle while users == 0 and its shard holds it
 }
 
-// Close releases the shard's file handle; a later ReadSample reopens it.
+// shardFiles holds the loaded shards nobody reads, least recently read
+// first, and guards every Shard's open field and every shardFile.
+var shardFiles struct {
+	mu      sync.Mutex
+	idle    list.List // of *Shard
+	samples int       // in the indexes of the idle shards
+}
+
+// acquire returns the shard's open file and index, loading them when it
+// has none, for one read; release gives them back. They are loaded
+// without the lock held, so that a slow file system does not hold up
+// other shards.
+func (s *Shard) acquire() (*shardFile, error) {
+	shardFiles.mu.Lock()
+	if sf := s.open; sf != nil {
+		s.use(sf)
+		shardFiles.mu.Unlock()
+		return sf, nil
+	}
+	shardFiles.mu.Unlock()
+	sf, err := s.load()
+	if err != nil {
+		return nil, err
+	}
+	shardFiles.mu.Lock()
+	if o := s.open; o != nil { // another ReadSample loaded it meanwhile
+		s.use(o)
+		shardFiles.mu.Unlock()
+		sf.f.Close()
+		return o, nil
+	}
+	s.open = sf
+	shardFiles.mu.Unlock()
+	return sf, nil
+}
+
+// load opens the shard's file and loads its index: the one kept in
+// memory, else the cached one, else one built again from the file (the
+// cache file was removed or replaced), which must still be the file
+// OpenShard indexed.
+func (s *Shard) load() (*shardFile, error) {
+	f, err := os.Open(s.path)
+	if err != nil {
+		return nil, fmt.Errorf("decode: read shard: %w", err)
+	}
+	idx := s.kept
+	if idx == nil {
+		cp := cachePath(s.path, s.cacheDir)
+		if idx, err = loadIndexCache(cp, s.size, s.mtime); err != nil {
+			idx, err = s.rebuild(f)
+			if err != nil {
+				f.Close()
+				return nil, err
+			}
+			saveIndexCache(cp, idx, s.size, s.mtime) // as OpenShard: a cache that cannot be written is no error
+		}
+	}
+	if len(idx.entries) != s.n {
+		f.Close()
+		return nil, fmt.Errorf("decode: shard %s: its index now holds %d samples, %d when it was opened", s.path, len(idx.entries), s.n)
+	}
+	sf := &shardFile{f: f, idx: idx, users: 1}
+	if idx != s.kept {
+		sf.samples = len(idx.entries)
+	}
+	return sf, nil
+}
+
+// rebuild builds the shard's index again from f, its file, when f is the
+// file OpenShard indexed (same size and modification time).
+func (s *Shard) rebuild(f *os.File) (*shardIndex, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("decode: read shard: %w", err)
+	}
+	if st.Size() != s.size || st.ModTime().UnixNano() != s.mtime {
+		return nil, fmt.Errorf("decode: shard %s changed since it was opened (size %d, was %d; modified %s)",
+			s.path, st.Size(), s.size, st.ModTime().Format(time.RFC3339Nano))
+	}
+	return buildIndex(s.path, f, s.size)
+}
+
+// use counts one more user of sf, the shard's open file, taking it off
+// the idle list. The caller holds shardFiles.mu.
+func (s *Shard) use(sf *shardFile) {
+	if sf.idle != nil {
+		shardFiles.idle.Remove(sf.idle)
+		shardFiles.samples -= sf.samples
+		sf.idle = nil
+	}
+	sf.users++
+}
+
+// release ends one use of sf. When it was the last, sf joins the idle
+// shards (or is closed, if Close let go of it meanwhile), and the least
+// recently read idle shards beyond the bounds are let go.
+func (s *Shard) release(sf *shardFile) {
+	var closing []*os.File
+	shardFiles.mu.Lock()
+	if sf.users--; sf.users == 0 {
+		if s.open == sf {
+			sf.idle = shardFiles.idle.PushBack(s)
+			shardFiles.samples += sf.samples
+		} else {
+			closing = append(closing, sf.f)
+		}
+	}
+	for n := shardFiles.idle.Len(); n > max(maxIdleShardFiles, 0) || n > minIdleShardFiles && shardFiles.samples > maxIdleShardSamples; n-- {
+		o := shardFiles.idle.Remove(shardFiles.idle.Front()).(*Shard)
+		shardFiles.samples -= o.open.samples
+		closing = append(closing, o.open.f)
+		o.open = nil
+	}
+	shardFiles.mu.Unlock()
+	for _, f := range closing {
+		f.Close()
+	}
+}
+
+// Close releases the shard's file handle and loaded index; a later
+// ReadSample loads them again. A file that a ReadSample is reading is
+// closed when that read ends.
 func (s *Shard) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.f == nil {
+	shardFiles.mu.Lock()
+	sf := s.open
+	if sf == nil {
+		shardFiles.mu.Unlock()
 		return nil
 	}
-	err := s.f.Close()
-	s.f = nil
-	return err
+	s.open = nil
+	if sf.users > 0 {
+		shardFiles.mu.Unlock()
+		return nil // its last release closes it
+	}
+	shardFiles.idle.Remove(sf.idle)
+	shardFiles.samples -= sf.samples
+	sf.idle = nil
+	shardFiles.mu.Unlock()
+	return sf.f.Close()
 }

@@ -242,7 +242,8 @@ func TestIndexCacheOldRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if s.FromCache() || len(s.Entry(0).Members) != 1 {
-		t.Errorf("FromCache %v, members %+v; want the index rebuilt with one member", s.FromCache(), s.Entry(0).Members)
+	e, err := s.Entry(0)
+	if s.FromCache() || err != nil || len(e.Members) != 1 {
+		t.Errorf("FromCache %v, members %+v (%v); want the index rebuilt with one member", s.FromCache(), e.Members, err)
 	}
 }

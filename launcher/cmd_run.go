@@ -364,7 +364,9 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 	}
 	// A node may see the data differently (node-local copies, a stale
 	// view of a shared file system): the ranks agree before going on.
-	ds, err := decode.OpenDataset(data, decode.IndexCacheDir(root))
+	// Each rank indexes its own run of the shards first, so that on a
+	// cold index cache the ranks share the work of building it.
+	ds, err := decode.OpenDatasetPart(data, decode.IndexCacheDir(root), c.Rank(), c.Size())
 	if err == nil {
 		defer ds.Close()
 	}

@@ -244,7 +244,7 @@ func peakRSS() int64 {
 func RunInProcess(ctx context.Context, n int, data, indexDir string, cfg Config) (*Result, []error) {
 	var res *Result // rank 0's
 	errs := collective.RunLocal(ctx, n, func(ctx context.Context, c collective.Comm) error {
-		ds, err := decode.OpenDataset(data, indexDir)
+		ds, err := decode.OpenDatasetPart(data, indexDir, c.Rank(), c.Size())
 		if err != nil {
 			return err
 		}
