@@ -878,7 +878,12 @@ const minCompareSteps = 5
 // The change is that of the values as printed (to 0.1 %), so that the
 // line never says "0.1% → 0.1% (+100.0%)".
 func change(name string, a, b float64) string {
-	round := func(x float64) float64 { return math.Round(x*1000) / 1000 }
+	// As the table prints it (%.1f of the percentage, which rounds a
+	// half to even: 0.2625 is 26.2%), not math.Round's half up.
+	round := func(x float64) float64 {
+		v, _ := strconv.ParseFloat(strconv.FormatFloat(100*x, 'f', 1, 64), 64)
+		return v / 100
+	}
 	a, b = round(a), round(b)
 	return fmt.Sprintf("%s %.1f%% → %.1f%% (%s)", name, 100*a, 100*b, reduction(a, b))
 }

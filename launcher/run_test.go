@@ -355,6 +355,7 @@ func TestChange(t *testing.T) {
 		{0.0006, 0.0012, "GPU wait 0.1% → 0.1% (+0.0%)"}, // not "+100.0%"
 		{0.5, 0.05, "GPU wait 50.0% → 5.0% (-90.0%)"},
 		{0.00001, 0.00004, "GPU wait 0.0% → 0.0% (same)"},
+		{0.2625, 0.0625, "GPU wait 26.2% → 6.2% (-76.3%)"}, // as the table prints 63/240 and 5/80
 	} {
 		if got := change("GPU wait", tt.a, tt.b); got != tt.want {
 			t.Errorf("change(%v, %v) = %q, want %q", tt.a, tt.b, got, tt.want)
