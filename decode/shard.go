@@ -44,7 +44,12 @@ type Shard struct {
 	fromCache bool
 	cacheErr  error
 
-	open *shardFile // the file and index while read; guarded by shardFiles.mu
+	// Guarded by shardFiles.mu: open is the file and index while read;
+	// loading is closed when a load in flight ends; closes counts Close
+	// calls, so that a load that Close overtook is not kept.
+	open    *shardFile
+	loading chan struct{}
+	closes  int
 }
 
 // OpenShard indexes the tar shard at path. The index is loaded from its
@@ -196,55 +201,49 @@ var shardFiles struct {
 // acquire returns the shard's open file and index, loading them when it
 // has none, for one read; release gives them back. They are loaded
 // without the lock held, so that a slow file system does not hold up
-// other shards.
+// other shards, and once: readers that come during a load wait for it.
+// A load that a Close overtook serves its own read only.
 func (s *Shard) acquire() (*shardFile, error) {
 	shardFiles.mu.Lock()
+	for s.open == nil && s.loading != nil {
+		ch := s.loading
+		shardFiles.mu.Unlock()
+		<-ch
+		shardFiles.mu.Lock()
+	}
 	if sf := s.open; sf != nil {
 		s.use(sf)
 		shardFiles.mu.Unlock()
 		return sf, nil
 	}
+	ch, closes := make(chan struct{}), s.closes
+	s.loading = ch
 	shardFiles.mu.Unlock()
 	sf, err := s.load()
-	if err != nil {
-		return nil, err
-	}
 	shardFiles.mu.Lock()
-	if o := s.open; o != nil { // another ReadSample loaded it meanwhile
-		s.use(o)
-		shardFiles.mu.Unlock()
-		sf.f.Close()
-		return o, nil
+	s.loading = nil
+	close(ch)
+	if err == nil && s.closes == closes {
+		s.open = sf
 	}
-	s.open = sf
 	shardFiles.mu.Unlock()
-	return sf, nil
+	return sf, err
 }
 
 // load opens the shard's file and loads its index: the one kept in
 // memory, else the cached one, else one built again from the file (the
-// cache file was removed or replaced), which must still be the file
-// OpenShard indexed.
+// cache file was removed or replaced). The file must still be the one
+// OpenShard indexed (same size and modification time): one replaced
+// since would be read at the old index's offsets.
 func (s *Shard) load() (*shardFile, error) {
 	f, err := os.Open(s.path)
 	if err != nil {
 		return nil, fmt.Errorf("decode: read shard: %w", err)
 	}
-	idx := s.kept
-	if idx == nil {
-		cp := cachePath(s.path, s.cacheDir)
-		if idx, err = loadIndexCache(cp, s.size, s.mtime); err != nil {
-			idx, err = s.rebuild(f)
-			if err != nil {
-				f.Close()
-				return nil, err
-			}
-			saveIndexCache(cp, idx, s.size, s.mtime) // as OpenShard: a cache that cannot be written is no error
-		}
-	}
-	if len(idx.entries) != s.n {
+	idx, err := s.loadIndex(f)
+	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("decode: shard %s: its index now holds %d samples, %d when it was opened", s.path, len(idx.entries), s.n)
+		return nil, err
 	}
 	sf := &shardFile{f: f, idx: idx, users: 1}
 	if idx != s.kept {
@@ -253,18 +252,32 @@ func (s *Shard) load() (*shardFile, error) {
 	return sf, nil
 }
 
-// rebuild builds the shard's index again from f, its file, when f is the
-// file OpenShard indexed (same size and modification time).
-func (s *Shard) rebuild(f *os.File) (*shardIndex, error) {
+// loadIndex checks that f is the file OpenShard indexed and returns its
+// index.
+func (s *Shard) loadIndex(f *os.File) (*shardIndex, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("decode: read shard: %w", err)
 	}
 	if st.Size() != s.size || st.ModTime().UnixNano() != s.mtime {
-		return nil, fmt.Errorf("decode: shard %s changed since it was opened (size %d, was %d; modified %s)",
-			s.path, st.Size(), s.size, st.ModTime().Format(time.RFC3339Nano))
+		return nil, fmt.Errorf("%w: shard %s changed since it was opened (size %d, was %d; modified %s)",
+			ErrCorruptShard, s.path, st.Size(), s.size, st.ModTime().Format(time.RFC3339Nano))
 	}
-	return buildIndex(s.path, f, s.size)
+	if s.kept != nil {
+		return s.kept, nil
+	}
+	cp := cachePath(s.path, s.cacheDir)
+	idx, err := loadIndexCache(cp, s.size, s.mtime)
+	if err != nil {
+		if idx, err = buildIndex(s.path, f, s.size); err != nil {
+			return nil, err
+		}
+		saveIndexCache(cp, idx, s.size, s.mtime) // as OpenShard: a cache that cannot be written is no error
+	}
+	if len(idx.entries) != s.n {
+		return nil, fmt.Errorf("decode: shard %s: its index now holds %d samples, %d when it was opened", s.path, len(idx.entries), s.n)
+	}
+	return idx, nil
 }
 
 // use counts one more user of sf, the shard's open file, taking it off
@@ -309,6 +322,7 @@ func (s *Shard) release(sf *shardFile) {
 // closed when that read ends.
 func (s *Shard) Close() error {
 	shardFiles.mu.Lock()
+	s.closes++
 	sf := s.open
 	if sf == nil {
 		shardFiles.mu.Unlock()

@@ -806,6 +806,26 @@ func TestShardReloadIndex(t *testing.T) {
 	if _, err := s.ReadSample(1); err == nil || !strings.Contains(err.Error(), "changed since it was opened") {
 		t.Errorf("ReadSample of a shard rewritten since it was opened: err %v, want one saying it changed", err)
 	}
+
+	// A shard replaced by a rename while its index is still cached: the
+	// cached offsets must not be read in the new file's bytes.
+	p2 := writeFile(t, dir, "r.tar", writeTar(t, tar.FormatPAX, []tarFile{{name: "a.txt", data: "AAAA"}, {name: "b.txt", data: "BBBB"}}))
+	s2, err := OpenShard(p2, cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if smp, err := s2.ReadSample(1); err != nil || string(smp.Members[0].Data) != "BBBB" {
+		t.Fatalf("ReadSample: %v, %v", smp, err)
+	}
+	s2.Close()
+	other := writeFile(t, t.TempDir(), "x.tar", writeTar(t, tar.FormatPAX, []tarFile{{name: "xy.txt", data: "XXXXXXXX"}, {name: "yz.txt", data: "YYYYYYYY"}}))
+	os.Chtimes(other, later, later)
+	if err := os.Rename(other, p2); err != nil {
+		t.Fatal(err)
+	}
+	if smp, err := s2.ReadSample(1); err == nil || !strings.Contains(err.Error(), "changed since it was opened") {
+		t.Errorf("ReadSample of a shard replaced since it was opened, its index cached: %v, err %v, want an error saying it changed", smp, err)
+	}
 }
 
 // TestShardFilesSampleBound bounds the idle shards by the samples of
