@@ -52,7 +52,7 @@ func runBenchExchange(ctx context.Context, stdout, stderr io.Writer, args []stri
 			return err
 		}
 	}
-	return runWorld(ctx, wf, stdout, stderr, func(ctx context.Context, c collective.Comm, out io.Writer) error {
+	return runWorld(ctx, wf, stdout, stderr, func(ctx context.Context, c collective.Comm, out, errOut io.Writer) error {
 		if c.Size() != 2 {
 			return collective.AllRanks(fmt.Errorf("bench exchange: it needs 2 ranks exactly, this job has %d: run it under mpirun -np 2", c.Size()))
 		}
@@ -60,7 +60,7 @@ func runBenchExchange(ctx context.Context, stdout, stderr io.Writer, args []stri
 		path := *data
 		if path == "" {
 			var err error
-			if path, err = defaultDataset(ctx, c, root, 1, stderr); err != nil {
+			if path, err = defaultDataset(ctx, c, root, 1, errOut); err != nil {
 				return err
 			}
 		}

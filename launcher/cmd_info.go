@@ -43,7 +43,7 @@ func runInfo(ctx context.Context, stdout, stderr io.Writer, args []string) error
 	if err := checkInfoGather(*bytes, size); err != nil {
 		return err
 	}
-	return runWorld(ctx, wf, stdout, stderr, func(ctx context.Context, c collective.Comm, out io.Writer) error {
+	return runWorld(ctx, wf, stdout, stderr, func(ctx context.Context, c collective.Comm, out, _ io.Writer) error {
 		if err := checkInfoGather(*bytes, c.Size()); err != nil {
 			return collective.AllRanks(err)
 		}

@@ -238,8 +238,8 @@ func runRun(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 	if len(setFlags(fs, []string{"stall-timeout"})) == 0 {
 		f.stallTimeout = f.defaultStallTimeout()
 	}
-	return runWorld(ctx, f.world, stdout, stderr, func(ctx context.Context, c collective.Comm, out io.Writer) error {
-		return runJob(ctx, c, &f, out, stderr)
+	return runWorld(ctx, f.world, stdout, stderr, func(ctx context.Context, c collective.Comm, out, errOut io.Writer) error {
+		return runJob(ctx, c, &f, out, errOut)
 	})
 }
 

@@ -22,7 +22,7 @@ func TestStallWatchInProcess(t *testing.T) {
 	var errOut bytes.Buffer
 	start := time.Now()
 	err := runLocal(context.Background(), worldFlags{ranks: 2, pin: autoFalse}, io.Discard, &errOut,
-		func(ctx context.Context, c collective.Comm, out io.Writer) error {
+		func(ctx context.Context, c collective.Comm, out, _ io.Writer) error {
 			if c.Rank() == 1 {
 				<-ctx.Done() // a rank that makes no progress
 				return context.Cause(ctx)
@@ -54,7 +54,7 @@ func TestStallWatchNamesTheBusyRank(t *testing.T) {
 	const timeout = time.Second
 	var errOut bytes.Buffer
 	err := runLocal(context.Background(), worldFlags{ranks: 2, pin: autoFalse}, io.Discard, &errOut,
-		func(ctx context.Context, c collective.Comm, out io.Writer) error {
+		func(ctx context.Context, c collective.Comm, out, _ io.Writer) error {
 			w := watchStalls(c, timeout)
 			defer w.stop()
 			w.start("helix")

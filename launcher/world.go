@@ -47,8 +47,10 @@ func (f *worldFlags) validate(env launchEnv) error {
 	return nil
 }
 
-// rankBody is the program every rank runs.
-type rankBody func(ctx context.Context, c collective.Comm, stdout io.Writer) error
+// rankBody is the program every rank runs. stdout and stderr are the
+// job's, shared by the ranks of an in-process world: writes of whole
+// lines to them are serialized.
+type rankBody func(ctx context.Context, c collective.Comm, stdout, stderr io.Writer) error
 
 // runWorld runs body on every rank: on the MPI world, or on --ranks
 // goroutines. An error marked collective.AllRanks is reported by every
@@ -178,7 +180,7 @@ func rankSetup(ctx context.Context, f worldFlags, c collective.Comm, out, errOut
 		}[f.profile]
 		defer profile.Start(mode, profile.ProfilePath(dir), profile.NoShutdownHook, profile.Quiet).Stop()
 	}
-	return body(ctx, c, out)
+	return body(ctx, c, out, errOut)
 }
 
 // alreadyBound is what local rank 0 prints when --pin finds the node's

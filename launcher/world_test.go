@@ -207,7 +207,7 @@ func TestRunLocalReportsTheFailedRankOnce(t *testing.T) {
 	boom := errors.New("disk on fire")
 	var mu sync.Mutex
 	causes := map[int]error{}
-	body := func(ctx context.Context, c collective.Comm, out io.Writer) error {
+	body := func(ctx context.Context, c collective.Comm, out, _ io.Writer) error {
 		switch c.Rank() {
 		case 1:
 			return boom
@@ -314,7 +314,7 @@ func TestRanksFlagBounds(t *testing.T) {
 func TestRunLocalPrefersTheSignal(t *testing.T) {
 	var errOut bytes.Buffer
 	err := runLocal(context.Background(), worldFlags{ranks: 2, pin: autoFalse}, io.Discard, &errOut,
-		func(ctx context.Context, c collective.Comm, out io.Writer) error {
+		func(ctx context.Context, c collective.Comm, out, _ io.Writer) error {
 			if c.Rank() == 0 {
 				return interruptedError{sig: syscall.SIGINT}
 			}
