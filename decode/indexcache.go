@@ -6,14 +6,20 @@ import (
 	"fmt"
 	"hash/crc32"
 	"hash/fnv"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
 )
 
 // The index cache file is little-endian binary:
 //
-//	magic "DHIDX\x00\x02\n"                    indexMagic
+//	magic "DHIDX\x00\x02\n" or "DHIDX\x00\x03\n"  indexMagic, indexMagicPath
 //	shard size, shard mtime (Unix ns)          int64 each
+//	shard path (indexMagicPath only)           uvarint length + bytes
 //	entry count                                uvarint
 //	per entry: member count, then per member:  name (uvarint length + bytes),
 //	                                           data offset, data size (uvarints)
@@ -23,11 +29,20 @@ import (
 // Keys, extensions and spans are recomputed from member names and offsets
 // on load, so a cache file cannot contradict the rules of buildIndex.
 
-// indexMagic starts a cache file. Its last byte before the newline is the
-// version of buildIndex's rules: 2 skips repeated extensions and
-// WebDataset's metadata names and reads contiguous files, so that an index
-// an older version built is rebuilt rather than trusted.
+// indexMagic starts a cache file that does not record its shard's path.
+// Its last byte before the newline is the version of buildIndex's rules:
+// 2 skips repeated extensions and WebDataset's metadata names and reads
+// contiguous files, so that an index an older version built is rebuilt
+// rather than trusted. An index beside its shard is written so (its name
+// is its shard's), byte for byte as older binaries write and read it.
 const indexMagic = "DHIDX\x00\x02\n"
+
+// indexMagicPath starts a cache file that records its shard's absolute
+// path after the shard's mtime, so that datahelix cache can tell a stale
+// index (shard gone or changed) from a live one: version 3, with the rules
+// of 2. It is written in cache directories, under names of their own
+// (pathIndexSuffix), which older binaries never open.
+const indexMagicPath = "DHIDX\x00\x03\n"
 
 // DefaultCacheDir is where datahelix keeps what it can rebuild — shard
 // index caches (under its index directory), generated datasets and the
@@ -54,6 +69,18 @@ func IndexCacheDir(cacheRoot string) string { return filepath.Join(cacheRoot, "i
 // temporary files while it is written add ".tmp" and more.
 const indexSuffix = ".dhidx"
 
+// pathIndexSuffix ends the name of an index in a cache directory, which
+// records its shard's path (indexMagicPath). Older binaries named theirs
+// "<shard>.<hash>.dhidx" (legacyCachePath) and wrote no path: the names
+// differ so that jobs of both can share a cache directory without
+// rebuilding each other's indexes.
+const pathIndexSuffix = ".v3" + indexSuffix
+
+// abandonedIndexAfter is how long a temporary index file stays unchanged
+// before datahelix cache calls it abandoned: writing one takes
+// milliseconds, so it was left by a killed process.
+const abandonedIndexAfter = 24 * time.Hour
+
 // errIndexCache reports a cache file that cannot be used; the index is
 // then rebuilt from the shard.
 var errIndexCache = errors.New("decode: unusable index cache")
@@ -62,26 +89,77 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // cachePath returns where the index of the shard at shardPath is cached:
 // beside the shard, or in cacheDir under a name that keeps shards of the
-// same base name in different directories apart.
+// same base name in different directories apart
+// ("<base>.<FNV-1a of the absolute path>.v3.dhidx").
 func cachePath(shardPath, cacheDir string) string {
 	if cacheDir == "" {
 		return shardPath + indexSuffix
 	}
-	abs, err := filepath.Abs(shardPath)
-	if err != nil {
-		abs = shardPath
-	}
-	h := fnv.New64a()
-	h.Write([]byte(abs))
-	return filepath.Join(cacheDir, fmt.Sprintf("%s.%016x%s", filepath.Base(shardPath), h.Sum64(), indexSuffix))
+	return filepath.Join(cacheDir, indexFileName(absShardPath(shardPath)))
 }
 
-// encodeIndex serializes idx for a shard of the given size and mtime.
+// absShardPath is the absolute path of the shard at p, or p cleaned when
+// there is no working directory.
+func absShardPath(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return filepath.Clean(p)
+}
+
+// recordedPath returns the shard path that the index file p of the shard
+// at shard records: its absolute path when p is its index in a cache
+// directory (cachePath), and "" beside the shard, whose index is written
+// as older binaries write it.
+func recordedPath(p, shard string) string {
+	abs := absShardPath(shard)
+	if !filepath.IsAbs(abs) || filepath.Base(p) != indexFileName(abs) {
+		return ""
+	}
+	return abs
+}
+
+// indexFileName is the name of the index of the shard at abs in a cache
+// directory.
+func indexFileName(abs string) string {
+	return fmt.Sprintf("%s.%016x%s", filepath.Base(abs), fnv64a(abs), pathIndexSuffix)
+}
+
+// legacyCachePath returns the name older binaries gave the index at p, a
+// cachePath in a cache directory: the same without ".v3".
+func legacyCachePath(p string) (string, bool) {
+	stem, ok := strings.CutSuffix(p, pathIndexSuffix)
+	return stem + indexSuffix, ok
+}
+
+// fnv64a is the 64-bit FNV-1a hash of s.
+func fnv64a(s string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(s))
+	return h.Sum64()
+}
+
+// encodeIndex serializes idx for a shard of the given size and mtime,
+// without its path (indexMagic).
 func encodeIndex(idx *shardIndex, size, mtime int64) []byte {
-	b := make([]byte, 0, 64+len(idx.entries)*48)
-	b = append(b, indexMagic...)
+	return encodeIndexOf(idx, "", size, mtime)
+}
+
+// encodeIndexOf serializes idx for the shard at path, of the given size
+// and mtime: with the path (indexMagicPath) unless it is "".
+func encodeIndexOf(idx *shardIndex, path string, size, mtime int64) []byte {
+	b := make([]byte, 0, 64+len(path)+len(idx.entries)*48)
+	if path == "" {
+		b = append(b, indexMagic...)
+	} else {
+		b = append(b, indexMagicPath...)
+	}
 	b = binary.LittleEndian.AppendUint64(b, uint64(size))
 	b = binary.LittleEndian.AppendUint64(b, uint64(mtime))
+	if path != "" {
+		b = binary.AppendUvarint(b, uint64(len(path)))
+		b = append(b, path...)
+	}
 	b = binary.AppendUvarint(b, uint64(len(idx.entries)))
 	for _, e := range idx.entries {
 		b = binary.AppendUvarint(b, uint64(len(e.Members)))
@@ -147,12 +225,21 @@ func (r *cacheReader) str(what string) string {
 	return s
 }
 
-// decodeIndex parses a cache file written by encodeIndex for a shard of
-// the given size and mtime. It fails when the file is corrupt, belongs to
-// another version of the shard, or describes members that do not fit the
-// shard or break the grouping rules.
+// decodeIndex parses a cache file written by encodeIndex or
+// encodeIndexOf for a shard of the given size and mtime. It fails when
+// the file is corrupt, belongs to another version of the shard, or
+// describes members that do not fit the shard or break the grouping
+// rules.
 func decodeIndex(data []byte, size, mtime int64) (*shardIndex, error) {
-	if len(data) < len(indexMagic)+16+4 || string(data[:len(indexMagic)]) != indexMagic {
+	if len(data) < len(indexMagic)+16+4 {
+		return nil, fmt.Errorf("%w: not an index cache file", errIndexCache)
+	}
+	withPath := false
+	switch string(data[:len(indexMagic)]) {
+	case indexMagic:
+	case indexMagicPath:
+		withPath = true
+	default:
 		return nil, fmt.Errorf("%w: not an index cache file", errIndexCache)
 	}
 	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
@@ -164,6 +251,9 @@ func decodeIndex(data []byte, size, mtime int64) (*shardIndex, error) {
 		return nil, fmt.Errorf("%w: stale (shard size or mtime changed)", errIndexCache)
 	}
 	r := &cacheReader{b: b[16:]}
+	if withPath {
+		r.str("shard path") // for datahelix cache (ScanIndexCache)
+	}
 	idx := &shardIndex{}
 	n := r.count("entry count", 4)
 	idx.entries = make([]IndexEntry, 0, n)
@@ -222,8 +312,23 @@ func decodeIndex(data []byte, size, mtime int64) (*shardIndex, error) {
 }
 
 // loadIndexCache reads the cached index at p if it matches the shard.
-func loadIndexCache(p string, size, mtime int64) (*shardIndex, error) {
+// When p, a cachePath in a cache directory, does not exist, the index an
+// older binary cached under its legacyCachePath is used if it matches,
+// and copied to p, so that a new binary does not rebuild every index
+// once; the old file stays for older binaries (datahelix cache --prune
+// removes it).
+func loadIndexCache(p, shard string, size, mtime int64) (*shardIndex, error) {
 	data, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		if legacy, ok := legacyCachePath(p); ok {
+			if old, lerr := os.ReadFile(legacy); lerr == nil {
+				if idx, derr := decodeIndex(old, size, mtime); derr == nil {
+					saveIndexCache(p, shard, idx, size, mtime) // as OpenShard: a cache that cannot be written is no error
+					return idx, nil
+				}
+			}
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -232,8 +337,9 @@ func loadIndexCache(p string, size, mtime int64) (*shardIndex, error) {
 
 // saveIndexCache writes the index atomically (temporary file, then rename)
 // so that concurrent ranks opening the same shard never read a partial
-// file.
-func saveIndexCache(p string, idx *shardIndex, size, mtime int64) error {
+// file. In a cache directory it records the path of the shard, at shard
+// (recordedPath).
+func saveIndexCache(p, shard string, idx *shardIndex, size, mtime int64) error {
 	// A cache directory is made on first use (run passes <cache>/index,
 	// which nothing else creates); beside a shard it exists already.
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -243,7 +349,7 @@ func saveIndexCache(p string, idx *shardIndex, size, mtime int64) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(encodeIndex(idx, size, mtime))
+	_, err = f.Write(encodeIndexOf(idx, recordedPath(p, shard), size, mtime))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -254,4 +360,215 @@ func saveIndexCache(p string, idx *shardIndex, size, mtime int64) error {
 		os.Remove(f.Name())
 	}
 	return err
+}
+
+// IndexState says whether a file of an index cache directory is one a job
+// may still read, as datahelix cache lists them.
+type IndexState int
+
+const (
+	// IndexCurrent is an index whose shard exists with the size and
+	// modification time the index was built for: in use, never pruned.
+	IndexCurrent IndexState = iota
+	// IndexShardGone is an index whose shard no longer exists (deleted,
+	// or moved: moved shards get indexes of their own), or not on this
+	// node: a shard on another node's local disk looks gone.
+	IndexShardGone
+	// IndexShardChanged is an index whose shard was rewritten since: a job
+	// opening it rebuilds the index anyway.
+	IndexShardChanged
+	// IndexOtherFormat is an index named by an older datahelix, which a job
+	// of such a binary may read (this one copies it once into its own
+	// name), or a damaged one this binary cannot read.
+	IndexOtherFormat
+	// IndexUnchecked is an index whose shard is not known (no path
+	// recorded) or cannot be examined (permissions): kept.
+	IndexUnchecked
+	// IndexWriting is the temporary file of an index being written.
+	IndexWriting
+	// IndexAbandoned is a temporary file unchanged for a day, left by a
+	// killed process.
+	IndexAbandoned
+)
+
+// String names the state as datahelix cache prints it.
+func (s IndexState) String() string {
+	switch s {
+	case IndexCurrent:
+		return "current"
+	case IndexShardGone:
+		return "shard gone"
+	case IndexShardChanged:
+		return "shard changed"
+	case IndexOtherFormat:
+		return "older format"
+	case IndexUnchecked:
+		return "unchecked"
+	case IndexWriting:
+		return "being written"
+	case IndexAbandoned:
+		return "abandoned"
+	}
+	return fmt.Sprintf("IndexState(%d)", int(s))
+}
+
+// Removable reports whether PruneIndexCache removes files in state s: a
+// job that needs one again rebuilds it from its shard.
+func (s IndexState) Removable() bool {
+	return s == IndexShardGone || s == IndexShardChanged || s == IndexOtherFormat || s == IndexAbandoned
+}
+
+// CachedIndex is one file of an index cache directory.
+type CachedIndex struct {
+	Path  string // the cache file
+	Shard string // the shard it indexes, when recorded, else ""
+	State IndexState
+	Bytes int64
+
+	info fs.FileInfo // as scanned: PruneIndexCache removes only this file
+}
+
+// ScanIndexCache lists the index files of the cache directory dir (such
+// as IndexCacheDir's) in name order, with their states: it compares each
+// index's recorded shard path, size and modification time with the shard
+// on disk. Other files are not listed; a missing dir is an empty cache.
+func ScanIndexCache(dir string) ([]CachedIndex, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("decode: index cache: %w", err)
+	}
+	old := time.Now().Add(-abandonedIndexAfter)
+	buf := make([]byte, indexHeaderMax)
+	var out []CachedIndex
+	for _, e := range entries {
+		name := e.Name()
+		temp := strings.Contains(name, indexSuffix+".tmp")
+		if !temp && !strings.HasSuffix(name, indexSuffix) {
+			continue
+		}
+		info, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // renamed or removed since the directory was read
+		}
+		if err != nil {
+			return out, fmt.Errorf("decode: index cache: %w", err)
+		}
+		if !info.Mode().IsRegular() {
+			continue
+		}
+		x := CachedIndex{Path: filepath.Join(dir, name), Bytes: info.Size(), info: info}
+		switch {
+		case temp && info.ModTime().Before(old):
+			x.State = IndexAbandoned
+		case temp:
+			x.State = IndexWriting
+		case !strings.HasSuffix(name, pathIndexSuffix):
+			x.State = IndexOtherFormat
+		default:
+			x.Shard, x.State = checkIndexFile(x.Path, buf)
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}
+
+// checkIndexFile reads the header of the index file p into buf and
+// compares it with its shard.
+func checkIndexFile(p string, buf []byte) (shard string, state IndexState) {
+	shard, size, mtime, state := readIndexHeader(p, buf)
+	if state != IndexCurrent {
+		return shard, state
+	}
+	st, err := os.Stat(shard)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+		return shard, IndexShardGone
+	case err != nil:
+		return shard, IndexUnchecked
+	case !st.Mode().IsRegular():
+		return shard, IndexShardGone // OpenShard refuses it
+	case st.Size() != size || st.ModTime().UnixNano() != mtime:
+		return shard, IndexShardChanged
+	}
+	return shard, IndexCurrent
+}
+
+// indexHeaderMax bounds the header of an index that records its shard's
+// path: magic, size, mtime, and a path of up to 64 KiB.
+const indexHeaderMax = len(indexMagicPath) + 16 + binary.MaxVarintLen64 + 1<<16
+
+// readIndexHeader reads the shard path, size and modification time the
+// index file p records, into buf (at least indexHeaderMax bytes). Its
+// state is IndexCurrent when they were read, IndexUnchecked when the file
+// records no path, IndexOtherFormat when it is no index this binary reads
+// or its path does not give its name (a file copied under another name:
+// cachePath never looks it up).
+func readIndexHeader(p string, buf []byte) (shard string, size, mtime int64, state IndexState) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", 0, 0, IndexUnchecked
+	}
+	defer f.Close()
+	n, err := io.ReadFull(f, buf[:indexHeaderMax])
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return "", 0, 0, IndexUnchecked
+	}
+	b := buf[:n]
+	if len(b) < len(indexMagic)+16 {
+		return "", 0, 0, IndexOtherFormat
+	}
+	switch string(b[:len(indexMagic)]) {
+	case indexMagic:
+		return "", 0, 0, IndexUnchecked
+	case indexMagicPath:
+	default:
+		return "", 0, 0, IndexOtherFormat
+	}
+	b = b[len(indexMagicPath):]
+	size, mtime = int64(binary.LittleEndian.Uint64(b)), int64(binary.LittleEndian.Uint64(b[8:]))
+	r := &cacheReader{b: b[16:]}
+	shard = r.str("shard path")
+	if r.err != nil || !filepath.IsAbs(shard) || indexFileName(shard) != filepath.Base(p) {
+		return "", 0, 0, IndexOtherFormat
+	}
+	return shard, size, mtime, IndexCurrent
+}
+
+// PruneIndexCache removes the files of ix that are Removable and still the
+// files ScanIndexCache examined (a job may have rebuilt one since), and
+// returns how many it removed and their bytes. It stops at the first one
+// it cannot remove.
+//
+// Removing an index a job reads is safe: a job reads an index whole when
+// it opens a shard or loads it again, and one that finds none rebuilds it
+// from the shard; the index of a shard that is gone or changed is of no
+// use to any job.
+func PruneIndexCache(ix []CachedIndex) (removed int, freed int64, err error) {
+	for _, x := range ix {
+		if !x.State.Removable() {
+			continue
+		}
+		st, err := os.Lstat(x.Path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err == nil && (!os.SameFile(st, x.info) || !st.ModTime().Equal(x.info.ModTime()) || st.Size() != x.info.Size()) {
+			continue // replaced since the scan: look again next time
+		}
+		if err == nil {
+			err = os.Remove(x.Path)
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return removed, freed, fmt.Errorf("decode: prune index cache: %w", err)
+		}
+		removed++
+		freed += x.Bytes
+	}
+	return removed, freed, nil
 }

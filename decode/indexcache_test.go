@@ -2,9 +2,17 @@ package decode
 
 import (
 	"archive/tar"
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestIndexCacheDirIsCreated checks that a cache directory that does not
@@ -21,7 +29,7 @@ func TestIndexCacheDirIsCreated(t *testing.T) {
 	if s1.FromCache() || s1.CacheError() != nil {
 		t.Fatalf("first open: FromCache %v, CacheError %v; want false, nil", s1.FromCache(), s1.CacheError())
 	}
-	files, err := filepath.Glob(filepath.Join(cache, "s.tar.*.dhidx"))
+	files, err := filepath.Glob(filepath.Join(cache, "s.tar.*.v3.dhidx"))
 	if err != nil || len(files) != 1 {
 		t.Fatalf("index files in %s: %v, %v; want one", cache, files, err)
 	}
@@ -34,5 +42,244 @@ func TestIndexCacheDirIsCreated(t *testing.T) {
 	}
 	if !s2.FromCache() || s2.Len() != 2 {
 		t.Errorf("second open: FromCache %v, %d samples; want the cached index of 2", s2.FromCache(), s2.Len())
+	}
+}
+
+// TestIndexCacheName checks the names of indexes in a cache directory:
+// "<base>.<FNV-1a of the absolute path>.v3.dhidx", the name older binaries
+// used ("<base>.<hash>.dhidx", with hash/fnv) without ".v3", so that the
+// two never read or replace each other's files.
+func TestIndexCacheName(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "s.tar")
+	h := fnv.New64a()
+	h.Write([]byte(p))
+	legacy := filepath.Join("cache", fmt.Sprintf("s.tar.%016x.dhidx", h.Sum64()))
+	want := strings.TrimSuffix(legacy, ".dhidx") + ".v3.dhidx"
+	if got := cachePath(p, "cache"); got != want {
+		t.Errorf("cachePath = %s, want %s", got, want)
+	}
+	if got, ok := legacyCachePath(want); !ok || got != legacy {
+		t.Errorf("legacyCachePath(%s) = %s, %v; want %s", want, got, ok, legacy)
+	}
+	if got := cachePath(p, ""); got != p+".dhidx" {
+		t.Errorf("cachePath beside the shard = %s, want %s", got, p+".dhidx")
+	}
+}
+
+// TestIndexCacheRecordsShardPath checks that an index in a cache
+// directory records its shard's absolute path, given relative, and that
+// one beside its shard is written as older binaries write it (format 2,
+// no path).
+func TestIndexCacheRecordsShardPath(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	writeFile(t, dir, "s.tar", writeTar(t, tar.FormatPAX, []tarFile{{name: "000001.txt", data: "one"}}))
+	cache := filepath.Join(t.TempDir(), "index")
+	if _, err := OpenShard("s.tar", cache); err != nil {
+		t.Fatal(err)
+	}
+	p := cachePath("s.tar", cache)
+	shard, _, _, state := readIndexHeader(p, make([]byte, indexHeaderMax))
+	if want := filepath.Join(dir, "s.tar"); shard != want || state != IndexCurrent {
+		t.Errorf("index %s records %q (%v), want %q", p, shard, state, want)
+	}
+	if _, err := OpenShard("s.tar", ""); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile("s.tar.dhidx"); err != nil || !strings.HasPrefix(string(data), indexMagic) {
+		t.Errorf("index beside the shard: %q..., %v; want format 2 (%q)", data[:min(len(data), 8)], err, indexMagic)
+	}
+}
+
+// TestIndexCacheWithPathRoundTrip checks that an index recording its
+// shard's path decodes to the same entries, and still fails for another
+// version of the shard.
+func TestIndexCacheWithPathRoundTrip(t *testing.T) {
+	data := writeTar(t, tar.FormatPAX, []tarFile{{name: "a.txt", data: "AA"}, {name: "a.json", data: "{}"}, {name: "b.txt", data: "B"}})
+	idx, err := buildIndex("s.tar", bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := encodeIndexOf(idx, "/data/s.tar", int64(len(data)), 9)
+	if !bytes.HasPrefix(enc, []byte(indexMagicPath)) {
+		t.Fatalf("encoded with a path: starts %q, want %q", enc[:8], indexMagicPath)
+	}
+	back, err := decodeIndex(enc, int64(len(data)), 9)
+	if err != nil || !reflect.DeepEqual(back, idx) {
+		t.Errorf("decode: %+v, %v; want %+v", back, err, idx)
+	}
+	if _, err := decodeIndex(enc, int64(len(data)), 10); !errors.Is(err, errIndexCache) {
+		t.Errorf("decode for another mtime: err %v, want errIndexCache", err)
+	}
+}
+
+// TestIndexCacheCopiesLegacy checks that an index an older binary cached
+// under its name is used (not rebuilt) and copied into this binary's
+// name with the shard's path, the old file left for older binaries; and
+// that one for another version of the shard is not used.
+func TestIndexCacheCopiesLegacy(t *testing.T) {
+	data := writeTar(t, tar.FormatPAX, []tarFile{{name: "a.txt", data: "A"}, {name: "b.txt", data: "B"}})
+	p := writeFile(t, t.TempDir(), "s.tar", data)
+	st, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := buildIndex(p, bytes.NewReader(data), st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A legacy index of the first sample only: a rebuilt index has two.
+	idx.entries = idx.entries[:1]
+	cache := t.TempDir()
+	legacy, _ := legacyCachePath(cachePath(p, cache))
+	if err := os.WriteFile(legacy, encodeIndex(idx, st.Size(), st.ModTime().UnixNano()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenShard(p, cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.FromCache() || s.Len() != 1 {
+		t.Errorf("open with a legacy index: FromCache %v, %d samples; want the legacy index of 1", s.FromCache(), s.Len())
+	}
+	if shard, _, _, state := readIndexHeader(cachePath(p, cache), make([]byte, indexHeaderMax)); shard != p || state != IndexCurrent {
+		t.Errorf("copy of the legacy index records %q (%v), want %q", shard, state, p)
+	}
+	if _, err := os.Stat(legacy); err != nil {
+		t.Errorf("legacy index removed: %v", err)
+	}
+
+	os.Remove(cachePath(p, cache))
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(p, later, later); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := OpenShard(p, cache); err != nil || s.FromCache() || s.Len() != 2 {
+		t.Errorf("open with a stale legacy index: err %v; want the index rebuilt, 2 samples", err)
+	}
+}
+
+// TestScanAndPruneIndexCache checks the state ScanIndexCache gives each
+// file of an index cache directory, and that PruneIndexCache removes the
+// stale ones and only those: an index whose shard exists and matches
+// stays and is still read from the cache.
+func TestScanAndPruneIndexCache(t *testing.T) {
+	data, cache := t.TempDir(), t.TempDir()
+	shard := func(name, content string) string {
+		return writeFile(t, data, name, writeTar(t, tar.FormatPAX, []tarFile{{name: "k.txt", data: content}}))
+	}
+	current, gone, changed := shard("current.tar", "1"), shard("gone.tar", "2"), shard("changed.tar", "3")
+	for _, p := range []string{current, gone, changed} {
+		if _, err := OpenShard(p, cache); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Remove(gone)
+	shard("changed.tar", "rewritten") // another size
+	cached := func(p string) string { return filepath.Base(cachePath(p, cache)) }
+	// An index of an older binary; one without a path (written by code
+	// that did not go through cachePath); one copied under another name.
+	old := time.Now().Add(-abandonedIndexAfter - time.Hour)
+	idx := &shardIndex{}
+	files := map[string][]byte{
+		"x.tar.0123456789abcdef.dhidx":       encodeIndex(idx, 1, 1),
+		"y.tar.0123456789abcdef.v3.dhidx":    encodeIndex(idx, 1, 1),
+		"z.tar.0123456789abcdef.v3.dhidx":    encodeIndexOf(idx, current, 1, 1),
+		"junk.tar.0123456789abcdef.v3.dhidx": []byte("DHIDX"),
+		cached(current) + ".tmp123":          []byte("partial"),
+		cached(gone) + ".tmp456":             []byte("left by a killed job"),
+		"notes.txt":                          []byte("not an index"),
+	}
+	for name, b := range files {
+		writeFile(t, cache, name, b)
+	}
+	if err := os.Chtimes(filepath.Join(cache, cached(gone)+".tmp456"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]IndexState{
+		cached(current):                      IndexCurrent,
+		cached(gone):                         IndexShardGone,
+		cached(changed):                      IndexShardChanged,
+		"x.tar.0123456789abcdef.dhidx":       IndexOtherFormat,
+		"y.tar.0123456789abcdef.v3.dhidx":    IndexUnchecked,
+		"z.tar.0123456789abcdef.v3.dhidx":    IndexOtherFormat,
+		"junk.tar.0123456789abcdef.v3.dhidx": IndexOtherFormat,
+		cached(current) + ".tmp123":          IndexWriting,
+		cached(gone) + ".tmp456":             IndexAbandoned,
+	}
+	ix, err := ScanIndexCache(cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]IndexState{}
+	for _, x := range ix {
+		got[filepath.Base(x.Path)] = x.State
+		if fi, err := os.Stat(x.Path); err != nil || fi.Size() != x.Bytes {
+			t.Errorf("%s: %d bytes, want its size (%v)", x.Path, x.Bytes, err)
+		}
+		if x.State == IndexCurrent && x.Shard != current {
+			t.Errorf("%s: shard %q, want %q", x.Path, x.Shard, current)
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("states:\n got %v\nwant %v", got, want)
+	}
+
+	n, freed, err := PruneIndexCache(ix)
+	var wantFreed int64
+	removed := 0
+	for _, x := range ix {
+		if x.State.Removable() {
+			wantFreed += x.Bytes
+			removed++
+		}
+	}
+	if err != nil || n != 6 || n != removed || freed != wantFreed {
+		t.Errorf("PruneIndexCache: %d files, %d bytes, %v; want 6 files, %d bytes", n, freed, err, wantFreed)
+	}
+	left, _ := os.ReadDir(cache)
+	var names []string
+	for _, e := range left {
+		names = append(names, e.Name())
+	}
+	wantLeft := []string{cached(current), cached(current) + ".tmp123", "notes.txt", "y.tar.0123456789abcdef.v3.dhidx"}
+	sort.Strings(wantLeft)
+	if !reflect.DeepEqual(names, wantLeft) {
+		t.Errorf("after prune the cache holds %v, want %v", names, wantLeft)
+	}
+	if s, err := OpenShard(current, cache); err != nil || !s.FromCache() {
+		t.Errorf("reopen after prune: err %v; want the index read from the cache", err)
+	}
+	if ix, err := ScanIndexCache(filepath.Join(cache, "missing")); err != nil || len(ix) != 0 {
+		t.Errorf("scan of a missing directory: %v, %v; want an empty cache", ix, err)
+	}
+}
+
+// TestPruneIndexCacheKeepsReplaced checks that an index a job rebuilt
+// after ScanIndexCache found it stale is not removed: prune removes the
+// file it examined only.
+func TestPruneIndexCacheKeepsReplaced(t *testing.T) {
+	p := writeFile(t, t.TempDir(), "s.tar", writeTar(t, tar.FormatPAX, []tarFile{{name: "k.txt", data: "1"}}))
+	cache := t.TempDir()
+	if _, err := OpenShard(p, cache); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(p, later, later); err != nil {
+		t.Fatal(err)
+	}
+	ix, err := ScanIndexCache(cache)
+	if err != nil || len(ix) != 1 || ix[0].State != IndexShardChanged {
+		t.Fatalf("scan: %+v, %v; want one index, shard changed", ix, err)
+	}
+	if s, err := OpenShard(p, cache); err != nil || s.FromCache() { // a job rebuilds it meanwhile
+		t.Fatalf("reopen: %v", err)
+	}
+	if n, _, err := PruneIndexCache(ix); err != nil || n != 0 {
+		t.Errorf("PruneIndexCache removed %d files (%v); want none, the index was rebuilt since the scan", n, err)
+	}
+	if s, err := OpenShard(p, cache); err != nil || !s.FromCache() {
+		t.Errorf("open after prune: err %v; want the rebuilt index read from the cache", err)
 	}
 }

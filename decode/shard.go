@@ -79,14 +79,14 @@ func OpenShard(path string, cacheDir string) (*Shard, error) {
 	}
 	s := &Shard{MaxSampleBytes: DefaultMaxSampleBytes, path: path, cacheDir: cacheDir, size: st.Size(), mtime: st.ModTime().UnixNano()}
 	cp := cachePath(path, cacheDir)
-	idx, err := loadIndexCache(cp, s.size, s.mtime)
+	idx, err := loadIndexCache(cp, s.path, s.size, s.mtime)
 	if err == nil {
 		s.fromCache = true
 	} else {
 		if idx, err = buildIndex(path, f, s.size); err != nil {
 			return nil, err
 		}
-		if s.cacheErr = saveIndexCache(cp, idx, s.size, s.mtime); s.cacheErr != nil {
+		if s.cacheErr = saveIndexCache(cp, s.path, idx, s.size, s.mtime); s.cacheErr != nil {
 			s.kept = idx // building it again for every read would cost more
 		}
 	}
@@ -267,12 +267,12 @@ func (s *Shard) loadIndex(f *os.File) (*shardIndex, error) {
 		return s.kept, nil
 	}
 	cp := cachePath(s.path, s.cacheDir)
-	idx, err := loadIndexCache(cp, s.size, s.mtime)
+	idx, err := loadIndexCache(cp, s.path, s.size, s.mtime)
 	if err != nil {
 		if idx, err = buildIndex(s.path, f, s.size); err != nil {
 			return nil, err
 		}
-		saveIndexCache(cp, idx, s.size, s.mtime) // as OpenShard: a cache that cannot be written is no error
+		saveIndexCache(cp, s.path, idx, s.size, s.mtime) // as OpenShard: a cache that cannot be written is no error
 	}
 	if len(idx.entries) != s.n {
 		return nil, fmt.Errorf("decode: shard %s: its index now holds %d samples, %d when it was opened", s.path, len(idx.entries), s.n)

@@ -7,14 +7,16 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 
+	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/decode/gen"
 )
 
 func init() {
 	register(command{
 		name:    "cache",
-		summary: "list the generated datasets in the cache (the default dataset, bench's) with their sizes; --prune removes those of older generator formats and abandoned scratch",
+		summary: "list the generated datasets in the cache (the default dataset, bench's) and its shard indexes with their sizes; --prune removes datasets of older generator formats, abandoned scratch, and indexes whose shard is gone or changed",
 		run:     runCache,
 	})
 }
@@ -22,7 +24,7 @@ func init() {
 func runCache(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	fs := newFlags("cache", "[--cache-dir DIR] [--prune]")
 	cacheDir := fs.String("cache-dir", "", "cache `dir`ectory"+cacheDirDefault)
-	prune := fs.Bool("prune", false, "remove the datasets of older generator formats, which this binary never reads (a job of an older datahelix may), and scratch directories unchanged for a day")
+	prune := fs.Bool("prune", false, "remove the datasets of older generator formats, which this binary never reads (a job of an older datahelix may), scratch directories unchanged for a day, and the shard indexes whose shard is gone or changed, of an older format, or abandoned while written (a job that needs one again rebuilds it)")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
@@ -53,15 +55,81 @@ func runCache(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 		}
 	}
 	fmt.Fprintf(stdout, "%s: %s, %s; %s of older formats or abandoned\n", root, plural(len(ds), "dataset", "datasets"), mib(total), mib(removable))
+	// The shard indexes run, inspect, decode and costmodel keep here
+	// (listed once a job made the directory).
+	indexDir := decode.IndexCacheDir(root)
+	var ix []decode.CachedIndex
+	stale := 0
+	if _, err := os.Stat(indexDir); err == nil {
+		if ix, err = decode.ScanIndexCache(indexDir); err != nil {
+			return err
+		}
+		stale = listIndexes(stdout, indexDir, ix)
+	}
 	if !*prune {
-		if removable > 0 {
+		if removable > 0 || stale > 0 {
 			fmt.Fprintln(stdout, "(datahelix cache --prune removes them)")
 		}
 		return nil
 	}
 	freed, err := gen.Prune(ds)
-	fmt.Fprintf(stdout, "pruned %s\n", mib(freed))
-	return err
+	n, freedIx, ixErr := decode.PruneIndexCache(ix)
+	if n > 0 {
+		fmt.Fprintf(stdout, "pruned %s (%s)\n", mib(freed+freedIx), plural(n, "shard index", "shard indexes"))
+	} else {
+		fmt.Fprintf(stdout, "pruned %s\n", mib(freed))
+	}
+	return errors.Join(err, ixErr)
+}
+
+// listIndexes prints the index files of the cache's index directory dir,
+// a line per shard directory and state, then a summary, and returns how
+// many Prune would remove.
+func listIndexes(stdout io.Writer, dir string, ix []decode.CachedIndex) int {
+	type group struct {
+		dir   string // of the shards, "" when not recorded
+		state decode.IndexState
+	}
+	count, size := map[group]int{}, map[group]int64{}
+	var total, removableBytes int64
+	removable := 0
+	for _, x := range ix {
+		g := group{state: x.State}
+		if x.Shard != "" {
+			g.dir = filepath.Dir(x.Shard)
+		}
+		count[g]++
+		size[g] += x.Bytes
+		total += x.Bytes
+		if x.State.Removable() {
+			removable++
+			removableBytes += x.Bytes
+		}
+	}
+	groups := make([]group, 0, len(count))
+	for g := range count {
+		groups = append(groups, g)
+	}
+	sort.Slice(groups, func(i, j int) bool {
+		a, b := groups[i], groups[j]
+		if (a.dir == "") != (b.dir == "") {
+			return b.dir == ""
+		}
+		if a.dir != b.dir {
+			return a.dir < b.dir
+		}
+		return a.state < b.state
+	})
+	for _, g := range groups {
+		what := plural(count[g], "shard index", "shard indexes")
+		if g.dir != "" {
+			what += " of " + g.dir
+		}
+		fmt.Fprintf(stdout, "%-13s %9s  %s\n", g.state, mib(size[g]), what)
+	}
+	fmt.Fprintf(stdout, "%s: %s, %s; %d (%s) stale (shard gone or changed), of older formats or abandoned\n",
+		dir, plural(len(ix), "shard index", "shard indexes"), mib(total), removable, mib(removableBytes))
+	return removable
 }
 
 // mib formats a byte count in MiB with one decimal.

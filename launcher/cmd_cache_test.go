@@ -1,6 +1,9 @@
 package main
 
 import (
+	"archive/tar"
+	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,5 +91,77 @@ func TestCacheCommandMissingDir(t *testing.T) {
 	}
 	if code, stdout, _ := runMain("cache", "--cache-dir", root); code != 0 || !strings.Contains(stdout, root+": 1 dataset, 1.0 MiB;") {
 		t.Errorf("cache with one dataset: exit %d, stdout:\n%s", code, stdout)
+	}
+}
+
+// TestCacheCommandIndexes checks that datahelix cache lists the shard
+// indexes of the cache's index directory by shard directory and state,
+// counts the stale ones, and that --prune removes those (the index of a
+// deleted shard, one named by an older datahelix) and keeps the index of
+// a shard that exists and matches.
+func TestCacheCommandIndexes(t *testing.T) {
+	root, data := t.TempDir(), t.TempDir()
+	for _, name := range []string{"a.tar", "b.tar"} {
+		var buf bytes.Buffer
+		w := tar.NewWriter(&buf)
+		if err := w.WriteHeader(&tar.Header{Name: "000001.txt", Mode: 0o644, Size: 3}); err != nil {
+			t.Fatal(err)
+		}
+		w.Write([]byte("one"))
+		w.Close()
+		writeTestFile(t, filepath.Join(data, name), buf.Bytes())
+	}
+	if code, _, stderr := runMain("inspect", "--cache-dir", root, data); code != 0 {
+		t.Fatalf("inspect: exit %d: %s", code, stderr)
+	}
+	indexDir := filepath.Join(root, "index")
+	live, _ := filepath.Glob(filepath.Join(indexDir, "a.tar.*.dhidx"))
+	dead, _ := filepath.Glob(filepath.Join(indexDir, "b.tar.*.dhidx"))
+	if len(live) != 1 || len(dead) != 1 {
+		t.Fatalf("indexes %v and %v, want one each", live, dead)
+	}
+	if err := os.Remove(filepath.Join(data, "b.tar")); err != nil {
+		t.Fatal(err)
+	}
+	legacy := writeTestFile(t, filepath.Join(indexDir, "c.tar.0123456789abcdef.dhidx"), []byte("an older datahelix's index"))
+	size := func(p string) int64 {
+		info, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.Size()
+	}
+	wantLines := []string{
+		root + ": 0 datasets, 0.0 MiB; 0.0 MiB of older formats or abandoned",
+		"current         0.0 MiB  1 shard index of " + data,
+		"shard gone      0.0 MiB  1 shard index of " + data,
+		"older format    0.0 MiB  1 shard index",
+		fmt.Sprintf("%s: 3 shard indexes, 0.0 MiB; 2 (0.0 MiB) stale (shard gone or changed), of older formats or abandoned", indexDir),
+		"(datahelix cache --prune removes them)",
+	}
+	code, stdout, stderr := runMain("cache", "--cache-dir", root)
+	if code != 0 || stderr != "" || stdout != strings.Join(wantLines, "\n")+"\n" {
+		t.Fatalf("cache: exit %d, stderr %q, stdout:\n%s\nwant:\n%s", code, stderr, stdout, strings.Join(wantLines, "\n"))
+	}
+	if _, err := os.Stat(dead[0]); err != nil {
+		t.Fatalf("cache without --prune removed %s: %v", dead[0], err)
+	}
+
+	freed := size(dead[0]) + size(legacy)
+	code, stdout, _ = runMain("cache", "--cache-dir", root, "--prune")
+	if want := fmt.Sprintf("pruned %s (2 shard indexes)\n", mib(freed)); code != 0 || !strings.HasSuffix(stdout, want) {
+		t.Errorf("cache --prune: exit %d, stdout:\n%s\nwant it to end %q", code, stdout, want)
+	}
+	for _, p := range []string{dead[0], legacy} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("cache --prune kept %s: %v", p, err)
+		}
+	}
+	if _, err := os.Stat(live[0]); err != nil {
+		t.Errorf("cache --prune removed the index of a shard in use: %v", err)
+	}
+	code, stdout, _ = runMain("cache", "--cache-dir", root)
+	if want := indexDir + ": 1 shard index, 0.0 MiB; 0 (0.0 MiB) stale"; code != 0 || !strings.Contains(stdout, want) || strings.Contains(stdout, "--prune") {
+		t.Errorf("cache after --prune: exit %d, stdout:\n%s\nwant %q and no hint", code, stdout, want)
 	}
 }
