@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -20,11 +21,15 @@ type mp4Track struct {
 
 	// enabled is the tkhd's track_enabled flag (FFmpeg's default
 	// disposition), impaired whether a kind box gives the track a role
-	// FFmpeg reads as for the hearing or visually impaired, and
-	// sttsDuration the sum of the stts entries: with the frame sizes they
-	// pick the track FFmpeg decodes (score).
+	// FFmpeg reads as for the hearing or visually impaired (readKinds),
+	// and sttsDuration the sum of the stts entries: with the frame sizes
+	// they pick the track FFmpeg decodes (score).
 	enabled, impaired bool
 	sttsDuration      int64
+
+	// err is the brokenTrack error of a track FFmpeg keeps without a bit
+	// rate; the other fields but enabled and impaired may be unset.
+	err error
 
 	// edits is the edit list (elst) as stored; advanced is false when
 	// FFmpeg would not apply it frame by frame (see parseMoov).
@@ -121,10 +126,17 @@ func ParseMP4(data []byte) (*VideoInfo, error) {
 
 // parseMoov reads every video track of moov, with its samples in the
 // fragments moofs, and returns the one FFmpeg decodes (videoScore) and
-// the movie timescale from mvhd. A video track that cannot be read fails
-// the file, whichever track FFmpeg would decode (FFmpeg too fails a file
-// for most errors in any track). At most two tracks are held at once:
-// the best so far and the one being read.
+// the movie timescale from mvhd. A video track FFmpeg keeps but cannot
+// read (brokenTrack: it logs "missing mandatory atoms, broken header", as
+// for a track without stts, or "timescale not set") is scored by its tkhd
+// enabled flag and kind boxes with bit rate 0, as FFmpeg scores it; its
+// error fails the file only when it is the track FFmpeg decodes. Any
+// other error of a video track, and a kind box FFmpeg cannot read in any
+// track, fails the file whichever track FFmpeg would decode: FFmpeg
+// refuses such files too (a table count its box cannot hold makes it
+// allocate or read that many entries), or rates the track by a bit rate
+// this parser does not know. At most two tracks are held at once: the
+// best so far and the one being read.
 func parseMoov(moov []byte, moofs [][]byte) (*mp4Track, uint32, error) {
 	var movieTimescale uint32
 	var movie [9]int32 // the mvhd matrix; zero without an mvhd, as in FFmpeg
@@ -155,6 +167,10 @@ func parseMoov(moov []byte, moofs [][]byte) (*mp4Track, uint32, error) {
 	if it.err != nil {
 		return nil, 0, it.err
 	}
+	impaired, err := readKinds(moov)
+	if err != nil {
+		return nil, 0, err
+	}
 	// FFmpeg rates the streams of a file with a trex box (any track's) by
 	// their fragments too.
 	fragmented := child(mvex, "trex") != nil
@@ -165,25 +181,32 @@ func parseMoov(moov []byte, moofs [][]byte) (*mp4Track, uint32, error) {
 	// first track whose stts is empty (a fragmented file's moov), before
 	// building that track's index.
 	advanced := true
-	for _, trak := range traks {
+	for i, trak := range traks {
 		if emptyStts(trak) {
 			advanced = false
 		}
 		tr, err := parseTrak(trak, movie)
-		if err != nil {
+		if err != nil && !errors.As(err, new(brokenTrack)) {
 			return nil, 0, err
 		}
 		if tr == nil {
 			if best == nil {
-				handlers = append(handlers, trakHandler(trak))
+				h := trakHandler(trak)
+				if h == "vide" {
+					h = "vide holding mp3 (its esds), which FFmpeg reads as audio"
+				}
+				handlers = append(handlers, h)
 			}
 			continue
 		}
-		tr.advanced = advanced
-		tr.readTrex(mvex)
-		for _, moof := range moofs {
-			if err := tr.fragment(moof); err != nil {
-				return nil, 0, err
+		tr.impaired = i < len(impaired) && impaired[i]
+		if tr.err = err; err == nil {
+			tr.advanced = advanced
+			tr.readTrex(mvex)
+			for _, moof := range moofs {
+				if err := tr.fragment(moof); err != nil {
+					return nil, 0, err
+				}
 			}
 		}
 		if s := tr.score(fragmented); best == nil || s.beats(bestScore) {
@@ -192,6 +215,9 @@ func parseMoov(moov []byte, moofs [][]byte) (*mp4Track, uint32, error) {
 	}
 	if best == nil {
 		return nil, 0, noVideoTrack{handlers}
+	}
+	if best.err != nil {
+		return nil, 0, best.err
 	}
 	return best, movieTimescale, nil
 }
@@ -223,7 +249,7 @@ func (s videoScore) beats(best videoScore) bool {
 // (mov_build_index) — or, in a file with a trex box, from the moov's and
 // the fragments' frames over that duration raised to the fragments' end,
 // rounded (mov_read_header). The edit list does not count: FFmpeg rates
-// the track before applying it.
+// the track before applying it. A broken track (tr.err) has bit rate 0.
 func (tr *mp4Track) score(fragmented bool) videoScore {
 	var s videoScore
 	if !tr.impaired {
@@ -231,6 +257,9 @@ func (tr *mp4Track) score(fragmented bool) videoScore {
 	}
 	if tr.enabled {
 		s.disposition++
+	}
+	if tr.err != nil {
+		return s
 	}
 	// mdhd's duration is read into a signed 64-bit value.
 	dur := int64(tr.duration)
@@ -267,8 +296,22 @@ func (tr *mp4Track) score(fragmented bool) videoScore {
 	return s
 }
 
+// brokenTrack is the error of a video track FFmpeg 5.1 keeps, with bit
+// rate 0, but that ParseMP4 cannot describe: frames without stts entries,
+// without chunk offsets (stco/co64) or without stsc entries, which FFmpeg
+// logs as "missing mandatory atoms, broken header" and reads no packets
+// of; or no mdhd, which it logs as "timescale not set" and times in the
+// movie's timescale. parseMoov fails the file with it only when FFmpeg
+// would decode that track.
+type brokenTrack struct{ err error }
+
+func (e brokenTrack) Error() string { return e.err.Error() }
+func (e brokenTrack) Unwrap() error { return e.err }
+
 // parseTrak reads a trak box, movie being the matrix of the mvhd read
-// before it; it returns nil, nil for a track that is not video.
+// before it; it returns nil, nil for a track that is not video, and the
+// track as far as it was read (its enabled flag at least) with a
+// brokenTrack error.
 func parseTrak(trak []byte, movie [9]int32) (*mp4Track, error) {
 	mdia := child(trak, "mdia")
 	if _, _, p, ok := fullBox(child(mdia, "hdlr")); !ok || len(p) < 8 || string(p[4:8]) != "vide" {
@@ -286,9 +329,11 @@ func parseTrak(trak []byte, movie [9]int32) (*mp4Track, error) {
 		readMatrix(&matrix, p, v, 36, 48)
 	}
 	tr.rotation = displayRotation(matrix, movie)
-	tr.impaired = impairedKind(child(trak, "udta"))
-	v, _, p, ok := fullBox(child(mdia, "mdhd"))
+	mdhd := child(mdia, "mdhd")
+	v, _, p, ok := fullBox(mdhd)
 	switch {
+	case mdhd == nil:
+		return tr, brokenTrack{fmt.Errorf("%w: video track without an mdhd", ErrBadMP4)}
 	case ok && v == 1 && len(p) >= 28:
 		tr.timescale, tr.duration = be32(p, 16), be64(p, 20)
 	case ok && v == 0 && len(p) >= 16:
@@ -307,7 +352,13 @@ func parseTrak(trak []byte, movie [9]int32) (*mp4Track, error) {
 	if err := tr.readStsd(child(stbl, "stsd")); err != nil {
 		return nil, err
 	}
+	if tr.codec == "mp3" {
+		return nil, nil // FFmpeg makes the stream audio (mov_finalize_stsd_codec)
+	}
 	if err := tr.sampleTable(stbl); err != nil {
+		if errors.As(err, new(brokenTrack)) {
+			return tr, err
+		}
 		return nil, err
 	}
 	return tr, nil
@@ -426,9 +477,10 @@ func (tr *mp4Track) readStsd(stsd []byte) error {
 		}
 	}
 	tr.codec = mp4Codec(typ)
-	if tr.codec == "mpeg4" && len(entry) > 78 {
-		// An MPEG-4 visual entry may carry MPEG-1/2 video, JPEG or PNG:
-		// FFmpeg takes the codec from its esds (ff_mov_read_esds).
+	if len(entry) > 78 {
+		// FFmpeg takes the codec from an esds in any visual entry
+		// (ff_mov_read_esds): an MPEG-4 visual one may carry MPEG-1/2
+		// video, JPEG or PNG, and any may name an audio codec.
 		if c := esdsCodec(child(entry[78:], "esds")); c != "" {
 			tr.codec = c
 		}
@@ -452,15 +504,24 @@ func (tr *mp4Track) sampleTable(stbl []byte) error {
 	// The chunk tables are not read here, but FFmpeg's demuxer allocates
 	// them by their counts before checking those against the box: a
 	// forged count made it fail with "Cannot allocate memory".
-	for _, t := range []struct {
+	var counts [3]int // stco, co64, stsc
+	for i, t := range []struct {
 		typ string
 		rec int
 	}{{"stco", 4}, {"co64", 8}, {"stsc", 12}} {
 		if b := child(stbl, t.typ); b != nil {
-			if _, _, err := tableEntries(t.typ, b, t.rec); err != nil {
+			if counts[i], _, err = tableEntries(t.typ, b, t.rec); err != nil {
 				return err
 			}
 		}
+	}
+	// Without chunk offsets or stsc entries FFmpeg cannot find the frames:
+	// it keeps the track but reads none of them (mov_read_trak).
+	if counts[0] == 0 && counts[1] == 0 {
+		return brokenTrack{fmt.Errorf("%w: video track of %d frames without chunk offsets (stco/co64)", ErrBadMP4, n)}
+	}
+	if counts[2] == 0 {
+		return brokenTrack{fmt.Errorf("%w: video track of %d frames without stsc entries", ErrBadMP4, n)}
 	}
 	tr.bytes, tr.dts, tr.nMoov = sizes, make([]int64, n), n
 	end, err := readStts(child(stbl, "stts"), tr.dts)
@@ -566,15 +627,14 @@ func readStz2(b []byte) ([]uint32, int, error) {
 // delta, as FFmpeg does for short tables.
 func readStts(b []byte, dts []int64) (int64, error) {
 	if b == nil {
-		return 0, fmt.Errorf("%w: missing stts", ErrBadMP4)
+		return 0, brokenTrack{fmt.Errorf("%w: missing stts", ErrBadMP4)}
 	}
 	n, p, err := tableEntries("stts", b, 8)
 	if err != nil {
 		return 0, err
 	}
 	if n == 0 && len(dts) > 0 {
-		// FFmpeg refuses such a track too ("missing mandatory atoms").
-		return 0, fmt.Errorf("%w: stts has no entries for %d frames", ErrBadMP4, len(dts))
+		return 0, brokenTrack{fmt.Errorf("%w: stts has no entries for %d frames", ErrBadMP4, len(dts))}
 	}
 	var t, delta int64
 	i := 0

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io/fs"
 	"maps"
 	"os"
@@ -84,11 +85,19 @@ func videoEntry(typ string, w, h uint16) []byte {
 	return fbox("stsd", 0, 0, u32s(1), box(typ, e))
 }
 
-// trak returns a video trak with the given sample table boxes.
+// trak returns a video trak with the given sample table boxes, and one
+// chunk holding every frame (stsc, stco) unless they include a chunk box:
+// FFmpeg reads no frames of a track without them (brokenTrack).
 func trak(id, timescale, duration uint32, elst []byte, stbl ...[]byte) []byte {
 	var edts []byte
 	if elst != nil {
 		edts = box("edts", elst)
+	}
+	if !slices.ContainsFunc(stbl, func(b []byte) bool {
+		typ := string(b[4:8])
+		return typ == "stsc" || typ == "stco" || typ == "co64"
+	}) {
+		stbl = append(slices.Clip(stbl), oneChunk()...)
 	}
 	return box("trak",
 		fbox("tkhd", 0, 3, u32s(0, 0, id, 0, duration)),
@@ -97,6 +106,11 @@ func trak(id, timescale, duration uint32, elst []byte, stbl ...[]byte) []byte {
 			fbox("mdhd", 0, 0, u32s(0, 0, timescale, duration, 0)),
 			fbox("hdlr", 0, 0, u32s(0), []byte("vide"), make([]byte, 13)),
 			box("minf", box("stbl", stbl...))))
+}
+
+// oneChunk returns an stsc and an stco putting every frame in one chunk.
+func oneChunk() [][]byte {
+	return [][]byte{fbox("stsc", 0, 0, u32s(1, 1, 1<<20, 1)), fbox("stco", 0, 0, u32s(1, 0))}
 }
 
 func soundTrak() []byte {
@@ -570,8 +584,8 @@ func TestParseMP4TrackChoice(t *testing.T) {
 			box("mdia",
 				fbox("mdhd", 0, 0, u32s(0, 0, 1000, mdhd, 0)),
 				fbox("hdlr", 0, 0, u32s(0), []byte("vide"), make([]byte, 13)),
-				box("minf", box("stbl", videoEntry("avc1", 16, uint16(id)),
-					fbox("stts", 0, 0, u32s(1, 2, 100)), fbox("stsz", 0, 0, u32s(0, 2, a, b))))))
+				box("minf", box("stbl", append([][]byte{videoEntry("avc1", 16, uint16(id)),
+					fbox("stts", 0, 0, u32s(1, 2, 100)), fbox("stsz", 0, 0, u32s(0, 2, a, b))}, oneChunk()...)...))))
 	}
 	kind := func(scheme, value string) []byte {
 		return fbox("kind", 0, 0, []byte(scheme+"\x00"+value+"\x00"))
@@ -592,6 +606,14 @@ func TestParseMP4TrackChoice(t *testing.T) {
 		{"mdhd shorter", [][]byte{track(1, 3, 200, 20, 20), track(2, 3, 100, 15, 15)}, 2},
 		{"stts shorter", [][]byte{track(1, 3, 200, 20, 20), track(2, 3, 1000, 25, 25)}, 2},
 		{"sound first", [][]byte{soundTrak(), track(2, 3, 200, 10, 10)}, 2},
+		// FFmpeg reads a kind box wherever it descends, for the last
+		// track begun before it.
+		{"kind in trak", [][]byte{track(1, 3, 200, 10, 10), box("trak", track(2, 3, 200, 50, 50)[8:], kind("urn:mpeg:dash:role:2011", "caption"))}, 1},
+		{"kind in moov after traks", [][]byte{track(1, 3, 200, 10, 10), track(2, 3, 200, 50, 50),
+			box("udta", kind("urn:mpeg:dash:role:2011", "description"))}, 1},
+		{"kind in moov before traks", [][]byte{box("udta", kind("urn:mpeg:dash:role:2011", "description")),
+			track(1, 3, 200, 10, 10), track(2, 3, 200, 50, 50)}, 2},
+		{"kind of empty strings", [][]byte{track(1, 3, 200, 10, 10), track(2, 3, 200, 50, 50, kind("", ""))}, 2},
 	}
 	for _, tt := range tests {
 		v, err := ParseMP4(box("moov", append([][]byte{fbox("mvhd", 0, 0, u32s(0, 0, 1000, 200))}, tt.traks...)...))
@@ -620,21 +642,39 @@ func TestParseMP4TrackChoice(t *testing.T) {
 	if err != nil || v.Height != 2 || v.Frames != 2 {
 		t.Errorf("fragments: %+v, %v; want track 2's 2 frames", v, err)
 	}
-	// A video track that cannot be read fails the file, whichever FFmpeg
-	// would decode.
-	broken := box("trak", fbox("tkhd", 0, 3, u32s(0, 0, 2, 0, 200)), box("mdia",
+	// An stsz whose count its box cannot hold fails the file, whichever
+	// track FFmpeg would decode: FFmpeg reads the boxes after it as sizes,
+	// or refuses the file when they run past its end.
+	forged := box("trak", fbox("tkhd", 0, 3, u32s(0, 0, 2, 0, 200)), box("mdia",
 		fbox("mdhd", 0, 0, u32s(0, 0, 1000, 200, 0)),
 		fbox("hdlr", 0, 0, u32s(0), []byte("vide"), make([]byte, 13)),
 		box("minf", box("stbl", videoEntry("avc1", 16, 2), fbox("stts", 0, 0, u32s(1, 2, 100)), fbox("stsz", 0, 0, u32s(0, 1000, 1))))))
-	if v, err := ParseMP4(box("moov", track(1, 3, 200, 10, 10), broken)); !errors.Is(err, ErrBadMP4) {
-		t.Errorf("broken second track: %+v, %v; want ErrBadMP4", v, err)
+	if v, err := ParseMP4(box("moov", track(1, 3, 200, 10, 10), forged)); !errors.Is(err, ErrBadMP4) || !strings.Contains(err.Error(), "stsz has 1000 sizes") {
+		t.Errorf("forged stsz in the second track: %+v, %v; want ErrBadMP4", v, err)
+	}
+	// A kind box FFmpeg cannot read fails the file, in any track.
+	for _, k := range [][]byte{
+		fbox("kind", 1, 0, []byte("urn:mpeg:dash:role:2011\x00main\x00")),
+		fbox("kind", 0, 0x800000, []byte("a\x00b\x00")),
+		fbox("kind", 0, 0, []byte("urn:mpeg:dash:role:2011\x00main")),
+		fbox("kind", 0, 0, nil),
+		box("kind", []byte{0, 0}),
+	} {
+		sound := box("trak", soundTrak()[8:], box("udta", k))
+		if v, err := ParseMP4(box("moov", track(1, 3, 200, 10, 10), sound)); !errors.Is(err, ErrBadMP4) || !strings.Contains(err.Error(), "kind box") ||
+			!strings.Contains(err.Error(), "trak 2") {
+			t.Errorf("kind box %q in a sound track: %+v, %v; want ErrBadMP4 naming the kind box of trak 2", k, v, err)
+		}
 	}
 }
 
 // TestMP4CodecNames checks the codec names ParseMP4 gives sample entries
-// against FFmpeg 5.1's: an MPEG-4 visual entry (mp4v) takes its codec from
-// its esds, which may name MPEG-1/2 video, JPEG or PNG (it said mpeg4);
-// QuickTime's MPEG-1/2 tags and others FFmpeg knows (it said unknown).
+// against FFmpeg 5.1's: a visual entry takes its codec from its esds,
+// which may name MPEG-1/2 video, JPEG or PNG (it said mpeg4), or an audio
+// codec FFmpeg names in a video stream (aac; it said mpeg4), or mp3, which
+// makes FFmpeg read the track as audio; QuickTime's MPEG-1/2 tags and
+// others FFmpeg knows (it said unknown). TestMP4EsdsMatchesAV checks each
+// esds value against package av.
 func TestMP4CodecNames(t *testing.T) {
 	// esds builds an esds box whose ES_Descriptor has the flags esFlags
 	// (with the fields they announce) and whose DecoderConfigDescriptor
@@ -678,7 +718,12 @@ func TestMP4CodecNames(t *testing.T) {
 		{entry("mp4v", esds(0, 0x6a, false)), "mpeg1video"},
 		{entry("mp4v", esds(0x40, 0x6c, false)), "mjpeg"},
 		{entry("mp4v", esds(0, 0x6d, false)), "png"},
-		{entry("mp4v", esds(0, 0x40, false)), "mpeg4"}, // an audio type: kept
+		{entry("mp4v", esds(0, 0x40, false)), "aac"},        // an audio codec in a video stream
+		{entry("mp4v", esds(0, 0xa5, false)), "ac3"},        // likewise
+		{entry("mp4v", esds(0, 0x44, false)), "mpeg2video"}, // 0x64 found case-insensitively
+		{entry("mp4v", esds(0, 0x01, false)), "unknown"},    // MPEG-4 systems
+		{entry("mp4v", esds(0, 0x70, false)), "mpeg4"},      // not in FFmpeg's table: kept
+		{entry("avc1", esds(0, 0x6c, false)), "mjpeg"},      // any visual entry
 		{entry("m2v1"), "mpeg2video"},
 		{entry("xd5c"), "mpeg2video"},
 		{entry("hdv6"), "mpeg2video"},
@@ -695,6 +740,103 @@ func TestMP4CodecNames(t *testing.T) {
 		v, err := ParseMP4(box("moov", trak(1, 10, 2, nil, tt.entry, fbox("stts", 0, 0, u32s(1, 2, 1)), fbox("stsz", 0, 0, u32s(5, 2)))))
 		if err != nil || v.Codec != tt.codec {
 			t.Errorf("entry %q: codec %v, %v; want %s", tt.entry[20:24], v, err, tt.codec)
+		}
+	}
+	// mp3 makes the track audio: no video track, or the other one.
+	for _, oti := range []byte{0x69, 0x6b, 0x49} {
+		mp3 := trak(1, 10, 2, nil, entry("mp4v", esds(0, oti, false)), fbox("stts", 0, 0, u32s(1, 2, 1)), fbox("stsz", 0, 0, u32s(5, 2)))
+		if v, err := ParseMP4(box("moov", mp3)); !errors.Is(err, ErrBadMP4) || !strings.Contains(err.Error(), "no video track (its tracks: vide holding mp3") {
+			t.Errorf("esds %#x: %+v, %v; want ErrBadMP4, no video track", oti, v, err)
+		}
+		other := trak(2, 10, 2, nil, entry("avc1"), fbox("stts", 0, 0, u32s(1, 2, 1)), fbox("stsz", 0, 0, u32s(1, 2)))
+		if v, err := ParseMP4(box("moov", mp3, other)); err != nil || v.Codec != "h264" {
+			t.Errorf("esds %#x, then an avc1 track: %+v, %v; want the h264 track", oti, v, err)
+		}
+	}
+}
+
+// esdsOTI returns the offset of the objectTypeIndication in the first esds
+// box of data (an ES_Descriptor without optional fields, then the
+// DecoderConfigDescriptor).
+func esdsOTI(t *testing.T, data []byte) int {
+	t.Helper()
+	i := bytes.Index(data, []byte("esds")) + 8 // past the type, version and flags
+	skipDescr := func(tag byte) {
+		if i < 8 || data[i] != tag {
+			t.Fatalf("no descriptor %#x at %d", tag, i)
+		}
+		for i++; data[i]&0x80 != 0; i++ {
+		}
+		i++
+	}
+	skipDescr(0x03)
+	if data[i+2] != 0 {
+		t.Fatalf("ES_Descriptor flags %#x", data[i+2])
+	}
+	i += 3
+	skipDescr(0x04)
+	return i
+}
+
+// TestMP4EsdsMatchesAV sets the esds objectTypeIndication of
+// refused/mpeg2_mp4v.mp4 (an mp4v entry) to each of the 256 values and
+// checks ParseMP4 against package av: the codec FFmpeg names for the video
+// stream, or no video track when FFmpeg finds no video stream (mp3, which
+// it reads as audio). It also adds an esds to an avc1 entry of
+// h264_2video_rate.mp4, of the track FFmpeg decodes: FFmpeg reads it there
+// too.
+func TestMP4EsdsMatchesAV(t *testing.T) {
+	orig := readVideo(t, "refused/mpeg2_mp4v.mp4")
+	at := esdsOTI(t, orig)
+	if orig[at] != 0x61 {
+		t.Fatalf("objectTypeIndication %#x, want 0x61", orig[at])
+	}
+	// check compares ParseMP4 with FFmpeg on data.
+	check := func(name string, data []byte) *VideoInfo {
+		t.Helper()
+		v, err := ParseMP4(data)
+		_, si, aerr := av.Packets(context.Background(), data, av.DefaultConfig())
+		if aerr != nil && strings.Contains(aerr.Error(), "no video stream") {
+			if !errors.Is(err, ErrBadMP4) || !strings.Contains(err.Error(), "no video track") {
+				t.Errorf("%s: FFmpeg finds no video stream; ParseMP4 gives %+v, %v", name, v, err)
+			}
+			return nil
+		}
+		want := si.Codec
+		if want == "unknown_codec" || want == "none" {
+			want = "unknown" // as ffprobe names a codec without a descriptor
+		}
+		if err != nil || v.Codec != want {
+			t.Errorf("%s: ParseMP4 gives %+v, %v; FFmpeg's codec is %s (%v)", name, v, err, si.Codec, aerr)
+			return nil
+		}
+		return v
+	}
+	for oti := range 256 {
+		data := bytes.Clone(orig)
+		data[at] = byte(oti)
+		check(fmt.Sprintf("esds %#02x", oti), data)
+	}
+
+	// The esds of mpeg2_mp4v.mp4 in the avc1 entry of the second track
+	// of h264_2video_rate.mp4, the one FFmpeg decodes (its moov comes
+	// after its mdat, so that no chunk moves).
+	rate := readVideo(t, "h264_2video_rate.mp4")
+	esdsAt := bytes.Index(orig, []byte("esds")) - 4
+	esdsBox := orig[esdsAt : esdsAt+int(be32(orig, esdsAt))]
+	stsd := trakBox(t, rate, 1, "stsd")
+	entry := stsd + 16
+	end := entry + int(be32(rate, entry))
+	for _, tc := range []struct {
+		oti    byte
+		height int
+	}{{0x6c, 120}, {0x40, 120}, {0x6b, 48}} {
+		e := bytes.Clone(esdsBox)
+		e[at-esdsAt] = tc.oti
+		data := grow(t, rate, end, e, topBox(t, rate, "moov"), trakBox(t, rate, 1, ""), trakBox(t, rate, 1, "mdia"),
+			trakBox(t, rate, 1, "minf"), trakBox(t, rate, 1, "stbl"), stsd, entry)
+		if v := check(fmt.Sprintf("avc1 with esds %#02x", tc.oti), data); v != nil && v.Height != tc.height {
+			t.Errorf("avc1 with esds %#02x: picked the %dx%d track, want height %d", tc.oti, v.Width, v.Height, tc.height)
 		}
 	}
 }
@@ -721,5 +863,223 @@ func TestRefusedCodecNamed(t *testing.T) {
 	}
 	if _, err := FrameMD5s(context.Background(), data, Limits{}); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "codec mpeg2video") {
 		t.Errorf("FrameMD5s: %v; want ErrUnsupported naming codec mpeg2video", err)
+	}
+}
+
+// topBox returns the offset of the first top-level box of type typ.
+func topBox(t *testing.T, data []byte, typ string) int {
+	t.Helper()
+	for off := 0; off+8 <= len(data); off += int(be32(data, off)) {
+		if string(data[off+4:off+8]) == typ {
+			return off
+		}
+		if be32(data, off) < 8 {
+			break
+		}
+	}
+	t.Fatalf("no %s box", typ)
+	return 0
+}
+
+// trakBox returns the offset of the first box of type typ inside the k-th
+// trak (from 0) of the moov, looking depth first through its mdia, minf,
+// stbl, udta and edts boxes; with typ "", the trak's own offset.
+func trakBox(t *testing.T, data []byte, k int, typ string) int {
+	t.Helper()
+	var search func(off, end int, typ string, nth *int) int
+	search = func(off, end int, typ string, nth *int) int {
+		for off+8 <= end {
+			size := int(be32(data, off))
+			if size < 8 || off+size > end {
+				break
+			}
+			switch name := string(data[off+4 : off+8]); {
+			case name == typ:
+				if *nth == 0 {
+					return off
+				}
+				*nth--
+			case name == "mdia" || name == "minf" || name == "stbl" || name == "udta" || name == "edts":
+				if r := search(off+8, off+size, typ, nth); r >= 0 {
+					return r
+				}
+			}
+			off += size
+		}
+		return -1
+	}
+	moov := topBox(t, data, "moov")
+	nth := k
+	trak := search(moov+8, moov+int(be32(data, moov)), "trak", &nth)
+	if trak < 0 {
+		t.Fatalf("no trak %d", k)
+	}
+	if typ == "" {
+		return trak
+	}
+	nth = 0
+	off := search(trak+8, trak+int(be32(data, trak)), typ, &nth)
+	if off < 0 {
+		t.Fatalf("trak %d has no %s box", k, typ)
+	}
+	return off
+}
+
+// grow returns a copy of data with ins inserted at offset at and the
+// 32-bit sizes of the boxes at offsets boxes, which enclose it, grown by
+// len(ins). The moov must come after the mdat, so that no chunk moves.
+func grow(t *testing.T, data []byte, at int, ins []byte, boxes ...int) []byte {
+	t.Helper()
+	if topBox(t, data, "moov") < topBox(t, data, "mdat") {
+		t.Fatal("moov before mdat: inserting would move the chunks")
+	}
+	out := slices.Concat(data[:at], ins, data[at:])
+	for _, b := range boxes {
+		if b >= at || b+int(be32(data, b)) < at {
+			t.Fatalf("box at %d does not enclose %d", b, at)
+		}
+		binary.BigEndian.PutUint32(out[b:], be32(data, b)+uint32(len(ins)))
+	}
+	return out
+}
+
+// sameAsAV checks that v, parsed from data, is the video stream package av
+// demuxes from it: picture size, and each packet's size and pts.
+func sameAsAV(t *testing.T, name string, data []byte, v *VideoInfo) {
+	t.Helper()
+	pk, si, err := av.Packets(context.Background(), data, av.DefaultConfig())
+	if err != nil {
+		t.Errorf("%s: av: %v", name, err)
+		return
+	}
+	if v.Width != si.Width || v.Height != si.Height || v.Frames != len(pk) {
+		t.Errorf("%s: record %dx%d, %d frames; FFmpeg demuxes %dx%d, %d packets", name, v.Width, v.Height, v.Frames, si.Width, si.Height, len(pk))
+		return
+	}
+	for i, p := range pk {
+		if int(v.FrameBytes[i]) != p.Size || cmpTime(v.FramePTS[i], v.Timescale, p.PTS, si.TimeBase) != 0 {
+			t.Errorf("%s: frame %d: pts %d/%d s, %d bytes; FFmpeg's packet %d*%d/%d s, %d bytes", name, i,
+				v.FramePTS[i], v.Timescale, v.FrameBytes[i], p.PTS, si.TimeBase.Num, si.TimeBase.Den, p.Size)
+			return
+		}
+	}
+}
+
+// TestParseMP4BrokenTrack breaks one video track of the clips of
+// make_tracks.sh as FFmpeg 5.1 keeps a track it cannot read, with bit
+// rate 0 ("missing mandatory atoms, broken header": no stts, stts or stsc
+// without entries, no stco; "timescale not set": no mdhd), and checks
+// that ParseMP4 describes the track package av demuxes, the other one, as
+// FFmpeg does (it failed the file with the broken track's error); that a
+// broken track FFmpeg decodes (it wins by its enabled flag) fails the file
+// with its error, FFmpeg reading no packets of it; and that a table count
+// FFmpeg cannot allocate fails the file in either track, as in FFmpeg.
+func TestParseMP4BrokenTrack(t *testing.T) {
+	rename := func(k int, typ string) func([]byte) {
+		return func(d []byte) { copy(d[trakBox(t, d, k, typ)+4:], "free") }
+	}
+	count := func(k int, typ string, n uint32) func([]byte) {
+		return func(d []byte) { binary.BigEndian.PutUint32(d[trakBox(t, d, k, typ)+12:], n) }
+	}
+	tests := []struct {
+		name, file string
+		breakIt    func([]byte)
+		height     int    // of the track FFmpeg decodes; 0 when the file fails
+		err        string // ParseMP4's error when it fails
+	}{
+		// Both tracks default: the 160x120 one, second, has the larger
+		// bit rate unless broken.
+		{"second without stts", "h264_2video_rate.mp4", rename(1, "stts"), 48, ""},
+		{"first without stts", "h264_2video_rate.mp4", rename(0, "stts"), 120, ""},
+		{"second with an empty stts", "h264_2video_rate.mp4", count(1, "stts", 0), 48, ""},
+		{"second without stsc", "h264_2video_rate.mp4", rename(1, "stsc"), 48, ""},
+		{"second with an empty stco", "h264_2video_rate.mp4", count(1, "stco", 0), 48, ""},
+		{"second without stco", "h264_2video_rate.mp4", rename(1, "stco"), 48, ""},
+		{"first without mdhd", "h264_2video_rate.mp4", rename(0, "mdhd"), 120, ""},
+		// The second, 64x48, is the only default one: FFmpeg picks it
+		// broken and reads no packets.
+		{"default one without stts", "h264_2video_disabled.mp4", rename(1, "stts"), 0, "missing stts"},
+		{"default one without stsc", "h264_2video_disabled.mp4", rename(1, "stsc"), 0, "without stsc entries"},
+		{"other one without stts", "h264_2video_disabled.mp4", rename(0, "stts"), 48, ""},
+		// A forged count: FFmpeg fails the file ("Cannot allocate memory").
+		{"first with a forged stco count", "h264_2video_rate.mp4", count(0, "stco", 0x7FFFFFFF), 0, "stco counts 2147483647 entries"},
+		{"first with a forged stts count", "h264_2video_rate.mp4", count(0, "stts", 0x7FFFFFFF), 0, "stts counts 2147483647 entries"},
+	}
+	for _, tt := range tests {
+		data := bytes.Clone(readVideo(t, tt.file))
+		tt.breakIt(data)
+		v, err := ParseMP4(data)
+		if tt.height == 0 {
+			if !errors.Is(err, ErrBadMP4) || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%s: ParseMP4 gives %+v, %v; want ErrBadMP4 saying %q", tt.name, v, err, tt.err)
+			}
+			if pk, si, err := av.Packets(context.Background(), data, av.DefaultConfig()); err == nil && len(pk) > 0 {
+				t.Errorf("%s: FFmpeg reads %d packets of its %dx%d stream", tt.name, len(pk), si.Width, si.Height)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+			continue
+		}
+		checkVideoInfo(t, v)
+		if v.Height != tt.height {
+			t.Errorf("%s: picked the %dx%d track, want height %d", tt.name, v.Width, v.Height, tt.height)
+		}
+		sameAsAV(t, tt.name, data, v)
+	}
+}
+
+// TestMP4KindMatchesAV checks ParseMP4 against package av on kind boxes
+// FFmpeg 5.1 cannot read, in the clip where the first track has a kind
+// box for the visually impaired: FFmpeg refuses the file ("Unsupported
+// 'kind' box with version 1", or a scheme or value without its NUL) and
+// ParseMP4 must too, naming the kind box (it picked the second track,
+// and the sample was then dropped at every draw). And on a kind box for
+// the visually impaired in a udta of the moov, after the traks: FFmpeg
+// gives it to the last track, so that it decodes the first.
+func TestMP4KindMatchesAV(t *testing.T) {
+	orig := readVideo(t, "h264_2video_kind.mp4")
+	kind := trakBox(t, orig, 0, "kind")
+	size := int(be32(orig, kind))
+	if !bytes.HasSuffix(orig[kind:kind+size], []byte("description\x00")) {
+		t.Fatalf("kind box %q", orig[kind:kind+size])
+	}
+	for _, tc := range []struct {
+		name string
+		at   int // offset in the kind box
+		b    byte
+	}{{"version 1", 8, 1}, {"flags 1", 11, 1}, {"flags 0x800000", 9, 0x80}, {"value without NUL", size - 1, 'X'}} {
+		data := bytes.Clone(orig)
+		data[kind+tc.at] = tc.b
+		v, err := ParseMP4(data)
+		if !errors.Is(err, ErrBadMP4) || !strings.Contains(err.Error(), "kind box") {
+			t.Errorf("%s: ParseMP4 gives %+v, %v; want ErrBadMP4 naming the kind box", tc.name, v, err)
+		}
+		if _, _, err := av.Packets(context.Background(), data, av.DefaultConfig()); err == nil {
+			t.Errorf("%s: FFmpeg opens the file", tc.name)
+		}
+	}
+
+	rate := readVideo(t, "h264_2video_rate.mp4")
+	moov := topBox(t, rate, "moov")
+	for _, version := range []uint8{0, 1} {
+		udta := box("udta", fbox("kind", version, 0, []byte("urn:mpeg:dash:role:2011\x00description\x00")))
+		data := grow(t, rate, moov+int(be32(rate, moov)), udta, moov)
+		v, err := ParseMP4(data)
+		if version == 1 {
+			if !errors.Is(err, ErrBadMP4) || !strings.Contains(err.Error(), "kind box of version 1") {
+				t.Errorf("moov kind box of version 1: ParseMP4 gives %+v, %v", v, err)
+			}
+			if _, _, err := av.Packets(context.Background(), data, av.DefaultConfig()); err == nil {
+				t.Errorf("moov kind box of version 1: FFmpeg opens the file")
+			}
+			continue
+		}
+		if err != nil || v.Height != 48 {
+			t.Errorf("moov kind box: ParseMP4 gives %+v, %v; want the 64x48 track", v, err)
+			continue
+		}
+		sameAsAV(t, "moov kind box", data, v)
 	}
 }

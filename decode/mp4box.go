@@ -77,34 +77,77 @@ func sttsDuration(stts []byte) int64 {
 	return sum
 }
 
-// impairedKind reports whether a trak's udta holds a kind box (version 0,
-// a scheme and a value, each ended by a NUL) with the DASH role scheme
-// and a caption or description role, which FFmpeg 5.1 (mov_read_kind,
-// ff_mov_track_kind_table) reads as a disposition for the hearing or
-// visually impaired; ffmpeg writes such a box for those dispositions.
-func impairedKind(udta []byte) bool {
-	it := boxIter{b: udta}
-	for {
-		typ, body, ok := it.next()
-		if !ok {
-			return false
-		}
-		if string(typ[:]) != "kind" || len(body) < 4 || be32(body, 0) != 0 {
-			continue
-		}
-		scheme, rest, ok := bytes.Cut(body[4:], []byte{0})
-		if !ok {
-			continue
-		}
-		value, _, ok := bytes.Cut(rest, []byte{0})
-		if !ok {
-			continue
-		}
-		if bytes.HasPrefix(scheme, []byte("urn:mpeg:dash:role:2011")) &&
-			(bytes.HasPrefix(value, []byte("caption")) || bytes.HasPrefix(value, []byte("description"))) {
-			return true
+// readKinds reads the kind boxes of moov as FFmpeg 5.1's mov demuxer does
+// (mov_read_kind) and returns, for each of moov's trak boxes in order,
+// whether one gives it a role FFmpeg reads as for the hearing or visually
+// impaired (ff_mov_track_kind_table): the DASH role scheme with a caption
+// or description value (ffmpeg writes such a box in the trak's udta for
+// those dispositions). FFmpeg reads a kind box in moov and in the boxes
+// it descends into (trak, mdia, minf, stbl, udta, edts, dinf; not mvex),
+// and gives it to the last trak begun before it: one inside a trak to
+// that trak, one in moov's udta after the traks to the last trak, one
+// before the first trak to none. It refuses the whole file, whichever
+// track it would decode, for a kind box after the first trak that it
+// cannot read: of a version or flags other than 0 ("Unsupported 'kind'
+// box"), or whose scheme and value do not both end with a NUL byte inside
+// the box; readKinds fails with ErrBadMP4 for them too.
+func readKinds(moov []byte) ([]bool, error) {
+	var impaired []bool
+	var walk func(b []byte, depth int) error
+	walk = func(b []byte, depth int) error {
+		it := boxIter{b: b}
+		for {
+			typ, body, ok := it.next()
+			if !ok {
+				return nil
+			}
+			switch t := string(typ[:]); {
+			case t == "trak" && depth == 0:
+				impaired = append(impaired, false)
+				if err := walk(body, depth+1); err != nil {
+					return err
+				}
+			case t == "kind" && len(impaired) > 0:
+				imp, err := readKind(body)
+				if err != nil {
+					return fmt.Errorf("%w: trak %d of the moov has a %v, for which FFmpeg 5.1 refuses the file", ErrBadMP4, len(impaired), err)
+				}
+				impaired[len(impaired)-1] = impaired[len(impaired)-1] || imp
+			case depth < maxKindDepth && (t == "trak" || t == "mdia" || t == "minf" || t == "stbl" ||
+				t == "udta" || t == "edts" || t == "dinf"):
+				if err := walk(body, depth+1); err != nil {
+					return err
+				}
+			}
 		}
 	}
+	return impaired, walk(moov, 0)
+}
+
+// maxKindDepth bounds how deep below moov readKinds looks for kind boxes,
+// so that forged nesting cannot make it recurse far; ffmpeg writes them
+// 2 deep (trak, udta).
+const maxKindDepth = 10
+
+// readKind reads a kind box (version 0, flags 0, then a scheme and a value,
+// each ended by a NUL) and reports whether FFmpeg reads it as a role for
+// the hearing or visually impaired; scheme and value match by prefix, as
+// av_strstart matches them. Its error describes the box.
+func readKind(body []byte) (bool, error) {
+	v, flags, p, ok := fullBox(body)
+	if !ok {
+		return false, fmt.Errorf("kind box of %d bytes, too short for a version and flags", len(body))
+	}
+	if v != 0 || flags != 0 {
+		return false, fmt.Errorf("kind box of version %d, flags %x (FFmpeg reads only version 0, flags 0)", v, flags)
+	}
+	scheme, rest, ok1 := bytes.Cut(p, []byte{0})
+	value, _, ok2 := bytes.Cut(rest, []byte{0})
+	if !ok1 || !ok2 {
+		return false, errors.New("kind box whose scheme and value do not both end with a NUL byte")
+	}
+	return bytes.HasPrefix(scheme, []byte("urn:mpeg:dash:role:2011")) &&
+		(bytes.HasPrefix(value, []byte("caption")) || bytes.HasPrefix(value, []byte("description"))), nil
 }
 
 // MaxVideoFrames caps the frames a container parser accepts for one track,
@@ -233,8 +276,8 @@ func mp4Codec(t [4]byte) string {
 }
 
 // esdsCodec returns the codec FFmpeg 5.1 takes from an esds box's
-// DecoderConfigDescriptor (its objectTypeIndication, ff_mp4_obj_type) for
-// the video codecs of that table, "" when the box does not name one.
+// DecoderConfigDescriptor (ff_mp4_read_dec_config_descr), "" when the box
+// does not name one; FFmpeg reads it in any visual sample entry.
 func esdsCodec(esds []byte) string {
 	_, _, p, ok := fullBox(esds)
 	if !ok {
@@ -281,29 +324,30 @@ func esdsCodec(esds []byte) string {
 	if !ok || tag != 0x04 || len(p) < 1 {
 		return ""
 	}
-	switch oti := p[0]; {
-	case oti == 0x20:
-		return "mpeg4"
-	case oti == 0x21:
-		return "h264"
-	case oti == 0x23:
-		return "hevc"
-	case oti >= 0x60 && oti <= 0x65:
-		return "mpeg2video"
-	case oti == 0x6A:
-		return "mpeg1video"
-	case oti == 0x6C:
-		return "mjpeg"
-	case oti == 0x6D:
-		return "png"
-	case oti == 0x6E:
-		return "jpeg2000"
-	case oti == 0xA3:
-		return "vc1"
-	case oti == 0xA4:
-		return "dirac"
-	case oti == 0xB1:
-		return "vp9"
+	oti := p[0]
+	if c, ok := mp4ObjTypes[oti]; ok {
+		return c
+	}
+	// ff_codec_get_id, failing to find the value, looks again with each
+	// byte of it and of the table's values upper-cased as ASCII: 0x41 to
+	// 0x4E find the codecs of 0x61 to 0x6E.
+	if oti >= 0x41 && oti <= 0x5A {
+		return mp4ObjTypes[oti+0x20]
 	}
 	return ""
+}
+
+// mp4ObjTypes is FFmpeg 5.1's ff_mp4_obj_type, the codec (as ffprobe names
+// it) of each objectTypeIndication of an esds; the first of a value listed
+// twice. In a video track, FFmpeg keeps the type of the stream video for
+// all but mp3, which makes it audio (mov_finalize_stsd_codec). 0x01 and
+// 0x02 (MPEG-4 systems) have no codec descriptor: ffprobe says unknown.
+var mp4ObjTypes = map[byte]string{
+	0x01: "unknown", 0x02: "unknown", 0x08: "mov_text",
+	0x20: "mpeg4", 0x21: "h264", 0x23: "hevc", 0x40: "aac",
+	0x60: "mpeg2video", 0x61: "mpeg2video", 0x62: "mpeg2video", 0x63: "mpeg2video", 0x64: "mpeg2video", 0x65: "mpeg2video",
+	0x66: "aac", 0x67: "aac", 0x68: "aac", 0x69: "mp3", 0x6A: "mpeg1video", 0x6B: "mp3",
+	0x6C: "mjpeg", 0x6D: "png", 0x6E: "jpeg2000",
+	0xA3: "vc1", 0xA4: "dirac", 0xA5: "ac3", 0xA6: "eac3", 0xA9: "dts", 0xAD: "opus", 0xB1: "vp9",
+	0xC1: "flac", 0xD0: "tscc2", 0xD1: "evrc", 0xDD: "vorbis", 0xE0: "dvd_subtitle", 0xE1: "qcelp",
 }
