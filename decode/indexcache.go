@@ -98,9 +98,28 @@ func cachePath(shardPath, cacheDir string) string {
 	return filepath.Join(cacheDir, indexFileName(absShardPath(shardPath)))
 }
 
-// absShardPath is the absolute path of the shard at p, or p cleaned when
-// there is no working directory.
+// absShardPath is the absolute path of the shard at p with its symbolic
+// links resolved, so that the path an index records names the shard from
+// any working directory: filepath.Abs alone would join a working
+// directory reached through a link with a p holding "..", lexically,
+// into a path that names no file, and 'datahelix cache --prune' would
+// then take a live index for one whose shard is gone. Where p cannot be
+// resolved (it does not exist yet), the answer is filepath.Abs's, or p
+// cleaned when there is no working directory.
 func absShardPath(p string) string {
+	q := p
+	if !filepath.IsAbs(q) {
+		wd, err := os.Getwd()
+		if err != nil {
+			return filepath.Clean(p)
+		}
+		// Joined by hand, not by filepath.Join, which would clean
+		// "link/.." away before the link is resolved.
+		q = wd + string(filepath.Separator) + q
+	}
+	if real, err := filepath.EvalSymlinks(q); err == nil && filepath.IsAbs(real) {
+		return real
+	}
 	if abs, err := filepath.Abs(p); err == nil {
 		return abs
 	}

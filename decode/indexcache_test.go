@@ -283,3 +283,49 @@ func TestPruneIndexCacheKeepsReplaced(t *testing.T) {
 		t.Errorf("open after prune: err %v; want the rebuilt index read from the cache", err)
 	}
 }
+
+// TestIndexCacheRecordsResolvedPath checks that the path an index records
+// names its shard when the job ran in a directory reached through a
+// symbolic link and named the shard with "..": resolved, not joined
+// lexically (which names no file, so that 'cache' would call the index's
+// shard gone and --prune would remove a live index), and that the shard
+// named through a link shares the index of the shard named directly.
+func TestIndexCacheRecordsResolvedPath(t *testing.T) {
+	root := t.TempDir()
+	real := filepath.Join(root, "real")
+	for _, d := range []string{filepath.Join(real, "work"), filepath.Join(real, "data"), filepath.Join(root, "elsewhere")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shard := writeFile(t, filepath.Join(real, "data"), "s.tar", writeTar(t, tar.FormatPAX, []tarFile{{name: "000001.txt", data: "one"}}))
+	link := filepath.Join(root, "elsewhere", "work")
+	if err := os.Symlink(filepath.Join(real, "work"), link); err != nil {
+		t.Skipf("symlink: %v", err)
+	}
+	t.Chdir(link)
+	t.Setenv("PWD", link) // as a shell that cd'd through the link leaves it
+	if wd, err := os.Getwd(); err != nil || wd != link {
+		t.Skipf("working directory reads %q (%v), not the link %q", wd, err, link)
+	}
+	if abs, _ := filepath.Abs("../data/s.tar"); abs == shard {
+		t.Fatalf("filepath.Abs resolves the link here; the test shows nothing")
+	}
+	cache := filepath.Join(root, "cache")
+	if _, err := OpenShard("../data/s.tar", cache); err != nil {
+		t.Fatal(err)
+	}
+	ix, err := ScanIndexCache(cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ix) != 1 || ix[0].State != IndexCurrent || ix[0].Shard != shard {
+		t.Fatalf("cache after opening ../data/s.tar from %s: %+v; want one current index of %s", link, ix, shard)
+	}
+	if n, _, err := PruneIndexCache(ix); n != 0 || err != nil {
+		t.Errorf("prune removed %d files (%v); want none, the shard exists", n, err)
+	}
+	if s, err := OpenShard(shard, cache); err != nil || !s.FromCache() {
+		t.Errorf("opening %s directly: err %v; want the index written for ../data/s.tar", shard, err)
+	}
+}
