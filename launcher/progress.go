@@ -10,8 +10,11 @@ import (
 // isTerminal reports whether w is a terminal: where the commands draw a
 // progress bar, which redraws its line. Anything else (a batch log, a
 // file, a pipe) gets plain lines or nothing, since every redraw would
-// stay in it.
+// stay in it. A *syncWriter is judged by the writer it serializes.
 func isTerminal(w io.Writer) bool {
+	if s, ok := w.(*syncWriter); ok {
+		w = s.w
+	}
 	f, ok := w.(interface{ Fd() uintptr })
 	return ok && term.IsTerminal(int(f.Fd()))
 }
