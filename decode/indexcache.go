@@ -460,7 +460,7 @@ func ScanIndexCache(dir string) ([]CachedIndex, error) {
 		return nil, fmt.Errorf("decode: index cache: %w", err)
 	}
 	old := time.Now().Add(-abandonedIndexAfter)
-	buf := make([]byte, indexHeaderMax)
+	buf := make([]byte, indexHeaderBuf)
 	var out []CachedIndex
 	for _, e := range entries {
 		name := e.Name()
@@ -519,19 +519,30 @@ func checkIndexFile(p string, buf []byte) (shard string, state IndexState) {
 // path: magic, size, mtime, and a path of up to 64 KiB.
 const indexHeaderMax = len(indexMagicPath) + 16 + binary.MaxVarintLen64 + 1<<16
 
+// indexHeaderFixed is the part of the header readIndexHeader reads first:
+// magic, size, mtime and room for the path's length.
+const indexHeaderFixed = len(indexMagicPath) + 16 + binary.MaxVarintLen64
+
+// indexHeaderBuf is the scratch space ScanIndexCache gives
+// readIndexHeader: room for a path of PATH_MAX bytes.
+const indexHeaderBuf = indexHeaderFixed + 4096
+
 // readIndexHeader reads the shard path, size and modification time the
-// index file p records, into buf (at least indexHeaderMax bytes). Its
-// state is IndexCurrent when they were read, IndexUnchecked when the file
-// records no path, IndexOtherFormat when it is no index this binary reads
-// or its path does not give its name (a file copied under another name:
-// cachePath never looks it up).
+// index file p records, using buf (at least indexHeaderFixed bytes) and a
+// larger buffer of its own for a path that does not fit in it. It reads
+// the fixed part of the header, then the bytes of the path it records and
+// no more (an index holds megabytes). Its state is IndexCurrent when they
+// were read, IndexUnchecked when the file records no path, IndexOtherFormat
+// when it is no index this binary reads, records a path longer than
+// indexHeaderMax allows, or its path does not give its name (a file copied
+// under another name: cachePath never looks it up).
 func readIndexHeader(p string, buf []byte) (shard string, size, mtime int64, state IndexState) {
 	f, err := os.Open(p)
 	if err != nil {
 		return "", 0, 0, IndexUnchecked
 	}
 	defer f.Close()
-	n, err := io.ReadFull(f, buf[:indexHeaderMax])
+	n, err := io.ReadFull(f, buf[:indexHeaderFixed])
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
 		return "", 0, 0, IndexUnchecked
 	}
@@ -546,11 +557,30 @@ func readIndexHeader(p string, buf []byte) (shard string, size, mtime int64, sta
 	default:
 		return "", 0, 0, IndexOtherFormat
 	}
-	b = b[len(indexMagicPath):]
-	size, mtime = int64(binary.LittleEndian.Uint64(b)), int64(binary.LittleEndian.Uint64(b[8:]))
-	r := &cacheReader{b: b[16:]}
-	shard = r.str("shard path")
-	if r.err != nil || !filepath.IsAbs(shard) || indexFileName(shard) != filepath.Base(p) {
+	size, mtime = int64(binary.LittleEndian.Uint64(b[len(indexMagicPath):])), int64(binary.LittleEndian.Uint64(b[len(indexMagicPath)+8:]))
+	start := len(indexMagicPath) + 16
+	plen, vlen := binary.Uvarint(b[start:])
+	if vlen <= 0 {
+		return "", 0, 0, IndexOtherFormat
+	}
+	start += vlen
+	if plen > uint64(indexHeaderMax-start) {
+		return "", 0, 0, IndexOtherFormat
+	}
+	end := start + int(plen)
+	if end > len(buf) {
+		buf = make([]byte, end)
+		copy(buf, b)
+	}
+	if end > n {
+		if _, err := io.ReadFull(f, buf[n:end]); errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return "", 0, 0, IndexOtherFormat // truncated in its path
+		} else if err != nil {
+			return "", 0, 0, IndexUnchecked
+		}
+	}
+	shard = string(buf[start:end])
+	if !filepath.IsAbs(shard) || indexFileName(shard) != filepath.Base(p) {
 		return "", 0, 0, IndexOtherFormat
 	}
 	return shard, size, mtime, IndexCurrent

@@ -3,6 +3,7 @@ package decode
 import (
 	"archive/tar"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -327,5 +328,58 @@ func TestIndexCacheRecordsResolvedPath(t *testing.T) {
 	}
 	if s, err := OpenShard(shard, cache); err != nil || !s.FromCache() {
 		t.Errorf("opening %s directly: err %v; want the index written for ../data/s.tar", shard, err)
+	}
+}
+
+// TestReadIndexHeaderEdges reads the headers of index files cut short or
+// recording paths of every length up to the bound: reading the header,
+// then only the recorded path, must give the states reading the first
+// indexHeaderMax bytes of the file gave.
+func TestReadIndexHeaderEdges(t *testing.T) {
+	dir := t.TempDir()
+	// pathOf returns an absolute path of n bytes (n >= 7).
+	pathOf := func(n int) string {
+		m := n - len("/s.tar")
+		return "/" + strings.Repeat("e", m%2) + strings.Repeat("d/", m/2) + "s.tar"
+	}
+	full := func(path string) []byte { return encodeIndexOf(&shardIndex{}, path, 7, 9) }
+	const maxPath = indexHeaderMax - len(indexMagicPath) - 16 - 3 // its length takes 3 bytes
+	ok := pathOf(200)
+	long := pathOf(5000) // longer than ScanIndexCache's buffer
+	overflow := append([]byte(indexMagicPath+strings.Repeat("\x00", 16)), bytes.Repeat([]byte{0xff}, 11)...)
+	for _, c := range []struct {
+		what  string
+		shard string // whose index name the file gets
+		data  []byte
+		want  IndexState
+	}{
+		{"index", ok, full(ok), IndexCurrent},
+		{"short path", pathOf(7), full(pathOf(7)), IndexCurrent},
+		{"path beyond the buffer", long, full(long), IndexCurrent},
+		{"longest path", pathOf(maxPath), full(pathOf(maxPath)), IndexCurrent},
+		{"path a byte too long", pathOf(maxPath + 1), full(pathOf(maxPath + 1)), IndexOtherFormat},
+		{"cut in the path", ok, full(ok)[:len(indexMagicPath)+16+2+100], IndexOtherFormat},
+		{"cut after the path", ok, full(ok)[:len(indexMagicPath)+16+2+200], IndexCurrent},
+		{"cut in the path's length", long, full(long)[:len(indexMagicPath)+16+1], IndexOtherFormat},
+		{"cut after mtime", ok, full(ok)[:len(indexMagicPath)+16], IndexOtherFormat},
+		{"cut in mtime", ok, full(ok)[:len(indexMagicPath)+15], IndexOtherFormat},
+		{"path length overflows", ok, overflow, IndexOtherFormat},
+		{"path length of 2^63", ok, append([]byte(indexMagicPath+strings.Repeat("\x00", 16)), binary.AppendUvarint(nil, 1<<63)...), IndexOtherFormat},
+		{"no path recorded", ok, encodeIndex(&shardIndex{}, 7, 9), IndexUnchecked},
+		{"empty", ok, nil, IndexUnchecked},
+		{"another name", ok + "x", full(ok), IndexOtherFormat},
+	} {
+		p := filepath.Join(dir, indexFileName(c.shard))
+		if err := os.WriteFile(p, c.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		shard, size, mtime, state := readIndexHeader(p, make([]byte, indexHeaderBuf))
+		if state != c.want {
+			t.Errorf("%s: state %v, want %v", c.what, state, c.want)
+		}
+		if state == IndexCurrent && (shard != c.shard || size != 7 || mtime != 9) {
+			t.Errorf("%s: shard %.40q... size %d mtime %d, want %.40q... 7 9", c.what, shard, size, mtime, c.shard)
+		}
+		os.Remove(p)
 	}
 }

@@ -45,10 +45,10 @@ type Shard struct {
 	cacheErr  error
 
 	// Guarded by shardFiles.mu: open is the file and index while read;
-	// loading is closed when a load in flight ends; closes counts Close
-	// calls, so that a load that Close overtook is not kept.
+	// loading is the load in flight, if any; closes counts Close calls, so
+	// that a load that Close overtook is not kept.
 	open    *shardFile
-	loading chan struct{}
+	loading *loadCall
 	closes  int
 }
 
@@ -198,17 +198,38 @@ var shardFiles struct {
 	samples int       // in the indexes of the idle shards
 }
 
+// loadCall is a load of a shard's file and index in flight. done is
+// closed when it ends, err then being why it failed, so that the readers
+// who waited for it fail alike rather than each loading the shard again.
+type loadCall struct {
+	done chan struct{}
+	err  error
+}
+
+// shardLoadHook, when not nil, is called as a load of s begins (wait
+// false) and as a reader begins to wait for another's load (wait true),
+// without shardFiles.mu held. Tests only set it, to count loads and hold
+// them up.
+var shardLoadHook func(s *Shard, wait bool)
+
 // acquire returns the shard's open file and index, loading them when it
 // has none, for one read; release gives them back. They are loaded
 // without the lock held, so that a slow file system does not hold up
-// other shards, and once: readers that come during a load wait for it.
-// A load that a Close overtook serves its own read only.
+// other shards, and once: readers that come during a load wait for it,
+// and get its error when it fails (a later read tries again). A load
+// that a Close overtook serves its own read only: its waiters load again.
 func (s *Shard) acquire() (*shardFile, error) {
 	shardFiles.mu.Lock()
 	for s.open == nil && s.loading != nil {
-		ch := s.loading
+		c := s.loading
 		shardFiles.mu.Unlock()
-		<-ch
+		if shardLoadHook != nil {
+			shardLoadHook(s, true)
+		}
+		<-c.done
+		if c.err != nil {
+			return nil, c.err
+		}
 		shardFiles.mu.Lock()
 	}
 	if sf := s.open; sf != nil {
@@ -216,17 +237,37 @@ func (s *Shard) acquire() (*shardFile, error) {
 		shardFiles.mu.Unlock()
 		return sf, nil
 	}
-	ch, closes := make(chan struct{}), s.closes
-	s.loading = ch
+	c := &loadCall{done: make(chan struct{})}
+	s.loading = c
+	closes := s.closes
 	shardFiles.mu.Unlock()
-	sf, err := s.load()
-	shardFiles.mu.Lock()
-	s.loading = nil
-	close(ch)
-	if err == nil && s.closes == closes {
-		s.open = sf
+	return s.loadFor(c, closes)
+}
+
+// loadFor loads the shard for the load c, which began after closes Close
+// calls, and ends c: the shard keeps what it loaded unless Close came
+// meanwhile. A load that panics ends c too, failed, so that its waiters
+// do not hang.
+func (s *Shard) loadFor(c *loadCall, closes int) (sf *shardFile, err error) {
+	ended := false
+	defer func() {
+		if !ended {
+			err = fmt.Errorf("decode: shard %s: loading its file and index panicked", s.path)
+		}
+		shardFiles.mu.Lock()
+		s.loading = nil
+		if err == nil && s.closes == closes {
+			s.open = sf
+		}
+		shardFiles.mu.Unlock()
+		c.err = err
+		close(c.done)
+	}()
+	if shardLoadHook != nil {
+		shardLoadHook(s, false)
 	}
-	shardFiles.mu.Unlock()
+	sf, err = s.load()
+	ended = true
 	return sf, err
 }
 
