@@ -62,6 +62,12 @@ func runInspect(ctx context.Context, stdout, stderr io.Writer, args []string) er
 		}
 		_, err := fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%.3f\t%s\t%d\t%d\t%s\n",
 			s.Key, s.Shard, s.Modality, s.Bytes, s.Width, s.Height, frameCount(s), s.DurationS, s.Codec, s.Keyframes, s.EstCostUS, display(s))
+		if err == nil && rows%inspectBlock == 0 {
+			// The table is aligned a block of rows at a time, so that a
+			// dataset of millions of samples is printed as it is read,
+			// not held in memory to the end.
+			err = tw.Flush()
+		}
 		return err
 	})
 	if err != nil && rows == 0 {
@@ -72,6 +78,10 @@ func runInspect(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	}
 	return emptyShardsError(err, empty)
 }
+
+// inspectBlock is how many rows of inspect's table are aligned together
+// and printed at once.
+const inspectBlock = 1000
 
 // frameCount is inspect's frames cell: the frames FFmpeg shows, as
 // ffprobe -count_frames counts them, and those an edit list hides (which

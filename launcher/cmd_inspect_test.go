@@ -1,7 +1,13 @@
 package main
 
 import (
+	"archive/tar"
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -146,5 +152,60 @@ func TestIndexCacheDirFlag(t *testing.T) {
 		if want := args[0] + ": --cache names the index directory itself"; code != 2 || stdout != "" || !strings.Contains(stderr, want) {
 			t.Errorf("%s --cache --cache-dir: exit %d, stdout %q, stderr %q; want exit 2 and %q", args[0], code, stdout, stderr, want)
 		}
+	}
+}
+
+// firstWriteCancels counts the lines written to it and cancels its
+// context at the first write.
+type firstWriteCancels struct {
+	lines  int
+	cancel context.CancelFunc
+}
+
+func (w *firstWriteCancels) Write(p []byte) (int, error) {
+	w.cancel()
+	w.lines += strings.Count(string(p), "\n")
+	return len(p), nil
+}
+
+// TestInspectTableStreams checks that inspect's table is printed as the
+// samples are read, a block of inspectBlock rows at a time, not held to
+// the end: a dataset of millions of samples would otherwise fill memory
+// before the first row appears. The output cancels the walk when it
+// receives its first bytes, which the old inspect wrote after the last
+// sample.
+func TestInspectTableStreams(t *testing.T) {
+	const n = 2*inspectBlock + 500
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for i := range n {
+		body := fmt.Sprintf("caption %d", i)
+		if err := tw.WriteHeader(&tar.Header{Name: fmt.Sprintf("%06d.txt", i), Mode: 0o644, Size: int64(len(body))}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write([]byte(body))
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	shard := filepath.Join(t.TempDir(), "text.tar")
+	if err := os.WriteFile(shard, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cache := t.TempDir()
+	var all strings.Builder
+	if err := runInspect(context.Background(), &all, io.Discard, []string{"--cache", cache, shard}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(all.String(), "\n"); got != n+1 {
+		t.Fatalf("inspect printed %d lines, want %d rows and the header", got, n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &firstWriteCancels{cancel: cancel}
+	err := runInspect(ctx, out, io.Discard, []string{"--cache", cache, shard})
+	if !errors.Is(err, context.Canceled) || out.lines > inspectBlock+2 {
+		t.Errorf("inspect cancelled at its first output: %d lines, err %v; want at most %d (one block), context.Canceled",
+			out.lines, err, inspectBlock+2)
 	}
 }
