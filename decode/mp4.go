@@ -110,7 +110,7 @@ func ParseMP4(data []byte) (*VideoInfo, error) {
 		}
 		return nil, fmt.Errorf("%w: no moov box", ErrBadMP4)
 	}
-	tr, movieTimescale, err := parseMoov(moov, moofs)
+	tr, movieTimescale, err := parseMoov(data, moov, moofs)
 	if err != nil {
 		return nil, err
 	}
@@ -124,20 +124,21 @@ func ParseMP4(data []byte) (*VideoInfo, error) {
 	return tr.info(container, movieTimescale)
 }
 
-// parseMoov reads every video track of moov, with its samples in the
-// fragments moofs, and returns the one FFmpeg decodes (videoScore) and
-// the movie timescale from mvhd. A video track FFmpeg keeps but cannot
-// read (brokenTrack: it logs "missing mandatory atoms, broken header", as
-// for a track without stts, or "timescale not set") is scored by its tkhd
-// enabled flag and kind boxes with bit rate 0, as FFmpeg scores it; its
-// error fails the file only when it is the track FFmpeg decodes. Any
-// other error of a video track, and a kind box FFmpeg cannot read in any
-// track, fails the file whichever track FFmpeg would decode: FFmpeg
-// refuses such files too (a table count its box cannot hold makes it
-// allocate or read that many entries), or rates the track by a bit rate
-// this parser does not know. At most two tracks are held at once: the
-// best so far and the one being read.
-func parseMoov(moov []byte, moofs [][]byte) (*mp4Track, uint32, error) {
+// parseMoov reads every video track of moov, the first moov of file,
+// with its samples in the fragments moofs, and returns the one FFmpeg
+// decodes (videoScore) and the movie timescale from mvhd. A video track
+// FFmpeg keeps but cannot read (brokenTrack: it logs "missing mandatory
+// atoms, broken header", as for a track without stts, or "timescale not
+// set") is scored by its tkhd enabled flag and kind boxes with bit rate
+// 0, as FFmpeg scores it; its error fails the file only when it is the
+// track FFmpeg decodes. Any other error of a video track, and a kind box
+// FFmpeg cannot read anywhere in file (readKinds), fails the file
+// whichever track FFmpeg would decode: FFmpeg refuses such files too (a
+// table count its box cannot hold makes it allocate or read that many
+// entries), or rates the track by a bit rate this parser does not know.
+// At most two tracks are held at once: the best so far and the one being
+// read.
+func parseMoov(file, moov []byte, moofs [][]byte) (*mp4Track, uint32, error) {
 	var movieTimescale uint32
 	var movie [9]int32 // the mvhd matrix; zero without an mvhd, as in FFmpeg
 	var traks [][]byte
@@ -167,7 +168,7 @@ func parseMoov(moov []byte, moofs [][]byte) (*mp4Track, uint32, error) {
 	if it.err != nil {
 		return nil, 0, it.err
 	}
-	impaired, err := readKinds(moov)
+	impaired, err := readKinds(file)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -329,6 +330,15 @@ func parseTrak(trak []byte, movie [9]int32) (*mp4Track, error) {
 		readMatrix(&matrix, p, v, 36, 48)
 	}
 	tr.rotation = displayRotation(matrix, movie)
+	// FFmpeg makes the stream of an mp3 sample entry audio as it reads
+	// the stsd (mov_finalize_stsd_codec), whatever else the track lacks,
+	// an mdhd too: the codec is read first. A sample description it
+	// cannot read fails the file, once the mdhd is known.
+	stbl := child(child(mdia, "minf"), "stbl")
+	stsdErr := tr.readStsd(child(stbl, "stsd"))
+	if stsdErr == nil && tr.codec == "mp3" {
+		return nil, nil
+	}
 	mdhd := child(mdia, "mdhd")
 	v, _, p, ok := fullBox(mdhd)
 	switch {
@@ -347,14 +357,10 @@ func parseTrak(trak []byte, movie [9]int32) (*mp4Track, error) {
 	if err := tr.readEdits(child(child(trak, "edts"), "elst")); err != nil {
 		return nil, err
 	}
-	stbl := child(child(mdia, "minf"), "stbl")
+	if stsdErr != nil {
+		return nil, stsdErr
+	}
 	tr.sttsDuration = sttsDuration(child(stbl, "stts"))
-	if err := tr.readStsd(child(stbl, "stsd")); err != nil {
-		return nil, err
-	}
-	if tr.codec == "mp3" {
-		return nil, nil // FFmpeg makes the stream audio (mov_finalize_stsd_codec)
-	}
 	if err := tr.sampleTable(stbl); err != nil {
 		if errors.As(err, new(brokenTrack)) {
 			return tr, err

@@ -666,6 +666,15 @@ func TestParseMP4TrackChoice(t *testing.T) {
 			t.Errorf("kind box %q in a sound track: %+v, %v; want ErrBadMP4 naming the kind box of trak 2", k, v, err)
 		}
 	}
+	// Before the first trak, FFmpeg checks only a kind box's size: one of
+	// under 6 bytes fails the file, one of version 1 does not.
+	for _, k := range [][]byte{box("kind"), box("kind", []byte{0, 0, 0, 0, 0}), fbox("kind", 1, 0, []byte("a\x00b\x00"))} {
+		v, err := ParseMP4(box("moov", box("udta", k), track(1, 3, 200, 10, 10)))
+		if short := len(k) < 14; short && (!errors.Is(err, ErrBadMP4) || !strings.Contains(err.Error(), "moov/udta has a kind box")) ||
+			!short && err != nil {
+			t.Errorf("kind box %q before the first trak: %+v, %v", k, v, err)
+		}
+	}
 }
 
 // TestMP4CodecNames checks the codec names ParseMP4 gives sample entries
@@ -838,6 +847,26 @@ func TestMP4EsdsMatchesAV(t *testing.T) {
 		if v := check(fmt.Sprintf("avc1 with esds %#02x", tc.oti), data); v != nil && v.Height != tc.height {
 			t.Errorf("avc1 with esds %#02x: picked the %dx%d track, want height %d", tc.oti, v.Width, v.Height, tc.height)
 		}
+	}
+
+	// An mp3 esds makes FFmpeg read the track as audio even when it has
+	// no mdhd: in h264_2video_disabled.mp4, whose second track (64x48) is
+	// the only default one, FFmpeg then decodes the first, 160x120
+	// (ParseMP4 took the second for a broken video track, picked it and
+	// failed the file).
+	dis := readVideo(t, "h264_2video_disabled.mp4")
+	stsd = trakBox(t, dis, 1, "stsd")
+	entry = stsd + 16
+	end = entry + int(be32(dis, entry))
+	e := bytes.Clone(esdsBox)
+	e[at-esdsAt] = 0x6b
+	data := grow(t, dis, end, e, topBox(t, dis, "moov"), trakBox(t, dis, 1, ""), trakBox(t, dis, 1, "mdia"),
+		trakBox(t, dis, 1, "minf"), trakBox(t, dis, 1, "stbl"), stsd, entry)
+	copy(data[trakBox(t, data, 1, "mdhd")+4:], "free")
+	if v := check("mp3 track without an mdhd", data); v == nil || v.Height != 120 {
+		t.Errorf("mp3 track without an mdhd: ParseMP4 gives %+v; want the 160x120 track", v)
+	} else {
+		sameAsAV(t, "mp3 track without an mdhd", data, v)
 	}
 }
 
@@ -1037,7 +1066,15 @@ func TestParseMP4BrokenTrack(t *testing.T) {
 // ParseMP4 must too, naming the kind box (it picked the second track,
 // and the sample was then dropped at every draw). And on a kind box for
 // the visually impaired in a udta of the moov, after the traks: FFmpeg
-// gives it to the last track, so that it decodes the first.
+// gives it to the last track, so that it decodes the first. The same
+// for such a kind box in the other places FFmpeg's box walk reads one
+// (readKinds: in the mvex, tref, sinf, schi, wave, meta and ilst boxes,
+// after the fields of a sample entry, a second one of the same type too,
+// after the moov; ParseMP4 decoded the second track), and for those it
+// does not read (in a meta before its hdlr, in a container after an mdat
+// box, after a second sample entry of another type). And on the files
+// FFmpeg refuses for a kind box of under 6 bytes, even before the first
+// track, or for containers nested more than 10 deep (ParseMP4 read them).
 func TestMP4KindMatchesAV(t *testing.T) {
 	orig := readVideo(t, "h264_2video_kind.mp4")
 	kind := trakBox(t, orig, 0, "kind")
@@ -1081,5 +1118,82 @@ func TestMP4KindMatchesAV(t *testing.T) {
 			continue
 		}
 		sameAsAV(t, "moov kind box", data, v)
+	}
+
+	// In or after the second track, which FFmpeg decodes (160x120) when
+	// it reads no kind box for the visually impaired; else the first.
+	trak := trakBox(t, rate, 1, "")
+	encl := []int{moov, trak}
+	for _, typ := range []string{"mdia", "minf", "stbl", "stsd"} {
+		encl = append(encl, trakBox(t, rate, 1, typ))
+	}
+	entry := encl[len(encl)-1] + 16
+	encl = append(encl, entry)
+	inTrak := func(b []byte) []byte { return grow(t, rate, trak+int(be32(rate, trak)), b, moov, trak) }
+	inEntry := func(b []byte) []byte { return grow(t, rate, entry+int(be32(rate, entry)), b, encl...) }
+	desc := fbox("kind", 0, 0, []byte("urn:mpeg:dash:role:2011\x00description\x00"))
+	hdlr := fbox("hdlr", 0, 0, u32s(0), []byte("mdir"), make([]byte, 13))
+	// secondEntry adds a copy of the sample entry, of type typ, with a
+	// kind box after its fields: FFmpeg reads it when of the first's type.
+	secondEntry := func(typ string) []byte {
+		e := slices.Concat(rate[entry:entry+int(be32(rate, entry))], desc)
+		binary.BigEndian.PutUint32(e, uint32(len(e)))
+		copy(e[4:], typ)
+		stsd := encl[len(encl)-2]
+		d := grow(t, rate, entry+int(be32(rate, entry)), e, encl[:len(encl)-1]...)
+		binary.BigEndian.PutUint32(d[stsd+12:], be32(d, stsd+12)+1)
+		return d
+	}
+	nest := func(n int, b []byte) []byte {
+		for range n {
+			b = box("udta", b)
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name   string
+		data   []byte
+		height int // of the track FFmpeg decodes; 0 when it refuses the file
+	}{
+		{"a kind box in the moov's mvex", grow(t, rate, moov+int(be32(rate, moov)), box("mvex", desc), moov), 48},
+		{"a kind box in the trak's tref", inTrak(box("tref", desc)), 48},
+		{"a kind box in the trak's sinf/schi", inTrak(box("sinf", box("schi", desc))), 48},
+		{"a kind box in the trak's wave", inTrak(box("wave", desc)), 48},
+		{"a kind box in the trak's udta/meta/ilst", inTrak(box("udta", fbox("meta", 0, 0, hdlr, box("ilst", desc)))), 48},
+		{"a kind box after the sample entry's fields", inEntry(desc), 48},
+		{"a kind box in a sinf after the sample entry's fields", inEntry(box("sinf", desc)), 48},
+		{"a kind box after the fields of a second sample entry of the same type", secondEntry("avc1"), 48},
+		{"a kind box after the fields of a second sample entry of another type", secondEntry("hvc1"), 120},
+		{"a kind box at the top level after the moov", slices.Concat(rate, desc), 48},
+		{"a kind box in a moof after the moov", slices.Concat(rate, box("moof", box("traf", desc))), 48},
+		{"a kind box in a meta before its hdlr", inTrak(fbox("meta", 0, 0, desc, hdlr)), 120},
+		{"a kind box in a udta after an mdat box", inTrak(box("udta", box("mdat"), desc)), 120},
+		{"a kind box in a free box", inTrak(box("free", desc)), 120},
+		{"a kind box of version 1 in the mvex", grow(t, rate, moov+int(be32(rate, moov)), box("mvex", fbox("kind", 1, 0, []byte("a\x00b\x00"))), moov), 0},
+		{"a kind box of 2 bytes before the first trak", grow(t, rate, moov+8+int(be32(rate, moov+8)), box("kind", []byte{0, 0}), moov), 0},
+		{"a kind box of 5 bytes in a udta before the first trak", grow(t, rate, moov+8+int(be32(rate, moov+8)), box("udta", fbox("kind", 0, 0, []byte{0})), moov), 0},
+		{"a kind box of 2 bytes at the top level before the moov", slices.Concat(box("kind", []byte{0, 0}), rate), 0},
+		{"a kind box in 8 nested udta boxes in the trak", inTrak(nest(8, desc)), 48},
+		{"a kind box in 9 nested udta boxes in the trak", inTrak(nest(9, desc)), 0},
+		{"9 nested empty udta boxes in the trak", inTrak(nest(9, nil)), 0},
+		{"4 nested udta boxes after the sample entry's fields", inEntry(nest(4, nil)), 120},
+		{"5 nested udta boxes after the sample entry's fields", inEntry(nest(5, nil)), 0},
+	} {
+		v, err := ParseMP4(tc.data)
+		_, _, aerr := av.Packets(context.Background(), tc.data, av.DefaultConfig())
+		if tc.height == 0 {
+			if !errors.Is(err, ErrBadMP4) {
+				t.Errorf("%s: ParseMP4 gives %+v, %v; want ErrBadMP4", tc.name, v, err)
+			}
+			if aerr == nil {
+				t.Errorf("%s: FFmpeg opens the file", tc.name)
+			}
+			continue
+		}
+		if err != nil || v.Height != tc.height {
+			t.Errorf("%s: ParseMP4 gives %+v, %v; want the track of height %d", tc.name, v, err, tc.height)
+			continue
+		}
+		sameAsAV(t, tc.name, tc.data, v)
 	}
 }

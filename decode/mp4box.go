@@ -77,67 +77,217 @@ func sttsDuration(stts []byte) int64 {
 	return sum
 }
 
-// readKinds reads the kind boxes of moov as FFmpeg 5.1's mov demuxer does
-// (mov_read_kind) and returns, for each of moov's trak boxes in order,
-// whether one gives it a role FFmpeg reads as for the hearing or visually
-// impaired (ff_mov_track_kind_table): the DASH role scheme with a caption
-// or description value (ffmpeg writes such a box in the trak's udta for
-// those dispositions). FFmpeg reads a kind box in moov and in the boxes
-// it descends into (trak, mdia, minf, stbl, udta, edts, dinf; not mvex),
-// and gives it to the last trak begun before it: one inside a trak to
-// that trak, one in moov's udta after the traks to the last trak, one
-// before the first trak to none. It refuses the whole file, whichever
-// track it would decode, for a kind box after the first trak that it
-// cannot read: of a version or flags other than 0 ("Unsupported 'kind'
-// box"), or whose scheme and value do not both end with a NUL byte inside
-// the box; readKinds fails with ErrBadMP4 for them too.
-func readKinds(moov []byte) ([]bool, error) {
-	var impaired []bool
-	var walk func(b []byte, depth int) error
-	walk = func(b []byte, depth int) error {
-		it := boxIter{b: b}
-		for {
-			typ, body, ok := it.next()
-			if !ok {
-				return nil
+// readKinds reads the kind boxes of an MP4/MOV file as FFmpeg 5.1's mov
+// demuxer does (mov_read_kind) and returns, for each trak box of its first
+// moov in order, whether one gives it a role FFmpeg reads as for the
+// hearing or visually impaired (ff_mov_track_kind_table): the DASH role
+// scheme with a caption or description value (ffmpeg writes such a box in
+// the trak's udta for those dispositions).
+//
+// FFmpeg reads a kind box wherever its box walk (mov_read_default) finds
+// one, and gives it to the last stream begun before it. The walk reads
+// every top-level box of the file (its input is seekable), and descends
+// into the first moov and the boxes it reads as containers: trak, mdia,
+// minf, stbl, dinf, edts, udta, tref, mvex, moof, traf, sinf, schi and
+// ilst; meta from its hdlr box on (mov_read_meta looks for the hdlr type
+// 4 bytes at a time); wave of over 8 bytes once a stream exists (but for
+// a few audio codecs, whose data it is); the boxes after the fields of a
+// video track's sample entries (stsd), but for those of another type than
+// the first that it skips. In a
+// container other than the file and the moov, a trak or mdat box ends the
+// container ("trak/mdat not at top-level"). So a kind box inside a trak
+// (in its udta, tref, the sinf of a sample entry...) goes to that trak;
+// one after the traks, in the moov (its udta, mvex, meta) or after it (a
+// top-level kind, a moof), to the last trak; one before the first trak
+// to none. A trak at the top level of the file is a stream too, which
+// parseMoov does not list: kind boxes after it go to no listed track.
+// readKinds does not follow FFmpeg into the sample entries of other
+// tracks, nor into a moov inside another box.
+//
+// FFmpeg refuses the whole file, whichever track it would decode, for a
+// kind box of under 6 bytes anywhere, and for one after the first stream
+// that it cannot read: of a version or flags other than 0 ("Unsupported
+// 'kind' box"), or whose scheme and value do not both end with a NUL byte
+// inside the box. It refuses too containers nested more than maxBoxDepth
+// deep ("Atoms too deeply nested"). readKinds fails with ErrBadMP4 for
+// them too.
+func readKinds(file []byte) ([]bool, error) {
+	w := kindWalk{cur: noStream}
+	err := w.walk(file, "", "", 0)
+	return w.impaired, err
+}
+
+// maxBoxDepth is how deep FFmpeg 5.1 nests the containers it reads
+// (mov_read_default), the file being depth 0, the moov 1 and its traks 2:
+// it refuses a file with a container deeper.
+const maxBoxDepth = 10
+
+// Values of kindWalk.cur other than the index of a trak of the moov.
+const (
+	noStream    = -1 // FFmpeg has begun no stream yet
+	otherStream = -2 // the last stream is one parseMoov does not list
+)
+
+// kindWalk is the state of readKinds' walk: the flags it returns, the
+// stream a kind box goes to, whether that is a video track and whether
+// the first moov has been read.
+type kindWalk struct {
+	impaired []bool
+	cur      int
+	video    bool
+	moovRead bool
+}
+
+// walk reads the boxes of b, a container of type parent ("" for the file)
+// at FFmpeg's nesting depth, named path in errors.
+func (w *kindWalk) walk(b []byte, parent, path string, depth int) error {
+	if depth > maxBoxDepth {
+		return fmt.Errorf("%w: %s is nested more than %d boxes deep, for which FFmpeg 5.1 refuses the file", ErrBadMP4, path, maxBoxDepth)
+	}
+	it := boxIter{b: b}
+	for {
+		typ, body, ok := it.next()
+		if !ok {
+			return nil
+		}
+		t := string(typ[:])
+		if (t == "trak" || t == "mdat") && parent != "" && parent != "moov" {
+			return nil
+		}
+		var err error
+		switch t {
+		case "kind":
+			err = w.kind(body, path)
+		case "moov":
+			if parent == "" && !w.moovRead {
+				w.moovRead = true
+				err = w.walk(body, t, t, depth+1)
 			}
-			switch t := string(typ[:]); {
-			case t == "trak" && depth == 0:
-				impaired = append(impaired, false)
-				if err := walk(body, depth+1); err != nil {
-					return err
+		case "trak":
+			name := "the trak at the top level"
+			w.cur = otherStream
+			if parent == "moov" {
+				w.impaired = append(w.impaired, false)
+				w.cur = len(w.impaired) - 1
+				name = fmt.Sprintf("moov/trak %d", len(w.impaired))
+			}
+			w.video = trakHandler(body) == "vide"
+			err = w.walk(body, t, name, depth+1)
+		case "dinf", "edts", "mdia", "minf", "stbl", "udta", "tref", "mvex", "moof", "traf", "sinf", "schi", "ilst":
+			err = w.walk(body, t, join(path, t), depth+1)
+		case "meta":
+			for p := 0; len(body)-p > 8; p += 4 {
+				if string(body[p:p+4]) == "hdlr" {
+					// The boxes from the hdlr's size on; at p == 0 FFmpeg
+					// reads the meta's own type as that size, and so one
+					// box, the hdlr, to the end.
+					from := len(body)
+					if p > 0 {
+						from = p - 4
+					}
+					err = w.walk(body[from:], t, join(path, t), depth+1)
+					break
 				}
-			case t == "kind" && len(impaired) > 0:
-				imp, err := readKind(body)
-				if err != nil {
-					return fmt.Errorf("%w: trak %d of the moov has a %v, for which FFmpeg 5.1 refuses the file", ErrBadMP4, len(impaired), err)
-				}
-				impaired[len(impaired)-1] = impaired[len(impaired)-1] || imp
-			case depth < maxKindDepth && (t == "trak" || t == "mdia" || t == "minf" || t == "stbl" ||
-				t == "udta" || t == "edts" || t == "dinf"):
-				if err := walk(body, depth+1); err != nil {
-					return err
-				}
+			}
+		case "wave":
+			if w.cur != noStream && len(body) > 8 {
+				err = w.walk(body, t, join(path, t), depth+1)
+			}
+		case "stsd":
+			if w.video && w.cur != noStream {
+				err = w.sampleEntries(body, join(path, t), depth+1)
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// join names box typ inside the box named path.
+func join(path, typ string) string {
+	if path == "" {
+		return typ
+	}
+	return path + "/" + typ
+}
+
+// kind reads a kind box found in the box named path.
+func (w *kindWalk) kind(body []byte, path string) error {
+	// FFmpeg checks the size before looking for a stream.
+	if w.cur == noStream && len(body) >= 6 {
+		return nil
+	}
+	imp, err := readKind(body)
+	if err != nil {
+		if path == "" {
+			path = "the top level of the file"
+		}
+		return fmt.Errorf("%w: %s has a %v, for which FFmpeg 5.1 refuses the file", ErrBadMP4, path, err)
+	}
+	if w.cur >= 0 {
+		w.impaired[w.cur] = w.impaired[w.cur] || imp
+	}
+	return nil
+}
+
+// sampleEntries walks the boxes after the fields of the visual sample
+// entries of an stsd box (ff_mov_read_stsd_entries), at depth: those of
+// the first entry and of the later ones FFmpeg does not skip
+// (mov_skip_multiple_stsd).
+func (w *kindWalk) sampleEntries(stsd []byte, path string, depth int) error {
+	_, _, p, ok := fullBox(stsd)
+	if !ok || len(p) < 4 {
+		return nil
+	}
+	it := boxIter{b: p[4:]}
+	var first string
+	for i := range be32(p, 0) {
+		typ, entry, ok := it.next()
+		if !ok {
+			return nil
+		}
+		t := string(typ[:])
+		if i == 0 {
+			first = t
+		} else if !stsdEntryRead(first, t) {
+			continue
+		}
+		// 78 bytes of fields (with no palette: FFmpeg reads one inline
+		// for some depths of 8 bits or less), then boxes when over 8 bytes.
+		if len(entry) > 78+8 {
+			if err := w.walk(entry[78:], "stsd", path+" entry", depth); err != nil {
+				return err
 			}
 		}
 	}
-	return impaired, walk(moov, 0)
+	return nil
 }
 
-// maxKindDepth bounds how deep below moov readKinds looks for kind boxes,
-// so that forged nesting cannot make it recurse far; ffmpeg writes them
-// 2 deep (trak, udta).
-const maxKindDepth = 10
+// stsdEntryRead reports whether FFmpeg 5.1 reads a later sample entry of
+// type typ in an stsd whose first entry has type first, rather than skip
+// it ("multiple fourcc not supported").
+func stsdEntryRead(first, typ string) bool {
+	switch {
+	case first == typ, first == "AV1x" && typ == "AVup":
+		return true
+	}
+	switch first {
+	case "apcn", "apch", "dvpp", "dvcp", "jpeg":
+		return true
+	}
+	return false
+}
 
 // readKind reads a kind box (version 0, flags 0, then a scheme and a value,
 // each ended by a NUL) and reports whether FFmpeg reads it as a role for
 // the hearing or visually impaired; scheme and value match by prefix, as
 // av_strstart matches them. Its error describes the box.
 func readKind(body []byte) (bool, error) {
-	v, flags, p, ok := fullBox(body)
-	if !ok {
-		return false, fmt.Errorf("kind box of %d bytes, too short for a version and flags", len(body))
+	if len(body) < 6 {
+		return false, fmt.Errorf("kind box of %d bytes, under the 6 of a version, flags and two NULs", len(body))
 	}
+	v, flags, p, _ := fullBox(body)
 	if v != 0 || flags != 0 {
 		return false, fmt.Errorf("kind box of version %d, flags %x (FFmpeg reads only version 0, flags 0)", v, flags)
 	}
