@@ -313,10 +313,13 @@ func (c *Local) send(msg []byte, dest, tag int) (*Request, error) {
 	if w.aborted != nil {
 		return nil, w.aborted
 	}
-	box := w.box(mailKey{c.rank, dest, tag})
+	k := mailKey{c.rank, dest, tag}
+	box := w.box(k)
 	if len(box.recv) > 0 {
 		r := box.recv[0]
+		box.recv[0] = nil // nor its buffer, once delivered
 		box.recv = box.recv[1:]
+		w.tidy(k, box)
 		deliver(r, msg)
 		w.cond.Broadcast()
 	} else {
@@ -337,10 +340,13 @@ func (c *Local) Irecv(buf []byte, src, tag int) (*Request, error) {
 		return nil, w.aborted
 	}
 	r := &Request{local: &localReq{buf: buf}}
-	box := w.box(mailKey{src, c.rank, tag})
+	k := mailKey{src, c.rank, tag}
+	box := w.box(k)
 	if len(box.msgs) > 0 {
 		msg := box.msgs[0]
+		box.msgs[0] = nil // the queue's array must not keep it
 		box.msgs = box.msgs[1:]
+		w.tidy(k, box)
 		deliver(r, msg)
 	} else {
 		box.recv = append(box.recv, r)
@@ -358,6 +364,17 @@ func deliver(r *Request, msg []byte) {
 	r.done = true
 }
 
+// tidy removes the mailbox k once it holds neither messages nor
+// receives: a job uses a new tag for every step, so that boxes kept would
+// grow with the steps, each keeping the last message it queued.
+func (w *localWorld) tidy(k mailKey, b *mailbox) {
+	if len(b.msgs) == 0 && len(b.recv) == 0 {
+		delete(w.boxes, k)
+	}
+}
+
+// box returns the mailbox k, made when there is none; the world lock is
+// held.
 func (w *localWorld) box(k mailKey) *mailbox {
 	b := w.boxes[k]
 	if b == nil {
