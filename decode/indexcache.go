@@ -90,52 +90,80 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // cachePath returns where the index of the shard at shardPath is cached:
 // beside the shard, or in cacheDir under a name that keeps shards of the
 // same base name in different directories apart
-// ("<base>.<FNV-1a of the absolute path>.v3.dhidx").
+// ("<base>.<FNV-1a of the resolved absolute path>.v3.dhidx").
 func cachePath(shardPath, cacheDir string) string {
-	if cacheDir == "" {
-		return shardPath + indexSuffix
-	}
-	return filepath.Join(cacheDir, indexFileName(absShardPath(shardPath)))
+	return indexLocation(shardPath, cacheDir).file
 }
 
-// absShardPath is the absolute path of the shard at p with its symbolic
-// links resolved, so that the path an index records names the shard from
-// any working directory: filepath.Abs alone would join a working
-// directory reached through a link with a p holding "..", lexically,
-// into a path that names no file, and 'datahelix cache --prune' would
-// then take a live index for one whose shard is gone. Where p cannot be
-// resolved (it does not exist yet), the answer is filepath.Abs's, or p
-// cleaned when there is no working directory.
-func absShardPath(p string) string {
+// indexLoc is where the index of a shard is cached. OpenShard works it
+// out once and the shard keeps it: resolving a path costs a few lstats,
+// and loading the index again after it was let go must not look it up
+// under another name when the job changed directory or a link changed.
+type indexLoc struct {
+	file     string   // the index file (cachePath)
+	recorded string   // the shard path it records: "" beside the shard, written as older binaries write it
+	older    []string // where older binaries cached the same index, tried in turn when file is missing; OpenShard drops it
+}
+
+// indexLocation returns where the index of the shard at shardPath is
+// cached: beside the shard when cacheDir is "", else in cacheDir, named
+// after the shard's resolved path (resolveShardPath). There, the names
+// older binaries gave the index are looked up when it is missing: the
+// name after the path as filepath.Abs gives it, links unresolved, which
+// binaries before links were resolved wrote, then both names without
+// ".v3" (legacyCachePath).
+func indexLocation(shardPath, cacheDir string) indexLoc {
+	if cacheDir == "" {
+		return indexLoc{file: shardPath + indexSuffix}
+	}
+	real, abs := resolveShardPath(shardPath)
+	loc := indexLoc{file: filepath.Join(cacheDir, indexFileName(real))}
+	if filepath.IsAbs(real) {
+		loc.recorded = real
+	}
+	var unresolved string
+	if abs != real {
+		unresolved = filepath.Join(cacheDir, indexFileName(abs))
+		loc.older = append(loc.older, unresolved)
+	}
+	if legacy, ok := legacyCachePath(loc.file); ok {
+		loc.older = append(loc.older, legacy)
+	}
+	if legacy, ok := legacyCachePath(unresolved); ok {
+		loc.older = append(loc.older, legacy)
+	}
+	return loc
+}
+
+// resolveShardPath returns the absolute path of the shard at p with its
+// symbolic links resolved (real), so that the path an index records names
+// the shard from any working directory, and its absolute path as
+// filepath.Abs gives it (abs), which older binaries named its index
+// after. filepath.Abs alone would join a working directory reached
+// through a link with a p holding "..", lexically, into a path that names
+// no file, and 'datahelix cache --prune' would then take a live index for
+// one whose shard is gone. Where p cannot be resolved (it does not exist
+// yet), real is abs; both are p cleaned when there is no working
+// directory.
+func resolveShardPath(p string) (real, abs string) {
 	q := p
-	if !filepath.IsAbs(q) {
+	if filepath.IsAbs(p) {
+		abs = filepath.Clean(p)
+	} else {
 		wd, err := os.Getwd()
 		if err != nil {
-			return filepath.Clean(p)
+			c := filepath.Clean(p)
+			return c, c
 		}
+		abs = filepath.Join(wd, p) // as filepath.Abs, without asking for the directory again
 		// Joined by hand, not by filepath.Join, which would clean
 		// "link/.." away before the link is resolved.
-		q = wd + string(filepath.Separator) + q
+		q = wd + string(filepath.Separator) + p
 	}
-	if real, err := filepath.EvalSymlinks(q); err == nil && filepath.IsAbs(real) {
-		return real
+	if r, err := filepath.EvalSymlinks(q); err == nil && filepath.IsAbs(r) {
+		return r, abs
 	}
-	if abs, err := filepath.Abs(p); err == nil {
-		return abs
-	}
-	return filepath.Clean(p)
-}
-
-// recordedPath returns the shard path that the index file p of the shard
-// at shard records: its absolute path when p is its index in a cache
-// directory (cachePath), and "" beside the shard, whose index is written
-// as older binaries write it.
-func recordedPath(p, shard string) string {
-	abs := absShardPath(shard)
-	if !filepath.IsAbs(abs) || filepath.Base(p) != indexFileName(abs) {
-		return ""
-	}
-	return abs
+	return abs, abs
 }
 
 // indexFileName is the name of the index of the shard at abs in a cache
@@ -330,21 +358,22 @@ func decodeIndex(data []byte, size, mtime int64) (*shardIndex, error) {
 	return idx, nil
 }
 
-// loadIndexCache reads the cached index at p if it matches the shard.
-// When p, a cachePath in a cache directory, does not exist, the index an
-// older binary cached under its legacyCachePath is used if it matches,
-// and copied to p, so that a new binary does not rebuild every index
-// once; the old file stays for older binaries (datahelix cache --prune
-// removes it).
-func loadIndexCache(p, shard string, size, mtime int64) (*shardIndex, error) {
-	data, err := os.ReadFile(p)
+// loadIndexCache reads the cached index at loc if it matches the shard.
+// When its file does not exist, the index an older binary cached under
+// another name (loc.older) is used if it matches, and copied to loc's
+// file, so that a new binary does not rebuild every index once; the old
+// file stays for older binaries (datahelix cache --prune removes it).
+func loadIndexCache(loc indexLoc, size, mtime int64) (*shardIndex, error) {
+	data, err := os.ReadFile(loc.file)
 	if errors.Is(err, fs.ErrNotExist) {
-		if legacy, ok := legacyCachePath(p); ok {
-			if old, lerr := os.ReadFile(legacy); lerr == nil {
-				if idx, derr := decodeIndex(old, size, mtime); derr == nil {
-					saveIndexCache(p, shard, idx, size, mtime) // as OpenShard: a cache that cannot be written is no error
-					return idx, nil
-				}
+		for _, o := range loc.older {
+			old, lerr := os.ReadFile(o)
+			if lerr != nil {
+				continue
+			}
+			if idx, derr := decodeIndex(old, size, mtime); derr == nil {
+				saveIndexCache(loc, idx, size, mtime) // as OpenShard: a cache that cannot be written is no error
+				return idx, nil
 			}
 		}
 	}
@@ -354,11 +383,12 @@ func loadIndexCache(p, shard string, size, mtime int64) (*shardIndex, error) {
 	return decodeIndex(data, size, mtime)
 }
 
-// saveIndexCache writes the index atomically (temporary file, then rename)
-// so that concurrent ranks opening the same shard never read a partial
-// file. In a cache directory it records the path of the shard, at shard
-// (recordedPath).
-func saveIndexCache(p, shard string, idx *shardIndex, size, mtime int64) error {
+// saveIndexCache writes the index to loc's file atomically (temporary
+// file, then rename) so that concurrent ranks opening the same shard never
+// read a partial file. In a cache directory it records the path of the
+// shard (loc.recorded).
+func saveIndexCache(loc indexLoc, idx *shardIndex, size, mtime int64) error {
+	p := loc.file
 	// A cache directory is made on first use (run passes <cache>/index,
 	// which nothing else creates); beside a shard it exists already.
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -368,7 +398,7 @@ func saveIndexCache(p, shard string, idx *shardIndex, size, mtime int64) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(encodeIndexOf(idx, recordedPath(p, shard), size, mtime))
+	_, err = f.Write(encodeIndexOf(idx, loc.recorded, size, mtime))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -396,6 +426,13 @@ const (
 	// IndexShardChanged is an index whose shard was rewritten since: a job
 	// opening it rebuilds the index anyway.
 	IndexShardChanged
+	// IndexSuperseded is an index that records, and is named after, its
+	// shard's path through a symbolic link, as binaries before links
+	// were resolved wrote it, beside the index named after the resolved
+	// path, which this binary reads instead. Until that one exists, this
+	// binary copies the other into its name when it opens the shard: the
+	// other is then current, never pruned.
+	IndexSuperseded
 	// IndexOtherFormat is an index named by an older datahelix, which a job
 	// of such a binary may read (this one copies it once into its own
 	// name), or a damaged one this binary cannot read.
@@ -419,6 +456,8 @@ func (s IndexState) String() string {
 		return "shard gone"
 	case IndexShardChanged:
 		return "shard changed"
+	case IndexSuperseded:
+		return "superseded"
 	case IndexOtherFormat:
 		return "older format"
 	case IndexUnchecked:
@@ -434,7 +473,11 @@ func (s IndexState) String() string {
 // Removable reports whether PruneIndexCache removes files in state s: a
 // job that needs one again rebuilds it from its shard.
 func (s IndexState) Removable() bool {
-	return s == IndexShardGone || s == IndexShardChanged || s == IndexOtherFormat || s == IndexAbandoned
+	switch s {
+	case IndexShardGone, IndexShardChanged, IndexSuperseded, IndexOtherFormat, IndexAbandoned:
+		return true
+	}
+	return false
 }
 
 // CachedIndex is one file of an index cache directory.
@@ -450,7 +493,8 @@ type CachedIndex struct {
 // ScanIndexCache lists the index files of the cache directory dir (such
 // as IndexCacheDir's) in name order, with their states: it compares each
 // index's recorded shard path, size and modification time with the shard
-// on disk. Other files are not listed; a missing dir is an empty cache.
+// on disk, and the recorded path with the shard's resolved path. Other
+// files are not listed; a missing dir is an empty cache.
 func ScanIndexCache(dir string) ([]CachedIndex, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -460,7 +504,10 @@ func ScanIndexCache(dir string) ([]CachedIndex, error) {
 		return nil, fmt.Errorf("decode: index cache: %w", err)
 	}
 	old := time.Now().Add(-abandonedIndexAfter)
-	buf := make([]byte, indexHeaderBuf)
+	sc := &indexScan{buf: make([]byte, indexHeaderBuf), names: make(map[string]bool, len(entries)), dirs: map[string]string{}}
+	for _, e := range entries {
+		sc.names[e.Name()] = true
+	}
 	var out []CachedIndex
 	for _, e := range entries {
 		name := e.Name()
@@ -487,21 +534,36 @@ func ScanIndexCache(dir string) ([]CachedIndex, error) {
 		case !strings.HasSuffix(name, pathIndexSuffix):
 			x.State = IndexOtherFormat
 		default:
-			x.Shard, x.State = checkIndexFile(x.Path, buf)
+			x.Shard, x.State = sc.check(x.Path)
 		}
 		out = append(out, x)
 	}
 	return out, nil
 }
 
-// checkIndexFile reads the header of the index file p into buf and
-// compares it with its shard.
-func checkIndexFile(p string, buf []byte) (shard string, state IndexState) {
-	shard, size, mtime, state := readIndexHeader(p, buf)
+// indexScan is what ScanIndexCache keeps while it examines the files of
+// an index cache directory.
+type indexScan struct {
+	buf   []byte            // for readIndexHeader
+	names map[string]bool   // the directory's files
+	dirs  map[string]string // shard directory -> resolved, "" when it cannot be
+}
+
+// check reads the header of the index file p and compares it with its
+// shard: the shard's size and modification time, and its path with the
+// shard's resolved path, whose index (when the directory holds it)
+// supersedes this one. A shard directory is resolved once per scan; a
+// shard that is itself a link is resolved whole.
+func (sc *indexScan) check(p string) (shard string, state IndexState) {
+	shard, size, mtime, state := readIndexHeader(p, sc.buf)
 	if state != IndexCurrent {
 		return shard, state
 	}
-	st, err := os.Stat(shard)
+	st, err := os.Lstat(shard)
+	link := err == nil && st.Mode()&fs.ModeSymlink != 0
+	if link {
+		st, err = os.Stat(shard)
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
 		return shard, IndexShardGone
@@ -511,6 +573,27 @@ func checkIndexFile(p string, buf []byte) (shard string, state IndexState) {
 		return shard, IndexShardGone // OpenShard refuses it
 	case st.Size() != size || st.ModTime().UnixNano() != mtime:
 		return shard, IndexShardChanged
+	}
+	var real string
+	if link {
+		if r, err := filepath.EvalSymlinks(shard); err == nil && filepath.IsAbs(r) {
+			real = r
+		}
+	} else {
+		dir := filepath.Dir(shard)
+		rd, ok := sc.dirs[dir]
+		if !ok {
+			if r, err := filepath.EvalSymlinks(dir); err == nil && filepath.IsAbs(r) {
+				rd = r
+			}
+			sc.dirs[dir] = rd
+		}
+		if rd != "" {
+			real = filepath.Join(rd, filepath.Base(shard))
+		}
+	}
+	if real != "" && real != shard && sc.names[indexFileName(real)] {
+		return shard, IndexSuperseded
 	}
 	return shard, IndexCurrent
 }

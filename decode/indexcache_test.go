@@ -329,6 +329,141 @@ func TestIndexCacheRecordsResolvedPath(t *testing.T) {
 	if s, err := OpenShard(shard, cache); err != nil || !s.FromCache() {
 		t.Errorf("opening %s directly: err %v; want the index written for ../data/s.tar", shard, err)
 	}
+
+	// A dataset reached through a link (/scratch -> GPFS), indexed by a
+	// binary that did not resolve links: its index, named after the path
+	// through the link, is read (not rebuilt: a job of 20,000 shards
+	// would read every tar again) and copied under the resolved name.
+	// Until then it is current; then superseded, so --prune removes it
+	// and never the resolved one.
+	data := writeTar(t, tar.FormatPAX, []tarFile{{name: "a.txt", data: "A"}, {name: "b.txt", data: "B"}})
+	two := writeFile(t, filepath.Join(real, "data"), "t.tar", data)
+	if err := os.Symlink(real, filepath.Join(root, "via")); err != nil {
+		t.Fatal(err)
+	}
+	viaLink := filepath.Join(root, "via", "data", "t.tar")
+	st, err := os.Stat(two)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := buildIndex(two, bytes.NewReader(data), st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx.entries = idx.entries[:1] // a rebuilt index has two samples
+	unresolved := filepath.Join(cache, indexFileName(viaLink))
+	if err := os.WriteFile(unresolved, encodeIndexOf(idx, viaLink, st.Size(), st.ModTime().UnixNano()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	resolved := cachePath(viaLink, cache)
+	if resolved == unresolved || resolved != filepath.Join(cache, indexFileName(two)) {
+		t.Fatalf("index of %s: %s, want %s named after %s", viaLink, resolved, indexFileName(two), two)
+	}
+	states := func() map[string]IndexState {
+		t.Helper()
+		ix, err = ScanIndexCache(cache)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]IndexState{}
+		for _, x := range ix {
+			got[x.Path] = x.State
+		}
+		return got
+	}
+	if got := states(); got[unresolved] != IndexCurrent {
+		t.Errorf("index named through the link before this binary copied it: %v, want %v (it would be read)", got[unresolved], IndexCurrent)
+	}
+	if n, _, err := PruneIndexCache(ix); n != 0 || err != nil {
+		t.Errorf("prune before the copy removed %d files (%v); want none", n, err)
+	}
+	s, err := OpenShard(viaLink, cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.FromCache() || s.Len() != 1 {
+		t.Errorf("open %s with its index named through the link: FromCache %v, %d samples; want that index, of 1", viaLink, s.FromCache(), s.Len())
+	}
+	if got, _, _, state := readIndexHeader(resolved, make([]byte, indexHeaderBuf)); got != two || state != IndexCurrent {
+		t.Errorf("copy %s records %q (%v), want %q", resolved, got, state, two)
+	}
+	want := map[string]IndexState{cachePath(shard, cache): IndexCurrent, resolved: IndexCurrent, unresolved: IndexSuperseded}
+	if got := states(); !reflect.DeepEqual(got, want) {
+		t.Errorf("states after the copy:\n got %v\nwant %v", got, want)
+	}
+	if !IndexSuperseded.Removable() {
+		t.Errorf("%v is not removable", IndexSuperseded)
+	}
+	if n, _, err := PruneIndexCache(ix); n != 1 || err != nil {
+		t.Errorf("prune removed %d files (%v); want the superseded one", n, err)
+	}
+	if _, err := os.Stat(unresolved); !os.IsNotExist(err) {
+		t.Errorf("superseded index %s kept: %v", unresolved, err)
+	}
+	if s, err := OpenShard(viaLink, cache); err != nil || !s.FromCache() || s.Len() != 1 {
+		t.Errorf("open after prune: err %v; want the copied index read", err)
+	}
+
+	// Older still: named without ".v3", after the path through the link.
+	os.Remove(resolved)
+	legacy, _ := legacyCachePath(unresolved)
+	if err := os.WriteFile(legacy, encodeIndex(idx, st.Size(), st.ModTime().UnixNano()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := OpenShard(viaLink, cache); err != nil || !s.FromCache() || s.Len() != 1 {
+		t.Errorf("open with a legacy index named through the link: err %v; want it read", err)
+	}
+}
+
+// TestShardKeepsIndexLocation checks that a shard loads its index again,
+// after it was let go, from where OpenShard found it: a link along its
+// path changed meanwhile (to a copy of the shard) must not make it look
+// under another name, rebuild the index and write another file.
+func TestShardKeepsIndexLocation(t *testing.T) {
+	root := t.TempDir()
+	data := writeTar(t, tar.FormatPAX, []tarFile{{name: "a.txt", data: "A"}, {name: "b.txt", data: "B"}})
+	var mtime time.Time
+	for _, d := range []string{"one", "two"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		p := writeFile(t, filepath.Join(root, d), "s.tar", data)
+		if mtime.IsZero() {
+			st, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mtime = st.ModTime()
+		} else if err := os.Chtimes(p, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := filepath.Join(root, "link")
+	if err := os.Symlink(filepath.Join(root, "one"), link); err != nil {
+		t.Skipf("symlink: %v", err)
+	}
+	cache := filepath.Join(root, "cache")
+	s, err := OpenShard(filepath.Join(link, "s.tar"), cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ReadSample(0); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(root, "two"), link); err != nil {
+		t.Fatal(err)
+	}
+	if smp, err := s.ReadSample(1); err != nil || smp.Key != "b" {
+		t.Fatalf("read after the link changed: %v, %v", smp, err)
+	}
+	files, _ := filepath.Glob(filepath.Join(cache, "*"+indexSuffix))
+	if len(files) != 1 || filepath.Base(files[0]) != indexFileName(filepath.Join(root, "one", "s.tar")) {
+		t.Errorf("index files %v; want the one OpenShard wrote only", files)
+	}
 }
 
 // TestReadIndexHeaderEdges reads the headers of index files cut short or

@@ -35,7 +35,7 @@ type Shard struct {
 	MaxSampleBytes int64
 
 	path      string
-	cacheDir  string
+	index     indexLoc // where its index is cached, resolved once by OpenShard
 	size      int64
 	mtime     int64 // Unix ns
 	n         int   // samples
@@ -77,16 +77,16 @@ func OpenShard(path string, cacheDir string) (*Shard, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("decode: open shard %s: not a regular file", path)
 	}
-	s := &Shard{MaxSampleBytes: DefaultMaxSampleBytes, path: path, cacheDir: cacheDir, size: st.Size(), mtime: st.ModTime().UnixNano()}
-	cp := cachePath(path, cacheDir)
-	idx, err := loadIndexCache(cp, s.path, s.size, s.mtime)
+	s := &Shard{MaxSampleBytes: DefaultMaxSampleBytes, path: path, index: indexLocation(path, cacheDir), size: st.Size(), mtime: st.ModTime().UnixNano()}
+	idx, err := loadIndexCache(s.index, s.size, s.mtime)
+	s.index.older = nil // looked up once: from now on the index is in s.index.file (or s.kept)
 	if err == nil {
 		s.fromCache = true
 	} else {
 		if idx, err = buildIndex(path, f, s.size); err != nil {
 			return nil, err
 		}
-		if s.cacheErr = saveIndexCache(cp, s.path, idx, s.size, s.mtime); s.cacheErr != nil {
+		if s.cacheErr = saveIndexCache(s.index, idx, s.size, s.mtime); s.cacheErr != nil {
 			s.kept = idx // building it again for every read would cost more
 		}
 	}
@@ -307,13 +307,12 @@ func (s *Shard) loadIndex(f *os.File) (*shardIndex, error) {
 	if s.kept != nil {
 		return s.kept, nil
 	}
-	cp := cachePath(s.path, s.cacheDir)
-	idx, err := loadIndexCache(cp, s.path, s.size, s.mtime)
+	idx, err := loadIndexCache(s.index, s.size, s.mtime)
 	if err != nil {
 		if idx, err = buildIndex(s.path, f, s.size); err != nil {
 			return nil, err
 		}
-		saveIndexCache(cp, s.path, idx, s.size, s.mtime) // as OpenShard: a cache that cannot be written is no error
+		saveIndexCache(s.index, idx, s.size, s.mtime) // as OpenShard: a cache that cannot be written is no error
 	}
 	if len(idx.entries) != s.n {
 		return nil, fmt.Errorf("decode: shard %s: its index now holds %d samples, %d when it was opened", s.path, len(idx.entries), s.n)

@@ -16,7 +16,7 @@ import (
 func init() {
 	register(command{
 		name:    "cache",
-		summary: "list the generated datasets in the cache (the default dataset, bench's) and its shard indexes with their sizes; --prune removes datasets of older generator formats, abandoned scratch, and indexes whose shard is gone or changed",
+		summary: "list the generated datasets in the cache (the default dataset, bench's) and its shard indexes with their sizes; --prune removes datasets of older generator formats, abandoned scratch, and indexes whose shard is gone or changed, or superseded",
 		run:     runCache,
 	})
 }
@@ -24,7 +24,7 @@ func init() {
 func runCache(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	fs := newFlags("cache", "[--cache-dir DIR] [--prune]")
 	cacheDir := fs.String("cache-dir", "", "cache `dir`ectory"+cacheDirDefault)
-	prune := fs.Bool("prune", false, "remove the datasets of older generator formats, which this binary never reads (a job of an older datahelix may), scratch directories unchanged for a day, and the shard indexes whose shard is gone or changed, of an older format, or abandoned while written (a job that needs one again rebuilds it)")
+	prune := fs.Bool("prune", false, "remove the datasets of older generator formats, which this binary never reads (a job of an older datahelix may), scratch directories unchanged for a day, and the shard indexes whose shard is gone or changed, superseded (named through a symbolic link by an older datahelix, and copied under the resolved path), of an older format, or abandoned while written (a job that needs one again rebuilds it)")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
@@ -125,9 +125,12 @@ func listIndexes(stdout io.Writer, dir string, ix []decode.CachedIndex) int {
 		if g.dir != "" {
 			what += " of " + g.dir
 		}
+		if g.state == decode.IndexSuperseded {
+			what += ", named through a symbolic link (the index of the resolved path is read)"
+		}
 		fmt.Fprintf(stdout, "%-13s %9s  %s\n", g.state, mib(size[g]), what)
 	}
-	fmt.Fprintf(stdout, "%s: %s, %s; %d (%s) stale (shard gone or changed), of older formats or abandoned\n",
+	fmt.Fprintf(stdout, "%s: %s, %s; %d (%s) stale (shard gone or changed), superseded, of older formats or abandoned\n",
 		dir, plural(len(ix), "shard index", "shard indexes"), mib(total), removable, mib(removableBytes))
 	return removable
 }
