@@ -131,8 +131,9 @@ func ParseMP4(data []byte) (*VideoInfo, error) {
 // atoms, broken header", as for a track without stts, or "timescale not
 // set") is scored by its tkhd enabled flag and kind boxes with bit rate
 // 0, as FFmpeg scores it; its error fails the file only when it is the
-// track FFmpeg decodes. Any other error of a video track, and a kind box
-// FFmpeg cannot read anywhere in file (readKinds), fails the file
+// track FFmpeg decodes. Any other error of a video track, and a kind,
+// tkhd, mdhd or sidx box FFmpeg refuses anywhere in file (readKinds: an
+// mdhd of version 2, of any track), fails the file
 // whichever track FFmpeg would decode: FFmpeg refuses such files too (a
 // table count its box cannot hold makes it allocate or read that many
 // entries), or rates the track by a bit rate this parser does not know.
@@ -314,10 +315,10 @@ func (e brokenTrack) Unwrap() error { return e.err }
 // track as far as it was read (its enabled flag at least) with a
 // brokenTrack error.
 func parseTrak(trak []byte, movie [9]int32) (*mp4Track, error) {
-	mdia := child(trak, "mdia")
-	if _, _, p, ok := fullBox(child(mdia, "hdlr")); !ok || len(p) < 8 || string(p[4:8]) != "vide" {
+	if !trakIsVideo(trak) {
 		return nil, nil
 	}
+	mdia := child(trak, "mdia")
 	tr := &mp4Track{}
 	var matrix [9]int32
 	if v, flags, p, ok := fullBox(child(trak, "tkhd")); ok {
@@ -332,8 +333,9 @@ func parseTrak(trak []byte, movie [9]int32) (*mp4Track, error) {
 	tr.rotation = displayRotation(matrix, movie)
 	// FFmpeg makes the stream of an mp3 sample entry audio as it reads
 	// the stsd (mov_finalize_stsd_codec), whatever else the track lacks,
-	// an mdhd too: the codec is read first. A sample description it
-	// cannot read fails the file, once the mdhd is known.
+	// an mdhd too: the codec is read first (but an mdhd FFmpeg refuses
+	// fails the file whatever the codec, in readKinds). A sample
+	// description it cannot read fails the file, once the mdhd is known.
 	stbl := child(child(mdia, "minf"), "stbl")
 	stsdErr := tr.readStsd(child(stbl, "stsd"))
 	if stsdErr == nil && tr.codec == "mp3" {

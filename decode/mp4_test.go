@@ -308,6 +308,8 @@ func FuzzParseMP4(f *testing.F) {
 		}
 		f.Add(data)
 	}
+	// A file sidx boxes index whole, a kind box after its mdat.
+	f.Add(indexedMP4(f, readVideo(f, "h264_2video_rate.mp4"), 1, fbox("kind", 0, 0, []byte("urn:mpeg:dash:role:2011\x00caption\x00")), 0, true))
 	// A sample table with chunk boxes, the stco count forged.
 	f.Add(box("moov", trak(1, 10, 2, nil, videoEntry("avc1", 16, 16), fbox("stts", 0, 0, u32s(1, 2, 1)), fbox("stsz", 0, 0, u32s(5, 2)),
 		fbox("stsc", 0, 0, u32s(1, 1, 2, 1)), fbox("stco", 0, 0, u32s(0x7FFFFFFF, 48)))))
@@ -793,7 +795,7 @@ func esdsOTI(t *testing.T, data []byte) int {
 // stream, or no video track when FFmpeg finds no video stream (mp3, which
 // it reads as audio). It also adds an esds to an avc1 entry of
 // h264_2video_rate.mp4, of the track FFmpeg decodes: FFmpeg reads it there
-// too.
+// too; and an mp3 one to a track whose mdhd FFmpeg refuses.
 func TestMP4EsdsMatchesAV(t *testing.T) {
 	orig := readVideo(t, "refused/mpeg2_mp4v.mp4")
 	at := esdsOTI(t, orig)
@@ -860,13 +862,24 @@ func TestMP4EsdsMatchesAV(t *testing.T) {
 	end = entry + int(be32(dis, entry))
 	e := bytes.Clone(esdsBox)
 	e[at-esdsAt] = 0x6b
-	data := grow(t, dis, end, e, topBox(t, dis, "moov"), trakBox(t, dis, 1, ""), trakBox(t, dis, 1, "mdia"),
+	mp3 := grow(t, dis, end, e, topBox(t, dis, "moov"), trakBox(t, dis, 1, ""), trakBox(t, dis, 1, "mdia"),
 		trakBox(t, dis, 1, "minf"), trakBox(t, dis, 1, "stbl"), stsd, entry)
+	data := bytes.Clone(mp3)
 	copy(data[trakBox(t, data, 1, "mdhd")+4:], "free")
 	if v := check("mp3 track without an mdhd", data); v == nil || v.Height != 120 {
 		t.Errorf("mp3 track without an mdhd: ParseMP4 gives %+v; want the 160x120 track", v)
 	} else {
 		sameAsAV(t, "mp3 track without an mdhd", data, v)
+	}
+	// But an mdhd of version 2, in any track, fails the file in FFmpeg
+	// ("Not yet implemented"; ParseMP4 took the track for audio first).
+	data = bytes.Clone(mp3)
+	data[trakBox(t, data, 1, "mdhd")+8] = 2
+	if v, err := ParseMP4(data); !errors.Is(err, ErrBadMP4) || !strings.Contains(err.Error(), "mdhd box of version 2") {
+		t.Errorf("mp3 track with an mdhd of version 2: ParseMP4 gives %+v, %v; want ErrBadMP4 naming the mdhd", v, err)
+	}
+	if _, _, err := av.Packets(context.Background(), data, av.DefaultConfig()); err == nil {
+		t.Errorf("mp3 track with an mdhd of version 2: FFmpeg opens the file")
 	}
 }
 
@@ -895,8 +908,55 @@ func TestRefusedCodecNamed(t *testing.T) {
 	}
 }
 
+// indexedMP4 returns rate (h264_2video_rate.mp4) with its moov moved
+// before its mdat, two sidx boxes of version v after the moov, one a
+// track, whose references cover the mdat and tail after it, less short
+// bytes, then, with mfra, an mfra box: FFmpeg stops its walk after the
+// mdat when they end at the mfra or at the end of the file.
+func indexedMP4(tb testing.TB, rate []byte, v uint8, tail []byte, short int, mfra bool) []byte {
+	tb.Helper()
+	fast := moovFirst(tb, rate)
+	moovEnd := topBox(tb, fast, "mdat")
+	covered := uint32(len(fast) - moovEnd + len(tail) - short)
+	sidx := func(k int, first uint32) []byte {
+		mdhd := trakBox(tb, rate, k, "mdhd")
+		f := u32s(0, first) // earliest presentation time, first offset
+		if v == 1 {
+			f = u32s(0, 0, 0, first)
+		}
+		return fbox("sidx", v, 0, u32s(be32(rate, trakBox(tb, rate, k, "tkhd")+20), be32(rate, mdhd+20)), f,
+			u32s(1, covered, be32(rate, mdhd+24), 0x90000000)) // 1 reference of the track's duration, a keyframe first
+	}
+	second := sidx(1, 0)
+	var end []byte
+	if mfra {
+		end = box("mfra", fbox("mfro", 0, 0, u32s(24)))
+	}
+	return slices.Concat(fast[:moovEnd], sidx(0, uint32(len(second))), second, fast[moovEnd:], tail, end)
+}
+
+// moovFirst returns data, a file of the clips of make_tracks.sh (two
+// traks, an mdat then the moov that ends it), with the moov moved before
+// the mdat and the chunk offsets (stco) of its traks with it.
+func moovFirst(tb testing.TB, data []byte) []byte {
+	tb.Helper()
+	moov, mdat := topBox(tb, data, "moov"), topBox(tb, data, "mdat")
+	size := len(data) - moov
+	if int(be32(data, moov)) != size || mdat > moov {
+		tb.Fatal("moov not after the mdat, ending the file")
+	}
+	m := bytes.Clone(data[moov:])
+	for k := range 2 {
+		stco := trakBox(tb, data, k, "stco") - moov
+		for i := range int(be32(m, stco+12)) {
+			binary.BigEndian.PutUint32(m[stco+16+4*i:], be32(m, stco+16+4*i)+uint32(size))
+		}
+	}
+	return slices.Concat(data[:mdat], m, data[mdat:moov])
+}
+
 // topBox returns the offset of the first top-level box of type typ.
-func topBox(t *testing.T, data []byte, typ string) int {
+func topBox(t testing.TB, data []byte, typ string) int {
 	t.Helper()
 	for off := 0; off+8 <= len(data); off += int(be32(data, off)) {
 		if string(data[off+4:off+8]) == typ {
@@ -913,7 +973,7 @@ func topBox(t *testing.T, data []byte, typ string) int {
 // trakBox returns the offset of the first box of type typ inside the k-th
 // trak (from 0) of the moov, looking depth first through its mdia, minf,
 // stbl, udta and edts boxes; with typ "", the trak's own offset.
-func trakBox(t *testing.T, data []byte, k int, typ string) int {
+func trakBox(t testing.TB, data []byte, k int, typ string) int {
 	t.Helper()
 	var search func(off, end int, typ string, nth *int) int
 	search = func(off, end int, typ string, nth *int) int {
@@ -1075,6 +1135,12 @@ func TestParseMP4BrokenTrack(t *testing.T) {
 // box, after a second sample entry of another type). And on the files
 // FFmpeg refuses for a kind box of under 6 bytes, even before the first
 // track, or for containers nested more than 10 deep (ParseMP4 read them).
+// And on a kind box after the mdat of a file sidx boxes index whole,
+// where FFmpeg stops its walk (ParseMP4 read it: a kind box of version 1
+// or 2 bytes failed the file, one for the visually impaired picked the
+// 64x48 track), and of one they do not (a byte short, another track ID);
+// on the sidx boxes FFmpeg refuses, and on the tkhd and mdhd boxes it
+// refuses in any track (a second one, an mdhd of version 2).
 func TestMP4KindMatchesAV(t *testing.T) {
 	orig := readVideo(t, "h264_2video_kind.mp4")
 	kind := trakBox(t, orig, 0, "kind")
@@ -1144,6 +1210,31 @@ func TestMP4KindMatchesAV(t *testing.T) {
 		binary.BigEndian.PutUint32(d[stsd+12:], be32(d, stsd+12)+1)
 		return d
 	}
+	moovEnd := topBox(t, moovFirst(t, rate), "mdat") // where indexedMP4 puts the first sidx
+	indexed := func(v uint8, tail []byte, short int, mfra bool) []byte {
+		return indexedMP4(t, rate, v, tail, short, mfra)
+	}
+	kind1 := fbox("kind", 1, 0, []byte("a\x00b\x00"))
+	kind2 := box("kind", []byte{0, 0})
+	sidxTimescale0 := indexed(1, desc, 0, true)
+	copy(sidxTimescale0[moovEnd+16:], []byte{0, 0, 0, 0})
+	sidxRef1 := indexed(1, desc, 0, true)
+	sidxRef1[moovEnd+40] |= 0x80
+	sidxOtherID := indexed(1, desc, 0, true)
+	for _, at := range []int{moovEnd + 12, moovEnd + 52 + 12} { // the reference IDs of the two sidx boxes of 52 bytes
+		binary.BigEndian.PutUint32(sidxOtherID[at:], 9)
+	}
+	mdhd := rate[trakBox(t, rate, 1, "mdhd"):]
+	mdhd = mdhd[:be32(mdhd, 0)]
+	tkhd := rate[trakBox(t, rate, 1, "tkhd"):]
+	tkhd = tkhd[:be32(tkhd, 0)]
+	// soun2 makes the first track audio, its mdhd of version 2.
+	soun2 := func(version byte) []byte {
+		d := bytes.Clone(rate)
+		copy(d[trakBox(t, d, 0, "hdlr")+16:], "soun")
+		d[trakBox(t, d, 0, "mdhd")+8] = version
+		return d
+	}
 	nest := func(n int, b []byte) []byte {
 		for range n {
 			b = box("udta", b)
@@ -1178,6 +1269,20 @@ func TestMP4KindMatchesAV(t *testing.T) {
 		{"9 nested empty udta boxes in the trak", inTrak(nest(9, nil)), 0},
 		{"4 nested udta boxes after the sample entry's fields", inEntry(nest(4, nil)), 120},
 		{"5 nested udta boxes after the sample entry's fields", inEntry(nest(5, nil)), 0},
+		{"a kind box for the visually impaired after the mdat, sidx boxes indexing the file to its mfra", indexed(1, desc, 0, true), 120},
+		{"a kind box of version 1 after the mdat, sidx boxes indexing the file to its mfra", indexed(1, kind1, 0, true), 120},
+		{"a kind box of 2 bytes after the mdat, sidx boxes indexing the file to its mfra", indexed(1, kind2, 0, true), 120},
+		{"a kind box after the mdat, sidx boxes of version 0 indexing the file to its end", indexed(0, desc, 0, false), 120},
+		{"a kind box after the mdat, sidx boxes ending a byte before the mfra", indexed(1, desc, 1, true), 48},
+		{"a kind box of version 1 after the mdat, sidx boxes ending a byte before the end", indexed(0, kind1, 1, false), 0},
+		{"a kind box after the mdat, sidx boxes of another track ID", sidxOtherID, 48},
+		{"a sidx box of timescale 0", sidxTimescale0, 0},
+		{"a sidx box referring to a sidx box", sidxRef1, 0},
+		{"a second mdhd box in the second trak", inTrak(mdhd), 0},
+		{"an mdhd box in a udta of the moov, after the traks", grow(t, rate, moov+int(be32(rate, moov)), box("udta", mdhd), moov), 0},
+		{"a second tkhd box in the second trak", inTrak(tkhd), 0},
+		{"an audio track with an mdhd of version 0", soun2(0), 120},
+		{"an audio track with an mdhd of version 2", soun2(2), 0},
 	} {
 		v, err := ParseMP4(tc.data)
 		_, _, aerr := av.Packets(context.Background(), tc.data, av.DefaultConfig())
