@@ -108,8 +108,8 @@ type indexLoc struct {
 // after the shard's resolved path (resolveShardPath). There, the names
 // older binaries gave the index are looked up when it is missing: the
 // name after the path as filepath.Abs gives it, links unresolved, which
-// binaries before links were resolved wrote, then both names without
-// ".v3" (legacyCachePath).
+// binaries before links were resolved wrote (when that path names the
+// shard too), then both names without ".v3" (legacyCachePath).
 func indexLocation(shardPath, cacheDir string) indexLoc {
 	if cacheDir == "" {
 		return indexLoc{file: shardPath + indexSuffix}
@@ -120,7 +120,10 @@ func indexLocation(shardPath, cacheDir string) indexLoc {
 		loc.recorded = real
 	}
 	var unresolved string
-	if abs != real {
+	if abs != real && sameFile(abs, real) {
+		// Only when abs names this very shard: with "link/.." in it, abs
+		// may name another shard, whose index would pass for this one's
+		// when their sizes and modification times are equal.
 		unresolved = filepath.Join(cacheDir, indexFileName(abs))
 		loc.older = append(loc.older, unresolved)
 	}
@@ -131,6 +134,16 @@ func indexLocation(shardPath, cacheDir string) indexLoc {
 		loc.older = append(loc.older, legacy)
 	}
 	return loc
+}
+
+// sameFile reports whether the paths a and b name the same existing file.
+func sameFile(a, b string) bool {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
 }
 
 // resolveShardPath returns the absolute path of the shard at p with its

@@ -518,3 +518,51 @@ func TestReadIndexHeaderEdges(t *testing.T) {
 		os.Remove(p)
 	}
 }
+
+// TestIndexCacheOlderNameOfAnotherShard checks that the index an older
+// binary named after a shard's unresolved path is only taken when that
+// path names the same shard: "top/link/../ds/a.tar", with link pointing
+// into real/, is real/ds/a.tar, while filepath.Abs reads it as
+// top/ds/a.tar, another shard. Of equal size and modification time (the
+// shards of one archive unpacked), its index passed for this one's, and
+// the shard read its samples at the other's offsets, without an error.
+func TestIndexCacheOlderNameOfAnotherShard(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"top/ds", "real/deep", "real/ds"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(root, "real", "deep"), filepath.Join(root, "top", "link")); err != nil {
+		t.Skipf("symlink: %v", err)
+	}
+	dx := writeTar(t, tar.FormatPAX, []tarFile{{name: "x1.txt", data: "XXXXXXXX"}, {name: "x2.txt", data: "XX"}})
+	dy := writeTar(t, tar.FormatPAX, []tarFile{{name: "y1.txt", data: "YY"}, {name: "y2.txt", data: "YYYYYYYY"}})
+	if len(dx) != len(dy) {
+		t.Fatalf("shards of %d and %d bytes; the test needs equal sizes", len(dx), len(dy))
+	}
+	x := writeFile(t, filepath.Join(root, "top", "ds"), "a.tar", dx)
+	y := writeFile(t, filepath.Join(root, "real", "ds"), "a.tar", dy)
+	st, err := os.Stat(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(y, st.ModTime(), st.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(root, "cache")
+	if _, err := OpenShard(x, cache); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{root + "/top/link/../ds/a.tar", y} {
+		s, err := OpenShard(p, cache)
+		if err != nil {
+			t.Fatal(err)
+		}
+		smp, err := s.ReadSample(0)
+		if err != nil || smp.Key != "y1" || s.FromCache() && p != y {
+			t.Errorf("shard %s (real/ds/a.tar): sample 0 %q, from cache %v, err %v; want y1 from its own index", p, smp.Key, s.FromCache(), err)
+		}
+		s.Close()
+	}
+}
