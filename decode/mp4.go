@@ -132,8 +132,9 @@ func ParseMP4(data []byte) (*VideoInfo, error) {
 // set") is scored by its tkhd enabled flag and kind boxes with bit rate
 // 0, as FFmpeg scores it; its error fails the file only when it is the
 // track FFmpeg decodes. Any other error of a video track, and a kind,
-// tkhd, mdhd or sidx box FFmpeg refuses anywhere in file (readKinds: an
-// mdhd of version 2, of any track), fails the file
+// tkhd, mdhd, sidx or stsd box FFmpeg refuses anywhere in file, or a
+// trak past package av's 16 streams (readKinds: an mdhd of version 2, of
+// any track), fails the file
 // whichever track FFmpeg would decode: FFmpeg refuses such files too (a
 // table count its box cannot hold makes it allocate or read that many
 // entries), or rates the track by a bit rate this parser does not know.
