@@ -167,9 +167,10 @@ func (p *Planner) remember(t int32) {
 // least late first, because the objective counts late ranks before it
 // weighs lateness; balance then lowers the lateness of the rest. A late
 // rank makes exchanges with the ranks with the most slack, each lowering
-// its lateness and leaving the partner on time, until it is on time; if it
-// cannot get there within rescueTries exchanges they are undone, since
-// they would spend slack and bytes without removing a late rank.
+// its lateness, until it is on time; if it cannot get there within
+// rescueTries exchanges, or a partner became late instead, they are
+// undone, since they would spend slack and bytes without removing a late
+// rank.
 func (p *Planner) rescue() {
 	if p.late == 0 || p.excess[p.lo.top()] >= 0 {
 		return
@@ -196,13 +197,19 @@ func (p *Planner) rescue() {
 		if -p.absorb(s, 1) > p.room {
 			continue // the others' slack cannot take what s must shed
 		}
-		mark := len(p.exchanges)
+		mark, late := len(p.exchanges), p.late
 		for range rescueTries {
 			if p.excess[s] <= 0 || !p.helpLate(s) {
 				break
 			}
 		}
-		for p.excess[s] > 0 && len(p.exchanges) > mark {
+		// Undone too when s is on time but a partner became late in its
+		// place: the exchanges lower the larger excess of the two ranks,
+		// which lets the partner end up late by less than s was, and the
+		// objective, counting late ranks before lateness, would pay bytes
+		// for nothing (fuzzed: rank 2 late by 48.5 ms handed a 656 ms
+		// sample to rank 0, which became late by 32.1 ms).
+		for (p.excess[s] > 0 || p.late >= late) && len(p.exchanges) > mark {
 			p.undo(p.exchanges[len(p.exchanges)-1])
 			p.exchanges = p.exchanges[:len(p.exchanges)-1]
 		}
