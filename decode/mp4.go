@@ -134,12 +134,11 @@ func ParseMP4(data []byte) (*VideoInfo, error) {
 // track FFmpeg decodes. Any other error of a video track, and a kind,
 // tkhd, mdhd, sidx or stsd box FFmpeg refuses anywhere in file, or a
 // trak past package av's 16 streams (readKinds: an mdhd of version 2, of
-// any track), fails the file
-// whichever track FFmpeg would decode: FFmpeg refuses such files too (a
-// table count its box cannot hold makes it allocate or read that many
-// entries), or rates the track by a bit rate this parser does not know.
-// At most two tracks are held at once: the best so far and the one being
-// read.
+// any track), fails the file whichever track FFmpeg would decode: FFmpeg
+// refuses such files too (a table count its box cannot hold makes it
+// allocate or read that many entries), or rates the track by a bit rate
+// this parser does not know. At most two tracks are held at once: the
+// best so far and the one being read.
 func parseMoov(file, moov []byte, moofs [][]byte) (*mp4Track, uint32, error) {
 	var movieTimescale uint32
 	var movie [9]int32 // the mvhd matrix; zero without an mvhd, as in FFmpeg

@@ -33,17 +33,27 @@ func (e noVideoTrack) Unwrap() error { return ErrBadMP4 }
 // "?" for an unreadable one and for each byte that is not printable
 // ASCII (a forged one must not put control codes in an error line).
 func trakHandler(trak []byte) string {
-	_, _, p, ok := fullBox(child(child(trak, "mdia"), "hdlr"))
-	if !ok || len(p) < 8 {
+	t, ok := handlerType(trak)
+	if !ok {
 		return "?"
 	}
-	h := []byte(strings.TrimRight(string(p[4:8]), "\x00"))
+	h := []byte(strings.TrimRight(string(t), "\x00"))
 	for i, c := range h {
 		if c < 0x20 || c > 0x7e {
 			h[i] = '?'
 		}
 	}
 	return string(h)
+}
+
+// handlerType returns the raw handler type of a trak's hdlr box (4
+// bytes, "vide" for video), ok false when the trak has none it can read.
+func handlerType(trak []byte) (t []byte, ok bool) {
+	_, _, p, ok := fullBox(child(child(trak, "mdia"), "hdlr"))
+	if !ok || len(p) < 8 {
+		return nil, false
+	}
+	return p[4:8], true
 }
 
 // emptyStts reports whether a trak has no stts entries (a fragmented

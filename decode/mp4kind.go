@@ -365,8 +365,8 @@ func (w *kindWalk) kind(body []byte) error {
 
 // trakIsVideo reports whether a trak's handler type (hdlr) is vide.
 func trakIsVideo(trak []byte) bool {
-	_, _, p, ok := fullBox(child(child(trak, "mdia"), "hdlr"))
-	return ok && len(p) >= 8 && string(p[4:8]) == "vide"
+	t, ok := handlerType(trak)
+	return ok && string(t) == "vide"
 }
 
 // stsd reads an stsd box whose body is at offset at of the file, at
