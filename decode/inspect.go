@@ -12,7 +12,9 @@ type RecordSummary struct {
 	Key      string `json:"key"`
 	Shard    string `json:"shard"`
 	Modality string `json:"modality"`
-	Bytes    int64  `json:"bytes"`
+	// Bytes counts the sample's member bytes (Record.Bytes), or for a
+	// sample that cannot be read, its span in the shard.
+	Bytes int64 `json:"bytes"`
 	// Width and Height are the clip's, or the first image's, as stored
 	// (ffprobe's width and height).
 	Width  int `json:"width"`
@@ -136,6 +138,10 @@ func inspectDataset(ctx context.Context, ds *Dataset, m *CostModel, visit func(R
 			}
 			var rec *Record
 			if err == nil {
+				sum.Bytes = 0 // the members' bytes, as a record counts them
+				for _, m := range smp.Members {
+					sum.Bytes += int64(len(m.Data))
+				}
 				rec, err = ParseRecord(smp)
 			}
 			if err != nil {

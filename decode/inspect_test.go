@@ -64,6 +64,10 @@ func TestInspect(t *testing.T) {
 	if !strings.Contains(got[4].Error, "000005") {
 		t.Errorf("error summary does not name the sample: %q", got[4].Error)
 	}
+	// An error row counts bytes as the others do: its members' bytes.
+	if got[4].Bytes != int64(len("junk")) || got[0].Bytes != int64(len(readVideo(t, "h264_bf2.mp4"))+len("a clip")) {
+		t.Errorf("bytes %d (error row) and %d, want %d and the clip's and caption's", got[4].Bytes, got[0].Bytes, len("junk"))
+	}
 	if err := Inspect(context.Background(), []string{dir + "/missing"}, "", nil, func(RecordSummary) error { return nil }); !errors.Is(err, ErrNoShards) {
 		t.Errorf("missing path: err %v, want ErrNoShards", err)
 	}

@@ -147,16 +147,22 @@ func docPosition(ext string) (pos int, ok bool) {
 // a clip, other media are ignored as thumbnails and audio tracks, and
 // audio beside an image as a clip's audio track is. So does a text member
 // in UTF-16 or UTF-32 (by its byte order mark: PowerShell 5 writes
-// UTF-16), whose bytes as UTF-8 are garbage. Every error is a
+// UTF-16), whose bytes as UTF-8 are garbage, and a clip of a codec
+// decoding refuses (MPEG-4 Part 2, MJPEG, ...: outside DefaultLimits'
+// Codecs). A sample decoding would refuse over a safety limit the record
+// shows fails with ErrLimit: a clip or an image of more pixels than
+// DefaultLimits allows, a document of more images. Every error is a
 // *SampleError naming the shard, sample and member.
 func ParseRecord(s *Sample) (*Record, error) {
 	return ParseRecordLimits(s, Limits{})
 }
 
-// ParseRecordLimits is ParseRecord with the text limit of lim
-// (MaxTextBytes; zero takes the DefaultLimits value).
+// ParseRecordLimits is ParseRecord with the limits of lim (MaxTextBytes,
+// MaxPixels, MaxImagePixels, MaxImages and Codecs; zero fields take the
+// DefaultLimits value).
 func ParseRecordLimits(s *Sample, lim Limits) (*Record, error) {
-	if err := checkTextSize(s, lim.withDefaults().MaxTextBytes); err != nil {
+	lim = lim.withDefaults()
+	if err := checkTextSize(s, lim.MaxTextBytes); err != nil {
 		return nil, err
 	}
 	r := &Record{Shard: s.Shard, Key: s.Key}
@@ -285,6 +291,9 @@ func ParseRecordLimits(s *Sample, lim Limits) (*Record, error) {
 			exts[i] = m.Ext
 		}
 		return nil, newSampleError(s, "", fmt.Errorf("%w: members [%s]; recognised: %s", ErrNoPayload, strings.Join(exts, " "), recognisedExts))
+	}
+	if err := checkRecordLimits(s, r, lim); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
