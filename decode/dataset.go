@@ -44,7 +44,7 @@ func OpenDataset(pathOrGlob string, cacheDir string) (*Dataset, error) {
 // instead of every rank building every index (and reading every shard's
 // headers) at once.
 func OpenDatasetPart(pathOrGlob string, cacheDir string, part, parts int) (*Dataset, error) {
-	paths, err := shardPaths(pathOrGlob)
+	paths, err := ShardPaths(pathOrGlob)
 	if err != nil {
 		return nil, err
 	}
@@ -113,8 +113,12 @@ func openError(failed []shardOpenError, n int) error {
 	return &kindError{msg: b.String(), kinds: errs}
 }
 
-// shardPaths expands pathOrGlob into a sorted list of shard files.
-func shardPaths(pathOrGlob string) ([]string, error) {
+// ShardPaths expands a dataset path, as OpenDataset takes it, into the
+// sorted list of its shard files: a directory's *.tar files (refusing a
+// directory of compressed ones), the regular files a glob matches other
+// than index caches, or the path itself. It fails with ErrNoShards when
+// there are none.
+func ShardPaths(pathOrGlob string) ([]string, error) {
 	if pathOrGlob == "" {
 		return nil, fmt.Errorf("%w: empty dataset path", ErrNoShards)
 	}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 )
 
 // RecordSummary is one line of `datahelix inspect`: the record of a sample
@@ -93,7 +96,8 @@ func Summarize(r *Record, m *CostModel) RecordSummary {
 var ErrSamplesFailed = errors.New("decode: some samples have no usable record")
 
 // Inspect reads every sample of the datasets at paths (directories, globs
-// or tar files, as OpenDataset takes them), builds its record and calls
+// or tar files, as OpenDataset takes them; a clip or picture given alone,
+// IsMediaFile, is a one-member sample), builds its record and calls
 // visit with its summary, in shard and index order. A sample whose bytes
 // cannot be read or whose record cannot be built is visited with Error
 // set — never skipped — and Inspect then returns an error wrapping
@@ -101,18 +105,25 @@ var ErrSamplesFailed = errors.New("decode: some samples have no usable record")
 // the walk with its error, as does an error from visit or ctx.
 func Inspect(ctx context.Context, paths []string, cacheDir string, m *CostModel, visit func(RecordSummary) error) error {
 	failed, total := 0, 0
+	count := func(s RecordSummary) error {
+		total++
+		if s.Error != "" {
+			failed++
+		}
+		return visit(s)
+	}
 	for _, p := range paths {
+		if IsMediaFile(p) {
+			if err := inspectFile(p, m, count); err != nil {
+				return err
+			}
+			continue
+		}
 		ds, err := OpenDataset(p, cacheDir)
 		if err != nil {
 			return err
 		}
-		err = inspectDataset(ctx, ds, m, func(s RecordSummary) error {
-			total++
-			if s.Error != "" {
-				failed++
-			}
-			return visit(s)
-		})
+		err = inspectDataset(ctx, ds, m, count)
 		ds.Close()
 		if err != nil {
 			return err
@@ -122,6 +133,42 @@ func Inspect(ctx context.Context, paths []string, cacheDir string, m *CostModel,
 		return fmt.Errorf("%w: %d of %d samples", ErrSamplesFailed, failed, total)
 	}
 	return nil
+}
+
+// IsMediaFile reports whether path names an existing regular file that
+// is not a shard (IsShardName) and whose extension names a video or image
+// format, read or refused: a clip or picture given alone, which inspect
+// and decode take as a one-member sample (FileSample).
+func IsMediaFile(path string) bool {
+	if IsShardName(path) {
+		return false
+	}
+	ext := strings.ToLower(strings.TrimPrefix(filepath.Ext(path), "."))
+	switch {
+	case memberKind(ext) == kindVideo || memberKind(ext) == kindImage:
+	case unreadMedia(ext) == "image" || unreadMedia(ext) == "video":
+	default:
+		return false
+	}
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular()
+}
+
+// inspectFile visits the summary of the media file at path, read as the
+// one-member sample FileSample makes of it.
+func inspectFile(path string, m *CostModel, visit func(RecordSummary) error) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("decode: %w", err)
+	}
+	smp := FileSample(path, data)
+	sum := RecordSummary{Key: smp.Key, Shard: path, Modality: "error", Bytes: int64(len(data))}
+	if rec, err := ParseRecord(smp); err != nil {
+		sum.Error = err.Error()
+	} else {
+		sum = Summarize(rec, m)
+	}
+	return visit(sum)
 }
 
 func inspectDataset(ctx context.Context, ds *Dataset, m *CostModel, visit func(RecordSummary) error) error {

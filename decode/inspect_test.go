@@ -141,3 +141,46 @@ func TestInspectShownFramesAndRotation(t *testing.T) {
 		}
 	}
 }
+
+// TestInspectMediaFiles checks that Inspect takes a clip or a picture
+// given alone as the one-member sample decode makes of it, in argument
+// order among shards, a refused one as an error row naming the file; and
+// which paths IsMediaFile takes: not a shard, a directory or a file that
+// does not exist.
+func TestInspectMediaFiles(t *testing.T) {
+	dir := t.TempDir()
+	clip := writeFile(t, dir, "clip.MP4", readVideo(t, "h264_bf2.mp4"))
+	pic := writeFile(t, dir, "pic.jpg", readImage(t, "y420.jpg"))
+	old := writeFile(t, dir, "old.mp4", readVideo(t, "refused/mpeg2_mp4v.mp4"))
+	shard := writeFile(t, dir, "s.tar", writeTar(t, tar.FormatPAX, []tarFile{{name: "k.txt", data: "text"}}))
+	var got []RecordSummary
+	err := Inspect(context.Background(), []string{clip, shard, pic, old}, t.TempDir(), NewCostModel(nil), func(s RecordSummary) error {
+		got = append(got, s)
+		return nil
+	})
+	if !errors.Is(err, ErrSamplesFailed) || !strings.Contains(err.Error(), "1 of 4") {
+		t.Errorf("Inspect error %v, want ErrSamplesFailed for 1 of 4", err)
+	}
+	want := []struct{ key, shard, modality, codec string }{
+		{"clip", clip, "video", "h264"},
+		{"k", shard, "text", ""},
+		{"pic", pic, "image", "jpeg"},
+		{"old", old, "error", ""},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d summaries, want %d: %+v", len(got), len(want), got)
+	}
+	for i, w := range want {
+		if g := got[i]; g.Key != w.key || g.Shard != w.shard || g.Modality != w.modality || g.Codec != w.codec {
+			t.Errorf("summary %d = %+v, want %+v", i, g, w)
+		}
+	}
+	if e := got[3].Error; !strings.Contains(e, "file "+old) || !strings.Contains(e, "video codec mpeg2video") {
+		t.Errorf("refused file's error %q, want it to name the file and the codec", e)
+	}
+	for path, want := range map[string]bool{clip: true, pic: true, shard: false, dir: false, filepath.Join(dir, "none.mp4"): false, writeFile(t, dir, "notes.txt", []byte("x")): false} {
+		if IsMediaFile(path) != want {
+			t.Errorf("IsMediaFile(%s) = %v, want %v", path, !want, want)
+		}
+	}
+}

@@ -41,7 +41,7 @@ func checkShape(frames, size int) error {
 }
 
 func runDecode(ctx context.Context, stdout, stderr io.Writer, args []string) error {
-	fs := newFlags("decode", "[--md5] [flags] FILE|SHARD.tar...")
+	fs := newFlags("decode", "[--md5] [flags] FILE|SHARD.tar|DIR|GLOB...")
 	md5 := fs.Bool("md5", false, "print MD5s of the full-size decoded pictures instead of tensors: a video file gives one per frame, "+
 		"the md5 column of 'ffmpeg -i FILE -map 0:v -f framemd5 -' (turned upright as ffmpeg turns it); an image gives one of its RGB24 pixels before resizing "+
 		"(JPEG: equals 'djpeg -ppm FILE', not FFmpeg's decoder; PNG and WebP: equals 'ffmpeg -i FILE -pix_fmt rgb24 -f framemd5 -', see the README for the exceptions); "+
@@ -72,12 +72,13 @@ func runDecode(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	if err != nil {
 		return err
 	}
+	paths, badArgs := decodePaths(stderr, fs.Args())
 	if *md5 {
 		if *check {
 			return usagef("decode: --check-hashes counts damage in decoded samples; --md5 prints the pictures' MD5s without counting it")
 		}
-		named := fs.NArg() > 1
-		return eachFile(stderr, fs.Args(), func(path string) (tally, error) {
+		named := len(paths) > 1
+		return eachFile(stderr, paths, badArgs, func(path string) (tally, error) {
 			return printMD5s(ctx, stdout, stderr, path, indexDir, named)
 		})
 	}
@@ -100,7 +101,7 @@ func runDecode(ctx context.Context, stdout, stderr io.Writer, args []string) err
 			strings.Join(shapes, " "), out.Tokens, out.DecodedFrames, out.Damaged, float64(time.Since(start).Microseconds())/1000)
 		return fatal(err)
 	}
-	err = eachFile(stderr, fs.Args(), func(path string) (tally, error) {
+	err = eachFile(stderr, paths, badArgs, func(path string) (tally, error) {
 		return eachSample(stderr, path, indexDir, show)
 	})
 	if damaged > 0 {
@@ -144,15 +145,16 @@ type tally struct{ ok, failed int }
 // the error that stopped it. A path that fails (a shard that cannot be
 // opened, a sample that does not decode) is printed and counted, and the
 // next path still runs, as a bad sample within a shard is counted and
-// skipped. eachFile returns nil when every path decoded, a fatal error
+// skipped; failedFiles counts the arguments that named no path
+// (decodePaths). eachFile returns nil when every path decoded, a fatal error
 // (isFatal) at once, and otherwise the total. It counts the files
 // decoded whole, plain files and the shards that failed before a sample
 // ("decode: 2 files decoded, 1 failed"), apart from the samples of the
 // shards it read ("decode: 1 shard: 2 samples decoded, 1 failed"), the
 // two joined by "; " when both occur; a shard an error stopped after
 // some samples is counted in the second.
-func eachFile(stderr io.Writer, paths []string, do func(path string) (tally, error)) error {
-	var okFiles, failedFiles, shards, stoppedShards, okSamples, failedSamples int
+func eachFile(stderr io.Writer, paths []string, failedFiles int, do func(path string) (tally, error)) error {
+	var okFiles, shards, stoppedShards, okSamples, failedSamples int
 	for _, path := range paths {
 		n, err := do(path)
 		if isFatal(err) {
@@ -196,6 +198,28 @@ func eachFile(stderr io.Writer, paths []string, do func(path string) (tally, err
 		parts = append(parts, p)
 	}
 	return errors.New("decode: " + strings.Join(parts, "; "))
+}
+
+// decodePaths expands decode's arguments: a directory or a glob (one
+// that names no file) into its shards as run and inspect read them
+// (decode.ShardPaths), any other path left as it is. An argument that
+// expands to nothing is printed to stderr and counted in failed.
+func decodePaths(stderr io.Writer, args []string) (paths []string, failed int) {
+	for _, a := range args {
+		st, err := os.Stat(a)
+		if (err == nil && !st.IsDir()) || (err != nil && !strings.ContainsAny(a, `*?[\`)) {
+			paths = append(paths, a)
+			continue
+		}
+		list, err := decode.ShardPaths(a)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			failed++
+			continue
+		}
+		paths = append(paths, list...)
+	}
+	return paths, failed
 }
 
 // plural is "1 file", "2 files": n and the noun that fits it.

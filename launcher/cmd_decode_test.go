@@ -354,3 +354,42 @@ func TestDecodeShardTotal(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeDirectoryAndGlob checks that decode takes a directory and a
+// glob as run and inspect do: a directory's shards in name order, the
+// files a quoted glob matches (--md5 then names each file's lines), and a
+// directory without shards counted as a failed argument, the others still
+// decoded.
+func TestDecodeDirectoryAndGlob(t *testing.T) {
+	jpg, err := os.ReadFile(filepath.Join("..", "decode", "testdata", "media", "image420.jpg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, empty := t.TempDir(), t.TempDir()
+	writeTestFile(t, filepath.Join(dir, "b.tar"), tarOf(t, map[string][]byte{"x.jpg": jpg}, "x.jpg"))
+	writeTestFile(t, filepath.Join(dir, "a.tar"), tarOf(t, map[string][]byte{"y.jpg": jpg, "z.jpg": jpg}, "y.jpg", "z.jpg"))
+	pics := t.TempDir()
+	writeTestFile(t, filepath.Join(pics, "p.jpg"), jpg)
+	writeTestFile(t, filepath.Join(pics, "q.jpg"), jpg)
+
+	code, stdout, stderr := runMain("decode", "--cache", t.TempDir(), dir)
+	var keys []string
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		keys = append(keys, strings.Split(line, "\t")[0])
+	}
+	if code != 0 || strings.Join(keys, " ") != "y z x" {
+		t.Errorf("decode DIR: exit %d, keys %q, stderr %q; want exit 0 and y z x (a.tar, then b.tar)", code, keys, stderr)
+	}
+
+	code, stdout, stderr = runMain("decode", "--md5", filepath.Join(pics, "*.jpg"))
+	want := filepath.Join(pics, "p.jpg") + "\t"
+	if code != 0 || strings.Count(stdout, "\n") != 2 || !strings.HasPrefix(stdout, want) {
+		t.Errorf("decode --md5 GLOB: exit %d, stdout %q, stderr %q; want 2 lines, the first starting %q", code, stdout, stderr, want)
+	}
+
+	code, stdout, stderr = runMain("decode", "--cache", t.TempDir(), empty, filepath.Join(dir, "a.tar"))
+	if code != 1 || strings.Count(stdout, "\n") != 2 || !strings.Contains(stderr, empty+" has no *.tar files") ||
+		!strings.HasSuffix(stderr, "decode: 0 files decoded, 1 failed; 1 shard: 2 samples decoded, 0 failed\n") {
+		t.Errorf("decode EMPTYDIR SHARD: exit %d, stdout %q, stderr %q; want exit 1, 2 lines, the directory named and counted", code, stdout, stderr)
+	}
+}

@@ -35,7 +35,7 @@ func runInspect(ctx context.Context, stdout, stderr io.Writer, args []string) er
 		return usagef("%s: %v", fs.Name(), err)
 	}
 	if fs.NArg() == 0 {
-		return usagef("inspect: no shard, directory or glob given")
+		return usagef("inspect: no shard, directory, glob or media file given")
 	}
 	if err := checkShape(frames, size); err != nil {
 		return err
