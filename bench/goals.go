@@ -51,6 +51,16 @@ func pct(v *float64) string {
 	return fmt.Sprintf("%.1f %%", 100**v)
 }
 
+// meanOver is a goal's mean and the workloads it is over, "25.4 % mean
+// over 10 workloads", or "no workload to average over" when there are
+// none.
+func meanOver(v *float64, n int) string {
+	if v == nil || n == 0 {
+		return "no workload to average over"
+	}
+	return fmt.Sprintf("%s mean over %s", pct(v), plural(n, "workload"))
+}
+
 // goals evaluates the issue's goals on the report.
 func goals(r *Report) []Goal {
 	s := r.Summary
@@ -65,7 +75,7 @@ func goals(r *Report) []Goal {
 	}
 	meanGoal := func(name string, v *float64, n int, target float64, oracle, steady *float64, steadyN int) {
 		g := Goal{Name: name, Target: fmt.Sprintf(">= %.0f %% (mean over the workloads)", 100*target), Status: GoalNA,
-			Figure: fmt.Sprintf("%s mean over %s", pct(v), plural(n, "workload"))}
+			Figure: meanOver(v, n)}
 		if n < len(r.Comparisons) {
 			g.Figure += leftOut(len(r.Comparisons)-n, "torch had nothing to reduce")
 		}
@@ -75,7 +85,7 @@ func goals(r *Report) []Goal {
 		if v != nil {
 			g.Status = status(*v >= target)
 		}
-		g.Note = fmt.Sprintf("steady state (without the warm-up; not judged): %s mean over %s", pct(steady), plural(steadyN, "workload"))
+		g.Note = "steady state (without the warm-up; not judged): " + meanOver(steady, steadyN)
 		if steadyN < len(r.Comparisons) {
 			g.Note += leftOut(len(r.Comparisons)-steadyN, "torch had nothing to reduce after its warm-up, or no steady steps")
 		}
@@ -86,7 +96,10 @@ func goals(r *Report) []Goal {
 	meanGoal("GPU-wait reduction vs torch", s.WaitReductionVsTorchMean, s.WaitReductionWorkloads, goalWaitReduction, s.OracleWaitReductionVsTorchMean,
 		s.SteadyWaitReductionVsTorchMean, s.SteadyWaitReductionWorkloads)
 
-	g := Goal{Name: "throughput vs torch on the most skewed workload", Target: fmt.Sprintf(">= %.1fx", goalThroughputRatio), Status: GoalNA, Figure: "undefined"}
+	g := Goal{Name: "throughput vs torch on the most skewed workload", Target: fmt.Sprintf(">= %.1fx", goalThroughputRatio), Status: GoalNA, Figure: "no skewed workload"}
+	if noTorch {
+		g.Figure = "torch was not run"
+	}
 	if v := s.ThroughputRatioVsTorchMostSkewed; v != nil {
 		g.Figure = fmt.Sprintf("%.2fx on %s (highest imbalance); max over workloads %.2fx", *v, s.MostSkewed, deref(s.ThroughputRatioVsTorchMax))
 		if o := s.OracleThroughputRatioVsTorchMax; o != nil {
@@ -130,6 +143,8 @@ func goals(r *Report) []Goal {
 		Figure: fmt.Sprintf("ahead on %d of %s%s", skewed-len(behind), plural(skewed, "skewed workload"), list("not ahead on", behind))}
 	if skewed > 0 {
 		g.Status = status(len(behind) == 0)
+	} else {
+		g.Figure = "no skewed workload with local and static run"
 	}
 	out = append(out, g)
 	g = Goal{Name: "within 2 % of the best loader on uniform workloads", Target: ">= 0.98x the best other loader", Status: GoalNA,
@@ -140,12 +155,16 @@ func goals(r *Report) []Goal {
 	}
 	if uniform > 0 {
 		g.Status = status(len(short) == 0)
+	} else {
+		g.Figure = "no uniform workload with another loader run"
 	}
 	out = append(out, g)
 	g = Goal{Name: "GPU wait near the oracle's", Target: "helix wait <= 1.5x oracle's + 1 % of wall, every workload", Status: GoalNA,
 		Figure: fmt.Sprintf("within on %d of %s, mean gap %s of wall%s", bounded-len(over), plural(bounded, "workload"), pct(s.OracleGapMean), list("over on", over))}
 	if bounded > 0 {
 		g.Status = status(len(over) == 0)
+	} else {
+		g.Figure = "no workload with the oracle run (--real has none)"
 	}
 	out = append(out, g)
 

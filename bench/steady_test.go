@@ -126,3 +126,36 @@ func TestGoalsSayTorchWasNotRun(t *testing.T) {
 		}
 	}
 }
+
+// TestSteadySummaryNothingToReduce checks the summary and goal notes when
+// torch misses nothing after the warm-up on any workload (a real run of
+// one workload often): they say there is no workload to average over,
+// not "undefined ... over 0 workloads".
+func TestSteadySummaryNothingToReduce(t *testing.T) {
+	r := warmupReport()
+	var kept []Result
+	for _, x := range r.Results {
+		if x.Workload == "U" {
+			kept = append(kept, x)
+		}
+	}
+	ev := &Evaluation{Mode: "sim", Setups: []Setup{{Workload: "U", Skew: Uniform, Horizon: 16}}, Results: kept}
+	r = NewReport(Machine{Host: "h", Commit: "c0ffee"}, EvalConfig{Ranks: 8, Steps: 100, Seed: 1, Network: DefaultNetwork}, ev, DefaultCalibration())
+	var buf bytes.Buffer
+	if err := r.WriteText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		"  steady state (without the warm-up): no workload with misses to reduce, 100.0 % less wait (over 1 workload) than torch\n",
+		"deadline-miss reduction vs torch: no workload to average over (1 left out: torch had nothing to reduce)",
+		"note: steady state (without the warm-up; not judged): no workload to average over (1 left out: ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "undefined") {
+		t.Errorf("text says undefined:\n%s", out)
+	}
+}

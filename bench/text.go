@@ -94,18 +94,19 @@ func (r *Report) WriteText(w io.Writer) error {
 
 	s := r.Summary
 	ew.printf("\nSummary:\n")
-	ew.printf("  miss_reduction_vs_torch_mean         %s (over %s)\n", pct(s.MissReductionVsTorchMean), plural(s.MissReductionWorkloads, "workload"))
-	ew.printf("  wait_reduction_vs_torch_mean         %s (over %s)\n", pct(s.WaitReductionVsTorchMean), plural(s.WaitReductionWorkloads, "workload"))
+	ew.printf("  miss_reduction_vs_torch_mean         %s\n", summaryMean(s.MissReductionVsTorchMean, s.MissReductionWorkloads, "misses"))
+	ew.printf("  wait_reduction_vs_torch_mean         %s\n", summaryMean(s.WaitReductionVsTorchMean, s.WaitReductionWorkloads, "wait"))
 	ew.printf("  throughput_ratio_vs_torch_max        %s\n", fmtX(s.ThroughputRatioVsTorchMax))
 	ew.printf("  throughput_ratio_vs_local_min_skewed %s\n", fmtX(s.ThroughputRatioVsLocalMinSkewed))
 	ew.printf("  oracle_gap_mean                      %s of wall\n", fmtPts(s.OracleGapMean))
 	if s.OracleWaitReductionVsTorchMean != nil {
-		ew.printf("  the oracle (perfect knowledge, free transfers) in helix's place: %s fewer misses, %s less wait, %s throughput at most\n",
-			pct(s.OracleMissReductionVsTorchMean), pct(s.OracleWaitReductionVsTorchMean), fmtX(s.OracleThroughputRatioVsTorchMax))
+		ew.printf("  the oracle (perfect knowledge, free transfers) in helix's place: %s, %s, %s throughput at most\n",
+			reductionText(s.OracleMissReductionVsTorchMean, "fewer misses", "misses"), reductionText(s.OracleWaitReductionVsTorchMean, "less wait", "wait"),
+			fmtX(s.OracleThroughputRatioVsTorchMax))
 	}
-	ew.printf("  steady state (without the warm-up): %s fewer misses (over %s), %s less wait (over %s) than torch\n",
-		pct(s.SteadyMissReductionVsTorchMean), plural(s.SteadyMissReductionWorkloads, "workload"),
-		pct(s.SteadyWaitReductionVsTorchMean), plural(s.SteadyWaitReductionWorkloads, "workload"))
+	ew.printf("  steady state (without the warm-up): %s, %s than torch\n",
+		reductionOver(s.SteadyMissReductionVsTorchMean, s.SteadyMissReductionWorkloads, "fewer misses", "misses"),
+		reductionOver(s.SteadyWaitReductionVsTorchMean, s.SteadyWaitReductionWorkloads, "less wait", "wait"))
 	if line := warmupFloorLine(r.Comparisons, loadersRun(r.Results)); line != "" {
 		ew.printf("  %s\n", line)
 	}
@@ -264,4 +265,33 @@ func (e *errWriter) flush(tw *tabwriter.Writer) {
 	if err := tw.Flush(); err != nil && e.err == nil {
 		e.err = err
 	}
+}
+
+// summaryMean is a summary key's mean and the workloads it is over,
+// "25.4 % (over 10 workloads)", or "null: no workload with misses to
+// reduce" (the JSON's null) when there are none.
+func summaryMean(v *float64, n int, what string) string {
+	if v == nil || n == 0 {
+		return "null: " + reductionText(nil, "", what)
+	}
+	return fmt.Sprintf("%s (over %s)", pct(v), plural(n, "workload"))
+}
+
+// reductionText is a mean reduction, "87.5 % less wait", or "no workload
+// with wait to reduce" when it is over none (torch had nothing to reduce
+// on any).
+func reductionText(v *float64, less, what string) string {
+	if v == nil {
+		return "no workload with " + what + " to reduce"
+	}
+	return pct(v) + " " + less
+}
+
+// reductionOver is reductionText with the workloads it is over, "87.5 % less
+// wait (over 2 workloads)".
+func reductionOver(v *float64, n int, less, what string) string {
+	if v == nil || n == 0 {
+		return reductionText(nil, less, what)
+	}
+	return fmt.Sprintf("%s (over %s)", reductionText(v, less, what), plural(n, "workload"))
 }
