@@ -1,0 +1,425 @@
+package spmd
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/datahelix/datahelix/collective"
+	"github.com/datahelix/datahelix/decode"
+)
+
+// ErrNoCheckpoint reports that a checkpoint directory holds no complete
+// checkpoint of a loader for the job's number of ranks (LatestCheckpoint):
+// a run asked to resume cannot, and one that resumes only when it can
+// (--resume=auto) starts from step 0.
+var ErrNoCheckpoint = errors.New("spmd: no complete checkpoint")
+
+// noCheckpointError says which loader, ranks and directory had no
+// complete checkpoint; it unwraps to ErrNoCheckpoint.
+type noCheckpointError struct {
+	msg string
+	// foreign: another number of ranks completed a step of this loader,
+	// so the directory holds a checkpoint, just not one this job may take.
+	foreign bool
+}
+
+func (e noCheckpointError) Error() string { return e.msg }
+func (e noCheckpointError) Unwrap() error { return ErrNoCheckpoint }
+
+// startsFresh reports whether err lets --resume=auto start a loader from
+// step 0: there is no checkpoint at all. A checkpoint another number of
+// ranks wrote does not: starting over would write this job's files into
+// its step directories, which no later --resume could then take, and a
+// requeue landing on another node count would restart silently each time.
+func startsFresh(err error) bool {
+	var e noCheckpointError
+	return errors.Is(err, ErrNoCheckpoint) && !(errors.As(err, &e) && e.foreign)
+}
+
+// LatestCheckpoint returns the step of the newest checkpoint of loader k
+// in dir that every rank of comm completed. A step directory missing some
+// rank's file (a job killed while saving it, or one with another number
+// of ranks) does not count: the one before it does. It is a collective
+// call: rank 0 reads the directory and broadcasts the step, so every rank
+// returns the same step, or the same error, even if their views of a
+// shared file system differ. With no complete checkpoint the error wraps
+// ErrNoCheckpoint (test with errors.Is) and is marked collective.AllRanks.
+func LatestCheckpoint(comm collective.Comm, dir string, k Kind) (int64, error) {
+	return latestCheckpointBefore(comm, dir, k, math.MaxInt64, nil)
+}
+
+// latestCheckpointBefore is LatestCheckpoint among the steps before
+// before, for a job running the loaders job (nil: unknown), whose
+// checkpoints its message does not point to as another loader's.
+func latestCheckpointBefore(comm collective.Comm, dir string, k Kind, before int64, job []Kind) (int64, error) {
+	// Rank 0's view: the step, and for the message when there is none,
+	// how many incomplete step directories, other loaders' latest step,
+	// and the newest step another number of ranks completed and theirs.
+	view := []int64{-1, 0, -1, -1, 0}
+	if comm.Rank() == 0 {
+		s := scanCheckpoints(dir, k, comm.Size(), before, job)
+		view[0], view[1], view[2], view[3], view[4] = s.latest, s.incomplete, s.other, s.foreignStep, int64(s.foreignRanks)
+	}
+	if err := bcastInt64s(comm, view); err != nil {
+		return 0, err
+	}
+	if view[0] >= 0 {
+		return view[0], nil
+	}
+	msg := fmt.Sprintf("no complete checkpoint of loader %s for %d ranks in %s", k, comm.Size(), loaderCheckpointDir(dir, k))
+	switch n := view[1]; {
+	case view[3] >= 0:
+		msg += fmt.Sprintf(" (its step %d was written by a %d-rank job; resume with -np %d)", view[3], view[4], view[4])
+	case n == 1:
+		msg += " (its one step directory lacks some rank's file: written by a job killed while saving, or by another number of ranks)"
+	case n > 1:
+		msg += fmt.Sprintf(" (each of its %d step directories lacks some rank's file: written by a job killed while saving, or by another number of ranks)", n)
+	}
+	if other := view[2]; other >= 0 {
+		msg += fmt.Sprintf(" (%s holds other loaders' checkpoints, the latest at step %d: resume with the --loader that wrote them)", dir, other)
+	}
+	return -1, collective.AllRanks(noCheckpointError{msg: msg, foreign: view[3] >= 0})
+}
+
+// bcastInt64s replaces vals on every rank of comm with rank 0's: what
+// rank 0 read of a checkpoint directory, so that every rank decides
+// alike even if their views of a shared file system differ.
+func bcastInt64s(comm collective.Comm, vals []int64) error {
+	buf := make([]byte, 0, 8*len(vals))
+	for _, v := range vals {
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(v))
+	}
+	if err := comm.Bcast(buf, 0); err != nil {
+		return err
+	}
+	for i := range vals {
+		vals[i] = int64(binary.LittleEndian.Uint64(buf[8*i:]))
+	}
+	return nil
+}
+
+// restore loads the latest checkpoint of this loader that every rank
+// completed (LatestCheckpoint) and returns its step: 0 when there is none
+// and the config resumes only if there is one (ResumeIfAny). A file that
+// does not read (truncated or emptied by a crash, damaged) on any rank
+// makes every rank fall back to the complete checkpoint before it, with
+// a line naming the file; a file of another job (loader, ranks, batch,
+// seed, dataset) on any rank is an error on every rank alike, marked
+// collective.AllRanks. Rank 0 says which step it resumes from, and which
+// newer incomplete steps it passed over.
+func (l *Loader) restore() (int64, error) {
+	var reader *Reader
+	var cost *decode.CostModel
+	step, found, err := resumeStep(l.comm, l.cfg, func(step int64) (unreadable bool, err error) {
+		reader, cost, unreadable, err = readCheckpoint(l.comm, l.ds, l.dataset, l.cfg, l.reader, step)
+		return unreadable, err
+	}, l.logf)
+	if err != nil || !found {
+		return 0, err
+	}
+	*l.reader, l.cost = *reader, cost
+	l.logf(0, "datahelix: loader %s resumes from step %d of %s\n", l.cfg.Loader, step, loaderCheckpointDir(l.cfg.CheckpointDir, l.cfg.Loader))
+	return step, nil
+}
+
+// resumeStep finds the step loader cfg.Loader resumes from: the newest
+// checkpoint every rank completed whose files every rank reads, found by
+// read (this rank's file of a step: unreadable says it is damaged, err
+// any failure), falling back past damaged ones. On logf (nil: none) each
+// rank names its damaged files, and rank 0 the incomplete steps it
+// passes over and why. found is false, with no error, when there is none
+// and cfg.ResumeIfAny starts the loader fresh; when only damaged ones are
+// left, the error (or the line of ResumeIfAny) names every rank's
+// damaged files itself, so that it says why even when logf is nil. The
+// message of no checkpoint does not tell to resume with one of
+// cfg.JobLoaders. It is a collective call, and
+// every rank returns the same step or fails alike. restore reads the
+// checkpoint it finds; CheckJob calls it first, with the same reads, so
+// that a checkpoint of another job is refused before any loader trains,
+// even one behind a damaged newer step.
+func resumeStep(comm collective.Comm, cfg Config, read func(step int64) (unreadable bool, err error), logf func(rank int, format string, args ...any)) (step int64, found bool, _ error) {
+	dir, k := cfg.CheckpointDir, cfg.Loader
+	quiet := logf == nil
+	if quiet {
+		logf = func(int, string, ...any) {}
+	}
+	var damaged []string // every rank's files that did not read, newest step first
+	before := int64(math.MaxInt64)
+	for {
+		step, err := latestCheckpointBefore(comm, dir, k, before, cfg.JobLoaders)
+		if startsFresh(err) && (cfg.ResumeIfAny || len(damaged) > 0) {
+			if len(damaged) > 0 {
+				err = fmt.Errorf("no readable checkpoint of loader %s in %s: a file of each complete step does not read (%s)",
+					k, loaderCheckpointDir(dir, k), capList(damaged, "; ", "files"))
+			}
+			if !cfg.ResumeIfAny {
+				return 0, false, collective.AllRanks(fmt.Errorf("--resume: %w", err))
+			}
+			logf(0, "datahelix: --resume=auto: %v: loader %s starts from step 0\n", err, k)
+			return 0, false, nil
+		}
+		if err != nil {
+			return 0, false, fmt.Errorf("--resume: %w", err)
+		}
+		// From here to the file read every rank holds the same step: its
+		// errors are every rank's.
+		if step >= int64(cfg.Steps) {
+			return 0, false, collective.AllRanks(fmt.Errorf("--resume: the checkpoint in %s is at step %d, at or past --steps %d: nothing to run",
+				loaderCheckpointDir(dir, k), step, cfg.Steps))
+		}
+		if !quiet && comm.Rank() == 0 {
+			for _, s := range incompleteSteps(dir, k, comm.Size(), step, before) {
+				logf(0, "datahelix: --resume: loader %s passes over step %d of %s: %s\n", k, s.step, loaderCheckpointDir(dir, k), s.why)
+			}
+		}
+		unreadable, err := read(step)
+		if unreadable {
+			logf(-1, "datahelix: rank %d: --resume: %v: trying the checkpoint before step %d\n", comm.Rank(), err, step)
+		}
+		bad, err := agreeOnCheckpoint(comm, unreadable, err)
+		if err != nil {
+			return 0, false, err
+		}
+		if len(bad) == 0 {
+			return step, true, nil
+		}
+		damaged = append(damaged, bad...)
+		before = step
+	}
+}
+
+// maxListed is how many items capList lists before saying how many more.
+const maxListed = 8
+
+// capList joins items with sep, the first maxListed of them, then says
+// how many more (of what) there are.
+func capList(items []string, sep, what string) string {
+	if len(items) <= maxListed {
+		return strings.Join(items, sep)
+	}
+	return strings.Join(items[:maxListed], sep) + fmt.Sprintf("%sand %d more %s", sep, len(items)-maxListed, what)
+}
+
+// plural is word, with an s unless n is 1.
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+// agreeOnCheckpoint has the ranks agree on what their reads of one
+// step's checkpoint found. A file of another job (another loader, number
+// of ranks, batch, seed or dataset), or one a rank cannot read at all,
+// is an error on every rank alike (collective.AllRanks), the lowest such
+// rank's, since falling back would not help; otherwise damaged holds the
+// errors of the ranks whose file is unreadable (damaged), in rank order,
+// on every rank: if there are any, every rank tries the step before. err
+// is this rank's error from readCheckpoint, unreadable whether it is the
+// file's damage.
+func agreeOnCheckpoint(comm collective.Comm, unreadable bool, err error) (damaged []string, _ error) {
+	mine := []byte{'.'}
+	switch {
+	case err != nil && !unreadable:
+		mine = append([]byte{'x'}, err.Error()...)
+	case err != nil:
+		mine = append([]byte{'u'}, err.Error()...)
+	}
+	all, gerr := comm.AllgatherVar(mine)
+	if gerr != nil {
+		return nil, gerr
+	}
+	for r, m := range all {
+		switch {
+		case len(m) == 0 || m[0] != 'x':
+			if len(m) > 0 && m[0] == 'u' {
+				damaged = append(damaged, string(m[1:]))
+			}
+		case r == comm.Rank():
+			return nil, collective.AllRanks(err)
+		default:
+			return nil, collective.AllRanks(errors.New(string(m[1:])))
+		}
+	}
+	return damaged, nil
+}
+
+// logf writes to the config's log on rank (every rank when rank is -1).
+func (l *Loader) logf(rank int, format string, args ...any) {
+	if l.cfg.Log != nil && (rank < 0 || l.comm.Rank() == rank) {
+		fmt.Fprintf(l.cfg.Log, format, args...)
+	}
+}
+
+// readCheckpoint reads this rank's checkpoint of step of loader
+// cfg.Loader into a copy of reader (the rank's fresh reader) and a new
+// cost model. unreadable says the error is the file's content (it does
+// not parse, or its states are inconsistent), not that it cannot be read
+// or another job wrote it; dataset is datasetHash(ds).
+func readCheckpoint(comm collective.Comm, ds *decode.Dataset, dataset uint64, cfg Config, reader *Reader, step int64) (_ *Reader, cost *decode.CostModel, unreadable bool, err error) {
+	st, path, unreadable, err := readCheckpointState(comm, ds, dataset, cfg, step)
+	if err != nil {
+		return nil, nil, unreadable, err
+	}
+	r := *reader
+	if err := r.UnmarshalJSON(st.Reader); err != nil {
+		return nil, nil, true, fmt.Errorf("%s: %w", path, err)
+	}
+	cost = decode.NewCostModel(nil)
+	if err := cost.UnmarshalJSON(st.Cost); err != nil {
+		return nil, nil, true, fmt.Errorf("%s: cost model: %w", path, err)
+	}
+	return &r, cost, false, nil
+}
+
+// readCheckpointState reads this rank's checkpoint of step of loader
+// cfg.Loader and checks that this run can resume from it. unreadable
+// and err are as readCheckpoint's; dataset is datasetHash(ds).
+func readCheckpointState(comm collective.Comm, ds *decode.Dataset, dataset uint64, cfg Config, step int64) (st checkpointState, path string, unreadable bool, err error) {
+	k := cfg.Loader
+	path = checkpointPath(cfg.CheckpointDir, k, step, comm.Rank())
+	data, err := os.ReadFile(path)
+	if err != nil {
+		// Not the file's damage (it is missing, unreadable, the disk
+		// fails): falling back would walk past every checkpoint.
+		return st, path, false, fmt.Errorf("--resume: %w", err)
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		return st, path, true, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := checkpointFields(data, st.Version); err != nil {
+		return st, path, true, fmt.Errorf("%s: %w", path, err)
+	}
+	switch {
+	case st.Version != checkpointVersion:
+		err = fmt.Errorf("--resume: %s: version %d, this binary reads %d", path, st.Version, checkpointVersion)
+	case st.Loader != k.String():
+		err = fmt.Errorf("--resume: %s was written by loader %q, this run's loader is %s", path, st.Loader, k)
+	case st.Step != step:
+		return st, path, true, fmt.Errorf("%s holds step %d, its directory says %d", path, st.Step, step)
+	case st.Ranks != comm.Size() || st.Rank != comm.Rank():
+		err = fmt.Errorf("--resume: %s was written by rank %d of %d", path, st.Rank, st.Ranks)
+	case st.Batch != cfg.Batch || st.Seed != cfg.Seed || st.Shards != len(ds.Shards):
+		err = fmt.Errorf("--resume: %s was written with batch %d, seed %d, %d shards; this run has %d, %d, %d",
+			path, st.Batch, st.Seed, st.Shards, cfg.Batch, cfg.Seed, len(ds.Shards))
+	case st.Dataset != 0 && st.Dataset != dataset:
+		err = fmt.Errorf("--resume: %s was written reading another dataset (other shard names or sample counts) than --data %s",
+			path, filepath.Dir(ds.Shards[0].Path()))
+	}
+	return st, path, false, err
+}
+
+// checkpointFields checks that data, a JSON value that unmarshals into a
+// checkpointState of the given version, is one a checkpoint wrote: an
+// object with a version, and, of this binary's version, every field it
+// writes (dataset aside, which older files lack). A file without them is
+// damaged (some other JSON written over it), not a file of another
+// version or job, which its own version or fields would say.
+func checkpointFields(data []byte, version int) error {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil || fields == nil {
+		return errors.New("not a checkpoint (not a JSON object)")
+	}
+	if v, ok := fields["version"]; !ok || string(v) == "null" {
+		return errors.New("not a checkpoint (no version field)")
+	}
+	if version != checkpointVersion {
+		return nil // another version's fields are its own
+	}
+	var missing []string
+	for _, f := range checkpointRequired {
+		if v, ok := fields[f]; !ok || string(v) == "null" {
+			missing = append(missing, f)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("not a checkpoint (no %s %s)", strings.Join(missing, ", "), plural(len(missing), "field"))
+	}
+	return nil
+}
+
+// checkpointRequired are the JSON fields besides version that every
+// checkpoint of checkpointVersion holds: checkpointState's but dataset.
+var checkpointRequired = []string{"step", "rank", "ranks", "loader", "batch", "seed", "shards", "reader", "cost_model"}
+
+// checkStartCheckpoints checks the checkpoint directory for the loaders
+// of a job before the first of them runs (CheckJob), so that a job that
+// cannot use it fails at start, not after hours of another loader's
+// training. A run asked to resume (cfg.Resume without ResumeIfAny) needs
+// a complete checkpoint of every loader, before --steps, that this job
+// wrote (its loader, ranks, batch, seed and dataset); one with
+// ResumeIfAny, as each loader finds it, but the ones it finds must be
+// this job's too. A new run that will save
+// checkpoints (cfg.Resume false) must not write them among an earlier
+// run's: a later --resume would take the earlier run's newer steps for
+// this run's. Rank 0 reads the directory; every rank returns the same
+// error, marked collective.AllRanks.
+func checkStartCheckpoints(comm collective.Comm, ds *decode.Dataset, cfg Config, kinds []Kind) error {
+	dir := cfg.CheckpointDir
+	if dir == "" {
+		return nil
+	}
+	if cfg.Resume {
+		// Each loader's walk as restore will make it, with the same
+		// reads, quietly (restore says what it passes over; an error
+		// names the damaged files itself): another job's checkpoint
+		// (batch, seed, dataset...) on any rank fails now, even behind a
+		// damaged newer step. No checkpoint of a loader points to the
+		// other loaders' only if they are not this job's.
+		if err := cfg.setDefaults(); err != nil {
+			return collective.AllRanks(err)
+		}
+		reader, err := newRankReader(comm, ds, cfg)
+		if err != nil {
+			return err
+		}
+		hash := datasetHash(ds)
+		for _, k := range kinds {
+			c := cfg
+			c.Loader, c.JobLoaders = k, kinds
+			_, _, err := resumeStep(comm, c, func(step int64) (bool, error) {
+				_, _, unreadable, err := readCheckpoint(comm, ds, hash, c, reader, step)
+				return unreadable, err
+			}, nil)
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if !cfg.SavesCheckpoints() {
+		return nil
+	}
+	// Rank 0's view: the newest step of each loader with a checkpoint
+	// file of some rank, complete or not, or -1.
+	newest := make([]int64, len(kinds))
+	for i, k := range kinds {
+		newest[i] = -1
+		if comm.Rank() != 0 {
+			continue
+		}
+		for _, s := range checkpointSteps(dir, k) {
+			if len(stepFiles(dir, k, s)) > 0 {
+				newest[i] = s
+				break
+			}
+		}
+	}
+	if err := bcastInt64s(comm, newest); err != nil {
+		return err
+	}
+	for i, k := range kinds {
+		if step := newest[i]; step >= 0 {
+			ld := loaderCheckpointDir(dir, k)
+			return collective.AllRanks(fmt.Errorf("--checkpoint-dir %s: %s holds checkpoints of an earlier run, the newest at step %d, which a later --resume would take for this run's: pass --resume to continue that run, or remove %s or pick another --checkpoint-dir",
+				dir, ld, step, ld))
+		}
+	}
+	return nil
+}
