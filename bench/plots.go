@@ -300,8 +300,19 @@ func (t *timelineBars) Plot(c draw.Canvas, p *plot.Plot) {
 	for _, r := range t.recs {
 		req, del := float64(r.RequestUS)/1e6, float64(r.DeliverUS)/1e6
 		box(waitColor, r.Rank, req, del)
-		box(computeColor, r.Rank, del, del+float64(r.ComputeUS)/1e6)
+		box(computeColor, r.Rank, del, del+float64(gpuBusyUS(r))/1e6)
 	}
+}
+
+// gpuBusyUS is the time r's GPU computed its batch, drawn blue: the
+// simulated GPU's modelled compute (GPUUS) when the record has it, not
+// ComputeUS, which in a real run lasts until the next request and so also
+// holds the time the rank idled in the gradient allreduce, left white.
+func gpuBusyUS(r spmd.StepRecord) int64 {
+	if r.GPUUS > 0 && r.GPUUS < r.ComputeUS {
+		return r.GPUUS
+	}
+	return r.ComputeUS
 }
 
 func (t *timelineBars) DataRange() (xmin, xmax, ymin, ymax float64) {

@@ -1,0 +1,46 @@
+package bench
+
+import (
+	"testing"
+
+	"github.com/datahelix/datahelix/spmd"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+// TestTimelineLeavesAllreduceWhite checks that the timeline draws a real
+// run's GPU compute from the simulated GPU's modelled time (gpu_us), not
+// from compute_us, which in a real run lasts until the next request and
+// holds the rank's idle time in the gradient allreduce: that time is left
+// white, as the figure's axis says, not drawn as computing. One rank,
+// two steps: waiting 1 s, computing 1 s then idle 3 s; waiting 1 s,
+// computing 1 s. Blue and red then cover as much of the image (their
+// legend swatches are the same size); drawn from compute_us, blue covered
+// 2.5 times red.
+func TestTimelineLeavesAllreduceWhite(t *testing.T) {
+	const s = 1_000_000
+	recs := []spmd.StepRecord{
+		{Step: 0, RequestUS: 0, DeliverUS: 1 * s, ComputeUS: 4 * s, GPUUS: 1 * s},
+		{Step: 1, RequestUS: 5 * s, DeliverUS: 6 * s, ComputeUS: 1 * s, GPUUS: 1 * s},
+	}
+	p := timelinePlot(Timeline{Workload: "w", Loader: "helix", Ranks: 1, Records: recs}, "ctx")
+	img := vgimg.NewWith(vgimg.UseWH(8*vg.Inch, 3*vg.Inch), vgimg.UseDPI(PlotDPI))
+	p.Draw(draw.New(img))
+	blue, red := countColor(img.Image(), computeColor), countColor(img.Image(), waitColor)
+	if red < 100 {
+		t.Fatalf("%d red pixels: the waits were not drawn", red)
+	}
+	if ratio := float64(blue) / float64(red); ratio < 0.8 || ratio > 1.25 {
+		t.Errorf("blue (computing) covers %.2fx the red (waiting), want about 1: the allreduce's idle time was drawn as computing", ratio)
+	}
+	// A simulated run's records (gpu_us equal to compute_us) draw as before.
+	for _, r := range recs {
+		if got := gpuBusyUS(spmd.StepRecord{ComputeUS: r.GPUUS, GPUUS: r.GPUUS}); got != r.GPUUS {
+			t.Errorf("gpuBusyUS of a simulated record = %d, want its compute %d", got, r.GPUUS)
+		}
+	}
+	if got := gpuBusyUS(spmd.StepRecord{ComputeUS: 7}); got != 7 {
+		t.Errorf("gpuBusyUS without gpu_us = %d, want compute_us 7", got)
+	}
+}
