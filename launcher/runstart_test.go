@@ -87,7 +87,7 @@ func TestRunShardSplitRefusedOnce(t *testing.T) {
 		ranks, want string
 	}{
 		{"3", "datahelix: spmd: 8 shards do not split evenly over 3 ranks (shard i goes to rank i mod 3): use a rank count that divides 8, or reshard"},
-		{"16", "datahelix: spmd: 8 shards cannot feed 16 ranks: every rank needs at least one shard (shard i goes to rank i mod 16)"},
+		{"16", "datahelix: spmd: 8 shards cannot feed 16 ranks: every rank needs at least one shard (shard i goes to rank i mod 16): use a rank count that divides 8, or reshard"},
 	} {
 		code, stdout, stderr := runMain(fastRun(data, "--ranks", c.ranks, "--steps", "2")...)
 		oneLine(t, "--ranks "+c.ranks, code, stdout, stderr, 1, c.want)

@@ -79,7 +79,14 @@ func splitError(n, ranks int) error {
 	case ranks < 1:
 		return fmt.Errorf("spmd: %d ranks", ranks)
 	case n < ranks:
-		return fmt.Errorf("spmd: %d shards cannot feed %d ranks: every rank needs at least one shard (shard i goes to rank i mod %d)", n, ranks, ranks)
+		hint := ""
+		switch {
+		case n == 1:
+			hint = ": use 1 rank, or reshard"
+		case n > 1:
+			hint = fmt.Sprintf(": use a rank count that divides %d, or reshard", n)
+		}
+		return fmt.Errorf("spmd: %d %s cannot feed %d ranks: every rank needs at least one shard (shard i goes to rank i mod %d)%s", n, plural(n, "shard"), ranks, ranks, hint)
 	case n%ranks != 0:
 		return fmt.Errorf("spmd: %d shards do not split evenly over %d ranks (shard i goes to rank i mod %d): use a rank count that divides %d, or reshard", n, ranks, ranks, n)
 	}

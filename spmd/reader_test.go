@@ -94,7 +94,7 @@ func TestReaderRejectsUnevenSplit(t *testing.T) {
 	if _, err := NewReader([]int{1, 1, 1}, 0, 2, 1, 1); err == nil || !strings.Contains(err.Error(), "3 shards do not split evenly over 2 ranks") {
 		t.Errorf("got %v", err)
 	}
-	if _, err := NewReader([]int{1}, 0, 2, 1, 1); err == nil || !strings.Contains(err.Error(), "1 shards cannot feed 2 ranks") {
+	if _, err := NewReader([]int{1}, 0, 2, 1, 1); err == nil || !strings.Contains(err.Error(), "1 shard cannot feed 2 ranks: every rank needs at least one shard (shard i goes to rank i mod 2): use 1 rank, or reshard") {
 		t.Errorf("got %v", err)
 	}
 }
