@@ -1,0 +1,125 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+
+	"github.com/datahelix/datahelix/spmd"
+)
+
+// printTable prints the loaders side by side, then how the last loader
+// compares with the first (helix against torch by default).
+func printTable(w io.Writer, rs []spmd.Summary, ranks int, f *runFlags) {
+	if len(rs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n%d ranks x %d workers, batch %d per rank, %d steps, F=%d S=%d\n",
+		ranks, f.cfg.Workers, f.cfg.Batch, f.cfg.Steps, f.cfg.Decode.Frames, f.cfg.Decode.Size)
+	for _, s := range rs {
+		if s.FirstStep > 0 {
+			fmt.Fprintf(w, "loader %s resumed at step %d: its figures and batches hash cover steps %d-%d only\n",
+				s.Loader, s.FirstStep, s.FirstStep, s.FirstStep+s.Steps-1)
+		}
+	}
+	row := func(name string, val func(s spmd.Summary) string) {
+		fmt.Fprintf(w, "%-22s", name)
+		for _, s := range rs {
+			fmt.Fprintf(w, " %14s", val(s))
+		}
+		fmt.Fprintln(w)
+	}
+	row("loader", func(s spmd.Summary) string { return s.Loader })
+	row("deadline misses", func(s spmd.Summary) string { return fmt.Sprintf("%d (%.1f%%)", s.Misses, 100*s.MissRate) })
+	// The mean rank's wait, so that seconds / wall time gives the fraction
+	// beside it (the JSON's gpu_wait_s is summed over ranks).
+	row("GPU wait per rank", func(s spmd.Summary) string {
+		return fmt.Sprintf("%.2fs (%.1f%%)", s.GPUWaitS/float64(max(s.Ranks, 1)), 100*s.GPUWaitFrac)
+	})
+	row("throughput", func(s spmd.Summary) string { return fmt.Sprintf("%.1f samples/s", s.ThroughputSPS) })
+	row("wall time", func(s spmd.Summary) string { return fmt.Sprintf("%.2fs", s.WallS) })
+	warm := rs[0].WarmupSteps
+	// A loader with no step after the warm-up (a resumed one may have
+	// few) shows n/a there; the rows show when any loader has one.
+	steady := func(s spmd.Summary) bool { return s.Steps > s.WarmupSteps }
+	if slices.ContainsFunc(rs, steady) {
+		steadyRow := func(name string, val func(s spmd.Summary) string) {
+			row(name, func(s spmd.Summary) string {
+				if !steady(s) {
+					return "n/a"
+				}
+				return val(s)
+			})
+		}
+		steadyRow(fmt.Sprintf("after %d steps: misses", warm), func(s spmd.Summary) string { return fmt.Sprintf("%.1f%%", 100*s.SteadyMissRate) })
+		steadyRow("             GPU wait", func(s spmd.Summary) string { return fmt.Sprintf("%.1f%%", 100*s.SteadyGPUWaitFrac) })
+		steadyRow("             throughput", func(s spmd.Summary) string { return fmt.Sprintf("%.1f samples/s", s.SteadyThroughputSPS) })
+	}
+	row("moved per step", func(s spmd.Summary) string { return fmt.Sprintf("%.0f KiB", s.BytesMovedPerStep/1024) })
+	row("plan p50", func(s spmd.Summary) string { return fmt.Sprintf("%.0f µs", s.PlanUSP50) })
+	row("allgather p50", func(s spmd.Summary) string { return fmt.Sprintf("%.0f µs", s.AllgatherUSP50) })
+	row("cost model MAPE", func(s spmd.Summary) string {
+		if s.CostMAPE == nil {
+			return "n/a"
+		}
+		return fmt.Sprintf("%.1f%%", 100**s.CostMAPE)
+	})
+	row("dropped samples", func(s spmd.Summary) string { return fmt.Sprint(s.DroppedSamples) })
+	row("damaged samples", func(s spmd.Summary) string { return fmt.Sprint(s.DamagedSamples) })
+	row("peak RSS", func(s spmd.Summary) string { return fmt.Sprintf("%.0f MiB", float64(s.PeakRSSBytes)/(1<<20)) })
+	row("batches hash", func(s spmd.Summary) string { return s.BatchesHash })
+	if len(rs) > 1 {
+		a, b := rs[0], rs[len(rs)-1]
+		fmt.Fprintf(w, "\n%s vs %s: %s, %s, throughput %.2fx\n", b.Loader, a.Loader,
+			change("misses", a.MissRate, b.MissRate), change("GPU wait", a.GPUWaitFrac, b.GPUWaitFrac), b.ThroughputSPS/max(a.ThroughputSPS, 1e-9))
+		if a.FirstStep != b.FirstStep {
+			fmt.Fprintf(w, "(over different steps: %s from step %d, %s from step %d)\n", a.Loader, a.FirstStep, b.Loader, b.FirstStep)
+		}
+		switch left := min(a.Steps, b.Steps) - warm; {
+		case !steady(a) || !steady(b):
+		case left < minCompareSteps:
+			fmt.Fprintf(w, "after the first %d steps (the warm-up, one planning horizon): %d steps, too few to compare (run more --steps)\n", warm, left)
+		default:
+			fmt.Fprintf(w, "after the first %d steps (the warm-up, one planning horizon): %s, %s, throughput %.2fx\n", warm,
+				change("misses", a.SteadyMissRate, b.SteadyMissRate), change("GPU wait", a.SteadyGPUWaitFrac, b.SteadyGPUWaitFrac),
+				b.SteadyThroughputSPS/max(a.SteadyThroughputSPS, 1e-9))
+		}
+	}
+}
+
+// minCompareSteps is the fewest steps after the warm-up for which the
+// table compares the loaders' steady-state figures: over one or two steps
+// the ratio of two tiny waits is noise.
+const minCompareSteps = 5
+
+// change says how the fraction named went from a to b, with both
+// values, "GPU wait 0.7% → 1.4% (+100.0%)": a relative change alone
+// reads as a verdict even when both are a small part of the wall time.
+// The change is that of the values as printed (to 0.1 %), so that the
+// line never says "0.1% → 0.1% (+100.0%)".
+func change(name string, a, b float64) string {
+	// As the table prints it (%.1f of the percentage, which rounds a
+	// half to even: 0.2625 is 26.2%), not math.Round's half up.
+	round := func(x float64) float64 {
+		v, _ := strconv.ParseFloat(strconv.FormatFloat(100*x, 'f', 1, 64), 64)
+		return v / 100
+	}
+	a, b = round(a), round(b)
+	return fmt.Sprintf("%s %.1f%% → %.1f%% (%s)", name, 100*a, 100*b, reduction(a, b))
+}
+
+// reduction says how much smaller the fraction b is than a, as "-67.8%".
+// Fractions that both print as 0.0% are "same": a ratio of two values
+// below the table's precision would be noise (0.00001 against 0.00006 is
+// "+500%").
+func reduction(a, b float64) string {
+	const tiny = 0.0005 // rounds to 0.0%
+	switch {
+	case a < tiny && b < tiny:
+		return "same"
+	case a < tiny:
+		return "more"
+	}
+	return fmt.Sprintf("%+.1f%%", 100*(b-a)/a)
+}
