@@ -102,8 +102,8 @@ func runGen(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 
 // checkGenFlags checks --samples, --shards, --duration-scale and
 // --size-scale against gen's bounds, naming the flag, before any work
-// (a count that cannot be met ran out of memory, a scale beyond the
-// encoders' limits failed in ffmpeg after the first samples).
+// (a count that cannot be met ran out of memory, a scale beyond what
+// datahelix decodes wrote samples run refused).
 func checkGenFlags(samples, shards int, durScale, sizeScale float64) error {
 	switch {
 	case samples > gen.MaxSamples:
@@ -117,7 +117,7 @@ func checkGenFlags(samples, shards int, durScale, sizeScale float64) error {
 		return usagef("gen: --duration-scale %v: want a number in 0..%v (0: the preset's default; clips are capped at 3600 s, and no preset's is shorter than 1 s)",
 			durScale, gen.MaxDurationScale)
 	case !(sizeScale >= 0 && sizeScale <= gen.MaxSizeScale):
-		return usagef("gen: --size-scale %v: want a number in 0..%v (0: 1; beyond %v the largest pictures, 3840 px web images, exceed WebP's 16383 px limit)",
+		return usagef("gen: --size-scale %v: want a number in 0..%v (0: 1; at most %v, so that the largest pictures, 3840 px web images, stay within the 8192 x 8192 pixels datahelix decodes, which run would refuse them beyond)",
 			sizeScale, gen.MaxSizeScale, gen.MaxSizeScale)
 	}
 	return nil

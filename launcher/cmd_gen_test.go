@@ -121,10 +121,10 @@ func TestGenFlagBounds(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--preset", "laion", "--samples", "1", "--size-scale", "NaN"}, "--size-scale NaN: want a number in 0..4"},
-		{[]string{"--preset", "laion", "--samples", "1", "--size-scale", "Inf"}, "--size-scale +Inf: want a number in 0..4"},
-		{[]string{"--preset", "laion", "--samples", "1", "--size-scale", "100"}, "--size-scale 100: want a number in 0..4"},
-		{[]string{"--preset", "laion", "--samples", "1", "--size-scale", "4.5"}, "beyond 4 the largest pictures, 3840 px web images, exceed WebP's 16383 px limit"},
+		{[]string{"--preset", "laion", "--samples", "1", "--size-scale", "NaN"}, "--size-scale NaN: want a number in 0..2"},
+		{[]string{"--preset", "laion", "--samples", "1", "--size-scale", "Inf"}, "--size-scale +Inf: want a number in 0..2"},
+		{[]string{"--preset", "laion", "--samples", "1", "--size-scale", "100"}, "--size-scale 100: want a number in 0..2"},
+		{[]string{"--preset", "laion", "--samples", "1", "--size-scale", "2.5"}, "at most 2, so that the largest pictures, 3840 px web images, stay within the 8192 x 8192 pixels datahelix decodes"},
 		{[]string{"--preset", "kinetics", "--samples", "1", "--duration-scale", "Inf"}, "--duration-scale +Inf: want a number in 0..3600"},
 		{[]string{"--preset", "kinetics", "--samples", "1", "--duration-scale", "NaN"}, "--duration-scale NaN: want a number in 0..3600"},
 		{[]string{"--preset", "kinetics", "--samples", "1", "--duration-scale", "-1"}, "--duration-scale -1: want"},

@@ -110,13 +110,15 @@ const (
 	// a hundred thousand shard files is more than any dataset here needs.
 	MaxShards = 100_000
 	// MaxSizeScale bounds Config.SizeScale so that every picture stays
-	// within what the encoders take: the largest pictures are LAION's
-	// web images, up to 3840 px on the long side (laion and interleaved
-	// presets), which at 4x are 15360 px, below libwebp's limit of 16383
-	// px a side (JPEG and PNG take up to 65535); the largest clips, 1280x720
-	// (panda70m, activitynet), are 5120x2880 at 4x, which libx264,
-	// libx265 and libvpx-vp9 encode (AV1 clips are capped at 426x240).
-	MaxSizeScale = 4.0
+	// within what datahelix decodes (decode.DefaultLimits: a clip's
+	// picture up to 4096 x 2304 pixels, an image up to 8192 x 8192): the
+	// largest pictures are LAION's web images, up to 3840 px on the long
+	// side and square at most (laion and interleaved presets), 7680 x
+	// 7680 at 2x (about 2.13x would pass the limit); the largest clips,
+	// 1280x720 (panda70m, activitynet), are 2560x1440 at 2x. A larger
+	// scale wrote datasets whose samples run refused: every clip of
+	// panda70m at 4x.
+	MaxSizeScale = 2.0
 	// MaxDurationScale bounds Config.DurationScale: clips are capped at
 	// 3600 s, and no preset draws a clip shorter than 1 s before
 	// scaling, so beyond 3600x every clip would be an hour long.
