@@ -134,7 +134,9 @@ func ShardPaths(pathOrGlob string) ([]string, error) {
 		var paths, compressed []string
 		for _, e := range entries {
 			switch {
-			case strings.HasSuffix(e.Name(), ".tar"):
+			case strings.HasSuffix(strings.ToLower(e.Name()), ".tar"):
+				// In any letter case, as IsShardName takes a shard named
+				// alone or by a glob: a.tar beside B.TAR is two shards.
 				paths = append(paths, filepath.Join(pathOrGlob, e.Name()))
 			case compressedTarSuffix(e.Name()) != "":
 				compressed = append(compressed, e.Name())

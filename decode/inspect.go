@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -97,7 +98,8 @@ var ErrSamplesFailed = errors.New("decode: some samples have no usable record")
 
 // Inspect reads every sample of the datasets at paths (directories, globs
 // or tar files, as OpenDataset takes them; a clip or picture given alone,
-// IsMediaFile, is a one-member sample), builds its record and calls
+// IsMediaFile, or matched by a glob, ExpandMediaGlob, is a one-member
+// sample), builds its record and calls
 // visit with its summary, in shard and index order. A sample whose bytes
 // cannot be read or whose record cannot be built is visited with Error
 // set — never skipped — and Inspect then returns an error wrapping
@@ -112,21 +114,23 @@ func Inspect(ctx context.Context, paths []string, cacheDir string, m *CostModel,
 		}
 		return visit(s)
 	}
-	for _, p := range paths {
-		if IsMediaFile(p) {
-			if err := inspectFile(p, m, count); err != nil {
+	for _, arg := range paths {
+		for _, p := range ExpandMediaGlob(arg) {
+			if IsMediaFile(p) {
+				if err := inspectFile(p, m, count); err != nil {
+					return err
+				}
+				continue
+			}
+			ds, err := OpenDataset(p, cacheDir)
+			if err != nil {
 				return err
 			}
-			continue
-		}
-		ds, err := OpenDataset(p, cacheDir)
-		if err != nil {
-			return err
-		}
-		err = inspectDataset(ctx, ds, m, count)
-		ds.Close()
-		if err != nil {
-			return err
+			err = inspectDataset(ctx, ds, m, count)
+			ds.Close()
+			if err != nil {
+				return err
+			}
 		}
 	}
 	if failed > 0 {
@@ -152,6 +156,24 @@ func IsMediaFile(path string) bool {
 	}
 	st, err := os.Stat(path)
 	return err == nil && st.Mode().IsRegular()
+}
+
+// ExpandMediaGlob returns the paths a dataset argument stands for when
+// clips and pictures may be given alone: the sorted matches of a glob
+// that matches a media file (IsMediaFile), each a path of its own, so
+// that 'clips/*.mp4' is every clip and 'dir/*' its shards and media
+// files; otherwise the argument itself, which OpenDataset takes (a
+// directory, a glob of shards, a shard, or a path that names nothing,
+// which it reports).
+func ExpandMediaGlob(arg string) []string {
+	if _, err := os.Stat(arg); err == nil || !hasMeta(arg) {
+		return []string{arg}
+	}
+	matches, err := ShardPaths(arg)
+	if err != nil || !slices.ContainsFunc(matches, IsMediaFile) {
+		return []string{arg}
+	}
+	return matches
 }
 
 // inspectFile visits the summary of the media file at path, read as the

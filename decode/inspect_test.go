@@ -178,6 +178,18 @@ func TestInspectMediaFiles(t *testing.T) {
 	if e := got[3].Error; !strings.Contains(e, "file "+old) || !strings.Contains(e, "video codec mpeg2video") {
 		t.Errorf("refused file's error %q, want it to name the file and the codec", e)
 	}
+	// A glob matching media files takes each alone, and its shards as
+	// shards, in name order; a glob of shards alone is a dataset.
+	for glob, want := range map[string]string{"*": "clip old pic k", "[cop]*": "clip old pic", "*.tar": "k"} {
+		var keys []string
+		Inspect(context.Background(), []string{filepath.Join(dir, glob)}, t.TempDir(), NewCostModel(nil), func(s RecordSummary) error {
+			keys = append(keys, s.Key)
+			return nil
+		})
+		if strings.Join(keys, " ") != want {
+			t.Errorf("Inspect(%s): keys %q, want %q", glob, keys, want)
+		}
+	}
 	for path, want := range map[string]bool{clip: true, pic: true, shard: false, dir: false, filepath.Join(dir, "none.mp4"): false, writeFile(t, dir, "notes.txt", []byte("x")): false} {
 		if IsMediaFile(path) != want {
 			t.Errorf("IsMediaFile(%s) = %v, want %v", path, !want, want)

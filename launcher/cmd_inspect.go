@@ -121,20 +121,32 @@ func display(s decode.RecordSummary) string {
 // which inspect's table cannot show) and returns the shards without a
 // sample. A path that cannot be opened is skipped: Inspect reports it.
 func printShardWarnings(w io.Writer, paths []string, indexDir string) (empty []string) {
-	for _, p := range paths {
-		ds, err := decode.OpenDataset(p, indexDir)
-		if err != nil {
-			continue
-		}
-		for _, sw := range ds.Warnings() {
-			printWarningLines(w, sw)
-		}
-		for _, sh := range ds.Shards {
-			if sh.Len() == 0 {
-				empty = append(empty, sh.Path())
+	for _, arg := range paths {
+		for _, p := range decode.ExpandMediaGlob(arg) {
+			if !decode.IsMediaFile(p) {
+				empty = append(empty, shardWarnings(w, p, indexDir)...)
 			}
 		}
-		ds.Close()
+	}
+	return empty
+}
+
+// shardWarnings prints the index warnings of the shards of the dataset
+// path p and returns those without a sample; nothing when it cannot be
+// opened (Inspect then reports it).
+func shardWarnings(w io.Writer, p, indexDir string) (empty []string) {
+	ds, err := decode.OpenDataset(p, indexDir)
+	if err != nil {
+		return nil
+	}
+	defer ds.Close()
+	for _, sw := range ds.Warnings() {
+		printWarningLines(w, sw)
+	}
+	for _, sh := range ds.Shards {
+		if sh.Len() == 0 {
+			empty = append(empty, sh.Path())
+		}
 	}
 	return empty
 }
