@@ -161,7 +161,7 @@ func TestPlots(t *testing.T) {
 // were told apart by colour alone) and says what the wait leaves out.
 func TestPlotLayout(t *testing.T) {
 	for _, ranks := range []int{8, 64} {
-		p := timelinePlot(Timeline{Workload: "w", Loader: "helix", Ranks: ranks}, "ctx")
+		p := timelinePlot(Timeline{Workload: "w", Loader: "helix", Ranks: ranks}, "ctx", false)
 		if top := float64(ranks) - 0.5; p.Y.Max < top+1 {
 			t.Errorf("%d ranks: Y axis ends at %v, want a row or more of head room above %v", ranks, p.Y.Max, top)
 		}

@@ -164,7 +164,10 @@ func goals(r *Report) []Goal {
 	if bounded > 0 {
 		g.Status = status(len(over) == 0)
 	} else {
-		g.Figure = "no workload with the oracle run (--real has none)"
+		g.Figure = "no workload with the oracle run"
+		if r.Mode == "real" {
+			g.Figure += " (--real has none)"
+		}
 	}
 	out = append(out, g)
 

@@ -92,7 +92,7 @@ func (r *Report) WritePlots(dir, timeline string) ([]string, error) {
 	timeline = r.TimelineWorkload(timeline)
 	var row []*plot.Plot
 	for _, t := range r.timelines(timeline) {
-		row = append(row, timelinePlot(t, r.runContext()))
+		row = append(row, timelinePlot(t, r.runContext(), r.Mode == "real"))
 	}
 	sameAxes(row)
 	path = filepath.Join(dir, "timeline_"+timeline+".png")
@@ -279,6 +279,7 @@ func (r *Report) waitBars(workloads, loaders []string, title string, widthIn flo
 type timelineBars struct {
 	recs       []spmd.StepRecord
 	ranks      int
+	real       bool // records of a real run (gpuBusyUS)
 	xmin, xmax float64
 }
 
@@ -300,17 +301,18 @@ func (t *timelineBars) Plot(c draw.Canvas, p *plot.Plot) {
 	for _, r := range t.recs {
 		req, del := float64(r.RequestUS)/1e6, float64(r.DeliverUS)/1e6
 		box(waitColor, r.Rank, req, del)
-		box(computeColor, r.Rank, del, del+float64(gpuBusyUS(r))/1e6)
+		box(computeColor, r.Rank, del, del+float64(gpuBusyUS(r, t.real))/1e6)
 	}
 }
 
-// gpuBusyUS is the time r's GPU computed its batch, drawn blue: the
-// simulated GPU's modelled compute (GPUUS) when the record has it, not
-// ComputeUS, which in a real run lasts until the next request and so also
-// holds the time the rank idled in the gradient allreduce, left white.
-func gpuBusyUS(r spmd.StepRecord) int64 {
-	if r.GPUUS > 0 && r.GPUUS < r.ComputeUS {
-		return r.GPUUS
+// gpuBusyUS is the time r's GPU computed its batch, drawn blue: in a real
+// run, the simulated GPU's modelled compute (GPUUS, 0 when the --gpu-*
+// flags model none), not ComputeUS, which lasts until the next request
+// and so also holds the time the rank idled in the gradient allreduce,
+// left white; in a simulation ComputeUS, which is the modelled compute.
+func gpuBusyUS(r spmd.StepRecord, real bool) int64 {
+	if real {
+		return min(r.GPUUS, r.ComputeUS)
 	}
 	return r.ComputeUS
 }
@@ -327,9 +329,10 @@ func (s swatch) Thumbnail(c *draw.Canvas) {
 	c.FillPolygon(s.c, []vg.Point{r.Min, {X: r.Max.X, Y: r.Min.Y}, r.Max, {X: r.Min.X, Y: r.Max.Y}})
 }
 
-// timelinePlot plots the first timelineSteps steps of a run.
-func timelinePlot(t Timeline, context string) *plot.Plot {
-	tb := &timelineBars{ranks: t.Ranks}
+// timelinePlot plots the first timelineSteps steps of a run, real or
+// simulated.
+func timelinePlot(t Timeline, context string, real bool) *plot.Plot {
+	tb := &timelineBars{ranks: t.Ranks, real: real}
 	for _, r := range t.Records {
 		if r.Step >= timelineSteps {
 			continue

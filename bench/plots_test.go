@@ -24,7 +24,7 @@ func TestTimelineLeavesAllreduceWhite(t *testing.T) {
 		{Step: 0, RequestUS: 0, DeliverUS: 1 * s, ComputeUS: 4 * s, GPUUS: 1 * s},
 		{Step: 1, RequestUS: 5 * s, DeliverUS: 6 * s, ComputeUS: 1 * s, GPUUS: 1 * s},
 	}
-	p := timelinePlot(Timeline{Workload: "w", Loader: "helix", Ranks: 1, Records: recs}, "ctx")
+	p := timelinePlot(Timeline{Workload: "w", Loader: "helix", Ranks: 1, Records: recs}, "ctx", true)
 	img := vgimg.NewWith(vgimg.UseWH(8*vg.Inch, 3*vg.Inch), vgimg.UseDPI(PlotDPI))
 	p.Draw(draw.New(img))
 	blue, red := countColor(img.Image(), computeColor), countColor(img.Image(), waitColor)
@@ -34,13 +34,21 @@ func TestTimelineLeavesAllreduceWhite(t *testing.T) {
 	if ratio := float64(blue) / float64(red); ratio < 0.8 || ratio > 1.25 {
 		t.Errorf("blue (computing) covers %.2fx the red (waiting), want about 1: the allreduce's idle time was drawn as computing", ratio)
 	}
-	// A simulated run's records (gpu_us equal to compute_us) draw as before.
-	for _, r := range recs {
-		if got := gpuBusyUS(spmd.StepRecord{ComputeUS: r.GPUUS, GPUUS: r.GPUUS}); got != r.GPUUS {
-			t.Errorf("gpuBusyUS of a simulated record = %d, want its compute %d", got, r.GPUUS)
+	// A simulated run's records (gpu_us equal to compute_us) draw as
+	// before; a real run's GPU modelled no compute when gpu_us is 0 (the
+	// JSON leaves it out), and its whole step is allreduce idle.
+	for _, c := range []struct {
+		rec  spmd.StepRecord
+		real bool
+		want int64
+	}{
+		{spmd.StepRecord{ComputeUS: 5, GPUUS: 5}, false, 5},
+		{spmd.StepRecord{ComputeUS: 7}, false, 7},
+		{spmd.StepRecord{ComputeUS: 7}, true, 0},
+		{spmd.StepRecord{ComputeUS: 7, GPUUS: 3}, true, 3},
+	} {
+		if got := gpuBusyUS(c.rec, c.real); got != c.want {
+			t.Errorf("gpuBusyUS(%+v, real %v) = %d, want %d", c.rec, c.real, got, c.want)
 		}
-	}
-	if got := gpuBusyUS(spmd.StepRecord{ComputeUS: 7}); got != 7 {
-		t.Errorf("gpuBusyUS without gpu_us = %d, want compute_us 7", got)
 	}
 }

@@ -78,7 +78,7 @@ func TestSteadySummary(t *testing.T) {
 	}
 	out := buf.String()
 	for _, want := range []string{
-		"  steady state (without the warm-up): 100.0 % fewer misses (over 1 workload), 87.5 % less wait (over 2 workloads) than torch\n",
+		"  steady state (without the warm-up), helix vs torch: 100.0 % fewer misses (over 1 workload), 87.5 % less wait (over 2 workloads)\n",
 		"  every loader, the oracle too, misses 8 times in the warm-up (the first 16 steps): a miss-rate floor of 1.00 % at these steps, which bounds the reductions above\n",
 		"             note: steady state (without the warm-up; not judged): 100.0 % mean over 1 workload",
 	} {
@@ -147,7 +147,7 @@ func TestSteadySummaryNothingToReduce(t *testing.T) {
 	}
 	out := buf.String()
 	for _, want := range []string{
-		"  steady state (without the warm-up): no workload with misses to reduce, 100.0 % less wait (over 1 workload) than torch\n",
+		"  steady state (without the warm-up), helix vs torch: no workload with misses to reduce, 100.0 % less wait (over 1 workload)\n",
 		"deadline-miss reduction vs torch: no workload to average over (1 left out: torch had nothing to reduce)",
 		"note: steady state (without the warm-up; not judged): no workload to average over (1 left out: ",
 	} {
@@ -157,5 +157,41 @@ func TestSteadySummaryNothingToReduce(t *testing.T) {
 	}
 	if strings.Contains(out, "undefined") {
 		t.Errorf("text says undefined:\n%s", out)
+	}
+}
+
+// TestSummaryWithoutTorchOrOracle checks the summary when --loaders left
+// torch and the oracle out: each null key says which was not run, there
+// is no steady-state line against torch, and the oracle goal does not
+// blame --real in a simulated run.
+func TestSummaryWithoutTorchOrOracle(t *testing.T) {
+	r := warmupReport()
+	var kept []Result
+	for _, x := range r.Results {
+		if x.Loader != "torch" && x.Loader != "oracle" {
+			kept = append(kept, x)
+		}
+	}
+	ev := &Evaluation{Mode: "sim", Setups: []Setup{{Workload: "A", Skew: Skewed, Imbalance: 0.5, Horizon: 16}, {Workload: "U", Skew: Uniform, Horizon: 16}}, Results: kept}
+	r = NewReport(Machine{Host: "h", Commit: "c0ffee"}, EvalConfig{Ranks: 8, Steps: 100, Seed: 1, Network: DefaultNetwork}, ev, DefaultCalibration())
+	var buf bytes.Buffer
+	if err := r.WriteText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		"  miss_reduction_vs_torch_mean         null: torch was not run\n",
+		"  throughput_ratio_vs_torch_max        null: torch was not run\n",
+		"  oracle_gap_mean                      null: the oracle was not run\n",
+		"GPU wait near the oracle's: no workload with the oracle run (goal",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text lacks %q:\n%s", want, out)
+		}
+	}
+	for _, bad := range []string{"steady state (without the warm-up), helix vs torch", "undefined", "--real has none", " - of wall"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("text says %q:\n%s", bad, out)
+		}
 	}
 }

@@ -94,19 +94,36 @@ func (r *Report) WriteText(w io.Writer) error {
 
 	s := r.Summary
 	ew.printf("\nSummary:\n")
-	ew.printf("  miss_reduction_vs_torch_mean         %s\n", summaryMean(s.MissReductionVsTorchMean, s.MissReductionWorkloads, "misses"))
-	ew.printf("  wait_reduction_vs_torch_mean         %s\n", summaryMean(s.WaitReductionVsTorchMean, s.WaitReductionWorkloads, "wait"))
-	ew.printf("  throughput_ratio_vs_torch_max        %s\n", fmtX(s.ThroughputRatioVsTorchMax))
-	ew.printf("  throughput_ratio_vs_local_min_skewed %s\n", fmtX(s.ThroughputRatioVsLocalMinSkewed))
-	ew.printf("  oracle_gap_mean                      %s of wall\n", fmtPts(s.OracleGapMean))
+	run := loadersRun(r.Results)
+	torchRun := slices.Contains(run, spmd.KindTorch.String())
+	// A summary key the JSON has as null prints null and why.
+	key := func(v *float64, text, why string) string {
+		switch {
+		case v != nil:
+			return text
+		case !torchRun && why != "the oracle was not run":
+			return "null: torch was not run"
+		}
+		return "null: " + why
+	}
+	ew.printf("  miss_reduction_vs_torch_mean         %s\n", key(s.MissReductionVsTorchMean,
+		meanOverText(s.MissReductionVsTorchMean, s.MissReductionWorkloads), "no workload with misses to reduce"))
+	ew.printf("  wait_reduction_vs_torch_mean         %s\n", key(s.WaitReductionVsTorchMean,
+		meanOverText(s.WaitReductionVsTorchMean, s.WaitReductionWorkloads), "no workload with wait to reduce"))
+	ew.printf("  throughput_ratio_vs_torch_max        %s\n", key(s.ThroughputRatioVsTorchMax, fmtX(s.ThroughputRatioVsTorchMax), "no workload"))
+	ew.printf("  throughput_ratio_vs_local_min_skewed %s\n", key(s.ThroughputRatioVsLocalMinSkewed, fmtX(s.ThroughputRatioVsLocalMinSkewed),
+		"no skewed workload with local run"))
+	ew.printf("  oracle_gap_mean                      %s\n", key(s.OracleGapMean, fmtPts(s.OracleGapMean)+" of wall", "the oracle was not run"))
 	if s.OracleWaitReductionVsTorchMean != nil {
 		ew.printf("  the oracle (perfect knowledge, free transfers) in helix's place: %s, %s, %s throughput at most\n",
 			reductionText(s.OracleMissReductionVsTorchMean, "fewer misses", "misses"), reductionText(s.OracleWaitReductionVsTorchMean, "less wait", "wait"),
 			fmtX(s.OracleThroughputRatioVsTorchMax))
 	}
-	ew.printf("  steady state (without the warm-up): %s, %s than torch\n",
-		reductionOver(s.SteadyMissReductionVsTorchMean, s.SteadyMissReductionWorkloads, "fewer misses", "misses"),
-		reductionOver(s.SteadyWaitReductionVsTorchMean, s.SteadyWaitReductionWorkloads, "less wait", "wait"))
+	if slices.Contains(run, spmd.KindTorch.String()) {
+		ew.printf("  steady state (without the warm-up), helix vs torch: %s, %s\n",
+			reductionOver(s.SteadyMissReductionVsTorchMean, s.SteadyMissReductionWorkloads, "fewer misses", "misses"),
+			reductionOver(s.SteadyWaitReductionVsTorchMean, s.SteadyWaitReductionWorkloads, "less wait", "wait"))
+	}
 	if line := warmupFloorLine(r.Comparisons, loadersRun(r.Results)); line != "" {
 		ew.printf("  %s\n", line)
 	}
@@ -267,13 +284,9 @@ func (e *errWriter) flush(tw *tabwriter.Writer) {
 	}
 }
 
-// summaryMean is a summary key's mean and the workloads it is over,
-// "25.4 % (over 10 workloads)", or "null: no workload with misses to
-// reduce" (the JSON's null) when there are none.
-func summaryMean(v *float64, n int, what string) string {
-	if v == nil || n == 0 {
-		return "null: " + reductionText(nil, "", what)
-	}
+// meanOverText is a summary key's mean, not nil, and the workloads it is
+// over: "25.4 % (over 10 workloads)".
+func meanOverText(v *float64, n int) string {
 	return fmt.Sprintf("%s (over %s)", pct(v), plural(n, "workload"))
 }
 
