@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -131,4 +134,54 @@ func TestRecordRefusesTooManyImages(t *testing.T) {
 	recErr, decErr = recordAndDecode(t, doc, Limits{MaxImages: 2})
 	wantRefused(t, "record of 3 images, limit 2", recErr, ErrLimit, "", "3 images, limit 2")
 	wantRefused(t, "decode of 3 images, limit 2", decErr, ErrLimit, "", "3 images, limit 2")
+}
+
+// TestRecordNamesVfWCodec checks Matroska tracks in the AVI compatibility
+// mode (V_MS/VFW/FOURCC, which FFmpeg's muxer writes for FFV1, WMV,
+// MS-MPEG-4 and others) and V_MPEG4/MS/V3: the record names the codec as
+// ffprobe does (it said unknown), so that one decoding refuses is refused
+// when the record is built. The FFV1 clip with its fourcc rewritten to
+// VP90, XVID and an unknown tag names what ffprobe names too, and VP9, a
+// codec decoding allows, passes. (ffprobe gives up on the clip rewritten
+// to H264 or AV01, whose frames those decoders cannot parse;
+// av.TestVfWCodec checks those tags.)
+func TestRecordNamesVfWCodec(t *testing.T) {
+	for name, codec := range map[string]string{"refused/ffv1_vfw.mkv": "ffv1", "refused/msmpeg4v3.mkv": "msmpeg4v3"} {
+		data := readVideo(t, name)
+		v, err := ParseWebM(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Codec != codec {
+			t.Errorf("%s: codec %s, want %s", name, v.Codec, codec)
+		}
+		compareWithProbe(t, name, v)
+		_, err = ParseRecord(decSample("clip", map[string][]byte{"mkv": data}))
+		wantRefused(t, name, err, ErrUnsupported, "clip.mkv", "video codec "+codec)
+	}
+	ffv1 := readVideo(t, "refused/ffv1_vfw.mkv")
+	at := bytes.Index(ffv1, []byte("FFV1"))
+	if at < 0 {
+		t.Fatal("no FFV1 fourcc in ffv1_vfw.mkv")
+	}
+	for _, tag := range []string{"VP90", "XVID", "Q9Z!"} {
+		data := slices.Clone(ffv1)
+		copy(data[at:], tag)
+		path := filepath.Join(t.TempDir(), "x.mkv")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want := ffprobeStream(t, path, "v:0").codec
+		if want == "none" {
+			want = "unknown" // ffprobe's name for a codec FFmpeg does not know
+		}
+		v, err := ParseWebM(data)
+		if err != nil || v.Codec != want {
+			t.Fatalf("fourcc %s: codec %v (%v), ffprobe says %s", tag, v.Codec, err, want)
+		}
+		_, err = ParseRecord(decSample("clip", map[string][]byte{"mkv": data}))
+		if allowed := listed(v.Codec, DefaultLimits().Codecs) || v.Codec == "unknown"; allowed != (err == nil) {
+			t.Errorf("fourcc %s (%s): record error %v", tag, v.Codec, err)
+		}
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/datahelix/datahelix/decode/av"
 )
 
 // ErrBadWebM reports a WebM/Matroska file whose EBML structure cannot be
@@ -24,6 +26,7 @@ const (
 	mkvTrackNumberID   = 0xD7
 	mkvTrackTypeID     = 0x83
 	mkvCodecID         = 0x86
+	mkvCodecPrivateID  = 0x63A2
 	mkvDefaultDurID    = 0x23E383
 	mkvVideoID         = 0xE0
 	mkvPixelWidthID    = 0xB0
@@ -266,7 +269,7 @@ func videoTrack(tracks []byte) (*mkvTrack, map[uint64]bool, error) {
 	video := child32(best, mkvVideoID)
 	return &mkvTrack{
 		number:          ebmlUint(child32(best, mkvTrackNumberID)),
-		codec:           mkvCodec(string(child32(best, mkvCodecID))),
+		codec:           trackCodec(best),
 		width:           int(min(ebmlUint(child32(video, mkvPixelWidthID)), 1<<30)),
 		height:          int(min(ebmlUint(child32(video, mkvPixelHeightID)), 1<<30)),
 		defaultDuration: ebmlUint(child32(best, mkvDefaultDurID)),
@@ -392,6 +395,21 @@ func (s *mkvScan) finish(container string, duration float64) (*VideoInfo, error)
 	return v, nil
 }
 
+// trackCodec returns the FFmpeg codec name of a video TrackEntry: its
+// CodecID's (mkvCodec), or for a V_MS/VFW/FOURCC track, which holds what
+// an AVI held (FFV1, WMV, MPEG-4 Part 2, H.264 ...), the codec FFmpeg
+// reads its BITMAPINFOHEADER's compression fourcc as, as the Matroska
+// demuxer does when the header is whole (40 bytes or more).
+func trackCodec(entry []byte) string {
+	id := string(child32(entry, mkvCodecID))
+	if priv := child32(entry, mkvCodecPrivateID); id == "V_MS/VFW/FOURCC" && len(priv) >= 40 {
+		if name := av.VfWCodec(binary.LittleEndian.Uint32(priv[16:])); name != "" {
+			return name
+		}
+	}
+	return mkvCodec(id)
+}
+
 // mkvCodec maps a Matroska CodecID to FFmpeg's codec name.
 func mkvCodec(id string) string {
 	switch id {
@@ -407,6 +425,8 @@ func mkvCodec(id string) string {
 		return "hevc"
 	case "V_MPEG4/ISO/SP", "V_MPEG4/ISO/ASP", "V_MPEG4/ISO/AP":
 		return "mpeg4"
+	case "V_MPEG4/MS/V3":
+		return "msmpeg4v3"
 	case "V_MPEG1":
 		return "mpeg1video"
 	case "V_MPEG2":
