@@ -72,20 +72,45 @@ func TestSteadySummary(t *testing.T) {
 	if g := r.Goals[0]; g.Status != GoalShort || !strings.Contains(g.Note, "100.0 % mean over 1 workload (1 left out") {
 		t.Errorf("miss goal %s, note %q: want the verdict on the spec's 66.7 %% and the steady 100.0 %% in the note", g.Status, g.Note)
 	}
+	checkText(t, r, []string{
+		"  steady state (without the warm-up), helix vs torch: 100.0 % fewer misses (over 1 workload), 87.5 % less wait (over 2 workloads)\n",
+		"  every loader, the oracle too, misses 8 times in the warm-up (the first 16 steps): a miss-rate floor of 1.00 % at these steps, which bounds the reductions above\n",
+		"             note: steady state (without the warm-up; not judged): 100.0 % mean over 1 workload",
+	}, nil)
+}
+
+// checkText writes r's text report and checks that it holds every one of
+// want and none of bad.
+func checkText(t *testing.T, r *Report, want, bad []string) {
+	t.Helper()
 	var buf bytes.Buffer
 	if err := r.WriteText(&buf); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()
-	for _, want := range []string{
-		"  steady state (without the warm-up), helix vs torch: 100.0 % fewer misses (over 1 workload), 87.5 % less wait (over 2 workloads)\n",
-		"  every loader, the oracle too, misses 8 times in the warm-up (the first 16 steps): a miss-rate floor of 1.00 % at these steps, which bounds the reductions above\n",
-		"             note: steady state (without the warm-up; not judged): 100.0 % mean over 1 workload",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("text lacks %q:\n%s", want, out)
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("text lacks %q:\n%s", w, out)
 		}
 	}
+	for _, b := range bad {
+		if strings.Contains(out, b) {
+			t.Errorf("text says %q:\n%s", b, out)
+		}
+	}
+}
+
+// reportOf is warmupReport with only the results keep accepts, over the
+// workloads of setups.
+func reportOf(setups []Setup, keep func(Result) bool) *Report {
+	var kept []Result
+	for _, x := range warmupReport().Results {
+		if keep(x) {
+			kept = append(kept, x)
+		}
+	}
+	ev := &Evaluation{Mode: "sim", Setups: setups, Results: kept}
+	return NewReport(Machine{Host: "h", Commit: "c0ffee"}, EvalConfig{Ranks: 8, Steps: 100, Seed: 1, Network: DefaultNetwork}, ev, DefaultCalibration())
 }
 
 // TestWarmupFloorLineVaries checks the floor line when workloads differ.
@@ -132,32 +157,12 @@ func TestGoalsSayTorchWasNotRun(t *testing.T) {
 // one workload often): they say there is no workload to average over,
 // not "undefined ... over 0 workloads".
 func TestSteadySummaryNothingToReduce(t *testing.T) {
-	r := warmupReport()
-	var kept []Result
-	for _, x := range r.Results {
-		if x.Workload == "U" {
-			kept = append(kept, x)
-		}
-	}
-	ev := &Evaluation{Mode: "sim", Setups: []Setup{{Workload: "U", Skew: Uniform, Horizon: 16}}, Results: kept}
-	r = NewReport(Machine{Host: "h", Commit: "c0ffee"}, EvalConfig{Ranks: 8, Steps: 100, Seed: 1, Network: DefaultNetwork}, ev, DefaultCalibration())
-	var buf bytes.Buffer
-	if err := r.WriteText(&buf); err != nil {
-		t.Fatal(err)
-	}
-	out := buf.String()
-	for _, want := range []string{
+	r := reportOf([]Setup{{Workload: "U", Skew: Uniform, Horizon: 16}}, func(x Result) bool { return x.Workload == "U" })
+	checkText(t, r, []string{
 		"  steady state (without the warm-up), helix vs torch: no workload with misses to reduce, 100.0 % less wait (over 1 workload)\n",
 		"deadline-miss reduction vs torch: no workload to average over (1 left out: torch had nothing to reduce)",
 		"note: steady state (without the warm-up; not judged): no workload to average over (1 left out: ",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("text lacks %q:\n%s", want, out)
-		}
-	}
-	if strings.Contains(out, "undefined") {
-		t.Errorf("text says undefined:\n%s", out)
-	}
+	}, []string{"undefined"})
 }
 
 // TestSummaryWithoutTorchOrOracle checks the summary when --loaders left
@@ -165,33 +170,12 @@ func TestSteadySummaryNothingToReduce(t *testing.T) {
 // is no steady-state line against torch, and the oracle goal does not
 // blame --real in a simulated run.
 func TestSummaryWithoutTorchOrOracle(t *testing.T) {
-	r := warmupReport()
-	var kept []Result
-	for _, x := range r.Results {
-		if x.Loader != "torch" && x.Loader != "oracle" {
-			kept = append(kept, x)
-		}
-	}
-	ev := &Evaluation{Mode: "sim", Setups: []Setup{{Workload: "A", Skew: Skewed, Imbalance: 0.5, Horizon: 16}, {Workload: "U", Skew: Uniform, Horizon: 16}}, Results: kept}
-	r = NewReport(Machine{Host: "h", Commit: "c0ffee"}, EvalConfig{Ranks: 8, Steps: 100, Seed: 1, Network: DefaultNetwork}, ev, DefaultCalibration())
-	var buf bytes.Buffer
-	if err := r.WriteText(&buf); err != nil {
-		t.Fatal(err)
-	}
-	out := buf.String()
-	for _, want := range []string{
+	r := reportOf([]Setup{{Workload: "A", Skew: Skewed, Imbalance: 0.5, Horizon: 16}, {Workload: "U", Skew: Uniform, Horizon: 16}},
+		func(x Result) bool { return x.Loader != "torch" && x.Loader != "oracle" })
+	checkText(t, r, []string{
 		"  miss_reduction_vs_torch_mean         null: torch was not run\n",
 		"  throughput_ratio_vs_torch_max        null: torch was not run\n",
 		"  oracle_gap_mean                      null: the oracle was not run\n",
 		"GPU wait near the oracle's: no workload with the oracle run (goal",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("text lacks %q:\n%s", want, out)
-		}
-	}
-	for _, bad := range []string{"steady state (without the warm-up), helix vs torch", "undefined", "--real has none", " - of wall"} {
-		if strings.Contains(out, bad) {
-			t.Errorf("text says %q:\n%s", bad, out)
-		}
-	}
+	}, []string{"steady state (without the warm-up), helix vs torch", "undefined", "--real has none", " - of wall"})
 }
