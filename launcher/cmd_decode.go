@@ -17,7 +17,7 @@ import (
 func init() {
 	register(command{
 		name:    "decode",
-		summary: "decode media files or shards into training tensors, or print per-frame MD5s (--md5)",
+		summary: "decode media files or shards (a directory or glob of them) into training tensors, or print per-frame MD5s (--md5)",
 		run:     runDecode,
 	})
 }

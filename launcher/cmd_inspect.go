@@ -15,7 +15,7 @@ import (
 func init() {
 	register(command{
 		name:    "inspect",
-		summary: "print the lightweight record and estimated cost of every sample of WebDataset shards",
+		summary: "print the lightweight record and estimated cost of every sample of WebDataset shards (a directory or glob of them) or of media files",
 		run:     runInspect,
 	})
 }
