@@ -85,3 +85,23 @@ func TestRunCommandFailed(t *testing.T) {
 		}
 	}
 }
+
+func TestParseProcStat(t *testing.T) {
+	stat := "cpu  100 5 30 9000 7 1 2 3 40 0\ncpu0 50 2 15 4500 3 0 1 1 0 0\nintr 1 2 3\n"
+	if got, ok := parseProcStat([]byte(stat)); !ok || got != (100+5+30+1+2+3)*10*time.Millisecond {
+		t.Errorf("got %v, %v; want 1.41 s", got, ok)
+	}
+	for _, bad := range []string{"", "cpu 1 2 3\n", "intr 1 2 3 4 5 6 7 8 9\n", "cpu a b c d e f g h i\n", "cpu 1 1 1 1 1 1 1 99999999999999999999 1\n",
+		// Each fits a uint64, the sum's Duration does not (it came out negative).
+		"cpu 1000000000000 0 0 0 0 0 0 0\n", "cpu 600000000000 0 600000000000 0 0 0 0 0\n"} {
+		if _, ok := parseProcStat([]byte(bad)); ok {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if got, ok := parseProcStat([]byte("cpu 900000000000 0 0 0 0 0 0 0\n")); !ok || got != 9e18 {
+		t.Errorf("the largest sum that fits: got %v, %v", got, ok)
+	}
+	if _, ok := machineBusy(); !ok {
+		t.Skip("no /proc/stat here")
+	}
+}
