@@ -183,14 +183,22 @@ func inspectFile(path string, m *CostModel, visit func(RecordSummary) error) err
 	if err != nil {
 		return fmt.Errorf("decode: %w", err)
 	}
-	smp := FileSample(path, data)
-	sum := RecordSummary{Key: smp.Key, Shard: path, Modality: "error", Bytes: int64(len(data))}
-	if rec, err := ParseRecord(smp); err != nil {
-		sum.Error = err.Error()
-	} else {
-		sum = Summarize(rec, m)
+	return visit(summarizeSample(FileSample(path, data), path, m))
+}
+
+// summarizeSample is the summary of smp, read from shard (or file) shard:
+// its record's, or an error row counting the members' bytes, as a record
+// does, with why its record cannot be built.
+func summarizeSample(smp *Sample, shard string, m *CostModel) RecordSummary {
+	rec, err := ParseRecord(smp)
+	if err == nil {
+		return Summarize(rec, m)
 	}
-	return visit(sum)
+	sum := RecordSummary{Key: smp.Key, Shard: shard, Modality: "error", Error: err.Error()}
+	for _, mb := range smp.Members {
+		sum.Bytes += int64(len(mb.Data))
+	}
+	return sum
 }
 
 func inspectDataset(ctx context.Context, ds *Dataset, m *CostModel, visit func(RecordSummary) error) error {
@@ -200,23 +208,15 @@ func inspectDataset(ctx context.Context, ds *Dataset, m *CostModel, visit func(R
 				return err
 			}
 			e, err := sh.Entry(i)
-			sum := RecordSummary{Key: e.Key, Shard: sh.Path(), Modality: "error", Bytes: e.Size}
 			var smp *Sample
 			if err == nil {
 				smp, err = sh.ReadSample(i)
 			}
-			var rec *Record
-			if err == nil {
-				sum.Bytes = 0 // the members' bytes, as a record counts them
-				for _, m := range smp.Members {
-					sum.Bytes += int64(len(m.Data))
-				}
-				rec, err = ParseRecord(smp)
-			}
+			sum := RecordSummary{Key: e.Key, Shard: sh.Path(), Modality: "error", Bytes: e.Size}
 			if err != nil {
-				sum.Error = err.Error()
+				sum.Error = err.Error() // unread: its span in the shard
 			} else {
-				sum = Summarize(rec, m)
+				sum = summarizeSample(smp, sh.Path(), m)
 			}
 			if err := visit(sum); err != nil {
 				return err

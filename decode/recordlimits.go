@@ -2,6 +2,7 @@ package decode
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -16,14 +17,10 @@ import (
 // lim.MaxImagePixels (ErrLimit). The checks and their bounds are those of
 // decoding: av's codec list and header check, resolvePayload's image
 // count, the image decoders' header check. lim must have its defaults
-// filled in. Errors are *SampleError values naming the member.
+// filled in, and r built from s. Errors are *SampleError values naming
+// the member.
 func checkRecordLimits(s *Sample, r *Record, lim Limits) error {
-	member := func(i int) string {
-		if i >= 0 && i < len(s.Members) {
-			return s.Members[i].Name
-		}
-		return ""
-	}
+	member := func(i int) string { return s.Members[i].Name } // r was built from s
 	if v := r.Video; v != nil {
 		if v.Codec != "unknown" && !listed(v.Codec, lim.Codecs) {
 			return newSampleError(s, member(v.Member), fmt.Errorf("%w: video codec %s; datahelix decodes %s: convert it, e.g. ffmpeg -i IN -c:v libx264 OUT.mp4",
@@ -50,10 +47,5 @@ func checkRecordLimits(s *Sample, r *Record, lim Limits) error {
 // listed reports whether name is one of the comma-separated names of
 // list, as FFmpeg's av_match_list matches a codec name (exactly).
 func listed(name, list string) bool {
-	for item := range strings.SplitSeq(list, ",") {
-		if item == name {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(strings.Split(list, ","), name)
 }
