@@ -175,7 +175,7 @@ func ShardPaths(pathOrGlob string) ([]string, error) {
 		}
 	}
 	if len(files) == 0 {
-		if len(paths) == 0 && !hasMeta(pathOrGlob) {
+		if len(paths) == 0 && !IsGlob(pathOrGlob) {
 			return nil, fmt.Errorf("%w: %s: %v", ErrNoShards, pathOrGlob, err)
 		}
 		if indexes > 0 {
@@ -261,8 +261,9 @@ type kindError struct {
 func (e *kindError) Error() string   { return e.msg }
 func (e *kindError) Unwrap() []error { return e.kinds }
 
-// hasMeta reports whether p contains glob metacharacters.
-func hasMeta(p string) bool {
+// IsGlob reports whether p contains glob metacharacters (filepath.Match's
+// *, ?, [ and \), so that a dataset argument is a pattern to expand.
+func IsGlob(p string) bool {
 	for _, c := range p {
 		switch c {
 		case '*', '?', '[', '\\':

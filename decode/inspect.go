@@ -166,7 +166,7 @@ func IsMediaFile(path string) bool {
 // directory, a glob of shards, a shard, or a path that names nothing,
 // which it reports).
 func ExpandMediaGlob(arg string) []string {
-	if _, err := os.Stat(arg); err == nil || !hasMeta(arg) {
+	if _, err := os.Stat(arg); err == nil || !IsGlob(arg) {
 		return []string{arg}
 	}
 	matches, err := ShardPaths(arg)

@@ -207,7 +207,7 @@ func eachFile(stderr io.Writer, paths []string, failedFiles int, do func(path st
 func decodePaths(stderr io.Writer, args []string) (paths []string, failed int) {
 	for _, a := range args {
 		st, err := os.Stat(a)
-		if (err == nil && !st.IsDir()) || (err != nil && !strings.ContainsAny(a, `*?[\`)) {
+		if (err == nil && !st.IsDir()) || (err != nil && !decode.IsGlob(a)) {
 			paths = append(paths, a)
 			continue
 		}
