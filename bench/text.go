@@ -98,19 +98,23 @@ func (r *Report) WriteText(w io.Writer) error {
 	torchRun := slices.Contains(run, spmd.KindTorch.String())
 	// A summary key the JSON has as null prints null and why.
 	key := func(v *float64, text, why string) string {
-		switch {
-		case v != nil:
+		if v != nil {
 			return text
-		case !torchRun && why != "the oracle was not run":
-			return "null: torch was not run"
 		}
 		return "null: " + why
 	}
+	// vsTorch is why a figure against torch is null.
+	vsTorch := func(why string) string {
+		if !torchRun {
+			return "torch was not run"
+		}
+		return why
+	}
 	ew.printf("  miss_reduction_vs_torch_mean         %s\n", key(s.MissReductionVsTorchMean,
-		meanOverText(s.MissReductionVsTorchMean, s.MissReductionWorkloads), "no workload with misses to reduce"))
+		meanOverText(s.MissReductionVsTorchMean, s.MissReductionWorkloads), vsTorch("no workload with misses to reduce")))
 	ew.printf("  wait_reduction_vs_torch_mean         %s\n", key(s.WaitReductionVsTorchMean,
-		meanOverText(s.WaitReductionVsTorchMean, s.WaitReductionWorkloads), "no workload with wait to reduce"))
-	ew.printf("  throughput_ratio_vs_torch_max        %s\n", key(s.ThroughputRatioVsTorchMax, fmtX(s.ThroughputRatioVsTorchMax), "no workload"))
+		meanOverText(s.WaitReductionVsTorchMean, s.WaitReductionWorkloads), vsTorch("no workload with wait to reduce")))
+	ew.printf("  throughput_ratio_vs_torch_max        %s\n", key(s.ThroughputRatioVsTorchMax, fmtX(s.ThroughputRatioVsTorchMax), vsTorch("no workload")))
 	ew.printf("  throughput_ratio_vs_local_min_skewed %s\n", key(s.ThroughputRatioVsLocalMinSkewed, fmtX(s.ThroughputRatioVsLocalMinSkewed),
 		"no skewed workload with local run"))
 	ew.printf("  oracle_gap_mean                      %s\n", key(s.OracleGapMean, fmtPts(s.OracleGapMean)+" of wall", "the oracle was not run"))
@@ -119,7 +123,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			reductionText(s.OracleMissReductionVsTorchMean, "fewer misses", "misses"), reductionText(s.OracleWaitReductionVsTorchMean, "less wait", "wait"),
 			fmtX(s.OracleThroughputRatioVsTorchMax))
 	}
-	if slices.Contains(run, spmd.KindTorch.String()) {
+	if torchRun {
 		ew.printf("  steady state (without the warm-up), helix vs torch: %s, %s\n",
 			reductionOver(s.SteadyMissReductionVsTorchMean, s.SteadyMissReductionWorkloads, "fewer misses", "misses"),
 			reductionOver(s.SteadyWaitReductionVsTorchMean, s.SteadyWaitReductionWorkloads, "less wait", "wait"))
