@@ -197,8 +197,8 @@ func resolvePayload(s *Sample, rec *Record, lim Limits) (payload, error) {
 		}
 		p.video = &s.Members[v.Member]
 	case ModalityImage, ModalityDocument:
-		if len(rec.Images) > lim.MaxImages {
-			return fail(fmt.Errorf("%w: %d images, limit %d", ErrLimit, len(rec.Images), lim.MaxImages))
+		if err := imageCount(len(rec.Images), lim); err != nil {
+			return fail(err) // a record built under other limits
 		}
 		p.images = make([]Member, len(rec.Images))
 		for i, im := range rec.Images {

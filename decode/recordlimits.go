@@ -32,14 +32,23 @@ func checkRecordLimits(s *Sample, r *Record, lim Limits) error {
 		}
 		return nil // images beside a clip are not decoded
 	}
-	if len(r.Images) > lim.MaxImages {
-		return newSampleError(s, "", fmt.Errorf("%w: %d images, limit %d", ErrLimit, len(r.Images), lim.MaxImages))
+	if err := imageCount(len(r.Images), lim); err != nil {
+		return newSampleError(s, "", err)
 	}
 	for _, im := range r.Images {
 		if px := int64(im.Width) * int64(im.Height); px > lim.MaxImagePixels {
 			return newSampleError(s, member(im.Member), fmt.Errorf("%w: %s image %dx%d exceeds %d pixels: scale it down",
 				ErrLimit, im.Format, im.Width, im.Height, lim.MaxImagePixels))
 		}
+	}
+	return nil
+}
+
+// imageCount is the error of a document of n images, ErrLimit over
+// lim.MaxImages, nil within it: the record's check and decoding's.
+func imageCount(n int, lim Limits) error {
+	if n > lim.MaxImages {
+		return fmt.Errorf("%w: %d images, limit %d", ErrLimit, n, lim.MaxImages)
 	}
 	return nil
 }
