@@ -25,6 +25,41 @@ type Tracker struct {
 	lastStep  int64
 	lastGiven time.Time // when batch lastStep was delivered
 	started   bool
+	measured  window // the GPU's own step times (Measured), when reported
+}
+
+// window is a ring of the last StepWindow durations.
+type window struct {
+	d    []time.Duration
+	next int
+}
+
+func (w *window) add(d time.Duration) {
+	if len(w.d) < StepWindow {
+		w.d = append(w.d, d)
+		return
+	}
+	w.d[w.next] = d
+	w.next = (w.next + 1) % StepWindow
+}
+
+func (w *window) median() time.Duration {
+	s := slices.Clone(w.d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// Measured records the GPU's own time for a step (CUDA events around
+// it). Once the trainer reports them, they take the place of the times
+// between requests, which the host loop of an asynchronous CUDA program
+// makes too short.
+func (t *Tracker) Measured(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.measured.add(d)
 }
 
 // NewTracker returns a tracker that assumes prior per step until it has
@@ -69,6 +104,9 @@ func (t *Tracker) StepTime() time.Duration {
 }
 
 func (t *Tracker) stepTime() time.Duration {
+	if len(t.measured.d) > 0 {
+		return t.measured.median()
+	}
 	if len(t.recent) == 0 {
 		return t.prior
 	}

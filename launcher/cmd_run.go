@@ -130,62 +130,91 @@ func generateDefault(ctx context.Context, dir string, seed uint64, log io.Writer
 // no longer can.
 var testRankGPU func(rank int, m gpu.Model) gpu.Model
 
-// runJob is the body every rank runs.
-func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.Writer) error {
+// jobData is what every rank of a job opens before its loaders run.
+type jobData struct {
+	outs *runOutputs
+	data string // the dataset's path
+	ds   *decode.Dataset
+}
+
+// close releases what openJob opened; the outputs are discarded unless
+// written.
+func (j *jobData) close() {
+	j.outs.discard()
+	if j.ds != nil {
+		j.ds.Close()
+	}
+}
+
+// openJob has the ranks agree on their flags, checks the outputs, opens
+// the dataset (generating the default one first) and checks it suits
+// every loader of the job, on every rank alike. Every rank must call it.
+func openJob(ctx context.Context, c collective.Comm, f *runFlags, errOut io.Writer) (*jobData, error) {
 	// First, so that every rank calls the same collectives after it.
 	if err := spmd.Agree(c, runSettings(f)); err != nil {
-		return err
+		return nil, err
 	}
 	if testRankGPU != nil {
 		f.cfg.GPU = testRankGPU(c.Rank(), f.cfg.GPU)
 	}
 	outs, err := prepareOutputs(c, f)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer outs.discard()
+	j := &jobData{outs: outs}
 	if c.Rank() == 0 {
 		if w := checkpointWarning(f); w != "" {
 			fmt.Fprintf(errOut, "datahelix: warning: %s\n", w)
 		}
 	}
 	root := cacheRoot(f.cacheDir)
-	data := f.data
-	if data == "" {
-		var err error
-		if data, err = defaultDataset(ctx, c, root, f.seed, errOut); err != nil {
-			return err
+	j.data = f.data
+	if j.data == "" {
+		if j.data, err = defaultDataset(ctx, c, root, f.seed, errOut); err != nil {
+			j.close()
+			return nil, err
 		}
 	}
 	// A node may see the data differently (node-local copies, a stale
 	// view of a shared file system): the ranks agree before going on.
 	// Each rank indexes its own run of the shards first, so that on a
 	// cold index cache the ranks share the work of building it.
-	ds, err := decode.OpenDatasetPart(data, decode.IndexCacheDir(root), c.Rank(), c.Size())
-	if err == nil {
-		defer ds.Close()
-	}
+	j.ds, err = decode.OpenDatasetPart(j.data, decode.IndexCacheDir(root), c.Rank(), c.Size())
 	if err := agreeOnError(c, err, "cannot open the dataset"); err != nil {
-		return err
+		j.close()
+		return nil, err
 	}
-	if err := spmd.AgreeDataset(c, ds); err != nil {
-		return err
+	if err := spmd.AgreeDataset(c, j.ds); err != nil {
+		j.close()
+		return nil, err
 	}
 	// What would fail a later loader (the shards' split over the ranks,
 	// the checkpoints of each loader) fails the job now, before any
 	// loader trains.
-	if err := spmd.CheckJob(c, ds, f.cfg, f.loaders); err != nil {
-		return err
+	if err := spmd.CheckJob(c, j.ds, f.cfg, f.loaders); err != nil {
+		j.close()
+		return nil, err
 	}
 	if c.Rank() == 0 {
-		sizes := make([]int, len(ds.Shards))
-		for i, sh := range ds.Shards {
+		sizes := make([]int, len(j.ds.Shards))
+		for i, sh := range j.ds.Shards {
 			sizes[i] = sh.Len()
 		}
 		if w := spmd.SplitWarning(sizes, c.Size(), f.cfg.Batch); w != "" {
 			fmt.Fprintf(errOut, "datahelix: warning: %s\n", w)
 		}
 	}
+	return j, nil
+}
+
+// runJob is the body every rank runs.
+func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.Writer) error {
+	j, err := openJob(ctx, c, f, errOut)
+	if err != nil {
+		return err
+	}
+	defer j.close()
+	ds := j.ds
 	var bar *progressbar.ProgressBar
 	if c.Rank() == 0 && !f.quiet {
 		if isTerminal(errOut) {
@@ -240,16 +269,22 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 	if c.Rank() != 0 {
 		return failed
 	}
+	return reportJob(ctx, c, f, j, results, trace, out, errOut, failed)
+}
+
+// reportJob prints rank 0's table and writes the job's outputs; it
+// returns failed, or the outputs' error.
+func reportJob(ctx context.Context, c collective.Comm, f *runFlags, j *jobData, results []spmd.Summary, trace []traceLine, out, errOut io.Writer, failed error) error {
 	table := out
 	if f.stdoutTaken() {
 		table = errOut // standard output holds --json or --trace
 	}
 	printTable(table, results, c.Size(), f)
-	job := &jobInfo{Args: f.args, Data: data, Seed: f.seed, Frames: f.cfg.Decode.Frames, Size: f.cfg.Decode.Size,
+	job := &jobInfo{Args: f.args, Data: j.data, Seed: f.seed, Frames: f.cfg.Decode.Frames, Size: f.cfg.Decode.Size,
 		Workers: f.cfg.Workers, MPI: c.Info().Library, Machine: bench.ThisMachine(ctx), Ended: time.Now().UTC().Format(time.RFC3339)}
 	job.MPIWait, job.MPIParts, _ = mpiBinding(c)
 	// The figures of a failed job are written too: they say how it failed.
-	if err := outs.write(out, results, job, trace); err != nil {
+	if err := j.outs.write(out, results, job, trace); err != nil {
 		return err
 	}
 	return failed

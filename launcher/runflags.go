@@ -62,21 +62,29 @@ type runFlags struct {
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
+	f.registerData(fs, 60, "training `steps` per loader")
+	fs.Var(&f.loaders, "loader", "loader(s) to run, in order, repeatable or a comma list: torch, local, static, helix, helix-nogate (default torch,helix)")
+	fs.Float64Var(&f.gpuStepMS, "gpu-step-ms", 120, "simulated GPU: base step time in `ms`. The default, with 1 ms per frame, makes a step of about 152 ms on the default dataset, whose samples need about 228 ms of decode CPU per global step: 2 cores give about 1.3x that before the rest of the job (MPI, reading, the simulated GPUs) takes its share, but the rank reading the heavy video shard needs about 160 ms a step on its one worker, more than a step")
+	fs.Float64Var(&f.gpuSampleMS, "gpu-ms-per-sample", 0, "simulated GPU: `ms` per sample of the batch")
+	fs.Float64Var(&f.gpuFrameMS, "gpu-ms-per-frame", 1, "simulated GPU: `ms` per decoded frame or image of the batch")
+	fs.Float64Var(&f.gpuTokenUS, "gpu-us-per-token", 0, "simulated GPU: `µs` per text token of the batch")
+	fs.DurationVar(&f.stallTimeout, "stall-timeout", 0, "abort the job when a rank delivers no step for this `duration` (a rank that makes no progress holds every other in the next collective); 0: never; unless given, 10 minutes or ten GPU steps of a batch of clips, whichever is longer")
+}
+
+// registerData registers the data-plane flags that run, train and serve
+// share: the world's, the data, the batch and steps, the decoding and
+// planning, the outputs and the checkpoints.
+func (f *runFlags) registerData(fs *flag.FlagSet, steps int, stepsUsage string) {
 	f.world.register(fs)
 	fs.StringVar(&f.data, "data", "", "`path` of the dataset: a directory of WebDataset tar shards or a glob (default: the embedded default dataset, generated once into the cache)")
 	fs.StringVar(&f.cacheDir, "cache-dir", "", "`dir`ectory for the default dataset and shard indexes"+cacheDirDefault)
-	fs.Var(&f.loaders, "loader", "loader(s) to run, in order, repeatable or a comma list: torch, local, static, helix, helix-nogate (default torch,helix)")
 	fs.IntVar(&f.cfg.Batch, "batch", 4, fmt.Sprintf("per-rank batch size `B`, 1..%d", plan.MaxBatch))
-	fs.IntVar(&f.cfg.Steps, "steps", 60, "training `steps` per loader")
+	fs.IntVar(&f.cfg.Steps, "steps", steps, stepsUsage)
 	fs.IntVar(&f.cfg.Workers, "workers", 1, "decode workers `W` per rank")
 	fs.IntVar(&f.cfg.Horizon, "horizon", 0, "planning horizon `H` in steps (default max(2 x workers, 8): never less than PyTorch's prefetch looks)")
 	shapeFlags(fs, &f.cfg.Decode.Frames, &f.cfg.Decode.Size)
 	fs.BoolVar(&f.cfg.Decode.CheckHashes, "check-hashes", false, checkHashesUsage)
 	fs.Uint64Var(&f.seed, "seed", 1, "`seed` of the sample order (and of the default dataset's content)")
-	fs.Float64Var(&f.gpuStepMS, "gpu-step-ms", 120, "simulated GPU: base step time in `ms`. The default, with 1 ms per frame, makes a step of about 152 ms on the default dataset, whose samples need about 228 ms of decode CPU per global step: 2 cores give about 1.3x that before the rest of the job (MPI, reading, the simulated GPUs) takes its share, but the rank reading the heavy video shard needs about 160 ms a step on its one worker, more than a step")
-	fs.Float64Var(&f.gpuSampleMS, "gpu-ms-per-sample", 0, "simulated GPU: `ms` per sample of the batch")
-	fs.Float64Var(&f.gpuFrameMS, "gpu-ms-per-frame", 1, "simulated GPU: `ms` per decoded frame or image of the batch")
-	fs.Float64Var(&f.gpuTokenUS, "gpu-us-per-token", 0, "simulated GPU: `µs` per text token of the batch")
 	fs.Int64Var(&f.decodedMiB, "decoded-budget", 0, fmt.Sprintf("`MiB` of decoded samples a rank may hold ahead of the GPU, at most %d (0: horizon x batch clips)", maxBudgetMiB))
 	fs.Int64Var(&f.compressedMiB, "compressed-budget", 1024, fmt.Sprintf("`MiB` of compressed samples a rank may hold before decoding, at most %d (0: 1024)", maxBudgetMiB))
 	fs.IntVar(&f.cfg.CheckEvery, "check-every", 50, "compare plan hashes across ranks every `K` steps")
@@ -89,7 +97,6 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.trace, "trace", "", "write per-rank per-step records as JSON lines to `file` (- for standard output, the table then going to standard error)")
 	fs.StringVar(&f.jsonOut, "json", "", "write the summary, one object per loader, to `file` (- for standard output, the table then going to standard error)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar")
-	fs.DurationVar(&f.stallTimeout, "stall-timeout", 0, "abort the job when a rank delivers no step for this `duration` (a rank that makes no progress holds every other in the next collective); 0: never; unless given, 10 minutes or ten GPU steps of a batch of clips, whichever is longer")
 }
 
 // Bounds of the run flags that the runtime does not check itself before

@@ -65,6 +65,14 @@ func printTable(w io.Writer, rs []spmd.Summary, ranks int, f *runFlags) {
 		}
 		return fmt.Sprintf("%.1f%%", 100**s.CostMAPE)
 	})
+	if rs[0].GPUModelMAPE != nil {
+		row("GPU model MAPE", func(s spmd.Summary) string {
+			if s.GPUModelMAPE == nil {
+				return "n/a"
+			}
+			return fmt.Sprintf("%.1f%%", 100**s.GPUModelMAPE)
+		})
+	}
 	row("dropped samples", func(s spmd.Summary) string { return fmt.Sprint(s.DroppedSamples) })
 	row("damaged samples", func(s spmd.Summary) string { return fmt.Sprint(s.DamagedSamples) })
 	row("peak RSS", func(s spmd.Summary) string { return fmt.Sprintf("%.0f MiB", float64(s.PeakRSSBytes)/(1<<20)) })

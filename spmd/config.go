@@ -62,6 +62,18 @@ type Config struct {
 	// across ranks (plan.Sample.Train). A zero model leaves the samples'
 	// GPU time unknown, and the plan balances decoding only.
 	GPU gpu.Model
+	// LearnGPU learns the GPU time of the samples from the measured
+	// steps (gpu.Learner, starting from GPU) instead of taking GPU's:
+	// for a real trainer, whose model's cost nobody wrote down.
+	LearnGPU bool
+	// StepHint is the step time the progress tracker assumes before it
+	// has measured one, when GPU is zero (0: 100 ms).
+	StepHint time.Duration
+	// Restore, when set, is a Loader.State to continue from: the run
+	// starts at its step with the same batches the saved run would have
+	// delivered. It must come from a run of the same dataset, seed,
+	// batch and world size (ErrState otherwise).
+	Restore []byte
 	// CheckpointDir and CheckpointEvery save each rank's loader state every
 	// K steps; Resume continues from the latest complete checkpoint.
 	CheckpointDir   string
@@ -163,6 +175,9 @@ func (c *Config) setDefaults() error {
 // the simulated GPU's time for a batch of clips.
 func (c *Config) priorStep() time.Duration {
 	d := c.GPU.StepTime(gpu.Contents{Samples: c.Batch, Frames: c.Batch * c.Decode.Frames})
+	if d <= 0 {
+		d = c.StepHint
+	}
 	if d <= 0 {
 		d = 100 * time.Millisecond
 	}

@@ -20,6 +20,12 @@ import (
 // communicator, so collectives run in the same order on every rank.
 func (l *Loader) control(ctx context.Context) {
 	defer l.wg.Done()
+	defer func() {
+		l.mu.Lock()
+		l.controlDone = true
+		l.cond.Broadcast()
+		l.mu.Unlock()
+	}()
 	var planner plan.Planner
 	var pl plan.Plan
 	var in plan.Input
@@ -52,9 +58,10 @@ func (l *Loader) control(ctx context.Context) {
 func (l *Loader) waitWindow(s int64) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	defer func() { l.parked = false }()
 	for !l.closed && l.fatal == nil {
 		inWindow := s <= l.delivered+int64(l.cfg.Horizon)
-		room := l.held < l.cfg.CompressedBudget || s == l.delivered+1
+		room := l.held < l.cfg.CompressedBudget || s == l.delivered+1 || l.stopping
 		if inWindow && room {
 			b, err := l.reader.MarshalJSON()
 			if err != nil {
@@ -63,6 +70,10 @@ func (l *Loader) waitWindow(s int64) bool {
 			}
 			l.snaps[s] = snapshot{reader: b}
 			return true
+		}
+		if !inWindow && !l.parked {
+			l.parked = true
+			l.cond.Broadcast() // Quiesce waits for it
 		}
 		l.cond.Wait()
 	}
@@ -139,7 +150,7 @@ func (l *Loader) describe(st *slotState, est int64) {
 	if rec.Text != nil {
 		c.Tokens = rec.Text.Tokens
 	}
-	st.item.Train = trainTime(l.cfg.GPU, c)
+	st.item.Train = trainTime(l.gpuModel(), c)
 	if v := rec.Video; v != nil && taskLimit(l.cfg) > 1 && !v.FrameCountEstimated {
 		targets := decode.SampleFrames(v, l.cfg.Decode.Frames)
 		tasks := decode.PlanVideoTasks(v, targets, taskLimit(l.cfg))

@@ -109,10 +109,22 @@ type Loader struct {
 	// (plan.One when every decode has a core to itself).
 	wallPerCPU int64
 	latency    int64 // measured per-message latency, µs
+	// reportedGPU is the GPU time the trainer reported for the step last
+	// delivered (ReportGPUStep), 0 when none; lastContents what that
+	// step's batch held, for the learned GPU model.
+	reportedGPU  time.Duration
+	lastContents gpu.Contents
+	learner      *gpu.Learner // nil unless Config.LearnGPU
 	// decodeCPU is the CPU time (µs) the workers spent on finished
 	// tasks, decodeAt its value at the last delivery, for the next
 	// record's DecodeCPUUS.
 	decodeCPU, decodeAt int64
+
+	// parked is set while the control loop waits for the window to
+	// move (it is in no collective); stopping lifts the compressed-bytes
+	// budget so that it parks at the window's edge (Quiesce);
+	// controlDone is set once the control loop returned.
+	parked, stopping, controlDone bool
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -208,6 +220,19 @@ func NewLoader(ctx context.Context, comm collective.Comm, ds *decode.Dataset, cf
 		wallPerCPU: plan.One,
 	}
 	l.cond = sync.NewCond(&l.mu)
+	if cfg.LearnGPU {
+		l.learner = gpu.NewLearner(cfg.GPU)
+	}
+	switch {
+	case cfg.Restore != nil && cfg.Resume:
+		return nil, collective.AllRanks(errors.New("spmd: Config.Restore and Config.Resume both set: resume from one"))
+	case cfg.Restore != nil:
+		step, err := l.restoreState(cfg.Restore)
+		if err != nil {
+			return nil, err
+		}
+		l.first = step
+	}
 	if cfg.Resume {
 		step, err := l.restore()
 		if err != nil {
@@ -286,17 +311,12 @@ func (l *Loader) Next(ctx context.Context) (*Batch, error) {
 	}
 	deliver := time.Now()
 	bs := l.batches[t]
-	out := &Batch{Step: t}
+	out := batchOf(bs)
 	rec := bs.rec
 	for _, s := range bs.slots {
 		if s.err != nil {
-			out.Dropped = append(out.Dropped, DroppedSample{ID: s.item.ID, Shard: s.sample.Shard, Key: s.sample.Key, Err: s.err})
 			continue
 		}
-		out.Samples = append(out.Samples, BatchSample{
-			ID: s.item.ID, Shard: s.sample.Shard, Key: s.sample.Key, Owner: s.item.Owner,
-			Modality: s.out.Modality, Tensors: s.out.Tensors, Text: s.out.Text, Tokens: s.out.Tokens,
-		})
 		rec.Hash += IDDigest(s.item.ID)
 		if s.damaged > 0 {
 			rec.Damaged++
@@ -326,7 +346,11 @@ func (l *Loader) Next(ctx context.Context) (*Batch, error) {
 	if n := len(l.records); n > 0 {
 		// The previous step's compute time is now known.
 		l.records[n-1].ComputeUS = max(rec.RequestUS-l.records[n-1].DeliverUS, 0)
+		l.observeStep(&l.records[n-1])
 	}
+	l.mu.Lock()
+	l.lastContents = out.Contents()
+	l.mu.Unlock()
 	l.records = append(l.records, rec)
 	if l.cfg.CheckpointEvery > 0 && (t+1)%int64(l.cfg.CheckpointEvery) == 0 && t+1 < int64(l.cfg.Steps) {
 		if err := l.checkpoint(t + 1); err != nil {
@@ -339,11 +363,52 @@ func (l *Loader) Next(ctx context.Context) (*Batch, error) {
 	return out, nil
 }
 
+// batchOf is the training loop's view of a decoded batch.
+func batchOf(bs *batchState) *Batch {
+	out := &Batch{Step: bs.step}
+	for _, s := range bs.slots {
+		if s.err != nil {
+			out.Dropped = append(out.Dropped, DroppedSample{ID: s.item.ID, Shard: s.sample.Shard, Key: s.sample.Key, Err: s.err})
+			continue
+		}
+		out.Samples = append(out.Samples, BatchSample{
+			ID: s.item.ID, Shard: s.sample.Shard, Key: s.sample.Key, Owner: s.item.Owner,
+			Modality: s.out.Modality, Tensors: s.out.Tensors, Text: s.out.Text, Tokens: s.out.Tokens,
+		})
+	}
+	return out
+}
+
 // Records returns the per-step records of the steps delivered so far.
 func (l *Loader) Records() []StepRecord { return l.records }
 
 // CostModel returns the rank's cost model.
 func (l *Loader) CostModel() *decode.CostModel { return l.cost }
+
+// Quiesce prepares a loader whose training loop stopped asking before
+// its last step for Close: it waits until the control loop has planned
+// the whole window ahead of the last delivered step and waits for the
+// window to move, in no collective. Every rank's loop stops at the same
+// step when every rank delivered the same steps, so that each rank may
+// then Close without leaving another in a collective. Ranks that
+// delivered different steps must not Close (their loops may wait in a
+// collective for each other): end the job instead.
+func (l *Loader) Quiesce() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stopping = true
+	l.cond.Broadcast()
+	for !l.parked && !l.controlDone && l.fatal == nil && !l.closed {
+		l.cond.Wait()
+	}
+}
+
+// Delivered is the number of steps the loader delivered.
+func (l *Loader) Delivered() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.next - l.first
+}
 
 // Close stops the loader's goroutines and returns the first error they
 // met, if any.

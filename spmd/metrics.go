@@ -99,8 +99,15 @@ type Summary struct {
 	// CostMAPE is the cost model's mean absolute percentage error on
 	// samples it had not learned from, averaged over ranks (0.1 = 10 %);
 	// nil when no rank got past its warm-up.
-	CostMAPE       *float64 `json:"cost_mape"`
-	DroppedSamples int      `json:"dropped_samples"`
+	CostMAPE *float64 `json:"cost_mape"`
+	// GPUModelMAPE is the learned GPU model's error predicting each
+	// step before it saw it (Config.LearnGPU), averaged over ranks; nil
+	// when the loader did not learn one.
+	GPUModelMAPE *float64 `json:"gpu_model_mape,omitempty"`
+	// RingBytes is the shared-memory ring a trainer's batches travel in
+	// (datahelix train and serve), per rank; 0 for a simulated GPU.
+	RingBytes      int64 `json:"ring_bytes,omitempty"`
+	DroppedSamples int   `json:"dropped_samples"`
 	// DamagedSamples counts deliveries of samples with damage the
 	// decoder concealed (StepRecord.Damaged).
 	DamagedSamples int    `json:"damaged_samples"`

@@ -80,6 +80,22 @@ func Run(ctx context.Context, comm collective.Comm, ds *decode.Dataset, cfg Conf
 	return gather(comm, l, recs, l.sinceStart(end), cfg)
 }
 
+// Finish ends a run whose training loop is not Run's (a trainer process
+// fed through a bridge): it closes l and gathers every rank's records
+// and figures on rank 0, as Run does; end is when the training loop
+// finished. Every rank must call it; a loader whose training loop
+// stopped before its last step must be quiesced first (Loader.Quiesce).
+func Finish(comm collective.Comm, l *Loader, end time.Time) (*Result, error) {
+	if err := l.Close(); err != nil {
+		return nil, err
+	}
+	recs := l.Records()
+	if n := len(recs); n > 0 {
+		recs[n-1].ComputeUS = max(l.sinceStart(end)-recs[n-1].DeliverUS, 0)
+	}
+	return gather(comm, l, recs, l.sinceStart(end), l.cfg)
+}
+
 // CheckJob checks, before the first loader of a job runs, what would
 // otherwise fail the job only when some loader starts, after the loaders
 // before it trained for nothing: that the dataset's shards split evenly
@@ -178,13 +194,17 @@ func gather(comm collective.Comm, l *Loader, recs []StepRecord, endUS int64, cfg
 	if !math.IsNaN(mape) {
 		mapeMicro = int64(mape * 1e6)
 	}
-	// wall, peak RSS, MAPE sum, ranks with a MAPE
-	figs := []int64{endUS, peakRSS(), max(mapeMicro, 0), b2i(mapeMicro >= 0)}
+	gpuMicro := int64(-1)
+	if g, ok := l.GPUModelError(); ok {
+		gpuMicro = int64(g * 1e6)
+	}
+	// wall, peak RSS, MAPE sum, ranks with a MAPE, the same of the GPU model
+	figs := []int64{endUS, peakRSS(), max(mapeMicro, 0), b2i(mapeMicro >= 0), max(gpuMicro, 0), b2i(gpuMicro >= 0)}
 	maxFigs := []int64{figs[0], figs[1]}
 	if err := comm.AllreduceInt64(maxFigs, collective.OpMax); err != nil {
 		return nil, err
 	}
-	sumFigs := []int64{figs[2], figs[3]}
+	sumFigs := []int64{figs[2], figs[3], figs[4], figs[5]}
 	if err := comm.AllreduceInt64(sumFigs, collective.OpSum); err != nil {
 		return nil, err
 	}
@@ -199,7 +219,7 @@ func gather(comm collective.Comm, l *Loader, recs []StepRecord, endUS int64, cfg
 		}
 		all = append(all, rs...)
 	}
-	steps := cfg.Steps - int(l.first)
+	steps := int(l.next - l.first) // delivered: all of them, unless the trainer stopped early
 	wall := maxFigs[0]
 	if len(all) > 0 {
 		// Wall time runs from the first request of the run.
@@ -215,6 +235,10 @@ func gather(comm collective.Comm, l *Loader, recs []StepRecord, endUS int64, cfg
 	if sumFigs[1] > 0 {
 		mape := float64(sumFigs[0]) / float64(sumFigs[1]) / 1e6
 		s.CostMAPE = &mape
+	}
+	if sumFigs[3] > 0 {
+		mape := float64(sumFigs[2]) / float64(sumFigs[3]) / 1e6
+		s.GPUModelMAPE = &mape
 	}
 	return &Result{Summary: s, Records: all}, nil
 }

@@ -58,6 +58,8 @@ func fileConn(f *os.File) (*Conn, error) {
 }
 
 func newConn(uc *net.UnixConn) *Conn {
+	// A packet cannot exceed the send buffer (about 208 KiB by default).
+	uc.SetWriteBuffer(MaxMessage + HeaderSize)
 	return &Conn{uc: uc, buf: make([]byte, MaxMessage), oob: make([]byte, unix.CmsgSpace(4))}
 }
 

@@ -97,9 +97,10 @@ type Hello struct {
 	Rank     int    `json:"rank"`
 	PID      int    `json:"pid"`
 	CUDA     bool   `json:"cuda"`
-	// Resume is a State the client got from an earlier run
-	// (Loader.state_dict()), or nil to start at step 0.
-	Resume *State `json:"resume"`
+	// Resume is a loader state the client got from an earlier run
+	// (Loader.state_dict()), or null to start at step 0. The server's
+	// loader reads it (spmd.Config.Restore).
+	Resume json.RawMessage `json:"resume"`
 }
 
 // ParseHello decodes a HELLO payload.
@@ -112,46 +113,6 @@ func ParseHello(p []byte) (Hello, error) {
 		return h, fmt.Errorf("%w: HELLO without a protocol version", ErrMessage)
 	}
 	return h, nil
-}
-
-// State is the identity of a sample stream and a position in it: the
-// client's state_dict. A run resumes from it only with the same
-// identity (every field but Step).
-type State struct {
-	Format    int    `json:"format"`
-	Seed      uint64 `json:"seed"`
-	Batch     int    `json:"batch"`
-	WorldSize int    `json:"world_size"`
-	Loader    string `json:"loader"`
-	Dataset   string `json:"dataset"` // hash of the shard names and sample counts
-	Shards    int    `json:"shards"`
-	// Step is the next step the client would have asked for.
-	Step int64 `json:"step"`
-}
-
-// StateFormat is State.Format of this binary.
-const StateFormat = 1
-
-// Mismatch names the first field of s that differs from this run's
-// identity id (Step aside), as "seed 3, this run's 1"; "" when none does.
-func (s State) Mismatch(id State) string {
-	switch {
-	case s.Format != id.Format:
-		return fmt.Sprintf("format %d, this datahelix reads %d", s.Format, id.Format)
-	case s.Dataset != id.Dataset || s.Shards != id.Shards:
-		return fmt.Sprintf("dataset %s (%d shards), this run reads %s (%d shards)", s.Dataset, s.Shards, id.Dataset, id.Shards)
-	case s.Seed != id.Seed:
-		return fmt.Sprintf("seed %d, this run's %d", s.Seed, id.Seed)
-	case s.Batch != id.Batch:
-		return fmt.Sprintf("batch %d per rank, this run's %d", s.Batch, id.Batch)
-	case s.WorldSize != id.WorldSize:
-		return fmt.Sprintf("%d ranks, this run has %d (resuming at another world size is not supported yet)", s.WorldSize, id.WorldSize)
-	case s.Loader != id.Loader:
-		return fmt.Sprintf("loader %s, this run's %s", s.Loader, id.Loader)
-	case s.Step < 0:
-		return fmt.Sprintf("step %d", s.Step)
-	}
-	return ""
 }
 
 // Welcome is the server's answer to a HELLO it accepts.
@@ -170,7 +131,10 @@ type Welcome struct {
 	Slots     int   `json:"slots"`
 	SlotBytes int64 `json:"slot_bytes"`
 	RingBytes int64 `json:"ring_bytes"`
-	State     State `json:"state"`
+	// State is the loader's state at FirstStep (spmd.Loader.State): the
+	// identity of the sample stream, which the client's state_dict
+	// returns with the step it reached.
+	State json.RawMessage `json:"state"`
 }
 
 // Next is the client's request for a batch.

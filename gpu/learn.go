@@ -1,0 +1,155 @@
+package gpu
+
+import (
+	"math"
+	"sync"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// LearnWindow is the number of recent steps a Learner fits.
+const LearnWindow = 64
+
+// Learner learns a GPU's step Model from measured steps by least squares
+// on what each batch held: step ≈ Base + PerSample·samples +
+// PerFrame·frames + PerToken·tokens, over the last LearnWindow steps. A
+// coefficient the fit makes negative is dropped (set to 0) and the rest
+// refitted, and a quantity that did not vary over the window keeps its
+// prior coefficient, folded out of the fit. It replaces a hand-set model
+// when a real trainer reports its steps.
+//
+// Measured steps include the wait in the gradient allreduce for the
+// slowest rank, so the fit learns the job's step as this rank sees it.
+type Learner struct {
+	mu     sync.Mutex
+	prior  Model
+	model  Model
+	obs    []observation
+	next   int
+	errSum float64 // sum of |predicted-measured|/measured, after warm-up
+	errN   int
+}
+
+type observation struct {
+	c Contents
+	d time.Duration
+}
+
+// NewLearner returns a Learner that answers prior until it has fitted.
+func NewLearner(prior Model) *Learner { return &Learner{prior: prior, model: prior} }
+
+// Observe records that a step of contents c took d, scores the model's
+// prediction of it (once the window is a quarter full), and refits.
+func (l *Learner) Observe(c Contents, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.obs) >= LearnWindow/4 {
+		p := l.model.StepTime(c)
+		l.errSum += math.Abs(float64(p-d)) / float64(d)
+		l.errN++
+	}
+	o := observation{c, d}
+	if len(l.obs) < LearnWindow {
+		l.obs = append(l.obs, o)
+	} else {
+		l.obs[l.next] = o
+		l.next = (l.next + 1) % LearnWindow
+	}
+	l.model = fit(l.obs, l.prior)
+}
+
+// Model returns the current fit.
+func (l *Learner) Model() Model {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.model
+}
+
+// MAPE is the mean absolute percentage error of the model's prediction
+// of each step before it saw it (0..1); ok is false before any.
+func (l *Learner) MAPE() (mape float64, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.errN == 0 {
+		return 0, false
+	}
+	return l.errSum / float64(l.errN), true
+}
+
+// fit is the least-squares model of obs, prior for what obs cannot tell.
+func fit(obs []observation, prior Model) Model {
+	if len(obs) < 2 {
+		return prior
+	}
+	feature := func(o observation, j int) float64 {
+		return [3]float64{float64(o.c.Samples), float64(o.c.Frames), float64(o.c.Tokens)}[j]
+	}
+	priorCoef := [3]time.Duration{prior.PerSample, prior.PerFrame, prior.PerToken}
+	coef := priorCoef
+	// Columns that vary over the window are fitted; the others keep
+	// the prior's coefficient.
+	var active []int
+	for j := range 3 {
+		first := feature(obs[0], j)
+		for _, o := range obs[1:] {
+			if feature(o, j) != first {
+				active = append(active, j)
+				break
+			}
+		}
+	}
+	for {
+		if len(obs) < len(active)+1 {
+			return prior
+		}
+		x := mat.NewDense(len(obs), len(active)+1, nil)
+		y := mat.NewVecDense(len(obs), nil)
+		for i, o := range obs {
+			x.Set(i, 0, 1)
+			fixed := 0.0
+			for j := range 3 {
+				if !contains(active, j) {
+					fixed += feature(o, j) * float64(coef[j])
+				}
+			}
+			for k, j := range active {
+				x.Set(i, k+1, feature(o, j))
+			}
+			y.SetVec(i, float64(o.d)-fixed)
+		}
+		var b mat.VecDense
+		if err := b.SolveVec(x, y); err != nil {
+			return prior
+		}
+		drop := -1
+		for k := range active {
+			if b.AtVec(k+1) < 0 {
+				drop = k
+				break
+			}
+		}
+		if drop < 0 {
+			m := Model{Base: time.Duration(max(b.AtVec(0), 0))}
+			for k, j := range active {
+				coef[j] = time.Duration(b.AtVec(k + 1))
+			}
+			m.PerSample, m.PerFrame, m.PerToken = coef[0], coef[1], coef[2]
+			return m
+		}
+		coef[active[drop]] = 0
+		active = append(active[:drop:drop], active[drop+1:]...)
+	}
+}
+
+func contains(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}

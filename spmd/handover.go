@@ -1,0 +1,180 @@
+package spmd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/datahelix/datahelix/gpu"
+)
+
+// ErrDelivered is Peek's error for a step Next delivered already.
+var ErrDelivered = errors.New("spmd: batch delivered already")
+
+// Peek waits until the batch of step is decoded and returns it without
+// delivering it: the loader's clocks and records are Next's. A server
+// that hands batches to another process copies them out ahead of the
+// request with it. It returns ErrDelivered once Next took step, io.EOF
+// for a step past the last, and the loader's error if it failed.
+func (l *Loader) Peek(ctx context.Context, step int64) (*Batch, error) {
+	if step >= int64(l.cfg.Steps) {
+		return nil, io.EOF
+	}
+	stop := context.AfterFunc(ctx, func() { l.mu.Lock(); l.cond.Broadcast(); l.mu.Unlock() })
+	defer stop()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for {
+		switch {
+		case l.fatal != nil:
+			return nil, l.fatal
+		case context.Cause(ctx) != nil:
+			return nil, context.Cause(ctx)
+		case l.closed:
+			return nil, io.EOF
+		case step < l.next:
+			return nil, ErrDelivered
+		}
+		if b := l.batches[step]; b != nil && b.ready {
+			return batchOf(b), nil
+		}
+		l.cond.Wait()
+	}
+}
+
+// ReportGPUStep records the GPU's own time for the step last delivered,
+// as the trainer measured it (CUDA events): the progress tracker then
+// predicts deadlines from it rather than from the host's requests, and
+// the step's record holds it as gpu_us.
+func (l *Loader) ReportGPUStep(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	l.tracker.Measured(d)
+	l.mu.Lock()
+	l.reportedGPU = d
+	l.mu.Unlock()
+}
+
+// observeStep feeds the learned GPU model the step before the one being
+// delivered, now that its compute time is known: the GPU's own time when
+// the trainer reported one, else the time from its delivery to the next
+// request. prev is that step's record.
+func (l *Loader) observeStep(prev *StepRecord) {
+	l.mu.Lock()
+	d := l.reportedGPU
+	l.reportedGPU = 0
+	c := l.lastContents
+	l.mu.Unlock()
+	if d > 0 {
+		prev.GPUUS = d.Microseconds()
+	} else {
+		d = time.Duration(prev.ComputeUS) * time.Microsecond
+	}
+	if l.learner != nil {
+		l.learner.Observe(c, d)
+	}
+}
+
+// gpuModel is the GPU model that prices new samples: the learned one
+// when the loader learns it (Config.LearnGPU), else Config.GPU.
+func (l *Loader) gpuModel() gpu.Model {
+	if l.learner != nil {
+		return l.learner.Model()
+	}
+	return l.cfg.GPU
+}
+
+// GPUModelError is the learned GPU model's mean absolute percentage
+// error in predicting each step (0..1); ok is false when the loader does
+// not learn one or has not scored it yet.
+func (l *Loader) GPUModelError() (mape float64, ok bool) {
+	if l.learner == nil {
+		return 0, false
+	}
+	return l.learner.MAPE()
+}
+
+// State is a loader's position in its sample stream with the identity
+// of the stream. Every rank's is the same at the same step, so any
+// rank's (a trainer's state_dict) resumes the whole job.
+type State struct {
+	Format    int    `json:"format"`
+	Seed      uint64 `json:"seed"`
+	Batch     int    `json:"batch"`
+	WorldSize int    `json:"world_size"`
+	// Loader is the loader that saved it, for the record: every loader
+	// trains the same sequence of global batches, so any may resume it.
+	Loader  string `json:"loader"`
+	Dataset string `json:"dataset"` // datasetHash, hex
+	Shards  int    `json:"shards"`
+	// Step is the first step the resumed run delivers.
+	Step int64 `json:"step"`
+}
+
+// stateFormat is State.Format of this binary.
+const stateFormat = 1
+
+// State returns the loader's state before its next step, as JSON: what
+// Config.Restore takes to continue with the same batches.
+func (l *Loader) State() []byte {
+	l.mu.Lock()
+	step := l.next
+	l.mu.Unlock()
+	b, _ := json.Marshal(l.stateAt(step))
+	return b
+}
+
+func (l *Loader) stateAt(step int64) State {
+	return State{Format: stateFormat, Seed: l.cfg.Seed, Batch: l.cfg.Batch, WorldSize: l.comm.Size(),
+		Loader: l.cfg.Loader.String(), Dataset: fmt.Sprintf("%016x", l.dataset), Shards: len(l.ds.Shards), Step: step}
+}
+
+// ErrState matches a Config.Restore that this run cannot continue: it
+// does not parse, or was saved for another dataset, seed, batch or world
+// size (the error names which).
+var ErrState = errors.New("spmd: cannot resume from this state")
+
+// restoreState moves the fresh reader to the state's step, replaying
+// what the run before read (the sample order depends only on the seed,
+// the ranks and the shard sizes), and returns that step.
+func (l *Loader) restoreState(data []byte) (int64, error) {
+	var st State
+	if err := json.Unmarshal(data, &st); err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrState, err)
+	}
+	if why := st.mismatch(l.stateAt(st.Step)); why != "" {
+		return 0, fmt.Errorf("%w: it was saved with %s", ErrState, why)
+	}
+	if st.Step >= int64(l.cfg.Steps) {
+		return 0, fmt.Errorf("%w: it is at step %d, and this run ends before it (--steps %d)", ErrState, st.Step, l.cfg.Steps)
+	}
+	for range st.Step * int64(l.cfg.Batch) {
+		l.reader.Next()
+	}
+	return st.Step, nil
+}
+
+// mismatch names the first field of s that differs from this run's
+// identity id (Step and Loader aside), e.g. "seed 3, this run's 1"; ""
+// when none does.
+func (s State) mismatch(id State) string {
+	switch {
+	case s.Format != id.Format:
+		return fmt.Sprintf("format %d, this datahelix reads %d", s.Format, id.Format)
+	case s.Dataset != id.Dataset || s.Shards != id.Shards:
+		return fmt.Sprintf("dataset %s (%d shards), this run reads %s (%d shards)", s.Dataset, s.Shards, id.Dataset, id.Shards)
+	case s.Seed != id.Seed:
+		return fmt.Sprintf("seed %d, this run's %d", s.Seed, id.Seed)
+	case s.Batch != id.Batch:
+		return fmt.Sprintf("batch %d per rank, this run's %d", s.Batch, id.Batch)
+	case s.WorldSize != id.WorldSize:
+		return fmt.Sprintf("%d ranks, this run has %d (resuming at another world size is not supported yet)", s.WorldSize, id.WorldSize)
+	case s.Step < 0:
+		return fmt.Sprintf("step %d", s.Step)
+	}
+	return ""
+}
