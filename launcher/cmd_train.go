@@ -21,12 +21,16 @@ func init() {
 	register(command{
 		name:    "train",
 		summary: "feed a real trainer: every rank starts PROGRAM (train.py) and hands it batches over shared memory",
-		run:     func(ctx context.Context, stdout, stderr io.Writer, args []string) error { return runTrain(ctx, stdout, stderr, args, false) },
+		run: func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
+			return runTrain(ctx, stdout, stderr, args, false)
+		},
 	})
 	register(command{
 		name:    "serve",
 		summary: "feed trainers launched on their own (torchrun, srun --overlap): train without starting PROGRAM",
-		run:     func(ctx context.Context, stdout, stderr io.Writer, args []string) error { return runTrain(ctx, stdout, stderr, args, true) },
+		run: func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
+			return runTrain(ctx, stdout, stderr, args, true)
+		},
 	})
 }
 

@@ -1,0 +1,326 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/datahelix/datahelix/collective/collectivetest"
+	"github.com/datahelix/datahelix/decode/gen/gentest"
+	"github.com/datahelix/datahelix/spmd"
+)
+
+// python is the interpreter whose torch the trainer tests use (Debian's
+// python3-torch, which test.sh installs).
+const pythonBin = "/usr/bin/python3"
+
+// needTorch skips a test where the trainer's Python cannot import torch.
+func needTorch(t *testing.T) {
+	t.Helper()
+	if err := exec.Command(pythonBin, "-c", "import torch, numpy").Run(); err != nil {
+		t.Skipf("%s cannot import torch (apt-get install python3-torch; test.sh does): %v", pythonBin, err)
+	}
+}
+
+// trainArgs runs testdata/trainer.py under datahelix train on data with
+// quick decoding, tagged so that the test finds its processes.
+func trainArgs(data, tag string, flags []string, trainer ...string) []string {
+	args := append([]string{"train", "--data", data, "--batch", "2", "--frames", "2", "--size", "32", "--quiet", "--cache-dir", os.TempDir()}, flags...)
+	args = append(args, "--", pythonBin, "testdata/trainer.py", "--tag", tag)
+	return append(args, trainer...)
+}
+
+// trainerKeys reads the keys each rank's trainer wrote to out.RANK:
+// keys[rank][step].
+func trainerKeys(t *testing.T, out string, ranks int) []map[int][]string {
+	t.Helper()
+	keys := make([]map[int][]string, ranks)
+	for r := range ranks {
+		raw, err := os.ReadFile(fmt.Sprintf("%s.%d", out, r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v struct {
+			Keys map[int][]string `json:"keys"`
+		}
+		if err := json.Unmarshal(raw, &v); err != nil {
+			t.Fatal(err)
+		}
+		keys[r] = v.Keys
+	}
+	return keys
+}
+
+// globalBatches is each step's global batch, sorted, from keys.
+func globalBatches(keys []map[int][]string) map[int][]string {
+	g := map[int][]string{}
+	for _, k := range keys {
+		for s, ks := range k {
+			g[s] = append(g[s], ks...)
+		}
+	}
+	for s := range g {
+		slices.Sort(g[s])
+	}
+	return g
+}
+
+// leftovers fails the test when a process tagged tag still runs.
+func leftovers(t *testing.T, tag string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		out, _ := exec.Command("pgrep", "-f", "--", "^"+pythonBin+" testdata/trainer.py --tag "+tag).Output()
+		if len(bytes.TrimSpace(out)) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("trainer processes still running: %s", out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func readSummary(t *testing.T, path string) spmd.Summary {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs []spmd.Summary
+	if err := json.Unmarshal(raw, &rs); err != nil || len(rs) != 1 {
+		t.Fatalf("summary %s: %v (%d objects)", raw, err, len(rs))
+	}
+	return rs[0]
+}
+
+// TestTrainUnderMPIRun: two ranks each feed a real Python trainer; each
+// step's keys are disjoint across ranks, the global batches are the ones
+// run schedules (the same batches hash), and nothing is left behind.
+func TestTrainUnderMPIRun(t *testing.T) {
+	needTorch(t)
+	data := gentest.Tiny(t)
+	dir := t.TempDir()
+	shm, _ := os.ReadDir("/dev/shm")
+	log, err := mpirunMain(t, 2, trainArgs(data, "mpirun1", []string{"--steps", "8", "--json", filepath.Join(dir, "train.json")}, "--out", filepath.Join(dir, "keys"))...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	keys := trainerKeys(t, filepath.Join(dir, "keys"), 2)
+	for s := range 8 {
+		a, b := keys[0][s], keys[1][s]
+		if len(a) != 2 || len(b) != 2 {
+			t.Fatalf("step %d: rank 0 got %v, rank 1 %v; want 2 samples each", s, a, b)
+		}
+		for _, k := range a {
+			if slices.Contains(b, k) {
+				t.Errorf("step %d: sample %s went to both ranks", s, k)
+			}
+		}
+	}
+	train := readSummary(t, filepath.Join(dir, "train.json"))
+	if train.Steps != 8 || train.RingBytes == 0 {
+		t.Errorf("train summary: %d steps, ring %d bytes; want 8 steps and the ring's size", train.Steps, train.RingBytes)
+	}
+	runLog, err := mpirunMain(t, 2, fastRun(data, "--steps", "8", "--loader", "helix", "--json", filepath.Join(dir, "run.json"))...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, runLog)
+	}
+	if run := readSummary(t, filepath.Join(dir, "run.json")); run.BatchesHash != train.BatchesHash {
+		t.Errorf("train delivered batches hash %s, run %s: the same flags must train the same global batches", train.BatchesHash, run.BatchesHash)
+	}
+	leftovers(t, "mpirun1")
+	if after, _ := os.ReadDir("/dev/shm"); len(after) > len(shm) {
+		t.Errorf("/dev/shm held %d entries before the job, %d after", len(shm), len(after))
+	}
+}
+
+// TestTrainResumesFromStateDict: a run stopped after 3 steps, its state
+// saved, and a run resumed from it train the global batches of one
+// uninterrupted run.
+func TestTrainResumesFromStateDict(t *testing.T) {
+	needTorch(t)
+	data := gentest.Tiny(t)
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state.json")
+	steps := []string{"--steps", "7"}
+	for _, tr := range [][]string{
+		{"--out", filepath.Join(dir, "whole")},
+		{"--out", filepath.Join(dir, "first"), "--save", state, "--save-at", "3"},
+		{"--out", filepath.Join(dir, "rest"), "--resume", state},
+	} {
+		if log, err := mpirunMain(t, 2, trainArgs(data, "resume1", steps, tr...)...); err != nil {
+			t.Fatalf("%v\n%s", err, log)
+		}
+	}
+	whole := globalBatches(trainerKeys(t, filepath.Join(dir, "whole"), 2))
+	first := globalBatches(trainerKeys(t, filepath.Join(dir, "first"), 2))
+	rest := globalBatches(trainerKeys(t, filepath.Join(dir, "rest"), 2))
+	if len(first) != 3 || len(rest) != 4 {
+		t.Fatalf("the split runs trained steps %v and %v, want 0-2 and 3-6", first, rest)
+	}
+	for s, b := range whole {
+		got, ok := first[s]
+		if !ok {
+			got = rest[s]
+		}
+		if !slices.Equal(got, b) {
+			t.Errorf("step %d: the split runs trained %v, the whole run %v", s, got, b)
+		}
+	}
+}
+
+// TestTrainerFailureEndsJob: a trainer that raises on rank 1 ends the
+// job within 30 s, naming the rank and its status, and no trainer is
+// left running.
+func TestTrainerFailureEndsJob(t *testing.T) {
+	needTorch(t)
+	data := gentest.Tiny(t)
+	start := time.Now()
+	log, err := mpirunMain(t, 2, trainArgs(data, "fail1", []string{"--steps", "50"}, "--fail-at", "2", "--fail-rank", "1", "--step-ms", "50")...)
+	if err == nil {
+		t.Fatalf("the job succeeded:\n%s", log)
+	}
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("the job ended %v after it started, want within 30 s", took)
+	}
+	if !strings.Contains(log, "the trainer of rank 1") || !strings.Contains(log, "exited with status 1") {
+		t.Errorf("the log does not name rank 1's trainer and its status:\n%s", log)
+	}
+	leftovers(t, "fail1")
+}
+
+// TestTrainerThatNeverConnects ends the job after --connect-timeout.
+func TestTrainerThatNeverConnects(t *testing.T) {
+	needTorch(t)
+	data := gentest.Tiny(t)
+	log, err := mpirunMain(t, 2, trainArgs(data, "noconn1", []string{"--connect-timeout", "2s"}, "--no-connect")...)
+	if err == nil || !strings.Contains(log, "did not connect within 2s") {
+		t.Fatalf("err %v, want the job to end naming the timeout:\n%s", err, log)
+	}
+	leftovers(t, "noconn1")
+}
+
+// TestTrainersStoppingEarly: with --steps 0 the trainers decide when to
+// stop; the job then ends with status 0 and the steps they took.
+func TestTrainersStoppingEarly(t *testing.T) {
+	needTorch(t)
+	data := gentest.Tiny(t)
+	dir := t.TempDir()
+	log, err := mpirunMain(t, 2, trainArgs(data, "early1", []string{"--json", filepath.Join(dir, "s.json")}, "--stop-after", "5")...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	if s := readSummary(t, filepath.Join(dir, "s.json")); s.Steps != 5 {
+		t.Errorf("summary of %d steps, want the 5 the trainers took", s.Steps)
+	}
+}
+
+// TestKilledRankLeavesNoTrainer: SIGKILL of a datahelix rank ends the
+// job, and its trainer dies with it.
+func TestKilledRankLeavesNoTrainer(t *testing.T) {
+	needTorch(t)
+	data := gentest.Tiny(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	args := trainArgs(data, "kill1", nil, "--step-ms", "100")
+	cmd := collectivetest.MPIRun(ctx, 2, os.Args[0], args...)
+	cmd.Env = append(os.Environ(), asMainEnv+"=1")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.WaitDelay = 5 * time.Second
+	// A failed test ends the job as Slurm would, not with SIGKILL, which
+	// would leave mpirun's ranks running.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait for both trainers, then kill the datahelix rank of one: the
+	// trainer's parent, checked to be the test binary acting as datahelix.
+	var victim int
+	for victim == 0 {
+		if ctx.Err() != nil {
+			t.Fatalf("trainers not started:\n%s", out.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+		pids := strings.Fields(string(must(exec.Command("pgrep", "-f", "--", "^"+pythonBin+" testdata/trainer.py --tag kill1").Output())))
+		if len(pids) < 2 {
+			continue
+		}
+		var ppid int
+		fmt.Sscan(string(must(exec.Command("ps", "-o", "ppid=", "-p", pids[0]).Output())), &ppid)
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", ppid))
+		if err == nil && ppid > 1 &&
+			bytes.HasPrefix(cmdline, []byte(os.Args[0]+"\x00train")) {
+			victim = ppid
+		}
+	}
+	time.Sleep(time.Second) // serving batches
+	syscall.Kill(victim, syscall.SIGKILL)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Errorf("the job succeeded after a rank was killed:\n%s", out.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the job still runs 30 s after rank pid %d was killed:\n%s", victim, out.String())
+	}
+	leftovers(t, "kill1")
+}
+
+// TestServeFeedsTrainersLaunchedApart: datahelix serve (two in-process
+// ranks) feeds trainers started on their own, found by DATAHELIX_JOB and
+// RANK.
+func TestServeFeedsTrainersLaunchedApart(t *testing.T) {
+	needTorch(t)
+	data := gentest.Tiny(t)
+	dir := t.TempDir()
+	job := fmt.Sprintf("t%d", os.Getpid())
+	done := make(chan int, 1)
+	var out, errb bytes.Buffer
+	go func() {
+		done <- Main(context.Background(), []string{"serve", "--ranks", "2", "--job", job, "--data", data, "--batch", "2", "--frames", "2",
+			"--size", "32", "--steps", "4", "--quiet", "--cache-dir", os.TempDir(), "--json", filepath.Join(dir, "s.json")}, &out, &errb)
+	}()
+	var trainers []*exec.Cmd
+	for r := range 2 {
+		cmd := exec.Command(pythonBin, "testdata/trainer.py", "--out", filepath.Join(dir, "keys"))
+		cmd.Env = append(os.Environ(), "DATAHELIX_JOB="+job, fmt.Sprintf("RANK=%d", r), "PYTHONPATH=../python")
+		cmd.Stdout, cmd.Stderr = &errb, &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		trainers = append(trainers, cmd)
+	}
+	for _, c := range trainers {
+		if err := c.Wait(); err != nil {
+			t.Errorf("trainer: %v", err)
+		}
+	}
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("serve exited %d: %s", code, errb.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("serve still runs a minute after its trainers ended: %s", errb.String())
+	}
+	if g := globalBatches(trainerKeys(t, filepath.Join(dir, "keys"), 2)); len(g) != 4 {
+		t.Errorf("the trainers got steps %v, want 4", g)
+	}
+}
+
+// must returns v, ignoring err: for commands whose failure shows as no
+// output (pgrep that matches nothing).
+func must(v []byte, _ error) []byte { return v }
