@@ -3,6 +3,7 @@
 #
 # Installs missing system packages (or prints the command to), then:
 # gofmt, go vet (OpenMPI, MPICH and no-MPI builds), staticcheck, go test ./...
+# (the trainer bridge with real Python trainers), the Python client's tests,
 # (with real mpirun jobs), the race detector on the packages without
 # media cgo, the MPI conformance suite against MPICH, and the job's MPI
 # paths (start-up checks, exchange, failures, stalls, signals) under MPICH.
@@ -13,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 # shellcheck source=scripts/deps.sh
 source scripts/deps.sh
-datahelix_install_deps
+datahelix_install_deps "${DATAHELIX_TRAIN_PACKAGES[@]}"
 
 short=()
 [ "${1:-}" = "-short" ] && short=(-short)
@@ -37,8 +38,11 @@ go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 step "go test ./..."
 go test "${short[@]}" -timeout 30m ./...
 
+step "Python client (unittest, Debian's python3)"
+/usr/bin/python3 -m unittest discover -s python/tests
+
 step "go test -race (pure-Go packages)"
-go test "${short[@]}" -race -timeout 30m $(go list ./... | grep -E '/(plan|gpu|collective|spmd)$')
+go test "${short[@]}" -race -timeout 30m $(go list ./... | grep -E '/(plan|gpu|gpu/bridge|collective|spmd)$')
 
 step "MPI conformance against MPICH, and the job's MPI paths under MPICH's mpiexec"
 go test "${short[@]}" -tags mpich -count=1 -run 'MPI' ./collective/

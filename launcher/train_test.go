@@ -324,3 +324,57 @@ func TestServeFeedsTrainersLaunchedApart(t *testing.T) {
 // must returns v, ignoring err: for commands whose failure shows as no
 // output (pgrep that matches nothing).
 func must(v []byte, _ error) []byte { return v }
+
+// TestExampleTrainsOnTheDefaultDataset: examples/train.py, a real DDP
+// model on gloo, trains at 2 ranks on the default dataset under
+// datahelix train: its loss goes down, each step's keys are disjoint
+// across ranks, and the global batches are the ones run schedules.
+func TestExampleTrainsOnTheDefaultDataset(t *testing.T) {
+	needTorch(t)
+	if testing.Short() {
+		t.Skip("generates the default dataset once (about 30 s) and trains 40 steps")
+	}
+	cache := filepath.Join(os.TempDir(), "datahelix-testdata")
+	dir := t.TempDir()
+	shape := []string{"--steps", "40", "--frames", "4", "--size", "64", "--quiet", "--cache-dir", cache}
+	args := append(append([]string{"train"}, shape...), "--json", filepath.Join(dir, "server.json"),
+		"--", pythonBin, "../examples/train.py", "--loader", "datahelix", "--json", filepath.Join(dir, "train.json"), "--log-every", "0")
+	if log, err := mpirunMain(t, 2, args...); err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	var got struct {
+		LossFirst5 float64 `json:"loss_first_avg5"`
+		LossLast5  float64 `json:"loss_last_avg5"`
+		PerRank    []struct {
+			Steps []int      `json:"steps"`
+			Keys  [][]string `json:"keys"`
+		} `json:"per_rank"`
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "train.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !(got.LossLast5 < got.LossFirst5/2) {
+		t.Errorf("loss %.3f over the first 5 steps, %.3f over the last 5: want it at least halved", got.LossFirst5, got.LossLast5)
+	}
+	if len(got.PerRank) != 2 || len(got.PerRank[0].Keys) != 40 || len(got.PerRank[1].Keys) != 40 {
+		t.Fatalf("per-rank keys: %+v, want 40 steps on 2 ranks", got.PerRank)
+	}
+	for s := range 40 {
+		for _, k := range got.PerRank[0].Keys[s] {
+			if slices.Contains(got.PerRank[1].Keys[s], k) {
+				t.Errorf("step %d: sample %s went to both ranks", s, k)
+			}
+		}
+	}
+	runArgs := append(append([]string{"run", "--loader", "helix", "--gpu-step-ms", "5", "--gpu-ms-per-frame", "0"}, shape...), "--json", filepath.Join(dir, "run.json"))
+	if log, err := mpirunMain(t, 2, runArgs...); err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	if a, b := readSummary(t, filepath.Join(dir, "server.json")), readSummary(t, filepath.Join(dir, "run.json")); a.BatchesHash != b.BatchesHash {
+		t.Errorf("train's batches hash %s, run's %s", a.BatchesHash, b.BatchesHash)
+	}
+}

@@ -14,17 +14,26 @@ DATAHELIX_PACKAGES=(
 	libturbojpeg0-dev
 )
 
+# What the trainer side needs on top (datahelix train's tests and
+# examples/train.py): Debian's PyTorch, PyAV and numpy. test.sh installs
+# them; the main job (datahelix run) does not need them.
+DATAHELIX_TRAIN_PACKAGES=(
+	python3-torch python3-torchvision python3-av python3-numpy
+)
+
 datahelix_missing_packages() {
 	local p missing=()
-	for p in "${DATAHELIX_PACKAGES[@]}"; do
+	for p in "${DATAHELIX_PACKAGES[@]}" "$@"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 	done
 	echo "${missing[@]:-}"
 }
 
+# datahelix_install_deps [EXTRA_PACKAGE...] installs what is missing of
+# DATAHELIX_PACKAGES and the extra packages given.
 datahelix_install_deps() {
 	local missing
-	missing=$(datahelix_missing_packages)
+	missing=$(datahelix_missing_packages "$@")
 	[ -z "$missing" ] && return 0
 	local sudo=""
 	if [ "$(id -u)" -ne 0 ]; then
