@@ -88,6 +88,7 @@ type Server struct {
 	filled  map[int64]placement // step → where it is, once copied
 	filling map[int64]int       // step → slot, while being copied
 	placed  int64               // highest step placed in a slot
+	sent    int64               // highest step whose BATCH went out
 	asked   int64               // next step the client will ask for
 	stop    bool                // Serve returned
 }
@@ -108,7 +109,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		s.slotOf[i] = -1
 	}
 	s.filled, s.filling = map[int64]placement{}, map[int64]int{}
-	s.placed, s.asked = s.First-1, s.First
+	s.placed, s.sent, s.asked = s.First-1, s.First-1, s.First
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() {
@@ -175,13 +176,10 @@ func (s *Server) Serve(ctx context.Context) error {
 			}
 			s.mu.Lock()
 			s.asked++
+			err = s.sendLocked(msg)
 			s.mu.Unlock()
-			p, err := msg.Encode()
 			if err != nil {
 				return s.fail(err)
-			}
-			if err := s.Conn.Send(p); err != nil {
-				return err
 			}
 		case TypeRelease:
 			below, err := ParseRelease(m.Payload)
@@ -203,6 +201,24 @@ func closeFD(fd int) { unix.Close(fd) }
 func (s *Server) fail(err error) error {
 	SendText(s.Conn, TypeError, err.Error())
 	return err
+}
+
+// sendLocked sends the BATCH of msg unless it went out already (the
+// stager sends a batch as soon as it is in its slot, so that the client
+// finds it waiting when it asks). BATCHes go out in step order.
+func (s *Server) sendLocked(msg BatchMsg) error {
+	if msg.Step <= s.sent {
+		return nil
+	}
+	p, err := msg.Encode()
+	if err != nil {
+		return err
+	}
+	if err := s.Conn.Send(p); err != nil {
+		return err
+	}
+	s.sent = msg.Step
+	return nil
 }
 
 // release frees the slots of every step below below that the client got.
@@ -305,9 +321,19 @@ func (s *Server) stage(ctx context.Context) {
 			s.cond.Wait()
 		}
 		if !s.stop && !s.claimed(t) {
-			if _, err := s.fillLocked(b); err != nil {
+			p, err := s.fillLocked(b)
+			if err != nil {
 				s.mu.Unlock()
 				return // Next's own copy reports it
+			}
+			if t == s.sent+1 && !s.stop {
+				// Ahead of the request: the client reads it when it asks,
+				// with no round trip. A failed send ends Serve's next
+				// Recv or Send too.
+				if err := s.sendLocked(s.msg(b, p)); err != nil {
+					s.mu.Unlock()
+					return
+				}
 			}
 		}
 		stop := s.stop

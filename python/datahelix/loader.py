@@ -232,14 +232,18 @@ class Loader:
                                       "(it probably failed; see its log)"))
 
     def _gone(self) -> DatahelixError:
-        """The peer closed while we sent: report its last word (ERROR, REFUSE) if it left one."""
+        """The peer closed while we sent: report its last word (ERROR, REFUSE) if it left one,
+        behind the batches it sent ahead of our requests."""
         try:
             self._sock.settimeout(0)
-            kind, payload, fds = self._recv("its last word")
-            for fd in fds:
-                os.close(fd)
-            if kind in (w.ERROR, w.REFUSE):
-                return self._unexpected(kind, payload, "")
+            while True:
+                kind, payload, fds = self._recv("its last word")
+                for fd in fds:
+                    os.close(fd)
+                if kind in (w.ERROR, w.REFUSE):
+                    return self._unexpected(kind, payload, "")
+                if kind != w.BATCH:
+                    break
         except (DatahelixError, OSError):
             pass
         return self._failure or self._lost("")
