@@ -416,13 +416,19 @@ func (b *rankBridge) serve(ctx context.Context, c, end collective.Comm, l *spmd.
 	w := bridge.Welcome{Protocol: bridge.Protocol, Server: version(), Job: b.hello.Job, Rank: c.Rank(), WorldSize: c.Size(),
 		Batch: cfg.Batch, Steps: steps, FirstStep: state.Step, Frames: f.cfg.Decode.Frames, Size: f.cfg.Decode.Size,
 		Slots: b.ring.Slots, SlotBytes: b.ring.SlotBytes, RingBytes: b.ring.Bytes(), State: st}
-	if err := bridge.SendWelcome(b.conn, w, b.ring); err != nil {
-		l.Close()
-		return nil, fmt.Errorf("rank %d: welcome the trainer: %w", c.Rank(), err)
-	}
-	srv := &bridge.Server{Conn: b.conn, Ring: b.ring, Src: loaderSource{l, f.cfg.Decode.Size}, First: state.Step, Stage: true}
+	// On a failure the job ends (MPI_Abort, or the in-process world's
+	// abort): the loader is left running, not closed, since its control
+	// loop may wait in a collective for a rank that will never join.
 	sctx, stopServe := context.WithCancelCause(context.Background())
 	defer stopServe(nil)
+	abandon := func(err error) (*spmd.Result, error) {
+		stopServe(err)
+		return nil, err
+	}
+	if err := bridge.SendWelcome(b.conn, w, b.ring); err != nil {
+		return abandon(fmt.Errorf("rank %d: welcome the trainer: %w", c.Rank(), err))
+	}
+	srv := &bridge.Server{Conn: b.conn, Ring: b.ring, Src: loaderSource{l, f.cfg.Decode.Size}, First: state.Step, Stage: true}
 	b.serving = make(chan error, 1)
 	go func() { b.serving <- srv.Serve(sctx) }()
 
@@ -430,57 +436,37 @@ func (b *rankBridge) serve(ctx context.Context, c, end collective.Comm, l *spmd.
 	if b.tr != nil {
 		exited = b.tr.exited
 	}
-	var serveErr error
 	served := false
 	signalled := ctx.Done()
 	var graceOver <-chan time.Time
-	for !served || (b.tr != nil && !b.tr.done()) {
+	for !served || exited != nil {
 		select {
-		case serveErr = <-b.serving:
+		case err := <-b.serving:
 			served = true
 			b.serving = nil
-			if !errors.Is(serveErr, bridge.ErrBye) && !errors.Is(serveErr, bridge.ErrClosed) {
+			if !errors.Is(err, bridge.ErrBye) && !errors.Is(err, bridge.ErrClosed) {
 				// The loader failed: the trainer got an ERROR saying why.
-				l.Close()
-				return nil, fmt.Errorf("rank %d: %w", c.Rank(), serveErr)
+				return abandon(fmt.Errorf("rank %d: %w", c.Rank(), err))
 			}
-			if b.tr == nil {
-				break
-			}
-			if errors.Is(serveErr, bridge.ErrClosed) {
+			if exited != nil && errors.Is(err, bridge.ErrClosed) {
 				// The trainer closed its end: it is exiting, or it
 				// dropped the loader; its exit status says which.
 				select {
 				case <-exited:
 				case <-time.After(f.connectTimeout):
-					l.Close()
-					return nil, fmt.Errorf("the trainer of rank %d closed its datahelix connection and still runs %v later", c.Rank(), f.connectTimeout)
+					return abandon(fmt.Errorf("the trainer of rank %d closed its datahelix connection and still runs %v later", c.Rank(), f.connectTimeout))
 				}
 			}
 		case <-exited:
 			exited = nil
 			if err := b.tr.exitError(c.Rank()); err != nil {
-				stopServe(err)
-				l.Close()
-				return nil, err
-			}
-			if !served {
-				// Exited 0: its connection closes with it.
-				serveErr = <-b.serving
-				served = true
+				return abandon(err)
 			}
 		case <-signalled:
 			signalled = nil
 			ie, ok := interrupted(context.Cause(ctx))
-			if !ok { // another rank failed (in-process world): end now
-				stopServe(context.Cause(ctx))
-				l.Close()
-				return nil, context.Cause(ctx)
-			}
-			if b.tr == nil {
-				stopServe(ie)
-				l.Close()
-				return nil, ie
+			if !ok || b.tr == nil { // another rank failed (in-process world), or serve
+				return abandon(context.Cause(ctx))
 			}
 			b.tr.signal(ie.sig)
 			graceOver = time.After(f.grace)
@@ -488,10 +474,15 @@ func (b *rankBridge) serve(ctx context.Context, c, end collective.Comm, l *spmd.
 			b.tr.signal(syscall.SIGKILL)
 			graceOver = nil
 		}
+		if exited != nil && b.tr.done() {
+			exited = nil
+			if err := b.tr.exitError(c.Rank()); err != nil {
+				return abandon(err)
+			}
+		}
 	}
 	if ie, ok := interrupted(context.Cause(ctx)); ok {
-		l.Close()
-		return nil, ie
+		return abandon(ie)
 	}
 	endAt := time.Now()
 	// Every rank's loader may stop only where every other's does.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/datahelix/datahelix/collective/collectivetest"
 	"github.com/datahelix/datahelix/decode/gen/gentest"
+	"github.com/datahelix/datahelix/gpu/bridge"
 	"github.com/datahelix/datahelix/spmd"
 )
 
@@ -376,5 +377,104 @@ func TestExampleTrainsOnTheDefaultDataset(t *testing.T) {
 	}
 	if a, b := readSummary(t, filepath.Join(dir, "server.json")), readSummary(t, filepath.Join(dir, "run.json")); a.BatchesHash != b.BatchesHash {
 		t.Errorf("train's batches hash %s, run's %s", a.BatchesHash, b.BatchesHash)
+	}
+}
+
+// TestKilledTrainerEndsJob: SIGKILL of one rank's trainer ends the job
+// within 30 s, naming it, with nothing left behind.
+func TestKilledTrainerEndsJob(t *testing.T) {
+	needTorch(t)
+	data := gentest.Tiny(t)
+	shm, _ := os.ReadDir("/dev/shm")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := collectivetest.MPIRun(ctx, 2, os.Args[0], trainArgs(data, "kill2", nil, "--step-ms", "100")...)
+	cmd.Env = append(os.Environ(), asMainEnv+"=1")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.WaitDelay = 5 * time.Second
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pids []string
+	for len(pids) < 2 {
+		if ctx.Err() != nil {
+			t.Fatalf("trainers not started:\n%s", out.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+		pids = strings.Fields(string(must(exec.Command("pgrep", "-f", "--", "^"+pythonBin+" testdata/trainer.py --tag kill2").Output())))
+	}
+	time.Sleep(time.Second)
+	var victim int
+	fmt.Sscan(pids[1], &victim)
+	syscall.Kill(victim, syscall.SIGKILL)
+	killed := time.Now()
+	if err := cmd.Wait(); err == nil {
+		t.Errorf("the job succeeded after a trainer was killed:\n%s", out.String())
+	}
+	if took := time.Since(killed); took > 30*time.Second {
+		t.Errorf("the job ended %v after the trainer was killed, want within 30 s", took)
+	}
+	if want := fmt.Sprintf("(pid %d) was killed by SIGKILL", victim); !strings.Contains(out.String(), want) {
+		t.Errorf("the log does not say %q:\n%s", want, out.String())
+	}
+	leftovers(t, "kill2")
+	if after, _ := os.ReadDir("/dev/shm"); len(after) > len(shm) {
+		t.Errorf("/dev/shm held %d entries before the job, %d after", len(shm), len(after))
+	}
+}
+
+// TestServeRefusesAnotherClient: a client of another protocol, or of
+// another job, gets a REFUSE naming both sides, and the job ends saying
+// why instead of serving it.
+func TestServeRefusesAnotherClient(t *testing.T) {
+	data := gentest.Tiny(t)
+	for _, tt := range []struct {
+		name  string
+		hello bridge.Hello
+		want  []string
+	}{
+		{"protocol", bridge.Hello{Protocol: 99, Client: "datahelix-python 9.0", Job: "J"}, []string{"datahelix-python 9.0, of protocol 99", "speaks protocol 1"}},
+		{"job", bridge.Hello{Protocol: bridge.Protocol, Client: "c", Job: "other"}, []string{`job "other"`, "job J"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			job := fmt.Sprintf("J%d%s", os.Getpid(), tt.name)
+			tt.hello.Job = strings.Replace(tt.hello.Job, "J", job, 1)
+			done := make(chan int, 1)
+			var out, errb bytes.Buffer
+			go func() {
+				done <- Main(context.Background(), []string{"serve", "--ranks", "1", "--job", job, "--data", data, "--batch", "2",
+					"--frames", "2", "--size", "32", "--quiet", "--cache-dir", os.TempDir()}, &out, &errb)
+			}()
+			var c *bridge.Conn
+			var err error
+			for range 100 {
+				if c, err = bridge.Dial(bridge.SocketName(job, 0)); err == nil {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			h, _ := json.Marshal(tt.hello)
+			if err := c.Send(bridge.Encode(bridge.TypeHello, h)); err != nil {
+				t.Fatal(err)
+			}
+			m, _, err := c.Recv(time.Now().Add(time.Minute))
+			if err != nil || m.Type != bridge.TypeRefuse {
+				t.Fatalf("got %v %v, want a REFUSE", m.Type, err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(string(m.Payload), strings.Replace(w, "J", job, 1)) {
+					t.Errorf("REFUSE %q does not say %q", m.Payload, w)
+				}
+			}
+			if code := <-done; code == 0 {
+				t.Errorf("serve exited 0 after refusing its client: %s", errb.String())
+			}
+		})
 	}
 }
