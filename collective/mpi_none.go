@@ -27,5 +27,8 @@ func (w *World) Finalize() error { return nil }
 // WaitPolicy returns WaitBlock: a binary without MPI never waits on it.
 func (w *World) WaitPolicy() WaitPolicy { return WaitBlock }
 
+// SetWaitPolicy does nothing: there is no MPI to wait for.
+func (w *World) SetWaitPolicy(WaitPolicy) {}
+
 // PartsMode returns "none": a binary without MPI sends nothing through it.
 func (w *World) PartsMode() string { return "none" }

@@ -199,18 +199,27 @@ func HashStrings(list []string) uint64 {
 }
 
 // datasetHash is a hash of each shard's file name and sample count.
-func datasetHash(ds *decode.Dataset) uint64 {
+func datasetHash(ds decode.Source) uint64 {
 	return HashStrings(shardList(ds))
 }
 
 // shardList names each shard of ds by file name and sample count,
 // "000003.tar/32".
-func shardList(ds *decode.Dataset) []string {
-	list := make([]string, len(ds.Shards))
-	for i, s := range ds.Shards {
-		list[i] = fmt.Sprintf("%s/%d", filepath.Base(s.Path()), s.Len())
+func shardList(ds decode.Source) []string {
+	list := make([]string, ds.NumShards())
+	for i := range list {
+		list[i] = fmt.Sprintf("%s/%d", ds.ShardName(i), ds.ShardLen(i))
 	}
 	return list
+}
+
+// sourceName names ds in messages: a dataset's directory, else its first
+// shard.
+func sourceName(ds decode.Source) string {
+	if d, ok := ds.(*decode.Dataset); ok && len(d.Shards) > 0 {
+		return filepath.Dir(d.Shards[0].Path())
+	}
+	return ds.ShardName(0)
 }
 
 // AgreeDataset is Agree on the settings that make two ranks' datasets
@@ -222,10 +231,10 @@ func shardList(ds *decode.Dataset) []string {
 // ("shard 3: 000003.tar with 32 samples on rank 0, 000003.tar with 30
 // samples on rank 2"), which points at the copy to fix (a truncated
 // shard on one node). Every rank must call it.
-func AgreeDataset(c collective.Comm, ds *decode.Dataset) error {
+func AgreeDataset(c collective.Comm, ds decode.Source) error {
 	list := shardList(ds)
 	err := Agree(c, []Setting{
-		{Name: "the dataset's shard count", Value: uint64(len(ds.Shards))},
+		{Name: "the dataset's shard count", Value: uint64(ds.NumShards())},
 		{Name: "the dataset (shard names and sample counts)", Value: HashStrings(list), Hashed: true},
 	})
 	// Only when the ranks know alike that the datasets differ: an error

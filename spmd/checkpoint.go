@@ -77,7 +77,7 @@ func (l *Loader) checkpoint(step int64) error {
 	}
 	st := checkpointState{
 		Version: checkpointVersion, Step: step, Rank: l.comm.Rank(), Ranks: l.comm.Size(),
-		Loader: l.cfg.Loader.String(), Batch: l.cfg.Batch, Seed: l.cfg.Seed, Shards: len(l.ds.Shards),
+		Loader: l.cfg.Loader.String(), Batch: l.cfg.Batch, Seed: l.cfg.Seed, Shards: l.ds.NumShards(),
 		Dataset: l.dataset, Reader: snap.reader, Cost: cost,
 	}
 	data, err := json.MarshalIndent(st, "", "  ")

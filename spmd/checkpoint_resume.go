@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/datahelix/datahelix/collective"
@@ -262,7 +261,7 @@ func (l *Loader) logf(rank int, format string, args ...any) {
 // cost model. unreadable says the error is the file's content (it does
 // not parse, or its states are inconsistent), not that it cannot be read
 // or another job wrote it; dataset is datasetHash(ds).
-func readCheckpoint(comm collective.Comm, ds *decode.Dataset, dataset uint64, cfg Config, reader *Reader, step int64) (_ *Reader, cost *decode.CostModel, unreadable bool, err error) {
+func readCheckpoint(comm collective.Comm, ds decode.Source, dataset uint64, cfg Config, reader *Reader, step int64) (_ *Reader, cost *decode.CostModel, unreadable bool, err error) {
 	st, path, unreadable, err := readCheckpointState(comm, ds, dataset, cfg, step)
 	if err != nil {
 		return nil, nil, unreadable, err
@@ -281,7 +280,7 @@ func readCheckpoint(comm collective.Comm, ds *decode.Dataset, dataset uint64, cf
 // readCheckpointState reads this rank's checkpoint of step of loader
 // cfg.Loader and checks that this run can resume from it. unreadable
 // and err are as readCheckpoint's; dataset is datasetHash(ds).
-func readCheckpointState(comm collective.Comm, ds *decode.Dataset, dataset uint64, cfg Config, step int64) (st checkpointState, path string, unreadable bool, err error) {
+func readCheckpointState(comm collective.Comm, ds decode.Source, dataset uint64, cfg Config, step int64) (st checkpointState, path string, unreadable bool, err error) {
 	k := cfg.Loader
 	path = checkpointPath(cfg.CheckpointDir, k, step, comm.Rank())
 	data, err := os.ReadFile(path)
@@ -305,12 +304,12 @@ func readCheckpointState(comm collective.Comm, ds *decode.Dataset, dataset uint6
 		return st, path, true, fmt.Errorf("%s holds step %d, its directory says %d", path, st.Step, step)
 	case st.Ranks != comm.Size() || st.Rank != comm.Rank():
 		err = fmt.Errorf("--resume: %s was written by rank %d of %d", path, st.Rank, st.Ranks)
-	case st.Batch != cfg.Batch || st.Seed != cfg.Seed || st.Shards != len(ds.Shards):
+	case st.Batch != cfg.Batch || st.Seed != cfg.Seed || st.Shards != ds.NumShards():
 		err = fmt.Errorf("--resume: %s was written with batch %d, seed %d, %d shards; this run has %d, %d, %d",
-			path, st.Batch, st.Seed, st.Shards, cfg.Batch, cfg.Seed, len(ds.Shards))
+			path, st.Batch, st.Seed, st.Shards, cfg.Batch, cfg.Seed, ds.NumShards())
 	case st.Dataset != 0 && st.Dataset != dataset:
 		err = fmt.Errorf("--resume: %s was written reading another dataset (other shard names or sample counts) than --data %s",
-			path, filepath.Dir(ds.Shards[0].Path()))
+			path, sourceName(ds))
 	}
 	return st, path, false, err
 }
@@ -360,7 +359,7 @@ var checkpointRequired = []string{"step", "rank", "ranks", "loader", "batch", "s
 // run's: a later --resume would take the earlier run's newer steps for
 // this run's. Rank 0 reads the directory; every rank returns the same
 // error, marked collective.AllRanks.
-func checkStartCheckpoints(comm collective.Comm, ds *decode.Dataset, cfg Config, kinds []Kind) error {
+func checkStartCheckpoints(comm collective.Comm, ds decode.Source, cfg Config, kinds []Kind) error {
 	dir := cfg.CheckpointDir
 	if dir == "" {
 		return nil

@@ -87,8 +87,7 @@ func (l *Loader) readOwn(ctx context.Context, s int64) ([]*slotState, error) {
 	var bytes int64
 	for i := range own {
 		ref, epoch := l.reader.Next()
-		shard := l.ds.Shards[ref.Shard]
-		smp, err := shard.ReadSample(ref.Index)
+		smp, err := l.ds.ReadSample(ref.Shard, ref.Index)
 		if err != nil {
 			// The shard was readable at start-up; failing now means the
 			// file changed or the disk failed under us.

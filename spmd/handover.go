@@ -130,7 +130,7 @@ func (l *Loader) State() []byte {
 
 func (l *Loader) stateAt(step int64) State {
 	return State{Format: stateFormat, Seed: l.cfg.Seed, Batch: l.cfg.Batch, WorldSize: l.comm.Size(),
-		Loader: l.cfg.Loader.String(), Dataset: fmt.Sprintf("%016x", l.dataset), Shards: len(l.ds.Shards), Step: step}
+		Loader: l.cfg.Loader.String(), Dataset: fmt.Sprintf("%016x", l.dataset), Shards: l.ds.NumShards(), Step: step}
 }
 
 // ErrState matches a Config.Restore that this run cannot continue: it

@@ -69,7 +69,7 @@ func (b *Batch) Contents() gpu.Contents {
 type Loader struct {
 	cfg     Config
 	comm    collective.Comm
-	ds      *decode.Dataset
+	ds      decode.Source
 	reader  *Reader
 	dec     *decode.Decoder
 	cost    *decode.CostModel
@@ -165,13 +165,13 @@ type slotState struct {
 // newRankReader is this rank's reader of ds at the start of a run (cfg
 // with its defaults set). Its errors, an empty shard or shards that do
 // not split over the ranks, are every rank's.
-func newRankReader(comm collective.Comm, ds *decode.Dataset, cfg Config) (*Reader, error) {
+func newRankReader(comm collective.Comm, ds decode.Source, cfg Config) (*Reader, error) {
 	if err := checkEmptyShards(ds); err != nil {
 		return nil, err
 	}
-	sizes := make([]int, len(ds.Shards))
-	for i, s := range ds.Shards {
-		sizes[i] = s.Len()
+	sizes := make([]int, ds.NumShards())
+	for i := range sizes {
+		sizes[i] = ds.ShardLen(i)
 	}
 	reader, err := NewReader(sizes, comm.Rank(), comm.Size(), cfg.Seed, cfg.ShuffleBuffer)
 	if err != nil {
@@ -180,10 +180,11 @@ func newRankReader(comm collective.Comm, ds *decode.Dataset, cfg Config) (*Reade
 	return reader, nil
 }
 
-// NewLoader starts the loader of one rank. Every rank of comm must call it
-// with the same configuration; comm must not be used by anyone else while
+// NewLoader starts the loader of one rank, reading ds (a *decode.Dataset
+// of WebDataset shards, or any decode.Source that every rank sees
+// alike). Every rank of comm must call it with the same configuration; comm must not be used by anyone else while
 // the loader runs (give the training loop's collectives a Dup).
-func NewLoader(ctx context.Context, comm collective.Comm, ds *decode.Dataset, cfg Config) (*Loader, error) {
+func NewLoader(ctx context.Context, comm collective.Comm, ds decode.Source, cfg Config) (*Loader, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, collective.AllRanks(err)
 	}

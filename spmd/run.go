@@ -104,8 +104,8 @@ func Finish(comm collective.Comm, l *Loader, end time.Time) (*Result, error) {
 // from, no earlier run's checkpoints for a new one to mix its own with).
 // Every rank must call it with the same arguments; they all return the
 // same error, marked collective.AllRanks.
-func CheckJob(comm collective.Comm, ds *decode.Dataset, cfg Config, kinds []Kind) error {
-	if err := splitError(len(ds.Shards), comm.Size()); err != nil {
+func CheckJob(comm collective.Comm, ds decode.Source, cfg Config, kinds []Kind) error {
+	if err := splitError(ds.NumShards(), comm.Size()); err != nil {
 		return collective.AllRanks(err)
 	}
 	return checkStartCheckpoints(comm, ds, cfg, kinds)
@@ -156,7 +156,16 @@ func firstRun(ds *decode.Dataset) bool {
 // sample in, saying why when it skipped members (its first warning).
 // Every rank sees every shard's count (the launcher has the ranks agree
 // on them), so every rank fails alike.
-func checkEmptyShards(ds *decode.Dataset) error {
+func checkEmptyShards(src decode.Source) error {
+	ds, ok := src.(*decode.Dataset)
+	if !ok {
+		for i := range src.NumShards() {
+			if src.ShardLen(i) == 0 {
+				return collective.AllRanks(fmt.Errorf("spmd: shard %s has no samples: the rank reading it would have nothing to train on; remove it from the dataset", src.ShardName(i)))
+			}
+		}
+		return nil
+	}
 	for _, s := range ds.Shards {
 		if s.Len() > 0 {
 			continue

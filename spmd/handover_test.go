@@ -1,0 +1,134 @@
+package spmd
+
+import (
+	"context"
+	"errors"
+	"io"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/datahelix/datahelix/collective"
+	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/decode/gen/gentest"
+)
+
+// countingSource is a decode.Source that is not a *decode.Dataset: the
+// loader must read through the interface alone.
+type countingSource struct {
+	ds    *decode.Dataset
+	reads atomic.Int64
+}
+
+func (c *countingSource) NumShards() int         { return c.ds.NumShards() }
+func (c *countingSource) ShardName(i int) string { return c.ds.ShardName(i) }
+func (c *countingSource) ShardLen(i int) int     { return c.ds.ShardLen(i) }
+func (c *countingSource) ReadSample(shard, index int) (*decode.Sample, error) {
+	c.reads.Add(1)
+	return c.ds.ReadSample(shard, index)
+}
+
+// stepKeys runs n in-process ranks of cfg over the tiny dataset (through
+// a countingSource when wrap) and returns each step's global batch,
+// sorted, and the loaders' first step.
+func stepKeys(t *testing.T, n int, cfg Config, wrap bool, states [][]byte) ([][]string, []*Loader) {
+	t.Helper()
+	data := gentest.Tiny(t)
+	keys := make([][][]string, n)
+	loaders := make([]*Loader, n)
+	errs := collective.RunLocal(context.Background(), n, func(ctx context.Context, c collective.Comm) error {
+		ds, err := decode.OpenDatasetPart(data, "", c.Rank(), c.Size())
+		if err != nil {
+			return err
+		}
+		defer ds.Close()
+		var src decode.Source = ds
+		if wrap {
+			src = &countingSource{ds: ds}
+		}
+		c2 := cfg
+		if states != nil {
+			c2.Restore = states[c.Rank()]
+		}
+		l, err := NewLoader(ctx, c, src, c2)
+		if err != nil {
+			return err
+		}
+		loaders[c.Rank()] = l
+		defer l.Close()
+		for {
+			b, err := l.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			var ks []string
+			for _, s := range b.Samples {
+				ks = append(ks, s.Key)
+			}
+			for _, d := range b.Dropped {
+				ks = append(ks, d.Key)
+			}
+			keys[c.Rank()] = append(keys[c.Rank()], ks)
+		}
+		if cs, ok := src.(*countingSource); ok && cs.reads.Load() == 0 {
+			t.Errorf("rank %d: no sample read through the Source", c.Rank())
+		}
+		return nil
+	})
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	var global [][]string
+	for s := range keys[0] {
+		var g []string
+		for r := range n {
+			g = append(g, keys[r][s]...)
+		}
+		slices.Sort(g)
+		global = append(global, g)
+	}
+	return global, loaders
+}
+
+// TestLoaderStateResumesTheSameBatches: the State a loader gives after
+// some steps, as Config.Restore of a new run, continues with the global
+// batches of the uninterrupted run; any decode.Source serves, and a
+// state of another seed is refused with ErrState naming it.
+func TestLoaderStateResumesTheSameBatches(t *testing.T) {
+	cfg := Config{Loader: KindHelix, Batch: 2, Steps: 7, Workers: 1, Seed: 5, Decode: decode.Options{Frames: 2, Size: 32}, StepHint: time.Millisecond}
+	whole, _ := stepKeys(t, 2, cfg, true, nil)
+	first := cfg
+	first.Steps = 3
+	_, loaders := stepKeys(t, 2, first, false, nil)
+	states := [][]byte{loaders[0].State(), loaders[1].State()}
+	if string(states[0]) != string(states[1]) {
+		t.Fatalf("the ranks' states differ: %s vs %s", states[0], states[1])
+	}
+	rest, _ := stepKeys(t, 2, cfg, false, states)
+	if len(rest) != 4 {
+		t.Fatalf("the resumed run delivered %d steps, want 4", len(rest))
+	}
+	for i, g := range rest {
+		if !slices.Equal(g, whole[3+i]) {
+			t.Errorf("step %d: resumed %v, whole run %v", 3+i, g, whole[3+i])
+		}
+	}
+	other := cfg
+	other.Seed = 6
+	data := gentest.Tiny(t)
+	ds, err := decode.OpenDataset(data, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	other.Restore = states[0]
+	if _, err := NewLoader(context.Background(), collective.NewLocal(1)[0], ds, other); !errors.Is(err, ErrState) {
+		t.Errorf("a state of seed 5 in a run of seed 6: %v, want ErrState", err)
+	}
+}
