@@ -215,7 +215,7 @@ func trainJob(ctx context.Context, c collective.Comm, f *trainFlags, out, errOut
 	l, err := spmd.NewLoader(lctx, watch.watched(c), j.ds, cfg)
 	if err != nil {
 		if errors.Is(err, spmd.ErrState) {
-			err = collective.AllRanks(fmt.Errorf("Loader.load_state_dict: %w", err))
+			err = collective.AllRanks(fmt.Errorf("the trainers' Loader.load_state_dict: %w", err))
 		}
 		bridge.SendText(b.conn, bridge.TypeRefuse, err.Error())
 		return err

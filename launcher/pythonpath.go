@@ -82,7 +82,8 @@ func clientDir() (string, error) {
 	for _, p := range files {
 		b, _ := python.Package.ReadFile(p)
 		dst := filepath.Join(tmp, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err == nil {
+		err := os.MkdirAll(filepath.Dir(dst), 0o755)
+		if err == nil {
 			err = os.WriteFile(dst, b, 0o644)
 		}
 		if err != nil {
