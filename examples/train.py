@@ -211,7 +211,7 @@ def train(args, rank, world, device):
         stop["group"] = dist.new_group(backend="gloo")  # agree on the CPU, without a GPU sync
     cuda = device.type == "cuda"
     burn = Burner(args.compute_ms, device)
-    rec = dict(steps=[], keys=[], samples=[], dropped=0, loss=[], wait=[], step=[], start=[], events=[])
+    rec = dict(steps=[], keys=[], ids=[], samples=[], dropped=0, loss=[], wait=[], step=[], start=[], events=[])
 
     dist.barrier()
     t0 = time.perf_counter()
@@ -248,6 +248,7 @@ def train(args, rank, world, device):
         rec["start"].append(t - t0)
         rec["steps"].append(step)
         rec["keys"].append(list(batch["key"]))
+        rec["ids"].append([int(i) for i in batch["id"]])  # keys repeat across epochs, ids do not
         rec["samples"].append(len(batch["key"]))
         rec["dropped"] += len(batch["dropped"])
         del batch
@@ -267,7 +268,7 @@ def train(args, rank, world, device):
     if hasattr(loader, "close"):
         loader.close()
     losses = [float(x) for x in rec["loss"]]
-    return dict(rank=rank, steps=rec["steps"], keys=rec["keys"], samples=sum(rec["samples"]),
+    return dict(rank=rank, steps=rec["steps"], keys=rec["keys"], ids=rec["ids"], samples=sum(rec["samples"]),
                 step_samples=rec["samples"], dropped=rec["dropped"], wall_s=wall, wait_s=sum(rec["wait"]),
                 wait_per_step_s=rec["wait"], step_start_s=rec["start"], step_ms_p50=1e3 * (percentile(rec["step"], 0.5) or 0),
                 gpu_step_ms_p50=percentile(gpu_ms, 0.5), h2d_gbps=stats.get("h2d_gbps"), loader_stats=stats,

@@ -61,6 +61,27 @@ func trainerKeys(t *testing.T, out string, ranks int) []map[int][]string {
 	return keys
 }
 
+// trainerIDs reads the sample ids (keys repeat across epochs, ids do
+// not) each rank's trainer wrote to out.RANK: ids[rank][step].
+func trainerIDs(t *testing.T, out string, ranks int) []map[int][]uint64 {
+	t.Helper()
+	ids := make([]map[int][]uint64, ranks)
+	for r := range ranks {
+		raw, err := os.ReadFile(fmt.Sprintf("%s.%d", out, r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v struct {
+			IDs map[int][]uint64 `json:"ids"`
+		}
+		if err := json.Unmarshal(raw, &v); err != nil {
+			t.Fatal(err)
+		}
+		ids[r] = v.IDs
+	}
+	return ids
+}
+
 // globalBatches is each step's global batch, sorted, from keys.
 func globalBatches(keys []map[int][]string) map[int][]string {
 	g := map[int][]string{}
@@ -116,15 +137,15 @@ func TestTrainUnderMPIRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log)
 	}
-	keys := trainerKeys(t, filepath.Join(dir, "keys"), 2)
+	ids := trainerIDs(t, filepath.Join(dir, "keys"), 2)
 	for s := range 8 {
-		a, b := keys[0][s], keys[1][s]
+		a, b := ids[0][s], ids[1][s]
 		if len(a) != 2 || len(b) != 2 {
 			t.Fatalf("step %d: rank 0 got %v, rank 1 %v; want 2 samples each", s, a, b)
 		}
-		for _, k := range a {
-			if slices.Contains(b, k) {
-				t.Errorf("step %d: sample %s went to both ranks", s, k)
+		for _, id := range a {
+			if slices.Contains(b, id) {
+				t.Errorf("step %d: sample %#x went to both ranks", s, id)
 			}
 		}
 	}
@@ -349,6 +370,7 @@ func TestExampleTrainsOnTheDefaultDataset(t *testing.T) {
 		PerRank    []struct {
 			Steps []int      `json:"steps"`
 			Keys  [][]string `json:"keys"`
+			IDs   [][]uint64 `json:"ids"` // keys repeat across epochs (128 samples, 320 a run)
 		} `json:"per_rank"`
 	}
 	raw, err := os.ReadFile(filepath.Join(dir, "train.json"))
@@ -361,13 +383,13 @@ func TestExampleTrainsOnTheDefaultDataset(t *testing.T) {
 	if !(got.LossLast5 < got.LossFirst5/2) {
 		t.Errorf("loss %.3f over the first 5 steps, %.3f over the last 5: want it at least halved", got.LossFirst5, got.LossLast5)
 	}
-	if len(got.PerRank) != 2 || len(got.PerRank[0].Keys) != 40 || len(got.PerRank[1].Keys) != 40 {
-		t.Fatalf("per-rank keys: %+v, want 40 steps on 2 ranks", got.PerRank)
+	if len(got.PerRank) != 2 || len(got.PerRank[0].IDs) != 40 || len(got.PerRank[1].IDs) != 40 {
+		t.Fatalf("per-rank samples: %+v, want 40 steps on 2 ranks", got.PerRank)
 	}
 	for s := range 40 {
-		for _, k := range got.PerRank[0].Keys[s] {
-			if slices.Contains(got.PerRank[1].Keys[s], k) {
-				t.Errorf("step %d: sample %s went to both ranks", s, k)
+		for i, id := range got.PerRank[0].IDs[s] {
+			if slices.Contains(got.PerRank[1].IDs[s], id) {
+				t.Errorf("step %d: sample %s (id %#x) went to both ranks", s, got.PerRank[0].Keys[s][i], id)
 			}
 		}
 	}

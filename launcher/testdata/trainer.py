@@ -39,10 +39,11 @@ loader = datahelix.Loader()
 if a.resume:
     with open(a.resume) as f:
         loader.load_state_dict(json.load(f))
-keys = {}
+keys, ids = {}, {}
 n = 0
 for batch in loader:
     keys[batch["step"]] = batch["key"]
+    ids[batch["step"]] = batch["id"]
     n += 1
     if batch["step"] == a.fail_at and rank == a.fail_rank:
         raise RuntimeError(f"trainer of rank {rank} fails at step {a.fail_at} on purpose")
@@ -58,4 +59,4 @@ for batch in loader:
 loader.close()
 if a.out:
     with open(f"{a.out}.{rank}", "w") as f:
-        json.dump({"keys": keys, "stats": loader.stats()}, f)
+        json.dump({"keys": keys, "ids": ids, "stats": loader.stats()}, f)
