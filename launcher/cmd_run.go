@@ -221,9 +221,9 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 			bar = newBar(errOut, len(f.loaders)*f.cfg.Steps, "training")
 		}
 	}
-	watch := watchStalls(c, f.stallTimeout)
-	defer watch.stop()
-	wc := watch.watched(c) // one slot of the watch for every loader's run
+	watch := spmd.WatchStalls(c, f.stallTimeout)
+	defer watch.Stop()
+	wc := watch.Watched(c) // one slot of the watch for every loader's run
 	var results []spmd.Summary
 	var trace []traceLine
 	// This rank's delivered and dropped samples, per loader: summed over
@@ -234,9 +234,9 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 		cfg := f.cfg
 		cfg.Loader = k
 		cfg.Log, cfg.SampleLog = errOut, samples
-		watch.start(k.String())
+		watch.Start(k.String())
 		cfg.Progress = func(step int64) {
-			watch.delivered(step)
+			watch.Delivered(step)
 			if bar != nil {
 				bar.Add(1)
 			}
@@ -256,7 +256,7 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 			}
 		}
 	}
-	watch.stop() // writing the outputs is no step
+	watch.Stop() // writing the outputs is no step
 	if bar != nil {
 		bar.Finish()
 	}

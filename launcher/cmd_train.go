@@ -205,14 +205,11 @@ func trainJob(ctx context.Context, c collective.Comm, f *trainFlags, out, errOut
 	if len(b.hello.Resume) > 0 && string(b.hello.Resume) != "null" {
 		cfg.Restore = b.hello.Resume
 	}
-	watch := watchStalls(c, f.stallTimeout)
-	defer watch.stop()
-	watch.start(cfg.Loader.String())
-	cfg.Progress = watch.delivered
+	cfg.StallTimeout = f.stallTimeout // the loader's own watch
 	// The loader outlives a signal for as long as the trainer does.
 	lctx, stopLoader := context.WithCancel(context.Background())
 	defer stopLoader()
-	l, err := spmd.NewLoader(lctx, watch.watched(c), j.ds, cfg)
+	l, err := spmd.NewLoader(lctx, c, j.ds, cfg)
 	if err != nil {
 		if errors.Is(err, spmd.ErrState) {
 			err = collective.AllRanks(fmt.Errorf("the trainers' Loader.load_state_dict: %w", err))

@@ -69,6 +69,13 @@ type Config struct {
 	// StepHint is the step time the progress tracker assumes before it
 	// has measured one, when GPU is zero (0: 100 ms).
 	StepHint time.Duration
+	// StallTimeout, when positive, has the loader abort the job (the
+	// communicator's Abort) when the rank delivers no step for that long
+	// (StallWatch): a rank that makes no progress would otherwise hold
+	// every other in a collective until the batch system's time limit.
+	// A program that runs several loaders in turn can share one
+	// StallWatch instead (WatchStalls, Progress).
+	StallTimeout time.Duration
 	// Restore, when set, is a Loader.State to continue from: the run
 	// starts at its step with the same batches the saved run would have
 	// delivered. It must come from a run of the same dataset, seed,

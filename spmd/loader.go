@@ -115,6 +115,7 @@ type Loader struct {
 	reportedGPU  time.Duration
 	lastContents gpu.Contents
 	learner      *gpu.Learner // nil unless Config.LearnGPU
+	watch        *StallWatch  // nil unless Config.StallTimeout
 	// decodeCPU is the CPU time (µs) the workers spent on finished
 	// tasks, decodeAt its value at the last delivery, for the next
 	// record's DecodeCPUUS.
@@ -182,8 +183,9 @@ func newRankReader(comm collective.Comm, ds decode.Source, cfg Config) (*Reader,
 
 // NewLoader starts the loader of one rank, reading ds (a *decode.Dataset
 // of WebDataset shards, or any decode.Source that every rank sees
-// alike). Every rank of comm must call it with the same configuration; comm must not be used by anyone else while
-// the loader runs (give the training loop's collectives a Dup).
+// alike). Every rank of comm must call it with the same configuration;
+// comm must not be used by anyone else while the loader runs (give the
+// training loop's collectives a Dup).
 func NewLoader(ctx context.Context, comm collective.Comm, ds decode.Source, cfg Config) (*Loader, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, collective.AllRanks(err)
@@ -192,6 +194,7 @@ func NewLoader(ctx context.Context, comm collective.Comm, ds decode.Source, cfg 
 	if err != nil {
 		return nil, err
 	}
+
 	cal := cfg.Calibration
 	if cal == nil {
 		cal = decode.DefaultCalibration()
@@ -242,8 +245,13 @@ func NewLoader(ctx context.Context, comm collective.Comm, ds decode.Source, cfg 
 		l.first = step
 	}
 	l.delivered, l.next = l.first-1, l.first
+	// From here on a rank that makes no progress ends the job.
+	l.watch = WatchStalls(comm, cfg.StallTimeout)
+	l.watch.Start(cfg.Loader.String())
+	l.comm = l.watch.Watched(comm)
 	// Start every rank's clock together.
-	if err := comm.Barrier(); err != nil {
+	if err := l.comm.Barrier(); err != nil {
+		l.watch.Stop()
 		return nil, err
 	}
 	l.start, l.cpuAt = time.Now(), processCPU()
@@ -358,6 +366,7 @@ func (l *Loader) Next(ctx context.Context) (*Batch, error) {
 			return nil, err
 		}
 	}
+	l.watch.Delivered(t)
 	if l.cfg.Progress != nil {
 		l.cfg.Progress(t)
 	}
@@ -420,6 +429,7 @@ func (l *Loader) Close() error {
 	l.mu.Unlock()
 	l.cancel()
 	l.wg.Wait()
+	l.watch.Stop()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	// A fatal error that is only the cancellation (Close's own, or the
