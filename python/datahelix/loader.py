@@ -120,6 +120,7 @@ class Loader:
         self._wait, self._handover = deque(maxlen=_HISTORY), deque(maxlen=_HISTORY)
         self._steps, self._wait_s = 0, 0.0
         self._gpu_events, self._gpu_ms, self._gpu_step_us = deque(), deque(maxlen=_HISTORY), -1
+        self._gpu_begin = None  # the CUDA event the current step's work starts after
         self._side = self._registered = None
         self._h2d_pending, self._h2d_bytes, self._h2d_ms = deque(), 0, 0.0
         self._closed = False
@@ -310,6 +311,7 @@ class Loader:
         self._wait.append((received - self._sent_at) * 1e3)
         self._handover.append((done - self._sent_at) * 1e3)
         self._sent_at = None
+        self._begin_gpu_step()
         return batch
 
     def _build(self, b: w.Batch, step: int) -> dict:
@@ -387,20 +389,33 @@ class Loader:
             self._h2d_bytes += n
             self._h2d_ms += start.elapsed_time(done)
 
+    def _begin_gpu_step(self):
+        """Mark on the current stream where the step of the batch just handed over begins:
+        after the work already queued, so that a GPU that waited for input does not count
+        the wait."""
+        if self._measure_gpu:
+            self._gpu_begin = torch.cuda.Event(enable_timing=True)
+            self._gpu_begin.record(torch.cuda.current_stream(self._device))
+
     def _measure_gpu_step(self) -> int:
-        """Record an event on the current stream; the last completed step's time in us, or -1."""
+        """Close the step begun at the last hand-over with an event on the current stream
+        (the trainer queued its work and asks for the next batch); return the last step
+        whose two events completed, in us, or -1. Never synchronizes."""
         if not self._measure_gpu:
             return -1
-        event = torch.cuda.Event(enable_timing=True)
-        event.record(torch.cuda.current_stream(self._device))
-        self._gpu_events.append(event)
+        if self._gpu_begin is not None:
+            end = torch.cuda.Event(enable_timing=True)
+            end.record(torch.cuda.current_stream(self._device))
+            self._gpu_events.append((self._gpu_begin, end))
+            self._gpu_begin = None
         self._poll_gpu()
         return self._gpu_step_us
 
     def _poll_gpu(self):
         ev = self._gpu_events
-        while len(ev) >= 2 and ev[1].query():  # one stream: ev[1] done implies ev[0] done
-            ms = ev.popleft().elapsed_time(ev[0])
+        while ev and ev[0][1].query():
+            begin, end = ev.popleft()
+            ms = begin.elapsed_time(end)
             self._gpu_ms.append(ms)
             self._gpu_step_us = int(ms * 1000)
 

@@ -351,6 +351,47 @@ class LoaderTest(unittest.TestCase):
         srv.thread.join(10)
         self.assertEqual(srv.names(), ["HELLO"] + ["NEXT"] * 4 + ["RELEASE", "BYE"])
 
+    def test_gpu_step_times_leave_out_input_waits(self):
+        """measure_gpu reports, with each NEXT, the last step whose CUDA events completed:
+        from the hand-over of its batch to the next request, so that a GPU that idled
+        waiting for input does not count the wait. Fake events stand in for CUDA."""
+        clock = {"gpu": 0.0}
+
+        class FakeEvent:
+            def __init__(self, enable_timing=False):
+                self.t = None
+
+            def record(self, stream=None):
+                # The fake GPU idles 100 ms waiting for each batch (before the event that
+                # begins its step), then works 50 ms on it (until the event that ends it):
+                # timing from request to request would say 150 ms.
+                clock["gpu"] += 50.0 if getattr(self, "end", False) else 100.0
+                self.t = clock["gpu"]
+
+            def query(self):
+                return self.t is not None
+
+            def elapsed_time(self, other):
+                return other.t - self.t
+
+        def event(enable_timing=False):
+            e = FakeEvent()
+            e.end = event.n % 2 == 1  # begin, end, begin, end...
+            event.n += 1
+            return e
+        event.n = 0
+        srv = self.serve(steps=3)
+        with mock.patch.object(torch.cuda, "is_available", return_value=True), \
+                mock.patch.object(torch.cuda, "Event", side_effect=event), \
+                mock.patch.object(torch.cuda, "current_stream", return_value=None):
+            loader = self.loader(measure_gpu=True)
+            for _ in loader:
+                pass
+        loader.close()
+        srv.thread.join(10)
+        self.assertEqual([g for _, g, _ in srv.nexts()], [-1, 50000, 50000, 50000])
+        self.assertEqual(loader.stats()["gpu_step_ms_p50"], 50.0)
+
     @unittest.skipUnless(torch.cuda.is_available(), "needs CUDA")
     def test_cuda_copies(self):
         srv = self.serve(steps=6)
