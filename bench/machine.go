@@ -102,7 +102,7 @@ func ThisMachine(ctx context.Context) Machine {
 // buildCommit is the commit the binary was built from, stamped by the
 // build (mpirun.sh):
 //
-//	go build -ldflags "-X github.com/datahelix/datahelix/bench.buildCommit=$(git rev-parse HEAD)" ./launcher
+//	go build -ldflags "-X github.com/datahelix/datahelix/bench.buildCommit=$(git rev-parse HEAD)" ./cmd/datahelix
 //
 // with DirtySuffix appended when the tree had uncommitted changes to
 // tracked files; empty when the build did not stamp it (or had no git).

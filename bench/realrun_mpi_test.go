@@ -16,7 +16,7 @@ func buildDatahelix(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "datahelix")
 	// go test puts its own Go's bin directory first in PATH.
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/datahelix/datahelix/launcher").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/datahelix/datahelix/cmd/datahelix").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin

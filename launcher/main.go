@@ -1,11 +1,12 @@
-// Command datahelix is the data plane's one binary. Every rank of an MPI
-// job runs the same command:
+// Package launcher is the datahelix command: its flags, the commands'
+// bodies, environment detection (mpirun, srun, Slurm, PMIx), CPU pinning
+// and start-up errors. cmd/datahelix is its main package:
 //
 //	mpirun -np 4 datahelix info
 //	srun datahelix run --data /scratch/shards
 //
 // Run "datahelix help" for the list of commands.
-package main
+package launcher
 
 import (
 	"context"
@@ -20,7 +21,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func main() {
+// Command runs the datahelix command line of this process (os.Args) and
+// exits with its status; SIGINT and SIGTERM cancel it with their status
+// (130, 143), as a shell reports a command they killed.
+func Command() {
 	ctx, stop := notifyInterrupt(context.Background())
 	code := Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

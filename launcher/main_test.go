@@ -1,4 +1,4 @@
-package main
+package launcher
 
 import (
 	"bytes"
@@ -46,7 +46,7 @@ func TestMain(m *testing.M) {
 				return g
 			}
 		}
-		main()
+		Command()
 	}
 	os.Exit(m.Run())
 }

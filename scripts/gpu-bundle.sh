@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >>.git/info/exclude
 rm -rf .gpu && mkdir -p .gpu/lib
-go build -tags nompi -o .gpu/datahelix ./launcher
+go build -tags nompi -o .gpu/datahelix ./cmd/datahelix
 # Every library the binary loads, but the C runtime's, which the GPU machine has.
 ldd .gpu/datahelix | awk '$3 ~ /^\// {print $3}' |
 	grep -vE '/(libc|libm|libpthread|libdl|librt|libgcc_s|libstdc\+\+|ld-linux[^/]*)\.so' |
