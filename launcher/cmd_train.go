@@ -326,6 +326,11 @@ func connectTrainer(ctx context.Context, c collective.Comm, f *trainFlags, rv re
 			"MASTER_ADDR=" + rv.addr, fmt.Sprintf("MASTER_PORT=%d", rv.port),
 			"DATAHELIX_FD=3", "DATAHELIX_JOB=" + rv.job,
 		}
+		if os.Getenv("GLOO_SOCKET_IFNAME") == "" {
+			if name := ifaceFor(rv.addr); name != "" {
+				env = append(env, "GLOO_SOCKET_IFNAME="+name)
+			}
+		}
 		if p, err := pythonPath(); err == nil {
 			env = append(env, "PYTHONPATH="+p)
 		} else {

@@ -148,3 +148,28 @@ func ipv4Nets() []string {
 	}
 	return out
 }
+
+// ifaceFor names this host's interface on the network that holds addr
+// (rank 0's MASTER_ADDR), "" when none does. A trainer's gloo binds the
+// interface its host name resolves to, which on many nodes is none that
+// reaches rank 0 (or the name does not resolve): train sets
+// GLOO_SOCKET_IFNAME to this one unless the user set it.
+func ifaceFor(addr string) string {
+	ip := net.ParseIP(addr)
+	if ip == nil || ip.IsLoopback() {
+		return ""
+	}
+	ifs, _ := net.Interfaces()
+	for _, in := range ifs {
+		if in.Flags&net.FlagUp == 0 {
+			continue
+		}
+		addrs, _ := in.Addrs()
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.Contains(ip) {
+				return in.Name
+			}
+		}
+	}
+	return ""
+}

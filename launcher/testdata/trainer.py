@@ -59,4 +59,5 @@ for batch in loader:
 loader.close()
 if a.out:
     with open(f"{a.out}.{rank}", "w") as f:
-        json.dump({"keys": keys, "ids": ids, "stats": loader.stats()}, f)
+        json.dump({"keys": keys, "ids": ids, "stats": loader.stats(),
+                   "master_addr": os.environ.get("MASTER_ADDR"), "gloo_ifname": os.environ.get("GLOO_SOCKET_IFNAME")}, f)
