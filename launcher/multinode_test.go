@@ -21,12 +21,20 @@ import (
 // not permitted.
 func multinode(t *testing.T, args ...string) string {
 	t.Helper()
+	return multinodeMPI(t, "openmpi", args...)
+}
+
+// multinodeMPI is multinode with the MPI library flavor: openmpi or mpich
+// (MPICH's Hydra entering the nodes through the same agent).
+func multinodeMPI(t *testing.T, flavor string, args ...string) string {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds two network namespaces and runs a job across them")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "../scripts/multinode.sh", append([]string{"--nodes", "2", "--", "-np", "4"}, args...)...)
+	cmd.Env = append(os.Environ(), "DATAHELIX_MPI="+flavor)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.WaitDelay = 5 * time.Second
@@ -41,9 +49,20 @@ func multinode(t *testing.T, args ...string) string {
 	return out.String()
 }
 
-// TestMultinodeInfo: the bed's job sees 2 hosts with 2 local ranks each.
+// TestMultinodeInfo: the bed's job sees 2 hosts with 2 local ranks each,
+// under OpenMPI and under MPICH.
 func TestMultinodeInfo(t *testing.T) {
-	out := multinode(t, "datahelix", "info", "--rounds", "20")
+	for _, flavor := range []string{"openmpi", "mpich"} {
+		t.Run(flavor, func(t *testing.T) {
+			checkTwoHosts(t, multinodeMPI(t, flavor, "datahelix", "info", "--rounds", "20"))
+		})
+	}
+}
+
+// checkTwoHosts checks that info's out shows node0 and node1 with local
+// ranks 0 and 1 each.
+func checkTwoHosts(t *testing.T, out string) {
+	t.Helper()
 	hosts := map[string][]string{}
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Fields(line)

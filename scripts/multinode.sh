@@ -13,6 +13,8 @@
 #   --rate RATE   limit each node's link with tc tbf (20mbit, 1gbit; default none);
 #                 this kernel has no netem, so links add no delay beyond the bridge's
 #   --keep        leave the nodes up after the job (for debugging; torn down otherwise)
+# DATAHELIX_MPI=mpich uses MPICH's Hydra (mpiexec.mpich -launcher ssh -launcher-exec
+# AGENT) and the MPICH build, as mpirun.sh does.
 # The nodes are torn down when the job ends, fails or is interrupted (their
 # processes killed, the namespaces and the bridge deleted). Needs root and
 # network namespaces; prints one line and exits 3 where they are not permitted.
@@ -67,6 +69,7 @@ hosts=()
 {
 	echo '#!/bin/sh'
 	echo '# rsh agent: enter the node named by its address, as ssh would'
+	echo 'while [ "${1#-}" != "$1" ]; do shift; done # ssh options (Hydra passes -x)'
 	echo 'host=$1; shift'
 	echo 'case "$host" in'
 } >"$tmp/agent"
@@ -95,9 +98,14 @@ chmod +x "$tmp/agent"
 # shellcheck source=scripts/deps.sh
 source "$here/scripts/deps.sh"
 datahelix_install_deps
-bin="$here/.bin/datahelix"
+flavor=${DATAHELIX_MPI:-openmpi}
+case "$flavor" in
+openmpi) bin="$here/.bin/datahelix" tags="" ;;
+mpich) bin="$here/.bin/datahelix-mpich" tags="-tags=mpich" ;;
+*) echo "multinode.sh: DATAHELIX_MPI=$flavor: want openmpi or mpich" >&2; exit 2 ;;
+esac
 mkdir -p "$here/.bin"
-(cd "$here" && go build -o "$bin" ./cmd/datahelix)
+(cd "$here" && go build $tags -o "$bin" ./cmd/datahelix)
 args=() replaced=""
 for a in "$@"; do # the first word datahelix is the binary; later ones are arguments
 	if [ -z "$replaced" ] && [ "$a" = datahelix ]; then
@@ -105,10 +113,14 @@ for a in "$@"; do # the first word datahelix is the binary; later ones are argum
 	fi
 	args+=("$a")
 done
-root=()
-[ "$(id -u)" -eq 0 ] && root=(--allow-run-as-root)
 hostlist=$(IFS=,; echo "${hosts[*]}")
 set +e
+if [ "$flavor" = mpich ]; then
+	mpiexec.mpich -hosts "$hostlist" -launcher ssh -launcher-exec "$tmp/agent" -localhost "$subnet.254" "${args[@]}"
+	exit $?
+fi
+root=()
+[ "$(id -u)" -eq 0 ] && root=(--allow-run-as-root)
 mpirun.openmpi "${root[@]}" --host "$hostlist" \
 	--mca plm_rsh_agent "$tmp/agent" \
 	--mca oob_tcp_if_include "$subnet.0/24" --mca btl_tcp_if_include "$subnet.0/24" \
