@@ -32,3 +32,9 @@ func (w *World) SetWaitPolicy(WaitPolicy) {}
 
 // PartsMode returns "none": a binary without MPI sends nothing through it.
 func (w *World) PartsMode() string { return "none" }
+
+// Test reports ErrNoMPI.
+func (w *World) Test(*Request) (bool, error) { return false, ErrNoMPI }
+
+// TryRecv reports ErrNoMPI.
+func (w *World) TryRecv([]byte, int) (src, n int, ok bool, err error) { return 0, 0, false, ErrNoMPI }

@@ -23,6 +23,8 @@ static inline MPI_Status *dhmpi_statuses_ignore(void) { return MPI_STATUSES_IGNO
 static inline MPI_Status *dhmpi_status_ignore(void) { return MPI_STATUS_IGNORE; }
 static inline int dhmpi_status_error(MPI_Status *s) { return s->MPI_ERROR; }
 static inline void dhmpi_yield(void) { sched_yield(); }
+static inline int dhmpi_any_source(void) { return MPI_ANY_SOURCE; }
+static inline int dhmpi_status_source(MPI_Status *s) { return s->MPI_SOURCE; }
 
 // dhmpi_init initializes MPI asking for MPI_THREAD_MULTIPLE and sets
 // MPI_ERRORS_RETURN on MPI_COMM_WORLD. It returns the MPI error code and

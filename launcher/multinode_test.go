@@ -10,9 +10,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/datahelix/datahelix/collective/collectivetest"
 	"github.com/datahelix/datahelix/decode/gen/gentest"
 )
 
@@ -120,5 +122,128 @@ func TestMultinodeTrain(t *testing.T) {
 	}
 	if a, b := readSummary(t, filepath.Join(dir, "s.json")), readSummary(t, one); a.BatchesHash != b.BatchesHash {
 		t.Errorf("batches hash %s across nodes, %s on one", a.BatchesHash, b.BatchesHash)
+	}
+}
+
+// startMultinode starts a job on the bed and returns it, the namespace of
+// its node1 and where its output goes; the test ends it on failure.
+func startMultinode(t *testing.T, args ...string) (*exec.Cmd, string, *bytes.Buffer) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds two network namespaces and runs a job across them")
+	}
+	cmd := exec.Command("../scripts/multinode.sh", append([]string{"--nodes", "2", "--", "-np", "4"}, args...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Signal(syscall.SIGTERM) // the script tears the nodes down
+			cmd.Wait()
+		}
+	})
+	return cmd, fmt.Sprintf("dh%dn1", cmd.Process.Pid), &out
+}
+
+// waitRanks waits until node ns runs n datahelix processes.
+func waitRanks(t *testing.T, ns string, n int, out *bytes.Buffer) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		pids := strings.Fields(string(must(exec.Command("ip", "netns", "pids", ns).Output())))
+		count := 0
+		for _, p := range pids {
+			if comm, _ := os.ReadFile("/proc/" + p + "/comm"); strings.HasPrefix(string(comm), "datahelix") {
+				count++
+			}
+		}
+		if count >= n {
+			return
+		}
+	}
+	t.Fatalf("node %s never ran %d ranks:\n%s", ns, n, out.String())
+}
+
+// TestMultinodeLostNodeEndsJob: a cut link, or every process of a node
+// killed, ends the whole job within 60 s, and no process is left on
+// either node (the bed reports any it must kill).
+func TestMultinodeLostNodeEndsJob(t *testing.T) {
+	data := gentest.Tiny(t)
+	for _, how := range []string{"cut", "kill"} {
+		t.Run(how, func(t *testing.T) {
+			cmd, ns, out := startMultinode(t, append([]string{"datahelix"}, fastRun(data, "--steps", "100000")...)...)
+			waitRanks(t, ns, 2, out)
+			time.Sleep(2 * time.Second) // training
+			lost := time.Now()
+			switch how {
+			case "cut":
+				if b, err := exec.Command("ip", "netns", "exec", ns, "ip", "link", "set", "eth0", "down").CombinedOutput(); err != nil {
+					t.Fatalf("%v: %s", err, b)
+				}
+			case "kill":
+				pids := strings.Fields(string(must(exec.Command("ip", "netns", "pids", ns).Output())))
+				exec.Command("kill", append([]string{"-9"}, pids...)...).Run()
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err := <-done:
+				if err == nil {
+					t.Errorf("the job succeeded after node1 was lost:\n%s", out.String())
+				}
+			case <-time.After(60 * time.Second):
+				t.Fatalf("the job still runs 60 s after node1 was lost (%s):\n%s", how, out.String())
+			}
+			t.Logf("ended %v after node1 was lost (%s)", time.Since(lost).Round(time.Second), how)
+			if strings.Contains(out.String(), "left running on node") {
+				t.Errorf("processes outlived the job:\n%s", out.String())
+			}
+		})
+	}
+}
+
+// TestPeerTimeoutUnderMPIRun: a rank that stops answering (SIGSTOP: the
+// heartbeat cannot tell it from a lost node) ends the job after
+// --peer-timeout, named by rank 0, however long the stall watchdog's
+// timeout; the ranks that keep running are not taken for lost, however
+// slow their steps.
+func TestPeerTimeoutUnderMPIRun(t *testing.T) {
+	data := gentest.Tiny(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	args := fastRun(data, "--steps", "100000", "--peer-timeout", "3s", "--stall-timeout", "10m", "--gpu-step-ms", "200")
+	cmd := collectivetest.MPIRun(ctx, 2, os.Args[0], args...)
+	cmd.Env = append(os.Environ(), asMainEnv+"=1")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.WaitDelay = 5 * time.Second
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var victim int
+	for victim == 0 && ctx.Err() == nil {
+		time.Sleep(200 * time.Millisecond)
+		for _, p := range strings.Fields(string(must(exec.Command("pgrep", "-P", fmt.Sprint(cmd.Process.Pid)).Output()))) {
+			if cmdline, _ := os.ReadFile("/proc/" + p + "/cmdline"); bytes.HasPrefix(cmdline, []byte(os.Args[0]+"\x00run")) {
+				fmt.Sscan(p, &victim)
+			}
+		}
+	}
+	time.Sleep(4 * time.Second) // a few slow steps: no false alarm
+	if cmd.ProcessState != nil || strings.Contains(out.String(), "unreachable") {
+		t.Fatalf("the job ended or saw a lost rank before any was:\n%s", out.String())
+	}
+	syscall.Kill(victim, syscall.SIGSTOP)
+	stopped := time.Now()
+	if err := cmd.Wait(); err == nil {
+		t.Errorf("the job succeeded:\n%s", out.String())
+	}
+	if took := time.Since(stopped); took > 30*time.Second {
+		t.Errorf("the job ended %v after a rank stopped, want a few seconds past --peer-timeout 3s", took)
+	}
+	if !strings.Contains(out.String(), "unreachable: no heartbeat for 3s (--peer-timeout)") {
+		t.Errorf("the log does not name the lost rank:\n%s", out.String())
 	}
 }

@@ -18,16 +18,18 @@ import (
 
 // worldFlags are the flags of every command that runs as an SPMD job.
 type worldFlags struct {
-	ranks      int
-	pin        autoBool // --pin: auto by default
-	profile    string
-	profileDir string
+	ranks       int
+	peerTimeout time.Duration
+	pin         autoBool // --pin: auto by default
+	profile     string
+	profileDir  string
 }
 
 func (f *worldFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.ranks, "ranks", 0, "run `N` ranks (1..4096) as goroutines of this process instead of MPI processes (no mpirun needed); 0: the MPI world's ranks")
 	f.pin = autoAuto
 	fs.Var(&f.pin, "pin", "pin each rank to its share of the CPUs the node's ranks may use (together, as they started), by local rank: --pin or --pin=true always, --pin=false never, --pin=auto when the node runs more ranks than those CPUs, so each rank keeps a fixed share as on a real node. Ranks the launcher bound to CPU sets of their own (mpirun --bind-to core, srun --cpu-bind) keep them")
+	fs.DurationVar(&f.peerTimeout, "peer-timeout", 30*time.Second, "end the job when a rank cannot reach its peers (no heartbeat) for this `duration`: a lost node or cut link, apart from training progress; 0: never")
 	fs.StringVar(&f.profile, "profile", "", "write a pprof `kind` profile per rank: cpu, mem or block")
 	fs.StringVar(&f.profileDir, "profile-dir", "profiles", "`dir`ectory for --profile output (one subdirectory per rank)")
 }
@@ -37,6 +39,9 @@ func (f *worldFlags) validate(env launchEnv) error {
 	case "", "cpu", "mem", "block":
 	default:
 		return usagef("--profile %q: want cpu, mem or block", f.profile)
+	}
+	if f.peerTimeout < 0 || f.peerTimeout > 0 && f.peerTimeout < time.Second {
+		return usagef("--peer-timeout %v: want 0 (never) or at least 1s", f.peerTimeout)
 	}
 	if f.ranks < 0 || f.ranks > 4096 {
 		return usagef("--ranks %d: want 1..4096 in-process ranks, or 0 (the default) for the MPI world's", f.ranks)
@@ -89,10 +94,18 @@ func runWorld(ctx context.Context, f worldFlags, stdout, stderr io.Writer, body 
 		w.Finalize()
 		return err
 	}
+	peers, err := watchPeers(w, f.peerTimeout, func(msg string) {
+		fmt.Fprintf(errOut, "datahelix: rank %d: %s: ending the job\n", w.Rank(), msg)
+		abortOrExit(w, 1, msg, 5*time.Second)
+	})
+	if err != nil {
+		w.Abort(1, err.Error())
+	}
 	done := make(chan struct{})
 	go abortWhenStuck(ctx, w, done)
 	err = runRank(ctx, f, w, out, errOut, false, body)
 	close(done)
+	peers.stop()
 	ie, stopped := interrupted(err)
 	// A signal in a world of one (datahelix run without mpirun) has no
 	// other rank to end: it leaves MPI as a success does, and Main
@@ -132,7 +145,7 @@ func abortWhenStuck(ctx context.Context, w *collective.World, done <-chan struct
 	select {
 	case <-done:
 	case <-time.After(collective.StuckGrace):
-		w.Abort(ie.status(), fmt.Sprintf("%v; still waiting %v later (for a rank that makes no progress?)", ie, collective.StuckGrace))
+		abortOrExit(w, ie.status(), fmt.Sprintf("%v; still waiting %v later (for a rank that makes no progress?)", ie, collective.StuckGrace), 5*time.Second)
 	}
 }
 

@@ -15,7 +15,9 @@
 #   --keep        leave the nodes up after the job (for debugging; torn down otherwise)
 # DATAHELIX_MPI=mpich uses MPICH's Hydra (mpiexec.mpich -launcher ssh -launcher-exec
 # AGENT) and the MPICH build, as mpirun.sh does.
-# The nodes are torn down when the job ends, fails or is interrupted (their
+# mpirun and its daemons probe each other's TCP links every 5 s after 10 s idle
+# (oob_tcp_keepalive_*; OpenMPI's defaults take 8 minutes), so that they notice a
+# lost node as datahelix's ranks do (--peer-timeout). The nodes are torn down when the job ends, fails or is interrupted (their
 # processes killed, the namespaces and the bridge deleted). Needs root and
 # network namespaces; prints one line and exits 3 where they are not permitted.
 set -euo pipefail
@@ -49,10 +51,14 @@ ip netns del "dhprobe$id"
 
 teardown() {
 	set +e
+	sleep 1 # what the job's end signalled has a moment to exit
 	for n in $(seq 0 $((nodes - 1))); do
 		ns="dh${id}n$n"
 		pids=$(ip netns pids "$ns" 2>/dev/null)
-		[ -n "$pids" ] && kill -9 $pids 2>/dev/null
+		if [ -n "$pids" ]; then
+			echo "multinode.sh: left running on node$n after the job: $(ps -o comm= -p "$(echo $pids | tr ' ' ,)" | sort | uniq -c | xargs)" >&2
+			kill -9 $pids 2>/dev/null
+		fi
 		ip netns del "$ns" 2>/dev/null
 	done
 	ip link del "$br" 2>/dev/null
@@ -125,6 +131,7 @@ mpirun.openmpi "${root[@]}" --host "$hostlist" \
 	--mca plm_rsh_agent "$tmp/agent" \
 	--mca oob_tcp_if_include "$subnet.0/24" --mca btl_tcp_if_include "$subnet.0/24" \
 	--mca btl tcp,self,vader --mca btl_vader_single_copy_mechanism none \
+	--mca oob_tcp_keepalive_time 10 --mca oob_tcp_keepalive_intvl 5 --mca oob_tcp_keepalive_probes 3 \
 	"${args[@]}"
 status=$?
 exit $status

@@ -1,0 +1,177 @@
+package launcher
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/datahelix/datahelix/collective"
+)
+
+// peerWatch ends the job when a peer can no longer be reached (a lost
+// node, a cut link), whatever the training does: a slow step (a long
+// checkpoint write, a slow GPU) is no failure, and the stall watchdog
+// (--stall-timeout) keeps its minutes for those. Every rank sends rank 0
+// a small heartbeat on a communicator of its own every few seconds, and
+// rank 0 sends one to every rank: rank 0 names the ranks it no longer
+// hears from, and a rank cut off from rank 0 notices on its own and
+// exits, so that no rank is left running on a node nobody can reach.
+type peerWatch struct {
+	hb      *collective.World
+	every   time.Duration
+	timeout time.Duration
+	lost    func(msg string)
+	done    chan struct{}
+	wg      sync.WaitGroup
+}
+
+// Message tags on the heartbeat communicator.
+const (
+	tagBeat = 1 // payload 0: alive; 1: done, expect no more
+)
+
+// watchPeers starts a peerWatch of w's ranks, calling lost once when a
+// peer has been silent for timeout. It returns nil (which does nothing)
+// for a world of one, a timeout of 0, or an MPI that did not grant
+// MPI_THREAD_MULTIPLE (its calls then wait behind a blocking collective,
+// and the heartbeat would seem lost whenever a peer is slow). Every rank
+// must call it with the same timeout: it duplicates w's communicator.
+func watchPeers(w *collective.World, timeout time.Duration, lost func(msg string)) (*peerWatch, error) {
+	if timeout <= 0 || w.Size() < 2 || !w.Info().ThreadMultiple {
+		return nil, nil
+	}
+	d, err := w.Dup()
+	if err != nil {
+		return nil, err
+	}
+	p := &peerWatch{hb: d.(*collective.World), every: min(max(timeout/10, 100*time.Millisecond), 2*time.Second),
+		timeout: timeout, lost: lost, done: make(chan struct{})}
+	p.wg.Add(1)
+	go p.run()
+	return p, nil
+}
+
+// stop ends the watch, telling the peers it watched to expect no more
+// heartbeats from this rank (a rank that finishes first is not lost).
+func (p *peerWatch) stop() {
+	if p == nil {
+		return
+	}
+	close(p.done)
+	p.wg.Wait()
+}
+
+func (p *peerWatch) run() {
+	defer p.wg.Done()
+	me := p.hb.Rank()
+	peers := []int{0}
+	if me == 0 {
+		peers = nil
+		for r := 1; r < p.hb.Size(); r++ {
+			peers = append(peers, r)
+		}
+	}
+	start := time.Now()
+	last := make(map[int]time.Time, len(peers))
+	for _, r := range peers {
+		last[r] = start
+	}
+	sends := make(map[int]*collective.Request, len(peers))
+	alive, bye := []byte{0}, []byte{1}
+	buf := make([]byte, 8)
+	beat := func(msg []byte) {
+		for _, r := range peers {
+			if req := sends[r]; req != nil {
+				if done, _ := p.hb.Test(req); !done {
+					continue // the last one is still on its way
+				}
+			}
+			sends[r], _ = p.hb.Isend(msg, r, tagBeat)
+		}
+	}
+	tick := time.NewTicker(p.every / 2)
+	defer tick.Stop()
+	prev, sent := start, time.Time{}
+	for {
+		select {
+		case <-p.done:
+			beat(bye)
+			deadline := time.Now().Add(time.Second)
+			for _, req := range sends { // small messages: they leave at once
+				for req != nil && time.Now().Before(deadline) {
+					if done, _ := p.hb.Test(req); done {
+						break
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}
+			return
+		case now := <-tick.C:
+			if now.Sub(prev) > 3*p.every+time.Second {
+				// This process did not run for a while (suspended, swapped):
+				// its peers' silence says nothing.
+				for r := range last {
+					last[r] = now
+				}
+			}
+			prev = now
+			for {
+				src, n, ok, err := p.hb.TryRecv(buf, tagBeat)
+				if err != nil {
+					p.lost(fmt.Sprintf("heartbeat: %v", err))
+					return
+				}
+				if !ok {
+					break
+				}
+				if _, watched := last[src]; watched {
+					last[src] = now
+					if n == 1 && buf[0] == 1 { // it is done
+						delete(last, src)
+						peers = slices.DeleteFunc(peers, func(r int) bool { return r == src })
+					}
+				}
+			}
+			if now.Sub(sent) >= p.every {
+				beat(alive)
+				sent = now
+			}
+			// Once one peer is past the timeout, name every peer silent
+			// for half of it: a lost node's ranks fall silent together.
+			var silent []string
+			lost := false
+			for _, r := range peers {
+				quiet := now.Sub(last[r])
+				lost = lost || quiet > p.timeout
+				if quiet > p.timeout/2 {
+					silent = append(silent, fmt.Sprint(r))
+				}
+			}
+			if !lost {
+				continue
+			}
+			if me == 0 {
+				p.lost(fmt.Sprintf("rank %s unreachable: no heartbeat for %v (--peer-timeout): a node or its link is lost",
+					strings.Join(silent, ", rank "), p.timeout))
+			} else {
+				p.lost(fmt.Sprintf("rank 0 unreachable: no heartbeat for %v (--peer-timeout): this rank is cut off from the job, or rank 0's node is lost", p.timeout))
+			}
+			return
+		}
+	}
+}
+
+// abortOrExit aborts the job with msg, and exits the process with code
+// if the abort has not ended it within grace: an abort needs the network
+// it may just have lost, and a rank must not outlive its job.
+func abortOrExit(w *collective.World, code int, msg string, grace time.Duration) {
+	go func() {
+		time.Sleep(grace)
+		fmt.Fprintf(os.Stderr, "datahelix: rank %d: the abort did not end the job within %v; exiting (status %d)\n", w.Rank(), grace, code)
+		os.Exit(code)
+	}()
+	w.Abort(code, msg)
+}
