@@ -44,7 +44,7 @@ func runDecode(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	fs := newFlags("decode", "[--md5] [flags] FILE|SHARD.tar|DIR|GLOB...")
 	md5 := fs.Bool("md5", false, "print MD5s of the full-size decoded pictures instead of tensors: a video file gives one per frame, "+
 		"the md5 column of 'ffmpeg -i FILE -map 0:v -f framemd5 -' (turned upright as ffmpeg turns it); an image gives one of its RGB24 pixels before resizing "+
-		"(JPEG: equals 'djpeg -ppm FILE', not FFmpeg's decoder; PNG and WebP: equals 'ffmpeg -i FILE -pix_fmt rgb24 -f framemd5 -', see the README for the exceptions); "+
+		"(JPEG: equals 'djpeg -ppm FILE', not FFmpeg's decoder; PNG and WebP: equals 'ffmpeg -i FILE -pix_fmt rgb24 -f framemd5 -', see docs/formats.md for the exceptions); "+
 		"a shard gives MEMBER<tab>MD5 lines for the members decode turns into tensors (a sample's clip, or its images)")
 	var frames, size int
 	shapeFlags(fs, &frames, &size)

@@ -214,6 +214,9 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 		return err
 	}
 	defer j.close()
+	if err := shareCores(c, f.cfg.Workers, false); err != nil {
+		return err
+	}
 	ds := j.ds
 	var bar *progressbar.ProgressBar
 	if c.Rank() == 0 && !f.quiet {

@@ -163,7 +163,7 @@ func trainJob(ctx context.Context, c collective.Comm, f *trainFlags, out, errOut
 		return err
 	}
 	defer j.close()
-	if err := shareCoresWithTrainers(c); err != nil {
+	if err := shareCores(c, f.cfg.Workers, true); err != nil {
 		return err
 	}
 	rv, err := agreeRendezvous(c, f.job)
@@ -237,31 +237,6 @@ func orNone(s []byte) string {
 		return "none (step 0)"
 	}
 	return string(s)
-}
-
-// shareCoresWithTrainers has MPI waits sleep rather than spin when the
-// node's ranks and their trainers outnumber its cores (unless
-// DATAHELIX_MPI_WAIT says otherwise): a rank spinning in a wait takes a
-// core from its trainer and from the decode workers, and a trainer that
-// waits for a core hands over each batch milliseconds late. Every rank
-// takes the same policy (blocking and non-blocking collectives do not
-// match). Every rank must call it.
-func shareCoresWithTrainers(c collective.Comm) error {
-	w, ok := c.(*collective.World)
-	if v := os.Getenv("DATAHELIX_MPI_WAIT"); !ok || v != "" && v != "auto" {
-		return nil
-	}
-	crowded := []int64{0}
-	if 2*c.Info().LocalSize > collective.NodeCPUs() {
-		crowded[0] = 1
-	}
-	if err := c.AllreduceInt64(crowded, collective.OpMax); err != nil {
-		return err
-	}
-	if crowded[0] == 1 {
-		w.SetWaitPolicy(collective.WaitSleep)
-	}
-	return nil
 }
 
 // rankBridge is one rank's connection to its trainer.

@@ -167,20 +167,20 @@ func (e launchEnv) checkWorld(rank, size int, library string) error {
 		if used == want {
 			// The right plugin, yet the ranks did not meet: the library's
 			// support for it does not match Slurm's.
-			hint = fmt.Sprintf("this binary uses %s, which did not join srun's --mpi=%s job: that library's %s support may not match this cluster's Slurm (srun --mpi=list shows its plugins); or launch with that library's own mpirun inside the allocation (see README)",
+			hint = fmt.Sprintf("this binary uses %s, which did not join srun's --mpi=%s job: that library's %s support may not match this cluster's Slurm (srun --mpi=list shows its plugins); or launch with that library's own mpirun inside the allocation (see docs/failures.md)",
 				lib, used, map[string]string{"pmix": "PMIx", "pmi2": "PMI-2"}[used])
 			break
 		}
-		hint = fmt.Sprintf("this binary uses %s: launch with srun --mpi=%s (srun --mpi=list shows the plugins this cluster has; see README)", lib, want)
+		hint = fmt.Sprintf("this binary uses %s: launch with srun --mpi=%s (srun --mpi=list shows the plugins this cluster has; see docs/failures.md)", lib, want)
 	case e.Launcher == "pmix":
 		who, task = "PMIx", "rank"
-		hint = "launch with srun --mpi=pmix, or with the mpirun of " + lib + " (see README)"
+		hint = "launch with srun --mpi=pmix, or with the mpirun of " + lib + " (see docs/failures.md)"
 	case e.Launcher == "openmpi":
 		who, task = "Open MPI's mpirun", "rank"
-		hint = fmt.Sprintf("this binary uses %s: launch it with that library's own mpirun or mpiexec (see README)", lib)
+		hint = fmt.Sprintf("this binary uses %s: launch it with that library's own mpirun or mpiexec (see docs/failures.md)", lib)
 	case e.Launcher == "mpich":
 		who, task = "MPICH's mpiexec", "rank"
-		hint = fmt.Sprintf("this binary uses %s: launch it with that library's own mpirun or mpiexec, or build with -tags mpich (see README)", lib)
+		hint = fmt.Sprintf("this binary uses %s: launch it with that library's own mpirun or mpiexec, or build with -tags mpich (see docs/failures.md)", lib)
 	default:
 		return nil
 	}
@@ -188,7 +188,7 @@ func (e launchEnv) checkWorld(rank, size int, library string) error {
 		return fmt.Errorf("%s started %d %ss (%s) but MPI sees a %d-rank world: %s", who, e.Size, task, e.SizeVar, size, hint)
 	}
 	if e.Rank >= 0 && e.Rank != rank {
-		return fmt.Errorf("%s made this process %s %d (%s) but MPI made it rank %d of %d: check that nothing in the launch command changes %s and that the launcher belongs to this binary's MPI (%s) (see README)",
+		return fmt.Errorf("%s made this process %s %d (%s) but MPI made it rank %d of %d: check that nothing in the launch command changes %s and that the launcher belongs to this binary's MPI (%s) (see docs/failures.md)",
 			who, task, e.Rank, e.RankVar, rank, size, e.RankVar, lib)
 	}
 	return nil

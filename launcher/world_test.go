@@ -153,7 +153,7 @@ func TestSlurmWithoutMPIFails(t *testing.T) {
 	}
 	plugin := map[bool]string{true: "pmi2", false: "pmix"}[collective.Flavor() == "mpich"]
 	want := regexp.MustCompile(`datahelix: srun started 4 tasks \(SLURM_NTASKS\) but MPI sees a 1-rank world: this binary uses .+?: launch with srun --mpi=` +
-		plugin + ` \(srun --mpi=list shows the plugins this cluster has; see README\)\n`)
+		plugin + ` \(srun --mpi=list shows the plugins this cluster has; see docs/failures.md\)\n`)
 	if !want.MatchString(stderr.String()) {
 		t.Errorf("stderr %q, want it to contain %q", stderr.String(), want)
 	}
