@@ -35,6 +35,9 @@ go vet -tags nompi ./...
 step "staticcheck (unused code, deprecated calls, dropped values)"
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
+step "the public API's size (exported identifiers of importable packages)"
+go test -count=1 -run TestPublicAPISize -v ./cmd/datahelix | grep -E 'exported identifiers|FAIL'
+
 step "go test ./..."
 go test "${short[@]}" -timeout 30m ./...
 
