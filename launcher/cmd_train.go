@@ -443,7 +443,16 @@ func (b *rankBridge) serve(ctx context.Context, c, end collective.Comm, l *spmd.
 			signalled = nil
 			ie, ok := interrupted(context.Cause(ctx))
 			if !ok || b.tr == nil { // another rank failed (in-process world), or serve
-				return abandon(context.Cause(ctx))
+				err := context.Cause(ctx)
+				var rf collective.RankFailedError
+				if errors.As(err, &rf) {
+					// The in-process world was aborted (a stall watch, a
+					// failed rank): its collectives say why, at once.
+					if aerr := c.Barrier(); collective.IsAborted(aerr) {
+						err = aerr
+					}
+				}
+				return abandon(err)
 			}
 			b.tr.signal(ie.sig)
 			graceOver = time.After(f.grace)
