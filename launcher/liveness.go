@@ -79,17 +79,44 @@ func (p *peerWatch) run() {
 	for _, r := range peers {
 		last[r] = start
 	}
-	sends := make(map[int]*collective.Request, len(peers))
+	watched := slices.Clone(peers)
+	byeFrom := map[int]bool{}
+	var sends []*collective.Request
 	alive, bye := []byte{0}, []byte{1}
 	buf := make([]byte, 8)
-	beat := func(msg []byte) {
+	pending := map[int]*collective.Request{} // the last beat to each peer
+	beat := func(msg []byte, force bool) {
 		for _, r := range peers {
-			if req := sends[r]; req != nil {
+			if req := pending[r]; req != nil && !force {
 				if done, _ := p.hb.Test(req); !done {
 					continue // the last one is still on its way
 				}
 			}
-			sends[r], _ = p.hb.Isend(msg, r, tagBeat)
+			if req, err := p.hb.Isend(msg, r, tagBeat); err == nil {
+				pending[r] = req
+				sends = append(sends, req)
+			}
+		}
+	}
+	// receive takes every heartbeat that has arrived; false on an error.
+	receive := func(now time.Time) bool {
+		for {
+			src, n, ok, err := p.hb.TryRecv(buf, tagBeat)
+			if err != nil {
+				p.lost(fmt.Sprintf("heartbeat: %v", err))
+				return false
+			}
+			if !ok {
+				return true
+			}
+			if _, watching := last[src]; watching {
+				last[src] = now
+			}
+			if n == 1 && buf[0] == 1 { // it is done: expect no more
+				byeFrom[src] = true
+				delete(last, src)
+				peers = slices.DeleteFunc(peers, func(r int) bool { return r == src })
+			}
 		}
 	}
 	tick := time.NewTicker(p.every / 2)
@@ -98,10 +125,20 @@ func (p *peerWatch) run() {
 	for {
 		select {
 		case <-p.done:
-			beat(bye)
-			deadline := time.Now().Add(time.Second)
-			for _, req := range sends { // small messages: they leave at once
-				for req != nil && time.Now().Before(deadline) {
+			// Say goodbye, then take every heartbeat still on its way
+			// (a peer's goodbye comes after its last beat): none may be
+			// left unreceived at MPI_Finalize.
+			peers = watched
+			beat(bye, true)
+			deadline := time.Now().Add(p.timeout)
+			for len(byeFrom) < len(watched) && time.Now().Before(deadline) {
+				if !receive(time.Now()) {
+					return
+				}
+				time.Sleep(time.Millisecond)
+			}
+			for _, req := range sends {
+				for time.Now().Before(deadline) {
 					if done, _ := p.hb.Test(req); done {
 						break
 					}
@@ -118,25 +155,11 @@ func (p *peerWatch) run() {
 				}
 			}
 			prev = now
-			for {
-				src, n, ok, err := p.hb.TryRecv(buf, tagBeat)
-				if err != nil {
-					p.lost(fmt.Sprintf("heartbeat: %v", err))
-					return
-				}
-				if !ok {
-					break
-				}
-				if _, watched := last[src]; watched {
-					last[src] = now
-					if n == 1 && buf[0] == 1 { // it is done
-						delete(last, src)
-						peers = slices.DeleteFunc(peers, func(r int) bool { return r == src })
-					}
-				}
+			if !receive(now) {
+				return
 			}
 			if now.Sub(sent) >= p.every {
-				beat(alive)
+				beat(alive, false)
 				sent = now
 			}
 			// Once one peer is past the timeout, name every peer silent

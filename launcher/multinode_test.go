@@ -222,12 +222,22 @@ func TestPeerTimeoutUnderMPIRun(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// Rank 1: a process running the test binary as datahelix run (under
+	// mpirun's daemon or MPICH's proxy, whichever launched it).
 	var victim int
-	for victim == 0 && ctx.Err() == nil {
+	for victim == 0 {
+		if ctx.Err() != nil {
+			t.Fatalf("rank 1 not found:\n%s", out.String())
+		}
 		time.Sleep(200 * time.Millisecond)
-		for _, p := range strings.Fields(string(must(exec.Command("pgrep", "-P", fmt.Sprint(cmd.Process.Pid)).Output()))) {
-			if cmdline, _ := os.ReadFile("/proc/" + p + "/cmdline"); bytes.HasPrefix(cmdline, []byte(os.Args[0]+"\x00run")) {
-				fmt.Sscan(p, &victim)
+		for _, p := range strings.Fields(string(must(exec.Command("pgrep", "-f", "--", "--peer-timeout 3s").Output()))) {
+			var pid int
+			fmt.Sscan(p, &pid)
+			env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			if pid > 1 && bytes.HasPrefix(cmdline, []byte(os.Args[0]+"\x00run")) &&
+				(bytes.Contains(env, []byte("\x00OMPI_COMM_WORLD_RANK=1\x00")) || bytes.Contains(env, []byte("\x00PMI_RANK=1\x00"))) {
+				victim = pid
 			}
 		}
 	}
