@@ -25,6 +25,7 @@ type peerWatch struct {
 	timeout time.Duration
 	lost    func(msg string)
 	done    chan struct{}
+	clean   bool // set before done closes: every rank ends normally
 	wg      sync.WaitGroup
 }
 
@@ -54,12 +55,16 @@ func watchPeers(w *collective.World, timeout time.Duration, lost func(msg string
 	return p, nil
 }
 
-// stop ends the watch, telling the peers it watched to expect no more
-// heartbeats from this rank (a rank that finishes first is not lost).
-func (p *peerWatch) stop() {
+// stop ends the watch. When clean (the job ends normally: every rank
+// will call MPI_Finalize), it tells the peers it watched to expect no
+// more heartbeats from this rank (a rank that finishes first is not
+// lost) and takes theirs, so that none is left unreceived at
+// MPI_Finalize; otherwise (the job is being aborted) it just stops.
+func (p *peerWatch) stop(clean bool) {
 	if p == nil {
 		return
 	}
+	p.clean = clean
 	close(p.done)
 	p.wg.Wait()
 }
@@ -125,6 +130,9 @@ func (p *peerWatch) run() {
 	for {
 		select {
 		case <-p.done:
+			if !p.clean {
+				return
+			}
 			// Say goodbye, then take every heartbeat still on its way
 			// (a peer's goodbye comes after its last beat): none may be
 			// left unreceived at MPI_Finalize.

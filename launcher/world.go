@@ -105,7 +105,9 @@ func runWorld(ctx context.Context, f worldFlags, stdout, stderr io.Writer, body 
 	go abortWhenStuck(ctx, w, done)
 	err = runRank(ctx, f, w, out, errOut, false, body)
 	close(done)
-	peers.stop()
+	// A job that ends normally finalizes MPI on every rank; any other
+	// error aborts it.
+	peers.stop(err == nil || collective.IsAllRanks(err) || errors.Is(err, errHelp))
 	ie, stopped := interrupted(err)
 	// A signal in a world of one (datahelix run without mpirun) has no
 	// other rank to end: it leaves MPI as a success does, and Main
