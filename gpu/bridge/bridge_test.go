@@ -477,3 +477,35 @@ func BenchmarkHandover(b *testing.B) {
 	b.ReportMetric(st.Handover*1000, "µs-p50/handover")
 	b.ReportMetric(st.Wait*1000, "µs-p50/wait")
 }
+
+// TestRecvAfterThePeerClosedWithUnreadMessages: a client that exits with
+// batches sent ahead still unread leaves its last messages readable;
+// Linux first reports ECONNRESET once, which Recv must read past (Serve
+// lost the trainer's last NEXT and BYE, so the ranks disagreed on the
+// steps delivered).
+func TestRecvAfterThePeerClosedWithUnreadMessages(t *testing.T) {
+	sc, cf, err := Pair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	cc, err := FileConn(cf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.Send(EncodeInt64(TypeEnd, 1)); err != nil { // unread by the client
+		t.Fatal(err)
+	}
+	cc.Send(Next{Step: 4}.Encode())
+	cc.Send(Encode(TypeBye, nil))
+	cc.Close()
+	for _, want := range []Type{TypeNext, TypeBye} {
+		m, _, err := sc.Recv(time.Now().Add(time.Second))
+		if err != nil || m.Type != want {
+			t.Fatalf("got %v %v, want %s", m.Type, err, want)
+		}
+	}
+	if _, _, err := sc.Recv(time.Now().Add(time.Second)); !errors.Is(err, ErrClosed) {
+		t.Fatalf("after the last message: %v, want ErrClosed", err)
+	}
+}

@@ -165,6 +165,12 @@ func (c *Conn) Recv(deadline time.Time) (Message, int, error) {
 		return Message{}, -1, err
 	}
 	n, oobn, flags, _, err := c.uc.ReadMsgUnix(c.buf, c.oob)
+	if errors.Is(err, syscall.ECONNRESET) {
+		// The peer closed with messages of ours unread: Linux reports
+		// that once, before the messages the peer sent before closing,
+		// which are still to be read (its last NEXT and BYE).
+		n, oobn, flags, _, err = c.uc.ReadMsgUnix(c.buf, c.oob)
+	}
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return Message{}, -1, ErrTimeout

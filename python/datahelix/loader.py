@@ -209,7 +209,12 @@ class Loader:
             raise LoaderTimeout(f"no answer from datahelix rank {self._rank} within {self._timeout} s "
                                 f"while waiting for {what}") from None
         except ConnectionResetError:
-            n, anc, flags = 0, [], 0
+            # The server closed with messages of ours unread: Linux says so once,
+            # before what the server sent before closing (its ERROR), still to be read.
+            try:
+                n, anc, flags, _ = self._sock.recvmsg_into([self._buf], _ANCSIZE)
+            except (ConnectionResetError, BlockingIOError, socket.timeout):
+                n, anc, flags = 0, [], 0
         fds = array.array("i")
         for level, typ, data in anc:
             if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
