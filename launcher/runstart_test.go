@@ -78,16 +78,16 @@ func TestResumeChecksEveryLoaderFirst(t *testing.T) {
 	}
 }
 
-// TestRunShardSplitRefusedOnce checks that shards that do not split over
-// the ranks are said once, before any loader, without "loader torch:" in
-// front as if the loader were at fault.
+// TestRunShardSplitRefusedOnce checks that shards that cannot split over
+// the ranks (too small to cut into the ranges fewer shards than ranks
+// need) are said once, before any loader, without "loader torch:" in
+// front as if the loader were at fault. (8 shards on 3 or 16 ranks run.)
 func TestRunShardSplitRefusedOnce(t *testing.T) {
 	data := gentest.Tiny(t)
 	for _, c := range []struct {
 		ranks, want string
 	}{
-		{"3", "datahelix: spmd: 8 shards do not split evenly over 3 ranks (shard i goes to rank i mod 3): use a rank count that divides 8, or reshard"},
-		{"16", "datahelix: spmd: 8 shards cannot feed 16 ranks: every rank needs at least one shard (shard i goes to rank i mod 16): use a rank count that divides 8, or reshard"},
+		{"64", "datahelix: spmd: shard 0 holds 4 samples, too few to cut into the 8 ranges that 8 shards on 64 ranks need (each rank reads ranges of the shards): use fewer ranks, or reshard"},
 	} {
 		code, stdout, stderr := runMain(fastRun(data, "--ranks", c.ranks, "--steps", "2")...)
 		oneLine(t, "--ranks "+c.ranks, code, stdout, stderr, 1, c.want)

@@ -21,15 +21,18 @@ func (s SampleRef) ID(epoch int) uint64 {
 	return uint64(epoch)<<48 | uint64(s.Shard)<<24 | uint64(s.Index)
 }
 
-// Reader yields the sample order of one rank, as WebDataset does it:
-// shard i belongs to rank i mod N; each epoch the rank visits its shards in
-// an order shuffled with the epoch's seed, reads each shard sequentially
-// and passes samples through a shuffle buffer of ShuffleBuffer entries.
-// The order depends only on the seed, the rank and the shard sizes, so
-// every loader, run and resumed run sees the same samples in the same
-// steps.
+// Reader yields the sample order of one rank, as WebDataset does it: the
+// dataset's parts go to the ranks round robin, part i to rank i mod N
+// (splitParts: whole shards, or ranges of them when there are fewer shards
+// than ranks); each epoch the rank visits its parts in an order shuffled
+// with the epoch's seed, reads each sequentially and passes samples
+// through a shuffle buffer of ShuffleBuffer entries. The order depends
+// only on the seed, the rank and the shard sizes, so every loader, run
+// and resumed run sees the same samples in the same steps. Its state
+// (Order, Buf) counts in parts; Next returns samples by shard.
 type Reader struct {
-	sizes  []int // samples per shard of the whole dataset
+	sizes  []int  // samples per part of the whole dataset
+	parts  []part // where each part lies
 	rank   int
 	ranks  int
 	seed   uint64
@@ -40,7 +43,7 @@ type Reader struct {
 // readerState is everything Reader needs to resume: saved in checkpoints.
 type readerState struct {
 	Epoch   int         `json:"epoch"`
-	Order   []int       `json:"order"`    // this epoch's shard visiting order
+	Order   []int       `json:"order"`    // this epoch's part visiting order
 	Pos     int         `json:"pos"`      // next position in Order
 	InShard int         `json:"in_shard"` // next sample of Order[Pos]
 	Buf     []SampleRef `json:"buf"`
@@ -51,50 +54,91 @@ type readerState struct {
 }
 
 // NewReader returns rank's reader over a dataset whose shards hold sizes
-// samples. It fails when the shards cannot be split evenly over the ranks:
-// uneven splits make ranks run out of samples at different times, the
-// classic way a data-parallel job hangs at the end of an epoch.
+// samples, split over the ranks by splitParts. Every rank reads B samples
+// a step whatever its share of the samples, wrapping into its next epoch
+// when its parts run out, so an uneven split cannot make a rank run dry
+// while the others wait for it; SplitWarning says when the shares differ
+// enough to skew what the model sees.
 func NewReader(sizes []int, rank, ranks int, seed uint64, shuffleBuffer int) (*Reader, error) {
 	if rank < 0 || rank >= ranks {
 		return nil, fmt.Errorf("spmd: rank %d of %d", rank, ranks)
-	}
-	if err := splitError(len(sizes), ranks); err != nil {
-		return nil, err
 	}
 	// Every shard, not only this rank's: the ranks must agree that the
 	// job cannot run, or the others would wait for this one.
 	if i := slices.Index(sizes, 0); i >= 0 {
 		return nil, fmt.Errorf("spmd: shard %d has no samples", i)
 	}
-	r := &Reader{sizes: sizes, rank: rank, ranks: ranks, seed: seed, bufCap: max(shuffleBuffer, 1)}
+	parts, err := splitParts(sizes, ranks)
+	if err != nil {
+		return nil, err
+	}
+	psizes := make([]int, len(parts))
+	for i, p := range parts {
+		psizes[i] = p.n
+	}
+	r := &Reader{sizes: psizes, parts: parts, rank: rank, ranks: ranks, seed: seed, bufCap: max(shuffleBuffer, 1)}
 	r.st.rng = rand.NewPCG(seed, uint64(rank)+1)
 	r.startEpoch(0)
 	return r, nil
 }
 
-// splitError says why n shards cannot be split over ranks, nil when they
-// can: every rank needs a shard, and each the same number.
-func splitError(n, ranks int) error {
+// part is a run of one shard's samples that one rank reads as a unit:
+// samples [start, start+n) of shard.
+type part struct{ shard, start, n int }
+
+// splitParts cuts shards of sizes samples into the parts the ranks read,
+// part i going to rank i mod ranks. With at least as many shards as
+// ranks, every shard is a part (ranks then read different numbers of
+// shards when the count does not divide). With fewer, each shard is cut
+// into ranks/gcd(shards, ranks) ranges of near-equal size, so that every
+// rank reads the same number of ranges (a range of every shard when the
+// counts are coprime: 3 shards on 8 ranks give each rank three ranges,
+// one per shard). A shard too small to cut fails, naming it.
+func splitParts(sizes []int, ranks int) ([]part, error) {
+	n := len(sizes)
 	switch {
 	case ranks < 1:
-		return fmt.Errorf("spmd: %d ranks", ranks)
-	case n < ranks:
-		hint := ""
-		switch {
-		case n == 1:
-			hint = ": use 1 rank, or reshard"
-		case n > 1:
-			hint = fmt.Sprintf(": use a rank count that divides %d, or reshard", n)
+		return nil, fmt.Errorf("spmd: %d ranks", ranks)
+	case n == 0:
+		return nil, fmt.Errorf("spmd: no shards")
+	case n >= ranks:
+		parts := make([]part, n)
+		for i, sz := range sizes {
+			parts[i] = part{shard: i, n: sz}
 		}
-		return fmt.Errorf("spmd: %d %s cannot feed %d ranks: every rank needs at least one shard (shard i goes to rank i mod %d)%s", n, plural(n, "shard"), ranks, ranks, hint)
-	case n%ranks != 0:
-		return fmt.Errorf("spmd: %d shards do not split evenly over %d ranks (shard i goes to rank i mod %d): use a rank count that divides %d, or reshard", n, ranks, ranks, n)
+		return parts, nil
 	}
-	return nil
+	k := ranks / gcd(n, ranks)
+	parts := make([]part, 0, n*k)
+	for i, sz := range sizes {
+		if sz < k {
+			return nil, fmt.Errorf("spmd: shard %d holds %d %s, too few to cut into the %d ranges that %d shards on %d ranks need (each rank reads ranges of the shards): use fewer ranks, or reshard",
+				i, sz, plural(sz, "sample"), k, n, ranks)
+		}
+		for j := range k {
+			start, end := sz*j/k, sz*(j+1)/k
+			parts = append(parts, part{shard: i, start: start, n: end - start})
+		}
+	}
+	return parts, nil
 }
 
-// rankShards returns the indexes of the shards, of n, that rank reads:
-// shard i goes to rank i mod ranks.
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// SplitError says why shards of sizes samples cannot be split over
+// ranks (a shard too small to cut into ranges), nil when they can.
+func SplitError(sizes []int, ranks int) error {
+	_, err := splitParts(sizes, ranks)
+	return err
+}
+
+// rankShards returns the indexes of the parts, of n, that rank reads:
+// part i goes to rank i mod ranks.
 func rankShards(n, rank, ranks int) []int {
 	var out []int
 	for i := rank; i < n; i += ranks {
@@ -104,13 +148,17 @@ func rankShards(n, rank, ranks int) []int {
 }
 
 // RankSamples returns how many samples each of ranks reads per epoch when
-// shards of sizes samples are split as Reader splits them (shard i to
-// rank i mod ranks).
+// shards of sizes samples are split as Reader splits them (splitParts);
+// nil when they cannot be.
 func RankSamples(sizes []int, ranks int) []int {
-	n := make([]int, max(ranks, 0))
+	parts, err := splitParts(sizes, ranks)
+	if err != nil {
+		return nil
+	}
+	n := make([]int, ranks)
 	for r := range n {
-		for _, i := range rankShards(len(sizes), r, ranks) {
-			n[r] += sizes[i]
+		for _, i := range rankShards(len(parts), r, ranks) {
+			n[r] += parts[i].n
 		}
 	}
 	return n
@@ -133,7 +181,7 @@ const maxNamedRanks = 6
 // times. A split Reader refuses (fewer shards than ranks, a count that
 // does not divide, an empty shard) gets "": NewReader's error says it.
 func SplitWarning(sizes []int, ranks, batch int) string {
-	if splitError(len(sizes), ranks) != nil || slices.Contains(sizes, 0) {
+	if slices.Contains(sizes, 0) || SplitError(sizes, ranks) != nil {
 		return ""
 	}
 	n := RankSamples(sizes, ranks)
@@ -170,8 +218,8 @@ func SplitWarning(sizes []int, ranks, batch int) string {
 			// The busiest rank is not among those listed.
 			most = fmt.Sprintf(" (the most: rank %d has %d)", hi, n[hi])
 		}
-		return fmt.Sprintf("samples per epoch below the batch of %d: %s%s, so every batch of those ranks repeats samples: reshard so that each rank gets at least a batch (shard i goes to rank i mod %d)",
-			batch, counts(under), most, ranks)
+		return fmt.Sprintf("samples per epoch below the batch of %d: %s%s, so every batch of those ranks repeats samples: reshard so that each rank gets at least a batch (%s)",
+			batch, counts(under), most, splitRule(len(sizes), ranks))
 	case n[hi] > MaxSampleImbalance*n[lo]:
 		var small []int
 		for r, c := range n {
@@ -179,10 +227,19 @@ func SplitWarning(sizes []int, ranks, batch int) string {
 				small = append(small, r)
 			}
 		}
-		return fmt.Sprintf("samples per epoch differ by more than %dx across ranks: rank %d has %d, %s (batch %d), so rank %d serves each of its samples %.1fx as often: reshard so that the ranks get about the same number (shard i goes to rank i mod %d)",
-			MaxSampleImbalance, hi, n[hi], counts(small), batch, lo, float64(n[hi])/float64(n[lo]), ranks)
+		return fmt.Sprintf("samples per epoch differ by more than %dx across ranks: rank %d has %d, %s (batch %d), so rank %d serves each of its samples %.1fx as often: reshard so that the ranks get about the same number (%s)",
+			MaxSampleImbalance, hi, n[hi], counts(small), batch, lo, float64(n[hi])/float64(n[lo]), splitRule(len(sizes), ranks))
 	}
 	return ""
+}
+
+// splitRule says how n shards go to ranks, for messages.
+func splitRule(n, ranks int) string {
+	if n >= ranks {
+		return fmt.Sprintf("shard i goes to rank i mod %d", ranks)
+	}
+	k := ranks / gcd(n, ranks)
+	return fmt.Sprintf("%d shards on %d ranks: each shard is cut into %d ranges, range i to rank i mod %d", n, ranks, k, ranks)
 }
 
 func (r *Reader) startEpoch(e int) {
@@ -221,7 +278,8 @@ func (r *Reader) Next() (SampleRef, int) {
 	r.st.Buf[i], r.st.BufEp[i] = r.st.Buf[last], r.st.BufEp[last]
 	r.st.Buf, r.st.BufEp = r.st.Buf[:last], r.st.BufEp[:last]
 	r.st.Served++
-	return s, e
+	p := r.parts[s.Shard]
+	return SampleRef{Shard: p.shard, Index: p.start + s.Index}, e
 }
 
 // MarshalJSON saves the reader's position.
@@ -268,7 +326,7 @@ func (r *Reader) checkState(st *readerState) error {
 		return fmt.Errorf("epoch %d outside [0, %d]", st.Epoch, maxEpoch)
 	}
 	// The shard order is the epoch's shuffle of the rank's shards.
-	want := Reader{sizes: r.sizes, rank: r.rank, ranks: r.ranks, seed: r.seed}
+	want := Reader{sizes: r.sizes, parts: r.parts, rank: r.rank, ranks: r.ranks, seed: r.seed}
 	want.startEpoch(st.Epoch)
 	if !slices.Equal(st.Order, want.st.Order) {
 		return fmt.Errorf("shard order %v of epoch %d, not the %v this seed and rank give", st.Order, st.Epoch, want.st.Order)

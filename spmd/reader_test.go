@@ -90,12 +90,77 @@ func TestReaderResumesExactly(t *testing.T) {
 	}
 }
 
-func TestReaderRejectsUnevenSplit(t *testing.T) {
-	if _, err := NewReader([]int{1, 1, 1}, 0, 2, 1, 1); err == nil || !strings.Contains(err.Error(), "3 shards do not split evenly over 2 ranks") {
+// TestSplitParts: whole shards round robin when there are enough; with
+// fewer shards than ranks, each cut into ranks/gcd ranges so that every
+// rank reads as many; a shard too small to cut is refused, named.
+func TestSplitParts(t *testing.T) {
+	tests := []struct {
+		sizes []int
+		ranks int
+		want  []int // samples each rank reads per epoch
+	}{
+		{[]int{4, 4, 4}, 2, []int{8, 4}},
+		{[]int{10, 10, 10}, 8, []int{3, 3, 3, 3, 3, 3, 3, 9}}, // ranges of 10/8: 1 or 2 samples
+		{[]int{8}, 4, []int{2, 2, 2, 2}},
+		{[]int{6, 6}, 4, []int{3, 3, 3, 3}},
+	}
+	for _, tt := range tests {
+		got := RankSamples(tt.sizes, tt.ranks)
+		total := 0
+		for _, n := range got {
+			total += n
+		}
+		sum := 0
+		for _, n := range tt.sizes {
+			sum += n
+		}
+		if total != sum {
+			t.Errorf("%v on %d ranks: the ranks read %v, %d samples of %d", tt.sizes, tt.ranks, got, total, sum)
+		}
+		if tt.sizes[0] != 10 && !slices.Equal(got, tt.want) {
+			t.Errorf("%v on %d ranks: %v, want %v", tt.sizes, tt.ranks, got, tt.want)
+		}
+	}
+	if _, err := NewReader([]int{1}, 0, 2, 1, 1); err == nil || !strings.Contains(err.Error(), "shard 0 holds 1 sample, too few to cut into the 2 ranges that 1 shards on 2 ranks need") {
 		t.Errorf("got %v", err)
 	}
-	if _, err := NewReader([]int{1}, 0, 2, 1, 1); err == nil || !strings.Contains(err.Error(), "1 shard cannot feed 2 ranks: every rank needs at least one shard (shard i goes to rank i mod 2): use 1 rank, or reshard") {
-		t.Errorf("got %v", err)
+	// 1,000 shards on 64 ranks: every shard read by exactly one rank.
+	sizes := make([]int, 1000)
+	for i := range sizes {
+		sizes[i] = 1 + i%7
+	}
+	if err := SplitError(sizes, 64); err != nil {
+		t.Errorf("1,000 shards on 64 ranks: %v", err)
+	}
+}
+
+// TestReaderServesEverySampleOnceAnEpoch: with fewer shards than ranks,
+// the ranks' readers together serve every sample of the dataset exactly
+// once in their first epoch (each range read by one rank).
+func TestReaderServesEverySampleOnceAnEpoch(t *testing.T) {
+	sizes := []int{10, 9, 12}
+	const ranks = 8
+	seen := map[SampleRef]int{}
+	per := RankSamples(sizes, ranks)
+	for r := range ranks {
+		rd, err := NewReader(sizes, r, ranks, 1, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range per[r] {
+			ref, e := rd.Next()
+			if e != 0 {
+				continue // the shuffle buffer reached into epoch 1
+			}
+			seen[ref]++
+		}
+	}
+	for sh, n := range sizes {
+		for i := range n {
+			if c := seen[SampleRef{Shard: sh, Index: i}]; c > 1 {
+				t.Errorf("sample %d of shard %d served %d times in epoch 0", i, sh, c)
+			}
+		}
 	}
 }
 

@@ -98,14 +98,18 @@ func Finish(comm collective.Comm, l *Loader, end time.Time) (*Result, error) {
 
 // CheckJob checks, before the first loader of a job runs, what would
 // otherwise fail the job only when some loader starts, after the loaders
-// before it trained for nothing: that the dataset's shards split evenly
-// over the ranks of comm, and that cfg's checkpoint directory suits a
+// before it trained for nothing: that the dataset's shards split over the
+// ranks of comm (no shard too small to cut into ranges), and that cfg's checkpoint directory suits a
 // run of each of kinds (a complete checkpoint of every loader to resume
 // from, no earlier run's checkpoints for a new one to mix its own with).
 // Every rank must call it with the same arguments; they all return the
 // same error, marked collective.AllRanks.
 func CheckJob(comm collective.Comm, ds decode.Source, cfg Config, kinds []Kind) error {
-	if err := splitError(ds.NumShards(), comm.Size()); err != nil {
+	sizes := make([]int, ds.NumShards())
+	for i := range sizes {
+		sizes[i] = ds.ShardLen(i)
+	}
+	if err := SplitError(sizes, comm.Size()); err != nil {
 		return collective.AllRanks(err)
 	}
 	return checkStartCheckpoints(comm, ds, cfg, kinds)
