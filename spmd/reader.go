@@ -130,9 +130,9 @@ func gcd(a, b int) int {
 	return a
 }
 
-// SplitError says why shards of sizes samples cannot be split over
+// splitError says why shards of sizes samples cannot be split over
 // ranks (a shard too small to cut into ranges), nil when they can.
-func SplitError(sizes []int, ranks int) error {
+func splitError(sizes []int, ranks int) error {
 	_, err := splitParts(sizes, ranks)
 	return err
 }
@@ -181,7 +181,7 @@ const maxNamedRanks = 6
 // times. A split Reader refuses (fewer shards than ranks, a count that
 // does not divide, an empty shard) gets "": NewReader's error says it.
 func SplitWarning(sizes []int, ranks, batch int) string {
-	if slices.Contains(sizes, 0) || SplitError(sizes, ranks) != nil {
+	if slices.Contains(sizes, 0) || splitError(sizes, ranks) != nil {
 		return ""
 	}
 	n := RankSamples(sizes, ranks)

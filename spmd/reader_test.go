@@ -129,7 +129,7 @@ func TestSplitParts(t *testing.T) {
 	for i := range sizes {
 		sizes[i] = 1 + i%7
 	}
-	if err := SplitError(sizes, 64); err != nil {
+	if err := splitError(sizes, 64); err != nil {
 		t.Errorf("1,000 shards on 64 ranks: %v", err)
 	}
 }

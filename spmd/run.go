@@ -109,7 +109,7 @@ func CheckJob(comm collective.Comm, ds decode.Source, cfg Config, kinds []Kind) 
 	for i := range sizes {
 		sizes[i] = ds.ShardLen(i)
 	}
-	if err := SplitError(sizes, comm.Size()); err != nil {
+	if err := splitError(sizes, comm.Size()); err != nil {
 		return collective.AllRanks(err)
 	}
 	return checkStartCheckpoints(comm, ds, cfg, kinds)
