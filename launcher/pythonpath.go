@@ -70,14 +70,12 @@ func clientDir() (string, error) {
 	if _, err := os.Stat(filepath.Join(dir, "datahelix", "__init__.py")); err == nil {
 		return dir, nil
 	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return "", fmt.Errorf("cannot write the Python client: %w", err)
+	}
 	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".python-*")
 	if err != nil {
-		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-			return "", fmt.Errorf("cannot write the Python client: %w", err)
-		}
-		if tmp, err = os.MkdirTemp(filepath.Dir(dir), ".python-*"); err != nil {
-			return "", fmt.Errorf("cannot write the Python client: %w", err)
-		}
+		return "", fmt.Errorf("cannot write the Python client: %w", err)
 	}
 	for _, p := range files {
 		b, _ := python.Package.ReadFile(p)

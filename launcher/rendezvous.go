@@ -34,21 +34,20 @@ func agreeRendezvous(c collective.Comm, job string) (rendezvous, error) {
 		return rendezvous{}, err
 	}
 	var mine []byte
+	var chosen error
 	if c.Rank() == 0 {
-		r, err := chooseRendezvous(c, addrs, job)
-		if err != nil {
-			r = rendezvous{job: "!" + err.Error()}
-		}
+		var r rendezvous
+		r, chosen = chooseRendezvous(c, addrs, job)
 		mine = []byte(fmt.Sprintf("%s %d %s", r.addr, r.port, r.job))
+	}
+	if err := agreeOnError(c, chosen, "cannot choose the trainers' rendezvous"); err != nil {
+		return rendezvous{}, err
 	}
 	all, err := c.AllgatherVar(mine)
 	if err != nil {
 		return rendezvous{}, err
 	}
 	f := strings.SplitN(string(all[0]), " ", 3)
-	if len(f) == 3 && strings.HasPrefix(f[2], "!") {
-		return rendezvous{}, collective.AllRanks(fmt.Errorf("rank 0 cannot choose the trainers' rendezvous: %s", f[2][1:]))
-	}
 	if len(f) != 3 {
 		return rendezvous{}, collective.AllRanks(fmt.Errorf("rank 0 sent a rendezvous of %q", all[0]))
 	}

@@ -1,7 +1,6 @@
 package launcher
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -9,6 +8,8 @@ import (
 	"runtime"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // trainer is the training program a rank of datahelix train runs as its
@@ -38,25 +39,9 @@ func (e trainerExitError) Error() string {
 func describeExit(st *os.ProcessState) string {
 	ws, ok := st.Sys().(syscall.WaitStatus)
 	if ok && ws.Signaled() {
-		return "was killed by " + signalName(ws.Signal())
+		return "was killed by " + unix.SignalName(ws.Signal())
 	}
 	return fmt.Sprintf("exited with status %d", st.ExitCode())
-}
-
-func signalName(s syscall.Signal) string {
-	switch s {
-	case syscall.SIGKILL:
-		return "SIGKILL"
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	case syscall.SIGINT:
-		return "SIGINT"
-	case syscall.SIGSEGV:
-		return "SIGSEGV"
-	case syscall.SIGABRT:
-		return "SIGABRT"
-	}
-	return fmt.Sprintf("signal %d", int(s))
 }
 
 // startTrainer starts argv with env added to this process's environment
@@ -142,8 +127,6 @@ func (t *trainer) stop(sig syscall.Signal, grace time.Duration) {
 // own children), once the trainer itself exited.
 func (t *trainer) killGroup() {
 	if t.cmd != nil {
-		if err := syscall.Kill(-t.cmd.Process.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-			return
-		}
+		syscall.Kill(-t.cmd.Process.Pid, syscall.SIGKILL) // ESRCH: nothing was left
 	}
 }
