@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -25,6 +26,7 @@ type Learner struct {
 	mu     sync.Mutex
 	prior  Model
 	model  Model
+	stale  bool // obs changed since model was fitted
 	obs    []observation
 	next   int
 	errSum float64 // sum of |predicted-measured|/measured, after warm-up
@@ -39,8 +41,9 @@ type observation struct {
 // NewLearner returns a Learner that answers prior until it has fitted.
 func NewLearner(prior Model) *Learner { return &Learner{prior: prior, model: prior} }
 
-// Observe records that a step of contents c took d, scores the model's
-// prediction of it (once the window is a quarter full), and refits.
+// Observe records that a step of contents c took d and scores the
+// model's prediction of it (once the window is a quarter full). It is
+// cheap: the fit waits for the next Model, off the training loop's path.
 func (l *Learner) Observe(c Contents, d time.Duration) {
 	if d <= 0 {
 		return
@@ -48,7 +51,7 @@ func (l *Learner) Observe(c Contents, d time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.obs) >= LearnWindow/4 {
-		p := l.model.StepTime(c)
+		p := l.fitted().StepTime(c)
 		l.errSum += math.Abs(float64(p-d)) / float64(d)
 		l.errN++
 	}
@@ -59,13 +62,21 @@ func (l *Learner) Observe(c Contents, d time.Duration) {
 		l.obs[l.next] = o
 		l.next = (l.next + 1) % LearnWindow
 	}
-	l.model = fit(l.obs, l.prior)
+	l.stale = true
 }
 
-// Model returns the current fit.
+// Model returns the fit of the steps observed so far.
 func (l *Learner) Model() Model {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.fitted()
+}
+
+// fitted refits the model if steps came since the last fit; l.mu held.
+func (l *Learner) fitted() Model {
+	if l.stale {
+		l.model, l.stale = fit(l.obs, l.prior), false
+	}
 	return l.model
 }
 
@@ -112,7 +123,7 @@ func fit(obs []observation, prior Model) Model {
 			x.Set(i, 0, 1)
 			fixed := 0.0
 			for j := range 3 {
-				if !contains(active, j) {
+				if !slices.Contains(active, j) {
 					fixed += feature(o, j) * float64(coef[j])
 				}
 			}
@@ -143,13 +154,4 @@ func fit(obs []observation, prior Model) Model {
 		coef[active[drop]] = 0
 		active = append(active[:drop:drop], active[drop+1:]...)
 	}
-}
-
-func contains(s []int, v int) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

@@ -20,8 +20,7 @@ const StepWindow = 15
 type Tracker struct {
 	mu        sync.Mutex
 	prior     time.Duration // step time assumed before any measurement
-	recent    []time.Duration
-	next      int // ring position in recent
+	recent    window        // the host's step times: delivery to next request
 	lastStep  int64
 	lastGiven time.Time // when batch lastStep was delivered
 	started   bool
@@ -77,15 +76,7 @@ func (t *Tracker) Requested(step int64, at time.Time) {
 	defer t.mu.Unlock()
 	if t.started && step == t.lastStep+1 {
 		d := at.Sub(t.lastGiven)
-		if d < 0 {
-			d = 0
-		}
-		if len(t.recent) < StepWindow {
-			t.recent = append(t.recent, d)
-		} else {
-			t.recent[t.next] = d
-			t.next = (t.next + 1) % StepWindow
-		}
+		t.recent.add(max(d, 0))
 	}
 }
 
@@ -107,12 +98,10 @@ func (t *Tracker) stepTime() time.Duration {
 	if len(t.measured.d) > 0 {
 		return t.measured.median()
 	}
-	if len(t.recent) == 0 {
+	if len(t.recent.d) == 0 {
 		return t.prior
 	}
-	s := slices.Clone(t.recent)
-	slices.Sort(s)
-	return s[len(s)/2]
+	return t.recent.median()
 }
 
 // NeedAt predicts when the GPU will ask for batch step, assuming no
