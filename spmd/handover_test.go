@@ -3,7 +3,6 @@ package spmd
 import (
 	"context"
 	"errors"
-	"io"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -31,57 +30,33 @@ func (c *countingSource) ReadSample(shard, index int) (*decode.Sample, error) {
 
 // stepKeys runs n in-process ranks of cfg over the tiny dataset (through
 // a countingSource when wrap) and returns each step's global batch,
-// sorted, and the loaders' first step.
-func stepKeys(t *testing.T, n int, cfg Config, wrap bool, states [][]byte) ([][]string, []*Loader) {
+// sorted, and each rank's State after its last step.
+func stepKeys(t *testing.T, n int, cfg Config, wrap bool) ([][]string, [][]byte) {
 	t.Helper()
-	data := gentest.Tiny(t)
 	keys := make([][][]string, n)
-	loaders := make([]*Loader, n)
-	errs := collective.RunLocal(context.Background(), n, func(ctx context.Context, c collective.Comm) error {
-		ds, err := decode.OpenDatasetPart(data, "", c.Rank(), c.Size())
-		if err != nil {
-			return err
+	states := make([][]byte, n)
+	counting := make([]*countingSource, n)
+	var wrapper func(int, *decode.Dataset) decode.Source
+	if wrap {
+		wrapper = func(rank int, ds *decode.Dataset) decode.Source {
+			counting[rank] = &countingSource{ds: ds}
+			return counting[rank]
 		}
-		defer ds.Close()
-		var src decode.Source = ds
-		if wrap {
-			src = &countingSource{ds: ds}
+	}
+	runLoadersOn(t, n, gentest.Tiny(t), wrapper, cfg, func(rank int, b *Batch) error {
+		var ks []string
+		for _, s := range b.Samples {
+			ks = append(ks, s.Key)
 		}
-		c2 := cfg
-		if states != nil {
-			c2.Restore = states[c.Rank()]
+		for _, d := range b.Dropped {
+			ks = append(ks, d.Key)
 		}
-		l, err := NewLoader(ctx, c, src, c2)
-		if err != nil {
-			return err
-		}
-		loaders[c.Rank()] = l
-		defer l.Close()
-		for {
-			b, err := l.Next(ctx)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return err
-			}
-			var ks []string
-			for _, s := range b.Samples {
-				ks = append(ks, s.Key)
-			}
-			for _, d := range b.Dropped {
-				ks = append(ks, d.Key)
-			}
-			keys[c.Rank()] = append(keys[c.Rank()], ks)
-		}
-		if cs, ok := src.(*countingSource); ok && cs.reads.Load() == 0 {
-			t.Errorf("rank %d: no sample read through the Source", c.Rank())
-		}
+		keys[rank] = append(keys[rank], ks)
 		return nil
-	})
-	for r, err := range errs {
-		if err != nil {
-			t.Fatalf("rank %d: %v", r, err)
+	}, func(rank int, l *Loader) { states[rank] = l.State() })
+	for r, cs := range counting {
+		if cs != nil && cs.reads.Load() == 0 {
+			t.Errorf("rank %d: no sample read through the Source", r)
 		}
 	}
 	var global [][]string
@@ -93,7 +68,7 @@ func stepKeys(t *testing.T, n int, cfg Config, wrap bool, states [][]byte) ([][]
 		slices.Sort(g)
 		global = append(global, g)
 	}
-	return global, loaders
+	return global, states
 }
 
 // TestLoaderStateResumesTheSameBatches: the State a loader gives after
@@ -102,15 +77,16 @@ func stepKeys(t *testing.T, n int, cfg Config, wrap bool, states [][]byte) ([][]
 // state of another seed is refused with ErrState naming it.
 func TestLoaderStateResumesTheSameBatches(t *testing.T) {
 	cfg := Config{Loader: KindHelix, Batch: 2, Steps: 7, Workers: 1, Seed: 5, Decode: decode.Options{Frames: 2, Size: 32}, StepHint: time.Millisecond}
-	whole, _ := stepKeys(t, 2, cfg, true, nil)
+	whole, _ := stepKeys(t, 2, cfg, true)
 	first := cfg
 	first.Steps = 3
-	_, loaders := stepKeys(t, 2, first, false, nil)
-	states := [][]byte{loaders[0].State(), loaders[1].State()}
+	_, states := stepKeys(t, 2, first, false)
 	if string(states[0]) != string(states[1]) {
 		t.Fatalf("the ranks' states differ: %s vs %s", states[0], states[1])
 	}
-	rest, _ := stepKeys(t, 2, cfg, false, states)
+	resumed := cfg
+	resumed.Restore = states[0] // every rank's, as they are equal
+	rest, _ := stepKeys(t, 2, resumed, false)
 	if len(rest) != 4 {
 		t.Fatalf("the resumed run delivered %d steps, want 4", len(rest))
 	}

@@ -170,15 +170,20 @@ func newRankReader(comm collective.Comm, ds decode.Source, cfg Config) (*Reader,
 	if err := checkEmptyShards(ds); err != nil {
 		return nil, err
 	}
-	sizes := make([]int, ds.NumShards())
-	for i := range sizes {
-		sizes[i] = ds.ShardLen(i)
-	}
-	reader, err := NewReader(sizes, comm.Rank(), comm.Size(), cfg.Seed, cfg.ShuffleBuffer)
+	reader, err := NewReader(shardSizes(ds), comm.Rank(), comm.Size(), cfg.Seed, cfg.ShuffleBuffer)
 	if err != nil {
 		return nil, collective.AllRanks(err)
 	}
 	return reader, nil
+}
+
+// shardSizes is the number of samples in each of ds's shards.
+func shardSizes(ds decode.Source) []int {
+	sizes := make([]int, ds.NumShards())
+	for i := range sizes {
+		sizes[i] = ds.ShardLen(i)
+	}
+	return sizes
 }
 
 // NewLoader starts the loader of one rank, reading ds (a *decode.Dataset

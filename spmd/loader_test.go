@@ -140,6 +140,13 @@ func eachBatch(t *testing.T, n int, data string, cfg Config, each func(rank int,
 // in a collective with it, fail too instead of hanging the test.
 func runLoaders(t *testing.T, n int, data string, cfg Config, each func(rank int, b *Batch) error, end func(rank int, l *Loader)) {
 	t.Helper()
+	runLoadersOn(t, n, data, nil, cfg, each, end)
+}
+
+// runLoadersOn is runLoaders with each rank's loader reading the source
+// wrap makes of the dataset it opened (nil: the dataset itself).
+func runLoadersOn(t *testing.T, n int, data string, wrap func(rank int, ds *decode.Dataset) decode.Source, cfg Config, each func(rank int, b *Batch) error, end func(rank int, l *Loader)) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	errs := collective.RunLocal(ctx, n, func(ctx context.Context, c collective.Comm) error {
@@ -147,7 +154,11 @@ func runLoaders(t *testing.T, n int, data string, cfg Config, each func(rank int
 		if err != nil {
 			return err
 		}
-		l, err := NewLoader(ctx, c, ds, cfg)
+		var src decode.Source = ds
+		if wrap != nil {
+			src = wrap(c.Rank(), ds)
+		}
+		l, err := NewLoader(ctx, c, src, cfg)
 		if err != nil {
 			return err
 		}

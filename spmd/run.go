@@ -64,20 +64,15 @@ func Run(ctx context.Context, comm collective.Comm, ds *decode.Dataset, cfg Conf
 		}
 	}()
 	end := time.Now()
-	if cerr := l.Close(); runErr == nil {
-		runErr = cerr
-	}
 	if runErr != nil {
+		l.Close()
 		return nil, runErr
 	}
 	recs := l.Records()
 	for i := range min(len(recs), len(gpuUS)) {
 		recs[i].GPUUS = gpuUS[i]
 	}
-	if n := len(recs); n > 0 {
-		recs[n-1].ComputeUS = max(l.sinceStart(end)-recs[n-1].DeliverUS, 0)
-	}
-	return gather(comm, l, recs, l.sinceStart(end), cfg)
+	return Finish(comm, l, end)
 }
 
 // Finish ends a run whose training loop is not Run's (a trainer process
@@ -105,11 +100,7 @@ func Finish(comm collective.Comm, l *Loader, end time.Time) (*Result, error) {
 // Every rank must call it with the same arguments; they all return the
 // same error, marked collective.AllRanks.
 func CheckJob(comm collective.Comm, ds decode.Source, cfg Config, kinds []Kind) error {
-	sizes := make([]int, ds.NumShards())
-	for i := range sizes {
-		sizes[i] = ds.ShardLen(i)
-	}
-	if err := splitError(sizes, comm.Size()); err != nil {
+	if err := splitError(shardSizes(ds), comm.Size()); err != nil {
 		return collective.AllRanks(err)
 	}
 	return checkStartCheckpoints(comm, ds, cfg, kinds)
