@@ -3,7 +3,6 @@ package launcher
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -14,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/datahelix/datahelix/collective/collectivetest"
 	"github.com/datahelix/datahelix/decode/gen/gentest"
 )
 
@@ -102,16 +100,7 @@ func TestMultinodeTrain(t *testing.T) {
 	dir := t.TempDir()
 	args := trainArgs(data, "bed1", []string{"--steps", "6", "--json", filepath.Join(dir, "s.json")}, "--out", filepath.Join(dir, "keys"))
 	multinode(t, append([]string{"datahelix"}, args...)...)
-	for r := range 4 {
-		raw, err := os.ReadFile(fmt.Sprintf("%s.%d", filepath.Join(dir, "keys"), r))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var v struct {
-			Master string `json:"master_addr"`
-			Iface  string `json:"gloo_ifname"`
-		}
-		json.Unmarshal(raw, &v)
+	for r, v := range readTrainers(t, filepath.Join(dir, "keys"), 4) {
 		if !strings.HasPrefix(v.Master, "10.") || !strings.HasSuffix(v.Master, ".0.1") || v.Iface != "eth0" {
 			t.Errorf("rank %d's trainer: MASTER_ADDR %q, GLOO_SOCKET_IFNAME %q; want node0's address (10.N.0.1) and eth0", r, v.Master, v.Iface)
 		}
@@ -210,37 +199,15 @@ func TestMultinodeLostNodeEndsJob(t *testing.T) {
 // slow their steps.
 func TestPeerTimeoutUnderMPIRun(t *testing.T) {
 	data := gentest.Tiny(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	args := fastRun(data, "--steps", "100000", "--peer-timeout", "3s", "--stall-timeout", "10m", "--gpu-step-ms", "200")
-	cmd := collectivetest.MPIRun(ctx, 2, os.Args[0], args...)
-	cmd.Env = append(os.Environ(), asMainEnv+"=1")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.WaitDelay = 5 * time.Second
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// Rank 1: a process running the test binary as datahelix run (under
-	// mpirun's daemon or MPICH's proxy, whichever launched it).
-	var victim int
-	for victim == 0 {
-		if ctx.Err() != nil {
-			t.Fatalf("rank 1 not found:\n%s", out.String())
-		}
-		time.Sleep(200 * time.Millisecond)
-		for _, p := range strings.Fields(string(must(exec.Command("pgrep", "-f", "--", "--peer-timeout 3s").Output()))) {
-			var pid int
-			fmt.Sscan(p, &pid)
-			env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-			if pid > 1 && bytes.HasPrefix(cmdline, []byte(os.Args[0]+"\x00run")) &&
-				(bytes.Contains(env, []byte("\x00OMPI_COMM_WORLD_RANK=1\x00")) || bytes.Contains(env, []byte("\x00PMI_RANK=1\x00"))) {
-				victim = pid
-			}
-		}
-	}
+	cmd, out := startMain(t, 2, fastRun(data, "--steps", "100000", "--peer-timeout", "3s", "--stall-timeout", "10m", "--gpu-step-ms", "200")...)
+	// Either rank: rank 0 names a silent rank, a rank that no longer
+	// hears rank 0 names it; both messages say what the test looks for.
+	var ranks []int
+	waitFor(t, "two ranks", out, func() bool {
+		ranks = descendants(cmd.Process.Pid, filepath.Base(os.Args[0]))
+		return len(ranks) == 2
+	})
+	victim := ranks[1]
 	time.Sleep(4 * time.Second) // a few slow steps: no false alarm
 	if cmd.ProcessState != nil || strings.Contains(out.String(), "unreachable") {
 		t.Fatalf("the job ended or saw a lost rank before any was:\n%s", out.String())

@@ -40,53 +40,37 @@ func trainArgs(data, tag string, flags []string, trainer ...string) []string {
 	return append(args, trainer...)
 }
 
-// trainerKeys reads the keys each rank's trainer wrote to out.RANK:
-// keys[rank][step].
-func trainerKeys(t *testing.T, out string, ranks int) []map[int][]string {
+// trainerOut is what testdata/trainer.py wrote to --out: per step, its
+// rank's sample keys and ids (keys repeat across epochs, ids do not),
+// and the rendezvous its environment gave it.
+type trainerOut struct {
+	Keys   map[int][]string `json:"keys"`
+	IDs    map[int][]uint64 `json:"ids"`
+	Master string           `json:"master_addr"`
+	Iface  string           `json:"gloo_ifname"`
+}
+
+// readTrainers reads every rank's trainer's out.RANK.
+func readTrainers(t *testing.T, out string, ranks int) []trainerOut {
 	t.Helper()
-	keys := make([]map[int][]string, ranks)
-	for r := range ranks {
+	outs := make([]trainerOut, ranks)
+	for r := range outs {
 		raw, err := os.ReadFile(fmt.Sprintf("%s.%d", out, r))
 		if err != nil {
 			t.Fatal(err)
 		}
-		var v struct {
-			Keys map[int][]string `json:"keys"`
-		}
-		if err := json.Unmarshal(raw, &v); err != nil {
+		if err := json.Unmarshal(raw, &outs[r]); err != nil {
 			t.Fatal(err)
 		}
-		keys[r] = v.Keys
 	}
-	return keys
+	return outs
 }
 
-// trainerIDs reads the sample ids (keys repeat across epochs, ids do
-// not) each rank's trainer wrote to out.RANK: ids[rank][step].
-func trainerIDs(t *testing.T, out string, ranks int) []map[int][]uint64 {
-	t.Helper()
-	ids := make([]map[int][]uint64, ranks)
-	for r := range ranks {
-		raw, err := os.ReadFile(fmt.Sprintf("%s.%d", out, r))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var v struct {
-			IDs map[int][]uint64 `json:"ids"`
-		}
-		if err := json.Unmarshal(raw, &v); err != nil {
-			t.Fatal(err)
-		}
-		ids[r] = v.IDs
-	}
-	return ids
-}
-
-// globalBatches is each step's global batch, sorted, from keys.
-func globalBatches(keys []map[int][]string) map[int][]string {
+// globalBatches is each step's global batch of keys, sorted.
+func globalBatches(outs []trainerOut) map[int][]string {
 	g := map[int][]string{}
-	for _, k := range keys {
-		for s, ks := range k {
+	for _, o := range outs {
+		for s, ks := range o.Keys {
 			g[s] = append(g[s], ks...)
 		}
 	}
@@ -101,12 +85,12 @@ func leftovers(t *testing.T, tag string) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		out, _ := exec.Command("pgrep", "-f", "--", "^"+pythonBin+" testdata/trainer.py --tag "+tag).Output()
-		if len(bytes.TrimSpace(out)) == 0 {
+		pids := trainerPIDs(tag)
+		if len(pids) == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("trainer processes still running: %s", out)
+			t.Fatalf("trainer processes still running: %v", pids)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -137,9 +121,9 @@ func TestTrainUnderMPIRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log)
 	}
-	ids := trainerIDs(t, filepath.Join(dir, "keys"), 2)
+	outs := readTrainers(t, filepath.Join(dir, "keys"), 2)
 	for s := range 8 {
-		a, b := ids[0][s], ids[1][s]
+		a, b := outs[0].IDs[s], outs[1].IDs[s]
 		if len(a) != 2 || len(b) != 2 {
 			t.Fatalf("step %d: rank 0 got %v, rank 1 %v; want 2 samples each", s, a, b)
 		}
@@ -184,9 +168,9 @@ func TestTrainResumesFromStateDict(t *testing.T) {
 			t.Fatalf("%v\n%s", err, log)
 		}
 	}
-	whole := globalBatches(trainerKeys(t, filepath.Join(dir, "whole"), 2))
-	first := globalBatches(trainerKeys(t, filepath.Join(dir, "first"), 2))
-	rest := globalBatches(trainerKeys(t, filepath.Join(dir, "rest"), 2))
+	whole := globalBatches(readTrainers(t, filepath.Join(dir, "whole"), 2))
+	first := globalBatches(readTrainers(t, filepath.Join(dir, "first"), 2))
+	rest := globalBatches(readTrainers(t, filepath.Join(dir, "rest"), 2))
 	if len(first) != 3 || len(rest) != 4 {
 		t.Fatalf("the split runs trained steps %v and %v, want 0-2 and 3-6", first, rest)
 	}
@@ -252,40 +236,10 @@ func TestTrainersStoppingEarly(t *testing.T) {
 func TestKilledRankLeavesNoTrainer(t *testing.T) {
 	needTorch(t)
 	data := gentest.Tiny(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	args := trainArgs(data, "kill1", nil, "--step-ms", "100")
-	cmd := collectivetest.MPIRun(ctx, 2, os.Args[0], args...)
-	cmd.Env = append(os.Environ(), asMainEnv+"=1")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.WaitDelay = 5 * time.Second
-	// A failed test ends the job as Slurm would, not with SIGKILL, which
-	// would leave mpirun's ranks running.
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// Wait for both trainers, then kill the datahelix rank of one: the
-	// trainer's parent, checked to be the test binary acting as datahelix.
-	var victim int
-	for victim == 0 {
-		if ctx.Err() != nil {
-			t.Fatalf("trainers not started:\n%s", out.String())
-		}
-		time.Sleep(200 * time.Millisecond)
-		pids := strings.Fields(string(must(exec.Command("pgrep", "-f", "--", "^"+pythonBin+" testdata/trainer.py --tag kill1").Output())))
-		if len(pids) < 2 {
-			continue
-		}
-		var ppid int
-		fmt.Sscan(string(must(exec.Command("ps", "-o", "ppid=", "-p", pids[0]).Output())), &ppid)
-		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", ppid))
-		if err == nil && ppid > 1 &&
-			bytes.HasPrefix(cmdline, []byte(os.Args[0]+"\x00train")) {
-			victim = ppid
-		}
-	}
+	cmd, out := startMain(t, 2, trainArgs(data, "kill1", nil, "--step-ms", "100")...)
+	// Once both trainers run, kill a datahelix rank (not the trainer).
+	waitFor(t, "two trainers", out, func() bool { return trainersRunning("kill1", 2) })
+	victim := descendants(cmd.Process.Pid, filepath.Base(os.Args[0]))[0]
 	time.Sleep(time.Second) // serving batches
 	syscall.Kill(victim, syscall.SIGKILL)
 	done := make(chan error, 1)
@@ -338,7 +292,7 @@ func TestServeFeedsTrainersLaunchedApart(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatalf("serve still runs a minute after its trainers ended: %s", errb.String())
 	}
-	if g := globalBatches(trainerKeys(t, filepath.Join(dir, "keys"), 2)); len(g) != 4 {
+	if g := globalBatches(readTrainers(t, filepath.Join(dir, "keys"), 2)); len(g) != 4 {
 		t.Errorf("the trainers got steps %v, want 4", g)
 	}
 }
@@ -346,6 +300,45 @@ func TestServeFeedsTrainersLaunchedApart(t *testing.T) {
 // must returns v, ignoring err: for commands whose failure shows as no
 // output (pgrep that matches nothing).
 func must(v []byte, _ error) []byte { return v }
+
+// startMain starts the test binary as datahelix under mpirun with np
+// ranks and returns the job and its output. A test that fails ends the
+// job as Slurm would, with SIGTERM (SIGKILL of mpirun would leave its
+// ranks running), at the latest 2 minutes on.
+func startMain(t *testing.T, np int, args ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	cmd := collectivetest.MPIRun(ctx, np, os.Args[0], args...)
+	cmd.Env = append(os.Environ(), asMainEnv+"=1")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.WaitDelay = 5 * time.Second
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, &out
+}
+
+// waitFor polls ok every 200 ms for up to a minute, failing the test
+// with what and the job's output when it never holds.
+func waitFor(t *testing.T, what string, out *bytes.Buffer, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !ok(); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never happened:\n%s", what, out.String())
+		}
+	}
+}
+
+// trainerPIDs lists the trainers tagged tag that run.
+func trainerPIDs(tag string) []string {
+	return strings.Fields(string(must(exec.Command("pgrep", "-f", "--", "^"+pythonBin+" testdata/trainer.py --tag "+tag).Output())))
+}
+
+// trainersRunning reports whether n trainers tagged tag run.
+func trainersRunning(tag string, n int) bool { return len(trainerPIDs(tag)) >= n }
 
 // TestExampleTrainsOnTheDefaultDataset: examples/train.py, a real DDP
 // model on gloo, trains at 2 ranks on the default dataset under
@@ -408,25 +401,9 @@ func TestKilledTrainerEndsJob(t *testing.T) {
 	needTorch(t)
 	data := gentest.Tiny(t)
 	shm, _ := os.ReadDir("/dev/shm")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := collectivetest.MPIRun(ctx, 2, os.Args[0], trainArgs(data, "kill2", nil, "--step-ms", "100")...)
-	cmd.Env = append(os.Environ(), asMainEnv+"=1")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.WaitDelay = 5 * time.Second
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var pids []string
-	for len(pids) < 2 {
-		if ctx.Err() != nil {
-			t.Fatalf("trainers not started:\n%s", out.String())
-		}
-		time.Sleep(200 * time.Millisecond)
-		pids = strings.Fields(string(must(exec.Command("pgrep", "-f", "--", "^"+pythonBin+" testdata/trainer.py --tag kill2").Output())))
-	}
+	cmd, out := startMain(t, 2, trainArgs(data, "kill2", nil, "--step-ms", "100")...)
+	waitFor(t, "two trainers", out, func() bool { return trainersRunning("kill2", 2) })
+	pids := trainerPIDs("kill2")
 	time.Sleep(time.Second)
 	var victim int
 	fmt.Sscan(pids[1], &victim)
