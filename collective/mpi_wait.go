@@ -50,6 +50,27 @@ func agreeWaitPolicy(comm C.MPI_Comm, tInt64 C.MPI_Datatype, opMax C.MPI_Op, p W
 	return WaitPolicy(v[0]), nil
 }
 
+// ShareCores chooses the wait policy again for ranks that each keep
+// threads threads busy (a rank's decode workers, its trainer process)
+// rather than one: with DATAHELIX_MPI_WAIT auto or unset, the ranks sleep
+// in waits when the node's ranks times threads outnumber its cores, since
+// a rank spinning in a wait takes a core from them. An explicit
+// DATAHELIX_MPI_WAIT is kept. The ranks agree (sleep when any chose it),
+// and duplicates made afterwards inherit the policy. Every rank must call
+// it with the same threads.
+func (w *World) ShareCores(threads int) error {
+	p, err := defaultWaitPolicy(w.info.LocalSize * max(threads, 1))
+	if err != nil {
+		return err
+	}
+	v := []int64{int64(p)}
+	if err := w.AllreduceInt64(v, OpMax); err != nil {
+		return err
+	}
+	w.SetWaitPolicy(WaitPolicy(v[0]))
+	return nil
+}
+
 // SetWaitPolicy changes how this communicator waits (see WaitPolicy).
 // Every rank of the communicator must set the same one: a blocking
 // collective does not match a non-blocking one.

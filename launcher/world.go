@@ -322,32 +322,18 @@ func mpiBinding(c collective.Comm) (wait, parts string, ok bool) {
 	return w.WaitPolicy().String(), w.PartsMode(), true
 }
 
-// shareCores has MPI waits sleep rather than spin when the node's ranks,
-// with their decode workers and their trainers (datahelix train), need
-// more cores than the node has, unless DATAHELIX_MPI_WAIT says
-// otherwise. Collective.Init's own choice counts ranks only; but a rank
-// spinning in a wait takes a core from its decode workers, and from a
-// trainer that then hands over each batch milliseconds late. Every rank
-// takes the same policy (blocking and non-blocking collectives do not
-// match). Every rank must call it, with the same arguments.
+// shareCores has an MPI world's ranks sleep in MPI waits when they, with
+// their decode workers and trainers (datahelix train), outnumber the
+// node's cores (collective.World.ShareCores). Every rank must call it,
+// with the same arguments.
 func shareCores(c collective.Comm, workers int, trainers bool) error {
 	w, ok := c.(*collective.World)
-	if v := os.Getenv("DATAHELIX_MPI_WAIT"); !ok || v != "" && v != "auto" {
+	if !ok {
 		return nil
 	}
-	perRank := 1 + workers
+	threads := 1 + workers
 	if trainers {
-		perRank++
+		threads++
 	}
-	crowded := []int64{0}
-	if c.Info().LocalSize*perRank > collective.NodeCPUs() {
-		crowded[0] = 1
-	}
-	if err := c.AllreduceInt64(crowded, collective.OpMax); err != nil {
-		return err
-	}
-	if crowded[0] == 1 {
-		w.SetWaitPolicy(collective.WaitSleep)
-	}
-	return nil
+	return w.ShareCores(threads)
 }

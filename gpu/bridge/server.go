@@ -43,7 +43,7 @@ var ErrBye = errors.New("bridge: the client is done")
 func ReadHello(c *Conn, deadline time.Time) (Hello, error) {
 	m, fd, err := c.Recv(deadline)
 	if fd >= 0 {
-		closeFD(fd)
+		unix.Close(fd)
 	}
 	if err != nil {
 		return Hello{}, err
@@ -131,7 +131,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	for {
 		m, fd, err := s.Conn.Recv(time.Time{})
 		if fd >= 0 {
-			closeFD(fd)
+			unix.Close(fd)
 		}
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
@@ -194,8 +194,6 @@ func (s *Server) Serve(ctx context.Context) error {
 		}
 	}
 }
-
-func closeFD(fd int) { unix.Close(fd) }
 
 // fail tells the client why the server stops, and returns err.
 func (s *Server) fail(err error) error {
