@@ -15,13 +15,14 @@ import (
 // (top-level names and methods of exported types) across the packages a
 // user can import. Lower it as names move under internal/; the goal of
 // the structure issue is about 150.
-const maxExported = 721
+const maxExported = 707
 
 // TestPublicAPISize counts the exported identifiers of every importable
 // package (not internal/, not a command, not a test helper) and prints
 // the count, so that the public line is measured, not asserted.
 func TestPublicAPISize(t *testing.T) {
 	root := filepath.Join("..", "..")
+	names := map[string]map[string]bool{} // package → its exported names
 	counts := map[string]int{}
 	fset := token.NewFileSet()
 	filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -43,7 +44,14 @@ func TestPublicAPISize(t *testing.T) {
 		if err != nil || f.Name.Name == "main" || strings.HasSuffix(f.Name.Name, "test") {
 			return nil
 		}
-		counts[filepath.Dir(rel)] += exported(f)
+		pkg := filepath.Dir(rel)
+		if names[pkg] == nil {
+			names[pkg] = map[string]bool{}
+		}
+		for _, n := range exported(f) { // once, however many build-tagged files declare it
+			names[pkg][n] = true
+		}
+		counts[pkg] = len(names[pkg])
 		return nil
 	})
 	var pkgs []string
@@ -62,10 +70,10 @@ func TestPublicAPISize(t *testing.T) {
 	}
 }
 
-// exported counts f's exported top-level names and the exported methods
-// of its exported types.
-func exported(f *ast.File) int {
-	n := 0
+// exported lists f's exported top-level names and the exported methods
+// of its exported types ("World.Test").
+func exported(f *ast.File) []string {
+	var out []string
 	for _, d := range f.Decls {
 		switch d := d.(type) {
 		case *ast.FuncDecl:
@@ -73,42 +81,43 @@ func exported(f *ast.File) int {
 				continue
 			}
 			if d.Recv == nil {
-				n++
+				out = append(out, d.Name.Name)
 				continue
 			}
-			if recvExported(d.Recv.List[0].Type) {
-				n++
+			if recv := recvName(d.Recv.List[0].Type); ast.IsExported(recv) {
+				out = append(out, recv+"."+d.Name.Name)
 			}
 		case *ast.GenDecl:
 			for _, s := range d.Specs {
 				switch s := s.(type) {
 				case *ast.TypeSpec:
 					if s.Name.IsExported() {
-						n++
+						out = append(out, s.Name.Name)
 					}
 				case *ast.ValueSpec:
 					for _, name := range s.Names {
 						if name.IsExported() {
-							n++
+							out = append(out, name.Name)
 						}
 					}
 				}
 			}
 		}
 	}
-	return n
+	return out
 }
 
-func recvExported(e ast.Expr) bool {
+// recvName is the name of a method's receiver type.
+func recvName(e ast.Expr) string {
 	switch e := e.(type) {
 	case *ast.StarExpr:
-		return recvExported(e.X)
+		return recvName(e.X)
 	case *ast.IndexExpr:
-		return recvExported(e.X)
+		return recvName(e.X)
 	case *ast.IndexListExpr:
-		return recvExported(e.X)
+		return recvName(e.X)
 	case *ast.Ident:
-		return e.IsExported()
+		return e.Name
 	}
-	return false
+	return ""
 }
