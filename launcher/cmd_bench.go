@@ -13,7 +13,8 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/datahelix/datahelix/bench"
+	"github.com/datahelix/datahelix/internal/bench"
+	"github.com/datahelix/datahelix/internal/step"
 	"github.com/datahelix/datahelix/spmd"
 )
 
@@ -78,7 +79,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	if err != nil {
 		return usagef("bench: --workloads: %s", strings.TrimPrefix(err.Error(), "bench: "))
 	}
-	kinds, err := spmd.ParseKinds(*loaders)
+	kinds, err := step.ParseKinds(*loaders)
 	if err != nil {
 		return usagef("bench: --loaders: %v", err)
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/datahelix/datahelix/bench"
+	"github.com/datahelix/datahelix/internal/bench"
 )
 
 func init() {

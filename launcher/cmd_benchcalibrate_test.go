@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/datahelix/datahelix/bench"
+	"github.com/datahelix/datahelix/internal/bench"
 )
 
 // TestBenchCalibrateRefusesFirst checks that bad or partial preset lists

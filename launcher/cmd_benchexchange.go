@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/datahelix/datahelix/bench"
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/bench"
 	"github.com/datahelix/datahelix/spmd"
 )
 

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/datahelix/datahelix/bench"
+	"github.com/datahelix/datahelix/internal/bench"
 	"github.com/datahelix/datahelix/plan"
 )
 

@@ -11,11 +11,12 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/datahelix/datahelix/bench"
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/decode/gen"
 	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/internal/bench"
+	"github.com/datahelix/datahelix/internal/metrics"
 	"github.com/datahelix/datahelix/spmd"
 )
 
@@ -227,7 +228,7 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 	watch := spmd.WatchStalls(c, f.stallTimeout)
 	defer watch.Stop()
 	wc := watch.Watched(c) // one slot of the watch for every loader's run
-	var results []spmd.Summary
+	var results []metrics.Summary
 	var trace []traceLine
 	// This rank's delivered and dropped samples, per loader: summed over
 	// the ranks after the last loader, they decide the job's exit.
@@ -277,7 +278,7 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 
 // reportJob prints rank 0's table and writes the job's outputs; it
 // returns failed, or the outputs' error.
-func reportJob(ctx context.Context, c collective.Comm, f *runFlags, j *jobData, results []spmd.Summary, trace []traceLine, out, errOut io.Writer, failed error) error {
+func reportJob(ctx context.Context, c collective.Comm, f *runFlags, j *jobData, results []metrics.Summary, trace []traceLine, out, errOut io.Writer, failed error) error {
 	table := out
 	if f.stdoutTaken() {
 		table = errOut // standard output holds --json or --trace
@@ -295,7 +296,7 @@ func reportJob(ctx context.Context, c collective.Comm, f *runFlags, j *jobData, 
 
 // ownSamples returns the samples delivered and dropped by rank in
 // records (rank 0's Result holds every rank's).
-func ownSamples(records []spmd.StepRecord, rank int) []int64 {
+func ownSamples(records []metrics.StepRecord, rank int) []int64 {
 	var delivered, dropped int64
 	for _, r := range records {
 		if r.Rank == rank {

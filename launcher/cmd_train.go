@@ -14,6 +14,7 @@ import (
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/gpu/bridge"
+	"github.com/datahelix/datahelix/internal/metrics"
 	"github.com/datahelix/datahelix/spmd"
 )
 
@@ -229,7 +230,7 @@ func trainJob(ctx context.Context, c collective.Comm, f *trainFlags, out, errOut
 		trace = append(trace, traceLine{Loader: cfg.Loader.String(), StepRecord: r})
 	}
 	res.Summary.RingBytes = b.ring.Bytes()
-	return reportJob(ctx, c, &f.runFlags, j, []spmd.Summary{res.Summary}, trace, out, errOut, nil)
+	return reportJob(ctx, c, &f.runFlags, j, []metrics.Summary{res.Summary}, trace, out, errOut, nil)
 }
 
 func orNone(s []byte) string {

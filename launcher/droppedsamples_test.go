@@ -12,6 +12,7 @@ import (
 
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode/gen/gentest"
+	"github.com/datahelix/datahelix/internal/metrics"
 	"github.com/datahelix/datahelix/spmd"
 )
 
@@ -46,7 +47,7 @@ func TestRunFailsWhenEverySampleIsDropped(t *testing.T) {
 	if n := strings.Count(stderr, ": dropping sample: "); n != 4 {
 		t.Errorf("every sample dropped: %d drop lines, want 4 (each sample once over the two loaders):\n%s", n, stderr)
 	}
-	var rs []spmd.Summary
+	var rs []metrics.Summary
 	if raw, err := os.ReadFile(out); err != nil || json.Unmarshal(raw, &rs) != nil || len(rs) != 2 || rs[0].DroppedSamples != 16 || rs[1].DroppedSamples != 16 {
 		t.Errorf("--json of the failed run: %+v (%v); want both loaders' summaries, 16 dropped each", rs, err)
 	}

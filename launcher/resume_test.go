@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/datahelix/datahelix/decode/gen/gentest"
-	"github.com/datahelix/datahelix/spmd"
+	"github.com/datahelix/datahelix/internal/metrics"
 )
 
 func TestResumeFlag(t *testing.T) {
@@ -55,14 +55,14 @@ func TestResumeAuto(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ck")
 	summary := filepath.Join(t.TempDir(), "summary.json")
 	var stdout string
-	run := func(flags ...string) (int, string, []spmd.Summary) {
+	run := func(flags ...string) (int, string, []metrics.Summary) {
 		t.Helper()
 		os.Remove(summary)
 		args := fastRun(data, append([]string{"--ranks", "2", "--steps", "6", "--loader", "local", "--checkpoint-dir", dir, "--json", summary}, flags...)...)
 		var code int
 		var stderr string
 		code, stdout, stderr = runMain(args...)
-		var rs []spmd.Summary
+		var rs []metrics.Summary
 		if raw, err := os.ReadFile(summary); err == nil {
 			if err := json.Unmarshal(raw, &rs); err != nil {
 				t.Fatal(err)

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/decode/gen/gentest"
-	"github.com/datahelix/datahelix/spmd"
+	"github.com/datahelix/datahelix/internal/metrics"
 )
 
 // fastRun are flags that make a run quick: 2-frame 32x32 clips.
@@ -31,7 +31,7 @@ func TestRunUnderMPIRunExchangesSamples(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log)
 	}
-	var rs []spmd.Summary
+	var rs []metrics.Summary
 	raw, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
@@ -210,7 +210,7 @@ func TestRunOutputsReplaced(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var rs []spmd.Summary
+	var rs []metrics.Summary
 	raw, err := os.ReadFile(js)
 	if err != nil || json.Unmarshal(raw, &rs) != nil || len(rs) != 1 {
 		t.Errorf("--json over an older file: got %d summaries, err %v; want 1", len(rs), err)

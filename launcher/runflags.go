@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/internal/step"
 	"github.com/datahelix/datahelix/plan"
 	"github.com/datahelix/datahelix/spmd"
 )
@@ -28,7 +29,7 @@ func (l *loaderList) String() string {
 }
 
 func (l *loaderList) Set(v string) error {
-	ks, err := spmd.ParseKinds(v)
+	ks, err := step.ParseKinds(v)
 	if err != nil {
 		return err
 	}

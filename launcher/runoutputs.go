@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/datahelix/datahelix/bench"
 	"github.com/datahelix/datahelix/collective"
-	"github.com/datahelix/datahelix/spmd"
+	"github.com/datahelix/datahelix/internal/bench"
+	"github.com/datahelix/datahelix/internal/metrics"
 )
 
 // jobInfo says what produced a run's figures, so that a result file can
@@ -35,7 +35,7 @@ type jobInfo struct {
 // runSummary is one loader's object in --json: its summary and, under
 // "job", what produced it.
 type runSummary struct {
-	spmd.Summary
+	metrics.Summary
 	Job *jobInfo
 }
 
@@ -115,7 +115,7 @@ func openOutputs(files bool, f *runFlags) (*runOutputs, error) {
 // write replaces the files' contents with the results of a successful
 // run, the summaries in --json and the records in --trace, or writes
 // them to stdout for -, and closes the files.
-func (o *runOutputs) write(stdout io.Writer, results []spmd.Summary, job *jobInfo, trace []traceLine) error {
+func (o *runOutputs) write(stdout io.Writer, results []metrics.Summary, job *jobInfo, trace []traceLine) error {
 	if o.json != nil || o.jsonStdout {
 		if err := replaceOutput(o.json, stdout, func(w io.Writer) error { return writeJSON(w, results, job) }); err != nil {
 			return fmt.Errorf("--json: %w", err)
@@ -146,11 +146,11 @@ func (o *runOutputs) discard() {
 
 type traceLine struct {
 	Loader string `json:"loader"`
-	spmd.StepRecord
+	metrics.StepRecord
 }
 
 // writeJSON writes the summaries to w, each with the job's record.
-func writeJSON(w io.Writer, results []spmd.Summary, job *jobInfo) error {
+func writeJSON(w io.Writer, results []metrics.Summary, job *jobInfo) error {
 	list := make([]runSummary, len(results))
 	for i, r := range results {
 		list[i] = runSummary{Summary: r, Job: job}

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/datahelix/datahelix/decode/gen/gentest"
-	"github.com/datahelix/datahelix/spmd"
+	"github.com/datahelix/datahelix/internal/metrics"
 )
 
 // oneLine fails the test unless the run exited with code and wrote
@@ -134,7 +134,7 @@ func TestRunOutputsToStdout(t *testing.T) {
 	data := gentest.Tiny(t)
 	t.Chdir(t.TempDir())
 	code, stdout, stderr := runMain(fastRun(data, "--ranks", "2", "--steps", "3", "--loader", "local,helix", "--json", "-")...)
-	var rs []spmd.Summary
+	var rs []metrics.Summary
 	if err := json.Unmarshal([]byte(stdout), &rs); code != 0 || err != nil || len(rs) != 2 || !strings.Contains(stderr, "batches hash") {
 		t.Errorf("--json -: exit %d, %d summaries (%v), stdout %q, stderr %q; want the summaries on stdout, the table on stderr", code, len(rs), err, stdout, stderr)
 	}
@@ -191,11 +191,11 @@ func TestRunWarnsNoCheckpoint(t *testing.T) {
 // beside a helix of 20: the steady rows were left out because the first
 // loader had none; they must show, n/a for torch.
 func TestPrintTableSteadyRowsAnyLoader(t *testing.T) {
-	sum := func(loader string, steps int) spmd.Summary {
-		return spmd.Summary{Loader: loader, Ranks: 2, Steps: steps, WarmupSteps: 8, SteadyMissRate: 0.25, SteadyGPUWaitFrac: 0.5, SteadyThroughputSPS: 12}
+	sum := func(loader string, steps int) metrics.Summary {
+		return metrics.Summary{Loader: loader, Ranks: 2, Steps: steps, WarmupSteps: 8, SteadyMissRate: 0.25, SteadyGPUWaitFrac: 0.5, SteadyThroughputSPS: 12}
 	}
 	var b bytes.Buffer
-	printTable(&b, []spmd.Summary{sum("torch", 5), sum("helix", 20)}, 2, &runFlags{})
+	printTable(&b, []metrics.Summary{sum("torch", 5), sum("helix", 20)}, 2, &runFlags{})
 	out := b.String()
 	for _, want := range []string{
 		"after 8 steps: misses             n/a          25.0%\n",

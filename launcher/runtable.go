@@ -6,12 +6,12 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/datahelix/datahelix/spmd"
+	"github.com/datahelix/datahelix/internal/metrics"
 )
 
 // printTable prints the loaders side by side, then how the last loader
 // compares with the first (helix against torch by default).
-func printTable(w io.Writer, rs []spmd.Summary, ranks int, f *runFlags) {
+func printTable(w io.Writer, rs []metrics.Summary, ranks int, f *runFlags) {
 	if len(rs) == 0 {
 		return
 	}
@@ -23,60 +23,60 @@ func printTable(w io.Writer, rs []spmd.Summary, ranks int, f *runFlags) {
 				s.Loader, s.FirstStep, s.FirstStep, s.FirstStep+s.Steps-1)
 		}
 	}
-	row := func(name string, val func(s spmd.Summary) string) {
+	row := func(name string, val func(s metrics.Summary) string) {
 		fmt.Fprintf(w, "%-22s", name)
 		for _, s := range rs {
 			fmt.Fprintf(w, " %14s", val(s))
 		}
 		fmt.Fprintln(w)
 	}
-	row("loader", func(s spmd.Summary) string { return s.Loader })
-	row("deadline misses", func(s spmd.Summary) string { return fmt.Sprintf("%d (%.1f%%)", s.Misses, 100*s.MissRate) })
+	row("loader", func(s metrics.Summary) string { return s.Loader })
+	row("deadline misses", func(s metrics.Summary) string { return fmt.Sprintf("%d (%.1f%%)", s.Misses, 100*s.MissRate) })
 	// The mean rank's wait, so that seconds / wall time gives the fraction
 	// beside it (the JSON's gpu_wait_s is summed over ranks).
-	row("GPU wait per rank", func(s spmd.Summary) string {
+	row("GPU wait per rank", func(s metrics.Summary) string {
 		return fmt.Sprintf("%.2fs (%.1f%%)", s.GPUWaitS/float64(max(s.Ranks, 1)), 100*s.GPUWaitFrac)
 	})
-	row("throughput", func(s spmd.Summary) string { return fmt.Sprintf("%.1f samples/s", s.ThroughputSPS) })
-	row("wall time", func(s spmd.Summary) string { return fmt.Sprintf("%.2fs", s.WallS) })
+	row("throughput", func(s metrics.Summary) string { return fmt.Sprintf("%.1f samples/s", s.ThroughputSPS) })
+	row("wall time", func(s metrics.Summary) string { return fmt.Sprintf("%.2fs", s.WallS) })
 	warm := rs[0].WarmupSteps
 	// A loader with no step after the warm-up (a resumed one may have
 	// few) shows n/a there; the rows show when any loader has one.
-	steady := func(s spmd.Summary) bool { return s.Steps > s.WarmupSteps }
+	steady := func(s metrics.Summary) bool { return s.Steps > s.WarmupSteps }
 	if slices.ContainsFunc(rs, steady) {
-		steadyRow := func(name string, val func(s spmd.Summary) string) {
-			row(name, func(s spmd.Summary) string {
+		steadyRow := func(name string, val func(s metrics.Summary) string) {
+			row(name, func(s metrics.Summary) string {
 				if !steady(s) {
 					return "n/a"
 				}
 				return val(s)
 			})
 		}
-		steadyRow(fmt.Sprintf("after %d steps: misses", warm), func(s spmd.Summary) string { return fmt.Sprintf("%.1f%%", 100*s.SteadyMissRate) })
-		steadyRow("             GPU wait", func(s spmd.Summary) string { return fmt.Sprintf("%.1f%%", 100*s.SteadyGPUWaitFrac) })
-		steadyRow("             throughput", func(s spmd.Summary) string { return fmt.Sprintf("%.1f samples/s", s.SteadyThroughputSPS) })
+		steadyRow(fmt.Sprintf("after %d steps: misses", warm), func(s metrics.Summary) string { return fmt.Sprintf("%.1f%%", 100*s.SteadyMissRate) })
+		steadyRow("             GPU wait", func(s metrics.Summary) string { return fmt.Sprintf("%.1f%%", 100*s.SteadyGPUWaitFrac) })
+		steadyRow("             throughput", func(s metrics.Summary) string { return fmt.Sprintf("%.1f samples/s", s.SteadyThroughputSPS) })
 	}
-	row("moved per step", func(s spmd.Summary) string { return fmt.Sprintf("%.0f KiB", s.BytesMovedPerStep/1024) })
-	row("plan p50", func(s spmd.Summary) string { return fmt.Sprintf("%.0f µs", s.PlanUSP50) })
-	row("allgather p50", func(s spmd.Summary) string { return fmt.Sprintf("%.0f µs", s.AllgatherUSP50) })
-	row("cost model MAPE", func(s spmd.Summary) string {
+	row("moved per step", func(s metrics.Summary) string { return fmt.Sprintf("%.0f KiB", s.BytesMovedPerStep/1024) })
+	row("plan p50", func(s metrics.Summary) string { return fmt.Sprintf("%.0f µs", s.PlanUSP50) })
+	row("allgather p50", func(s metrics.Summary) string { return fmt.Sprintf("%.0f µs", s.AllgatherUSP50) })
+	row("cost model MAPE", func(s metrics.Summary) string {
 		if s.CostMAPE == nil {
 			return "n/a"
 		}
 		return fmt.Sprintf("%.1f%%", 100**s.CostMAPE)
 	})
 	if rs[0].GPUModelMAPE != nil {
-		row("GPU model MAPE", func(s spmd.Summary) string {
+		row("GPU model MAPE", func(s metrics.Summary) string {
 			if s.GPUModelMAPE == nil {
 				return "n/a"
 			}
 			return fmt.Sprintf("%.1f%%", 100**s.GPUModelMAPE)
 		})
 	}
-	row("dropped samples", func(s spmd.Summary) string { return fmt.Sprint(s.DroppedSamples) })
-	row("damaged samples", func(s spmd.Summary) string { return fmt.Sprint(s.DamagedSamples) })
-	row("peak RSS", func(s spmd.Summary) string { return fmt.Sprintf("%.0f MiB", float64(s.PeakRSSBytes)/(1<<20)) })
-	row("batches hash", func(s spmd.Summary) string { return s.BatchesHash })
+	row("dropped samples", func(s metrics.Summary) string { return fmt.Sprint(s.DroppedSamples) })
+	row("damaged samples", func(s metrics.Summary) string { return fmt.Sprint(s.DamagedSamples) })
+	row("peak RSS", func(s metrics.Summary) string { return fmt.Sprintf("%.0f MiB", float64(s.PeakRSSBytes)/(1<<20)) })
+	row("batches hash", func(s metrics.Summary) string { return s.BatchesHash })
 	if len(rs) > 1 {
 		a, b := rs[0], rs[len(rs)-1]
 		fmt.Fprintf(w, "\n%s vs %s: %s, %s, throughput %.2fx\n", b.Loader, a.Loader,

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/datahelix/datahelix/spmd"
+	"github.com/datahelix/datahelix/internal/metrics"
 )
 
 // TestChange checks the comparison of two fractions as printed: both
@@ -50,8 +50,8 @@ func TestReduction(t *testing.T) {
 // ratio over a window of one or two steps, nor of waits below the
 // table's precision.
 func TestPrintTableSteadyWindow(t *testing.T) {
-	sum := func(loader string, steps int, wait float64) spmd.Summary {
-		return spmd.Summary{Loader: loader, Ranks: 2, Steps: steps, WarmupSteps: 8, MissRate: 0.1, GPUWaitFrac: 0.2,
+	sum := func(loader string, steps int, wait float64) metrics.Summary {
+		return metrics.Summary{Loader: loader, Ranks: 2, Steps: steps, WarmupSteps: 8, MissRate: 0.1, GPUWaitFrac: 0.2,
 			ThroughputSPS: 10, SteadyMissRate: 0, SteadyGPUWaitFrac: wait, SteadyThroughputSPS: 10}
 	}
 	f := &runFlags{}
@@ -67,7 +67,7 @@ func TestPrintTableSteadyWindow(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var b bytes.Buffer
-		printTable(&b, []spmd.Summary{sum("torch", tt.steps, 0.00001), sum("helix", tt.steps, tt.waitB)}, 2, f)
+		printTable(&b, []metrics.Summary{sum("torch", tt.steps, 0.00001), sum("helix", tt.steps, tt.waitB)}, 2, f)
 		if out := b.String(); !strings.Contains(out, tt.want) || strings.Contains(out, tt.wantNone) {
 			t.Errorf("%d steps: got\n%s\nwant %q and no %q", tt.steps, out, tt.want, tt.wantNone)
 		}

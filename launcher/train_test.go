@@ -17,7 +17,7 @@ import (
 	"github.com/datahelix/datahelix/collective/collectivetest"
 	"github.com/datahelix/datahelix/decode/gen/gentest"
 	"github.com/datahelix/datahelix/gpu/bridge"
-	"github.com/datahelix/datahelix/spmd"
+	"github.com/datahelix/datahelix/internal/metrics"
 )
 
 // python is the interpreter whose torch the trainer tests use (Debian's
@@ -96,13 +96,13 @@ func leftovers(t *testing.T, tag string) {
 	}
 }
 
-func readSummary(t *testing.T, path string) spmd.Summary {
+func readSummary(t *testing.T, path string) metrics.Summary {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rs []spmd.Summary
+	var rs []metrics.Summary
 	if err := json.Unmarshal(raw, &rs); err != nil || len(rs) != 1 {
 		t.Fatalf("summary %s: %v (%d objects)", raw, err, len(rs))
 	}

@@ -135,7 +135,7 @@ func scanCheckpoints(dir string, k Kind, ranks int, before int64, job []Kind) ch
 		return s
 	}
 	s.foreignStep, s.foreignRanks = newestForeign(dir, k, ranks, before)
-	for o := range Kind(len(kindNames)) {
+	for o := range KindOracle {
 		if o != k && !slices.Contains(job, o) {
 			latest, _ := newestComplete(dir, o, ranks, math.MaxInt64)
 			s.other = max(s.other, latest)

@@ -191,7 +191,7 @@ func touchCheckpoints(t *testing.T, dir string, k Kind, step int64, ranks ...int
 // checkpoint file for each of ranks in dir, or -1.
 func latestCheckpoint(dir string, ranks int) int64 {
 	latest := int64(-1)
-	for k := range Kind(len(kindNames)) {
+	for k := range KindOracle {
 		latest = max(latest, scanCheckpoints(dir, k, ranks, math.MaxInt64, nil).latest)
 	}
 	return latest

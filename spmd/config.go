@@ -106,6 +106,12 @@ type Config struct {
 	// Progress, when set, is called on the rank after every step it
 	// delivers.
 	Progress func(step int64)
+	// OnPlan, when set, sees every plan a planned loader computes on this
+	// rank, with the input it was computed from (the allgathered blocks),
+	// from the control loop: to trace plans or compare them with a
+	// simulation of the same job. The input and plan are valid only
+	// during the call.
+	OnPlan func(step int64, in *plan.Input, p *plan.Plan)
 }
 
 // Check returns the first setting Run would refuse, naming its flag,

@@ -9,6 +9,7 @@ import (
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/internal/step"
 	"github.com/datahelix/datahelix/plan"
 )
 
@@ -26,9 +27,7 @@ func (l *Loader) control(ctx context.Context) {
 		l.cond.Broadcast()
 		l.mu.Unlock()
 	}()
-	var planner plan.Planner
-	var pl plan.Plan
-	var in plan.Input
+	var stepper step.Stepper
 	for s := l.first; s < int64(l.cfg.Steps); s++ {
 		if !l.waitWindow(s) {
 			return
@@ -40,7 +39,7 @@ func (l *Loader) control(ctx context.Context) {
 		}
 		var bs *batchState
 		if l.cfg.Loader.Planned() {
-			bs, err = l.planned(ctx, s, own, &planner, &in, &pl)
+			bs, err = l.planned(ctx, s, own, &stepper)
 		} else {
 			bs, err = l.unplanned(s, own)
 		}
@@ -94,7 +93,7 @@ func (l *Loader) readOwn(ctx context.Context, s int64) ([]*slotState, error) {
 			return nil, fmt.Errorf("step %d: %w", s, err)
 		}
 		st := &slotState{sample: smp, partsLeft: 1}
-		st.item = Item{ID: ref.ID(epoch), Owner: l.comm.Rank(), Bytes: wireSize(smp)}
+		st.item = step.Item{ID: ref.ID(epoch), Owner: l.comm.Rank(), Bytes: wireSize(smp)}
 		l.describe(st, 0)
 		if st.recErr != nil {
 			// The owner reports a sample whose record cannot be read:
@@ -149,7 +148,7 @@ func (l *Loader) describe(st *slotState, est int64) {
 	if rec.Text != nil {
 		c.Tokens = rec.Text.Tokens
 	}
-	st.item.Train = trainTime(l.gpuModel(), c)
+	st.item.Train = step.TrainTime(l.gpuModel(), c)
 	if v := rec.Video; v != nil && taskLimit(l.cfg) > 1 && !v.FrameCountEstimated {
 		targets := decode.SampleFrames(v, l.cfg.Decode.Frames)
 		tasks := decode.PlanVideoTasks(v, targets, taskLimit(l.cfg))
@@ -170,14 +169,11 @@ func (l *Loader) describe(st *slotState, est int64) {
 // unplanned makes the rank's batch from its own samples: local decode
 // order (largest first) or, for torch, the sampler's order.
 func (l *Loader) unplanned(s int64, own []*slotState) (*batchState, error) {
-	items := make([]Item, len(own))
+	items := make([]step.Item, len(own))
 	for i, st := range own {
 		items[i] = st.item
 	}
-	order := localOrder(items)
-	if l.cfg.Loader == KindTorch {
-		order = samplerOrder(len(items))
-	}
+	order := l.cfg.Loader.Order(items)
 	// Slots are numbered in decode order.
 	bs := &batchState{step: s, slots: make([]*slotState, len(own))}
 	for o, slot := range order {
@@ -187,53 +183,32 @@ func (l *Loader) unplanned(s int64, own []*slotState) (*batchState, error) {
 }
 
 // rankState measures this rank's progress for the batch of step s.
-func (l *Loader) rankState(s int64, now time.Time) RankState {
+func (l *Loader) rankState(s int64, now time.Time) step.RankState {
 	l.mu.Lock()
 	waiting, running := l.sched.Queued()
 	bw, lat, contention := l.bandwidth, l.latency, l.wallPerCPU
 	l.mu.Unlock()
-	return RankState{
+	return step.RankState{
 		DeadlineUS: l.tracker.NeedAt(s, l.start).Sub(now).Microseconds(),
 		Waiting:    waiting, Running: running,
 		Workers: l.cfg.Workers,
 		// The cost model learns CPU time; wall time adds the contention
 		// for this rank's cores.
-		Speed:     speedOf(float64(contention) * l.cost.SpeedFactor()),
+		Speed:     step.SpeedOf(float64(contention) * l.cost.SpeedFactor()),
 		Bandwidth: bw, LatencyUS: lat,
 	}
 }
 
-// speedOf converts a speed factor (fixed point, plan.One = 1x) to the
-// integer the progress record carries. NaN or a factor that is not
-// positive gives 0, which the record reads as 1x; a huge one is capped,
-// since converting a float out of int64's range gives what the CPU makes
-// of it (math.MinInt64 on amd64, math.MaxInt64 on arm64).
-func speedOf(x float64) int64 {
-	switch {
-	case !(x > 0):
-		return 0
-	case x > 1<<50:
-		return 1 << 50
-	}
-	return int64(x)
-}
-
 // planned runs one step of a planned loader: allgather, plan, check,
 // exchange.
-func (l *Loader) planned(ctx context.Context, s int64, own []*slotState, planner *plan.Planner, in *plan.Input, pl *plan.Plan) (*batchState, error) {
+func (l *Loader) planned(ctx context.Context, s int64, own []*slotState, stepper *step.Stepper) (*batchState, error) {
 	me, n, b := l.comm.Rank(), l.comm.Size(), l.cfg.Batch
-	now := time.Now()
-	block := &plan.Block{
-		Params:   plan.Params{Mode: l.cfg.Loader.PlanMode(), Seed: l.cfg.Seed, Margin: l.cfg.Margin},
-		Step:     s,
-		Rank:     me,
-		Progress: l.rankState(s, now).Progress(),
-		Samples:  make([]plan.Sample, b),
-	}
+	items := make([]step.Item, b)
 	for i, st := range own {
-		block.Samples[i] = plan.Sample{ID: st.item.ID, Owner: me, Bytes: st.item.Bytes, Cost: st.item.Est, Train: st.item.Train}
+		items[i] = st.item
 	}
-	send, err := plan.AppendBlock(nil, block)
+	params := step.Params{Kind: l.cfg.Loader, Batch: b, Seed: l.cfg.Seed, Margin: l.cfg.Margin}
+	send, err := plan.AppendBlock(nil, params.Block(s, me, l.rankState(s, time.Now()), items))
 	if err != nil {
 		return nil, fmt.Errorf("step %d: encode block: %w", s, err)
 	}
@@ -244,11 +219,12 @@ func (l *Loader) planned(ctx context.Context, s int64, own []*slotState, planner
 	}
 	gatherUS := time.Since(g0).Microseconds()
 	p0 := time.Now()
-	if err := plan.DecodeInput(recv, in); err != nil {
-		return nil, fmt.Errorf("step %d: the ranks' blocks disagree: %w", s, err)
+	in, pl, err := stepper.Plan(s, recv)
+	if err != nil {
+		return nil, err
 	}
-	if err := planner.Compute(in, pl); err != nil {
-		return nil, fmt.Errorf("step %d: plan: %w", s, err)
+	if l.cfg.OnPlan != nil {
+		l.cfg.OnPlan(s, in, pl)
 	}
 	planUS := time.Since(p0).Microseconds()
 	if (s+1)%int64(l.cfg.CheckEvery) == 0 {
@@ -384,7 +360,7 @@ func (l *Loader) exchange(ctx context.Context, s int64, own []*slotState, in *pl
 			}
 			rest = r
 			st := &slotState{sample: smp, partsLeft: 1, rx: rx}
-			st.item = Item{ID: in.Samples[k].ID, Owner: mv.Src, Bytes: in.Samples[k].Bytes}
+			st.item = step.Item{ID: in.Samples[k].ID, Owner: mv.Src, Bytes: in.Samples[k].Bytes}
 			l.describe(st, max(in.Samples[k].Cost, 1)) // the owner's estimate, as planned
 			got[k] = st
 		}

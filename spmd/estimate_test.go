@@ -14,6 +14,7 @@ import (
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/decode/gen/gentest"
 	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/internal/step"
 	"github.com/datahelix/datahelix/plan"
 )
 
@@ -116,7 +117,7 @@ func FuzzDescribe(f *testing.F) {
 			}
 			s.Members = append(s.Members, decode.Member{Name: "k." + e, Ext: e, Data: data})
 		}
-		st := &slotState{sample: s, item: Item{ID: 1, Bytes: int64(len(data) * n)}}
+		st := &slotState{sample: s, item: step.Item{ID: 1, Bytes: int64(len(data) * n)}}
 		l.describe(st, 0)
 		block := &plan.Block{Rank: 0, Progress: plan.Progress{Capacity: plan.One, Bandwidth: plan.One},
 			Samples: []plan.Sample{{ID: st.item.ID, Bytes: st.item.Bytes, Cost: st.item.Est, Train: st.item.Train}}}
@@ -192,7 +193,7 @@ func TestDescribeUsesTheDecoderLimits(t *testing.T) {
 		cfg.Decode.Limits.MaxTextBytes = tc.limit
 		l := &Loader{cfg: cfg, cost: decode.NewCostModel(nil)}
 		s := &decode.Sample{Shard: "s.tar", Key: "k", Members: []decode.Member{{Name: "k.txt", Ext: "txt", Data: bytes.Repeat([]byte("a"), tc.size)}}}
-		st := &slotState{sample: s, item: Item{ID: 1, Bytes: int64(tc.size)}}
+		st := &slotState{sample: s, item: step.Item{ID: 1, Bytes: int64(tc.size)}}
 		l.describe(st, 0)
 		if got := st.recErr != nil; got != tc.fail || tc.fail && !errors.Is(st.recErr, decode.ErrLimit) {
 			t.Errorf("%s: %d bytes of text, limit %d: record error %v, want failure %v (ErrLimit)", tc.name, tc.size, tc.limit, st.recErr, tc.fail)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/internal/metrics"
 )
 
 // ErrDelivered is Peek's error for a step Next delivered already.
@@ -63,7 +64,7 @@ func (l *Loader) ReportGPUStep(d time.Duration) {
 // delivered, now that its compute time is known: the GPU's own time when
 // the trainer reported one, else the time from its delivery to the next
 // request. prev is that step's record.
-func (l *Loader) observeStep(prev *StepRecord) {
+func (l *Loader) observeStep(prev *metrics.StepRecord) {
 	l.mu.Lock()
 	d := l.reportedGPU
 	l.reportedGPU = 0

@@ -10,6 +10,8 @@ import (
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/internal/metrics"
+	"github.com/datahelix/datahelix/internal/step"
 	"github.com/datahelix/datahelix/plan"
 )
 
@@ -92,19 +94,19 @@ type Loader struct {
 
 	mu        sync.Mutex
 	cond      *sync.Cond
-	sched     Scheduler
+	sched     step.Scheduler
 	batches   map[int64]*batchState
 	delivered int64 // last step handed to the training loop
 	next      int64 // step the next Next call returns
 	fatal     error // first error of the control loop or a worker
 	closed    bool
-	held      int64              // compressed bytes read and not yet decoded or sent
-	rx        *rxPool            // received messages' buffers, reused once decoded
-	snaps     map[int64]snapshot // reader state before reading each step in flight
-	logged    *SampleLog         // samples this rank logged, in any loader of the job (logOnce)
-	dataset   uint64             // datasetHash of ds, recorded in checkpoints
-	records   []StepRecord       // one per delivered step
-	bandwidth int64              // measured exchange bandwidth, fixed-point bytes/µs
+	held      int64                // compressed bytes read and not yet decoded or sent
+	rx        *rxPool              // received messages' buffers, reused once decoded
+	snaps     map[int64]snapshot   // reader state before reading each step in flight
+	logged    *SampleLog           // samples this rank logged, in any loader of the job (logOnce)
+	dataset   uint64               // datasetHash of ds, recorded in checkpoints
+	records   []metrics.StepRecord // one per delivered step
+	bandwidth int64                // measured exchange bandwidth, fixed-point bytes/µs
 	// wallPerCPU is decode wall time over decode CPU time, fixed-point
 	// (plan.One when every decode has a core to itself).
 	wallPerCPU int64
@@ -143,12 +145,12 @@ type batchState struct {
 	tasksLeft int
 	ready     bool
 	readyAt   time.Time
-	rec       StepRecord // filled as the batch moves through the pipeline
+	rec       metrics.StepRecord // filled as the batch moves through the pipeline
 }
 
 // slotState is one sample of a batch in preparation.
 type slotState struct {
-	item      Item
+	item      step.Item
 	sample    *decode.Sample
 	rec       *decode.Record
 	recErr    error
@@ -331,19 +333,19 @@ func (l *Loader) Next(ctx context.Context) (*Batch, error) {
 		if s.err != nil {
 			continue
 		}
-		rec.Hash += IDDigest(s.item.ID)
+		rec.Hash += metrics.IDDigest(s.item.ID)
 		if s.damaged > 0 {
 			rec.Damaged++
 		}
 	}
 	for _, d := range out.Dropped {
-		rec.Hash += IDDigest(d.ID) // the sample belonged to the step, decoded or not
+		rec.Hash += metrics.IDDigest(d.ID) // the sample belonged to the step, decoded or not
 	}
 	rec.Step, rec.Rank = t, l.comm.Rank()
 	rec.RequestUS, rec.DeliverUS = l.sinceStart(request), l.sinceStart(deliver)
 	rec.ReadyUS = l.sinceStart(bs.readyAt)
 	rec.WaitUS = max(rec.DeliverUS-rec.RequestUS, 0)
-	rec.Miss = missed(rec.RequestUS, rec.ReadyUS)
+	rec.Miss = metrics.Missed(rec.RequestUS, rec.ReadyUS)
 	rec.Samples, rec.Dropped = len(out.Samples), len(out.Dropped)
 	rec.DecodeCPUUS, l.decodeAt = l.decodeCPU-l.decodeAt, l.decodeCPU
 	delete(l.batches, t)
@@ -395,7 +397,7 @@ func batchOf(bs *batchState) *Batch {
 }
 
 // Records returns the per-step records of the steps delivered so far.
-func (l *Loader) Records() []StepRecord { return l.records }
+func (l *Loader) Records() []metrics.StepRecord { return l.records }
 
 // CostModel returns the rank's cost model.
 func (l *Loader) CostModel() *decode.CostModel { return l.cost }

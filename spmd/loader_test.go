@@ -19,6 +19,7 @@ import (
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/decode/gen/gentest"
 	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/internal/metrics"
 )
 
 // testConfig is a small, fast configuration: 2-frame 32x32 clips.
@@ -63,7 +64,7 @@ func requireOK(t *testing.T, errs []error) {
 
 // perStep sums the record digests of every rank per step: the global
 // batch of each step, whoever prepared it.
-func perStep(recs []StepRecord) map[int64]uint64 {
+func perStep(recs []metrics.StepRecord) map[int64]uint64 {
 	m := map[int64]uint64{}
 	for _, r := range recs {
 		m[r.Step] += r.Hash

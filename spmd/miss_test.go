@@ -10,6 +10,7 @@ import (
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/decode/gen/gentest"
+	"github.com/datahelix/datahelix/internal/metrics"
 )
 
 // TestMissedIsLateness checks the deadline-miss rule: a batch is late when
@@ -20,13 +21,13 @@ func TestMissedIsLateness(t *testing.T) {
 		request, ready int64
 		want           bool
 	}{
-		{10_000, 2_000, false},                // ready long before
-		{10_000, 10_000, false},               // ready at the request
-		{10_000, 10_000 + ToleranceUS, false}, // within the tolerance
-		{10_000, 10_000 + ToleranceUS + 1, true},
+		{10_000, 2_000, false},                        // ready long before
+		{10_000, 10_000, false},                       // ready at the request
+		{10_000, 10_000 + metrics.ToleranceUS, false}, // within the tolerance
+		{10_000, 10_000 + metrics.ToleranceUS + 1, true},
 		{10_000, 900_000, true},
 	} {
-		if got := missed(tt.request, tt.ready); got != tt.want {
+		if got := metrics.Missed(tt.request, tt.ready); got != tt.want {
 			t.Errorf("missed(request %d, ready %d) = %v, want %v", tt.request, tt.ready, got, tt.want)
 		}
 	}
@@ -57,7 +58,7 @@ func TestReadyBatchHandedOffLateIsNoMiss(t *testing.T) {
 	const delay = 20 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var rec StepRecord
+	var rec metrics.StepRecord
 	errs := collective.RunLocal(ctx, 1, func(ctx context.Context, c collective.Comm) error {
 		ds, err := decode.OpenDataset(data, t.TempDir())
 		if err != nil {

@@ -10,14 +10,15 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/step"
 	"github.com/datahelix/datahelix/plan"
 )
 
 // enqueue hands a prepared batch to the decode pool.
 func (l *Loader) enqueue(bs *batchState) {
 	split := l.cfg.Loader.Splits()
-	above := SplitAbove(l.tracker.StepTime().Microseconds())
-	items := make([]Item, len(bs.slots))
+	above := step.SplitAbove(l.tracker.StepTime().Microseconds())
+	items := make([]step.Item, len(bs.slots))
 	for i, st := range bs.slots {
 		if !split || len(st.tasks) < 2 || st.item.Est <= above {
 			st.tasks = nil
@@ -27,7 +28,7 @@ func (l *Loader) enqueue(bs *batchState) {
 		st.bytes = st.item.Bytes
 		items[i] = st.item
 	}
-	tasks := buildTasks(bs.step, items, samplerOrder(len(items)), split, above)
+	tasks := step.BuildTasks(bs.step, items, step.SamplerOrder(len(items)), split, above)
 	bs.tasksLeft = len(tasks)
 	l.mu.Lock()
 	l.batches[bs.step] = bs
@@ -47,7 +48,7 @@ func (l *Loader) worker(ctx context.Context, w int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for {
-		var t Task
+		var t step.Task
 		for {
 			if l.closed || l.fatal != nil {
 				return
@@ -98,7 +99,7 @@ func (l *Loader) worker(ctx context.Context, w int) {
 
 // runTask decodes one task of a sample and returns the damage the
 // decoder concealed in it (decode.Output.Damaged).
-func (l *Loader) runTask(ctx context.Context, st *slotState, t Task) (damaged int, err error) {
+func (l *Loader) runTask(ctx context.Context, st *slotState, t step.Task) (damaged int, err error) {
 	if st.recErr != nil {
 		return 0, st.recErr
 	}
@@ -220,3 +221,5 @@ func clockNS(id int32) (int64, bool) {
 	}
 	return ts.Nano(), true
 }
+
+func clamp(v, lo, hi int64) int64 { return min(max(v, lo), hi) }

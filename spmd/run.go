@@ -15,13 +15,14 @@ import (
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/internal/metrics"
 )
 
 // Result is a finished run as rank 0 sees it; other ranks get a Result
 // with only their own records.
 type Result struct {
-	Summary Summary
-	Records []StepRecord // every rank's, by rank then step (rank 0 only)
+	Summary metrics.Summary
+	Records []metrics.StepRecord // every rank's, by rank then step (rank 0 only)
 }
 
 // Run trains for cfg.Steps steps with a simulated GPU on every rank of
@@ -184,7 +185,7 @@ func checkEmptyShards(src decode.Source) error {
 }
 
 // gather collects every rank's records and figures on rank 0.
-func gather(comm collective.Comm, l *Loader, recs []StepRecord, endUS int64, cfg Config) (*Result, error) {
+func gather(comm collective.Comm, l *Loader, recs []metrics.StepRecord, endUS int64, cfg Config) (*Result, error) {
 	mine, err := json.Marshal(recs)
 	if err != nil {
 		return nil, err
@@ -215,9 +216,9 @@ func gather(comm collective.Comm, l *Loader, recs []StepRecord, endUS int64, cfg
 	if comm.Rank() != 0 {
 		return &Result{Records: recs}, nil
 	}
-	var all []StepRecord
+	var all []metrics.StepRecord
 	for r, b := range blocks {
-		var rs []StepRecord
+		var rs []metrics.StepRecord
 		if err := json.Unmarshal(b, &rs); err != nil {
 			return nil, fmt.Errorf("records of rank %d: %w", r, err)
 		}
@@ -233,7 +234,7 @@ func gather(comm collective.Comm, l *Loader, recs []StepRecord, endUS int64, cfg
 		}
 		wall -= first
 	}
-	s := Summarize(cfg.Loader, all, comm.Size(), steps, cfg.Batch, cfg.Workers, l.cfg.Horizon, wall)
+	s := metrics.Summarize(cfg.Loader, all, comm.Size(), steps, cfg.Batch, cfg.Workers, l.cfg.Horizon, wall)
 	s.FirstStep = int(l.first)
 	s.PeakRSSBytes = maxFigs[1]
 	if sumFigs[1] > 0 {

@@ -1,0 +1,104 @@
+package metrics
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+
+	"github.com/datahelix/datahelix/internal/step"
+)
+
+// TestSteadyState checks the after-warm-up figures on a hand-made run:
+// two ranks, steps first..first+3 requested every 100 ms, each step's
+// batch of 4 samples, rank 1 waiting 50 ms on every step and missing.
+func TestSteadyState(t *testing.T) {
+	for _, first := range []int64{0, 10} { // a fresh run and a resumed one
+		var recs []StepRecord
+		for s := int64(0); s < 4; s++ {
+			for r := 0; r < 2; r++ {
+				rec := StepRecord{Step: first + s, Rank: r, RequestUS: 1000 + 100_000*s, Samples: 4}
+				if r == 1 {
+					rec.WaitUS, rec.Miss = 50_000, true
+				}
+				recs = append(recs, rec)
+			}
+		}
+		// Warm-up 2: steps first+2 and first+3, from 201 ms to the end at 401 ms.
+		got := SteadyState(recs, 2, 401_000)
+		want := Steady{MissRate: 0.5, GPUWaitFrac: 100_000.0 / (2 * 200_000), ThroughputSPS: 16 / 0.2}
+		if math.Abs(got.MissRate-want.MissRate) > 1e-12 || math.Abs(got.GPUWaitFrac-want.GPUWaitFrac) > 1e-12 ||
+			math.Abs(got.ThroughputSPS-want.ThroughputSPS) > 1e-9 {
+			t.Errorf("first step %d: SteadyState = %+v, want %+v", first, got, want)
+		}
+		if got := SteadyState(recs, 4, 401_000); got != (Steady{}) {
+			t.Errorf("first step %d: warm-up as long as the run gives %+v, want zeros", first, got)
+		}
+		// Summarize takes the wall time from the first request.
+		s := Summarize(step.KindHelix, recs, 2, 4, 4, 1, 2, 400_000)
+		if s.WarmupSteps != 2 || math.Abs(s.SteadyGPUWaitFrac-want.GPUWaitFrac) > 1e-12 || math.Abs(s.SteadyThroughputSPS-want.ThroughputSPS) > 1e-9 {
+			t.Errorf("first step %d: Summarize steady figures %d %v %v, want 2 %v %v", first,
+				s.WarmupSteps, s.SteadyGPUWaitFrac, s.SteadyThroughputSPS, want.GPUWaitFrac, want.ThroughputSPS)
+		}
+	}
+}
+
+// TestSummaryJSONSteadyNullWithinWarmup checks that the steady_ figures
+// are null in JSON when the run is not longer than its warm-up (a 0 would
+// read as "no misses, no wait"), and numbers when it is longer.
+func TestSummaryJSONSteadyNullWithinWarmup(t *testing.T) {
+	var recs []StepRecord
+	for s := int64(0); s < 4; s++ {
+		for r := 0; r < 2; r++ {
+			recs = append(recs, StepRecord{Step: s, Rank: r, RequestUS: 100_000 * s, WaitUS: 10_000 * int64(r), Miss: r == 1, Samples: 4})
+		}
+	}
+	for _, c := range []struct {
+		warmup, steadySteps int
+		null                bool
+	}{{2, 2, false}, {3, 1, false}, {4, 0, true}, {8, 0, true}} {
+		s := Summarize(step.KindTorch, recs, 2, 4, 4, 1, c.warmup, 400_000)
+		if s.SteadySteps != c.steadySteps {
+			t.Errorf("warm-up %d: SteadySteps = %d, want %d", c.warmup, s.SteadySteps, c.steadySteps)
+		}
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		for _, key := range []string{"steady_miss_rate", "steady_gpu_wait_frac", "steady_throughput_sps"} {
+			v, ok := m[key]
+			if !ok {
+				t.Errorf("warm-up %d: %s missing from %s", c.warmup, key, b)
+				continue
+			}
+			if (v == nil) != c.null {
+				t.Errorf("warm-up %d: %s = %v, want null %v", c.warmup, key, v, c.null)
+			}
+		}
+		if !c.null && m["steady_miss_rate"] != 0.5 {
+			t.Errorf("warm-up %d: steady_miss_rate = %v, want 0.5", c.warmup, m["steady_miss_rate"])
+		}
+		// The other fields are written as before.
+		if m["loader"] != "torch" || m["misses"] != 4.0 || m["gpu_wait_s"] != 0.04 || m["warmup_steps"] != float64(c.warmup) {
+			t.Errorf("warm-up %d: JSON %s lost fields", c.warmup, b)
+		}
+	}
+}
+
+// TestGPUWaitPerRankAgreesWithTheFraction checks the per-rank wait that
+// the results table prints next to the wall time: per-rank seconds over
+// wall seconds must be the printed fraction.
+func TestGPUWaitPerRankAgreesWithTheFraction(t *testing.T) {
+	recs := []StepRecord{
+		{Step: 0, Rank: 0, WaitUS: 1_000_000}, {Step: 0, Rank: 1, WaitUS: 3_000_000},
+		{Step: 0, Rank: 2, WaitUS: 0}, {Step: 0, Rank: 3, WaitUS: 4_000_000},
+	}
+	s := Summarize(step.KindHelix, recs, 4, 1, 1, 1, 0, 10_000_000)
+	if s.GPUWaitS != 8 || s.GPUWaitPerRankS() != 2 || math.Abs(s.GPUWaitPerRankS()/s.WallS-s.GPUWaitFrac) > 1e-12 {
+		t.Errorf("wait %v rank-s, %v s per rank, fraction %v of %v s wall; want 8, 2, 0.2 of 10",
+			s.GPUWaitS, s.GPUWaitPerRankS(), s.GPUWaitFrac, s.WallS)
+	}
+}

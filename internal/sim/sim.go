@@ -1,0 +1,463 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/internal/metrics"
+	"github.com/datahelix/datahelix/internal/step"
+	"github.com/datahelix/datahelix/plan"
+)
+
+// Sample is one sample of a simulated job.
+type Sample struct {
+	ID    uint64
+	Bytes int64
+	Cost  int64 // true preparation cost, µs of reference CPU
+	Est   int64 // what the cost model predicts for it
+	// Parts are the true costs of its keyframe-aligned decode tasks when
+	// the clip can be split (summing to Cost); PartsEst their estimates.
+	Parts    []int64
+	PartsEst []int64
+	Frames   int // decoded frames the GPU consumes (images count 1)
+	Tokens   int
+	Mem      int64 // decoded bytes
+}
+
+// Config describes a simulated job: the same loaders, scheduling
+// policies and planner as the runtime, on a virtual clock, with decode
+// times taken from the samples instead of measured.
+type Config struct {
+	Loader   step.Kind
+	Ranks    int
+	Batch    int
+	Steps    int
+	Workers  int
+	Horizon  int   // planning horizon in steps; 0 means 2*Workers
+	Prefetch int   // torch's prefetch factor; 0 means 2
+	Budget   int64 // decoded bytes in flight per rank; 0 means unlimited
+	GPU      gpu.Model
+	// AllreduceUS is the gradient allreduce's own duration, after the
+	// slowest rank's compute.
+	AllreduceUS int64
+	// Bandwidth is the exchange bandwidth, fixed-point bytes/µs
+	// (plan.One = 1 B/µs), at most plan.MaxBandwidth; 0 means 1 GB/s.
+	Bandwidth int64
+	LatencyUS int64 // per message, 0..plan.MaxLatency
+	Margin    int64 // the gate's margin, µs
+	// Speed is each rank's decode slowdown, fixed-point: a task of cost c
+	// takes c*Speed[r]/plan.One µs on rank r. nil means every rank runs
+	// at reference speed.
+	Speed []int64
+	// StartUS, when set, is per rank the start-up work (µs on a core of
+	// its own) its workers do, split evenly, before any decode: a real
+	// process's first reads, decoder set-up and cold caches.
+	StartUS []int64
+	// CPUs, when set, puts the ranks' decode workers on shared cores, as
+	// on a node running more threads than it has cores; nil gives every
+	// worker a core of its own.
+	CPUs *CPUShare
+	// Samples returns rank r's B samples for a step, the same for every
+	// loader. It must be deterministic.
+	Samples func(step int64, rank int) []Sample
+	Seed    uint64
+	// KeepPlanTimes records the planner's real run time per step (the
+	// only wall-clock reading; it does not influence the simulation).
+	KeepPlanTimes bool
+	// OnPlan, when set, sees every plan with its input and the virtual
+	// time it was made at (to study predictions against outcomes).
+	OnPlan func(step, at int64, in *plan.Input, p *plan.Plan)
+}
+
+// CPUShare places ranks on groups of cores. The busy decode workers of
+// the ranks in a group share its cores equally (processor sharing: a
+// task runs at min(1, cores/busy) of a core's speed, slowed further by
+// its rank's Speed), as the OS time-slices threads pinned to the same
+// cores; a worker idle on one rank leaves its share to the others of its
+// group. Threads of other processes, always ready to run and free to
+// move between the cores, can take their share too (Others).
+type CPUShare struct {
+	Group []int // per rank: the index of its group
+	Cores []int // per group: how many cores it has
+	// Others is how many threads of other processes compete for the
+	// cores, in OtherUnit units (OtherUnit/2 weighs half a thread: it
+	// runs at half the level a thread runs at). They are not pinned: as
+	// a fair scheduler balancing its run queues would, they take the
+	// idle cores first, and every thread runs at the same share of a
+	// core, except the workers of a group whose cores cannot give them
+	// that share, which divide those cores (max-min fair sharing, at
+	// most a core a thread).
+	Others int64
+}
+
+// OtherUnit is one thread of CPUShare.Others.
+const OtherUnit = 256
+
+// Result is the outcome of a simulation.
+type Result struct {
+	Summary metrics.Summary
+	Records []metrics.StepRecord // per rank per step, by step then rank
+	WallUS  int64
+	// WorkUS is, per rank, the time its decode tasks took on a core of
+	// their own (true costs times the rank's Speed): its CPU time.
+	WorkUS []int64
+	// OthersUS is the CPU time (core µs) the other processes' threads
+	// (CPUShare.Others) took over the run, every group's.
+	OthersUS int64
+}
+
+func (c *Config) defaults() error {
+	if c.Ranks < 1 || c.Batch < 1 || c.Steps < 1 || c.Workers < 1 {
+		return fmt.Errorf("sim: simulation needs ranks, batch, steps and workers >= 1 (got %d, %d, %d, %d)", c.Ranks, c.Batch, c.Steps, c.Workers)
+	}
+	if c.Samples == nil {
+		return fmt.Errorf("sim: simulation has no sample source")
+	}
+	if c.Horizon <= 0 {
+		c.Horizon = 2 * c.Workers
+	}
+	if c.Prefetch <= 0 {
+		c.Prefetch = 2
+	}
+	// Out of range, a bandwidth or latency would be simulated as another
+	// network than the planner sees (it clamps them), or overflow.
+	switch {
+	case c.Bandwidth < 0 || c.Bandwidth > plan.MaxBandwidth:
+		return fmt.Errorf("sim: bandwidth %d outside [0, %d] (fixed-point bytes/µs, %d = 1 byte/µs)", c.Bandwidth, int64(plan.MaxBandwidth), plan.One)
+	case c.LatencyUS < 0 || c.LatencyUS > plan.MaxLatency:
+		return fmt.Errorf("sim: latency %d µs outside [0, %d]", c.LatencyUS, int64(plan.MaxLatency))
+	}
+	if c.Bandwidth == 0 {
+		c.Bandwidth = 1000 * plan.One // 1 GB/s
+	}
+	if c.Speed != nil && len(c.Speed) != c.Ranks {
+		return fmt.Errorf("sim: %d speed factors for %d ranks", len(c.Speed), c.Ranks)
+	}
+	if c.StartUS != nil && len(c.StartUS) != c.Ranks {
+		return fmt.Errorf("sim: %d start-up works for %d ranks", len(c.StartUS), c.Ranks)
+	}
+	if c.CPUs != nil {
+		if len(c.CPUs.Group) != c.Ranks {
+			return fmt.Errorf("sim: core groups for %d ranks, want %d", len(c.CPUs.Group), c.Ranks)
+		}
+		for r, g := range c.CPUs.Group {
+			if g < 0 || g >= len(c.CPUs.Cores) {
+				return fmt.Errorf("sim: rank %d is in core group %d of %d", r, g, len(c.CPUs.Cores))
+			}
+		}
+		for g, k := range c.CPUs.Cores {
+			if k < 1 {
+				return fmt.Errorf("sim: core group %d has %d cores", g, k)
+			}
+		}
+		if o := c.CPUs.Others; o < 0 || o > maxOthers {
+			return fmt.Errorf("sim: %d/%d threads of other processes, want 0 to %d", o, OtherUnit, maxOthers)
+		}
+	}
+	return c.GPU.Validate()
+}
+
+// Run runs the job on the virtual clock and returns its metrics. It
+// is deterministic: the same configuration gives the same result.
+func Run(cfg Config) (*Result, error) {
+	return RunContext(context.Background(), cfg)
+}
+
+// ctxEvents is how many events RunContext processes between two
+// looks at its context inside a step: a step of a large world runs
+// millions.
+const ctxEvents = 1 << 12
+
+// RunContext is Run stopping early, with ctx's error, once ctx
+// is done: it looks at ctx before planning each step, before delivering
+// each step and every ctxEvents events in between, so that a large
+// simulation ends within about a step of a cancellation. Not cancelled,
+// it returns what Run returns.
+func RunContext(ctx context.Context, cfg Config) (*Result, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	n, b := cfg.Ranks, cfg.Batch
+	prior := cfg.GPU.StepTime(gpu.Contents{Samples: b, Frames: b * 8}) + time.Duration(cfg.AllreduceUS)*time.Microsecond
+	ranks := make([]*simRank, n)
+	groups, all, shared := rankGroups(&cfg)
+	for r := range ranks {
+		speed := int64(plan.One)
+		if cfg.Speed != nil {
+			speed = cfg.Speed[r]
+		}
+		ranks[r] = &simRank{
+			r: r, sched: cfg.Loader.NewScheduler(cfg.Workers, cfg.Prefetch, cfg.Budget), speed: speed,
+			group: groups[r], running: make([]*simTask, cfg.Workers), contention: plan.One,
+			left: make([]int, cfg.Steps), readyAt: slices.Repeat([]int64{-1}, cfg.Steps),
+			batches: make([][]Sample, cfg.Steps), moved: make([][2]int64, cfg.Steps),
+			tracker: gpu.NewTracker(prior),
+		}
+	}
+	eng := &simEngine{ranks: ranks, shared: shared}
+	if cfg.CPUs != nil && cfg.CPUs.Others > 0 {
+		eng.others = &otherThreads{n: cfg.CPUs.Others, groups: all}
+		eng.others.share()
+	}
+	res := &Result{}
+	splitAbove := step.SplitAbove(prior.Microseconds())
+	params := step.Params{Kind: cfg.Loader, Batch: b, Seed: cfg.Seed, Margin: cfg.Margin}
+	var stepper step.Stepper
+	var gathered []byte
+	planTimes := map[int64]int64{}
+
+	// prepare plans (or not) batch s at virtual time at and schedules the
+	// arrival of its tasks on every rank.
+	prepare := func(s int64, at int64) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		own := make([][]Sample, n)
+		for r := range own {
+			own[r] = cfg.Samples(s, r)
+			if len(own[r]) != b {
+				return fmt.Errorf("sim: sample source gave rank %d %d samples for step %d, want %d", r, len(own[r]), s, b)
+			}
+		}
+		eng.advance(at)
+		batches := make([][]Sample, n)
+		orders := make([][]int, n)
+		arrive := make([][]int64, n) // per rank per slot: when the sample's bytes are there
+		if !cfg.Loader.Planned() {
+			for r := range own {
+				batches[r] = own[r]
+				arrive[r] = make([]int64, b)
+				orders[r] = cfg.Loader.Order(simItems(own[r], r, false, cfg.Loader.Splits(), splitAbove, cfg.GPU))
+			}
+		} else {
+			oracle := cfg.Loader == step.KindOracle
+			gathered = gathered[:0]
+			for r, rk := range ranks {
+				waiting, running := rk.sched.Queued()
+				waiting += rk.inflight
+				deadline := rk.tracker.NeedAt(s, time.UnixMicro(0)).UnixMicro() - at
+				st := step.RankState{DeadlineUS: deadline, Waiting: waiting, Running: running,
+					Workers: cfg.Workers, Speed: rk.speed * rk.contention / plan.One, Bandwidth: cfg.Bandwidth, LatencyUS: cfg.LatencyUS}
+				block := params.Block(s, r, st, simItems(own[r], r, oracle, cfg.Loader.Splits(), splitAbove, cfg.GPU))
+				var err error
+				if gathered, err = plan.AppendBlock(gathered, block); err != nil {
+					return fmt.Errorf("sim: step %d: encode rank %d's block: %w", s, r, err)
+				}
+			}
+			var t0 time.Time
+			if cfg.KeepPlanTimes {
+				t0 = time.Now()
+			}
+			in, pl, err := stepper.Plan(s, gathered)
+			if err != nil {
+				return fmt.Errorf("sim: %w", err)
+			}
+			if cfg.KeepPlanTimes {
+				planTimes[s] = time.Since(t0).Microseconds()
+			}
+			if cfg.OnPlan != nil {
+				cfg.OnPlan(s, at, in, pl)
+			}
+			for r := range batches {
+				ord := pl.DecodeOrder(r)
+				batches[r] = make([]Sample, b)
+				orders[r] = make([]int, b)
+				arrive[r] = make([]int64, b)
+				for slot, k := range ord {
+					batches[r][slot] = own[int(k)/b][int(k)%b]
+					orders[r][slot] = slot // slots are numbered in decode order
+				}
+			}
+			slotOf := make(map[int32]int, n*b) // sample index -> slot on its new rank
+			for r := 0; r < n; r++ {
+				for slot, k := range pl.DecodeOrder(r) {
+					slotOf[k] = slot
+				}
+			}
+			for _, mv := range pl.Moves {
+				// Loaders that plan without the gate still wait for the
+				// bytes; only the oracle's transfers are free.
+				delay := int64(0)
+				if !oracle {
+					delay = cfg.LatencyUS + mv.Bytes*plan.One/cfg.Bandwidth
+				}
+				src, dst := ranks[mv.Src].moved[s], ranks[mv.Dst].moved[s]
+				ranks[mv.Src].moved[s] = [2]int64{src[0], src[1] + mv.Bytes}
+				ranks[mv.Dst].moved[s] = [2]int64{dst[0] + mv.Bytes, dst[1]}
+				for _, k := range mv.Samples {
+					arrive[mv.Dst][slotOf[k]] = delay
+				}
+			}
+		}
+		for r, rk := range ranks {
+			rk.batches[s] = batches[r]
+			items := simItems(batches[r], r, cfg.Loader == step.KindOracle, cfg.Loader.Splits(), splitAbove, cfg.GPU)
+			tasks := step.BuildTasks(s, items, orders[r], cfg.Loader.Splits(), splitAbove)
+			rk.left[s] = len(tasks)
+			byArrival := map[int64][]step.Task{}
+			for _, t := range tasks {
+				d := arrive[r][t.Slot]
+				byArrival[d] = append(byArrival[d], t)
+			}
+			// Own samples arrive at once, moved ones after their message.
+			for _, d := range sortedKeys(byArrival) {
+				for _, t := range byArrival[d] {
+					rk.inflight += t.Cost
+				}
+				eng.push(event{at: at + d, kind: 0, rank: r, step: s, tasks: byArrival[d]})
+			}
+		}
+		eng.advance(at)
+		return nil
+	}
+
+	for r, rk := range ranks {
+		if cfg.StartUS != nil && cfg.StartUS[r] > 0 {
+			eng.startup(rk, cfg.StartUS[r])
+		}
+	}
+	for s := int64(0); s < int64(min(cfg.Horizon, cfg.Steps)); s++ {
+		if err := prepare(s, 0); err != nil {
+			return nil, err
+		}
+	}
+	request := int64(0)
+	res.Records = make([]metrics.StepRecord, 0, n*cfg.Steps)
+	recs := make([]metrics.StepRecord, n)
+	delivered := make([]bool, n)
+	events := 0
+	for t := int64(0); t < int64(cfg.Steps); t++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		end := int64(0)
+		lastDeliver := int64(0)
+		// deliver hands rank r's batch t to its GPU at the engine's clock.
+		deliver := func(r int) {
+			rk := ranks[r]
+			at := eng.now
+			rk.sched.Release(t)
+			eng.dispatch(rk)
+			rk.tracker.Requested(t, time.UnixMicro(request))
+			rk.tracker.Delivered(t, time.UnixMicro(at))
+			c := gpu.Contents{Samples: b}
+			var hash uint64
+			for _, x := range rk.batches[t] {
+				c.Frames += x.Frames
+				c.Tokens += x.Tokens
+				hash += metrics.IDDigest(x.ID)
+			}
+			compute := cfg.GPU.StepTime(c).Microseconds()
+			end = max(end, at+compute)
+			lastDeliver = max(lastDeliver, at)
+			mv := rk.moved[t]
+			rec := metrics.StepRecord{Step: t, Rank: r, RequestUS: request, ReadyUS: rk.readyAt[t], DeliverUS: at,
+				WaitUS: at - request, ComputeUS: compute, GPUUS: compute, Samples: b, BytesIn: mv[0], BytesOut: mv[1],
+				PlanUS: planTimes[t], Hash: hash, CPUUS: rk.work - rk.workAt, DecodeCPUUS: rk.decode - rk.decodeAt}
+			rk.workAt, rk.decodeAt = rk.work, rk.decode
+			rec.Miss = metrics.Missed(rec.RequestUS, rec.ReadyUS)
+			recs[r] = rec
+			delivered[r] = true
+			rk.batches[t] = nil
+		}
+		// Batches ready by the request go at the request; a late one goes
+		// once every event of the instant it became ready has run.
+		eng.advance(request)
+		eng.readied = eng.readied[:0]
+		left := n
+		for r := range ranks {
+			delivered[r] = false
+			if ranks[r].readyAt[t] >= 0 {
+				deliver(r)
+				left--
+			}
+		}
+		for left > 0 {
+			if events++; events%ctxEvents == 0 {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+			}
+			if !eng.next() {
+				for r := range ranks {
+					if !delivered[r] {
+						return nil, fmt.Errorf("sim: simulation stalled: rank %d cannot finish batch %d", r, t)
+					}
+				}
+			}
+			if at, ok := eng.peek(); ok && at == eng.now {
+				continue
+			}
+			slices.Sort(eng.readied)
+			for _, r := range eng.readied {
+				if ranks[r].readyAt[t] >= 0 && !delivered[r] {
+					deliver(r)
+					left--
+				}
+			}
+			eng.readied = eng.readied[:0]
+		}
+		res.Records = append(res.Records, recs...)
+		// Every rank's control loop plans batch t+H once it has delivered
+		// batch t; the allgather completes when the last rank gets there.
+		if next := t + int64(cfg.Horizon); next < int64(cfg.Steps) {
+			if err := prepare(next, lastDeliver); err != nil {
+				return nil, err
+			}
+		}
+		request = end + cfg.AllreduceUS
+	}
+	res.WallUS = request
+	res.WorkUS = make([]int64, n)
+	for r, rk := range ranks {
+		res.WorkUS[r] = rk.work
+	}
+	if o := eng.others; o != nil {
+		o.update(max(res.WallUS, o.last))
+		res.OthersUS = o.cpu / OtherUnit
+	}
+	res.Summary = metrics.Summarize(cfg.Loader, res.Records, n, cfg.Steps, b, cfg.Workers, cfg.Horizon, res.WallUS)
+	return res, nil
+}
+
+// simItems converts simulated samples to pipeline items, with estimated
+// costs (or true ones for the oracle). A sample the rank will split —
+// splittable, by a loader that splits, estimated above splitAbove, as
+// the runtime decides — is planned at the cost of its parts, which is
+// what splitting costs. Each item's GPU time is its frames and tokens
+// under m.
+func simItems(xs []Sample, owner int, truth, split bool, splitAbove int64, m gpu.Model) []step.Item {
+	items := make([]step.Item, len(xs))
+	for i, x := range xs {
+		est, parts := x.Est, x.PartsEst
+		if truth {
+			est, parts = x.Cost, x.Parts
+		}
+		if len(x.Parts) > 1 && len(parts) != len(x.Parts) {
+			parts = x.Parts
+		}
+		if !split || len(x.Parts) < 2 || est <= splitAbove {
+			parts = nil
+		} else {
+			est = 0
+			for _, c := range parts {
+				est += c
+			}
+		}
+		items[i] = step.Item{ID: x.ID, Owner: owner, Bytes: x.Bytes, Est: max(est, 1), Parts: parts, Mem: x.Mem,
+			Train: step.TrainTime(m, gpu.Contents{Samples: 1, Frames: x.Frames, Tokens: x.Tokens})}
+	}
+	return items
+}
+
+func sortedKeys(m map[int64][]step.Task) []int64 {
+	keys := make([]int64, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
