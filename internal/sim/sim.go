@@ -25,6 +25,10 @@ type Sample struct {
 	Frames   int // decoded frames the GPU consumes (images count 1)
 	Tokens   int
 	Mem      int64 // decoded bytes
+	// Train, when positive, is the GPU time (ns) the sample adds to its
+	// step, as a recorded run measured it, instead of the time the job's
+	// GPU model gives its Frames and Tokens.
+	Train int64
 }
 
 // Config describes a simulated job: the same loaders, scheduling
@@ -70,6 +74,9 @@ type Config struct {
 	// OnPlan, when set, sees every plan with its input and the virtual
 	// time it was made at (to study predictions against outcomes).
 	OnPlan func(step, at int64, in *plan.Input, p *plan.Plan)
+	// Progress, when set, replaces what the simulated ranks measure of
+	// themselves with a recorded run's progress: rank r's at step s.
+	Progress func(s int64, r int) plan.Progress
 }
 
 // CPUShare places ranks on groups of cores. The busy decode workers of
@@ -242,6 +249,9 @@ func RunContext(ctx context.Context, cfg Config) (*Result, error) {
 				st := step.RankState{DeadlineUS: deadline, Waiting: waiting, Running: running,
 					Workers: cfg.Workers, Speed: rk.speed * rk.contention / plan.One, Bandwidth: cfg.Bandwidth, LatencyUS: cfg.LatencyUS}
 				block := params.Block(s, r, st, simItems(own[r], r, oracle, cfg.Loader.Splits(), splitAbove, cfg.GPU))
+				if cfg.Progress != nil {
+					block.Progress = cfg.Progress(s, r)
+				}
 				var err error
 				if gathered, err = plan.AppendBlock(gathered, block); err != nil {
 					return fmt.Errorf("sim: step %d: encode rank %d's block: %w", s, r, err)
@@ -447,8 +457,11 @@ func simItems(xs []Sample, owner int, truth, split bool, splitAbove int64, m gpu
 				est += c
 			}
 		}
-		items[i] = step.Item{ID: x.ID, Owner: owner, Bytes: x.Bytes, Est: max(est, 1), Parts: parts, Mem: x.Mem,
-			Train: step.TrainTime(m, gpu.Contents{Samples: 1, Frames: x.Frames, Tokens: x.Tokens})}
+		train := x.Train
+		if train <= 0 {
+			train = step.TrainTime(m, gpu.Contents{Samples: 1, Frames: x.Frames, Tokens: x.Tokens})
+		}
+		items[i] = step.Item{ID: x.ID, Owner: owner, Bytes: x.Bytes, Est: max(est, 1), Parts: parts, Mem: x.Mem, Train: train}
 	}
 	return items
 }
