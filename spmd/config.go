@@ -99,9 +99,10 @@ type Config struct {
 	// SampleLog, for at most 20 samples), and rank 0's line when
 	// ResumeIfAny starts from step 0 (nil: discarded).
 	Log io.Writer
-	// SampleLog remembers the samples this rank logged; the loaders of a
-	// job share one, so a sample each of them drops is logged once (nil:
-	// a loader of its own).
+	// SampleLog remembers the samples and the dataset warnings this rank
+	// logged; the loaders of a job share one, so that a sample each of
+	// them drops, and the dataset's index warnings, are logged once (nil:
+	// a log of the loader's own).
 	SampleLog *SampleLog
 	// Progress, when set, is called on the rank after every step it
 	// delivers.

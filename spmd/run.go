@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"sync"
 	"syscall"
 	"time"
-	"weak"
 
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode"
@@ -35,8 +33,11 @@ func Run(ctx context.Context, comm collective.Comm, ds *decode.Dataset, cfg Conf
 	if err := checkEmptyShards(ds); err != nil {
 		return nil, err
 	}
-	if comm.Rank() == 0 && cfg.Log != nil && firstRun(ds) {
-		logWarnings(cfg.Log, ds)
+	if cfg.SampleLog == nil {
+		cfg.SampleLog = NewSampleLog()
+	}
+	if comm.Rank() == 0 && cfg.Log != nil && cfg.SampleLog.firstWarnings() {
+		logWarnings(cfg.Log, ds) // once per job: its loaders share one SampleLog
 	}
 	gcomm, err := comm.Dup()
 	if err != nil {
@@ -118,34 +119,6 @@ func logWarnings(log io.Writer, ds *decode.Dataset) {
 			fmt.Fprintf(log, "datahelix: %s\n", line)
 		}
 	}
-}
-
-// ranDatasets holds the datasets Run has logged the warnings of, so that
-// a job running several loaders over one dataset logs them once. Weak
-// pointers let a closed dataset go.
-var ranDatasets struct {
-	sync.Mutex
-	seen map[weak.Pointer[decode.Dataset]]bool
-}
-
-// firstRun reports whether this is the first Run of ds in this process.
-func firstRun(ds *decode.Dataset) bool {
-	ranDatasets.Lock()
-	defer ranDatasets.Unlock()
-	if ranDatasets.seen == nil {
-		ranDatasets.seen = make(map[weak.Pointer[decode.Dataset]]bool)
-	}
-	for p := range ranDatasets.seen {
-		if p.Value() == nil {
-			delete(ranDatasets.seen, p) // collected
-		}
-	}
-	p := weak.Make(ds)
-	if ranDatasets.seen[p] {
-		return false
-	}
-	ranDatasets.seen[p] = true
-	return true
 }
 
 // checkEmptyShards fails a dataset with a shard the index found no

@@ -28,6 +28,18 @@ type SampleLog struct {
 	kinds  map[string]bool // reason and kind of each failure logged
 	lines  int             // sample lines written
 	capped bool            // the line saying no more follow was written
+	warned bool            // the dataset's index warnings were written
+}
+
+// firstWarnings reports whether the dataset's index warnings are still
+// to be written: true once per SampleLog, so that the loaders of a job
+// write them once.
+func (s *SampleLog) firstWarnings() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	first := !s.warned
+	s.warned = true
+	return first
 }
 
 // NewSampleLog returns an empty SampleLog, for one rank.
