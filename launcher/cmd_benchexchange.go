@@ -9,7 +9,7 @@ import (
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/bench"
-	"github.com/datahelix/datahelix/spmd"
+	"github.com/datahelix/datahelix/internal/wire"
 )
 
 func init() {
@@ -81,7 +81,7 @@ func runBenchExchange(ctx context.Context, stdout, stderr io.Writer, args []stri
 			}
 			ss = append(ss, s)
 		}
-		st, err := spmd.MeasureExchange(c, ss, *rounds)
+		st, err := wire.MeasureExchange(c, ss, *rounds)
 		if err != nil {
 			return err
 		}

@@ -15,8 +15,11 @@ import (
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/decode/gen"
 	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/internal/agree"
 	"github.com/datahelix/datahelix/internal/bench"
 	"github.com/datahelix/datahelix/internal/metrics"
+	"github.com/datahelix/datahelix/internal/reader"
+	"github.com/datahelix/datahelix/internal/stall"
 	"github.com/datahelix/datahelix/spmd"
 )
 
@@ -152,7 +155,7 @@ func (j *jobData) close() {
 // every loader of the job, on every rank alike. Every rank must call it.
 func openJob(ctx context.Context, c collective.Comm, f *runFlags, errOut io.Writer) (*jobData, error) {
 	// First, so that every rank calls the same collectives after it.
-	if err := spmd.Agree(c, runSettings(f)); err != nil {
+	if err := agree.Agree(c, runSettings(f)); err != nil {
 		return nil, err
 	}
 	if testRankGPU != nil {
@@ -185,7 +188,7 @@ func openJob(ctx context.Context, c collective.Comm, f *runFlags, errOut io.Writ
 		j.close()
 		return nil, err
 	}
-	if err := spmd.AgreeDataset(c, j.ds); err != nil {
+	if err := agree.AgreeDataset(c, j.ds); err != nil {
 		j.close()
 		return nil, err
 	}
@@ -201,7 +204,7 @@ func openJob(ctx context.Context, c collective.Comm, f *runFlags, errOut io.Writ
 		for i, sh := range j.ds.Shards {
 			sizes[i] = sh.Len()
 		}
-		if w := spmd.SplitWarning(sizes, c.Size(), f.cfg.Batch); w != "" {
+		if w := reader.SplitWarning(sizes, c.Size(), f.cfg.Batch); w != "" {
 			fmt.Fprintf(errOut, "datahelix: warning: %s\n", w)
 		}
 	}
@@ -225,7 +228,7 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 			bar = newBar(errOut, len(f.loaders)*f.cfg.Steps, "training")
 		}
 	}
-	watch := spmd.WatchStalls(c, f.stallTimeout)
+	watch := stall.Watch(c, f.stallTimeout)
 	defer watch.Stop()
 	wc := watch.Watched(c) // one slot of the watch for every loader's run
 	var results []metrics.Summary

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/internal/agree"
 	"github.com/datahelix/datahelix/internal/step"
 	"github.com/datahelix/datahelix/plan"
 	"github.com/datahelix/datahelix/spmd"
@@ -245,13 +246,13 @@ func checkpointWarning(f *runFlags) string {
 // planning), which the summary reports once, as rank 0's, for the job.
 // Where the data, the cache, the checkpoints and the outputs are, the
 // stall timeout, --checkpoint-keep and --quiet may differ.
-func runSettings(f *runFlags) []spmd.Setting {
+func runSettings(f *runFlags) []agree.Setting {
 	names := make([]string, len(f.loaders))
 	for i, k := range f.loaders {
 		names[i] = k.String()
 	}
-	float := func(name string, v float64) spmd.Setting {
-		return spmd.Setting{Name: name, Value: math.Float64bits(v), Hashed: true, Text: strconv.FormatFloat(v, 'g', -1, 64)}
+	float := func(name string, v float64) agree.Setting {
+		return agree.Setting{Name: name, Value: math.Float64bits(v), Hashed: true, Text: strconv.FormatFloat(v, 'g', -1, 64)}
 	}
 	// As the runtime resolves them: --horizon 0 and --horizon 8 are the
 	// same with one worker. (The flags were checked before MPI started.)
@@ -259,8 +260,8 @@ func runSettings(f *runFlags) []spmd.Setting {
 	if err != nil {
 		r = f.cfg
 	}
-	return []spmd.Setting{
-		{Name: "--loader", Value: spmd.HashStrings(names), Hashed: true, Text: strings.Join(names, ",")},
+	return []agree.Setting{
+		{Name: "--loader", Value: agree.HashStrings(names), Hashed: true, Text: strings.Join(names, ",")},
 		{Name: "--steps", Value: uint64(f.cfg.Steps)},
 		{Name: "--batch", Value: uint64(f.cfg.Batch)},
 		{Name: "--seed", Value: f.seed},

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/collective"
-	"github.com/datahelix/datahelix/spmd"
+	"github.com/datahelix/datahelix/internal/stall"
 )
 
 // TestStallWatchInProcess runs the watch on in-process ranks (--ranks)
@@ -28,7 +28,7 @@ func TestStallWatchInProcess(t *testing.T) {
 				<-ctx.Done() // a rank that makes no progress
 				return context.Cause(ctx)
 			}
-			w := spmd.WatchStalls(c, timeout)
+			w := stall.Watch(c, timeout)
 			defer w.Stop()
 			w.Start("helix")
 			return w.Watched(c).Barrier()
@@ -41,7 +41,7 @@ func TestStallWatchInProcess(t *testing.T) {
 	if took < timeout+time.Second || took > timeout+10*time.Second {
 		t.Errorf("aborted after %v, want about %v", took, timeout+time.Second)
 	}
-	if w := spmd.WatchStalls(nil, 0); w != nil {
+	if w := stall.Watch(nil, 0); w != nil {
 		t.Errorf("a zero timeout made a watch")
 	}
 }
@@ -56,7 +56,7 @@ func TestStallWatchNamesTheBusyRank(t *testing.T) {
 	var errOut bytes.Buffer
 	err := runLocal(context.Background(), worldFlags{ranks: 2, pin: autoFalse}, io.Discard, &errOut,
 		func(ctx context.Context, c collective.Comm, out, _ io.Writer) error {
-			w := spmd.WatchStalls(c, timeout)
+			w := stall.Watch(c, timeout)
 			defer w.Stop()
 			w.Start("helix")
 			w.Delivered(6)

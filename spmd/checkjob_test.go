@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/datahelix/datahelix/internal/reader"
+
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/decode/gen/gentest"
@@ -124,11 +126,11 @@ func TestCheckJob(t *testing.T) {
 			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			reader, err := NewReader(sizes, r, ranks, 7, DefaultShuffleBuffer)
+			rd, err := reader.New(sizes, r, ranks, 7, reader.DefaultShuffleBuffer)
 			if err != nil {
 				t.Fatal(err)
 			}
-			rs, err := reader.MarshalJSON()
+			rs, err := rd.MarshalJSON()
 			if err != nil {
 				t.Fatal(err)
 			}

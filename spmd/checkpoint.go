@@ -19,7 +19,7 @@ type checkpointState struct {
 	Batch   int    `json:"batch"`
 	Seed    uint64 `json:"seed"`
 	Shards  int    `json:"shards"`
-	// Dataset is datasetHash of the dataset read (0 in files written
+	// Dataset is agree.DatasetHash of the dataset read (0 in files written
 	// before it was recorded, which are not checked).
 	Dataset uint64          `json:"dataset,omitempty"`
 	Reader  json.RawMessage `json:"reader"` // position before reading Step

@@ -11,6 +11,8 @@ import (
 
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/agree"
+	"github.com/datahelix/datahelix/internal/reader"
 )
 
 // ErrNoCheckpoint reports that a checkpoint directory holds no complete
@@ -113,16 +115,16 @@ func bcastInt64s(comm collective.Comm, vals []int64) error {
 // collective.AllRanks. Rank 0 says which step it resumes from, and which
 // newer incomplete steps it passed over.
 func (l *Loader) restore() (int64, error) {
-	var reader *Reader
+	var rd *reader.Reader
 	var cost *decode.CostModel
 	step, found, err := resumeStep(l.comm, l.cfg, func(step int64) (unreadable bool, err error) {
-		reader, cost, unreadable, err = readCheckpoint(l.comm, l.ds, l.dataset, l.cfg, l.reader, step)
+		rd, cost, unreadable, err = readCheckpoint(l.comm, l.ds, l.dataset, l.cfg, l.reader, step)
 		return unreadable, err
 	}, l.logf)
 	if err != nil || !found {
 		return 0, err
 	}
-	*l.reader, l.cost = *reader, cost
+	*l.reader, l.cost = *rd, cost
 	l.logf(0, "datahelix: loader %s resumes from step %d of %s\n", l.cfg.Loader, step, loaderCheckpointDir(l.cfg.CheckpointDir, l.cfg.Loader))
 	return step, nil
 }
@@ -260,13 +262,13 @@ func (l *Loader) logf(rank int, format string, args ...any) {
 // cfg.Loader into a copy of reader (the rank's fresh reader) and a new
 // cost model. unreadable says the error is the file's content (it does
 // not parse, or its states are inconsistent), not that it cannot be read
-// or another job wrote it; dataset is datasetHash(ds).
-func readCheckpoint(comm collective.Comm, ds decode.Source, dataset uint64, cfg Config, reader *Reader, step int64) (_ *Reader, cost *decode.CostModel, unreadable bool, err error) {
+// or another job wrote it; dataset is agree.DatasetHash(ds).
+func readCheckpoint(comm collective.Comm, ds decode.Source, dataset uint64, cfg Config, rd *reader.Reader, step int64) (_ *reader.Reader, cost *decode.CostModel, unreadable bool, err error) {
 	st, path, unreadable, err := readCheckpointState(comm, ds, dataset, cfg, step)
 	if err != nil {
 		return nil, nil, unreadable, err
 	}
-	r := *reader
+	r := *rd
 	if err := r.UnmarshalJSON(st.Reader); err != nil {
 		return nil, nil, true, fmt.Errorf("%s: %w", path, err)
 	}
@@ -279,7 +281,7 @@ func readCheckpoint(comm collective.Comm, ds decode.Source, dataset uint64, cfg 
 
 // readCheckpointState reads this rank's checkpoint of step of loader
 // cfg.Loader and checks that this run can resume from it. unreadable
-// and err are as readCheckpoint's; dataset is datasetHash(ds).
+// and err are as readCheckpoint's; dataset is agree.DatasetHash(ds).
 func readCheckpointState(comm collective.Comm, ds decode.Source, dataset uint64, cfg Config, step int64) (st checkpointState, path string, unreadable bool, err error) {
 	k := cfg.Loader
 	path = checkpointPath(cfg.CheckpointDir, k, step, comm.Rank())
@@ -309,7 +311,7 @@ func readCheckpointState(comm collective.Comm, ds decode.Source, dataset uint64,
 			path, st.Batch, st.Seed, st.Shards, cfg.Batch, cfg.Seed, ds.NumShards())
 	case st.Dataset != 0 && st.Dataset != dataset:
 		err = fmt.Errorf("--resume: %s was written reading another dataset (other shard names or sample counts) than --data %s",
-			path, sourceName(ds))
+			path, agree.SourceName(ds))
 	}
 	return st, path, false, err
 }
@@ -378,7 +380,7 @@ func checkStartCheckpoints(comm collective.Comm, ds decode.Source, cfg Config, k
 		if err != nil {
 			return err
 		}
-		hash := datasetHash(ds)
+		hash := agree.DatasetHash(ds)
 		for _, k := range kinds {
 			c := cfg
 			c.Loader, c.JobLoaders = k, kinds

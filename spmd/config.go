@@ -5,14 +5,12 @@ import (
 	"io"
 	"time"
 
+	"github.com/datahelix/datahelix/internal/reader"
+
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/gpu"
 	"github.com/datahelix/datahelix/plan"
 )
-
-// DefaultShuffleBuffer is the reader's default shuffle buffer, in
-// samples. The benchmark's replay of a real run's reader must use the same.
-const DefaultShuffleBuffer = 64
 
 // Config is one loader's configuration. Every rank must use the same
 // values (they come from the same command line); the planner's parameters
@@ -71,10 +69,10 @@ type Config struct {
 	StepHint time.Duration
 	// StallTimeout, when positive, has the loader abort the job (the
 	// communicator's Abort) when the rank delivers no step for that long
-	// (StallWatch): a rank that makes no progress would otherwise hold
+	// (internal/stall): a rank that makes no progress would otherwise hold
 	// every other in a collective until the batch system's time limit.
 	// A program that runs several loaders in turn can share one
-	// StallWatch instead (WatchStalls, Progress).
+	// stall watch instead (Progress).
 	StallTimeout time.Duration
 	// Restore, when set, is a Loader.State to continue from: the run
 	// starts at its step with the same batches the saved run would have
@@ -113,6 +111,10 @@ type Config struct {
 	// simulation of the same job. The input and plan are valid only
 	// during the call.
 	OnPlan func(step int64, in *plan.Input, p *plan.Plan)
+
+	// poisonRx has the loader's receive-buffer pool poison the buffers
+	// given back (wire.Pool.Poison): for tests.
+	poisonRx bool
 }
 
 // Check returns the first setting Run would refuse, naming its flag,
@@ -149,7 +151,7 @@ func (c *Config) setDefaults() error {
 		c.Prefetch = 2
 	}
 	if c.ShuffleBuffer <= 0 {
-		c.ShuffleBuffer = DefaultShuffleBuffer
+		c.ShuffleBuffer = reader.DefaultShuffleBuffer
 	}
 	if c.CheckEvery <= 0 {
 		c.CheckEvery = 50

@@ -9,7 +9,9 @@ import (
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/internal/agree"
 	"github.com/datahelix/datahelix/internal/step"
+	"github.com/datahelix/datahelix/internal/wire"
 	"github.com/datahelix/datahelix/plan"
 )
 
@@ -93,7 +95,7 @@ func (l *Loader) readOwn(ctx context.Context, s int64) ([]*slotState, error) {
 			return nil, fmt.Errorf("step %d: %w", s, err)
 		}
 		st := &slotState{sample: smp, partsLeft: 1}
-		st.item = step.Item{ID: ref.ID(epoch), Owner: l.comm.Rank(), Bytes: wireSize(smp)}
+		st.item = step.Item{ID: ref.ID(epoch), Owner: l.comm.Rank(), Bytes: wire.Size(smp)}
 		l.describe(st, 0)
 		if st.recErr != nil {
 			// The owner reports a sample whose record cannot be read:
@@ -265,13 +267,13 @@ func (l *Loader) checkHash(s int64, h uint64) error {
 	if err := l.comm.Allgather(send, recv); err != nil {
 		return fmt.Errorf("step %d: plan hash check: %w", s, err)
 	}
-	order, holders := groupRanks(recv, 1, 0)
+	order, holders := agree.GroupRanks(recv, 1, 0)
 	if len(order) == 1 {
 		return nil
 	}
 	msg := fmt.Sprintf("plan mismatch at step %d:", s)
 	for _, v := range order {
-		msg += fmt.Sprintf(" %s computed %016x;", rankSet(holders[v]), v)
+		msg += fmt.Sprintf(" %s computed %016x;", agree.RankSet(holders[v]), v)
 	}
 	return fmt.Errorf("%s the ranks no longer plan from the same input", msg[:len(msg)-1])
 }
@@ -296,7 +298,7 @@ func (l *Loader) exchange(ctx context.Context, s int64, own []*slotState, in *pl
 	bufs := make([][]byte, len(recvs))
 	l.mu.Lock()
 	for i, mv := range recvs {
-		bufs[i] = l.rx.get(mv.Bytes)
+		bufs[i] = l.rx.Get(mv.Bytes)
 	}
 	l.mu.Unlock()
 	for i, mv := range recvs {
@@ -312,13 +314,13 @@ func (l *Loader) exchange(ctx context.Context, s int64, own []*slotState, in *pl
 	// one reused buffer (a rank sends at most its own B samples a step),
 	// sent as one message by IsendParts (in place when large, see
 	// collective.World.IsendParts). Each message lays out its parts afresh:
-	// IsendParts keeps the bytes, not the list, and appendWireParts may
+	// IsendParts keeps the bytes, not the list, and wire.AppendParts may
 	// extend the list's last part, which must be this message's.
 	hdr, parts := l.sendHdr[:0], l.sendParts
 	for _, mv := range sends {
 		parts = parts[:0]
 		for _, k := range mv.Samples {
-			parts, hdr = appendWireParts(parts, hdr, own[int(k)-me*b].sample)
+			parts, hdr = wire.AppendParts(parts, hdr, own[int(k)-me*b].sample)
 			delete(got, k)
 		}
 		var n int64
@@ -352,9 +354,9 @@ func (l *Loader) exchange(ctx context.Context, s int64, own []*slotState, in *pl
 			return nil, fmt.Errorf("step %d: message from rank %d is %d bytes, the plan says %d", s, mv.Src, n, mv.Bytes)
 		}
 		rest := bufs[i]
-		rx := &rxBuf{data: bufs[i], users: len(mv.Samples)}
+		rx := wire.NewBuf(bufs[i], len(mv.Samples))
 		for _, k := range mv.Samples {
-			smp, r, err := readWire(rest)
+			smp, r, err := wire.Read(rest)
 			if err != nil {
 				return nil, fmt.Errorf("step %d: message from rank %d: %w", s, mv.Src, err)
 			}

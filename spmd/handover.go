@@ -110,7 +110,7 @@ type State struct {
 	// Loader is the loader that saved it, for the record: every loader
 	// trains the same sequence of global batches, so any may resume it.
 	Loader  string `json:"loader"`
-	Dataset string `json:"dataset"` // datasetHash, hex
+	Dataset string `json:"dataset"` // agree.DatasetHash, hex
 	Shards  int    `json:"shards"`
 	// Step is the first step the resumed run delivers.
 	Step int64 `json:"step"`

@@ -10,8 +10,12 @@ import (
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/internal/agree"
 	"github.com/datahelix/datahelix/internal/metrics"
+	"github.com/datahelix/datahelix/internal/reader"
+	"github.com/datahelix/datahelix/internal/stall"
 	"github.com/datahelix/datahelix/internal/step"
+	"github.com/datahelix/datahelix/internal/wire"
 	"github.com/datahelix/datahelix/plan"
 )
 
@@ -72,7 +76,7 @@ type Loader struct {
 	cfg     Config
 	comm    collective.Comm
 	ds      decode.Source
-	reader  *Reader
+	reader  *reader.Reader
 	dec     *decode.Decoder
 	cost    *decode.CostModel
 	tracker *gpu.Tracker
@@ -101,10 +105,10 @@ type Loader struct {
 	fatal     error // first error of the control loop or a worker
 	closed    bool
 	held      int64                // compressed bytes read and not yet decoded or sent
-	rx        *rxPool              // received messages' buffers, reused once decoded
+	rx        *wire.Pool           // received messages' buffers, reused once decoded
 	snaps     map[int64]snapshot   // reader state before reading each step in flight
 	logged    *SampleLog           // samples this rank logged, in any loader of the job (logOnce)
-	dataset   uint64               // datasetHash of ds, recorded in checkpoints
+	dataset   uint64               // agree.DatasetHash of ds, recorded in checkpoints
 	records   []metrics.StepRecord // one per delivered step
 	bandwidth int64                // measured exchange bandwidth, fixed-point bytes/µs
 	// wallPerCPU is decode wall time over decode CPU time, fixed-point
@@ -116,8 +120,8 @@ type Loader struct {
 	// step's batch held, for the learned GPU model.
 	reportedGPU  time.Duration
 	lastContents gpu.Contents
-	learner      *gpu.Learner // nil unless Config.LearnGPU
-	watch        *StallWatch  // nil unless Config.StallTimeout
+	learner      *gpu.Learner   // nil unless Config.LearnGPU
+	watch        *stall.Watcher // nil unless Config.StallTimeout
 	// decodeCPU is the CPU time (µs) the workers spent on finished
 	// tasks, decodeAt its value at the last delivery, for the next
 	// record's DecodeCPUUS.
@@ -160,23 +164,23 @@ type slotState struct {
 	err       error
 	partsLeft int
 	decodeUS  int64
-	damaged   int    // packets the decoder found damaged (decode.Output.Damaged)
-	bytes     int64  // compressed bytes held for it
-	rx        *rxBuf // the received message its bytes alias, if any
+	damaged   int       // packets the decoder found damaged (decode.Output.Damaged)
+	bytes     int64     // compressed bytes held for it
+	rx        *wire.Buf // the received message its bytes alias, if any
 }
 
 // newRankReader is this rank's reader of ds at the start of a run (cfg
 // with its defaults set). Its errors, an empty shard or shards that do
 // not split over the ranks, are every rank's.
-func newRankReader(comm collective.Comm, ds decode.Source, cfg Config) (*Reader, error) {
+func newRankReader(comm collective.Comm, ds decode.Source, cfg Config) (*reader.Reader, error) {
 	if err := checkEmptyShards(ds); err != nil {
 		return nil, err
 	}
-	reader, err := NewReader(shardSizes(ds), comm.Rank(), comm.Size(), cfg.Seed, cfg.ShuffleBuffer)
+	rd, err := reader.New(shardSizes(ds), comm.Rank(), comm.Size(), cfg.Seed, cfg.ShuffleBuffer)
 	if err != nil {
 		return nil, collective.AllRanks(err)
 	}
-	return reader, nil
+	return rd, nil
 }
 
 // shardSizes is the number of samples in each of ds's shards.
@@ -223,8 +227,8 @@ func NewLoader(ctx context.Context, comm collective.Comm, ds decode.Source, cfg 
 		batches: map[int64]*batchState{},
 		snaps:   map[int64]snapshot{},
 		logged:  cfg.SampleLog,
-		dataset: datasetHash(ds),
-		rx:      newRxPool(min(cfg.CompressedBudget/4, rxPoolLimit)),
+		dataset: agree.DatasetHash(ds),
+		rx:      wire.NewPool(min(cfg.CompressedBudget/4, wire.PoolLimit), cfg.poisonRx),
 		// Until measured: 1 GB/s and 50 µs, a conservative intra-node guess.
 		bandwidth:  1000 * plan.One,
 		latency:    50,
@@ -253,7 +257,7 @@ func NewLoader(ctx context.Context, comm collective.Comm, ds decode.Source, cfg 
 	}
 	l.delivered, l.next = l.first-1, l.first
 	// From here on a rank that makes no progress ends the job.
-	l.watch = WatchStalls(comm, cfg.StallTimeout)
+	l.watch = stall.Watch(comm, cfg.StallTimeout)
 	l.watch.Start(cfg.Loader.String())
 	l.comm = l.watch.Watched(comm)
 	// Start every rank's clock together.

@@ -20,6 +20,7 @@ import (
 	"github.com/datahelix/datahelix/decode/gen/gentest"
 	"github.com/datahelix/datahelix/gpu"
 	"github.com/datahelix/datahelix/internal/metrics"
+	"github.com/datahelix/datahelix/internal/reader"
 )
 
 // testConfig is a small, fast configuration: 2-frame 32x32 clips.
@@ -266,13 +267,13 @@ func TestCorruptSampleIsDroppedAndLoggedOnce(t *testing.T) {
 	// Replay rank 0's reader (it owns shard 0, whose first sample is the
 	// corrupt one) to count how often the sample was drawn.
 	sizes := []int{4, 4, 4, 4, 4, 4, 4, 4}
-	r, err := NewReader(sizes, 0, 4, cfg.Seed, 64)
+	r, err := reader.New(sizes, 0, 4, cfg.Seed, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := 0
 	for i := 0; i < cfg.Steps*cfg.Batch; i++ {
-		if s, _ := r.Next(); s == (SampleRef{Shard: 0, Index: 0}) {
+		if s, _ := r.Next(); s == (reader.SampleRef{Shard: 0, Index: 0}) {
 			want++
 		}
 	}

@@ -160,7 +160,7 @@ func (l *Loader) sampleDone(step int64, st *slotState) {
 	l.held -= st.bytes
 	st.sample = &decode.Sample{Shard: st.sample.Shard, Key: st.sample.Key} // let the bytes go
 	if st.rx != nil {
-		st.rx.release(l.rx)
+		st.rx.Release(l.rx)
 		st.rx = nil
 	}
 }

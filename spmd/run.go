@@ -14,6 +14,7 @@ import (
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/gpu"
 	"github.com/datahelix/datahelix/internal/metrics"
+	"github.com/datahelix/datahelix/internal/reader"
 )
 
 // Result is a finished run as rank 0 sees it; other ranks get a Result
@@ -102,7 +103,7 @@ func Finish(comm collective.Comm, l *Loader, end time.Time) (*Result, error) {
 // Every rank must call it with the same arguments; they all return the
 // same error, marked collective.AllRanks.
 func CheckJob(comm collective.Comm, ds decode.Source, cfg Config, kinds []Kind) error {
-	if err := splitError(shardSizes(ds), comm.Size()); err != nil {
+	if err := reader.SplitError(shardSizes(ds), comm.Size()); err != nil {
 		return collective.AllRanks(err)
 	}
 	return checkStartCheckpoints(comm, ds, cfg, kinds)

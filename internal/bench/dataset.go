@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/reader"
 	"github.com/datahelix/datahelix/internal/sim"
-	"github.com/datahelix/datahelix/spmd"
 )
 
 // DatasetSimConfig says how a real dataset would be run: the flags of
@@ -45,7 +45,7 @@ func NewDatasetSamples(ds *decode.Dataset, cal *Calibration, cfg DatasetSimConfi
 		cfg.Size = decode.DefaultSize
 	}
 	if cfg.ShuffleBuffer <= 0 {
-		cfg.ShuffleBuffer = spmd.DefaultShuffleBuffer
+		cfg.ShuffleBuffer = reader.DefaultShuffleBuffer
 	}
 	if cfg.Ranks < 1 || cfg.Batch < 1 || cfg.Steps < 1 || cfg.Workers < 1 {
 		return nil, fmt.Errorf("bench: dataset simulation needs ranks, batch, steps and workers >= 1, got %+v", cfg)
@@ -68,7 +68,7 @@ func NewDatasetSamples(ds *decode.Dataset, cal *Calibration, cfg DatasetSimConfi
 	plane := int64(cfg.Size) * int64(cfg.Size) * 3
 	n := 0
 	for r := range cfg.Ranks {
-		rd, err := spmd.NewReader(sizes, r, cfg.Ranks, cfg.Seed, cfg.ShuffleBuffer)
+		rd, err := reader.New(sizes, r, cfg.Ranks, cfg.Seed, cfg.ShuffleBuffer)
 		if err != nil {
 			return nil, fmt.Errorf("bench: %w", err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/gpu"
 	"github.com/datahelix/datahelix/internal/metrics"
+	"github.com/datahelix/datahelix/internal/reader"
 	"github.com/datahelix/datahelix/internal/sim"
 	"github.com/datahelix/datahelix/spmd"
 )
@@ -207,8 +208,8 @@ func streamImbalance(src sampleSource, ranks, steps, horizon int) float64 {
 }
 
 // refOfID unpacks spmd.SampleRef.ID: shard and position of a sample id.
-func refOfID(id uint64) spmd.SampleRef {
-	return spmd.SampleRef{Shard: int(id >> 24 & 0xffffff), Index: int(id & 0xffffff)}
+func refOfID(id uint64) reader.SampleRef {
+	return reader.SampleRef{Shard: int(id >> 24 & 0xffffff), Index: int(id & 0xffffff)}
 }
 
 // measuredSamples is the run's sample source with the true costs measured

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/internal/reader"
 	"github.com/datahelix/datahelix/internal/sim"
-	"github.com/datahelix/datahelix/spmd"
 )
 
 func TestGPUFlagsRoundTrip(t *testing.T) {
@@ -38,7 +38,7 @@ func TestGPUFlagsRoundTrip(t *testing.T) {
 func TestRefOfID(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for range 1000 {
-		ref := spmd.SampleRef{Shard: rng.IntN(1 << 24), Index: rng.IntN(1 << 24)}
+		ref := reader.SampleRef{Shard: rng.IntN(1 << 24), Index: rng.IntN(1 << 24)}
 		if got := refOfID(ref.ID(rng.IntN(1 << 15))); got != ref {
 			t.Fatalf("refOfID(%v.ID) = %v", ref, got)
 		}
@@ -105,9 +105,9 @@ func TestSplitWorkRatioAndImbalance(t *testing.T) {
 }
 
 func TestMeasuredSamples(t *testing.T) {
-	ref := spmd.SampleRef{Shard: 1, Index: 2}
+	ref := reader.SampleRef{Shard: 1, Index: 2}
 	x := sim.Sample{ID: ref.ID(3), Cost: 1000, Est: 900, Parts: []int64{600, 600}, PartsEst: []int64{540, 540}, Frames: 8}
-	y := sim.Sample{ID: spmd.SampleRef{Shard: 0, Index: 0}.ID(0), Cost: 50, Est: 60, Frames: 1}
+	y := sim.Sample{ID: reader.SampleRef{Shard: 0, Index: 0}.ID(0), Cost: 50, Est: 60, Frames: 1}
 	j := &realJob{samples: &DatasetSamples{batches: [][][]sim.Sample{{{x, y}}}},
 		cost: &measuredCosts{US: [][]int64{{70}, {1, 2, 500}}}}
 	got := j.measuredSamples(0, 0)

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/collective"
-	"github.com/datahelix/datahelix/spmd"
+	"github.com/datahelix/datahelix/internal/wire"
 )
 
 // exchangeRawC is the raw MPI reference of the exchange section: rank 0
@@ -64,7 +64,7 @@ type GoExchange struct {
 // least 0.01, keeping the rates finite), rates to 0.1 MB/s, the ratio to
 // 0.001. The rates and the ratio are computed from the rounded times, so
 // that they follow from the printed figures.
-func NewGoExchange(st spmd.ExchangeStats, samples int) GoExchange {
+func NewGoExchange(st wire.ExchangeStats, samples int) GoExchange {
 	per := func(d time.Duration) float64 {
 		return max(roundTo(float64(d)/float64(st.Messages)/1e3, 100), 0.01)
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/datahelix/datahelix/spmd"
+	"github.com/datahelix/datahelix/internal/wire"
 )
 
 // Lines that datahelix bench exchange and exchange_raw printed here.
@@ -136,7 +136,7 @@ func TestNewGoExchangeRounds(t *testing.T) {
 	}
 	for i := 0; i < 1000; i++ {
 		const messages = 50
-		st := spmd.ExchangeStats{Bytes: 1 + rng.Int64N(1<<26), Messages: messages,
+		st := wire.ExchangeStats{Bytes: 1 + rng.Int64N(1<<26), Messages: messages,
 			Exchange: time.Duration(math.Exp(rng.Float64()*18-6) * 1e3 * messages),
 			Packed:   time.Duration(math.Exp(rng.Float64()*18-6) * 1e3 * messages),
 			Bare:     time.Duration(math.Exp(rng.Float64()*18-6) * 1e3 * messages)}

@@ -1,4 +1,4 @@
-package spmd
+package wire
 
 import (
 	"bytes"
@@ -24,14 +24,14 @@ func TestWireRoundTrip(t *testing.T) {
 	var buf []byte
 	for _, s := range wireSamples() {
 		before := len(buf)
-		buf = appendWire(buf, s)
-		if got := int64(len(buf) - before); got != wireSize(s) {
-			t.Errorf("sample %q: wrote %d bytes, wireSize says %d", s.Key, got, wireSize(s))
+		buf = Append(buf, s)
+		if got := int64(len(buf) - before); got != Size(s) {
+			t.Errorf("sample %q: wrote %d bytes, Size says %d", s.Key, got, Size(s))
 		}
 	}
 	rest := buf
 	for _, want := range wireSamples() {
-		got, r, err := readWire(rest)
+		got, r, err := Read(rest)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,8 +78,8 @@ func TestWirePartsSendDataInPlace(t *testing.T) {
 	var want []byte
 	for range 20 {
 		for _, s := range samples {
-			parts, hdr = appendWireParts(parts, hdr, s)
-			want = append(want, appendWire(nil, s)...)
+			parts, hdr = AppendParts(parts, hdr, s)
+			want = append(want, Append(nil, s)...)
 		}
 	}
 	if got := bytes.Join(parts, nil); !bytes.Equal(got, want) {
@@ -97,7 +97,7 @@ func TestWirePartsSendDataInPlace(t *testing.T) {
 	abc := []*decode.Sample{big("a"), big("b"), big("c")}
 	parts, hdr = nil, make([]byte, 0, 1<<10)
 	for _, s := range abc {
-		parts, hdr = appendWireParts(parts, hdr, s)
+		parts, hdr = AppendParts(parts, hdr, s)
 	}
 	if len(parts) != 1+2*len(abc) {
 		t.Fatalf("3 samples with one large member each: %d parts, want %d", len(parts), 1+2*len(abc))
@@ -110,31 +110,31 @@ func TestWirePartsSendDataInPlace(t *testing.T) {
 }
 
 func TestWireRejectsTruncation(t *testing.T) {
-	full := appendWire(nil, wireSamples()[0])
+	full := Append(nil, wireSamples()[0])
 	for n := 0; n < len(full); n++ {
-		if _, _, err := readWire(full[:n]); !errors.Is(err, ErrWire) {
-			t.Fatalf("truncated to %d of %d bytes: got %v, want ErrWire", n, len(full), err)
+		if _, _, err := Read(full[:n]); !errors.Is(err, ErrMalformed) {
+			t.Fatalf("truncated to %d of %d bytes: got %v, want ErrMalformed", n, len(full), err)
 		}
 	}
 }
 
 func FuzzReadWire(f *testing.F) {
 	for _, s := range wireSamples() {
-		f.Add(appendWire(nil, s))
+		f.Add(Append(nil, s))
 	}
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, rest, err := readWire(data)
+		s, rest, err := Read(data)
 		if err != nil {
 			return
 		}
 		// What parses must re-encode to the bytes it came from, in one
 		// buffer and in parts.
-		again := appendWire(nil, s)
+		again := Append(nil, s)
 		if !bytes.Equal(again, data[:len(data)-len(rest)]) {
 			t.Fatalf("re-encoding differs:\n%x\n%x", again, data[:len(data)-len(rest)])
 		}
-		parts, _ := appendWireParts(nil, nil, s)
+		parts, _ := AppendParts(nil, nil, s)
 		if joined := bytes.Join(parts, nil); !bytes.Equal(joined, again) {
 			t.Fatalf("parts join to other bytes:\n%x\n%x", joined, again)
 		}

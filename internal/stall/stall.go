@@ -1,4 +1,4 @@
-package spmd
+package stall
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 	"github.com/datahelix/datahelix/collective"
 )
 
-// StallWatch aborts the job when a rank delivers no step for a while:
+// Watcher aborts the job when a rank delivers no step for a while:
 // a collective waits for every rank, so one that makes no progress (a
 // stopped process, a hung file system, a swapped-out node) would
 // otherwise hold the whole job until the batch system's time limit.
@@ -19,7 +19,7 @@ import (
 // or is busy outside MPI (reading, decoding, planning, computing its
 // step): the rank outside MPI is the one holding the job, so the ranks
 // waiting in MPI give it victimGrace more to abort first and name itself.
-type StallWatch struct {
+type Watcher struct {
 	c       collective.Comm
 	timeout time.Duration
 	base    time.Time    // the monotonic clock's origin
@@ -43,20 +43,20 @@ type callSlot struct {
 	since atomic.Int64 // since base, ns
 }
 
-// WatchStalls starts a watch of c's steps with timeout, or returns nil
+// Watch starts a watch of c's steps with timeout, or returns nil
 // (which does nothing) when timeout is 0.
-func WatchStalls(c collective.Comm, timeout time.Duration) *StallWatch {
+func Watch(c collective.Comm, timeout time.Duration) *Watcher {
 	if timeout <= 0 {
 		return nil
 	}
-	w := &StallWatch{c: c, timeout: timeout, base: time.Now(), done: make(chan struct{})}
+	w := &Watcher{c: c, timeout: timeout, base: time.Now(), done: make(chan struct{})}
 	w.Start("")
 	go w.run()
 	return w
 }
 
 // Start restarts the clock for a loader that is about to run.
-func (w *StallWatch) Start(loader string) {
+func (w *Watcher) Start(loader string) {
 	if w == nil {
 		return
 	}
@@ -66,7 +66,7 @@ func (w *StallWatch) Start(loader string) {
 }
 
 // Delivered records that step was delivered.
-func (w *StallWatch) Delivered(step int64) {
+func (w *Watcher) Delivered(step int64) {
 	if w == nil {
 		return
 	}
@@ -75,7 +75,7 @@ func (w *StallWatch) Delivered(step int64) {
 }
 
 // Stop ends the watch; later calls do nothing.
-func (w *StallWatch) Stop() {
+func (w *Watcher) Stop() {
 	if w != nil {
 		w.once.Do(func() { close(w.done) })
 	}
@@ -84,13 +84,13 @@ func (w *StallWatch) Stop() {
 // victimGrace is how much longer than the timeout a rank waiting in MPI
 // lets pass before it aborts: a tenth of the timeout, between 1 s and
 // 30 s.
-func (w *StallWatch) victimGrace() time.Duration {
+func (w *Watcher) victimGrace() time.Duration {
 	return min(max(w.timeout/10, time.Second), 30*time.Second)
 }
 
 // waiting returns the oldest blocking call a goroutine of this rank is
 // in and since when, or ok false when none is.
-func (w *StallWatch) waiting() (call string, since time.Duration, ok bool) {
+func (w *Watcher) waiting() (call string, since time.Duration, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, sl := range w.slots {
@@ -108,7 +108,7 @@ func (w *StallWatch) waiting() (call string, since time.Duration, ok bool) {
 
 // Watched returns c reporting its blocking calls to w, or c itself
 // when w is nil.
-func (w *StallWatch) Watched(c collective.Comm) collective.Comm {
+func (w *Watcher) Watched(c collective.Comm) collective.Comm {
 	if w == nil {
 		return c
 	}
@@ -119,7 +119,7 @@ func (w *StallWatch) Watched(c collective.Comm) collective.Comm {
 	return watchedComm{Comm: c, w: w, slot: sl}
 }
 
-func (w *StallWatch) run() {
+func (w *Watcher) run() {
 	every := min(w.timeout/4, time.Second)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
@@ -167,7 +167,7 @@ func (w *StallWatch) run() {
 // that its rank waits in MPI.
 type watchedComm struct {
 	collective.Comm
-	w    *StallWatch
+	w    *Watcher
 	slot *callSlot
 }
 

@@ -1,4 +1,4 @@
-package spmd
+package wire
 
 import (
 	"encoding/binary"
@@ -8,12 +8,12 @@ import (
 	"github.com/datahelix/datahelix/decode"
 )
 
-// ErrWire reports a malformed exchange message.
-var ErrWire = errors.New("spmd: malformed sample message")
+// ErrMalformed reports a malformed exchange message.
+var ErrMalformed = errors.New("spmd: malformed sample message")
 
-// wireSize is the exact length of s in the exchange format; the records
+// Size is the exact length of s in the exchange format; the records
 // carry it so receivers post receives of exact size.
-func wireSize(s *decode.Sample) int64 {
+func Size(s *decode.Sample) int64 {
 	n := uvlen(uint64(len(s.Shard))) + len(s.Shard) + uvlen(uint64(len(s.Key))) + len(s.Key) + uvlen(uint64(len(s.Members)))
 	for _, m := range s.Members {
 		n += uvlen(uint64(len(m.Name))) + len(m.Name) + uvlen(uint64(len(m.Ext))) + len(m.Ext) + uvlen(uint64(len(m.Data))) + len(m.Data)
@@ -52,11 +52,11 @@ func appendMemberHead(b []byte, m decode.Member) []byte {
 	return binary.AppendUvarint(b, uint64(len(m.Data)))
 }
 
-// appendWire appends s in the exchange format (see appendWireParts) to
-// dst, in one buffer: the bytes the parts appendWireParts lays out join
+// Append appends s in the exchange format (see AppendParts) to
+// dst, in one buffer: the bytes the parts AppendParts lays out join
 // into, which the tests hold the two to. The exchange measurement packs
 // with it.
-func appendWire(dst []byte, s *decode.Sample) []byte {
+func Append(dst []byte, s *decode.Sample) []byte {
 	dst = appendSampleHead(dst, s)
 	for _, m := range s.Members {
 		dst = append(appendMemberHead(dst, m), m.Data...)
@@ -64,15 +64,15 @@ func appendWire(dst []byte, s *decode.Sample) []byte {
 	return dst
 }
 
-// wireInlineBelow is the size under which appendWireParts copies a
+// wireInlineBelow is the size under which AppendParts copies a
 // member's data among the headers rather than sending it where it lies:
 // captions and JSON, whose copy costs less than a block of the message.
 const wireInlineBelow = 4 << 10
 
-// appendWireParts appends s in the exchange format to parts, as pieces
+// AppendParts appends s in the exchange format to parts, as pieces
 // whose concatenation is the message: shard, key, member count, then each
 // member's name, extension and data, every field length-prefixed with a
-// minimal uvarint (readWire rejects overlong ones, so a message has one
+// minimal uvarint (Read rejects overlong ones, so a message has one
 // encoding). The length prefixes, the short fields and data under
 // wireInlineBelow bytes are written into hdr, and the parts hold slices of
 // it; larger data is not copied, its part is the member's own slice. A
@@ -80,7 +80,7 @@ const wireInlineBelow = 4 << 10
 // so parts must hold this message's parts only. It returns parts and hdr
 // extended. Neither hdr's bytes nor the data may change until the parts
 // are sent.
-func appendWireParts(parts [][]byte, hdr []byte, s *decode.Sample) ([][]byte, []byte) {
+func AppendParts(parts [][]byte, hdr []byte, s *decode.Sample) ([][]byte, []byte) {
 	start := len(hdr)
 	if n := len(parts); n > 0 && start > 0 {
 		if last := parts[n-1]; len(last) > 0 && &last[len(last)-1] == &hdr[start-1] {
@@ -108,13 +108,13 @@ func appendWireParts(parts [][]byte, hdr []byte, s *decode.Sample) ([][]byte, []
 // maxWireMembers bounds the members of one received sample.
 const maxWireMembers = 4096
 
-// readWire parses one sample from the front of buf and returns it with
+// Read parses one sample from the front of buf and returns it with
 // the rest of buf. Member data aliases buf.
-func readWire(buf []byte) (*decode.Sample, []byte, error) {
+func Read(buf []byte) (*decode.Sample, []byte, error) {
 	field := func() ([]byte, error) {
 		n, k := binary.Uvarint(buf)
 		if k <= 0 || k != uvlen(n) || n > uint64(len(buf)-k) {
-			return nil, fmt.Errorf("%w: field length at %d bytes before the end", ErrWire, len(buf))
+			return nil, fmt.Errorf("%w: field length at %d bytes before the end", ErrMalformed, len(buf))
 		}
 		f := buf[k : k+int(n) : k+int(n)]
 		buf = buf[k+int(n):]
@@ -132,7 +132,7 @@ func readWire(buf []byte) (*decode.Sample, []byte, error) {
 	s.Shard, s.Key = string(shard), string(key)
 	count, k := binary.Uvarint(buf)
 	if k <= 0 || k != uvlen(count) || count > maxWireMembers {
-		return nil, nil, fmt.Errorf("%w: member count of sample %q", ErrWire, s.Key)
+		return nil, nil, fmt.Errorf("%w: member count of sample %q", ErrMalformed, s.Key)
 	}
 	buf = buf[k:]
 	s.Members = make([]decode.Member, 0, count)

@@ -1,4 +1,4 @@
-package spmd
+package wire
 
 import (
 	"fmt"
@@ -45,7 +45,7 @@ func MeasureExchange(comm collective.Comm, samples []*decode.Sample, rounds int)
 	}
 	var size int64
 	for _, s := range samples {
-		size += wireSize(s)
+		size += Size(s)
 	}
 	st := ExchangeStats{Bytes: size, Messages: rounds}
 	me := comm.Rank()
@@ -54,7 +54,7 @@ func MeasureExchange(comm collective.Comm, samples []*decode.Sample, rounds int)
 	var hdr []byte // reused, as the loader reuses its header buffer
 	var parts [][]byte
 	sendBuf := make([]byte, 0, size) // reused, as the loader reused its send buffer
-	pool := newRxPool(rxPoolLimit)
+	pool := NewPool(PoolLimit, false)
 	// one moves one message from rank 0 to rank 1 and back an ack.
 	one := func(path exchangePath, packed []byte) error {
 		var reqs []*collective.Request
@@ -66,13 +66,13 @@ func MeasureExchange(comm collective.Comm, samples []*decode.Sample, rounds int)
 			case pathExchange:
 				hdr, parts = hdr[:0], parts[:0]
 				for _, s := range samples {
-					parts, hdr = appendWireParts(parts, hdr, s)
+					parts, hdr = AppendParts(parts, hdr, s)
 				}
 				r, err = comm.IsendParts(parts, 1, 7)
 			case pathPacked:
 				msg := sendBuf[:0]
 				for _, s := range samples {
-					msg = appendWire(msg, s)
+					msg = Append(msg, s)
 				}
 				r, err = comm.Isend(msg, 1, 7)
 			default:
@@ -93,7 +93,7 @@ func MeasureExchange(comm collective.Comm, samples []*decode.Sample, rounds int)
 				// The loader receives into a buffer of its pool, given
 				// back once the samples unpacked from it, which alias
 				// it, are decoded.
-				buf = pool.get(size)
+				buf = pool.Get(size)
 			}
 			r, err := comm.Irecv(buf, 0, 7)
 			if err != nil {
@@ -106,13 +106,13 @@ func MeasureExchange(comm collective.Comm, samples []*decode.Sample, rounds int)
 				if r.Len() != len(buf) {
 					return fmt.Errorf("spmd: exchange measurement: received %d bytes, want %d", r.Len(), len(buf))
 				}
-				rx := &rxBuf{data: buf, users: len(samples)}
+				rx := &Buf{data: buf, users: len(samples)}
 				rest := buf
 				for range samples {
-					if _, rest, err = readWire(rest); err != nil {
+					if _, rest, err = Read(rest); err != nil {
 						return err
 					}
-					rx.release(pool)
+					rx.Release(pool)
 				}
 			}
 			a, err := comm.Isend(ack, 0, 8)
@@ -125,7 +125,7 @@ func MeasureExchange(comm collective.Comm, samples []*decode.Sample, rounds int)
 	}
 	var packed []byte
 	for _, s := range samples {
-		packed = appendWire(packed, s)
+		packed = Append(packed, s)
 	}
 	times := [...]*time.Duration{pathExchange: &st.Exchange, pathPacked: &st.Packed, pathBare: &st.Bare}
 	for i := -2; i < rounds; i++ { // two untimed warm-up rounds

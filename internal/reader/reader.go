@@ -1,4 +1,4 @@
-package spmd
+package reader
 
 import (
 	"encoding/json"
@@ -7,6 +7,10 @@ import (
 	"slices"
 	"strings"
 )
+
+// DefaultShuffleBuffer is the reader's default shuffle buffer, in
+// samples. The benchmark's replay of a real run's reader must use the same.
+const DefaultShuffleBuffer = 64
 
 // SampleRef names one sample of the dataset: shard index (in the
 // dataset's sorted order) and position in the shard.
@@ -53,13 +57,13 @@ type readerState struct {
 	rng     *rand.PCG
 }
 
-// NewReader returns rank's reader over a dataset whose shards hold sizes
+// New returns rank's reader over a dataset whose shards hold sizes
 // samples, split over the ranks by splitParts. Every rank reads B samples
 // a step whatever its share of the samples, wrapping into its next epoch
 // when its parts run out, so an uneven split cannot make a rank run dry
 // while the others wait for it; SplitWarning says when the shares differ
 // enough to skew what the model sees.
-func NewReader(sizes []int, rank, ranks int, seed uint64, shuffleBuffer int) (*Reader, error) {
+func New(sizes []int, rank, ranks int, seed uint64, shuffleBuffer int) (*Reader, error) {
 	if rank < 0 || rank >= ranks {
 		return nil, fmt.Errorf("spmd: rank %d of %d", rank, ranks)
 	}
@@ -130,9 +134,9 @@ func gcd(a, b int) int {
 	return a
 }
 
-// splitError says why shards of sizes samples cannot be split over
+// SplitError says why shards of sizes samples cannot be split over
 // ranks (a shard too small to cut into ranges), nil when they can.
-func splitError(sizes []int, ranks int) error {
+func SplitError(sizes []int, ranks int) error {
 	_, err := splitParts(sizes, ranks)
 	return err
 }
@@ -181,7 +185,7 @@ const maxNamedRanks = 6
 // times. A split Reader refuses (fewer shards than ranks, a count that
 // does not divide, an empty shard) gets "": NewReader's error says it.
 func SplitWarning(sizes []int, ranks, batch int) string {
-	if slices.Contains(sizes, 0) || splitError(sizes, ranks) != nil {
+	if slices.Contains(sizes, 0) || SplitError(sizes, ranks) != nil {
 		return ""
 	}
 	n := RankSamples(sizes, ranks)
@@ -376,4 +380,12 @@ func (r *Reader) checkState(st *readerState) error {
 		return fmt.Errorf("%d samples served, but %d read and %d buffered", st.Served, read, len(st.Buf))
 	}
 	return nil
+}
+
+// plural is word for one of it, word+"s" for any other count.
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
 }

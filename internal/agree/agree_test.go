@@ -1,4 +1,4 @@
-package spmd
+package agree
 
 import (
 	"context"
@@ -23,8 +23,8 @@ func TestRankSet(t *testing.T) {
 		{[]int{0, 2, 5, 6, 7}, "ranks 0, 2, 5-7"},
 		{[]int{1, 2, 4, 5}, "ranks 1-2, 4-5"},
 	} {
-		if got := rankSet(tt.ranks); got != tt.want {
-			t.Errorf("rankSet(%v) = %q, want %q", tt.ranks, got, tt.want)
+		if got := RankSet(tt.ranks); got != tt.want {
+			t.Errorf("RankSet(%v) = %q, want %q", tt.ranks, got, tt.want)
 		}
 	}
 }

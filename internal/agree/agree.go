@@ -1,4 +1,4 @@
-package spmd
+package agree
 
 import (
 	"encoding/binary"
@@ -50,10 +50,10 @@ func Agree(c collective.Comm, settings []Setting) error {
 	if err != nil {
 		return err
 	}
-	if values, holders := groupRanks(recv, 1, 0); len(values) > 1 {
+	if values, holders := GroupRanks(recv, 1, 0); len(values) > 1 {
 		groups := make([]string, len(values))
 		for k, v := range values {
-			groups[k] = rankSet(holders[v])
+			groups[k] = RankSet(holders[v])
 		}
 		return collective.AllRanks(fmt.Errorf("the ranks run different datahelix builds (%s compare different settings at start-up); every node must run the same datahelix binary",
 			strings.Join(groups, "; ")))
@@ -67,7 +67,7 @@ func Agree(c collective.Comm, settings []Setting) error {
 		return err
 	}
 	for i, s := range settings {
-		values, holders := groupRanks(recv, n, i)
+		values, holders := GroupRanks(recv, n, i)
 		if len(values) == 1 {
 			continue
 		}
@@ -119,11 +119,11 @@ func describeGroups(s Setting, values []uint64, holders map[uint64][]int, texts 
 	if s.Hashed && texts == nil {
 		if len(values) == 2 {
 			a, b := holders[values[0]], holders[values[1]]
-			return fmt.Sprintf("%s %s one, %s %s another", rankSet(a), have(a), rankSet(b), have(b))
+			return fmt.Sprintf("%s %s one, %s %s another", RankSet(a), have(a), RankSet(b), have(b))
 		}
 		groups := make([]string, len(values))
 		for k, v := range values {
-			groups[k] = rankSet(holders[v])
+			groups[k] = RankSet(holders[v])
 		}
 		return fmt.Sprintf("%d different ones: %s", len(values), strings.Join(groups, "; "))
 	}
@@ -134,7 +134,7 @@ func describeGroups(s Setting, values []uint64, holders map[uint64][]int, texts 
 		if s.Hashed {
 			val = string(texts[rs[0]])
 		}
-		parts[k] = fmt.Sprintf("%s %s %s", rankSet(rs), have(rs), val)
+		parts[k] = fmt.Sprintf("%s %s %s", RankSet(rs), have(rs), val)
 	}
 	return strings.Join(parts, ", ")
 }
@@ -147,11 +147,11 @@ func have(ranks []int) string {
 	return "have"
 }
 
-// groupRanks reads gathered blocks of n little-endian uint64 values, one
+// GroupRanks reads gathered blocks of n little-endian uint64 values, one
 // block per rank, and groups the ranks by their value i: the distinct
 // values in order of first appearance, and the ranks holding each, in
 // increasing order.
-func groupRanks(gathered []byte, n, i int) (values []uint64, holders map[uint64][]int) {
+func GroupRanks(gathered []byte, n, i int) (values []uint64, holders map[uint64][]int) {
 	holders = map[uint64][]int{}
 	for r := range len(gathered) / (8 * n) {
 		v := binary.LittleEndian.Uint64(gathered[8*(r*n+i):])
@@ -163,9 +163,9 @@ func groupRanks(gathered []byte, n, i int) (values []uint64, holders map[uint64]
 	return values, holders
 }
 
-// rankSet names the ranks, given in increasing order, compactly:
+// RankSet names the ranks, given in increasing order, compactly:
 // "rank 3", "ranks 0-2", "ranks 0, 2, 5-7".
-func rankSet(ranks []int) string {
+func RankSet(ranks []int) string {
 	var b strings.Builder
 	if len(ranks) == 1 {
 		b.WriteString("rank ")
@@ -198,8 +198,8 @@ func HashStrings(list []string) uint64 {
 	return h.Sum64()
 }
 
-// datasetHash is a hash of each shard's file name and sample count.
-func datasetHash(ds decode.Source) uint64 {
+// DatasetHash is a hash of each shard's file name and sample count.
+func DatasetHash(ds decode.Source) uint64 {
 	return HashStrings(shardList(ds))
 }
 
@@ -213,9 +213,9 @@ func shardList(ds decode.Source) []string {
 	return list
 }
 
-// sourceName names ds in messages: a dataset's directory, else its first
+// SourceName names ds in messages: a dataset's directory, else its first
 // shard.
-func sourceName(ds decode.Source) string {
+func SourceName(ds decode.Source) string {
 	if d, ok := ds.(*decode.Dataset); ok && len(d.Shards) > 0 {
 		return filepath.Dir(d.Shards[0].Path())
 	}

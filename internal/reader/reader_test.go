@@ -1,4 +1,4 @@
-package spmd
+package reader
 
 import (
 	"encoding/json"
@@ -22,7 +22,7 @@ func drawIDs(r *Reader, n int) []uint64 {
 func TestReaderCoversEveryOwnedSampleOncePerEpoch(t *testing.T) {
 	sizes := []int{5, 3, 4, 6, 2, 7}
 	for rank := 0; rank < 3; rank++ {
-		r, err := NewReader(sizes, rank, 3, 42, 1) // buffer 1: no cross-epoch mixing
+		r, err := New(sizes, rank, 3, 42, 1) // buffer 1: no cross-epoch mixing
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,9 +48,9 @@ func TestReaderCoversEveryOwnedSampleOncePerEpoch(t *testing.T) {
 
 func TestReaderIsDeterministicAndShuffles(t *testing.T) {
 	sizes := []int{50, 50, 50, 50}
-	a, _ := NewReader(sizes, 1, 2, 9, 16)
-	b, _ := NewReader(sizes, 1, 2, 9, 16)
-	c, _ := NewReader(sizes, 1, 2, 10, 16)
+	a, _ := New(sizes, 1, 2, 9, 16)
+	b, _ := New(sizes, 1, 2, 9, 16)
+	c, _ := New(sizes, 1, 2, 10, 16)
 	x, y, z := drawIDs(a, 100), drawIDs(b, 100), drawIDs(c, 100)
 	same, differ := true, false
 	for i := range x {
@@ -67,14 +67,14 @@ func TestReaderIsDeterministicAndShuffles(t *testing.T) {
 
 func TestReaderResumesExactly(t *testing.T) {
 	sizes := []int{7, 5, 9, 4}
-	r, _ := NewReader(sizes, 0, 2, 5, 6)
+	r, _ := New(sizes, 0, 2, 5, 6)
 	drawIDs(r, 13)
 	state, err := r.MarshalJSON()
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := drawIDs(r, 40)
-	again, _ := NewReader(sizes, 0, 2, 5, 6)
+	again, _ := New(sizes, 0, 2, 5, 6)
 	if err := again.UnmarshalJSON(state); err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestReaderResumesExactly(t *testing.T) {
 			t.Fatalf("draw %d after resume: got %x, want %x", i, got[i], want[i])
 		}
 	}
-	other, _ := NewReader(sizes, 1, 2, 5, 6)
+	other, _ := New(sizes, 1, 2, 5, 6)
 	if err := other.UnmarshalJSON(state); err == nil || !strings.Contains(err.Error(), "reader state of rank 1: shard order [2 0] of epoch 1, not the [3 1]") {
 		t.Errorf("rank 1 accepted rank 0's state: %v", err)
 	}
@@ -121,7 +121,7 @@ func TestSplitParts(t *testing.T) {
 			t.Errorf("%v on %d ranks: %v, want %v", tt.sizes, tt.ranks, got, tt.want)
 		}
 	}
-	if _, err := NewReader([]int{1}, 0, 2, 1, 1); err == nil || !strings.Contains(err.Error(), "shard 0 holds 1 sample, too few to cut into the 2 ranges that 1 shards on 2 ranks need") {
+	if _, err := New([]int{1}, 0, 2, 1, 1); err == nil || !strings.Contains(err.Error(), "shard 0 holds 1 sample, too few to cut into the 2 ranges that 1 shards on 2 ranks need") {
 		t.Errorf("got %v", err)
 	}
 	// 1,000 shards on 64 ranks: every shard read by exactly one rank.
@@ -129,7 +129,7 @@ func TestSplitParts(t *testing.T) {
 	for i := range sizes {
 		sizes[i] = 1 + i%7
 	}
-	if err := splitError(sizes, 64); err != nil {
+	if err := SplitError(sizes, 64); err != nil {
 		t.Errorf("1,000 shards on 64 ranks: %v", err)
 	}
 }
@@ -143,7 +143,7 @@ func TestReaderServesEverySampleOnceAnEpoch(t *testing.T) {
 	seen := map[SampleRef]int{}
 	per := RankSamples(sizes, ranks)
 	for r := range ranks {
-		rd, err := NewReader(sizes, r, ranks, 1, 4)
+		rd, err := New(sizes, r, ranks, 1, 4)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -204,7 +204,7 @@ func TestRankSamplesMatchesReader(t *testing.T) {
 		}
 		n := RankSamples(sizes, ranks)
 		for r := range ranks {
-			rd, err := NewReader(sizes, r, ranks, uint64(trial), 1)
+			rd, err := New(sizes, r, ranks, uint64(trial), 1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -228,7 +228,7 @@ func TestRankSamplesMatchesReader(t *testing.T) {
 // served another rank's samples or one sample twice in an epoch.
 func TestReaderRefusesImpossibleStates(t *testing.T) {
 	sizes := []int{5, 3, 4, 6}
-	base, _ := NewReader(sizes, 0, 2, 7, 4)
+	base, _ := New(sizes, 0, 2, 7, 4)
 	drawIDs(base, 3) // 6 of the rank's 9 samples of epoch 0 read, 3 of them buffered
 	good, err := base.MarshalJSON()
 	if err != nil {
@@ -271,12 +271,12 @@ func TestReaderRefusesImpossibleStates(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, _ := NewReader(sizes, 0, 2, 7, 4)
+		r, _ := New(sizes, 0, 2, 7, 4)
 		if err := r.UnmarshalJSON(data); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: got %v, want an error with %q", tt.name, err, tt.want)
 		}
 	}
-	r, _ := NewReader(sizes, 0, 2, 7, 4)
+	r, _ := New(sizes, 0, 2, 7, 4)
 	if err := r.UnmarshalJSON(good); err != nil {
 		t.Errorf("the unedited state: %v", err)
 	}
@@ -286,7 +286,7 @@ func TestReaderRefusesImpossibleStates(t *testing.T) {
 // on serving only the rank's own samples, each at most once per epoch.
 func FuzzReaderState(f *testing.F) {
 	sizes := []int{5, 3, 4, 6}
-	r, _ := NewReader(sizes, 1, 2, 7, 4)
+	r, _ := New(sizes, 1, 2, 7, 4)
 	for range 12 { // across the epoch boundary (9 samples per epoch)
 		b, err := r.MarshalJSON()
 		if err != nil {
@@ -297,7 +297,7 @@ func FuzzReaderState(f *testing.F) {
 	}
 	f.Add([]byte(`{"order":[1],"Buf":[{},{},{}],"Buf_epoCh":[0,0,0],"rng":"cGNnOr000000000000000000000="}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r, _ := NewReader(sizes, 1, 2, 7, 4)
+		r, _ := New(sizes, 1, 2, 7, 4)
 		if err := r.UnmarshalJSON(data); err != nil {
 			return
 		}
