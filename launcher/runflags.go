@@ -122,7 +122,6 @@ func (f *runFlags) validate() error {
 		f.loaders = loaderList{spmd.KindTorch, spmd.KindHelix}
 	}
 	f.cfg.Resume, f.cfg.ResumeIfAny = f.resume != autoFalse, f.resume == autoAuto
-	f.cfg.JobLoaders = f.loaders
 	for _, k := range f.loaders {
 		// What the runtime refuses (batch, steps, workers, horizon,
 		// checkpoints, the loader), refused here before MPI starts.

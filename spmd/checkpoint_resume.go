@@ -139,7 +139,7 @@ func (l *Loader) restore() (int64, error) {
 // left, the error (or the line of ResumeIfAny) names every rank's
 // damaged files itself, so that it says why even when logf is nil. The
 // message of no checkpoint does not tell to resume with one of
-// cfg.JobLoaders. It is a collective call, and
+// cfg.jobLoaders. It is a collective call, and
 // every rank returns the same step or fails alike. restore reads the
 // checkpoint it finds; CheckJob calls it first, with the same reads, so
 // that a checkpoint of another job is refused before any loader trains,
@@ -153,7 +153,7 @@ func resumeStep(comm collective.Comm, cfg Config, read func(step int64) (unreada
 	var damaged []string // every rank's files that did not read, newest step first
 	before := int64(math.MaxInt64)
 	for {
-		step, err := latestCheckpointBefore(comm, dir, k, before, cfg.JobLoaders)
+		step, err := latestCheckpointBefore(comm, dir, k, before, cfg.jobLoaders)
 		if startsFresh(err) && (cfg.ResumeIfAny || len(damaged) > 0) {
 			if len(damaged) > 0 {
 				err = fmt.Errorf("no readable checkpoint of loader %s in %s: a file of each complete step does not read (%s)",
@@ -383,7 +383,7 @@ func checkStartCheckpoints(comm collective.Comm, ds decode.Source, cfg Config, k
 		hash := agree.DatasetHash(ds)
 		for _, k := range kinds {
 			c := cfg
-			c.Loader, c.JobLoaders = k, kinds
+			c.Loader, c.jobLoaders = k, kinds
 			_, _, err := resumeStep(comm, c, func(step int64) (bool, error) {
 				_, _, unreadable, err := readCheckpoint(comm, ds, hash, c, reader, step)
 				return unreadable, err

@@ -16,14 +16,12 @@ import (
 // values (they come from the same command line); the planner's parameters
 // are checked across ranks in every allgather.
 type Config struct {
-	Loader Kind
-	// JobLoaders are the loaders the job runs one after another (run's
-	// --loader), nil meaning Loader alone: a --resume message points to
-	// another loader's checkpoints only if the job does not run it.
-	JobLoaders []Kind
-	Batch      int // B: samples per rank per step
-	Steps      int // steps to deliver (the run ends after them)
-	Workers    int // W: decode workers per rank
+	// Loader is helix (the zero value), or a baseline to measure it
+	// against (KindTorch, KindLocal, KindStatic, KindHelixNoGate).
+	Loader  Kind
+	Batch   int // B: samples per rank per step
+	Steps   int // steps to deliver (the run ends after them)
+	Workers int // W: decode workers per rank
 	// Horizon is H, the steps planned ahead; 0 means max(2*W, 8): never
 	// less than torch's prefetch looks, and far enough that deadlines,
 	// not the window, decide when a heavy sample starts.
@@ -115,6 +113,14 @@ type Config struct {
 	// poisonRx has the loader's receive-buffer pool poison the buffers
 	// given back (wire.Pool.Poison): for tests.
 	poisonRx bool
+	// hashHook, when set, changes the plan hash a rank compares with the
+	// others': for tests of a mismatch.
+	hashHook func(rank int, h uint64) uint64
+	// jobLoaders are the loaders the job runs one after another, nil
+	// meaning Loader alone: a message of no checkpoint to resume from
+	// points to another loader's checkpoints only if the job does not
+	// run it (CheckJob sets it).
+	jobLoaders []Kind
 }
 
 // Check returns the first setting Run would refuse, naming its flag,

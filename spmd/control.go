@@ -231,8 +231,8 @@ func (l *Loader) planned(ctx context.Context, s int64, own []*slotState, stepper
 	planUS := time.Since(p0).Microseconds()
 	if (s+1)%int64(l.cfg.CheckEvery) == 0 {
 		h := pl.Hash
-		if testHashHook != nil {
-			h = testHashHook(me, h)
+		if l.cfg.hashHook != nil {
+			h = l.cfg.hashHook(me, h)
 		}
 		if err := l.checkHash(s, h); err != nil {
 			return nil, err
@@ -255,9 +255,6 @@ func (l *Loader) planned(ctx context.Context, s int64, own []*slotState, stepper
 	}
 	return bs, nil
 }
-
-// testHashHook lets a test make one rank's plan hash differ.
-var testHashHook func(rank int, h uint64) uint64
 
 // checkHash compares this rank's plan hash with every other rank's and
 // fails naming the step and the ranks when they differ.

@@ -7,12 +7,13 @@ import "github.com/datahelix/datahelix/internal/step"
 // where and in what order samples are prepared.
 type Kind = step.Kind
 
-// The loaders, baselines first (see docs/design.md).
+// The loaders: helix, the zero value, then the baselines (see
+// docs/design.md).
 const (
+	KindHelix       = step.KindHelix       // deadline- and progress-driven balancing with the transfer gate
 	KindTorch       = step.KindTorch       // PyTorch's DataLoader: count-based split, in-order delivery
 	KindLocal       = step.KindLocal       // rank-local, earliest deadline first, heavy clips split
 	KindStatic      = step.KindStatic      // balanced from the records alone, without progress
-	KindHelix       = step.KindHelix       // deadline- and progress-driven balancing with the transfer gate
 	KindHelixNoGate = step.KindHelixNoGate // helix without the transfer gate
 	KindOracle      = step.KindOracle      // simulation only: true costs, free transfers
 )

@@ -359,14 +359,14 @@ func TestAnyShardCountTrains(t *testing.T) {
 
 func TestPlanHashMismatchAbortsNamingStepAndRanks(t *testing.T) {
 	data := gentest.Tiny(t)
-	testHashHook = func(rank int, h uint64) uint64 {
+	cfg := testConfig(KindHelix)
+	cfg.hashHook = func(rank int, h uint64) uint64 {
 		if rank == 2 {
 			return h ^ 1
 		}
 		return h
 	}
-	defer func() { testHashHook = nil }()
-	_, errs := runInProcess(t, 4, data, testConfig(KindHelix))
+	_, errs := runInProcess(t, 4, data, cfg)
 	found := false
 	for _, err := range errs {
 		if err != nil && strings.Contains(err.Error(), "plan mismatch at step 1") && strings.Contains(err.Error(), "rank 2 computed") {

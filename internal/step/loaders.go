@@ -12,11 +12,15 @@ import (
 // they differ only in where and in what order samples are prepared.
 type Kind int
 
-// The loaders, baselines first.
+// The loaders: helix, the zero value, then the baselines it is measured
+// against.
 const (
+	// KindHelix is the full system: deadline- and progress-driven
+	// balancing with the transfer-cost gate.
+	KindHelix Kind = iota
 	// KindTorch reproduces PyTorch's DataLoader: count-based split, whole
 	// batch per worker, round-robin, in-order delivery, prefetch factor 2.
-	KindTorch Kind = iota
+	KindTorch
 	// KindLocal is the strong rank-local loader: samples stay with their
 	// owner, every worker of the rank takes tasks earliest deadline first,
 	// heavy clips are split.
@@ -24,9 +28,6 @@ const (
 	// KindStatic balances estimated cost across ranks from the records
 	// alone, without progress (a cost-aware load-balancing sampler).
 	KindStatic
-	// KindHelix is the full system: deadline- and progress-driven
-	// balancing with the transfer-cost gate.
-	KindHelix
 	// KindHelixNoGate is helix without the transfer-cost gate.
 	KindHelixNoGate
 	// KindOracle (simulation only) plans with true costs and free
@@ -34,7 +35,7 @@ const (
 	KindOracle
 )
 
-var kindNames = []string{"torch", "local", "static", "helix", "helix-nogate", "oracle"}
+var kindNames = []string{"helix", "torch", "local", "static", "helix-nogate", "oracle"}
 
 // String returns the flag name of the loader.
 func (k Kind) String() string {
