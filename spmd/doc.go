@@ -1,8 +1,13 @@
-// Package spmd holds the per-rank step loop: read, record, allgather,
-// plan, exchange compressed bytes, decode in deadline order and deliver
-// batches to the training loop (Loader, Run), the loaders it compares
-// (Kind: torch, local, static, helix, helix-nogate, oracle) with their
-// worker scheduling policies, and Simulate, which runs the same policies
-// and planner on a virtual clock: one event queue for every rank, decode
-// times taken from the samples, optionally with ranks sharing cores.
+// Package spmd is the per-rank data loader of an MPI job: every rank runs
+// a Loader, which reads its samples, allgathers their records and its
+// progress, computes the step's plan (the same on every rank, from
+// internal/step), exchanges compressed bytes, decodes in deadline order
+// and delivers batches to the training loop (Next, or Peek for a trainer
+// fed through the bridge). Config selects helix, the zero Loader, or a
+// baseline to measure it against. Run drives a Loader with a simulated
+// GPU, as datahelix run does.
+//
+// The package is the driver only: goroutines, MPI and clocks. The
+// decisions of a step are internal/step's, which the simulator
+// (internal/sim) drives too.
 package spmd
