@@ -61,7 +61,7 @@ commit=$(git -C "$here" rev-parse HEAD 2>/dev/null || true)
 if [ -n "$commit" ] && [ -n "$(git -C "$here" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
 	commit="$commit-dirty"
 fi
-(cd "$here" && go build $tags -ldflags "-X github.com/datahelix/datahelix/bench.buildCommit=$commit" -o "$bin" ./cmd/datahelix)
+(cd "$here" && go build $tags -ldflags "-X github.com/datahelix/datahelix/internal/machine.buildCommit=$commit" -o "$bin" ./cmd/datahelix)
 
 # Find the rank count and replace "datahelix" with the binary.
 np=1

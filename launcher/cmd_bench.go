@@ -14,6 +14,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/datahelix/datahelix/internal/bench"
+	"github.com/datahelix/datahelix/internal/machine"
 	"github.com/datahelix/datahelix/internal/step"
 	"github.com/datahelix/datahelix/spmd"
 )
@@ -140,7 +141,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 			fmt.Fprintf(stderr, "datahelix bench: warning: %s\n", warn)
 		}
 	}
-	cfg.Machine = bench.ThisMachine(ctx)
+	cfg.Machine = machine.This(ctx)
 	cal, err := loadBenchCalibration(cacheRoot(*cacheDir), *calFile, cfg.Machine)
 	if err != nil {
 		return err
@@ -286,7 +287,7 @@ func noEmptyItems(flag, list string) error {
 
 // loadBenchCalibration picks the calibration: the --calibration file, else the
 // one cached for this machine and decoder, else the built-in default.
-func loadBenchCalibration(root, file string, m bench.Machine) (*bench.Calibration, error) {
+func loadBenchCalibration(root, file string, m machine.Machine) (*bench.Calibration, error) {
 	if file != "" {
 		cal, err := bench.LoadCalibration(file)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/datahelix/datahelix/internal/bench"
+	"github.com/datahelix/datahelix/internal/machine"
 )
 
 func init() {
@@ -48,7 +49,7 @@ func runBenchCalibrate(ctx context.Context, stdout, stderr io.Writer, args []str
 		return usagef("%v", err)
 	}
 	root := cacheRoot(*cacheDir)
-	m := bench.ThisMachine(ctx)
+	m := machine.This(ctx)
 	path, err := calibrationOut(*out, root, m, list)
 	if err != nil {
 		return err
@@ -90,7 +91,7 @@ func runBenchCalibrate(ctx context.Context, stdout, stderr io.Writer, args []str
 // where datahelix bench takes it for every workload. A calibration that
 // leaves out some of bench.CalibratePresets is refused there: a quick
 // partial run would replace the machine's full calibration.
-func calibrationOut(out, root string, m bench.Machine, presets []string) (string, error) {
+func calibrationOut(out, root string, m machine.Machine, presets []string) (string, error) {
 	cached := bench.CalibrationPath(root, m)
 	if miss := bench.MissingCalibratePresets(presets); len(miss) > 0 {
 		same := out == ""

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/datahelix/datahelix/internal/bench"
+	"github.com/datahelix/datahelix/internal/machine"
 )
 
 // TestBenchCalibrateRefusesFirst checks that bad or partial preset lists
@@ -17,7 +18,7 @@ import (
 // --out in a directory that does not exist.
 func TestBenchCalibrateRefusesFirst(t *testing.T) {
 	root := t.TempDir()
-	cached := bench.CalibrationPath(root, bench.ThisMachine(t.Context()))
+	cached := bench.CalibrationPath(root, machine.This(t.Context()))
 	tests := []struct {
 		args []string
 		want string

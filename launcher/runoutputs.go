@@ -7,7 +7,7 @@ import (
 	"io"
 
 	"github.com/datahelix/datahelix/collective"
-	"github.com/datahelix/datahelix/internal/bench"
+	"github.com/datahelix/datahelix/internal/machine"
 	"github.com/datahelix/datahelix/internal/metrics"
 )
 
@@ -26,10 +26,10 @@ type jobInfo struct {
 	// MPIWait and MPIParts are how rank 0's MPI binding waited and sent
 	// (DATAHELIX_MPI_WAIT, DATAHELIX_MPI_PARTS as in effect); empty in an
 	// in-process world.
-	MPIWait  string        `json:"mpi_wait,omitempty"`
-	MPIParts string        `json:"mpi_parts,omitempty"`
-	Machine  bench.Machine `json:"machine"`
-	Ended    string        `json:"ended"` // UTC, RFC 3339
+	MPIWait  string          `json:"mpi_wait,omitempty"`
+	MPIParts string          `json:"mpi_parts,omitempty"`
+	Machine  machine.Machine `json:"machine"`
+	Ended    string          `json:"ended"` // UTC, RFC 3339
 }
 
 // runSummary is one loader's object in --json: its summary and, under

@@ -12,6 +12,7 @@ import (
 
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/decode/gen"
+	"github.com/datahelix/datahelix/internal/machine"
 )
 
 // CalibratePresets are the generator presets bench calibrate decodes: all
@@ -68,7 +69,7 @@ type CalibrateConfig struct {
 	// Repeat decodes each sample this many times and keeps the fastest
 	// (0 means 3), as datahelix costmodel does on shared machines.
 	Repeat  int
-	Machine Machine
+	Machine machine.Machine
 	// Log, when set, receives one line per stage.
 	Log func(format string, args ...any)
 	// Progress, when set, is called as samples are decoded.

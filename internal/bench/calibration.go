@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/machine"
 )
 
 // ErrCalibration reports a bench calibration file that cannot be used.
@@ -30,9 +31,9 @@ type Calibration struct {
 	// Source is "measured" (bench calibrate on this machine), "default"
 	// (nothing cached: decode.DefaultCalibration, not measured here) or
 	// the path of a file given with --calibration.
-	Source  string  `json:"source"`
-	Machine Machine `json:"machine"`
-	Created string  `json:"created,omitempty"`
+	Source  string          `json:"source"`
+	Machine machine.Machine `json:"machine"`
+	Created string          `json:"created,omitempty"`
 	// Presets are the generator presets the calibration decoded (bench
 	// calibrate --presets); CoveredPresets reads it.
 	Presets []string `json:"presets,omitempty"`
@@ -242,7 +243,7 @@ func (c *Calibration) Save(path string) error {
 
 // CalibrationPath is where the calibration of machine m is cached under
 // the cache directory.
-func CalibrationPath(cacheDir string, m Machine) string {
+func CalibrationPath(cacheDir string, m machine.Machine) string {
 	return filepath.Join(cacheDir, "bench", "calibration-"+m.Key()+".json")
 }
 
@@ -251,7 +252,7 @@ func CalibrationPath(cacheDir string, m Machine) string {
 // hardware, with a Note naming the decoder commit it measured; else
 // DefaultCalibration. A cached file that does not parse is an error, not
 // a silent fallback.
-func CachedCalibration(cacheDir string, m Machine) (*Calibration, error) {
+func CachedCalibration(cacheDir string, m machine.Machine) (*Calibration, error) {
 	p := CalibrationPath(cacheDir, m)
 	if _, err := os.Stat(p); err == nil {
 		return loadCached(p)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/datahelix/datahelix/internal/machine"
 )
 
 func TestSigmaForMAPE(t *testing.T) {
@@ -33,7 +35,7 @@ func TestSigmaForMAPE(t *testing.T) {
 func testCalibration() *Calibration {
 	c := DefaultCalibration()
 	c.Source, c.Note = "measured", ""
-	c.Machine = Machine{Host: "h", CPU: "c", Cores: 2, OS: "linux", Arch: "amd64", Commit: "abc", DecodeCommit: "0123456789abcdef"}
+	c.Machine = machine.Machine{Host: "h", CPU: "c", Cores: 2, OS: "linux", Arch: "amd64", Commit: "abc", DecodeCommit: "0123456789abcdef"}
 	c.MAPE["video/h264"] = 0.12
 	c.BitsPerPixel["jpeg/life/q3"] = 3.5
 	c.Presets = slices.Clone(CalibratePresets)
@@ -226,7 +228,7 @@ func TestCachedCalibration(t *testing.T) {
 }
 
 func TestMachineKey(t *testing.T) {
-	a := Machine{Host: "h", CPU: "c", Cores: 2, OS: "linux", Arch: "amd64", Commit: "1111", DecodeCommit: "aaaaaaaaaaaaaaaa"}
+	a := machine.Machine{Host: "h", CPU: "c", Cores: 2, OS: "linux", Arch: "amd64", Commit: "1111", DecodeCommit: "aaaaaaaaaaaaaaaa"}
 	b := a
 	b.Commit = "2222" // commits outside decode/ keep the calibration
 	if a.Key() != b.Key() {
@@ -242,7 +244,7 @@ func TestMachineKey(t *testing.T) {
 	if hc, _, _ := strings.Cut(b.Key(), "-"); hc == ha {
 		t.Error("a different core count gave the same hardware key")
 	}
-	if m := ThisMachine(t.Context()); m.Cores < 1 || m.OS == "" || m.GoVersion == "" {
+	if m := machine.This(t.Context()); m.Cores < 1 || m.OS == "" || m.GoVersion == "" {
 		t.Errorf("ThisMachine = %+v", m)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/datahelix/datahelix/internal/machine"
 )
 
 // TestReportFilesReplaceEarlierOnes checks that writing a report into a
@@ -67,9 +69,9 @@ func TestRunContext(t *testing.T) {
 		r    Report
 		want string
 	}{
-		{Report{Mode: "sim", Ranks: 8, Steps: 200, Seed: 1, Machine: Machine{Commit: "0123456789abcdef0123"}},
+		{Report{Mode: "sim", Ranks: 8, Steps: 200, Seed: 1, Machine: machine.Machine{Commit: "0123456789abcdef0123"}},
 			"simulated, 8 ranks, 200 steps, seed 1, commit 0123456789ab"},
-		{Report{Mode: "real", Ranks: 1, Steps: 20, Seed: 7, Machine: Machine{Commit: "abc", Dirty: true}},
+		{Report{Mode: "real", Ranks: 1, Steps: 20, Seed: 7, Machine: machine.Machine{Commit: "abc", Dirty: true}},
 			"real runs, 1 rank, 20 steps, seed 7, commit abc (uncommitted changes)"},
 	} {
 		if got := tc.r.runContext(); got != tc.want {

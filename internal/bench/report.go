@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/datahelix/datahelix/internal/machine"
 	"github.com/datahelix/datahelix/spmd"
 )
 
@@ -14,8 +15,8 @@ import (
 // validation sections. WriteText, WriteJSON, WriteCSV and WritePlots
 // render it.
 type Report struct {
-	Machine Machine `json:"machine"`
-	Commit  string  `json:"commit"`
+	Machine machine.Machine `json:"machine"`
+	Commit  string          `json:"commit"`
 	// CommitSource is Machine.CommitSource: "binary" when Commit was
 	// stamped into the binary at build, "repo" when it is the
 	// repository's HEAD at run time.
@@ -157,7 +158,7 @@ type Summary struct {
 
 // NewReport assembles the report of an evaluation: comparisons, summary
 // and goals. Sections are added with AddSection.
-func NewReport(m Machine, cfg EvalConfig, ev *Evaluation, cal *Calibration) *Report {
+func NewReport(m machine.Machine, cfg EvalConfig, ev *Evaluation, cal *Calibration) *Report {
 	r := &Report{Machine: m, Commit: m.Commit, CommitSource: m.CommitSource, Units: Units, Mode: ev.Mode, Ranks: cfg.Ranks, Steps: cfg.Steps, Seed: cfg.Seed,
 		Network: cfg.Network, NoSplit: cfg.NoSplit, NoiseOnTruth: cfg.NoiseOnTruth, Workloads: ev.Setups, Results: ev.Results, Timelines: ev.Timelines}
 	if cal != nil {

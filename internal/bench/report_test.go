@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/datahelix/datahelix/internal/machine"
 )
 
 // handReport builds a report from hand-made results: two skewed
@@ -33,7 +35,7 @@ func handReport() *Report {
 			res("U", "oracle", Uniform, 0, 0.005, 101),
 		}}
 	cfg := EvalConfig{Ranks: 8, Steps: 100, Seed: 1, Network: DefaultNetwork}
-	return NewReport(Machine{Host: "h", Commit: "c0ffee"}, cfg, ev, DefaultCalibration())
+	return NewReport(machine.Machine{Host: "h", Commit: "c0ffee"}, cfg, ev, DefaultCalibration())
 }
 
 func near(p *float64, want float64) bool { return p != nil && math.Abs(*p-want) < 1e-9 }
@@ -273,14 +275,14 @@ func TestReportCalibrationCoverage(t *testing.T) {
 	cal := testCalibration()
 	cal.Presets = []string{"text"}
 	ev := &Evaluation{Mode: "sim", Setups: []Setup{{Workload: "kinetics", Skew: Uniform}, {Workload: "text", Skew: Uniform}}}
-	r := NewReport(Machine{Host: "h"}, EvalConfig{Workloads: ws, Ranks: 8, Steps: 10}, ev, cal)
+	r := NewReport(machine.Machine{Host: "h"}, EvalConfig{Workloads: ws, Ranks: 8, Steps: 10}, ev, cal)
 	if !slices.Equal(r.Calibration.Uncovered, []string{"kinetics"}) || !slices.Equal(r.Calibration.Presets, []string{"text"}) {
 		t.Errorf("calibration info %+v: want presets [text], uncovered [kinetics]", r.Calibration)
 	}
 	if !strings.Contains(r.Calibration.Note, "not kinetics") {
 		t.Errorf("note %q does not say kinetics was not calibrated", r.Calibration.Note)
 	}
-	r = NewReport(Machine{Host: "h"}, EvalConfig{Workloads: ws[1:], Ranks: 8, Steps: 10}, ev, cal)
+	r = NewReport(machine.Machine{Host: "h"}, EvalConfig{Workloads: ws[1:], Ranks: 8, Steps: 10}, ev, cal)
 	if r.Calibration.Uncovered != nil || r.Calibration.Note != "" {
 		t.Errorf("text alone on a text calibration: %+v, want nothing uncovered and no note", r.Calibration)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/collective/collectivetest"
+	"github.com/datahelix/datahelix/internal/machine"
 	"github.com/datahelix/datahelix/plan"
 )
 
@@ -37,7 +38,7 @@ type RunConfig struct {
 	// Timeline is the workload of the timeline figure (WritePlots); ""
 	// picks one. Check refuses a workload that is not evaluated.
 	Timeline string
-	Machine  Machine
+	Machine  machine.Machine
 	Log      io.Writer // progress lines (nil: discarded)
 }
 

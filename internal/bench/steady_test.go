@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/datahelix/datahelix/internal/machine"
 )
 
 // warmupReport is a report of two workloads, 8 ranks x 100 steps with a
@@ -27,7 +29,7 @@ func warmupReport() *Report {
 			res("U", "static", Uniform, 0, 0, 0.01, 0, 100), res("U", "helix", Uniform, 0, 0, 0.01, 0, 100),
 			res("U", "oracle", Uniform, 0, 0, 0.01, 0, 100),
 		}}
-	return NewReport(Machine{Host: "h", Commit: "c0ffee"}, EvalConfig{Ranks: ranks, Steps: steps, Seed: 1, Network: DefaultNetwork}, ev, DefaultCalibration())
+	return NewReport(machine.Machine{Host: "h", Commit: "c0ffee"}, EvalConfig{Ranks: ranks, Steps: steps, Seed: 1, Network: DefaultNetwork}, ev, DefaultCalibration())
 }
 
 // TestSteadySummary checks the steady-state counterparts of the two
@@ -110,7 +112,7 @@ func reportOf(setups []Setup, keep func(Result) bool) *Report {
 		}
 	}
 	ev := &Evaluation{Mode: "sim", Setups: setups, Results: kept}
-	return NewReport(Machine{Host: "h", Commit: "c0ffee"}, EvalConfig{Ranks: 8, Steps: 100, Seed: 1, Network: DefaultNetwork}, ev, DefaultCalibration())
+	return NewReport(machine.Machine{Host: "h", Commit: "c0ffee"}, EvalConfig{Ranks: 8, Steps: 100, Seed: 1, Network: DefaultNetwork}, ev, DefaultCalibration())
 }
 
 // TestWarmupFloorLineVaries checks the floor line when workloads differ.

@@ -1,4 +1,4 @@
-package bench
+package machine
 
 import (
 	"bufio"
@@ -43,11 +43,11 @@ type Machine struct {
 	DecodeCommit string `json:"decode_commit"`
 }
 
-// ThisMachine describes the machine the process runs on and the commit
+// This describes the machine the process runs on and the commit
 // of the code: the revision the binary was built from when the build
 // stamped it (buildCommit) or Go recorded it, else that of the repository
 // holding the executable or the working directory (commitOf).
-func ThisMachine(ctx context.Context) Machine {
+func This(ctx context.Context) Machine {
 	host, _ := os.Hostname()
 	m := Machine{Host: host, CPU: cpuModel(), Cores: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH,
 		GoVersion: runtime.Version(), Commit: "unknown", DecodeCommit: "unknown"}
@@ -102,7 +102,7 @@ func ThisMachine(ctx context.Context) Machine {
 // buildCommit is the commit the binary was built from, stamped by the
 // build (mpirun.sh):
 //
-//	go build -ldflags "-X github.com/datahelix/datahelix/bench.buildCommit=$(git rev-parse HEAD)" ./cmd/datahelix
+//	go build -ldflags "-X github.com/datahelix/datahelix/internal/machine.buildCommit=$(git rev-parse HEAD)" ./cmd/datahelix
 //
 // with DirtySuffix appended when the tree had uncommitted changes to
 // tracked files; empty when the build did not stamp it (or had no git).
