@@ -12,7 +12,7 @@ var ErrBlock = errors.New("plan: malformed block")
 
 // BlockVersion is the layout version written in every block. A decoder
 // refuses any other version.
-const BlockVersion = 2
+const BlockVersion = 3
 
 // The fixed layout of a block, all integers little-endian:
 //
@@ -31,12 +31,16 @@ const BlockVersion = 2
 //	    56    8 capacity, fixed-point
 //	    64    8 bandwidth, fixed-point bytes/µs
 //	    72    8 latency, µs
-//	    80 32*B samples: id (8), bytes (8), cost (8), GPU time in ns (8)
+//	    80    8 node
+//	    88    8 bandwidth to other nodes, fixed-point bytes/µs
+//	    96    8 latency to other nodes, µs
+//	   104 32*B samples: id (8), bytes (8), cost (8), GPU time in ns (8)
 //
-// Version 2 added the samples' GPU time; version 1 blocks are refused.
+// Version 2 added the samples' GPU time, version 3 the node and the
+// bandwidth and latency to other nodes; older blocks are refused.
 const (
 	blockMagic      = "DHPB"
-	blockHeaderSize = 80
+	blockHeaderSize = 104
 	blockSampleSize = 32
 )
 
@@ -76,7 +80,8 @@ func AppendBlock(dst []byte, b *Block) ([]byte, error) {
 	dst = le.AppendUint32(dst, uint32(len(b.Samples)))
 	for _, v := range [...]int64{b.Step, int64(b.Seed), b.Margin,
 		b.Progress.Deadline, b.Progress.Backlog, b.Progress.Capacity,
-		b.Progress.Bandwidth, b.Progress.Latency} {
+		b.Progress.Bandwidth, b.Progress.Latency,
+		b.Progress.Node, b.Progress.NodeBandwidth, b.Progress.NodeLatency} {
 		dst = le.AppendUint64(dst, uint64(v))
 	}
 	for k := range b.Samples {
@@ -148,7 +153,8 @@ func DecodeBlock(data []byte, b *Block) error {
 	b.Step = i64(16)
 	b.Seed = le.Uint64(data[24:])
 	b.Margin = i64(32)
-	b.Progress = Progress{Deadline: i64(40), Backlog: i64(48), Capacity: i64(56), Bandwidth: i64(64), Latency: i64(72)}
+	b.Progress = Progress{Deadline: i64(40), Backlog: i64(48), Capacity: i64(56), Bandwidth: i64(64), Latency: i64(72),
+		Node: i64(80), NodeBandwidth: i64(88), NodeLatency: i64(96)}
 	b.Samples = b.Samples[:0]
 	for off := blockHeaderSize; off < len(data); off += blockSampleSize {
 		b.Samples = append(b.Samples, Sample{ID: le.Uint64(data[off:]), Owner: b.Rank, Bytes: i64(off + 8), Cost: i64(off + 16), Train: i64(off + 24)})

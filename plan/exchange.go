@@ -171,7 +171,8 @@ func crossing(diff, cs, ct int64) int64 {
 // transfer returns the change in predicted transfer time when sample k
 // moves from rank from to rank to, and whether k lands away from its
 // owner. A sample away from its owner costs the larger latency plus its
-// bytes at the smaller bandwidth of the two ranks. Latency is charged per
+// bytes at the smaller bandwidth of the two ranks, on the path between
+// them (memory within a node, the network across). Latency is charged per
 // sample, although the runtime sends one message per pair of ranks: the
 // gate errs on the side of not moving.
 func (p *Planner) transfer(k, from, to int32) (time int64, away bool) {
@@ -185,9 +186,8 @@ func (p *Planner) arrival(k, r int32) int64 {
 	if r == owner {
 		return 0
 	}
-	po, pr := &p.in.Ranks[owner], &p.in.Ranks[r]
-	bw := min(po.Bandwidth, pr.Bandwidth)
-	return max(po.Latency, pr.Latency) + (p.in.Samples[k].Bytes*One+bw-1)/bw
+	bw, lat := p.in.Ranks[owner].path(&p.in.Ranks[r])
+	return lat + (p.in.Samples[k].Bytes*One+bw-1)/bw
 }
 
 // bytesDelta returns the change in bytes away from owners when sample k

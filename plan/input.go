@@ -110,6 +110,18 @@ type Progress struct {
 	Bandwidth int64
 	// Latency is the measured per-message latency in µs.
 	Latency int64
+	// Node is the rank's node: ranks with the same Node exchange samples
+	// through Bandwidth and Latency (memory, on one host), ranks of
+	// different nodes through NodeBandwidth and NodeLatency (the
+	// network). A one-node job leaves it 0 on every rank.
+	Node int64
+	// NodeBandwidth is the measured bandwidth of this rank's transfers
+	// to and from other nodes, fixed-point bytes/µs; 0 means unknown,
+	// taken as Bandwidth.
+	NodeBandwidth int64
+	// NodeLatency is the measured per-message latency to other nodes in
+	// µs; 0 means unknown, taken as Latency.
+	NodeLatency int64
 }
 
 // Sample is the planner's view of one sample's lightweight record.
@@ -239,8 +251,38 @@ func (p *Progress) check() error {
 		return fmt.Errorf("bandwidth %d outside [1, %d] (fixed-point bytes/µs, %d = 1 byte/µs)", p.Bandwidth, int64(MaxBandwidth), One)
 	case p.Latency < 0 || p.Latency > MaxLatency:
 		return fmt.Errorf("latency %d µs outside [0, %d]", p.Latency, int64(MaxLatency))
+	case p.Node < 0 || p.Node >= MaxRanks:
+		return fmt.Errorf("node %d outside [0, %d)", p.Node, int64(MaxRanks))
+	case p.NodeBandwidth < 0 || p.NodeBandwidth > MaxBandwidth:
+		return fmt.Errorf("bandwidth to other nodes %d outside [0, %d] (fixed-point bytes/µs, %d = 1 byte/µs; 0: unknown)", p.NodeBandwidth, int64(MaxBandwidth), One)
+	case p.NodeLatency < 0 || p.NodeLatency > MaxLatency:
+		return fmt.Errorf("latency to other nodes %d µs outside [0, %d]", p.NodeLatency, int64(MaxLatency))
 	}
 	return nil
+}
+
+// path returns the bandwidth and latency of transfers from a rank with
+// progress p to one with progress q: the slower of the two ends', over
+// memory when they share a node and over the network otherwise.
+func (p *Progress) path(q *Progress) (bandwidth, latency int64) {
+	if p.Node == q.Node {
+		return min(p.Bandwidth, q.Bandwidth), max(p.Latency, q.Latency)
+	}
+	return min(p.nodeBandwidth(), q.nodeBandwidth()), max(p.nodeLatency(), q.nodeLatency())
+}
+
+func (p *Progress) nodeBandwidth() int64 {
+	if p.NodeBandwidth > 0 {
+		return p.NodeBandwidth
+	}
+	return p.Bandwidth
+}
+
+func (p *Progress) nodeLatency() int64 {
+	if p.NodeLatency > 0 {
+		return p.NodeLatency
+	}
+	return p.Latency
 }
 
 // check reports the first field of s outside its range.
