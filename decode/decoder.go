@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/datahelix/datahelix/decode/av"
+	"github.com/datahelix/datahelix/internal/av"
 )
 
 // The preprocessing defaults, as VLM loaders use them: F = 8 frames per

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/datahelix/datahelix/decode/av"
+	"github.com/datahelix/datahelix/internal/av"
 )
 
 const mediaDir = "testdata/media"

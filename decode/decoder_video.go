@@ -8,7 +8,7 @@ import (
 	"math/big"
 	"sort"
 
-	"github.com/datahelix/datahelix/decode/av"
+	"github.com/datahelix/datahelix/internal/av"
 )
 
 // videoStats is what decoding a clip or a task cost.

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/datahelix/datahelix/decode/av"
+	"github.com/datahelix/datahelix/internal/av"
 )
 
 // TestParseMP4EditTiming checks clips whose timing FFmpeg derives from

@@ -11,7 +11,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/datahelix/datahelix/decode/av"
+	"github.com/datahelix/datahelix/internal/av"
 )
 
 func TestParseMP4MatchesFFprobe(t *testing.T) {

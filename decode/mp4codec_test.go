@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/datahelix/datahelix/decode/av"
+	"github.com/datahelix/datahelix/internal/av"
 )
 
 // TestMP4CodecNames checks the codec names ParseMP4 gives sample entries

@@ -97,7 +97,7 @@ const (
 )
 
 // maxStreams is the max_streams option with which package av opens a file
-// (decode/av/av.c, avformat_open_input): FFmpeg refuses a file whose walk
+// (internal/av/av.c, avformat_open_input): FFmpeg refuses a file whose walk
 // begins a stream more ("Number of streams exceeds max_streams"), at its
 // trak box, and so does readKinds. This bounds the streams a sidx box
 // looks its reference ID up in. TestMaxStreamsIsAV checks it against

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/datahelix/datahelix/decode/av"
+	"github.com/datahelix/datahelix/internal/av"
 )
 
 // TestMP4KindMatchesAV checks ParseMP4 against package av on kind boxes

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/datahelix/datahelix/decode/av"
+	"github.com/datahelix/datahelix/internal/av"
 )
 
 // twoVideoClips are the clips of make_tracks.sh: two video tracks, of

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/datahelix/datahelix/decode/av"
+	"github.com/datahelix/datahelix/internal/av"
 )
 
 // ErrBadWebM reports a WebM/Matroska file whose EBML structure cannot be

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/datahelix/datahelix/decode/av"
+	"github.com/datahelix/datahelix/internal/av"
 )
 
 // webmClip is a clip of make_webm.sh with what FFmpeg 5.1 makes of it.

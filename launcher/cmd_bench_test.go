@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/datahelix/datahelix/bench"
-	"github.com/datahelix/datahelix/decode/gen/gentest"
+	"github.com/datahelix/datahelix/internal/gen/gentest"
 	"github.com/datahelix/datahelix/plan"
 )
 

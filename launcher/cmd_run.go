@@ -14,8 +14,8 @@ import (
 	"github.com/datahelix/datahelix/bench"
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode"
-	"github.com/datahelix/datahelix/decode/gen"
 	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/internal/gen"
 	"github.com/datahelix/datahelix/spmd"
 )
 

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/datahelix/datahelix/decode/gen/gentest"
+	"github.com/datahelix/datahelix/internal/gen/gentest"
 )
 
 func TestRxClass(t *testing.T) {

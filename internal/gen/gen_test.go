@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/datahelix/datahelix/decode"
-	"github.com/datahelix/datahelix/decode/tjpeg"
+	"github.com/datahelix/datahelix/internal/tjpeg"
 )
 
 func needFFmpeg(t testing.TB) {

@@ -13,7 +13,7 @@ import (
 )
 
 // videoDir holds the clips with a display matrix, made by make_rotate.sh.
-const videoDir = "../testdata/video"
+const videoDir = "../../decode/testdata/video"
 
 func readVideo(t testing.TB, name string) []byte {
 	t.Helper()
@@ -29,7 +29,7 @@ func readVideo(t testing.TB, name string) []byte {
 //	ffmpeg -threads 1 -i CLIP -map 0:v -f framemd5 -
 //
 // (FFmpeg 5.1, which autorotates by default) for the clips of
-// ../testdata/video/make_rotate.sh, hard-coded so that the test runs
+// ../../decode/testdata/video/make_rotate.sh, hard-coded so that the test runs
 // without the ffmpeg CLI. With -noautorotate every one differs.
 var rotatedMD5s = []struct {
 	clip          string

@@ -17,7 +17,7 @@ import (
 
 func readJPEG(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("../testdata/media", name))
+	b, err := os.ReadFile(filepath.Join("../../decode/testdata/media", name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/datahelix/datahelix/decode/gen"
+	"github.com/datahelix/datahelix/internal/gen"
 )
 
 // Tiny returns the directory of a small mixed dataset: 8 source-homogeneous

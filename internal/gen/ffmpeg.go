@@ -9,7 +9,7 @@ import (
 	"os/exec"
 	"strconv"
 
-	"github.com/datahelix/datahelix/decode/tjpeg"
+	"github.com/datahelix/datahelix/internal/tjpeg"
 )
 
 // renderer encodes specs into real media with the ffmpeg CLI: one

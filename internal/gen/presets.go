@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/datahelix/datahelix/decode/tjpeg"
+	"github.com/datahelix/datahelix/internal/tjpeg"
 )
 
 // A preset draws the specification of sample i of a dataset from a seeded

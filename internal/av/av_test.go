@@ -16,9 +16,9 @@ import (
 	"testing"
 )
 
-const mediaDir = "../testdata/media"
+const mediaDir = "../../decode/testdata/media"
 
-// clips are the committed test videos (see ../testdata/media/make.sh).
+// clips are the committed test videos (see ../../decode/testdata/media/make.sh).
 var clips = []string{
 	"h264_bframes.mp4", "h264_odd.mp4", "h264_intra444.mp4", "h264_audio.mkv",
 	"hevc.mp4", "vp9.webm", "vp8.webm", "av1.mp4",
