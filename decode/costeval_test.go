@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"testing"
+
+	"github.com/datahelix/datahelix/internal/video/videotest"
 )
 
 func TestEvaluateCostModel(t *testing.T) {
@@ -13,7 +15,7 @@ func TestEvaluateCostModel(t *testing.T) {
 	for s := 0; s < 2; s++ {
 		var files []tarFile
 		for i, c := range clips {
-			files = append(files, tarFile{name: fmt.Sprintf("%d%02d.mp4", s, i), data: string(readVideo(t, c))})
+			files = append(files, tarFile{name: fmt.Sprintf("%d%02d.mp4", s, i), data: string(videotest.Read(t, c))})
 			files = append(files, tarFile{name: fmt.Sprintf("%d%02d.jpg", s, i+10), data: string(readImage(t, "y420.jpg"))})
 		}
 		if s == 1 {

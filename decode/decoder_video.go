@@ -112,7 +112,7 @@ func (d *Decoder) videoTask(ctx context.Context, data []byte, v *VideoInfo, task
 		}
 		order[i] = i
 	}
-	exact := v.perFrame()
+	exact := v.PerFrame()
 	sort.SliceStable(order, func(a, b int) bool {
 		return v.FrameTime(task.Targets[order[a]]) < v.FrameTime(task.Targets[order[b]])
 	})

@@ -9,14 +9,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/datahelix/datahelix/internal/video/videotest"
 )
 
 func TestInspect(t *testing.T) {
 	dir := t.TempDir()
 	files := []tarFile{
-		{name: "000001.mp4", data: string(readVideo(t, "h264_bf2.mp4"))},
+		{name: "000001.mp4", data: string(videotest.Read(t, "h264_bf2.mp4"))},
 		{name: "000001.txt", data: "a clip"},
-		{name: "000002.webm", data: string(readVideo(t, "vp9.webm"))},
+		{name: "000002.webm", data: string(videotest.Read(t, "vp9.webm"))},
 		{name: "000003.jpg", data: string(readImage(t, "y420.jpg"))},
 		{name: "000003.txt", data: "a caption"},
 		{name: "000004.0.png", data: string(readImage(t, "rgb.png"))},
@@ -65,7 +67,7 @@ func TestInspect(t *testing.T) {
 		t.Errorf("error summary does not name the sample: %q", got[4].Error)
 	}
 	// An error row counts bytes as the others do: its members' bytes.
-	if got[4].Bytes != int64(len("junk")) || got[0].Bytes != int64(len(readVideo(t, "h264_bf2.mp4"))+len("a clip")) {
+	if got[4].Bytes != int64(len("junk")) || got[0].Bytes != int64(len(videotest.Read(t, "h264_bf2.mp4"))+len("a clip")) {
 		t.Errorf("bytes %d (error row) and %d, want %d and the clip's and caption's", got[4].Bytes, got[0].Bytes, len("junk"))
 	}
 	if err := Inspect(context.Background(), []string{dir + "/missing"}, "", nil, func(RecordSummary) error { return nil }); !errors.Is(err, ErrNoShards) {
@@ -99,7 +101,7 @@ func TestInspectShownFramesAndRotation(t *testing.T) {
 	}
 	var files []tarFile
 	for _, tt := range tests {
-		files = append(files, tarFile{name: tt.file, data: string(readVideo(t, tt.file))})
+		files = append(files, tarFile{name: tt.file, data: string(videotest.Read(t, tt.file))})
 	}
 	dir := t.TempDir()
 	writeFile(t, dir, "v.tar", writeTar(t, tar.FormatPAX, files))
@@ -149,9 +151,9 @@ func TestInspectShownFramesAndRotation(t *testing.T) {
 // does not exist.
 func TestInspectMediaFiles(t *testing.T) {
 	dir := t.TempDir()
-	clip := writeFile(t, dir, "clip.MP4", readVideo(t, "h264_bf2.mp4"))
+	clip := writeFile(t, dir, "clip.MP4", videotest.Read(t, "h264_bf2.mp4"))
 	pic := writeFile(t, dir, "pic.jpg", readImage(t, "y420.jpg"))
-	old := writeFile(t, dir, "old.mp4", readVideo(t, "refused/mpeg2_mp4v.mp4"))
+	old := writeFile(t, dir, "old.mp4", videotest.Read(t, "refused/mpeg2_mp4v.mp4"))
 	shard := writeFile(t, dir, "s.tar", writeTar(t, tar.FormatPAX, []tarFile{{name: "k.txt", data: "text"}}))
 	var got []RecordSummary
 	err := Inspect(context.Background(), []string{clip, shard, pic, old}, t.TempDir(), NewCostModel(nil), func(s RecordSummary) error {

@@ -1,4 +1,4 @@
-package decode
+package mp4
 
 import (
 	"math"

@@ -1,12 +1,14 @@
-package decode
+package mp4
 
 import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/datahelix/datahelix/internal/video"
 )
 
-// mp4Track is what ParseMP4 keeps of the first video track while walking
+// mp4Track is what Parse keeps of the first video track while walking
 // the boxes; the frame slices are filled by sampleTable and fragments.
 type mp4Track struct {
 	id        uint32
@@ -60,7 +62,7 @@ type mp4Track struct {
 	key []bool
 }
 
-// ParseMP4 reads the cost features of the video track of an MP4/MOV file
+// Parse reads the cost features of the video track of an MP4/MOV file
 // held in memory that FFmpeg 5.1 decodes (av_find_best_stream; see
 // videoScore): codec and dimensions from the stsd entry, timescale
 // and duration from mdhd, per-frame sizes (stsz/stz2), timing (stts, ctts,
@@ -77,7 +79,7 @@ type mp4Track struct {
 // and discards, are not listed. A hidden frame decoded before a shown
 // one (a P-frame past an edit's end, its B-frames inside) stays listed.
 // Every listed frame FFmpeg hides, pre-roll included, is in Discarded.
-func ParseMP4(data []byte) (*VideoInfo, error) {
+func Parse(data []byte) (*video.Track, error) {
 	var moov []byte
 	var moofs [][]byte
 	brand := ""
@@ -97,7 +99,7 @@ func ParseMP4(data []byte) (*VideoInfo, error) {
 				moov = body
 			}
 		case "moof":
-			if len(moofs) < MaxVideoFrames {
+			if len(moofs) < video.MaxFrames {
 				moofs = append(moofs, body)
 			}
 		}
@@ -106,14 +108,14 @@ func ParseMP4(data []byte) (*VideoInfo, error) {
 		if it.err != nil {
 			return nil, it.err
 		}
-		return nil, fmt.Errorf("%w: no moov box", ErrBadMP4)
+		return nil, fmt.Errorf("%w: no moov box", ErrFormat)
 	}
 	tr, movieTimescale, err := parseMoov(data, moov, moofs)
 	if err != nil {
 		return nil, err
 	}
 	if len(tr.bytes) == 0 {
-		return nil, fmt.Errorf("%w: video track has no frames", ErrBadMP4)
+		return nil, fmt.Errorf("%w: video track has no frames", ErrFormat)
 	}
 	container := "mp4"
 	if brand == "qt  " {
@@ -223,7 +225,7 @@ func parseMoov(file, moov []byte, moofs [][]byte) (*mp4Track, uint32, error) {
 }
 
 // brokenTrack is the error of a video track FFmpeg 5.1 keeps, with bit
-// rate 0, but that ParseMP4 cannot describe: frames without stts entries,
+// rate 0, but that Parse cannot describe: frames without stts entries,
 // without chunk offsets (stco/co64) or without stsc entries, which FFmpeg
 // logs as "missing mandatory atoms, broken header" and reads no packets
 // of; or no mdhd, which it logs as "timescale not set" and times in the
@@ -254,7 +256,7 @@ func parseTrak(trak []byte, movie [9]int32) (*mp4Track, error) {
 		}
 		readMatrix(&matrix, p, v, 36, 48)
 	}
-	tr.rotation = displayRotation(matrix, movie)
+	tr.rotation = video.DisplayRotation(matrix, movie)
 	// FFmpeg makes the stream of an mp3 sample entry audio as it reads
 	// the stsd (mov_finalize_stsd_codec), whatever else the track lacks,
 	// an mdhd too: the codec is read first (but an mdhd FFmpeg refuses
@@ -269,16 +271,16 @@ func parseTrak(trak []byte, movie [9]int32) (*mp4Track, error) {
 	v, _, p, ok := fullBox(mdhd)
 	switch {
 	case mdhd == nil:
-		return tr, brokenTrack{fmt.Errorf("%w: video track without an mdhd", ErrBadMP4)}
+		return tr, brokenTrack{fmt.Errorf("%w: video track without an mdhd", ErrFormat)}
 	case ok && v == 1 && len(p) >= 28:
 		tr.timescale, tr.duration = be32(p, 16), be64(p, 20)
 	case ok && v == 0 && len(p) >= 16:
 		tr.timescale, tr.duration = be32(p, 8), uint64(be32(p, 12))
 	default:
-		return nil, fmt.Errorf("%w: video track without a valid mdhd", ErrBadMP4)
+		return nil, fmt.Errorf("%w: video track without a valid mdhd", ErrFormat)
 	}
 	if tr.timescale == 0 {
-		return nil, fmt.Errorf("%w: mdhd timescale is 0", ErrBadMP4)
+		return nil, fmt.Errorf("%w: mdhd timescale is 0", ErrFormat)
 	}
 	if err := tr.readEdits(child(child(trak, "edts"), "elst")); err != nil {
 		return nil, err
@@ -300,12 +302,12 @@ func parseTrak(trak []byte, movie [9]int32) (*mp4Track, error) {
 func (tr *mp4Track) readStsd(stsd []byte) error {
 	_, _, p, ok := fullBox(stsd)
 	if !ok || len(p) < 4 || be32(p, 0) == 0 {
-		return fmt.Errorf("%w: video track without a sample description", ErrBadMP4)
+		return fmt.Errorf("%w: video track without a sample description", ErrFormat)
 	}
 	it := boxIter{b: p[4:]}
 	typ, entry, ok := it.next()
 	if !ok || len(entry) < 28 {
-		return fmt.Errorf("%w: truncated video sample entry", ErrBadMP4)
+		return fmt.Errorf("%w: truncated video sample entry", ErrFormat)
 	}
 	tr.width, tr.height = int(entry[24])<<8|int(entry[25]), int(entry[26])<<8|int(entry[27])
 	if string(typ[:]) == "encv" && len(entry) > 78 {
@@ -327,8 +329,8 @@ func (tr *mp4Track) readStsd(stsd []byte) error {
 
 // info assembles the VideoInfo: the moov frames as FFmpeg indexes them
 // under the edit list, then the fragments' frames.
-func (tr *mp4Track) info(container string, movieTimescale uint32) (*VideoInfo, error) {
-	v := &VideoInfo{
+func (tr *mp4Track) info(container string, movieTimescale uint32) (*video.Track, error) {
+	v := &video.Track{
 		Container: container,
 		Codec:     tr.codec,
 		Width:     tr.width,
@@ -384,7 +386,7 @@ func (tr *mp4Track) info(container string, movieTimescale uint32) (*VideoInfo, e
 	}
 	v.Frames = len(v.FramePTS)
 	if v.Frames == 0 {
-		return nil, fmt.Errorf("%w: the edit list leaves no frames of the video track", ErrBadMP4)
+		return nil, fmt.Errorf("%w: the edit list leaves no frames of the video track", ErrFormat)
 	}
 	if len(v.Keyframes) == 0 {
 		v.Keyframes = []int{0} // unknown: decoding must start at the first frame

@@ -1,4 +1,4 @@
-package decode
+package mp4
 
 import (
 	"bytes"
@@ -31,7 +31,7 @@ func TestParseMP4ForgedTableCounts(t *testing.T) {
 	}
 	good["co64"] = fbox("co64", 0, 0, u32s(1, 0, 48))
 	for _, chunks := range []string{"stco", "co64"} {
-		if v, err := ParseMP4(file(good, chunks)); err != nil || v.Frames != 2 {
+		if v, err := Parse(file(good, chunks)); err != nil || v.Frames != 2 {
 			t.Fatalf("valid file with %s: %+v, %v", chunks, v, err)
 		}
 	}
@@ -54,16 +54,16 @@ func TestParseMP4ForgedTableCounts(t *testing.T) {
 		if tt.typ == "co64" {
 			chunks = "co64"
 		}
-		_, err := ParseMP4(file(boxes, chunks))
-		if !errors.Is(err, ErrBadMP4) || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("forged %s count: err %v, want ErrBadMP4 saying %q", tt.typ, err, tt.want)
+		_, err := Parse(file(boxes, chunks))
+		if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("forged %s count: err %v, want ErrFormat saying %q", tt.typ, err, tt.want)
 		}
 	}
 	// An stts without entries for frames: FFmpeg refuses it as "missing
 	// mandatory atoms".
 	boxes := maps.Clone(good)
 	boxes["stts"] = fbox("stts", 0, 0, u32s(0))
-	if _, err := ParseMP4(file(boxes, "stco")); !errors.Is(err, ErrBadMP4) || !strings.Contains(err.Error(), "stts has no entries for 2 frames") {
+	if _, err := Parse(file(boxes, "stco")); !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "stts has no entries for 2 frames") {
 		t.Errorf("empty stts: err %v", err)
 	}
 }

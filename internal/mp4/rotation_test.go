@@ -1,4 +1,4 @@
-package decode
+package mp4
 
 import (
 	"bytes"
@@ -10,9 +10,10 @@ import (
 	"testing"
 
 	"github.com/datahelix/datahelix/internal/av"
+	"github.com/datahelix/datahelix/internal/video/videotest"
 )
 
-// TestMP4Rotation checks ParseMP4's Rotation and Turn against FFmpeg's on
+// TestMP4Rotation checks Parse's Rotation and Turn against FFmpeg's on
 // rot90_420.mp4 with its tkhd matrix rewritten, mirrored ones included,
 // and with an mvhd matrix that FFmpeg multiplies in: the turn against
 // av.StreamInfo.Rotation, the rotation against ffprobe's side data on
@@ -21,7 +22,7 @@ import (
 // "degenerate").
 func TestMP4Rotation(t *testing.T) {
 	const one = 0x10000 // 1.0 in the matrix's 16.16 fixed point
-	orig := readVideo(t, "rot90_420.mp4")
+	orig := videotest.Read(t, "rot90_420.mp4")
 	matrix := func(data []byte, typ string, off int, abcd [4]int32) {
 		i := bytes.Index(data, []byte(typ))
 		if i < 0 || data[i+4] != 0 {
@@ -50,7 +51,7 @@ func TestMP4Rotation(t *testing.T) {
 		data := bytes.Clone(orig)
 		matrix(data, "tkhd", 36, tc.tkhd)
 		matrix(data, "mvhd", 32, tc.mvhd)
-		v, err := ParseMP4(data)
+		v, err := Parse(data)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -64,18 +65,18 @@ func TestMP4Rotation(t *testing.T) {
 		}
 	}
 	// A tkhd too short to hold a matrix, and no mvhd: none.
-	v, err := ParseMP4(box("moov", trak(1, 10, 2, nil, videoEntry("avc1", 16, 16), fbox("stts", 0, 0, u32s(1, 2, 1)), fbox("stsz", 0, 0, u32s(5, 2)))))
+	v, err := Parse(box("moov", trak(1, 10, 2, nil, videoEntry("avc1", 16, 16), fbox("stts", 0, 0, u32s(1, 2, 1)), fbox("stsz", 0, 0, u32s(5, 2)))))
 	if err != nil || v.Rotation != 0 || v.Turn() != 0 {
 		t.Errorf("no matrix: rotation %v, turn %d, err %v; want none", v.Rotation, v.Turn(), err)
 	}
 }
 
 // TestMP4RotationMatchesAV checks, on every MP4/MOV clip of
-// testdata/video, that the turn ParseMP4 reads (VideoInfo.Turn) is the
+// testdata/video, that the turn Parse reads (VideoInfo.Turn) is the
 // one package av reads from FFmpeg's display matrix side data
 // (StreamInfo.Rotation).
 func TestMP4RotationMatchesAV(t *testing.T) {
-	dir := filepath.Join("testdata", "video")
+	dir := filepath.Join(videoDir)
 	cfg := av.DefaultConfig()
 	cfg.Codecs += ",rawvideo,mpeg2video" // refused/rot180_uyvy.mov, refused/mpeg2_mp4v.mp4
 	n := 0
@@ -87,7 +88,7 @@ func TestMP4RotationMatchesAV(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		v, err := ParseMP4(data)
+		v, err := Parse(data)
 		if err != nil {
 			t.Errorf("%s: %v", p, err)
 			return nil

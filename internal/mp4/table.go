@@ -1,8 +1,10 @@
-package decode
+package mp4
 
 import (
 	"fmt"
 	"slices"
+
+	"github.com/datahelix/datahelix/internal/video"
 )
 
 // sampleTable reads frame sizes, timing and sync frames from stbl.
@@ -35,10 +37,10 @@ func (tr *mp4Track) sampleTable(stbl []byte) error {
 	// Without chunk offsets or stsc entries FFmpeg cannot find the frames:
 	// it keeps the track but reads none of them (mov_read_trak).
 	if counts[0] == 0 && counts[1] == 0 {
-		return brokenTrack{fmt.Errorf("%w: video track of %d frames without chunk offsets (stco/co64)", ErrBadMP4, n)}
+		return brokenTrack{fmt.Errorf("%w: video track of %d frames without chunk offsets (stco/co64)", ErrFormat, n)}
 	}
 	if counts[2] == 0 {
-		return brokenTrack{fmt.Errorf("%w: video track of %d frames without stsc entries", ErrBadMP4, n)}
+		return brokenTrack{fmt.Errorf("%w: video track of %d frames without stsc entries", ErrFormat, n)}
 	}
 	tr.bytes, tr.dts, tr.nMoov = sizes, make([]int64, n), n
 	end, err := readStts(child(stbl, "stts"), tr.dts)
@@ -77,12 +79,12 @@ func (tr *mp4Track) sampleTable(stbl []byte) error {
 func tableEntries(typ string, b []byte, rec int) (int, []byte, error) {
 	_, _, p, ok := fullBox(b)
 	if !ok || len(p) < 4 {
-		return 0, nil, fmt.Errorf("%w: truncated %s", ErrBadMP4, typ)
+		return 0, nil, fmt.Errorf("%w: truncated %s", ErrFormat, typ)
 	}
 	n, room := uint64(be32(p, 0)), uint64(len(p)-4)/uint64(rec)
 	if n > room {
 		return 0, nil, fmt.Errorf("%w: %s counts %d entries, but its %d bytes of %d-byte entries hold at most %d",
-			ErrBadMP4, typ, n, len(p)-4, rec, room)
+			ErrFormat, typ, n, len(p)-4, rec, room)
 	}
 	return int(n), p[4:], nil
 }
@@ -91,14 +93,14 @@ func tableEntries(typ string, b []byte, rec int) (int, []byte, error) {
 func readStsz(b []byte) ([]uint32, int, error) {
 	_, _, p, ok := fullBox(b)
 	if !ok || len(p) < 8 {
-		return nil, 0, fmt.Errorf("%w: truncated stsz", ErrBadMP4)
+		return nil, 0, fmt.Errorf("%w: truncated stsz", ErrFormat)
 	}
 	constant, n := be32(p, 0), uint64(be32(p, 4))
-	if n > MaxVideoFrames {
-		return nil, 0, fmt.Errorf("%w: stsz counts %d frames, more than %d", ErrBadMP4, n, MaxVideoFrames)
+	if n > video.MaxFrames {
+		return nil, 0, fmt.Errorf("%w: stsz counts %d frames, more than %d", ErrFormat, n, video.MaxFrames)
 	}
 	if constant == 0 && n > uint64(len(p)-8)/4 {
-		return nil, 0, fmt.Errorf("%w: stsz has %d sizes in %d bytes", ErrBadMP4, n, len(p)-8)
+		return nil, 0, fmt.Errorf("%w: stsz has %d sizes in %d bytes", ErrFormat, n, len(p)-8)
 	}
 	sizes := make([]uint32, n)
 	for i := range sizes {
@@ -115,14 +117,14 @@ func readStsz(b []byte) ([]uint32, int, error) {
 func readStz2(b []byte) ([]uint32, int, error) {
 	_, _, p, ok := fullBox(b)
 	if !ok || len(p) < 8 {
-		return nil, 0, fmt.Errorf("%w: truncated stz2", ErrBadMP4)
+		return nil, 0, fmt.Errorf("%w: truncated stz2", ErrFormat)
 	}
 	field, n := uint64(p[3]), uint64(be32(p, 4))
 	if field != 4 && field != 8 && field != 16 {
-		return nil, 0, fmt.Errorf("%w: stz2 field size %d", ErrBadMP4, field)
+		return nil, 0, fmt.Errorf("%w: stz2 field size %d", ErrFormat, field)
 	}
-	if n > MaxVideoFrames || n > uint64(len(p)-8)*8/field {
-		return nil, 0, fmt.Errorf("%w: stz2 has %d sizes in %d bytes", ErrBadMP4, n, len(p)-8)
+	if n > video.MaxFrames || n > uint64(len(p)-8)*8/field {
+		return nil, 0, fmt.Errorf("%w: stz2 has %d sizes in %d bytes", ErrFormat, n, len(p)-8)
 	}
 	sizes := make([]uint32, n)
 	q := p[8:]
@@ -144,14 +146,14 @@ func readStz2(b []byte) ([]uint32, int, error) {
 // delta, as FFmpeg does for short tables.
 func readStts(b []byte, dts []int64) (int64, error) {
 	if b == nil {
-		return 0, brokenTrack{fmt.Errorf("%w: missing stts", ErrBadMP4)}
+		return 0, brokenTrack{fmt.Errorf("%w: missing stts", ErrFormat)}
 	}
 	n, p, err := tableEntries("stts", b, 8)
 	if err != nil {
 		return 0, err
 	}
 	if n == 0 && len(dts) > 0 {
-		return 0, brokenTrack{fmt.Errorf("%w: stts has no entries for %d frames", ErrBadMP4, len(dts))}
+		return 0, brokenTrack{fmt.Errorf("%w: stts has no entries for %d frames", ErrFormat, len(dts))}
 	}
 	var t, delta int64
 	i := 0

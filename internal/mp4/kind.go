@@ -1,4 +1,4 @@
-package decode
+package mp4
 
 import (
 	"bytes"
@@ -69,7 +69,7 @@ import (
 // than maxBoxDepth deep ("Atoms too deeply nested"); for the stsd boxes
 // kindWalk.stsd describes, in any track; for a wave box of over 2^30
 // bytes; and, opened by package av, for a trak box that would begin
-// stream maxStreams+1. readKinds fails with ErrBadMP4 for them too, but
+// stream maxStreams+1. readKinds fails with ErrFormat for them too, but
 // for an mdhd after a trak FFmpeg keeps without a timescale ("missing
 // mandatory atoms, broken header"). It fails too for sidx boxes of over
 // maxSidxRefs references in all, which FFmpeg takes minutes to read.
@@ -197,14 +197,14 @@ func (w *kindWalk) done() bool { return w.moovRead && w.mdatRead && w.indexed }
 // refuse returns the error of a box FFmpeg refuses the file for, in the
 // container the walk is in; what describes the box.
 func (w *kindWalk) refuse(what string, args ...any) error {
-	return fmt.Errorf("%w: %s has %s, for which FFmpeg 5.1 refuses the file", ErrBadMP4, w.path(), fmt.Sprintf(what, args...))
+	return fmt.Errorf("%w: %s has %s, for which FFmpeg 5.1 refuses the file", ErrFormat, w.path(), fmt.Sprintf(what, args...))
 }
 
 // walk reads the boxes of b, at offset off of the file, a container of
 // type parent (zero for the file) at FFmpeg's nesting depth.
 func (w *kindWalk) walk(b []byte, off int, parent [4]byte, depth int) error {
 	if depth > maxBoxDepth {
-		return fmt.Errorf("%w: %s is nested more than %d boxes deep, for which FFmpeg 5.1 refuses the file", ErrBadMP4, w.path(), maxBoxDepth)
+		return fmt.Errorf("%w: %s is nested more than %d boxes deep, for which FFmpeg 5.1 refuses the file", ErrFormat, w.path(), maxBoxDepth)
 	}
 	top := parent == [4]byte{}
 	inMoov := string(parent[:]) == "moov"
@@ -326,7 +326,7 @@ func (w *kindWalk) container(typ [4]byte, body []byte, at, depth int) error {
 func (w *kindWalk) trak(body []byte, at int, inMoov bool, depth int) error {
 	if len(w.streams) == maxStreams {
 		return fmt.Errorf("%w: %s has a trak box that would be stream %d, over the %d of FFmpeg's max_streams with which package av opens files (it refuses the file: \"Number of streams exceeds max_streams\")",
-			ErrBadMP4, w.path(), maxStreams+1, maxStreams)
+			ErrFormat, w.path(), maxStreams+1, maxStreams)
 	}
 	w.streams = append(w.streams, walkStream{id: noTrackID})
 	s := len(w.streams) - 1

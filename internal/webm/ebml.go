@@ -1,4 +1,4 @@
-package decode
+package webm
 
 import (
 	"encoding/binary"
@@ -95,7 +95,7 @@ func (it *ebmlIter) next() (id uint32, body []byte, unknown, ok bool) {
 	}
 	id, size, hdr, ok := ebmlElem(it.b)
 	if !ok {
-		it.err = fmt.Errorf("%w: bad element header at offset %d", ErrBadWebM, it.off)
+		it.err = fmt.Errorf("%w: bad element header at offset %d", ErrFormat, it.off)
 		return 0, nil, false, false
 	}
 	if size == unknownSize {
@@ -104,7 +104,7 @@ func (it *ebmlIter) next() (id uint32, body []byte, unknown, ok bool) {
 		return id, body, true, true
 	}
 	if size > int64(len(it.b)-hdr) {
-		it.err = fmt.Errorf("%w: %s of %d bytes runs past its parent at offset %d (truncated?)", ErrBadWebM, elemName(id), size, it.off)
+		it.err = fmt.Errorf("%w: %s of %d bytes runs past its parent at offset %d (truncated?)", ErrFormat, elemName(id), size, it.off)
 		return 0, nil, false, false
 	}
 	end := hdr + int(size)

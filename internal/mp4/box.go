@@ -1,4 +1,4 @@
-package decode
+package mp4
 
 import (
 	"encoding/binary"
@@ -8,12 +8,12 @@ import (
 	"strings"
 )
 
-// ErrBadMP4 reports an MP4/MOV file whose boxes cannot be read: a box
+// ErrFormat reports an MP4/MOV file whose boxes cannot be read: a box
 // running past its parent, a count that does not fit its box, a frame
-// count over MaxVideoFrames. A valid file without a video track (audio
-// only) fails with an error that matches ErrBadMP4 too, so that callers
+// count over video.MaxFrames. A valid file without a video track (audio
+// only) fails with an error that matches ErrFormat too, so that callers
 // treat it alike, but says only that the track is missing.
-var ErrBadMP4 = errors.New("decode: invalid MP4/MOV")
+var ErrFormat = errors.New("decode: invalid MP4/MOV")
 
 // noVideoTrack is the error of an MP4/MOV file without a video track; it
 // lists the handler types of the tracks it has ("soun", "text").
@@ -26,8 +26,8 @@ func (e noVideoTrack) Error() string {
 	return fmt.Sprintf("decode: MP4/MOV has no video track (its tracks: %s)", strings.Join(e.handlers, ", "))
 }
 
-// Unwrap makes the error match ErrBadMP4.
-func (e noVideoTrack) Unwrap() error { return ErrBadMP4 }
+// Unwrap makes the error match ErrFormat.
+func (e noVideoTrack) Unwrap() error { return ErrFormat }
 
 // trakHandler returns a trak's handler type (hdlr), such as "soun", with
 // "?" for an unreadable one and for each byte that is not printable
@@ -86,11 +86,6 @@ func sttsDuration(stts []byte) int64 {
 	return sum
 }
 
-// MaxVideoFrames caps the frames a container parser accepts for one track,
-// so that a forged count cannot make it allocate gigabytes (1<<20 frames is
-// over 9 hours at 30 fps).
-const MaxVideoFrames = 1 << 20
-
 // boxIter walks the ISO BMFF boxes packed in b: each is a 32-bit size and
 // a four-character type, a 64-bit size following when size == 1, and
 // size == 0 meaning "to the end of b".
@@ -135,7 +130,7 @@ func (it *boxIter) next() (typ [4]byte, body []byte, ok bool) {
 }
 
 func (it *boxIter) fail(msg string) {
-	it.err = fmt.Errorf("%w: %s at offset %d", ErrBadMP4, msg, it.off)
+	it.err = fmt.Errorf("%w: %s at offset %d", ErrFormat, msg, it.off)
 }
 
 // child returns the body of the first box of type typ directly inside b.

@@ -1,4 +1,4 @@
-package decode
+package mp4
 
 import (
 	"bytes"
@@ -13,32 +13,33 @@ import (
 	"testing"
 
 	"github.com/datahelix/datahelix/internal/av"
+	"github.com/datahelix/datahelix/internal/video/videotest"
 )
 
-// TestMP4KindMatchesAV checks ParseMP4 against package av on kind boxes
+// TestMP4KindMatchesAV checks Parse against package av on kind boxes
 // FFmpeg 5.1 cannot read, in the clip where the first track has a kind
 // box for the visually impaired: FFmpeg refuses the file ("Unsupported
 // 'kind' box with version 1", or a scheme or value without its NUL) and
-// ParseMP4 must too, naming the kind box (it picked the second track,
+// Parse must too, naming the kind box (it picked the second track,
 // and the sample was then dropped at every draw). And on a kind box for
 // the visually impaired in a udta of the moov, after the traks: FFmpeg
 // gives it to the last track, so that it decodes the first. The same
 // for such a kind box in the other places FFmpeg's box walk reads one
 // (readKinds: in the mvex, tref, sinf, schi, wave, meta and ilst boxes,
 // after the fields of a sample entry, a second one of the same type too,
-// after the moov; ParseMP4 decoded the second track), and for those it
+// after the moov; Parse decoded the second track), and for those it
 // does not read (in a meta before its hdlr, in a container after an mdat
 // box, after a second sample entry of another type). And on the files
 // FFmpeg refuses for a kind box of under 6 bytes, even before the first
-// track, or for containers nested more than 10 deep (ParseMP4 read them).
+// track, or for containers nested more than 10 deep (Parse read them).
 // And on a kind box after the mdat of a file sidx boxes index whole,
-// where FFmpeg stops its walk (ParseMP4 read it: a kind box of version 1
+// where FFmpeg stops its walk (Parse read it: a kind box of version 1
 // or 2 bytes failed the file, one for the visually impaired picked the
 // 64x48 track), and of one they do not (a byte short, another track ID);
 // on the sidx boxes FFmpeg refuses, and on the tkhd and mdhd boxes it
 // refuses in any track (a second one, an mdhd of version 2).
 func TestMP4KindMatchesAV(t *testing.T) {
-	orig := readVideo(t, "h264_2video_kind.mp4")
+	orig := videotest.Read(t, "h264_2video_kind.mp4")
 	kind := trakBox(t, orig, 0, "kind")
 	size := int(be32(orig, kind))
 	if !bytes.HasSuffix(orig[kind:kind+size], []byte("description\x00")) {
@@ -51,24 +52,24 @@ func TestMP4KindMatchesAV(t *testing.T) {
 	}{{"version 1", 8, 1}, {"flags 1", 11, 1}, {"flags 0x800000", 9, 0x80}, {"value without NUL", size - 1, 'X'}} {
 		data := bytes.Clone(orig)
 		data[kind+tc.at] = tc.b
-		v, err := ParseMP4(data)
-		if !errors.Is(err, ErrBadMP4) || !strings.Contains(err.Error(), "kind box") {
-			t.Errorf("%s: ParseMP4 gives %+v, %v; want ErrBadMP4 naming the kind box", tc.name, v, err)
+		v, err := Parse(data)
+		if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "kind box") {
+			t.Errorf("%s: Parse gives %+v, %v; want ErrFormat naming the kind box", tc.name, v, err)
 		}
 		if _, _, err := av.Packets(context.Background(), data, av.DefaultConfig()); err == nil {
 			t.Errorf("%s: FFmpeg opens the file", tc.name)
 		}
 	}
 
-	rate := readVideo(t, "h264_2video_rate.mp4")
+	rate := videotest.Read(t, "h264_2video_rate.mp4")
 	moov := topBox(t, rate, "moov")
 	for _, version := range []uint8{0, 1} {
 		udta := box("udta", fbox("kind", version, 0, []byte("urn:mpeg:dash:role:2011\x00description\x00")))
 		data := grow(t, rate, moov+int(be32(rate, moov)), udta, moov)
-		v, err := ParseMP4(data)
+		v, err := Parse(data)
 		if version == 1 {
-			if !errors.Is(err, ErrBadMP4) || !strings.Contains(err.Error(), "kind box of version 1") {
-				t.Errorf("moov kind box of version 1: ParseMP4 gives %+v, %v", v, err)
+			if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "kind box of version 1") {
+				t.Errorf("moov kind box of version 1: Parse gives %+v, %v", v, err)
 			}
 			if _, _, err := av.Packets(context.Background(), data, av.DefaultConfig()); err == nil {
 				t.Errorf("moov kind box of version 1: FFmpeg opens the file")
@@ -76,10 +77,10 @@ func TestMP4KindMatchesAV(t *testing.T) {
 			continue
 		}
 		if err != nil || v.Height != 48 {
-			t.Errorf("moov kind box: ParseMP4 gives %+v, %v; want the 64x48 track", v, err)
+			t.Errorf("moov kind box: Parse gives %+v, %v; want the 64x48 track", v, err)
 			continue
 		}
-		sameAsAV(t, "moov kind box", data, v)
+		videotest.SameAsAV(t, "moov kind box", data, v)
 	}
 
 	// In or after the second track, which FFmpeg decodes (160x120) when
@@ -180,11 +181,11 @@ func TestMP4KindMatchesAV(t *testing.T) {
 		{"an audio track with an mdhd of version 0", soun2(0), 120},
 		{"an audio track with an mdhd of version 2", soun2(2), 0},
 	} {
-		v, err := ParseMP4(tc.data)
+		v, err := Parse(tc.data)
 		_, _, aerr := av.Packets(context.Background(), tc.data, av.DefaultConfig())
 		if tc.height == 0 {
-			if !errors.Is(err, ErrBadMP4) {
-				t.Errorf("%s: ParseMP4 gives %+v, %v; want ErrBadMP4", tc.name, v, err)
+			if !errors.Is(err, ErrFormat) {
+				t.Errorf("%s: Parse gives %+v, %v; want ErrFormat", tc.name, v, err)
 			}
 			if aerr == nil {
 				t.Errorf("%s: FFmpeg opens the file", tc.name)
@@ -192,22 +193,22 @@ func TestMP4KindMatchesAV(t *testing.T) {
 			continue
 		}
 		if err != nil || v.Height != tc.height {
-			t.Errorf("%s: ParseMP4 gives %+v, %v; want the track of height %d", tc.name, v, err, tc.height)
+			t.Errorf("%s: Parse gives %+v, %v; want the track of height %d", tc.name, v, err, tc.height)
 			continue
 		}
-		sameAsAV(t, tc.name, tc.data, v)
+		videotest.SameAsAV(t, tc.name, tc.data, v)
 	}
 }
 
-// matchesAV checks ParseMP4 against package av on data: both refuse it
-// (height 0), or both pick the video track of that height, ParseMP4 as
+// matchesAV checks Parse against package av on data: both refuse it
+// (height 0), or both pick the video track of that height, Parse as
 // av demuxes it.
 func matchesAV(t *testing.T, name string, data []byte, height int) {
 	t.Helper()
-	v, err := ParseMP4(data)
+	v, err := Parse(data)
 	if height == 0 {
-		if !errors.Is(err, ErrBadMP4) {
-			t.Errorf("%s: ParseMP4 gives %+v, %v; want ErrBadMP4", name, v, err)
+		if !errors.Is(err, ErrFormat) {
+			t.Errorf("%s: Parse gives %+v, %v; want ErrFormat", name, v, err)
 		}
 		if _, _, aerr := av.Packets(context.Background(), data, av.DefaultConfig()); aerr == nil {
 			t.Errorf("%s: FFmpeg opens the file", name)
@@ -215,27 +216,27 @@ func matchesAV(t *testing.T, name string, data []byte, height int) {
 		return
 	}
 	if err != nil || v.Height != height {
-		t.Errorf("%s: ParseMP4 gives %+v, %v; want the track of height %d", name, v, err, height)
+		t.Errorf("%s: Parse gives %+v, %v; want the track of height %d", name, v, err, height)
 		return
 	}
-	sameAsAV(t, name, data, v)
+	videotest.SameAsAV(t, name, data, v)
 }
 
-// TestMP4WalkMatchesAV checks ParseMP4 against package av where readKinds
+// TestMP4WalkMatchesAV checks Parse against package av where readKinds
 // follows FFmpeg 5.1's box walk beyond kind boxes, in the clip whose
 // second track (160x120) FFmpeg decodes unless a kind box for the visually
 // impaired is in it: a box overrunning its container, which FFmpeg cuts
-// to it (ParseMP4 ended the container's walk there); the 17th stream,
-// which package av's max_streams refuses (ParseMP4 read it); the stsd
+// to it (Parse ended the container's walk there); the 17th stream,
+// which package av's max_streams refuses (Parse read it); the stsd
 // boxes FFmpeg refuses in any track (a second one for a track, an entry
 // count under 1, over 1024 or over the box's size over 8, an entry of
 // under 8 bytes) and those it ignores (before the first trak); the codec
 // tag I420 that a visual entry's compressor name sets, so that FFmpeg
-// skips a second entry of the same type (ParseMP4 compared it with the
+// skips a second entry of the same type (Parse compared it with the
 // first entry's type); and the wave boxes FFmpeg does not walk, those of
-// a QDM2 or ALAC audio track (ParseMP4 walked them).
+// a QDM2 or ALAC audio track (Parse walked them).
 func TestMP4WalkMatchesAV(t *testing.T) {
-	rate := readVideo(t, "h264_2video_rate.mp4")
+	rate := videotest.Read(t, "h264_2video_rate.mp4")
 	moov := topBox(t, rate, "moov")
 	moovEnd := moov + int(be32(rate, moov))
 	trak0, trak := trakBox(t, rate, 0, ""), trakBox(t, rate, 1, "")
@@ -318,15 +319,15 @@ func TestMP4WalkMatchesAV(t *testing.T) {
 // file: it begins at most maxStreams streams, so that a sidx box looks
 // its reference ID up in at most as many, and it reads no sidx reference
 // past the end of the file (they read as zeros) and at most maxSidxRefs
-// in all (ParseMP4 took 3.6 s for 100,000 traks and as many sidx boxes,
+// in all (Parse took 3.6 s for 100,000 traks and as many sidx boxes,
 // 30 s for 100,000 sidx boxes of 32 bytes and 65535 references each).
 func TestMP4WalkBounded(t *testing.T) {
-	rate := readVideo(t, "h264_2video_rate.mp4")
+	rate := videotest.Read(t, "h264_2video_rate.mp4")
 	fast := moovFirst(t, rate)
 	id := be32(rate, trakBox(t, rate, 0, "tkhd")+20)
 	w, err := walkKinds(slices.Concat(fast, bytes.Repeat(box("trak"), 1000), bytes.Repeat(box("sidx"), 1000)))
-	if !errors.Is(err, ErrBadMP4) || !strings.Contains(err.Error(), "max_streams") || len(w.streams) != maxStreams {
-		t.Errorf("1000 traks: %d streams, err %v; want %d, ErrBadMP4 naming max_streams", len(w.streams), err, maxStreams)
+	if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "max_streams") || len(w.streams) != maxStreams {
+		t.Errorf("1000 traks: %d streams, err %v; want %d, ErrFormat naming max_streams", len(w.streams), err, maxStreams)
 	}
 	tiny := fbox("sidx", 0, 0, u32s(id, 1, 0, 0, 0xFFFF)) // 65535 references in 32 bytes
 	// Each reads the references in the boxes after it, up to the file's
@@ -337,33 +338,33 @@ func TestMP4WalkBounded(t *testing.T) {
 		t.Errorf("%d sidx boxes of 32 bytes: %d references read, err %v; want about %d", n, w.sidxRefs, err, bound/2)
 	}
 	w, err = walkKinds(slices.Concat(fast, bytes.Repeat(tiny, 2000)))
-	if !errors.Is(err, ErrBadMP4) || !strings.Contains(err.Error(), "references") || w.sidxRefs != maxSidxRefs+1 {
-		t.Errorf("2000 sidx boxes of 32 bytes: %d references read, err %v; want ErrBadMP4 at %d", w.sidxRefs, err, maxSidxRefs+1)
+	if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "references") || w.sidxRefs != maxSidxRefs+1 {
+		t.Errorf("2000 sidx boxes of 32 bytes: %d references read, err %v; want ErrFormat at %d", w.sidxRefs, err, maxSidxRefs+1)
 	}
 }
 
 // TestMaxStreamsIsAV checks maxStreams against the max_streams option
 // package av opens files with.
 func TestMaxStreamsIsAV(t *testing.T) {
-	src, err := os.ReadFile(filepath.Join("av", "av.c"))
+	src, err := os.ReadFile(filepath.Join("..", "av", "av.c"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := fmt.Sprintf(`av_dict_set_int(&o, "max_streams", %d, 0);`, maxStreams); !bytes.Contains(src, []byte(want)) {
-		t.Errorf("av/av.c does not set max_streams to maxStreams (%d): want %s", maxStreams, want)
+		t.Errorf("internal/av/av.c does not set max_streams to maxStreams (%d): want %s", maxStreams, want)
 	}
 }
 
 // BenchmarkParseMP4SidxRefs parses a file ending in 300 sidx boxes of 32
 // bytes, each with 65535 references that run past the end of the file:
-// FFmpeg reads them (as zeros), ParseMP4 stops at the end of the file.
+// FFmpeg reads them (as zeros), Parse stops at the end of the file.
 func BenchmarkParseMP4SidxRefs(b *testing.B) {
-	rate := readVideo(b, "h264_2video_rate.mp4")
+	rate := videotest.Read(b, "h264_2video_rate.mp4")
 	id := be32(rate, trakBox(b, rate, 0, "tkhd")+20)
 	data := slices.Concat(moovFirst(b, rate), bytes.Repeat(fbox("sidx", 0, 0, u32s(id, 1, 0, 0, 0xFFFF)), 300))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := ParseMP4(data); err != nil {
+		if _, err := Parse(data); err != nil {
 			b.Fatal(err)
 		}
 	}

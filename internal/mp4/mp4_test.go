@@ -1,8 +1,7 @@
-package decode
+package mp4
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"errors"
 	"os"
@@ -11,7 +10,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/datahelix/datahelix/internal/av"
+	"github.com/datahelix/datahelix/internal/video"
+	"github.com/datahelix/datahelix/internal/video/videotest"
 )
 
 func TestParseMP4MatchesFFprobe(t *testing.T) {
@@ -33,7 +33,7 @@ func TestParseMP4MatchesFFprobe(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			v, err := ParseMP4(readVideo(t, tt.file))
+			v, err := Parse(videotest.Read(t, tt.file))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -47,7 +47,7 @@ func TestParseMP4MatchesFFprobe(t *testing.T) {
 			if v.Bytes != sum || v.Duration <= 0 || v.FrameCountEstimated {
 				t.Errorf("Bytes %d (sum %d), Duration %d, estimated %v", v.Bytes, sum, v.Duration, v.FrameCountEstimated)
 			}
-			compareWithProbe(t, tt.file, v)
+			videotest.Compare(t, tt.file, "v:0", v)
 		})
 	}
 }
@@ -131,11 +131,11 @@ func TestParseMP4Synthetic(t *testing.T) {
 	large = binary.BigEndian.AppendUint64(large, 24)
 	large = append(large, make([]byte, 8)...)
 	file := bytes.Join([][]byte{box("ftyp", []byte("isom"), u32s(0)), large, mdat, moov}, nil)
-	v, err := ParseMP4(file)
+	v, err := Parse(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &VideoInfo{Container: "mp4", Codec: "h264", Width: 640, Height: 360, Timescale: 1000, Duration: 400, Frames: 4,
+	want := &video.Track{Container: "mp4", Codec: "h264", Width: 640, Height: 360, Timescale: 1000, Duration: 400, Frames: 4,
 		FrameBytes: []uint32{10, 20, 30, 40}, FramePTS: []int64{150, 50, 250, 550}, Keyframes: []int{0, 2}, Bytes: 100}
 	if !reflect.DeepEqual(v, want) {
 		t.Errorf("got  %+v\nwant %+v", v, want)
@@ -144,13 +144,13 @@ func TestParseMP4Synthetic(t *testing.T) {
 	// size == 0 on the last box means "to the end of the file".
 	open := append(u32s(0), []byte("moov")...)
 	open = append(open, moov[8:]...)
-	if v2, err := ParseMP4(append(box("ftyp", []byte("qt  "), u32s(0)), open...)); err != nil || v2.Frames != 4 || v2.Container != "mov" {
+	if v2, err := Parse(append(box("ftyp", []byte("qt  "), u32s(0)), open...)); err != nil || v2.Frames != 4 || v2.Container != "mov" {
 		t.Errorf("size-0 moov: %+v, %v", v2, err)
 	}
 
 	// stz2 with 8-bit sizes, no stss: every frame is a keyframe.
 	stbl2 := [][]byte{videoEntry("hev1", 32, 16), fbox("stts", 0, 0, u32s(1, 3, 10)), fbox("stz2", 0, 0, u32s(8, 3), []byte{5, 6, 7})}
-	v3, err := ParseMP4(box("moov", trak(1, 100, 30, nil, stbl2...)))
+	v3, err := Parse(box("moov", trak(1, 100, 30, nil, stbl2...)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,11 +178,11 @@ func TestParseMP4Fragments(t *testing.T) {
 		fbox("tfhd", 0, 0, u32s(2)),
 		fbox("tfdt", 1, 0, u32s(0, 2000)),
 		fbox("trun", 1, trunDuration|trunSize|trunFlags|trunCTSOffset, u32s(2, 100, 11, 0, 0xfffffe00, 100, 12, sampleIsNonSync, 0))))
-	v, err := ParseMP4(bytes.Join([][]byte{box("ftyp", []byte("iso5"), u32s(0)), moov, frag1, box("mdat"), other, frag2}, nil))
+	v, err := Parse(bytes.Join([][]byte{box("ftyp", []byte("iso5"), u32s(0)), moov, frag1, box("mdat"), other, frag2}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &VideoInfo{Container: "mp4", Codec: "av1", Width: 320, Height: 240, Timescale: 12800, Duration: 2200, Frames: 5,
+	want := &video.Track{Container: "mp4", Codec: "av1", Width: 320, Height: 240, Timescale: 12800, Duration: 2200, Frames: 5,
 		FrameBytes: []uint32{9, 9, 9, 11, 12}, FramePTS: []int64{512, 1024, 1536, 2000, 2612}, Keyframes: []int{0, 3}, Bytes: 50}
 	if !reflect.DeepEqual(v, want) {
 		t.Errorf("got  %+v\nwant %+v", v, want)
@@ -201,19 +201,19 @@ func TestParseMP4Malformed(t *testing.T) {
 		{"box past end", append(u32s(100), []byte("moov")...)},
 		{"no video", box("moov", soundTrak())},
 		{"stsz count past box", box("moov", trak(1, 10, 2, nil, entry, stts, fbox("stsz", 0, 0, u32s(0, 1000, 1))))},
-		{"constant stsz over cap", box("moov", trak(1, 10, 2, nil, entry, stts, fbox("stsz", 0, 0, u32s(5, MaxVideoFrames+1))))},
+		{"constant stsz over cap", box("moov", trak(1, 10, 2, nil, entry, stts, fbox("stsz", 0, 0, u32s(5, video.MaxFrames+1))))},
 		{"stts count past box", box("moov", trak(1, 10, 2, nil, entry, fbox("stts", 0, 0, u32s(1<<30, 1, 1)), fbox("stsz", 0, 0, u32s(5, 2))))},
 		{"stss count past box", box("moov", trak(1, 10, 2, nil, entry, stts, fbox("stsz", 0, 0, u32s(5, 2)), fbox("stss", 0, 0, u32s(1<<28))))},
 		{"zero timescale", box("moov", trak(1, 0, 2, nil, entry, stts, fbox("stsz", 0, 0, u32s(5, 2))))},
 		{"no frames", box("moov", trak(1, 10, 2, nil, entry, stts, fbox("stsz", 0, 0, u32s(5, 0))))},
 		{"trun over cap", bytes.Join([][]byte{
 			box("moov", trak(1, 10, 0, nil, entry, stts, fbox("stsz", 0, 0, u32s(0, 0)))),
-			box("moof", box("traf", fbox("tfhd", 0, 0, u32s(1)), fbox("trun", 0, 0, u32s(MaxVideoFrames+1))))}, nil)},
+			box("moof", box("traf", fbox("tfhd", 0, 0, u32s(1)), fbox("trun", 0, 0, u32s(video.MaxFrames+1))))}, nil)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if v, err := ParseMP4(tt.data); !errors.Is(err, ErrBadMP4) {
-				t.Errorf("ParseMP4 = %+v, %v; want ErrBadMP4", v, err)
+			if v, err := Parse(tt.data); !errors.Is(err, ErrFormat) {
+				t.Errorf("Parse = %+v, %v; want ErrFormat", v, err)
 			}
 		})
 	}
@@ -222,38 +222,38 @@ func TestParseMP4Malformed(t *testing.T) {
 // BenchmarkParseMP4 parses the record of a 30 s, 750-frame H.264 clip
 // with B-frames (issue goal: under 50 µs per parse).
 func BenchmarkParseMP4(b *testing.B) {
-	data := readVideo(b, "h264_30s.mp4")
+	data := videotest.Read(b, "h264_30s.mp4")
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := ParseMP4(data); err != nil {
+		if _, err := Parse(data); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
 // FuzzParseMP4 feeds mutated real MP4/MOV files to the box walker: it
-// must return a consistent VideoInfo or ErrBadMP4, never panic.
+// must return a consistent VideoInfo or ErrFormat, never panic.
 func FuzzParseMP4(f *testing.F) {
 	for _, name := range []string{"h264_bf2.mp4", "h264_faststart.mp4", "h264_frag.mp4", "h264_delay.mp4", "h264_nobf.mov", "hevc.mp4", "av1.mp4", "vp9.mp4",
 		"h264_sscut.mp4", "h264_fragmoov.mp4", "h264_cmaf.mp4", "h264_elsttail.mp4", "h264_elsthidden.mp4",
 		"rot90_420.mp4", "upright180.mp4", "h264_2video_kind.mp4"} {
-		data, err := os.ReadFile(filepath.Join("testdata", "video", name))
+		data, err := os.ReadFile(filepath.Join(videoDir, name))
 		if err != nil {
 			f.Fatal(err)
 		}
 		f.Add(data)
 	}
 	// A file sidx boxes index whole, a kind box after its mdat.
-	f.Add(indexedMP4(f, readVideo(f, "h264_2video_rate.mp4"), 1, fbox("kind", 0, 0, []byte("urn:mpeg:dash:role:2011\x00caption\x00")), 0, true))
+	f.Add(indexedMP4(f, videotest.Read(f, "h264_2video_rate.mp4"), 1, fbox("kind", 0, 0, []byte("urn:mpeg:dash:role:2011\x00caption\x00")), 0, true))
 	// A sample table with chunk boxes, the stco count forged.
 	f.Add(box("moov", trak(1, 10, 2, nil, videoEntry("avc1", 16, 16), fbox("stts", 0, 0, u32s(1, 2, 1)), fbox("stsz", 0, 0, u32s(5, 2)),
 		fbox("stsc", 0, 0, u32s(1, 1, 2, 1)), fbox("stco", 0, 0, u32s(0x7FFFFFFF, 48)))))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		v, err := ParseMP4(data)
+		v, err := Parse(data)
 		if err != nil {
-			if !errors.Is(err, ErrBadMP4) {
-				t.Fatalf("error %v does not wrap ErrBadMP4", err)
+			if !errors.Is(err, ErrFormat) {
+				t.Fatalf("error %v does not wrap ErrFormat", err)
 			}
 			return
 		}
@@ -261,30 +261,14 @@ func FuzzParseMP4(f *testing.F) {
 	})
 }
 
-// checkVideoInfo verifies the invariants every parsed VideoInfo keeps.
-func checkVideoInfo(t *testing.T, v *VideoInfo) {
+// videoDir holds the test clips, shared with package decode's tests.
+var videoDir = videotest.Dir
+
+// checkVideoInfo fails t when v breaks an invariant of parsed tracks.
+func checkVideoInfo(t *testing.T, v *video.Track) {
 	t.Helper()
-	if v.Frames <= 0 || v.Frames > MaxVideoFrames || v.Timescale == 0 {
-		t.Fatalf("Frames %d, Timescale %d", v.Frames, v.Timescale)
-	}
-	if !v.FrameCountEstimated && (len(v.FrameBytes) != v.Frames || len(v.FramePTS) != v.Frames) {
-		t.Fatalf("Frames %d but %d sizes, %d pts", v.Frames, len(v.FrameBytes), len(v.FramePTS))
-	}
-	if len(v.Keyframes) == 0 {
-		t.Fatalf("no keyframes")
-	}
-	for i, k := range v.Keyframes {
-		if k < 0 || k >= v.Frames || (i > 0 && k <= v.Keyframes[i-1]) {
-			t.Fatalf("keyframes %v not ascending within [0,%d)", v.Keyframes, v.Frames)
-		}
-	}
-	for i, k := range v.Discarded {
-		if k < 0 || k >= v.Frames || (i > 0 && k <= v.Discarded[i-1]) {
-			t.Fatalf("discarded frames %v not ascending within [0,%d)", v.Discarded, v.Frames)
-		}
-	}
-	if turn := v.Turn(); !(v.Rotation >= -180 && v.Rotation <= 180) || turn < 0 || turn > 270 || turn%90 != 0 {
-		t.Fatalf("Rotation %v, turn %d: want -180 to 180, and 0, 90, 180 or 270", v.Rotation, turn)
+	if err := v.Check(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -410,26 +394,4 @@ func grow(t *testing.T, data []byte, at int, ins []byte, boxes ...int) []byte {
 		binary.BigEndian.PutUint32(out[b:], be32(data, b)+uint32(len(ins)))
 	}
 	return out
-}
-
-// sameAsAV checks that v, parsed from data, is the video stream package av
-// demuxes from it: picture size, and each packet's size and pts.
-func sameAsAV(t *testing.T, name string, data []byte, v *VideoInfo) {
-	t.Helper()
-	pk, si, err := av.Packets(context.Background(), data, av.DefaultConfig())
-	if err != nil {
-		t.Errorf("%s: av: %v", name, err)
-		return
-	}
-	if v.Width != si.Width || v.Height != si.Height || v.Frames != len(pk) {
-		t.Errorf("%s: record %dx%d, %d frames; FFmpeg demuxes %dx%d, %d packets", name, v.Width, v.Height, v.Frames, si.Width, si.Height, len(pk))
-		return
-	}
-	for i, p := range pk {
-		if int(v.FrameBytes[i]) != p.Size || cmpTime(v.FramePTS[i], v.Timescale, p.PTS, si.TimeBase) != 0 {
-			t.Errorf("%s: frame %d: pts %d/%d s, %d bytes; FFmpeg's packet %d*%d/%d s, %d bytes", name, i,
-				v.FramePTS[i], v.Timescale, v.FrameBytes[i], p.PTS, si.TimeBase.Num, si.TimeBase.Den, p.Size)
-			return
-		}
-	}
 }

@@ -1,9 +1,11 @@
-package decode
+package webm
 
 import (
 	"encoding/binary"
 	"fmt"
 	"math"
+
+	"github.com/datahelix/datahelix/internal/video"
 )
 
 // isLevel1 reports whether id is a child of Segment, which ends a cluster
@@ -84,8 +86,8 @@ func (s *mkvScan) block(b []byte, base int64, key int, dur uint64) (drop bool, e
 		return true, nil
 	}
 	frames := len(sizes)
-	if s.blocks+frames > MaxVideoFrames {
-		return false, fmt.Errorf("%w: more than %d video frames", ErrBadWebM, MaxVideoFrames)
+	if s.blocks+frames > video.MaxFrames {
+		return false, fmt.Errorf("%w: more than %d video frames", ErrFormat, video.MaxFrames)
 	}
 	s.blocks += frames
 	if key < 0 {

@@ -1,8 +1,10 @@
-package decode
+package mp4
 
 import (
 	"fmt"
 	"math/bits"
+
+	"github.com/datahelix/datahelix/internal/video"
 )
 
 // mp4Edit is one elst entry: a segment of dur movie-timescale ticks
@@ -25,7 +27,7 @@ func (tr *mp4Track) readEdits(elst []byte) error {
 		rec = 20
 	}
 	if n > uint64(len(p))/rec {
-		return fmt.Errorf("%w: elst has %d entries in %d bytes", ErrBadMP4, n, len(p))
+		return fmt.Errorf("%w: elst has %d entries in %d bytes", ErrFormat, n, len(p))
 	}
 	tr.edits = make([]mp4Edit, n)
 	for i := range tr.edits {
@@ -110,7 +112,7 @@ func (tr *mp4Track) editIndex(key []bool, movieTimescale uint32) (editIndexResul
 	var entryEnd, empty int64
 	minPTS := int64(-1)
 	nonEmpty := false
-	budget := 4 * MaxVideoFrames // bounds the work a forged elst can cause
+	budget := 4 * video.MaxFrames // bounds the work a forged elst can cause
 	for _, e := range tr.edits {
 		dur := rescale(e.dur, tr.timescale, movieTimescale)
 		counter := entryEnd
@@ -130,8 +132,8 @@ func (tr *mp4Track) editIndex(key []bool, movieTimescale uint32) (editIndexResul
 		pre := len(dts) // the pre-roll before the first shown frame starts here
 		keyAfter := false
 		for i := start; i < n; i++ {
-			if budget--; budget < 0 || len(r.frames) >= MaxVideoFrames {
-				return r, fmt.Errorf("%w: the edit list (%d entries) lists more than %d frames", ErrBadMP4, len(tr.edits), MaxVideoFrames)
+			if budget--; budget < 0 || len(r.frames) >= video.MaxFrames {
+				return r, fmt.Errorf("%w: the edit list (%d entries) lists more than %d frames", ErrFormat, len(tr.edits), video.MaxFrames)
 			}
 			fd := dur
 			if i+1 < n {

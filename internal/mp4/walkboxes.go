@@ -1,4 +1,4 @@
-package decode
+package mp4
 
 import (
 	"fmt"
@@ -85,7 +85,7 @@ func (w *kindWalk) sidx(at, n int) error {
 			break
 		}
 		if w.sidxRefs++; w.sidxRefs > maxSidxRefs {
-			return fmt.Errorf("%w: %s has a sidx box past the %d references readKinds reads in a file (FFmpeg indexes each, for minutes with as many)", ErrBadMP4, w.path(), maxSidxRefs)
+			return fmt.Errorf("%w: %s has a sidx box past the %d references readKinds reads in a file (FFmpeg indexes each, for minutes with as many)", ErrFormat, w.path(), maxSidxRefs)
 		}
 		size, dur := r.uint(4), r.uint(4)
 		if size&0x80000000 != 0 {

@@ -1,4 +1,4 @@
-package decode
+package webm
 
 import (
 	"encoding/binary"
@@ -7,11 +7,12 @@ import (
 	"math"
 
 	"github.com/datahelix/datahelix/internal/av"
+	"github.com/datahelix/datahelix/internal/video"
 )
 
-// ErrBadWebM reports a WebM/Matroska file whose EBML structure cannot be
+// ErrFormat reports a WebM/Matroska file whose EBML structure cannot be
 // read, or that has no video track.
-var ErrBadWebM = errors.New("decode: invalid WebM/Matroska")
+var ErrFormat = errors.New("decode: invalid WebM/Matroska")
 
 // Matroska element IDs (with their length markers, as written).
 const (
@@ -93,7 +94,7 @@ type mkvTrack struct {
 	rotation        float64
 }
 
-// ParseWebM reads the cost features of the video track of a WebM/Matroska
+// Parse reads the cost features of the video track of a WebM/Matroska
 // file held in memory that FFmpeg 5.1 decodes (av_find_best_stream: the
 // first of those with the best FlagDefault and impaired flags): codec,
 // dimensions and rotation (of a Projection, which FFmpeg turns into a
@@ -111,11 +112,11 @@ type mkvTrack struct {
 // FFmpeg reads it, up to its last whole block; the blocks of a cluster
 // after one naming a track that Tracks does not list, or laced wrongly,
 // are dropped, as FFmpeg drops them.
-func ParseWebM(data []byte) (*VideoInfo, error) {
+func Parse(data []byte) (*video.Track, error) {
 	it := ebmlIter{b: data}
 	id, hdrBody, _, ok := it.next()
 	if !ok || id != ebmlHeaderID {
-		return nil, fmt.Errorf("%w: no EBML header", ErrBadWebM)
+		return nil, fmt.Errorf("%w: no EBML header", ErrFormat)
 	}
 	container := "matroska"
 	if string(child32(hdrBody, ebmlDocTypeID)) == "webm" {
@@ -124,7 +125,7 @@ func ParseWebM(data []byte) (*VideoInfo, error) {
 	for len(it.b) > 0 {
 		id, size, hdr, ok := ebmlElem(it.b)
 		if !ok {
-			return nil, fmt.Errorf("%w: bad element header at offset %d", ErrBadWebM, it.off)
+			return nil, fmt.Errorf("%w: bad element header at offset %d", ErrFormat, it.off)
 		}
 		if id == mkvSegmentID {
 			// A segment longer than the file (truncated) or of unknown
@@ -139,7 +140,7 @@ func ParseWebM(data []byte) (*VideoInfo, error) {
 			return nil, it.err
 		}
 	}
-	return nil, fmt.Errorf("%w: no Segment", ErrBadWebM)
+	return nil, fmt.Errorf("%w: no Segment", ErrFormat)
 }
 
 // mkvScan collects the video frames of the clusters of a segment.
@@ -147,11 +148,11 @@ type mkvScan struct {
 	track  *mkvTrack
 	tracks map[uint64]bool // the TrackNumbers Tracks lists
 	tcs    uint64          // timecode scale, ns per tick
-	info   VideoInfo
+	info   video.Track
 	blocks int
 }
 
-func parseSegment(seg []byte, container string, file []byte) (*VideoInfo, error) {
+func parseSegment(seg []byte, container string, file []byte) (*video.Track, error) {
 	s := &mkvScan{tcs: 1000000}
 	var duration float64
 	for len(seg) > 0 {
@@ -186,7 +187,7 @@ func parseSegment(seg []byte, container string, file []byte) (*VideoInfo, error)
 			}
 		case mkvClusterID:
 			if s.track == nil {
-				return nil, fmt.Errorf("%w: cluster before the Tracks element", ErrBadWebM)
+				return nil, fmt.Errorf("%w: cluster before the Tracks element", ErrFormat)
 			}
 			used, err := s.cluster(body, unknown)
 			if err != nil {
@@ -197,12 +198,12 @@ func parseSegment(seg []byte, container string, file []byte) (*VideoInfo, error)
 			}
 		default:
 			if unknown {
-				return nil, fmt.Errorf("%w: %s of unknown size", ErrBadWebM, elemName(id))
+				return nil, fmt.Errorf("%w: %s of unknown size", ErrFormat, elemName(id))
 			}
 		}
 	}
 	if s.track == nil {
-		return nil, fmt.Errorf("%w: no video track", ErrBadWebM)
+		return nil, fmt.Errorf("%w: no video track", ErrFormat)
 	}
 	return s.finish(container, duration)
 }
@@ -264,7 +265,7 @@ func videoTrack(tracks []byte) (*mkvTrack, map[uint64]bool, error) {
 		}
 	}
 	if best == nil {
-		return nil, nil, fmt.Errorf("%w: no video track", ErrBadWebM)
+		return nil, nil, fmt.Errorf("%w: no video track", ErrFormat)
 	}
 	video := child32(best, mkvVideoID)
 	return &mkvTrack{
@@ -309,7 +310,7 @@ func mkvRotation(proj []byte) float64 {
 	if yaw != 0 {
 		m[0], m[3] = -m[0], -m[3]
 	}
-	return displayRotation(m, [9]int32{1 << 16, 0, 0, 0, 1 << 16, 0, 0, 0, 1 << 30})
+	return video.DisplayRotation(m, [9]int32{1 << 16, 0, 0, 0, 1 << 16, 0, 0, 0, 1 << 30})
 }
 
 // mkvAngle reads a float element of 4 or 8 bytes, negative values kept
@@ -349,14 +350,14 @@ func strippedHeader(encodings []byte) int {
 
 // finish converts timing to the track's timescale and fills the frame
 // count estimate for files without clusters.
-func (s *mkvScan) finish(container string, duration float64) (*VideoInfo, error) {
+func (s *mkvScan) finish(container string, duration float64) (*video.Track, error) {
 	v := &s.info
 	v.Container, v.Codec = container, s.track.codec
 	v.Width, v.Height, v.Rotation = s.track.width, s.track.height, s.track.rotation
 	mult := int64(1)
 	switch {
 	case s.tcs > 1000000000:
-		return nil, fmt.Errorf("%w: timecode scale %d ns is over a second", ErrBadWebM, s.tcs)
+		return nil, fmt.Errorf("%w: timecode scale %d ns is over a second", ErrFormat, s.tcs)
 	case 1000000000%s.tcs == 0:
 		v.Timescale = uint32(1000000000 / s.tcs)
 	default:
@@ -384,11 +385,11 @@ func (s *mkvScan) finish(container string, duration float64) (*VideoInfo, error)
 	}
 	// No clusters: estimate the count from the duration.
 	if s.track.defaultDuration == 0 || v.Duration == 0 {
-		return nil, fmt.Errorf("%w: no video blocks and no duration to estimate the frame count from", ErrBadWebM)
+		return nil, fmt.Errorf("%w: no video blocks and no duration to estimate the frame count from", ErrFormat)
 	}
 	frames := float64(v.Duration) / float64(v.Timescale) * 1e9 / float64(s.track.defaultDuration)
-	if frames < 1 || frames > MaxVideoFrames {
-		return nil, fmt.Errorf("%w: estimated frame count %.0f out of range", ErrBadWebM, frames)
+	if frames < 1 || frames > video.MaxFrames {
+		return nil, fmt.Errorf("%w: estimated frame count %.0f out of range", ErrFormat, frames)
 	}
 	v.Frames, v.FrameCountEstimated = int(math.Round(frames)), true
 	v.FrameBytes, v.FramePTS, v.Keyframes = nil, nil, []int{0}

@@ -1,28 +1,26 @@
-package decode
+package mp4
 
 import (
 	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
-	"os/exec"
-	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/datahelix/datahelix/internal/av"
+	"github.com/datahelix/datahelix/internal/video/videotest"
 )
 
 // twoVideoClips are the clips of make_tracks.sh: two video tracks, of
 // which FFmpeg decodes the second (av_find_best_stream). The first is 25
 // frames of 160x120 at 25 fps, or 10 of 64x48 at 10 fps, the second the
-// other. Each comment says what went wrong when ParseMP4 described the
+// other. Each comment says what went wrong when Parse described the
 // first video track.
 var twoVideoClips = []struct {
-	file          string
-	frames        int
-	width, height int
+	File          string
+	Frames        int
+	Width, Height int
 }{
 	// Both default: the second has the larger bit rate. The record was
 	// 64x48 with 10 frames 100 ms apart, FFmpeg decoded 160x120 at 40 ms:
@@ -36,100 +34,8 @@ var twoVideoClips = []struct {
 	{"h264_2video_kind.mp4", 10, 64, 48},
 }
 
-// TestParseMP4PicksFFmpegTrack checks that the record of a clip with two
-// video tracks describes the one FFmpeg decodes: its packets as av.Packets
-// and ffprobe list them (pts, sizes, keyframes), its picture size; that
-// Decode finds every sampled frame, each the only frame FFmpeg outputs at
-// its time; and that FrameMD5s equals `ffmpeg -map 0:v:1 -f framemd5`.
-func TestParseMP4PicksFFmpegTrack(t *testing.T) {
-	for _, c := range twoVideoClips {
-		t.Run(c.file, func(t *testing.T) {
-			data := readVideo(t, c.file)
-			v, err := ParseMP4(data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkVideoInfo(t, v)
-			pk, si, err := av.Packets(context.Background(), data, av.DefaultConfig())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if v.Width != c.width || v.Height != c.height || si.Width != c.width || si.Height != c.height {
-				t.Errorf("record %dx%d, FFmpeg decodes %dx%d; want %dx%d", v.Width, v.Height, si.Width, si.Height, c.width, c.height)
-			}
-			if v.Frames != c.frames || len(pk) != c.frames {
-				t.Fatalf("%d frames, FFmpeg reads %d packets; want %d", v.Frames, len(pk), c.frames)
-			}
-			var keys []int
-			for i, p := range pk {
-				if p.Key {
-					keys = append(keys, i)
-				}
-				if int(v.FrameBytes[i]) != p.Size || cmpTime(v.FramePTS[i], v.Timescale, p.PTS, si.TimeBase) != 0 {
-					t.Errorf("frame %d: pts %d/%d s, %d bytes; FFmpeg's packet %d*%d/%d s, %d bytes", i,
-						v.FramePTS[i], v.Timescale, v.FrameBytes[i], p.PTS, si.TimeBase.Num, si.TimeBase.Den, p.Size)
-				}
-			}
-			if !slices.Equal(v.Keyframes, keys) {
-				t.Errorf("keyframes %v, FFmpeg's %v", v.Keyframes, keys)
-			}
-			compareWithProbeStream(t, c.file, "v:1", v)
-
-			s := decSample("clip", map[string][]byte{"mp4": data})
-			rec, err := ParseRecord(s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			const n = 8
-			out, err := NewDecoder(Options{Frames: n, Size: 16}).Decode(context.Background(), s, rec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if out.MissedFrames != 0 || out.Damaged != 0 {
-				t.Errorf("%d of %d sampled frames missed, %d damaged; want 0, 0", out.MissedFrames, n, out.Damaged)
-			}
-			hs, st, err := av.FrameMD5s(context.Background(), data, av.DefaultConfig())
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, f := range SampleFrames(rec.Video, n) {
-				matches := 0
-				for _, h := range hs {
-					if cmpTime(v.FramePTS[f], v.Timescale, h.PTS, st.TimeBase) == 0 {
-						matches++
-					}
-				}
-				if matches != 1 {
-					t.Errorf("sampled frame %d (pts %d): %d frames FFmpeg outputs have its time, want 1", f, v.FramePTS[f], matches)
-				}
-			}
-			if _, err := exec.LookPath("ffmpeg"); err != nil {
-				return
-			}
-			raw, err := exec.Command("ffmpeg", "-v", "error", "-threads", "1", "-i", filepath.Join("testdata", "video", c.file),
-				"-map", "0:v:1", "-f", "framemd5", "-").Output()
-			if err != nil {
-				t.Fatalf("ffmpeg framemd5: %v", err)
-			}
-			var want []string
-			for _, line := range strings.Split(string(raw), "\n") {
-				if f := strings.Split(line, ","); len(f) == 6 && !strings.HasPrefix(line, "#") {
-					want = append(want, strings.TrimSpace(f[5]))
-				}
-			}
-			got, err := FrameMD5s(context.Background(), data, Limits{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(want) != c.frames || !slices.Equal(got, want) {
-				t.Errorf("FrameMD5s gives %d frames, ffmpeg -map 0:v:1 %d (want %d); they differ", len(got), len(want), c.frames)
-			}
-		})
-	}
-}
-
 // TestParseMP4TrackChoice checks on hand-made files the rules by which
-// ParseMP4 picks the video track FFmpeg decodes, among 2 tracks of 2
+// Parse picks the video track FFmpeg decodes, among 2 tracks of 2
 // frames of 100 ticks at timescale 1000: the first of equal scores; the
 // default one (tkhd enabled flag) over a larger bit rate; one without a
 // caption or description kind box over one with; then the larger bit
@@ -184,7 +90,7 @@ func TestParseMP4TrackChoice(t *testing.T) {
 		{"kind of empty strings", [][]byte{track(1, 3, 200, 10, 10), track(2, 3, 200, 50, 50, kind("", ""))}, 2},
 	}
 	for _, tt := range tests {
-		v, err := ParseMP4(box("moov", append([][]byte{fbox("mvhd", 0, 0, u32s(0, 0, 1000, 200))}, tt.traks...)...))
+		v, err := Parse(box("moov", append([][]byte{fbox("mvhd", 0, 0, u32s(0, 0, 1000, 200))}, tt.traks...)...))
 		if err != nil {
 			t.Errorf("%s: %v", tt.name, err)
 			continue
@@ -206,7 +112,7 @@ func TestParseMP4TrackChoice(t *testing.T) {
 				box("minf", box("stbl", videoEntry("avc1", 16, 2), fbox("stts", 0, 0, u32s(0)), fbox("stsz", 0, 0, u32s(0, 0)))))),
 		box("mvex", fbox("trex", 0, 0, u32s(2, 1, 100, 11, 0))))
 	moof := box("moof", box("traf", fbox("tfhd", 0, 0, u32s(2)), fbox("trun", 0, 0, u32s(2))))
-	v, err := ParseMP4(bytes.Join([][]byte{moov, moof}, nil))
+	v, err := Parse(bytes.Join([][]byte{moov, moof}, nil))
 	if err != nil || v.Height != 2 || v.Frames != 2 {
 		t.Errorf("fragments: %+v, %v; want track 2's 2 frames", v, err)
 	}
@@ -217,8 +123,8 @@ func TestParseMP4TrackChoice(t *testing.T) {
 		fbox("mdhd", 0, 0, u32s(0, 0, 1000, 200, 0)),
 		fbox("hdlr", 0, 0, u32s(0), []byte("vide"), make([]byte, 13)),
 		box("minf", box("stbl", videoEntry("avc1", 16, 2), fbox("stts", 0, 0, u32s(1, 2, 100)), fbox("stsz", 0, 0, u32s(0, 1000, 1))))))
-	if v, err := ParseMP4(box("moov", track(1, 3, 200, 10, 10), forged)); !errors.Is(err, ErrBadMP4) || !strings.Contains(err.Error(), "stsz has 1000 sizes") {
-		t.Errorf("forged stsz in the second track: %+v, %v; want ErrBadMP4", v, err)
+	if v, err := Parse(box("moov", track(1, 3, 200, 10, 10), forged)); !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "stsz has 1000 sizes") {
+		t.Errorf("forged stsz in the second track: %+v, %v; want ErrFormat", v, err)
 	}
 	// A kind box FFmpeg cannot read fails the file, in any track.
 	for _, k := range [][]byte{
@@ -229,16 +135,16 @@ func TestParseMP4TrackChoice(t *testing.T) {
 		box("kind", []byte{0, 0}),
 	} {
 		sound := box("trak", soundTrak()[8:], box("udta", k))
-		if v, err := ParseMP4(box("moov", track(1, 3, 200, 10, 10), sound)); !errors.Is(err, ErrBadMP4) || !strings.Contains(err.Error(), "kind box") ||
+		if v, err := Parse(box("moov", track(1, 3, 200, 10, 10), sound)); !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "kind box") ||
 			!strings.Contains(err.Error(), "trak 2") {
-			t.Errorf("kind box %q in a sound track: %+v, %v; want ErrBadMP4 naming the kind box of trak 2", k, v, err)
+			t.Errorf("kind box %q in a sound track: %+v, %v; want ErrFormat naming the kind box of trak 2", k, v, err)
 		}
 	}
 	// Before the first trak, FFmpeg checks only a kind box's size: one of
 	// under 6 bytes fails the file, one of version 1 does not.
 	for _, k := range [][]byte{box("kind"), box("kind", []byte{0, 0, 0, 0, 0}), fbox("kind", 1, 0, []byte("a\x00b\x00"))} {
-		v, err := ParseMP4(box("moov", box("udta", k), track(1, 3, 200, 10, 10)))
-		if short := len(k) < 14; short && (!errors.Is(err, ErrBadMP4) || !strings.Contains(err.Error(), "moov/udta has a kind box")) ||
+		v, err := Parse(box("moov", box("udta", k), track(1, 3, 200, 10, 10)))
+		if short := len(k) < 14; short && (!errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "moov/udta has a kind box")) ||
 			!short && err != nil {
 			t.Errorf("kind box %q before the first trak: %+v, %v", k, v, err)
 		}
@@ -249,7 +155,7 @@ func TestParseMP4TrackChoice(t *testing.T) {
 // make_tracks.sh as FFmpeg 5.1 keeps a track it cannot read, with bit
 // rate 0 ("missing mandatory atoms, broken header": no stts, stts or stsc
 // without entries, no stco; "timescale not set": no mdhd), and checks
-// that ParseMP4 describes the track package av demuxes, the other one, as
+// that Parse describes the track package av demuxes, the other one, as
 // FFmpeg does (it failed the file with the broken track's error); that a
 // broken track FFmpeg decodes (it wins by its enabled flag) fails the file
 // with its error, FFmpeg reading no packets of it; and that a table count
@@ -265,7 +171,7 @@ func TestParseMP4BrokenTrack(t *testing.T) {
 		name, file string
 		breakIt    func([]byte)
 		height     int    // of the track FFmpeg decodes; 0 when the file fails
-		err        string // ParseMP4's error when it fails
+		err        string // Parse's error when it fails
 	}{
 		// Both tracks default: the 160x120 one, second, has the larger
 		// bit rate unless broken.
@@ -286,12 +192,12 @@ func TestParseMP4BrokenTrack(t *testing.T) {
 		{"first with a forged stts count", "h264_2video_rate.mp4", count(0, "stts", 0x7FFFFFFF), 0, "stts counts 2147483647 entries"},
 	}
 	for _, tt := range tests {
-		data := bytes.Clone(readVideo(t, tt.file))
+		data := bytes.Clone(videotest.Read(t, tt.file))
 		tt.breakIt(data)
-		v, err := ParseMP4(data)
+		v, err := Parse(data)
 		if tt.height == 0 {
-			if !errors.Is(err, ErrBadMP4) || !strings.Contains(err.Error(), tt.err) {
-				t.Errorf("%s: ParseMP4 gives %+v, %v; want ErrBadMP4 saying %q", tt.name, v, err, tt.err)
+			if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%s: Parse gives %+v, %v; want ErrFormat saying %q", tt.name, v, err, tt.err)
 			}
 			if pk, si, err := av.Packets(context.Background(), data, av.DefaultConfig()); err == nil && len(pk) > 0 {
 				t.Errorf("%s: FFmpeg reads %d packets of its %dx%d stream", tt.name, len(pk), si.Width, si.Height)
@@ -306,6 +212,6 @@ func TestParseMP4BrokenTrack(t *testing.T) {
 		if v.Height != tt.height {
 			t.Errorf("%s: picked the %dx%d track, want height %d", tt.name, v.Width, v.Height, tt.height)
 		}
-		sameAsAV(t, tt.name, data, v)
+		videotest.SameAsAV(t, tt.name, data, v)
 	}
 }

@@ -1,9 +1,11 @@
-package decode
+package mp4
 
 import (
 	"fmt"
 	"math"
 	"math/bits"
+
+	"github.com/datahelix/datahelix/internal/video"
 )
 
 // Fragment flag bits (ISO/IEC 14496-12, 8.8.7 and 8.8.8).
@@ -77,7 +79,7 @@ func (tr *mp4Track) traf(traf []byte) error {
 			continue
 		}
 		if len(q) < f.n {
-			return fmt.Errorf("%w: truncated tfhd", ErrBadMP4)
+			return fmt.Errorf("%w: truncated tfhd", ErrFormat)
 		}
 		if f.dst != nil {
 			*f.dst = be32(q, 0)
@@ -117,30 +119,30 @@ func (tr *mp4Track) traf(traf []byte) error {
 func (tr *mp4Track) trun(body []byte, t int64, dur, size, sflags uint32) (int64, error) {
 	_, flags, p, ok := fullBox(body)
 	if !ok || len(p) < 4 {
-		return t, fmt.Errorf("%w: truncated trun", ErrBadMP4)
+		return t, fmt.Errorf("%w: truncated trun", ErrFormat)
 	}
 	n := uint64(be32(p, 0))
 	p = p[4:]
 	first, hasFirst := sflags, false
 	if flags&trunDataOffset != 0 {
 		if len(p) < 4 {
-			return t, fmt.Errorf("%w: truncated trun", ErrBadMP4)
+			return t, fmt.Errorf("%w: truncated trun", ErrFormat)
 		}
 		p = p[4:]
 	}
 	if flags&trunFirstSampleFlags != 0 {
 		if len(p) < 4 {
-			return t, fmt.Errorf("%w: truncated trun", ErrBadMP4)
+			return t, fmt.Errorf("%w: truncated trun", ErrFormat)
 		}
 		first, hasFirst = be32(p, 0), true
 		p = p[4:]
 	}
 	rec := 4 * uint64(bits.OnesCount32(flags&trunPerSampleFieldsMask))
-	if uint64(len(tr.bytes))+n > MaxVideoFrames {
-		return t, fmt.Errorf("%w: fragments hold more than %d frames", ErrBadMP4, MaxVideoFrames)
+	if uint64(len(tr.bytes))+n > video.MaxFrames {
+		return t, fmt.Errorf("%w: fragments hold more than %d frames", ErrFormat, video.MaxFrames)
 	}
 	if rec > 0 && n > uint64(len(p))/rec {
-		return t, fmt.Errorf("%w: trun has %d samples in %d bytes", ErrBadMP4, n, len(p))
+		return t, fmt.Errorf("%w: trun has %d samples in %d bytes", ErrFormat, n, len(p))
 	}
 	for i := uint64(0); i < n; i++ {
 		d, s, f, c := dur, size, sflags, int32(0)
