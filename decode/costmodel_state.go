@@ -129,16 +129,3 @@ func LoadCostModel(path string) (*CostModel, error) {
 	}
 	return m, nil
 }
-
-// clone returns an independent copy of m.
-func (m *CostModel) clone() (*CostModel, error) {
-	data, err := m.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	c := NewCostModel(nil)
-	if err := c.UnmarshalJSON(data); err != nil {
-		return nil, err
-	}
-	return c, nil
-}

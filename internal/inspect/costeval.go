@@ -1,4 +1,4 @@
-package decode
+package inspect
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/datahelix/datahelix/decode"
 	"golang.org/x/sys/unix"
 )
 
@@ -53,7 +54,7 @@ type CostEvalReport struct {
 
 // CostObservation is one measured sample.
 type CostObservation struct {
-	Record  *Record
+	Record  *decode.Record
 	Micros  int64
 	HeldOut bool
 	// Predicted is the prediction of the model frozen after the warm-up
@@ -76,7 +77,7 @@ type CostObservation struct {
 // 1, ...) so that the warm-up sees every shard. One untimed decode comes
 // first, so one-time library initialisation is not measured. progress, if
 // not nil, is called after each sample.
-func EvaluateCostModel(ctx context.Context, ds *Dataset, dec *Decoder, m *CostModel, o CostEvalOptions, progress func(done, total int)) (*CostEvalReport, error) {
+func EvaluateCostModel(ctx context.Context, ds *decode.Dataset, dec *decode.Decoder, m *decode.CostModel, o CostEvalOptions, progress func(done, total int)) (*CostEvalReport, error) {
 	if o.Warmup <= 0 {
 		o.Warmup = 200
 	}
@@ -88,21 +89,21 @@ func EvaluateCostModel(ctx context.Context, ds *Dataset, dec *Decoder, m *CostMo
 		order = order[:o.Limit]
 	}
 	if len(order) == 0 {
-		return nil, fmt.Errorf("%w: the dataset has no samples", ErrNoShards)
+		return nil, fmt.Errorf("%w: the dataset has no samples", decode.ErrNoShards)
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	rep := &CostEvalReport{}
 	warmed := false
-	var frozen *CostModel
+	var frozen *decode.CostModel
 	for n, at := range order {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		smp, err := ds.Shards[at[0]].ReadSample(at[1])
-		var rec *Record
+		var rec *decode.Record
 		if err == nil {
-			rec, err = ParseRecord(smp)
+			rec, err = decode.ParseRecord(smp)
 		}
 		if err == nil && !warmed {
 			_, err = dec.Decode(ctx, smp, rec)
@@ -125,7 +126,7 @@ func EvaluateCostModel(ctx context.Context, ds *Dataset, dec *Decoder, m *CostMo
 		obs.Predicted = obs.PredictedOnline
 		if obs.HeldOut {
 			if frozen == nil {
-				if frozen, err = m.clone(); err != nil {
+				if frozen, err = clone(m); err != nil {
 					return nil, err
 				}
 			}
@@ -146,7 +147,7 @@ func EvaluateCostModel(ctx context.Context, ds *Dataset, dec *Decoder, m *CostMo
 
 // roundRobin lists (shard, index) pairs taking one sample of each shard in
 // turn.
-func roundRobin(ds *Dataset) [][2]int {
+func roundRobin(ds *decode.Dataset) [][2]int {
 	var out [][2]int
 	for i := 0; ; i++ {
 		added := false
@@ -183,7 +184,7 @@ func measure(wall bool, f func() error) (int64, error) {
 
 // heldOutRows computes the error of the held-out predictions per model key
 // and overall.
-func heldOutRows(m *CostModel, obs []CostObservation) []CostEvalRow {
+func heldOutRows(m *decode.CostModel, obs []CostObservation) []CostEvalRow {
 	rows := map[string]*CostEvalRow{}
 	all := &CostEvalRow{Key: "all"}
 	for _, o := range obs {
@@ -219,4 +220,17 @@ func heldOutRows(m *CostModel, obs []CostObservation) []CostEvalRow {
 		}
 	}
 	return out
+}
+
+// clone returns an independent copy of m, through its saved state.
+func clone(m *decode.CostModel) (*decode.CostModel, error) {
+	data, err := m.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	c := decode.NewCostModel(nil)
+	if err := c.UnmarshalJSON(data); err != nil {
+		return nil, err
+	}
+	return c, nil
 }

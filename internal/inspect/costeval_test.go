@@ -1,11 +1,13 @@
-package decode
+package inspect
 
 import (
 	"archive/tar"
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 
+	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/video/videotest"
 )
 
@@ -23,15 +25,15 @@ func TestEvaluateCostModel(t *testing.T) {
 		}
 		writeFile(t, dir, fmt.Sprintf("s%d.tar", s), writeTar(t, tar.FormatPAX, files))
 	}
-	ds, err := OpenDataset(dir, t.TempDir())
+	ds, err := decode.OpenDataset(dir, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ds.Close()
-	m := NewCostModel(nil)
-	m.SetOptions(CostOptions{Frames: 4, Size: 64})
+	m := decode.NewCostModel(nil)
+	m.SetOptions(decode.CostOptions{Frames: 4, Size: 64})
 	calls := 0
-	rep, err := EvaluateCostModel(context.Background(), ds, NewDecoder(Options{Frames: 4, Size: 64}), m, CostEvalOptions{Warmup: 10}, func(done, total int) {
+	rep, err := EvaluateCostModel(context.Background(), ds, decode.NewDecoder(decode.Options{Frames: 4, Size: 64}), m, CostEvalOptions{Warmup: 10}, func(done, total int) {
 		calls++
 		if total != 17 {
 			t.Errorf("progress total %d, want 17", total)
@@ -57,8 +59,11 @@ func TestEvaluateCostModel(t *testing.T) {
 	}
 	// The caller's model learned from every sample (online), the frozen
 	// copy behind MAPE only from the warm-up.
-	if m.observed != 16 {
-		t.Errorf("model observed %d samples, want 16", m.observed)
+	var state struct {
+		Observed int `json:"observed"`
+	}
+	if data, err := m.MarshalJSON(); err != nil || json.Unmarshal(data, &state) != nil || state.Observed != 16 {
+		t.Errorf("model observed %d samples (%v), want 16", state.Observed, err)
 	}
 	// Round-robin: the first two samples come from different shards.
 	if rep.Observations[0].Record.Shard == rep.Observations[1].Record.Shard {

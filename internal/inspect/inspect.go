@@ -1,13 +1,12 @@
-package decode
+package inspect
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"slices"
-	"strings"
+
+	"github.com/datahelix/datahelix/decode"
 )
 
 // RecordSummary is one line of `datahelix inspect`: the record of a sample
@@ -16,14 +15,14 @@ type RecordSummary struct {
 	Key      string `json:"key"`
 	Shard    string `json:"shard"`
 	Modality string `json:"modality"`
-	// Bytes counts the sample's member bytes (Record.Bytes), or for a
+	// Bytes counts the sample's member bytes (decode.Record.Bytes), or for a
 	// sample that cannot be read, its span in the shard.
 	Bytes int64 `json:"bytes"`
 	// Width and Height are the clip's, or the first image's, as stored
 	// (ffprobe's width and height).
 	Width  int `json:"width"`
 	Height int `json:"height"`
-	// Frames counts the frames of the clip's record (VideoInfo.Frames),
+	// Frames counts the frames of the clip's record (decode.VideoInfo.Frames),
 	// those FFmpeg shows and those it decodes without showing them, or a
 	// sample's images.
 	Frames    int     `json:"frames"`
@@ -37,7 +36,7 @@ type RecordSummary struct {
 	// ModelKey is the cost model key, such as "video/h264".
 	ModelKey string `json:"model"`
 	// FramesShown counts the frames FFmpeg outputs at a time of their
-	// own, those SampleFrames may pick: Frames less VideoInfo.Discarded
+	// own, those SampleFrames may pick: Frames less decode.VideoInfo.Discarded
 	// (the frames an MP4 edit list hides: the pre-roll of a cut, a frame
 	// past an edit's end that shown ones refer to; the Matroska frames
 	// left without a timestamp). It is ffprobe -count_frames'
@@ -50,7 +49,7 @@ type RecordSummary struct {
 	FramesShown int `json:"frames_shown"`
 	// Rotation is the rotation of the clip's display matrix (MP4/MOV tkhd
 	// and mvhd, or a Matroska Projection) in degrees counterclockwise, -180 to 180, as ffprobe
-	// prints it in its side data (VideoInfo.Rotation); 0 when there is none.
+	// prints it in its side data (decode.VideoInfo.Rotation); 0 when there is none.
 	Rotation int `json:"rotation,omitempty"`
 	// DisplayWidth and DisplayHeight are the size of the picture as shown:
 	// Width and Height, swapped when the display matrix turns the clip by
@@ -61,7 +60,7 @@ type RecordSummary struct {
 
 // Summarize flattens a record into a RecordSummary, with the cost
 // estimate of m (none when m is nil).
-func Summarize(r *Record, m *CostModel) RecordSummary {
+func Summarize(r *decode.Record, m *decode.CostModel) RecordSummary {
 	s := RecordSummary{Key: r.Key, Shard: r.Shard, Modality: r.Modality.String(), Bytes: r.Bytes}
 	switch {
 	case r.Video != nil:
@@ -97,15 +96,15 @@ func Summarize(r *Record, m *CostModel) RecordSummary {
 var ErrSamplesFailed = errors.New("decode: some samples have no usable record")
 
 // Inspect reads every sample of the datasets at paths (directories, globs
-// or tar files, as OpenDataset takes them; a clip or picture given alone,
-// IsMediaFile, or matched by a glob, ExpandMediaGlob, is a one-member
+// or tar files, as decode.OpenDataset takes them; a clip or picture given alone,
+// decode.IsMediaFile, or matched by a glob, decode.ExpandMediaGlob, is a one-member
 // sample), builds its record and calls
 // visit with its summary, in shard and index order. A sample whose bytes
 // cannot be read or whose record cannot be built is visited with Error
 // set — never skipped — and Inspect then returns an error wrapping
 // ErrSamplesFailed that counts them. A shard that cannot be opened stops
 // the walk with its error, as does an error from visit or ctx.
-func Inspect(ctx context.Context, paths []string, cacheDir string, m *CostModel, visit func(RecordSummary) error) error {
+func Inspect(ctx context.Context, paths []string, cacheDir string, m *decode.CostModel, visit func(RecordSummary) error) error {
 	failed, total := 0, 0
 	count := func(s RecordSummary) error {
 		total++
@@ -115,14 +114,14 @@ func Inspect(ctx context.Context, paths []string, cacheDir string, m *CostModel,
 		return visit(s)
 	}
 	for _, arg := range paths {
-		for _, p := range ExpandMediaGlob(arg) {
-			if IsMediaFile(p) {
+		for _, p := range decode.ExpandMediaGlob(arg) {
+			if decode.IsMediaFile(p) {
 				if err := inspectFile(p, m, count); err != nil {
 					return err
 				}
 				continue
 			}
-			ds, err := OpenDataset(p, cacheDir)
+			ds, err := decode.OpenDataset(p, cacheDir)
 			if err != nil {
 				return err
 			}
@@ -139,58 +138,21 @@ func Inspect(ctx context.Context, paths []string, cacheDir string, m *CostModel,
 	return nil
 }
 
-// IsMediaFile reports whether path names an existing regular file that
-// is not a shard (IsShardName) and whose extension names a video or image
-// format, read or refused: a clip or picture given alone, which inspect
-// and decode take as a one-member sample (FileSample).
-func IsMediaFile(path string) bool {
-	if IsShardName(path) {
-		return false
-	}
-	ext := strings.ToLower(strings.TrimPrefix(filepath.Ext(path), "."))
-	switch {
-	case memberKind(ext) == kindVideo || memberKind(ext) == kindImage:
-	case unreadMedia(ext) == "image" || unreadMedia(ext) == "video":
-	default:
-		return false
-	}
-	st, err := os.Stat(path)
-	return err == nil && st.Mode().IsRegular()
-}
-
-// ExpandMediaGlob returns the paths a dataset argument stands for when
-// clips and pictures may be given alone: the sorted matches of a glob
-// that matches a media file (IsMediaFile), each a path of its own, so
-// that 'clips/*.mp4' is every clip and 'dir/*' its shards and media
-// files; otherwise the argument itself, which OpenDataset takes (a
-// directory, a glob of shards, a shard, or a path that names nothing,
-// which it reports).
-func ExpandMediaGlob(arg string) []string {
-	if _, err := os.Stat(arg); err == nil || !IsGlob(arg) {
-		return []string{arg}
-	}
-	matches, err := ShardPaths(arg)
-	if err != nil || !slices.ContainsFunc(matches, IsMediaFile) {
-		return []string{arg}
-	}
-	return matches
-}
-
 // inspectFile visits the summary of the media file at path, read as the
-// one-member sample FileSample makes of it.
-func inspectFile(path string, m *CostModel, visit func(RecordSummary) error) error {
+// one-member sample decode.FileSample makes of it.
+func inspectFile(path string, m *decode.CostModel, visit func(RecordSummary) error) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("decode: %w", err)
 	}
-	return visit(summarizeSample(FileSample(path, data), path, m))
+	return visit(summarizeSample(decode.FileSample(path, data), path, m))
 }
 
 // summarizeSample is the summary of smp, read from shard (or file) shard:
 // its record's, or an error row counting the members' bytes, as a record
 // does, with why its record cannot be built.
-func summarizeSample(smp *Sample, shard string, m *CostModel) RecordSummary {
-	rec, err := ParseRecord(smp)
+func summarizeSample(smp *decode.Sample, shard string, m *decode.CostModel) RecordSummary {
+	rec, err := decode.ParseRecord(smp)
 	if err == nil {
 		return Summarize(rec, m)
 	}
@@ -201,14 +163,14 @@ func summarizeSample(smp *Sample, shard string, m *CostModel) RecordSummary {
 	return sum
 }
 
-func inspectDataset(ctx context.Context, ds *Dataset, m *CostModel, visit func(RecordSummary) error) error {
+func inspectDataset(ctx context.Context, ds *decode.Dataset, m *decode.CostModel, visit func(RecordSummary) error) error {
 	for _, sh := range ds.Shards {
 		for i := 0; i < sh.Len(); i++ {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			e, err := sh.Entry(i)
-			var smp *Sample
+			var smp *decode.Sample
 			if err == nil {
 				smp, err = sh.ReadSample(i)
 			}

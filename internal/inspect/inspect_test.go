@@ -1,4 +1,4 @@
-package decode
+package inspect
 
 import (
 	"archive/tar"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/video/videotest"
 )
 
@@ -29,7 +30,7 @@ func TestInspect(t *testing.T) {
 	}
 	writeFile(t, dir, "a.tar", writeTar(t, tar.FormatPAX, files))
 	var got []RecordSummary
-	err := Inspect(context.Background(), []string{dir}, t.TempDir(), NewCostModel(nil), func(s RecordSummary) error {
+	err := Inspect(context.Background(), []string{dir}, t.TempDir(), decode.NewCostModel(nil), func(s RecordSummary) error {
 		got = append(got, s)
 		return nil
 	})
@@ -70,8 +71,8 @@ func TestInspect(t *testing.T) {
 	if got[4].Bytes != int64(len("junk")) || got[0].Bytes != int64(len(videotest.Read(t, "h264_bf2.mp4"))+len("a clip")) {
 		t.Errorf("bytes %d (error row) and %d, want %d and the clip's and caption's", got[4].Bytes, got[0].Bytes, len("junk"))
 	}
-	if err := Inspect(context.Background(), []string{dir + "/missing"}, "", nil, func(RecordSummary) error { return nil }); !errors.Is(err, ErrNoShards) {
-		t.Errorf("missing path: err %v, want ErrNoShards", err)
+	if err := Inspect(context.Background(), []string{dir + "/missing"}, "", nil, func(RecordSummary) error { return nil }); !errors.Is(err, decode.ErrNoShards) {
+		t.Errorf("missing path: err %v, want decode.ErrNoShards", err)
 	}
 }
 
@@ -127,7 +128,7 @@ func TestInspectShownFramesAndRotation(t *testing.T) {
 		}
 		out, err := exec.Command("ffprobe", "-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
 			"stream=width,height,nb_read_frames,duration:stream_side_data=rotation", "-of", "default=nw=1",
-			filepath.Join("testdata", "video", tt.file)).Output()
+			filepath.Join(videotest.Dir, tt.file)).Output()
 		if err != nil {
 			t.Fatalf("ffprobe %s: %v", tt.file, err)
 		}
@@ -147,7 +148,7 @@ func TestInspectShownFramesAndRotation(t *testing.T) {
 // TestInspectMediaFiles checks that Inspect takes a clip or a picture
 // given alone as the one-member sample decode makes of it, in argument
 // order among shards, a refused one as an error row naming the file; and
-// which paths IsMediaFile takes: not a shard, a directory or a file that
+// which paths decode.IsMediaFile takes: not a shard, a directory or a file that
 // does not exist.
 func TestInspectMediaFiles(t *testing.T) {
 	dir := t.TempDir()
@@ -156,7 +157,7 @@ func TestInspectMediaFiles(t *testing.T) {
 	old := writeFile(t, dir, "old.mp4", videotest.Read(t, "refused/mpeg2_mp4v.mp4"))
 	shard := writeFile(t, dir, "s.tar", writeTar(t, tar.FormatPAX, []tarFile{{name: "k.txt", data: "text"}}))
 	var got []RecordSummary
-	err := Inspect(context.Background(), []string{clip, shard, pic, old}, t.TempDir(), NewCostModel(nil), func(s RecordSummary) error {
+	err := Inspect(context.Background(), []string{clip, shard, pic, old}, t.TempDir(), decode.NewCostModel(nil), func(s RecordSummary) error {
 		got = append(got, s)
 		return nil
 	})
@@ -184,7 +185,7 @@ func TestInspectMediaFiles(t *testing.T) {
 	// shards, in name order; a glob of shards alone is a dataset.
 	for glob, want := range map[string]string{"*": "clip old pic k", "[cop]*": "clip old pic", "*.tar": "k"} {
 		var keys []string
-		Inspect(context.Background(), []string{filepath.Join(dir, glob)}, t.TempDir(), NewCostModel(nil), func(s RecordSummary) error {
+		Inspect(context.Background(), []string{filepath.Join(dir, glob)}, t.TempDir(), decode.NewCostModel(nil), func(s RecordSummary) error {
 			keys = append(keys, s.Key)
 			return nil
 		})
@@ -193,7 +194,7 @@ func TestInspectMediaFiles(t *testing.T) {
 		}
 	}
 	for path, want := range map[string]bool{clip: true, pic: true, shard: false, dir: false, filepath.Join(dir, "none.mp4"): false, writeFile(t, dir, "notes.txt", []byte("x")): false} {
-		if IsMediaFile(path) != want {
+		if decode.IsMediaFile(path) != want {
 			t.Errorf("IsMediaFile(%s) = %v, want %v", path, !want, want)
 		}
 	}
