@@ -44,7 +44,7 @@ func (m *CostModel) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	if s.Calibration.Coefficients == nil {
-		s.Calibration.Coefficients = map[string]CostFeatures{}
+		s.Calibration.Coefficients = map[string]featureVector{}
 	}
 	if s.Fits == nil {
 		s.Fits = map[string]*costFit{}

@@ -25,7 +25,7 @@ type Dataset struct {
 // error wrapping ErrNoShards. A shard that cannot be opened (unreadable,
 // corrupt, truncated) fails the whole open, with its error (a
 // *ShardError for a corrupt one); when several cannot, the error names
-// the first MaxOpenErrors of them in shard order, counts the rest and
+// the first 5 of them in shard order, counts the rest and
 // wraps them all, so that one run tells what to mend. A glob leaves out
 // datahelix's index cache files (*.dhidx). Compressed tar files
 // (*.tar.gz, *.tgz, *.tar.zst, ...) in a directory are an error wrapping
@@ -77,9 +77,9 @@ func partStart(n, part, parts int) int {
 	return int(int64(part) * int64(n) / int64(parts))
 }
 
-// MaxOpenErrors is how many of the shards that cannot be opened the error
+// maxOpenErrors is how many of the shards that cannot be opened the error
 // of OpenDataset names; it counts the others.
-const MaxOpenErrors = 5
+const maxOpenErrors = 5
 
 // shardOpenError is why shard i of a dataset cannot be opened.
 type shardOpenError struct {
@@ -88,7 +88,7 @@ type shardOpenError struct {
 }
 
 // openError is the error of a dataset of n shards of which failed cannot
-// be opened: the one error, or one naming the first MaxOpenErrors in
+// be opened: the one error, or one naming the first maxOpenErrors in
 // shard order and wrapping all of them.
 func openError(failed []shardOpenError, n int) error {
 	if len(failed) == 1 {
@@ -100,14 +100,14 @@ func openError(failed []shardOpenError, n int) error {
 	fmt.Fprintf(&b, "decode: %d of %d shards cannot be opened: ", len(failed), n)
 	for k, f := range failed {
 		errs[k] = f.err
-		if k < MaxOpenErrors {
+		if k < maxOpenErrors {
 			if k > 0 {
 				b.WriteString("; ")
 			}
 			b.WriteString(strings.TrimPrefix(f.err.Error(), "decode: "))
 		}
 	}
-	if rest := len(failed) - MaxOpenErrors; rest > 0 {
+	if rest := len(failed) - maxOpenErrors; rest > 0 {
 		fmt.Fprintf(&b, "; and %d more", rest)
 	}
 	return &kindError{msg: b.String(), kinds: errs}

@@ -276,7 +276,7 @@ func sampleText(s *Sample) (text string, tokens int) {
 			b.WriteByte('\n')
 		}
 		b.Write(p.data)
-		tokens += EstimateTokens(p.data)
+		tokens += estimateTokens(p.data)
 	}
 	return b.String(), tokens
 }

@@ -286,7 +286,7 @@ func TestDecodeDocumentAndText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Modality != ModalityText || len(out.Tensors) != 0 || out.Tokens != EstimateTokens([]byte(out.Text)) || out.Tokens < 50 {
+	if out.Modality != ModalityText || len(out.Tensors) != 0 || out.Tokens != estimateTokens([]byte(out.Text)) || out.Tokens < 50 {
 		t.Errorf("text: got %v, %d tensors, %d tokens", out.Modality, len(out.Tensors), out.Tokens)
 	}
 }

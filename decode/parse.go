@@ -226,7 +226,7 @@ func ParseRecordLimits(s *Sample, lim Limits) (*Record, error) {
 				j, ok := scanJSON(m.Data)
 				switch {
 				case !ok:
-					add(&metadata, len(m.Data), EstimateTokens(m.Data))
+					add(&metadata, len(m.Data), estimateTokens(m.Data))
 				case j.doc:
 					add(&captions, j.docBytes, j.docTokens)
 					jsonDoc = true

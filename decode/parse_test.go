@@ -246,8 +246,8 @@ func TestParseRecordGeneratorShard(t *testing.T) {
 				txt = m.Data
 			}
 		}
-		if r.Modality != ModalityText || r.Text == nil || r.Text.Tokens != EstimateTokens(txt) || r.Text.Tokens == 0 {
-			t.Errorf("sample %q: %v, text %+v; want text with %d tokens", smp.Key, r.Modality, r.Text, EstimateTokens(txt))
+		if r.Modality != ModalityText || r.Text == nil || r.Text.Tokens != estimateTokens(txt) || r.Text.Tokens == 0 {
+			t.Errorf("sample %q: %v, text %+v; want text with %d tokens", smp.Key, r.Modality, r.Text, estimateTokens(txt))
 		}
 	}
 }

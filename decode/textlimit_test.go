@@ -68,7 +68,7 @@ func TestSampleTextTokens(t *testing.T) {
 	if want := "héllo, 45\n\xe2\x82\nworld 123"; text != want {
 		t.Errorf("text %q, want %q", text, want)
 	}
-	if want := EstimateTokens([]byte(text)); tokens != want {
+	if want := estimateTokens([]byte(text)); tokens != want {
 		t.Errorf("tokens %d, want %d (the joined text's)", tokens, want)
 	}
 	out, err := NewDecoder(Options{}).Decode(context.Background(), s, nil)
