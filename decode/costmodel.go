@@ -57,9 +57,9 @@ type CostModel struct {
 
 // costFit is the online least-squares state of one key.
 type costFit struct {
-	Prior featureVector                              `json:"prior"`
+	Prior featureVector                             `json:"prior"`
 	XTX   [numCostFeatures][numCostFeatures]float64 `json:"xtx"` // Σ w x xᵀ, w = 1/y² (times Huber and forgetting)
-	XTY   featureVector                              `json:"xty"` // Σ w x y
+	XTY   featureVector                             `json:"xty"` // Σ w x y
 	N     float64                                   `json:"n"`   // discounted observation count
 	Count int                                       `json:"count"`
 
