@@ -9,10 +9,10 @@ import "fmt"
 // container parser hold their results to it.
 func (t *Track) Check() error {
 	if t.Frames <= 0 || t.Frames > MaxFrames || t.Timescale == 0 {
-		return fmt.Errorf("Frames %d, Timescale %d", t.Frames, t.Timescale)
+		return fmt.Errorf("frames %d, timescale %d", t.Frames, t.Timescale)
 	}
 	if !t.FrameCountEstimated && (len(t.FrameBytes) != t.Frames || len(t.FramePTS) != t.Frames) {
-		return fmt.Errorf("Frames %d but %d sizes, %d pts", t.Frames, len(t.FrameBytes), len(t.FramePTS))
+		return fmt.Errorf("%d frames but %d sizes, %d pts", t.Frames, len(t.FrameBytes), len(t.FramePTS))
 	}
 	if len(t.Keyframes) == 0 {
 		return fmt.Errorf("no keyframes")
@@ -28,7 +28,7 @@ func (t *Track) Check() error {
 		}
 	}
 	if turn := t.Turn(); !(t.Rotation >= -180 && t.Rotation <= 180) || turn < 0 || turn > 270 || turn%90 != 0 {
-		return fmt.Errorf("Rotation %v, turn %d: want -180 to 180, and 0, 90, 180 or 270", t.Rotation, turn)
+		return fmt.Errorf("rotation %v, turn %d: want -180 to 180, and 0, 90, 180 or 270", t.Rotation, turn)
 	}
 	return nil
 }
