@@ -25,14 +25,14 @@ type Calibration struct {
 	// account for other options; this is a record of what was measured).
 	Options CostOptions `json:"options"`
 	// Coefficients per model key.
-	Coefficients map[string]CostFeatures `json:"coefficients"`
+	Coefficients map[string]featureVector `json:"coefficients"`
 }
 
 // DefaultCalibration returns the built-in calibration, measured with
 // `datahelix costmodel --calibrate-out` on the generated presets (see
 // defaultCoefficients for the machine and date).
 func DefaultCalibration() *Calibration {
-	c := &Calibration{Machine: defaultCalibrationMachine, Options: DefaultCostOptions(), Coefficients: map[string]CostFeatures{}}
+	c := &Calibration{Machine: defaultCalibrationMachine, Options: DefaultCostOptions(), Coefficients: map[string]featureVector{}}
 	for k, v := range defaultCoefficients {
 		c.Coefficients[k] = v
 	}
@@ -42,7 +42,7 @@ func DefaultCalibration() *Calibration {
 // prior returns the coefficients for key: its own, else those of its
 // modality's most common member (h264 for video, jpeg for images), else a
 // flat 1 ms per sample.
-func (c *Calibration) prior(key string) CostFeatures {
+func (c *Calibration) prior(key string) featureVector {
 	if c != nil {
 		if v, ok := c.Coefficients[key]; ok {
 			return v
@@ -58,7 +58,7 @@ func (c *Calibration) prior(key string) CostFeatures {
 	if v, ok := defaultCoefficients[key]; ok {
 		return v
 	}
-	return CostFeatures{1000}
+	return featureVector{1000}
 }
 
 // ReadCalibration parses and validates a calibration in JSON: one object

@@ -6,7 +6,7 @@ const defaultCalibrationMachine = "measured with datahelix costmodel --calibrate
 // defaultCoefficients are the built-in calibration: microseconds per
 // feature unit, in the order costFeatures documents. They were fitted on
 // data generated with seed 2; the presets are evaluated at seed 1.
-var defaultCoefficients = map[string]CostFeatures{
+var defaultCoefficients = map[string]featureVector{
 	// tasks, µs/MP decoded, µs/MP reordered, µs/MB, µs/MP converted, µs/MP out, µs/1000 frames
 	"video/h264": {2050, 436, 725, 85000, 1750, 3210, 4610},
 	"video/hevc": {1350, 3270, 1590, 17400, 4220, 107, 1020},

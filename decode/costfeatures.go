@@ -28,14 +28,14 @@ func (o CostOptions) withDefaults() CostOptions {
 	return o
 }
 
-// NumCostFeatures is the length of every cost feature vector.
-const NumCostFeatures = 8
+// numCostFeatures is the length of every cost feature vector.
+const numCostFeatures = 8
 
-// CostFeatures is the feature vector of one sample. Its meaning depends on
+// featureVector is the feature vector of one sample. Its meaning depends on
 // the model key (see costFeatures); units are chosen so that coefficients
 // are microseconds per megapixel, per megabyte or per item, all of
 // similar magnitude.
-type CostFeatures [NumCostFeatures]float64
+type featureVector [numCostFeatures]float64
 
 // Model keys: one linear model per modality and codec or image format.
 const (
@@ -62,8 +62,8 @@ const (
 //	                megapixels, [7] PNG and WebP megabytes — documents mix
 //	                formats whose cost per pixel differs several times;
 //	text:           [0] 1, [1] thousands of tokens, [2] megabytes.
-func costFeatures(r *Record, o CostOptions) (string, CostFeatures) {
-	var x CostFeatures
+func costFeatures(r *Record, o CostOptions) (string, featureVector) {
+	var x featureVector
 	switch r.Modality {
 	case ModalityVideo:
 		if v := r.Video; v != nil {
@@ -111,8 +111,8 @@ func costFeatures(r *Record, o CostOptions) (string, CostFeatures) {
 	return costKeyUnknown, x
 }
 
-func videoCostFeatures(v *VideoInfo, o CostOptions) (string, CostFeatures) {
-	var x CostFeatures
+func videoCostFeatures(v *VideoInfo, o CostOptions) (string, featureVector) {
+	var x featureVector
 	codec := v.Codec
 	if codec == "" {
 		codec = "unknown"

@@ -8,9 +8,9 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-// SpeedOne is the fixed-point scale of RelativeSpeed: SpeedOne means as
+// speedOne is the fixed-point scale of relativeSpeed: speedOne means as
 // fast as the reference CPU (it equals plan.One).
-const SpeedOne = 1 << 16
+const speedOne = 1 << 16
 
 // Tuning of the online fit.
 const (
@@ -57,13 +57,13 @@ type CostModel struct {
 
 // costFit is the online least-squares state of one key.
 type costFit struct {
-	Prior CostFeatures                              `json:"prior"`
-	XTX   [NumCostFeatures][NumCostFeatures]float64 `json:"xtx"` // Σ w x xᵀ, w = 1/y² (times Huber and forgetting)
-	XTY   CostFeatures                              `json:"xty"` // Σ w x y
+	Prior featureVector                             `json:"prior"`
+	XTX   [numCostFeatures][numCostFeatures]float64 `json:"xtx"` // Σ w x xᵀ, w = 1/y² (times Huber and forgetting)
+	XTY   featureVector                             `json:"xty"` // Σ w x y
 	N     float64                                   `json:"n"`   // discounted observation count
 	Count int                                       `json:"count"`
 
-	coef  CostFeatures
+	coef  featureVector
 	dirty bool
 }
 
@@ -176,7 +176,7 @@ func (m *CostModel) fit(key string) *costFit {
 	return f
 }
 
-func (f *costFit) predict(x CostFeatures) float64 {
+func (f *costFit) predict(x featureVector) float64 {
 	s := 0.0
 	for i := range x {
 		s += f.coef[i] * x[i]
@@ -186,7 +186,7 @@ func (f *costFit) predict(x CostFeatures) float64 {
 
 // add accumulates one observation with target y (reference µs); est is
 // the current prediction, for down-weighting outliers.
-func (f *costFit) add(x CostFeatures, y, est float64) {
+func (f *costFit) add(x featureVector, y, est float64) {
 	w := 1 / (y * y)
 	if r := math.Abs(y-est) / y; f.Count >= 20 && r > huberRelative {
 		w *= huberRelative / r
@@ -214,7 +214,7 @@ func (f *costFit) solve() {
 		f.coef = f.Prior
 		return
 	}
-	const n = NumCostFeatures
+	const n = numCostFeatures
 	var trace float64
 	for i := 0; i < n; i++ {
 		trace += f.XTX[i][i]
@@ -231,7 +231,7 @@ func (f *costFit) solve() {
 		h.SetSym(i, i, f.XTX[i][i]+p)
 		g.SetVec(i, f.XTY[i]+p*f.Prior[i])
 	}
-	var beta CostFeatures
+	var beta featureVector
 	var chol mat.Cholesky
 	ok := chol.Factorize(h)
 	if ok {
@@ -253,7 +253,7 @@ func (f *costFit) solve() {
 
 // projectedDescent minimises ½βᵀHβ - gᵀβ over β >= 0 by cyclic coordinate
 // descent, starting from start clamped to the feasible set.
-func projectedDescent(h *mat.SymDense, g *mat.VecDense, start CostFeatures) CostFeatures {
+func projectedDescent(h *mat.SymDense, g *mat.VecDense, start featureVector) featureVector {
 	beta := start
 	for i := range beta {
 		if !finiteNonNegative(beta[i]) {
@@ -293,11 +293,11 @@ func (m *CostModel) SpeedFactor() float64 {
 	return math.Exp(m.logSpeed)
 }
 
-// RelativeSpeed returns this rank's speed relative to the reference CPU in
-// fixed point (SpeedOne = as fast), the inverse of SpeedFactor: what a
+// relativeSpeed returns this rank's speed relative to the reference CPU in
+// fixed point (speedOne = as fast), the inverse of SpeedFactor: what a
 // planner multiplies by its worker count to get a capacity.
-func (m *CostModel) RelativeSpeed() int64 {
-	return max(1, int64(math.Round(SpeedOne/m.SpeedFactor())))
+func (m *CostModel) relativeSpeed() int64 {
+	return max(1, int64(math.Round(speedOne/m.SpeedFactor())))
 }
 
 // MAPE returns the mean absolute percentage error of the predictions made
@@ -356,7 +356,7 @@ func (m *CostModel) Key(r *Record) string {
 func (m *CostModel) Calibration(machine string) *Calibration {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	c := &Calibration{Machine: machine, Options: m.opts, Coefficients: map[string]CostFeatures{}}
+	c := &Calibration{Machine: machine, Options: m.opts, Coefficients: map[string]featureVector{}}
 	s := math.Exp(m.logSpeed)
 	for k, v := range m.cal.Coefficients {
 		c.Coefficients[k] = v

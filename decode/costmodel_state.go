@@ -44,7 +44,7 @@ func (m *CostModel) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	if s.Calibration.Coefficients == nil {
-		s.Calibration.Coefficients = map[string]CostFeatures{}
+		s.Calibration.Coefficients = map[string]featureVector{}
 	}
 	if s.Fits == nil {
 		s.Fits = map[string]*costFit{}
@@ -128,17 +128,4 @@ func LoadCostModel(path string) (*CostModel, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return m, nil
-}
-
-// clone returns an independent copy of m.
-func (m *CostModel) clone() (*CostModel, error) {
-	data, err := m.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	c := NewCostModel(nil)
-	if err := c.UnmarshalJSON(data); err != nil {
-		return nil, err
-	}
-	return c, nil
 }

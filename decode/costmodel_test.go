@@ -44,7 +44,7 @@ func syntheticImage(rng *rand.Rand) *Record {
 // trueCost is the synthetic ground truth: a linear cost with coefficients
 // unlike the default calibration's, times multiplicative noise.
 func trueCost(rng *rand.Rand, r *Record, slow, noise float64) int64 {
-	truth := map[string]CostFeatures{
+	truth := map[string]featureVector{
 		"video/h264": {3000, 1800, 900, 2500, 1000, 100},
 		"video/vp9":  {2500, 6000, 500, 2500, 1000, 400},
 		"image/jpeg": {200, 9000, 1000, 3000, 4000, 100},
@@ -143,8 +143,8 @@ func TestCostModelSpeedFactorTracksSlowdown(t *testing.T) {
 	if got := heldOutMAPE(m, rng, gen, 2, 0.05, 200); got > 0.12 {
 		t.Errorf("held-out MAPE after the slowdown %.3f, want <= 0.12", got)
 	}
-	if rs := m.RelativeSpeed(); math.Abs(float64(rs)*m.SpeedFactor()/SpeedOne-1) > 1e-3 {
-		t.Errorf("RelativeSpeed() = %d, not SpeedOne/SpeedFactor()", rs)
+	if rs := m.relativeSpeed(); math.Abs(float64(rs)*m.SpeedFactor()/speedOne-1) > 1e-3 {
+		t.Errorf("relativeSpeed() = %d, not speedOne/SpeedFactor()", rs)
 	}
 }
 
@@ -168,9 +168,9 @@ func TestCostModelOutliers(t *testing.T) {
 // nnlsReference solves min ½βᵀHβ - gᵀβ, β >= 0, by trying every set of
 // free variables: the unconstrained optimum on the set, kept when it is
 // feasible and best.
-func nnlsReference(h *mat.SymDense, g *mat.VecDense) (CostFeatures, float64) {
-	n := NumCostFeatures
-	best, bestObj := CostFeatures{}, 0.0
+func nnlsReference(h *mat.SymDense, g *mat.VecDense) (featureVector, float64) {
+	n := numCostFeatures
+	best, bestObj := featureVector{}, 0.0
 	for set := 1; set < 1<<n; set++ {
 		var idx []int
 		for i := 0; i < n; i++ {
@@ -190,7 +190,7 @@ func nnlsReference(h *mat.SymDense, g *mat.VecDense) (CostFeatures, float64) {
 		if err := x.SolveVec(hs, gs); err != nil {
 			continue
 		}
-		var beta CostFeatures
+		var beta featureVector
 		feasible := true
 		for a, i := range idx {
 			beta[i] = x.AtVec(a)
@@ -203,7 +203,7 @@ func nnlsReference(h *mat.SymDense, g *mat.VecDense) (CostFeatures, float64) {
 	return best, bestObj
 }
 
-func quadObjective(h *mat.SymDense, g *mat.VecDense, beta CostFeatures) float64 {
+func quadObjective(h *mat.SymDense, g *mat.VecDense, beta featureVector) float64 {
 	obj := 0.0
 	for i := range beta {
 		obj -= g.AtVec(i) * beta[i]
@@ -216,7 +216,7 @@ func quadObjective(h *mat.SymDense, g *mat.VecDense, beta CostFeatures) float64 
 
 func TestProjectedDescentMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	n := NumCostFeatures
+	n := numCostFeatures
 	for iter := 0; iter < 300; iter++ {
 		a := mat.NewDense(n+3, n, nil)
 		for i := 0; i < n+3; i++ {
@@ -233,7 +233,7 @@ func TestProjectedDescentMatchesReference(t *testing.T) {
 		for i := 0; i < n; i++ {
 			g.SetVec(i, rng.NormFloat64()*5)
 		}
-		got := projectedDescent(&h, g, CostFeatures{})
+		got := projectedDescent(&h, g, featureVector{})
 		_, wantObj := nnlsReference(&h, g)
 		for i, v := range got {
 			if v < 0 {

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/datahelix/datahelix/internal/video/videotest"
 )
 
 // damageFrames is the sampled frame count of the damage tests: more than
@@ -224,7 +226,7 @@ func TestUndecodableStartIsCounted(t *testing.T) {
 	if len(plan) < 2 || tasks != before {
 		t.Errorf("%d tasks count %d damaged; want several tasks counting %d", len(plan), tasks, before)
 	}
-	ref, byPTS := allFrames(t, data, size)
+	ref, byPTS := videotest.AllFrames(t, data, size)
 	plane := size * size * 3
 	for slot, f := range targets {
 		want := byPTS[v.FramePTS[max(f, key)]] // the keyframe's picture before it

@@ -25,7 +25,7 @@ type Dataset struct {
 // error wrapping ErrNoShards. A shard that cannot be opened (unreadable,
 // corrupt, truncated) fails the whole open, with its error (a
 // *ShardError for a corrupt one); when several cannot, the error names
-// the first MaxOpenErrors of them in shard order, counts the rest and
+// the first 5 of them in shard order, counts the rest and
 // wraps them all, so that one run tells what to mend. A glob leaves out
 // datahelix's index cache files (*.dhidx). Compressed tar files
 // (*.tar.gz, *.tgz, *.tar.zst, ...) in a directory are an error wrapping
@@ -77,9 +77,9 @@ func partStart(n, part, parts int) int {
 	return int(int64(part) * int64(n) / int64(parts))
 }
 
-// MaxOpenErrors is how many of the shards that cannot be opened the error
+// maxOpenErrors is how many of the shards that cannot be opened the error
 // of OpenDataset names; it counts the others.
-const MaxOpenErrors = 5
+const maxOpenErrors = 5
 
 // shardOpenError is why shard i of a dataset cannot be opened.
 type shardOpenError struct {
@@ -88,7 +88,7 @@ type shardOpenError struct {
 }
 
 // openError is the error of a dataset of n shards of which failed cannot
-// be opened: the one error, or one naming the first MaxOpenErrors in
+// be opened: the one error, or one naming the first maxOpenErrors in
 // shard order and wrapping all of them.
 func openError(failed []shardOpenError, n int) error {
 	if len(failed) == 1 {
@@ -100,14 +100,14 @@ func openError(failed []shardOpenError, n int) error {
 	fmt.Fprintf(&b, "decode: %d of %d shards cannot be opened: ", len(failed), n)
 	for k, f := range failed {
 		errs[k] = f.err
-		if k < MaxOpenErrors {
+		if k < maxOpenErrors {
 			if k > 0 {
 				b.WriteString("; ")
 			}
 			b.WriteString(strings.TrimPrefix(f.err.Error(), "decode: "))
 		}
 	}
-	if rest := len(failed) - MaxOpenErrors; rest > 0 {
+	if rest := len(failed) - maxOpenErrors; rest > 0 {
 		fmt.Fprintf(&b, "; and %d more", rest)
 	}
 	return &kindError{msg: b.String(), kinds: errs}
@@ -334,4 +334,41 @@ func (w ShardWarnings) Lines(max int) []string {
 		lines = append(lines, fmt.Sprintf("warning: shard %s: and %d more warnings", w.Shard, rest))
 	}
 	return lines
+}
+
+// IsMediaFile reports whether path names an existing regular file that
+// is not a shard (IsShardName) and whose extension names a video or image
+// format, read or refused: a clip or picture given alone, which inspect
+// and decode take as a one-member sample (FileSample).
+func IsMediaFile(path string) bool {
+	if IsShardName(path) {
+		return false
+	}
+	ext := strings.ToLower(strings.TrimPrefix(filepath.Ext(path), "."))
+	switch {
+	case memberKind(ext) == kindVideo || memberKind(ext) == kindImage:
+	case unreadMedia(ext) == "image" || unreadMedia(ext) == "video":
+	default:
+		return false
+	}
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular()
+}
+
+// ExpandMediaGlob returns the paths a dataset argument stands for when
+// clips and pictures may be given alone: the sorted matches of a glob
+// that matches a media file (IsMediaFile), each a path of its own, so
+// that 'clips/*.mp4' is every clip and 'dir/*' its shards and media
+// files; otherwise the argument itself, which OpenDataset takes (a
+// directory, a glob of shards, a shard, or a path that names nothing,
+// which it reports).
+func ExpandMediaGlob(arg string) []string {
+	if _, err := os.Stat(arg); err == nil || !IsGlob(arg) {
+		return []string{arg}
+	}
+	matches, err := ShardPaths(arg)
+	if err != nil || !slices.ContainsFunc(matches, IsMediaFile) {
+		return []string{arg}
+	}
+	return matches
 }

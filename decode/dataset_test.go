@@ -176,12 +176,12 @@ func TestOpenDatasetNamesEveryBadShard(t *testing.T) {
 		t.Errorf("error %q does not say %q", msg, want)
 	}
 	for k, name := range bad {
-		if named := strings.Contains(msg, name); named != (k < MaxOpenErrors) {
-			t.Errorf("error names %s: %v, want %v (the first %d in shard order): %s", name, named, k < MaxOpenErrors, MaxOpenErrors, msg)
+		if named := strings.Contains(msg, name); named != (k < maxOpenErrors) {
+			t.Errorf("error names %s: %v, want %v (the first %d in shard order): %s", name, named, k < maxOpenErrors, maxOpenErrors, msg)
 		}
 	}
-	if !strings.HasSuffix(msg, fmt.Sprintf("; and %d more", len(bad)-MaxOpenErrors)) {
-		t.Errorf("error %q does not end counting the %d shards it does not name", msg, len(bad)-MaxOpenErrors)
+	if !strings.HasSuffix(msg, fmt.Sprintf("; and %d more", len(bad)-maxOpenErrors)) {
+		t.Errorf("error %q does not end counting the %d shards it does not name", msg, len(bad)-maxOpenErrors)
 	}
 
 	// One bad shard keeps its own error, word for word.

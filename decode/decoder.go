@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/datahelix/datahelix/decode/av"
+	"github.com/datahelix/datahelix/internal/av"
 )
 
 // The preprocessing defaults, as VLM loaders use them: F = 8 frames per
@@ -276,7 +276,7 @@ func sampleText(s *Sample) (text string, tokens int) {
 			b.WriteByte('\n')
 		}
 		b.Write(p.data)
-		tokens += EstimateTokens(p.data)
+		tokens += estimateTokens(p.data)
 	}
 	return b.String(), tokens
 }

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/datahelix/datahelix/decode/av"
+	"github.com/datahelix/datahelix/internal/av"
 )
 
 // benchMedia encodes a file with the ffmpeg CLI for a benchmark.

@@ -8,7 +8,7 @@ import (
 	"image/png"
 	"io"
 
-	"github.com/datahelix/datahelix/decode/tjpeg"
+	"github.com/datahelix/datahelix/internal/tjpeg"
 	"golang.org/x/image/webp"
 )
 

@@ -19,7 +19,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/datahelix/datahelix/decode/av"
+	"github.com/datahelix/datahelix/internal/av"
+	"github.com/datahelix/datahelix/internal/mp4"
+	"github.com/datahelix/datahelix/internal/video/videotest"
 )
 
 const mediaDir = "testdata/media"
@@ -51,35 +53,6 @@ func decSample(key string, members map[string][]byte) *Sample {
 	return s
 }
 
-// allFrames decodes every frame of a clip sequentially at size x size, in
-// presentation order, and returns them with the decode-order index of
-// each presentation position.
-func allFrames(t testing.TB, data []byte, size int) (frames []byte, byPTS map[int64]int) {
-	t.Helper()
-	pk, _, err := av.Packets(context.Background(), data, av.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	pts := make([]int64, len(pk))
-	for i, p := range pk {
-		pts[i] = p.PTS
-	}
-	sort.Slice(pts, func(a, b int) bool { return pts[a] < pts[b] })
-	targets := make([]av.Target, len(pts))
-	byPTS = map[int64]int{}
-	for i, p := range pts {
-		targets[i] = av.Target{PTS: p, Slot: i}
-		byPTS[p] = i
-	}
-	cfg := av.DefaultConfig()
-	cfg.Width, cfg.Height = size, size
-	frames = make([]byte, len(pts)*size*size*3)
-	if _, err := av.DecodeTargets(context.Background(), data, cfg, av.Rational{}, targets, frames); err != nil {
-		t.Fatal(err)
-	}
-	return frames, byPTS
-}
-
 func TestDecodeVideoMatchesSequentialDecode(t *testing.T) {
 	const size = 48
 	d := NewDecoder(Options{Frames: 6, Size: size})
@@ -93,7 +66,7 @@ func TestDecodeVideoMatchesSequentialDecode(t *testing.T) {
 				t.Fatal(err)
 			}
 			v := rec.Video
-			ref, byPTS := allFrames(t, data, size)
+			ref, byPTS := videotest.AllFrames(t, data, size)
 			// The record as parsed, none (Decode parses it), and one that only
 			// estimates the frames (as some WebM records do).
 			est := *rec
@@ -124,7 +97,7 @@ func TestDecodeVideoMatchesSequentialDecode(t *testing.T) {
 				}
 				for slot, f := range sampled {
 					p, ok := byPTS[rv.FrameTime(f)]
-					if !rv.perFrame() {
+					if !rv.PerFrame() {
 						p, ok = shownAt(t, data, rv, f, byPTS)
 					}
 					if !ok {
@@ -139,7 +112,7 @@ func TestDecodeVideoMatchesSequentialDecode(t *testing.T) {
 				// skipped). Estimated timing seeks by the demuxer's index and
 				// may decode a GOP twice.
 				limit := 2 * rv.Frames
-				if rv.perFrame() {
+				if rv.PerFrame() {
 					limit = PlanVideoTasks(rv, sampled, 1)[0].DecodeFrames + 4
 				}
 				if out.DecodedFrames <= 0 || out.DecodedFrames > limit {
@@ -224,7 +197,7 @@ func TestDecodeShortClipRepeatsFrames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, byPTS := allFrames(t, data, size)
+	ref, byPTS := videotest.AllFrames(t, data, size)
 	sampled := SampleFrames(rec.Video, frames)
 	if len(sampled) != 30 {
 		t.Fatalf("got %d sampled frames, want all 30", len(sampled))
@@ -313,7 +286,7 @@ func TestDecodeDocumentAndText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Modality != ModalityText || len(out.Tensors) != 0 || out.Tokens != EstimateTokens([]byte(out.Text)) || out.Tokens < 50 {
+	if out.Modality != ModalityText || len(out.Tensors) != 0 || out.Tokens != estimateTokens([]byte(out.Text)) || out.Tokens < 50 {
 		t.Errorf("text: got %v, %d tensors, %d tokens", out.Modality, len(out.Tensors), out.Tokens)
 	}
 }
@@ -396,8 +369,8 @@ func TestDecodeOpenGOP(t *testing.T) {
 	plane := size * size * 3
 	for _, name := range []string{"h264_opengop.mp4", "hevc_opengop.mp4"} {
 		t.Run(name, func(t *testing.T) {
-			data := readVideo(t, name)
-			v, err := ParseMP4(data)
+			data := videotest.Read(t, name)
+			v, err := mp4.Parse(data)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -410,7 +383,7 @@ func TestDecodeOpenGOP(t *testing.T) {
 			if len(v.Keyframes) < 5 || leading < 5 {
 				t.Fatalf("%d keyframes, %d leading pictures; want an open-GOP clip with at least 5 of each", len(v.Keyframes), leading)
 			}
-			ref, byPTS := allFrames(t, data, size)
+			ref, byPTS := videotest.AllFrames(t, data, size)
 			cli := framemd5RGB(t, name, size)
 			if cli != nil && len(cli) != len(byPTS) {
 				t.Fatalf("ffmpeg's framemd5 lists %d frames, the sequential decode %d", len(cli), len(byPTS))
@@ -539,8 +512,8 @@ func framemd5RGB(t *testing.T, name string, size int) []string {
 // targets (redecodeMissed) decodes within what the first left of
 // Limits.MaxFramesDecoded: a clip must not decode twice the limit.
 func TestRedecodeSharesFrameLimit(t *testing.T) {
-	data := readVideo(t, "h264_opengop.mp4")
-	v, err := ParseMP4(data)
+	data := videotest.Read(t, "h264_opengop.mp4")
+	v, err := mp4.Parse(data)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"math/big"
 	"sort"
 
-	"github.com/datahelix/datahelix/decode/av"
+	"github.com/datahelix/datahelix/internal/av"
 )
 
 // videoStats is what decoding a clip or a task cost.
@@ -112,7 +112,7 @@ func (d *Decoder) videoTask(ctx context.Context, data []byte, v *VideoInfo, task
 		}
 		order[i] = i
 	}
-	exact := v.perFrame()
+	exact := v.PerFrame()
 	sort.SliceStable(order, func(a, b int) bool {
 		return v.FrameTime(task.Targets[order[a]]) < v.FrameTime(task.Targets[order[b]])
 	})

@@ -7,8 +7,8 @@ import (
 	"image/png"
 	"strings"
 
-	"github.com/datahelix/datahelix/decode/av"
-	"github.com/datahelix/datahelix/decode/tjpeg"
+	"github.com/datahelix/datahelix/internal/av"
+	"github.com/datahelix/datahelix/internal/tjpeg"
 )
 
 // Kinds of decoding failure. A failed Decode returns a *SampleError that

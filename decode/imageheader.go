@@ -12,10 +12,10 @@ import (
 // recognises but does not read, such as GIF, as ErrUnsupported).
 var ErrBadImage = errors.New("decode: invalid image header")
 
-// MaxImageSide bounds the width and height an image header may declare.
+// maxImageSide bounds the width and height an image header may declare.
 // Formats allow up to 65535 (JPEG), 16383 (WebP) or 2^31-1 (PNG); we
 // accept the JPEG limit and leave pixel budgets to the decoder.
-const MaxImageSide = 1 << 16
+const maxImageSide = 1 << 16
 
 // ParseImageHeader reads the format, dimensions and, for JPEG, the
 // progressive flag and chroma subsampling of an image from its header,
@@ -44,7 +44,7 @@ func ParseImageHeader(data []byte) (ImageInfo, error) {
 	if err != nil {
 		return ImageInfo{}, err
 	}
-	if info.Width <= 0 || info.Height <= 0 || info.Width > MaxImageSide || info.Height > MaxImageSide {
+	if info.Width <= 0 || info.Height <= 0 || info.Width > maxImageSide || info.Height > maxImageSide {
 		return ImageInfo{}, fmt.Errorf("%w: %s dimensions %dx%d out of range", ErrBadImage, info.Format, info.Width, info.Height)
 	}
 	info.Bytes = len(data)
@@ -146,7 +146,7 @@ func parsePNGHeader(b []byte) (ImageInfo, error) {
 		return ImageInfo{}, fmt.Errorf("%w: PNG without a leading IHDR chunk", ErrBadImage)
 	}
 	w, h := binary.BigEndian.Uint32(b[16:]), binary.BigEndian.Uint32(b[20:])
-	if w > MaxImageSide || h > MaxImageSide {
+	if w > maxImageSide || h > maxImageSide {
 		return ImageInfo{}, fmt.Errorf("%w: PNG dimensions %dx%d out of range", ErrBadImage, w, h)
 	}
 	return ImageInfo{Format: "png", Width: int(w), Height: int(h), Progressive: b[28] == 1}, nil

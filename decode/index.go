@@ -119,13 +119,13 @@ type shardIndex struct {
 	warnings []string
 }
 
-// SplitKey splits a tar member name into its WebDataset key and extension:
+// splitKey splits a tar member name into its WebDataset key and extension:
 // the key is the name up to the first dot of the base name (the directory
 // part is kept) and the extension is the rest, lower-cased. A base name
 // without a dot, or starting with one, has no key: ok is false and the
 // member belongs to no sample (WebDataset skips such members too). So do
 // the names WebDataset keeps for metadata (isWebDatasetMeta).
-func SplitKey(name string) (key, ext string, ok bool) {
+func splitKey(name string) (key, ext string, ok bool) {
 	dir, base := path.Split(name)
 	i := strings.IndexByte(base, '.')
 	if i <= 0 || i == len(base)-1 || isWebDatasetMeta(name) {
@@ -247,7 +247,7 @@ func buildIndex(name string, r io.ReadSeeker, size int64) (*shardIndex, error) {
 			warnf("member %q at offset %d skipped: WebDataset keeps names starting with __NAME__ for metadata", hdr.Name, off)
 			continue
 		}
-		key, ext, ok := SplitKey(hdr.Name)
+		key, ext, ok := splitKey(hdr.Name)
 		if !ok {
 			warnf("member %q at offset %d skipped: its name has no WebDataset key.extension", hdr.Name, off)
 			continue

@@ -44,7 +44,7 @@ func checkIndex(t *testing.T, idx *shardIndex, size int64) {
 			t.Fatalf("entries %d and %d share key %q", i-1, i, e.Key)
 		}
 		for _, m := range e.Members {
-			key, ext, ok := SplitKey(m.Name)
+			key, ext, ok := splitKey(m.Name)
 			if !ok || key != e.Key || ext != m.Ext {
 				t.Fatalf("member %q in sample %q: key %q ext %q ok %v", m.Name, e.Key, key, ext, ok)
 			}

@@ -330,7 +330,7 @@ func decodeIndex(data []byte, size, mtime int64) (*shardIndex, error) {
 			if r.err != nil {
 				break
 			}
-			key, ext, ok := SplitKey(name)
+			key, ext, ok := splitKey(name)
 			switch {
 			case !ok:
 				r.fail("member name")

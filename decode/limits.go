@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/datahelix/datahelix/decode/av"
+	"github.com/datahelix/datahelix/internal/av"
 )
 
 // The bounds of the output shape, F frames per clip of S x S pixels,

@@ -6,6 +6,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/datahelix/datahelix/internal/mp4"
+	"github.com/datahelix/datahelix/internal/webm"
 )
 
 // ErrNoPayload reports a sample none of whose members is a recognised
@@ -115,7 +118,7 @@ func docPosition(ext string) (pos int, ok bool) {
 // its members, without decoding:
 //
 //   - the first video member (mp4, mov, m4v, webm, mkv; parsed by content:
-//     EBML files with ParseWebM, others with ParseMP4) gives Video;
+//     EBML files with webm.Parse, others with mp4.Parse) gives Video;
 //   - every image member (jpg, jpeg, png, webp) gives an entry of Images,
 //     ordered by document position ("0.jpg", "1.jpg", ...) and then by
 //     member order;
@@ -195,7 +198,7 @@ func ParseRecordLimits(s *Sample, lim Limits) (*Record, error) {
 				continue // only the first clip counts
 			}
 			if len(m.Data) == 0 {
-				err = emptyMember{ErrBadMP4}
+				err = emptyMember{mp4.ErrFormat}
 				break
 			}
 			r.Video, err = parseVideo(m.Data)
@@ -223,7 +226,7 @@ func ParseRecordLimits(s *Sample, lim Limits) (*Record, error) {
 				j, ok := scanJSON(m.Data)
 				switch {
 				case !ok:
-					add(&metadata, len(m.Data), EstimateTokens(m.Data))
+					add(&metadata, len(m.Data), estimateTokens(m.Data))
 				case j.doc:
 					add(&captions, j.docBytes, j.docTokens)
 					jsonDoc = true
@@ -324,13 +327,13 @@ func refuseUnread(s *Sample, unreadPicture, audio, embedded int, how string, has
 // (WebM/Matroska) or ISO BMFF (MP4/MOV).
 func parseVideo(data []byte) (*VideoInfo, error) {
 	if len(data) >= 4 && data[0] == 0x1A && data[1] == 0x45 && data[2] == 0xDF && data[3] == 0xA3 {
-		return ParseWebM(data)
+		return webm.Parse(data)
 	}
-	return ParseMP4(data)
+	return mp4.Parse(data)
 }
 
 // emptyMember is the error of a 0-byte video or image member; it matches
-// its format's error (ErrBadMP4, ErrBadImage).
+// its format's error (mp4.ErrFormat, ErrBadImage).
 type emptyMember struct{ format error }
 
 func (e emptyMember) Error() string { return "empty (0 bytes)" }

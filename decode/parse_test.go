@@ -7,6 +7,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/datahelix/datahelix/internal/mp4"
+	"github.com/datahelix/datahelix/internal/video/videotest"
 )
 
 // sampleOf builds a sample from (ext, data) pairs.
@@ -27,8 +30,8 @@ func sampleOf(key string, members ...any) *Sample {
 }
 
 func TestParseRecord(t *testing.T) {
-	mp4 := readVideo(t, "h264_faststart.mp4")
-	webm := readVideo(t, "vp9.webm")
+	mp4 := videotest.Read(t, "h264_faststart.mp4")
+	webm := videotest.Read(t, "vp9.webm")
 	jpg := readImage(t, "y420.jpg")
 	png := readImage(t, "rgb.png")
 	webp := readImage(t, "lossy.webp")
@@ -104,8 +107,8 @@ func TestParseRecordErrors(t *testing.T) {
 		t.Errorf("no payload: err %v, want ErrNoPayload naming the sample and its members", err)
 	}
 	_, err = ParseRecord(sampleOf("b", "mp4", "not a video", "txt", "caption"))
-	if !errors.Is(err, ErrBadMP4) || !strings.Contains(err.Error(), "b.mp4") {
-		t.Errorf("bad video: err %v, want ErrBadMP4 naming the member", err)
+	if !errors.Is(err, mp4.ErrFormat) || !strings.Contains(err.Error(), "b.mp4") {
+		t.Errorf("bad video: err %v, want mp4.ErrFormat naming the member", err)
 	}
 	_, err = ParseRecord(sampleOf("j", "jpg", "\xff\xd8\xff\xd9"))
 	if !errors.Is(err, ErrBadImage) {
@@ -113,7 +116,7 @@ func TestParseRecordErrors(t *testing.T) {
 	}
 
 	// Samples that would train without part of what they hold.
-	jpg, mp4 := readImage(t, "y420.jpg"), readVideo(t, "h264_faststart.mp4")
+	jpg, mp4 := readImage(t, "y420.jpg"), videotest.Read(t, "h264_faststart.mp4")
 	for _, tt := range []struct {
 		sample       *Sample
 		member, want string
@@ -173,8 +176,8 @@ func TestDocPosition(t *testing.T) {
 // thumbnail): it must return a record or an error, never panic, and a
 // record's modality must follow from its parts.
 func FuzzParseRecord(f *testing.F) {
-	f.Add(readVideo(f, "h264_frag.mp4"), "mp4", false)
-	f.Add(readVideo(f, "vp8.webm"), "webm", true)
+	f.Add(videotest.Read(f, "h264_frag.mp4"), "mp4", false)
+	f.Add(videotest.Read(f, "vp8.webm"), "webm", true)
 	f.Add(readImage(f, "prog420.jpg"), "0.jpg", true)
 	f.Add(readImage(f, "alpha.webp"), "webp", false)
 	f.Add([]byte(`{"caption": "a cat", "tags": ["x", {"k": "v"}]}`), "json", false)
@@ -201,7 +204,9 @@ func FuzzParseRecord(f *testing.F) {
 			t.Fatalf("inconsistent record %+v", r)
 		}
 		if r.Video != nil {
-			checkVideoInfo(t, r.Video)
+			if err := r.Video.Check(); err != nil {
+				t.Fatal(err)
+			}
 		}
 		// Training gets the text the record counts.
 		if _, n, err := SampleText(s, Limits{}); err != nil || n != r.Text.Tokens {
@@ -241,8 +246,8 @@ func TestParseRecordGeneratorShard(t *testing.T) {
 				txt = m.Data
 			}
 		}
-		if r.Modality != ModalityText || r.Text == nil || r.Text.Tokens != EstimateTokens(txt) || r.Text.Tokens == 0 {
-			t.Errorf("sample %q: %v, text %+v; want text with %d tokens", smp.Key, r.Modality, r.Text, EstimateTokens(txt))
+		if r.Modality != ModalityText || r.Text == nil || r.Text.Tokens != estimateTokens(txt) || r.Text.Tokens == 0 {
+			t.Errorf("sample %q: %v, text %+v; want text with %d tokens", smp.Key, r.Modality, r.Text, estimateTokens(txt))
 		}
 	}
 }

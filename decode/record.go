@@ -1,5 +1,7 @@
 package decode
 
+import "github.com/datahelix/datahelix/internal/video"
+
 // Modality is the kind of content a sample carries; it selects the cost
 // model and the decoder.
 type Modality uint8
@@ -43,52 +45,10 @@ type Sample struct {
 }
 
 // VideoInfo holds the cost features of a clip, read from its container
-// without decoding.
-type VideoInfo struct {
-	Container string // "mp4", "mov", "webm" or "matroska"
-	Codec     string // FFmpeg codec name: "h264", "hevc", "av1", "vp9", "vp8"
-	Width     int
-	Height    int
-	// Rotation is the rotation of the track's display matrix (MP4/MOV:
-	// tkhd times mvhd; Matroska: the one FFmpeg makes of a Projection) in
-	// degrees counterclockwise, -180 to 180, as av_display_rotation_get
-	// reads it (ffprobe prints it truncated to an integer); 0 when there
-	// is none. Turn gives the turn that shows the clip upright.
-	Rotation  float64
-	Timescale uint32 // ticks per second of Duration and FramePTS
-	Duration  int64  // in Timescale ticks
-	Frames    int    // frames in the track (estimated when FrameCountEstimated)
-	// FrameCountEstimated is true when Frames was derived from duration and
-	// frame rate instead of counted; per-frame slices are then nil.
-	FrameCountEstimated bool
-	// FrameBytes is the compressed size of each frame in decode order.
-	FrameBytes []uint32
-	// FramePTS is each frame's presentation time in Timescale ticks, in
-	// decode order, edit lists applied so that it matches the timestamps
-	// FFmpeg reports for the same stream.
-	FramePTS []int64
-	// Keyframes lists the decode-order indices of sync frames, ascending.
-	// When the container does not say which frames are sync frames it
-	// holds only frame 0: decoding must start at the beginning.
-	Keyframes []int
-	// Discarded lists, ascending, the decode-order indices of frames
-	// FFmpeg does not show at a time of their own: those an MP4 edit list
-	// hides (AVINDEX_DISCARD_FRAME; ffprobe flags their packets D), such
-	// as the pre-roll of a cut and a P-frame past an edit's end that
-	// B-frames before the end refer to, and the Matroska frames FFmpeg's
-	// demuxer leaves without a timestamp (laced without a duration, or in
-	// a block timed before 0). SampleFrames never picks them. FFmpeg 5.1
-	// decodes them without output, except the untimed Matroska frames it
-	// can decode, and AV1 frames (its libdav1d decoder ignores the
-	// discard flag).
-	Discarded []int
-	// Bytes is the compressed size of the track's frames (the sum of
-	// FrameBytes when those are known).
-	Bytes int64
-	// Member is the index in Sample.Members of the video member (set by
-	// ParseRecord).
-	Member int
-}
+// without decoding: codec, dimensions, rotation, timing, per-frame sizes
+// and keyframes (see the fields of video.Track). Its FrameTime and Turn
+// give a frame's presentation time and the turn that shows it upright.
+type VideoInfo = video.Track
 
 // ImageInfo holds the cost features of one image, read from its header.
 type ImageInfo struct {

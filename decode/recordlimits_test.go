@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/datahelix/datahelix/internal/video/videotest"
+	"github.com/datahelix/datahelix/internal/webm"
 )
 
 // recordAndDecode builds s's record under lim, and decodes s under lim
@@ -47,7 +50,7 @@ func wantRefused(t *testing.T, what string, err, kind error, member string, word
 // than being costed, planned and moved, then dropped at every draw; and
 // that the codecs decoding allows still pass.
 func TestRecordRefusesCodecDecodingRefuses(t *testing.T) {
-	mkv := readVideo(t, "h264.mkv")
+	mkv := videotest.Read(t, "h264.mkv")
 	asp := bytes.Replace(mkv, []byte("V_MPEG4/ISO/AVC"), []byte("V_MPEG4/ISO/ASP"), 1)
 	if bytes.Equal(asp, mkv) {
 		t.Fatal("h264.mkv has no V_MPEG4/ISO/AVC codec ID")
@@ -57,7 +60,7 @@ func TestRecordRefusesCodecDecodingRefuses(t *testing.T) {
 		data  []byte
 		codec string
 	}{
-		{"mp4", readVideo(t, "refused/mpeg2_mp4v.mp4"), "mpeg2video"},
+		{"mp4", videotest.Read(t, "refused/mpeg2_mp4v.mp4"), "mpeg2video"},
 		{"mkv", asp, "mpeg4"},
 	} {
 		s := decSample("clip", map[string][]byte{c.ext: c.data, "txt": []byte("a caption")})
@@ -73,7 +76,7 @@ func TestRecordRefusesCodecDecodingRefuses(t *testing.T) {
 		wantRefused(t, "decode of "+c.codec, err, ErrUnsupported, "clip."+c.ext, "codec "+c.codec)
 	}
 	for _, name := range []string{"h264.mkv", "hevc.mp4", "av1.mp4"} {
-		s := decSample("clip", map[string][]byte{name[strings.LastIndexByte(name, '.')+1:]: readVideo(t, name)})
+		s := decSample("clip", map[string][]byte{name[strings.LastIndexByte(name, '.')+1:]: videotest.Read(t, name)})
 		if _, err := ParseRecord(s); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
@@ -86,8 +89,8 @@ func TestRecordRefusesCodecDecodingRefuses(t *testing.T) {
 // pixel under it both fail. Images beside a clip are not decoded and not
 // checked.
 func TestRecordRefusesOverPixelLimits(t *testing.T) {
-	clip := readVideo(t, "h264.mkv")
-	v, err := ParseWebM(clip)
+	clip := videotest.Read(t, "h264.mkv")
+	v, err := webm.Parse(clip)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,19 +150,19 @@ func TestRecordRefusesTooManyImages(t *testing.T) {
 // av.TestVfWCodec checks those tags.)
 func TestRecordNamesVfWCodec(t *testing.T) {
 	for name, codec := range map[string]string{"refused/ffv1_vfw.mkv": "ffv1", "refused/msmpeg4v3.mkv": "msmpeg4v3"} {
-		data := readVideo(t, name)
-		v, err := ParseWebM(data)
+		data := videotest.Read(t, name)
+		v, err := webm.Parse(data)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if v.Codec != codec {
 			t.Errorf("%s: codec %s, want %s", name, v.Codec, codec)
 		}
-		compareWithProbe(t, name, v)
+		videotest.Compare(t, name, "v:0", v)
 		_, err = ParseRecord(decSample("clip", map[string][]byte{"mkv": data}))
 		wantRefused(t, name, err, ErrUnsupported, "clip.mkv", "video codec "+codec)
 	}
-	ffv1 := readVideo(t, "refused/ffv1_vfw.mkv")
+	ffv1 := videotest.Read(t, "refused/ffv1_vfw.mkv")
 	at := bytes.Index(ffv1, []byte("FFV1"))
 	if at < 0 {
 		t.Fatal("no FFV1 fourcc in ffv1_vfw.mkv")
@@ -171,11 +174,11 @@ func TestRecordNamesVfWCodec(t *testing.T) {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		want := ffprobeStream(t, path, "v:0").codec
+		want := videotest.Probe(t, path, "v:0").Codec
 		if want == "none" {
 			want = "unknown" // ffprobe's name for a codec FFmpeg does not know
 		}
-		v, err := ParseWebM(data)
+		v, err := webm.Parse(data)
 		if err != nil || v.Codec != want {
 			t.Fatalf("fourcc %s: codec %v (%v), ffprobe says %s", tag, v.Codec, err, want)
 		}

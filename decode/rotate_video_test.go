@@ -24,7 +24,7 @@ func rotatedClip(t *testing.T, name string) []byte {
 // `ffmpeg -threads 1 -i rot90_420.mp4 -map 0:v -f framemd5 -` (FFmpeg 5.1,
 // which turns the frames by the display matrix, here transpose=cclock),
 // hard-coded so the test runs without the ffmpeg CLI; with -noautorotate
-// every hash differs. decode/av's TestFrameMD5sTurnUpright covers the
+// every hash differs. internal/av's TestFrameMD5sTurnUpright covers the
 // other turns and pixel formats.
 func TestFrameMD5sAutorotate(t *testing.T) {
 	want := []string{

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/datahelix/datahelix/internal/video/videotest"
 )
 
 // TestWriterLayouts reads a shard holding samples laid out as the tools
@@ -18,7 +20,7 @@ import (
 // ErrUnsupported naming the member it cannot read.
 func TestWriterLayouts(t *testing.T) {
 	jpg, png := string(readImage(t, "y420.jpg")), string(readImage(t, "rgb.png"))
-	mp4 := string(readVideo(t, "h264_faststart.mp4"))
+	mp4 := string(videotest.Read(t, "h264_faststart.mp4"))
 	// img2dataset's and video2dataset's json metadata (json.dumps(meta,
 	// indent=4)): its URL, key, status and hash are not a caption.
 	i2dMeta := `{

@@ -26,7 +26,7 @@ func SampleFrames(v *VideoInfo, n int) []int {
 	if v == nil || n <= 0 || v.Frames <= 0 {
 		return nil
 	}
-	if !v.perFrame() {
+	if !v.PerFrame() {
 		out := make([]int, 0, min(n, v.Frames))
 		for k := 0; k < n; k++ {
 			i := centre(0, int64(v.Frames), k, n)
@@ -36,7 +36,7 @@ func SampleFrames(v *VideoInfo, n int) []int {
 		}
 		return out
 	}
-	order := slices.DeleteFunc(presentationOrder(v), v.hidden)
+	order := slices.DeleteFunc(presentationOrder(v), v.Hidden)
 	if len(order) == 0 {
 		order = presentationOrder(v) // every frame is hidden: pick among them
 	}
@@ -71,20 +71,6 @@ func centre(start, end int64, k, n int) int64 {
 	return start + span/den*num + span%den*num/den
 }
 
-// hidden reports whether FFmpeg decodes frame i without showing it:
-// Discarded, or in an MP4/MOV file a frame with a negative pts (the
-// pre-roll of an edit list FFmpeg does not apply frame by frame). A
-// Matroska frame with a negative pts, as CodecDelay gives, is shown.
-func (v *VideoInfo) hidden(i int) bool {
-	_, discarded := slices.BinarySearch(v.Discarded, i)
-	return discarded || v.FramePTS[i] < 0 && v.Container != "webm" && v.Container != "matroska"
-}
-
-// perFrame reports whether per-frame timing and sizes are known.
-func (v *VideoInfo) perFrame() bool {
-	return !v.FrameCountEstimated && len(v.FramePTS) == v.Frames && len(v.FrameBytes) == v.Frames
-}
-
 // presentationOrder returns the decode-order indices of v's frames sorted
 // by pts (ties by decode order).
 func presentationOrder(v *VideoInfo) []int {
@@ -100,21 +86,4 @@ func presentationOrder(v *VideoInfo) []int {
 		sort.SliceStable(order, func(a, b int) bool { return v.FramePTS[order[a]] < v.FramePTS[order[b]] })
 	}
 	return order
-}
-
-// FrameTime returns the presentation time of frame i in Timescale ticks:
-// its pts when per-frame timing is known, else i*Duration/Frames (the
-// constant-frame-rate estimate SampleFrames assumes).
-func (v *VideoInfo) FrameTime(i int) int64 {
-	if v.perFrame() {
-		if i < 0 || i >= len(v.FramePTS) {
-			return 0
-		}
-		return v.FramePTS[i]
-	}
-	if v.Frames <= 0 {
-		return 0
-	}
-	d, f, k := v.Duration, int64(v.Frames), int64(i)
-	return d/f*k + d%f*k/f
 }

@@ -4,6 +4,9 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+
+	"github.com/datahelix/datahelix/internal/mp4"
+	"github.com/datahelix/datahelix/internal/video/videotest"
 )
 
 // cfrClip returns a constant-frame-rate clip without reordering: frame i
@@ -121,7 +124,7 @@ func TestSampleFrames(t *testing.T) {
 		}
 	}
 	// The real B-frame clip: decode order differs from presentation order.
-	v, err := ParseMP4(readVideo(t, "h264_bf2.mp4"))
+	v, err := mp4.Parse(videotest.Read(t, "h264_bf2.mp4"))
 	if err != nil {
 		t.Fatal(err)
 	}

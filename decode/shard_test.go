@@ -94,9 +94,9 @@ func TestSplitKey(t *testing.T) {
 		{"a/__meta__/x.txt", "a/__meta__/x", "txt", true},
 	}
 	for _, tt := range tests {
-		key, ext, ok := SplitKey(tt.name)
+		key, ext, ok := splitKey(tt.name)
 		if key != tt.key || ext != tt.ext || ok != tt.ok {
-			t.Errorf("SplitKey(%q) = %q, %q, %v; want %q, %q, %v", tt.name, key, ext, ok, tt.key, tt.ext, tt.ok)
+			t.Errorf("splitKey(%q) = %q, %q, %v; want %q, %q, %v", tt.name, key, ext, ok, tt.key, tt.ext, tt.ok)
 		}
 	}
 }

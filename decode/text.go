@@ -21,7 +21,7 @@ func ParseText(data []byte, ext string) TextInfo {
 			return info
 		}
 	}
-	info.Tokens = EstimateTokens(data)
+	info.Tokens = estimateTokens(data)
 	return info
 }
 
@@ -46,7 +46,7 @@ func isJSONExt(ext string) bool {
 	return ext == "json" || len(ext) > 5 && ext[len(ext)-5:] == ".json"
 }
 
-// EstimateTokens estimates how many tokens a GPT-style BPE tokenizer
+// estimateTokens estimates how many tokens a GPT-style BPE tokenizer
 // (such as cl100k) produces for UTF-8 text, without a vocabulary:
 //
 //   - a run of letters is 1 + (w-1)/8 tokens, where w counts ASCII
@@ -63,7 +63,7 @@ func isJSONExt(ext string) bool {
 // It is a heuristic, not a tokenizer ("The quick brown fox jumps over the
 // lazy dog." gives 10, as cl100k does); the cost model only needs text
 // samples ranked by size and a plausible count to report.
-func EstimateTokens(text []byte) int {
+func estimateTokens(text []byte) int {
 	tokens := 0
 	letters, digits := 0, 0 // weight of the current letter run, length of the digit run
 	flush := func() {
@@ -182,7 +182,7 @@ func scanJSON(data []byte) (j jsonText, ok bool) {
 			j.doc = j.doc || docText
 			stack = append(stack, level{object: v == '{', keyNext: v == '{', docText: docText})
 		case string:
-			n := EstimateTokens([]byte(v))
+			n := estimateTokens([]byte(v))
 			j.tokens += n
 			j.values = append(j.values, v)
 			if len(stack) == 2 && stack[1].docText {

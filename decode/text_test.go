@@ -26,8 +26,8 @@ func TestEstimateTokens(t *testing.T) {
 		{"\xff\xfe", 2}, // invalid bytes count one each
 	}
 	for _, tt := range tests {
-		if got := EstimateTokens([]byte(tt.text)); got != tt.want {
-			t.Errorf("EstimateTokens(%q) = %d, want %d", tt.text, got, tt.want)
+		if got := estimateTokens([]byte(tt.text)); got != tt.want {
+			t.Errorf("estimateTokens(%q) = %d, want %d", tt.text, got, tt.want)
 		}
 	}
 }
@@ -47,9 +47,9 @@ func TestEstimateTokensBounds(t *testing.T) {
 			b.WriteByte(' ')
 		}
 		s := b.String()
-		got := EstimateTokens([]byte(s))
+		got := estimateTokens([]byte(s))
 		if got > len(s) || got < n || (n > 0 && got > 4*utf8.RuneCountInString(s)) {
-			t.Fatalf("EstimateTokens(%q) = %d for %d words, %d bytes", s, got, n, len(s))
+			t.Fatalf("estimateTokens(%q) = %d for %d words, %d bytes", s, got, n, len(s))
 		}
 	}
 }

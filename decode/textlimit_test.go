@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/datahelix/datahelix/internal/mp4"
 )
 
 // TestTextLimit checks that text members beyond MaxTextBytes fail the
@@ -66,7 +68,7 @@ func TestSampleTextTokens(t *testing.T) {
 	if want := "héllo, 45\n\xe2\x82\nworld 123"; text != want {
 		t.Errorf("text %q, want %q", text, want)
 	}
-	if want := EstimateTokens([]byte(text)); tokens != want {
+	if want := estimateTokens([]byte(text)); tokens != want {
 		t.Errorf("tokens %d, want %d (the joined text's)", tokens, want)
 	}
 	out, err := NewDecoder(Options{}).Decode(context.Background(), s, nil)
@@ -85,7 +87,7 @@ func TestSampleErrorNamesOnce(t *testing.T) {
 		is     error
 		want   string
 	}{
-		{"bad video", decSample("k", map[string][]byte{"mp4": []byte("not a video")}), ErrBadMP4,
+		{"bad video", decSample("k", map[string][]byte{"mp4": []byte("not a video")}), mp4.ErrFormat,
 			`decode: shard test.tar: sample "k": member k.mp4: invalid MP4/MOV: `},
 		{"no payload", decSample("k", map[string][]byte{"npy": {1}}), ErrNoPayload,
 			`decode: shard test.tar: sample "k": no recognised payload: members [npy]; recognised: video mp4 `},
@@ -95,7 +97,7 @@ func TestSampleErrorNamesOnce(t *testing.T) {
 			`decode: file data/clip: no recognised payload: the file name has no extension; recognised: `},
 		{"empty image", decSample("k", map[string][]byte{"jpg": {}}), ErrBadImage,
 			`decode: shard test.tar: sample "k": member k.jpg: empty (0 bytes)`},
-		{"empty video", decSample("k", map[string][]byte{"webm": {}}), ErrBadMP4,
+		{"empty video", decSample("k", map[string][]byte{"webm": {}}), mp4.ErrFormat,
 			`decode: shard test.tar: sample "k": member k.webm: empty (0 bytes)`},
 		{"file", FileSample("img/cmyk.jpg", []byte("\xff\xd8\xff\xd9")), ErrBadImage,
 			`decode: file img/cmyk.jpg: invalid image header: `},

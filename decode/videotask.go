@@ -98,7 +98,7 @@ func decodeRuns(v *VideoInfo, targets []int) []segment {
 	if len(ws) == 0 {
 		return nil
 	}
-	perFrame := v.perFrame()
+	perFrame := v.PerFrame()
 	sort.SliceStable(ws, func(a, b int) bool {
 		if perFrame {
 			if pa, pb := v.FramePTS[ws[a].frame], v.FramePTS[ws[b].frame]; pa != pb {
@@ -183,7 +183,7 @@ func decodeStart(v *VideoInfo, f int) int {
 	if i < 0 {
 		return 0
 	}
-	if v.perFrame() && f < len(v.FramePTS) {
+	if v.PerFrame() && f < len(v.FramePTS) {
 		for i > 0 && v.FramePTS[f] < v.FramePTS[v.Keyframes[i]] {
 			i--
 		}
@@ -195,7 +195,7 @@ func decodeStart(v *VideoInfo, f int) int {
 // [a, b] in decode order, from per-frame sizes or, when those are
 // unknown, the average frame size.
 func frameBytes(v *VideoInfo) func(a, b int) int64 {
-	if !v.perFrame() {
+	if !v.PerFrame() {
 		avg := v.Bytes / int64(v.Frames)
 		return func(a, b int) int64 { return avg * int64(b-a+1) }
 	}
@@ -210,7 +210,7 @@ func frameBytes(v *VideoInfo) func(a, b int) int64 {
 // (decode order) whose pts is below that of an earlier frame of their GOP;
 // without per-frame timing there are none.
 func reorderedFrames(v *VideoInfo) func(a, b int) int {
-	if !v.perFrame() {
+	if !v.PerFrame() {
 		return func(a, b int) int { return 0 }
 	}
 	prefix := make([]int32, v.Frames+1)

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/datahelix/datahelix/internal/video/videotest"
 )
 
 // FuzzDecodeVideoTasks splits mutated clips the parser accepts into
@@ -15,7 +17,7 @@ import (
 // the sample fill those at the same time).
 func FuzzDecodeVideoTasks(f *testing.F) {
 	for i, name := range []string{"h264_30s.mp4", "h264_frag.mp4", "h264_bf2.mp4", "vp9.webm", "h264.mkv"} {
-		f.Add(readVideo(f, name), uint8(i))
+		f.Add(videotest.Read(f, name), uint8(i))
 	}
 	const frames, size = 6, 8
 	d := NewDecoder(Options{Frames: frames, Size: size, Limits: Limits{
@@ -23,7 +25,7 @@ func FuzzDecodeVideoTasks(f *testing.F) {
 	}})
 	exts := []string{"mp4", "mp4", "mp4", "webm", "mkv"}
 	// The long clip's keyframes give several tasks, which is the point.
-	if rec, err := ParseRecord(decSample("k", map[string][]byte{"mp4": readVideo(f, "h264_30s.mp4")})); err != nil {
+	if rec, err := ParseRecord(decSample("k", map[string][]byte{"mp4": videotest.Read(f, "h264_30s.mp4")})); err != nil {
 		f.Fatal(err)
 	} else if n := len(PlanVideoTasks(rec.Video, SampleFrames(rec.Video, frames), 4)); n < 2 {
 		f.Fatalf("h264_30s.mp4 splits into %d task, want several", n)

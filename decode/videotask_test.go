@@ -6,6 +6,9 @@ import (
 	"slices"
 	"sort"
 	"testing"
+
+	"github.com/datahelix/datahelix/internal/mp4"
+	"github.com/datahelix/datahelix/internal/video/videotest"
 )
 
 func TestPlanVideoTasks(t *testing.T) {
@@ -300,7 +303,7 @@ func checkTasks(t *testing.T, v *VideoInfo, targets []int, tasks []VideoTask, se
 
 // BenchmarkPlanVideoTasks plans 8 frames of the 30 s clip into 4 tasks.
 func BenchmarkPlanVideoTasks(b *testing.B) {
-	v, err := ParseMP4(readVideo(b, "h264_30s.mp4"))
+	v, err := mp4.Parse(videotest.Read(b, "h264_30s.mp4"))
 	if err != nil {
 		b.Fatal(err)
 	}

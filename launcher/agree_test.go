@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/datahelix/datahelix/decode/gen/gentest"
+	"github.com/datahelix/datahelix/internal/gen/gentest"
 )
 
 // mpirunSplit runs the test binary as datahelix under mpirun, rank 0 with

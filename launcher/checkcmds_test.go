@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/datahelix/datahelix/decode/gen/gentest"
+	"github.com/datahelix/datahelix/internal/gen/gentest"
 )
 
 // tarOf returns a tar of the named members.

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/datahelix/datahelix/decode/gen/gentest"
 	"github.com/datahelix/datahelix/internal/bench"
+	"github.com/datahelix/datahelix/internal/gen/gentest"
 	"github.com/datahelix/datahelix/plan"
 )
 

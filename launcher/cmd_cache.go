@@ -10,7 +10,7 @@ import (
 	"sort"
 
 	"github.com/datahelix/datahelix/decode"
-	"github.com/datahelix/datahelix/decode/gen"
+	"github.com/datahelix/datahelix/internal/gen"
 )
 
 func init() {

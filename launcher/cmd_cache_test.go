@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/datahelix/datahelix/decode/gen"
+	"github.com/datahelix/datahelix/internal/gen"
 )
 
 // TestCacheCommand checks that datahelix cache lists the cached datasets

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/inspect"
 )
 
 func init() {
@@ -80,7 +81,7 @@ func runCostModel(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	m := decode.NewCostModel(cal)
 	m.SetOptions(decode.CostOptions{Frames: frames, Size: size, MaxTasks: 1})
 	dec := decode.NewDecoder(decode.Options{Frames: frames, Size: size})
-	rep, err := decode.EvaluateCostModel(ctx, ds, dec, m, decode.CostEvalOptions{Warmup: *warmup, Limit: *limit, WallClock: *wall, Repeat: *repeat},
+	rep, err := inspect.EvaluateCostModel(ctx, ds, dec, m, inspect.CostEvalOptions{Warmup: *warmup, Limit: *limit, WallClock: *wall, Repeat: *repeat},
 		func(done, total int) {
 			if done%100 == 0 || done == total {
 				fmt.Fprintf(stderr, "\rdecoded %d/%d", done, total)

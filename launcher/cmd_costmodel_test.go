@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/datahelix/datahelix/decode/gen/gentest"
+	"github.com/datahelix/datahelix/internal/gen/gentest"
 )
 
 // TestCostModelWarmup checks that a --warmup covering the whole dataset

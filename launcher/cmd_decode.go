@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/decode"
-	"github.com/datahelix/datahelix/decode/tjpeg"
+	"github.com/datahelix/datahelix/internal/tjpeg"
 )
 
 func init() {

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/datahelix/datahelix/decode"
-	"github.com/datahelix/datahelix/decode/gen/gentest"
+	"github.com/datahelix/datahelix/internal/gen/gentest"
 )
 
 // TestDecodeMD5MatchesFFmpeg checks `datahelix decode --md5` against the

@@ -11,7 +11,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/datahelix/datahelix/decode/gen"
+	"github.com/datahelix/datahelix/internal/gen"
 )
 
 func init() {

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/inspect"
 )
 
 func init() {
@@ -49,13 +50,13 @@ func runInspect(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	m.SetOptions(decode.CostOptions{Frames: frames, Size: size})
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
-		err := decode.Inspect(ctx, fs.Args(), indexDir, m, func(s decode.RecordSummary) error { return enc.Encode(s) })
+		err := inspect.Inspect(ctx, fs.Args(), indexDir, m, func(s inspect.RecordSummary) error { return enc.Encode(s) })
 		return emptyShardsError(err, empty)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "key\tshard\tmodality\tbytes\twidth\theight\tframes\tduration_s\tcodec\tkeyframes\test_cost_us\tdisplay")
 	rows := 0
-	err = decode.Inspect(ctx, fs.Args(), indexDir, m, func(s decode.RecordSummary) error {
+	err = inspect.Inspect(ctx, fs.Args(), indexDir, m, func(s inspect.RecordSummary) error {
 		rows++
 		if s.Error != "" {
 			fmt.Fprintf(stderr, "%s\n", s.Error)
@@ -87,7 +88,7 @@ const inspectBlock = 1000
 // ffprobe -count_frames counts them, and those an edit list hides (which
 // FFmpeg decodes without showing them) when there are any, "37 (+13
 // hidden)"; "~50" for a count estimated from the duration.
-func frameCount(s decode.RecordSummary) string {
+func frameCount(s inspect.RecordSummary) string {
 	switch {
 	case s.Estimated:
 		return fmt.Sprintf("~%d", s.Frames)
@@ -101,7 +102,7 @@ func frameCount(s decode.RecordSummary) string {
 // matrix turns it: the size it is shown at and the turn, with
 // ffprobe's rotation ("48x64 (rotated 90° counterclockwise)" where
 // ffprobe says rotation=90, width=64, height=48).
-func display(s decode.RecordSummary) string {
+func display(s inspect.RecordSummary) string {
 	var turn string
 	switch r := s.Rotation; {
 	case r == 0:

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/datahelix/datahelix/decode/gen/gentest"
+	"github.com/datahelix/datahelix/internal/gen/gentest"
 )
 
 // TestInspectFailsBeforeTable checks that a missing path or a truncated

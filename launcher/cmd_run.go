@@ -13,9 +13,9 @@ import (
 
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode"
-	"github.com/datahelix/datahelix/decode/gen"
 	"github.com/datahelix/datahelix/gpu"
 	"github.com/datahelix/datahelix/internal/agree"
+	"github.com/datahelix/datahelix/internal/gen"
 	"github.com/datahelix/datahelix/internal/machine"
 	"github.com/datahelix/datahelix/internal/metrics"
 	"github.com/datahelix/datahelix/internal/reader"

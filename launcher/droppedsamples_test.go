@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/datahelix/datahelix/collective"
-	"github.com/datahelix/datahelix/decode/gen/gentest"
+	"github.com/datahelix/datahelix/internal/gen/gentest"
 	"github.com/datahelix/datahelix/internal/metrics"
 	"github.com/datahelix/datahelix/spmd"
 )

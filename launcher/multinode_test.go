@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/datahelix/datahelix/decode/gen/gentest"
+	"github.com/datahelix/datahelix/internal/gen/gentest"
 )
 
 // multinode runs a job on 2 nodes x 2 ranks of the test bed

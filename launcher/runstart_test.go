@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/datahelix/datahelix/decode/gen/gentest"
+	"github.com/datahelix/datahelix/internal/gen/gentest"
 	"github.com/datahelix/datahelix/internal/metrics"
 )
 

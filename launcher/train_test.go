@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/collective/collectivetest"
-	"github.com/datahelix/datahelix/decode/gen/gentest"
 	"github.com/datahelix/datahelix/gpu/bridge"
+	"github.com/datahelix/datahelix/internal/gen/gentest"
 	"github.com/datahelix/datahelix/internal/metrics"
 )
 

@@ -12,9 +12,9 @@ import (
 
 func sampleBlock() *Block {
 	return &Block{
-		Params:   Params{Mode: ModeHelixNoGate, Seed: 0xfeedface, Margin: 250},
-		Step:     42,
-		Rank:     3,
+		Params: Params{Mode: ModeHelixNoGate, Seed: 0xfeedface, Margin: 250},
+		Step:   42,
+		Rank:   3,
 		Progress: Progress{Deadline: 90_000, Backlog: 12_000, Capacity: 6 * One, Bandwidth: 10_000 * One, Latency: 5,
 			Node: 2, NodeBandwidth: 125 * One, NodeLatency: 40},
 		Samples: []Sample{

@@ -58,7 +58,7 @@ for pkg in $(go list ./...); do
 	fi
 	for name in $(printf '%s\n' "$list" | grep '^Fuzz' | grep -E -- "$match" || true); do
 		fuzz "$pkg" "$name"
-		if [ "$pkg" = github.com/datahelix/datahelix/decode/tjpeg ]; then
+		if [ "$pkg" = github.com/datahelix/datahelix/internal/tjpeg ]; then
 			fuzz "$pkg" "$name" noturbojpeg
 		fi
 	done

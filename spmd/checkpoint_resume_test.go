@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/datahelix/datahelix/collective"
-	"github.com/datahelix/datahelix/decode/gen/gentest"
+	"github.com/datahelix/datahelix/internal/gen/gentest"
 )
 
 // TestResumeNoReadableCheckpointNamesFiles damages a file of each

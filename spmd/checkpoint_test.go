@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/collective"
-	"github.com/datahelix/datahelix/decode/gen/gentest"
+	"github.com/datahelix/datahelix/internal/gen/gentest"
 )
 
 // runBounded runs n in-process ranks of Run and fails the test, instead of

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/decode"
-	"github.com/datahelix/datahelix/decode/gen/gentest"
 	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/internal/gen/gentest"
 	"github.com/datahelix/datahelix/internal/step"
 	"github.com/datahelix/datahelix/plan"
 )

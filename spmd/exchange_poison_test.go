@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/datahelix/datahelix/decode/gen/gentest"
+	"github.com/datahelix/datahelix/internal/gen/gentest"
 )
 
 // TestReceivedSamplesDecodeAsReadLocally runs helix, which moves

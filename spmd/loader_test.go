@@ -17,8 +17,8 @@ import (
 
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode"
-	"github.com/datahelix/datahelix/decode/gen/gentest"
 	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/internal/gen/gentest"
 	"github.com/datahelix/datahelix/internal/metrics"
 	"github.com/datahelix/datahelix/internal/reader"
 )

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/collective"
-	"github.com/datahelix/datahelix/decode/gen/gentest"
+	"github.com/datahelix/datahelix/internal/gen/gentest"
 )
 
 // failCheckpoint makes rank's checkpoint of loader k at step fail: the

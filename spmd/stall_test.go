@@ -8,7 +8,7 @@ import (
 
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode"
-	"github.com/datahelix/datahelix/decode/gen/gentest"
+	"github.com/datahelix/datahelix/internal/gen/gentest"
 )
 
 // TestLoaderStallTimeout: a loader with Config.StallTimeout aborts the

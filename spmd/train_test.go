@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/decode"
-	"github.com/datahelix/datahelix/decode/gen/gentest"
 	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/internal/gen/gentest"
 )
 
 // lockstepGPUTime runs n in-process ranks of loader k on data, each

@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/decode"
-	"github.com/datahelix/datahelix/decode/gen"
+	"github.com/datahelix/datahelix/internal/gen"
+	"github.com/datahelix/datahelix/internal/inspect"
 	"github.com/datahelix/datahelix/internal/machine"
 )
 
@@ -129,12 +130,12 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig) (*Calibration, error) {
 	cal := &Calibration{Source: "measured", Machine: cfg.Machine, Created: time.Now().UTC().Format(time.RFC3339), Presets: slices.Clone(cfg.Presets),
 		MAPE: map[string]float64{}, SynthMAPE: map[string]float64{}, BitsPerPixel: map[string]float64{},
 		SplitRatio: map[string]float64{}}
-	var held []decode.CostObservation
+	var held []inspect.CostObservation
 	type acc struct{ bits, px float64 }
 	bpp := map[string]*acc{}
 	type decoded struct {
 		gc  gen.Config
-		obs []decode.CostObservation
+		obs []inspect.CostObservation
 	}
 	var all []decoded
 	var allSplits []splitObservation
@@ -158,7 +159,7 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig) (*Calibration, error) {
 		if cfg.Progress != nil {
 			progress = func(done, total int) { cfg.Progress(p, done, total) }
 		}
-		rep, err := decode.EvaluateCostModel(ctx, ds, dec, m, decode.CostEvalOptions{Warmup: max(gc.Samples*2/3, 1), Repeat: cfg.Repeat}, progress)
+		rep, err := inspect.EvaluateCostModel(ctx, ds, dec, m, inspect.CostEvalOptions{Warmup: max(gc.Samples*2/3, 1), Repeat: cfg.Repeat}, progress)
 		var splits []splitObservation
 		if err == nil {
 			splits, err = measureSplit(ctx, ds, dec, rep.Observations, cfg.Repeat)

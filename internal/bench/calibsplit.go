@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/inspect"
 )
 
 // calibrateSplitTasks is how many keyframe-aligned tasks calibration
@@ -31,7 +32,7 @@ type splitObservation struct {
 // (the fastest of repeat). Without these, the cost model
 // only ever sees one task per clip and cannot tell the cost of a task
 // from the fixed cost of a clip.
-func measureSplit(ctx context.Context, ds *decode.Dataset, dec *decode.Decoder, obs []decode.CostObservation, repeat int) ([]splitObservation, error) {
+func measureSplit(ctx context.Context, ds *decode.Dataset, dec *decode.Decoder, obs []inspect.CostObservation, repeat int) ([]splitObservation, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	size := dec.Options().Size

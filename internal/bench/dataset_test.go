@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/decode"
-	"github.com/datahelix/datahelix/decode/gen/gentest"
 	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/internal/gen/gentest"
 	"github.com/datahelix/datahelix/internal/metrics"
 	"github.com/datahelix/datahelix/internal/sim"
 	"github.com/datahelix/datahelix/spmd"

@@ -7,7 +7,7 @@
 // The workloads (workloads/*.json, embedded; fields in
 // workloads/README.md) describe a training job built from public dataset
 // statistics: a mixture of sources, each a preset of the generator
-// (decode/gen) with the number of consecutive clips cut from one source
+// (internal/gen) with the number of consecutive clips cut from one source
 // video, shard size (shards are source-homogeneous), frames per clip,
 // batch, decode workers W, the GPU step's shape and the cluster (ranks per
 // node, slow nodes). Every statistic carries its source. One rule

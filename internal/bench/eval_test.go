@@ -30,9 +30,9 @@ func smallRun(t *testing.T) *Report {
 		t.Fatal(err)
 	}
 	r, err := BuildReport(context.Background(), RunConfig{
-		Eval:            EvalConfig{Workloads: ws, Ranks: 8, Steps: 30, Seed: 3, KeepTimelines: true},
-		Sections:        []string{},
-		Machine: machine.Machine{Host: "test", Commit: "c"},
+		Eval:     EvalConfig{Workloads: ws, Ranks: 8, Steps: 30, Seed: 3, KeepTimelines: true},
+		Sections: []string{},
+		Machine:  machine.Machine{Host: "test", Commit: "c"},
 	})
 	if err != nil {
 		t.Fatal(err)

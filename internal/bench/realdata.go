@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/decode"
-	"github.com/datahelix/datahelix/decode/gen"
+	"github.com/datahelix/datahelix/internal/gen"
 )
 
 // RealScale sizes the real runs for this machine: a dataset of

@@ -6,7 +6,7 @@ import (
 	"math"
 
 	"github.com/datahelix/datahelix/decode"
-	"github.com/datahelix/datahelix/decode/gen"
+	"github.com/datahelix/datahelix/internal/gen"
 )
 
 // genSpec is the part of the generator's per-sample metadata
@@ -65,7 +65,7 @@ func (im genImage) bitsPerPixel(bpp map[string]float64) float64 {
 	return defaultBitsPerPixel["jpeg"]
 }
 
-// Text statistics of the generator's vocabulary (decode/gen/text.go):
+// Text statistics of the generator's vocabulary (internal/gen/text.go):
 // about 5.4 bytes per word with its space, one token per word (no word
 // is over 8 letters) plus one per sentence-ending period, sentences of 6
 // to 20 words.

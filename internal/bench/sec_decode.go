@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/decode"
-	"github.com/datahelix/datahelix/decode/av"
-	"github.com/datahelix/datahelix/decode/gen"
+	"github.com/datahelix/datahelix/internal/av"
+	"github.com/datahelix/datahelix/internal/gen"
 )
 
 // DecodePresets are the generator's video presets the decode section

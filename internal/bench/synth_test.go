@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/datahelix/datahelix/decode"
-	"github.com/datahelix/datahelix/decode/gen"
+	"github.com/datahelix/datahelix/internal/gen"
 )
 
 func synthFor(t *testing.T, name string, ranks int, seed uint64) *Synth {

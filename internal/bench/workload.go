@@ -16,8 +16,8 @@ import (
 
 	benchdata "github.com/datahelix/datahelix/bench"
 	"github.com/datahelix/datahelix/decode"
-	"github.com/datahelix/datahelix/decode/gen"
 	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/internal/gen"
 	"github.com/datahelix/datahelix/internal/sim"
 )
 
@@ -69,7 +69,7 @@ type Workload struct {
 }
 
 // Source is one dataset of a workload's mixture, drawn by a preset of the
-// generator (decode/gen), whose distributions cite their papers.
+// generator (internal/gen), whose distributions cite their papers.
 type Source struct {
 	Preset string `json:"preset"`
 	// Weight is the share of shards that come from this source.

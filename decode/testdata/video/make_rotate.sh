@@ -1,7 +1,7 @@
 #!/bin/sh
 # make_rotate.sh regenerates the clips of this directory whose display
 # matrix (the MP4 tkhd matrix) turns the picture (decode/rotate_video_test.go,
-# decode/av/rotate_test.go), with the ffmpeg CLI (Debian 12, FFmpeg 5.1).
+# internal/av/rotate_test.go), with the ffmpeg CLI (Debian 12, FFmpeg 5.1).
 # FFmpeg 5.1 writes the matrix only when it copies the stream: each clip is
 # encoded first, then copied with -metadata:s:v rotate=N. The 5.1 mov muxer
 # and the 5.1 CLI disagree on the sense of N: the CLI shows a clip tagged

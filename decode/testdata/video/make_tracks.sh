@@ -1,6 +1,6 @@
 #!/bin/sh
 # make_tracks.sh regenerates the MP4 clips of this directory with two
-# video tracks (decode/mp4_test.go, TestParseMP4PicksFFmpegTrack), where
+# video tracks (internal/mp4/decode_test.go, TestParseMP4PicksFFmpegTrack), where
 # FFmpeg decodes the second, and the refused clip with MPEG-2 video in an
 # MPEG-4 sample entry, with the ffmpeg CLI (Debian 12, FFmpeg 5.1).
 # FFmpeg's libraries decode the stream av_find_best_stream picks: of
