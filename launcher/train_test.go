@@ -16,7 +16,7 @@ import (
 
 	"github.com/datahelix/datahelix/collective/collectivetest"
 	"github.com/datahelix/datahelix/decode/gen/gentest"
-	"github.com/datahelix/datahelix/gpu/bridge"
+	"github.com/datahelix/datahelix/internal/bridge"
 	"github.com/datahelix/datahelix/spmd"
 )
 
