@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/collective"
-	"github.com/datahelix/datahelix/collective/collectivetest"
+	"github.com/datahelix/datahelix/internal/collectivetest"
 )
 
 // runLocal runs f on every rank of an n-rank in-process world and returns

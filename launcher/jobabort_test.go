@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/collective"
-	"github.com/datahelix/datahelix/collective/collectivetest"
 	"github.com/datahelix/datahelix/decode/gen/gentest"
+	"github.com/datahelix/datahelix/internal/collectivetest"
 )
 
 // TestKilledRankEndsJob kills one rank of a running 4-rank job and

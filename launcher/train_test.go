@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/datahelix/datahelix/collective/collectivetest"
 	"github.com/datahelix/datahelix/decode/gen/gentest"
 	"github.com/datahelix/datahelix/internal/bridge"
+	"github.com/datahelix/datahelix/internal/collectivetest"
 	"github.com/datahelix/datahelix/spmd"
 )
 
