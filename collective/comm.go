@@ -58,9 +58,10 @@ type Comm interface {
 	WaitAll(reqs []*Request) error
 
 	// Abort ends the whole job with the exit code after printing msg on
-	// standard error. It does not return for World; for Local it fails
-	// every pending and later operation of every rank with ErrAborted and
-	// calls the world's abort hook.
+	// standard error. It does not return for World; in an in-process
+	// world it first fails every pending and later operation of every
+	// rank with ErrAborted (RunLocal's ranks then return instead of
+	// exiting).
 	Abort(code int, msg string)
 
 	// Info describes where this rank runs.

@@ -46,7 +46,7 @@ type World struct {
 	root      *World       // the World Init returned; nil for itself
 	dups      []*World     // communicators duplicated from root, freed at Finalize
 	lastYield atomic.Int64 // monotonic ns of the last scheduling point, see enter
-	policy    atomic.Int32 // a WaitPolicy
+	policy    atomic.Int32 // a waitPolicy
 	parts     partsMode    // DATAHELIX_MPI_PARTS, read once at Init
 	joins     joinBufs     // the buffers IsendParts joins messages into
 
@@ -91,9 +91,6 @@ var (
 	initWorld *World
 	initErr   error
 )
-
-// Available reports whether this binary was built with MPI support.
-func Available() bool { return true }
 
 // Flavor names the MPI library the binary was built against: "openmpi" or
 // "mpich".

@@ -17,6 +17,7 @@ import (
 
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/internal/collectivetest"
+	"github.com/datahelix/datahelix/internal/mpinode"
 )
 
 // workerEnv makes the test binary act as one rank of an mpirun job
@@ -52,7 +53,7 @@ func worker(mode string) int {
 		if mode == "share-cpus" {
 			// As launcher does at start: the node's ranks compare CPU
 			// sets and choose their wait policy again.
-			if _, err := w.ShareNodeCPUs(); err != nil {
+			if _, err := mpinode.Of(w).ShareNodeCPUs(); err != nil {
 				fmt.Fprintln(os.Stderr, "FAIL: ShareNodeCPUs:", err)
 				return 1
 			}
@@ -65,7 +66,7 @@ func worker(mode string) int {
 			fmt.Fprintln(os.Stderr, "FAIL:", err)
 			return 1
 		}
-		fmt.Printf("rank %d/%d ok %s multiple=%v wait=%v parts=%s\n", w.Rank(), w.Size(), w.Info().Library, w.Info().ThreadMultiple, w.WaitPolicy(), w.PartsMode())
+		fmt.Printf("rank %d/%d ok %s multiple=%v wait=%v parts=%s\n", w.Rank(), w.Size(), w.Info().Library, w.Info().ThreadMultiple, mpinode.Of(w).WaitPolicy(), w.PartsMode())
 	case "latency":
 		if err := latencyWorker(w); err != nil {
 			fmt.Fprintln(os.Stderr, err)
