@@ -21,9 +21,6 @@ func Init() (*World, error) { return nil, ErrNoMPI }
 // Finalize does nothing.
 func (w *World) Finalize() error { return nil }
 
-// PartsMode returns "none": a binary without MPI sends nothing through it.
-func (w *World) PartsMode() string { return "none" }
-
 // Test reports ErrNoMPI.
 func (w *World) Test(*Request) (bool, error) { return false, ErrNoMPI }
 

@@ -312,16 +312,14 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
-// mpiBinding returns how c's MPI binding waits and sends, as
-// DATAHELIX_MPI_WAIT and DATAHELIX_MPI_PARTS spell it, in effect on this
-// rank; ok is false for an in-process world.
-func mpiBinding(c collective.Comm) (wait, parts string, ok bool) {
+// mpiWait returns how c's MPI binding waits, as DATAHELIX_MPI_WAIT
+// spells it, in effect on this rank; ok is false for an in-process world.
+func mpiWait(c collective.Comm) (wait string, ok bool) {
 	n := mpinode.Of(c)
-	w, ok := c.(*collective.World)
-	if n == nil || !ok {
-		return "", "", false
+	if n == nil {
+		return "", false
 	}
-	return n.WaitPolicy(), w.PartsMode(), true
+	return n.WaitPolicy(), true
 }
 
 // shareCores has an MPI world's ranks sleep in MPI waits when they, with
