@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/collective"
-	"github.com/datahelix/datahelix/collective/collectivetest"
+	"github.com/datahelix/datahelix/internal/collectivetest"
 )
 
 const (

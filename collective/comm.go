@@ -2,11 +2,21 @@
 // size, collectives, non-blocking point-to-point transfers of byte buffers
 // and job abort.
 //
-// Two implementations share one interface and one conformance suite
-// (package collectivetest): World, a thin cgo binding to the system MPI
-// (OpenMPI by default, MPICH with the mpich build tag), and Local, an
-// in-process communicator whose ranks are goroutines, for tests and for
-// single-process runs.
+// Two implementations of Comm pass one conformance suite: World, a thin
+// cgo binding to the system MPI (Open MPI by default, MPICH with the
+// mpich build tag, none with nompi), which Init opens once per process;
+// and an in-process world whose ranks are goroutines (NewLocal, RunLocal),
+// for tests and single-process runs.
+//
+// MPI errors come back as errors wrapping the library's message, matched
+// with errors.Is against ErrSize, ErrTruncate and ErrRank; the operations
+// of an aborted in-process world fail with ErrAborted. Errors every rank
+// returns at the same point are marked with AllRanks, so that a job can
+// end cleanly instead of aborting.
+//
+// DATAHELIX_MPI_WAIT (block, sleep or auto) chooses how World waits for
+// MPI: blocking calls, or polling that leaves the core to other threads
+// when a node runs more ranks than it has cores.
 package collective
 
 import (
@@ -58,9 +68,10 @@ type Comm interface {
 	WaitAll(reqs []*Request) error
 
 	// Abort ends the whole job with the exit code after printing msg on
-	// standard error. It does not return for World; for Local it fails
-	// every pending and later operation of every rank with ErrAborted and
-	// calls the world's abort hook.
+	// standard error. It does not return for World; in an in-process
+	// world it first fails every pending and later operation of every
+	// rank with ErrAborted (RunLocal's ranks then return instead of
+	// exiting).
 	Abort(code int, msg string)
 
 	// Info describes where this rank runs.

@@ -8,30 +8,45 @@ import (
 	"sync"
 )
 
-// Local is an in-process communicator: every rank is a goroutine of the
+// local is an in-process communicator: every rank is a goroutine of the
 // same process, and operations have the same semantics as on World.
-// Create one with NewLocal; each returned Comm belongs to one goroutine
-// (or several, as with World).
-type Local struct {
+// NewLocal and RunLocal create them; each belongs to one goroutine (or
+// several, as with World).
+type local struct {
 	w    *localWorld
 	rank int
 }
 
-var _ Comm = (*Local)(nil)
+var _ Comm = (*local)(nil)
 
-// LocalOption configures NewLocal.
-type LocalOption func(*localWorld)
+// localOption configures newLocal.
+type localOption func(*localWorld)
 
-// WithAbortHook replaces what Abort does after failing every operation:
+// withAbortHook replaces what Abort does after failing every operation:
 // by default it prints the message on standard error and exits the process
 // with the code, as MPI_Abort ends an MPI job. Tests install a hook that
 // records the call instead.
-func WithAbortHook(hook func(rank, code int, msg string)) LocalOption {
+func withAbortHook(hook func(rank, code int, msg string)) localOption {
 	return func(w *localWorld) { w.onAbort = hook }
 }
 
-// NewLocal returns the n ranks of a new in-process world, indexed by rank.
-func NewLocal(n int, opts ...LocalOption) []*Local {
+// NewLocal returns the n ranks of a new in-process world, indexed by
+// rank: an in-process communicator whose ranks are goroutines of this
+// process, with the same semantics as World. Its Abort fails every
+// pending and later operation of every rank with ErrAborted, then prints
+// the message and exits the process with the code, as MPI_Abort ends a
+// job; RunLocal's ranks abort without exiting.
+func NewLocal(n int) []Comm {
+	ranks := newLocal(n)
+	comms := make([]Comm, n)
+	for i, c := range ranks {
+		comms[i] = c
+	}
+	return comms
+}
+
+// newLocal is NewLocal with options, returning the ranks' own type.
+func newLocal(n int, opts ...localOption) []*local {
 	if n < 1 {
 		panic(fmt.Sprintf("collective: NewLocal(%d): need at least one rank", n))
 	}
@@ -39,9 +54,9 @@ func NewLocal(n int, opts ...LocalOption) []*Local {
 	for _, o := range opts {
 		o(w)
 	}
-	ranks := make([]*Local, n)
+	ranks := make([]*local, n)
 	for i := range ranks {
-		ranks[i] = &Local{w: w, rank: i}
+		ranks[i] = &local{w: w, rank: i}
 	}
 	return ranks
 }
@@ -73,7 +88,7 @@ func newLocalWorld(n int) *localWorld {
 // creates it and the collective hands it to the others. The new world
 // belongs to the same job: an abort of any of them fails every
 // operation of all of them.
-func (c *Local) Dup() (Comm, error) {
+func (c *local) Dup() (Comm, error) {
 	var nw *localWorld
 	if c.rank == 0 {
 		nw = newLocalWorld(c.w.n)
@@ -88,7 +103,7 @@ func (c *Local) Dup() (Comm, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Local{w: parts[0].(*localWorld), rank: c.rank}, nil
+	return &local{w: parts[0].(*localWorld), rank: c.rank}, nil
 }
 
 type localWorld struct {
@@ -129,13 +144,13 @@ type localReq struct {
 }
 
 // Rank returns this rank's index.
-func (c *Local) Rank() int { return c.rank }
+func (c *local) Rank() int { return c.rank }
 
 // Size returns the number of ranks.
-func (c *Local) Size() int { return c.w.n }
+func (c *local) Size() int { return c.w.n }
 
 // Info describes the in-process rank: every rank shares one node.
-func (c *Local) Info() Info {
+func (c *local) Info() Info {
 	host, _ := os.Hostname()
 	return Info{LocalRank: c.rank, LocalSize: c.w.n, Host: host, Library: "in-process", ThreadMultiple: true}
 }
@@ -144,7 +159,7 @@ func (c *Local) Info() Info {
 // every rank and returns all inputs indexed by rank. The caller must not
 // modify the returned inputs. kind names the operation so that ranks
 // calling different collectives get an error instead of garbage.
-func (c *Local) collective(kind string, in any) ([]any, error) {
+func (c *local) collective(kind string, in any) ([]any, error) {
 	w := c.w
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -184,7 +199,7 @@ func (c *Local) collective(kind string, in any) ([]any, error) {
 }
 
 // Allgather gathers equal-size blocks.
-func (c *Local) Allgather(send, recv []byte) error {
+func (c *local) Allgather(send, recv []byte) error {
 	if len(recv) != c.w.n*len(send) {
 		// Still enter the collective so the other ranks are not left waiting.
 		_, _ = c.collective("allgather", -1)
@@ -206,7 +221,7 @@ func (c *Local) Allgather(send, recv []byte) error {
 }
 
 // AllgatherVar gathers variable-size blocks.
-func (c *Local) AllgatherVar(send []byte) ([][]byte, error) {
+func (c *local) AllgatherVar(send []byte) ([][]byte, error) {
 	parts, err := c.collective("allgatherv", send)
 	if err != nil {
 		return nil, err
@@ -227,7 +242,7 @@ func (c *Local) AllgatherVar(send []byte) ([][]byte, error) {
 }
 
 // AllreduceInt64 reduces buf element-wise across ranks.
-func (c *Local) AllreduceInt64(buf []int64, op Op) error {
+func (c *local) AllreduceInt64(buf []int64, op Op) error {
 	if op != OpSum && op != OpMin && op != OpMax {
 		_, _ = c.collective("allreduce", nil)
 		return fmt.Errorf("collective: allreduce: unknown operator %v", op)
@@ -262,7 +277,7 @@ func (c *Local) AllreduceInt64(buf []int64, op Op) error {
 }
 
 // Bcast copies root's buf to every rank.
-func (c *Local) Bcast(buf []byte, root int) error {
+func (c *local) Bcast(buf []byte, root int) error {
 	if root < 0 || root >= c.w.n {
 		_, _ = c.collective("bcast", nil)
 		return fmt.Errorf("%w: bcast root %d not in [0,%d)", ErrRank, root, c.w.n)
@@ -286,24 +301,24 @@ func (c *Local) Bcast(buf []byte, root int) error {
 }
 
 // Barrier waits for every rank.
-func (c *Local) Barrier() error {
+func (c *local) Barrier() error {
 	_, err := c.collective("barrier", nil)
 	return err
 }
 
 // Isend starts a send. The data is copied at once, which MPI allows.
-func (c *Local) Isend(buf []byte, dest, tag int) (*Request, error) {
+func (c *local) Isend(buf []byte, dest, tag int) (*Request, error) {
 	return c.send(append([]byte(nil), buf...), dest, tag)
 }
 
-// IsendParts sends the concatenation of parts as one message: Local
+// IsendParts sends the concatenation of parts as one message: the in-process world
 // copies at once anyway, into one new buffer.
-func (c *Local) IsendParts(parts [][]byte, dest, tag int) (*Request, error) {
+func (c *local) IsendParts(parts [][]byte, dest, tag int) (*Request, error) {
 	return c.send(bytes.Join(parts, nil), dest, tag)
 }
 
 // send delivers msg, which it takes over, or queues it for the receiver.
-func (c *Local) send(msg []byte, dest, tag int) (*Request, error) {
+func (c *local) send(msg []byte, dest, tag int) (*Request, error) {
 	if dest < 0 || dest >= c.w.n {
 		return nil, fmt.Errorf("%w: send to rank %d not in [0,%d)", ErrRank, dest, c.w.n)
 	}
@@ -329,7 +344,7 @@ func (c *Local) send(msg []byte, dest, tag int) (*Request, error) {
 }
 
 // Irecv posts a receive.
-func (c *Local) Irecv(buf []byte, src, tag int) (*Request, error) {
+func (c *local) Irecv(buf []byte, src, tag int) (*Request, error) {
 	if src < 0 || src >= c.w.n {
 		return nil, fmt.Errorf("%w: receive from rank %d not in [0,%d)", ErrRank, src, c.w.n)
 	}
@@ -385,7 +400,7 @@ func (w *localWorld) box(k mailKey) *mailbox {
 }
 
 // WaitAll waits for every request.
-func (c *Local) WaitAll(reqs []*Request) error {
+func (c *local) WaitAll(reqs []*Request) error {
 	w := c.w
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -409,7 +424,7 @@ func (c *Local) WaitAll(reqs []*Request) error {
 
 // Abort fails every pending and later operation on every rank and calls
 // the abort hook.
-func (c *Local) Abort(code int, msg string) {
+func (c *local) Abort(code int, msg string) {
 	err := fmt.Errorf("%w by rank %d (code %d): %s", ErrAborted, c.rank, code, msg)
 	fam := c.w.fam
 	fam.mu.Lock()

@@ -15,7 +15,7 @@ import (
 // their receive is posted, half after.
 func TestLocalMailboxesDoNotKeepMessages(t *testing.T) {
 	const steps, size = 64, 1 << 20
-	ranks := NewLocal(2)
+	ranks := newLocal(2)
 	heap := func() uint64 {
 		runtime.GC()
 		var m runtime.MemStats

@@ -8,13 +8,13 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/collective"
-	"github.com/datahelix/datahelix/collective/collectivetest"
+	"github.com/datahelix/datahelix/internal/collectivetest"
 )
 
 // runLocal runs f on every rank of an n-rank in-process world and returns
 // the errors by rank.
 func runLocal(n int, f func(c collective.Comm) error, opts ...collective.LocalOption) []error {
-	ranks := collective.NewLocal(n, opts...)
+	ranks := collective.NewLocalWith(n, opts...)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i, c := range ranks {

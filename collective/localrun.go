@@ -35,7 +35,7 @@ func RunLocal(ctx context.Context, n int, body func(ctx context.Context, c Comm)
 	parent := ctx
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	ranks := NewLocal(n, WithAbortHook(func(rank, code int, msg string) {
+	ranks := newLocal(n, withAbortHook(func(rank, code int, msg string) {
 		cancel(RankFailedError{Rank: rank})
 	}))
 	finished := make(chan struct{})

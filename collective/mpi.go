@@ -46,8 +46,7 @@ type World struct {
 	root      *World       // the World Init returned; nil for itself
 	dups      []*World     // communicators duplicated from root, freed at Finalize
 	lastYield atomic.Int64 // monotonic ns of the last scheduling point, see enter
-	policy    atomic.Int32 // a WaitPolicy
-	parts     partsMode    // DATAHELIX_MPI_PARTS, read once at Init
+	policy    atomic.Int32 // a waitPolicy
 	joins     joinBufs     // the buffers IsendParts joins messages into
 
 	// live holds the requests started and not yet completed by WaitAll.
@@ -91,9 +90,6 @@ var (
 	initWorld *World
 	initErr   error
 )
-
-// Available reports whether this binary was built with MPI support.
-func Available() bool { return true }
 
 // Flavor names the MPI library the binary was built against: "openmpi" or
 // "mpich".
@@ -204,9 +200,6 @@ func (w *World) setup() error {
 		return err
 	}
 	w.policy.Store(int32(policy))
-	if w.parts, err = partsModeFromEnv(); err != nil {
-		return err
-	}
 	w.info = Info{
 		LocalRank:      int(lrank),
 		LocalSize:      int(lsize),
@@ -265,7 +258,6 @@ func (w *World) Dup() (Comm, error) {
 	}
 	d := w.sub(*comm, w.rank, w.size)
 	d.policy.Store(w.policy.Load())
-	d.parts = w.parts
 	root := d.root
 	root.mu.Lock()
 	root.dups = append(root.dups, d)

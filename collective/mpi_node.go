@@ -9,19 +9,35 @@ import "C"
 
 import (
 	"golang.org/x/sys/unix"
+
+	"github.com/datahelix/datahelix/internal/mpinode"
 )
 
-// ShareNodeCPUs has the ranks of this node (those MPI_COMM_TYPE_SHARED
-// groups, which Info's LocalRank numbers) exchange the CPU sets they
-// started with (startCPUs) and returns them in local rank order, or nil
-// when some rank could not read its own. From their union it sets the
-// count NodeCPUs returns (useNodeCPUs) and chooses the wait policy again
-// with it (it matters when DATAHELIX_MPI_WAIT is auto or unset): MPI_Init
-// chose it before the ranks could compare. The world's ranks then agree
-// on one policy (agreeWaitPolicy): sleep if any node's ranks chose it.
-// Every rank of the world must call it, before duplicating the world (a
-// duplicate keeps the policy it copied).
-func (w *World) ShareNodeCPUs() ([]unix.CPUSet, error) {
+// The command reaches a World's node-level operations through mpinode,
+// outside this package's API.
+func init() {
+	mpinode.Register(func(comm any) mpinode.Node {
+		if w, ok := comm.(*World); ok && w != nil {
+			return worldNode{w}
+		}
+		return nil
+	})
+}
+
+// worldNode is a World's mpinode.Node.
+type worldNode struct{ w *World }
+
+func (n worldNode) ShareNodeCPUs() ([]unix.CPUSet, error) { return n.w.shareNodeCPUs() }
+func (n worldNode) ShareCores(threads int) error          { return n.w.shareCores(threads) }
+func (n worldNode) WaitPolicy() string                    { return n.w.currentPolicy().String() }
+
+// shareNodeCPUs is mpinode.Node's ShareNodeCPUs: the ranks of this node
+// exchange the CPU sets they started with (mpinode.StartCPUs), set the
+// count mpinode.NodeCPUs returns from their union, and choose the wait
+// policy again with it; the world's ranks then agree on one policy
+// (agreeWaitPolicy). Every rank of the world must call it, before
+// duplicating the world.
+func (w *World) shareNodeCPUs() ([]unix.CPUSet, error) {
 	var node C.MPI_Comm
 	var rc C.int
 	if err := w.do(func() {
@@ -40,8 +56,8 @@ func (w *World) ShareNodeCPUs() ([]unix.CPUSet, error) {
 	// one-off exchange at start).
 	n := w.sub(node, w.info.LocalRank, w.info.LocalSize)
 	var mine []byte
-	if set, ok := startCPUs(); ok {
-		mine = encodeCPUSet(set)
+	if set, ok := mpinode.StartCPUs(); ok {
+		mine = mpinode.EncodeCPUSet(set)
 	}
 	blocks, err := n.AllgatherVar(mine)
 	if err != nil {
@@ -49,15 +65,15 @@ func (w *World) ShareNodeCPUs() ([]unix.CPUSet, error) {
 	}
 	sets := make([]unix.CPUSet, len(blocks))
 	for i, b := range blocks {
-		if sets[i], err = decodeCPUSet(b); err != nil {
+		if sets[i], err = mpinode.DecodeCPUSet(b); err != nil {
 			sets = nil // that rank does not know its CPUs
 			break
 		}
 	}
-	p := w.WaitPolicy()
+	p := w.currentPolicy()
 	if sets != nil {
-		union, _ := UnionCPUs(sets)
-		useNodeCPUs(union.Count())
+		union, _ := mpinode.UnionCPUs(sets)
+		mpinode.SetNodeCPUs(union.Count())
 		if p, err = defaultWaitPolicy(w.info.LocalSize); err != nil {
 			return nil, err
 		}
@@ -71,6 +87,6 @@ func (w *World) ShareNodeCPUs() ([]unix.CPUSet, error) {
 	if aerr != nil {
 		return nil, aerr
 	}
-	w.SetWaitPolicy(p)
+	w.setWaitPolicy(p)
 	return sets, nil
 }

@@ -10,7 +10,6 @@ import "C"
 
 import (
 	"fmt"
-	"os"
 	"runtime"
 	"unsafe"
 )
@@ -70,43 +69,6 @@ const (
 	joinPartBelow  = 8 << 10  // mean bytes per part
 )
 
-// partsMode is how IsendParts sends a message of several parts, from
-// DATAHELIX_MPI_PARTS.
-type partsMode int32
-
-const (
-	partsAuto    partsMode = iota // in place when large, by the sizes above
-	partsJoin                     // always joined into one buffer
-	partsInPlace                  // always in place
-)
-
-// PartsMode names how IsendParts sends a message of several parts, as
-// DATAHELIX_MPI_PARTS spells it: auto, join or inplace.
-func (w *World) PartsMode() string { return w.parts.String() }
-
-// String names the mode as DATAHELIX_MPI_PARTS spells it.
-func (m partsMode) String() string {
-	return [...]string{"auto", "join", "inplace"}[m]
-}
-
-// partsModeFromEnv reads DATAHELIX_MPI_PARTS: auto (or unset), join or
-// inplace. Transports differ in how they send a derived datatype (a
-// network library may pack it where it would send a contiguous buffer
-// without a copy), so a cluster can measure both with datahelix bench
-// exchange and pick.
-func partsModeFromEnv() (partsMode, error) {
-	switch v := os.Getenv("DATAHELIX_MPI_PARTS"); v {
-	case "", "auto":
-		return partsAuto, nil
-	case "join":
-		return partsJoin, nil
-	case "inplace":
-		return partsInPlace, nil
-	default:
-		return partsAuto, fmt.Errorf("collective: DATAHELIX_MPI_PARTS=%q: want auto, join or inplace", v)
-	}
-}
-
 // IsendParts starts one MPI_Isend of the concatenation of parts. A
 // message of at least joinTotalBelow bytes in parts of at least
 // joinPartBelow bytes on average is not copied: an hindexed datatype
@@ -114,8 +76,6 @@ func partsModeFromEnv() (partsMode, error) {
 // WaitAll completes the request. A smaller or more finely cut one is
 // joined into a buffer, reused once WaitAll has completed its send, and
 // sent. A single non-empty part is sent as it is, whatever its size.
-// DATAHELIX_MPI_PARTS=join or inplace makes every message of several
-// parts go one way.
 func (w *World) IsendParts(parts [][]byte, dest, tag int) (*Request, error) {
 	var total, n int
 	for _, p := range parts {
@@ -135,7 +95,7 @@ func (w *World) IsendParts(parts [][]byte, dest, tag int) (*Request, error) {
 		}
 		return w.Isend(nil, dest, tag)
 	}
-	if w.parts == partsJoin || w.parts == partsAuto && (total < joinTotalBelow || total < n*joinPartBelow) {
+	if total < joinTotalBelow || total < n*joinPartBelow {
 		buf := w.joins.join(parts)
 		r, err := w.Isend(buf, dest, tag)
 		if err != nil {

@@ -16,7 +16,8 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/collective"
-	"github.com/datahelix/datahelix/collective/collectivetest"
+	"github.com/datahelix/datahelix/internal/collectivetest"
+	"github.com/datahelix/datahelix/internal/mpinode"
 )
 
 // workerEnv makes the test binary act as one rank of an mpirun job
@@ -52,7 +53,7 @@ func worker(mode string) int {
 		if mode == "share-cpus" {
 			// As launcher does at start: the node's ranks compare CPU
 			// sets and choose their wait policy again.
-			if _, err := w.ShareNodeCPUs(); err != nil {
+			if _, err := mpinode.Of(w).ShareNodeCPUs(); err != nil {
 				fmt.Fprintln(os.Stderr, "FAIL: ShareNodeCPUs:", err)
 				return 1
 			}
@@ -65,7 +66,7 @@ func worker(mode string) int {
 			fmt.Fprintln(os.Stderr, "FAIL:", err)
 			return 1
 		}
-		fmt.Printf("rank %d/%d ok %s multiple=%v wait=%v parts=%s\n", w.Rank(), w.Size(), w.Info().Library, w.Info().ThreadMultiple, w.WaitPolicy(), w.PartsMode())
+		fmt.Printf("rank %d/%d ok %s multiple=%v wait=%v\n", w.Rank(), w.Size(), w.Info().Library, w.Info().ThreadMultiple, mpinode.Of(w).WaitPolicy())
 	case "latency":
 		if err := latencyWorker(w); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -190,25 +191,6 @@ func TestMPIWaitPoliciesAgree(t *testing.T) {
 		if n := strings.Count(out, "wait=sleep"); n != 2 {
 			t.Errorf("%s: %d of 2 ranks report wait=sleep:\n%s", mode, n, out)
 		}
-	}
-}
-
-// TestMPIPartsModes runs the conformance suite with each way of sending
-// a message of several parts forced by DATAHELIX_MPI_PARTS, and checks a
-// value it does not know ends the job naming the variable.
-func TestMPIPartsModes(t *testing.T) {
-	requireMPIRun(t)
-	for _, mode := range []string{"join", "inplace"} {
-		t.Run(mode, func(t *testing.T) {
-			conformance(t, 2, "DATAHELIX_MPI_PARTS="+mode, "parts="+mode)
-		})
-	}
-	out, _, err := mpirun(t, 2, "conformance", 2*time.Minute, "DATAHELIX_MPI_PARTS=bogus")
-	if err == nil {
-		t.Fatalf("DATAHELIX_MPI_PARTS=bogus: the job succeeded:\n%s", out)
-	}
-	if want := `DATAHELIX_MPI_PARTS="bogus": want auto, join or inplace`; !strings.Contains(out, want) {
-		t.Errorf("DATAHELIX_MPI_PARTS=bogus: output lacks %q:\n%s", want, out)
 	}
 }
 

@@ -13,25 +13,27 @@ import (
 	"runtime"
 	"time"
 	"unsafe"
+
+	"github.com/datahelix/datahelix/internal/mpinode"
 )
 
 // defaultWaitPolicy chooses from DATAHELIX_MPI_WAIT (block, sleep or
 // auto) and, for auto, sleeps when the node holds more ranks than it has
 // cores. (Not the cores this process may use: mpirun binds each rank to
 // one core when they fit, and that is exactly when spinning is right.)
-func defaultWaitPolicy(localSize int) (WaitPolicy, error) {
+func defaultWaitPolicy(localSize int) (waitPolicy, error) {
 	switch v := os.Getenv("DATAHELIX_MPI_WAIT"); v {
 	case "block":
-		return WaitBlock, nil
+		return waitBlock, nil
 	case "sleep":
-		return WaitSleep, nil
+		return waitSleep, nil
 	case "", "auto":
-		if localSize > NodeCPUs() {
-			return WaitSleep, nil
+		if localSize > mpinode.NodeCPUs() {
+			return waitSleep, nil
 		}
-		return WaitBlock, nil
+		return waitBlock, nil
 	default:
-		return WaitBlock, fmt.Errorf("collective: DATAHELIX_MPI_WAIT=%q: want block, sleep or auto", v)
+		return waitBlock, fmt.Errorf("collective: DATAHELIX_MPI_WAIT=%q: want block, sleep or auto", v)
 	}
 }
 
@@ -41,24 +43,20 @@ func defaultWaitPolicy(localSize int) (WaitPolicy, error) {
 // without spare CPUs, or DATAHELIX_MPI_WAIT set differently) would hang
 // in their first collective. It is a blocking MPI_Allreduce whatever the
 // policy, which every rank of comm calls where MPI may be called.
-func agreeWaitPolicy(comm C.MPI_Comm, tInt64 C.MPI_Datatype, opMax C.MPI_Op, p WaitPolicy) (WaitPolicy, error) {
+func agreeWaitPolicy(comm C.MPI_Comm, tInt64 C.MPI_Datatype, opMax C.MPI_Op, p waitPolicy) (waitPolicy, error) {
 	v := [1]int64{int64(p)}
 	rc := C.MPI_Allreduce(C.dhmpi_in_place(), unsafe.Pointer(&v[0]), 1, tInt64, opMax, comm)
 	if err := check("MPI_Allreduce", rc); err != nil {
 		return p, fmt.Errorf("collective: agreeing on the wait policy: %w", err)
 	}
-	return WaitPolicy(v[0]), nil
+	return waitPolicy(v[0]), nil
 }
 
-// ShareCores chooses the wait policy again for ranks that each keep
-// threads threads busy (a rank's decode workers, its trainer process)
-// rather than one: with DATAHELIX_MPI_WAIT auto or unset, the ranks sleep
-// in waits when the node's ranks times threads outnumber its cores, since
-// a rank spinning in a wait takes a core from them. An explicit
-// DATAHELIX_MPI_WAIT is kept. The ranks agree (sleep when any chose it),
-// and duplicates made afterwards inherit the policy. Every rank must call
-// it with the same threads.
-func (w *World) ShareCores(threads int) error {
+// shareCores is mpinode.Node's ShareCores: it chooses the wait policy
+// again for ranks that each keep threads threads busy rather than one,
+// and the ranks agree (sleep when any chose it). Every rank must call it
+// with the same threads.
+func (w *World) shareCores(threads int) error {
 	p, err := defaultWaitPolicy(w.info.LocalSize * max(threads, 1))
 	if err != nil {
 		return err
@@ -67,19 +65,19 @@ func (w *World) ShareCores(threads int) error {
 	if err := w.AllreduceInt64(v, OpMax); err != nil {
 		return err
 	}
-	w.SetWaitPolicy(WaitPolicy(v[0]))
+	w.setWaitPolicy(waitPolicy(v[0]))
 	return nil
 }
 
-// SetWaitPolicy changes how this communicator waits (see WaitPolicy).
+// setWaitPolicy changes how this communicator waits (see waitPolicy).
 // Every rank of the communicator must set the same one: a blocking
 // collective does not match a non-blocking one.
-func (w *World) SetWaitPolicy(p WaitPolicy) { w.policy.Store(int32(p)) }
+func (w *World) setWaitPolicy(p waitPolicy) { w.policy.Store(int32(p)) }
 
-// WaitPolicy returns how this communicator waits.
-func (w *World) WaitPolicy() WaitPolicy { return WaitPolicy(w.policy.Load()) }
+// currentPolicy returns how this communicator waits.
+func (w *World) currentPolicy() waitPolicy { return waitPolicy(w.policy.Load()) }
 
-func (w *World) sleeping() bool { return WaitPolicy(w.policy.Load()) == WaitSleep }
+func (w *World) sleeping() bool { return waitPolicy(w.policy.Load()) == waitSleep }
 
 // pollBackoff calls test until it reports completion or an error code:
 // polls back to back for 2 ms (yielding the core between polls), then
@@ -110,7 +108,7 @@ func (w *World) pollBackoff(test func() (bool, C.int)) (C.int, error) {
 }
 
 // icoll starts a non-blocking collective with start and waits for it
-// under WaitSleep. The buffers the collective reads and writes stay
+// under waitSleep. The buffers the collective reads and writes stay
 // pinned until it completes.
 func (w *World) icoll(name string, pins []unsafe.Pointer, start func(req *C.MPI_Request) C.int) error {
 	var pin runtime.Pinner

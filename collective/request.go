@@ -7,7 +7,7 @@ type Request struct {
 	err  error
 	n    int // bytes transferred, once done
 
-	local *localReq // set by Local
+	local *localReq // set by the in-process world
 	mpi   *mpiReq   // set by World
 }
 

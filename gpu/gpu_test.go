@@ -70,8 +70,8 @@ func TestTrackerNeedAt(t *testing.T) {
 	if got, want := tr.NeedAt(7, t0), now.Add(ms(160)); !got.Equal(want) {
 		t.Errorf("NeedAt(7) = %v after t0, want %v", got.Sub(t0), want.Sub(t0))
 	}
-	if tr.LastDelivered() != 3 {
-		t.Errorf("LastDelivered = %d, want 3", tr.LastDelivered())
+	if tr.lastDelivered() != 3 {
+		t.Errorf("lastDelivered = %d, want 3", tr.lastDelivered())
 	}
 }
 
@@ -218,4 +218,11 @@ func TestTrackerPrefersTheGPUsOwnTimes(t *testing.T) {
 	if got := tr.StepTime(); got != ms(80) {
 		t.Errorf("with the GPU's times: %v, want 80ms", got)
 	}
+}
+
+// lastDelivered returns the last step delivered, -1 before the first.
+func (t *Tracker) lastDelivered() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.lastStep
 }

@@ -117,10 +117,3 @@ func (t *Tracker) NeedAt(step int64, start time.Time) time.Time {
 	}
 	return t.lastGiven.Add(time.Duration(step-t.lastStep) * st)
 }
-
-// LastDelivered returns the last step delivered, -1 before the first.
-func (t *Tracker) LastDelivered() int64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.lastStep
-}

@@ -15,7 +15,7 @@ import (
 func init() {
 	register(command{
 		name:    "bench exchange",
-		summary: "time moving compressed samples between 2 ranks: the exchange path versus the same path packing first and bare sends (run under mpirun -np 2; DATAHELIX_MPI_PARTS=auto|join|inplace sets how the exchange path sends)",
+		summary: "time moving compressed samples between 2 ranks: the exchange path versus the same path packing first and bare sends (run under mpirun -np 2)",
 		run:     runBenchExchange,
 	})
 }
@@ -89,14 +89,10 @@ func runBenchExchange(ctx context.Context, stdout, stderr io.Writer, args []stri
 			return nil
 		}
 		g := bench.NewGoExchange(st, *samples)
-		g.Parts = "in-process"
-		if _, parts, ok := mpiBinding(c); ok {
-			g.Parts = parts
-		}
 		// A readable line first; the JSON line, last, is for scripts and
 		// the bench report (which parses it).
-		fmt.Fprintf(out, "%d messages of %d samples (%d bytes): exchange path (parts %s) %.2f µs (%.1f MB/s), packed first %.2f µs (%.1f MB/s), bare sends %.2f µs (%.1f MB/s), exchange/bare %.3f, exchange/packed %.3f\n",
-			g.Messages, g.Samples, g.Bytes, g.Parts, g.ExchangeUSPer, g.ExchangeMBps, g.PackedUSPer, g.PackedMBps, g.BareUSPer, g.BareMBps, g.ExchangeOnBare, g.ExchangeOnPacked)
+		fmt.Fprintf(out, "%d messages of %d samples (%d bytes): exchange path %.2f µs (%.1f MB/s), packed first %.2f µs (%.1f MB/s), bare sends %.2f µs (%.1f MB/s), exchange/bare %.3f, exchange/packed %.3f\n",
+			g.Messages, g.Samples, g.Bytes, g.ExchangeUSPer, g.ExchangeMBps, g.PackedUSPer, g.PackedMBps, g.BareUSPer, g.BareMBps, g.ExchangeOnBare, g.ExchangeOnPacked)
 		line, err := json.Marshal(g)
 		if err != nil {
 			return err

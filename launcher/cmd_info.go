@@ -53,12 +53,12 @@ func runInfo(ctx context.Context, stdout, stderr io.Writer, args []string) error
 			cpus = "unknown"
 		}
 		// Rank 0 prints every rank's line, in rank order. An MPI rank adds
-		// how its binding waits and sends, which its own environment
-		// decides (DATAHELIX_MPI_WAIT, DATAHELIX_MPI_PARTS): a variable
-		// that did not reach a node's ranks shows here.
+		// how its binding waits, which its own environment decides
+		// (DATAHELIX_MPI_WAIT): a variable that did not reach a node's
+		// ranks shows here.
 		line := fmt.Sprintf("rank %d/%d local %d host %s cpus %s mpi %q", c.Rank(), c.Size(), in.LocalRank, in.Host, cpus, in.Library)
-		if wait, parts, ok := mpiBinding(c); ok {
-			line += fmt.Sprintf(" wait %s parts %s", wait, parts)
+		if wait, ok := mpiWait(c); ok {
+			line += fmt.Sprintf(" wait %s", wait)
 		}
 		line += "\n"
 		lines, err := c.AllgatherVar([]byte(line))

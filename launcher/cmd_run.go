@@ -289,7 +289,7 @@ func reportJob(ctx context.Context, c collective.Comm, f *runFlags, j *jobData, 
 	printTable(table, results, c.Size(), f)
 	job := &jobInfo{Args: f.args, Data: j.data, Seed: f.seed, Frames: f.cfg.Decode.Frames, Size: f.cfg.Decode.Size,
 		Workers: f.cfg.Workers, MPI: c.Info().Library, Machine: machine.This(ctx), Ended: time.Now().UTC().Format(time.RFC3339)}
-	job.MPIWait, job.MPIParts, _ = mpiBinding(c)
+	job.MPIWait, _ = mpiWait(c)
 	// The figures of a failed job are written too: they say how it failed.
 	if err := j.outs.write(out, results, job, trace); err != nil {
 		return err

@@ -17,8 +17,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/datahelix/datahelix/collective/collectivetest"
 	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/internal/collectivetest"
 	"github.com/datahelix/datahelix/internal/gen/gentest"
 )
 
@@ -176,7 +176,7 @@ func TestHelp(t *testing.T) {
 	}
 }
 
-var rankLine = regexp.MustCompile(`(?m)^rank (\d+)/(\d+) local (\d+) host \S+ cpus ([0-9,-]+) mpi "([^"]+)"(?: wait (block|sleep) parts (auto|join|inplace))?$`)
+var rankLine = regexp.MustCompile(`(?m)^rank (\d+)/(\d+) local (\d+) host \S+ cpus ([0-9,-]+) mpi "([^"]+)"(?: wait (block|sleep))?$`)
 var latencyLine = regexp.MustCompile(`(?m)^allgather latency: (\d+) ranks, 1024 B per rank, p50 [0-9.]+ µs`)
 
 // checkInfo asserts n rank lines in rank order followed by one latency
@@ -231,7 +231,6 @@ func mpirunMain(t *testing.T, np int, args ...string) (string, error) {
 
 func TestInfoUnderMPIRun(t *testing.T) {
 	// Each rank reports the binding's settings its environment chose.
-	t.Setenv("DATAHELIX_MPI_PARTS", "join")
 	t.Setenv("DATAHELIX_MPI_WAIT", "sleep")
 	out, err := mpirunMain(t, 4, "info", "--rounds", "200")
 	if err != nil {
@@ -241,8 +240,8 @@ func TestInfoUnderMPIRun(t *testing.T) {
 		if m[5] == "in-process" {
 			t.Errorf("rank line %q reports no MPI library", m[0])
 		}
-		if m[6] != "sleep" || m[7] != "join" {
-			t.Errorf("rank line %q: want wait sleep parts join, as the environment sets", m[0])
+		if m[6] != "sleep" {
+			t.Errorf("rank line %q: want wait sleep, as the environment sets", m[0])
 		}
 	}
 }

@@ -21,9 +21,6 @@ func fastRun(data string, extra ...string) []string {
 }
 
 func TestRunUnderMPIRunExchangesSamples(t *testing.T) {
-	// Every message of several parts sent in place, however small, and
-	// the setting recorded in the job record.
-	t.Setenv("DATAHELIX_MPI_PARTS", "inplace")
 	data := gentest.Tiny(t)
 	out := filepath.Join(t.TempDir(), "summary.json")
 	trace := filepath.Join(t.TempDir(), "trace.jsonl")
@@ -55,13 +52,12 @@ func TestRunUnderMPIRunExchangesSamples(t *testing.T) {
 	// What produced the figures, in each loader's object.
 	var jobs []struct {
 		Job struct {
-			Args     []string `json:"args"`
-			Data     string   `json:"data"`
-			Seed     uint64   `json:"seed"`
-			Frames   int      `json:"frames"`
-			MPI      string   `json:"mpi"`
-			MPIParts string   `json:"mpi_parts"`
-			Machine  struct {
+			Args    []string `json:"args"`
+			Data    string   `json:"data"`
+			Seed    uint64   `json:"seed"`
+			Frames  int      `json:"frames"`
+			MPI     string   `json:"mpi"`
+			Machine struct {
 				Host   string `json:"host"`
 				Commit string `json:"commit"`
 			} `json:"machine"`
@@ -73,7 +69,7 @@ func TestRunUnderMPIRunExchangesSamples(t *testing.T) {
 	}
 	for _, j := range jobs {
 		if j := j.Job; !slices.Contains(j.Args, "--json") || j.Args[0] != "run" || j.Data != data || j.Seed != 1 || j.Frames != 2 ||
-			j.MPI == "" || j.MPI == "in-process" || j.MPIParts != "inplace" || j.Machine.Host == "" || j.Machine.Commit == "" {
+			j.MPI == "" || j.MPI == "in-process" || j.Machine.Host == "" || j.Machine.Commit == "" {
 			t.Errorf("job record %+v; want the arguments, the dataset, the seed and frames, the MPI library and settings, and the machine", j)
 		}
 	}

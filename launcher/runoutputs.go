@@ -23,13 +23,11 @@ type jobInfo struct {
 	Size    int      `json:"size"`
 	Workers int      `json:"workers"`
 	MPI     string   `json:"mpi"`
-	// MPIWait and MPIParts are how rank 0's MPI binding waited and sent
-	// (DATAHELIX_MPI_WAIT, DATAHELIX_MPI_PARTS as in effect); empty in an
-	// in-process world.
-	MPIWait  string          `json:"mpi_wait,omitempty"`
-	MPIParts string          `json:"mpi_parts,omitempty"`
-	Machine  machine.Machine `json:"machine"`
-	Ended    string          `json:"ended"` // UTC, RFC 3339
+	// MPIWait is how rank 0's MPI binding waited (DATAHELIX_MPI_WAIT as
+	// in effect); empty in an in-process world.
+	MPIWait string          `json:"mpi_wait,omitempty"`
+	Machine machine.Machine `json:"machine"`
+	Ended   string          `json:"ended"` // UTC, RFC 3339
 }
 
 // runSummary is one loader's object in --json: its summary and, under

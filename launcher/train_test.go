@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/datahelix/datahelix/collective/collectivetest"
-	"github.com/datahelix/datahelix/gpu/bridge"
+	"github.com/datahelix/datahelix/internal/bridge"
+	"github.com/datahelix/datahelix/internal/collectivetest"
 	"github.com/datahelix/datahelix/internal/gen/gentest"
 	"github.com/datahelix/datahelix/internal/metrics"
 )

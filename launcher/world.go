@@ -14,6 +14,7 @@ import (
 	"github.com/pkg/profile"
 
 	"github.com/datahelix/datahelix/collective"
+	"github.com/datahelix/datahelix/internal/mpinode"
 )
 
 // worldFlags are the flags of every command that runs as an SPMD job.
@@ -205,7 +206,7 @@ const alreadyBound = "datahelix: --pin: ranks already bound by the launcher, kee
 // pinRank applies --pin to an MPI rank. The ranks of its node first
 // compare the CPU sets they started with (every rank, whatever its --pin,
 // so that all call the same collectives); their union is the CPUs the
-// node's ranks may use (collective.NodeCPUs), which --pin=auto compares
+// node's ranks may use (mpinode.NodeCPUs), which --pin=auto compares
 // with their number. When the sets are pairwise disjoint the launcher
 // bound each rank to CPUs of its own (mpirun --bind-to core, srun
 // --cpu-bind): splitting a rank's set again would leave it a fraction of
@@ -214,7 +215,7 @@ const alreadyBound = "datahelix: --pin: ranks already bound by the launcher, kee
 // its share of the union (pinCPUsOf).
 func pinRank(pin autoBool, w *collective.World, errOut io.Writer) error {
 	info := w.Info()
-	sets, err := w.ShareNodeCPUs()
+	sets, err := mpinode.Of(w).ShareNodeCPUs()
 	if err != nil {
 		return err
 	}
@@ -222,12 +223,12 @@ func pinRank(pin autoBool, w *collective.World, errOut io.Writer) error {
 		return nil
 	}
 	if sets == nil { // some rank does not know its CPUs: split this one's
-		if pin == autoTrue || info.LocalSize > collective.NodeCPUs() {
+		if pin == autoTrue || info.LocalSize > mpinode.NodeCPUs() {
 			_, err = pinCPUs(info.LocalRank, info.LocalSize)
 		}
 		return err
 	}
-	union, disjoint := collective.UnionCPUs(sets)
+	union, disjoint := mpinode.UnionCPUs(sets)
 	if pin == autoAuto && info.LocalSize <= union.Count() {
 		return nil
 	}
@@ -311,29 +312,28 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
-// mpiBinding returns how c's MPI binding waits and sends, as
-// DATAHELIX_MPI_WAIT and DATAHELIX_MPI_PARTS spell it, in effect on this
-// rank; ok is false for an in-process world.
-func mpiBinding(c collective.Comm) (wait, parts string, ok bool) {
-	w, ok := c.(*collective.World)
-	if !ok {
-		return "", "", false
+// mpiWait returns how c's MPI binding waits, as DATAHELIX_MPI_WAIT
+// spells it, in effect on this rank; ok is false for an in-process world.
+func mpiWait(c collective.Comm) (wait string, ok bool) {
+	n := mpinode.Of(c)
+	if n == nil {
+		return "", false
 	}
-	return w.WaitPolicy().String(), w.PartsMode(), true
+	return n.WaitPolicy(), true
 }
 
 // shareCores has an MPI world's ranks sleep in MPI waits when they, with
 // their decode workers and trainers (datahelix train), outnumber the
-// node's cores (collective.World.ShareCores). Every rank must call it,
+// node's cores (mpinode.Node's ShareCores). Every rank must call it,
 // with the same arguments.
 func shareCores(c collective.Comm, workers int, trainers bool) error {
-	w, ok := c.(*collective.World)
-	if !ok {
+	n := mpinode.Of(c)
+	if n == nil {
 		return nil
 	}
 	threads := 1 + workers
 	if trainers {
 		threads++
 	}
-	return w.ShareCores(threads)
+	return n.ShareCores(threads)
 }

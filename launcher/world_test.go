@@ -20,7 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/datahelix/datahelix/collective"
-	"github.com/datahelix/datahelix/collective/collectivetest"
+	"github.com/datahelix/datahelix/internal/collectivetest"
 	"github.com/datahelix/datahelix/internal/gen/gentest"
 )
 

@@ -213,13 +213,3 @@ func DecodeInput(buf []byte, in *Input) error {
 	}
 	return nil
 }
-
-// AppendBlockOf appends rank r's block of in to dst: the inverse of
-// DecodeInput, one rank at a time.
-func (in *Input) AppendBlockOf(dst []byte, r int) ([]byte, error) {
-	if r < 0 || r >= len(in.Ranks) || in.Batch < 1 || len(in.Samples) < (r+1)*in.Batch {
-		return dst, fmt.Errorf("%w: no block for rank %d in an input of %d ranks and %d samples", ErrInput, r, len(in.Ranks), len(in.Samples))
-	}
-	return AppendBlock(dst, &Block{Params: in.Params, Step: in.Step, Rank: r, Progress: in.Ranks[r],
-		Samples: in.Samples[r*in.Batch : (r+1)*in.Batch]})
-}

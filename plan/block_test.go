@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -173,7 +174,7 @@ func encodeInput(t testing.TB, in *Input) []byte {
 	var buf []byte
 	for r := range in.Ranks {
 		var err error
-		if buf, err = in.AppendBlockOf(buf, r); err != nil {
+		if buf, err = in.appendBlockOf(buf, r); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -225,7 +226,7 @@ func TestDecodeInputRejects(t *testing.T) {
 		{"batch differs", func() []byte {
 			buf := encodeInput(t, base)
 			one := genInput(rng, 1, 4, genOpts{})
-			blk, _ := one.AppendBlockOf(nil, 0)
+			blk, _ := one.appendBlockOf(nil, 0)
 			return append(buf[:BlockSize(3)], blk...)
 		}, "not a whole number"},
 		{"duplicate id", func() []byte {
@@ -312,4 +313,14 @@ func FuzzDecodeInput(f *testing.F) {
 			t.Fatalf("re-encoding the decoded input differs")
 		}
 	})
+}
+
+// appendBlockOf appends rank r's block of in to dst: the inverse of
+// DecodeInput, one rank at a time.
+func (in *Input) appendBlockOf(dst []byte, r int) ([]byte, error) {
+	if r < 0 || r >= len(in.Ranks) || in.Batch < 1 || len(in.Samples) < (r+1)*in.Batch {
+		return dst, fmt.Errorf("%w: no block for rank %d in an input of %d ranks and %d samples", ErrInput, r, len(in.Ranks), len(in.Samples))
+	}
+	return AppendBlock(dst, &Block{Params: in.Params, Step: in.Step, Rank: r, Progress: in.Ranks[r],
+		Samples: in.Samples[r*in.Batch : (r+1)*in.Batch]})
 }

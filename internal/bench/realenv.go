@@ -16,8 +16,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/datahelix/datahelix/collective/collectivetest"
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/collectivetest"
 )
 
 // ErrReal reports a real run or measurement (mpirun, mpicc, ffmpeg, the

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/datahelix/datahelix/collective/collectivetest"
+	"github.com/datahelix/datahelix/internal/collectivetest"
 	"github.com/datahelix/datahelix/internal/machine"
 	"github.com/datahelix/datahelix/plan"
 )

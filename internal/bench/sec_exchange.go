@@ -52,9 +52,6 @@ type GoExchange struct {
 	BareMBps         float64 `json:"bare_mb_per_s"`
 	ExchangeOnBare   float64 `json:"exchange_over_bare"`
 	ExchangeOnPacked float64 `json:"exchange_over_packed"`
-	// Parts is how the exchange path's IsendParts sent: auto, join or
-	// inplace (DATAHELIX_MPI_PARTS), or in-process (--ranks: a copy).
-	Parts string `json:"parts,omitempty"`
 }
 
 // NewGoExchange turns what spmd.MeasureExchange measured with messages
@@ -217,7 +214,7 @@ func exchangeSection(ctx context.Context, _ *SectionEnv) (*Section, error) {
 			if i == 0 || g.BareUSPer < row.g.BareUSPer {
 				row.g.BareUSPer, row.g.BareMBps = g.BareUSPer, g.BareMBps
 			}
-			row.g.Bytes, row.g.Samples, row.g.Messages, row.g.Parts = g.Bytes, g.Samples, g.Messages, g.Parts
+			row.g.Bytes, row.g.Samples, row.g.Messages = g.Bytes, g.Samples, g.Messages
 			if i == 0 || r.RawUSPer < row.raw.RawUSPer {
 				row.raw = r
 			}
@@ -251,10 +248,6 @@ func exchangeTable(rows []exchangeRow, cores int) *Section {
 			bare = max(bare, r[9].(float64))
 		}
 		last := rows[n-1]
-		// As the ranks reported it, which their environment decided.
-		if p := last.g.Parts; p != "" && p != "auto" {
-			s.Note += fmt.Sprintf("; the exchange path ran with DATAHELIX_MPI_PARTS=%s", p)
-		}
 		s.Headline = fmt.Sprintf("Go exchange path %.2fx and bare Go sends %.2fx the time of raw C MPI at %d samples (%.2f MB); worst over sizes %.2fx and %.2fx; "+
 			"the exchange path takes %.2fx the time of packing first",
 			s.Rows[n-1][8], s.Rows[n-1][9], last.samples, float64(last.g.Bytes)/1e6, hi, bare, s.Rows[n-1][13])

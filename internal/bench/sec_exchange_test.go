@@ -114,13 +114,6 @@ func TestExchangeTable(t *testing.T) {
 		"the exchange path takes 0.50x the time of packing first"; s.Headline != want {
 		t.Errorf("headline %q, want %q", s.Headline, want)
 	}
-	if strings.Contains(s.Note, "DATAHELIX_MPI_PARTS") {
-		t.Errorf("note %q names DATAHELIX_MPI_PARTS, which the ranks did not report", s.Note)
-	}
-	rows[1].g.Parts = "join"
-	if s := exchangeTable(rows, 2); !strings.HasSuffix(s.Note, "; the exchange path ran with DATAHELIX_MPI_PARTS=join") {
-		t.Errorf("note %q does not say the ranks ran with DATAHELIX_MPI_PARTS=join", s.Note)
-	}
 }
 
 // TestNewGoExchangeRounds checks the rounding against formatting the

@@ -30,8 +30,7 @@ const (
 // MeasureExchange times moving samples from rank 0 to rank 1, rounds
 // times, through the loader's exchange path — samples laid out in the wire
 // format as one message sent by IsendParts (their data where it lies,
-// unless the message is small or DATAHELIX_MPI_PARTS=join; in-process
-// ranks always copy), a receive pre-posted with the exact length, the
+// unless the message is small; in-process ranks always copy), a receive pre-posted with the exact length, the
 // message unpacked into samples on arrival — through the same path with
 // the samples packed into one reused send buffer first (as the loader did
 // before it sent in place), and through bare non-blocking sends and

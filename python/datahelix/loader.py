@@ -21,7 +21,7 @@ __all__ = ["Loader"]
 
 _HOWTO = ("launch the trainer with `datahelix train -- python ...`, or set DATAHELIX_JOB "
           "(and RANK) to match a running `datahelix serve`")
-_BUFSIZE = 4 << 20  # the largest message (gpu/bridge MaxMessage)
+_BUFSIZE = 4 << 20  # the largest message (internal/bridge MaxMessage)
 _ANCSIZE = socket.CMSG_SPACE(4 * array.array("i").itemsize)
 _SENDFLAGS = getattr(socket, "MSG_NOSIGNAL", 0)
 _HISTORY = 100_000  # per-step timings kept for the medians

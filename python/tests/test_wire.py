@@ -1,5 +1,5 @@
 """The wire layout (datahelix._wire) against hand-built bytes and against the golden
-messages that the Go side writes under gpu/bridge/testdata/."""
+messages that the Go side writes under internal/bridge/testdata/."""
 
 import json
 import struct
@@ -11,7 +11,7 @@ from fakeserver import encode_batch, msg
 import datahelix
 from datahelix import _wire as w
 
-TESTDATA = Path(__file__).resolve().parents[2] / "gpu" / "bridge" / "testdata"
+TESTDATA = Path(__file__).resolve().parents[2] / "internal" / "bridge" / "testdata"
 
 
 def decode(kind: int, payload) -> dict:
@@ -73,10 +73,10 @@ class WireTest(unittest.TestCase):
             w.parse_batch(bad)
 
     def test_golden(self):
-        """Every message under gpu/bridge/testdata/ parses; golden.json's expectations hold."""
+        """Every message under internal/bridge/testdata/ parses; golden.json's expectations hold."""
         files = sorted(TESTDATA.glob("*.bin"))
         if not files:
-            self.skipTest(f"no golden messages in {TESTDATA} yet (`go test ./gpu/bridge -rewrite` writes them)")
+            self.skipTest(f"no golden messages in {TESTDATA} yet (`go test ./internal/bridge -rewrite` writes them)")
         index = TESTDATA / "golden.json"
         entries = json.loads(index.read_text()) if index.exists() else []
         listed = {e["file"] for e in entries}

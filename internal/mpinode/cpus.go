@@ -1,4 +1,4 @@
-package collective
+package mpinode
 
 import (
 	"bufio"
@@ -27,12 +27,12 @@ var startMask, startMaskOK = func() (unix.CPUSet, bool) {
 	return set, err == nil
 }()
 
-// startCPUs returns the CPUs this process could run on when it started,
+// StartCPUs returns the CPUs this process could run on when it started,
 // before any pinning of its own, and whether they are known. It is what
 // nproc would have printed in the process.
-func startCPUs() (unix.CPUSet, bool) { return startMask, startMaskOK }
+func StartCPUs() (unix.CPUSet, bool) { return startMask, startMaskOK }
 
-// nodeCPUs is the count useNodeCPUs set; 0 until then.
+// nodeCPUs is the count SetNodeCPUs set; 0 until then.
 var nodeCPUs atomic.Int64
 
 // NodeCPUs counts the CPUs the ranks of this node may use together: what
@@ -41,7 +41,7 @@ var nodeCPUs atomic.Int64
 //
 // Once the ranks of the node have compared their CPU sets, it is the
 // number of CPUs in the union of the sets they started with (see
-// useNodeCPUs): the CPUs nproc (sched_getaffinity, which honours taskset
+// SetNodeCPUs): the CPUs nproc (sched_getaffinity, which honours taskset
 // and cgroup cpusets) counts in the shell that launched them when the
 // launcher did not bind them, and the cores it gave them when it did.
 // One rank's own mask alone cannot tell: mpirun binds each rank to a core
@@ -65,9 +65,9 @@ func NodeCPUs() int {
 // than once.
 var cgroupCPUsOnce = sync.OnceValue(cgroupCPUs)
 
-// useNodeCPUs makes NodeCPUs return n, the number of CPUs the ranks of
+// SetNodeCPUs makes NodeCPUs return n, the number of CPUs the ranks of
 // this node may use together as they found out (n < 1 is ignored).
-func useNodeCPUs(n int) {
+func SetNodeCPUs(n int) {
 	if n > 0 {
 		nodeCPUs.Store(int64(n))
 	}
@@ -174,7 +174,7 @@ func parseCPUList(s string) ([]int, error) {
 			z, err2 = strconv.Atoi(hi)
 		}
 		if err1 != nil || err2 != nil || a < 0 || z < a || z-a > 1<<20 {
-			return nil, fmt.Errorf("collective: bad CPU list %q", s)
+			return nil, fmt.Errorf("mpinode: bad CPU list %q", s)
 		}
 		for c := a; c <= z; c++ {
 			cpus = append(cpus, c)
@@ -202,9 +202,9 @@ func UnionCPUs(sets []unix.CPUSet) (union unix.CPUSet, disjoint bool) {
 // cpuSetWords is the number of 64-bit words of a unix.CPUSet.
 const cpuSetWords = int(unsafe.Sizeof(unix.CPUSet{}) / 8)
 
-// encodeCPUSet encodes set for another rank (decodeCPUSet reads it):
+// EncodeCPUSet encodes set for another rank (DecodeCPUSet reads it):
 // little-endian 64-bit words, CPU c in bit c%64 of word c/64.
-func encodeCPUSet(set unix.CPUSet) []byte {
+func EncodeCPUSet(set unix.CPUSet) []byte {
 	b := make([]byte, 0, cpuSetWords*8)
 	for c := 0; c < cpuSetWords*64; c += 64 {
 		var w uint64
@@ -218,11 +218,11 @@ func encodeCPUSet(set unix.CPUSet) []byte {
 	return b
 }
 
-// decodeCPUSet reads what encodeCPUSet wrote.
-func decodeCPUSet(b []byte) (unix.CPUSet, error) {
+// DecodeCPUSet reads what EncodeCPUSet wrote.
+func DecodeCPUSet(b []byte) (unix.CPUSet, error) {
 	var set unix.CPUSet
 	if len(b) != cpuSetWords*8 {
-		return set, fmt.Errorf("collective: a CPU set of %d bytes, want %d", len(b), cpuSetWords*8)
+		return set, fmt.Errorf("mpinode: a CPU set of %d bytes, want %d", len(b), cpuSetWords*8)
 	}
 	for i := 0; i < cpuSetWords; i++ {
 		w := binary.LittleEndian.Uint64(b[8*i:])

@@ -1,4 +1,4 @@
-package collective
+package mpinode
 
 import (
 	"slices"
@@ -55,12 +55,12 @@ func TestCPUSetEncoding(t *testing.T) {
 	for _, c := range []int{0, 3, 63, 64, 100, cpuSetWords*64 - 1} {
 		set.Set(c)
 	}
-	got, err := decodeCPUSet(encodeCPUSet(set))
+	got, err := DecodeCPUSet(EncodeCPUSet(set))
 	if err != nil || got != set {
 		t.Errorf("round trip: got %v (%v), want %v", got, err, set)
 	}
-	if _, err := decodeCPUSet([]byte{1, 2, 3}); err == nil {
-		t.Error("decodeCPUSet of 3 bytes: want an error")
+	if _, err := DecodeCPUSet([]byte{1, 2, 3}); err == nil {
+		t.Error("DecodeCPUSet of 3 bytes: want an error")
 	}
 }
 
@@ -72,19 +72,19 @@ func TestNodeCPUs(t *testing.T) {
 		t.Skip(err)
 	}
 	if n := NodeCPUs(); n < 1 || n > len(online) {
-		t.Errorf("NodeCPUs() = %d before useNodeCPUs, want 1..%d (the online CPUs)", n, len(online))
+		t.Errorf("NodeCPUs() = %d before SetNodeCPUs, want 1..%d (the online CPUs)", n, len(online))
 	}
-	if set, ok := startCPUs(); !ok || set.Count() < 1 {
-		t.Errorf("startCPUs() = %v, %v; want this process's CPUs", set, ok)
+	if set, ok := StartCPUs(); !ok || set.Count() < 1 {
+		t.Errorf("StartCPUs() = %v, %v; want this process's CPUs", set, ok)
 	}
 	defer nodeCPUs.Store(nodeCPUs.Load())
-	useNodeCPUs(1)
+	SetNodeCPUs(1)
 	if n := NodeCPUs(); n != 1 {
-		t.Errorf("NodeCPUs() = %d after useNodeCPUs(1), want 1", n)
+		t.Errorf("NodeCPUs() = %d after SetNodeCPUs(1), want 1", n)
 	}
-	useNodeCPUs(0) // ignored
+	SetNodeCPUs(0) // ignored
 	if n := NodeCPUs(); n != 1 {
-		t.Errorf("NodeCPUs() = %d after useNodeCPUs(0), want 1 still", n)
+		t.Errorf("NodeCPUs() = %d after SetNodeCPUs(0), want 1 still", n)
 	}
 }
 
