@@ -33,7 +33,7 @@ func runCache(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	case err == nil && !info.IsDir():
 		return usagef("cache: %s is a file, not a cache directory", root)
 	case errors.Is(err, os.ErrNotExist) && *cacheDir != "":
-		return usagef("cache: --cache-dir %s: no such directory", root)
+		return flagErrorf("cache", "cache-dir", root, "no such directory")
 	case errors.Is(err, os.ErrNotExist):
 		fmt.Fprintf(stdout, "%s: empty (no dataset generated yet)\n", root)
 		return nil

@@ -27,11 +27,12 @@ import (
 const asMainEnv = "DATAHELIX_TEST_AS_MAIN"
 
 // slowRankEnv, "RANK:MS", makes rank RANK's simulated GPU step take MS
-// milliseconds (testRankGPU) in the test binary acting as datahelix.
+// milliseconds (withGPUOverride) in the test binary acting as datahelix.
 const slowRankEnv = "DATAHELIX_TEST_SLOW_RANK"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(asMainEnv) != "" {
+		ctx := context.Background()
 		if v := os.Getenv(slowRankEnv); v != "" {
 			r, ms, _ := strings.Cut(v, ":")
 			rank, err1 := strconv.Atoi(r)
@@ -39,14 +40,14 @@ func TestMain(m *testing.M) {
 			if err1 != nil || err2 != nil {
 				panic(slowRankEnv + "=" + v + ": want RANK:MS")
 			}
-			testRankGPU = func(r int, g gpu.Model) gpu.Model {
+			ctx = withGPUOverride(ctx, func(r int, g gpu.Model) gpu.Model {
 				if r == rank {
 					g.Base = time.Duration(stepMS) * time.Millisecond
 				}
 				return g
-			}
+			})
 		}
-		Command()
+		commandWith(ctx)
 	}
 	os.Exit(m.Run())
 }
@@ -65,7 +66,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 		{[]string{"info", "--bogus"}, "flag provided but not defined: -bogus"},
 		{[]string{"info", "--ranks", "-3"}, "--ranks -3"},
-		{[]string{"info", "--ranks", "2", "--profile", "gpu"}, `--profile "gpu"`},
+		{[]string{"info", "--ranks", "2", "--profile", "gpu"}, `--profile gpu`},
 		{[]string{"info", "--bytes", "-1", "--ranks", "2"}, "--bytes -1"},
 		{[]string{"info", "extra"}, `unexpected argument "extra"`},
 		{[]string{"info", "--pin=maybe"}, `invalid boolean value "maybe" for -pin: want auto, true or false`},

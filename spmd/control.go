@@ -245,7 +245,7 @@ func (l *Loader) planned(ctx context.Context, s int64, own []*slotState, planner
 	gatherUS := time.Since(g0).Microseconds()
 	p0 := time.Now()
 	if err := plan.DecodeInput(recv, in); err != nil {
-		return nil, fmt.Errorf("step %d: the ranks' blocks disagree: %w", s, err)
+		return nil, planMismatchError{fmt.Errorf("step %d: the ranks' blocks disagree: %w", s, err)}
 	}
 	if err := planner.Compute(in, pl); err != nil {
 		return nil, fmt.Errorf("step %d: plan: %w", s, err)
@@ -297,7 +297,7 @@ func (l *Loader) checkHash(s int64, h uint64) error {
 	for _, v := range order {
 		msg += fmt.Sprintf(" %s computed %016x;", rankSet(holders[v]), v)
 	}
-	return fmt.Errorf("%s the ranks no longer plan from the same input", msg[:len(msg)-1])
+	return planMismatchError{fmt.Errorf("%s the ranks no longer plan from the same input", msg[:len(msg)-1])}
 }
 
 // exchange sends the compressed bytes of the samples this rank gives away
