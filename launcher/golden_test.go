@@ -1,8 +1,10 @@
 package launcher
 
 import (
+	"errors"
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -92,4 +94,34 @@ func commandErr(t *testing.T, args ...string) error {
 	}
 	var out, errb strings.Builder
 	return c.run(t.Context(), &out, &errb, rest)
+}
+
+// datahelixLines returns the lines of a job's output that datahelix
+// printed ("datahelix: ..."), in order, leaving out what mpirun and MPI
+// print around them; this host's name reads HOST.
+func datahelixLines(out string) string {
+	host, _ := os.Hostname()
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(out, "\n") {
+		if strings.HasPrefix(l, "datahelix: ") {
+			if host != "" {
+				l = strings.ReplaceAll(l, " on "+host+" ", " on HOST ")
+			}
+			b.WriteString(l)
+		}
+	}
+	return b.String()
+}
+
+// exitCode returns the exit status of the process err reports on: 0 for
+// nil, -1 for an error that is no exit status.
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.ExitCode()
+	}
+	return -1
 }

@@ -118,7 +118,7 @@ func runWorld(ctx context.Context, f worldFlags, stdout, stderr io.Writer, body 
 			err = ferr
 		}
 		if collective.IsAllRanks(err) {
-			return errReported // rank 0 printed it for every rank
+			return reported(err) // rank 0 printed it for every rank
 		}
 		return err
 	}
