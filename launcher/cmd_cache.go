@@ -31,7 +31,7 @@ func runCache(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	root := cacheRoot(*cacheDir)
 	switch info, err := os.Stat(root); {
 	case err == nil && !info.IsDir():
-		return usagef("cache: %s is a file, not a cache directory", root)
+		return flagErrorf("cache", "cache-dir", root, "a file, not a cache directory")
 	case errors.Is(err, os.ErrNotExist) && *cacheDir != "":
 		return flagErrorf("cache", "cache-dir", root, "no such directory")
 	case errors.Is(err, os.ErrNotExist):

@@ -148,8 +148,8 @@ func TestSlurmWithoutMPIFails(t *testing.T) {
 		t.Fatalf("still running after a minute:\n%s%s", stdout.String(), stderr.String())
 	}
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
-		t.Errorf("got %v, want exit status 1", err)
+	if !errors.As(err, &ee) || ee.ExitCode() != exitLaunch {
+		t.Errorf("got %v, want exit status %d (launch)", err, exitLaunch)
 	}
 	plugin := map[bool]string{true: "pmi2", false: "pmix"}[collective.Flavor() == "mpich"]
 	want := regexp.MustCompile(`datahelix: srun started 4 tasks \(SLURM_NTASKS\) but MPI sees a 1-rank world: this binary uses .+?: launch with srun --mpi=` +
