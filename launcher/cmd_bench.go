@@ -98,7 +98,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 		for _, s := range strings.Split(*sections, ",") {
 			s = strings.TrimSpace(s)
 			if s == "all" || s == "none" {
-				return usagef("bench: --sections %s: %s stands alone, not in a list with section names", *sections, s)
+				return flagErrorf("bench", "sections", *sections, "%s stands alone, not in a list with section names", s)
 			}
 			names = append(names, s)
 		}

@@ -34,9 +34,9 @@ func runBenchCalibrate(ctx context.Context, stdout, stderr io.Writer, args []str
 	}
 	switch {
 	case *samples < 3:
-		return usagef("bench calibrate: --samples %d: want at least 3 (two thirds learn, one third is held out)", *samples)
+		return flagErrorf("bench calibrate", "samples", *samples, "want at least 3 (two thirds learn, one third is held out)")
 	case *repeat < 1:
-		return usagef("bench calibrate: --repeat %d: want at least 1", *repeat)
+		return flagErrorf("bench calibrate", "repeat", *repeat, "want at least 1")
 	}
 	var list []string
 	for _, p := range strings.Split(*presets, ",") {
@@ -117,7 +117,7 @@ func calibrationOut(out, root string, m machine.Machine, presets []string) (stri
 		return "", usagef("bench calibrate: --out %s is a directory: want a file name", out)
 	}
 	if st, err := os.Stat(filepath.Dir(out)); err != nil || !st.IsDir() {
-		return "", usagef("bench calibrate: --out %s: directory %s does not exist", out, filepath.Dir(out))
+		return "", flagErrorf("bench calibrate", "out", out, "directory %s does not exist", filepath.Dir(out))
 	}
 	if err := checkWritableDir("bench calibrate: --out", filepath.Dir(out)); err != nil {
 		return "", usagef("%v", err)

@@ -33,11 +33,11 @@ func runBenchExchange(ctx context.Context, stdout, stderr io.Writer, args []stri
 	}
 	switch {
 	case *samples < 1:
-		return usagef("bench exchange: --samples %d: want at least 1", *samples)
+		return flagErrorf("bench exchange", "samples", *samples, "want at least 1")
 	case *rounds < 1:
-		return usagef("bench exchange: --rounds %d: want at least 1", *rounds)
+		return flagErrorf("bench exchange", "rounds", *rounds, "want at least 1")
 	case wf.ranks != 0 && wf.ranks != 2:
-		return usagef("bench exchange: --ranks %d: it needs 2 ranks exactly (--ranks 2, or mpirun -np 2)", wf.ranks)
+		return flagErrorf("bench exchange", "ranks", wf.ranks, "it needs 2 ranks exactly (--ranks 2, or mpirun -np 2)")
 	}
 	// The world's size is the launcher's: known before MPI starts. With
 	// no launcher, the job is this one process.
@@ -112,7 +112,7 @@ func exchangeDataHolds(path, root string, samples int) error {
 	}
 	defer ds.Close()
 	if len(ds.Shards) == 0 {
-		return usagef("bench exchange: --data %s: no shards", path)
+		return flagErrorf("bench exchange", "data", path, "no shards")
 	}
 	if err := firstShardHolds(ds, samples, " of --data"); err != nil {
 		return usagef("%v", err)

@@ -30,11 +30,11 @@ func runBenchPlan(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	}
 	switch {
 	case *ranks < 1 || *ranks > plan.MaxRanks:
-		return usagef("bench plan: --ranks %d: want 1..%d", *ranks, plan.MaxRanks)
+		return flagErrorf("bench plan", "ranks", *ranks, "want 1..%d", plan.MaxRanks)
 	case *batch < 1 || *batch > plan.MaxBatch:
-		return usagef("bench plan: --batch %d: want 1..%d", *batch, plan.MaxBatch)
+		return flagErrorf("bench plan", "batch", *batch, "want 1..%d", plan.MaxBatch)
 	case *plans < 1:
-		return usagef("bench plan: --plans %d: want at least 1", *plans)
+		return flagErrorf("bench plan", "plans", *plans, "want at least 1")
 	}
 	// The --json file is checked now (a new one created only when the
 	// results are written), not found unwritable after the run.

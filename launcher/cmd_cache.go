@@ -31,9 +31,9 @@ func runCache(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	root := cacheRoot(*cacheDir)
 	switch info, err := os.Stat(root); {
 	case err == nil && !info.IsDir():
-		return usagef("cache: %s is a file, not a cache directory", root)
+		return flagErrorf("cache", "cache-dir", root, "a file, not a cache directory")
 	case errors.Is(err, os.ErrNotExist) && *cacheDir != "":
-		return usagef("cache: --cache-dir %s: no such directory", root)
+		return flagErrorf("cache", "cache-dir", root, "no such directory")
 	case errors.Is(err, os.ErrNotExist):
 		fmt.Fprintf(stdout, "%s: empty (no dataset generated yet)\n", root)
 		return nil

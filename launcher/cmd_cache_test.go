@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"hash/fnv"
@@ -72,17 +73,21 @@ func TestCacheCommand(t *testing.T) {
 func TestCacheCommandMissingDir(t *testing.T) {
 	root := t.TempDir()
 	missing := filepath.Join(root, "nope")
-	if code, stdout, stderr := runMain("cache", "--cache-dir", missing); code != 2 || stdout != "" ||
-		!strings.Contains(stderr, "--cache-dir "+missing+": no such directory") {
-		t.Errorf("cache --cache-dir MISSING: exit %d, stdout %q, stderr %q; want exit 2 naming the directory", code, stdout, stderr)
+	var fe flagError
+	if err := commandErr(t, "cache", "--cache-dir", missing); !errors.As(err, &fe) || fe.flag != "cache-dir" || fe.value != missing {
+		t.Errorf("cache --cache-dir MISSING: %#v; want a flagError naming the directory", err)
 	}
+	tr := newTranscript(root, "ROOT")
+	tr.add([]string{"cache", "--cache-dir", missing}, usageLine(t, "cache", "--cache-dir", missing))
 	file := filepath.Join(root, "file")
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, stderr := runMain("cache", "--cache-dir", file); code != 2 || !strings.Contains(stderr, file+" is a file") {
-		t.Errorf("cache --cache-dir FILE: exit %d, stderr %q; want exit 2 saying it is a file", code, stderr)
+	if err := commandErr(t, "cache", "--cache-dir", file); !errors.As(err, &fe) || fe.flag != "cache-dir" || fe.value != file {
+		t.Errorf("cache --cache-dir FILE: %#v; want a flagError naming the file", err)
 	}
+	tr.add([]string{"cache", "--cache-dir", file}, usageLine(t, "cache", "--cache-dir", file))
+	golden(t, "cache_missing_dir.golden", tr.String())
 	t.Setenv("DATAHELIX_CACHE", missing)
 	if code, stdout, stderr := runMain("cache"); code != 0 || stdout != missing+": empty (no dataset generated yet)\n" {
 		t.Errorf("cache with no cache yet: exit %d, stdout %q, stderr %q", code, stdout, stderr)

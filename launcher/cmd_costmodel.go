@@ -39,11 +39,11 @@ func runCostModel(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	case *data == "":
 		return usagef("costmodel: --data is required")
 	case *warmup < 1:
-		return usagef("costmodel: --warmup %d: want at least 1", *warmup)
+		return flagErrorf("costmodel", "warmup", *warmup, "want at least 1")
 	case *limit < 0:
-		return usagef("costmodel: --limit %d: want 0 or more", *limit)
+		return flagErrorf("costmodel", "limit", *limit, "want 0 or more")
 	case *repeat < 1:
-		return usagef("costmodel: --repeat %d: want at least 1", *repeat)
+		return flagErrorf("costmodel", "repeat", *repeat, "want at least 1")
 	}
 	if err := checkShape(frames, size); err != nil {
 		return err
@@ -73,7 +73,7 @@ func runCostModel(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	}
 	if n <= *warmup {
 		if len(setFlags(fs, []string{"warmup"})) > 0 {
-			return usagef("costmodel: --warmup %d covers all %d samples to decode, so nothing would be held out: want fewer than %d", *warmup, n, n)
+			return flagErrorf("costmodel", "warmup", *warmup, "covers all %d samples to decode, so nothing would be held out: want fewer than %d", n, n)
 		}
 		*warmup = max(n*2/3, 1)
 		fmt.Fprintf(stderr, "costmodel: %s has %d samples to decode: learning from the first %d, holding out the rest (--warmup sets it)\n", *data, n, *warmup)

@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,15 +17,18 @@ import (
 func TestCostModelWarmup(t *testing.T) {
 	data := gentest.Tiny(t) // 32 samples
 	args := []string{"costmodel", "--data", data, "--cache", t.TempDir(), "--repeat", "1", "--frames", "2", "--size", "32"}
-	code, stdout, stderr := runMain(append(args, "--warmup", "200")...)
-	if want := "--warmup 200 covers all 32 samples to decode, so nothing would be held out"; code != 2 || !strings.Contains(stderr, want) || stdout != "" {
-		t.Errorf("--warmup 200: exit %d, stdout %q, stderr %q; want 2, nothing decoded and %q", code, stdout, stderr, want)
+	// Refused before decoding, naming the samples there are to decode:
+	// the dataset's 32, or the 16 of --limit.
+	tr := newTranscript(data, "DATA", args[4], "INDEX")
+	for _, extra := range [][]string{{"--warmup", "200"}, {"--warmup", "20", "--limit", "16"}} {
+		var fe flagError
+		if err := commandErr(t, append(args, extra...)...); !errors.As(err, &fe) || fe.flag != "warmup" || fe.value != extra[1] {
+			t.Errorf("%q: %#v, want a flagError about --warmup", extra, err)
+		}
+		tr.add(append(args, extra...), usageLine(t, append(args, extra...)...))
 	}
-	code, stdout, stderr = runMain(append(args, "--warmup", "20", "--limit", "16")...)
-	if code != 2 || !strings.Contains(stderr, "covers all 16 samples") || stdout != "" {
-		t.Errorf("--warmup 20 --limit 16: exit %d, stdout %q, stderr %q; want 2, nothing decoded and the 16 samples of --limit", code, stdout, stderr)
-	}
-	code, stdout, stderr = runMain(args...) // the default warm-up, 200
+	golden(t, "costmodel_warmup.golden", tr.String())
+	code, stdout, stderr := runMain(args...) // the default warm-up, 200
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}

@@ -67,7 +67,7 @@ func runGen(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 		}
 	}
 	if *workers < 0 {
-		return usagef("gen: --workers %d: want 0 (one per CPU) or more", *workers)
+		return flagErrorf("gen", "workers", *workers, "want 0 (one per CPU) or more")
 	}
 	cfg.Workers = *workers
 	start := time.Now()
@@ -107,18 +107,18 @@ func runGen(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 func checkGenFlags(samples, shards int, durScale, sizeScale float64) error {
 	switch {
 	case samples > gen.MaxSamples:
-		return usagef("gen: --samples %d: want 1..%d", samples, gen.MaxSamples)
+		return flagErrorf("gen", "samples", samples, "want 1..%d", gen.MaxSamples)
 	case shards > gen.MaxShards:
-		return usagef("gen: --shards %d: want at most %d", shards, gen.MaxShards)
+		return flagErrorf("gen", "shards", shards, "want at most %d", gen.MaxShards)
 	case shards < 1 || shards > samples:
-		return usagef("gen: --shards %d: want 1..%d (--samples)", shards, samples)
+		return flagErrorf("gen", "shards", shards, "want 1..%d (--samples)", samples)
 	// NaN fails every comparison: test for the good range.
 	case !(durScale >= 0 && durScale <= gen.MaxDurationScale):
-		return usagef("gen: --duration-scale %v: want a number in 0..%v (0: the preset's default; clips are capped at 3600 s, and no preset's is shorter than 1 s)",
-			durScale, gen.MaxDurationScale)
+		return flagErrorf("gen", "duration-scale", durScale, "want a number in 0..%v (0: the preset's default; clips are capped at 3600 s, and no preset's is shorter than 1 s)",
+			gen.MaxDurationScale)
 	case !(sizeScale >= 0 && sizeScale <= gen.MaxSizeScale):
-		return usagef("gen: --size-scale %v: want a number in 0..%v (0: 1; at most %v, so that the largest pictures, 3840 px web images, stay within the 8192 x 8192 pixels datahelix decodes, which run would refuse them beyond)",
-			sizeScale, gen.MaxSizeScale, gen.MaxSizeScale)
+		return flagErrorf("gen", "size-scale", sizeScale, "want a number in 0..%v (0: 1; at most %v, so that the largest pictures, 3840 px web images, stay within the 8192 x 8192 pixels datahelix decodes, which run would refuse them beyond)",
+			gen.MaxSizeScale, gen.MaxSizeScale)
 	}
 	return nil
 }

@@ -37,25 +37,23 @@ func TestGenRefusesDirectoryWithOtherShards(t *testing.T) {
 // generates a fixed dataset, refuses the flags it would ignore, naming
 // them, instead of silently generating something else.
 func TestGenDefaultRefusesIgnoredFlags(t *testing.T) {
+	tr := newTranscript()
 	for _, tt := range []struct {
 		args []string
-		want string
 	}{
-		{[]string{"--preset", "kinetics"}, "takes no --preset"},
-		{[]string{"--samples", "10", "--shards", "2"}, "takes no --samples, --shards"},
-		{[]string{"--shards", "1"}, "takes no --shards"}, // the default value, but given
-		{[]string{"--size-scale", "0.5", "--preset", "text", "--duration-scale", "2"}, "takes no --preset, --duration-scale, --size-scale"},
+		{[]string{"--preset", "kinetics"}},
+		{[]string{"--samples", "10", "--shards", "2"}},
+		{[]string{"--shards", "1"}}, // the default value, but given
+		{[]string{"--size-scale", "0.5", "--preset", "text", "--duration-scale", "2"}},
 	} {
 		dir := filepath.Join(t.TempDir(), "out")
 		args := append([]string{"gen", "--default", "--out", dir}, tt.args...)
-		code, stdout, stderr := runMain(args...)
-		if code != 2 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tt.want) || !strings.Contains(stderr, "--default generates the fixed default dataset (mixed, 128 samples, 4 shards)") {
-			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 and one line containing %q", tt.args, code, stdout, stderr, tt.want)
-		}
+		tr.add(append([]string{"gen", "--default", "--out", "OUT"}, tt.args...), usageLine(t, args...))
 		if _, err := os.Stat(dir); err == nil {
 			t.Errorf("%q: %s was created", tt.args, dir)
 		}
 	}
+	golden(t, "gen_default_refuses.golden", tr.String())
 }
 
 // TestGenProgressLines checks the progress lines of a log against a
@@ -117,31 +115,35 @@ func TestGenProgressInLog(t *testing.T) {
 // flag and its bound, counts that ran out of memory and scales that are
 // not numbers or beyond the encoders' limits, before it creates --out.
 func TestGenFlagBounds(t *testing.T) {
+	tr := newTranscript()
 	for _, tt := range []struct {
 		args []string
-		want string
+		flag string // the flagError's
 	}{
-		{[]string{"--preset", "laion", "--samples", "1", "--size-scale", "NaN"}, "--size-scale NaN: want a number in 0..2"},
-		{[]string{"--preset", "laion", "--samples", "1", "--size-scale", "Inf"}, "--size-scale +Inf: want a number in 0..2"},
-		{[]string{"--preset", "laion", "--samples", "1", "--size-scale", "100"}, "--size-scale 100: want a number in 0..2"},
-		{[]string{"--preset", "laion", "--samples", "1", "--size-scale", "2.5"}, "at most 2, so that the largest pictures, 3840 px web images, stay within the 8192 x 8192 pixels datahelix decodes"},
-		{[]string{"--preset", "kinetics", "--samples", "1", "--duration-scale", "Inf"}, "--duration-scale +Inf: want a number in 0..3600"},
-		{[]string{"--preset", "kinetics", "--samples", "1", "--duration-scale", "NaN"}, "--duration-scale NaN: want a number in 0..3600"},
-		{[]string{"--preset", "kinetics", "--samples", "1", "--duration-scale", "-1"}, "--duration-scale -1: want"},
-		{[]string{"--preset", "text", "--samples", "99999999999"}, "--samples 99999999999: want 1..10000000"},
-		{[]string{"--preset", "text", "--samples", "10000001"}, "--samples 10000001: want 1..10000000"},
-		{[]string{"--preset", "text", "--samples", "10000000", "--shards", "100001"}, "--shards 100001: want at most 100000"},
-		{[]string{"--preset", "text", "--samples", "4", "--shards", "5"}, "--shards 5: want 1..4 (--samples)"},
+		{[]string{"--preset", "laion", "--samples", "1", "--size-scale", "NaN"}, "size-scale"},
+		{[]string{"--preset", "laion", "--samples", "1", "--size-scale", "Inf"}, "size-scale"},
+		{[]string{"--preset", "laion", "--samples", "1", "--size-scale", "100"}, "size-scale"},
+		{[]string{"--preset", "laion", "--samples", "1", "--size-scale", "2.5"}, "size-scale"},
+		{[]string{"--preset", "kinetics", "--samples", "1", "--duration-scale", "Inf"}, "duration-scale"},
+		{[]string{"--preset", "kinetics", "--samples", "1", "--duration-scale", "NaN"}, "duration-scale"},
+		{[]string{"--preset", "kinetics", "--samples", "1", "--duration-scale", "-1"}, "duration-scale"},
+		{[]string{"--preset", "text", "--samples", "99999999999"}, "samples"},
+		{[]string{"--preset", "text", "--samples", "10000001"}, "samples"},
+		{[]string{"--preset", "text", "--samples", "10000000", "--shards", "100001"}, "shards"},
+		{[]string{"--preset", "text", "--samples", "4", "--shards", "5"}, "shards"},
 	} {
 		dir := filepath.Join(t.TempDir(), "out")
-		code, stdout, stderr := runMain(append([]string{"gen", "--quiet", "--out", dir}, tt.args...)...)
-		if code != 2 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tt.want) {
-			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 and one line containing %q", tt.args, code, stdout, stderr, tt.want)
+		args := append([]string{"gen", "--quiet", "--out", dir}, tt.args...)
+		var fe flagError
+		if err := commandErr(t, args...); !errors.As(err, &fe) || fe.flag != tt.flag {
+			t.Errorf("%q: %#v, want a flagError about --%s", tt.args, err, tt.flag)
 		}
+		tr.add(append([]string{"gen", "--quiet", "--out", "OUT"}, tt.args...), usageLine(t, args...))
 		if _, err := os.Stat(dir); err == nil {
 			t.Errorf("%q: %s was created", tt.args, dir)
 		}
 	}
+	golden(t, "gen_flag_bounds.golden", tr.String()) // the bounds, as the user reads them
 }
 
 // TestGenInterruptedKeepsDirectory interrupts gen over an existing

@@ -28,10 +28,10 @@ func runInfo(ctx context.Context, stdout, stderr io.Writer, args []string) error
 		return err
 	}
 	if *bytes < 0 || *bytes > maxInfoBytes {
-		return usagef("--bytes %d: want 0..%d", *bytes, maxInfoBytes)
+		return flagErrorf("", "bytes", *bytes, "want 0..%d", maxInfoBytes)
 	}
 	if *rounds < 1 || *rounds > maxInfoRounds {
-		return usagef("--rounds %d: want 1..%d (each round keeps a time in memory)", *rounds, maxInfoRounds)
+		return flagErrorf("", "rounds", *rounds, "want 1..%d (each round keeps a time in memory)", maxInfoRounds)
 	}
 	// Each rank receives --bytes from every rank: check what the
 	// launcher says of the world's size before MPI starts, and the
@@ -96,8 +96,8 @@ const (
 // needs a receive buffer of more than maxInfoGather bytes on every rank.
 func checkInfoGather(bytes, size int) error {
 	if size > 0 && int64(bytes)*int64(size) > maxInfoGather {
-		return usagef("--bytes %d: %d ranks would each receive %d MiB per allgather; want at most %d MiB (--bytes %d or less)",
-			bytes, size, int64(bytes)*int64(size)>>20, maxInfoGather>>20, maxInfoGather/size)
+		return flagErrorf("", "bytes", bytes, "%d ranks would each receive %d MiB per allgather; want at most %d MiB (--bytes %d or less)",
+			size, int64(bytes)*int64(size)>>20, maxInfoGather>>20, maxInfoGather/size)
 	}
 	return nil
 }

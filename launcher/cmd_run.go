@@ -19,7 +19,6 @@ import (
 	"github.com/datahelix/datahelix/internal/machine"
 	"github.com/datahelix/datahelix/internal/metrics"
 	"github.com/datahelix/datahelix/internal/reader"
-	"github.com/datahelix/datahelix/internal/stall"
 	"github.com/datahelix/datahelix/spmd"
 )
 
@@ -128,11 +127,18 @@ func generateDefault(ctx context.Context, dir string, seed uint64, log io.Writer
 	return nil
 }
 
-// testRankGPU is nil but in tests, which set it to change one rank's
-// simulated GPU after the ranks have agreed on their flags: a rank made
-// busy outside MPI on purpose, as the --gpu-* flags, which must agree,
-// no longer can.
-var testRankGPU func(rank int, m gpu.Model) gpu.Model
+// gpuOverride changes a rank's simulated GPU after the ranks have agreed
+// on their flags: tests make one rank busy outside MPI on purpose with
+// it, as the --gpu-* flags, which must agree, no longer can. Only a
+// context given to the command (withGPUOverride) carries one.
+type gpuOverride func(rank int, m gpu.Model) gpu.Model
+
+type gpuOverrideKey struct{}
+
+// withGPUOverride returns ctx carrying o for the jobs run under it.
+func withGPUOverride(ctx context.Context, o gpuOverride) context.Context {
+	return context.WithValue(ctx, gpuOverrideKey{}, o)
+}
 
 // jobData is what every rank of a job opens before its loaders run.
 type jobData struct {
@@ -156,10 +162,10 @@ func (j *jobData) close() {
 func openJob(ctx context.Context, c collective.Comm, f *runFlags, errOut io.Writer) (*jobData, error) {
 	// First, so that every rank calls the same collectives after it.
 	if err := agree.Agree(c, runSettings(f)); err != nil {
-		return nil, err
+		return nil, withStatusAllRanks(exitDisagree, err)
 	}
-	if testRankGPU != nil {
-		f.cfg.GPU = testRankGPU(c.Rank(), f.cfg.GPU)
+	if o, ok := ctx.Value(gpuOverrideKey{}).(gpuOverride); ok {
+		f.cfg.GPU = o(c.Rank(), f.cfg.GPU)
 	}
 	outs, err := prepareOutputs(c, f)
 	if err != nil {
@@ -186,18 +192,18 @@ func openJob(ctx context.Context, c collective.Comm, f *runFlags, errOut io.Writ
 	j.ds, err = decode.OpenDatasetPart(j.data, decode.IndexCacheDir(root), c.Rank(), c.Size())
 	if err := agreeOnError(c, err, "cannot open the dataset"); err != nil {
 		j.close()
-		return nil, err
+		return nil, withStatusAllRanks(exitBadInput, err)
 	}
 	if err := agree.AgreeDataset(c, j.ds); err != nil {
 		j.close()
-		return nil, err
+		return nil, withStatusAllRanks(exitDisagree, err)
 	}
 	// What would fail a later loader (the shards' split over the ranks,
 	// the checkpoints of each loader) fails the job now, before any
 	// loader trains.
 	if err := spmd.CheckJob(c, j.ds, f.cfg, f.loaders); err != nil {
 		j.close()
-		return nil, err
+		return nil, withStatusAllRanks(exitBadInput, err)
 	}
 	if c.Rank() == 0 {
 		sizes := make([]int, len(j.ds.Shards))
@@ -228,7 +234,7 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 			bar = newBar(errOut, len(f.loaders)*f.cfg.Steps, "training")
 		}
 	}
-	watch := stall.Watch(c, f.stallTimeout)
+	watch := watchStalls(c, f.stallTimeout)
 	defer watch.Stop()
 	wc := watch.Watched(c) // one slot of the watch for every loader's run
 	var results []metrics.Summary
@@ -253,7 +259,9 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 		}
 		res, err := spmd.Run(ctx, wc, ds, cfg)
 		if err != nil {
-			return fmt.Errorf("loader %s: %w", k, err)
+			// What every rank finds alike in a run (a shard without
+			// samples, checkpoints it cannot resume from) is its input.
+			return withStatusAllRanks(exitBadInput, fmt.Errorf("loader %s: %w", k, err))
 		}
 		counts = append(counts, ownSamples(res.Records, c.Rank())...)
 		if c.Rank() == 0 {
@@ -328,8 +336,8 @@ func allDroppedError(loaders []spmd.Kind, counts []int64) error {
 	if len(which) == 0 {
 		return nil
 	}
-	return collective.AllRanks(fmt.Errorf("%s: none decoded, so nothing trained (the ranks' \"dropping sample\" lines say why)",
-		strings.Join(which, ", ")))
+	return withStatus(exitBadInput, collective.AllRanks(fmt.Errorf("%s: none decoded, so nothing trained (the ranks' \"dropping sample\" lines say why)",
+		strings.Join(which, ", "))))
 }
 
 // agreeOnError has the ranks agree on whether any of them got an error
@@ -353,13 +361,14 @@ func agreeOnError(c collective.Comm, err error, what string) error {
 	// Each failing rank sends its error, the others nothing; the first
 	// byte says whether it came from a cancellation (a signal), which
 	// the other ranks' errors must then match too (stopReason, exit
-	// status 130 or 143).
+	// status 130 or 143), the second its exit status, which every rank
+	// then exits with.
 	var mine []byte
 	switch {
 	case errors.Is(err, context.Canceled):
-		mine = append([]byte{'c'}, err.Error()...)
+		mine = append([]byte{'c', byte(exitStatus(err))}, err.Error()...)
 	case err != nil:
-		mine = append([]byte{'!'}, err.Error()...)
+		mine = append([]byte{'!', byte(exitStatus(err))}, err.Error()...)
 	}
 	msgs, gerr := c.AllgatherVar(mine)
 	if gerr != nil {
@@ -381,19 +390,21 @@ func agreeOnError(c collective.Comm, err error, what string) error {
 	if c.Rank() == failed { // keep the chain: errors.Is still sees the cause
 		return collective.AllRanks(fmt.Errorf("rank %d %s: %w%s", failed, what, err, also))
 	}
-	theirs := remoteError{text: string(msgs[failed][1:])}
+	theirs := remoteError{text: string(msgs[failed][2:]), status: int(msgs[failed][1])}
 	if msgs[failed][0] == 'c' {
 		theirs.cause = context.Canceled
 	}
 	return collective.AllRanks(fmt.Errorf("rank %d %s: %w%s", failed, what, theirs, also))
 }
 
-// remoteError is another rank's error, as text, and whether it came
-// from a cancellation (cause context.Canceled).
+// remoteError is another rank's error, as text, its exit status, and
+// whether it came from a cancellation (cause context.Canceled).
 type remoteError struct {
-	text  string
-	cause error
+	text   string
+	status int
+	cause  error
 }
 
-func (e remoteError) Error() string { return e.text }
-func (e remoteError) Unwrap() error { return e.cause }
+func (e remoteError) Error() string   { return e.text }
+func (e remoteError) Unwrap() error   { return e.cause }
+func (e remoteError) exitStatus() int { return e.status }

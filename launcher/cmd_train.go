@@ -104,17 +104,17 @@ func (f *trainFlags) validate() error {
 	case f.serve && len(f.program) > 0:
 		return usagef("serve starts no program (%q): launch the trainers on their own, or use datahelix train", f.program[0])
 	case len(f.loaders) > 1:
-		return usagef("--loader %s: %s feeds one trainer with one loader; give one", f.loaders.String(), f.args0())
+		return flagErrorf("", "loader", f.loaders.String(), "%s feeds one trainer with one loader; give one", f.args0())
 	case f.cfg.Steps < 0:
-		return usagef("--steps %d: want 0 (until the trainer stops asking) or more", f.cfg.Steps)
+		return flagErrorf("", "steps", f.cfg.Steps, "want 0 (until the trainer stops asking) or more")
 	case f.ringSlots < 3 || f.ringSlots > 1024:
-		return usagef("--ring-slots %d: want 3..1024", f.ringSlots)
+		return flagErrorf("", "ring-slots", f.ringSlots, "want 3..1024")
 	case f.ringSlotMiB < 0 || f.ringSlotMiB > maxBudgetMiB:
-		return usagef("--ring-slot-mib %d: want 0..%d", f.ringSlotMiB, maxBudgetMiB)
+		return flagErrorf("", "ring-slot-mib", f.ringSlotMiB, "want 0..%d", maxBudgetMiB)
 	case f.connectTimeout <= 0:
-		return usagef("--connect-timeout %v: want a positive duration", f.connectTimeout)
+		return flagErrorf("", "connect-timeout", f.connectTimeout, "want a positive duration")
 	case f.grace < 0:
-		return usagef("--grace %v: want 0 or more", f.grace)
+		return flagErrorf("", "grace", f.grace, "want 0 or more")
 	}
 	if len(f.loaders) == 0 {
 		f.loaders = loaderList{spmd.KindHelix}
@@ -182,7 +182,7 @@ func trainJob(ctx context.Context, c collective.Comm, f *trainFlags, out, errOut
 	if b != nil {
 		defer b.close(f.grace)
 	}
-	if err := agreeOnError(c, err, "cannot start its trainer"); err != nil {
+	if err := withStatusAllRanks(exitTrainer, agreeOnError(c, err, "cannot start its trainer")); err != nil {
 		if b != nil {
 			bridge.SendText(b.conn, bridge.TypeRefuse, err.Error())
 		}
@@ -195,7 +195,7 @@ func trainJob(ctx context.Context, c collective.Comm, f *trainFlags, out, errOut
 	}
 	for r, s := range states {
 		if string(s) != string(states[0]) {
-			err := collective.AllRanks(fmt.Errorf("the trainers resume from different states: rank 0 from %s, rank %d from %s", orNone(states[0]), r, orNone(s)))
+			err := withStatus(exitDisagree, collective.AllRanks(fmt.Errorf("the trainers resume from different states: rank 0 from %s, rank %d from %s", orNone(states[0]), r, orNone(s))))
 			bridge.SendText(b.conn, bridge.TypeRefuse, err.Error())
 			return err
 		}
@@ -210,11 +210,12 @@ func trainJob(ctx context.Context, c collective.Comm, f *trainFlags, out, errOut
 	// The loader outlives a signal for as long as the trainer does.
 	lctx, stopLoader := context.WithCancel(context.Background())
 	defer stopLoader()
-	l, err := spmd.NewLoader(lctx, c, j.ds, cfg)
+	l, err := spmd.NewLoader(lctx, stallAborts{c}, j.ds, cfg)
 	if err != nil {
 		if errors.Is(err, spmd.ErrState) {
 			err = collective.AllRanks(fmt.Errorf("the trainers' Loader.load_state_dict: %w", err))
 		}
+		err = withStatusAllRanks(exitBadInput, err)
 		bridge.SendText(b.conn, bridge.TypeRefuse, err.Error())
 		return err
 	}
@@ -432,7 +433,7 @@ func (b *rankBridge) serve(ctx context.Context, c, end collective.Comm, l *spmd.
 				select {
 				case <-exited:
 				case <-time.After(f.connectTimeout):
-					return abandon(fmt.Errorf("the trainer of rank %d closed its datahelix connection and still runs %v later", c.Rank(), f.connectTimeout))
+					return abandon(withStatus(exitTrainer, fmt.Errorf("the trainer of rank %d closed its datahelix connection and still runs %v later", c.Rank(), f.connectTimeout)))
 				}
 			}
 		case <-exited:
@@ -479,8 +480,8 @@ func (b *rankBridge) serve(ctx context.Context, c, end collective.Comm, l *spmd.
 		return nil, err
 	}
 	if most, least := counts[0], -counts[1]; most != least {
-		return nil, fmt.Errorf("the trainers stopped after different numbers of batches (between %d and %d; rank %d's after %d): the ranks' loaders cannot stop together, so the job ends here",
-			least, most, c.Rank(), delivered)
+		return nil, withStatus(exitTrainer, fmt.Errorf("the trainers stopped after different numbers of batches (between %d and %d; rank %d's after %d): the ranks' loaders cannot stop together, so the job ends here",
+			least, most, c.Rank(), delivered))
 	}
 	if state.Step+delivered < int64(cfg.Steps) {
 		l.Quiesce()

@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -43,15 +44,49 @@ func lookup(args []string) (command, []string, bool) {
 	return command{}, nil, false
 }
 
-// usageError is a problem with the command line; the command prints it on
-// one line and exits with status 2, before MPI is initialized.
+// errUsage matches every problem with the command line (usageError,
+// flagError): the command prints it on one line and exits with status 2
+// (exitUsage), before MPI is initialized.
+var errUsage = errors.New("usage error")
+
+// usageError is a problem with the command line that no single flag's
+// value explains: an unknown command, a stray argument, two flags that
+// exclude each other.
 type usageError struct{ msg string }
 
-func (e usageError) Error() string { return e.msg }
+func (e usageError) Error() string        { return e.msg }
+func (e usageError) Is(target error) bool { return target == errUsage }
 
 // usagef returns a usageError.
 func usagef(format string, args ...any) error {
 	return usageError{fmt.Sprintf(format, args...)}
+}
+
+// flagError is a usage error about one flag: the value given is out of
+// range, names what does not exist, or does not suit the rest of the
+// command line. It reads "bench plan: --ranks 0: want 1..4096".
+type flagError struct {
+	cmd    string // the command whose flag it is, when the message names it: "bench plan"
+	flag   string // the flag's name, without dashes: "ranks"
+	value  string // the value as given
+	reason string // what is wrong with it, or what is wanted
+}
+
+func (e flagError) Error() string {
+	s := "--" + e.flag + " " + e.value + ": " + e.reason
+	if e.cmd != "" {
+		s = e.cmd + ": " + s
+	}
+	return s
+}
+
+func (e flagError) Is(target error) bool { return target == errUsage }
+
+// flagErrorf returns a flagError for the flag named flag of command cmd
+// ("" where the message does not name the command), value as given, and
+// the reason formatted from format and args.
+func flagErrorf(cmd, flag string, value any, format string, args ...any) error {
+	return flagError{cmd: cmd, flag: flag, value: fmt.Sprint(value), reason: fmt.Sprintf(format, args...)}
 }
 
 // subcommands lists the commands one word below name ("bench plan"
@@ -103,9 +138,9 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 // ("--stall-timeout 5").
 func parseFlagsHint(fs *flag.FlagSet, args []string, stdout io.Writer, hint func(rest []string) string) error {
 	name := strings.TrimPrefix(fs.Name(), "datahelix ")
-	var badDuration string // "--flag value" of a duration that did not parse
+	var badDuration struct{ flag, value string } // a duration that did not parse
 	restore := wrapDurations(fs, func(flagName, value string) {
-		badDuration = fmt.Sprintf("--%s %s", flagName, value)
+		badDuration.flag, badDuration.value = flagName, value
 	})
 	err := fs.Parse(args)
 	restore()
@@ -115,8 +150,8 @@ func parseFlagsHint(fs *flag.FlagSet, args []string, stdout io.Writer, hint func
 			fs.Usage()
 			return errHelp
 		}
-		if badDuration != "" {
-			return usagef("%s: %s: want a duration such as 30s or 10m (see %s -h)", name, badDuration, fs.Name())
+		if badDuration.flag != "" {
+			return flagErrorf(name, badDuration.flag, badDuration.value, "want a duration such as 30s or 10m (see %s -h)", fs.Name())
 		}
 		return usagef("%s: %v (see %s -h)", name, err, fs.Name())
 	}

@@ -37,8 +37,8 @@ func TestRunFailsWhenEverySampleIsDropped(t *testing.T) {
 	const want = `datahelix: loader torch dropped all 16 samples, loader helix dropped all 16 samples: none decoded, so nothing trained (the ranks' "dropping sample" lines say why)`
 	out := filepath.Join(t.TempDir(), "summary.json")
 	code, stdout, stderr := runMain(fastRun(bad, "--ranks", "4", "--steps", "2", "--json", out)...)
-	if code != 1 || strings.Count(stderr, want) != 1 || !strings.HasSuffix(stderr, want+"\n") {
-		t.Errorf("every sample dropped: exit %d, stderr %q; want exit 1 and a last line %q", code, stderr, want)
+	if code != exitBadInput || strings.Count(stderr, want) != 1 || !strings.HasSuffix(stderr, want+"\n") {
+		t.Errorf("every sample dropped: exit %d, stderr %q; want exit 3 (bad input) and a last line %q", code, stderr, want)
 	}
 	if !strings.Contains(stdout, "dropped samples") {
 		t.Errorf("every sample dropped: no table on stdout:\n%s", stdout)
@@ -80,8 +80,8 @@ func TestRunFailsWhenEverySampleIsDropped(t *testing.T) {
 	log, err := mpirunMain(t, 4, fastRun(bad, "--steps", "2", "--loader", "torch,helix", "--json", out)...)
 	const mpiWant = `datahelix: loader torch dropped all 16 samples, loader helix dropped all 16 samples: none decoded`
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() == 0 || strings.Count(log, mpiWant) != 1 || strings.Contains(log, "aborting") {
-		t.Errorf("mpirun, every sample dropped: %v\n%s\nwant a non-zero exit, %q once and no abort", err, log, mpiWant)
+	if !errors.As(err, &ee) || ee.ExitCode() != exitBadInput || strings.Count(log, mpiWant) != 1 || strings.Contains(log, "aborting") {
+		t.Errorf("mpirun, every sample dropped: %v\n%s\nwant exit 3 (bad input), %q once and no abort", err, log, mpiWant)
 	}
 	for i := range 4 {
 		if n := strings.Count(log, fmt.Sprintf(`dropping sample: decode: shard %s: sample "s%d"`, filepath.Join(bad, fmt.Sprintf("u-%d.tar", i)), i)); n != 1 {

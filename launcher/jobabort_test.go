@@ -156,10 +156,17 @@ func TestStalledRankEndsJob(t *testing.T) {
 	case err := <-done:
 		took := time.Since(stopped)
 		t.Logf("job ended %v after a rank stopped: %v", took.Round(time.Millisecond), err)
-		// The running rank waits in MPI for the stopped one, and says so.
-		if err == nil || !strings.Contains(out.String(), "aborting the job: no step delivered for 3s (--stall-timeout), loader helix after step") ||
+		// The job ends with the stall's status (MPICH's mpiexec may
+		// report the stopped rank's SIGKILL first, as below).
+		if code := exitCode(err); code != exitStall && !(collective.Flavor() == "mpich" && code == 9) {
+			t.Errorf("exit status %d (%v), want %d for a stall:\n%s", code, err, exitStall, out.String())
+		}
+		// The running rank waits in MPI for the stopped one, and says
+		// so: the line names the timeout, the loader and the MPI call,
+		// values of this job; the rest of its wording is free.
+		if !strings.Contains(out.String(), "3s (--stall-timeout), loader helix after step") ||
 			!strings.Contains(out.String(), "this rank has waited in ") {
-			t.Errorf("%v; want a failure naming the stall:\n%s", err, out.String())
+			t.Errorf("want the abort to name the stall:\n%s", out.String())
 		}
 		// The clock runs from the last step delivered, just before the
 		// stop; a rank waiting in MPI gives a busy one a second more.

@@ -24,8 +24,12 @@ import (
 // Command runs the datahelix command line of this process (os.Args) and
 // exits with its status; SIGINT and SIGTERM cancel it with their status
 // (130, 143), as a shell reports a command they killed.
-func Command() {
-	ctx, stop := notifyInterrupt(context.Background())
+func Command() { commandWith(context.Background()) }
+
+// commandWith is Command under parent, which may carry what a test injects
+// (withGPUOverride).
+func commandWith(parent context.Context) {
+	ctx, stop := notifyInterrupt(parent)
 	code := Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -71,27 +75,28 @@ func (e interruptedError) status() int { return 128 + int(e.sig) }
 // Main runs the command line args and returns the process exit code:
 // 0 on success, 2 for a usage error (reported before MPI starts), 128+N
 // when signal N (SIGINT, SIGTERM) cancelled ctx with an interruptedError,
-// 1 for any other failure.
+// the status of its class for the failures exitStatus knows, 1 for any
+// other.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		if len(args) > 1 {
 			c, rest, ok := lookup(args[1:])
 			if !ok || len(rest) > 0 {
 				fmt.Fprintf(stderr, "datahelix: help: unknown command %q (run \"datahelix help\" for the list)\n", strings.Join(args[1:], " "))
-				return 2
+				return exitUsage
 			}
 			return exit(ctx, c.run(ctx, stdout, stderr, []string{"-h"}), stderr)
 		}
 		printHelp(stdout)
 		if len(args) == 0 {
-			return 2
+			return exitUsage
 		}
-		return 0
+		return exitOK
 	}
 	c, rest, ok := lookup(args)
 	if !ok {
 		fmt.Fprintf(stderr, "datahelix: unknown command %q (run \"datahelix help\" for the list)\n", args[0])
-		return 2
+		return exitUsage
 	}
 	return exit(ctx, c.run(ctx, stdout, stderr, rest), stderr)
 }
@@ -102,21 +107,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // command.
 func exit(ctx context.Context, err error, stderr io.Writer) int {
 	err = stopReason(ctx, err)
-	var ue usageError
-	switch {
-	case err == nil, errors.Is(err, errHelp):
-		return 0
-	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "datahelix: %v\n", err)
-		return 2
-	}
-	if !errors.Is(err, errReported) {
+	status := exitStatus(err)
+	if status != exitOK && (status == exitUsage || !errors.Is(err, errReported)) {
 		fmt.Fprintf(stderr, "datahelix: %v\n", err)
 	}
-	if ie, ok := interrupted(err); ok {
-		return ie.status()
-	}
-	return 1
+	return status
 }
 
 // stopReason returns err, or the cause of ctx's cancellation when err is

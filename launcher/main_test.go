@@ -27,11 +27,12 @@ import (
 const asMainEnv = "DATAHELIX_TEST_AS_MAIN"
 
 // slowRankEnv, "RANK:MS", makes rank RANK's simulated GPU step take MS
-// milliseconds (testRankGPU) in the test binary acting as datahelix.
+// milliseconds (withGPUOverride) in the test binary acting as datahelix.
 const slowRankEnv = "DATAHELIX_TEST_SLOW_RANK"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(asMainEnv) != "" {
+		ctx := context.Background()
 		if v := os.Getenv(slowRankEnv); v != "" {
 			r, ms, _ := strings.Cut(v, ":")
 			rank, err1 := strconv.Atoi(r)
@@ -39,14 +40,14 @@ func TestMain(m *testing.M) {
 			if err1 != nil || err2 != nil {
 				panic(slowRankEnv + "=" + v + ": want RANK:MS")
 			}
-			testRankGPU = func(r int, g gpu.Model) gpu.Model {
+			ctx = withGPUOverride(ctx, func(r int, g gpu.Model) gpu.Model {
 				if r == rank {
 					g.Base = time.Duration(stepMS) * time.Millisecond
 				}
 				return g
-			}
+			})
 		}
-		Command()
+		commandWith(ctx)
 	}
 	os.Exit(m.Run())
 }
@@ -57,44 +58,48 @@ func runMain(args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errb.String()
 }
 
+// TestUsageErrors checks bad command lines: each is a usage error (exit
+// status 2, one line, nothing on stdout), a flagError naming the flag
+// where one flag's value is at fault, and reads as
+// testdata/usage_errors.golden says.
 func TestUsageErrors(t *testing.T) {
 	tests := []struct {
 		args []string
-		want string // in the one stderr line
+		flag string // the flagError's flag, "" for another usage error
 	}{
-		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
-		{[]string{"info", "--bogus"}, "flag provided but not defined: -bogus"},
-		{[]string{"info", "--ranks", "-3"}, "--ranks -3"},
-		{[]string{"info", "--ranks", "2", "--profile", "gpu"}, `--profile "gpu"`},
-		{[]string{"info", "--bytes", "-1", "--ranks", "2"}, "--bytes -1"},
-		{[]string{"info", "extra"}, `unexpected argument "extra"`},
-		{[]string{"info", "--pin=maybe"}, `invalid boolean value "maybe" for -pin: want auto, true or false`},
+		{[]string{"frobnicate"}, ""},
+		{[]string{"info", "--bogus"}, ""},
+		{[]string{"info", "--ranks", "-3"}, "ranks"},
+		{[]string{"info", "--ranks", "2", "--profile", "gpu"}, "profile"},
+		{[]string{"info", "--bytes", "-1", "--ranks", "2"}, "bytes"},
+		{[]string{"info", "extra"}, ""},
+		{[]string{"info", "--pin=maybe"}, ""},
 		// A boolean flag's value after a space, a duration without a
 		// unit, in every command.
-		{[]string{"info", "--pin", "false"}, `info: "false" after --pin is an argument, not the flag's value: write --pin=false (see datahelix info -h)`},
-		{[]string{"run", "--quiet", "false"}, `run: "false" after --quiet is an argument, not the flag's value: write --quiet=false`},
-		{[]string{"run", "--check-hashes", "true", "--steps", "3"}, `write --check-hashes=true`},
-		{[]string{"bench", "--quiet", "0"}, `bench: "0" after --quiet is an argument, not the flag's value: write --quiet=0`},
-		{[]string{"run", "--stall-timeout", "5"}, `run: --stall-timeout 5: want a duration such as 30s or 10m (see datahelix run -h)`},
-		{[]string{"run", "-stall-timeout=ten"}, `run: --stall-timeout ten: want a duration such as 30s or 10m`},
-		{[]string{"info", "--rounds", "0"}, "--rounds 0: want 1..10000000"},
-		{[]string{"run", "--max-tasks", "-2"}, "--max-tasks -2: want 0 (as many as --workers) or more"},
-		{[]string{"help", "bogus"}, `help: unknown command "bogus"`},
-		{[]string{"help", "info", "extra"}, `help: unknown command "info extra"`},
-		{[]string{"-h", "bogus"}, `help: unknown command "bogus"`},
+		{[]string{"info", "--pin", "false"}, ""},
+		{[]string{"run", "--quiet", "false"}, ""},
+		{[]string{"run", "--check-hashes", "true", "--steps", "3"}, ""},
+		{[]string{"bench", "--quiet", "0"}, ""},
+		{[]string{"run", "--stall-timeout", "5"}, "stall-timeout"},
+		{[]string{"run", "-stall-timeout=ten"}, "stall-timeout"},
+		{[]string{"info", "--rounds", "0"}, "rounds"},
+		{[]string{"run", "--max-tasks", "-2"}, "max-tasks"},
+		{[]string{"help", "bogus"}, ""},
+		{[]string{"help", "info", "extra"}, ""},
+		{[]string{"-h", "bogus"}, ""},
 	}
+	tr := newTranscript()
 	for _, tt := range tests {
-		code, stdout, stderr := runMain(tt.args...)
-		if code != 2 {
-			t.Errorf("%q: exit %d, want 2", tt.args, code)
+		tr.add(tt.args, usageLine(t, tt.args...))
+		if tt.flag == "" {
+			continue
 		}
-		if lines := strings.Count(stderr, "\n"); lines != 1 || !strings.Contains(stderr, tt.want) {
-			t.Errorf("%q: stderr %q, want one line containing %q", tt.args, stderr, tt.want)
-		}
-		if stdout != "" {
-			t.Errorf("%q: stdout %q, want nothing", tt.args, stdout)
+		var fe flagError
+		if err := commandErr(t, tt.args...); !errors.As(err, &fe) || fe.flag != tt.flag || !errors.Is(err, errUsage) {
+			t.Errorf("%q: error %#v, want a usage error about --%s", tt.args, err, tt.flag)
 		}
 	}
+	golden(t, "usage_errors.golden", tr.String())
 }
 
 // TestInfoCaps checks that info refuses what it could not allocate as

@@ -133,17 +133,17 @@ func (f *runFlags) validate() error {
 	}
 	switch {
 	case f.stallTimeout < 0 || f.stallTimeout > 0 && f.stallTimeout < time.Second:
-		return usagef("--stall-timeout %v: want 0 (never) or at least 1s", f.stallTimeout)
+		return flagErrorf("", "stall-timeout", f.stallTimeout, "want 0 (never) or at least 1s")
 	case f.decodedMiB < 0 || f.decodedMiB > maxBudgetMiB:
-		return usagef("--decoded-budget %d: want 0..%d MiB", f.decodedMiB, maxBudgetMiB)
+		return flagErrorf("", "decoded-budget", f.decodedMiB, "want 0..%d MiB", maxBudgetMiB)
 	case f.compressedMiB < 0 || f.compressedMiB > maxBudgetMiB:
-		return usagef("--compressed-budget %d: want 0..%d MiB", f.compressedMiB, maxBudgetMiB)
+		return flagErrorf("", "compressed-budget", f.compressedMiB, "want 0..%d MiB", maxBudgetMiB)
 	case f.cfg.CheckEvery < 1:
-		return usagef("--check-every %d: want at least 1", f.cfg.CheckEvery)
+		return flagErrorf("", "check-every", f.cfg.CheckEvery, "want at least 1")
 	case f.cfg.Margin < 0:
-		return usagef("--margin-us %d: want at least 0", f.cfg.Margin)
+		return flagErrorf("", "margin-us", f.cfg.Margin, "want at least 0")
 	case f.cfg.MaxTasks < 0:
-		return usagef("--max-tasks %d: want 0 (as many as --workers) or more", f.cfg.MaxTasks)
+		return flagErrorf("", "max-tasks", f.cfg.MaxTasks, "want 0 (as many as --workers) or more")
 	}
 	if err := checkShape(f.cfg.Decode.Frames, f.cfg.Decode.Size); err != nil {
 		return err
@@ -156,14 +156,14 @@ func (f *runFlags) validate() error {
 		v    float64
 		max  float64
 	}{
-		{"--gpu-step-ms", f.gpuStepMS, maxGPUMS},
-		{"--gpu-ms-per-sample", f.gpuSampleMS, maxGPUMS},
-		{"--gpu-ms-per-frame", f.gpuFrameMS, maxGPUMS},
-		{"--gpu-us-per-token", f.gpuTokenUS, maxGPUTokenUS},
+		{"gpu-step-ms", f.gpuStepMS, maxGPUMS},
+		{"gpu-ms-per-sample", f.gpuSampleMS, maxGPUMS},
+		{"gpu-ms-per-frame", f.gpuFrameMS, maxGPUMS},
+		{"gpu-us-per-token", f.gpuTokenUS, maxGPUTokenUS},
 	} {
 		// NaN fails both comparisons, so test for the good range.
 		if !(t.v >= 0 && t.v <= t.max) {
-			return usagef("%s %v: want a number in 0..%.0f", t.flag, t.v, t.max)
+			return flagErrorf("", t.flag, t.v, "want a number in 0..%.0f", t.max)
 		}
 	}
 	b, fr := float64(f.cfg.Batch), float64(f.cfg.Decode.Frames)

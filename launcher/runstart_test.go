@@ -37,7 +37,7 @@ func TestRunRefusesEarlierCheckpoints(t *testing.T) {
 	}
 	code, stdout, stderr := run("--steps", "60", "--checkpoint-every", "4")
 	ld := filepath.Join(dir, "local")
-	oneLine(t, "new run into an earlier run's directory", code, stdout, stderr, 1,
+	oneLine(t, "new run into an earlier run's directory", code, stdout, stderr, exitBadInput,
 		"datahelix: --checkpoint-dir "+dir+": "+ld+" holds checkpoints of an earlier run, the newest at step 8, which a later --resume would take for this run's: pass --resume to continue that run, or remove "+ld+" or pick another --checkpoint-dir")
 	if steps, _ := filepath.Glob(filepath.Join(ld, "step-*")); len(steps) != 2 {
 		t.Errorf("the refused run changed %s: steps %q, want the first run's 4 and 8", ld, steps)
@@ -65,11 +65,11 @@ func TestResumeChecksEveryLoaderFirst(t *testing.T) {
 		t.Fatalf("first run: exit %d: %s", code, stderr)
 	}
 	code, stdout, stderr := run("--loader", "local,helix", "--resume")
-	oneLine(t, "--resume, helix without a checkpoint", code, stdout, stderr, 1,
+	oneLine(t, "--resume, helix without a checkpoint", code, stdout, stderr, exitBadInput,
 		"datahelix: --resume: no complete checkpoint of loader helix for 2 ranks in "+filepath.Join(dir, "helix"))
 	// Nor may a later loader's checkpoint be another job's (batch 2).
 	code, stdout, stderr = run("--loader", "helix,local", "--resume=auto", "--batch", "3")
-	oneLine(t, "--resume=auto --batch 3", code, stdout, stderr, 1,
+	oneLine(t, "--resume=auto --batch 3", code, stdout, stderr, exitBadInput,
 		"datahelix: --resume: "+filepath.Join(dir, "local", "step-000000004", "rank-00000.json")+" was written with batch 2, seed 1, 8 shards; this run has 3, 1, 8")
 	code, stdout, stderr = run("--loader", "local,helix", "--resume=auto")
 	if code != 0 || !strings.Contains(stderr, "loader local resumes from step 4") || !strings.Contains(stderr, "loader helix starts from step 0") ||
@@ -90,7 +90,7 @@ func TestRunShardSplitRefusedOnce(t *testing.T) {
 		{"64", "datahelix: spmd: shard 0 holds 4 samples, too few to cut into the 8 ranges that 8 shards on 64 ranks need (each rank reads ranges of the shards): use fewer ranks, or reshard"},
 	} {
 		code, stdout, stderr := runMain(fastRun(data, "--ranks", c.ranks, "--steps", "2")...)
-		oneLine(t, "--ranks "+c.ranks, code, stdout, stderr, 1, c.want)
+		oneLine(t, "--ranks "+c.ranks, code, stdout, stderr, exitBadInput, c.want)
 	}
 }
 
@@ -120,11 +120,11 @@ func TestRunJSONAndTraceSamePath(t *testing.T) {
 		{filepath.Join(dir, "new.json"), dangling},
 	} {
 		code, stdout, stderr := runMain(fastRun(data, "--ranks", "2", "--steps", "2", "--json", c[0], "--trace", c[1])...)
-		oneLine(t, c[0]+" and "+c[1], code, stdout, stderr, 2,
+		oneLine(t, c[0]+" and "+c[1], code, stdout, stderr, exitUsage,
 			"datahelix: --json "+c[0]+" and --trace "+c[1]+" are the same file: the trace would replace the summary; give them different paths")
 	}
 	code, stdout, stderr := runMain(fastRun(data, "--ranks", "2", "--steps", "2", "--json", "-", "--trace", "-")...)
-	oneLine(t, "both -", code, stdout, stderr, 2, "datahelix: --json - and --trace - both write to standard output: give one of them a file")
+	oneLine(t, "both -", code, stdout, stderr, exitUsage, "datahelix: --json - and --trace - both write to standard output: give one of them a file")
 }
 
 // TestRunOutputsToStdout checks that --json - and --trace - write to

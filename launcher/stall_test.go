@@ -28,15 +28,15 @@ func TestStallWatchInProcess(t *testing.T) {
 				<-ctx.Done() // a rank that makes no progress
 				return context.Cause(ctx)
 			}
-			w := stall.Watch(c, timeout)
+			w := watchStalls(c, timeout)
 			defer w.Stop()
 			w.Start("helix")
 			return w.Watched(c).Barrier()
 		})
 	took := time.Since(start)
 	want := "no step delivered for 1s (--stall-timeout), loader helix before its first step: this rank has waited in Barrier for "
-	if err == nil || errors.Is(err, errReported) || !strings.Contains(err.Error(), want) {
-		t.Errorf("got %v (stderr %q); want an unreported error with %q", err, errOut.String(), want)
+	if exitStatus(err) != exitStall || errors.Is(err, errReported) || !strings.Contains(err.Error(), want) {
+		t.Errorf("got %v (status %d, stderr %q); want an unreported error with status %d and %q", err, exitStatus(err), errOut.String(), exitStall, want)
 	}
 	if took < timeout+time.Second || took > timeout+10*time.Second {
 		t.Errorf("aborted after %v, want about %v", took, timeout+time.Second)
@@ -56,7 +56,7 @@ func TestStallWatchNamesTheBusyRank(t *testing.T) {
 	var errOut bytes.Buffer
 	err := runLocal(context.Background(), worldFlags{ranks: 2, pin: autoFalse}, io.Discard, &errOut,
 		func(ctx context.Context, c collective.Comm, out, _ io.Writer) error {
-			w := stall.Watch(c, timeout)
+			w := watchStalls(c, timeout)
 			defer w.Stop()
 			w.Start("helix")
 			w.Delivered(6)
@@ -66,7 +66,7 @@ func TestStallWatchNamesTheBusyRank(t *testing.T) {
 			}
 			return w.Watched(c).Barrier()
 		})
-	want := "aborted by rank 1 (code 1): no step delivered for 1s (--stall-timeout), loader helix after step 6: this rank is busy outside the collectives"
+	want := "aborted by rank 1 (code 7): no step delivered for 1s (--stall-timeout), loader helix after step 6: this rank is busy outside the collectives"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("got %v (stderr %q); want an error with %q", err, errOut.String(), want)
 	}

@@ -30,6 +30,8 @@ type trainerExitError struct {
 	state *os.ProcessState
 }
 
+func (e trainerExitError) exitStatus() int { return exitTrainer }
+
 func (e trainerExitError) Error() string {
 	return fmt.Sprintf("the trainer of rank %d (pid %d) %s", e.rank, e.state.Pid(), describeExit(e.state))
 }

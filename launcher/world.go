@@ -39,13 +39,13 @@ func (f *worldFlags) validate(env launchEnv) error {
 	switch f.profile {
 	case "", "cpu", "mem", "block":
 	default:
-		return usagef("--profile %q: want cpu, mem or block", f.profile)
+		return flagErrorf("", "profile", f.profile, "want cpu, mem or block")
 	}
 	if f.peerTimeout < 0 || f.peerTimeout > 0 && f.peerTimeout < time.Second {
-		return usagef("--peer-timeout %v: want 0 (never) or at least 1s", f.peerTimeout)
+		return flagErrorf("", "peer-timeout", f.peerTimeout, "want 0 (never) or at least 1s")
 	}
 	if f.ranks < 0 || f.ranks > 4096 {
-		return usagef("--ranks %d: want 1..4096 in-process ranks, or 0 (the default) for the MPI world's", f.ranks)
+		return flagErrorf("", "ranks", f.ranks, "want 1..4096 in-process ranks, or 0 (the default) for the MPI world's")
 	}
 	if f.ranks > 0 && env.Size > 1 {
 		return usagef("--ranks %d runs an in-process world; it cannot be combined with a %d-rank %s launch", f.ranks, env.Size, env.Launcher)
@@ -85,10 +85,11 @@ func runWorld(ctx context.Context, f worldFlags, stdout, stderr io.Writer, body 
 		return fmt.Errorf("cannot start MPI (%s): %w", env, err)
 	}
 	if err := env.checkWorld(w.Rank(), w.Size(), w.Info().Library); err != nil {
+		err = withStatus(exitLaunch, err)
 		if w.Size() > 1 {
 			// Some ranks may agree with the launcher and wait in the
 			// first collective: end them too.
-			w.Abort(1, err.Error())
+			w.Abort(exitLaunch, err.Error())
 		}
 		// A world of one: every process of the launch finds the same
 		// mismatch in a world of its own and exits with this message.
@@ -97,7 +98,7 @@ func runWorld(ctx context.Context, f worldFlags, stdout, stderr io.Writer, body 
 	}
 	peers, err := watchPeers(w, f.peerTimeout, func(msg string) {
 		fmt.Fprintf(errOut, "datahelix: rank %d: %s: ending the job\n", w.Rank(), msg)
-		abortOrExit(w, 1, msg, 5*time.Second)
+		abortOrExit(w, exitPeerLost, msg, 5*time.Second)
 	})
 	if err != nil {
 		w.Abort(1, err.Error())
@@ -118,15 +119,16 @@ func runWorld(ctx context.Context, f worldFlags, stdout, stderr io.Writer, body 
 			err = ferr
 		}
 		if collective.IsAllRanks(err) {
-			return errReported // rank 0 printed it for every rank
+			return reported(err) // rank 0 printed it for every rank
 		}
 		return err
 	}
-	code := 1
+	// The abort has the launcher (mpirun, mpiexec.mpich) exit with the
+	// status of err's class unless it ends with its own; a signal may
+	// have reached this rank alone, and the abort ends the others with
+	// its status.
+	code := exitStatus(err)
 	if stopped {
-		// The signal may have reached this rank alone: the abort ends
-		// the others, and has the launcher (mpirun, mpiexec.mpich)
-		// exit with the signal's status unless it ends with its own.
 		code = ie.status()
 	}
 	w.Abort(code, err.Error()) // says "rank R on HOST aborting the job: " and err
@@ -256,12 +258,13 @@ func runLocal(ctx context.Context, f worldFlags, out, errOut io.Writer, body ran
 		return usagef("--pin needs MPI ranks (processes); it does not apply to --ranks")
 	}
 	f.pin = autoFalse
+	var abort abortStatus
 	errs := collective.RunLocal(ctx, f.ranks, func(ctx context.Context, c collective.Comm) error {
 		g := f
 		if c.Rank() > 0 {
 			g.profile = "" // one process, one profile
 		}
-		return runRank(ctx, g, c, out, errOut, true, body)
+		return runRank(ctx, g, abort.recordAborts(c), out, errOut, true, body)
 	})
 	var stop, failed, aborted error
 	for _, err := range errs {
@@ -294,8 +297,8 @@ func runLocal(ctx context.Context, f worldFlags, out, errOut io.Writer, body ran
 	if aborted != nil {
 		// No rank failed on its own (it would have printed its error,
 		// returned above): a watchdog aborted the world, and its error
-		// says why.
-		return aborted
+		// says why; the abort's code, the status.
+		return withStatus(abort.get(), aborted)
 	}
 	return nil
 }

@@ -148,8 +148,8 @@ func TestSlurmWithoutMPIFails(t *testing.T) {
 		t.Fatalf("still running after a minute:\n%s%s", stdout.String(), stderr.String())
 	}
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
-		t.Errorf("got %v, want exit status 1", err)
+	if !errors.As(err, &ee) || ee.ExitCode() != exitLaunch {
+		t.Errorf("got %v, want exit status %d (launch)", err, exitLaunch)
 	}
 	plugin := map[bool]string{true: "pmi2", false: "pmix"}[collective.Flavor() == "mpich"]
 	want := regexp.MustCompile(`datahelix: srun started 4 tasks \(SLURM_NTASKS\) but MPI sees a 1-rank world: this binary uses .+?: launch with srun --mpi=` +
@@ -299,12 +299,15 @@ func failCheckpoint(t *testing.T, dir, loader string, rank int) {
 // TestRanksFlagBounds checks that --ranks outside 0..4096 is a usage
 // error that says what 0 means.
 func TestRanksFlagBounds(t *testing.T) {
+	tr := newTranscript()
 	for _, n := range []string{"-1", "4097"} {
-		code, _, stderr := runMain("info", "--ranks", n)
-		if want := "--ranks " + n + ": want 1..4096 in-process ranks, or 0 (the default) for the MPI world's"; code != 2 || !strings.Contains(stderr, want) {
-			t.Errorf("info --ranks %s: exit %d, %q; want 2 and %q", n, code, stderr, want)
+		var fe flagError
+		if err := commandErr(t, "info", "--ranks", n); !errors.As(err, &fe) || fe.flag != "ranks" || fe.value != n {
+			t.Errorf("info --ranks %s: %#v, want a flagError about --ranks %s", n, err, n)
 		}
+		tr.add([]string{"info", "--ranks", n}, usageLine(t, "info", "--ranks", n))
 	}
+	golden(t, "ranks_flag_bounds.golden", tr.String()) // says what 0 means
 }
 
 // TestRunLocalPrefersTheSignal has rank 0 stopped by SIGINT and rank 1

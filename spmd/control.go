@@ -3,6 +3,7 @@ package spmd
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"time"
 
@@ -222,6 +223,9 @@ func (l *Loader) planned(ctx context.Context, s int64, own []*slotState, stepper
 	gatherUS := time.Since(g0).Microseconds()
 	p0 := time.Now()
 	in, pl, err := stepper.Plan(s, recv)
+	if errors.Is(err, plan.ErrBlock) {
+		return nil, planMismatchError{err}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -272,7 +276,7 @@ func (l *Loader) checkHash(s int64, h uint64) error {
 	for _, v := range order {
 		msg += fmt.Sprintf(" %s computed %016x;", agree.RankSet(holders[v]), v)
 	}
-	return fmt.Errorf("%s the ranks no longer plan from the same input", msg[:len(msg)-1])
+	return planMismatchError{fmt.Errorf("%s the ranks no longer plan from the same input", msg[:len(msg)-1])}
 }
 
 // exchange sends the compressed bytes of the samples this rank gives away

@@ -369,7 +369,8 @@ func TestPlanHashMismatchAbortsNamingStepAndRanks(t *testing.T) {
 	_, errs := runInProcess(t, 4, data, cfg)
 	found := false
 	for _, err := range errs {
-		if err != nil && strings.Contains(err.Error(), "plan mismatch at step 1") && strings.Contains(err.Error(), "rank 2 computed") {
+		// The step and the rank are values the message must name.
+		if errors.Is(err, ErrPlanMismatch) && strings.Contains(err.Error(), "at step 1") && strings.Contains(err.Error(), "rank 2 computed") {
 			found = true
 		}
 	}

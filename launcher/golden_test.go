@@ -1,0 +1,127 @@
+package launcher
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite the golden outputs under testdata/ (go test -run TestName -rewrite)")
+
+// golden compares got with the file testdata/name, or writes got there
+// when the tests run with -rewrite: what the user reads is pinned
+// there, so that rewording a message is a rewrite and a one-line diff,
+// and a changed behaviour (another flag named, a line more) still fails.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *rewrite {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -run %s -rewrite to write it)", err, t.Name())
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s (go test -run %s -rewrite accepts it):\n--- got\n%s--- want\n%s", path, t.Name(), got, want)
+	}
+}
+
+// transcript collects command lines and what they printed, with volatile
+// parts (temporary directories) replaced by stable names, for golden.
+type transcript struct {
+	b    strings.Builder
+	norm *strings.Replacer
+}
+
+// newTranscript returns a transcript that replaces each old of the
+// old, new pairs with its new.
+func newTranscript(oldnew ...string) *transcript {
+	return &transcript{norm: strings.NewReplacer(oldnew...)}
+}
+
+// machineFacts are the parts of messages that depend on the machine
+// the tests run on: its memory, its cores.
+var machineFacts = []struct {
+	re   *regexp.Regexp
+	with string
+}{
+	{regexp.MustCompile(`over the limit of [0-9.]+ [KMGT]?B \(three quarters of this machine's memory\)`), "over the limit of MEM (three quarters of this machine's memory)"},
+	{regexp.MustCompile(`--real runs at most \d+ ranks here \(4 per core of this machine's \d+, at least 8\)`), "--real runs at most N ranks here (4 per core of this machine's CORES, at least 8)"},
+}
+
+// add records "$ datahelix ARGS" and out, with the machine's facts
+// replaced too.
+func (tr *transcript) add(args []string, out string) {
+	for _, f := range machineFacts {
+		out = f.re.ReplaceAllString(out, f.with)
+	}
+	tr.b.WriteString(tr.norm.Replace("$ datahelix " + strings.Join(args, " ") + "\n" + out))
+	if out != "" && !strings.HasSuffix(out, "\n") {
+		tr.b.WriteString("\n")
+	}
+}
+
+func (tr *transcript) String() string { return tr.b.String() }
+
+// usageLine runs args as runMain does and checks that it fails as a
+// usage error: exit status 2, one line on standard error, nothing on
+// standard output. It returns that line, for a transcript.
+func usageLine(t *testing.T, args ...string) string {
+	t.Helper()
+	code, stdout, stderr := runMain(args...)
+	if code != exitUsage || strings.Count(stderr, "\n") != 1 || stdout != "" {
+		t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit %d, one line on stderr and nothing on stdout", args, code, stdout, stderr, exitUsage)
+	}
+	return stderr
+}
+
+// commandErr runs the command line args as Main does, but returns the
+// command's error instead of printing it, for errors.Is and errors.As.
+func commandErr(t *testing.T, args ...string) error {
+	t.Helper()
+	c, rest, ok := lookup(args)
+	if !ok {
+		t.Fatalf("%q: no such command", args)
+	}
+	var out, errb strings.Builder
+	return c.run(t.Context(), &out, &errb, rest)
+}
+
+// datahelixLines returns the lines of a job's output that datahelix
+// printed ("datahelix: ..."), in order, leaving out what mpirun and MPI
+// print around them; this host's name reads HOST.
+func datahelixLines(out string) string {
+	host, _ := os.Hostname()
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(out, "\n") {
+		if strings.HasPrefix(l, "datahelix: ") {
+			if host != "" {
+				l = strings.ReplaceAll(l, " on "+host+" ", " on HOST ")
+			}
+			b.WriteString(l)
+		}
+	}
+	return b.String()
+}
+
+// exitCode returns the exit status of the process err reports on: 0 for
+// nil, -1 for an error that is no exit status.
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.ExitCode()
+	}
+	return -1
+}
