@@ -238,7 +238,7 @@ func checkpointWarning(f *runFlags) string {
 }
 
 // runSettings are the flags every rank of the job must share
-// (spmd.Agree): the ones that decide which collectives a rank calls and
+// (agree.Agree): the ones that decide which collectives a rank calls and
 // which samples it reads (the dataset itself is compared once open), and
 // every one that changes what is trained or how it is timed (the clip
 // shape, the simulated GPU, the decode workers and budgets, the

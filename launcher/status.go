@@ -95,7 +95,7 @@ type stallAborts struct{ collective.Comm }
 
 func (c stallAborts) Abort(_ int, msg string) { c.Comm.Abort(exitStall, msg) }
 
-// watchStalls is spmd.WatchStalls ending the job with exitStall.
+// watchStalls is stall.Watch ending the job with exitStall.
 func watchStalls(c collective.Comm, timeout time.Duration) *stall.Watcher {
 	return stall.Watch(stallAborts{c}, timeout)
 }

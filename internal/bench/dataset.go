@@ -29,7 +29,7 @@ type DatasetSamples struct {
 }
 
 // NewDatasetSamples reads, for every rank, the samples the runtime's
-// reader (spmd.NewReader, same seed and shuffle buffer) gives it for
+// reader (reader.New, same seed and shuffle buffer) gives it for
 // cfg.Steps steps, parses their records and prices them as Synth does:
 // the calibrated cost model's prediction is the true cost, the estimate
 // carries the calibration's error, clips split with PlanVideoTasks into at
