@@ -254,6 +254,15 @@ func (c *EvalConfig) Check() error {
 	case c.Parallel < 0:
 		return fmt.Errorf("bench: --parallel %d: want 0 (one per CPU) or more", c.Parallel)
 	}
+	for _, w := range c.Workloads {
+		b := c.Batch
+		if b == 0 {
+			b = w.Batch
+		}
+		if err := checkSimMemory(w, c.Ranks, c.Steps, b, "--ranks", "--steps", "--batch"); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

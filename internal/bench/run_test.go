@@ -14,6 +14,10 @@ import (
 // TestRunConfigCheck checks that every setting that cannot run is found
 // by Check, naming its flag, before anything runs.
 func TestRunConfigCheck(t *testing.T) {
+	// The memory limit of a 24 GiB node, whatever this one has.
+	saved := simMemoryLimit
+	simMemoryLimit = func() (float64, string) { return 19e9, "three quarters of this machine's memory" }
+	t.Cleanup(func() { simMemoryLimit = saved })
 	ws, err := SelectWorkloads("kinetics")
 	if err != nil {
 		t.Fatal(err)
@@ -50,6 +54,22 @@ func TestRunConfigCheck(t *testing.T) {
 		{"real ranks over the cap", func(c *RunConfig) { c.Real, c.Eval.Ranks = true, 2000 },
 			fmt.Sprintf("bench: --ranks 2000: --real runs at most %d ranks here", MaxRealRanks(runtime.NumCPU()))},
 		{"simulated ranks are not capped", func(c *RunConfig) { c.Eval.Ranks = 2000 }, ""},
+		// Memory: the 65536-rank run grew to 24 GB and was killed; steps
+		// had no bound. The documented runs stay allowed.
+		{"ranks x steps over the memory limit", func(c *RunConfig) { c.Eval.Ranks, c.Eval.Steps = 65536, 2000 },
+			"bench: --ranks 65536 --steps 2000 --batch 16 (workload kinetics): a simulation would need about 225.3 GB of memory"},
+		{"the limit is named", func(c *RunConfig) { c.Eval.Ranks, c.Eval.Steps = 65536, 2000 },
+			"over the limit of 19.0 GB (three quarters of this machine's memory): lower --ranks, --steps or --batch"},
+		{"steps without bound", func(c *RunConfig) { c.Eval.Steps = 100000000 }, "bench: --ranks 8 --steps 100000000 --batch 16 (workload kinetics): a simulation would need about 1.25 TB"},
+		{"batch counts", func(c *RunConfig) { c.Eval.Ranks, c.Eval.Batch = 65536, 256 }, "--ranks 65536 --steps 10 --batch 256"},
+		{"1024 ranks of every workload at the default steps", func(c *RunConfig) {
+			c.Eval.Workloads, _ = SelectWorkloads("all")
+			c.Eval.Ranks, c.Eval.Steps = 1024, 200
+		}, ""},
+		{"the default run", func(c *RunConfig) { c.Eval.Workloads, _ = SelectWorkloads("all"); c.Eval.Steps = 200 }, ""},
+		{"scale over the memory limit", func(c *RunConfig) { c.Scale.Ranks, c.Scale.Steps = 65536, 100000 },
+			"bench: --scale-ranks 65536 --scale-steps 100000 --scale-batch 16 (workload panda70m): a simulation would need about"},
+		{"scale steps over the memory limit", func(c *RunConfig) { c.Scale.Steps = 1 << 30 }, "--scale-steps 1073741824"},
 		// Bandwidths whose fixed point (1/65536 MB/s) truncates to 0 or
 		// overflows were simulated as 1 GB/s.
 		{"bandwidth below the fixed point", func(c *RunConfig) { c.Eval.Network = Network{BandwidthMBs: 1e-6, LatencyUS: 5} },

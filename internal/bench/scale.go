@@ -76,10 +76,11 @@ func (c ScaleConfig) Check() error {
 	case c.Steps < 1:
 		return fmt.Errorf("bench: --scale-steps %d: want at least 1", c.Steps)
 	}
-	if _, err := SelectWorkloads(c.Workload); err != nil {
+	ws, err := SelectWorkloads(c.Workload)
+	if err != nil {
 		return wrapf(err, "--scale-workload")
 	}
-	return nil
+	return checkSimMemory(ws[0], c.Ranks, c.Steps, c.Batch, "--scale-ranks", "--scale-steps", "--scale-batch")
 }
 
 // Title is the scale section's title for this run.
