@@ -66,12 +66,15 @@ const GateMarginUS = 200
 
 // EvalConfig configures an evaluation of workloads by loaders.
 type EvalConfig struct {
-	Workloads []*Workload
-	Loaders   []spmd.Kind // nil: AllLoaders
-	Ranks     int         // world size N
-	Steps     int         // training steps per run
-	Batch     int         // per-rank batch; 0: each workload's own
-	Seed      uint64
+	// MemoryLimit is the memory, bytes, a simulation may be estimated to
+	// need (SimMemory); 0: three quarters of this machine's.
+	MemoryLimit float64
+	Workloads   []*Workload
+	Loaders     []spmd.Kind // nil: AllLoaders
+	Ranks       int         // world size N
+	Steps       int         // training steps per run
+	Batch       int         // per-rank batch; 0: each workload's own
+	Seed        uint64
 	// Calibration gives the sample costs (nil: DefaultCalibration).
 	Calibration *Calibration
 	Network     Network // zero: DefaultNetwork
@@ -259,7 +262,7 @@ func (c *EvalConfig) Check() error {
 		if b == 0 {
 			b = w.Batch
 		}
-		if err := checkSimMemory(w, c.Ranks, c.Steps, b, "--ranks", "--steps", "--batch"); err != nil {
+		if err := checkSimMemory(w, c.Ranks, c.Steps, b, c.MemoryLimit, "--ranks", "--steps", "--batch"); err != nil {
 			return err
 		}
 	}

@@ -14,16 +14,15 @@ import (
 // TestRunConfigCheck checks that every setting that cannot run is found
 // by Check, naming its flag, before anything runs.
 func TestRunConfigCheck(t *testing.T) {
-	// The memory limit of a 24 GiB node, whatever this one has.
-	saved := simMemoryLimit
-	simMemoryLimit = func() (float64, string) { return 19e9, "three quarters of this machine's memory" }
-	t.Cleanup(func() { simMemoryLimit = saved })
 	ws, err := SelectWorkloads("kinetics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	good := func() RunConfig {
-		return RunConfig{Eval: EvalConfig{Workloads: ws, Ranks: 8, Steps: 10}, Sections: []string{}, Scale: DefaultScale}
+		// The memory limit of a 24 GiB node, whatever this one has.
+		scale := DefaultScale
+		scale.MemoryLimit = 19e9
+		return RunConfig{Eval: EvalConfig{Workloads: ws, Ranks: 8, Steps: 10, MemoryLimit: 19e9}, Sections: []string{}, Scale: scale}
 	}
 	for _, tt := range []struct {
 		name string
@@ -59,7 +58,7 @@ func TestRunConfigCheck(t *testing.T) {
 		{"ranks x steps over the memory limit", func(c *RunConfig) { c.Eval.Ranks, c.Eval.Steps = 65536, 2000 },
 			"bench: --ranks 65536 --steps 2000 --batch 16 (workload kinetics): a simulation would need about 225.3 GB of memory"},
 		{"the limit is named", func(c *RunConfig) { c.Eval.Ranks, c.Eval.Steps = 65536, 2000 },
-			"over the limit of 19.0 GB (three quarters of this machine's memory): lower --ranks, --steps or --batch"},
+			"over the limit of 19.0 GB (the limit set): lower --ranks, --steps or --batch"},
 		{"steps without bound", func(c *RunConfig) { c.Eval.Steps = 100000000 }, "bench: --ranks 8 --steps 100000000 --batch 16 (workload kinetics): a simulation would need about 1.25 TB"},
 		{"batch counts", func(c *RunConfig) { c.Eval.Ranks, c.Eval.Batch = 65536, 256 }, "--ranks 65536 --steps 10 --batch 256"},
 		{"1024 ranks of every workload at the default steps", func(c *RunConfig) {

@@ -14,11 +14,13 @@ import (
 // ScaleConfig is the scale run: one workload, one loader, many ranks.
 type ScaleConfig struct {
 	Workload string    // "" means panda70m
-	Loader   spmd.Kind // KindHelix (the zero Kind is torch: set it)
-	Ranks    int       // 0 means 1024
-	Batch    int       // 0 means 16
-	Steps    int       // 0 means 100
-	Seed     uint64
+	Loader   spmd.Kind // KindHelix, the zero Kind
+	// MemoryLimit is as EvalConfig's.
+	MemoryLimit float64
+	Ranks       int // 0 means 1024
+	Batch       int // 0 means 16
+	Steps       int // 0 means 100
+	Seed        uint64
 }
 
 // DefaultScale is the scale goal: 1024 ranks, B=16, 100 steps of
@@ -80,7 +82,7 @@ func (c ScaleConfig) Check() error {
 	if err != nil {
 		return wrapf(err, "--scale-workload")
 	}
-	return checkSimMemory(ws[0], c.Ranks, c.Steps, c.Batch, "--scale-ranks", "--scale-steps", "--scale-batch")
+	return checkSimMemory(ws[0], c.Ranks, c.Steps, c.Batch, c.MemoryLimit, "--scale-ranks", "--scale-steps", "--scale-batch")
 }
 
 // Title is the scale section's title for this run.

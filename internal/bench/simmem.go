@@ -54,8 +54,16 @@ const MaxSimBytes = 8 << 30
 // physical memory, leaving the rest to the system and other work (19 GB
 // on a 24 GiB node, so that the 24 GB a 65536-rank run grew to is
 // refused), or MaxSimBytes when it cannot be read. Several simulations
-// run at once (--parallel), each within it. Tests replace it.
-var simMemoryLimit = sync.OnceValues(func() (float64, string) {
+// run at once (--parallel), each within it. A positive set is taken
+// instead, as another machine's limit.
+func simMemoryLimit(set float64) (float64, string) {
+	if set > 0 {
+		return set, "the limit set"
+	}
+	return machineMemoryLimit()
+}
+
+var machineMemoryLimit = sync.OnceValues(func() (float64, string) {
 	var si unix.Sysinfo_t
 	if err := unix.Sysinfo(&si); err != nil || si.Totalram == 0 {
 		return MaxSimBytes, "this machine's memory is unknown"
@@ -78,10 +86,10 @@ func SimMemory(w *Workload, ranks, steps, b int) float64 {
 }
 
 // checkSimMemory refuses to simulate w at ranks, steps and batch b when
-// SimMemory exceeds simMemoryLimit, naming the flags that set them.
-func checkSimMemory(w *Workload, ranks, steps, b int, ranksFlag, stepsFlag, batchFlag string) error {
+// SimMemory exceeds simMemoryLimit(set), naming the flags that set them.
+func checkSimMemory(w *Workload, ranks, steps, b int, set float64, ranksFlag, stepsFlag, batchFlag string) error {
 	need := SimMemory(w, ranks, steps, b)
-	limit, why := simMemoryLimit()
+	limit, why := simMemoryLimit(set)
 	if need <= limit {
 		return nil
 	}
