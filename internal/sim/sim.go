@@ -60,7 +60,7 @@ type Config struct {
 	Nodes         []int
 	NodeBandwidth int64
 	NodeLatencyUS int64
-	Margin    int64 // the gate's margin, µs
+	Margin        int64 // the gate's margin, µs
 	// Speed is each rank's decode slowdown, fixed-point: a task of cost c
 	// takes c*Speed[r]/plan.One µs on rank r. nil means every rank runs
 	// at reference speed.
