@@ -384,6 +384,7 @@ func (l *Loader) exchange(ctx context.Context, s int64, own []*slotState, in *pl
 			netRecvd += mv.Bytes
 		}
 	}
+	bs.rec.NetBytesOut = netSent
 	l.mu.Lock()
 	l.held += recvd - sent
 	us := max(elapsed.Microseconds(), 1)

@@ -225,7 +225,7 @@ func RunContext(ctx context.Context, cfg Config) (*Result, error) {
 			r: r, sched: cfg.Loader.NewScheduler(cfg.Workers, cfg.Prefetch, cfg.Budget), speed: speed,
 			group: groups[r], running: make([]*simTask, cfg.Workers), contention: plan.One,
 			left: make([]int, cfg.Steps), readyAt: slices.Repeat([]int64{-1}, cfg.Steps),
-			batches: make([][]Sample, cfg.Steps), moved: make([][2]int64, cfg.Steps),
+			batches: make([][]Sample, cfg.Steps), moved: make([][3]int64, cfg.Steps),
 			tracker: gpu.NewTracker(prior),
 		}
 	}
@@ -332,9 +332,11 @@ func RunContext(ctx context.Context, cfg Config) (*Result, error) {
 				default:
 					delay = cfg.LatencyUS + mv.Bytes*plan.One/cfg.Bandwidth
 				}
-				src, dst := ranks[mv.Src].moved[s], ranks[mv.Dst].moved[s]
-				ranks[mv.Src].moved[s] = [2]int64{src[0], src[1] + mv.Bytes}
-				ranks[mv.Dst].moved[s] = [2]int64{dst[0] + mv.Bytes, dst[1]}
+				ranks[mv.Src].moved[s][1] += mv.Bytes
+				ranks[mv.Dst].moved[s][0] += mv.Bytes
+				if cfg.Nodes != nil && cfg.Nodes[mv.Src] != cfg.Nodes[mv.Dst] {
+					ranks[mv.Src].moved[s][2] += mv.Bytes
+				}
 				for _, k := range mv.Samples {
 					arrive[mv.Dst][slotOf[k]] = delay
 				}
@@ -403,7 +405,7 @@ func RunContext(ctx context.Context, cfg Config) (*Result, error) {
 			lastDeliver = max(lastDeliver, at)
 			mv := rk.moved[t]
 			rec := metrics.StepRecord{Step: t, Rank: r, RequestUS: request, ReadyUS: rk.readyAt[t], DeliverUS: at,
-				WaitUS: at - request, ComputeUS: compute, GPUUS: compute, Samples: b, BytesIn: mv[0], BytesOut: mv[1],
+				WaitUS: at - request, ComputeUS: compute, GPUUS: compute, Samples: b, BytesIn: mv[0], BytesOut: mv[1], NetBytesOut: mv[2],
 				PlanUS: planTimes[t], Hash: hash, CPUUS: rk.work - rk.workAt, DecodeCPUUS: rk.decode - rk.decodeAt}
 			rk.workAt, rk.decodeAt = rk.work, rk.decode
 			rec.Miss = metrics.Missed(rec.RequestUS, rec.ReadyUS)
