@@ -38,7 +38,8 @@ var errNoBed = errors.New("the two-node bed cannot run here")
 // LinkRates, one job per rate running the loaders of linkLoaders in
 // turn, and reports each loader's throughput, bytes moved per step and
 // allgather latency, with the throughput ratio to torch; it plots
-// throughput and bytes moved against the rate (links.png). Where the bed
+// throughput and the bytes moved across nodes against the rate
+// (links.png). Where the bed
 // cannot run (not root, no network namespaces, no scripts/multinode.sh
 // beside the binary or in the working directory) the section is skipped
 // saying why.
@@ -51,7 +52,7 @@ func linksSection(ctx context.Context, env *SectionEnv) (*Section, error) {
 	if err != nil {
 		return &Section{Status: SectionSkipped, Note: err.Error()}, nil
 	}
-	sec := &Section{Columns: []string{"link", "loader", "throughput_sps", "vs_torch", "bytes_moved_per_step", "allgather_us_p50"}}
+	sec := &Section{Columns: []string{"link", "loader", "throughput_sps", "vs_torch", "bytes_moved_per_step", "net_bytes_moved_per_step", "allgather_us_p50"}}
 	results := map[string][]metrics.Summary{}
 	for _, rate := range LinkRates {
 		e.logf("links: %s", linkName(rate))
@@ -74,7 +75,7 @@ func linksSection(ctx context.Context, env *SectionEnv) (*Section, error) {
 			if torch > 0 {
 				ratio = s.ThroughputSPS / torch
 			}
-			sec.Rows = append(sec.Rows, []any{linkName(rate), s.Loader, s.ThroughputSPS, ratio, s.BytesMovedPerStep, s.AllgatherUSP50})
+			sec.Rows = append(sec.Rows, []any{linkName(rate), s.Loader, s.ThroughputSPS, ratio, s.BytesMovedPerStep, s.NetBytesMovedPerStep, s.AllgatherUSP50})
 		}
 	}
 	sec.Headline = linksHeadline(results)
@@ -178,7 +179,7 @@ func linksHeadline(results map[string][]metrics.Summary) string {
 func plotLinks(path string, results map[string][]metrics.Summary) error {
 	tp, moved := plot.New(), plot.New()
 	tp.Title.Text, tp.Y.Label.Text = "Throughput on 2 nodes x 2 ranks", "samples/s"
-	moved.Title.Text, moved.Y.Label.Text = "Bytes moved per step", "KiB"
+	moved.Title.Text, moved.Y.Label.Text = "Bytes moved across nodes per step", "KiB"
 	names := make([]string, len(LinkRates))
 	for i, r := range LinkRates {
 		names[i] = linkName(r)
@@ -190,7 +191,7 @@ func plotLinks(path string, results map[string][]metrics.Summary) error {
 			for _, s := range results[r] {
 				if s.Loader == loader {
 					tpts = append(tpts, plotter.XY{X: float64(i), Y: s.ThroughputSPS})
-					mpts = append(mpts, plotter.XY{X: float64(i), Y: s.BytesMovedPerStep / 1024})
+					mpts = append(mpts, plotter.XY{X: float64(i), Y: s.NetBytesMovedPerStep / 1024})
 				}
 			}
 		}
