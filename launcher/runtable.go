@@ -57,6 +57,9 @@ func printTable(w io.Writer, rs []metrics.Summary, ranks int, f *runFlags) {
 		steadyRow("             throughput", func(s metrics.Summary) string { return fmt.Sprintf("%.1f samples/s", s.SteadyThroughputSPS) })
 	}
 	row("moved per step", func(s metrics.Summary) string { return fmt.Sprintf("%.0f KiB", s.BytesMovedPerStep/1024) })
+	if slices.ContainsFunc(rs, func(s metrics.Summary) bool { return s.NetBytesMovedPerStep > 0 }) {
+		row("  across nodes", func(s metrics.Summary) string { return fmt.Sprintf("%.0f KiB", s.NetBytesMovedPerStep/1024) })
+	}
 	row("plan p50", func(s metrics.Summary) string { return fmt.Sprintf("%.0f µs", s.PlanUSP50) })
 	row("allgather p50", func(s metrics.Summary) string { return fmt.Sprintf("%.0f µs", s.AllgatherUSP50) })
 	row("cost model MAPE", func(s metrics.Summary) string {

@@ -190,6 +190,7 @@ func (l *Loader) rankState(s int64, now time.Time) step.RankState {
 	l.mu.Lock()
 	waiting, running := l.sched.Queued()
 	bw, lat, contention := l.bandwidth, l.latency, l.wallPerCPU
+	netBW, netLat := l.netBW, l.netLatency
 	l.mu.Unlock()
 	return step.RankState{
 		DeadlineUS: l.tracker.NeedAt(s, l.start).Sub(now).Microseconds(),
@@ -199,6 +200,7 @@ func (l *Loader) rankState(s int64, now time.Time) step.RankState {
 		// for this rank's cores.
 		Speed:     step.SpeedOf(float64(contention) * l.cost.SpeedFactor()),
 		Bandwidth: bw, LatencyUS: lat,
+		Node: l.nodes[l.comm.Rank()], NodeBandwidth: netBW, NodeLatencyUS: netLat,
 	}
 }
 
@@ -373,12 +375,35 @@ func (l *Loader) exchange(ctx context.Context, s int64, own []*slotState, in *pl
 		recvd += mv.Bytes
 	}
 	bs.rec.BytesIn, bs.rec.BytesOut = recvd, sent
+	// Bytes to and from other nodes: the exchange lasted as long as its
+	// slowest path, the network when any message crossed it.
+	var netSent, netRecvd int64
+	for _, mv := range sends {
+		if l.nodes[mv.Dst] != l.nodes[me] {
+			netSent += mv.Bytes
+		}
+	}
+	for _, mv := range recvs {
+		if l.nodes[mv.Src] != l.nodes[me] {
+			netRecvd += mv.Bytes
+		}
+	}
+	bs.rec.NetBytesOut = netSent
 	l.mu.Lock()
 	l.held += recvd - sent
-	if moved := max(sent, recvd); moved > 0 && elapsed > 0 {
-		// Bandwidth observed on this exchange, smoothed; fixed-point
-		// bytes/µs.
-		obs := moved * plan.One / max(elapsed.Microseconds(), 1)
+	us := max(elapsed.Microseconds(), 1)
+	if moved := max(netSent, netRecvd); moved > 0 {
+		// Bandwidth to other nodes observed on this exchange, smoothed
+		// once measured; fixed-point bytes/µs.
+		obs := clamp(moved*plan.One/us, 1, plan.MaxBandwidth)
+		if l.netBW == 0 {
+			l.netBW = obs
+		} else {
+			l.netBW = clamp((3*l.netBW+obs)/4, 1, plan.MaxBandwidth)
+		}
+	} else if moved := max(sent, recvd); moved > 0 {
+		// Bandwidth within the node observed on this exchange, smoothed.
+		obs := moved * plan.One / us
 		l.bandwidth = clamp((3*l.bandwidth+obs)/4, plan.One, plan.MaxBandwidth)
 	}
 	l.mu.Unlock()

@@ -3,6 +3,7 @@ package spmd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"time"
@@ -115,6 +116,12 @@ type Loader struct {
 	// (plan.One when every decode has a core to itself).
 	wallPerCPU int64
 	latency    int64 // measured per-message latency, µs
+	// nodes is every rank's node, the lowest rank on its host; netBW and
+	// netLatency are this rank's measured bandwidth (fixed-point
+	// bytes/µs) and latency to other nodes, 0 until an exchange crossed
+	// the network.
+	nodes             []int
+	netBW, netLatency int64
 	// reportedGPU is the GPU time the trainer reported for the step last
 	// delivered (ReportGPUStep), 0 when none; lastContents what that
 	// step's batch held, for the learned GPU model.
@@ -181,6 +188,26 @@ func newRankReader(comm collective.Comm, ds decode.Source, cfg Config) (*reader.
 		return nil, collective.AllRanks(err)
 	}
 	return rd, nil
+}
+
+// nodesOf returns each rank's node, the lowest rank on its host, from an
+// allgather of the ranks' host names: the planner prices a move across
+// nodes at the network's bandwidth, within one at memory's. Collective.
+func nodesOf(comm collective.Comm) ([]int, error) {
+	hosts, err := comm.AllgatherVar([]byte(comm.Info().Host))
+	if err != nil {
+		return nil, fmt.Errorf("spmd: gather host names: %w", err)
+	}
+	nodes := make([]int, len(hosts))
+	first := map[string]int{}
+	for r, h := range hosts {
+		if f, ok := first[string(h)]; ok {
+			nodes[r] = f
+		} else {
+			first[string(h)], nodes[r] = r, r
+		}
+	}
+	return nodes, nil
 }
 
 // shardSizes is the number of samples in each of ds's shards.
@@ -256,6 +283,9 @@ func NewLoader(ctx context.Context, comm collective.Comm, ds decode.Source, cfg 
 		l.first = step
 	}
 	l.delivered, l.next = l.first-1, l.first
+	if l.nodes, err = nodesOf(comm); err != nil {
+		return nil, err
+	}
 	// From here on a rank that makes no progress ends the job.
 	l.watch = stall.Watch(comm, cfg.StallTimeout)
 	l.watch.Start(cfg.Loader.String())

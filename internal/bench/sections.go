@@ -86,6 +86,7 @@ var sections = []sectionDef{
 	{name: "decode", title: "Decode time versus ffmpeg -threads 1 on the same clips", run: decodeSection},
 	{name: "validation", title: "Simulator versus real runs (4 ranks, generated data; torch, local, helix)", run: validationSection},
 	{name: "real", title: "Real runs: generated datasets and their provisioning on this machine", run: realSection},
+	{name: "links", title: "Two nodes on this machine (2 x 2 ranks, default dataset): throughput and bytes moved versus the inter-node link rate", run: linksSection},
 }
 
 // SectionNames lists the report's sections in order.

@@ -58,8 +58,10 @@ type StepRecord struct {
 	Damaged  int   `json:"damaged,omitempty"`
 	BytesIn  int64 `json:"bytes_in"`  // compressed bytes received for the batch
 	BytesOut int64 `json:"bytes_out"` // compressed bytes sent away
-	PlanUS   int64 `json:"plan_us"`   // planner time for the batch
-	GatherUS int64 `json:"allgather_us"`
+	// NetBytesOut is the part of BytesOut sent to ranks of other nodes.
+	NetBytesOut int64 `json:"net_bytes_out,omitempty"`
+	PlanUS      int64 `json:"plan_us"` // planner time for the batch
+	GatherUS    int64 `json:"allgather_us"`
 	// What the plan of a planned loader saw and predicted for this rank,
 	// µs from the planning instant: its GPU's deadline for the batch, the
 	// decode work already queued (in its own wall time) and its predicted
@@ -95,8 +97,11 @@ type Summary struct {
 	ThroughputSPS     float64 `json:"throughput_sps"`
 	WallS             float64 `json:"wall_s"`
 	BytesMovedPerStep float64 `json:"bytes_moved_per_step"`
-	PlanUSP50         float64 `json:"plan_us_p50"`
-	AllgatherUSP50    float64 `json:"allgather_us_p50"`
+	// NetBytesMovedPerStep is the part of BytesMovedPerStep that crossed
+	// the network between nodes (0 on one node).
+	NetBytesMovedPerStep float64 `json:"net_bytes_moved_per_step"`
+	PlanUSP50            float64 `json:"plan_us_p50"`
+	AllgatherUSP50       float64 `json:"allgather_us_p50"`
 	// CostMAPE is the cost model's mean absolute percentage error on
 	// samples it had not learned from, averaged over ranks (0.1 = 10 %);
 	// nil when no rank got past its warm-up.
@@ -225,13 +230,14 @@ func Summarize(k step.Kind, recs []StepRecord, ranks, steps, batch, workers, war
 	st := SteadyState(recs, warmup, first+wallUS)
 	s.SteadySteps = st.Steps
 	s.SteadyMissRate, s.SteadyGPUWaitFrac, s.SteadyThroughputSPS = st.MissRate, st.GPUWaitFrac, st.ThroughputSPS
-	var wait, moved int64
+	var wait, moved, netMoved int64
 	var samples int
 	var plans, gathers []int64
 	perStep := map[int64]uint64{}
 	for _, r := range recs {
 		wait += r.WaitUS
 		moved += r.BytesOut
+		netMoved += r.NetBytesOut
 		samples += r.Samples
 		s.DroppedSamples += r.Dropped
 		s.DamagedSamples += r.Damaged
@@ -255,6 +261,7 @@ func Summarize(k step.Kind, recs []StepRecord, ranks, steps, batch, workers, war
 	}
 	if steps > 0 {
 		s.BytesMovedPerStep = float64(moved) / float64(steps)
+		s.NetBytesMovedPerStep = float64(netMoved) / float64(steps)
 	}
 	s.PlanUSP50 = p50(plans)
 	s.AllgatherUSP50 = p50(gathers)

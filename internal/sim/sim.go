@@ -51,7 +51,16 @@ type Config struct {
 	// (plan.One = 1 B/µs), at most plan.MaxBandwidth; 0 means 1 GB/s.
 	Bandwidth int64
 	LatencyUS int64 // per message, 0..plan.MaxLatency
-	Margin    int64 // the gate's margin, µs
+	// Nodes, when set, is each rank's node. Moves between ranks of
+	// different nodes cross the network: NodeLatencyUS, then the bytes
+	// at NodeBandwidth (fixed-point, 0 meaning Bandwidth) over the
+	// sending node's link, which carries one node's transfers one after
+	// another; and a step's allgather, queued behind them, completes
+	// only when every link has drained.
+	Nodes         []int
+	NodeBandwidth int64
+	NodeLatencyUS int64
+	Margin        int64 // the gate's margin, µs
 	// Speed is each rank's decode slowdown, fixed-point: a task of cost c
 	// takes c*Speed[r]/plan.One µs on rank r. nil means every rank runs
 	// at reference speed.
@@ -140,6 +149,22 @@ func (c *Config) defaults() error {
 	if c.Bandwidth == 0 {
 		c.Bandwidth = 1000 * plan.One // 1 GB/s
 	}
+	switch {
+	case c.Nodes != nil && len(c.Nodes) != c.Ranks:
+		return fmt.Errorf("sim: nodes for %d ranks, want %d", len(c.Nodes), c.Ranks)
+	case c.NodeBandwidth < 0 || c.NodeBandwidth > plan.MaxBandwidth:
+		return fmt.Errorf("sim: bandwidth between nodes %d outside [0, %d]", c.NodeBandwidth, int64(plan.MaxBandwidth))
+	case c.NodeLatencyUS < 0 || c.NodeLatencyUS > plan.MaxLatency:
+		return fmt.Errorf("sim: latency between nodes %d µs outside [0, %d]", c.NodeLatencyUS, int64(plan.MaxLatency))
+	}
+	for r, nd := range c.Nodes {
+		if nd < 0 || nd >= c.Ranks {
+			return fmt.Errorf("sim: rank %d on node %d, want 0..%d", r, nd, c.Ranks-1)
+		}
+	}
+	if c.NodeBandwidth == 0 {
+		c.NodeBandwidth = c.Bandwidth
+	}
 	if c.Speed != nil && len(c.Speed) != c.Ranks {
 		return fmt.Errorf("sim: %d speed factors for %d ranks", len(c.Speed), c.Ranks)
 	}
@@ -200,7 +225,7 @@ func RunContext(ctx context.Context, cfg Config) (*Result, error) {
 			r: r, sched: cfg.Loader.NewScheduler(cfg.Workers, cfg.Prefetch, cfg.Budget), speed: speed,
 			group: groups[r], running: make([]*simTask, cfg.Workers), contention: plan.One,
 			left: make([]int, cfg.Steps), readyAt: slices.Repeat([]int64{-1}, cfg.Steps),
-			batches: make([][]Sample, cfg.Steps), moved: make([][2]int64, cfg.Steps),
+			batches: make([][]Sample, cfg.Steps), moved: make([][3]int64, cfg.Steps),
 			tracker: gpu.NewTracker(prior),
 		}
 	}
@@ -218,9 +243,13 @@ func RunContext(ctx context.Context, cfg Config) (*Result, error) {
 
 	// prepare plans (or not) batch s at virtual time at and schedules the
 	// arrival of its tasks on every rank.
+	linkFree := make([]int64, n) // per node: when its link has sent what it was given
 	prepare := func(s int64, at int64) error {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if cfg.Nodes != nil && cfg.Loader.Planned() {
+			at = max(at, slices.Max(linkFree)) // the allgather waits behind the bulk
 		}
 		own := make([][]Sample, n)
 		for r := range own {
@@ -248,6 +277,9 @@ func RunContext(ctx context.Context, cfg Config) (*Result, error) {
 				deadline := rk.tracker.NeedAt(s, time.UnixMicro(0)).UnixMicro() - at
 				st := step.RankState{DeadlineUS: deadline, Waiting: waiting, Running: running,
 					Workers: cfg.Workers, Speed: rk.speed * rk.contention / plan.One, Bandwidth: cfg.Bandwidth, LatencyUS: cfg.LatencyUS}
+				if cfg.Nodes != nil {
+					st.Node, st.NodeBandwidth, st.NodeLatencyUS = cfg.Nodes[r], cfg.NodeBandwidth, cfg.NodeLatencyUS
+				}
 				block := params.Block(s, r, st, simItems(own[r], r, oracle, cfg.Loader.Splits(), splitAbove, cfg.GPU))
 				if cfg.Progress != nil {
 					block.Progress = cfg.Progress(s, r)
@@ -291,12 +323,20 @@ func RunContext(ctx context.Context, cfg Config) (*Result, error) {
 				// Loaders that plan without the gate still wait for the
 				// bytes; only the oracle's transfers are free.
 				delay := int64(0)
-				if !oracle {
+				switch {
+				case oracle:
+				case cfg.Nodes != nil && cfg.Nodes[mv.Src] != cfg.Nodes[mv.Dst]:
+					link := cfg.Nodes[mv.Src]
+					linkFree[link] = max(linkFree[link], at) + cfg.NodeLatencyUS + mv.Bytes*plan.One/cfg.NodeBandwidth
+					delay = linkFree[link] - at
+				default:
 					delay = cfg.LatencyUS + mv.Bytes*plan.One/cfg.Bandwidth
 				}
-				src, dst := ranks[mv.Src].moved[s], ranks[mv.Dst].moved[s]
-				ranks[mv.Src].moved[s] = [2]int64{src[0], src[1] + mv.Bytes}
-				ranks[mv.Dst].moved[s] = [2]int64{dst[0] + mv.Bytes, dst[1]}
+				ranks[mv.Src].moved[s][1] += mv.Bytes
+				ranks[mv.Dst].moved[s][0] += mv.Bytes
+				if cfg.Nodes != nil && cfg.Nodes[mv.Src] != cfg.Nodes[mv.Dst] {
+					ranks[mv.Src].moved[s][2] += mv.Bytes
+				}
 				for _, k := range mv.Samples {
 					arrive[mv.Dst][slotOf[k]] = delay
 				}
@@ -365,7 +405,7 @@ func RunContext(ctx context.Context, cfg Config) (*Result, error) {
 			lastDeliver = max(lastDeliver, at)
 			mv := rk.moved[t]
 			rec := metrics.StepRecord{Step: t, Rank: r, RequestUS: request, ReadyUS: rk.readyAt[t], DeliverUS: at,
-				WaitUS: at - request, ComputeUS: compute, GPUUS: compute, Samples: b, BytesIn: mv[0], BytesOut: mv[1],
+				WaitUS: at - request, ComputeUS: compute, GPUUS: compute, Samples: b, BytesIn: mv[0], BytesOut: mv[1], NetBytesOut: mv[2],
 				PlanUS: planTimes[t], Hash: hash, CPUUS: rk.work - rk.workAt, DecodeCPUUS: rk.decode - rk.decodeAt}
 			rk.workAt, rk.decodeAt = rk.work, rk.decode
 			rec.Miss = metrics.Missed(rec.RequestUS, rec.ReadyUS)

@@ -32,11 +32,12 @@ type simRank struct {
 	group   *cpuGroup
 	running []*simTask // per worker; nil when idle
 	// per step: tasks left to decode, when the batch was ready (-1 until
-	// it is), the rank's batch (after planning), bytes in and out
+	// it is), the rank's batch (after planning), bytes in, out and out to
+	// other nodes
 	left    []int
 	readyAt []int64
 	batches [][]Sample
-	moved   [][2]int64
+	moved   [][3]int64
 	tracker *gpu.Tracker
 	// inflight is the estimated cost of tasks planned for this rank whose
 	// samples are still on their way: part of its backlog, as in the

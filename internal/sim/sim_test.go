@@ -213,3 +213,39 @@ func TestSimRefusesNetworkOutOfRange(t *testing.T) {
 		t.Errorf("bandwidth and latency at their limits: %v", err)
 	}
 }
+
+// TestSimSlowNetwork runs the skewed job on two nodes of two ranks. Over
+// a network as fast as memory, helix balances across it as on one node.
+// Over a slow one (2.5 bytes/µs, 20 Mbit/s) every byte that crosses it
+// holds back the step's allgather: helix, whose gate prices a move on
+// the path it takes, moves less across and keeps its throughput at
+// least local's, while helix without the gate loses to local.
+func TestSimSlowNetwork(t *testing.T) {
+	run := func(k step.Kind, netBW int64) metrics.Summary {
+		cfg := skewedConfig(k, 60)
+		cfg.Nodes, cfg.NodeBandwidth, cfg.NodeLatencyUS = []int{0, 0, 2, 2}, netBW, 100
+		res, err := Run(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Summary
+	}
+	slow := int64(5 * plan.One / 2)
+	local := run(step.KindLocal, slow)
+	helix, nogate := run(step.KindHelix, slow), run(step.KindHelixNoGate, slow)
+	fast := run(step.KindHelix, 1000*plan.One)
+	t.Logf("throughput local %.1f, slow network: helix %.1f (%.0f B/step) nogate %.1f (%.0f B/step); fast network: helix %.1f",
+		local.ThroughputSPS, helix.ThroughputSPS, helix.BytesMovedPerStep, nogate.ThroughputSPS, nogate.BytesMovedPerStep, fast.ThroughputSPS)
+	if helix.ThroughputSPS < local.ThroughputSPS {
+		t.Errorf("slow network: helix %.1f samples/s, below local's %.1f", helix.ThroughputSPS, local.ThroughputSPS)
+	}
+	if nogate.ThroughputSPS >= local.ThroughputSPS {
+		t.Errorf("slow network: helix without the gate %.1f samples/s, not below local's %.1f: the network costs nothing", nogate.ThroughputSPS, local.ThroughputSPS)
+	}
+	if helix.BytesMovedPerStep >= nogate.BytesMovedPerStep {
+		t.Errorf("slow network: helix moved %.0f bytes a step, no fewer than without the gate (%.0f)", helix.BytesMovedPerStep, nogate.BytesMovedPerStep)
+	}
+	if fast.ThroughputSPS <= helix.ThroughputSPS {
+		t.Errorf("helix %.1f samples/s over a fast network, not above its %.1f over a slow one", fast.ThroughputSPS, helix.ThroughputSPS)
+	}
+}

@@ -88,6 +88,12 @@ type RankState struct {
 	Speed     int64
 	Bandwidth int64 // fixed-point bytes/µs (plan.One = 1 byte/µs)
 	LatencyUS int64
+	// Node is the rank's node (the lowest rank on it); ranks of other
+	// nodes are reached at NodeBandwidth and NodeLatencyUS, 0 meaning
+	// not measured yet (plan.Progress).
+	Node          int
+	NodeBandwidth int64
+	NodeLatencyUS int64
 }
 
 // Progress converts the state into the planner's Progress: capacity is
@@ -110,11 +116,14 @@ func (s RankState) Progress() plan.Progress {
 		bw = plan.One
 	}
 	return plan.Progress{
-		Deadline:  clamp(s.DeadlineUS, 0, plan.MaxTime),
-		Backlog:   clamp(backlog, 0, plan.MaxTime),
-		Capacity:  capacity,
-		Bandwidth: clamp(bw, 1, plan.MaxBandwidth),
-		Latency:   clamp(s.LatencyUS, 0, plan.MaxLatency),
+		Deadline:      clamp(s.DeadlineUS, 0, plan.MaxTime),
+		Backlog:       clamp(backlog, 0, plan.MaxTime),
+		Capacity:      capacity,
+		Bandwidth:     clamp(bw, 1, plan.MaxBandwidth),
+		Latency:       clamp(s.LatencyUS, 0, plan.MaxLatency),
+		Node:          clamp(int64(s.Node), 0, plan.MaxRanks-1),
+		NodeBandwidth: clamp(s.NodeBandwidth, 0, plan.MaxBandwidth),
+		NodeLatency:   clamp(s.NodeLatencyUS, 0, plan.MaxLatency),
 	}
 }
 
