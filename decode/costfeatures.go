@@ -1,5 +1,7 @@
 package decode
 
+import "github.com/datahelix/datahelix/internal/video"
+
 // CostOptions are the decode options a cost estimate is for: they change
 // which frames are decoded and how many output pixels are written.
 type CostOptions struct {
@@ -47,7 +49,7 @@ const (
 // costFeatures returns the model key of a record and its features:
 //
 //	video/<codec>:  [0] tasks (one container open and decoder setup each),
-//	                [1] megapixels of the frames PlanVideoTasks must decode
+//	                [1] megapixels of the frames video.PlanTasks must decode
 //	                that are not reordered, [2] megapixels of the reordered
 //	                ones (B-frames, which a decoder may skip), [3] megabytes
 //	                of the decoded frames, [4] megapixels colour-converted
@@ -117,8 +119,8 @@ func videoCostFeatures(v *VideoInfo, o CostOptions) (string, featureVector) {
 	if codec == "" {
 		codec = "unknown"
 	}
-	targets := SampleFrames(v, o.Frames)
-	tasks := PlanVideoTasks(v, targets, o.MaxTasks)
+	targets := video.SampleFrames(v, o.Frames)
+	tasks := video.PlanTasks(v, targets, o.MaxTasks)
 	px := float64(v.Width) * float64(v.Height) / 1e6
 	x[0] = float64(max(len(tasks), 1))
 	for _, t := range tasks {

@@ -15,6 +15,7 @@ import (
 	"github.com/datahelix/datahelix/internal/reader"
 	"github.com/datahelix/datahelix/internal/stall"
 	"github.com/datahelix/datahelix/internal/step"
+	"github.com/datahelix/datahelix/internal/video"
 	"github.com/datahelix/datahelix/internal/wire"
 	"github.com/datahelix/datahelix/plan"
 )
@@ -158,8 +159,8 @@ type slotState struct {
 	sample    *decode.Sample
 	rec       *decode.Record
 	recErr    error
-	tasks     []decode.VideoTask // for split clips, one per part
-	tensor    decode.Tensor      // a split clip's frames, filled by its parts
+	tasks     []video.Task  // for split clips, one per part
+	tensor    decode.Tensor // a split clip's frames, filled by its parts
 	out       *decode.Output
 	err       error
 	partsLeft int

@@ -10,6 +10,7 @@ import (
 
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/inspect"
+	"github.com/datahelix/datahelix/internal/video"
 )
 
 // calibrateSplitTasks is how many keyframe-aligned tasks calibration
@@ -25,7 +26,7 @@ type splitObservation struct {
 	heldOut bool
 }
 
-// measureSplit decodes every clip of obs that PlanVideoTasks splits into
+// measureSplit decodes every clip of obs that video.PlanTasks splits into
 // more than one task (at most calibrateSplitTasks) task by task with
 // DecodeVideoTask on this locked thread, keeping the fastest of repeat
 // sums of the tasks' thread CPU times, and, alternating with it, whole
@@ -42,7 +43,7 @@ func measureSplit(ctx context.Context, ds *decode.Dataset, dec *decode.Decoder, 
 		if v == nil || v.FrameCountEstimated {
 			continue
 		}
-		tasks := decode.PlanVideoTasks(v, decode.SampleFrames(v, dec.Options().Frames), calibrateSplitTasks)
+		tasks := video.PlanTasks(v, video.SampleFrames(v, dec.Options().Frames), calibrateSplitTasks)
 		if len(tasks) < 2 {
 			continue
 		}

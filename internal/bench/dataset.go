@@ -6,6 +6,7 @@ import (
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/reader"
 	"github.com/datahelix/datahelix/internal/sim"
+	"github.com/datahelix/datahelix/internal/video"
 )
 
 // DatasetSimConfig says how a real dataset would be run: the flags of
@@ -32,7 +33,7 @@ type DatasetSamples struct {
 // reader (spmd.NewReader, same seed and shuffle buffer) gives it for
 // cfg.Steps steps, parses their records and prices them as Synth does:
 // the calibrated cost model's prediction is the true cost, the estimate
-// carries the calibration's error, clips split with PlanVideoTasks into at
+// carries the calibration's error, clips split with video.PlanTasks into at
 // most W tasks. Sample ids are the runtime's (SampleRef.ID), so a
 // simulation's batches_hash equals the real run's when both trained the
 // same batches. A sample whose record does not parse is an error naming
@@ -90,7 +91,7 @@ func NewDatasetSamples(ds *decode.Dataset, cal *Calibration, cfg DatasetSimConfi
 				case v != nil:
 					x.Frames, x.Mem = cfg.Frames, int64(cfg.Frames)*plane
 					if cfg.Workers > 1 && !v.FrameCountEstimated {
-						tasks := decode.PlanVideoTasks(v, decode.SampleFrames(v, cfg.Frames), cfg.Workers)
+						tasks := video.PlanTasks(v, video.SampleFrames(v, cfg.Frames), cfg.Workers)
 						if len(tasks) > 1 {
 							frames := make([]int32, len(tasks))
 							for k, tk := range tasks {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/sim"
+	"github.com/datahelix/datahelix/internal/video"
 	"github.com/datahelix/datahelix/plan"
 )
 
@@ -170,7 +171,7 @@ func drawPool(w *Workload, src Source, cal *Calibration, seed uint64) (*pool, er
 			e.frames, e.mem = w.Frames, int64(w.Frames)*sz
 			class = fmt.Sprintf("%s/%dx%d/%d", v.Codec, v.Width, v.Height, v.Timescale)
 			if w.Workers > 1 {
-				tasks := decode.PlanVideoTasks(v, decode.SampleFrames(v, w.Frames), w.Workers)
+				tasks := video.PlanTasks(v, video.SampleFrames(v, w.Frames), w.Workers)
 				if len(tasks) > 1 {
 					e.splitCost = split.Estimate(rec)
 					for _, t := range tasks {
