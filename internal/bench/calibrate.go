@@ -14,6 +14,7 @@ import (
 	"github.com/datahelix/datahelix/internal/gen"
 	"github.com/datahelix/datahelix/internal/inspect"
 	"github.com/datahelix/datahelix/internal/machine"
+	"github.com/datahelix/datahelix/internal/shardindex"
 )
 
 // CalibratePresets are the generator presets bench calibrate decodes: all
@@ -151,7 +152,7 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig) (*Calibration, error) {
 		if made {
 			logf("generated %d %s samples into %s in %.0fs", gc.Samples, p, dir, time.Since(t0).Seconds())
 		}
-		ds, err := decode.OpenDataset(dir, decode.IndexCacheDir(cfg.CacheDir))
+		ds, err := decode.OpenDataset(dir, shardindex.Dir(cfg.CacheDir))
 		if err != nil {
 			return nil, fmt.Errorf("bench calibrate: %w", err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/datahelix/datahelix/gpu"
 	"github.com/datahelix/datahelix/internal/metrics"
 	"github.com/datahelix/datahelix/internal/reader"
+	"github.com/datahelix/datahelix/internal/shardindex"
 	"github.com/datahelix/datahelix/internal/sim"
 	"github.com/datahelix/datahelix/spmd"
 )
@@ -79,7 +80,7 @@ func prepareRealJob(ctx context.Context, re RealEnv, w *Workload, cal *Calibrati
 		return nil, err
 	}
 	j.data = rd
-	ds, err := decode.OpenDataset(rd.Dir, decode.IndexCacheDir(re.CacheDir))
+	ds, err := decode.OpenDataset(rd.Dir, shardindex.Dir(re.CacheDir))
 	if err != nil {
 		return nil, wrapf(err, "workload %s", w.Name)
 	}
