@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/gen"
 	"github.com/datahelix/datahelix/internal/inspect"
 	"github.com/datahelix/datahelix/internal/machine"
@@ -124,8 +125,8 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig) (*Calibration, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	opts := decode.DefaultCostOptions()
-	m := decode.NewCostModel(decode.DefaultCalibration())
+	opts := costmodel.DefaultOptions()
+	m := costmodel.New(costmodel.DefaultCalibration())
 	m.SetOptions(opts)
 	dec := decode.NewDecoder(decode.Options{Frames: opts.Frames, Size: opts.Size})
 	cal := &Calibration{Source: "measured", Machine: cfg.Machine, Created: time.Now().UTC().Format(time.RFC3339), Presets: slices.Clone(cfg.Presets),
@@ -251,7 +252,7 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig) (*Calibration, error) {
 		}
 	}
 	// The synthesis error, with the final coefficients and image sizes.
-	final := decode.NewCostModel(cal.Cost)
+	final := costmodel.New(cal.Cost)
 	final.SetOptions(opts)
 	for _, d := range all {
 		var sum float64
@@ -273,7 +274,7 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig) (*Calibration, error) {
 // synthError is the relative difference between the cost estimate of a
 // generated sample's real record and of the record the simulator
 // synthesizes from the generator's specification of the same sample.
-func synthError(m *decode.CostModel, gc gen.Config, real *decode.Record, bpp map[string]float64) (float64, bool) {
+func synthError(m *costmodel.Model, gc gen.Config, real *decode.Record, bpp map[string]float64) (float64, bool) {
 	spec, err := specOf(gc, real)
 	if err != nil {
 		return 0, false

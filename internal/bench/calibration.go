@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/machine"
 )
 
@@ -29,7 +29,7 @@ var ErrCalibration = errors.New("invalid calibration")
 // compressed bits per pixel of generated images.
 type Calibration struct {
 	// Source is "measured" (bench calibrate on this machine), "default"
-	// (nothing cached: decode.DefaultCalibration, not measured here) or
+	// (nothing cached: costmodel.DefaultCalibration, not measured here) or
 	// the path of a file given with --calibration.
 	Source  string          `json:"source"`
 	Machine machine.Machine `json:"machine"`
@@ -38,7 +38,7 @@ type Calibration struct {
 	// calibrate --presets); CoveredPresets reads it.
 	Presets []string `json:"presets,omitempty"`
 	// Cost holds the coefficients, in µs of this machine's CPU time.
-	Cost *decode.Calibration `json:"cost"`
+	Cost *costmodel.Calibration `json:"cost"`
 	// MAPE is the held-out mean absolute percentage error of the cost
 	// model per model key ("video/h264", "image/jpeg", ...) and "all",
 	// as a fraction; "split:video/h264" is that of clips decoded task by
@@ -81,8 +81,8 @@ func DefaultCalibration() *Calibration {
 		bpp[k] = v
 	}
 	return &Calibration{
-		Source: "default", Cost: decode.DefaultCalibration(), MAPE: map[string]float64{"all": defaultMAPE}, BitsPerPixel: bpp,
-		Note: fmt.Sprintf("no calibration cached for this machine and commit: decode.DefaultCalibration() (not measured here), %.0f %% estimate error assumed; run `datahelix bench calibrate`", 100*defaultMAPE),
+		Source: "default", Cost: costmodel.DefaultCalibration(), MAPE: map[string]float64{"all": defaultMAPE}, BitsPerPixel: bpp,
+		Note: fmt.Sprintf("no calibration cached for this machine and commit: the built-in cost calibration (not measured here), %.0f %% estimate error assumed; run `datahelix bench calibrate`", 100*defaultMAPE),
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/inspect"
 	"github.com/datahelix/datahelix/internal/video"
 )
@@ -85,7 +86,7 @@ func measureSplit(ctx context.Context, ds *decode.Dataset, dec *decode.Decoder, 
 // learnSplit feeds the warm-up split observations to m (with split
 // features) and returns the held-out relative errors by model key, of
 // predictions made before m saw them.
-func learnSplit(m *decode.CostModel, whole decode.CostOptions, obs []splitObservation) map[string][]float64 {
+func learnSplit(m *costmodel.Model, whole costmodel.Options, obs []splitObservation) map[string][]float64 {
 	split := whole
 	split.MaxTasks = calibrateSplitTasks
 	m.SetOptions(split)
@@ -104,7 +105,7 @@ func learnSplit(m *decode.CostModel, whole decode.CostOptions, obs []splitObserv
 }
 
 // learnHeldOutSplit feeds the held-out split observations to m at the end.
-func learnHeldOutSplit(m *decode.CostModel, whole decode.CostOptions, obs []splitObservation) {
+func learnHeldOutSplit(m *costmodel.Model, whole costmodel.Options, obs []splitObservation) {
 	split := whole
 	split.MaxTasks = calibrateSplitTasks
 	m.SetOptions(split)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/reader"
 	"github.com/datahelix/datahelix/internal/sim"
 	"github.com/datahelix/datahelix/internal/video"
@@ -54,10 +55,10 @@ func NewDatasetSamples(ds *decode.Dataset, cal *Calibration, cfg DatasetSimConfi
 	if cal == nil {
 		cal = DefaultCalibration()
 	}
-	unsplit := decode.NewCostModel(cal.Cost)
-	unsplit.SetOptions(decode.CostOptions{Frames: cfg.Frames, Size: cfg.Size, MaxTasks: 1})
-	split := decode.NewCostModel(cal.Cost)
-	split.SetOptions(decode.CostOptions{Frames: cfg.Frames, Size: cfg.Size, MaxTasks: cfg.Workers})
+	unsplit := costmodel.New(cal.Cost)
+	unsplit.SetOptions(costmodel.Options{Frames: cfg.Frames, Size: cfg.Size, MaxTasks: 1})
+	split := costmodel.New(cal.Cost)
+	split.SetOptions(costmodel.Options{Frames: cfg.Frames, Size: cfg.Size, MaxTasks: cfg.Workers})
 	sizes := make([]int, len(ds.Shards))
 	for i, s := range ds.Shards {
 		sizes[i] = s.Len()

@@ -5,7 +5,7 @@ import (
 	"math"
 	"sync"
 
-	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/sim"
 	"github.com/datahelix/datahelix/internal/video"
 	"github.com/datahelix/datahelix/plan"
@@ -140,10 +140,10 @@ func sourceOrder(srcs []Source, n int) []int {
 
 // drawPool draws PoolSize samples of a source and computes their costs.
 func drawPool(w *Workload, src Source, cal *Calibration, seed uint64) (*pool, error) {
-	unsplit := decode.NewCostModel(cal.Cost)
-	unsplit.SetOptions(decode.CostOptions{Frames: w.Frames, Size: w.Size, MaxTasks: 1})
-	split := decode.NewCostModel(cal.Cost)
-	split.SetOptions(decode.CostOptions{Frames: w.Frames, Size: w.Size, MaxTasks: w.Workers})
+	unsplit := costmodel.New(cal.Cost)
+	unsplit.SetOptions(costmodel.Options{Frames: w.Frames, Size: w.Size, MaxTasks: 1})
+	split := costmodel.New(cal.Cost)
+	split.SetOptions(costmodel.Options{Frames: w.Frames, Size: w.Size, MaxTasks: w.Workers})
 	p := &pool{src: src}
 	classes := map[string]int32{}
 	sigmas := map[string]float64{}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/gen"
 )
 
@@ -203,7 +204,7 @@ func TestSyntheticRecordMatchesReal(t *testing.T) {
 	if _, err := exec.LookPath("ffmpeg"); err != nil {
 		t.Skip("no ffmpeg")
 	}
-	m := decode.NewCostModel(nil)
+	m := costmodel.New(nil)
 	for _, c := range []struct {
 		preset string
 		n      int

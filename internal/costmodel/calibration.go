@@ -1,4 +1,4 @@
-package decode
+package costmodel
 
 import (
 	"encoding/json"
@@ -14,7 +14,7 @@ import (
 // be used: malformed JSON, negative or non-finite numbers, absurd sizes.
 var ErrBadCalibration = errors.New("decode: invalid cost calibration")
 
-// Calibration holds the coefficients a CostModel starts from, per model
+// Calibration holds the coefficients a Model starts from, per model
 // key ("video/h264", "image/jpeg", "document", "text", ...): microseconds
 // per unit of each feature of costFeatures. It defines the reference CPU
 // that estimates are expressed in.
@@ -23,7 +23,7 @@ type Calibration struct {
 	Machine string `json:"machine,omitempty"`
 	// Options are the decode options of the measurement run (the features
 	// account for other options; this is a record of what was measured).
-	Options CostOptions `json:"options"`
+	Options Options `json:"options"`
 	// Coefficients per model key.
 	Coefficients map[string]featureVector `json:"coefficients"`
 }
@@ -32,7 +32,7 @@ type Calibration struct {
 // `datahelix costmodel --calibrate-out` on the generated presets (see
 // defaultCoefficients for the machine and date).
 func DefaultCalibration() *Calibration {
-	c := &Calibration{Machine: defaultCalibrationMachine, Options: DefaultCostOptions(), Coefficients: map[string]featureVector{}}
+	c := &Calibration{Machine: defaultCalibrationMachine, Options: DefaultOptions(), Coefficients: map[string]featureVector{}}
 	for k, v := range defaultCoefficients {
 		c.Coefficients[k] = v
 	}
@@ -138,7 +138,7 @@ func (c *Calibration) validate() error {
 	return c.Options.validate()
 }
 
-func (o CostOptions) validate() error {
+func (o Options) validate() error {
 	if o.Frames < 0 || o.Frames > 1<<16 || o.Size < 0 || o.Size > 1<<16 || o.MaxTasks < 0 || o.MaxTasks > 1<<10 {
 		return fmt.Errorf("%w: options %+v out of range", ErrBadCalibration, o)
 	}

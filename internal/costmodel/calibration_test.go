@@ -1,4 +1,4 @@
-package decode
+package costmodel
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/datahelix/datahelix/decode"
 )
 
 // TestReadCalibrationRejectsOtherFiles checks that JSON that is not a
@@ -82,8 +84,8 @@ func FuzzReadCalibration(f *testing.F) {
 		if len(c.Coefficients) == 0 {
 			t.Fatal("accepted a calibration without coefficients")
 		}
-		m := NewCostModel(c)
-		for _, r := range []*Record{{Modality: ModalityText, Bytes: 600, Text: &TextInfo{Bytes: 600, Tokens: 100}}, {Modality: ModalityImage, Bytes: 9000, Images: []ImageInfo{{Format: "jpeg", Width: 640, Height: 480, Bytes: 9000}}}} {
+		m := New(c)
+		for _, r := range []*decode.Record{{Modality: decode.ModalityText, Bytes: 600, Text: &decode.TextInfo{Bytes: 600, Tokens: 100}}, {Modality: decode.ModalityImage, Bytes: 9000, Images: []decode.ImageInfo{{Format: "jpeg", Width: 640, Height: 480, Bytes: 9000}}}} {
 			if e := m.Estimate(r); e < 1 {
 				t.Fatalf("Estimate(%+v) = %d", r, e)
 			}

@@ -1,23 +1,26 @@
-package decode
+package costmodel
 
-import "github.com/datahelix/datahelix/internal/video"
+import (
+	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/video"
+)
 
-// CostOptions are the decode options a cost estimate is for: they change
+// Options are the decode options a cost estimate is for: they change
 // which frames are decoded and how many output pixels are written.
-type CostOptions struct {
+type Options struct {
 	Frames   int // F: frames sampled per clip
 	Size     int // S: output side, every frame and image becomes S x S
 	MaxTasks int // how many keyframe-aligned tasks a clip may split into
 }
 
-// DefaultCostOptions returns the decoder's defaults: 8 frames of 224 x 224,
+// DefaultOptions returns the decoder's defaults: 8 frames of 224 x 224,
 // one task per clip.
-func DefaultCostOptions() CostOptions {
-	return CostOptions{Frames: DefaultFrames, Size: DefaultSize, MaxTasks: 1}
+func DefaultOptions() Options {
+	return Options{Frames: decode.DefaultFrames, Size: decode.DefaultSize, MaxTasks: 1}
 }
 
-func (o CostOptions) withDefaults() CostOptions {
-	d := DefaultCostOptions()
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
 	if o.Frames <= 0 {
 		o.Frames = d.Frames
 	}
@@ -64,16 +67,16 @@ const (
 //	                megapixels, [7] PNG and WebP megabytes — documents mix
 //	                formats whose cost per pixel differs several times;
 //	text:           [0] 1, [1] thousands of tokens, [2] megabytes.
-func costFeatures(r *Record, o CostOptions) (string, featureVector) {
+func costFeatures(r *decode.Record, o Options) (string, featureVector) {
 	var x featureVector
 	switch r.Modality {
-	case ModalityVideo:
+	case decode.ModalityVideo:
 		if v := r.Video; v != nil {
 			return videoCostFeatures(v, o)
 		}
-	case ModalityImage, ModalityDocument:
+	case decode.ModalityImage, decode.ModalityDocument:
 		key := costKeyDocument
-		if r.Modality == ModalityImage {
+		if r.Modality == decode.ModalityImage {
 			key = "image/unknown"
 			if len(r.Images) > 0 {
 				key = "image/" + r.Images[0].Format
@@ -101,7 +104,7 @@ func costFeatures(r *Record, o CostOptions) (string, featureVector) {
 		}
 		x[0] = max(x[0], 1)
 		return key, x
-	case ModalityText:
+	case decode.ModalityText:
 		x[0] = 1
 		if r.Text != nil {
 			x[1] = float64(r.Text.Tokens) / 1e3
@@ -113,7 +116,7 @@ func costFeatures(r *Record, o CostOptions) (string, featureVector) {
 	return costKeyUnknown, x
 }
 
-func videoCostFeatures(v *VideoInfo, o CostOptions) (string, featureVector) {
+func videoCostFeatures(v *video.Track, o Options) (string, featureVector) {
 	var x featureVector
 	codec := v.Codec
 	if codec == "" {
@@ -138,7 +141,7 @@ func videoCostFeatures(v *VideoInfo, o CostOptions) (string, featureVector) {
 // JPEGs are DCT-scaled by the smallest factor n/8 that keeps both sides
 // at least size (as TurboJPEG's scaled decode is used); other formats
 // decode at full size.
-func decodedImagePixels(im ImageInfo, size int) float64 {
+func decodedImagePixels(im decode.ImageInfo, size int) float64 {
 	w, h := im.Width, im.Height
 	if im.Format == "jpeg" && size > 0 {
 		for n := 1; n < 8; n++ {
