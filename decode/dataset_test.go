@@ -50,7 +50,7 @@ func TestOpenDatasetGlobSkipsIndexFiles(t *testing.T) {
 		if strings.Join(names, " ") != "a.tar b.tar" {
 			t.Errorf("open %d: shards %v, want [a.tar b.tar]", i, names)
 		}
-		if i == 1 && !d.Shards[0].FromCache() {
+		if i == 1 && !d.Shards[0].fromCache {
 			t.Errorf("open %d: index not loaded from the cache beside the shard", i)
 		}
 	}
@@ -213,7 +213,7 @@ func TestOpenDatasetPart(t *testing.T) {
 	}
 	defer d.Close()
 	for _, s := range d.Shards {
-		if !s.FromCache() {
+		if !s.fromCache {
 			t.Errorf("%s: index not loaded from the cache the parts wrote", s.Path())
 		}
 	}

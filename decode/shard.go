@@ -12,10 +12,10 @@ import (
 	"github.com/datahelix/datahelix/internal/shardindex"
 )
 
-// DefaultMaxSampleBytes bounds the byte span ReadSample reads for one
+// defaultMaxSampleBytes bounds the byte span ReadSample reads for one
 // sample unless Shard.MaxSampleBytes says otherwise: a forged or absurd
 // member size fails with ErrSampleTooLarge instead of allocating it.
-const DefaultMaxSampleBytes = 1 << 30
+const defaultMaxSampleBytes = 1 << 30
 
 // ErrCorruptShard reports a shard that is not a readable tar archive: a bad
 // header, a member running past the end of the file, or a missing
@@ -55,7 +55,7 @@ var ErrSampleTooLarge = errors.New("decode: sample too large")
 // index that could not be cached stays in memory instead.
 type Shard struct {
 	// MaxSampleBytes is the largest sample span ReadSample will read;
-	// OpenShard sets it to DefaultMaxSampleBytes.
+	// OpenShard sets it to defaultMaxSampleBytes.
 	MaxSampleBytes int64
 
 	path      string
@@ -65,8 +65,8 @@ type Shard struct {
 	n         int   // samples
 	warnings  []string
 	kept      *shardindex.Index // the index when it could not be cached, else nil
-	fromCache bool
-	cacheErr  error
+	fromCache bool              // the index was loaded from its cache file
+	cacheErr  error             // why the freshly built index could not be cached, or nil
 
 	// Guarded by shardFiles.mu: open is the file and index while read;
 	// loading is the load in flight, if any; closes counts Close calls, so
@@ -81,7 +81,7 @@ type Shard struct {
 // otherwise built by reading the tar headers and saved to the cache: beside
 // the shard (path + ".dhidx") when cacheDir is empty, else in cacheDir.
 // Failing to write the cache is not an error (the shard may sit on a
-// read-only file system); CacheError reports it. A garbage or truncated
+// read-only file system): the index is then kept in memory. A garbage or truncated
 // shard is a *ShardError naming the file and the offset.
 func OpenShard(path string, cacheDir string) (*Shard, error) {
 	// Checked before opening: opening a FIFO for reading blocks until a
@@ -101,7 +101,7 @@ func OpenShard(path string, cacheDir string) (*Shard, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("decode: open shard %s: not a regular file", path)
 	}
-	s := &Shard{MaxSampleBytes: DefaultMaxSampleBytes, path: path, index: shardindex.Locate(path, cacheDir), size: st.Size(), mtime: st.ModTime().UnixNano()}
+	s := &Shard{MaxSampleBytes: defaultMaxSampleBytes, path: path, index: shardindex.Locate(path, cacheDir), size: st.Size(), mtime: st.ModTime().UnixNano()}
 	idx, err := s.index.Load(s.size, s.mtime)
 	if err == nil {
 		s.fromCache = true
@@ -144,13 +144,6 @@ func (s *Shard) Entry(i int) (IndexEntry, error) {
 // extension of their sample, keys reused by non-adjacent samples, and
 // data after the end-of-archive marker.
 func (s *Shard) Warnings() []string { return s.warnings }
-
-// FromCache reports whether the index was loaded from its cache file.
-func (s *Shard) FromCache() bool { return s.fromCache }
-
-// CacheError returns why the freshly built index could not be cached, or
-// nil.
-func (s *Shard) CacheError() error { return s.cacheErr }
 
 // ReadSample reads sample i with a single ReadAt of its byte span and
 // slices the members out of that buffer. The shard's file and index stay

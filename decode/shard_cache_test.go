@@ -102,8 +102,8 @@ func TestShardIndexOfAnotherShard(t *testing.T) {
 			t.Fatal(err)
 		}
 		smp, err := s.ReadSample(0)
-		if err != nil || smp.Key != "y1" || s.FromCache() && p != y {
-			t.Errorf("shard %s (real/ds/a.tar): sample 0 %q, from cache %v, err %v; want y1 from its own index", p, smp.Key, s.FromCache(), err)
+		if err != nil || smp.Key != "y1" || s.fromCache && p != y {
+			t.Errorf("shard %s (real/ds/a.tar): sample 0 %q, from cache %v, err %v; want y1 from its own index", p, smp.Key, s.fromCache, err)
 		}
 		s.Close()
 	}
