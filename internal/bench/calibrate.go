@@ -105,7 +105,7 @@ func calibrationDataset(cfg CalibrateConfig, preset string) gen.Config {
 // also measures the compressed bits per pixel of the generated images and
 // how far the records the simulator synthesizes from the generator's
 // specifications are from the real ones (SynthMAPE).
-func Calibrate(ctx context.Context, cfg CalibrateConfig) (*Calibration, error) {
+func Calibrate(ctx context.Context, cfg CalibrateConfig) (*costmodel.Calibration, error) {
 	if cfg.Presets == nil {
 		cfg.Presets = CalibratePresets
 	}
@@ -129,7 +129,7 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig) (*Calibration, error) {
 	m := costmodel.New(costmodel.DefaultCalibration())
 	m.SetOptions(opts)
 	dec := decode.NewDecoder(decode.Options{Frames: opts.Frames, Size: opts.Size})
-	cal := &Calibration{Source: "measured", Machine: cfg.Machine, Created: time.Now().UTC().Format(time.RFC3339), Presets: slices.Clone(cfg.Presets),
+	cal := &costmodel.Calibration{Source: "measured", MeasuredOn: cfg.Machine, Created: time.Now().UTC().Format(time.RFC3339), Presets: slices.Clone(cfg.Presets),
 		MAPE: map[string]float64{}, SynthMAPE: map[string]float64{}, BitsPerPixel: map[string]float64{},
 		SplitRatio: map[string]float64{}}
 	var held []inspect.CostObservation
@@ -242,7 +242,8 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig) (*Calibration, error) {
 		m.Observe(o.Record, o.Micros)
 	}
 	learnHeldOutSplit(m, opts, allSplits)
-	cal.Cost = m.Calibration(fmt.Sprintf("%s, thread CPU time, fastest of %d, %d samples of %d presets", cfg.Machine, cfg.Repeat, cal.Samples, len(cfg.Presets)))
+	learned := m.Calibration(fmt.Sprintf("%s, thread CPU time, fastest of %d, %d samples of %d presets", cfg.Machine, cfg.Repeat, cal.Samples, len(cfg.Presets)))
+	cal.Machine, cal.Options, cal.Coefficients = learned.Machine, learned.Options, learned.Coefficients
 	for f, d := range defaultBitsPerPixel {
 		cal.BitsPerPixel[f] = d
 	}
@@ -252,7 +253,7 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig) (*Calibration, error) {
 		}
 	}
 	// The synthesis error, with the final coefficients and image sizes.
-	final := costmodel.New(cal.Cost)
+	final := costmodel.New(cal)
 	final.SetOptions(opts)
 	for _, d := range all {
 		var sum float64
@@ -268,7 +269,7 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig) (*Calibration, error) {
 			logf("%s: synthesized records estimate %.1f %% away from the real ones", d.gc.Preset, 100*cal.SynthMAPE[d.gc.Preset])
 		}
 	}
-	return cal, cal.Validate()
+	return cal, validate(cal)
 }
 
 // synthError is the relative difference between the cost estimate of a

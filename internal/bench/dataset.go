@@ -39,7 +39,7 @@ type DatasetSamples struct {
 // simulation's batches_hash equals the real run's when both trained the
 // same batches. A sample whose record does not parse is an error naming
 // it (the runtime would drop it).
-func NewDatasetSamples(ds *decode.Dataset, cal *Calibration, cfg DatasetSimConfig) (*DatasetSamples, error) {
+func NewDatasetSamples(ds *decode.Dataset, cal *costmodel.Calibration, cfg DatasetSimConfig) (*DatasetSamples, error) {
 	if cfg.Frames <= 0 {
 		cfg.Frames = decode.DefaultFrames
 	}
@@ -55,9 +55,9 @@ func NewDatasetSamples(ds *decode.Dataset, cal *Calibration, cfg DatasetSimConfi
 	if cal == nil {
 		cal = DefaultCalibration()
 	}
-	unsplit := costmodel.New(cal.Cost)
+	unsplit := costmodel.New(cal)
 	unsplit.SetOptions(costmodel.Options{Frames: cfg.Frames, Size: cfg.Size, MaxTasks: 1})
-	split := costmodel.New(cal.Cost)
+	split := costmodel.New(cal)
 	split.SetOptions(costmodel.Options{Frames: cfg.Frames, Size: cfg.Size, MaxTasks: cfg.Workers})
 	sizes := make([]int, len(ds.Shards))
 	for i, s := range ds.Shards {

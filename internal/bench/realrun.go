@@ -11,6 +11,7 @@ import (
 
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/metrics"
 	"github.com/datahelix/datahelix/internal/reader"
 	"github.com/datahelix/datahelix/internal/shardindex"
@@ -67,7 +68,7 @@ func realWorkers(w *Workload, sc RealScale) int { return max(min(sc.Workers, w.W
 // to it: the GPU step makes the ranks' mean preparation throughput 1.2x
 // what the GPUs consume, counting the cores the ranks share (ranks x W
 // threads on Cores cores). Slow nodes are not emulated in real runs.
-func prepareRealJob(ctx context.Context, re RealEnv, w *Workload, cal *Calibration, ranks, batch, steps int, seed uint64, loaders []spmd.Kind) (*realJob, error) {
+func prepareRealJob(ctx context.Context, re RealEnv, w *Workload, cal *costmodel.Calibration, ranks, batch, steps int, seed uint64, loaders []spmd.Kind) (*realJob, error) {
 	if batch <= 0 {
 		batch = w.Batch
 	}

@@ -82,7 +82,7 @@ type shardDraw struct {
 
 // NewSynth draws the workload's pools with seed. batch is the per-rank
 // batch (the workload's when 0).
-func NewSynth(w *Workload, cal *Calibration, ranks, batch int, seed uint64) (*Synth, error) {
+func NewSynth(w *Workload, cal *costmodel.Calibration, ranks, batch int, seed uint64) (*Synth, error) {
 	if batch <= 0 {
 		batch = w.Batch
 	}
@@ -139,10 +139,10 @@ func sourceOrder(srcs []Source, n int) []int {
 }
 
 // drawPool draws PoolSize samples of a source and computes their costs.
-func drawPool(w *Workload, src Source, cal *Calibration, seed uint64) (*pool, error) {
-	unsplit := costmodel.New(cal.Cost)
+func drawPool(w *Workload, src Source, cal *costmodel.Calibration, seed uint64) (*pool, error) {
+	unsplit := costmodel.New(cal)
 	unsplit.SetOptions(costmodel.Options{Frames: w.Frames, Size: w.Size, MaxTasks: 1})
-	split := costmodel.New(cal.Cost)
+	split := costmodel.New(cal)
 	split.SetOptions(costmodel.Options{Frames: w.Frames, Size: w.Size, MaxTasks: w.Workers})
 	p := &pool{src: src}
 	classes := map[string]int32{}

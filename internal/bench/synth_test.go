@@ -168,7 +168,7 @@ func TestClipRuns(t *testing.T) {
 
 func TestNoisyHasCalibratedMAPE(t *testing.T) {
 	for _, mape := range []float64{0.05, 0.16, 0.4} {
-		sigma := sigmaForMAPE(mape)
+		sigma := (&costmodel.Calibration{MAPE: map[string]float64{"all": mape}}).Sigma("")
 		var sum float64
 		const n = 40000
 		for i := range n {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +14,7 @@ import (
 )
 
 // TestReadCalibrationRejectsOtherFiles checks that JSON that is not a
-// calibration (an empty object, a workload, a bench calibration, no
+// calibration (an empty object, a workload, a bench calibration of the old layout, no
 // coefficients, trailing data) is refused with ErrBadCalibration and a
 // message saying why, instead of read as a calibration without
 // coefficients.
@@ -27,7 +28,7 @@ func TestReadCalibrationRejectsOtherFiles(t *testing.T) {
 		{"empty coefficients", `{"machine":"m","coefficients":{}}`, "no cost coefficients"},
 		{"null", `null`, "no cost coefficients"},
 		{"workload", `{"name":"kinetics","skew":"skewed","batch":16}`, `unknown field "name"`},
-		{"bench calibration", `{"source":"measured","cost":` + string(good) + `}`, `unknown field "source"`},
+		{"bench calibration of the old layout", `{"source":"measured","cost":` + string(good) + `}`, `unknown field "cost"`},
 		{"trailing data", string(good) + ` {}`, "data after the object"},
 		{"stray brace", string(good) + ` }`, "data after the object"},
 		{"stray bracket", string(good) + "\n]]", "data after the object"},
@@ -91,4 +92,20 @@ func FuzzReadCalibration(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestSigmaForMAPE(t *testing.T) {
+	for _, mape := range []float64{0.01, 0.05, 0.163, 0.5, 1.5} {
+		sigma := sigmaForMAPE(mape)
+		if got := mapeOfSigma(sigma); math.Abs(got-mape) > 1e-6 {
+			t.Errorf("MAPE %v: sigma %v gives back %v", mape, sigma, got)
+		}
+	}
+	// Small errors: E|e^{σZ}-1| ≈ σ sqrt(2/π).
+	if got, want := sigmaForMAPE(0.01), 0.01/math.Sqrt(2/math.Pi); math.Abs(got-want) > 1e-4 {
+		t.Errorf("sigma for 1 %% = %v, want about %v", got, want)
+	}
+	if sigmaForMAPE(0) != 0 || sigmaForMAPE(-1) != 0 {
+		t.Error("no error must give sigma 0")
+	}
 }
