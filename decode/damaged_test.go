@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/datahelix/datahelix/internal/video"
 	"github.com/datahelix/datahelix/internal/video/videotest"
 )
 
@@ -33,7 +34,7 @@ func countDamage(t *testing.T, d *Decoder, name, ext string, data []byte) (whole
 		t.Fatalf("%s: %v", name, err)
 	}
 	tensor := d.NewVideoTensor()
-	plan := PlanVideoTasks(rec.Video, SampleFrames(rec.Video, damageFrames), 4)
+	plan := video.PlanTasks(rec.Video, video.SampleFrames(rec.Video, damageFrames), 4)
 	for _, task := range plan {
 		n, err := d.DecodeVideoTask(context.Background(), data, rec.Video, task, tensor.Data)
 		if err != nil {
@@ -198,7 +199,7 @@ func TestUndecodableStartIsCounted(t *testing.T) {
 	if v.Frames != 42 || !slices.Equal(v.Keyframes, []int{key}) {
 		t.Fatalf("%d frames, keyframes %v; want 42, [%d] (has the clip changed?)", v.Frames, v.Keyframes, key)
 	}
-	targets := SampleFrames(v, n)
+	targets := video.SampleFrames(v, n)
 	before := 0
 	for _, f := range targets {
 		if f < key {
@@ -215,7 +216,7 @@ func TestUndecodableStartIsCounted(t *testing.T) {
 	}
 	tensor := d.NewVideoTensor()
 	tasks := 0
-	plan := PlanVideoTasks(v, targets, 4)
+	plan := video.PlanTasks(v, targets, 4)
 	for _, task := range plan {
 		damaged, err := d.DecodeVideoTask(context.Background(), data, v, task, tensor.Data)
 		if err != nil {

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/datahelix/datahelix/internal/shardindex"
 )
 
 // ErrNoShards reports a dataset path or glob that names no shard.
@@ -187,13 +189,9 @@ func ShardPaths(pathOrGlob string) ([]string, error) {
 	return files, nil
 }
 
-// isIndexFile reports whether p is named like an index cache file of
-// cachePath ("*.dhidx") or a temporary one of saveIndexCache
-// ("*.dhidx.tmp*").
-func isIndexFile(p string) bool {
-	base := filepath.Base(p)
-	return strings.HasSuffix(base, indexSuffix) || strings.Contains(base, indexSuffix+".tmp")
-}
+// isIndexFile reports whether p is named like an index cache file
+// ("*.dhidx") or a temporary one being written ("*.dhidx.tmp*").
+func isIndexFile(p string) bool { return shardindex.IsCacheFile(filepath.Base(p)) }
 
 // compressedTarSuffixes are the names of compressed tar archives, which
 // cannot be shards: samples are read by random access.
@@ -240,7 +238,7 @@ func compressedDirError(dir string, nTar int, compressed []string) error {
 	}
 	if nTar == 0 {
 		return &kindError{kinds: []error{ErrNoShards, ErrCompressedShard},
-			msg: fmt.Sprintf("%v: directory %s has no *.tar files; %s must be decompressed first (%s)", ErrNoShards, dir, what, uncompressedOnly)}
+			msg: fmt.Sprintf("%v: directory %s has no *.tar files; %s must be decompressed first (%s)", ErrNoShards, dir, what, shardindex.UncompressedOnly)}
 	}
 	tars := fmt.Sprintf("%d *.tar shards", nTar)
 	if nTar == 1 {
@@ -248,7 +246,7 @@ func compressedDirError(dir string, nTar int, compressed []string) error {
 	}
 	return &kindError{kinds: []error{ErrCompressedShard},
 		msg: fmt.Sprintf("decode: directory %s mixes %s with %s such as %s: decompress them first (%s) "+
-			"or move them out of the directory, rather than train on part of the dataset", dir, tars, what, filepath.Join(dir, compressed[0]), uncompressedOnly)}
+			"or move them out of the directory, rather than train on part of the dataset", dir, tars, what, filepath.Join(dir, compressed[0]), shardindex.UncompressedOnly)}
 }
 
 // kindError is an error with its own message that unwraps to sentinel

@@ -50,7 +50,7 @@ func TestOpenDatasetGlobSkipsIndexFiles(t *testing.T) {
 		if strings.Join(names, " ") != "a.tar b.tar" {
 			t.Errorf("open %d: shards %v, want [a.tar b.tar]", i, names)
 		}
-		if i == 1 && !d.Shards[0].FromCache() {
+		if i == 1 && !d.Shards[0].fromCache {
 			t.Errorf("open %d: index not loaded from the cache beside the shard", i)
 		}
 	}
@@ -83,48 +83,6 @@ func TestOpenDatasetCompressedDir(t *testing.T) {
 	want = "directory " + mixed + " mixes 1 *.tar shard with 1 compressed shard (*.tar.gz) such as " + filepath.Join(mixed, "b.tar.gz")
 	if !errors.Is(err, ErrCompressedShard) || !strings.Contains(err.Error(), want) {
 		t.Errorf("mixed: err %v\nwant ErrCompressedShard, saying %q", err, want)
-	}
-}
-
-// TestBuildIndexCompressed indexes shards that are compressed tar files
-// named *.tar (or given by glob): the error said "invalid tar header" (or
-// "truncated" for one under 512 bytes) instead of naming the compression.
-func TestBuildIndexCompressed(t *testing.T) {
-	tarData := writeTar(t, tar.FormatPAX, []tarFile{{name: "000001.txt", data: strings.Repeat("caption ", 200)}})
-	tests := []struct {
-		name, format string
-		data         []byte
-	}{
-		{"gzip", "gzip", gzipBytes(t, tarData)},
-		{"tiny gzip", "gzip", gzipBytes(t, []byte("x"))}, // under one tar block
-		{"zstd", "zstd", append([]byte{0x28, 0xb5, 0x2f, 0xfd}, make([]byte, 600)...)},
-		{"xz", "xz", append([]byte{0xfd, '7', 'z', 'X', 'Z', 0}, make([]byte, 600)...)},
-		{"bzip2", "bzip2", append([]byte("BZh91AY&SY"), make([]byte, 600)...)},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			path := writeFile(t, t.TempDir(), "shard.tar", tt.data)
-			_, err := OpenShard(path, t.TempDir())
-			var se *ShardError
-			if !errors.As(err, &se) || se.Path != path || !errors.Is(err, ErrCorruptShard) || !errors.Is(err, ErrCompressedShard) {
-				t.Fatalf("got %v, want a *ShardError for %s matching ErrCorruptShard and ErrCompressedShard", err, path)
-			}
-			for _, want := range []string{tt.format + "-compressed", "shards must be uncompressed tar", tt.format + " -dc " + path} {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("error %q does not say %q", err, want)
-				}
-			}
-		})
-	}
-	// Garbage that is no compression format keeps the tar error, and a
-	// tar whose first member is named like the bzip2 signature is a tar.
-	_, err := buildIndex("garbage.tar", bytes.NewReader(bytes.Repeat([]byte("garbage!"), 128)), 1024)
-	if !errors.Is(err, ErrCorruptShard) || errors.Is(err, ErrCompressedShard) || !strings.Contains(err.Error(), "invalid tar header") {
-		t.Errorf("garbage: err %v, want an invalid tar header", err)
-	}
-	bz := writeTar(t, tar.FormatUSTAR, []tarFile{{name: "BZh91.txt", data: "t"}})
-	if idx, err := buildIndex("bz.tar", bytes.NewReader(bz), int64(len(bz))); err != nil || len(idx.entries) != 1 {
-		t.Errorf("tar with a member named BZh91.txt: %v", err)
 	}
 }
 
@@ -245,7 +203,7 @@ func TestOpenDatasetPart(t *testing.T) {
 		t.Errorf("the cache holds %d files, want %d indexes", len(entries), n)
 	}
 	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), indexSuffix) {
+		if !strings.HasSuffix(e.Name(), ".dhidx") {
 			t.Errorf("the cache holds %s, not an index", e.Name())
 		}
 	}
@@ -255,7 +213,7 @@ func TestOpenDatasetPart(t *testing.T) {
 	}
 	defer d.Close()
 	for _, s := range d.Shards {
-		if !s.FromCache() {
+		if !s.fromCache {
 			t.Errorf("%s: index not loaded from the cache the parts wrote", s.Path())
 		}
 	}

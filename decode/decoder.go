@@ -108,7 +108,7 @@ func (d *Decoder) NewVideoTensor() Tensor {
 
 // Decode decodes a whole sample: a clip becomes F frames sampled uniformly
 // over its presentation timeline, each S x S RGB (SampleFrames, then one
-// task from PlanVideoTasks, then DecodeVideoTask; a clip of fewer than F
+// task from video.PlanTasks, then DecodeVideoTask; a clip of fewer than F
 // frames repeats frames evenly to fill the tensor); an image becomes one
 // S x S RGB tensor; a document becomes its text and one tensor per image;
 // text passes through with its token count. rec is the sample's record

@@ -21,6 +21,7 @@ import (
 
 	"github.com/datahelix/datahelix/internal/av"
 	"github.com/datahelix/datahelix/internal/mp4"
+	"github.com/datahelix/datahelix/internal/video"
 	"github.com/datahelix/datahelix/internal/video/videotest"
 )
 
@@ -91,7 +92,7 @@ func TestDecodeVideoMatchesSequentialDecode(t *testing.T) {
 				if r != nil {
 					rv = r.Video
 				}
-				sampled := SampleFrames(rv, 6)
+				sampled := video.SampleFrames(rv, 6)
 				if len(sampled) != 6 {
 					t.Fatalf("got %d sampled frames, want 6", len(sampled))
 				}
@@ -113,7 +114,7 @@ func TestDecodeVideoMatchesSequentialDecode(t *testing.T) {
 				// may decode a GOP twice.
 				limit := 2 * rv.Frames
 				if rv.PerFrame() {
-					limit = PlanVideoTasks(rv, sampled, 1)[0].DecodeFrames + 4
+					limit = video.PlanTasks(rv, sampled, 1)[0].DecodeFrames + 4
 				}
 				if out.DecodedFrames <= 0 || out.DecodedFrames > limit {
 					t.Errorf("got %d decoded frames, want 1 to %d", out.DecodedFrames, limit)
@@ -167,8 +168,8 @@ func TestDecodeVideoTasksConcurrently(t *testing.T) {
 	dst := d.NewVideoTensor()
 	var wg sync.WaitGroup
 	errs := make([]error, d.opts.Frames)
-	for slot, f := range SampleFrames(v, d.opts.Frames) {
-		task := VideoTask{Keyframe: decodeStart(v, f), Targets: []int{f}, Slots: []int{slot}}
+	for slot, f := range video.SampleFrames(v, d.opts.Frames) {
+		task := video.Task{Keyframe: v.DecodeStart(f), Targets: []int{f}, Slots: []int{slot}}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -198,7 +199,7 @@ func TestDecodeShortClipRepeatsFrames(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref, byPTS := videotest.AllFrames(t, data, size)
-	sampled := SampleFrames(rec.Video, frames)
+	sampled := video.SampleFrames(rec.Video, frames)
 	if len(sampled) != 30 {
 		t.Fatalf("got %d sampled frames, want all 30", len(sampled))
 	}
@@ -355,7 +356,7 @@ var _ = jpeg.Decode // image.Decode needs the JPEG format registered
 // No frame may be missed, each slot must hold the frame FFmpeg shows at
 // its pts (the sequential decode, and the ffmpeg CLI's framemd5 of that
 // frame scaled to RGB when ffmpeg is installed), and each task may decode
-// no more frames than PlanVideoTasks counts (plus the decoder's reorder
+// no more frames than video.PlanTasks counts (plus the decoder's reorder
 // delay), beyond those decoded again for targets FFmpeg dropped.
 //
 // Before leading pictures were decoded from the keyframe before theirs,
@@ -405,7 +406,7 @@ func TestDecodeOpenGOP(t *testing.T) {
 			}
 			n := v.Frames
 			d := NewDecoder(Options{Frames: n, Size: size})
-			sampled := SampleFrames(v, n)
+			sampled := video.SampleFrames(v, n)
 			if len(sampled) != n {
 				t.Fatalf("sampling %d frames picks %d", n, len(sampled))
 			}
@@ -419,8 +420,8 @@ func TestDecodeOpenGOP(t *testing.T) {
 			for slot, f := range sampled {
 				check("whole", out.Tensors[0].Data, slot, v.FramePTS[f])
 			}
-			seq := PlanVideoTasks(v, sampled, 1)[0]
-			runTasks := func(what string, tasks []VideoTask) []byte {
+			seq := video.PlanTasks(v, sampled, 1)[0]
+			runTasks := func(what string, tasks []video.Task) []byte {
 				t.Helper()
 				tensor := d.NewVideoTensor()
 				for _, task := range tasks {
@@ -437,7 +438,7 @@ func TestDecodeOpenGOP(t *testing.T) {
 				}
 				return tensor.Data
 			}
-			tasks := PlanVideoTasks(v, sampled, 4)
+			tasks := video.PlanTasks(v, sampled, 4)
 			if len(tasks) < 2 {
 				t.Fatalf("%d task for 4 workers, want several", len(tasks))
 			}
@@ -448,19 +449,19 @@ func TestDecodeOpenGOP(t *testing.T) {
 			if sum < seq.DecodeFrames || sum > seq.DecodeFrames+len(tasks)*4 {
 				t.Errorf("tasks decode %d frames, the sequential plan %d: want a few more, for the keyframes tasks start at", sum, seq.DecodeFrames)
 			}
-			whole := runTasks("sequential", []VideoTask{seq})
+			whole := runTasks("sequential", []video.Task{seq})
 			split := runTasks("split", tasks)
-			var single []VideoTask
+			var single []video.Task
 			for slot, f := range sampled {
-				task := PlanVideoTasks(v, []int{f}, 1)[0]
+				task := video.PlanTasks(v, []int{f}, 1)[0]
 				task.Slots = []int{slot}
 				single = append(single, task)
 			}
 			one := runTasks("one per frame", single)
 			// Tasks made by hand with a leading picture's own keyframe.
-			var own []VideoTask
+			var own []video.Task
 			for slot, f := range sampled {
-				own = append(own, VideoTask{Keyframe: sortedKeyBefore(v, f), Targets: []int{f}, Slots: []int{slot}})
+				own = append(own, video.Task{Keyframe: sortedKeyBefore(v, f), Targets: []int{f}, Slots: []int{slot}})
 			}
 			byHand := runTasks("own keyframe", own)
 			for slot, f := range sampled {

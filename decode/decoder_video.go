@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/datahelix/datahelix/internal/av"
+	"github.com/datahelix/datahelix/internal/video"
 )
 
 // videoStats is what decoding a clip or a task cost.
@@ -21,16 +22,16 @@ type videoStats struct {
 
 // decodeVideo decodes the F sampled frames of the clip in data into dst,
 // the clip's [F,S,S,3] tensor: SampleFrames, one task from
-// PlanVideoTasks, DecodeVideoTask. A clip with fewer than F frames repeats
+// video.PlanTasks, DecodeVideoTask. A clip with fewer than F frames repeats
 // frames to fill every slot, spread evenly in presentation order.
 func (d *Decoder) decodeVideo(ctx context.Context, data []byte, v *VideoInfo, dst []byte) (videoStats, error) {
 	f := d.opts.Frames
-	targets := SampleFrames(v, f)
+	targets := video.SampleFrames(v, f)
 	if len(targets) == 0 {
 		return videoStats{}, fmt.Errorf("%w: the record lists no frames", ErrCorrupt)
 	}
 	var total videoStats
-	for _, task := range PlanVideoTasks(v, targets, 1) {
+	for _, task := range video.PlanTasks(v, targets, 1) {
 		st, err := d.videoTask(ctx, data, v, task, dst)
 		total.frames += st.frames
 		total.missed += st.missed
@@ -66,7 +67,7 @@ func (d *Decoder) SpreadFrames(dst []byte, n int) {
 // again only when a later keyframe lies between what was decoded and the
 // next target, and writes each target frame as S x S RGB into dst at
 // slot*S*S*3. A leading picture of an open GOP (shown before its
-// keyframe) is decoded from the keyframe before, as PlanVideoTasks plans:
+// keyframe) is decoded from the keyframe before, as video.PlanTasks plans:
 // also when it is the task's first target and Keyframe is its own. A
 // target FFmpeg did not output after a seek to a keyframe is decoded
 // again from the keyframe before (redecodeMissed). dst is the sample's
@@ -84,14 +85,14 @@ func (d *Decoder) SpreadFrames(dst []byte, n int) {
 // record that only estimates the frame count), target i is the time
 // v.FrameTime(i) and the frame shown at that time is written; seeks then
 // use the demuxer's own keyframe index.
-func (d *Decoder) DecodeVideoTask(ctx context.Context, data []byte, v *VideoInfo, task VideoTask, dst []byte) (damaged int, err error) {
+func (d *Decoder) DecodeVideoTask(ctx context.Context, data []byte, v *VideoInfo, task video.Task, dst []byte) (damaged int, err error) {
 	ctx, cancel := d.deadline(ctx)
 	defer cancel()
 	st, err := d.videoTask(ctx, data, v, task, dst)
 	return st.damaged, err
 }
 
-func (d *Decoder) videoTask(ctx context.Context, data []byte, v *VideoInfo, task VideoTask, dst []byte) (videoStats, error) {
+func (d *Decoder) videoTask(ctx context.Context, data []byte, v *VideoInfo, task video.Task, dst []byte) (videoStats, error) {
 	if v == nil || v.Frames <= 0 || v.Timescale == 0 || v.Timescale > math.MaxInt32 {
 		return videoStats{}, fmt.Errorf("%w: the record has no frames or no timescale", ErrCorrupt)
 	}
@@ -127,7 +128,7 @@ func (d *Decoder) videoTask(ctx context.Context, data []byte, v *VideoInfo, task
 	if exact {
 		starts := make([]int, len(frames))
 		for i, f := range frames {
-			starts[i] = decodeStart(v, f)
+			starts[i] = v.DecodeStart(f)
 		}
 		runs = planSeeks(v, targets, frames, starts, task.Keyframe)
 	} else {
@@ -172,9 +173,9 @@ func (d *Decoder) videoTask(ctx context.Context, data []byte, v *VideoInfo, task
 }
 
 // planSeeks sets the seeks of targets, sorted by pts, where
-// PlanVideoTasks simulates them: frames[i] is the decode-order frame of
+// video.PlanTasks simulates them: frames[i] is the decode-order frame of
 // targets[i] and starts[i] the keyframe decoding must start from to
-// output it (decodeStart). Before the first target it seeks to first, or
+// output it (video.Track.DecodeStart). Before the first target it seeks to first, or
 // to starts[0] when that is earlier (a leading picture of first), unless
 // that is frame 0, where a fresh decoder starts; then to starts[i] when
 // that keyframe lies after every frame fed so far or before the keyframe
@@ -198,7 +199,7 @@ func planSeeks(v *VideoInfo, targets []av.Target, frames, starts []int, first in
 		default:
 			// Decoding on. Past an open GOP's keyframe, for its leading
 			// pictures, the run goes on as that keyframe's, as
-			// PlanVideoTasks splits it.
+			// video.PlanTasks splits it.
 			run = max(run, k)
 		}
 		fed = max(fed, f)

@@ -13,11 +13,12 @@
 //     packages), image headers and text statistics. Every parser of
 //     outside bytes is bounded and fuzzed: forged counts return errors,
 //     never panics or giant allocations.
-//   - [SampleFrames] picks the frames a clip contributes, uniformly over
-//     its presentation timeline, and [PlanVideoTasks] turns them into
-//     keyframe-aligned decode tasks.
-//   - [CostModel] predicts a sample's preparation time from its record,
-//     learning online from measured decode times.
+//   - The module's internal video package picks the frames a clip
+//     contributes, uniformly over its presentation timeline, and turns
+//     them into keyframe-aligned decode tasks.
+//   - The module's cost model (internal/costmodel) predicts a sample's
+//     preparation time from its record, learning online from measured
+//     decode times.
 //   - [Decoder.Decode] decodes a sample into uint8 tensors, [F,S,S,3] per
 //     clip and [S,S,3] per image, with FFmpeg and libjpeg-turbo through cgo.
 package decode

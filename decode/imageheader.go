@@ -8,7 +8,7 @@ import (
 )
 
 // ErrBadImage reports image bytes whose header cannot be read or whose
-// format is not JPEG, PNG or WebP (ParseImageHeader reports a format it
+// format is not JPEG, PNG or WebP (parseImageHeader reports a format it
 // recognises but does not read, such as GIF, as ErrUnsupported).
 var ErrBadImage = errors.New("decode: invalid image header")
 
@@ -17,7 +17,7 @@ var ErrBadImage = errors.New("decode: invalid image header")
 // accept the JPEG limit and leave pixel budgets to the decoder.
 const maxImageSide = 1 << 16
 
-// ParseImageHeader reads the format, dimensions and, for JPEG, the
+// parseImageHeader reads the format, dimensions and, for JPEG, the
 // progressive flag and chroma subsampling of an image from its header,
 // without decoding. The format is recognised from the bytes, not from the
 // member's extension. For PNG, Progressive means Adam7 interlacing. An
@@ -25,7 +25,7 @@ const maxImageSide = 1 << 16
 // BMP, AVIF, HEIF, JPEG XL, JPEG 2000, animated WebP) is an ErrUnsupported
 // naming it;
 // other bytes that do not read are ErrBadImage.
-func ParseImageHeader(data []byte) (ImageInfo, error) {
+func parseImageHeader(data []byte) (ImageInfo, error) {
 	var info ImageInfo
 	var err error
 	switch {

@@ -48,7 +48,7 @@ func TestParseImageHeader(t *testing.T) {
 	for _, tt := range tests {
 		data := readImage(t, tt.file)
 		tt.want.Bytes = len(data)
-		got, err := ParseImageHeader(data)
+		got, err := parseImageHeader(data)
 		if err != nil || got != tt.want {
 			t.Errorf("%s: got %+v, %v; want %+v", tt.file, got, err, tt.want)
 		}
@@ -75,7 +75,7 @@ func TestParseImageHeaderOtherFormats(t *testing.T) {
 		{"\x00\x00\x00\x0cjP  \r\n\x87\n\x00\x00\x00\x14ftypjp2 ", "JPEG 2000"},
 	}
 	for _, tt := range tests {
-		_, err := ParseImageHeader([]byte(tt.data))
+		_, err := parseImageHeader([]byte(tt.data))
 		if !errors.Is(err, ErrUnsupported) || errors.Is(err, ErrBadImage) || !strings.Contains(fmt.Sprint(err), "a "+tt.format+" image") {
 			t.Errorf("%s: got %v; want ErrUnsupported naming it", tt.format, err)
 		}
@@ -84,11 +84,11 @@ func TestParseImageHeaderOtherFormats(t *testing.T) {
 	// ffmpeg -f lavfi -i testsrc=size=64x48:rate=5 -t 1 -c:v libwebp_anim,
 	// decodes neither with x/image/webp nor with FFmpeg 5.1: it is refused
 	// as unsupported, not taken for a damaged still image.
-	if _, err := ParseImageHeader(readImage(t, "anim.webp")); !errors.Is(err, ErrUnsupported) || !strings.Contains(fmt.Sprint(err), "animated WebP") {
+	if _, err := parseImageHeader(readImage(t, "anim.webp")); !errors.Is(err, ErrUnsupported) || !strings.Contains(fmt.Sprint(err), "animated WebP") {
 		t.Errorf("animated WebP: got %v; want ErrUnsupported naming it", err)
 	}
 	// A BMP header whose size field is not the file's is not taken for one.
-	if _, err := ParseImageHeader(bmp[:20]); !errors.Is(err, ErrBadImage) {
+	if _, err := parseImageHeader(bmp[:20]); !errors.Is(err, ErrBadImage) {
 		t.Errorf("short BMP-like bytes: got %v; want ErrBadImage", err)
 	}
 }
@@ -112,7 +112,7 @@ func TestParseImageHeaderMalformed(t *testing.T) {
 		{"webp unknown chunk", append([]byte("RIFF\x00\x00\x00\x00WEBPABCD"), make([]byte, 20)...)},
 	}
 	for _, tt := range tests {
-		if info, err := ParseImageHeader(tt.data); !errors.Is(err, ErrBadImage) {
+		if info, err := parseImageHeader(tt.data); !errors.Is(err, ErrBadImage) {
 			t.Errorf("%s: got %+v, %v; want ErrBadImage", tt.name, info, err)
 		}
 	}
@@ -126,7 +126,7 @@ func FuzzParseImageHeader(f *testing.F) {
 		f.Add(readImage(f, name))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		info, err := ParseImageHeader(data)
+		info, err := parseImageHeader(data)
 		if err != nil {
 			if !errors.Is(err, ErrBadImage) && !errors.Is(err, ErrUnsupported) {
 				t.Fatalf("error %v wraps neither ErrBadImage nor ErrUnsupported", err)

@@ -21,7 +21,7 @@ const (
 	// MaxClipBytes caps F x S x S x 3, the bytes of one decoded clip's
 	// tensor, which a worker allocates at once: 1 GiB (MaxFrames and
 	// MaxSize together would make 48 GiB). It bounds decoded output, not
-	// what is read: DefaultMaxSampleBytes bounds a sample's compressed
+	// what is read: defaultMaxSampleBytes bounds a sample's compressed
 	// bytes on disk.
 	MaxClipBytes = 1 << 30
 )

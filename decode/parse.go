@@ -211,7 +211,7 @@ func ParseRecordLimits(s *Sample, lim Limits) (*Record, error) {
 				break
 			}
 			var info ImageInfo
-			if info, err = ParseImageHeader(m.Data); err == nil {
+			if info, err = parseImageHeader(m.Data); err == nil {
 				info.Member = i
 				pos, _ := docPosition(m.Ext)
 				images = append(images, image{info, pos})
@@ -237,10 +237,10 @@ func ParseRecordLimits(s *Sample, lim Limits) (*Record, error) {
 					embedded, embeddedHow = i, j.embedded
 				}
 			case isMetadataExt(m.Ext):
-				t := ParseText(m.Data, m.Ext)
+				t := parseText(m.Data, m.Ext)
 				add(&metadata, t.Bytes, t.Tokens)
 			default:
-				t := ParseText(m.Data, m.Ext)
+				t := parseText(m.Data, m.Ext)
 				add(&captions, t.Bytes, t.Tokens)
 			}
 		default:

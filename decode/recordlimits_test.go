@@ -95,7 +95,7 @@ func TestRecordRefusesOverPixelLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	img := readImage(t, "y420.jpg")
-	info, err := ParseImageHeader(img)
+	info, err := parseImageHeader(img)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,12 +8,36 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/datahelix/datahelix/internal/shardindex"
 )
 
-// DefaultMaxSampleBytes bounds the byte span ReadSample reads for one
+// defaultMaxSampleBytes bounds the byte span ReadSample reads for one
 // sample unless Shard.MaxSampleBytes says otherwise: a forged or absurd
 // member size fails with ErrSampleTooLarge instead of allocating it.
-const DefaultMaxSampleBytes = 1 << 30
+const defaultMaxSampleBytes = 1 << 30
+
+// ErrCorruptShard reports a shard that is not a readable tar archive: a bad
+// header, a member running past the end of the file, or a missing
+// end-of-archive marker.
+var ErrCorruptShard = shardindex.ErrCorruptShard
+
+// ErrCompressedShard reports a shard that is a compressed tar archive
+// (gzip, zstd, xz or bzip2), found by its name when listing a dataset
+// directory or by its first bytes when indexing it. Shards must be
+// uncompressed tar files: samples are read by random access.
+var ErrCompressedShard = shardindex.ErrCompressedShard
+
+// ShardError is a problem with one shard file at one byte offset: its
+// Path, Offset and Reason. It unwraps to ErrCorruptShard and to the
+// underlying cause, if any.
+type ShardError = shardindex.ShardError
+
+// IndexEntry locates one sample inside its shard: the members sharing a
+// key, each with its offset and size, and the contiguous byte span
+// [Offset, Offset+Size) that covers all of their data, so that the whole
+// sample is fetched with one read.
+type IndexEntry = shardindex.Entry
 
 // ErrSampleTooLarge reports a sample whose byte span exceeds the shard's
 // MaxSampleBytes.
@@ -31,18 +55,18 @@ var ErrSampleTooLarge = errors.New("decode: sample too large")
 // index that could not be cached stays in memory instead.
 type Shard struct {
 	// MaxSampleBytes is the largest sample span ReadSample will read;
-	// OpenShard sets it to DefaultMaxSampleBytes.
+	// OpenShard sets it to defaultMaxSampleBytes.
 	MaxSampleBytes int64
 
 	path      string
-	index     indexLoc // where its index is cached, resolved once by OpenShard
+	index     shardindex.Location // where its index is cached, resolved once by OpenShard
 	size      int64
 	mtime     int64 // Unix ns
 	n         int   // samples
 	warnings  []string
-	kept      *shardIndex // the index when it could not be cached, else nil
-	fromCache bool
-	cacheErr  error
+	kept      *shardindex.Index // the index when it could not be cached, else nil
+	fromCache bool              // the index was loaded from its cache file
+	cacheErr  error             // why the freshly built index could not be cached, or nil
 
 	// Guarded by shardFiles.mu: open is the file and index while read;
 	// loading is the load in flight, if any; closes counts Close calls, so
@@ -57,7 +81,7 @@ type Shard struct {
 // otherwise built by reading the tar headers and saved to the cache: beside
 // the shard (path + ".dhidx") when cacheDir is empty, else in cacheDir.
 // Failing to write the cache is not an error (the shard may sit on a
-// read-only file system); CacheError reports it. A garbage or truncated
+// read-only file system): the index is then kept in memory. A garbage or truncated
 // shard is a *ShardError naming the file and the offset.
 func OpenShard(path string, cacheDir string) (*Shard, error) {
 	// Checked before opening: opening a FIFO for reading blocks until a
@@ -77,20 +101,19 @@ func OpenShard(path string, cacheDir string) (*Shard, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("decode: open shard %s: not a regular file", path)
 	}
-	s := &Shard{MaxSampleBytes: DefaultMaxSampleBytes, path: path, index: indexLocation(path, cacheDir), size: st.Size(), mtime: st.ModTime().UnixNano()}
-	idx, err := loadIndexCache(s.index, s.size, s.mtime)
-	s.index.older = nil // looked up once: from now on the index is in s.index.file (or s.kept)
+	s := &Shard{MaxSampleBytes: defaultMaxSampleBytes, path: path, index: shardindex.Locate(path, cacheDir), size: st.Size(), mtime: st.ModTime().UnixNano()}
+	idx, err := s.index.Load(s.size, s.mtime)
 	if err == nil {
 		s.fromCache = true
 	} else {
-		if idx, err = buildIndex(path, f, s.size); err != nil {
+		if idx, err = shardindex.Build(path, f, s.size); err != nil {
 			return nil, err
 		}
-		if s.cacheErr = saveIndexCache(s.index, idx, s.size, s.mtime); s.cacheErr != nil {
+		if s.cacheErr = s.index.Save(idx, s.size, s.mtime); s.cacheErr != nil {
 			s.kept = idx // building it again for every read would cost more
 		}
 	}
-	s.n, s.warnings = len(idx.entries), idx.warnings
+	s.n, s.warnings = len(idx.Entries), idx.Warnings
 	return s, nil
 }
 
@@ -112,7 +135,7 @@ func (s *Shard) Entry(i int) (IndexEntry, error) {
 		return IndexEntry{}, err
 	}
 	defer s.release(sf)
-	return sf.idx.entries[i], nil
+	return sf.idx.Entries[i], nil
 }
 
 // Warnings lists what building the index noticed without failing: members
@@ -121,13 +144,6 @@ func (s *Shard) Entry(i int) (IndexEntry, error) {
 // extension of their sample, keys reused by non-adjacent samples, and
 // data after the end-of-archive marker.
 func (s *Shard) Warnings() []string { return s.warnings }
-
-// FromCache reports whether the index was loaded from its cache file.
-func (s *Shard) FromCache() bool { return s.fromCache }
-
-// CacheError returns why the freshly built index could not be cached, or
-// nil.
-func (s *Shard) CacheError() error { return s.cacheErr }
 
 // ReadSample reads sample i with a single ReadAt of its byte span and
 // slices the members out of that buffer. The shard's file and index stay
@@ -145,7 +161,7 @@ func (s *Shard) ReadSample(i int) (*Sample, error) {
 		return nil, err
 	}
 	defer s.release(sf)
-	e := &sf.idx.entries[i]
+	e := &sf.idx.Entries[i]
 	if e.Size > s.MaxSampleBytes {
 		return nil, fmt.Errorf("%w: shard %s sample %q spans %d bytes, limit %d", ErrSampleTooLarge, s.path, e.Key, e.Size, s.MaxSampleBytes)
 	}
@@ -184,7 +200,7 @@ var (
 // ReadSample calls use them.
 type shardFile struct {
 	f       *os.File
-	idx     *shardIndex
+	idx     *shardindex.Index
 	samples int // in idx, 0 when it is the shard's kept one, which stays anyway
 	users   int
 	idle    *list.Element // in shardFiles.idle while users == 0 and its shard holds it
@@ -288,14 +304,14 @@ func (s *Shard) load() (*shardFile, error) {
 	}
 	sf := &shardFile{f: f, idx: idx, users: 1}
 	if idx != s.kept {
-		sf.samples = len(idx.entries)
+		sf.samples = len(idx.Entries)
 	}
 	return sf, nil
 }
 
 // loadIndex checks that f is the file OpenShard indexed and returns its
 // index.
-func (s *Shard) loadIndex(f *os.File) (*shardIndex, error) {
+func (s *Shard) loadIndex(f *os.File) (*shardindex.Index, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("decode: read shard: %w", err)
@@ -307,15 +323,15 @@ func (s *Shard) loadIndex(f *os.File) (*shardIndex, error) {
 	if s.kept != nil {
 		return s.kept, nil
 	}
-	idx, err := loadIndexCache(s.index, s.size, s.mtime)
+	idx, err := s.index.Load(s.size, s.mtime)
 	if err != nil {
-		if idx, err = buildIndex(s.path, f, s.size); err != nil {
+		if idx, err = shardindex.Build(s.path, f, s.size); err != nil {
 			return nil, err
 		}
-		saveIndexCache(s.index, idx, s.size, s.mtime) // as OpenShard: a cache that cannot be written is no error
+		s.index.Save(idx, s.size, s.mtime) // as OpenShard: a cache that cannot be written is no error
 	}
-	if len(idx.entries) != s.n {
-		return nil, fmt.Errorf("decode: shard %s: its index now holds %d samples, %d when it was opened", s.path, len(idx.entries), s.n)
+	if len(idx.Entries) != s.n {
+		return nil, fmt.Errorf("decode: shard %s: its index now holds %d samples, %d when it was opened", s.path, len(idx.Entries), s.n)
 	}
 	return idx, nil
 }

@@ -165,6 +165,9 @@ func TestShardAfterEndMarker(t *testing.T) {
 // member name carrying a PAX extended header of one record key=value of
 // any size (archive/tar writes at most 1 MiB; Python's tarfile writes any
 // size), then the members after.
+// tarBlock is the size of a tar header block.
+const tarBlock = 512
+
 func withPAXRecord(t *testing.T, before []tarFile, name, key, value string, after []tarFile) []byte {
 	t.Helper()
 	rec := " " + key + "=" + value + "\n"
@@ -216,34 +219,5 @@ func TestShardHugeExtendedHeader(t *testing.T) {
 				t.Errorf("err %q at offset %d, want the extended header over 1 MiB at offset %d", err, se.Offset, tt.offset)
 			}
 		})
-	}
-}
-
-// TestIndexCacheOldRules loads an index cache that holds a sample with a
-// repeated extension, as version 1 of the index wrote: it contradicts the
-// rules of buildIndex, so it is rebuilt rather than trusted.
-func TestIndexCacheOldRules(t *testing.T) {
-	data := writeTar(t, tar.FormatPAX, []tarFile{{name: "000.jpg", data: "a"}, {name: "000.jpg", data: "b"}})
-	old := &shardIndex{entries: []IndexEntry{{Key: "000", Offset: 512, Size: 1025, Members: []MemberEntry{
-		{Name: "000.jpg", Ext: "jpg", Offset: 512, Size: 1}, {Name: "000.jpg", Ext: "jpg", Offset: 1536, Size: 1}}}}}
-	if _, err := decodeIndex(encodeIndex(old, int64(len(data)), 5), int64(len(data)), 5); !errors.Is(err, errIndexCache) {
-		t.Errorf("decodeIndex of a repeated extension: err %v, want errIndexCache", err)
-	}
-	p := writeFile(t, t.TempDir(), "s.tar", data)
-	st, err := os.Stat(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(cachePath(p, ""), encodeIndex(old, st.Size(), st.ModTime().UnixNano()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s, err := OpenShard(p, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	e, err := s.Entry(0)
-	if s.FromCache() || err != nil || len(e.Members) != 1 {
-		t.Errorf("FromCache %v, members %+v (%v); want the index rebuilt with one member", s.FromCache(), e.Members, err)
 	}
 }

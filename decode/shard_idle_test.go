@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/datahelix/datahelix/internal/shardindex"
 )
 
 // openFDs counts the file descriptors this process has open.
@@ -167,17 +169,17 @@ func TestShardReloadIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Remove(cachePath(p, cache)); err != nil {
+	if err := os.Remove(shardindex.CachePath(p, cache)); err != nil {
 		t.Fatal(err)
 	}
 	if smp, err := s.ReadSample(1); err != nil || string(smp.Members[0].Data) != "B" {
 		t.Fatalf("ReadSample without its cache file: %v, %v", smp, err)
 	}
-	if _, err := os.Stat(cachePath(p, cache)); err != nil {
+	if _, err := os.Stat(shardindex.CachePath(p, cache)); err != nil {
 		t.Errorf("the rebuilt index was not cached again: %v", err)
 	}
 	s.Close()
-	os.Remove(cachePath(p, cache))
+	os.Remove(shardindex.CachePath(p, cache))
 	writeFile(t, dir, "s.tar", writeTar(t, tar.FormatPAX, []tarFile{{name: "c.txt", data: "C"}}))
 	later := time.Now().Add(time.Hour)
 	os.Chtimes(p, later, later)
@@ -245,7 +247,7 @@ func TestShardFilesSampleBound(t *testing.T) {
 	}
 	// Loading its index again would now fail: its cache is gone and the
 	// shard looks changed.
-	os.Remove(cachePath(pBig, cache))
+	os.Remove(shardindex.CachePath(pBig, cache))
 	later := time.Now().Add(time.Hour)
 	os.Chtimes(pBig, later, later)
 	for j := 1; j < 5; j++ {

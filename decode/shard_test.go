@@ -74,33 +74,6 @@ func sampleSummary(s *Sample) string {
 	return s.Key + ": " + strings.Join(parts, " ")
 }
 
-func TestSplitKey(t *testing.T) {
-	tests := []struct {
-		name, key, ext string
-		ok             bool
-	}{
-		{"000123.mp4", "000123", "mp4", true},
-		{"clips/000123.mp4", "clips/000123", "mp4", true},
-		{"a.b/000123.JPG", "a.b/000123", "jpg", true},
-		{"doc7.0.jpg", "doc7", "0.jpg", true},
-		{"x/doc7.Seg.TXT", "x/doc7", "seg.txt", true},
-		{"./000001.txt", "./000001", "txt", true},
-		{"noext", "", "", false},
-		{"dir/.hidden", "", "", false},
-		{"trailingdot.", "", "", false},
-		{"dir/", "", "", false},
-		{"__meta__/info.json", "", "", false}, // WebDataset's metadata
-		{"__key__.txt", "__key__", "txt", true},
-		{"a/__meta__/x.txt", "a/__meta__/x", "txt", true},
-	}
-	for _, tt := range tests {
-		key, ext, ok := splitKey(tt.name)
-		if key != tt.key || ext != tt.ext || ok != tt.ok {
-			t.Errorf("splitKey(%q) = %q, %q, %v; want %q, %q, %v", tt.name, key, ext, ok, tt.key, tt.ext, tt.ok)
-		}
-	}
-}
-
 func TestShardGoTar(t *testing.T) {
 	for _, format := range []tar.Format{tar.FormatUSTAR, tar.FormatPAX, tar.FormatGNU} {
 		t.Run(format.String(), func(t *testing.T) {
@@ -301,8 +274,8 @@ func TestShardIndexCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s1.FromCache() || s1.CacheError() != nil {
-		t.Fatalf("first open: FromCache %v, CacheError %v; want false, nil", s1.FromCache(), s1.CacheError())
+	if s1.fromCache || s1.cacheErr != nil {
+		t.Fatalf("first open: FromCache %v, CacheError %v; want false, nil", s1.fromCache, s1.cacheErr)
 	}
 	if _, err := os.Stat(p + ".dhidx"); err != nil {
 		t.Fatalf("cache beside shard: %v", err)
@@ -311,7 +284,7 @@ func TestShardIndexCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !s2.FromCache() {
+	if !s2.fromCache {
 		t.Error("second open did not use the cache")
 	}
 	for i := range max(s1.Len(), s2.Len()) {
@@ -330,15 +303,15 @@ func TestShardIndexCache(t *testing.T) {
 	if err := os.Chtimes(p, later, later); err != nil {
 		t.Fatal(err)
 	}
-	if s3, err := OpenShard(p, ""); err != nil || s3.FromCache() {
-		t.Errorf("after touch: FromCache %v, err %v; want rebuilt", s3 != nil && s3.FromCache(), err)
+	if s3, err := OpenShard(p, ""); err != nil || s3.fromCache {
+		t.Errorf("after touch: FromCache %v, err %v; want rebuilt", s3 != nil && s3.fromCache, err)
 	}
 
 	// A corrupt cache file is rebuilt, not trusted.
-	if err := os.WriteFile(p+".dhidx", []byte(indexMagic+"junk junk junk junk junk"), 0o644); err != nil {
+	if err := os.WriteFile(p+".dhidx", []byte("DHIDX\x00\x02\njunk junk junk junk junk"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if s4, err := OpenShard(p, ""); err != nil || s4.FromCache() || s4.Len() != 2 {
+	if s4, err := OpenShard(p, ""); err != nil || s4.fromCache || s4.Len() != 2 {
 		t.Errorf("corrupt cache: err %v", err)
 	}
 
@@ -356,7 +329,7 @@ func TestShardIndexCache(t *testing.T) {
 	if len(entries) != 2 {
 		t.Errorf("cache dir holds %d files, want 2", len(entries))
 	}
-	if s5, err := OpenShard(p2, cache); err != nil || !s5.FromCache() || s5.Len() != 1 {
+	if s5, err := OpenShard(p2, cache); err != nil || !s5.fromCache || s5.Len() != 1 {
 		t.Errorf("reopen from cache dir: err %v", err)
 	}
 }
@@ -370,7 +343,7 @@ func TestShardReadOnlyCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.CacheError() == nil {
+	if s.cacheErr == nil {
 		t.Error("CacheError() = nil for an unwritable cache dir")
 	}
 	if smp, err := s.ReadSample(0); err != nil || string(smp.Members[0].Data) != "1" {
@@ -392,7 +365,7 @@ func TestShardReadSampleLimits(t *testing.T) {
 	if _, err := s.ReadSample(0); !errors.Is(err, ErrSampleTooLarge) {
 		t.Errorf("ReadSample over the limit: err %v, want ErrSampleTooLarge", err)
 	}
-	s.MaxSampleBytes = DefaultMaxSampleBytes
+	s.MaxSampleBytes = defaultMaxSampleBytes
 	// Truncating the shard after indexing gives a ShardError on read.
 	s.Close()
 	if err := os.Truncate(p, 1000); err != nil {

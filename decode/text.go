@@ -8,12 +8,12 @@ import (
 	"unicode/utf8"
 )
 
-// ParseText returns the byte length and estimated token count of a text
+// parseText returns the byte length and estimated token count of a text
 // member. A JSON member (ext ending in "json") that parses counts the
 // tokens of its string values only — captions and text fields, not keys,
 // numbers or punctuation; other members, and JSON that does not parse,
 // are counted as plain text.
-func ParseText(data []byte, ext string) TextInfo {
+func parseText(data []byte, ext string) TextInfo {
 	info := TextInfo{Bytes: len(data)}
 	if isJSONExt(ext) {
 		if j, ok := scanJSON(data); ok {

@@ -65,8 +65,8 @@ func TestParseText(t *testing.T) {
 		{`["one", "two"]`, "0.json", TextInfo{Bytes: 14, Tokens: 2}},
 	}
 	for _, tt := range tests {
-		if got := ParseText([]byte(tt.data), tt.ext); got != tt.want {
-			t.Errorf("ParseText(%q, %q) = %+v, want %+v", tt.data, tt.ext, got, tt.want)
+		if got := parseText([]byte(tt.data), tt.ext); got != tt.want {
+			t.Errorf("parseText(%q, %q) = %+v, want %+v", tt.data, tt.ext, got, tt.want)
 		}
 	}
 }
@@ -130,8 +130,8 @@ func FuzzScanJSON(f *testing.F) {
 		if j.docTokens > j.tokens || j.docBytes > 3*len(data) || j.tokens < 0 || (!j.doc && j.docBytes+j.docTokens > 0) {
 			t.Fatalf("scanJSON(%q) = %+v", data, j)
 		}
-		if got := ParseText(data, "json"); ok && got.Tokens != j.tokens {
-			t.Fatalf("ParseText counts %d tokens, scanJSON %d", got.Tokens, j.tokens)
+		if got := parseText(data, "json"); ok && got.Tokens != j.tokens {
+			t.Fatalf("parseText counts %d tokens, scanJSON %d", got.Tokens, j.tokens)
 		}
 	})
 }

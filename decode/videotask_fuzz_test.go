@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/datahelix/datahelix/internal/video"
 	"github.com/datahelix/datahelix/internal/video/videotest"
 )
 
@@ -27,7 +28,7 @@ func FuzzDecodeVideoTasks(f *testing.F) {
 	// The long clip's keyframes give several tasks, which is the point.
 	if rec, err := ParseRecord(decSample("k", map[string][]byte{"mp4": videotest.Read(f, "h264_30s.mp4")})); err != nil {
 		f.Fatal(err)
-	} else if n := len(PlanVideoTasks(rec.Video, SampleFrames(rec.Video, frames), 4)); n < 2 {
+	} else if n := len(video.PlanTasks(rec.Video, video.SampleFrames(rec.Video, frames), 4)); n < 2 {
 		f.Fatalf("h264_30s.mp4 splits into %d task, want several", n)
 	}
 	frameBytes := size * size * 3
@@ -37,7 +38,7 @@ func FuzzDecodeVideoTasks(f *testing.F) {
 			return
 		}
 		v := rec.Video
-		tasks := PlanVideoTasks(v, SampleFrames(v, frames), 4)
+		tasks := video.PlanTasks(v, video.SampleFrames(v, frames), 4)
 		for _, task := range tasks {
 			dst := bytes.Repeat([]byte{0xAB}, frames*frameBytes)
 			start := time.Now()

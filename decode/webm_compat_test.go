@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/datahelix/datahelix/internal/av"
+	"github.com/datahelix/datahelix/internal/video"
 	"github.com/datahelix/datahelix/internal/video/videotest"
 	"github.com/datahelix/datahelix/internal/webm"
 )
@@ -51,7 +52,7 @@ func testDecodeWebMSampled(t *testing.T, c videotest.WebMClip, n int) {
 			t.Fatal(err)
 		}
 		v := rec.Video
-		picked := SampleFrames(v, n)
+		picked := video.SampleFrames(v, n)
 		for _, f := range picked {
 			matches := 0
 			for _, h := range hs {
@@ -107,7 +108,7 @@ func TestSampleMatroskaNegativePTS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	picked := SampleFrames(v, v.Frames)
+	picked := video.SampleFrames(v, v.Frames)
 	if len(picked) != 25 || v.FramePTS[picked[0]] != -80 {
 		t.Errorf("sampling all %d frames picks %d, the first at pts %d; want 25 from -80", v.Frames, len(picked), v.FramePTS[picked[0]])
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/datahelix/datahelix/internal/bench"
+	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/machine"
 	"github.com/datahelix/datahelix/internal/step"
 	"github.com/datahelix/datahelix/spmd"
@@ -148,7 +149,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	}
 	if cal.Source == "default" {
 		fmt.Fprintf(stderr, "datahelix bench: %s\n", cal.Note)
-	} else if warn := cal.CoverageWarning(ws); warn != "" {
+	} else if warn := bench.CoverageWarning(cal, ws); warn != "" {
 		fmt.Fprintf(stderr, "datahelix bench: warning: %s\n", warn)
 	}
 	cfg.Eval.Calibration = cal
@@ -287,7 +288,7 @@ func noEmptyItems(flag, list string) error {
 
 // loadBenchCalibration picks the calibration: the --calibration file, else the
 // one cached for this machine and decoder, else the built-in default.
-func loadBenchCalibration(root, file string, m machine.Machine) (*bench.Calibration, error) {
+func loadBenchCalibration(root, file string, m machine.Machine) (*costmodel.Calibration, error) {
 	if file != "" {
 		cal, err := bench.LoadCalibration(file)
 		if err != nil {

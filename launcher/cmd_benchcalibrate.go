@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/datahelix/datahelix/internal/bench"
+	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/machine"
 )
 
@@ -126,7 +127,7 @@ func calibrationOut(out, root string, m machine.Machine, presets []string) (stri
 }
 
 // writeCalibrationTables prints a calibration's errors and image sizes.
-func writeCalibrationTables(w io.Writer, cal *bench.Calibration, path string) error {
+func writeCalibrationTables(w io.Writer, cal *costmodel.Calibration, path string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "model\theld-out MAPE %\t")
 	for _, k := range cal.MAPEKeys() {

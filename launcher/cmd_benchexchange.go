@@ -9,6 +9,7 @@ import (
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/bench"
+	"github.com/datahelix/datahelix/internal/shardindex"
 	"github.com/datahelix/datahelix/internal/wire"
 )
 
@@ -64,7 +65,7 @@ func runBenchExchange(ctx context.Context, stdout, stderr io.Writer, args []stri
 				return err
 			}
 		}
-		ds, err := decode.OpenDataset(path, decode.IndexCacheDir(root))
+		ds, err := decode.OpenDataset(path, shardindex.Dir(root))
 		if err != nil {
 			return collective.AllRanks(err)
 		}
@@ -106,7 +107,7 @@ func runBenchExchange(ctx context.Context, stdout, stderr io.Writer, args []stri
 // opens and that its first shard holds samples samples (what bench
 // exchange sends).
 func exchangeDataHolds(path, root string, samples int) error {
-	ds, err := decode.OpenDataset(path, decode.IndexCacheDir(root))
+	ds, err := decode.OpenDataset(path, shardindex.Dir(root))
 	if err != nil {
 		return usagef("bench exchange: --data: %v", err)
 	}

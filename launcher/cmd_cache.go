@@ -9,14 +9,14 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/gen"
+	"github.com/datahelix/datahelix/internal/shardindex"
 )
 
 func init() {
 	register(command{
 		name:    "cache",
-		summary: "list the generated datasets in the cache (the default dataset, bench's) and its shard indexes with their sizes; --prune removes datasets of older generator formats, abandoned scratch, and indexes whose shard is gone or changed, or superseded",
+		summary: "list the generated datasets in the cache (the default dataset, bench's) and its shard indexes with their sizes; --prune removes datasets of older generator formats, abandoned scratch, and stale indexes (shard gone or changed, older format)",
 		run:     runCache,
 	})
 }
@@ -24,7 +24,7 @@ func init() {
 func runCache(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	fs := newFlags("cache", "[--cache-dir DIR] [--prune]")
 	cacheDir := fs.String("cache-dir", "", "cache `dir`ectory"+cacheDirDefault)
-	prune := fs.Bool("prune", false, "remove the datasets of older generator formats, which this binary never reads (a job of an older datahelix may), scratch directories unchanged for a day, and the shard indexes whose shard is gone or changed, superseded (named through a symbolic link by an older datahelix, and copied under the resolved path), of an older format, or abandoned while written (a job that needs one again rebuilds it)")
+	prune := fs.Bool("prune", false, "remove the datasets of older generator formats, which this binary never reads (a job of an older datahelix may), scratch directories unchanged for a day, and the stale shard indexes: whose shard is gone or changed, of an older format, or abandoned while written (a job that needs one again rebuilds it)")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
@@ -57,11 +57,11 @@ func runCache(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	fmt.Fprintf(stdout, "%s: %s, %s; %s of older formats or abandoned\n", root, plural(len(ds), "dataset", "datasets"), mib(total), mib(removable))
 	// The shard indexes run, inspect, decode and costmodel keep here
 	// (listed once a job made the directory).
-	indexDir := decode.IndexCacheDir(root)
-	var ix []decode.CachedIndex
+	indexDir := shardindex.Dir(root)
+	var ix []shardindex.File
 	stale := 0
 	if _, err := os.Stat(indexDir); err == nil {
-		if ix, err = decode.ScanIndexCache(indexDir); err != nil {
+		if ix, err = shardindex.Scan(indexDir); err != nil {
 			return err
 		}
 		stale = listIndexes(stdout, indexDir, ix)
@@ -73,7 +73,7 @@ func runCache(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 		return nil
 	}
 	freed, err := gen.Prune(ds)
-	n, freedIx, ixErr := decode.PruneIndexCache(ix)
+	n, freedIx, ixErr := shardindex.Prune(ix)
 	if n > 0 {
 		fmt.Fprintf(stdout, "pruned %s (%s)\n", mib(freed+freedIx), plural(n, "shard index", "shard indexes"))
 	} else {
@@ -83,27 +83,27 @@ func runCache(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 }
 
 // listIndexes prints the index files of the cache's index directory dir,
-// a line per shard directory and state, then a summary, and returns how
-// many Prune would remove.
-func listIndexes(stdout io.Writer, dir string, ix []decode.CachedIndex) int {
+// a line per shard directory, current ones first, then a summary, and
+// returns how many Prune would remove.
+func listIndexes(stdout io.Writer, dir string, ix []shardindex.File) int {
 	type group struct {
 		dir   string // of the shards, "" when not recorded
-		state decode.IndexState
+		stale bool
 	}
 	count, size := map[group]int{}, map[group]int64{}
-	var total, removableBytes int64
-	removable := 0
+	var total, staleBytes int64
+	stale := 0
 	for _, x := range ix {
-		g := group{state: x.State}
+		g := group{stale: x.Stale}
 		if x.Shard != "" {
 			g.dir = filepath.Dir(x.Shard)
 		}
 		count[g]++
 		size[g] += x.Bytes
 		total += x.Bytes
-		if x.State.Removable() {
-			removable++
-			removableBytes += x.Bytes
+		if x.Stale {
+			stale++
+			staleBytes += x.Bytes
 		}
 	}
 	groups := make([]group, 0, len(count))
@@ -118,21 +118,22 @@ func listIndexes(stdout io.Writer, dir string, ix []decode.CachedIndex) int {
 		if a.dir != b.dir {
 			return a.dir < b.dir
 		}
-		return a.state < b.state
+		return !a.stale && b.stale
 	})
 	for _, g := range groups {
 		what := plural(count[g], "shard index", "shard indexes")
 		if g.dir != "" {
 			what += " of " + g.dir
 		}
-		if g.state == decode.IndexSuperseded {
-			what += ", named through a symbolic link (the index of the resolved path is read)"
+		state := "current"
+		if g.stale {
+			state = "stale"
 		}
-		fmt.Fprintf(stdout, "%-13s %9s  %s\n", g.state, mib(size[g]), what)
+		fmt.Fprintf(stdout, "%-13s %9s  %s\n", state, mib(size[g]), what)
 	}
-	fmt.Fprintf(stdout, "%s: %s, %s; %d (%s) stale (shard gone or changed), superseded, of older formats or abandoned\n",
-		dir, plural(len(ix), "shard index", "shard indexes"), mib(total), removable, mib(removableBytes))
-	return removable
+	fmt.Fprintf(stdout, "%s: %s, %s; %d (%s) stale (shard gone or changed, of an older format, or abandoned)\n",
+		dir, plural(len(ix), "shard index", "shard indexes"), mib(total), stale, mib(staleBytes))
+	return stale
 }
 
 // mib formats a byte count in MiB with one decimal.

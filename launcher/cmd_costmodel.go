@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/inspect"
 )
 
@@ -52,9 +53,9 @@ func runCostModel(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	if err != nil {
 		return err
 	}
-	cal := decode.DefaultCalibration()
+	cal := costmodel.DefaultCalibration()
 	if *calIn != "" {
-		if cal, err = decode.LoadCalibration(*calIn); err != nil {
+		if cal, err = costmodel.LoadCalibration(*calIn); err != nil {
 			return fmt.Errorf("costmodel: --calibration: %w", err)
 		}
 	}
@@ -78,8 +79,8 @@ func runCostModel(ctx context.Context, stdout, stderr io.Writer, args []string) 
 		*warmup = max(n*2/3, 1)
 		fmt.Fprintf(stderr, "costmodel: %s has %d samples to decode: learning from the first %d, holding out the rest (--warmup sets it)\n", *data, n, *warmup)
 	}
-	m := decode.NewCostModel(cal)
-	m.SetOptions(decode.CostOptions{Frames: frames, Size: size, MaxTasks: 1})
+	m := costmodel.New(cal)
+	m.SetOptions(costmodel.Options{Frames: frames, Size: size, MaxTasks: 1})
 	dec := decode.NewDecoder(decode.Options{Frames: frames, Size: size})
 	rep, err := inspect.EvaluateCostModel(ctx, ds, dec, m, inspect.CostEvalOptions{Warmup: *warmup, Limit: *limit, WallClock: *wall, Repeat: *repeat},
 		func(done, total int) {

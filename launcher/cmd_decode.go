@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/shardindex"
 	"github.com/datahelix/datahelix/internal/tjpeg"
 )
 
@@ -260,7 +261,7 @@ func (f *indexCacheFlags) dir(command string) (string, error) {
 	case f.index != "":
 		return f.index, nil
 	}
-	return decode.IndexCacheDir(cacheRoot(f.root)), nil
+	return shardindex.Dir(cacheRoot(f.root)), nil
 }
 
 // checkHashesUsage is the help of run's and decode's --check-hashes.

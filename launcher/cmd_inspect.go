@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/inspect"
 )
 
@@ -46,8 +47,8 @@ func runInspect(ctx context.Context, stdout, stderr io.Writer, args []string) er
 		return err
 	}
 	empty := printShardWarnings(stderr, fs.Args(), indexDir)
-	m := decode.NewCostModel(nil)
-	m.SetOptions(decode.CostOptions{Frames: frames, Size: size})
+	m := costmodel.New(nil)
+	m.SetOptions(costmodel.Options{Frames: frames, Size: size})
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		err := inspect.Inspect(ctx, fs.Args(), indexDir, m, func(s inspect.RecordSummary) error { return enc.Encode(s) })

@@ -19,6 +19,7 @@ import (
 	"github.com/datahelix/datahelix/internal/machine"
 	"github.com/datahelix/datahelix/internal/metrics"
 	"github.com/datahelix/datahelix/internal/reader"
+	"github.com/datahelix/datahelix/internal/shardindex"
 	"github.com/datahelix/datahelix/spmd"
 )
 
@@ -50,17 +51,17 @@ func runRun(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 }
 
 // cacheDirDefault ends the help of every --cache-dir: where
-// decode.DefaultCacheDir looks (a relative $XDG_CACHE_HOME counts as unset,
+// shardindex.DefaultCacheDir looks (a relative $XDG_CACHE_HOME counts as unset,
 // as os.UserCacheDir has it).
 const cacheDirDefault = " (default $DATAHELIX_CACHE, else $XDG_CACHE_HOME/datahelix, else ~/.cache/datahelix, else datahelix-cache in the temporary directory)"
 
 // cacheRoot is where the default dataset and shard indexes live: the
-// --cache-dir flag, else decode.DefaultCacheDir.
+// --cache-dir flag, else shardindex.DefaultCacheDir.
 func cacheRoot(flagDir string) string {
 	if flagDir != "" {
 		return flagDir
 	}
-	return decode.DefaultCacheDir()
+	return shardindex.DefaultCacheDir()
 }
 
 // defaultDataset makes sure the default dataset exists: the first local
@@ -189,7 +190,7 @@ func openJob(ctx context.Context, c collective.Comm, f *runFlags, errOut io.Writ
 	// view of a shared file system): the ranks agree before going on.
 	// Each rank indexes its own run of the shards first, so that on a
 	// cold index cache the ranks share the work of building it.
-	j.ds, err = decode.OpenDatasetPart(j.data, decode.IndexCacheDir(root), c.Rank(), c.Size())
+	j.ds, err = decode.OpenDatasetPart(j.data, shardindex.Dir(root), c.Rank(), c.Size())
 	if err := agreeOnError(c, err, "cannot open the dataset"); err != nil {
 		j.close()
 		return nil, withStatusAllRanks(exitBadInput, err)

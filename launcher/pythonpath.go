@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 
-	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/shardindex"
 	"github.com/datahelix/datahelix/python"
 )
 
@@ -66,7 +66,7 @@ func clientDir() (string, error) {
 		}
 		return nil
 	})
-	dir := filepath.Join(decode.DefaultCacheDir(), "python-"+hex.EncodeToString(h.Sum(nil))[:12])
+	dir := filepath.Join(shardindex.DefaultCacheDir(), "python-"+hex.EncodeToString(h.Sum(nil))[:12])
 	if _, err := os.Stat(filepath.Join(dir, "datahelix", "__init__.py")); err == nil {
 		return dir, nil
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/reader"
 
 	"github.com/datahelix/datahelix/collective"
@@ -114,7 +115,7 @@ func TestCheckJob(t *testing.T) {
 		sizes[i] = s.Len()
 	}
 	ds.Close()
-	cost, err := decode.NewCostModel(nil).MarshalJSON()
+	cost, err := costmodel.New(nil).MarshalJSON()
 	if err != nil {
 		t.Fatal(err)
 	}

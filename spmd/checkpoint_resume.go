@@ -12,6 +12,7 @@ import (
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/agree"
+	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/reader"
 )
 
@@ -116,7 +117,7 @@ func bcastInt64s(comm collective.Comm, vals []int64) error {
 // newer incomplete steps it passed over.
 func (l *Loader) restore() (int64, error) {
 	var rd *reader.Reader
-	var cost *decode.CostModel
+	var cost *costmodel.Model
 	step, found, err := resumeStep(l.comm, l.cfg, func(step int64) (unreadable bool, err error) {
 		rd, cost, unreadable, err = readCheckpoint(l.comm, l.ds, l.dataset, l.cfg, l.reader, step)
 		return unreadable, err
@@ -263,7 +264,7 @@ func (l *Loader) logf(rank int, format string, args ...any) {
 // cost model. unreadable says the error is the file's content (it does
 // not parse, or its states are inconsistent), not that it cannot be read
 // or another job wrote it; dataset is agree.DatasetHash(ds).
-func readCheckpoint(comm collective.Comm, ds decode.Source, dataset uint64, cfg Config, rd *reader.Reader, step int64) (_ *reader.Reader, cost *decode.CostModel, unreadable bool, err error) {
+func readCheckpoint(comm collective.Comm, ds decode.Source, dataset uint64, cfg Config, rd *reader.Reader, step int64) (_ *reader.Reader, cost *costmodel.Model, unreadable bool, err error) {
 	st, path, unreadable, err := readCheckpointState(comm, ds, dataset, cfg, step)
 	if err != nil {
 		return nil, nil, unreadable, err
@@ -272,7 +273,7 @@ func readCheckpoint(comm collective.Comm, ds decode.Source, dataset uint64, cfg 
 	if err := r.UnmarshalJSON(st.Reader); err != nil {
 		return nil, nil, true, fmt.Errorf("%s: %w", path, err)
 	}
-	cost = decode.NewCostModel(nil)
+	cost = costmodel.New(nil)
 	if err := cost.UnmarshalJSON(st.Cost); err != nil {
 		return nil, nil, true, fmt.Errorf("%s: cost model: %w", path, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/reader"
 
 	"github.com/datahelix/datahelix/decode"
@@ -51,7 +52,7 @@ type Config struct {
 	MaxTasks int
 	// Calibration is the cost model's starting point (nil: the built-in
 	// default).
-	Calibration *decode.Calibration
+	Calibration *costmodel.Calibration
 	// GPU is the simulated GPU's step model; its step time is also the
 	// prior of the progress tracker, and its per-sample, per-frame and
 	// per-token times give each sample the GPU time the planner evens out

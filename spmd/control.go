@@ -12,6 +12,7 @@ import (
 	"github.com/datahelix/datahelix/gpu"
 	"github.com/datahelix/datahelix/internal/agree"
 	"github.com/datahelix/datahelix/internal/step"
+	"github.com/datahelix/datahelix/internal/video"
 	"github.com/datahelix/datahelix/internal/wire"
 	"github.com/datahelix/datahelix/plan"
 )
@@ -153,8 +154,8 @@ func (l *Loader) describe(st *slotState, est int64) {
 	}
 	st.item.Train = step.TrainTime(l.gpuModel(), c)
 	if v := rec.Video; v != nil && taskLimit(l.cfg) > 1 && !v.FrameCountEstimated {
-		targets := decode.SampleFrames(v, l.cfg.Decode.Frames)
-		tasks := decode.PlanVideoTasks(v, targets, taskLimit(l.cfg))
+		targets := video.SampleFrames(v, l.cfg.Decode.Frames)
+		tasks := video.PlanTasks(v, targets, taskLimit(l.cfg))
 		if len(tasks) > 1 {
 			st.tasks = tasks
 			total := 0

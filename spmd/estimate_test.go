@@ -13,6 +13,7 @@ import (
 
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/gen/gentest"
 	"github.com/datahelix/datahelix/internal/step"
 	"github.com/datahelix/datahelix/plan"
@@ -48,8 +49,8 @@ func TestAbsurdEstimateDoesNotEndTheJob(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the patched %s no longer parses (%v): the test needs one that does", name, err)
 		}
-		cost := decode.NewCostModel(nil)
-		cost.SetOptions(decode.CostOptions{Frames: 2, Size: 32})
+		cost := costmodel.New(nil)
+		cost.SetOptions(costmodel.Options{Frames: 2, Size: 32})
 		if est := cost.Estimate(rec); est <= plan.MaxCost {
 			t.Fatalf("the patched %s estimates %d µs, within plan.MaxCost: the test proves nothing", name, est)
 		}
@@ -100,8 +101,8 @@ func FuzzDescribe(f *testing.F) {
 	cfg := testConfig(KindHelix)
 	cfg.GPU = gpu.Model{Base: time.Millisecond, PerFrame: time.Millisecond, PerToken: time.Microsecond}
 	cfg.MaxTasks = 4
-	cost := decode.NewCostModel(nil)
-	cost.SetOptions(decode.CostOptions{Frames: cfg.Decode.Frames, Size: cfg.Decode.Size, MaxTasks: taskLimit(cfg)})
+	cost := costmodel.New(nil)
+	cost.SetOptions(costmodel.Options{Frames: cfg.Decode.Frames, Size: cfg.Decode.Size, MaxTasks: taskLimit(cfg)})
 	l := &Loader{cfg: cfg, cost: cost}
 	f.Fuzz(func(t *testing.T, data []byte, ext string) {
 		s := &decode.Sample{Key: "k", Members: []decode.Member{{Name: "k.txt", Ext: "txt", Data: []byte("a caption")}}}
@@ -191,7 +192,7 @@ func TestDescribeUsesTheDecoderLimits(t *testing.T) {
 	for _, tc := range tests {
 		cfg := testConfig(KindHelix)
 		cfg.Decode.Limits.MaxTextBytes = tc.limit
-		l := &Loader{cfg: cfg, cost: decode.NewCostModel(nil)}
+		l := &Loader{cfg: cfg, cost: costmodel.New(nil)}
 		s := &decode.Sample{Shard: "s.tar", Key: "k", Members: []decode.Member{{Name: "k.txt", Ext: "txt", Data: bytes.Repeat([]byte("a"), tc.size)}}}
 		st := &slotState{sample: s, item: step.Item{ID: 1, Bytes: int64(tc.size)}}
 		l.describe(st, 0)

@@ -12,10 +12,12 @@ import (
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/gpu"
 	"github.com/datahelix/datahelix/internal/agree"
+	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/metrics"
 	"github.com/datahelix/datahelix/internal/reader"
 	"github.com/datahelix/datahelix/internal/stall"
 	"github.com/datahelix/datahelix/internal/step"
+	"github.com/datahelix/datahelix/internal/video"
 	"github.com/datahelix/datahelix/internal/wire"
 	"github.com/datahelix/datahelix/plan"
 )
@@ -79,7 +81,7 @@ type Loader struct {
 	ds      decode.Source
 	reader  *reader.Reader
 	dec     *decode.Decoder
-	cost    *decode.CostModel
+	cost    *costmodel.Model
 	tracker *gpu.Tracker
 	start   time.Time
 	// cpuAt is the process's CPU time (ns) at the last delivery, for the
@@ -165,8 +167,8 @@ type slotState struct {
 	sample    *decode.Sample
 	rec       *decode.Record
 	recErr    error
-	tasks     []decode.VideoTask // for split clips, one per part
-	tensor    decode.Tensor      // a split clip's frames, filled by its parts
+	tasks     []video.Task  // for split clips, one per part
+	tensor    decode.Tensor // a split clip's frames, filled by its parts
 	out       *decode.Output
 	err       error
 	partsLeft int
@@ -235,10 +237,10 @@ func NewLoader(ctx context.Context, comm collective.Comm, ds decode.Source, cfg 
 
 	cal := cfg.Calibration
 	if cal == nil {
-		cal = decode.DefaultCalibration()
+		cal = costmodel.DefaultCalibration()
 	}
-	cost := decode.NewCostModel(cal)
-	cost.SetOptions(decode.CostOptions{Frames: cfg.Decode.Frames, Size: cfg.Decode.Size, MaxTasks: taskLimit(cfg)})
+	cost := costmodel.New(cal)
+	cost.SetOptions(costmodel.Options{Frames: cfg.Decode.Frames, Size: cfg.Decode.Size, MaxTasks: taskLimit(cfg)})
 	// Count errors once the model has seen a quarter of the run's samples
 	// (at most the model's default 200), so short runs report one too.
 	cost.SetWarmup(min(200, max(8, cfg.Steps*cfg.Batch/4)))
@@ -434,7 +436,7 @@ func batchOf(bs *batchState) *Batch {
 func (l *Loader) Records() []metrics.StepRecord { return l.records }
 
 // CostModel returns the rank's cost model.
-func (l *Loader) CostModel() *decode.CostModel { return l.cost }
+func (l *Loader) CostModel() *costmodel.Model { return l.cost }
 
 // Quiesce prepares a loader whose training loop stopped asking before
 // its last step for Close: it waits until the control loop has planned

@@ -39,7 +39,7 @@ func loadStream(t testing.TB, data []byte) stream {
 }
 
 // plan builds targets for decode-order frames idx (sorted by pts) the way
-// decode.PlanVideoTasks does for one task: seek to a target's keyframe
+// video.PlanTasks does for one task: seek to a target's keyframe
 // only when it lies after everything fed to the decoder so far.
 func (s stream) plan(idx []int) []Target {
 	keyOf := func(i int) int {

@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/gen"
 	"github.com/datahelix/datahelix/internal/inspect"
 	"github.com/datahelix/datahelix/internal/machine"
+	"github.com/datahelix/datahelix/internal/shardindex"
 )
 
 // CalibratePresets are the generator presets bench calibrate decodes: all
@@ -103,7 +105,7 @@ func calibrationDataset(cfg CalibrateConfig, preset string) gen.Config {
 // also measures the compressed bits per pixel of the generated images and
 // how far the records the simulator synthesizes from the generator's
 // specifications are from the real ones (SynthMAPE).
-func Calibrate(ctx context.Context, cfg CalibrateConfig) (*Calibration, error) {
+func Calibrate(ctx context.Context, cfg CalibrateConfig) (*costmodel.Calibration, error) {
 	if cfg.Presets == nil {
 		cfg.Presets = CalibratePresets
 	}
@@ -123,11 +125,11 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig) (*Calibration, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	opts := decode.DefaultCostOptions()
-	m := decode.NewCostModel(decode.DefaultCalibration())
+	opts := costmodel.DefaultOptions()
+	m := costmodel.New(costmodel.DefaultCalibration())
 	m.SetOptions(opts)
 	dec := decode.NewDecoder(decode.Options{Frames: opts.Frames, Size: opts.Size})
-	cal := &Calibration{Source: "measured", Machine: cfg.Machine, Created: time.Now().UTC().Format(time.RFC3339), Presets: slices.Clone(cfg.Presets),
+	cal := &costmodel.Calibration{Source: "measured", MeasuredOn: cfg.Machine, Created: time.Now().UTC().Format(time.RFC3339), Presets: slices.Clone(cfg.Presets),
 		MAPE: map[string]float64{}, SynthMAPE: map[string]float64{}, BitsPerPixel: map[string]float64{},
 		SplitRatio: map[string]float64{}}
 	var held []inspect.CostObservation
@@ -151,7 +153,7 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig) (*Calibration, error) {
 		if made {
 			logf("generated %d %s samples into %s in %.0fs", gc.Samples, p, dir, time.Since(t0).Seconds())
 		}
-		ds, err := decode.OpenDataset(dir, decode.IndexCacheDir(cfg.CacheDir))
+		ds, err := decode.OpenDataset(dir, shardindex.Dir(cfg.CacheDir))
 		if err != nil {
 			return nil, fmt.Errorf("bench calibrate: %w", err)
 		}
@@ -240,7 +242,8 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig) (*Calibration, error) {
 		m.Observe(o.Record, o.Micros)
 	}
 	learnHeldOutSplit(m, opts, allSplits)
-	cal.Cost = m.Calibration(fmt.Sprintf("%s, thread CPU time, fastest of %d, %d samples of %d presets", cfg.Machine, cfg.Repeat, cal.Samples, len(cfg.Presets)))
+	learned := m.Calibration(fmt.Sprintf("%s, thread CPU time, fastest of %d, %d samples of %d presets", cfg.Machine, cfg.Repeat, cal.Samples, len(cfg.Presets)))
+	cal.Machine, cal.Options, cal.Coefficients = learned.Machine, learned.Options, learned.Coefficients
 	for f, d := range defaultBitsPerPixel {
 		cal.BitsPerPixel[f] = d
 	}
@@ -250,7 +253,7 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig) (*Calibration, error) {
 		}
 	}
 	// The synthesis error, with the final coefficients and image sizes.
-	final := decode.NewCostModel(cal.Cost)
+	final := costmodel.New(cal)
 	final.SetOptions(opts)
 	for _, d := range all {
 		var sum float64
@@ -266,13 +269,13 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig) (*Calibration, error) {
 			logf("%s: synthesized records estimate %.1f %% away from the real ones", d.gc.Preset, 100*cal.SynthMAPE[d.gc.Preset])
 		}
 	}
-	return cal, cal.Validate()
+	return cal, validate(cal)
 }
 
 // synthError is the relative difference between the cost estimate of a
 // generated sample's real record and of the record the simulator
 // synthesizes from the generator's specification of the same sample.
-func synthError(m *decode.CostModel, gc gen.Config, real *decode.Record, bpp map[string]float64) (float64, bool) {
+func synthError(m *costmodel.Model, gc gen.Config, real *decode.Record, bpp map[string]float64) (float64, bool) {
 	spec, err := specOf(gc, real)
 	if err != nil {
 		return 0, false

@@ -1,19 +1,16 @@
 package bench
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
-	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/machine"
 )
 
@@ -21,49 +18,6 @@ import (
 // Its text carries no "bench:": LoadCalibration's error puts the file's
 // name before it.
 var ErrCalibration = errors.New("invalid calibration")
-
-// Calibration is what the simulator draws sample costs from: the cost
-// model's coefficients measured on real decodes (true cost = the model's
-// prediction from a sample's features), the model's held-out error (the
-// estimate the planner sees is the true cost with that error), and the
-// compressed bits per pixel of generated images.
-type Calibration struct {
-	// Source is "measured" (bench calibrate on this machine), "default"
-	// (nothing cached: decode.DefaultCalibration, not measured here) or
-	// the path of a file given with --calibration.
-	Source  string          `json:"source"`
-	Machine machine.Machine `json:"machine"`
-	Created string          `json:"created,omitempty"`
-	// Presets are the generator presets the calibration decoded (bench
-	// calibrate --presets); CoveredPresets reads it.
-	Presets []string `json:"presets,omitempty"`
-	// Cost holds the coefficients, in µs of this machine's CPU time.
-	Cost *decode.Calibration `json:"cost"`
-	// MAPE is the held-out mean absolute percentage error of the cost
-	// model per model key ("video/h264", "image/jpeg", ...) and "all",
-	// as a fraction; "split:video/h264" is that of clips decoded task by
-	// task.
-	MAPE map[string]float64 `json:"mape"`
-	// SynthMAPE is, per preset, the mean relative difference between the
-	// estimate from a generated sample's real record and from the record
-	// the simulator synthesizes for the same sample: the error of the
-	// synthesis itself.
-	SynthMAPE map[string]float64 `json:"synth_mape,omitempty"`
-	// SplitRatio is, per preset, the CPU time of its clips decoded task
-	// by task (split into keyframe-aligned tasks as the splitting
-	// loaders do) over the time of decoding them whole.
-	SplitRatio map[string]float64 `json:"split_ratio,omitempty"`
-	// BitsPerPixel is the compressed size of generated images per format
-	// ("jpeg", "png", "webp"), per format and content ("jpeg/life") and
-	// per format, content and quality ("jpeg/life/q3").
-	BitsPerPixel map[string]float64 `json:"bits_per_pixel"`
-	Samples      int                `json:"samples"`  // decoded
-	HeldOut      int                `json:"held_out"` // of which evaluated without learning
-	Failed       int                `json:"failed"`   // did not decode
-	// Failures are the first errors of samples that did not decode.
-	Failures []string `json:"failures,omitempty"`
-	Note     string   `json:"note,omitempty"`
-}
 
 // defaultMAPE is the estimate error assumed without a measurement.
 const defaultMAPE = 0.25
@@ -75,20 +29,21 @@ var defaultBitsPerPixel = map[string]float64{"jpeg": 3.0, "png": 12.4, "webp": 2
 // DefaultCalibration is the fallback when no calibration is cached: the
 // decode package's built-in coefficients (not measured on this machine),
 // an assumed 25 % estimate error and default image sizes.
-func DefaultCalibration() *Calibration {
+func DefaultCalibration() *costmodel.Calibration {
 	bpp := map[string]float64{}
 	for k, v := range defaultBitsPerPixel {
 		bpp[k] = v
 	}
-	return &Calibration{
-		Source: "default", Cost: decode.DefaultCalibration(), MAPE: map[string]float64{"all": defaultMAPE}, BitsPerPixel: bpp,
-		Note: fmt.Sprintf("no calibration cached for this machine and commit: decode.DefaultCalibration() (not measured here), %.0f %% estimate error assumed; run `datahelix bench calibrate`", 100*defaultMAPE),
-	}
+	c := costmodel.DefaultCalibration()
+	c.Source, c.MAPE, c.BitsPerPixel = "default", map[string]float64{"all": defaultMAPE}, bpp
+	c.Note = fmt.Sprintf("no calibration cached for this machine and commit: the built-in cost calibration (not measured here), %.0f %% estimate error assumed; run `datahelix bench calibrate`", 100*defaultMAPE)
+	return c
 }
 
-// Validate checks the calibration's numbers.
-func (c *Calibration) Validate() error {
-	if err := c.Cost.Validate(); err != nil {
+// validate checks that c holds what the simulator draws from, besides
+// the coefficients costmodel's Validate checks.
+func validate(c *costmodel.Calibration) error {
+	if err := c.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrCalibration, err)
 	}
 	if len(c.Presets) > maxCostPresets {
@@ -127,7 +82,7 @@ const maxCostPresets = 64
 // for a file written before calibrations recorded them, the presets with
 // a synthesized-record error (bench calibrate measures one for every
 // preset it decodes). The default calibration measured none.
-func (c *Calibration) CoveredPresets() []string {
+func CoveredPresets(c *costmodel.Calibration) []string {
 	if c.Presets != nil {
 		return c.Presets
 	}
@@ -144,11 +99,11 @@ func (c *Calibration) CoveredPresets() []string {
 // and c did not measure, each once, in CalibratePresets' order (others
 // after, sorted). It is nil for the default calibration, which measured
 // nothing here and says so in its note.
-func (c *Calibration) UncoveredPresets(ws []*Workload) []string {
+func UncoveredPresets(c *costmodel.Calibration, ws []*Workload) []string {
 	if c.Source == "default" {
 		return nil
 	}
-	covered := c.CoveredPresets()
+	covered := CoveredPresets(c)
 	var out []string
 	for _, w := range ws {
 		for _, s := range w.Sources {
@@ -178,35 +133,35 @@ func (c *Calibration) UncoveredPresets(ws []*Workload) []string {
 // default calibration). Their samples are priced with coefficients
 // measured on other presets or built in, and the held-out error is that
 // of the presets measured.
-func (c *Calibration) CoverageWarning(ws []*Workload) string {
-	miss := c.UncoveredPresets(ws)
+func CoverageWarning(c *costmodel.Calibration, ws []*Workload) string {
+	miss := UncoveredPresets(c, ws)
 	if len(miss) == 0 {
 		return ""
 	}
 	covered := "no preset"
-	if cp := c.CoveredPresets(); len(cp) > 0 {
+	if cp := CoveredPresets(c); len(cp) > 0 {
 		covered = strings.Join(cp, ", ")
 	}
 	return fmt.Sprintf("the calibration measured %s, not %s of the selected workloads: their costs use coefficients not measured on them, and its error is that of the presets measured (run datahelix bench calibrate for every preset)",
 		covered, strings.Join(miss, ", "))
 }
 
-// ReadCalibration parses and validates a calibration in JSON (at most
-// 4 MiB): one object as Save writes it, without unknown fields (another
-// JSON file given by mistake is refused, not read as empty).
-func ReadCalibration(r io.Reader) (*Calibration, error) {
-	var c Calibration
-	if err := decodeOneObject(io.LimitReader(r, 4<<20), &c); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCalibration, err)
+// ReadCalibration parses a calibration in JSON as costmodel's
+// ReadCalibration does, and checks that it holds what the simulator
+// draws from (a calibration of the cost model alone does not).
+func ReadCalibration(r io.Reader) (*costmodel.Calibration, error) {
+	c, err := costmodel.ReadCalibration(r)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCalibration, err)
 	}
-	if err := c.Validate(); err != nil {
+	if err := validate(c); err != nil {
 		return nil, err
 	}
-	return &c, nil
+	return c, nil
 }
 
 // LoadCalibration reads a calibration written by Save.
-func LoadCalibration(path string) (*Calibration, error) {
+func LoadCalibration(path string) (*costmodel.Calibration, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("bench: calibration: %w", err)
@@ -219,32 +174,16 @@ func LoadCalibration(path string) (*Calibration, error) {
 	return c, nil
 }
 
-// Save writes the calibration as indented JSON, through a temporary file
-// renamed into place.
-func (c *Calibration) Save(path string) error {
-	data, err := json.MarshalIndent(c, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("bench: %w", err)
-	}
-	tmp := fmt.Sprintf("%s.tmp-%d", path, os.Getpid())
-	if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("bench: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("bench: %w", err)
-	}
-	return nil
-}
+// calibrationPrefix starts the names of cached calibrations. Files of
+// the layout before bench's calibration and the cost model's were one
+// type ("calibration-<key>.json", the coefficients under "cost") have
+// another name: this binary never reads them, and calibrates again.
+const calibrationPrefix = "calibration2-"
 
 // CalibrationPath is where the calibration of machine m is cached under
 // the cache directory.
 func CalibrationPath(cacheDir string, m machine.Machine) string {
-	return filepath.Join(cacheDir, "bench", "calibration-"+m.Key()+".json")
+	return filepath.Join(cacheDir, "bench", calibrationPrefix+m.Key()+".json")
 }
 
 // CachedCalibration returns the calibration cached for machine m: the
@@ -252,7 +191,7 @@ func CalibrationPath(cacheDir string, m machine.Machine) string {
 // hardware, with a Note naming the decoder commit it measured; else
 // DefaultCalibration. A cached file that does not parse is an error, not
 // a silent fallback.
-func CachedCalibration(cacheDir string, m machine.Machine) (*Calibration, error) {
+func CachedCalibration(cacheDir string, m machine.Machine) (*costmodel.Calibration, error) {
 	p := CalibrationPath(cacheDir, m)
 	if _, err := os.Stat(p); err == nil {
 		return loadCached(p)
@@ -260,7 +199,7 @@ func CachedCalibration(cacheDir string, m machine.Machine) (*Calibration, error)
 		return nil, fmt.Errorf("bench: calibration: %w", err)
 	}
 	hw, _, _ := strings.Cut(m.Key(), "-")
-	matches, _ := filepath.Glob(filepath.Join(cacheDir, "bench", "calibration-"+hw+"-*.json"))
+	matches, _ := filepath.Glob(filepath.Join(cacheDir, "bench", calibrationPrefix+hw+"-*.json"))
 	var newest string
 	var when time.Time
 	for _, f := range matches {
@@ -275,70 +214,16 @@ func CachedCalibration(cacheDir string, m machine.Machine) (*Calibration, error)
 	if err != nil {
 		return nil, err
 	}
-	c.Note = fmt.Sprintf("measured on this machine with the decoder of commit %.12s, not the current %.12s (rerun datahelix bench calibrate)", c.Machine.DecodeCommit, m.DecodeCommit)
+	c.Note = fmt.Sprintf("measured on this machine with the decoder of commit %.12s, not the current %.12s (rerun datahelix bench calibrate)", c.MeasuredOn.DecodeCommit, m.DecodeCommit)
 	return c, nil
 }
 
 // loadCached is LoadCalibration of a file in the cache, whose error says
 // how to get past it: the user did not name the file.
-func loadCached(path string) (*Calibration, error) {
+func loadCached(path string) (*costmodel.Calibration, error) {
 	c, err := LoadCalibration(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w (a cached calibration: rerun datahelix bench calibrate to replace it, or delete the file)", err)
 	}
 	return c, nil
-}
-
-// Sigma returns the shape of the multiplicative log-normal error of
-// estimates for model key: the one whose mean absolute percentage error
-// is the measured MAPE of the key (else the overall one).
-func (c *Calibration) Sigma(key string) float64 {
-	e, ok := c.MAPE[key]
-	if !ok {
-		e = c.MAPE["all"]
-	}
-	return sigmaForMAPE(e)
-}
-
-// mapeOfSigma is E|e^{σZ} - 1| for a standard normal Z, by the midpoint
-// rule on [-8, 8].
-func mapeOfSigma(sigma float64) float64 {
-	const n, lim = 4000, 8.0
-	h := 2 * lim / n
-	s := 0.0
-	for i := range n {
-		z := -lim + (float64(i)+0.5)*h
-		s += math.Abs(math.Exp(sigma*z)-1) * math.Exp(-z*z/2)
-	}
-	return s * h / math.Sqrt(2*math.Pi)
-}
-
-// sigmaForMAPE inverts mapeOfSigma by bisection (it is increasing).
-func sigmaForMAPE(mape float64) float64 {
-	if !(mape > 0) {
-		return 0
-	}
-	lo, hi := 0.0, 3.0
-	if mape >= mapeOfSigma(hi) {
-		return hi
-	}
-	for range 60 {
-		mid := (lo + hi) / 2
-		if mapeOfSigma(mid) < mape {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return (lo + hi) / 2
-}
-
-// MAPEKeys returns the model keys with a measured error, sorted.
-func (c *Calibration) MAPEKeys() []string {
-	keys := make([]string, 0, len(c.MAPE))
-	for k := range c.MAPE {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -13,29 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/machine"
 )
 
-func TestSigmaForMAPE(t *testing.T) {
-	for _, mape := range []float64{0.01, 0.05, 0.163, 0.5, 1.5} {
-		sigma := sigmaForMAPE(mape)
-		if got := mapeOfSigma(sigma); math.Abs(got-mape) > 1e-6 {
-			t.Errorf("MAPE %v: sigma %v gives back %v", mape, sigma, got)
-		}
-	}
-	// Small errors: E|e^{σZ}-1| ≈ σ sqrt(2/π).
-	if got, want := sigmaForMAPE(0.01), 0.01/math.Sqrt(2/math.Pi); math.Abs(got-want) > 1e-4 {
-		t.Errorf("sigma for 1 %% = %v, want about %v", got, want)
-	}
-	if sigmaForMAPE(0) != 0 || sigmaForMAPE(-1) != 0 {
-		t.Error("no error must give sigma 0")
-	}
-}
-
-func testCalibration() *Calibration {
+func testCalibration() *costmodel.Calibration {
 	c := DefaultCalibration()
 	c.Source, c.Note = "measured", ""
-	c.Machine = machine.Machine{Host: "h", CPU: "c", Cores: 2, OS: "linux", Arch: "amd64", Commit: "abc", DecodeCommit: "0123456789abcdef"}
+	c.MeasuredOn = machine.Machine{Host: "h", CPU: "c", Cores: 2, OS: "linux", Arch: "amd64", Commit: "abc", DecodeCommit: "0123456789abcdef"}
 	c.MAPE["video/h264"] = 0.12
 	c.BitsPerPixel["jpeg/life/q3"] = 3.5
 	c.Presets = slices.Clone(CalibratePresets)
@@ -65,7 +50,7 @@ func TestCalibrationCoverage(t *testing.T) {
 	old.Presets, old.SynthMAPE = nil, map[string]float64{"kinetics": 0.1, "laion": 0.2}
 	tests := []struct {
 		name string
-		cal  *Calibration
+		cal  *costmodel.Calibration
 		ws   []*Workload
 		want []string
 	}{
@@ -77,11 +62,11 @@ func TestCalibrationCoverage(t *testing.T) {
 		{"default", DefaultCalibration(), all, nil},
 	}
 	for _, tt := range tests {
-		got := tt.cal.UncoveredPresets(tt.ws)
+		got := UncoveredPresets(tt.cal, tt.ws)
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("%s: uncovered %v, want %v", tt.name, got, tt.want)
 		}
-		w := tt.cal.CoverageWarning(tt.ws)
+		w := CoverageWarning(tt.cal, tt.ws)
 		if (w == "") != (len(tt.want) == 0) {
 			t.Errorf("%s: warning %q with uncovered %v", tt.name, w, tt.want)
 		}
@@ -93,7 +78,7 @@ func TestCalibrationCoverage(t *testing.T) {
 	}
 	dup := testCalibration()
 	dup.Presets = []string{"text", "text"}
-	if err := dup.Validate(); err == nil || !strings.Contains(err.Error(), "presets") {
+	if err := validate(dup); err == nil || !strings.Contains(err.Error(), "presets") {
 		t.Errorf("presets listed twice: %v, want an error", err)
 	}
 }
@@ -111,7 +96,10 @@ func TestCalibrationRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(got, c) {
 		t.Errorf("round trip changed the calibration:\n%+v\n%+v", got, c)
 	}
-	if got.Sigma("video/h264") != sigmaForMAPE(0.12) || got.Sigma("image/png") != sigmaForMAPE(defaultMAPE) {
+	sigma := func(mape float64) float64 {
+		return (&costmodel.Calibration{MAPE: map[string]float64{"all": mape}}).Sigma("")
+	}
+	if got.Sigma("video/h264") != sigma(0.12) || got.Sigma("image/png") != sigma(defaultMAPE) {
 		t.Error("Sigma does not use the key's MAPE, else the overall one")
 	}
 }
@@ -130,8 +118,7 @@ func TestReadCalibrationRejects(t *testing.T) {
 		{"no overall mape", `"all": 0.25`, `"al": 0.25`, "no overall mape"},
 		{"bits per pixel", `"jpeg/life/q3": 3.5`, `"jpeg/life/q3": 300`, "bits_per_pixel[jpeg/life/q3]"},
 		{"missing format", `"png":`, `"pgn":`, "no bits_per_pixel for png"},
-		{"unknown field", `"cost": {`, `"cots": {`, `unknown field "cots"`},
-		{"unknown cost field", `"coefficients": {`, `"coefficient": {`, `unknown field "coefficient"`},
+		{"unknown field", `"coefficients": {`, `"coefficient": {`, `unknown field "coefficient"`},
 		{"negative coefficient", `"text": [`, `"text": [-1,`, "coefficient 0 is -1"},
 	}
 	for _, c := range cases {
@@ -155,7 +142,7 @@ func TestReadCalibrationRejects(t *testing.T) {
 	if err := json.Unmarshal([]byte(good()), &m); err != nil {
 		t.Fatal(err)
 	}
-	delete(m, "cost")
+	delete(m, "coefficients")
 	noCost, err := json.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +150,8 @@ func TestReadCalibrationRejects(t *testing.T) {
 	others := []struct{ name, data, want string }{
 		{"no cost", string(noCost), "no cost coefficients"},
 		{"empty object", "{}", "no cost coefficients"},
-		{"empty coefficients", `{"cost":{"coefficients":{}},"mape":{"all":0.1},"bits_per_pixel":{"jpeg":1,"png":1,"webp":1}}`, "no cost coefficients"},
+		{"empty coefficients", `{"coefficients":{},"mape":{"all":0.1},"bits_per_pixel":{"jpeg":1,"png":1,"webp":1}}`, "no cost coefficients"},
+		{"cost model only", `{"coefficients":{"text":[1,2,3,0,0,0,0,0]}}`, "no overall mape"},
 		{"workload", string(workload), `unknown field "name"`},
 		{"trailing data", good() + "{}", "data after the object"},
 		{"stray brace", good() + "}", "data after the object"},
@@ -183,14 +171,14 @@ func TestReadCalibrationRejects(t *testing.T) {
 
 func TestCachedCalibration(t *testing.T) {
 	dir := t.TempDir()
-	m := testCalibration().Machine
+	m := testCalibration().MeasuredOn
 	c, err := CachedCalibration(dir, m)
 	if err != nil || c.Source != "default" || !strings.Contains(c.Note, "bench calibrate") {
 		t.Fatalf("empty cache: %v, source %q note %q; want the default saying so", err, c.Source, c.Note)
 	}
 	older := testCalibration()
-	older.Machine.DecodeCommit = "fedcba9876543210"
-	if err := older.Save(CalibrationPath(dir, older.Machine)); err != nil {
+	older.MeasuredOn.DecodeCommit = "fedcba9876543210"
+	if err := older.Save(CalibrationPath(dir, older.MeasuredOn)); err != nil {
 		t.Fatal(err)
 	}
 	c, err = CachedCalibration(dir, m)
@@ -203,7 +191,7 @@ func TestCachedCalibration(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	os.Chtimes(CalibrationPath(dir, older.Machine), now.Add(time.Hour), now.Add(time.Hour))
+	os.Chtimes(CalibrationPath(dir, older.MeasuredOn), now.Add(time.Hour), now.Add(time.Hour))
 	c, err = CachedCalibration(dir, m)
 	if err != nil || c.MAPE["all"] != 0.11 || c.Note != "" {
 		t.Fatalf("exact match: %v, mape %v note %q; want the exact one", err, c.MAPE["all"], c.Note)
@@ -221,7 +209,7 @@ func TestCachedCalibration(t *testing.T) {
 	}
 	// The same for the newest one of the same hardware.
 	os.Remove(CalibrationPath(dir, m))
-	os.WriteFile(CalibrationPath(dir, older.Machine), []byte("{"), 0o644)
+	os.WriteFile(CalibrationPath(dir, older.MeasuredOn), []byte("{"), 0o644)
 	if _, err := CachedCalibration(dir, m); err == nil || !strings.Contains(err.Error(), "rerun datahelix bench calibrate") {
 		t.Errorf("corrupt calibration of another decoder: %v, want how to replace it", err)
 	}

@@ -9,7 +9,9 @@ import (
 	"strconv"
 
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/inspect"
+	"github.com/datahelix/datahelix/internal/video"
 )
 
 // calibrateSplitTasks is how many keyframe-aligned tasks calibration
@@ -25,7 +27,7 @@ type splitObservation struct {
 	heldOut bool
 }
 
-// measureSplit decodes every clip of obs that PlanVideoTasks splits into
+// measureSplit decodes every clip of obs that video.PlanTasks splits into
 // more than one task (at most calibrateSplitTasks) task by task with
 // DecodeVideoTask on this locked thread, keeping the fastest of repeat
 // sums of the tasks' thread CPU times, and, alternating with it, whole
@@ -42,7 +44,7 @@ func measureSplit(ctx context.Context, ds *decode.Dataset, dec *decode.Decoder, 
 		if v == nil || v.FrameCountEstimated {
 			continue
 		}
-		tasks := decode.PlanVideoTasks(v, decode.SampleFrames(v, dec.Options().Frames), calibrateSplitTasks)
+		tasks := video.PlanTasks(v, video.SampleFrames(v, dec.Options().Frames), calibrateSplitTasks)
 		if len(tasks) < 2 {
 			continue
 		}
@@ -84,7 +86,7 @@ func measureSplit(ctx context.Context, ds *decode.Dataset, dec *decode.Decoder, 
 // learnSplit feeds the warm-up split observations to m (with split
 // features) and returns the held-out relative errors by model key, of
 // predictions made before m saw them.
-func learnSplit(m *decode.CostModel, whole decode.CostOptions, obs []splitObservation) map[string][]float64 {
+func learnSplit(m *costmodel.Model, whole costmodel.Options, obs []splitObservation) map[string][]float64 {
 	split := whole
 	split.MaxTasks = calibrateSplitTasks
 	m.SetOptions(split)
@@ -103,7 +105,7 @@ func learnSplit(m *decode.CostModel, whole decode.CostOptions, obs []splitObserv
 }
 
 // learnHeldOutSplit feeds the held-out split observations to m at the end.
-func learnHeldOutSplit(m *decode.CostModel, whole decode.CostOptions, obs []splitObservation) {
+func learnHeldOutSplit(m *costmodel.Model, whole costmodel.Options, obs []splitObservation) {
 	split := whole
 	split.MaxTasks = calibrateSplitTasks
 	m.SetOptions(split)

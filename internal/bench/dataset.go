@@ -4,8 +4,10 @@ import (
 	"fmt"
 
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/reader"
 	"github.com/datahelix/datahelix/internal/sim"
+	"github.com/datahelix/datahelix/internal/video"
 )
 
 // DatasetSimConfig says how a real dataset would be run: the flags of
@@ -32,12 +34,12 @@ type DatasetSamples struct {
 // reader (reader.New, same seed and shuffle buffer) gives it for
 // cfg.Steps steps, parses their records and prices them as Synth does:
 // the calibrated cost model's prediction is the true cost, the estimate
-// carries the calibration's error, clips split with PlanVideoTasks into at
+// carries the calibration's error, clips split with video.PlanTasks into at
 // most W tasks. Sample ids are the runtime's (SampleRef.ID), so a
 // simulation's batches_hash equals the real run's when both trained the
 // same batches. A sample whose record does not parse is an error naming
 // it (the runtime would drop it).
-func NewDatasetSamples(ds *decode.Dataset, cal *Calibration, cfg DatasetSimConfig) (*DatasetSamples, error) {
+func NewDatasetSamples(ds *decode.Dataset, cal *costmodel.Calibration, cfg DatasetSimConfig) (*DatasetSamples, error) {
 	if cfg.Frames <= 0 {
 		cfg.Frames = decode.DefaultFrames
 	}
@@ -53,10 +55,10 @@ func NewDatasetSamples(ds *decode.Dataset, cal *Calibration, cfg DatasetSimConfi
 	if cal == nil {
 		cal = DefaultCalibration()
 	}
-	unsplit := decode.NewCostModel(cal.Cost)
-	unsplit.SetOptions(decode.CostOptions{Frames: cfg.Frames, Size: cfg.Size, MaxTasks: 1})
-	split := decode.NewCostModel(cal.Cost)
-	split.SetOptions(decode.CostOptions{Frames: cfg.Frames, Size: cfg.Size, MaxTasks: cfg.Workers})
+	unsplit := costmodel.New(cal)
+	unsplit.SetOptions(costmodel.Options{Frames: cfg.Frames, Size: cfg.Size, MaxTasks: 1})
+	split := costmodel.New(cal)
+	split.SetOptions(costmodel.Options{Frames: cfg.Frames, Size: cfg.Size, MaxTasks: cfg.Workers})
 	sizes := make([]int, len(ds.Shards))
 	for i, s := range ds.Shards {
 		sizes[i] = s.Len()
@@ -90,7 +92,7 @@ func NewDatasetSamples(ds *decode.Dataset, cal *Calibration, cfg DatasetSimConfi
 				case v != nil:
 					x.Frames, x.Mem = cfg.Frames, int64(cfg.Frames)*plane
 					if cfg.Workers > 1 && !v.FrameCountEstimated {
-						tasks := decode.PlanVideoTasks(v, decode.SampleFrames(v, cfg.Frames), cfg.Workers)
+						tasks := video.PlanTasks(v, video.SampleFrames(v, cfg.Frames), cfg.Workers)
 						if len(tasks) > 1 {
 							frames := make([]int32, len(tasks))
 							for k, tk := range tasks {

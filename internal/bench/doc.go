@@ -30,7 +30,7 @@
 // and the report says so). The true cost is the model's prediction; the
 // estimate the planner sees carries a log-normal error with the measured
 // held-out MAPE. Clips split into keyframe-aligned tasks with
-// decode.PlanVideoTasks, as in the runtime. Calibrate also measures how
+// video.PlanTasks, as in the runtime. Calibrate also measures how
 // far synthesized records price from the real ones (a few percent).
 //
 // # Evaluation and report

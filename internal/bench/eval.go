@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/metrics"
 	"github.com/datahelix/datahelix/internal/sim"
 	"github.com/datahelix/datahelix/plan"
@@ -76,7 +77,7 @@ type EvalConfig struct {
 	Batch       int         // per-rank batch; 0: each workload's own
 	Seed        uint64
 	// Calibration gives the sample costs (nil: DefaultCalibration).
-	Calibration *Calibration
+	Calibration *costmodel.Calibration
 	Network     Network // zero: DefaultNetwork
 	// Parallel is how many simulations run at once (0: GOMAXPROCS).
 	Parallel int
@@ -311,7 +312,7 @@ type prepared struct {
 // as the provisioning rule's LockstepFactor does); cfg, when not nil,
 // gives the ablations. Once ctx is done, those visits draw no more
 // samples and prepare returns ctx's error.
-func prepare(ctx context.Context, w *Workload, cal *Calibration, ranks, b, steps int, seed uint64, measure bool, cfg *EvalConfig) (*prepared, error) {
+func prepare(ctx context.Context, w *Workload, cal *costmodel.Calibration, ranks, b, steps int, seed uint64, measure bool, cfg *EvalConfig) (*prepared, error) {
 	s, err := NewSynth(w, cal, ranks, b, seed)
 	if err != nil {
 		return nil, err

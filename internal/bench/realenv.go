@@ -16,8 +16,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/collectivetest"
+	"github.com/datahelix/datahelix/internal/shardindex"
 )
 
 // ErrReal reports a real run or measurement (mpirun, mpicc, ffmpeg, the
@@ -70,7 +70,7 @@ func currentRealEnv() (RealEnv, error) {
 		e.Binary = exe
 	}
 	if e.CacheDir == "" {
-		e.CacheDir = decode.DefaultCacheDir()
+		e.CacheDir = shardindex.DefaultCacheDir()
 	}
 	e.Scale = e.Scale.withDefaults()
 	if e.Cores <= 0 {

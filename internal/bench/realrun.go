@@ -11,8 +11,10 @@ import (
 
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/metrics"
 	"github.com/datahelix/datahelix/internal/reader"
+	"github.com/datahelix/datahelix/internal/shardindex"
 	"github.com/datahelix/datahelix/internal/sim"
 	"github.com/datahelix/datahelix/spmd"
 )
@@ -66,7 +68,7 @@ func realWorkers(w *Workload, sc RealScale) int { return max(min(sc.Workers, w.W
 // to it: the GPU step makes the ranks' mean preparation throughput 1.2x
 // what the GPUs consume, counting the cores the ranks share (ranks x W
 // threads on Cores cores). Slow nodes are not emulated in real runs.
-func prepareRealJob(ctx context.Context, re RealEnv, w *Workload, cal *Calibration, ranks, batch, steps int, seed uint64, loaders []spmd.Kind) (*realJob, error) {
+func prepareRealJob(ctx context.Context, re RealEnv, w *Workload, cal *costmodel.Calibration, ranks, batch, steps int, seed uint64, loaders []spmd.Kind) (*realJob, error) {
 	if batch <= 0 {
 		batch = w.Batch
 	}
@@ -79,7 +81,7 @@ func prepareRealJob(ctx context.Context, re RealEnv, w *Workload, cal *Calibrati
 		return nil, err
 	}
 	j.data = rd
-	ds, err := decode.OpenDataset(rd.Dir, decode.IndexCacheDir(re.CacheDir))
+	ds, err := decode.OpenDataset(rd.Dir, shardindex.Dir(re.CacheDir))
 	if err != nil {
 		return nil, wrapf(err, "workload %s", w.Name)
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/machine"
 	"github.com/datahelix/datahelix/spmd"
 )
@@ -158,18 +159,18 @@ type Summary struct {
 
 // NewReport assembles the report of an evaluation: comparisons, summary
 // and goals. Sections are added with AddSection.
-func NewReport(m machine.Machine, cfg EvalConfig, ev *Evaluation, cal *Calibration) *Report {
+func NewReport(m machine.Machine, cfg EvalConfig, ev *Evaluation, cal *costmodel.Calibration) *Report {
 	r := &Report{Machine: m, Commit: m.Commit, CommitSource: m.CommitSource, Units: Units, Mode: ev.Mode, Ranks: cfg.Ranks, Steps: cfg.Steps, Seed: cfg.Seed,
 		Network: cfg.Network, NoSplit: cfg.NoSplit, NoiseOnTruth: cfg.NoiseOnTruth, Workloads: ev.Setups, Results: ev.Results, Timelines: ev.Timelines}
 	if cal != nil {
 		r.Calibration = CalibrationInfo{Source: cal.Source, Note: cal.Note, Created: cal.Created, MAPE: cal.MAPE["all"], SynthMAPE: cal.SynthMAPE,
 			SplitRatio: cal.SplitRatio}
 		if cal.Source != "default" {
-			r.Calibration.Machine = cal.Machine.String()
-			r.Calibration.Presets = cal.CoveredPresets()
+			r.Calibration.Machine = cal.MeasuredOn.String()
+			r.Calibration.Presets = CoveredPresets(cal)
 		}
-		r.Calibration.Uncovered = cal.UncoveredPresets(cfg.Workloads)
-		if w := cal.CoverageWarning(cfg.Workloads); w != "" {
+		r.Calibration.Uncovered = UncoveredPresets(cal, cfg.Workloads)
+		if w := CoverageWarning(cal, cfg.Workloads); w != "" {
 			r.Calibration.Note = strings.TrimPrefix(r.Calibration.Note+"; "+w, "; ")
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/sim"
 	"github.com/datahelix/datahelix/plan"
 	"github.com/datahelix/datahelix/spmd"
@@ -91,7 +92,7 @@ func (c ScaleConfig) Title() string {
 }
 
 // RunScale simulates the scale run and times it.
-func RunScale(ctx context.Context, cfg ScaleConfig, cal *Calibration) (*ScaleResult, error) {
+func RunScale(ctx context.Context, cfg ScaleConfig, cal *costmodel.Calibration) (*ScaleResult, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Check(); err != nil {
 		return nil, err

@@ -16,6 +16,7 @@ import (
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/av"
 	"github.com/datahelix/datahelix/internal/gen"
+	"github.com/datahelix/datahelix/internal/shardindex"
 )
 
 // DecodePresets are the generator's video presets the decode section
@@ -124,7 +125,7 @@ func measureDecode(ctx context.Context, re RealEnv, preset, tmp string) (decodeM
 	if err != nil {
 		return m, err
 	}
-	ds, err := decode.OpenDataset(dir, decode.IndexCacheDir(re.CacheDir))
+	ds, err := decode.OpenDataset(dir, shardindex.Dir(re.CacheDir))
 	if err != nil {
 		return m, fmt.Errorf("bench: %w", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+
+	"github.com/datahelix/datahelix/internal/costmodel"
 )
 
 // Section is one optional part of the report: a microbenchmark, the
@@ -46,7 +48,7 @@ type SectionEnv struct {
 	Ranks       int
 	Seed        uint64
 	Workloads   []*Workload
-	Calibration *Calibration
+	Calibration *costmodel.Calibration
 	Eval        *Evaluation
 	Scale       ScaleConfig
 	// OutDir is where the report's files go (a section may add its own).

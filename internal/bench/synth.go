@@ -5,8 +5,9 @@ import (
 	"math"
 	"sync"
 
-	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/sim"
+	"github.com/datahelix/datahelix/internal/video"
 	"github.com/datahelix/datahelix/plan"
 )
 
@@ -81,7 +82,7 @@ type shardDraw struct {
 
 // NewSynth draws the workload's pools with seed. batch is the per-rank
 // batch (the workload's when 0).
-func NewSynth(w *Workload, cal *Calibration, ranks, batch int, seed uint64) (*Synth, error) {
+func NewSynth(w *Workload, cal *costmodel.Calibration, ranks, batch int, seed uint64) (*Synth, error) {
 	if batch <= 0 {
 		batch = w.Batch
 	}
@@ -138,11 +139,11 @@ func sourceOrder(srcs []Source, n int) []int {
 }
 
 // drawPool draws PoolSize samples of a source and computes their costs.
-func drawPool(w *Workload, src Source, cal *Calibration, seed uint64) (*pool, error) {
-	unsplit := decode.NewCostModel(cal.Cost)
-	unsplit.SetOptions(decode.CostOptions{Frames: w.Frames, Size: w.Size, MaxTasks: 1})
-	split := decode.NewCostModel(cal.Cost)
-	split.SetOptions(decode.CostOptions{Frames: w.Frames, Size: w.Size, MaxTasks: w.Workers})
+func drawPool(w *Workload, src Source, cal *costmodel.Calibration, seed uint64) (*pool, error) {
+	unsplit := costmodel.New(cal)
+	unsplit.SetOptions(costmodel.Options{Frames: w.Frames, Size: w.Size, MaxTasks: 1})
+	split := costmodel.New(cal)
+	split.SetOptions(costmodel.Options{Frames: w.Frames, Size: w.Size, MaxTasks: w.Workers})
 	p := &pool{src: src}
 	classes := map[string]int32{}
 	sigmas := map[string]float64{}
@@ -170,7 +171,7 @@ func drawPool(w *Workload, src Source, cal *Calibration, seed uint64) (*pool, er
 			e.frames, e.mem = w.Frames, int64(w.Frames)*sz
 			class = fmt.Sprintf("%s/%dx%d/%d", v.Codec, v.Width, v.Height, v.Timescale)
 			if w.Workers > 1 {
-				tasks := decode.PlanVideoTasks(v, decode.SampleFrames(v, w.Frames), w.Workers)
+				tasks := video.PlanTasks(v, video.SampleFrames(v, w.Frames), w.Workers)
 				if len(tasks) > 1 {
 					e.splitCost = split.Estimate(rec)
 					for _, t := range tasks {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/gen"
 )
 
@@ -167,7 +168,7 @@ func TestClipRuns(t *testing.T) {
 
 func TestNoisyHasCalibratedMAPE(t *testing.T) {
 	for _, mape := range []float64{0.05, 0.16, 0.4} {
-		sigma := sigmaForMAPE(mape)
+		sigma := (&costmodel.Calibration{MAPE: map[string]float64{"all": mape}}).Sigma("")
 		var sum float64
 		const n = 40000
 		for i := range n {
@@ -203,7 +204,7 @@ func TestSyntheticRecordMatchesReal(t *testing.T) {
 	if _, err := exec.LookPath("ffmpeg"); err != nil {
 		t.Skip("no ffmpeg")
 	}
-	m := decode.NewCostModel(nil)
+	m := costmodel.New(nil)
 	for _, c := range []struct {
 		preset string
 		n      int

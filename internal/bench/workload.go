@@ -111,7 +111,7 @@ type Cluster struct {
 }
 
 // Provisioning records the rule's inputs and outputs at ReferenceRanks
-// under decode.DefaultCalibration, so that a reader sees the figures and
+// under costmodel.DefaultCalibration, so that a reader sees the figures and
 // the tests can recompute them: Ratio must be ProvisionRatio, and
 // ReferenceGPUStepMS = Ratio x Batch x ReferenceMeanCostUS / (Workers x
 // mean over ranks of 1/slowdown) / 1000.

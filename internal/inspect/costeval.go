@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/costmodel"
 	"golang.org/x/sys/unix"
 )
 
@@ -77,7 +78,7 @@ type CostObservation struct {
 // 1, ...) so that the warm-up sees every shard. One untimed decode comes
 // first, so one-time library initialisation is not measured. progress, if
 // not nil, is called after each sample.
-func EvaluateCostModel(ctx context.Context, ds *decode.Dataset, dec *decode.Decoder, m *decode.CostModel, o CostEvalOptions, progress func(done, total int)) (*CostEvalReport, error) {
+func EvaluateCostModel(ctx context.Context, ds *decode.Dataset, dec *decode.Decoder, m *costmodel.Model, o CostEvalOptions, progress func(done, total int)) (*CostEvalReport, error) {
 	if o.Warmup <= 0 {
 		o.Warmup = 200
 	}
@@ -95,7 +96,7 @@ func EvaluateCostModel(ctx context.Context, ds *decode.Dataset, dec *decode.Deco
 	defer runtime.UnlockOSThread()
 	rep := &CostEvalReport{}
 	warmed := false
-	var frozen *decode.CostModel
+	var frozen *costmodel.Model
 	for n, at := range order {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -184,7 +185,7 @@ func measure(wall bool, f func() error) (int64, error) {
 
 // heldOutRows computes the error of the held-out predictions per model key
 // and overall.
-func heldOutRows(m *decode.CostModel, obs []CostObservation) []CostEvalRow {
+func heldOutRows(m *costmodel.Model, obs []CostObservation) []CostEvalRow {
 	rows := map[string]*CostEvalRow{}
 	all := &CostEvalRow{Key: "all"}
 	for _, o := range obs {
@@ -223,12 +224,12 @@ func heldOutRows(m *decode.CostModel, obs []CostObservation) []CostEvalRow {
 }
 
 // clone returns an independent copy of m, through its saved state.
-func clone(m *decode.CostModel) (*decode.CostModel, error) {
+func clone(m *costmodel.Model) (*costmodel.Model, error) {
 	data, err := m.MarshalJSON()
 	if err != nil {
 		return nil, err
 	}
-	c := decode.NewCostModel(nil)
+	c := costmodel.New(nil)
 	if err := c.UnmarshalJSON(data); err != nil {
 		return nil, err
 	}

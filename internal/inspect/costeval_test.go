@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/video/videotest"
 )
 
@@ -30,8 +31,8 @@ func TestEvaluateCostModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ds.Close()
-	m := decode.NewCostModel(nil)
-	m.SetOptions(decode.CostOptions{Frames: 4, Size: 64})
+	m := costmodel.New(nil)
+	m.SetOptions(costmodel.Options{Frames: 4, Size: 64})
 	calls := 0
 	rep, err := EvaluateCostModel(context.Background(), ds, decode.NewDecoder(decode.Options{Frames: 4, Size: 64}), m, CostEvalOptions{Warmup: 10}, func(done, total int) {
 		calls++

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/costmodel"
 )
 
 // RecordSummary is one line of `datahelix inspect`: the record of a sample
@@ -60,7 +61,7 @@ type RecordSummary struct {
 
 // Summarize flattens a record into a RecordSummary, with the cost
 // estimate of m (none when m is nil).
-func Summarize(r *decode.Record, m *decode.CostModel) RecordSummary {
+func Summarize(r *decode.Record, m *costmodel.Model) RecordSummary {
 	s := RecordSummary{Key: r.Key, Shard: r.Shard, Modality: r.Modality.String(), Bytes: r.Bytes}
 	switch {
 	case r.Video != nil:
@@ -104,7 +105,7 @@ var ErrSamplesFailed = errors.New("decode: some samples have no usable record")
 // set — never skipped — and Inspect then returns an error wrapping
 // ErrSamplesFailed that counts them. A shard that cannot be opened stops
 // the walk with its error, as does an error from visit or ctx.
-func Inspect(ctx context.Context, paths []string, cacheDir string, m *decode.CostModel, visit func(RecordSummary) error) error {
+func Inspect(ctx context.Context, paths []string, cacheDir string, m *costmodel.Model, visit func(RecordSummary) error) error {
 	failed, total := 0, 0
 	count := func(s RecordSummary) error {
 		total++
@@ -140,7 +141,7 @@ func Inspect(ctx context.Context, paths []string, cacheDir string, m *decode.Cos
 
 // inspectFile visits the summary of the media file at path, read as the
 // one-member sample decode.FileSample makes of it.
-func inspectFile(path string, m *decode.CostModel, visit func(RecordSummary) error) error {
+func inspectFile(path string, m *costmodel.Model, visit func(RecordSummary) error) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("decode: %w", err)
@@ -151,7 +152,7 @@ func inspectFile(path string, m *decode.CostModel, visit func(RecordSummary) err
 // summarizeSample is the summary of smp, read from shard (or file) shard:
 // its record's, or an error row counting the members' bytes, as a record
 // does, with why its record cannot be built.
-func summarizeSample(smp *decode.Sample, shard string, m *decode.CostModel) RecordSummary {
+func summarizeSample(smp *decode.Sample, shard string, m *costmodel.Model) RecordSummary {
 	rec, err := decode.ParseRecord(smp)
 	if err == nil {
 		return Summarize(rec, m)
@@ -163,7 +164,7 @@ func summarizeSample(smp *decode.Sample, shard string, m *decode.CostModel) Reco
 	return sum
 }
 
-func inspectDataset(ctx context.Context, ds *decode.Dataset, m *decode.CostModel, visit func(RecordSummary) error) error {
+func inspectDataset(ctx context.Context, ds *decode.Dataset, m *costmodel.Model, visit func(RecordSummary) error) error {
 	for _, sh := range ds.Shards {
 		for i := 0; i < sh.Len(); i++ {
 			if err := ctx.Err(); err != nil {

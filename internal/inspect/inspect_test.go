@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/video/videotest"
 )
 
@@ -30,7 +31,7 @@ func TestInspect(t *testing.T) {
 	}
 	writeFile(t, dir, "a.tar", writeTar(t, tar.FormatPAX, files))
 	var got []RecordSummary
-	err := Inspect(context.Background(), []string{dir}, t.TempDir(), decode.NewCostModel(nil), func(s RecordSummary) error {
+	err := Inspect(context.Background(), []string{dir}, t.TempDir(), costmodel.New(nil), func(s RecordSummary) error {
 		got = append(got, s)
 		return nil
 	})
@@ -157,7 +158,7 @@ func TestInspectMediaFiles(t *testing.T) {
 	old := writeFile(t, dir, "old.mp4", videotest.Read(t, "refused/mpeg2_mp4v.mp4"))
 	shard := writeFile(t, dir, "s.tar", writeTar(t, tar.FormatPAX, []tarFile{{name: "k.txt", data: "text"}}))
 	var got []RecordSummary
-	err := Inspect(context.Background(), []string{clip, shard, pic, old}, t.TempDir(), decode.NewCostModel(nil), func(s RecordSummary) error {
+	err := Inspect(context.Background(), []string{clip, shard, pic, old}, t.TempDir(), costmodel.New(nil), func(s RecordSummary) error {
 		got = append(got, s)
 		return nil
 	})
@@ -185,7 +186,7 @@ func TestInspectMediaFiles(t *testing.T) {
 	// shards, in name order; a glob of shards alone is a dataset.
 	for glob, want := range map[string]string{"*": "clip old pic k", "[cop]*": "clip old pic", "*.tar": "k"} {
 		var keys []string
-		Inspect(context.Background(), []string{filepath.Join(dir, glob)}, t.TempDir(), decode.NewCostModel(nil), func(s RecordSummary) error {
+		Inspect(context.Background(), []string{filepath.Join(dir, glob)}, t.TempDir(), costmodel.New(nil), func(s RecordSummary) error {
 			keys = append(keys, s.Key)
 			return nil
 		})

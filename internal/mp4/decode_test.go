@@ -17,6 +17,7 @@ import (
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/av"
 	"github.com/datahelix/datahelix/internal/mp4"
+	"github.com/datahelix/datahelix/internal/video"
 	"github.com/datahelix/datahelix/internal/video/videotest"
 )
 
@@ -59,7 +60,7 @@ func checkDecodeSampled(t *testing.T, file string) {
 	}
 	ref, byPTS := videotest.AllFrames(t, data, size)
 	plane := size * size * 3
-	for slot, f := range decode.SampleFrames(rec.Video, n) {
+	for slot, f := range video.SampleFrames(rec.Video, n) {
 		p, ok := byPTS[rec.Video.FramePTS[f]]
 		if !ok {
 			t.Fatalf("slot %d: frame %d has pts %d, which FFmpeg does not report", slot, f, rec.Video.FramePTS[f])
@@ -74,7 +75,7 @@ func checkDecodeSampled(t *testing.T, file string) {
 // media (make_edits.sh). FFmpeg reads 41 packets up to the second
 // keyframe after the edit's end but discards the 16 past it and outputs
 // 25 frames; the record lists those 25, the first 25 packets, so that
-// decode.SampleFrames picks only frames FFmpeg shows.
+// video.SampleFrames picks only frames FFmpeg shows.
 func TestParseMP4EditTail(t *testing.T) {
 	const file = "h264_elsttail.mp4"
 	v, err := mp4.Parse(videotest.Read(t, file))
@@ -93,9 +94,9 @@ func TestParseMP4EditTail(t *testing.T) {
 			t.Fatalf("frame %d in presentation order has pts %d, want %d", i, p, want)
 		}
 	}
-	for _, f := range decode.SampleFrames(v, 8) {
+	for _, f := range video.SampleFrames(v, 8) {
 		if p := v.FramePTS[f]; p < 0 || p >= v.Duration {
-			t.Errorf("decode.SampleFrames picked frame %d at pts %d, outside the edit [0, %d)", f, p, v.Duration)
+			t.Errorf("video.SampleFrames picked frame %d at pts %d, outside the edit [0, %d)", f, p, v.Duration)
 		}
 	}
 	mp4.CompareProbePrefix(t, file, v, 41)
@@ -107,7 +108,7 @@ func TestParseMP4EditTail(t *testing.T) {
 // decodes that P-frame, discards it, and shows the 7 frames of
 // `ffmpeg -threads 1 -i h264_elsthidden.mp4 -f framemd5 -` (hard-coded
 // here). The record lists the P-frame in Discarded; it was an ordinary
-// frame before, which decode.SampleFrames picked as the 8th of 8 frames: FFmpeg
+// frame before, which video.SampleFrames picked as the 8th of 8 frames: FFmpeg
 // never output it, and its slot repeated the frame of pts 6 (a miss).
 func TestDecodeEditHiddenFrame(t *testing.T) {
 	const file, size, n = "h264_elsthidden.mp4", 32, 8
@@ -145,11 +146,11 @@ func TestDecodeEditHiddenFrame(t *testing.T) {
 	mp4.CompareProbePrefix(t, file, v, 25)
 	for _, m := range []int{n, damageFrames} {
 		var got []int64
-		for _, f := range decode.SampleFrames(v, m) {
+		for _, f := range video.SampleFrames(v, m) {
 			got = append(got, v.FramePTS[f])
 		}
 		if !slices.Equal(got, shown) {
-			t.Errorf("decode.SampleFrames(%d) picks the frames of pts %v, FFmpeg shows %v", m, got, shown)
+			t.Errorf("video.SampleFrames(%d) picks the frames of pts %v, FFmpeg shows %v", m, got, shown)
 		}
 	}
 
@@ -198,7 +199,7 @@ func TestParseMP4NoVideoTrack(t *testing.T) {
 // edit of 40 ms, then 80 ms of media from 1024, twice (movie timescale
 // 1000). FFmpeg 5.1 shows 4 frames: the clip's first two, twice, at pts
 // 512, 1024, 1536 and 2048; the record lists the frames of each edit
-// from its keyframe, most of them discarded. decode.SampleFrames must pick those
+// from its keyframe, most of them discarded. video.SampleFrames must pick those
 // 4 and no other: the code before decode.VideoInfo.Discarded (e3fe287^) picked
 // frames of pts up to 12800, which FFmpeg never shows (25 for 750 slots,
 // 8 for 8, of which the decode missed 7). The hard-coded pts and MD5s were obtained by writing these bytes
@@ -281,11 +282,11 @@ func TestRepeatedEditList(t *testing.T) {
 	}
 	for _, n := range []int{len(wantPTS), decode.DefaultFrames, damageFrames} {
 		var got []int64
-		for _, f := range decode.SampleFrames(v, n) {
+		for _, f := range video.SampleFrames(v, n) {
 			got = append(got, v.FramePTS[f])
 		}
 		if !slices.Equal(got, wantPTS) {
-			t.Errorf("decode.SampleFrames(%d) picks the frames of pts %v, want %v", n, got, wantPTS)
+			t.Errorf("video.SampleFrames(%d) picks the frames of pts %v, want %v", n, got, wantPTS)
 		}
 	}
 
@@ -379,7 +380,7 @@ func TestParseMP4PicksFFmpegTrack(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, f := range decode.SampleFrames(rec.Video, n) {
+			for _, f := range video.SampleFrames(rec.Video, n) {
 				matches := 0
 				for _, h := range hs {
 					if videotest.CompareTime(v.FramePTS[f], v.Timescale, h.PTS, st.TimeBase) == 0 {

@@ -1,7 +1,9 @@
 // Package video describes a clip's video track as its container gives it,
 // without decoding: the Track that the MP4/MOV (internal/mp4) and
 // WebM/Matroska (internal/webm) parsers fill and that package decode
-// shows its users as decode.VideoInfo.
+// shows its users as decode.VideoInfo; which of its frames a sample
+// takes (SampleFrames) and the keyframe-aligned tasks that decode them
+// (PlanTasks), which the decoder, the cost model and the loader share.
 package video
 
 import (
@@ -49,7 +51,7 @@ type Track struct {
 	// as the pre-roll of a cut and a P-frame past an edit's end that
 	// B-frames before the end refer to, and the Matroska frames FFmpeg's
 	// demuxer leaves without a timestamp (laced without a duration, or in
-	// a block timed before 0). decode.SampleFrames never picks them. FFmpeg 5.1
+	// a block timed before 0). video.SampleFrames never picks them. FFmpeg 5.1
 	// decodes them without output, except the untimed Matroska frames it
 	// can decode, and AV1 frames (its libdav1d decoder ignores the
 	// discard flag).

@@ -255,7 +255,7 @@ func TestMkvRotation(t *testing.T) {
 // matroska demuxer leaves without a timestamp: `ffmpeg -ss 1 -i
 // opengop.mp4 -c copy cut.mkv` writes the two leading B-frames of the
 // open GOP so, and FFmpeg decodes them without output. They are listed
-// in Discarded (which decode.SampleFrames never picks:
+// in Discarded (which video.SampleFrames never picks:
 // TestSampleFramesBlockBeforeZero); their pts of -80 and -40 had made them
 // the first frames sampled, each filled with another frame and counted as
 // damage.

@@ -1,4 +1,4 @@
-package decode
+package video
 
 import (
 	"slices"
@@ -22,7 +22,7 @@ import (
 // presentation order, and index i is the centre rule applied to Frames
 // equal slots; the decoder turns such an index into a time with
 // FrameTime(i) and outputs the frame shown at that time.
-func SampleFrames(v *VideoInfo, n int) []int {
+func SampleFrames(v *Track, n int) []int {
 	if v == nil || n <= 0 || v.Frames <= 0 {
 		return nil
 	}
@@ -73,7 +73,7 @@ func centre(start, end int64, k, n int) int64 {
 
 // presentationOrder returns the decode-order indices of v's frames sorted
 // by pts (ties by decode order).
-func presentationOrder(v *VideoInfo) []int {
+func presentationOrder(v *Track) []int {
 	order := make([]int, v.Frames)
 	sorted := true
 	for i := range order {

@@ -1,4 +1,4 @@
-package decode
+package shardindex
 
 import (
 	"encoding/binary"
@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"hash/fnv"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,10 +24,10 @@ import (
 //	CRC-32C of everything above                uint32
 //
 // Keys, extensions and spans are recomputed from member names and offsets
-// on load, so a cache file cannot contradict the rules of buildIndex.
+// on load, so a cache file cannot contradict the rules of Build.
 
 // indexMagic starts a cache file that does not record its shard's path.
-// Its last byte before the newline is the version of buildIndex's rules:
+// Its last byte before the newline is the version of Build's rules:
 // 2 skips repeated extensions and WebDataset's metadata names and reads
 // contiguous files, so that an index an older version built is rebuilt
 // rather than trusted. An index beside its shard is written so (its name
@@ -57,25 +56,31 @@ func DefaultCacheDir() string {
 	return filepath.Join(os.TempDir(), "datahelix-cache")
 }
 
-// IndexCacheDir is where the shard indexes of a cache directory (such as
+// Dir is where the shard indexes of a cache directory (such as
 // DefaultCacheDir) are kept: the cacheDir every command passes to
 // OpenDataset, so that they share the indexes and none writes beside the
 // shards.
-func IndexCacheDir(cacheRoot string) string { return filepath.Join(cacheRoot, "index") }
+func Dir(cacheRoot string) string { return filepath.Join(cacheRoot, "index") }
 
-// indexSuffix ends the name of an index cache file (cachePath); its
+// indexSuffix ends the name of an index cache file (CachePath); its
 // temporary files while it is written add ".tmp" and more.
 const indexSuffix = ".dhidx"
 
+// IsCacheFile reports whether the file name base is an index cache file
+// or one being written, which a dataset directory listing skips.
+func IsCacheFile(base string) bool {
+	return strings.HasSuffix(base, indexSuffix) || strings.Contains(base, indexSuffix+".tmp")
+}
+
 // pathIndexSuffix ends the name of an index in a cache directory, which
 // records its shard's path (indexMagicPath). Older binaries named theirs
-// "<shard>.<hash>.dhidx" (legacyCachePath) and wrote no path: the names
-// differ so that jobs of both can share a cache directory without
-// rebuilding each other's indexes.
+// "<shard>.<hash>.dhidx" and wrote no path: the names differ so that jobs
+// of both can share a cache directory without replacing each other's
+// indexes (this binary does not read theirs: it builds its own once).
 const pathIndexSuffix = ".v3" + indexSuffix
 
 // abandonedIndexAfter is how long a temporary index file stays unchanged
-// before datahelix cache calls it abandoned: writing one takes
+// before Scan calls it stale: writing one takes
 // milliseconds, so it was left by a killed process.
 const abandonedIndexAfter = 24 * time.Hour
 
@@ -85,86 +90,53 @@ var errIndexCache = errors.New("decode: unusable index cache")
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// cachePath returns where the index of the shard at shardPath is cached:
+// CachePath returns where the index of the shard at shardPath is cached:
 // beside the shard, or in cacheDir under a name that keeps shards of the
 // same base name in different directories apart
 // ("<base>.<FNV-1a of the resolved absolute path>.v3.dhidx").
-func cachePath(shardPath, cacheDir string) string {
-	return indexLocation(shardPath, cacheDir).file
+func CachePath(shardPath, cacheDir string) string {
+	return Locate(shardPath, cacheDir).file
 }
 
-// indexLoc is where the index of a shard is cached. OpenShard works it
-// out once and the shard keeps it: resolving a path costs a few lstats,
-// and loading the index again after it was let go must not look it up
-// under another name when the job changed directory or a link changed.
-type indexLoc struct {
-	file     string   // the index file (cachePath)
-	recorded string   // the shard path it records: "" beside the shard, written as older binaries write it
-	older    []string // where older binaries cached the same index, tried in turn when file is missing; OpenShard drops it
+// Location is where the index of a shard is cached. A shard works it out
+// once (Locate) and keeps it: resolving a path costs a few lstats, and
+// loading the index again after it was let go must not look it up under
+// another name when the job changed directory or a link changed.
+type Location struct {
+	file     string // the index file (CachePath)
+	recorded string // the shard path it records: "" beside the shard, written as older binaries write it
 }
 
-// indexLocation returns where the index of the shard at shardPath is
-// cached: beside the shard when cacheDir is "", else in cacheDir, named
-// after the shard's resolved path (resolveShardPath). There, the names
-// older binaries gave the index are looked up when it is missing: the
-// name after the path as filepath.Abs gives it, links unresolved, which
-// binaries before links were resolved wrote (when that path names the
-// shard too), then both names without ".v3" (legacyCachePath).
-func indexLocation(shardPath, cacheDir string) indexLoc {
+// Locate returns where the index of the shard at shardPath is cached:
+// beside the shard when cacheDir is "", else in cacheDir, named after
+// the shard's resolved path (resolveShardPath).
+func Locate(shardPath, cacheDir string) Location {
 	if cacheDir == "" {
-		return indexLoc{file: shardPath + indexSuffix}
+		return Location{file: shardPath + indexSuffix}
 	}
-	real, abs := resolveShardPath(shardPath)
-	loc := indexLoc{file: filepath.Join(cacheDir, indexFileName(real))}
+	real := resolveShardPath(shardPath)
+	loc := Location{file: filepath.Join(cacheDir, indexFileName(real))}
 	if filepath.IsAbs(real) {
 		loc.recorded = real
-	}
-	var unresolved string
-	if abs != real && sameFile(abs, real) {
-		// Only when abs names this very shard: with "link/.." in it, abs
-		// may name another shard, whose index would pass for this one's
-		// when their sizes and modification times are equal.
-		unresolved = filepath.Join(cacheDir, indexFileName(abs))
-		loc.older = append(loc.older, unresolved)
-	}
-	if legacy, ok := legacyCachePath(loc.file); ok {
-		loc.older = append(loc.older, legacy)
-	}
-	if legacy, ok := legacyCachePath(unresolved); ok {
-		loc.older = append(loc.older, legacy)
 	}
 	return loc
 }
 
-// sameFile reports whether the paths a and b name the same existing file.
-func sameFile(a, b string) bool {
-	fa, err := os.Stat(a)
-	if err != nil {
-		return false
-	}
-	fb, err := os.Stat(b)
-	return err == nil && os.SameFile(fa, fb)
-}
-
 // resolveShardPath returns the absolute path of the shard at p with its
-// symbolic links resolved (real), so that the path an index records names
-// the shard from any working directory, and its absolute path as
-// filepath.Abs gives it (abs), which older binaries named its index
-// after. filepath.Abs alone would join a working directory reached
-// through a link with a p holding "..", lexically, into a path that names
-// no file, and 'datahelix cache --prune' would then take a live index for
-// one whose shard is gone. Where p cannot be resolved (it does not exist
-// yet), real is abs; both are p cleaned when there is no working
+// symbolic links resolved, so that the path an index records names the
+// shard from any working directory. filepath.Abs alone would join a
+// working directory reached through a link with a p holding "..",
+// lexically, into a path that names no file, and 'datahelix cache
+// --prune' would then take a live index for one whose shard is gone.
+// Where p cannot be resolved (it does not exist yet), it is the absolute
+// path as filepath.Abs gives it; p cleaned when there is no working
 // directory.
-func resolveShardPath(p string) (real, abs string) {
-	q := p
-	if filepath.IsAbs(p) {
-		abs = filepath.Clean(p)
-	} else {
+func resolveShardPath(p string) string {
+	q, abs := p, filepath.Clean(p)
+	if !filepath.IsAbs(p) {
 		wd, err := os.Getwd()
 		if err != nil {
-			c := filepath.Clean(p)
-			return c, c
+			return abs
 		}
 		abs = filepath.Join(wd, p) // as filepath.Abs, without asking for the directory again
 		// Joined by hand, not by filepath.Join, which would clean
@@ -172,22 +144,15 @@ func resolveShardPath(p string) (real, abs string) {
 		q = wd + string(filepath.Separator) + p
 	}
 	if r, err := filepath.EvalSymlinks(q); err == nil && filepath.IsAbs(r) {
-		return r, abs
+		return r
 	}
-	return abs, abs
+	return abs
 }
 
 // indexFileName is the name of the index of the shard at abs in a cache
 // directory.
 func indexFileName(abs string) string {
 	return fmt.Sprintf("%s.%016x%s", filepath.Base(abs), fnv64a(abs), pathIndexSuffix)
-}
-
-// legacyCachePath returns the name older binaries gave the index at p, a
-// cachePath in a cache directory: the same without ".v3".
-func legacyCachePath(p string) (string, bool) {
-	stem, ok := strings.CutSuffix(p, pathIndexSuffix)
-	return stem + indexSuffix, ok
 }
 
 // fnv64a is the 64-bit FNV-1a hash of s.
@@ -199,14 +164,14 @@ func fnv64a(s string) uint64 {
 
 // encodeIndex serializes idx for a shard of the given size and mtime,
 // without its path (indexMagic).
-func encodeIndex(idx *shardIndex, size, mtime int64) []byte {
+func encodeIndex(idx *Index, size, mtime int64) []byte {
 	return encodeIndexOf(idx, "", size, mtime)
 }
 
 // encodeIndexOf serializes idx for the shard at path, of the given size
 // and mtime: with the path (indexMagicPath) unless it is "".
-func encodeIndexOf(idx *shardIndex, path string, size, mtime int64) []byte {
-	b := make([]byte, 0, 64+len(path)+len(idx.entries)*48)
+func encodeIndexOf(idx *Index, path string, size, mtime int64) []byte {
+	b := make([]byte, 0, 64+len(path)+len(idx.Entries)*48)
 	if path == "" {
 		b = append(b, indexMagic...)
 	} else {
@@ -218,8 +183,8 @@ func encodeIndexOf(idx *shardIndex, path string, size, mtime int64) []byte {
 		b = binary.AppendUvarint(b, uint64(len(path)))
 		b = append(b, path...)
 	}
-	b = binary.AppendUvarint(b, uint64(len(idx.entries)))
-	for _, e := range idx.entries {
+	b = binary.AppendUvarint(b, uint64(len(idx.Entries)))
+	for _, e := range idx.Entries {
 		b = binary.AppendUvarint(b, uint64(len(e.Members)))
 		for _, m := range e.Members {
 			b = binary.AppendUvarint(b, uint64(len(m.Name)))
@@ -228,8 +193,8 @@ func encodeIndexOf(idx *shardIndex, path string, size, mtime int64) []byte {
 			b = binary.AppendUvarint(b, uint64(m.Size))
 		}
 	}
-	b = binary.AppendUvarint(b, uint64(len(idx.warnings)))
-	for _, w := range idx.warnings {
+	b = binary.AppendUvarint(b, uint64(len(idx.Warnings)))
+	for _, w := range idx.Warnings {
 		b = binary.AppendUvarint(b, uint64(len(w)))
 		b = append(b, w...)
 	}
@@ -288,7 +253,7 @@ func (r *cacheReader) str(what string) string {
 // the file is corrupt, belongs to another version of the shard, or
 // describes members that do not fit the shard or break the grouping
 // rules.
-func decodeIndex(data []byte, size, mtime int64) (*shardIndex, error) {
+func decodeIndex(data []byte, size, mtime int64) (*Index, error) {
 	if len(data) < len(indexMagic)+16+4 {
 		return nil, fmt.Errorf("%w: not an index cache file", errIndexCache)
 	}
@@ -310,11 +275,11 @@ func decodeIndex(data []byte, size, mtime int64) (*shardIndex, error) {
 	}
 	r := &cacheReader{b: b[16:]}
 	if withPath {
-		r.str("shard path") // for datahelix cache (ScanIndexCache)
+		r.str("shard path") // for datahelix cache (Scan)
 	}
-	idx := &shardIndex{}
+	idx := &Index{}
 	n := r.count("entry count", 4)
-	idx.entries = make([]IndexEntry, 0, n)
+	idx.Entries = make([]Entry, 0, n)
 	var end int64 // end of the previous member's data
 	for i := 0; i < n && r.err == nil; i++ {
 		nm := r.count("member count", 3)
@@ -322,7 +287,7 @@ func decodeIndex(data []byte, size, mtime int64) (*shardIndex, error) {
 			r.fail("empty sample")
 			break
 		}
-		e := IndexEntry{Members: make([]MemberEntry, 0, nm)}
+		e := Entry{Members: make([]Member, 0, nm)}
 		var exts extIndex
 		for j := 0; j < nm && r.err == nil; j++ {
 			name := r.str("member name")
@@ -347,18 +312,18 @@ func decodeIndex(data []byte, size, mtime int64) (*shardIndex, error) {
 			if j == 0 {
 				e.Key, e.Offset = key, int64(off)
 			}
-			e.Members = append(e.Members, MemberEntry{Name: name, Ext: ext, Offset: int64(off), Size: int64(sz)})
+			e.Members = append(e.Members, Member{Name: name, Ext: ext, Offset: int64(off), Size: int64(sz)})
 			end = int64(off + sz)
 			e.Size = end - e.Offset
 		}
-		if r.err == nil && i > 0 && idx.entries[i-1].Key == e.Key {
+		if r.err == nil && i > 0 && idx.Entries[i-1].Key == e.Key {
 			r.fail("sample grouping")
 		}
-		idx.entries = append(idx.entries, e)
+		idx.Entries = append(idx.Entries, e)
 	}
 	nw := r.count("warning count", 1)
 	for i := 0; i < nw && r.err == nil; i++ {
-		idx.warnings = append(idx.warnings, r.str("warning"))
+		idx.Warnings = append(idx.Warnings, r.str("warning"))
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.fail("trailing bytes")
@@ -369,37 +334,25 @@ func decodeIndex(data []byte, size, mtime int64) (*shardIndex, error) {
 	return idx, nil
 }
 
-// loadIndexCache reads the cached index at loc if it matches the shard.
-// When its file does not exist, the index an older binary cached under
-// another name (loc.older) is used if it matches, and copied to loc's
-// file, so that a new binary does not rebuild every index once; the old
-// file stays for older binaries (datahelix cache --prune removes it).
-func loadIndexCache(loc indexLoc, size, mtime int64) (*shardIndex, error) {
-	data, err := os.ReadFile(loc.file)
-	if errors.Is(err, fs.ErrNotExist) {
-		for _, o := range loc.older {
-			old, lerr := os.ReadFile(o)
-			if lerr != nil {
-				continue
-			}
-			if idx, derr := decodeIndex(old, size, mtime); derr == nil {
-				saveIndexCache(loc, idx, size, mtime) // as OpenShard: a cache that cannot be written is no error
-				return idx, nil
-			}
-		}
-	}
+// Load reads the index cached at l if it matches a shard of the given
+// size and modification time (Unix ns). Any error means the index must
+// be built again (Build) and saved (Save).
+func (l Location) Load(size, mtime int64) (*Index, error) {
+	data, err := os.ReadFile(l.file)
 	if err != nil {
 		return nil, err
 	}
 	return decodeIndex(data, size, mtime)
 }
 
-// saveIndexCache writes the index to loc's file atomically (temporary
-// file, then rename) so that concurrent ranks opening the same shard never
-// read a partial file. In a cache directory it records the path of the
-// shard (loc.recorded).
-func saveIndexCache(loc indexLoc, idx *shardIndex, size, mtime int64) error {
-	p := loc.file
+// Save writes idx, the index of a shard of the given size and
+// modification time (Unix ns), to l atomically (temporary file, then
+// rename) so that concurrent ranks opening the same shard never read a
+// partial file. In a cache directory it records the shard's path. A
+// reader that cannot save an index (the shard may sit on a read-only
+// file system) keeps it in memory instead.
+func (l Location) Save(idx *Index, size, mtime int64) error {
+	p := l.file
 	// A cache directory is made on first use (run passes <cache>/index,
 	// which nothing else creates); beside a shard it exists already.
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -409,7 +362,7 @@ func saveIndexCache(loc indexLoc, idx *shardIndex, size, mtime int64) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(encodeIndexOf(idx, loc.recorded, size, mtime))
+	_, err = f.Write(encodeIndexOf(idx, l.recorded, size, mtime))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -1,10 +1,17 @@
-package decode
+// Package costmodel predicts the CPU time a sample takes to prepare from
+// its record (decode.Record), before decoding: one linear model per
+// modality and codec or image format, started from a Calibration and
+// learning online from measured decode times. Its estimates are integer
+// microseconds of a reference CPU, which the planner compares across
+// ranks; SpeedFactor says how fast this CPU is against it.
+package costmodel
 
 import (
 	"math"
 	"sort"
 	"sync"
 
+	"github.com/datahelix/datahelix/decode"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -30,7 +37,7 @@ const (
 	speedStep = 0.7 // ln 2
 )
 
-// CostModel predicts a sample's preparation time in integer microseconds
+// Model predicts a sample's preparation time in integer microseconds
 // from its record. It holds one linear model per key — modality and codec
 // (video/h264, video/vp9, ...) or image format (image/jpeg, ...),
 // document, text — over the features of costFeatures, fitted online by
@@ -43,9 +50,9 @@ const (
 // by what the model learned); Predict is this rank's expected wall time,
 // Estimate times the speed factor. Its methods are safe for concurrent
 // use.
-type CostModel struct {
+type Model struct {
 	mu       sync.Mutex
-	opts     CostOptions
+	opts     Options
 	cal      *Calibration
 	fits     map[string]*costFit
 	logSpeed float64 // log of measured / estimated
@@ -73,33 +80,33 @@ type errStat struct {
 	Count int     `json:"count"`
 }
 
-// NewCostModel returns a model warm-started from cal (DefaultCalibration
-// when nil), for DefaultCostOptions, counting errors after 200
+// New returns a model warm-started from cal (DefaultCalibration
+// when nil), for DefaultOptions, counting errors after 200
 // observations.
-func NewCostModel(cal *Calibration) *CostModel {
+func New(cal *Calibration) *Model {
 	if cal == nil {
 		cal = DefaultCalibration()
 	}
-	return &CostModel{opts: DefaultCostOptions(), cal: cal, fits: map[string]*costFit{}, warmup: 200, errs: map[string]*errStat{}}
+	return &Model{opts: DefaultOptions(), cal: cal, fits: map[string]*costFit{}, warmup: 200, errs: map[string]*errStat{}}
 }
 
 // SetOptions sets the decode options estimates are for; zero fields take
-// DefaultCostOptions values.
-func (m *CostModel) SetOptions(o CostOptions) {
+// DefaultOptions values.
+func (m *Model) SetOptions(o Options) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.opts = o.withDefaults()
 }
 
 // Options returns the decode options estimates are for.
-func (m *CostModel) Options() CostOptions {
+func (m *Model) Options() Options {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.opts
 }
 
 // SetWarmup sets how many observations pass before MAPE counts errors.
-func (m *CostModel) SetWarmup(n int) {
+func (m *Model) SetWarmup(n int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.warmup = max(n, 0)
@@ -107,7 +114,7 @@ func (m *CostModel) SetWarmup(n int) {
 
 // Estimate returns the sample's preparation cost in reference
 // microseconds (at least 1).
-func (m *CostModel) Estimate(r *Record) int64 {
+func (m *Model) Estimate(r *decode.Record) int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	key, x := costFeatures(r, m.opts)
@@ -116,7 +123,7 @@ func (m *CostModel) Estimate(r *Record) int64 {
 
 // Predict returns the sample's expected preparation time on this rank in
 // microseconds: Estimate times the speed factor.
-func (m *CostModel) Predict(r *Record) int64 {
+func (m *Model) Predict(r *decode.Record) int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	key, x := costFeatures(r, m.opts)
@@ -134,7 +141,7 @@ func toMicros(us float64) int64 {
 // the prediction made before learning from it is recorded (after the
 // warm-up), then the speed factor and the sample's model are updated.
 // Non-positive measurements are ignored.
-func (m *CostModel) Observe(r *Record, measuredMicros int64) {
+func (m *Model) Observe(r *decode.Record, measuredMicros int64) {
 	if measuredMicros <= 0 {
 		return
 	}
@@ -163,7 +170,7 @@ func (m *CostModel) Observe(r *Record, measuredMicros int64) {
 }
 
 // fit returns the model of key, creating it from the calibration.
-func (m *CostModel) fit(key string) *costFit {
+func (m *Model) fit(key string) *costFit {
 	f := m.fits[key]
 	if f == nil {
 		f = &costFit{Prior: m.cal.prior(key)}
@@ -287,7 +294,7 @@ func projectedDescent(h *mat.SymDense, g *mat.VecDense, start featureVector) fea
 
 // SpeedFactor returns measured / estimated time on this rank (a robust
 // EWMA): above 1 the rank runs slower than its estimates.
-func (m *CostModel) SpeedFactor() float64 {
+func (m *Model) SpeedFactor() float64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return math.Exp(m.logSpeed)
@@ -296,7 +303,7 @@ func (m *CostModel) SpeedFactor() float64 {
 // relativeSpeed returns this rank's speed relative to the reference CPU in
 // fixed point (speedOne = as fast), the inverse of SpeedFactor: what a
 // planner multiplies by its worker count to get a capacity.
-func (m *CostModel) relativeSpeed() int64 {
+func (m *Model) relativeSpeed() int64 {
 	return max(1, int64(math.Round(speedOne/m.SpeedFactor())))
 }
 
@@ -304,7 +311,7 @@ func (m *CostModel) relativeSpeed() int64 {
 // before each observation after the warm-up — every one was made on a
 // sample the model had not learned from — as a fraction (0.1 = 10 %), or
 // NaN before any such observation.
-func (m *CostModel) MAPE() float64 {
+func (m *Model) MAPE() float64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var s errStat
@@ -330,7 +337,7 @@ type KeyError struct {
 }
 
 // Errors returns MAPE per model key, sorted by key.
-func (m *CostModel) Errors() []KeyError {
+func (m *Model) Errors() []KeyError {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make([]KeyError, 0, len(m.errs))
@@ -343,7 +350,7 @@ func (m *CostModel) Errors() []KeyError {
 
 // Key returns the model key a record's cost is predicted with, such as
 // "video/h264" or "image/jpeg".
-func (m *CostModel) Key(r *Record) string {
+func (m *Model) Key(r *decode.Record) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	key, _ := costFeatures(r, m.opts)
@@ -353,7 +360,7 @@ func (m *CostModel) Key(r *Record) string {
 // Calibration returns the coefficients learned so far, scaled by the speed
 // factor (as measured on this rank), as a calibration to warm-start later
 // runs from.
-func (m *CostModel) Calibration(machine string) *Calibration {
+func (m *Model) Calibration(machine string) *Calibration {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c := &Calibration{Machine: machine, Options: m.opts, Coefficients: map[string]featureVector{}}

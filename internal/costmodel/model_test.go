@@ -1,4 +1,4 @@
-package decode
+package costmodel
 
 import (
 	"bytes"
@@ -9,18 +9,20 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/video"
 	"gonum.org/v1/gonum/mat"
 )
 
 // syntheticVideo returns a random clip record: 240p to 1080p, 2 to 120 s
 // at 25 fps, GOPs of 12 to 250 frames, frame sizes proportional to pixels
 // (keyframes 5x larger).
-func syntheticVideo(rng *rand.Rand, codec string) *Record {
+func syntheticVideo(rng *rand.Rand, codec string) *decode.Record {
 	sizes := [][2]int{{426, 240}, {640, 360}, {854, 480}, {1280, 720}, {1920, 1080}}
 	wh := sizes[rng.IntN(len(sizes))]
 	frames := 50 + rng.IntN(3000)
 	gop := 12 + rng.IntN(238)
-	v := &VideoInfo{Container: "mp4", Codec: codec, Width: wh[0], Height: wh[1], Timescale: 12800, Duration: int64(frames) * 512, Frames: frames}
+	v := &video.Track{Container: "mp4", Codec: codec, Width: wh[0], Height: wh[1], Timescale: 12800, Duration: int64(frames) * 512, Frames: frames}
 	per := uint32(wh[0] * wh[1] / 40)
 	for i := 0; i < frames; i++ {
 		b := per/2 + uint32(rng.IntN(int(per)))
@@ -32,24 +34,24 @@ func syntheticVideo(rng *rand.Rand, codec string) *Record {
 		v.FramePTS = append(v.FramePTS, int64(i)*512)
 		v.Bytes += int64(b)
 	}
-	return &Record{Key: "clip", Modality: ModalityVideo, Bytes: v.Bytes, Video: v}
+	return &decode.Record{Key: "clip", Modality: decode.ModalityVideo, Bytes: v.Bytes, Video: v}
 }
 
-func syntheticImage(rng *rand.Rand) *Record {
+func syntheticImage(rng *rand.Rand) *decode.Record {
 	w, h := 200+rng.IntN(3800), 200+rng.IntN(2000)
-	im := ImageInfo{Format: "jpeg", Width: w, Height: h, Bytes: w * h / 8, Progressive: rng.IntN(4) == 0, Subsampling: "420"}
-	return &Record{Key: "img", Modality: ModalityImage, Bytes: int64(im.Bytes), Images: []ImageInfo{im}}
+	im := decode.ImageInfo{Format: "jpeg", Width: w, Height: h, Bytes: w * h / 8, Progressive: rng.IntN(4) == 0, Subsampling: "420"}
+	return &decode.Record{Key: "img", Modality: decode.ModalityImage, Bytes: int64(im.Bytes), Images: []decode.ImageInfo{im}}
 }
 
 // trueCost is the synthetic ground truth: a linear cost with coefficients
 // unlike the default calibration's, times multiplicative noise.
-func trueCost(rng *rand.Rand, r *Record, slow, noise float64) int64 {
+func trueCost(rng *rand.Rand, r *decode.Record, slow, noise float64) int64 {
 	truth := map[string]featureVector{
 		"video/h264": {3000, 1800, 900, 2500, 1000, 100},
 		"video/vp9":  {2500, 6000, 500, 2500, 1000, 400},
 		"image/jpeg": {200, 9000, 1000, 3000, 4000, 100},
 	}
-	key, x := costFeatures(r, DefaultCostOptions())
+	key, x := costFeatures(r, DefaultOptions())
 	c := 0.0
 	for i, b := range truth[key] {
 		c += b * x[i]
@@ -59,7 +61,7 @@ func trueCost(rng *rand.Rand, r *Record, slow, noise float64) int64 {
 
 // heldOutMAPE returns the mean absolute percentage error of Predict on n
 // fresh samples, without learning from them.
-func heldOutMAPE(m *CostModel, rng *rand.Rand, gen func() *Record, slow, noise float64, n int) float64 {
+func heldOutMAPE(m *Model, rng *rand.Rand, gen func() *decode.Record, slow, noise float64, n int) float64 {
 	sum := 0.0
 	for i := 0; i < n; i++ {
 		r := gen()
@@ -72,13 +74,13 @@ func heldOutMAPE(m *CostModel, rng *rand.Rand, gen func() *Record, slow, noise f
 func TestCostModelLearns(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	codecs := []string{"h264", "vp9"}
-	gen := func() *Record {
+	gen := func() *decode.Record {
 		if rng.IntN(3) == 0 {
 			return syntheticImage(rng)
 		}
 		return syntheticVideo(rng, codecs[rng.IntN(2)])
 	}
-	m := NewCostModel(nil)
+	m := New(nil)
 	const noise = 0.1
 	before := heldOutMAPE(m, rng, gen, 1.5, noise, 300)
 	for i := 0; i < 200; i++ {
@@ -124,8 +126,8 @@ func TestCostModelLearns(t *testing.T) {
 
 func TestCostModelSpeedFactorTracksSlowdown(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	gen := func() *Record { return syntheticVideo(rng, "h264") }
-	m := NewCostModel(nil)
+	gen := func() *decode.Record { return syntheticVideo(rng, "h264") }
+	m := New(nil)
 	for i := 0; i < 300; i++ {
 		r := gen()
 		m.Observe(r, trueCost(rng, r, 1, 0.05))
@@ -150,8 +152,8 @@ func TestCostModelSpeedFactorTracksSlowdown(t *testing.T) {
 
 func TestCostModelOutliers(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
-	gen := func() *Record { return syntheticVideo(rng, "vp9") }
-	m := NewCostModel(nil)
+	gen := func() *decode.Record { return syntheticVideo(rng, "vp9") }
+	m := New(nil)
 	for i := 0; i < 300; i++ {
 		r := gen()
 		y := trueCost(rng, r, 1, 0.05)
@@ -248,10 +250,10 @@ func TestProjectedDescentMatchesReference(t *testing.T) {
 
 func TestCostModelSaveRestore(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
-	m := NewCostModel(nil)
-	m.SetOptions(CostOptions{Frames: 16, Size: 112, MaxTasks: 2})
+	m := New(nil)
+	m.SetOptions(Options{Frames: 16, Size: 112, MaxTasks: 2})
 	m.SetWarmup(10)
-	var recs []*Record
+	var recs []*decode.Record
 	for i := 0; i < 60; i++ {
 		r := syntheticVideo(rng, "h264")
 		if i%2 == 1 {
@@ -264,7 +266,7 @@ func TestCostModelSaveRestore(t *testing.T) {
 	if err := m.Save(path); err != nil {
 		t.Fatal(err)
 	}
-	back, err := LoadCostModel(path)
+	back, err := Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +295,7 @@ func TestCostModelSaveRestore(t *testing.T) {
 }
 
 func TestCostModelStateRejected(t *testing.T) {
-	good, err := json.Marshal(NewCostModel(nil))
+	good, err := json.Marshal(New(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +309,7 @@ func TestCostModelStateRejected(t *testing.T) {
 		"huge options":  `{"version":1,"calibration":{},"options":{"Frames":99999999}}`,
 	}
 	for name, s := range tests {
-		m := NewCostModel(nil)
+		m := New(nil)
 		if err := m.UnmarshalJSON([]byte(s)); !errors.Is(err, ErrBadCalibration) {
 			t.Errorf("%s: err %v, want ErrBadCalibration", name, err)
 		}
@@ -319,16 +321,16 @@ func TestCostModelStateRejected(t *testing.T) {
 
 func TestDecodedImagePixels(t *testing.T) {
 	tests := []struct {
-		im   ImageInfo
+		im   decode.ImageInfo
 		want float64
 	}{
-		{ImageInfo{Format: "jpeg", Width: 500, Height: 375}, 313 * 235},    // 5/8
-		{ImageInfo{Format: "jpeg", Width: 3840, Height: 2160}, 480 * 270},  // 1/8
-		{ImageInfo{Format: "jpeg", Width: 300, Height: 200}, 300 * 200},    // too small to scale
-		{ImageInfo{Format: "png", Width: 3840, Height: 2160}, 3840 * 2160}, // no DCT scaling
-		{ImageInfo{Format: "jpeg", Width: 1000, Height: 230}, 1000 * 230},  // one side too short
-		{ImageInfo{Format: "jpeg", Width: 2000, Height: 1000}, 500 * 250},  // 2/8
-		{ImageInfo{Format: "jpeg", Width: 0, Height: 0}, 0},
+		{decode.ImageInfo{Format: "jpeg", Width: 500, Height: 375}, 313 * 235},    // 5/8
+		{decode.ImageInfo{Format: "jpeg", Width: 3840, Height: 2160}, 480 * 270},  // 1/8
+		{decode.ImageInfo{Format: "jpeg", Width: 300, Height: 200}, 300 * 200},    // too small to scale
+		{decode.ImageInfo{Format: "png", Width: 3840, Height: 2160}, 3840 * 2160}, // no DCT scaling
+		{decode.ImageInfo{Format: "jpeg", Width: 1000, Height: 230}, 1000 * 230},  // one side too short
+		{decode.ImageInfo{Format: "jpeg", Width: 2000, Height: 1000}, 500 * 250},  // 2/8
+		{decode.ImageInfo{Format: "jpeg", Width: 0, Height: 0}, 0},
 	}
 	for _, tt := range tests {
 		if got := decodedImagePixels(tt.im, 224); got != tt.want {
@@ -341,18 +343,18 @@ func TestDecodedImagePixels(t *testing.T) {
 // accepts must give finite, positive estimates.
 func FuzzCostModelState(f *testing.F) {
 	rng := rand.New(rand.NewPCG(1, 1))
-	m := NewCostModel(nil)
+	m := New(nil)
 	for i := 0; i < 30; i++ {
 		r := syntheticVideo(rng, "h264")
 		m.Observe(r, trueCost(rng, r, 1, 0.1))
 	}
 	seed, _ := json.Marshal(m)
 	f.Add(seed)
-	fresh, _ := json.Marshal(NewCostModel(nil))
+	fresh, _ := json.Marshal(New(nil))
 	f.Add(fresh)
 	probe := syntheticVideo(rng, "h264")
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m := NewCostModel(nil)
+		m := New(nil)
 		if err := m.UnmarshalJSON(data); err != nil {
 			return
 		}

@@ -1,21 +1,26 @@
-package decode
+package costmodel
 
-// CostOptions are the decode options a cost estimate is for: they change
+import (
+	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/video"
+)
+
+// Options are the decode options a cost estimate is for: they change
 // which frames are decoded and how many output pixels are written.
-type CostOptions struct {
+type Options struct {
 	Frames   int // F: frames sampled per clip
 	Size     int // S: output side, every frame and image becomes S x S
 	MaxTasks int // how many keyframe-aligned tasks a clip may split into
 }
 
-// DefaultCostOptions returns the decoder's defaults: 8 frames of 224 x 224,
+// DefaultOptions returns the decoder's defaults: 8 frames of 224 x 224,
 // one task per clip.
-func DefaultCostOptions() CostOptions {
-	return CostOptions{Frames: DefaultFrames, Size: DefaultSize, MaxTasks: 1}
+func DefaultOptions() Options {
+	return Options{Frames: decode.DefaultFrames, Size: decode.DefaultSize, MaxTasks: 1}
 }
 
-func (o CostOptions) withDefaults() CostOptions {
-	d := DefaultCostOptions()
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
 	if o.Frames <= 0 {
 		o.Frames = d.Frames
 	}
@@ -47,7 +52,7 @@ const (
 // costFeatures returns the model key of a record and its features:
 //
 //	video/<codec>:  [0] tasks (one container open and decoder setup each),
-//	                [1] megapixels of the frames PlanVideoTasks must decode
+//	                [1] megapixels of the frames video.PlanTasks must decode
 //	                that are not reordered, [2] megapixels of the reordered
 //	                ones (B-frames, which a decoder may skip), [3] megabytes
 //	                of the decoded frames, [4] megapixels colour-converted
@@ -62,16 +67,16 @@ const (
 //	                megapixels, [7] PNG and WebP megabytes — documents mix
 //	                formats whose cost per pixel differs several times;
 //	text:           [0] 1, [1] thousands of tokens, [2] megabytes.
-func costFeatures(r *Record, o CostOptions) (string, featureVector) {
+func costFeatures(r *decode.Record, o Options) (string, featureVector) {
 	var x featureVector
 	switch r.Modality {
-	case ModalityVideo:
+	case decode.ModalityVideo:
 		if v := r.Video; v != nil {
 			return videoCostFeatures(v, o)
 		}
-	case ModalityImage, ModalityDocument:
+	case decode.ModalityImage, decode.ModalityDocument:
 		key := costKeyDocument
-		if r.Modality == ModalityImage {
+		if r.Modality == decode.ModalityImage {
 			key = "image/unknown"
 			if len(r.Images) > 0 {
 				key = "image/" + r.Images[0].Format
@@ -99,7 +104,7 @@ func costFeatures(r *Record, o CostOptions) (string, featureVector) {
 		}
 		x[0] = max(x[0], 1)
 		return key, x
-	case ModalityText:
+	case decode.ModalityText:
 		x[0] = 1
 		if r.Text != nil {
 			x[1] = float64(r.Text.Tokens) / 1e3
@@ -111,14 +116,14 @@ func costFeatures(r *Record, o CostOptions) (string, featureVector) {
 	return costKeyUnknown, x
 }
 
-func videoCostFeatures(v *VideoInfo, o CostOptions) (string, featureVector) {
+func videoCostFeatures(v *video.Track, o Options) (string, featureVector) {
 	var x featureVector
 	codec := v.Codec
 	if codec == "" {
 		codec = "unknown"
 	}
-	targets := SampleFrames(v, o.Frames)
-	tasks := PlanVideoTasks(v, targets, o.MaxTasks)
+	targets := video.SampleFrames(v, o.Frames)
+	tasks := video.PlanTasks(v, targets, o.MaxTasks)
 	px := float64(v.Width) * float64(v.Height) / 1e6
 	x[0] = float64(max(len(tasks), 1))
 	for _, t := range tasks {
@@ -136,7 +141,7 @@ func videoCostFeatures(v *VideoInfo, o CostOptions) (string, featureVector) {
 // JPEGs are DCT-scaled by the smallest factor n/8 that keeps both sides
 // at least size (as TurboJPEG's scaled decode is used); other formats
 // decode at full size.
-func decodedImagePixels(im ImageInfo, size int) float64 {
+func decodedImagePixels(im decode.ImageInfo, size int) float64 {
 	w, h := im.Width, im.Height
 	if im.Format == "jpeg" && size > 0 {
 		for n := 1; n < 8; n++ {

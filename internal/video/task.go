@@ -1,11 +1,11 @@
-package decode
+package video
 
 import "sort"
 
-// VideoTask is a keyframe-aligned piece of a clip's decoding: seek to
+// Task is a keyframe-aligned piece of a clip's decoding: seek to
 // Keyframe, then decode forward, outputting Targets. Tasks of one clip are
 // independent, so several workers can run them at once.
-type VideoTask struct {
+type Task struct {
 	// Keyframe is the decode-order index of the keyframe the task seeks
 	// to first.
 	Keyframe int
@@ -14,7 +14,7 @@ type VideoTask struct {
 	// positions appears once per position.
 	Targets []int
 	// Slots[j] is the position of Targets[j] in the sample's frame
-	// tensor: its index in the targets passed to PlanVideoTasks.
+	// tensor: its index in the targets passed to PlanTasks.
 	Slots []int
 	// DecodeFrames counts the frames the task must decode, from each
 	// keyframe it seeks to up to each target in decode order (frames
@@ -47,7 +47,7 @@ type segment struct {
 	sharedBytes             int64
 }
 
-// PlanVideoTasks plans the decoding of the frames targets (decode-order
+// PlanTasks plans the decoding of the frames targets (decode-order
 // indices, such as SampleFrames returns; position j of targets is output
 // slot j) the way decord and torchcodec decode: targets are visited in
 // presentation order, and the decoder seeks — to the last keyframe at or
@@ -78,13 +78,13 @@ type segment struct {
 // Targets outside [0, Frames) are ignored. Without per-frame data
 // (FrameCountEstimated) the clip has one keyframe, frame 0, and
 // DecodeBytes uses the average frame size.
-func PlanVideoTasks(v *VideoInfo, targets []int, maxTasks int) []VideoTask {
+func PlanTasks(v *Track, targets []int, maxTasks int) []Task {
 	return groupSegments(decodeRuns(v, targets), maxTasks)
 }
 
 // decodeRuns simulates the decoder over targets and returns the runs
 // between seeks.
-func decodeRuns(v *VideoInfo, targets []int) []segment {
+func decodeRuns(v *Track, targets []int) []segment {
 	if v == nil || v.Frames <= 0 {
 		return nil
 	}
@@ -115,7 +115,7 @@ func decodeRuns(v *VideoInfo, targets []int) []segment {
 	var segs []segment
 	for _, w := range ws {
 		t := w.frame
-		key := decodeStart(v, t)
+		key := v.DecodeStart(t)
 		s := decodedBy(segs, t, key)
 		var last *segment // the current run, or its open-GOP continuation
 		if len(segs) > 0 {
@@ -127,7 +127,7 @@ func decodeRuns(v *VideoInfo, targets []int) []segment {
 		case s == nil && (last == nil || key > last.end || key < last.key):
 			// A keyframe lies between the position and the target (or
 			// the target is behind the run's keyframe, or is a leading
-			// picture of it): seek to the target's decodeStart.
+			// picture of it): seek to the target's DecodeStart.
 			segs = append(segs, segment{key: key, end: t, frames: t - key + 1, bytes: bytesOf(key, t), reordered: reorderedOf(key, t)})
 			s = &segs[len(segs)-1]
 		default:
@@ -155,7 +155,7 @@ func decodeRuns(v *VideoInfo, targets []int) []segment {
 	return segs
 }
 
-// decodedBy returns the segment that output frame t, whose decodeStart is
+// decodedBy returns the segment that output frame t, whose DecodeStart is
 // key, or nil: the last one whose range holds t and that started at or
 // before key (one that started at t's own keyframe did not output t if t
 // is a leading picture).
@@ -168,7 +168,7 @@ func decodedBy(segs []segment, t, key int) *segment {
 	return nil
 }
 
-// decodeStart returns the keyframe from which decoding outputs
+// DecodeStart returns the keyframe from which decoding outputs
 // decode-order frame f: the last keyframe at or before f, or, when f is
 // shown before that keyframe, the keyframe before it (the last one shown
 // at or before f). Such a frame is a leading picture of an open GOP
@@ -178,7 +178,7 @@ func decodedBy(segs []segment, t, key int) *segment {
 // leading pictures of the first keyframe at that keyframe (there is
 // nothing before it to decode them from). Closed GOPs have no leading
 // pictures.
-func decodeStart(v *VideoInfo, f int) int {
+func (v *Track) DecodeStart(f int) int {
 	i := sort.SearchInts(v.Keyframes, f+1) - 1
 	if i < 0 {
 		return 0
@@ -194,7 +194,7 @@ func decodeStart(v *VideoInfo, f int) int {
 // frameBytes returns a function summing the compressed bytes of frames
 // [a, b] in decode order, from per-frame sizes or, when those are
 // unknown, the average frame size.
-func frameBytes(v *VideoInfo) func(a, b int) int64 {
+func frameBytes(v *Track) func(a, b int) int64 {
 	if !v.PerFrame() {
 		avg := v.Bytes / int64(v.Frames)
 		return func(a, b int) int64 { return avg * int64(b-a+1) }
@@ -209,7 +209,7 @@ func frameBytes(v *VideoInfo) func(a, b int) int64 {
 // reorderedFrames returns a function counting the frames in [a, b]
 // (decode order) whose pts is below that of an earlier frame of their GOP;
 // without per-frame timing there are none.
-func reorderedFrames(v *VideoInfo) func(a, b int) int {
+func reorderedFrames(v *Track) func(a, b int) int {
 	if !v.PerFrame() {
 		return func(a, b int) int { return 0 }
 	}
@@ -236,7 +236,7 @@ func reorderedFrames(v *VideoInfo) func(a, b int) int {
 // minimising the largest DecodeFrames with the fewest tasks. A segment
 // costs its frames at the start of a task, and its frames less those it
 // shares with the segment before inside one.
-func groupSegments(segs []segment, maxTasks int) []VideoTask {
+func groupSegments(segs []segment, maxTasks int) []Task {
 	limit := 0 // the smallest achievable maximum
 	if maxTasks > 1 && len(segs) > 1 {
 		lo, hi := 0, 0
@@ -253,10 +253,10 @@ func groupSegments(segs []segment, maxTasks int) []VideoTask {
 		}
 		limit = lo
 	}
-	var tasks []VideoTask
+	var tasks []Task
 	for i, s := range segs {
 		if i == 0 || limit > 0 && tasks[len(tasks)-1].DecodeFrames+s.frames-s.shared > limit {
-			tasks = append(tasks, VideoTask{Keyframe: s.key})
+			tasks = append(tasks, Task{Keyframe: s.key})
 			s.shared, s.sharedBytes, s.sharedReordered = 0, 0, 0
 		}
 		t := &tasks[len(tasks)-1]

@@ -1,4 +1,4 @@
-package decode
+package video
 
 import (
 	"math/rand/v2"
@@ -6,75 +6,72 @@ import (
 	"slices"
 	"sort"
 	"testing"
-
-	"github.com/datahelix/datahelix/internal/mp4"
-	"github.com/datahelix/datahelix/internal/video/videotest"
 )
 
-func TestPlanVideoTasks(t *testing.T) {
+func TestPlanTasks(t *testing.T) {
 	clip := cfrClip(30, 10) // keyframes 0, 10, 20; 100 bytes per frame
 	// Decode order I0 P3 B1 B2 P6 B4 B5: pts are presentation positions.
-	bframes := &VideoInfo{Frames: 7, Timescale: 1, Duration: 7, FramePTS: []int64{0, 3, 1, 2, 6, 4, 5},
+	bframes := &Track{Frames: 7, Timescale: 1, Duration: 7, FramePTS: []int64{0, 3, 1, 2, 6, 4, 5},
 		FrameBytes: []uint32{10, 5, 1, 1, 5, 1, 1}, Keyframes: []int{0}, Bytes: 24}
-	estimated := &VideoInfo{Frames: 100, Duration: 4000, Timescale: 1000, FrameCountEstimated: true, Keyframes: []int{0}, Bytes: 1000}
+	estimated := &Track{Frames: 100, Duration: 4000, Timescale: 1000, FrameCountEstimated: true, Keyframes: []int{0}, Bytes: 1000}
 	// An open GOP: I0 P2 B1 P4 B3 | I7 B5 B6 P9 B8, the second keyframe
 	// followed by two leading pictures (pts 5 and 6) that refer to P4.
-	open := &VideoInfo{Frames: 10, Timescale: 1, Duration: 10, FramePTS: []int64{0, 2, 1, 4, 3, 7, 5, 6, 9, 8},
+	open := &Track{Frames: 10, Timescale: 1, Duration: 10, FramePTS: []int64{0, 2, 1, 4, 3, 7, 5, 6, 9, 8},
 		FrameBytes: []uint32{10, 5, 1, 5, 1, 10, 1, 1, 5, 1}, Keyframes: []int{0, 5}, Bytes: 40}
 	all := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
-	task := func(key int, targets, slots []int, frames int, bytes int64) VideoTask {
-		return VideoTask{Keyframe: key, Targets: targets, Slots: slots, DecodeFrames: frames, DecodeBytes: bytes}
+	task := func(key int, targets, slots []int, frames int, bytes int64) Task {
+		return Task{Keyframe: key, Targets: targets, Slots: slots, DecodeFrames: frames, DecodeBytes: bytes}
 	}
-	btask := func(key int, targets, slots []int, frames int, bytes int64, reordered int) VideoTask {
+	btask := func(key int, targets, slots []int, frames int, bytes int64, reordered int) Task {
 		t := task(key, targets, slots, frames, bytes)
 		t.ReorderedFrames = reordered
 		return t
 	}
 	tests := []struct {
 		name     string
-		v        *VideoInfo
+		v        *Track
 		targets  []int
 		maxTasks int
-		want     []VideoTask
+		want     []Task
 	}{
 		{"sequential", clip, []int{2, 5, 15, 25}, 1,
-			[]VideoTask{task(0, []int{2, 5, 15, 25}, []int{0, 1, 2, 3}, 18, 1800)}},
+			[]Task{task(0, []int{2, 5, 15, 25}, []int{0, 1, 2, 3}, 18, 1800)}},
 		{"two workers", clip, []int{2, 5, 15, 25}, 2,
-			[]VideoTask{task(0, []int{2, 5, 15}, []int{0, 1, 2}, 12, 1200), task(20, []int{25}, []int{3}, 6, 600)}},
+			[]Task{task(0, []int{2, 5, 15}, []int{0, 1, 2}, 12, 1200), task(20, []int{25}, []int{3}, 6, 600)}},
 		{"one task per GOP", clip, []int{2, 5, 15, 25}, 8,
-			[]VideoTask{task(0, []int{2, 5}, []int{0, 1}, 6, 600), task(10, []int{15}, []int{2}, 6, 600), task(20, []int{25}, []int{3}, 6, 600)}},
+			[]Task{task(0, []int{2, 5}, []int{0, 1}, 6, 600), task(10, []int{15}, []int{2}, 6, 600), task(20, []int{25}, []int{3}, 6, 600)}},
 		{"no seek inside a GOP", clip, []int{11, 19}, 4,
-			[]VideoTask{task(10, []int{11, 19}, []int{0, 1}, 10, 1000)}},
+			[]Task{task(10, []int{11, 19}, []int{0, 1}, 10, 1000)}},
 		{"slots follow the input order", clip, []int{25, 2}, 1,
-			[]VideoTask{task(0, []int{2, 25}, []int{1, 0}, 9, 900)}},
+			[]Task{task(0, []int{2, 25}, []int{1, 0}, 9, 900)}},
 		{"repeated frame", clip, []int{5, 5}, 1,
-			[]VideoTask{task(0, []int{5, 5}, []int{0, 1}, 6, 600)}},
+			[]Task{task(0, []int{5, 5}, []int{0, 1}, 6, 600)}},
 		{"out of range ignored", clip, []int{-1, 40, 3}, 1,
-			[]VideoTask{task(0, []int{3}, []int{2}, 4, 400)}},
+			[]Task{task(0, []int{3}, []int{2}, 4, 400)}},
 		{"b-frame needs its anchor", bframes, []int{2}, 1,
-			[]VideoTask{btask(0, []int{2}, []int{0}, 3, 16, 1)}},
+			[]Task{btask(0, []int{2}, []int{0}, 3, 16, 1)}},
 		{"anchor already decoded", bframes, []int{1, 2}, 1,
-			[]VideoTask{btask(0, []int{2, 1}, []int{1, 0}, 3, 16, 1)}},
+			[]Task{btask(0, []int{2, 1}, []int{1, 0}, 3, 16, 1)}},
 		{"presentation order across anchors", bframes, []int{4, 2}, 1,
-			[]VideoTask{btask(0, []int{2, 4}, []int{1, 0}, 5, 22, 2)}},
+			[]Task{btask(0, []int{2, 4}, []int{1, 0}, 5, 22, 2)}},
 		// Decoded from I0, not from I7, where FFmpeg drops it.
 		{"leading picture", open, []int{6}, 1,
-			[]VideoTask{btask(0, []int{6}, []int{0}, 7, 33, 3)}},
+			[]Task{btask(0, []int{6}, []int{0}, 7, 33, 3)}},
 		{"after the leading pictures", open, []int{8}, 1,
-			[]VideoTask{btask(5, []int{8}, []int{0}, 4, 17, 2)}},
+			[]Task{btask(5, []int{8}, []int{0}, 4, 17, 2)}},
 		// One run through I7; a task may still start at I7, decoding I7
 		// B5 B6 again (3 frames, 12 bytes, 2 reordered).
 		{"open GOP in one task", open, all, 1,
-			[]VideoTask{btask(0, []int{0, 2, 1, 4, 3, 6, 7, 5, 9, 8}, []int{0, 2, 1, 4, 3, 6, 7, 5, 9, 8}, 10, 40, 5)}},
+			[]Task{btask(0, []int{0, 2, 1, 4, 3, 6, 7, 5, 9, 8}, []int{0, 2, 1, 4, 3, 6, 7, 5, 9, 8}, 10, 40, 5)}},
 		{"open GOP in two tasks", open, all, 2,
-			[]VideoTask{btask(0, []int{0, 2, 1, 4, 3, 6, 7}, []int{0, 2, 1, 4, 3, 6, 7}, 8, 34, 4),
+			[]Task{btask(0, []int{0, 2, 1, 4, 3, 6, 7}, []int{0, 2, 1, 4, 3, 6, 7}, 8, 34, 4),
 				btask(5, []int{5, 9, 8}, []int{5, 9, 8}, 5, 18, 3)}},
 		{"estimated clip", estimated, []int{10, 90}, 4,
-			[]VideoTask{task(0, []int{10, 90}, []int{0, 1}, 91, 910)}},
+			[]Task{task(0, []int{10, 90}, []int{0, 1}, 91, 910)}},
 		{"no targets", clip, nil, 1, nil},
 	}
 	for _, tt := range tests {
-		if got := PlanVideoTasks(tt.v, tt.targets, tt.maxTasks); !reflect.DeepEqual(got, tt.want) {
+		if got := PlanTasks(tt.v, tt.targets, tt.maxTasks); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s:\n got %+v\nwant %+v", tt.name, got, tt.want)
 		}
 	}
@@ -86,7 +83,7 @@ func TestPlanVideoTasks(t *testing.T) {
 // frame shown before its keyframe (a leading picture of an open GOP) is
 // decoded from a keyframe shown at or before it, and a run that starts at
 // its own keyframe cannot output it.
-func decodeFramesReference(v *VideoInfo, targets []int) (count int, bytes int64, reordered int) {
+func decodeFramesReference(v *Track, targets []int) (count int, bytes int64, reordered int) {
 	order := append([]int(nil), targets...)
 	sort.SliceStable(order, func(a, b int) bool {
 		pa, pb := v.FramePTS[order[a]], v.FramePTS[order[b]]
@@ -166,9 +163,9 @@ func bestMaxReference(runs []segment, k int) int {
 // randomOpenClip is randomClip with open GOPs: each keyframe after the
 // first is followed in decode order by up to 3 leading pictures, shown
 // before it and after every frame decoded before it.
-func randomOpenClip(rng *rand.Rand) *VideoInfo {
+func randomOpenClip(rng *rand.Rand) *Track {
 	n := 1 + rng.IntN(200)
-	v := &VideoInfo{Timescale: 90000, Frames: n}
+	v := &Track{Timescale: 90000, Frames: n}
 	origin := int64(rng.IntN(7000)) - 2000
 	for start := 0; start < n; {
 		size := min(1+rng.IntN(40), n-start)
@@ -203,7 +200,7 @@ func randomOpenClip(rng *rand.Rand) *VideoInfo {
 	return v
 }
 
-func TestPlanVideoTasksRandom(t *testing.T) {
+func TestPlanTasksRandom(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	continued, cut := 0, 0 // open-GOP continuations, and tasks that start at one
 	for iter := 0; iter < 6000; iter++ {
@@ -220,7 +217,7 @@ func TestPlanVideoTasksRandom(t *testing.T) {
 				targets = append(targets, rng.IntN(v.Frames))
 			}
 		}
-		seq := PlanVideoTasks(v, targets, 1)
+		seq := PlanTasks(v, targets, 1)
 		if len(seq) != 1 {
 			t.Fatalf("sequential plan has %d tasks", len(seq))
 		}
@@ -230,11 +227,11 @@ func TestPlanVideoTasksRandom(t *testing.T) {
 		}
 		runs := decodeRuns(v, targets)
 		k := 1 + rng.IntN(4)
-		split := PlanVideoTasks(v, targets, k)
+		split := PlanTasks(v, targets, k)
 		for i, r := range runs {
 			if r.shared > 0 {
 				continued++
-				if slices.ContainsFunc(split, func(t VideoTask) bool { return t.Keyframe == r.key && t.Targets[0] == r.targets[0] }) {
+				if slices.ContainsFunc(split, func(t Task) bool { return t.Keyframe == r.key && t.Targets[0] == r.targets[0] }) {
 					cut++
 				}
 			}
@@ -264,7 +261,7 @@ func TestPlanVideoTasksRandom(t *testing.T) {
 // reference decoder decodes for its targets alone; for closed GOPs
 // (closed) they add up to the sequential plan, and for open ones to at
 // least that.
-func checkTasks(t *testing.T, v *VideoInfo, targets []int, tasks []VideoTask, seq VideoTask, k int, closed bool) {
+func checkTasks(t *testing.T, v *Track, targets []int, tasks []Task, seq Task, k int, closed bool) {
 	t.Helper()
 	if len(tasks) > k {
 		t.Fatalf("%d tasks for maxTasks %d", len(tasks), k)
@@ -298,17 +295,5 @@ func checkTasks(t *testing.T, v *VideoInfo, targets []int, tasks []VideoTask, se
 	}
 	if len(seen) != len(targets) || !sum {
 		t.Fatalf("tasks cover %d of %d slots, %d frames %d bytes; sequential %d frames %d bytes", len(seen), len(targets), frames, bytes, seq.DecodeFrames, seq.DecodeBytes)
-	}
-}
-
-// BenchmarkPlanVideoTasks plans 8 frames of the 30 s clip into 4 tasks.
-func BenchmarkPlanVideoTasks(b *testing.B) {
-	v, err := mp4.Parse(videotest.Read(b, "h264_30s.mp4"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		PlanVideoTasks(v, SampleFrames(v, 8), 4)
 	}
 }

@@ -1,4 +1,4 @@
-package decode
+package costmodel
 
 import (
 	"encoding/json"
@@ -7,10 +7,10 @@ import (
 	"os"
 )
 
-// costModelState is the saved form of a CostModel.
+// costModelState is the saved form of a Model.
 type costModelState struct {
 	Version     int                 `json:"version"`
-	Options     CostOptions         `json:"options"`
+	Options     Options             `json:"options"`
 	Calibration *Calibration        `json:"calibration"`
 	Fits        map[string]*costFit `json:"fits"`
 	LogSpeed    float64             `json:"log_speed"`
@@ -25,7 +25,7 @@ const costModelVersion = 1
 // MarshalJSON saves the model's whole state: options, calibration, the
 // least-squares statistics of every key, the speed factor and the error
 // counts.
-func (m *CostModel) MarshalJSON() ([]byte, error) {
+func (m *Model) MarshalJSON() ([]byte, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return json.Marshal(costModelState{Version: costModelVersion, Options: m.opts, Calibration: m.cal, Fits: m.fits,
@@ -35,7 +35,7 @@ func (m *CostModel) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON restores a state saved by MarshalJSON, validating it: a
 // state from another version, with non-finite or negative statistics or
 // absurd sizes is rejected with ErrBadCalibration and leaves m unchanged.
-func (m *CostModel) UnmarshalJSON(data []byte) error {
+func (m *Model) UnmarshalJSON(data []byte) error {
 	var s costModelState
 	if err := json.Unmarshal(data, &s); err != nil {
 		return fmt.Errorf("%w: cost model state: %v", ErrBadCalibration, err)
@@ -109,7 +109,7 @@ func (s *costModelState) validate() error {
 }
 
 // Save writes the model's state to a JSON file.
-func (m *CostModel) Save(path string) error {
+func (m *Model) Save(path string) error {
 	data, err := m.MarshalJSON()
 	if err != nil {
 		return err
@@ -117,13 +117,13 @@ func (m *CostModel) Save(path string) error {
 	return os.WriteFile(path, data, 0o644)
 }
 
-// LoadCostModel restores a model saved with Save.
-func LoadCostModel(path string) (*CostModel, error) {
+// Load restores a model saved with Save.
+func Load(path string) (*Model, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("decode: cost model: %w", err)
 	}
-	m := NewCostModel(nil)
+	m := New(nil)
 	if err := m.UnmarshalJSON(data); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

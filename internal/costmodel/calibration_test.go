@@ -1,17 +1,20 @@
-package decode
+package costmodel
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/datahelix/datahelix/decode"
 )
 
 // TestReadCalibrationRejectsOtherFiles checks that JSON that is not a
-// calibration (an empty object, a workload, a bench calibration, no
+// calibration (an empty object, a workload, a bench calibration of the old layout, no
 // coefficients, trailing data) is refused with ErrBadCalibration and a
 // message saying why, instead of read as a calibration without
 // coefficients.
@@ -25,7 +28,7 @@ func TestReadCalibrationRejectsOtherFiles(t *testing.T) {
 		{"empty coefficients", `{"machine":"m","coefficients":{}}`, "no cost coefficients"},
 		{"null", `null`, "no cost coefficients"},
 		{"workload", `{"name":"kinetics","skew":"skewed","batch":16}`, `unknown field "name"`},
-		{"bench calibration", `{"source":"measured","cost":` + string(good) + `}`, `unknown field "source"`},
+		{"bench calibration of the old layout", `{"source":"measured","cost":` + string(good) + `}`, `unknown field "cost"`},
 		{"trailing data", string(good) + ` {}`, "data after the object"},
 		{"stray brace", string(good) + ` }`, "data after the object"},
 		{"stray bracket", string(good) + "\n]]", "data after the object"},
@@ -82,11 +85,27 @@ func FuzzReadCalibration(f *testing.F) {
 		if len(c.Coefficients) == 0 {
 			t.Fatal("accepted a calibration without coefficients")
 		}
-		m := NewCostModel(c)
-		for _, r := range []*Record{{Modality: ModalityText, Bytes: 600, Text: &TextInfo{Bytes: 600, Tokens: 100}}, {Modality: ModalityImage, Bytes: 9000, Images: []ImageInfo{{Format: "jpeg", Width: 640, Height: 480, Bytes: 9000}}}} {
+		m := New(c)
+		for _, r := range []*decode.Record{{Modality: decode.ModalityText, Bytes: 600, Text: &decode.TextInfo{Bytes: 600, Tokens: 100}}, {Modality: decode.ModalityImage, Bytes: 9000, Images: []decode.ImageInfo{{Format: "jpeg", Width: 640, Height: 480, Bytes: 9000}}}} {
 			if e := m.Estimate(r); e < 1 {
 				t.Fatalf("Estimate(%+v) = %d", r, e)
 			}
 		}
 	})
+}
+
+func TestSigmaForMAPE(t *testing.T) {
+	for _, mape := range []float64{0.01, 0.05, 0.163, 0.5, 1.5} {
+		sigma := sigmaForMAPE(mape)
+		if got := mapeOfSigma(sigma); math.Abs(got-mape) > 1e-6 {
+			t.Errorf("MAPE %v: sigma %v gives back %v", mape, sigma, got)
+		}
+	}
+	// Small errors: E|e^{σZ}-1| ≈ σ sqrt(2/π).
+	if got, want := sigmaForMAPE(0.01), 0.01/math.Sqrt(2/math.Pi); math.Abs(got-want) > 1e-4 {
+		t.Errorf("sigma for 1 %% = %v, want about %v", got, want)
+	}
+	if sigmaForMAPE(0) != 0 || sigmaForMAPE(-1) != 0 {
+		t.Error("no error must give sigma 0")
+	}
 }

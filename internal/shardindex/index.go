@@ -1,4 +1,11 @@
-package decode
+// Package shardindex indexes WebDataset tar shards and caches the
+// indexes on disk. Build reads a shard's tar headers and groups its
+// members into samples by key, as WebDataset does, noting what it skips;
+// a Location loads and saves the index of one shard, beside it or in a
+// cache directory, where Scan and Prune find the indexes no job reads
+// any more (datahelix cache). Package decode's Shard and Dataset read
+// samples through it.
+package shardindex
 
 import (
 	"archive/tar"
@@ -22,8 +29,8 @@ var ErrCorruptShard = errors.New("decode: corrupt or truncated shard")
 // uncompressed tar files: samples are read by random access.
 var ErrCompressedShard = errors.New("decode: compressed shard")
 
-// uncompressedOnly says why a compressed shard is refused.
-const uncompressedOnly = "shards must be uncompressed tar files, which allow random access to samples"
+// UncompressedOnly says why a compressed shard is refused.
+const UncompressedOnly = "shards must be uncompressed tar files, which allow random access to samples"
 
 // compressions are the signatures of the compressed formats a tar archive
 // is commonly wrapped in, and the command that undoes each.
@@ -43,7 +50,7 @@ type compressedError struct {
 }
 
 func (e *compressedError) Error() string {
-	return fmt.Sprintf("%s; decompress it first, e.g. %s %s > NEW.tar", uncompressedOnly, e.undo, e.path)
+	return fmt.Sprintf("%s; decompress it first, e.g. %s %s > NEW.tar", UncompressedOnly, e.undo, e.path)
 }
 
 func (e *compressedError) Is(target error) bool { return target == ErrCompressedShard }
@@ -93,30 +100,30 @@ func (e *ShardError) Unwrap() []error {
 	return []error{ErrCorruptShard, e.Err}
 }
 
-// MemberEntry locates one member of a sample inside its shard.
-type MemberEntry struct {
+// Member locates one member of a sample inside its shard.
+type Member struct {
 	Name   string // full member name, e.g. "clips/000123.mp4"
 	Ext    string // extension after the key, lower case, e.g. "mp4" or "0.jpg"
 	Offset int64  // absolute offset of the member's data in the shard file
 	Size   int64  // member data size in bytes
 }
 
-// IndexEntry locates one sample inside its shard: the members sharing a
+// Entry locates one sample inside its shard: the members sharing a
 // key, and the contiguous byte span [Offset, Offset+Size) that covers all
 // of their data (tar headers between members included), so that the whole
 // sample is fetched with one read.
-type IndexEntry struct {
+type Entry struct {
 	Key     string
 	Offset  int64
 	Size    int64
-	Members []MemberEntry
+	Members []Member
 }
 
-// shardIndex is the content of a shard's index: its samples in file order
+// Index is the content of a shard's index: its samples in file order
 // and what was noticed while building it.
-type shardIndex struct {
-	entries  []IndexEntry
-	warnings []string
+type Index struct {
+	Entries  []Entry
+	Warnings []string // members skipped and other oddities, one line each
 }
 
 // splitKey splits a tar member name into its WebDataset key and extension:
@@ -150,12 +157,16 @@ type posReader struct {
 	pos int64
 }
 
+// Read reads from the underlying reader, counting the bytes.
+// Read reads from the underlying reader, counting the bytes.
 func (p *posReader) Read(b []byte) (int, error) {
 	n, err := p.r.Read(b)
 	p.pos += int64(n)
 	return n, err
 }
 
+// Seek seeks the underlying reader, keeping the position.
+// Seek seeks the underlying reader, keeping the position.
 func (p *posReader) Seek(off int64, whence int) (int64, error) {
 	n, err := p.r.Seek(off, whence)
 	if err == nil {
@@ -166,7 +177,7 @@ func (p *posReader) Seek(off int64, whence int) (int64, error) {
 
 const tarBlock = 512
 
-// buildIndex reads the tar headers of a shard of the given size and groups
+// Build reads the tar headers of a shard of the given size and groups
 // its members into samples by key, as WebDataset does: adjacent members with
 // the same key form one sample. Members WebDataset skips (not regular
 // files, names without a key, metadata names) are skipped, and so are
@@ -177,18 +188,18 @@ const tarBlock = 512
 // past the end of the file or a missing end-of-archive marker; a shard
 // that is gzip, zstd, xz or bzip2 data is a *ShardError that also matches
 // ErrCompressedShard.
-func buildIndex(name string, r io.ReadSeeker, size int64) (*shardIndex, error) {
+func Build(name string, r io.ReadSeeker, size int64) (*Index, error) {
 	if size == 0 {
 		return nil, &ShardError{Path: name, Reason: "empty file, not a tar archive"}
 	}
 	pr := &posReader{r: r}
 	tr := tar.NewReader(pr)
-	idx := &shardIndex{}
+	idx := &Index{}
 	seen := map[string]int64{} // key → offset of the sample that used it
 	var exts extIndex          // the extensions of the last sample
 	var next int64             // expected offset of the next header
 	warnf := func(format string, args ...any) {
-		idx.warnings = append(idx.warnings, fmt.Sprintf(format, args...))
+		idx.Warnings = append(idx.Warnings, fmt.Sprintf(format, args...))
 	}
 	for {
 		hdr, err := tr.Next()
@@ -252,9 +263,9 @@ func buildIndex(name string, r io.ReadSeeker, size int64) (*shardIndex, error) {
 			warnf("member %q at offset %d skipped: its name has no WebDataset key.extension", hdr.Name, off)
 			continue
 		}
-		m := MemberEntry{Name: hdr.Name, Ext: ext, Offset: off, Size: hdr.Size}
-		if n := len(idx.entries); n > 0 && idx.entries[n-1].Key == key {
-			e := &idx.entries[n-1]
+		m := Member{Name: hdr.Name, Ext: ext, Offset: off, Size: hdr.Size}
+		if n := len(idx.Entries); n > 0 && idx.Entries[n-1].Key == key {
+			e := &idx.Entries[n-1]
 			if j := exts.find(e.Members, ext); j >= 0 {
 				// WebDataset stops with "duplicate file name"; the first
 				// member stays, so that the sample is what it was before
@@ -271,7 +282,7 @@ func buildIndex(name string, r io.ReadSeeker, size int64) (*shardIndex, error) {
 		} else {
 			seen[key] = off
 		}
-		idx.entries = append(idx.entries, IndexEntry{Key: key, Offset: off, Size: hdr.Size, Members: []MemberEntry{m}})
+		idx.Entries = append(idx.Entries, Entry{Key: key, Offset: off, Size: hdr.Size, Members: []Member{m}})
 		exts = extIndex{}
 	}
 }
@@ -286,10 +297,10 @@ type extIndex struct{ m map[string]int }
 // find returns the index in ms, the sample's members so far, of the one
 // with extension ext, or -1, in which case ext is noted as that of
 // member len(ms), which the caller appends next.
-func (x *extIndex) find(ms []MemberEntry, ext string) int {
+func (x *extIndex) find(ms []Member, ext string) int {
 	if x.m == nil {
 		if len(ms) < 16 {
-			return slices.IndexFunc(ms, func(o MemberEntry) bool { return o.Ext == ext })
+			return slices.IndexFunc(ms, func(o Member) bool { return o.Ext == ext })
 		}
 		x.m = make(map[string]int, 2*len(ms))
 		for i, o := range ms {

@@ -1,4 +1,4 @@
-package decode
+package costmodel
 
 // defaultCalibrationMachine says where defaultCoefficients come from.
 const defaultCalibrationMachine = "measured with datahelix costmodel --calibrate-out (thread CPU time, fastest of 3, F=8, S=224) on a shared 2-vCPU VM, 2026-12-02: 1288 samples of every gen preset at seed 2 (120 each, 60 for webvid, panda70m, activitynet) plus 30 AV1, 20 HEVC, 20 PNG and 20 WebP samples made with the ffmpeg CLI; video/vp8 borrows VP9's coefficients (no VP8 in the presets)"

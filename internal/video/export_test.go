@@ -1,0 +1,4 @@
+package video
+
+// SampleFramesReference is sampleFramesReference, for video_test.
+var SampleFramesReference = sampleFramesReference
