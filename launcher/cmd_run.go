@@ -245,7 +245,7 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 	counts := make([]int64, 0, 2*len(f.loaders))
 	samples := spmd.NewSampleLog() // a bad sample is logged once, not per loader
 	for _, k := range f.loaders {
-		cfg := f.cfg
+		cfg := f.cfg.InJob(f.loaders...)
 		cfg.Loader = k
 		cfg.Log, cfg.SampleLog = errOut, samples
 		watch.Start(k.String())

@@ -120,8 +120,18 @@ type Config struct {
 	// jobLoaders are the loaders the job runs one after another, nil
 	// meaning Loader alone: a message of no checkpoint to resume from
 	// points to another loader's checkpoints only if the job does not
-	// run it (CheckJob sets it).
+	// run it (InJob sets it).
 	jobLoaders []Kind
+}
+
+// InJob returns c for a loader of a job that runs the loaders kinds one
+// after another over the same checkpoint directory, as datahelix run
+// does: when this loader has no checkpoint to resume from, the message
+// points to another loader's checkpoints only if the job does not run
+// that loader itself.
+func (c Config) InJob(kinds ...Kind) Config {
+	c.jobLoaders = kinds
+	return c
 }
 
 // Check returns the first setting Run would refuse, naming its flag,
