@@ -9,13 +9,22 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 
+	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/internal/costmodel"
+	"github.com/datahelix/datahelix/internal/gen"
 	"github.com/datahelix/datahelix/internal/metrics"
+	"github.com/datahelix/datahelix/internal/shardindex"
+	"github.com/datahelix/datahelix/internal/sim"
+	"github.com/datahelix/datahelix/internal/step"
+	"github.com/datahelix/datahelix/plan"
 )
 
 // LinkRates are the inter-node link rates the links section sweeps, as
@@ -52,7 +61,8 @@ func linksSection(ctx context.Context, env *SectionEnv) (*Section, error) {
 	if err != nil {
 		return &Section{Status: SectionSkipped, Note: err.Error()}, nil
 	}
-	sec := &Section{Columns: []string{"link", "loader", "throughput_sps", "vs_torch", "bytes_moved_per_step", "net_bytes_moved_per_step", "allgather_us_p50"}}
+	sec := &Section{Columns: []string{"link", "loader", "throughput_sps", "vs_torch", "bytes_moved_per_step", "net_bytes_moved_per_step", "allgather_us_p50",
+		"sim_throughput_sps", "sim_vs_torch", "sim_net_bytes_moved_per_step"}}
 	results := map[string][]metrics.Summary{}
 	for _, rate := range LinkRates {
 		e.logf("links: %s", linkName(rate))
@@ -64,18 +74,14 @@ func linksSection(ctx context.Context, env *SectionEnv) (*Section, error) {
 			return nil, fmt.Errorf("link %s: %w", linkName(rate), err)
 		}
 		results[rate] = sums
-		var torch float64
-		for _, s := range sums {
-			if s.Loader == "torch" {
-				torch = s.ThroughputSPS
-			}
+		sims, err := simulateLinks(env, rate)
+		if err != nil {
+			return nil, fmt.Errorf("link %s: simulate: %w", linkName(rate), err)
 		}
-		for _, s := range sums {
-			ratio := 0.0
-			if torch > 0 {
-				ratio = s.ThroughputSPS / torch
-			}
-			sec.Rows = append(sec.Rows, []any{linkName(rate), s.Loader, s.ThroughputSPS, ratio, s.BytesMovedPerStep, s.NetBytesMovedPerStep, s.AllgatherUSP50})
+		for i, s := range sums {
+			m := sims[i]
+			sec.Rows = append(sec.Rows, []any{linkName(rate), s.Loader, s.ThroughputSPS, vsTorch(sums, s), s.BytesMovedPerStep, s.NetBytesMovedPerStep, s.AllgatherUSP50,
+				m.ThroughputSPS, vsTorch(sims, m), m.NetBytesMovedPerStep})
 		}
 	}
 	sec.Headline = linksHeadline(results)
@@ -86,6 +92,70 @@ func linksSection(ctx context.Context, env *SectionEnv) (*Section, error) {
 		sec.Note = "plotted in links.png"
 	}
 	return sec, nil
+}
+
+// vsTorch is s's throughput over torch's among sums (0 without torch).
+func vsTorch(sums []metrics.Summary, s metrics.Summary) float64 {
+	for _, t := range sums {
+		if t.Loader == "torch" && t.ThroughputSPS > 0 {
+			return s.ThroughputSPS / t.ThroughputSPS
+		}
+	}
+	return 0
+}
+
+// linkBytesPerUS is a tc rate as the simulator's fixed-point bytes/µs;
+// "" (unlimited) is the bridge's, taken as memory's 1 GB/s.
+func linkBytesPerUS(rate string) int64 {
+	bits := map[string]int64{"20mbit": 20e6, "100mbit": 100e6, "1gbit": 1e9}[rate]
+	if bits == 0 {
+		return 1000 * plan.One
+	}
+	return bits / 8 * plan.One / 1e6
+}
+
+// simulateLinks simulates the links job at one rate: the default
+// dataset's samples in the runtime's order (NewDatasetSamples), datahelix
+// run's defaults (B=4, W=1, F=8, S=224, a GPU of 120 ms plus 1 ms a frame,
+// horizon 8, the gate's margin), 4 ranks on 2 nodes sharing this
+// machine's cores, each node's link at the rate, and returns each loader
+// of linkLoaders's summary, in that order.
+func simulateLinks(env *SectionEnv, rate string) ([]metrics.Summary, error) {
+	dir := filepath.Join(shardindex.DefaultCacheDir(), gen.CacheName(fmt.Sprintf("default-seed%d", env.Seed)))
+	ds, err := decode.OpenDataset(dir, "")
+	if err != nil {
+		return nil, err
+	}
+	defer ds.Close()
+	const ranks, batch, workers, horizon = 4, 4, 1, 8
+	var cal *costmodel.Calibration
+	if env.Calibration != nil {
+		cal = env.Calibration
+	}
+	src, err := NewDatasetSamples(ds, cal, DatasetSimConfig{Ranks: ranks, Batch: batch, Steps: linkSteps, Workers: workers, Seed: env.Seed})
+	if err != nil {
+		return nil, err
+	}
+	cores := runtime.NumCPU()
+	out := make([]metrics.Summary, len(linkLoaders))
+	for i, name := range linkLoaders {
+		k, err := step.ParseKind(name)
+		if err != nil {
+			return nil, err
+		}
+		res, err := sim.Run(sim.Config{Loader: k, Ranks: ranks, Batch: batch, Steps: linkSteps, Workers: workers, Horizon: horizon,
+			Budget:    horizon * batch * decode.DefaultFrames * decode.DefaultSize * decode.DefaultSize * 3,
+			GPU:       gpu.Model{Base: 120 * time.Millisecond, PerFrame: time.Millisecond},
+			Bandwidth: 1000 * plan.One, LatencyUS: 50, Margin: GateMarginUS,
+			Nodes: []int{0, 0, 2, 2}, NodeBandwidth: linkBytesPerUS(rate), NodeLatencyUS: 100,
+			CPUs:    &sim.CPUShare{Group: []int{0, 0, 0, 0}, Cores: []int{cores}},
+			Samples: src.Samples, Seed: env.Seed})
+		if err != nil {
+			return nil, err
+		}
+		out[i] = res.Summary
+	}
+	return out, nil
 }
 
 // linkName is how the report names a rate.
