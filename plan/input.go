@@ -64,9 +64,9 @@ func (m Mode) String() string {
 	return fmt.Sprintf("mode(%d)", uint8(m))
 }
 
-// ParseMode returns the mode named s ("helix", "helix-nogate", "static",
+// parseMode returns the mode named s ("helix", "helix-nogate", "static",
 // "oracle" or "local").
-func ParseMode(s string) (Mode, error) {
+func parseMode(s string) (Mode, error) {
 	for m, name := range modeNames {
 		if s == name {
 			return Mode(m), nil
