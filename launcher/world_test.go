@@ -234,8 +234,9 @@ func TestRunLocalReportsTheFailedRankOnce(t *testing.T) {
 		t.Errorf("exit: got status %d and %q, want 1 and nothing printed again", code, out.String())
 	}
 	for _, r := range []int{0, 3} {
-		if got, want := causes[r], (collective.RankFailedError{Rank: 1}); got != want {
-			t.Errorf("rank %d: cause %v, want %v", r, got, want)
+		var failed collective.RankFailedError
+		if !errors.As(causes[r], &failed) || failed.Rank != 1 {
+			t.Errorf("rank %d: cause %v, want rank 1's failure", r, causes[r])
 		}
 	}
 	if got, want := (collective.RankFailedError{Rank: 1}).Error(), "stopped because rank 1 failed"; got != want {
