@@ -108,14 +108,14 @@ func runBenchExchange(ctx context.Context, stdout, stderr io.Writer, args []stri
 func exchangeDataHolds(path, root string, samples int) error {
 	ds, err := decode.OpenDataset(path, decode.IndexCacheDir(root))
 	if err != nil {
-		return usagef("bench exchange: --data: %v", err)
+		return usagef("bench exchange: --data: %w", err)
 	}
 	defer ds.Close()
 	if len(ds.Shards) == 0 {
 		return flagErrorf("bench exchange", "data", path, "no shards")
 	}
 	if err := firstShardHolds(ds, samples, " of --data"); err != nil {
-		return usagef("%v", err)
+		return usagef("%w", err)
 	}
 	return nil
 }

@@ -52,14 +52,26 @@ var errUsage = errors.New("usage error")
 // usageError is a problem with the command line that no single flag's
 // value explains: an unknown command, a stray argument, two flags that
 // exclude each other.
-type usageError struct{ msg string }
+type usageError struct {
+	msg   string
+	cause error // what format's %w verbs wrapped, for errors.Is and errors.As; nil if none
+}
 
 func (e usageError) Error() string        { return e.msg }
+func (e usageError) Unwrap() error        { return e.cause }
 func (e usageError) Is(target error) bool { return target == errUsage }
 
-// usagef returns a usageError.
+// usagef returns a usageError formatted as fmt.Errorf formats, keeping
+// the errors its %w verbs wrap (an outputError, a package's sentinel)
+// visible to errors.Is and errors.As.
 func usagef(format string, args ...any) error {
-	return usageError{fmt.Sprintf(format, args...)}
+	err := fmt.Errorf(format, args...)
+	u := usageError{msg: err.Error()}
+	switch err.(type) {
+	case interface{ Unwrap() error }, interface{ Unwrap() []error }:
+		u.cause = err
+	}
+	return u
 }
 
 // flagError is a usage error about one flag: the value given is out of
