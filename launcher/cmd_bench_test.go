@@ -96,6 +96,7 @@ func TestBenchUsageErrors(t *testing.T) {
 		{[]string{"bench exchange", "--samples", "0"}},
 		{[]string{"bench exchange", "--rounds", "0"}},
 		{[]string{"bench exchange"}},
+		{[]string{"bench exchange", "--ranks", "3"}},
 		{[]string{"bench", "--bandwidth-mbs", "inf"}},
 		{[]string{"bench", "--real", "--loaders", "oracle"}},
 		{[]string{"bench", "--scale-workload", "nope"}},
@@ -109,10 +110,7 @@ func TestBenchUsageErrors(t *testing.T) {
 		// 64000 samples are generated for 2000 ranks.
 		{[]string{"bench", "--real", "--ranks", "2000"}},
 	} {
-		args := tt.args
-		if strings.Contains(args[0], " ") {
-			args = append(strings.Fields(args[0]), args[1:]...)
-		}
+		args := append(strings.Fields(tt.args[0]), tt.args[1:]...) // "bench exchange" is two
 		stderr := usageLine(t, args...)
 		tr.add(args, stderr)
 		if strings.Count(stderr, "bench: ") > 1 {
@@ -173,10 +171,6 @@ func TestBenchExchangeUnderMPIRun(t *testing.T) {
 	}
 	if g, err := bench.ParseGoExchange([]byte(out)); err != nil || g != r {
 		t.Errorf("bench.ParseGoExchange: %+v, %v; want %+v", g, err, r)
-	}
-	code, _, stderr := runMain("bench", "exchange", "--ranks", "1", "--data", data, "--cache-dir", t.TempDir())
-	if code == 0 || !strings.Contains(stderr, "needs 2 ranks") {
-		t.Errorf("one rank: exit %d, %q; want an error saying it needs 2 ranks", code, stderr)
 	}
 }
 
@@ -343,19 +337,10 @@ func TestBenchProgressWithoutTerminal(t *testing.T) {
 	}
 }
 
-// TestBenchHelpListsSubcommands checks that bench -h lists calibrate,
-// exchange and plan, and that a mistyped or misplaced subcommand points
-// at them.
-func TestBenchHelpListsSubcommands(t *testing.T) {
-	code, stdout, _ := runMain("bench", "-h")
-	if code != 0 || !strings.Contains(stdout, "\nsubcommands (datahelix bench NAME -h shows their flags):\n") {
-		t.Errorf("bench -h: exit %d, no subcommand list:\n%s", code, stdout)
-	}
-	for _, n := range []string{"calibrate", "exchange", "plan"} {
-		if !strings.Contains(stdout, "\n  "+n+" ") || !strings.Contains(stdout, commands["bench "+n].summary) {
-			t.Errorf("bench -h does not list %s with its summary:\n%s", n, stdout)
-		}
-	}
+// TestBenchSubcommandSlips checks that a mistyped or misplaced
+// subcommand points at bench's subcommands (bench -h lists them, as
+// testdata/help.golden pins).
+func TestBenchSubcommandSlips(t *testing.T) {
 	for _, tt := range []struct {
 		args []string
 		want string
@@ -371,10 +356,6 @@ func TestBenchHelpListsSubcommands(t *testing.T) {
 		if code != 2 || strings.TrimSpace(stderr) != tt.want {
 			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", tt.args, code, stderr, tt.want)
 		}
-	}
-	// Commands without subcommands print no such list.
-	if _, stdout, _ := runMain("info", "-h"); strings.Contains(stdout, "subcommands") {
-		t.Errorf("info -h lists subcommands:\n%s", stdout)
 	}
 }
 

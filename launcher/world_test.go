@@ -89,22 +89,6 @@ func TestAutoBoolStringRoundTrip(t *testing.T) {
 	}
 }
 
-func TestPinHelp(t *testing.T) {
-	code, stdout, _ := runMain("info", "-h")
-	if code != 0 {
-		t.Fatalf("info -h: exit %d", code)
-	}
-	// A boolean flag has no metavar: "-pin" alone on its line.
-	if !regexp.MustCompile(`(?m)^  -pin\n`).MatchString(stdout) {
-		t.Errorf("info -h: want a bare \"  -pin\" line:\n%s", stdout)
-	}
-	for _, want := range []string{"--pin=false", "--pin=auto"} {
-		if !strings.Contains(stdout, want) {
-			t.Errorf("info -h: want %q in the -pin help:\n%s", want, stdout)
-		}
-	}
-}
-
 func TestPinWithInProcessRanks(t *testing.T) {
 	code, _, stderr := runMain("info", "--ranks", "2", "--pin", "--rounds", "5")
 	if code != 2 || !strings.Contains(stderr, "--pin needs MPI ranks") {
