@@ -62,7 +62,6 @@ var machineFacts = []struct {
 	re   *regexp.Regexp
 	with string
 }{
-	{regexp.MustCompile(`over the limit of [0-9.]+ [KMGT]?B \(three quarters of this machine's memory\)`), "over the limit of MEM (three quarters of this machine's memory)"},
 	{regexp.MustCompile(`--real runs at most \d+ ranks here \(4 per core of this machine's \d+, at least 8\)`), "--real runs at most N ranks here (4 per core of this machine's CORES, at least 8)"},
 }
 
