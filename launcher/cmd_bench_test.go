@@ -199,9 +199,9 @@ func TestBenchChecksOutputsFirst(t *testing.T) {
 	}
 	base := []string{"bench", "--workloads", "text", "--steps", "3", "--sections", "none", "--cache-dir", filepath.Join(dir, "cache")}
 	for _, tt := range []struct {
-		args []string
-		flag string
-		path string
+		args  []string
+		flag  string
+		path  string
 		fsErr error
 	}{
 		{[]string{"--json", filepath.Join(dir, "missing", "r.json"), "--out", filepath.Join(dir, "o1")}, "--json", filepath.Join(dir, "missing", "r.json"), fs.ErrNotExist},
