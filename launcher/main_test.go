@@ -17,9 +17,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/gpu"
 	"github.com/datahelix/datahelix/internal/collectivetest"
 	"github.com/datahelix/datahelix/internal/gen/gentest"
+	"github.com/datahelix/datahelix/spmd"
 )
 
 // asMainEnv makes the test binary behave as the datahelix command, so
@@ -339,6 +341,9 @@ func TestExitStatus(t *testing.T) {
 		{"SIGINT", intr, fmt.Errorf("gen: %w", context.Canceled), 130, "datahelix: interrupted by SIGINT\n"},
 		{"SIGTERM with context", term, fmt.Errorf("loader helix: %w", term), 143, "datahelix: loader helix: interrupted by SIGTERM\n"},
 		{"SIGTERM reported", term, reported(term), 143, ""},
+		// A plan mismatch has its class, also from another rank.
+		{"plan mismatch", nil, fmt.Errorf("loader helix: %w", spmd.ErrPlanMismatch), exitPlan, "datahelix: loader helix: " + spmd.ErrPlanMismatch.Error() + "\n"},
+		{"another rank's plan mismatch", nil, collective.AllRanks(fmt.Errorf("rank 1 failed: %w", remoteError{text: "plan mismatch", status: exitPlan})), exitPlan, "datahelix: rank 1 failed: plan mismatch\n"},
 		// An error of its own while the signal arrived stays one.
 		{"failure while stopping", term, errors.New("disk on fire"), 1, "datahelix: disk on fire\n"},
 	}
