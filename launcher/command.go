@@ -80,12 +80,16 @@ func usagef(format string, args ...any) error {
 type flagError struct {
 	cmd    string // the command whose flag it is, when the message names it: "bench plan"
 	flag   string // the flag's name, without dashes: "ranks"
-	value  string // the value as given
+	value  string // the value as given, "" for a boolean flag
 	reason string // what is wrong with it, or what is wanted
 }
 
 func (e flagError) Error() string {
-	s := "--" + e.flag + " " + e.value + ": " + e.reason
+	s := "--" + e.flag
+	if e.value != "" { // a boolean flag has none
+		s += " " + e.value
+	}
+	s += ": " + e.reason
 	if e.cmd != "" {
 		s = e.cmd + ": " + s
 	}
