@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/internal/gen/gentest"
+	"github.com/datahelix/datahelix/internal/mpinode"
 )
 
 // multinode runs a job on 2 nodes x 2 ranks of the test bed
@@ -217,7 +217,7 @@ func TestPeerTimeoutUnderMPIRun(t *testing.T) {
 	stopped := time.Now()
 	// The job ends with the lost peer's status (MPICH's mpiexec may
 	// report the stopped rank's SIGKILL first).
-	if code := exitCode(cmd.Wait()); code != exitPeerLost && !(collective.Flavor() == "mpich" && code == 9) {
+	if code := exitCode(cmd.Wait()); code != exitPeerLost && !(mpinode.Flavor() == "mpich" && code == 9) {
 		t.Errorf("exit status %d, want %d for a lost peer:\n%s", code, exitPeerLost, out.String())
 	}
 	if took := time.Since(stopped); took > 30*time.Second {
