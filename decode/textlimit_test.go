@@ -46,9 +46,9 @@ func TestTextLimit(t *testing.T) {
 	_, _, err = SampleText(big, small)
 	check("SampleText", err, "k.txt", "150 bytes")
 
-	huge := decSample("k", map[string][]byte{"txt": make([]byte, DefaultMaxTextBytes+1)})
+	huge := decSample("k", map[string][]byte{"txt": make([]byte, defaultMaxTextBytes+1)})
 	if _, err := ParseRecord(huge); !errors.Is(err, ErrLimit) {
-		t.Errorf("ParseRecord of %d bytes of text: got %v, want ErrLimit", DefaultMaxTextBytes+1, err)
+		t.Errorf("ParseRecord of %d bytes of text: got %v, want ErrLimit", defaultMaxTextBytes+1, err)
 	}
 	doc := decSample("k", map[string][]byte{"txt": []byte(strings.Repeat("a long document ", 1<<16))}) // 1 MiB
 	if _, err := NewDecoder(Options{}).Decode(context.Background(), doc, nil); err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/shape"
 	"github.com/datahelix/datahelix/internal/shardindex"
 	"github.com/datahelix/datahelix/internal/tjpeg"
 )
@@ -26,16 +27,16 @@ func init() {
 // shapeFlags registers --frames and --size (run, decode, costmodel,
 // inspect), with decode's bounds in their help; checkShape checks them.
 func shapeFlags(fs *flag.FlagSet, frames, size *int) {
-	fs.IntVar(frames, "frames", decode.DefaultFrames, fmt.Sprintf("frames `F` sampled per clip, 1..%d", decode.MaxFrames))
+	fs.IntVar(frames, "frames", decode.DefaultFrames, fmt.Sprintf("frames `F` sampled per clip, 1..%d", shape.MaxFrames))
 	fs.IntVar(size, "size", decode.DefaultSize, fmt.Sprintf("output side `S` in pixels, %d..%d: frames and images become S x S RGB (one clip, F x S x S x 3 bytes, at most %d GiB)",
-		decode.MinSize, decode.MaxSize, decode.MaxClipBytes>>30))
+		shape.MinSize, shape.MaxSize, shape.MaxClipBytes>>30))
 }
 
 // checkShape checks --frames and --size (run, decode, costmodel,
-// inspect) and the size of one decoded clip with decode.CheckShape, as a
+// inspect) and the size of one decoded clip with shape.Check, as a
 // usage error naming the flags.
 func checkShape(frames, size int) error {
-	if err := decode.CheckShape(frames, size, "--frames", "--size"); err != nil {
+	if err := shape.Check(frames, size, "--frames", "--size"); err != nil {
 		return usagef("%v", err)
 	}
 	return nil
