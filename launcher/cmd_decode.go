@@ -170,7 +170,7 @@ func eachFile(stderr io.Writer, paths []string, failedFiles int, do func(path st
 			fmt.Fprintln(stderr, err)
 		}
 		switch {
-		case decode.IsShardName(path) && n.ok+n.failed > 0:
+		case shardindex.IsShardName(path) && n.ok+n.failed > 0:
 			shards++
 			okSamples += n.ok
 			failedSamples += n.failed
@@ -204,16 +204,16 @@ func eachFile(stderr io.Writer, paths []string, failedFiles int, do func(path st
 
 // decodePaths expands decode's arguments: a directory or a glob (one
 // that names no file) into its shards as run and inspect read them
-// (decode.ShardPaths), any other path left as it is. An argument that
+// (shardindex.Paths), any other path left as it is. An argument that
 // expands to nothing is printed to stderr and counted in failed.
 func decodePaths(stderr io.Writer, args []string) (paths []string, failed int) {
 	for _, a := range args {
 		st, err := os.Stat(a)
-		if (err == nil && !st.IsDir()) || (err != nil && !decode.IsGlob(a)) {
+		if (err == nil && !st.IsDir()) || (err != nil && !shardindex.IsGlob(a)) {
 			paths = append(paths, a)
 			continue
 		}
-		list, err := decode.ShardPaths(a)
+		list, err := shardindex.Paths(a)
 		if err != nil {
 			fmt.Fprintln(stderr, err)
 			failed++
@@ -269,7 +269,7 @@ func (f *indexCacheFlags) dir(command string) (string, error) {
 const checkHashesUsage = "check HEVC pictures against the MD5 hashes an encoder may write in the stream (x265 --hash 1) and count a mismatch as damage; " +
 	"costs an MD5 of every such picture (about twice the decode CPU time of a cheap clip)"
 
-// eachSample calls fn on every sample of a shard (decode.IsShardName),
+// eachSample calls fn on every sample of a shard (shardindex.IsShardName),
 // after printing the shard's index warnings (members it skipped) to
 // stderr, or on a plain media file as a one-member sample
 // (decode.FileSample). A sample that fails (fn's error, or a sample too
@@ -293,7 +293,7 @@ func eachSample(stderr io.Writer, path, cache string, fn func(*decode.Sample) er
 		}
 		return nil
 	}
-	if !decode.IsShardName(path) {
+	if !shardindex.IsShardName(path) {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return n, fmt.Errorf("decode: %w", err)
@@ -331,7 +331,7 @@ func eachSample(stderr io.Writer, path, cache string, fn func(*decode.Sample) er
 // (eachSample), so that its errors are those of a shard's sample, naming
 // the file once.
 func printMD5s(ctx context.Context, w, stderr io.Writer, path, cache string, named bool) (tally, error) {
-	file := !decode.IsShardName(path)
+	file := !shardindex.IsShardName(path)
 	return eachSample(stderr, path, cache, func(s *decode.Sample) error {
 		ms, err := decode.SampleMD5s(ctx, s, decode.DefaultLimits())
 		if err != nil {
