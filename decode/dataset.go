@@ -144,44 +144,6 @@ func (d *Dataset) Close() error {
 	return errors.Join(errs...)
 }
 
-// ShardWarnings are the warnings of one shard's index (Shard.Warnings):
-// members skipped or grouped oddly while it was built.
-type ShardWarnings struct {
-	Shard    string // the shard's path
-	Warnings []string
-}
-
-// Warnings returns the index warnings of the dataset's shards that have
-// any, in shard order.
-func (d *Dataset) Warnings() []ShardWarnings {
-	var ws []ShardWarnings
-	for _, s := range d.Shards {
-		if w := s.Warnings(); len(w) > 0 {
-			ws = append(ws, ShardWarnings{Shard: s.Path(), Warnings: w})
-		}
-	}
-	return ws
-}
-
-// Lines formats the warnings as lines "warning: shard PATH: WARNING":
-// the first max of them (all when max <= 0 or there is one more), then
-// one line saying how many more there are, so that a shard of a million
-// unnamed members does not flood the log.
-func (w ShardWarnings) Lines(max int) []string {
-	n := len(w.Warnings)
-	if max > 0 && n > max+1 { // a count line in place of one warning would say less
-		n = max
-	}
-	lines := make([]string, 0, n+1)
-	for _, s := range w.Warnings[:n] {
-		lines = append(lines, fmt.Sprintf("warning: shard %s: %s", w.Shard, s))
-	}
-	if rest := len(w.Warnings) - n; rest > 0 {
-		lines = append(lines, fmt.Sprintf("warning: shard %s: and %d more warnings", w.Shard, rest))
-	}
-	return lines
-}
-
 // IsMediaFile reports whether path names an existing regular file that
 // is not a shard (shardindex.IsShardName) and whose extension names a video or image
 // format, read or refused: a clip or picture given alone, which inspect

@@ -307,7 +307,7 @@ func eachSample(stderr io.Writer, path, cache string, fn func(*decode.Sample) er
 		return n, err
 	}
 	defer sh.Close()
-	printWarningLines(stderr, decode.ShardWarnings{Shard: path, Warnings: sh.Warnings()})
+	printWarningLines(stderr, path, sh.Warnings())
 	if sh.Len() == 0 {
 		return n, fmt.Errorf("decode: shard %s has no samples", path)
 	}

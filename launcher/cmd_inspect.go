@@ -143,10 +143,8 @@ func shardWarnings(w io.Writer, p, indexDir string) (empty []string) {
 		return nil
 	}
 	defer ds.Close()
-	for _, sw := range ds.Warnings() {
-		printWarningLines(w, sw)
-	}
 	for _, sh := range ds.Shards {
+		printWarningLines(w, sh.Path(), sh.Warnings())
 		if sh.Len() == 0 {
 			empty = append(empty, sh.Path())
 		}
@@ -157,8 +155,8 @@ func shardWarnings(w io.Writer, p, indexDir string) (empty []string) {
 // printWarningLines prints to w the warnings of one shard's index, one
 // a line, at most shardindex.MaxWarningLines of them and a count of the rest
 // (inspect and decode).
-func printWarningLines(w io.Writer, sw decode.ShardWarnings) {
-	for _, line := range sw.Lines(shardindex.MaxWarningLines) {
+func printWarningLines(w io.Writer, shard string, warnings []string) {
+	for _, line := range shardindex.WarningLines(shard, warnings, shardindex.MaxWarningLines) {
 		fmt.Fprintln(w, line)
 	}
 }

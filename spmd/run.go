@@ -116,8 +116,8 @@ func CheckJob(comm collective.Comm, ds decode.Source, cfg Config, kinds []Kind) 
 // vanish from the training data silently; shardindex.MaxWarningLines of a
 // shard, then a count of the rest.
 func logWarnings(log io.Writer, ds *decode.Dataset) {
-	for _, w := range ds.Warnings() {
-		for _, line := range w.Lines(shardindex.MaxWarningLines) {
+	for _, s := range ds.Shards {
+		for _, line := range shardindex.WarningLines(s.Path(), s.Warnings(), shardindex.MaxWarningLines) {
 			fmt.Fprintf(log, "datahelix: %s\n", line)
 		}
 	}

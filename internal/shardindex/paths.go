@@ -159,9 +159,29 @@ func IsGlob(p string) bool {
 }
 
 // MaxWarningLines is the max that run's log, inspect and decode give
-// decode.ShardWarnings.Lines: how many warnings of one shard they print before one line
+// WarningLines: how many warnings of one shard they print before one line
 // counting the rest.
 const MaxWarningLines = 5
+
+// WarningLines formats the warnings of the index of the shard at path
+// (decode.Shard.Warnings) as lines "warning: shard PATH: WARNING": the
+// first max of them (all when max <= 0 or there is one more), then
+// one line saying how many more there are, so that a shard of a million
+// unnamed members does not flood the log.
+func WarningLines(path string, warnings []string, max int) []string {
+	n := len(warnings)
+	if max > 0 && n > max+1 { // a count line in place of one warning would say less
+		n = max
+	}
+	lines := make([]string, 0, n+1)
+	for _, s := range warnings[:n] {
+		lines = append(lines, fmt.Sprintf("warning: shard %s: %s", path, s))
+	}
+	if rest := len(warnings) - n; rest > 0 {
+		lines = append(lines, fmt.Sprintf("warning: shard %s: and %d more warnings", path, rest))
+	}
+	return lines
+}
 
 // kindError is an error with its own message that unwraps to sentinel
 // kinds without repeating their text.
