@@ -33,7 +33,7 @@ func countDamage(t *testing.T, d *Decoder, name, ext string, data []byte) (whole
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	tensor := d.NewVideoTensor()
+	tensor := d.newVideoTensor()
 	plan := video.PlanTasks(rec.Video, video.SampleFrames(rec.Video, damageFrames), 4)
 	for _, task := range plan {
 		n, err := d.DecodeVideoTask(context.Background(), data, rec.Video, task, tensor.Data)
@@ -214,7 +214,7 @@ func TestUndecodableStartIsCounted(t *testing.T) {
 	if before != 3 || out.Damaged != before {
 		t.Errorf("Decode counts %d damaged; want the %d sampled frames before the keyframe (3)", out.Damaged, before)
 	}
-	tensor := d.NewVideoTensor()
+	tensor := d.newVideoTensor()
 	tasks := 0
 	plan := video.PlanTasks(v, targets, 4)
 	for _, task := range plan {

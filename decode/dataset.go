@@ -6,14 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/datahelix/datahelix/internal/shardindex"
 )
 
 // ErrNoShards reports a dataset path or glob that names no shard.
-var ErrNoShards = errors.New("decode: no shards found")
+var ErrNoShards = shardindex.ErrNoShards
 
 // Dataset is an ordered set of shards.
 type Dataset struct {
@@ -46,7 +45,7 @@ func OpenDataset(pathOrGlob string, cacheDir string) (*Dataset, error) {
 // instead of every rank building every index (and reading every shard's
 // headers) at once.
 func OpenDatasetPart(pathOrGlob string, cacheDir string, part, parts int) (*Dataset, error) {
-	paths, err := ShardPaths(pathOrGlob)
+	paths, err := shardindex.Paths(pathOrGlob)
 	if err != nil {
 		return nil, err
 	}
@@ -115,140 +114,6 @@ func openError(failed []shardOpenError, n int) error {
 	return &kindError{msg: b.String(), kinds: errs}
 }
 
-// ShardPaths expands a dataset path, as OpenDataset takes it, into the
-// sorted list of its shard files: a directory's *.tar files (refusing a
-// directory of compressed ones), the regular files a glob matches other
-// than index caches, or the path itself. It fails with ErrNoShards when
-// there are none.
-func ShardPaths(pathOrGlob string) ([]string, error) {
-	if pathOrGlob == "" {
-		return nil, fmt.Errorf("%w: empty dataset path", ErrNoShards)
-	}
-	st, err := os.Stat(pathOrGlob)
-	switch {
-	case err == nil && st.IsDir():
-		// Listed with ReadDir, not Glob, so that an unreadable directory
-		// says so instead of "no *.tar files" (Glob drops the error).
-		entries, err := os.ReadDir(pathOrGlob)
-		if err != nil {
-			return nil, fmt.Errorf("%w: cannot list directory %s: %v", ErrNoShards, pathOrGlob, err)
-		}
-		var paths, compressed []string
-		for _, e := range entries {
-			switch {
-			case strings.HasSuffix(strings.ToLower(e.Name()), ".tar"):
-				// In any letter case, as IsShardName takes a shard named
-				// alone or by a glob: a.tar beside B.TAR is two shards.
-				paths = append(paths, filepath.Join(pathOrGlob, e.Name()))
-			case compressedTarSuffix(e.Name()) != "":
-				compressed = append(compressed, e.Name())
-			}
-		}
-		if len(compressed) > 0 {
-			// Refused rather than skipped: training on the *.tar part of
-			// a dataset without a word is worse than stopping.
-			sort.Strings(compressed)
-			return nil, compressedDirError(pathOrGlob, len(paths), compressed)
-		}
-		if len(paths) == 0 {
-			return nil, fmt.Errorf("%w: directory %s has no *.tar files", ErrNoShards, pathOrGlob)
-		}
-		sort.Strings(paths)
-		return paths, nil
-	case err == nil:
-		return []string{pathOrGlob}, nil
-	}
-	paths, gerr := filepath.Glob(pathOrGlob)
-	if gerr != nil {
-		return nil, fmt.Errorf("decode: dataset pattern %q: %w", pathOrGlob, gerr)
-	}
-	var files []string
-	indexes := 0
-	for _, p := range paths {
-		if isIndexFile(p) {
-			// datahelix's own index caches, written beside the shards
-			// when no cache directory is given: 'DIR/*' must still mean
-			// the shards only.
-			indexes++
-			continue
-		}
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
-			files = append(files, p)
-		}
-	}
-	if len(files) == 0 {
-		if len(paths) == 0 && !IsGlob(pathOrGlob) {
-			return nil, fmt.Errorf("%w: %s: %v", ErrNoShards, pathOrGlob, err)
-		}
-		if indexes > 0 {
-			return nil, fmt.Errorf("%w: pattern %q matches only index cache files (*.dhidx)", ErrNoShards, pathOrGlob)
-		}
-		return nil, fmt.Errorf("%w: pattern %q matches no files", ErrNoShards, pathOrGlob)
-	}
-	sort.Strings(files)
-	return files, nil
-}
-
-// isIndexFile reports whether p is named like an index cache file
-// ("*.dhidx") or a temporary one being written ("*.dhidx.tmp*").
-func isIndexFile(p string) bool { return shardindex.IsCacheFile(filepath.Base(p)) }
-
-// compressedTarSuffixes are the names of compressed tar archives, which
-// cannot be shards: samples are read by random access.
-var compressedTarSuffixes = []string{
-	".tar.gz", ".tgz", ".tar.zst", ".tar.zstd", ".tzst", ".tar.xz", ".txz", ".tar.bz2", ".tbz2", ".tbz",
-}
-
-// compressedTarSuffix returns the compressed-tar suffix name ends with,
-// or "".
-func compressedTarSuffix(name string) string {
-	lower := strings.ToLower(name)
-	for _, suf := range compressedTarSuffixes {
-		if strings.HasSuffix(lower, suf) {
-			return suf
-		}
-	}
-	return ""
-}
-
-// IsShardName reports whether name, a path or file name in any letter
-// case, names a tar shard: a *.tar file or a compressed tar archive
-// (*.tar.gz, *.tgz, *.tar.zst, *.tar.zstd, *.tzst, *.tar.xz, *.txz,
-// *.tar.bz2, *.tbz2, *.tbz). A command given media files and shards
-// opens such names with OpenShard, whose error says that a compressed
-// one must be decompressed, rather than reading them as media files.
-func IsShardName(name string) bool {
-	return strings.HasSuffix(strings.ToLower(name), ".tar") || compressedTarSuffix(name) != ""
-}
-
-// compressedDirError describes a dataset directory holding compressed tar
-// files (sorted names) beside nTar *.tar shards. It wraps
-// ErrCompressedShard, and ErrNoShards as well when there is no *.tar.
-func compressedDirError(dir string, nTar int, compressed []string) error {
-	var sufs []string
-	for _, c := range compressed {
-		if suf := "*" + compressedTarSuffix(c); !slices.Contains(sufs, suf) {
-			sufs = append(sufs, suf)
-		}
-	}
-	sort.Strings(sufs)
-	what := fmt.Sprintf("%d compressed shards (%s)", len(compressed), strings.Join(sufs, ", "))
-	if len(compressed) == 1 {
-		what = fmt.Sprintf("1 compressed shard (%s)", sufs[0])
-	}
-	if nTar == 0 {
-		return &kindError{kinds: []error{ErrNoShards, ErrCompressedShard},
-			msg: fmt.Sprintf("%v: directory %s has no *.tar files; %s must be decompressed first (%s)", ErrNoShards, dir, what, shardindex.UncompressedOnly)}
-	}
-	tars := fmt.Sprintf("%d *.tar shards", nTar)
-	if nTar == 1 {
-		tars = "1 *.tar shard"
-	}
-	return &kindError{kinds: []error{ErrCompressedShard},
-		msg: fmt.Sprintf("decode: directory %s mixes %s with %s such as %s: decompress them first (%s) "+
-			"or move them out of the directory, rather than train on part of the dataset", dir, tars, what, filepath.Join(dir, compressed[0]), shardindex.UncompressedOnly)}
-}
-
 // kindError is an error with its own message that unwraps to sentinel
 // kinds, or to the errors it sums up, without repeating their text.
 type kindError struct {
@@ -258,18 +123,6 @@ type kindError struct {
 
 func (e *kindError) Error() string   { return e.msg }
 func (e *kindError) Unwrap() []error { return e.kinds }
-
-// IsGlob reports whether p contains glob metacharacters (filepath.Match's
-// *, ?, [ and \), so that a dataset argument is a pattern to expand.
-func IsGlob(p string) bool {
-	for _, c := range p {
-		switch c {
-		case '*', '?', '[', '\\':
-			return true
-		}
-	}
-	return false
-}
 
 // Len returns the number of samples over all shards.
 func (d *Dataset) Len() int {
@@ -291,55 +144,12 @@ func (d *Dataset) Close() error {
 	return errors.Join(errs...)
 }
 
-// ShardWarnings are the warnings of one shard's index (Shard.Warnings):
-// members skipped or grouped oddly while it was built.
-type ShardWarnings struct {
-	Shard    string // the shard's path
-	Warnings []string
-}
-
-// Warnings returns the index warnings of the dataset's shards that have
-// any, in shard order.
-func (d *Dataset) Warnings() []ShardWarnings {
-	var ws []ShardWarnings
-	for _, s := range d.Shards {
-		if w := s.Warnings(); len(w) > 0 {
-			ws = append(ws, ShardWarnings{Shard: s.Path(), Warnings: w})
-		}
-	}
-	return ws
-}
-
-// MaxWarningLines is the max that run's log, inspect and decode give
-// Lines: how many warnings of one shard they print before one line
-// counting the rest.
-const MaxWarningLines = 5
-
-// Lines formats the warnings as lines "warning: shard PATH: WARNING":
-// the first max of them (all when max <= 0 or there is one more), then
-// one line saying how many more there are, so that a shard of a million
-// unnamed members does not flood the log.
-func (w ShardWarnings) Lines(max int) []string {
-	n := len(w.Warnings)
-	if max > 0 && n > max+1 { // a count line in place of one warning would say less
-		n = max
-	}
-	lines := make([]string, 0, n+1)
-	for _, s := range w.Warnings[:n] {
-		lines = append(lines, fmt.Sprintf("warning: shard %s: %s", w.Shard, s))
-	}
-	if rest := len(w.Warnings) - n; rest > 0 {
-		lines = append(lines, fmt.Sprintf("warning: shard %s: and %d more warnings", w.Shard, rest))
-	}
-	return lines
-}
-
 // IsMediaFile reports whether path names an existing regular file that
-// is not a shard (IsShardName) and whose extension names a video or image
+// is not a shard (shardindex.IsShardName) and whose extension names a video or image
 // format, read or refused: a clip or picture given alone, which inspect
 // and decode take as a one-member sample (FileSample).
 func IsMediaFile(path string) bool {
-	if IsShardName(path) {
+	if shardindex.IsShardName(path) {
 		return false
 	}
 	ext := strings.ToLower(strings.TrimPrefix(filepath.Ext(path), "."))
@@ -361,10 +171,10 @@ func IsMediaFile(path string) bool {
 // directory, a glob of shards, a shard, or a path that names nothing,
 // which it reports).
 func ExpandMediaGlob(arg string) []string {
-	if _, err := os.Stat(arg); err == nil || !IsGlob(arg) {
+	if _, err := os.Stat(arg); err == nil || !shardindex.IsGlob(arg) {
 		return []string{arg}
 	}
-	matches, err := ShardPaths(arg)
+	matches, err := shardindex.Paths(arg)
 	if err != nil || !slices.ContainsFunc(matches, IsMediaFile) {
 		return []string{arg}
 	}

@@ -100,8 +100,8 @@ func NewDecoder(opts Options) *Decoder {
 // Options returns the decoder's options with defaults filled in.
 func (d *Decoder) Options() Options { return d.opts }
 
-// NewVideoTensor allocates the [F,S,S,3] tensor of one clip.
-func (d *Decoder) NewVideoTensor() Tensor {
+// newVideoTensor allocates the [F,S,S,3] tensor of one clip.
+func (d *Decoder) newVideoTensor() Tensor {
 	f, s := d.opts.Frames, d.opts.Size
 	return Tensor{Shape: []int{f, s, s, 3}, Data: make([]byte, f*s*s*3)}
 }
@@ -136,7 +136,7 @@ func (d *Decoder) Decode(ctx context.Context, s *Sample, rec *Record) (*Output, 
 		if err := ctx.Err(); err != nil {
 			return fail(p.video.Name, err)
 		}
-		t := d.NewVideoTensor()
+		t := d.newVideoTensor()
 		st, err := d.decodeVideo(ctx, p.video.Data, p.rec.Video, t.Data)
 		if err != nil {
 			return fail(p.video.Name, err)

@@ -165,7 +165,7 @@ func TestDecodeVideoTasksConcurrently(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := rec.Video
-	dst := d.NewVideoTensor()
+	dst := d.newVideoTensor()
 	var wg sync.WaitGroup
 	errs := make([]error, d.opts.Frames)
 	for slot, f := range video.SampleFrames(v, d.opts.Frames) {
@@ -334,7 +334,7 @@ func TestDecodeLimitsAndErrors(t *testing.T) {
 
 func TestFrameMD5s(t *testing.T) {
 	data := media(t, "h264_bframes.mp4")
-	sums, err := FrameMD5s(context.Background(), data, Limits{})
+	sums, err := frameMD5s(context.Background(), data, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +342,7 @@ func TestFrameMD5s(t *testing.T) {
 	if err != nil || len(sums) != 90 || len(hs) != 90 {
 		t.Fatalf("got %d sums (err %v), want 90", len(sums), err)
 	}
-	if _, err := FrameMD5s(context.Background(), []byte("junk"), Limits{}); !errors.Is(err, ErrCorrupt) {
+	if _, err := frameMD5s(context.Background(), []byte("junk"), Limits{}); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("junk: got %v, want ErrCorrupt", err)
 	}
 }
@@ -423,7 +423,7 @@ func TestDecodeOpenGOP(t *testing.T) {
 			seq := video.PlanTasks(v, sampled, 1)[0]
 			runTasks := func(what string, tasks []video.Task) []byte {
 				t.Helper()
-				tensor := d.NewVideoTensor()
+				tensor := d.newVideoTensor()
 				for _, task := range tasks {
 					st, err := d.videoTask(context.Background(), data, v, task, tensor.Data)
 					if err != nil {

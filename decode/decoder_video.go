@@ -40,26 +40,8 @@ func (d *Decoder) decodeVideo(ctx context.Context, data []byte, v *VideoInfo, ds
 			return total, err
 		}
 	}
-	d.SpreadFrames(dst, len(targets))
+	video.Spread(dst, f, d.opts.Size*d.opts.Size*3, len(targets))
 	return total, nil
-}
-
-// SpreadFrames completes the tensor of a clip for which SampleFrames
-// returned n < F frames: once its tasks have filled slots 0..n-1, it
-// repeats them over all F slots, in presentation order and evenly (slot k
-// takes frame k*n/F), as Decode does. It does nothing when n >= F.
-func (d *Decoder) SpreadFrames(dst []byte, n int) {
-	f, plane := d.opts.Frames, d.opts.Size*d.opts.Size*3
-	if n <= 0 || n >= f || len(dst) < f*plane {
-		return
-	}
-	// From the back, so that every source slot (k*n/f <= k) is read before
-	// it is overwritten.
-	for k := f - 1; k >= 0; k-- {
-		if src := k * n / f; src != k {
-			copy(dst[k*plane:(k+1)*plane], dst[src*plane:(src+1)*plane])
-		}
-	}
 }
 
 // DecodeVideoTask decodes one task of a clip: it seeks to the task's
@@ -292,11 +274,11 @@ func undecodable(targets []av.Target, frames []int, key int, tb av.Rational, tim
 	return n
 }
 
-// FrameMD5s decodes every frame of the clip in data and returns one
+// frameMD5s decodes every frame of the clip in data and returns one
 // lower-case hex MD5 per frame, in the order the decoder outputs them
 // (presentation order), over the frame's planes in its native pixel format
 // without padding: the md5 column of `ffmpeg -i FILE -f framemd5 -`.
-func FrameMD5s(ctx context.Context, data []byte, lim Limits) ([]string, error) {
+func frameMD5s(ctx context.Context, data []byte, lim Limits) ([]string, error) {
 	lim = lim.withDefaults()
 	hs, _, err := av.FrameMD5s(ctx, data, lim.avConfig(1, 1))
 	if err != nil {

@@ -1,72 +1,16 @@
 package decode
 
 import (
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/datahelix/datahelix/internal/av"
 )
 
-// The bounds of the output shape, F frames per clip of S x S pixels,
-// which every command and workload that sets F and S checks with
-// CheckShape.
-const (
-	// MaxFrames is the largest F, the frames sampled per clip.
-	MaxFrames = 1024
-	// MinSize and MaxSize bound S, the side of every output frame and
-	// image.
-	MinSize = 8
-	MaxSize = 4096
-	// MaxClipBytes caps F x S x S x 3, the bytes of one decoded clip's
-	// tensor, which a worker allocates at once: 1 GiB (MaxFrames and
-	// MaxSize together would make 48 GiB). It bounds decoded output, not
-	// what is read: defaultMaxSampleBytes bounds a sample's compressed
-	// bytes on disk.
-	MaxClipBytes = 1 << 30
-)
-
-// DefaultMaxTextBytes is the default Limits.MaxTextBytes: 16 MiB of text
+// defaultMaxTextBytes is the default Limits.MaxTextBytes: 16 MiB of text
 // per sample, a few million tokens, far above a caption or a long
 // document (a 500-page book is about 1 MiB of plain text) and far below
 // what would stall a worker.
-const DefaultMaxTextBytes = 16 << 20
-
-// ErrShape reports an output shape (F, S) outside the bounds above.
-var ErrShape = errors.New("decode: output shape out of bounds")
-
-// CheckShape returns an error matching ErrShape when F = frames or
-// S = size is out of its bounds (1..MaxFrames, MinSize..MaxSize) or the
-// decoded clip they make, F x S x S x 3 bytes, exceeds MaxClipBytes; the
-// first bound broken in that order is reported. The message names F and
-// S as the caller does (a command's "--frames" and "--size", a file's
-// field names), so that it points at what the user wrote: "--size 5000:
-// want 8..4096".
-func CheckShape(frames, size int, framesName, sizeName string) error {
-	switch {
-	case frames < 1 || frames > MaxFrames:
-		return shapeError(fmt.Sprintf("%s %d: want 1..%d", framesName, frames, MaxFrames))
-	case size < MinSize || size > MaxSize:
-		return shapeError(fmt.Sprintf("%s %d: want %d..%d", sizeName, size, MinSize, MaxSize))
-	case clipBytes(frames, size) > MaxClipBytes:
-		return shapeError(fmt.Sprintf("%s %d %s %d: one decoded clip would be %d bytes (F x S x S x 3), want at most %d (%d GiB)",
-			framesName, frames, sizeName, size, clipBytes(frames, size), MaxClipBytes, MaxClipBytes>>30))
-	}
-	return nil
-}
-
-// clipBytes is F x S x S x 3, without overflow for shapes within the
-// frame and size bounds.
-func clipBytes(frames, size int) int64 {
-	return int64(frames) * int64(size) * int64(size) * 3
-}
-
-// shapeError is CheckShape's message; it matches ErrShape.
-type shapeError string
-
-func (e shapeError) Error() string { return string(e) }
-
-func (e shapeError) Unwrap() error { return ErrShape }
+const defaultMaxTextBytes = 16 << 20
 
 // Limits bound the work and memory one sample may cost, so that a hostile
 // or corrupt sample fails alone with a typed error instead of crashing,
@@ -109,7 +53,7 @@ type Limits struct {
 // DefaultLimits returns limits safe for training data: video up to 4096 x
 // 2304 (4K UHD and DCI 4K at 16:9), images up to 8192 x 8192, 65536 frames
 // and 60 s per sample, 1 MiB of probing, 64 images per document, 16 MiB
-// of text per sample (DefaultMaxTextBytes), the containers mov, mp4,
+// of text per sample, the containers mov, mp4,
 // matroska and webm and the codecs h264, hevc, vp9, vp8 and av1.
 func DefaultLimits() Limits {
 	return Limits{
@@ -120,7 +64,7 @@ func DefaultLimits() Limits {
 		MaxProbeSize:       1 << 20,
 		MaxAnalyzeDuration: 5 * time.Second,
 		MaxImages:          64,
-		MaxTextBytes:       DefaultMaxTextBytes,
+		MaxTextBytes:       defaultMaxTextBytes,
 		Formats:            av.DefaultFormats,
 		Codecs:             av.DefaultCodecs,
 	}

@@ -4,10 +4,9 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/hex"
-	"fmt"
 )
 
-// ImageMD5 decodes a JPEG, PNG or WebP image at full size to packed RGB24
+// imagePixelsMD5 decodes a JPEG, PNG or WebP image at full size to packed RGB24
 // (Width*Height pixels of 3 bytes, rows without padding), the picture
 // Decode resizes to S x S, and returns the hex MD5 of those bytes with the
 // picture's size. JPEGs are decoded by libjpeg-turbo (accurate integer
@@ -18,17 +17,8 @@ import (
 // MD5 equals `ffmpeg -i FILE -pix_fmt rgb24 -f framemd5 -` for 8-bit and
 // grey 16-bit PNGs, lossless WebPs and lossy WebPs of even height (16-bit
 // RGB and RGBA PNGs within 1 of it, which FFmpeg converts through YUV).
-func ImageMD5(data []byte, lim Limits) (sum string, width, height int, err error) {
-	sum, width, height, err = imageMD5(data, lim.withDefaults().MaxImagePixels)
-	if err != nil {
-		return "", 0, 0, fmt.Errorf("%w: %w", classify(err), err)
-	}
-	return sum, width, height, nil
-}
-
-// imageMD5 is ImageMD5 with the decoder's own error, which a
-// *SampleError classifies itself.
-func imageMD5(data []byte, maxPix int64) (sum string, width, height int, err error) {
+// Its error is the decoder's own, which a *SampleError classifies.
+func imagePixelsMD5(data []byte, maxPix int64) (sum string, width, height int, err error) {
 	img, err := decodeImageRGB(data, maxPix, 0)
 	if err != nil {
 		return "", 0, 0, err
@@ -40,13 +30,13 @@ func imageMD5(data []byte, maxPix int64) (sum string, width, height int, err err
 // MemberMD5s are the MD5s of one decoded member of a sample.
 type MemberMD5s struct {
 	Member string   // the member's name in the shard
-	Video  bool     // MD5s are per video frame (FrameMD5s), else one RGB24 image (ImageMD5)
+	Video  bool     // MD5s are per video frame (frameMD5s), else one RGB24 image (imagePixelsMD5)
 	MD5s   []string // hex, in output order
 }
 
 // SampleMD5s hashes, at full size, the pictures Decode would decode from
-// s: the clip of a video sample frame by frame, as FrameMD5s does, or the
-// images of an image sample or a document, each as ImageMD5 does, in
+// s: the clip of a video sample frame by frame, as frameMD5s does, or the
+// images of an image sample or a document, each as imagePixelsMD5 does, in
 // record order; a text sample gives none. It refuses what Decode refuses
 // before decoding (a sample without a payload, more images than
 // lim.MaxImages), and a member that cannot be decoded returns a
@@ -62,7 +52,7 @@ func SampleMD5s(ctx context.Context, s *Sample, lim Limits) ([]MemberMD5s, error
 	}
 	var out []MemberMD5s
 	if m := p.video; m != nil {
-		sums, err := FrameMD5s(ctx, m.Data, lim)
+		sums, err := frameMD5s(ctx, m.Data, lim)
 		if err != nil {
 			return nil, fail(m, err)
 		}
@@ -73,7 +63,7 @@ func SampleMD5s(ctx context.Context, s *Sample, lim Limits) ([]MemberMD5s, error
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		sum, _, _, err := imageMD5(m.Data, lim.MaxImagePixels)
+		sum, _, _, err := imagePixelsMD5(m.Data, lim.MaxImagePixels)
 		if err != nil {
 			return nil, fail(m, err)
 		}

@@ -3,6 +3,7 @@ package decode
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -75,7 +76,7 @@ func TestDecodeRecordWithoutPayload(t *testing.T) {
 
 // TestSampleMD5sHashesWhatDecodeDecodes checks that SampleMD5s lists, for
 // each modality, exactly the members Decode turns into tensors, in the
-// same order, each image with its ImageMD5.
+// same order, each image with its imageMD5.
 func TestSampleMD5sHashesWhatDecodeDecodes(t *testing.T) {
 	clip, jpg, png := media(t, "h264_bframes.mp4"), media(t, "image420.jpg"), media(t, "image.png")
 	tests := []struct {
@@ -116,7 +117,7 @@ func TestSampleMD5sHashesWhatDecodeDecodes(t *testing.T) {
 		}
 		for _, m := range ms {
 			if m.Video {
-				want, err := FrameMD5s(context.Background(), clip, Limits{})
+				want, err := frameMD5s(context.Background(), clip, Limits{})
 				if err != nil || !slices.Equal(m.MD5s, want) {
 					t.Errorf("%s: clip: got %d MD5s, want FrameMD5s' %d (err %v)", tc.name, len(m.MD5s), len(want), err)
 				}
@@ -126,7 +127,7 @@ func TestSampleMD5sHashesWhatDecodeDecodes(t *testing.T) {
 				if mem.Name != m.Member {
 					continue
 				}
-				want, _, _, err := ImageMD5(mem.Data, Limits{})
+				want, _, _, err := imageMD5(mem.Data, Limits{})
 				if err != nil || len(m.MD5s) != 1 || m.MD5s[0] != want {
 					t.Errorf("%s: %s: got %v, want [%s] (err %v)", tc.name, m.Member, m.MD5s, want, err)
 				}
@@ -136,13 +137,13 @@ func TestSampleMD5sHashesWhatDecodeDecodes(t *testing.T) {
 }
 
 // TestSampleMD5sOfFile checks SampleMD5s on plain files (FileSample), as
-// datahelix decode --md5 hashes them: a good image gives its ImageMD5,
+// datahelix decode --md5 hashes them: a good image gives its imageMD5,
 // and a failing one an error naming the file once with the cause of the
 // stage that failed, not "decode:" twice or a shard, sample and member.
 func TestSampleMD5sOfFile(t *testing.T) {
 	jpg, png := media(t, "image420.jpg"), media(t, "image.png")
 	ms, err := SampleMD5s(context.Background(), FileSample("img/a.jpg", jpg), Limits{})
-	want, _, _, _ := ImageMD5(jpg, Limits{})
+	want, _, _, _ := imageMD5(jpg, Limits{})
 	if err != nil || len(ms) != 1 || !slices.Equal(ms[0].MD5s, []string{want}) {
 		t.Errorf("good JPEG: got %v, %v; want [%s]", ms, err, want)
 	}
@@ -207,7 +208,7 @@ func FuzzSampleMD5s(f *testing.F) {
 
 // FuzzFileMD5s hashes arbitrary bytes with the whole-file hashers:
 // FFmpeg alone (FrameMD5s), no record parser in front, and as an image
-// (ImageMD5). An error must be one of the decode kinds, within the
+// (imageMD5). An error must be one of the decode kinds, within the
 // deadline, and no more frames than the limit may be hashed.
 func FuzzFileMD5s(f *testing.F) {
 	for _, name := range []string{"h264_bframes.mp4", "vp9.webm", "h264_audio.mkv", "image420.jpg", "image.png", "image.webp"} {
@@ -220,7 +221,7 @@ func FuzzFileMD5s(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		start := time.Now()
-		hs, err := FrameMD5s(context.Background(), data, lim)
+		hs, err := frameMD5s(context.Background(), data, lim)
 		if took := time.Since(start); took > 3*time.Second {
 			t.Fatalf("FrameMD5s took %v", took)
 		}
@@ -230,12 +231,22 @@ func FuzzFileMD5s(f *testing.F) {
 		if len(hs) > lim.MaxFramesDecoded {
 			t.Fatalf("FrameMD5s hashed %d frames, past the limit of %d", len(hs), lim.MaxFramesDecoded)
 		}
-		sum, w, h, err := ImageMD5(data, lim)
+		sum, w, h, err := imageMD5(data, lim)
 		if !typed(err) {
-			t.Fatalf("ImageMD5: untyped error %v", err)
+			t.Fatalf("imageMD5: untyped error %v", err)
 		}
 		if err == nil && (len(sum) != 32 || w < 1 || h < 1 || int64(w)*int64(h) > lim.MaxImagePixels) {
-			t.Fatalf("ImageMD5: %q of a %dx%d image", sum, w, h)
+			t.Fatalf("imageMD5: %q of a %dx%d image", sum, w, h)
 		}
 	})
+}
+
+// imageMD5 is imagePixelsMD5 under lim (zero fields: DefaultLimits) with
+// its error classified, as decode --md5 reports it.
+func imageMD5(data []byte, lim Limits) (sum string, width, height int, err error) {
+	sum, width, height, err = imagePixelsMD5(data, lim.withDefaults().MaxImagePixels)
+	if err != nil {
+		return "", 0, 0, fmt.Errorf("%w: %w", classify(err), err)
+	}
+	return sum, width, height, nil
 }

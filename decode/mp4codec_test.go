@@ -30,7 +30,7 @@ func TestRefusedCodecNamed(t *testing.T) {
 	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "clip.mp4") || !strings.Contains(err.Error(), "codec mpeg2video") {
 		t.Errorf("Decode: %v; want ErrUnsupported naming clip.mp4 and codec mpeg2video", err)
 	}
-	if _, err := FrameMD5s(context.Background(), data, Limits{}); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "codec mpeg2video") {
+	if _, err := frameMD5s(context.Background(), data, Limits{}); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "codec mpeg2video") {
 		t.Errorf("FrameMD5s: %v; want ErrUnsupported naming codec mpeg2video", err)
 	}
 }

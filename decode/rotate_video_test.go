@@ -33,7 +33,7 @@ func TestFrameMD5sAutorotate(t *testing.T) {
 		"86784a61ecfdaf8e02e7693248b8e122", "76cf8d2278ebd6270e5a7ad0a26521f1", "d5f4c5b81650c8742ae72864ee6df4b2",
 		"b4b162e094dc54442cdfbd36ef984c3e",
 	}
-	got, err := FrameMD5s(context.Background(), rotatedClip(t, "rot90_420.mp4"), Limits{})
+	got, err := frameMD5s(context.Background(), rotatedClip(t, "rot90_420.mp4"), Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestFrameMD5sAutorotate(t *testing.T) {
 		}
 	}
 	// ffmpeg converts yuv422p before transposing it: refused, not wrong.
-	if _, err := FrameMD5s(context.Background(), rotatedClip(t, "rot90_422.mp4"), Limits{}); !errors.Is(err, ErrUnsupported) {
+	if _, err := frameMD5s(context.Background(), rotatedClip(t, "rot90_422.mp4"), Limits{}); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("rot90_422.mp4: got %v, want ErrUnsupported", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/datahelix/datahelix/internal/mp4"
+	"github.com/datahelix/datahelix/internal/shardindex"
 )
 
 // TestTextLimit checks that text members beyond MaxTextBytes fail the
@@ -46,9 +47,9 @@ func TestTextLimit(t *testing.T) {
 	_, _, err = SampleText(big, small)
 	check("SampleText", err, "k.txt", "150 bytes")
 
-	huge := decSample("k", map[string][]byte{"txt": make([]byte, DefaultMaxTextBytes+1)})
+	huge := decSample("k", map[string][]byte{"txt": make([]byte, defaultMaxTextBytes+1)})
 	if _, err := ParseRecord(huge); !errors.Is(err, ErrLimit) {
-		t.Errorf("ParseRecord of %d bytes of text: got %v, want ErrLimit", DefaultMaxTextBytes+1, err)
+		t.Errorf("ParseRecord of %d bytes of text: got %v, want ErrLimit", defaultMaxTextBytes+1, err)
 	}
 	doc := decSample("k", map[string][]byte{"txt": []byte(strings.Repeat("a long document ", 1<<16))}) // 1 MiB
 	if _, err := NewDecoder(Options{}).Decode(context.Background(), doc, nil); err != nil {
@@ -139,17 +140,23 @@ func TestDatasetWarnings(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ds.Close()
-	ws := ds.Warnings()
-	if len(ws) != 1 || !strings.HasSuffix(ws[0].Shard, "b.tar") || len(ws[0].Warnings) != 7 {
-		t.Fatalf("Warnings() = %+v, want 7 of b.tar", ws)
+	var shards []string
+	for _, sh := range ds.Shards {
+		if len(sh.Warnings()) > 0 {
+			shards = append(shards, sh.Path())
+		}
 	}
-	lines := ws[0].Lines(5)
+	b := ds.Shards[1]
+	if len(shards) != 1 || !strings.HasSuffix(b.Path(), "b.tar") || len(b.Warnings()) != 7 {
+		t.Fatalf("shards with warnings %q, b.tar's %q; want 7 of b.tar alone", shards, b.Warnings())
+	}
+	lines := shardindex.WarningLines(b.Path(), b.Warnings(), 5)
 	if len(lines) != 6 || !strings.Contains(lines[0], `b.tar: member "000001" at offset 512 skipped`) ||
 		!strings.HasPrefix(lines[0], "warning: shard ") || !strings.HasSuffix(lines[5], "b.tar: and 2 more warnings") {
-		t.Errorf("Lines(5) = %q, want 5 warnings and a count of 2 more", lines)
+		t.Errorf("WarningLines(5) = %q, want 5 warnings and a count of 2 more", lines)
 	}
-	if got := ws[0].Lines(0); len(got) != 7 {
-		t.Errorf("Lines(0) gave %d lines, want all 7", len(got))
+	if got := shardindex.WarningLines(b.Path(), b.Warnings(), 0); len(got) != 7 {
+		t.Errorf("WarningLines(0) gave %d lines, want all 7", len(got))
 	}
 }
 

@@ -88,7 +88,7 @@ func TestWebMFrameMD5sMatchFFmpeg(t *testing.T) {
 					want = append(want, strings.TrimSpace(f[5]))
 				}
 			}
-			got, err := FrameMD5s(context.Background(), videotest.Read(t, c.File), Limits{})
+			got, err := frameMD5s(context.Background(), videotest.Read(t, c.File), Limits{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/shape"
 	"github.com/datahelix/datahelix/internal/shardindex"
 	"github.com/datahelix/datahelix/internal/tjpeg"
 )
@@ -26,16 +27,16 @@ func init() {
 // shapeFlags registers --frames and --size (run, decode, costmodel,
 // inspect), with decode's bounds in their help; checkShape checks them.
 func shapeFlags(fs *flag.FlagSet, frames, size *int) {
-	fs.IntVar(frames, "frames", decode.DefaultFrames, fmt.Sprintf("frames `F` sampled per clip, 1..%d", decode.MaxFrames))
+	fs.IntVar(frames, "frames", decode.DefaultFrames, fmt.Sprintf("frames `F` sampled per clip, 1..%d", shape.MaxFrames))
 	fs.IntVar(size, "size", decode.DefaultSize, fmt.Sprintf("output side `S` in pixels, %d..%d: frames and images become S x S RGB (one clip, F x S x S x 3 bytes, at most %d GiB)",
-		decode.MinSize, decode.MaxSize, decode.MaxClipBytes>>30))
+		shape.MinSize, shape.MaxSize, shape.MaxClipBytes>>30))
 }
 
 // checkShape checks --frames and --size (run, decode, costmodel,
-// inspect) and the size of one decoded clip with decode.CheckShape, as a
+// inspect) and the size of one decoded clip with shape.Check, as a
 // usage error naming the flags.
 func checkShape(frames, size int) error {
-	if err := decode.CheckShape(frames, size, "--frames", "--size"); err != nil {
+	if err := shape.Check(frames, size, "--frames", "--size"); err != nil {
 		return usagef("%w", err)
 	}
 	return nil
@@ -169,7 +170,7 @@ func eachFile(stderr io.Writer, paths []string, failedFiles int, do func(path st
 			fmt.Fprintln(stderr, err)
 		}
 		switch {
-		case decode.IsShardName(path) && n.ok+n.failed > 0:
+		case shardindex.IsShardName(path) && n.ok+n.failed > 0:
 			shards++
 			okSamples += n.ok
 			failedSamples += n.failed
@@ -203,16 +204,16 @@ func eachFile(stderr io.Writer, paths []string, failedFiles int, do func(path st
 
 // decodePaths expands decode's arguments: a directory or a glob (one
 // that names no file) into its shards as run and inspect read them
-// (decode.ShardPaths), any other path left as it is. An argument that
+// (shardindex.Paths), any other path left as it is. An argument that
 // expands to nothing is printed to stderr and counted in failed.
 func decodePaths(stderr io.Writer, args []string) (paths []string, failed int) {
 	for _, a := range args {
 		st, err := os.Stat(a)
-		if (err == nil && !st.IsDir()) || (err != nil && !decode.IsGlob(a)) {
+		if (err == nil && !st.IsDir()) || (err != nil && !shardindex.IsGlob(a)) {
 			paths = append(paths, a)
 			continue
 		}
-		list, err := decode.ShardPaths(a)
+		list, err := shardindex.Paths(a)
 		if err != nil {
 			fmt.Fprintln(stderr, err)
 			failed++
@@ -268,7 +269,7 @@ func (f *indexCacheFlags) dir(command string) (string, error) {
 const checkHashesUsage = "check HEVC pictures against the MD5 hashes an encoder may write in the stream (x265 --hash 1) and count a mismatch as damage; " +
 	"costs an MD5 of every such picture (about twice the decode CPU time of a cheap clip)"
 
-// eachSample calls fn on every sample of a shard (decode.IsShardName),
+// eachSample calls fn on every sample of a shard (shardindex.IsShardName),
 // after printing the shard's index warnings (members it skipped) to
 // stderr, or on a plain media file as a one-member sample
 // (decode.FileSample). A sample that fails (fn's error, or a sample too
@@ -292,7 +293,7 @@ func eachSample(stderr io.Writer, path, cache string, fn func(*decode.Sample) er
 		}
 		return nil
 	}
-	if !decode.IsShardName(path) {
+	if !shardindex.IsShardName(path) {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return n, fmt.Errorf("decode: %w", err)
@@ -306,7 +307,7 @@ func eachSample(stderr io.Writer, path, cache string, fn func(*decode.Sample) er
 		return n, err
 	}
 	defer sh.Close()
-	printWarningLines(stderr, decode.ShardWarnings{Shard: path, Warnings: sh.Warnings()})
+	printWarningLines(stderr, path, sh.Warnings())
 	if sh.Len() == 0 {
 		return n, fmt.Errorf("decode: shard %s has no samples", path)
 	}
@@ -330,7 +331,7 @@ func eachSample(stderr io.Writer, path, cache string, fn func(*decode.Sample) er
 // (eachSample), so that its errors are those of a shard's sample, naming
 // the file once.
 func printMD5s(ctx context.Context, w, stderr io.Writer, path, cache string, named bool) (tally, error) {
-	file := !decode.IsShardName(path)
+	file := !shardindex.IsShardName(path)
 	return eachSample(stderr, path, cache, func(s *decode.Sample) error {
 		ms, err := decode.SampleMD5s(ctx, s, decode.DefaultLimits())
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/inspect"
+	"github.com/datahelix/datahelix/internal/shardindex"
 )
 
 func init() {
@@ -142,10 +143,8 @@ func shardWarnings(w io.Writer, p, indexDir string) (empty []string) {
 		return nil
 	}
 	defer ds.Close()
-	for _, sw := range ds.Warnings() {
-		printWarningLines(w, sw)
-	}
 	for _, sh := range ds.Shards {
+		printWarningLines(w, sh.Path(), sh.Warnings())
 		if sh.Len() == 0 {
 			empty = append(empty, sh.Path())
 		}
@@ -154,10 +153,10 @@ func shardWarnings(w io.Writer, p, indexDir string) (empty []string) {
 }
 
 // printWarningLines prints to w the warnings of one shard's index, one
-// a line, at most decode.MaxWarningLines of them and a count of the rest
+// a line, at most shardindex.MaxWarningLines of them and a count of the rest
 // (inspect and decode).
-func printWarningLines(w io.Writer, sw decode.ShardWarnings) {
-	for _, line := range sw.Lines(decode.MaxWarningLines) {
+func printWarningLines(w io.Writer, shard string, warnings []string) {
+	for _, line := range shardindex.WarningLines(shard, warnings, shardindex.MaxWarningLines) {
 		fmt.Fprintln(w, line)
 	}
 }

@@ -187,7 +187,7 @@ func TestDescribeUsesTheDecoderLimits(t *testing.T) {
 	}{
 		{"below a lowered limit", 100, 99, false},
 		{"over a lowered limit", 100, 150, true},
-		{"over the default, within a raised limit", 2 * decode.DefaultMaxTextBytes, decode.DefaultMaxTextBytes + 1, false},
+		{"over the default, within a raised limit", 2 * decode.DefaultLimits().MaxTextBytes, int(decode.DefaultLimits().MaxTextBytes) + 1, false},
 	}
 	for _, tc := range tests {
 		cfg := testConfig(KindHelix)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/step"
+	"github.com/datahelix/datahelix/internal/video"
 	"github.com/datahelix/datahelix/plan"
 )
 
@@ -121,7 +122,9 @@ func (l *Loader) allocTensor(st *slotState) decode.Tensor {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if st.tensor.Data == nil {
-		st.tensor = l.dec.NewVideoTensor()
+		o := l.dec.Options()
+		f, s := o.Frames, o.Size
+		st.tensor = decode.Tensor{Shape: []int{f, s, s, 3}, Data: make([]byte, f*s*s*3)}
 	}
 	return st.tensor
 }
@@ -138,7 +141,8 @@ func (l *Loader) sampleDone(step int64, st *slotState) {
 		if targets < l.cfg.Decode.Frames {
 			// A clip of fewer than F distinct frames: repeat them evenly,
 			// as a whole-sample decode does.
-			l.dec.SpreadFrames(st.tensor.Data, targets)
+			o := l.dec.Options()
+			video.Spread(st.tensor.Data, o.Frames, o.Size*o.Size*3, targets)
 		}
 		out := &decode.Output{Key: st.sample.Key, Modality: decode.ModalityVideo, Tensors: []decode.Tensor{st.tensor}}
 		// Its caption, as a whole sample's decode gives it: text beyond

@@ -15,6 +15,7 @@ import (
 	"github.com/datahelix/datahelix/gpu"
 	"github.com/datahelix/datahelix/internal/metrics"
 	"github.com/datahelix/datahelix/internal/reader"
+	"github.com/datahelix/datahelix/internal/shardindex"
 )
 
 // Result is a finished run as rank 0 sees it; other ranks get a Result
@@ -112,11 +113,11 @@ func CheckJob(comm collective.Comm, ds decode.Source, cfg Config, kinds []Kind) 
 // logWarnings writes the index warnings of ds's shards to log: members
 // the index skipped (no key, not a regular file, sparse) or grouped
 // oddly (a repeated extension, a reused key), which would otherwise
-// vanish from the training data silently; decode.MaxWarningLines of a
+// vanish from the training data silently; shardindex.MaxWarningLines of a
 // shard, then a count of the rest.
 func logWarnings(log io.Writer, ds *decode.Dataset) {
-	for _, w := range ds.Warnings() {
-		for _, line := range w.Lines(decode.MaxWarningLines) {
+	for _, s := range ds.Shards {
+		for _, line := range shardindex.WarningLines(s.Path(), s.Warnings(), shardindex.MaxWarningLines) {
 			fmt.Fprintf(log, "datahelix: %s\n", line)
 		}
 	}

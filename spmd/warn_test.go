@@ -15,6 +15,7 @@ import (
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/gen/gentest"
+	"github.com/datahelix/datahelix/internal/shardindex"
 )
 
 // withExtraMembers copies the dataset's shards into a new directory and
@@ -62,9 +63,9 @@ func TestIndexWarningsAreLoggedOnce(t *testing.T) {
 	requireOK(t, errs)
 	got := log.String()
 	want := "datahelix: warning: shard " + first + `: member "README" at offset `
-	if strings.Count(got, want) != 1 || strings.Count(got, "skipped: its name has no WebDataset key") != decode.MaxWarningLines ||
+	if strings.Count(got, want) != 1 || strings.Count(got, "skipped: its name has no WebDataset key") != shardindex.MaxWarningLines ||
 		strings.Count(got, first+": and 2 more warnings\n") != 1 {
-		t.Errorf("log:\n%s\nwant one line %q..., %d warnings in all and a count of 2 more", got, want, decode.MaxWarningLines)
+		t.Errorf("log:\n%s\nwant one line %q..., %d warnings in all and a count of 2 more", got, want, shardindex.MaxWarningLines)
 	}
 }
 

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	benchdata "github.com/datahelix/datahelix/bench"
-	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/gpu"
 	"github.com/datahelix/datahelix/internal/gen"
+	"github.com/datahelix/datahelix/internal/shape"
 	"github.com/datahelix/datahelix/internal/sim"
 )
 
@@ -283,7 +283,7 @@ func (w *Workload) Validate() error {
 	case w.ShardSize < 1:
 		return bad("shard_size %d: want at least 1", w.ShardSize)
 	}
-	if err := decode.CheckShape(w.Frames, w.Size, "frames_per_clip", "output_size"); err != nil {
+	if err := shape.Check(w.Frames, w.Size, "frames_per_clip", "output_size"); err != nil {
 		return bad("%v", err)
 	}
 	switch {

@@ -3,8 +3,9 @@
 // members into samples by key, as WebDataset does, noting what it skips;
 // a Location loads and saves the index of one shard, beside it or in a
 // cache directory, where Scan and Prune find the indexes no job reads
-// any more (datahelix cache). Package decode's Shard and Dataset read
-// samples through it.
+// any more (datahelix cache); Paths lists the shard files a dataset
+// path or glob names. Package decode's Shard and Dataset read samples
+// through it.
 package shardindex
 
 import (

@@ -87,3 +87,21 @@ func presentationOrder(v *Track) []int {
 	}
 	return order
 }
+
+// Spread completes the tensor dst of a clip, f slots of plane bytes each,
+// for which SampleFrames returned n < f frames: once slots 0..n-1 hold
+// them, it repeats them over all f slots, in presentation order and
+// evenly (slot k takes frame k*n/f), as decoding a whole clip does. It
+// does nothing when n >= f or dst holds fewer than f slots.
+func Spread(dst []byte, f, plane, n int) {
+	if n <= 0 || n >= f || len(dst) < f*plane {
+		return
+	}
+	// From the back, so that every source slot (k*n/f <= k) is read before
+	// it is overwritten.
+	for k := f - 1; k >= 0; k-- {
+		if src := k * n / f; src != k {
+			copy(dst[k*plane:(k+1)*plane], dst[src*plane:(src+1)*plane])
+		}
+	}
+}

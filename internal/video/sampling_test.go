@@ -3,6 +3,7 @@ package video
 import (
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -152,5 +153,35 @@ func TestFrameTime(t *testing.T) {
 	c := cfrClip(10, 5)
 	if got := c.FrameTime(3); got != 1536 {
 		t.Errorf("FrameTime(3) = %d, want 1536", got)
+	}
+}
+
+// TestSpread checks Spread against the rule it states, slot k holding
+// frame k*n/f, on every n for a few f, with planes of 2 bytes marked by
+// their frame.
+func TestSpread(t *testing.T) {
+	const plane = 2
+	for _, f := range []int{1, 3, 8, 13} {
+		for n := 0; n <= f+1; n++ {
+			dst := make([]byte, f*plane)
+			for k := range min(n, f) {
+				dst[k*plane], dst[k*plane+1] = byte(k+1), byte(k+1)
+			}
+			want := slices.Clone(dst)
+			if n > 0 && n < f {
+				for k := range f {
+					want[k*plane], want[k*plane+1] = byte(k*n/f+1), byte(k*n/f+1)
+				}
+			}
+			Spread(dst, f, plane, n)
+			if !slices.Equal(dst, want) {
+				t.Errorf("Spread(f %d, n %d): got %v, want %v", f, n, dst, want)
+			}
+		}
+	}
+	short := []byte{1, 1, 2, 2} // two slots of a tensor of four: left alone
+	Spread(short, 4, plane, 1)
+	if !slices.Equal(short, []byte{1, 1, 2, 2}) {
+		t.Errorf("Spread on a short tensor wrote %v", short)
 	}
 }

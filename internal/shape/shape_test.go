@@ -1,19 +1,21 @@
-package decode
+package shape
 
 import (
 	"errors"
 	"testing"
+
+	"github.com/datahelix/datahelix/decode"
 )
 
-func TestCheckShape(t *testing.T) {
+func TestCheck(t *testing.T) {
 	tests := []struct {
 		frames, size int
 		msg          string // "" for a shape in bounds
 	}{
 		{1, MinSize, ""},
-		{DefaultFrames, DefaultSize, ""},
-		{MaxFrames, 591, ""}, // 1024 x 591 x 591 x 3 = 1,073,007,616 bytes
-		{21, MaxSize, ""},    // 21 x 4096 x 4096 x 3 = 1,056,964,608 bytes
+		{decode.DefaultFrames, decode.DefaultSize, ""}, // the decoder's defaults are in bounds
+		{MaxFrames, 591, ""},                           // 1024 x 591 x 591 x 3 = 1,073,007,616 bytes
+		{21, MaxSize, ""},                              // 21 x 4096 x 4096 x 3 = 1,056,964,608 bytes
 		{0, 224, "--frames 0: want 1..1024"},
 		{-3, 224, "--frames -3: want 1..1024"},
 		{MaxFrames + 1, 224, "--frames 1025: want 1..1024"},
@@ -26,18 +28,18 @@ func TestCheckShape(t *testing.T) {
 		{MaxFrames, MaxSize, "--frames 1024 --size 4096: one decoded clip would be 51539607552 bytes (F x S x S x 3), want at most 1073741824 (1 GiB)"},
 	}
 	for _, tc := range tests {
-		err := CheckShape(tc.frames, tc.size, "--frames", "--size")
+		err := Check(tc.frames, tc.size, "--frames", "--size")
 		if tc.msg == "" {
 			if err != nil {
-				t.Errorf("CheckShape(%d, %d): got %v, want nil", tc.frames, tc.size, err)
+				t.Errorf("Check(%d, %d): got %v, want nil", tc.frames, tc.size, err)
 			}
 			if b := clipBytes(tc.frames, tc.size); b > MaxClipBytes {
-				t.Errorf("CheckShape(%d, %d) accepted %d bytes, over %d", tc.frames, tc.size, b, MaxClipBytes)
+				t.Errorf("Check(%d, %d) accepted %d bytes, over %d", tc.frames, tc.size, b, MaxClipBytes)
 			}
 			continue
 		}
-		if !errors.Is(err, ErrShape) || err.Error() != tc.msg {
-			t.Errorf("CheckShape(%d, %d): got %v, want %q matching ErrShape", tc.frames, tc.size, err, tc.msg)
+		if !errors.Is(err, ErrBounds) || err.Error() != tc.msg {
+			t.Errorf("Check(%d, %d): got %v, want %q matching ErrBounds", tc.frames, tc.size, err, tc.msg)
 		}
 	}
 }
