@@ -18,7 +18,6 @@ import (
 	"github.com/datahelix/datahelix/internal/gen"
 	"github.com/datahelix/datahelix/internal/machine"
 	"github.com/datahelix/datahelix/internal/metrics"
-	"github.com/datahelix/datahelix/internal/reader"
 	"github.com/datahelix/datahelix/internal/shardindex"
 	"github.com/datahelix/datahelix/spmd"
 )
@@ -205,15 +204,6 @@ func openJob(ctx context.Context, c collective.Comm, f *runFlags, errOut io.Writ
 	if err := spmd.CheckJob(c, j.ds, f.cfg, f.loaders); err != nil {
 		j.close()
 		return nil, withStatusAllRanks(exitBadInput, err)
-	}
-	if c.Rank() == 0 {
-		sizes := make([]int, len(j.ds.Shards))
-		for i, sh := range j.ds.Shards {
-			sizes[i] = sh.Len()
-		}
-		if w := reader.SplitWarning(sizes, c.Size(), f.cfg.Batch); w != "" {
-			fmt.Fprintf(errOut, "datahelix: warning: %s\n", w)
-		}
 	}
 	return j, nil
 }

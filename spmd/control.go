@@ -90,6 +90,11 @@ func (l *Loader) readOwn(ctx context.Context, s int64) ([]*slotState, error) {
 	var bytes int64
 	for i := range own {
 		ref, epoch := l.reader.Next()
+		if s == l.first && i == 0 {
+			l.mu.Lock()
+			l.firstEpoch = epoch
+			l.mu.Unlock()
+		}
 		smp, err := l.ds.ReadSample(ref.Shard, ref.Index)
 		if err != nil {
 			// The shard was readable at start-up; failing now means the
@@ -99,9 +104,9 @@ func (l *Loader) readOwn(ctx context.Context, s int64) ([]*slotState, error) {
 		st := &slotState{sample: smp, partsLeft: 1}
 		st.item = step.Item{ID: ref.ID(epoch), Owner: l.comm.Rank(), Bytes: wire.Size(smp)}
 		l.describe(st, 0)
-		if st.recErr != nil {
+		if st.recErr != nil && l.logs(st.item.ID) {
 			// The owner reports a sample whose record cannot be read:
-			// only it reads the sample, so the job logs it once.
+			// only it reads the sample.
 			l.mu.Lock()
 			l.logDrop(s, st.sample, st.recErr)
 			l.mu.Unlock()
