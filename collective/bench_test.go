@@ -17,6 +17,7 @@ import (
 
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/internal/collectivetest"
+	"github.com/datahelix/datahelix/internal/mpinode"
 )
 
 const (
@@ -64,7 +65,7 @@ func BenchmarkAllgatherGoVsC(b *testing.B) {
 	}
 	cbin := filepath.Join(b.TempDir(), "allgather_latency")
 	cc := "mpicc.openmpi"
-	if collective.Flavor() == "mpich" {
+	if mpinode.Flavor() == "mpich" {
 		cc = "mpicc.mpich"
 	}
 	if _, err := exec.LookPath(cc); err != nil {

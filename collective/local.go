@@ -2,7 +2,6 @@ package collective
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -440,6 +439,3 @@ func (c *local) Abort(code int, msg string) {
 	}
 	c.w.onAbort(c.rank, code, msg)
 }
-
-// IsAborted reports whether err comes from an aborted job.
-func IsAborted(err error) bool { return errors.Is(err, ErrAborted) }

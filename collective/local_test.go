@@ -97,7 +97,7 @@ func TestLocalAbortUnblocksEveryRank(t *testing.T) {
 	select {
 	case errs := <-done:
 		for r := 0; r < 3; r++ {
-			if !collective.IsAborted(errs[r]) {
+			if !errors.Is(errs[r], collective.ErrAborted) {
 				t.Errorf("rank %d: got %v, want ErrAborted", r, errs[r])
 			}
 		}
@@ -151,7 +151,7 @@ func TestLocalAbortReachesDuplicates(t *testing.T) {
 	select {
 	case errs := <-done:
 		for r := 1; r < 3; r++ {
-			if !collective.IsAborted(errs[r]) {
+			if !errors.Is(errs[r], collective.ErrAborted) {
 				t.Errorf("rank %d: got %v, want ErrAborted", r, errs[r])
 			}
 		}

@@ -2,6 +2,7 @@ package collective
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -59,7 +60,7 @@ func RunLocal(ctx context.Context, n int, body func(ctx context.Context, c Comm)
 		go func() {
 			defer wg.Done()
 			errs[r] = body(ctx, c)
-			if err := errs[r]; err != nil && !IsAllRanks(err) && !IsAborted(err) {
+			if err := errs[r]; err != nil && !IsAllRanks(err) && !errors.Is(err, ErrAborted) {
 				c.Abort(1, err.Error())
 			}
 		}()

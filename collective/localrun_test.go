@@ -45,7 +45,7 @@ func TestRunLocalFailureStopsTheOthers(t *testing.T) {
 	if errs[1] != boom {
 		t.Errorf("rank 1: got %v, want %v", errs[1], boom)
 	}
-	if err := errs[2]; !collective.IsAborted(err) || !strings.Contains(err.Error(), "by rank 1") || !strings.Contains(err.Error(), "disk on fire") {
+	if err := errs[2]; !errors.Is(err, collective.ErrAborted) || !strings.Contains(err.Error(), "by rank 1") || !strings.Contains(err.Error(), "disk on fire") {
 		t.Errorf("rank 2: got %v, want an abort by rank 1 saying disk on fire", err)
 	}
 	for _, r := range []int{0, 3} {
@@ -53,7 +53,7 @@ func TestRunLocalFailureStopsTheOthers(t *testing.T) {
 		if got, want := err, error(collective.RankFailedError{Rank: 1}); got != want {
 			t.Errorf("rank %d: got %v, want %v", r, got, want)
 		}
-		if !collective.IsAborted(err) || !errors.Is(err, context.Canceled) {
+		if !errors.Is(err, collective.ErrAborted) || !errors.Is(err, context.Canceled) {
 			t.Errorf("rank %d: %v does not match both ErrAborted and context.Canceled", r, err)
 		}
 	}
@@ -173,7 +173,7 @@ func TestRunLocalCancelEndsStuckRanks(t *testing.T) {
 		if took := time.Since(sent); took < collective.StuckGrace {
 			t.Errorf("ended %v after the cancel, before the grace of %v", took, collective.StuckGrace)
 		}
-		if !collective.IsAborted(errs[0]) || !strings.Contains(errs[0].Error(), "interrupted by SIGTERM; ranks still waiting") {
+		if !errors.Is(errs[0], collective.ErrAborted) || !strings.Contains(errs[0].Error(), "interrupted by SIGTERM; ranks still waiting") {
 			t.Errorf("rank 0: %v; want the abort naming the cause", errs[0])
 		}
 	case <-time.After(collective.StuckGrace + 10*time.Second):

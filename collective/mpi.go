@@ -91,10 +91,6 @@ var (
 	initErr   error
 )
 
-// Flavor names the MPI library the binary was built against: "openmpi" or
-// "mpich".
-func Flavor() string { return mpiFlavor }
-
 // Init initializes MPI once per process and returns the job's world. A
 // process started without mpirun or srun becomes a one-rank world (MPI
 // singleton). Later calls return the same World.

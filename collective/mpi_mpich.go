@@ -4,6 +4,3 @@ package collective
 
 // #cgo pkg-config: mpich
 import "C"
-
-// mpiFlavor names the MPI library this binary was built against.
-const mpiFlavor = "mpich"

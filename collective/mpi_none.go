@@ -12,9 +12,6 @@ type mpiReq struct{}
 // ErrNoMPI reports a binary built without MPI support.
 var ErrNoMPI = errors.New("collective: this binary was built without MPI (nompi tag); use --ranks N for an in-process world or rebuild without -tags nompi")
 
-// Flavor names the MPI library the binary was built against: "none".
-func Flavor() string { return "none" }
-
 // Init fails: the binary has no MPI.
 func Init() (*World, error) { return nil, ErrNoMPI }
 

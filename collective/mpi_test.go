@@ -149,7 +149,7 @@ func conformance(t *testing.T, np int, env, want string) {
 	if err != nil {
 		t.Fatalf("mpirun -np %d: %v\n%s", np, err, out)
 	}
-	t.Logf("mpirun -np %d (%s build):\n%s", np, collective.Flavor(), out)
+	t.Logf("mpirun -np %d (%s build):\n%s", np, mpinode.Flavor(), out)
 	for r := 0; r < np; r++ {
 		if ok := fmt.Sprintf("rank %d/%d ok", r, np); !strings.Contains(out, ok) {
 			t.Errorf("output lacks %q:\n%s", ok, out)

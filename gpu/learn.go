@@ -9,8 +9,8 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-// LearnWindow is the number of recent steps a Learner fits.
-const LearnWindow = 64
+// learnWindow is the number of recent steps a Learner fits.
+const learnWindow = 64
 
 // Learner learns a GPU's step Model from measured steps by least squares
 // on what each batch held: step ≈ Base + PerSample·samples +
@@ -50,17 +50,17 @@ func (l *Learner) Observe(c Contents, d time.Duration) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.obs) >= LearnWindow/4 {
+	if len(l.obs) >= learnWindow/4 {
 		p := l.fitted().StepTime(c)
 		l.errSum += math.Abs(float64(p-d)) / float64(d)
 		l.errN++
 	}
 	o := observation{c, d}
-	if len(l.obs) < LearnWindow {
+	if len(l.obs) < learnWindow {
 		l.obs = append(l.obs, o)
 	} else {
 		l.obs[l.next] = o
-		l.next = (l.next + 1) % LearnWindow
+		l.next = (l.next + 1) % learnWindow
 	}
 	l.stale = true
 }

@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// StepWindow is the number of recent steps the step-time estimate looks at.
-const StepWindow = 15
+// stepWindow is the number of recent steps the step-time estimate looks at.
+const stepWindow = 15
 
 // Tracker follows the GPU's progress from two events per step: the
 // training loop asks for batch t (Requested) and receives it (Delivered).
@@ -34,12 +34,12 @@ type window struct {
 }
 
 func (w *window) add(d time.Duration) {
-	if len(w.d) < StepWindow {
+	if len(w.d) < stepWindow {
 		w.d = append(w.d, d)
 		return
 	}
 	w.d[w.next] = d
-	w.next = (w.next + 1) % StepWindow
+	w.next = (w.next + 1) % stepWindow
 }
 
 func (w *window) median() time.Duration {

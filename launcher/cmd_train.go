@@ -450,7 +450,7 @@ func (b *rankBridge) serve(ctx context.Context, c, end collective.Comm, l *spmd.
 				if errors.As(err, &rf) {
 					// The in-process world was aborted (a stall watch, a
 					// failed rank): its collectives say why, at once.
-					if aerr := c.Barrier(); collective.IsAborted(aerr) {
+					if aerr := c.Barrier(); errors.Is(aerr, collective.ErrAborted) {
 						err = aerr
 					}
 				}

@@ -16,6 +16,7 @@ import (
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/internal/collectivetest"
 	"github.com/datahelix/datahelix/internal/gen/gentest"
+	"github.com/datahelix/datahelix/internal/mpinode"
 )
 
 // TestKilledRankEndsJob kills one rank of a running 4-rank job and
@@ -158,7 +159,7 @@ func TestStalledRankEndsJob(t *testing.T) {
 		t.Logf("job ended %v after a rank stopped: %v", took.Round(time.Millisecond), err)
 		// The job ends with the stall's status (MPICH's mpiexec may
 		// report the stopped rank's SIGKILL first, as below).
-		if code := exitCode(err); code != exitStall && !(collective.Flavor() == "mpich" && code == 9) {
+		if code := exitCode(err); code != exitStall && !(mpinode.Flavor() == "mpich" && code == 9) {
 			t.Errorf("exit status %d (%v), want %d for a stall:\n%s", code, err, exitStall, out.String())
 		}
 		// The running rank waits in MPI for the stopped one, and says
@@ -204,7 +205,7 @@ func TestSignalEndsJobWithAStuckRank(t *testing.T) {
 		// it saw end first: the aborting rank's 143, or the stopped
 		// rank's 9 once it has killed it.
 		code := cmd.ProcessState.ExitCode()
-		okCode := code == 143 || collective.Flavor() == "mpich" && code == 9
+		okCode := code == 143 || mpinode.Flavor() == "mpich" && code == 9
 		if !okCode || !strings.Contains(out.String(), "interrupted by SIGTERM; still waiting") {
 			t.Errorf("exit %d, want 143 and the abort's message:\n%s", code, out.String())
 		}

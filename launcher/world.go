@@ -170,7 +170,7 @@ func runRank(ctx context.Context, f worldFlags, c collective.Comm, out, errOut i
 		prefix = fmt.Sprintf("rank %d: ", c.Rank())
 	}
 	switch {
-	case err == nil, errors.Is(err, errHelp), collective.IsAborted(err):
+	case err == nil, errors.Is(err, errHelp), errors.Is(err, collective.ErrAborted):
 	case collective.IsAllRanks(err):
 		if c.Rank() == 0 {
 			fmt.Fprintf(errOut, "datahelix: %v\n", err)
@@ -272,7 +272,7 @@ func runLocal(ctx context.Context, f worldFlags, out, errOut io.Writer, body ran
 		switch {
 		case ok:
 			stop = err
-		case collective.IsAborted(err):
+		case errors.Is(err, collective.ErrAborted):
 			// Rather the abort itself, which says why, than a rank's
 			// "stopped because rank R failed".
 			var rf collective.RankFailedError

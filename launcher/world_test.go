@@ -22,6 +22,7 @@ import (
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/internal/collectivetest"
 	"github.com/datahelix/datahelix/internal/gen/gentest"
+	"github.com/datahelix/datahelix/internal/mpinode"
 )
 
 func TestPinFlag(t *testing.T) {
@@ -151,7 +152,7 @@ func TestSlurmWithoutMPIFails(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != exitLaunch {
 		t.Errorf("got %v, want exit status %d (launch)", err, exitLaunch)
 	}
-	plugin := map[bool]string{true: "pmi2", false: "pmix"}[collective.Flavor() == "mpich"]
+	plugin := map[bool]string{true: "pmi2", false: "pmix"}[mpinode.Flavor() == "mpich"]
 	want := regexp.MustCompile(`datahelix: srun started 4 tasks \(SLURM_NTASKS\) but MPI sees a 1-rank world: this binary uses .+?: launch with srun --mpi=` +
 		plugin + ` \(srun --mpi=list shows the plugins this cluster has; see docs/failures.md\)\n`)
 	if !want.MatchString(stderr.String()) {
@@ -166,7 +167,7 @@ func TestSlurmWithoutMPIFails(t *testing.T) {
 // mpirun job reads as its rank: that rank must end the whole job, and the
 // other, which agrees with its launcher, must not be left waiting.
 func TestRankMismatchUnderMPIRunEndsJob(t *testing.T) {
-	if collective.Flavor() != "openmpi" {
+	if mpinode.Flavor() != "openmpi" {
 		t.Skip("rewrites Open MPI's OMPI_COMM_WORLD_RANK")
 	}
 	wrap := filepath.Join(t.TempDir(), "wrap.sh")
@@ -334,7 +335,7 @@ func TestRunLocalPrefersTheSignal(t *testing.T) {
 // not empty.
 func mpirunBound(t *testing.T, cpus string, mpiArgs []string, np int, args ...string) (string, error) {
 	t.Helper()
-	if collective.Flavor() != "openmpi" {
+	if mpinode.Flavor() != "openmpi" {
 		t.Skip("uses Open MPI's mpirun options")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -106,12 +106,12 @@ func TestExtremeValuesPlan(t *testing.T) {
 
 func TestParseMode(t *testing.T) {
 	for m := range numModes {
-		got, err := ParseMode(m.String())
+		got, err := parseMode(m.String())
 		if err != nil || got != m {
 			t.Errorf("ParseMode(%q) = %v, %v, want %v", m.String(), got, err, m)
 		}
 	}
-	if _, err := ParseMode("torch"); !errors.Is(err, ErrInput) {
+	if _, err := parseMode("torch"); !errors.Is(err, ErrInput) {
 		t.Errorf("ParseMode(torch) error = %v, want ErrInput", err)
 	}
 	if got := Mode(9).String(); got != "mode(9)" {

@@ -73,7 +73,7 @@ func parseScenario(text string) (*Input, error) {
 		}
 		switch f[0] {
 		case "mode":
-			in.Mode, err = ParseMode(f[1])
+			in.Mode, err = parseMode(f[1])
 		case "step":
 			in.Step, err = strconv.ParseInt(f[1], 10, 64)
 		case "batch":

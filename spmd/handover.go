@@ -89,10 +89,10 @@ func (l *Loader) gpuModel() gpu.Model {
 	return l.cfg.GPU
 }
 
-// GPUModelError is the learned GPU model's mean absolute percentage
+// gpuModelError is the learned GPU model's mean absolute percentage
 // error in predicting each step (0..1); ok is false when the loader does
 // not learn one or has not scored it yet.
-func (l *Loader) GPUModelError() (mape float64, ok bool) {
+func (l *Loader) gpuModelError() (mape float64, ok bool) {
 	if l.learner == nil {
 		return 0, false
 	}

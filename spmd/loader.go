@@ -435,12 +435,6 @@ func batchOf(bs *batchState) *Batch {
 	return out
 }
 
-// Records returns the per-step records of the steps delivered so far.
-func (l *Loader) Records() []metrics.StepRecord { return l.records }
-
-// CostModel returns the rank's cost model.
-func (l *Loader) CostModel() *costmodel.Model { return l.cost }
-
 // Quiesce prepares a loader whose training loop stopped asking before
 // its last step for Close: it waits until the control loop has planned
 // the whole window ahead of the last delivered step and waits for the

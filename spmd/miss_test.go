@@ -90,7 +90,7 @@ func TestReadyBatchHandedOffLateIsNoMiss(t *testing.T) {
 				return err
 			}
 		}
-		rec = l.Records()[0]
+		rec = l.records[0]
 		return nil
 	})
 	requireOK(t, errs)

@@ -71,7 +71,7 @@ func Run(ctx context.Context, comm collective.Comm, ds *decode.Dataset, cfg Conf
 		l.Close()
 		return nil, runErr
 	}
-	recs := l.Records()
+	recs := l.records
 	for i := range min(len(recs), len(gpuUS)) {
 		recs[i].GPUUS = gpuUS[i]
 	}
@@ -87,7 +87,7 @@ func Finish(comm collective.Comm, l *Loader, end time.Time) (*Result, error) {
 	if err := l.Close(); err != nil {
 		return nil, err
 	}
-	recs := l.Records()
+	recs := l.records
 	if n := len(recs); n > 0 {
 		recs[n-1].ComputeUS = max(l.sinceStart(end)-recs[n-1].DeliverUS, 0)
 	}
@@ -177,7 +177,7 @@ func gather(comm collective.Comm, l *Loader, recs []metrics.StepRecord, endUS in
 		mapeMicro = int64(mape * 1e6)
 	}
 	gpuMicro := int64(-1)
-	if g, ok := l.GPUModelError(); ok {
+	if g, ok := l.gpuModelError(); ok {
 		gpuMicro = int64(g * 1e6)
 	}
 	// wall, peak RSS, MAPE sum, ranks with a MAPE, the same of the GPU model

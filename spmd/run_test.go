@@ -40,9 +40,9 @@ func TestRunInProcessPeersNameTheFailedRank(t *testing.T) {
 			switch {
 			case err == nil:
 				t.Errorf("%s: rank %d: got no error, want one", k, r)
-			case r == failing && (!strings.Contains(err.Error(), "checkpoint") || collective.IsAborted(err)):
+			case r == failing && (!strings.Contains(err.Error(), "checkpoint") || errors.Is(err, collective.ErrAborted)):
 				t.Errorf("%s: rank %d: got %v, want its checkpoint error", k, r, err)
-			case r != failing && (!collective.IsAborted(err) || !strings.Contains(err.Error(), "rank 1") ||
+			case r != failing && (!errors.Is(err, collective.ErrAborted) || !strings.Contains(err.Error(), "rank 1") ||
 				strings.Contains(err.Error(), "context canceled")):
 				t.Errorf("%s: rank %d: got %q, want an abort naming rank %d", k, r, err, failing)
 			}
@@ -68,7 +68,7 @@ func TestRunReturnsTheCause(t *testing.T) {
 	select {
 	case errs := <-done:
 		for r, err := range errs {
-			if !errors.Is(err, stop) && !collective.IsAborted(err) {
+			if !errors.Is(err, stop) && !errors.Is(err, collective.ErrAborted) {
 				t.Errorf("rank %d: got %v, want %v (or an abort by the other rank)", r, err, cause)
 			}
 		}

@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/datahelix/datahelix/collective"
+	"github.com/datahelix/datahelix/internal/mpinode"
 	"github.com/datahelix/datahelix/internal/wire"
 )
 
@@ -139,7 +139,7 @@ func compileExchangeRaw(ctx context.Context, dir string) (string, error) {
 		return "", fmt.Errorf("bench: %w", err)
 	}
 	cc := "mpicc.openmpi"
-	if collective.Flavor() == "mpich" {
+	if mpinode.Flavor() == "mpich" {
 		cc = "mpicc.mpich"
 	}
 	if _, err := exec.LookPath(cc); err != nil {

@@ -6,7 +6,7 @@ import (
 	"os/exec"
 	"strconv"
 
-	"github.com/datahelix/datahelix/collective"
+	"github.com/datahelix/datahelix/internal/mpinode"
 )
 
 // MPIRun returns a command that starts np copies of prog with args under
@@ -18,7 +18,7 @@ import (
 func MPIRun(ctx context.Context, np int, prog string, args ...string) *exec.Cmd {
 	var argv []string
 	name := "mpirun.openmpi"
-	if collective.Flavor() == "mpich" {
+	if mpinode.Flavor() == "mpich" {
 		name = "mpiexec.mpich"
 		argv = append(argv, "-n", strconv.Itoa(np))
 	} else {
