@@ -198,9 +198,17 @@ func openJob(ctx context.Context, c collective.Comm, f *runFlags, errOut io.Writ
 		j.close()
 		return nil, withStatusAllRanks(exitDisagree, err)
 	}
-	// What would fail a later loader (the shards' split over the ranks,
-	// the checkpoints of each loader) fails the job now, before any
-	// loader trains.
+	sizes := make([]int, len(j.ds.Shards))
+	for i, sh := range j.ds.Shards {
+		sizes[i] = sh.Len()
+	}
+	if err := f.applyEpochs(sizes, c.Size()); err != nil {
+		j.close()
+		return nil, collective.AllRanks(err)
+	}
+	// What would fail a later loader (an epoch shorter than a global
+	// batch, the checkpoints of each loader) fails the job now, before
+	// any loader trains.
 	if err := spmd.CheckJob(c, j.ds, f.cfg, f.loaders); err != nil {
 		j.close()
 		return nil, withStatusAllRanks(exitBadInput, err)
