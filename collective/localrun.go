@@ -37,7 +37,7 @@ func RunLocal(ctx context.Context, n int, body func(ctx context.Context, c Comm)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	ranks := newLocal(n, withAbortHook(func(rank, code int, msg string) {
-		cancel(RankFailedError{Rank: rank})
+		cancel(RankFailedError{Rank: rank, Reason: msg})
 	}))
 	finished := make(chan struct{})
 	defer close(finished)
@@ -76,7 +76,8 @@ func RunLocal(ctx context.Context, n int, body func(ctx context.Context, c Comm)
 // with context.Canceled, so that code checking a context error for
 // cancellation still sees one.
 type RankFailedError struct {
-	Rank int // the rank that failed and aborted the job
+	Rank   int    // the rank that failed and aborted the job
+	Reason string // what it aborted with (its error, which it returns itself)
 }
 
 // Error names the failed rank.

@@ -50,7 +50,7 @@ func TestRunLocalFailureStopsTheOthers(t *testing.T) {
 	}
 	for _, r := range []int{0, 3} {
 		err := errs[r]
-		if got, want := err, error(collective.RankFailedError{Rank: 1}); got != want {
+		if got, want := err, error(collective.RankFailedError{Rank: 1, Reason: "disk on fire"}); got != want {
 			t.Errorf("rank %d: got %v, want %v", r, got, want)
 		}
 		if !errors.Is(err, collective.ErrAborted) || !errors.Is(err, context.Canceled) {
@@ -76,7 +76,7 @@ func TestRunLocalNamesTheFirstFailure(t *testing.T) {
 		<-ctx.Done()
 		return context.Cause(ctx)
 	})
-	if got, want := errs[1], error(collective.RankFailedError{Rank: 0}); got != want {
+	if got, want := errs[1], error(collective.RankFailedError{Rank: 0, Reason: "first"}); got != want {
 		t.Errorf("rank 1: got %v, want %v", got, want)
 	}
 	if got, want := fmt.Sprint(errs[2]), "second"; got != want {

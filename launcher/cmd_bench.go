@@ -83,7 +83,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	}
 	kinds, err := step.ParseKinds(*loaders)
 	if err != nil {
-		return usagef("bench: --loaders: %v", err)
+		return usagef("bench: --loaders: %w", err)
 	}
 	var names []string
 	switch strings.TrimSpace(*sections) {
@@ -108,7 +108,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	// (--bandwidth-mbs 0 --latency-us 0) would mean the default below.
 	network := bench.Network{BandwidthMBs: *bandwidth, LatencyUS: *latency}
 	if err := network.Check(); err != nil {
-		return usagef("%v", err)
+		return usagef("%w", err)
 	}
 	cfg := bench.RunConfig{
 		Eval: bench.EvalConfig{Workloads: ws, Loaders: kinds, Ranks: *ranks, Steps: *steps, Batch: *batch, Seed: *seed,
@@ -119,7 +119,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	// Every flag is checked before any work: a bad one costs no
 	// calibration load, simulation or mpirun job.
 	if err := cfg.Check(); err != nil {
-		return usagef("%v", err)
+		return usagef("%w", err)
 	}
 	// So are the output paths, checked now (--out created, and removed
 	// again if the run fails and it is new; a new --json file created
@@ -128,12 +128,12 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	var outs outputFiles
 	defer outs.discard()
 	if err := outs.dir("--out", *out); err != nil {
-		return usagef("bench: %v", err)
+		return usagef("bench: %w", err)
 	}
 	var jsonFile *outputFile
 	if *jsonOut != "-" {
 		if jsonFile, err = outs.open("--json", *jsonOut); err != nil {
-			return usagef("bench: %v", err)
+			return usagef("bench: %w", err)
 		}
 	}
 
@@ -297,7 +297,7 @@ func loadBenchCalibration(root, file string, m machine.Machine) (*costmodel.Cali
 			if pe := (*os.PathError)(nil); errors.As(err, &pe) {
 				err = pe
 			}
-			return nil, usagef("bench: --calibration: %v", err)
+			return nil, usagef("bench: --calibration: %w", err)
 		}
 		cal.Source = file
 		return cal, nil

@@ -47,7 +47,7 @@ func runBenchCalibrate(ctx context.Context, stdout, stderr io.Writer, args []str
 	}
 	// Everything is checked before the minutes of decoding.
 	if err := bench.CheckCalibratePresets(list); err != nil {
-		return usagef("%v", err)
+		return usagef("%w", err)
 	}
 	root := cacheRoot(*cacheDir)
 	m := machine.This(ctx)
@@ -121,7 +121,7 @@ func calibrationOut(out, root string, m machine.Machine, presets []string) (stri
 		return "", flagErrorf("bench calibrate", "out", out, "directory %s does not exist", filepath.Dir(out))
 	}
 	if err := checkWritableDir("bench calibrate: --out", filepath.Dir(out)); err != nil {
-		return "", usagef("%v", err)
+		return "", usagef("%w", err)
 	}
 	return out, nil
 }

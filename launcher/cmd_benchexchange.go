@@ -70,7 +70,7 @@ func runBenchExchange(ctx context.Context, stdout, stderr io.Writer, args []stri
 			return collective.AllRanks(err)
 		}
 		defer ds.Close()
-		if err := firstShardHolds(ds, *samples, ""); err != nil {
+		if err := firstShardHolds(ds, *samples); err != nil {
 			return collective.AllRanks(err)
 		}
 		sh := ds.Shards[0]
@@ -109,23 +109,23 @@ func runBenchExchange(ctx context.Context, stdout, stderr io.Writer, args []stri
 func exchangeDataHolds(path, root string, samples int) error {
 	ds, err := decode.OpenDataset(path, shardindex.Dir(root))
 	if err != nil {
-		return usagef("bench exchange: --data: %v", err)
+		return usagef("bench exchange: --data: %w", err)
 	}
 	defer ds.Close()
 	if len(ds.Shards) == 0 {
 		return flagErrorf("bench exchange", "data", path, "no shards")
 	}
-	if err := firstShardHolds(ds, samples, " of --data"); err != nil {
-		return usagef("%v", err)
+	if sh := ds.Shards[0]; sh.Len() < samples {
+		return flagErrorf("bench exchange", "samples", samples, "the first shard of --data, %s, holds %d", sh.Path(), sh.Len())
 	}
 	return nil
 }
 
-// firstShardHolds checks that the first shard of ds (named "the first
-// shard"+of) holds samples samples, what bench exchange sends.
-func firstShardHolds(ds *decode.Dataset, samples int, of string) error {
+// firstShardHolds checks that the first shard of ds holds samples
+// samples, what bench exchange sends.
+func firstShardHolds(ds *decode.Dataset, samples int) error {
 	if sh := ds.Shards[0]; sh.Len() < samples {
-		return fmt.Errorf("bench exchange: --samples %d: the first shard%s, %s, holds %d", samples, of, sh.Path(), sh.Len())
+		return fmt.Errorf("bench exchange: --samples %d: the first shard, %s, holds %d", samples, sh.Path(), sh.Len())
 	}
 	return nil
 }

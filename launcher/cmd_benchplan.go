@@ -44,7 +44,7 @@ func runBenchPlan(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	if *out != "" && *out != "-" {
 		var err error
 		if jsonFile, err = outs.open("--json", *out); err != nil {
-			return usagef("bench plan: %v", err)
+			return usagef("bench plan: %w", err)
 		}
 	}
 	res, err := bench.RunPlanBench(bench.PlanBenchConfig{Ranks: *ranks, Batch: *batch, Plans: *plans, Seed: *seed})

@@ -36,7 +36,7 @@ func shapeFlags(fs *flag.FlagSet, frames, size *int) {
 // usage error naming the flags.
 func checkShape(frames, size int) error {
 	if err := decode.CheckShape(frames, size, "--frames", "--size"); err != nil {
-		return usagef("%v", err)
+		return usagef("%w", err)
 	}
 	return nil
 }
@@ -58,7 +58,7 @@ func runDecode(ctx context.Context, stdout, stderr io.Writer, args []string) err
 			fs.Usage()
 			return errHelp
 		}
-		return usagef("decode: %v (see datahelix decode -h)", err)
+		return usagef("decode: %w (see datahelix decode -h)", err)
 	}
 	if fs.NArg() == 0 {
 		return usagef("decode: no file given (see datahelix decode -h)")

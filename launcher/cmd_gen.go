@@ -81,7 +81,7 @@ func runGen(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 	}
 	if errors.Is(err, gen.ErrConfig) || errors.Is(err, gen.ErrPreset) {
 		// A preset, count or scale the flags gave: a usage error.
-		return usagef("%v", err)
+		return usagef("%w", err)
 	}
 	if err != nil {
 		return err

@@ -34,7 +34,7 @@ func runInspect(ctx context.Context, stdout, stderr io.Writer, args []string) er
 			fs.Usage()
 			return errHelp
 		}
-		return usagef("%s: %v", fs.Name(), err)
+		return usagef("%s: %w", fs.Name(), err)
 	}
 	if fs.NArg() == 0 {
 		return usagef("inspect: no shard, directory, glob or media file given")

@@ -52,14 +52,26 @@ var errUsage = errors.New("usage error")
 // usageError is a problem with the command line that no single flag's
 // value explains: an unknown command, a stray argument, two flags that
 // exclude each other.
-type usageError struct{ msg string }
+type usageError struct {
+	msg   string
+	cause error // what format's %w verbs wrapped, for errors.Is and errors.As; nil if none
+}
 
 func (e usageError) Error() string        { return e.msg }
+func (e usageError) Unwrap() error        { return e.cause }
 func (e usageError) Is(target error) bool { return target == errUsage }
 
-// usagef returns a usageError.
+// usagef returns a usageError formatted as fmt.Errorf formats, keeping
+// the errors its %w verbs wrap (an outputError, a package's sentinel)
+// visible to errors.Is and errors.As.
 func usagef(format string, args ...any) error {
-	return usageError{fmt.Sprintf(format, args...)}
+	err := fmt.Errorf(format, args...)
+	u := usageError{msg: err.Error()}
+	switch err.(type) {
+	case interface{ Unwrap() error }, interface{ Unwrap() []error }:
+		u.cause = err
+	}
+	return u
 }
 
 // flagError is a usage error about one flag: the value given is out of
@@ -68,12 +80,16 @@ func usagef(format string, args ...any) error {
 type flagError struct {
 	cmd    string // the command whose flag it is, when the message names it: "bench plan"
 	flag   string // the flag's name, without dashes: "ranks"
-	value  string // the value as given
+	value  string // the value as given, "" for a boolean flag
 	reason string // what is wrong with it, or what is wanted
 }
 
 func (e flagError) Error() string {
-	s := "--" + e.flag + " " + e.value + ": " + e.reason
+	s := "--" + e.flag
+	if e.value != "" { // a boolean flag has none
+		s += " " + e.value
+	}
+	s += ": " + e.reason
 	if e.cmd != "" {
 		s = e.cmd + ": " + s
 	}

@@ -3,6 +3,7 @@ package launcher
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,6 +41,13 @@ func golden(t *testing.T, name, got string) {
 type transcript struct {
 	b    strings.Builder
 	norm *strings.Replacer
+	res  []normalizer // applied to what commands print, after norm
+}
+
+// normalizer replaces what re matches with with (regexp's $1 expansion).
+type normalizer struct {
+	re   *regexp.Regexp
+	with string
 }
 
 // newTranscript returns a transcript that replaces each old of the
@@ -54,7 +62,6 @@ var machineFacts = []struct {
 	re   *regexp.Regexp
 	with string
 }{
-	{regexp.MustCompile(`over the limit of [0-9.]+ [KMGT]?B \(three quarters of this machine's memory\)`), "over the limit of MEM (three quarters of this machine's memory)"},
 	{regexp.MustCompile(`--real runs at most \d+ ranks here \(4 per core of this machine's \d+, at least 8\)`), "--real runs at most N ranks here (4 per core of this machine's CORES, at least 8)"},
 }
 
@@ -64,10 +71,49 @@ func (tr *transcript) add(args []string, out string) {
 	for _, f := range machineFacts {
 		out = f.re.ReplaceAllString(out, f.with)
 	}
-	tr.b.WriteString(tr.norm.Replace("$ datahelix " + strings.Join(args, " ") + "\n" + out))
+	out = tr.norm.Replace(out)
+	for _, f := range tr.res {
+		out = f.re.ReplaceAllString(out, f.with)
+	}
+	tr.b.WriteString(tr.norm.Replace("$ datahelix "+strings.Join(args, " ")+"\n") + out)
 	if out != "" && !strings.HasSuffix(out, "\n") {
 		tr.b.WriteString("\n")
 	}
+}
+
+// replace makes tr replace what expr matches in commands' output with
+// with (a time, a count that depends on the machine), and returns tr.
+func (tr *transcript) replace(expr, with string) *transcript {
+	tr.res = append(tr.res, normalizer{regexp.MustCompile(expr), with})
+	return tr
+}
+
+// run runs args as runMain does and records standard output, then
+// standard error's lines marked "2> ", then the exit status if not 0.
+// It returns the exit status and both outputs.
+func (tr *transcript) run(args ...string) (code int, stdout, stderr string) {
+	code, stdout, stderr = runMain(args...)
+	tr.addOutputs(args, code, stdout, stderr)
+	return code, stdout, stderr
+}
+
+// addOutputs records args with a command's exit status and outputs, as
+// run does.
+func (tr *transcript) addOutputs(args []string, code int, stdout, stderr string) {
+	var b strings.Builder
+	b.WriteString(stdout)
+	for _, l := range strings.SplitAfter(stderr, "\n") {
+		if l != "" {
+			b.WriteString("2> " + l)
+		}
+	}
+	if stderr != "" && !strings.HasSuffix(stderr, "\n") {
+		b.WriteString("\n")
+	}
+	if code != 0 {
+		fmt.Fprintf(&b, "[exit %d]\n", code)
+	}
+	tr.add(args, b.String())
 }
 
 func (tr *transcript) String() string { return tr.b.String() }

@@ -17,9 +17,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/gpu"
 	"github.com/datahelix/datahelix/internal/collectivetest"
 	"github.com/datahelix/datahelix/internal/gen/gentest"
+	"github.com/datahelix/datahelix/spmd"
 )
 
 // asMainEnv makes the test binary behave as the datahelix command, so
@@ -162,23 +164,36 @@ func TestHelpColumns(t *testing.T) {
 	}
 }
 
+// TestHelp pins what help and -h print in testdata/help.golden: the
+// command list, a command's flags (a boolean flag such as -pin or -md5
+// bare, without a metavar taken from its sentence, one "(default ...)"
+// each), and a command's subcommands (bench's, not info's). Help and
+// -h succeed and print nothing on standard error.
 func TestHelp(t *testing.T) {
-	code, stdout, _ := runMain("help")
-	if code != 0 || !strings.Contains(stdout, "info") {
-		t.Errorf("help: exit %d, stdout %q", code, stdout)
+	tr := newTranscript()
+	for _, args := range [][]string{
+		{"help"},
+		{"info", "-h"},
+		{"help", "bench", "plan"},
+		{"bench", "-h"},
+		{"decode", "-h"},
+		{"gen", "-h"},
+	} {
+		if code, stdout, stderr := tr.run(args...); code != 0 || stderr != "" || stdout == "" {
+			t.Errorf("%q: exit %d, stderr %q; want 0, the help on stdout", args, code, stderr)
+		}
 	}
-	code, stdout, _ = runMain("info", "-h")
-	if code != 0 || !strings.Contains(stdout, "-ranks") {
-		t.Errorf("info -h: exit %d, stdout %q", code, stdout)
+	// "help CMD" is "CMD -h".
+	_, help, _ := runMain("help", "info")
+	if _, h, _ := runMain("info", "-h"); help != h {
+		t.Errorf("help info:\n%s\ndiffers from info -h:\n%s", help, h)
 	}
-	code, stdout, _ = runMain("help", "info")
-	if code != 0 || !strings.Contains(stdout, "usage: datahelix info") {
-		t.Errorf("help info: exit %d, stdout %q", code, stdout)
+	// A flag's default said twice: once by the flag package, once in
+	// its help.
+	if twice := regexp.MustCompile(`\(default [^)\n]*\) \(default`).FindString(tr.String()); twice != "" {
+		t.Errorf("help says a default twice: %q", twice)
 	}
-	code, stdout, _ = runMain("help", "bench", "plan")
-	if code != 0 || !strings.Contains(stdout, "usage: datahelix bench plan") {
-		t.Errorf("help bench plan: exit %d, stdout %q", code, stdout)
-	}
+	golden(t, "help.golden", tr.String())
 }
 
 var rankLine = regexp.MustCompile(`(?m)^rank (\d+)/(\d+) local (\d+) host \S+ cpus ([0-9,-]+) mpi "([^"]+)"(?: wait (block|sleep))?$`)
@@ -326,6 +341,9 @@ func TestExitStatus(t *testing.T) {
 		{"SIGINT", intr, fmt.Errorf("gen: %w", context.Canceled), 130, "datahelix: interrupted by SIGINT\n"},
 		{"SIGTERM with context", term, fmt.Errorf("loader helix: %w", term), 143, "datahelix: loader helix: interrupted by SIGTERM\n"},
 		{"SIGTERM reported", term, reported(term), 143, ""},
+		// A plan mismatch has its class, also from another rank.
+		{"plan mismatch", nil, fmt.Errorf("loader helix: %w", spmd.ErrPlanMismatch), exitPlan, "datahelix: loader helix: " + spmd.ErrPlanMismatch.Error() + "\n"},
+		{"another rank's plan mismatch", nil, collective.AllRanks(fmt.Errorf("rank 1 failed: %w", remoteError{text: "plan mismatch", status: exitPlan})), exitPlan, "datahelix: rank 1 failed: plan mismatch\n"},
 		// An error of its own while the signal arrived stays one.
 		{"failure while stopping", term, errors.New("disk on fire"), 1, "datahelix: disk on fire\n"},
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/internal/gen/gentest"
+	"github.com/datahelix/datahelix/internal/mpinode"
 )
 
 // multinode runs a job on 2 nodes x 2 ranks of the test bed
@@ -185,7 +186,7 @@ func TestMultinodeLostNodeEndsJob(t *testing.T) {
 				t.Fatalf("the job still runs 60 s after node1 was lost (%s):\n%s", how, out.String())
 			}
 			t.Logf("ended %v after node1 was lost (%s)", time.Since(lost).Round(time.Second), how)
-			if strings.Contains(out.String(), "left running on node") {
+			if strings.Contains(out.String(), "left running on node") { // scripts/multinode.sh's report of a process it had to kill
 				t.Errorf("processes outlived the job:\n%s", out.String())
 			}
 		})
@@ -209,18 +210,21 @@ func TestPeerTimeoutUnderMPIRun(t *testing.T) {
 	})
 	victim := ranks[1]
 	time.Sleep(4 * time.Second) // a few slow steps: no false alarm
-	if cmd.ProcessState != nil || strings.Contains(out.String(), "unreachable") {
-		t.Fatalf("the job ended or saw a lost rank before any was:\n%s", out.String())
+	if cmd.ProcessState != nil || datahelixLines(out.String()) != "" {
+		t.Fatalf("the job ended or said something before any rank was lost:\n%s", out.String())
 	}
 	syscall.Kill(victim, syscall.SIGSTOP)
 	stopped := time.Now()
-	if err := cmd.Wait(); err == nil {
-		t.Errorf("the job succeeded:\n%s", out.String())
+	// The job ends with the lost peer's status (MPICH's mpiexec may
+	// report the stopped rank's SIGKILL first).
+	if code := exitCode(cmd.Wait()); code != exitPeerLost && !(mpinode.Flavor() == "mpich" && code == 9) {
+		t.Errorf("exit status %d, want %d for a lost peer:\n%s", code, exitPeerLost, out.String())
 	}
 	if took := time.Since(stopped); took > 30*time.Second {
 		t.Errorf("the job ended %v after a rank stopped, want a few seconds past --peer-timeout 3s", took)
 	}
-	if !strings.Contains(out.String(), "unreachable: no heartbeat for 3s (--peer-timeout)") {
+	// The value the line must carry: the timeout and its flag.
+	if !strings.Contains(out.String(), "no heartbeat for 3s (--peer-timeout)") {
 		t.Errorf("the log does not name the lost rank:\n%s", out.String())
 	}
 }

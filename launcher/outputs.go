@@ -56,8 +56,21 @@ func (o *outputFiles) open(flag, path string) (*outputFile, error) {
 			}
 		}
 	}
-	return nil, fmt.Errorf("%s: %w", flag, err)
+	return nil, outputError{flag: flag, path: path, err: err}
 }
+
+// outputError is an output path (--json, --trace, --out,
+// --checkpoint-dir) that cannot be written, found before the work
+// starts. It reads "--json: open /x/y.json: no such file or directory",
+// and errors.Is sees the file system's error through it.
+type outputError struct {
+	flag string // as typed: "--json"
+	path string // the path given
+	err  error  // what the file system said; it names the path
+}
+
+func (e outputError) Error() string { return e.flag + ": " + e.err.Error() }
+func (e outputError) Unwrap() error { return e.err }
 
 // linkTarget is the path that writing to p creates or opens: p with its
 // symbolic links followed, also one whose target does not exist yet (a
@@ -179,11 +192,11 @@ func (o *outputFiles) discard() {
 // created in it.
 func checkWritableDir(flag, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("%s: %w", flag, err)
+		return outputError{flag: flag, path: dir, err: err}
 	}
 	fh, err := os.CreateTemp(dir, ".datahelix-probe-")
 	if err != nil {
-		return fmt.Errorf("%s: %s is not writable: %w", flag, dir, err)
+		return outputError{flag: flag, path: dir, err: fmt.Errorf("%s is not writable: %w", dir, err)}
 	}
 	fh.Close()
 	return os.Remove(fh.Name())

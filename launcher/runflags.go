@@ -153,7 +153,7 @@ func (f *runFlags) validate() error {
 		c := f.cfg
 		c.Loader = k
 		if err := c.Check(); err != nil {
-			return usagef("%v", err)
+			return usagef("%w", err)
 		}
 	}
 	switch {

@@ -255,7 +255,7 @@ func pinRank(pin autoBool, w *collective.World, errOut io.Writer) error {
 // that it is reported once.
 func runLocal(ctx context.Context, f worldFlags, out, errOut io.Writer, body rankBody) error {
 	if f.pin == autoTrue {
-		return usagef("--pin needs MPI ranks (processes); it does not apply to --ranks")
+		return flagError{flag: "pin", reason: "needs MPI ranks (processes); it does not apply to --ranks"}
 	}
 	f.pin = autoFalse
 	var abort abortStatus
