@@ -111,7 +111,7 @@ func TestRunStartupErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			code, _, stderr := runMain(append(tt.args, "--ranks", "4")...)
-			if tt.name == "shards do not split" {
+			if tt.name == "epoch shorter than a global batch" {
 				code, _, stderr = runMain(tt.args...)
 			}
 			if code == 0 || !strings.Contains(stderr, tt.want) {

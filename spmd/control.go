@@ -90,11 +90,6 @@ func (l *Loader) readOwn(ctx context.Context, s int64) ([]*slotState, error) {
 	var bytes int64
 	for i := range own {
 		ref, epoch := l.reader.Next()
-		if s == l.first && i == 0 {
-			l.mu.Lock()
-			l.firstEpoch = epoch
-			l.mu.Unlock()
-		}
 		smp, err := l.ds.ReadSample(ref.Shard, ref.Index)
 		if err != nil {
 			// The shard was readable at start-up; failing now means the

@@ -111,8 +111,8 @@ type Loader struct {
 	rx        *wire.Pool         // received messages' buffers, reused once decoded
 	snaps     map[int64]snapshot // reader state before reading each step in flight
 	logged    *SampleLog         // samples this rank logged, in any loader of the job (logOnce)
-	// firstEpoch is the epoch of the loader's first sample: failures of
-	// samples of later epochs are counted, not logged (logs).
+	// firstEpoch is the order's epoch when the loader starts: failures
+	// of samples of later epochs are counted, not logged (logs).
 	firstEpoch int
 	dataset    uint64               // agree.DatasetHash of ds, recorded in checkpoints
 	records    []metrics.StepRecord // one per delivered step
@@ -288,6 +288,7 @@ func NewLoader(ctx context.Context, comm collective.Comm, ds decode.Source, cfg 
 		l.first = step
 	}
 	l.delivered, l.next = l.first-1, l.first
+	l.firstEpoch = l.reader.Order().Epoch()
 	if l.nodes, err = nodesOf(comm); err != nil {
 		return nil, err
 	}

@@ -166,7 +166,8 @@ func (l *Loader) sampleDone(step int64, st *slotState) {
 }
 
 // logs reports whether a failure of the sample with id is for this rank
-// to log: one of the first epoch the loader reads. The job serves every
+// to log: one of the epoch the order was in when the loader started, or
+// an earlier one. The job serves every
 // sample once an epoch, on one rank, and a later epoch meets the same
 // bytes again, on whichever rank the order gives it to, so each bad
 // sample is logged once a job (a resumed run's first epoch logs those

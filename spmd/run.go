@@ -106,6 +106,9 @@ func CheckJob(comm collective.Comm, ds decode.Source, cfg Config, kinds []Kind) 
 	if err := cfg.setDefaults(); err != nil {
 		return collective.AllRanks(err)
 	}
+	if err := checkEmptyShards(ds); err != nil {
+		return err
+	}
 	if _, err := reader.NewOrder(shardSizes(ds), comm.Size()*cfg.Batch, cfg.Streams, cfg.Seed, cfg.ShuffleBuffer); err != nil {
 		return collective.AllRanks(err)
 	}

@@ -91,7 +91,8 @@ type streamState struct {
 // NewOrder returns the order of a dataset whose shards hold sizes
 // samples, for a global batch of global samples, with streams streams (0:
 // min(shards, global)) each passing samples through a shuffle buffer of
-// shuffleBuffer. An epoch shorter than one global batch is refused, as
+// shuffleBuffer (at most the stream's share of an epoch, samples over
+// streams). An epoch shorter than one global batch is refused, as
 // is an empty shard.
 func NewOrder(sizes []int, global, streams int, seed uint64, shuffleBuffer int) (*Order, error) {
 	total := 0
@@ -117,7 +118,10 @@ func NewOrder(sizes []int, global, streams int, seed uint64, shuffleBuffer int) 
 		return nil, fmt.Errorf("reader: --streams %d: want 1..%d (at most the shards, %d, and the global batch, %d)",
 			streams, min(len(sizes), global), len(sizes), global)
 	}
-	o := &Order{sizes: sizes, g: global, seed: seed, bufCap: max(shuffleBuffer, 1)}
+	// A stream's buffer holds at most its share of an epoch: a larger one
+	// would hoard the samples of several epochs and serve them at random
+	// across them.
+	o := &Order{sizes: sizes, g: global, seed: seed, bufCap: max(min(shuffleBuffer, total/streams), 1)}
 	o.st = orderState{Format: orderFormat, Dataset: sizesHash(sizes), Global: global, Seed: seed, Buffer: o.bufCap,
 		Streams: make([]streamState, streams)}
 	for s := range o.st.Streams {
@@ -129,6 +133,10 @@ func NewOrder(sizes []int, global, streams int, seed uint64, shuffleBuffer int) 
 
 // Streams is the order's number of streams.
 func (o *Order) Streams() int { return len(o.st.Streams) }
+
+// Epoch is the epoch whose shards the streams are being handed: 0 until
+// every shard of epoch 0 has gone to a stream.
+func (o *Order) Epoch() int { return o.st.Epoch }
 
 // Batches is how many global batches the order has drawn.
 func (o *Order) Batches() int64 { return o.st.Batches }
