@@ -18,7 +18,6 @@ import (
 	"github.com/datahelix/datahelix/internal/gen"
 	"github.com/datahelix/datahelix/internal/machine"
 	"github.com/datahelix/datahelix/internal/metrics"
-	"github.com/datahelix/datahelix/internal/reader"
 	"github.com/datahelix/datahelix/internal/shardindex"
 	"github.com/datahelix/datahelix/spmd"
 )
@@ -199,21 +198,20 @@ func openJob(ctx context.Context, c collective.Comm, f *runFlags, errOut io.Writ
 		j.close()
 		return nil, withStatusAllRanks(exitDisagree, err)
 	}
-	// What would fail a later loader (the shards' split over the ranks,
-	// the checkpoints of each loader) fails the job now, before any
-	// loader trains.
+	sizes := make([]int, len(j.ds.Shards))
+	for i, sh := range j.ds.Shards {
+		sizes[i] = sh.Len()
+	}
+	if err := f.applyEpochs(sizes, c.Size()); err != nil {
+		j.close()
+		return nil, collective.AllRanks(err)
+	}
+	// What would fail a later loader (an epoch shorter than a global
+	// batch, the checkpoints of each loader) fails the job now, before
+	// any loader trains.
 	if err := spmd.CheckJob(c, j.ds, f.cfg, f.loaders); err != nil {
 		j.close()
 		return nil, withStatusAllRanks(exitBadInput, err)
-	}
-	if c.Rank() == 0 {
-		sizes := make([]int, len(j.ds.Shards))
-		for i, sh := range j.ds.Shards {
-			sizes[i] = sh.Len()
-		}
-		if w := reader.SplitWarning(sizes, c.Size(), f.cfg.Batch); w != "" {
-			fmt.Fprintf(errOut, "datahelix: warning: %s\n", w)
-		}
 	}
 	return j, nil
 }

@@ -36,7 +36,7 @@ func TestRunFailsWhenEverySampleIsDropped(t *testing.T) {
 	undecodableShards(t, bad, 4)
 	const want = `datahelix: loader torch dropped all 16 samples, loader helix dropped all 16 samples: none decoded, so nothing trained (the ranks' "dropping sample" lines say why)`
 	out := filepath.Join(t.TempDir(), "summary.json")
-	code, stdout, stderr := runMain(fastRun(bad, "--ranks", "4", "--steps", "2", "--json", out)...)
+	code, stdout, stderr := runMain(fastRun(bad, "--ranks", "2", "--steps", "4", "--json", out)...)
 	if code != exitBadInput || strings.Count(stderr, want) != 1 || !strings.HasSuffix(stderr, want+"\n") {
 		t.Errorf("every sample dropped: exit %d, stderr %q; want exit 3 (bad input) and a last line %q", code, stderr, want)
 	}
@@ -77,7 +77,7 @@ func TestRunFailsWhenEverySampleIsDropped(t *testing.T) {
 	// once, without hanging (mpirunMain's limit), the outputs written;
 	// each rank names its sample once over the loaders.
 	os.Remove(out)
-	log, err := mpirunMain(t, 4, fastRun(bad, "--steps", "2", "--loader", "torch,helix", "--json", out)...)
+	log, err := mpirunMain(t, 4, fastRun(bad, "--steps", "4", "--batch", "1", "--loader", "torch,helix", "--json", out)...)
 	const mpiWant = `datahelix: loader torch dropped all 16 samples, loader helix dropped all 16 samples: none decoded`
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != exitBadInput || strings.Count(log, mpiWant) != 1 || strings.Contains(log, "aborting") {

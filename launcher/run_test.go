@@ -106,12 +106,12 @@ func TestRunStartupErrors(t *testing.T) {
 	}{
 		{"missing dataset", fastRun("/nonexistent/shards"), "/nonexistent/shards"},
 		{"truncated shard", fastRun(trunc), filepath.Base(shards[2])},
-		{"shards do not split", fastRun(data, "--ranks", "64"), "shard 0 holds 4 samples, too few to cut into the 8 ranges that 8 shards on 64 ranks need"},
+		{"epoch shorter than a global batch", fastRun(data, "--ranks", "64"), "an epoch of 32 samples is shorter than one global batch of 128"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			code, _, stderr := runMain(append(tt.args, "--ranks", "4")...)
-			if tt.name == "shards do not split" {
+			if tt.name == "epoch shorter than a global batch" {
 				code, _, stderr = runMain(tt.args...)
 			}
 			if code == 0 || !strings.Contains(stderr, tt.want) {
@@ -236,12 +236,12 @@ func TestRunOutputsReplaced(t *testing.T) {
 	}
 }
 
-// TestRunWarnsUnevenSplit gives rank 1 a one-sample shard next to rank 0's
-// four-sample one: with a batch of 2, rank 1 repeats its sample in every
-// batch, which rank 0 reports once, in one line naming the rank, its
-// count and the batch. An even split says nothing.
-func TestRunWarnsUnevenSplit(t *testing.T) {
-	data := gentest.Tiny(t)
+// TestRunEpochs: --epochs ends the run after that many epochs, or at
+// --steps if sooner, whatever the shards' sizes (an uneven dataset runs
+// without a warning: every rank takes its slice of each global batch),
+// and refuses epochs that make no global batch.
+func TestRunEpochs(t *testing.T) {
+	data := gentest.Tiny(t) // 8 shards of 4 samples
 	shards, _ := filepath.Glob(filepath.Join(data, "*.tar"))
 	uneven := t.TempDir()
 	b, err := os.ReadFile(shards[0])
@@ -251,15 +251,29 @@ func TestRunWarnsUnevenSplit(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(uneven, "a.tar"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	gentest.WriteFirstSample(t, shards[1], filepath.Join(uneven, "b.tar"))
-	const want = "datahelix: warning: samples per epoch below the batch of 2: rank 1 has 1 (the most: rank 0 has 4)"
-	code, _, stderr := runMain(fastRun(uneven, "--ranks", "2", "--steps", "3", "--loader", "torch,helix")...)
-	if code != 0 || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, want) {
-		t.Errorf("uneven shards: exit %d, stderr %q; want one line starting %q", code, stderr, want)
+	gentest.WriteFirstSample(t, shards[1], filepath.Join(uneven, "b.tar")) // 4 + 1 samples
+	for _, c := range []struct {
+		data  string
+		args  []string
+		steps int
+	}{
+		{data, []string{"--epochs", "1"}, 8},                   // 32 samples, a global batch of 4
+		{data, []string{"--epochs", "3", "--steps", "10"}, 10}, // --steps first
+		{uneven, []string{"--epochs", "2"}, 2},                 // 5 samples: 10 / 4
+	} {
+		js := filepath.Join(t.TempDir(), "r.json")
+		args := append(fastRun(c.data, "--ranks", "2", "--loader", "torch", "--json", js), c.args...)
+		code, _, stderr := runMain(args...)
+		if code != 0 || stderr != "" {
+			t.Fatalf("%v: exit %d, stderr %q", c.args, code, stderr)
+		}
+		if rs := readSummaries(t, js); len(rs) != 1 || rs[0].Steps != c.steps {
+			t.Errorf("%v: %+v, want %d steps", c.args, rs, c.steps)
+		}
 	}
-	code, _, stderr = runMain(fastRun(data, "--ranks", "2", "--steps", "3")...)
-	if code != 0 || stderr != "" {
-		t.Errorf("even shards: exit %d, stderr %q; want no warning", code, stderr)
+	code, _, stderr := runMain(fastRun(uneven, "--ranks", "4", "--epochs", "1")...)
+	if code != exitUsage || !strings.Contains(stderr, "--epochs 1: 1 epochs of 5 samples make no global batch of 8") {
+		t.Errorf("an epoch short of a global batch: exit %d, stderr %q", code, stderr)
 	}
 }
 
@@ -288,4 +302,18 @@ func TestDefaultStallTimeout(t *testing.T) {
 			t.Errorf("%q: got %v, want %v", tt.args, got, tt.want)
 		}
 	}
+}
+
+// readSummaries reads a --json file.
+func readSummaries(t *testing.T, path string) []metrics.Summary {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs []metrics.Summary
+	if err := json.Unmarshal(data, &rs); err != nil {
+		t.Fatal(err)
+	}
+	return rs
 }

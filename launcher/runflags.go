@@ -61,6 +61,28 @@ type runFlags struct {
 	resume         autoBool
 	stallTimeout   time.Duration
 	args           []string // as given, for the --json record
+	epochs         int      // --epochs, 0: none
+}
+
+// applyEpochs ends the run after f.epochs epochs of a dataset whose
+// shards hold sizes samples, on ranks ranks, if that comes before
+// --steps: an epoch is the dataset's samples over the global batch,
+// rounded down. It refuses epochs shorter than one step.
+func (f *runFlags) applyEpochs(sizes []int, ranks int) error {
+	if f.epochs == 0 {
+		return nil
+	}
+	total := 0
+	for _, n := range sizes {
+		total += n
+	}
+	g := ranks * f.cfg.Batch
+	steps := int64(f.epochs) * int64(total) / int64(g)
+	if steps < 1 {
+		return flagErrorf("", "epochs", f.epochs, "%d epochs of %d samples make no global batch of %d (%d ranks x --batch %d)", f.epochs, total, g, ranks, f.cfg.Batch)
+	}
+	f.cfg.Steps = int(min(steps, int64(f.cfg.Steps)))
+	return nil
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -87,6 +109,9 @@ func (f *runFlags) registerData(fs *flag.FlagSet, steps int, stepsUsage string) 
 	shapeFlags(fs, &f.cfg.Decode.Frames, &f.cfg.Decode.Size)
 	fs.BoolVar(&f.cfg.Decode.CheckHashes, "check-hashes", false, checkHashesUsage)
 	fs.Uint64Var(&f.seed, "seed", 1, "`seed` of the sample order (and of the default dataset's content)")
+	fs.IntVar(&f.cfg.ShuffleBuffer, "shuffle-buffer", 64, "samples in each stream's shuffle buffer (WebDataset's shuffle(N))")
+	fs.IntVar(&f.cfg.Streams, "streams", 0, "streams reading the shards, each its own in turn, a global batch taking a run of samples from each (default min(shards, ranks x batch): with as many streams as ranks, each rank streams its own shards)")
+	fs.IntVar(&f.epochs, "epochs", 0, "end after `E` epochs of the dataset (or at --steps, if sooner); 0: --steps alone")
 	fs.Int64Var(&f.decodedMiB, "decoded-budget", 0, fmt.Sprintf("`MiB` of decoded samples a rank may hold ahead of the GPU, at most %d (0: horizon x batch clips)", maxBudgetMiB))
 	fs.Int64Var(&f.compressedMiB, "compressed-budget", 1024, fmt.Sprintf("`MiB` of compressed samples a rank may hold before decoding, at most %d (0: 1024)", maxBudgetMiB))
 	fs.IntVar(&f.cfg.CheckEvery, "check-every", 50, "compare plan hashes across ranks every `K` steps")
@@ -142,6 +167,10 @@ func (f *runFlags) validate() error {
 		return flagErrorf("", "check-every", f.cfg.CheckEvery, "want at least 1")
 	case f.cfg.Margin < 0:
 		return flagErrorf("", "margin-us", f.cfg.Margin, "want at least 0")
+	case f.epochs < 0:
+		return flagErrorf("", "epochs", f.epochs, "want 0 (--steps alone) or more")
+	case f.cfg.ShuffleBuffer < 1:
+		return flagErrorf("", "shuffle-buffer", f.cfg.ShuffleBuffer, "want at least 1")
 	case f.cfg.MaxTasks < 0:
 		return flagErrorf("", "max-tasks", f.cfg.MaxTasks, "want 0 (as many as --workers) or more")
 	}

@@ -78,16 +78,16 @@ func TestResumeChecksEveryLoaderFirst(t *testing.T) {
 	}
 }
 
-// TestRunShardSplitRefusedOnce checks that shards that cannot split over
-// the ranks (too small to cut into the ranges fewer shards than ranks
-// need) are said once, before any loader, without "loader torch:" in
-// front as if the loader were at fault. (8 shards on 3 or 16 ranks run.)
+// TestRunShardSplitRefusedOnce checks that a dataset whose epoch is
+// shorter than one global batch is said once, before any loader, without
+// "loader torch:" in front as if the loader were at fault. (8 shards on 3
+// or 16 ranks run.)
 func TestRunShardSplitRefusedOnce(t *testing.T) {
 	data := gentest.Tiny(t)
 	for _, c := range []struct {
 		ranks, want string
 	}{
-		{"64", "datahelix: spmd: shard 0 holds 4 samples, too few to cut into the 8 ranges that 8 shards on 64 ranks need (each rank reads ranges of the shards): use fewer ranks, or reshard"},
+		{"64", "datahelix: reader: an epoch of 32 samples is shorter than one global batch of 128: use more data, or fewer ranks or a smaller --batch"},
 	} {
 		code, stdout, stderr := runMain(fastRun(data, "--ranks", c.ranks, "--steps", "2")...)
 		oneLine(t, "--ranks "+c.ranks, code, stdout, stderr, exitBadInput, c.want)

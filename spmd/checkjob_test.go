@@ -127,7 +127,7 @@ func TestCheckJob(t *testing.T) {
 			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			rd, err := reader.New(sizes, r, ranks, 7, reader.DefaultShuffleBuffer)
+			rd, err := reader.New(sizes, r, ranks, batch, 7, reader.DefaultShuffleBuffer, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -231,11 +231,10 @@ func TestCheckJob(t *testing.T) {
 	walk.ResumeIfAny = true
 	requireOK(t, checkJob(t, 2, data, walk, KindTorch))
 
-	// Any shard count on any rank count, but a shard too small to cut
-	// into the ranges fewer shards than ranks need (8 shards of 4 samples
-	// on 64 ranks: 8 ranges each).
+	// Any shard count on any rank count, but not an epoch shorter than a
+	// global batch (8 shards of 4 samples, 2 a rank on 64 ranks).
 	requireOK(t, checkJob(t, 3, data, none, KindTorch))
 	requireOK(t, checkJob(t, 16, data, none, KindTorch))
 	errs = checkJob(t, 64, data, none, KindTorch)
-	wantEveryRank(t, "64 ranks", errs, "spmd: shard 0 holds 4 samples, too few to cut into the 8 ranges that 8 shards on 64 ranks need")
+	wantEveryRank(t, "64 ranks", errs, "reader: an epoch of 32 samples is shorter than one global batch of 128")
 }

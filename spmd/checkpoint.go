@@ -26,7 +26,7 @@ type checkpointState struct {
 	Cost    json.RawMessage `json:"cost_model"`
 }
 
-const checkpointVersion = 1
+const checkpointVersion = 2
 
 // Checkpoints live under the --checkpoint-dir in one directory per loader,
 // DIR/LOADER/step-NNNNNNNNN/rank-RRRRR.json, so that the loaders of one run

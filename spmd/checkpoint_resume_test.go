@@ -67,9 +67,9 @@ func TestResumeFallsBackPastNonCheckpointJSON(t *testing.T) {
 		{"another object", `{"garbage":1}`, ""},
 		{"null", `null`, ""},
 		{"null version", `{"version":null,"step":8}`, ""},
-		{"version and step only", `{"version":1,"step":8}`, ""},
-		{"another version", strings.Replace(string(good), `"version": 1,`, `"version": 2,`, 1),
-			"--resume: " + p8 + ": version 2, this binary reads 1"},
+		{"version and step only", `{"version":2,"step":8}`, ""},
+		{"another version", strings.Replace(string(good), `"version": 2,`, `"version": 1,`, 1),
+			"--resume: " + p8 + ": version 1, this binary reads 2"},
 	} {
 		if err := os.WriteFile(p8, []byte(c.content), 0o644); err != nil {
 			t.Fatal(err)
@@ -86,7 +86,7 @@ func TestResumeFallsBackPastNonCheckpointJSON(t *testing.T) {
 		}
 	}
 
-	if err := os.WriteFile(p8, []byte(`{"version":1,"step":8}`), 0o644); err != nil {
+	if err := os.WriteFile(p8, []byte(`{"version":2,"step":8}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var log syncBuffer

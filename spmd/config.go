@@ -38,9 +38,17 @@ type Config struct {
 	// batches read but not decoded; reading waits while it is exceeded.
 	// 0 means 1 GiB.
 	CompressedBudget int64
-	// ShuffleBuffer is the reader's shuffle buffer, in samples (0:
-	// DefaultShuffleBuffer).
+	// ShuffleBuffer is each stream's shuffle buffer, in samples (0:
+	// reader.DefaultShuffleBuffer, 64).
 	ShuffleBuffer int
+	// Streams is how many streams read the shards, each its own in turn
+	// (0: min(shards, ranks x Batch)): the global batch takes a run of
+	// positions from each, and a rank its slice of the global batch, so
+	// that with as many streams as ranks each rank streams its own shards
+	// (WebDataset's split by rank). The order of the global batches
+	// depends on the dataset, Seed, ranks x Batch and Streams, never on
+	// the world size alone.
+	Streams int
 	// CheckEvery is K: every K steps the ranks compare plan hashes (0: 50).
 	CheckEvery int
 	// Margin is the transfer-cost gate's margin, µs.
@@ -188,6 +196,9 @@ func (c *Config) setDefaults() error {
 	if c.DecodedBudget <= 0 {
 		perSample := int64(c.Decode.Frames) * int64(c.Decode.Size) * int64(c.Decode.Size) * 3
 		c.DecodedBudget = int64(c.Horizon) * int64(c.Batch) * perSample
+	}
+	if c.Streams < 0 {
+		return fmt.Errorf("--streams %d: want 0 (min(shards, global batch)) or more", c.Streams)
 	}
 	if c.CheckpointEvery < 0 {
 		return fmt.Errorf("--checkpoint-every %d: want 0 (never) or more", c.CheckpointEvery)

@@ -99,9 +99,9 @@ func (l *Loader) readOwn(ctx context.Context, s int64) ([]*slotState, error) {
 		st := &slotState{sample: smp, partsLeft: 1}
 		st.item = step.Item{ID: ref.ID(epoch), Owner: l.comm.Rank(), Bytes: wire.Size(smp)}
 		l.describe(st, 0)
-		if st.recErr != nil {
+		if st.recErr != nil && l.logs(st.item.ID) {
 			// The owner reports a sample whose record cannot be read:
-			// only it reads the sample, so the job logs it once.
+			// only it reads the sample.
 			l.mu.Lock()
 			l.logDrop(s, st.sample, st.recErr)
 			l.mu.Unlock()

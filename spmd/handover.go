@@ -103,10 +103,16 @@ func (l *Loader) gpuModelError() (mape float64, ok bool) {
 // of the stream. Every rank's is the same at the same step, so any
 // rank's (a trainer's state_dict) resumes the whole job.
 type State struct {
-	Format    int    `json:"format"`
-	Seed      uint64 `json:"seed"`
-	Batch     int    `json:"batch"`
-	WorldSize int    `json:"world_size"`
+	Format int    `json:"format"`
+	Seed   uint64 `json:"seed"`
+	// GlobalBatch is ranks x batch: a state resumes at any world size
+	// with the same global batch (WorldSize and Batch are the saving
+	// run's, for the record).
+	GlobalBatch   int `json:"global_batch"`
+	Streams       int `json:"streams"`
+	ShuffleBuffer int `json:"shuffle_buffer"`
+	Batch         int `json:"batch"`
+	WorldSize     int `json:"world_size"`
 	// Loader is the loader that saved it, for the record: every loader
 	// trains the same sequence of global batches, so any may resume it.
 	Loader  string `json:"loader"`
@@ -117,7 +123,7 @@ type State struct {
 }
 
 // stateFormat is State.Format of this binary.
-const stateFormat = 1
+const stateFormat = 2
 
 // State returns the loader's state before its next step, as JSON: what
 // Config.Restore takes to continue with the same batches.
@@ -130,18 +136,20 @@ func (l *Loader) State() []byte {
 }
 
 func (l *Loader) stateAt(step int64) State {
-	return State{Format: stateFormat, Seed: l.cfg.Seed, Batch: l.cfg.Batch, WorldSize: l.comm.Size(),
+	return State{Format: stateFormat, Seed: l.cfg.Seed, GlobalBatch: l.cfg.Batch * l.comm.Size(), Streams: l.reader.Order().Streams(),
+		ShuffleBuffer: l.cfg.ShuffleBuffer, Batch: l.cfg.Batch, WorldSize: l.comm.Size(),
 		Loader: l.cfg.Loader.String(), Dataset: fmt.Sprintf("%016x", l.dataset), Shards: l.ds.NumShards(), Step: step}
 }
 
 // ErrState matches a Config.Restore that this run cannot continue: it
-// does not parse, or was saved for another dataset, seed, batch or world
-// size (the error names which).
+// does not parse, or was saved for another dataset, seed, global batch,
+// stream count or shuffle buffer (the error names which).
 var ErrState = errors.New("spmd: cannot resume from this state")
 
 // restoreState moves the fresh reader to the state's step, replaying
-// what the run before read (the sample order depends only on the seed,
-// the ranks and the shard sizes), and returns that step.
+// the global batches the run before drew (the order depends only on the
+// dataset, the seed, the global batch and the streams, not on the world
+// size), and returns that step.
 func (l *Loader) restoreState(data []byte) (int64, error) {
 	var st State
 	if err := json.Unmarshal(data, &st); err != nil {
@@ -153,9 +161,7 @@ func (l *Loader) restoreState(data []byte) (int64, error) {
 	if st.Step >= int64(l.cfg.Steps) {
 		return 0, fmt.Errorf("%w: it is at step %d, and this run ends before it (--steps %d)", ErrState, st.Step, l.cfg.Steps)
 	}
-	for range st.Step * int64(l.cfg.Batch) {
-		l.reader.Next()
-	}
+	l.reader.Skip(st.Step)
 	return st.Step, nil
 }
 
@@ -170,10 +176,13 @@ func (s State) mismatch(id State) string {
 		return fmt.Sprintf("dataset %s (%d shards), this run reads %s (%d shards)", s.Dataset, s.Shards, id.Dataset, id.Shards)
 	case s.Seed != id.Seed:
 		return fmt.Sprintf("seed %d, this run's %d", s.Seed, id.Seed)
-	case s.Batch != id.Batch:
-		return fmt.Sprintf("batch %d per rank, this run's %d", s.Batch, id.Batch)
-	case s.WorldSize != id.WorldSize:
-		return fmt.Sprintf("%d ranks, this run has %d (resuming at another world size is not supported yet)", s.WorldSize, id.WorldSize)
+	case s.GlobalBatch != id.GlobalBatch:
+		return fmt.Sprintf("a global batch of %d (%d ranks x %d), this run's is %d (%d x %d): keep ranks x --batch to resume at another world size",
+			s.GlobalBatch, s.WorldSize, s.Batch, id.GlobalBatch, id.WorldSize, id.Batch)
+	case s.Streams != id.Streams:
+		return fmt.Sprintf("%d streams, this run's %d (--streams)", s.Streams, id.Streams)
+	case s.ShuffleBuffer != id.ShuffleBuffer:
+		return fmt.Sprintf("a shuffle buffer of %d, this run's %d (--shuffle-buffer)", s.ShuffleBuffer, id.ShuffleBuffer)
 	case s.Step < 0:
 		return fmt.Sprintf("step %d", s.Step)
 	}

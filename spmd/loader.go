@@ -107,13 +107,16 @@ type Loader struct {
 	next      int64 // step the next Next call returns
 	fatal     error // first error of the control loop or a worker
 	closed    bool
-	held      int64                // compressed bytes read and not yet decoded or sent
-	rx        *wire.Pool           // received messages' buffers, reused once decoded
-	snaps     map[int64]snapshot   // reader state before reading each step in flight
-	logged    *SampleLog           // samples this rank logged, in any loader of the job (logOnce)
-	dataset   uint64               // agree.DatasetHash of ds, recorded in checkpoints
-	records   []metrics.StepRecord // one per delivered step
-	bandwidth int64                // measured exchange bandwidth, fixed-point bytes/µs
+	held      int64              // compressed bytes read and not yet decoded or sent
+	rx        *wire.Pool         // received messages' buffers, reused once decoded
+	snaps     map[int64]snapshot // reader state before reading each step in flight
+	logged    *SampleLog         // samples this rank logged, in any loader of the job (logOnce)
+	// firstEpoch is the order's epoch when the loader starts: failures
+	// of samples of later epochs are counted, not logged (logs).
+	firstEpoch int
+	dataset    uint64               // agree.DatasetHash of ds, recorded in checkpoints
+	records    []metrics.StepRecord // one per delivered step
+	bandwidth  int64                // measured exchange bandwidth, fixed-point bytes/µs
 	// wallPerCPU is decode wall time over decode CPU time, fixed-point
 	// (plan.One when every decode has a core to itself).
 	wallPerCPU int64
@@ -185,7 +188,7 @@ func newRankReader(comm collective.Comm, ds decode.Source, cfg Config) (*reader.
 	if err := checkEmptyShards(ds); err != nil {
 		return nil, err
 	}
-	rd, err := reader.New(shardSizes(ds), comm.Rank(), comm.Size(), cfg.Seed, cfg.ShuffleBuffer)
+	rd, err := reader.New(shardSizes(ds), comm.Rank(), comm.Size(), cfg.Batch, cfg.Seed, cfg.ShuffleBuffer, cfg.Streams)
 	if err != nil {
 		return nil, collective.AllRanks(err)
 	}
@@ -285,6 +288,7 @@ func NewLoader(ctx context.Context, comm collective.Comm, ds decode.Source, cfg 
 		l.first = step
 	}
 	l.delivered, l.next = l.first-1, l.first
+	l.firstEpoch = l.reader.Order().Epoch()
 	if l.nodes, err = nodesOf(comm); err != nil {
 		return nil, err
 	}

@@ -264,17 +264,19 @@ func TestCorruptSampleIsDroppedAndLoggedOnce(t *testing.T) {
 	cfg.Log = &log
 	res, errs := runInProcess(t, 4, data, cfg)
 	requireOK(t, errs)
-	// Replay rank 0's reader (it owns shard 0, whose first sample is the
-	// corrupt one) to count how often the sample was drawn.
+	// Replay the ranks' readers (shard 0's first sample is the corrupt
+	// one) to count how often the sample was drawn.
 	sizes := []int{4, 4, 4, 4, 4, 4, 4, 4}
-	r, err := reader.New(sizes, 0, 4, cfg.Seed, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := 0
-	for i := 0; i < cfg.Steps*cfg.Batch; i++ {
-		if s, _ := r.Next(); s == (reader.SampleRef{Shard: 0, Index: 0}) {
-			want++
+	for rank := range 4 {
+		r, err := reader.New(sizes, rank, 4, cfg.Batch, cfg.Seed, 64, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < cfg.Steps*cfg.Batch; i++ {
+			if s, _ := r.Next(); s == (reader.SampleRef{Shard: 0, Index: 0}) {
+				want++
+			}
 		}
 	}
 	if want == 0 || res.Summary.DroppedSamples != want {

@@ -154,11 +154,11 @@ func (l *Loader) sampleDone(step int64, st *slotState) {
 	if st.err == nil && st.rec != nil {
 		l.cost.Observe(st.rec, st.decodeUS)
 	}
-	if st.err != nil && st.recErr == nil {
+	if st.err != nil && st.recErr == nil && l.logs(st.item.ID) {
 		// A record error was logged by the owner when it read the sample.
 		l.logDrop(step, st.sample, st.err)
 	}
-	if st.err == nil && st.damaged > 0 {
+	if st.err == nil && st.damaged > 0 && l.logs(st.item.ID) {
 		l.logDamage(step, st.sample, st.damaged)
 	}
 	l.held -= st.bytes
@@ -168,6 +168,15 @@ func (l *Loader) sampleDone(step int64, st *slotState) {
 		st.rx = nil
 	}
 }
+
+// logs reports whether a failure of the sample with id is for this rank
+// to log: one of the epoch the order was in when the loader started, or
+// an earlier one. The job serves every
+// sample once an epoch, on one rank, and a later epoch meets the same
+// bytes again, on whichever rank the order gives it to, so each bad
+// sample is logged once a job (a resumed run's first epoch logs those
+// its run before had not reached yet). Every draw still counts.
+func (l *Loader) logs(id uint64) bool { return int(id>>48) <= l.firstEpoch }
 
 // logDrop logs a dropped sample the first time this rank meets it in
 // any loader of the job (logOnce), naming the shard, sample and member

@@ -104,7 +104,13 @@ func Finish(comm collective.Comm, l *Loader, end time.Time) (*Result, error) {
 // Every rank must call it with the same arguments; they all return the
 // same error, marked collective.AllRanks.
 func CheckJob(comm collective.Comm, ds decode.Source, cfg Config, kinds []Kind) error {
-	if err := reader.SplitError(shardSizes(ds), comm.Size()); err != nil {
+	if err := cfg.setDefaults(); err != nil {
+		return collective.AllRanks(err)
+	}
+	if err := checkEmptyShards(ds); err != nil {
+		return err
+	}
+	if _, err := reader.NewOrder(shardSizes(ds), comm.Size()*cfg.Batch, cfg.Streams, cfg.Seed, cfg.ShuffleBuffer); err != nil {
 		return collective.AllRanks(err)
 	}
 	return checkStartCheckpoints(comm, ds, cfg, kinds)

@@ -18,6 +18,7 @@ type DatasetSimConfig struct {
 	Frames, Size        int    // F and S (0: 8 and 224)
 	Seed                uint64 // the run's --seed: the reader's shuffle
 	ShuffleBuffer       int    // 0: the runtime's 64
+	Streams             int    // 0: the runtime's min(shards, ranks x batch)
 }
 
 // DatasetSamples is a simulator sample source made of a real dataset's
@@ -70,7 +71,7 @@ func NewDatasetSamples(ds *decode.Dataset, cal *costmodel.Calibration, cfg Datas
 	plane := int64(cfg.Size) * int64(cfg.Size) * 3
 	n := 0
 	for r := range cfg.Ranks {
-		rd, err := reader.New(sizes, r, cfg.Ranks, cfg.Seed, cfg.ShuffleBuffer)
+		rd, err := reader.New(sizes, r, cfg.Ranks, cfg.Batch, cfg.Seed, cfg.ShuffleBuffer, cfg.Streams)
 		if err != nil {
 			return nil, fmt.Errorf("bench: %w", err)
 		}

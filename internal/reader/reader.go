@@ -2,15 +2,20 @@ package reader
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strings"
 )
 
 // DefaultShuffleBuffer is the reader's default shuffle buffer, in
 // samples. The benchmark's replay of a real run's reader must use the same.
 const DefaultShuffleBuffer = 64
+
+// ErrState marks a saved order that this job cannot continue: another
+// dataset, seed, global batch, stream count or shuffle buffer, or a
+// damaged state. The message says which.
+var ErrState = errors.New("reader: cannot continue this order")
 
 // SampleRef names one sample of the dataset: shard index (in the
 // dataset's sorted order) and position in the shard.
@@ -25,360 +30,354 @@ func (s SampleRef) ID(epoch int) uint64 {
 	return uint64(epoch)<<48 | uint64(s.Shard)<<24 | uint64(s.Index)
 }
 
-// Reader yields the sample order of one rank, as WebDataset does it: the
-// dataset's parts go to the ranks round robin, part i to rank i mod N
-// (splitParts: whole shards, or ranges of them when there are fewer shards
-// than ranks); each epoch the rank visits its parts in an order shuffled
-// with the epoch's seed, reads each sequentially and passes samples
-// through a shuffle buffer of ShuffleBuffer entries. The order depends
-// only on the seed, the rank and the shard sizes, so every loader, run
-// and resumed run sees the same samples in the same steps. Its state
-// (Order, Buf) counts in parts; Next returns samples by shard.
-type Reader struct {
-	sizes  []int  // samples per part of the whole dataset
-	parts  []part // where each part lies
-	rank   int
-	ranks  int
+// Order is the job's sample order, as WebDataset and Mosaic Streaming
+// users expect it, and the same at any world size: which samples make up
+// each step's global batch depends only on the shard sizes, the seed, the
+// global batch G (ranks x per-rank batch) and the number of streams S.
+//
+//   - Each epoch the shards are shuffled with the seed and the epoch.
+//   - S streams (by default min(shards, G)) each read whole shards in
+//     turn, the next of the epoch's queue whenever they finish one (and
+//     the next epoch's queue after the last), and pass their samples
+//     through a shuffle buffer of their own.
+//   - Global batch t takes, for each of its G positions p in order, the
+//     next sample of stream ⌊p·S/G⌋: a run of about G/S consecutive
+//     positions from each stream.
+//   - A rank of N takes positions [r·G/N, (r+1)·G/N) of every global
+//     batch, so that when S = N each rank streams its own shards, as a
+//     WebDataset rank does (S = N·W gives each of its W workers one).
+//
+// Every sample is served once an epoch; epochs run into each other where
+// shuffle buffers straddle them. Every rank computes the whole order (it
+// is a few integers per sample), so its state is the same on every rank,
+// and a job saved at N ranks resumes at M with the same global batch.
+type Order struct {
+	sizes  []int // samples per shard
+	g      int   // global batch
 	seed   uint64
 	bufCap int
-	st     readerState
+	st     orderState
 }
 
-// readerState is everything Reader needs to resume: saved in checkpoints.
-type readerState struct {
-	Epoch   int         `json:"epoch"`
-	Order   []int       `json:"order"`    // this epoch's part visiting order
-	Pos     int         `json:"pos"`      // next position in Order
-	InShard int         `json:"in_shard"` // next sample of Order[Pos]
-	Buf     []SampleRef `json:"buf"`
-	BufEp   []int       `json:"buf_epoch"` // epoch each buffered sample was read in
-	RNG     []byte      `json:"rng"`
-	Served  int64       `json:"served"` // samples returned so far
-	rng     *rand.PCG
+// orderState is everything Order needs to continue: saved in checkpoints
+// and Loader states, the same on every rank.
+type orderState struct {
+	Format  int           `json:"format"`
+	Dataset uint64        `json:"dataset"`        // hash of the shard sizes
+	Global  int           `json:"global_batch"`   // G
+	Seed    uint64        `json:"seed"`           // the order's seed
+	Buffer  int           `json:"shuffle_buffer"` // per stream
+	Batches int64         `json:"batches"`        // global batches drawn
+	Epoch   int           `json:"epoch"`          // the epoch of Queue
+	Queue   []int         `json:"queue"`          // that epoch's shard order
+	Next    int           `json:"next"`           // next position of Queue to hand out
+	Streams []streamState `json:"streams"`
 }
 
-// New returns rank's reader over a dataset whose shards hold sizes
-// samples, split over the ranks by splitParts. Every rank reads B samples
-// a step whatever its share of the samples, wrapping into its next epoch
-// when its parts run out, so an uneven split cannot make a rank run dry
-// while the others wait for it; SplitWarning says when the shares differ
-// enough to skew what the model sees.
-func New(sizes []int, rank, ranks int, seed uint64, shuffleBuffer int) (*Reader, error) {
-	if rank < 0 || rank >= ranks {
-		return nil, fmt.Errorf("spmd: rank %d of %d", rank, ranks)
+// orderFormat is the layout version of orderState.
+const orderFormat = 1
+
+// streamState is one stream: the shard it reads, and its shuffle buffer.
+type streamState struct {
+	Shard int         `json:"shard"` // -1 before its first
+	Epoch int         `json:"epoch"` // the epoch Shard was handed out in
+	Pos   int         `json:"pos"`   // next sample of Shard
+	Buf   []SampleRef `json:"buf"`
+	BufEp []int       `json:"buf_epoch"`
+	RNG   []byte      `json:"rng"`
+	rng   *rand.PCG
+}
+
+// NewOrder returns the order of a dataset whose shards hold sizes
+// samples, for a global batch of global samples, with streams streams (0:
+// min(shards, global)) each passing samples through a shuffle buffer of
+// shuffleBuffer (at most the stream's share of an epoch, samples over
+// streams). An epoch shorter than one global batch is refused, as
+// is an empty shard.
+func NewOrder(sizes []int, global, streams int, seed uint64, shuffleBuffer int) (*Order, error) {
+	total := 0
+	for i, n := range sizes {
+		if n <= 0 {
+			return nil, fmt.Errorf("reader: shard %d has no samples", i)
+		}
+		total += n
 	}
-	// Every shard, not only this rank's: the ranks must agree that the
-	// job cannot run, or the others would wait for this one.
-	if i := slices.Index(sizes, 0); i >= 0 {
-		return nil, fmt.Errorf("spmd: shard %d has no samples", i)
+	switch {
+	case len(sizes) == 0:
+		return nil, fmt.Errorf("reader: no shards")
+	case global < 1:
+		return nil, fmt.Errorf("reader: global batch %d", global)
+	case total < global:
+		return nil, fmt.Errorf("reader: an epoch of %d %s is shorter than one global batch of %d: use more data, or fewer ranks or a smaller --batch",
+			total, plural(total, "sample"), global)
 	}
-	parts, err := splitParts(sizes, ranks)
+	if streams <= 0 {
+		streams = min(len(sizes), global)
+	}
+	if streams > global || streams > len(sizes) {
+		return nil, fmt.Errorf("reader: --streams %d: want 1..%d (at most the shards, %d, and the global batch, %d)",
+			streams, min(len(sizes), global), len(sizes), global)
+	}
+	// A stream's buffer holds at most its share of an epoch: a larger one
+	// would hoard the samples of several epochs and serve them at random
+	// across them.
+	o := &Order{sizes: sizes, g: global, seed: seed, bufCap: max(min(shuffleBuffer, total/streams), 1)}
+	o.st = orderState{Format: orderFormat, Dataset: sizesHash(sizes), Global: global, Seed: seed, Buffer: o.bufCap,
+		Streams: make([]streamState, streams)}
+	for s := range o.st.Streams {
+		o.st.Streams[s] = streamState{Shard: -1, rng: rand.NewPCG(seed, uint64(s)+1)}
+	}
+	o.startEpoch(0)
+	return o, nil
+}
+
+// Streams is the order's number of streams.
+func (o *Order) Streams() int { return len(o.st.Streams) }
+
+// Epoch is the epoch whose shards the streams are being handed: 0 until
+// every shard of epoch 0 has gone to a stream.
+func (o *Order) Epoch() int { return o.st.Epoch }
+
+// Batches is how many global batches the order has drawn.
+func (o *Order) Batches() int64 { return o.st.Batches }
+
+func (o *Order) startEpoch(e int) {
+	o.st.Epoch, o.st.Next = e, 0
+	o.st.Queue = o.st.Queue[:0]
+	for i := range o.sizes {
+		o.st.Queue = append(o.st.Queue, i)
+	}
+	perm := rand.New(rand.NewPCG(o.seed^0x5eed5eed, uint64(e)))
+	perm.Shuffle(len(o.st.Queue), func(i, j int) { o.st.Queue[i], o.st.Queue[j] = o.st.Queue[j], o.st.Queue[i] })
+}
+
+// pull reads stream s's next sample in shard order, taking the queue's
+// next shard when its own is done.
+func (o *Order) pull(s *streamState) (SampleRef, int) {
+	for s.Shard < 0 || s.Pos >= o.sizes[s.Shard] {
+		if o.st.Next == len(o.st.Queue) {
+			o.startEpoch(o.st.Epoch + 1)
+		}
+		s.Shard, s.Epoch, s.Pos = o.st.Queue[o.st.Next], o.st.Epoch, 0
+		o.st.Next++
+	}
+	ref := SampleRef{Shard: s.Shard, Index: s.Pos}
+	s.Pos++
+	return ref, s.Epoch
+}
+
+// draw returns stream s's next sample through its shuffle buffer.
+func (o *Order) draw(s *streamState) (SampleRef, int) {
+	for len(s.Buf) < o.bufCap {
+		ref, e := o.pull(s)
+		s.Buf = append(s.Buf, ref)
+		s.BufEp = append(s.BufEp, e)
+	}
+	i := int(s.rng.Uint64() % uint64(len(s.Buf)))
+	ref, e := s.Buf[i], s.BufEp[i]
+	last := len(s.Buf) - 1
+	s.Buf[i], s.BufEp[i] = s.Buf[last], s.BufEp[last]
+	s.Buf, s.BufEp = s.Buf[:last], s.BufEp[:last]
+	return ref, e
+}
+
+// NextBatch appends the next global batch's G samples, in position
+// order, to refs and their epochs to epochs.
+func (o *Order) NextBatch(refs []SampleRef, epochs []int) ([]SampleRef, []int) {
+	n := len(o.st.Streams)
+	for p := range o.g {
+		ref, e := o.draw(&o.st.Streams[p*n/o.g])
+		refs, epochs = append(refs, ref), append(epochs, e)
+	}
+	o.st.Batches++
+	return refs, epochs
+}
+
+// MarshalJSON saves the order's position.
+func (o *Order) MarshalJSON() ([]byte, error) {
+	st := o.st
+	st.Streams = slices.Clone(st.Streams)
+	for i := range st.Streams {
+		b, err := st.Streams[i].rng.MarshalBinary()
+		if err != nil {
+			return nil, err
+		}
+		st.Streams[i].RNG = b
+	}
+	return json.Marshal(st)
+}
+
+// UnmarshalJSON continues a position saved by MarshalJSON, at any world
+// size: the order must be of the same dataset, seed, global batch,
+// streams and shuffle buffer (ErrState, saying which differs).
+func (o *Order) UnmarshalJSON(data []byte) error {
+	var st orderState
+	if err := json.Unmarshal(data, &st); err != nil {
+		return fmt.Errorf("%w: %v", ErrState, err)
+	}
+	if err := o.checkState(&st); err != nil {
+		return fmt.Errorf("%w: %v", ErrState, err)
+	}
+	for i := range st.Streams {
+		st.Streams[i].rng = rand.NewPCG(0, 0)
+		if err := st.Streams[i].rng.UnmarshalBinary(st.Streams[i].RNG); err != nil {
+			return fmt.Errorf("%w: stream %d's shuffle generator: %v", ErrState, i, err)
+		}
+		st.Streams[i].RNG = nil
+	}
+	o.st = st
+	return nil
+}
+
+// maxEpoch bounds a restored state's epoch.
+const maxEpoch = 1<<31 - 1
+
+// checkState reports why st cannot continue o: another job's order, or
+// one no run of this order reaches (a damaged or hand-edited state would
+// otherwise serve a sample twice in an epoch without a word).
+func (o *Order) checkState(st *orderState) error {
+	switch {
+	case st.Format != orderFormat:
+		return fmt.Errorf("order format %d, want %d", st.Format, orderFormat)
+	case st.Dataset != o.st.Dataset:
+		return fmt.Errorf("saved for another dataset (its shards' sample counts differ)")
+	case st.Seed != o.seed:
+		return fmt.Errorf("saved with seed %d, this job's is %d", st.Seed, o.seed)
+	case st.Global != o.g:
+		return fmt.Errorf("saved with a global batch of %d, this job's is %d (ranks x --batch): keep the global batch to resume at another world size", st.Global, o.g)
+	case len(st.Streams) != len(o.st.Streams):
+		return fmt.Errorf("saved with %d streams, this job's is %d (--streams)", len(st.Streams), len(o.st.Streams))
+	case st.Buffer != o.bufCap:
+		return fmt.Errorf("saved with a shuffle buffer of %d, this job's is %d (--shuffle-buffer)", st.Buffer, o.bufCap)
+	case st.Epoch < 0 || st.Epoch > maxEpoch:
+		return fmt.Errorf("epoch %d outside [0, %d]", st.Epoch, maxEpoch)
+	case st.Batches < 0:
+		return fmt.Errorf("%d batches drawn", st.Batches)
+	}
+	want := Order{sizes: o.sizes, seed: o.seed}
+	want.startEpoch(st.Epoch)
+	if !slices.Equal(st.Queue, want.st.Queue) {
+		return fmt.Errorf("shard order of epoch %d is not this seed's", st.Epoch)
+	}
+	if st.Next < 0 || st.Next > len(st.Queue) {
+		return fmt.Errorf("queue position %d outside its %d shards", st.Next, len(st.Queue))
+	}
+	handed := make(map[int]bool, len(st.Streams)) // shards of this epoch a stream reads now
+	for i := range st.Streams {
+		s := &st.Streams[i]
+		if len(s.Buf) != len(s.BufEp) || len(s.Buf) > o.bufCap {
+			return fmt.Errorf("stream %d: %d buffered samples with %d epochs, for a shuffle buffer of %d", i, len(s.Buf), len(s.BufEp), o.bufCap)
+		}
+		if s.Shard < 0 {
+			if len(s.Buf) > 0 {
+				return fmt.Errorf("stream %d buffers samples before its first shard", i)
+			}
+			continue
+		}
+		switch {
+		case s.Shard >= len(o.sizes):
+			return fmt.Errorf("stream %d reads shard %d of %d", i, s.Shard, len(o.sizes))
+		case s.Pos < 0 || s.Pos > o.sizes[s.Shard]:
+			return fmt.Errorf("stream %d at sample %d of shard %d, which holds %d", i, s.Pos, s.Shard, o.sizes[s.Shard])
+		case s.Epoch != st.Epoch && s.Epoch != st.Epoch-1:
+			return fmt.Errorf("stream %d reads a shard of epoch %d in epoch %d", i, s.Epoch, st.Epoch)
+		case s.Epoch == st.Epoch && (!slices.Contains(st.Queue[:st.Next], s.Shard) || handed[s.Shard]):
+			return fmt.Errorf("stream %d reads shard %d, not handed to it in epoch %d", i, s.Shard, st.Epoch)
+		}
+		if s.Epoch == st.Epoch {
+			handed[s.Shard] = true
+		}
+		for k, ref := range s.Buf {
+			if ref.Shard < 0 || ref.Shard >= len(o.sizes) || ref.Index < 0 || ref.Index >= o.sizes[ref.Shard] {
+				return fmt.Errorf("stream %d buffers sample %d of shard %d, which does not exist", i, ref.Index, ref.Shard)
+			}
+			if e := s.BufEp[k]; e < 0 || e > st.Epoch {
+				return fmt.Errorf("stream %d buffers a sample of epoch %d, outside [0, %d]", i, e, st.Epoch)
+			}
+		}
+	}
+	return nil
+}
+
+// sizesHash identifies a dataset by its shards' sample counts.
+func sizesHash(sizes []int) uint64 {
+	h := uint64(0xcbf29ce484222325)
+	for _, n := range sizes {
+		h ^= uint64(n)
+		h *= 0x100000001b3
+		h ^= h >> 29
+	}
+	return h ^ uint64(len(sizes))
+}
+
+// Reader is one rank's view of the order: its slice of every global
+// batch, one sample at a time.
+type Reader struct {
+	order       *Order
+	rank, ranks int
+	batch       int
+	own         []SampleRef // this rank's samples of the current global batch, not yet served
+	ownEp       []int
+	refs        []SampleRef // scratch for a global batch
+	eps         []int
+}
+
+// New returns rank's reader (of ranks, batch samples a step each) of the
+// order of a dataset whose shards hold sizes samples: NewOrder's, for a
+// global batch of ranks x batch.
+func New(sizes []int, rank, ranks, batch int, seed uint64, shuffleBuffer, streams int) (*Reader, error) {
+	if rank < 0 || rank >= ranks || batch < 1 {
+		return nil, fmt.Errorf("reader: rank %d of %d, batch %d", rank, ranks, batch)
+	}
+	o, err := NewOrder(sizes, ranks*batch, streams, seed, shuffleBuffer)
 	if err != nil {
 		return nil, err
 	}
-	psizes := make([]int, len(parts))
-	for i, p := range parts {
-		psizes[i] = p.n
-	}
-	r := &Reader{sizes: psizes, parts: parts, rank: rank, ranks: ranks, seed: seed, bufCap: max(shuffleBuffer, 1)}
-	r.st.rng = rand.NewPCG(seed, uint64(rank)+1)
-	r.startEpoch(0)
-	return r, nil
-}
-
-// part is a run of one shard's samples that one rank reads as a unit:
-// samples [start, start+n) of shard.
-type part struct{ shard, start, n int }
-
-// splitParts cuts shards of sizes samples into the parts the ranks read,
-// part i going to rank i mod ranks. With at least as many shards as
-// ranks, every shard is a part (ranks then read different numbers of
-// shards when the count does not divide). With fewer, each shard is cut
-// into ranks/gcd(shards, ranks) ranges of near-equal size, so that every
-// rank reads the same number of ranges (a range of every shard when the
-// counts are coprime: 3 shards on 8 ranks give each rank three ranges,
-// one per shard). A shard too small to cut fails, naming it.
-func splitParts(sizes []int, ranks int) ([]part, error) {
-	n := len(sizes)
-	switch {
-	case ranks < 1:
-		return nil, fmt.Errorf("spmd: %d ranks", ranks)
-	case n == 0:
-		return nil, fmt.Errorf("spmd: no shards")
-	case n >= ranks:
-		parts := make([]part, n)
-		for i, sz := range sizes {
-			parts[i] = part{shard: i, n: sz}
-		}
-		return parts, nil
-	}
-	k := ranks / gcd(n, ranks)
-	parts := make([]part, 0, n*k)
-	for i, sz := range sizes {
-		if sz < k {
-			return nil, fmt.Errorf("spmd: shard %d holds %d %s, too few to cut into the %d ranges that %d shards on %d ranks need (each rank reads ranges of the shards): use fewer ranks, or reshard",
-				i, sz, plural(sz, "sample"), k, n, ranks)
-		}
-		for j := range k {
-			start, end := sz*j/k, sz*(j+1)/k
-			parts = append(parts, part{shard: i, start: start, n: end - start})
-		}
-	}
-	return parts, nil
-}
-
-func gcd(a, b int) int {
-	for b != 0 {
-		a, b = b, a%b
-	}
-	return a
-}
-
-// SplitError says why shards of sizes samples cannot be split over
-// ranks (a shard too small to cut into ranges), nil when they can.
-func SplitError(sizes []int, ranks int) error {
-	_, err := splitParts(sizes, ranks)
-	return err
-}
-
-// rankShards returns the indexes of the parts, of n, that rank reads:
-// part i goes to rank i mod ranks.
-func rankShards(n, rank, ranks int) []int {
-	var out []int
-	for i := rank; i < n; i += ranks {
-		out = append(out, i)
-	}
-	return out
-}
-
-// RankSamples returns how many samples each of ranks reads per epoch when
-// shards of sizes samples are split as Reader splits them (splitParts);
-// nil when they cannot be.
-func RankSamples(sizes []int, ranks int) []int {
-	parts, err := splitParts(sizes, ranks)
-	if err != nil {
-		return nil
-	}
-	n := make([]int, ranks)
-	for r := range n {
-		for _, i := range rankShards(len(parts), r, ranks) {
-			n[r] += parts[i].n
-		}
-	}
-	return n
-}
-
-// MaxSampleImbalance is how many times more samples per epoch one rank
-// may read than another before SplitWarning warns: a rank with fewer
-// samples serves each of them proportionally more often (its epochs are
-// shorter), which skews what the model sees.
-const MaxSampleImbalance = 2
-
-// maxNamedRanks caps the ranks a warning lists.
-const maxNamedRanks = 6
-
-// SplitWarning returns a one-line warning, or "" when there is nothing to
-// say, about a dataset whose shards hold sizes samples, read by ranks
-// ranks of batch samples per step: when a rank reads fewer samples per
-// epoch than its batch (every batch it serves repeats samples), or when
-// the ranks' samples per epoch differ by more than MaxSampleImbalance
-// times. A split Reader refuses (fewer shards than ranks, a count that
-// does not divide, an empty shard) gets "": NewReader's error says it.
-func SplitWarning(sizes []int, ranks, batch int) string {
-	if slices.Contains(sizes, 0) || SplitError(sizes, ranks) != nil {
-		return ""
-	}
-	n := RankSamples(sizes, ranks)
-	lo, hi := 0, 0 // ranks with the fewest and most samples
-	var under []int
-	for r, c := range n {
-		if c < n[lo] {
-			lo = r
-		}
-		if c > n[hi] {
-			hi = r
-		}
-		if c < batch {
-			under = append(under, r)
-		}
-	}
-	counts := func(rs []int) string {
-		var b strings.Builder
-		for i, r := range rs[:min(len(rs), maxNamedRanks)] {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprintf(&b, "rank %d has %d", r, n[r])
-		}
-		if len(rs) > maxNamedRanks {
-			fmt.Fprintf(&b, " and %d more ranks", len(rs)-maxNamedRanks)
-		}
-		return b.String()
-	}
-	switch {
-	case len(under) > 0:
-		most := ""
-		if len(under) < len(n) || len(under) > maxNamedRanks {
-			// The busiest rank is not among those listed.
-			most = fmt.Sprintf(" (the most: rank %d has %d)", hi, n[hi])
-		}
-		return fmt.Sprintf("samples per epoch below the batch of %d: %s%s, so every batch of those ranks repeats samples: reshard so that each rank gets at least a batch (%s)",
-			batch, counts(under), most, splitRule(len(sizes), ranks))
-	case n[hi] > MaxSampleImbalance*n[lo]:
-		var small []int
-		for r, c := range n {
-			if c*MaxSampleImbalance < n[hi] {
-				small = append(small, r)
-			}
-		}
-		return fmt.Sprintf("samples per epoch differ by more than %dx across ranks: rank %d has %d, %s (batch %d), so rank %d serves each of its samples %.1fx as often: reshard so that the ranks get about the same number (%s)",
-			MaxSampleImbalance, hi, n[hi], counts(small), batch, lo, float64(n[hi])/float64(n[lo]), splitRule(len(sizes), ranks))
-	}
-	return ""
-}
-
-// splitRule says how n shards go to ranks, for messages.
-func splitRule(n, ranks int) string {
-	if n >= ranks {
-		return fmt.Sprintf("shard i goes to rank i mod %d", ranks)
-	}
-	k := ranks / gcd(n, ranks)
-	return fmt.Sprintf("%d shards on %d ranks: each shard is cut into %d ranges, range i to rank i mod %d", n, ranks, k, ranks)
-}
-
-func (r *Reader) startEpoch(e int) {
-	r.st.Epoch = e
-	r.st.Order = append(r.st.Order[:0], rankShards(len(r.sizes), r.rank, r.ranks)...)
-	perm := rand.New(rand.NewPCG(r.seed^0x5eed5eed, uint64(e)<<16|uint64(r.rank)))
-	perm.Shuffle(len(r.st.Order), func(i, j int) { r.st.Order[i], r.st.Order[j] = r.st.Order[j], r.st.Order[i] })
-	r.st.Pos, r.st.InShard = 0, 0
-}
-
-// pull reads the next sample in shard order, moving to the next epoch at
-// the end of this one.
-func (r *Reader) pull() (SampleRef, int) {
-	for r.st.InShard >= r.sizes[r.st.Order[r.st.Pos]] {
-		r.st.Pos++
-		r.st.InShard = 0
-		if r.st.Pos == len(r.st.Order) {
-			r.startEpoch(r.st.Epoch + 1)
-		}
-	}
-	s := SampleRef{Shard: r.st.Order[r.st.Pos], Index: r.st.InShard}
-	r.st.InShard++
-	return s, r.st.Epoch
+	return &Reader{order: o, rank: rank, ranks: ranks, batch: batch}, nil
 }
 
 // Next returns the rank's next sample and the epoch it was read in.
 func (r *Reader) Next() (SampleRef, int) {
-	for len(r.st.Buf) < r.bufCap {
-		s, e := r.pull()
-		r.st.Buf = append(r.st.Buf, s)
-		r.st.BufEp = append(r.st.BufEp, e)
+	if len(r.own) == 0 {
+		r.refs, r.eps = r.order.NextBatch(r.refs[:0], r.eps[:0])
+		lo := r.rank * r.batch
+		r.own = append(r.own[:0], r.refs[lo:lo+r.batch]...)
+		r.ownEp = append(r.ownEp[:0], r.eps[lo:lo+r.batch]...)
 	}
-	i := int(r.st.rng.Uint64() % uint64(len(r.st.Buf)))
-	s, e := r.st.Buf[i], r.st.BufEp[i]
-	last := len(r.st.Buf) - 1
-	r.st.Buf[i], r.st.BufEp[i] = r.st.Buf[last], r.st.BufEp[last]
-	r.st.Buf, r.st.BufEp = r.st.Buf[:last], r.st.BufEp[:last]
-	r.st.Served++
-	p := r.parts[s.Shard]
-	return SampleRef{Shard: p.shard, Index: p.start + s.Index}, e
+	ref, e := r.own[0], r.ownEp[0]
+	r.own, r.ownEp = r.own[1:], r.ownEp[1:]
+	return ref, e
 }
 
-// MarshalJSON saves the reader's position.
+// Skip draws n global batches without serving them: where a run that
+// served n steps left the order.
+func (r *Reader) Skip(n int64) {
+	for range n {
+		r.refs, r.eps = r.order.NextBatch(r.refs[:0], r.eps[:0])
+	}
+	r.own, r.ownEp = r.own[:0], r.ownEp[:0]
+}
+
+// Order is the order the reader takes its samples from.
+func (r *Reader) Order() *Order { return r.order }
+
+// MarshalJSON saves the order's position; it must be called between two
+// global batches (after a multiple of batch Next calls), where the state
+// is the same on every rank.
 func (r *Reader) MarshalJSON() ([]byte, error) {
-	b, err := r.st.rng.MarshalBinary()
-	if err != nil {
-		return nil, err
+	if len(r.own) != 0 {
+		return nil, fmt.Errorf("reader: state saved in the middle of a global batch")
 	}
-	st := r.st
-	st.RNG = b
-	return json.Marshal(st)
+	return r.order.MarshalJSON()
 }
 
-// UnmarshalJSON restores a position saved by MarshalJSON into a reader
-// made by NewReader over the same dataset and ranks.
+// UnmarshalJSON continues the order a reader of any rank, at any world
+// size with the same global batch, saved.
 func (r *Reader) UnmarshalJSON(data []byte) error {
-	var st readerState
-	if err := json.Unmarshal(data, &st); err != nil {
-		return fmt.Errorf("spmd: reader state: %w", err)
+	if err := r.order.UnmarshalJSON(data); err != nil {
+		return err
 	}
-	st.rng = rand.NewPCG(0, 0)
-	if err := st.rng.UnmarshalBinary(st.RNG); err != nil {
-		return fmt.Errorf("spmd: reader state: shuffle generator: %w", err)
-	}
-	if err := r.checkState(&st); err != nil {
-		return fmt.Errorf("spmd: reader state of rank %d: %w", r.rank, err)
-	}
-	r.st = st
-	return nil
-}
-
-// maxEpoch bounds a restored state's epoch, so that the counts checkState
-// derives from it cannot overflow.
-const maxEpoch = 1<<31 - 1
-
-// checkState reports why st cannot be a state of r's reader: one its
-// draws reach from NewReader over the same dataset, ranks and seed, with
-// a shuffle buffer no larger than r's. A hand-edited or damaged
-// checkpoint could otherwise serve another rank's samples, or one sample
-// twice in an epoch, without a word (or end the job with a misleading
-// "blocks disagree" under a planned loader).
-func (r *Reader) checkState(st *readerState) error {
-	if st.Epoch < 0 || st.Epoch > maxEpoch {
-		return fmt.Errorf("epoch %d outside [0, %d]", st.Epoch, maxEpoch)
-	}
-	// The shard order is the epoch's shuffle of the rank's shards.
-	want := Reader{sizes: r.sizes, parts: r.parts, rank: r.rank, ranks: r.ranks, seed: r.seed}
-	want.startEpoch(st.Epoch)
-	if !slices.Equal(st.Order, want.st.Order) {
-		return fmt.Errorf("shard order %v of epoch %d, not the %v this seed and rank give", st.Order, st.Epoch, want.st.Order)
-	}
-	if st.Pos < 0 || st.Pos >= len(st.Order) {
-		return fmt.Errorf("position %d outside its %d shards", st.Pos, len(st.Order))
-	}
-	if size := r.sizes[st.Order[st.Pos]]; st.InShard < 0 || st.InShard > size {
-		return fmt.Errorf("sample %d of shard %d, which holds %d", st.InShard, st.Order[st.Pos], size)
-	}
-	if len(st.Buf) != len(st.BufEp) || len(st.Buf) > r.bufCap {
-		return fmt.Errorf("%d buffered samples with %d epochs, for a shuffle buffer of %d", len(st.Buf), len(st.BufEp), r.bufCap)
-	}
-	// Where each of the epoch's shards comes in its order: a buffered
-	// sample of this epoch must already have been read.
-	at := make(map[int]int, len(st.Order))
-	for i, sh := range st.Order {
-		at[sh] = i
-	}
-	seen := make(map[uint64]bool, len(st.Buf))
-	for i, s := range st.Buf {
-		e := st.BufEp[i]
-		switch {
-		case s.Shard < 0 || s.Shard >= len(r.sizes) || s.Shard%r.ranks != r.rank:
-			return fmt.Errorf("buffered sample of shard %d, not one of rank %d's", s.Shard, r.rank)
-		case s.Index < 0 || s.Index >= r.sizes[s.Shard]:
-			return fmt.Errorf("buffered sample %d of shard %d, which holds %d", s.Index, s.Shard, r.sizes[s.Shard])
-		case e < 0 || e > st.Epoch:
-			return fmt.Errorf("buffered sample of epoch %d, outside [0, %d]", e, st.Epoch)
-		case e == st.Epoch && (at[s.Shard] > st.Pos || at[s.Shard] == st.Pos && s.Index >= st.InShard):
-			return fmt.Errorf("buffered sample %d of shard %d, not read yet in epoch %d", s.Index, s.Shard, e)
-		case seen[s.ID(e)]:
-			return fmt.Errorf("sample %d of shard %d buffered twice in epoch %d", s.Index, s.Shard, e)
-		}
-		seen[s.ID(e)] = true
-	}
-	// Every sample read was either served or is buffered.
-	var perEpoch, inEpoch int64
-	for i, sh := range st.Order {
-		perEpoch += int64(r.sizes[sh])
-		if i < st.Pos {
-			inEpoch += int64(r.sizes[sh])
-		}
-	}
-	read := int64(st.Epoch)*perEpoch + inEpoch + int64(st.InShard)
-	if st.Served != read-int64(len(st.Buf)) {
-		return fmt.Errorf("%d samples served, but %d read and %d buffered", st.Served, read, len(st.Buf))
-	}
+	r.own, r.ownEp = r.own[:0], r.ownEp[:0]
 	return nil
 }
 

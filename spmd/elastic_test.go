@@ -1,0 +1,152 @@
+package spmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/datahelix/datahelix/collective"
+	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/gen/gentest"
+	"github.com/datahelix/datahelix/internal/metrics"
+)
+
+// stepIDs runs cfg on n in-process ranks and returns, per step, the ids
+// of every sample of the global batch (delivered or dropped), sorted,
+// and, when keep, rank 0's loader state after its last step.
+func stepIDs(t *testing.T, n int, data string, cfg Config, keep bool) (map[int64][]uint64, []byte) {
+	t.Helper()
+	var mu sync.Mutex
+	ids := map[int64][]uint64{}
+	var state []byte
+	var end func(rank int, l *Loader)
+	if keep {
+		end = func(rank int, l *Loader) {
+			if rank == 0 {
+				state = l.State()
+			}
+		}
+	}
+	runLoaders(t, n, data, cfg, func(_ int, b *Batch) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, s := range b.Samples {
+			ids[b.Step] = append(ids[b.Step], s.ID)
+		}
+		for _, d := range b.Dropped {
+			ids[b.Step] = append(ids[b.Step], d.ID)
+		}
+		return nil
+	}, end)
+	for _, v := range ids {
+		slices.Sort(v)
+	}
+	return ids, state
+}
+
+// batchesHash folds the per-step ids as a run's summary does.
+func batchesHash(ids map[int64][]uint64) string {
+	var recs []metrics.StepRecord
+	for s, v := range ids {
+		r := metrics.StepRecord{Step: s}
+		for _, id := range v {
+			r.Hash += metrics.IDDigest(id)
+		}
+		recs = append(recs, r)
+	}
+	return metrics.Summarize(KindHelix, recs, 1, len(ids), 1, 1, 0, 1).BatchesHash
+}
+
+// TestElasticResume: a run split at step k, saved at N ranks and resumed
+// at M with the same global batch, trains the global batches the unsplit
+// run trains: 2 ranks to 4 and 4 ranks to 3, under helix (which moves
+// samples between ranks) and torch.
+func TestElasticResume(t *testing.T) {
+	data := gentest.Tiny(t) // 8 shards of 4 samples
+	const steps, k = 9, 4
+	for _, c := range []struct {
+		kind         Kind
+		from, to, gb int
+	}{{KindHelix, 2, 4, 8}, {KindTorch, 4, 3, 12}} {
+		t.Run(fmt.Sprintf("%s %d to %d ranks", c.kind, c.from, c.to), func(t *testing.T) {
+			cfg := testConfig(c.kind)
+			cfg.Steps, cfg.Batch = steps, c.gb/c.from
+			whole, _ := stepIDs(t, c.from, data, cfg, false)
+			cfg.Steps = k
+			split, state := stepIDs(t, c.from, data, cfg, true)
+			cfg.Steps, cfg.Batch, cfg.Restore = steps, c.gb/c.to, state
+			rest, _ := stepIDs(t, c.to, data, cfg, false)
+			for s, v := range rest {
+				if _, ok := split[s]; ok {
+					t.Fatalf("step %d delivered before and after the split", s)
+				}
+				split[s] = v
+			}
+			for s := range int64(steps) {
+				if !slices.Equal(split[s], whole[s]) {
+					t.Errorf("step %d: split run trained %v, the unsplit one %v", s, split[s], whole[s])
+				}
+			}
+			if a, b := batchesHash(split), batchesHash(whole); a != b {
+				t.Errorf("batches hash %s split, %s unsplit", a, b)
+			}
+		})
+	}
+}
+
+// TestElasticResumeRefusals: a state resumes only with the same global
+// batch, seed and dataset, and says which differs.
+func TestElasticResumeRefusals(t *testing.T) {
+	data := gentest.Tiny(t)
+	cfg := testConfig(KindHelix)
+	cfg.Steps, cfg.Batch = 3, 2
+	_, state := stepIDs(t, 2, data, cfg, true)
+	for _, c := range []struct {
+		name  string
+		ranks int
+		edit  func(c *Config)
+		want  string
+	}{
+		{"global batch", 3, func(c *Config) { c.Batch = 2 }, "a global batch of 4 (2 ranks x 2), this run's is 6 (3 x 2)"},
+		{"seed", 2, func(c *Config) { c.Seed++ }, "seed 7, this run's 8"},
+		{"streams", 2, func(c *Config) { c.Streams = 2 }, "4 streams, this run's 2"},
+	} {
+		r := cfg
+		r.Steps, r.Restore = 6, state
+		c.edit(&r)
+		errs := checkJobErrs(t, c.ranks, data, r)
+		for rank, err := range errs {
+			if !errors.Is(err, ErrState) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s: rank %d: %v, want ErrState saying %q", c.name, rank, err, c.want)
+			}
+		}
+	}
+}
+
+// checkJobErrs starts cfg's loaders on n in-process ranks and returns
+// each rank's error from NewLoader.
+func checkJobErrs(t *testing.T, n int, data string, cfg Config) []error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	errs := make([]error, n)
+	collective.RunLocal(ctx, n, func(ctx context.Context, c collective.Comm) error {
+		ds, err := decode.OpenDataset(data, t.TempDir())
+		if err != nil {
+			return err
+		}
+		defer ds.Close()
+		l, err := NewLoader(ctx, c, ds, cfg)
+		if err == nil {
+			l.Close()
+		}
+		errs[c.Rank()] = err
+		return nil
+	})
+	return errs
+}
