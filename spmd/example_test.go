@@ -56,7 +56,7 @@ func ExampleLoader() {
 		fmt.Printf("step %d: %d samples, %d tensors, %d dropped\n", batch.Step, len(batch.Samples), tensors, len(batch.Dropped))
 	}
 	// Output:
-	// step 0: 4 samples, 2 tensors, 0 dropped
-	// step 1: 4 samples, 2 tensors, 0 dropped
-	// step 2: 4 samples, 3 tensors, 0 dropped
+	// step 0: 4 samples, 3 tensors, 0 dropped
+	// step 1: 4 samples, 4 tensors, 0 dropped
+	// step 2: 4 samples, 2 tensors, 0 dropped
 }
