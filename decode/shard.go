@@ -58,6 +58,11 @@ type Shard struct {
 	// OpenShard sets it to defaultMaxSampleBytes.
 	MaxSampleBytes int64
 
+	// loadHook, when not nil, is called as a load of the shard begins
+	// (wait true when the caller joins a load already in flight): for
+	// tests, which set it on the shard they watch.
+	loadHook func(wait bool)
+
 	path      string
 	index     shardindex.Location // where its index is cached, resolved once by OpenShard
 	size      int64
@@ -222,12 +227,6 @@ type loadCall struct {
 	err  error
 }
 
-// shardLoadHook, when not nil, is called as a load of s begins (wait
-// false) and as a reader begins to wait for another's load (wait true),
-// without shardFiles.mu held. Tests only set it, to count loads and hold
-// them up.
-var shardLoadHook func(s *Shard, wait bool)
-
 // acquire returns the shard's open file and index, loading them when it
 // has none, for one read; release gives them back. They are loaded
 // without the lock held, so that a slow file system does not hold up
@@ -239,8 +238,8 @@ func (s *Shard) acquire() (*shardFile, error) {
 	for s.open == nil && s.loading != nil {
 		c := s.loading
 		shardFiles.mu.Unlock()
-		if shardLoadHook != nil {
-			shardLoadHook(s, true)
+		if s.loadHook != nil {
+			s.loadHook(true)
 		}
 		<-c.done
 		if c.err != nil {
@@ -279,8 +278,8 @@ func (s *Shard) loadFor(c *loadCall, closes int) (sf *shardFile, err error) {
 		c.err = err
 		close(c.done)
 	}()
-	if shardLoadHook != nil {
-		shardLoadHook(s, false)
+	if s.loadHook != nil {
+		s.loadHook(false)
 	}
 	sf, err = s.load()
 	ended = true

@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// loadWatch counts the loads of one shard (shardLoadHook) and the reads
+// loadWatch counts the loads of one shard (its load hook) and the reads
 // that wait for them, and holds every load up until release.
 type loadWatch struct {
 	t      *testing.T
@@ -28,14 +28,11 @@ type loadWatch struct {
 	onLoad func(n int32)
 }
 
-// watchLoads sets shardLoadHook to watch the loads of s until the test
-// ends, when its goroutines are released and waited for.
+// watchLoads sets s's load hook to watch its loads until the test ends,
+// when its goroutines are released and waited for.
 func watchLoads(t *testing.T, s *Shard) *loadWatch {
 	w := &loadWatch{t: t, events: make(chan struct{}, 256), gate: make(chan struct{})}
-	shardLoadHook = func(x *Shard, wait bool) {
-		if x != s {
-			return
-		}
+	s.loadHook = func(wait bool) {
 		if wait {
 			w.waits.Add(1)
 			w.events <- struct{}{}
@@ -51,7 +48,7 @@ func watchLoads(t *testing.T, s *Shard) *loadWatch {
 	t.Cleanup(func() {
 		w.release()
 		w.wg.Wait()
-		shardLoadHook = nil
+		s.loadHook = nil
 	})
 	return w
 }
