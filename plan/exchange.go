@@ -17,16 +17,22 @@ type candidate struct {
 	gain   int64
 	cost   int64 // transfer time delta
 	bytes  int64 // bytes-away-from-owner delta
+	net    int64 // delta of the samples away from their owner's node
 	// For an exchange of evenTrain: the GPU work moved from s to t and
 	// the GPU time the pair's slower rank saves.
 	moved, trainGain int64
 }
 
 // better reports whether x is preferred to y: less lateness, then fewer
-// bytes moved, then the smaller sample ids.
+// samples away from their owner's node (a move within a node before one
+// across the network), then fewer bytes moved, then the smaller sample
+// ids.
 func (p *Planner) better(x, y *candidate) bool {
 	if x.late != y.late {
 		return x.late < y.late
+	}
+	if x.net != y.net {
+		return x.net < y.net
 	}
 	if x.bytes != y.bytes {
 		return x.bytes < y.bytes
@@ -112,6 +118,7 @@ func (p *Planner) best(s, t int32) (candidate, bool) {
 				continue
 			}
 			x.gain = lateS - x.late
+			x.net = p.netDelta(as[i], s, t) + p.netDelta(at[jj], t, s)
 			c1, away1 := p.transfer(as[i], s, t)
 			c2, away2 := p.transfer(at[jj], t, s)
 			x.cost = c1 + c2
@@ -188,6 +195,13 @@ func (p *Planner) arrival(k, r int32) int64 {
 	}
 	bw, lat := p.in.Ranks[owner].path(&p.in.Ranks[r])
 	return lat + (p.in.Samples[k].Bytes*One+bw-1)/bw
+}
+
+// netDelta returns the change in the samples away from their owner's
+// node when sample k moves from rank from to rank to: 0 on one node.
+func (p *Planner) netDelta(k, from, to int32) int64 {
+	owner := &p.in.Ranks[k/int32(p.in.Batch)]
+	return int64(btoi(owner.Node != p.in.Ranks[to].Node) - btoi(owner.Node != p.in.Ranks[from].Node))
 }
 
 // bytesDelta returns the change in bytes away from owners when sample k

@@ -93,6 +93,7 @@ func (p *Planner) improveWorst() bool {
 	p.cands = p.lo.firstK(partners, p.cands[:0])
 	p.cands = p.cheap.firstK(partners, p.cands)
 	p.cands = append(p.cands, p.recent...)
+	p.sameNodeFirst(s)
 	for i, t := range p.cands {
 		if t == s || p.excess[t] >= p.excess[s] || slices.Contains(p.cands[:i], t) {
 			continue
@@ -149,6 +150,16 @@ func (p *Planner) scan(s int32) (candidate, bool) {
 		}
 	}
 	return top, found
+}
+
+// sameNodeFirst moves the candidate partners on s's node ahead of the
+// others, keeping each group's order: an exchange within a node is tried
+// before one across the network. On one node it changes nothing.
+func (p *Planner) sameNodeFirst(s int32) {
+	node := p.in.Ranks[s].Node
+	slices.SortStableFunc(p.cands, func(a, b int32) int {
+		return btoi(p.in.Ranks[b].Node == node) - btoi(p.in.Ranks[a].Node == node)
+	})
 }
 
 // remember puts t at the front of the recent partners, keeping at most
@@ -240,9 +251,10 @@ const roomCap = MaxBatch * MaxCost
 // one of the ranks with the most slack, and reports whether it made one.
 func (p *Planner) helpLate(s int32) bool {
 	p.cands = p.lo.firstK(partners, p.cands[:0])
+	p.sameNodeFirst(s)
 	for _, t := range p.cands {
 		if p.excess[t] >= 0 {
-			break
+			continue
 		}
 		if x, ok := p.best(s, t); ok {
 			p.apply(x)

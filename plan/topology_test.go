@@ -59,3 +59,36 @@ func TestSlowNetworkKeepsMovesOnTheNode(t *testing.T) {
 		}
 	}
 }
+
+// TestMovesStayOnTheNodeFirst: rank 3 must shed one heavy clip, and
+// rank 2 on its node and ranks 0 and 1 on the other can each take it at
+// the same price (a network as fast as memory) with the same outcome.
+// Ranks 0 and 1 come first in rank order, which breaks ties between equal
+// partners, but the exchange within the node goes first.
+func TestMovesStayOnTheNodeFirst(t *testing.T) {
+	in := &Input{Params: Params{Mode: ModeHelix, Margin: 100}, Step: 3, Batch: 2}
+	for r := range 4 {
+		in.Ranks = append(in.Ranks, Progress{Deadline: 80_000, Capacity: One, Bandwidth: 1000 * One, Latency: 5,
+			Node: int64(r / 2), NodeBandwidth: 1000 * One, NodeLatency: 5})
+		for i := range 2 {
+			c := int64(1_000)
+			if r == 3 {
+				c = 60_000
+			}
+			in.Samples = append(in.Samples, Sample{ID: uint64(r*2 + i), Owner: r, Bytes: 100_000, Cost: c})
+		}
+	}
+	var p Planner
+	var out Plan
+	if err := p.Compute(in, &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Moves) == 0 {
+		t.Fatal("no move: the scenario does not make rank 3 late")
+	}
+	for _, mv := range out.Moves {
+		if in.Ranks[mv.Src].Node != in.Ranks[mv.Dst].Node {
+			t.Errorf("move %d -> %d crosses the network, while rank 2 on rank 3's node could take it (moves %+v)", mv.Src, mv.Dst, out.Moves)
+		}
+	}
+}
