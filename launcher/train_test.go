@@ -151,8 +151,9 @@ func TestTrainUnderMPIRun(t *testing.T) {
 	}
 }
 
-// TestTrainResumesFromStateDict: a run stopped after 3 steps, its state
-// saved, and a run resumed from it train the global batches of one
+// TestTrainResumesFromStateDict: a run stopped after 3 steps at 2 ranks,
+// its state saved, and a run resumed from it at 4 ranks of half the
+// batch (the same global batch) train the global batches of one
 // uninterrupted run.
 func TestTrainResumesFromStateDict(t *testing.T) {
 	needTorch(t)
@@ -160,18 +161,22 @@ func TestTrainResumesFromStateDict(t *testing.T) {
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state.json")
 	steps := []string{"--steps", "7"}
-	for _, tr := range [][]string{
-		{"--out", filepath.Join(dir, "whole")},
-		{"--out", filepath.Join(dir, "first"), "--save", state, "--save-at", "3"},
-		{"--out", filepath.Join(dir, "rest"), "--resume", state},
+	for _, run := range []struct {
+		ranks   int
+		flags   []string
+		trainer []string
+	}{
+		{2, steps, []string{"--out", filepath.Join(dir, "whole")}},
+		{2, steps, []string{"--out", filepath.Join(dir, "first"), "--save", state, "--save-at", "3"}},
+		{4, append([]string{"--batch", "1"}, steps...), []string{"--out", filepath.Join(dir, "rest"), "--resume", state}},
 	} {
-		if log, err := mpirunMain(t, 2, trainArgs(data, "resume1", steps, tr...)...); err != nil {
+		if log, err := mpirunMain(t, run.ranks, trainArgs(data, "resume1", run.flags, run.trainer...)...); err != nil {
 			t.Fatalf("%v\n%s", err, log)
 		}
 	}
 	whole := globalBatches(readTrainers(t, filepath.Join(dir, "whole"), 2))
 	first := globalBatches(readTrainers(t, filepath.Join(dir, "first"), 2))
-	rest := globalBatches(readTrainers(t, filepath.Join(dir, "rest"), 2))
+	rest := globalBatches(readTrainers(t, filepath.Join(dir, "rest"), 4))
 	if len(first) != 3 || len(rest) != 4 {
 		t.Fatalf("the split runs trained steps %v and %v, want 0-2 and 3-6", first, rest)
 	}
