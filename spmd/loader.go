@@ -13,6 +13,7 @@ import (
 	"github.com/datahelix/datahelix/gpu"
 	"github.com/datahelix/datahelix/internal/agree"
 	"github.com/datahelix/datahelix/internal/costmodel"
+	"github.com/datahelix/datahelix/internal/decoding"
 	"github.com/datahelix/datahelix/internal/metrics"
 	"github.com/datahelix/datahelix/internal/reader"
 	"github.com/datahelix/datahelix/internal/stall"
@@ -80,7 +81,7 @@ type Loader struct {
 	comm    collective.Comm
 	ds      decode.Source
 	reader  *reader.Reader
-	dec     *decode.Decoder
+	dec     *decoding.Decoder
 	cost    *costmodel.Model
 	tracker *gpu.Tracker
 	start   time.Time
@@ -252,7 +253,7 @@ func NewLoader(ctx context.Context, comm collective.Comm, ds decode.Source, cfg 
 	}
 	l := &Loader{
 		cfg: cfg, comm: comm, ds: ds, reader: reader,
-		dec:     decode.NewDecoder(cfg.Decode),
+		dec:     decoding.NewDecoder(cfg.Decode),
 		cost:    cost,
 		tracker: gpu.NewTracker(cfg.priorStep()),
 		sched:   cfg.Loader.NewScheduler(cfg.Workers, cfg.Prefetch, cfg.DecodedBudget),

@@ -1,4 +1,4 @@
-package decode
+package decoding
 
 import (
 	"bytes"
@@ -52,7 +52,7 @@ func BenchmarkSampledVsFullDecode(b *testing.B) {
 	data := benchMedia(b, "clip30.mp4", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=25:duration=30,noise=alls=6:allf=t+u:all_seed=5",
 		"-threads", "1", "-c:v", "libx264", "-preset", "superfast", "-bf", "3", "-g", "50", "-b:v", "800k", "-pix_fmt", "yuv420p")
 	s := &Sample{Shard: "bench", Key: "clip", Members: []Member{{Name: "clip.mp4", Ext: "mp4", Data: data}}}
-	rec, err := ParseRecord(s)
+	rec, err := ParseRecord(s, Limits{})
 	if err != nil {
 		b.Fatal(err)
 	}

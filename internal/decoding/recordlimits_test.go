@@ -1,4 +1,4 @@
-package decode
+package decoding
 
 import (
 	"bytes"
@@ -19,8 +19,8 @@ import (
 // checks judge it.
 func recordAndDecode(t *testing.T, s *Sample, lim Limits) (recErr, decErr error) {
 	t.Helper()
-	_, recErr = ParseRecordLimits(s, lim)
-	rec, err := ParseRecord(s)
+	_, recErr = ParseRecord(s, lim)
+	rec, err := ParseRecord(s, Limits{})
 	if err != nil {
 		t.Fatalf("record under the default limits: %v", err)
 	}
@@ -64,11 +64,11 @@ func TestRecordRefusesCodecDecodingRefuses(t *testing.T) {
 		{"mkv", asp, "mpeg4"},
 	} {
 		s := decSample("clip", map[string][]byte{c.ext: c.data, "txt": []byte("a caption")})
-		_, err := ParseRecord(s)
+		_, err := ParseRecord(s, Limits{})
 		wantRefused(t, "record of "+c.codec, err, ErrUnsupported, "clip."+c.ext, "video codec "+c.codec, "h264, hevc, vp9, vp8, av1")
 		// With the codec allowed the record passes, and FFmpeg, asked
 		// with the default list, refuses it by the same name.
-		rec, err := ParseRecordLimits(s, Limits{Codecs: DefaultLimits().Codecs + "," + c.codec})
+		rec, err := ParseRecord(s, Limits{Codecs: DefaultLimits().Codecs + "," + c.codec})
 		if err != nil {
 			t.Fatalf("record of %s with the codec allowed: %v", c.codec, err)
 		}
@@ -77,7 +77,7 @@ func TestRecordRefusesCodecDecodingRefuses(t *testing.T) {
 	}
 	for _, name := range []string{"h264.mkv", "hevc.mp4", "av1.mp4"} {
 		s := decSample("clip", map[string][]byte{name[strings.LastIndexByte(name, '.')+1:]: videotest.Read(t, name)})
-		if _, err := ParseRecord(s); err != nil {
+		if _, err := ParseRecord(s, Limits{}); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -159,7 +159,7 @@ func TestRecordNamesVfWCodec(t *testing.T) {
 			t.Errorf("%s: codec %s, want %s", name, v.Codec, codec)
 		}
 		videotest.Compare(t, name, "v:0", v)
-		_, err = ParseRecord(decSample("clip", map[string][]byte{"mkv": data}))
+		_, err = ParseRecord(decSample("clip", map[string][]byte{"mkv": data}), Limits{})
 		wantRefused(t, name, err, ErrUnsupported, "clip.mkv", "video codec "+codec)
 	}
 	ffv1 := videotest.Read(t, "refused/ffv1_vfw.mkv")
@@ -182,7 +182,7 @@ func TestRecordNamesVfWCodec(t *testing.T) {
 		if err != nil || v.Codec != want {
 			t.Fatalf("fourcc %s: codec %v (%v), ffprobe says %s", tag, v.Codec, err, want)
 		}
-		_, err = ParseRecord(decSample("clip", map[string][]byte{"mkv": data}))
+		_, err = ParseRecord(decSample("clip", map[string][]byte{"mkv": data}), Limits{})
 		if allowed := listed(v.Codec, DefaultLimits().Codecs) || v.Codec == "unknown"; allowed != (err == nil) {
 			t.Errorf("fourcc %s (%s): record error %v", tag, v.Codec, err)
 		}

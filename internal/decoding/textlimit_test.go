@@ -1,14 +1,12 @@
-package decode
+package decoding
 
 import (
-	"archive/tar"
 	"context"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/datahelix/datahelix/internal/mp4"
-	"github.com/datahelix/datahelix/internal/shardindex"
 )
 
 // TestTextLimit checks that text members beyond MaxTextBytes fail the
@@ -32,13 +30,13 @@ func TestTextLimit(t *testing.T) {
 			}
 		}
 	}
-	_, err := ParseRecordLimits(big, small)
+	_, err := ParseRecord(big, small)
 	check("ParseRecordLimits", err, "k.txt", "150 bytes")
-	_, err = ParseRecordLimits(split, small)
+	_, err = ParseRecord(split, small)
 	check("two members", err, "k.1.txt", "120 bytes")
 	_, err = NewDecoder(Options{Limits: small}).Decode(context.Background(), big, nil)
 	check("Decode", err, "k.txt", "150 bytes")
-	rec, err := ParseRecord(big)
+	rec, err := ParseRecord(big, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +46,7 @@ func TestTextLimit(t *testing.T) {
 	check("SampleText", err, "k.txt", "150 bytes")
 
 	huge := decSample("k", map[string][]byte{"txt": make([]byte, defaultMaxTextBytes+1)})
-	if _, err := ParseRecord(huge); !errors.Is(err, ErrLimit) {
+	if _, err := ParseRecord(huge, Limits{}); !errors.Is(err, ErrLimit) {
 		t.Errorf("ParseRecord of %d bytes of text: got %v, want ErrLimit", defaultMaxTextBytes+1, err)
 	}
 	doc := decSample("k", map[string][]byte{"txt": []byte(strings.Repeat("a long document ", 1<<16))}) // 1 MiB
@@ -106,7 +104,7 @@ func TestSampleErrorNamesOnce(t *testing.T) {
 			`decode: file img/empty.jpg: empty (0 bytes)`},
 	}
 	for _, tc := range tests {
-		_, perr := ParseRecord(tc.sample)
+		_, perr := ParseRecord(tc.sample, Limits{})
 		_, derr := NewDecoder(Options{Size: 32}).Decode(context.Background(), tc.sample, nil)
 		for _, err := range []error{perr, derr} {
 			var se *SampleError
@@ -120,43 +118,8 @@ func TestSampleErrorNamesOnce(t *testing.T) {
 			}
 		}
 	}
-	if _, err := ParseRecord(decSample("k", map[string][]byte{"txt": {}})); err != nil {
+	if _, err := ParseRecord(decSample("k", map[string][]byte{"txt": {}}), Limits{}); err != nil {
 		t.Errorf("an empty caption is text: %v", err)
-	}
-}
-
-// TestDatasetWarnings checks the warnings of a dataset's shards and their
-// capped lines.
-func TestDatasetWarnings(t *testing.T) {
-	dir := t.TempDir()
-	var files []tarFile
-	for _, name := range []string{"000001", "000002", "000003", "000004", "000005", "000006", "000007"} {
-		files = append(files, tarFile{name: name, data: "x"})
-	}
-	writeFile(t, dir, "a.tar", writeTar(t, tar.FormatPAX, []tarFile{{name: "k.txt", data: "fine"}}))
-	writeFile(t, dir, "b.tar", writeTar(t, tar.FormatPAX, files))
-	ds, err := OpenDataset(dir, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ds.Close()
-	var shards []string
-	for _, sh := range ds.Shards {
-		if len(sh.Warnings()) > 0 {
-			shards = append(shards, sh.Path())
-		}
-	}
-	b := ds.Shards[1]
-	if len(shards) != 1 || !strings.HasSuffix(b.Path(), "b.tar") || len(b.Warnings()) != 7 {
-		t.Fatalf("shards with warnings %q, b.tar's %q; want 7 of b.tar alone", shards, b.Warnings())
-	}
-	lines := shardindex.WarningLines(b.Path(), b.Warnings(), 5)
-	if len(lines) != 6 || !strings.Contains(lines[0], `b.tar: member "000001" at offset 512 skipped`) ||
-		!strings.HasPrefix(lines[0], "warning: shard ") || !strings.HasSuffix(lines[5], "b.tar: and 2 more warnings") {
-		t.Errorf("WarningLines(5) = %q, want 5 warnings and a count of 2 more", lines)
-	}
-	if got := shardindex.WarningLines(b.Path(), b.Warnings(), 0); len(got) != 7 {
-		t.Errorf("WarningLines(0) gave %d lines, want all 7", len(got))
 	}
 }
 

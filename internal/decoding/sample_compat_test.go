@@ -1,4 +1,4 @@
-package decode
+package decoding
 
 import (
 	"archive/tar"
@@ -106,20 +106,13 @@ func TestWriterLayouts(t *testing.T) {
 			files = append(files, tarFile{name: key + "." + tt.members[j], data: tt.members[j+1]})
 		}
 	}
-	sh, err := OpenShard(writeFile(t, t.TempDir(), "layouts.tar", writeTar(t, tar.FormatPAX, files)), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sh.Close()
-	if sh.Len() != len(tests) || len(sh.Warnings()) != 0 {
-		t.Fatalf("%d samples, warnings %q; want %d samples", sh.Len(), sh.Warnings(), len(tests))
+	samples, warnings := shardSamples(t, "layouts.tar", writeTar(t, tar.FormatPAX, files))
+	if len(samples) != len(tests) || len(warnings) != 0 {
+		t.Fatalf("%d samples, warnings %q; want %d samples", len(samples), warnings, len(tests))
 	}
 	for i, tt := range tests {
-		smp, err := sh.ReadSample(i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := ParseRecord(smp)
+		smp := samples[i]
+		r, err := ParseRecord(smp, Limits{})
 		if tt.bad != "" {
 			var se *SampleError
 			bad := strings.Replace(tt.bad, "k.", smp.Key+".", 1)

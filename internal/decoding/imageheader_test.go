@@ -1,4 +1,4 @@
-package decode
+package decoding
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ var imageFiles = []string{"y420.jpg", "y422.jpg", "y444.jpg", "y440.jpg", "y411.
 
 func readImage(t testing.TB, name string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", "image", name))
+	data, err := os.ReadFile(filepath.Join(testdata, "image", name))
 	if err != nil {
 		t.Fatal(err)
 	}

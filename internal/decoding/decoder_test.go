@@ -1,4 +1,4 @@
-package decode
+package decoding
 
 import (
 	"bytes"
@@ -25,7 +25,7 @@ import (
 	"github.com/datahelix/datahelix/internal/video/videotest"
 )
 
-const mediaDir = "testdata/media"
+const mediaDir = testdata + "/media"
 
 var testClips = []string{
 	"h264_bframes.mp4", "h264_odd.mp4", "h264_intra444.mp4", "h264_audio.mkv",
@@ -62,7 +62,7 @@ func TestDecodeVideoMatchesSequentialDecode(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			data := media(t, name)
 			s := decSample("clip", map[string][]byte{lastComponent(name): data, "txt": []byte("a caption")})
-			rec, err := ParseRecord(s)
+			rec, err := ParseRecord(s, Limits{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -156,7 +156,7 @@ func TestDecodeVideoTasksConcurrently(t *testing.T) {
 	d := NewDecoder(Options{Frames: 8, Size: 32})
 	data := media(t, "h264_bframes.mp4")
 	s := decSample("clip", map[string][]byte{"mp4": data})
-	rec, err := ParseRecord(s)
+	rec, err := ParseRecord(s, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestDecodeShortClipRepeatsFrames(t *testing.T) {
 	data := media(t, "h264_intra444.mp4") // 30 frames
 	d := NewDecoder(Options{Frames: frames, Size: size})
 	s := decSample("clip", map[string][]byte{"mp4": data})
-	rec, err := ParseRecord(s)
+	rec, err := ParseRecord(s, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -495,7 +495,7 @@ func framemd5RGB(t *testing.T, name string, size int) []string {
 		return nil
 	}
 	scale := fmt.Sprintf("scale=%d:%d:flags=bilinear", size, size)
-	raw, err := exec.Command("ffmpeg", "-nostdin", "-v", "error", "-threads", "1", "-i", filepath.Join("testdata", "video", name),
+	raw, err := exec.Command("ffmpeg", "-nostdin", "-v", "error", "-threads", "1", "-i", filepath.Join(testdata, "video", name),
 		"-map", "0:v", "-vf", scale, "-pix_fmt", "rgb24", "-f", "framemd5", "-").Output()
 	if err != nil {
 		t.Fatalf("ffmpeg framemd5 of %s: %v", name, err)

@@ -1,4 +1,4 @@
-package decode
+package decoding
 
 import (
 	"context"
@@ -36,7 +36,7 @@ func testDecodeWebMSampled(t *testing.T, c videotest.WebMClip, n int) {
 	t.Run(fmt.Sprintf("%s/%d", c.File, n), func(t *testing.T) {
 		data := videotest.Read(t, c.File)
 		s := &Sample{Shard: "test.tar", Key: "clip", Members: []Member{{Name: "clip.webm", Ext: "webm", Data: data}}}
-		rec, err := ParseRecord(s)
+		rec, err := ParseRecord(s, Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}

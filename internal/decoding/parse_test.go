@@ -1,9 +1,7 @@
-package decode
+package decoding
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -62,7 +60,7 @@ func TestParseRecord(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := ParseRecord(tt.sample)
+			r, err := ParseRecord(tt.sample, Limits{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -102,15 +100,15 @@ func TestParseRecord(t *testing.T) {
 }
 
 func TestParseRecordErrors(t *testing.T) {
-	_, err := ParseRecord(sampleOf("n", "npy", "x", "wav", "y"))
+	_, err := ParseRecord(sampleOf("n", "npy", "x", "wav", "y"), Limits{})
 	if !errors.Is(err, ErrNoPayload) || !strings.Contains(err.Error(), `"n"`) || !strings.Contains(err.Error(), "npy wav") {
 		t.Errorf("no payload: err %v, want ErrNoPayload naming the sample and its members", err)
 	}
-	_, err = ParseRecord(sampleOf("b", "mp4", "not a video", "txt", "caption"))
+	_, err = ParseRecord(sampleOf("b", "mp4", "not a video", "txt", "caption"), Limits{})
 	if !errors.Is(err, mp4.ErrFormat) || !strings.Contains(err.Error(), "b.mp4") {
 		t.Errorf("bad video: err %v, want mp4.ErrFormat naming the member", err)
 	}
-	_, err = ParseRecord(sampleOf("j", "jpg", "\xff\xd8\xff\xd9"))
+	_, err = ParseRecord(sampleOf("j", "jpg", "\xff\xd8\xff\xd9"), Limits{})
 	if !errors.Is(err, ErrBadImage) {
 		t.Errorf("bad image: err %v, want ErrBadImage", err)
 	}
@@ -128,7 +126,7 @@ func TestParseRecordErrors(t *testing.T) {
 		{sampleOf("u", "mp4", mp4, "txt", "\xfe\xff\x00a"), "u.txt", "UTF-16BE text (it starts with that byte order mark)"},
 		{sampleOf("w", "json", "\xff\xfe\x00\x00{\x00\x00\x00}\x00\x00\x00"), "w.json", "UTF-32LE text"},
 	} {
-		_, err := ParseRecord(tt.sample)
+		_, err := ParseRecord(tt.sample, Limits{})
 		var se *SampleError
 		if !errors.Is(err, ErrUnsupported) || !errors.As(err, &se) || se.Member != tt.member || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("sample %q: err %v, want ErrUnsupported naming %s and saying %q", tt.sample.Key, err, tt.member, tt.want)
@@ -141,11 +139,11 @@ func TestParseRecordErrors(t *testing.T) {
 		sampleOf("c", "mp4", mp4, "gif", "GIF89a", "m4a", "x", "txt", "a clip"),
 		sampleOf("i", "jpg", jpg, "wav", "RIFF", "txt", "spoken caption"),
 	} {
-		if _, err := ParseRecord(s); err != nil {
+		if _, err := ParseRecord(s, Limits{}); err != nil {
 			t.Errorf("sample %q: %v", s.Key, err)
 		}
 	}
-	if _, err := ParseRecord(sampleOf("o", "gif", "GIF89a", "mp3", "ID3")); !errors.Is(err, ErrNoPayload) {
+	if _, err := ParseRecord(sampleOf("o", "gif", "GIF89a", "mp3", "ID3"), Limits{}); !errors.Is(err, ErrNoPayload) {
 		t.Errorf("gif and mp3 alone: err %v, want ErrNoPayload", err)
 	}
 }
@@ -192,7 +190,7 @@ func FuzzParseRecord(f *testing.F) {
 		if doc {
 			s.Members = append(s.Members, Member{Name: "k.1.png", Ext: "1.png", Data: png})
 		}
-		r, err := ParseRecord(s)
+		r, err := ParseRecord(s, Limits{})
 		if err != nil {
 			return
 		}
@@ -219,24 +217,12 @@ func FuzzParseRecord(f *testing.F) {
 // --preset text` (committed): every sample is text, counted from its txt
 // member, its json metadata aside.
 func TestParseRecordGeneratorShard(t *testing.T) {
-	dir := t.TempDir()
-	data, err := os.ReadFile(filepath.Join("testdata", "shards", "gen-text.tar"))
-	if err != nil {
-		t.Fatal(err)
+	samples, warnings := shardSamples(t, "gen-text.tar", readTestdata(t, "shards", "gen-text.tar"))
+	if len(samples) != 4 || len(warnings) != 0 {
+		t.Fatalf("%d samples, warnings %q; want 4 samples, no warnings", len(samples), warnings)
 	}
-	s, err := OpenShard(writeFile(t, dir, "gen-text.tar", data), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.Len() != 4 || len(s.Warnings()) != 0 {
-		t.Fatalf("Len() = %d, warnings %q; want 4 samples, no warnings", s.Len(), s.Warnings())
-	}
-	for i := 0; i < s.Len(); i++ {
-		smp, err := s.ReadSample(i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := ParseRecord(smp)
+	for _, smp := range samples {
+		r, err := ParseRecord(smp, Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -261,7 +247,7 @@ func TestSampleTextDocumentWithoutStrings(t *testing.T) {
 		sampleOf("k", "json", `{"texts": [null], "url": "https://example.com/a"}`, "cls", "281"),
 		sampleOf("k", "json", `{"text_list": []}`, "meta.json", `{"title": "hello world"}`),
 	} {
-		r, err := ParseRecord(s)
+		r, err := ParseRecord(s, Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}

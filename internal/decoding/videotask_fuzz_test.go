@@ -1,4 +1,4 @@
-package decode
+package decoding
 
 import (
 	"bytes"
@@ -26,14 +26,14 @@ func FuzzDecodeVideoTasks(f *testing.F) {
 	}})
 	exts := []string{"mp4", "mp4", "mp4", "webm", "mkv"}
 	// The long clip's keyframes give several tasks, which is the point.
-	if rec, err := ParseRecord(decSample("k", map[string][]byte{"mp4": videotest.Read(f, "h264_30s.mp4")})); err != nil {
+	if rec, err := ParseRecord(decSample("k", map[string][]byte{"mp4": videotest.Read(f, "h264_30s.mp4")}), Limits{}); err != nil {
 		f.Fatal(err)
 	} else if n := len(video.PlanTasks(rec.Video, video.SampleFrames(rec.Video, frames), 4)); n < 2 {
 		f.Fatalf("h264_30s.mp4 splits into %d task, want several", n)
 	}
 	frameBytes := size * size * 3
 	f.Fuzz(func(t *testing.T, data []byte, kind uint8) {
-		rec, err := ParseRecord(decSample("k", map[string][]byte{exts[int(kind)%len(exts)]: data}))
+		rec, err := ParseRecord(decSample("k", map[string][]byte{exts[int(kind)%len(exts)]: data}), Limits{})
 		if err != nil || rec.Video == nil || rec.Video.FrameCountEstimated {
 			return
 		}

@@ -1,4 +1,4 @@
-package decode
+package decoding
 
 import (
 	"bytes"
@@ -29,7 +29,7 @@ func countDamage(t *testing.T, d *Decoder, name, ext string, data []byte) (whole
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	rec, err := ParseRecord(decSample("k", map[string][]byte{ext: data}))
+	rec, err := ParseRecord(decSample("k", map[string][]byte{ext: data}), Limits{})
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
@@ -94,7 +94,7 @@ func testDamageIsCounted(t *testing.T, threads int) {
 			continue
 		}
 		d := NewDecoder(Options{Frames: damageFrames, Size: 16, Threads: threads, CheckHashes: tt.check})
-		clip, err := os.ReadFile(filepath.Join("testdata", tt.name))
+		clip, err := os.ReadFile(filepath.Join(testdata, tt.name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +131,7 @@ func testDamageIsCounted(t *testing.T, threads int) {
 // in the picture hashes, which cost an MD5 per picture and are checked
 // only when asked for.
 func TestHashChecksAreAskedFor(t *testing.T) {
-	clip, err := os.ReadFile(filepath.Join("testdata", "media", "hevc_md5.mp4"))
+	clip, err := os.ReadFile(filepath.Join(testdata, "media", "hevc_md5.mp4"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestIntactClipsHaveNoDamage(t *testing.T) {
 	var clips []string
 	for _, dir := range []string{"video", "media"} {
 		for _, ext := range []string{"mp4", "mov", "mkv", "webm"} {
-			m, err := filepath.Glob(filepath.Join("testdata", dir, "*."+ext))
+			m, err := filepath.Glob(filepath.Join(testdata, dir, "*."+ext))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -187,11 +187,11 @@ func TestIntactClipsHaveNoDamage(t *testing.T) {
 // must count them, and deliver the same frames as before.
 func TestUndecodableStartIsCounted(t *testing.T) {
 	const size, n, key = 32, 8, 17
-	data, err := os.ReadFile(filepath.Join("testdata", "video", "damaged", "h264_nokey.mp4"))
+	data, err := os.ReadFile(filepath.Join(testdata, "video", "damaged", "h264_nokey.mp4"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := ParseRecord(decSample("k", map[string][]byte{"mp4": data}))
+	rec, err := ParseRecord(decSample("k", map[string][]byte{"mp4": data}), Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

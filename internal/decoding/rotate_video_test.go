@@ -1,4 +1,4 @@
-package decode
+package decoding
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 )
 
 // rotateDir holds the clips with a display matrix (make_rotate.sh there).
-const rotateDir = "testdata/video"
+const rotateDir = testdata + "/video"
 
 func rotatedClip(t *testing.T, name string) []byte {
 	t.Helper()
@@ -69,7 +69,7 @@ func TestDecodeRotatedClipUpright(t *testing.T) {
 	d := NewDecoder(Options{Frames: frames, Size: size})
 	for _, clip := range []string{"upright90.mp4", "upright180.mp4", "upright270.mp4"} {
 		s := decSample("clip", map[string][]byte{"mp4": rotatedClip(t, clip)})
-		rec, err := ParseRecord(s)
+		rec, err := ParseRecord(s, Limits{})
 		if err != nil {
 			t.Fatalf("%s: %v", clip, err)
 		}

@@ -1,4 +1,4 @@
-package decode
+package decoding
 
 import (
 	"bytes"
@@ -65,7 +65,7 @@ func TestDecodeHostileSamples(t *testing.T) {
 	for _, name := range files {
 		data := media(t, name)
 		ext := lastComponent(name)
-		good, err := ParseRecord(decSample("k", map[string][]byte{ext: data}))
+		good, err := ParseRecord(decSample("k", map[string][]byte{ext: data}), Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}
