@@ -14,6 +14,7 @@ import (
 	"github.com/datahelix/datahelix/internal/agree"
 	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/decoding"
+	"github.com/datahelix/datahelix/internal/gpulearn"
 	"github.com/datahelix/datahelix/internal/metrics"
 	"github.com/datahelix/datahelix/internal/reader"
 	"github.com/datahelix/datahelix/internal/stall"
@@ -133,8 +134,8 @@ type Loader struct {
 	// step's batch held, for the learned GPU model.
 	reportedGPU  time.Duration
 	lastContents gpu.Contents
-	learner      *gpu.Learner   // nil unless Config.LearnGPU
-	watch        *stall.Watcher // nil unless Config.StallTimeout
+	learner      *gpulearn.Learner // nil unless Config.LearnGPU
+	watch        *stall.Watcher    // nil unless Config.StallTimeout
 	// decodeCPU is the CPU time (µs) the workers spent on finished
 	// tasks, decodeAt its value at the last delivery, for the next
 	// record's DecodeCPUUS.
@@ -269,7 +270,7 @@ func NewLoader(ctx context.Context, comm collective.Comm, ds decode.Source, cfg 
 	}
 	l.cond = sync.NewCond(&l.mu)
 	if cfg.LearnGPU {
-		l.learner = gpu.NewLearner(cfg.GPU)
+		l.learner = gpulearn.New(cfg.GPU)
 	}
 	switch {
 	case cfg.Restore != nil && cfg.Resume:

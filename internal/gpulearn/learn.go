@@ -1,4 +1,7 @@
-package gpu
+// Package gpulearn learns a GPU's step time (a gpu.Model) from the steps
+// a real trainer measures, for the loader that predicts its GPU's needs
+// from them (spmd's Config.LearnGPU).
+package gpulearn
 
 import (
 	"math"
@@ -6,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/datahelix/datahelix/gpu"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -14,7 +18,7 @@ const learnWindow = 64
 
 // Learner learns a GPU's step Model from measured steps by least squares
 // on what each batch held: step ≈ Base + PerSample·samples +
-// PerFrame·frames + PerToken·tokens, over the last LearnWindow steps. A
+// PerFrame·frames + PerToken·tokens, over the last learnWindow steps. A
 // coefficient the fit makes negative is dropped (set to 0) and the rest
 // refitted, and a quantity that did not vary over the window keeps its
 // prior coefficient, folded out of the fit. It replaces a hand-set model
@@ -24,8 +28,8 @@ const learnWindow = 64
 // slowest rank, so the fit learns the job's step as this rank sees it.
 type Learner struct {
 	mu     sync.Mutex
-	prior  Model
-	model  Model
+	prior  gpu.Model
+	model  gpu.Model
 	stale  bool // obs changed since model was fitted
 	obs    []observation
 	next   int
@@ -34,17 +38,17 @@ type Learner struct {
 }
 
 type observation struct {
-	c Contents
+	c gpu.Contents
 	d time.Duration
 }
 
-// NewLearner returns a Learner that answers prior until it has fitted.
-func NewLearner(prior Model) *Learner { return &Learner{prior: prior, model: prior} }
+// New returns a Learner that answers prior until it has fitted.
+func New(prior gpu.Model) *Learner { return &Learner{prior: prior, model: prior} }
 
 // Observe records that a step of contents c took d and scores the
 // model's prediction of it (once the window is a quarter full). It is
 // cheap: the fit waits for the next Model, off the training loop's path.
-func (l *Learner) Observe(c Contents, d time.Duration) {
+func (l *Learner) Observe(c gpu.Contents, d time.Duration) {
 	if d <= 0 {
 		return
 	}
@@ -66,14 +70,14 @@ func (l *Learner) Observe(c Contents, d time.Duration) {
 }
 
 // Model returns the fit of the steps observed so far.
-func (l *Learner) Model() Model {
+func (l *Learner) Model() gpu.Model {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.fitted()
 }
 
 // fitted refits the model if steps came since the last fit; l.mu held.
-func (l *Learner) fitted() Model {
+func (l *Learner) fitted() gpu.Model {
 	if l.stale {
 		l.model, l.stale = fit(l.obs, l.prior), false
 	}
@@ -92,7 +96,7 @@ func (l *Learner) MAPE() (mape float64, ok bool) {
 }
 
 // fit is the least-squares model of obs, prior for what obs cannot tell.
-func fit(obs []observation, prior Model) Model {
+func fit(obs []observation, prior gpu.Model) gpu.Model {
 	if len(obs) < 2 {
 		return prior
 	}
@@ -144,7 +148,7 @@ func fit(obs []observation, prior Model) Model {
 			}
 		}
 		if drop < 0 {
-			m := Model{Base: time.Duration(max(b.AtVec(0), 0))}
+			m := gpu.Model{Base: time.Duration(max(b.AtVec(0), 0))}
 			for k, j := range active {
 				coef[j] = time.Duration(b.AtVec(k + 1))
 			}
