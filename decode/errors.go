@@ -21,9 +21,6 @@ var (
 	// ErrNoPayload reports a sample none of whose members is a recognised
 	// video, image or text payload.
 	ErrNoPayload = decoding.ErrNoPayload
-	// ErrBadImage reports an image member whose header cannot be read
-	// (a record's cause, of kind ErrCorrupt).
-	ErrBadImage = decoding.ErrBadImage
 )
 
 // SampleError is the failure of one sample: which one (Shard, Key), which
