@@ -3,8 +3,6 @@ package decode
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -142,41 +140,4 @@ func (d *Dataset) Close() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// IsMediaFile reports whether path names an existing regular file that
-// is not a shard (shardindex.IsShardName) and whose extension names a video or image
-// format, read or refused: a clip or picture given alone, which inspect
-// and decode take as a one-member sample (FileSample).
-func IsMediaFile(path string) bool {
-	if shardindex.IsShardName(path) {
-		return false
-	}
-	ext := strings.ToLower(strings.TrimPrefix(filepath.Ext(path), "."))
-	switch {
-	case memberKind(ext) == kindVideo || memberKind(ext) == kindImage:
-	case unreadMedia(ext) == "image" || unreadMedia(ext) == "video":
-	default:
-		return false
-	}
-	st, err := os.Stat(path)
-	return err == nil && st.Mode().IsRegular()
-}
-
-// ExpandMediaGlob returns the paths a dataset argument stands for when
-// clips and pictures may be given alone: the sorted matches of a glob
-// that matches a media file (IsMediaFile), each a path of its own, so
-// that 'clips/*.mp4' is every clip and 'dir/*' its shards and media
-// files; otherwise the argument itself, which OpenDataset takes (a
-// directory, a glob of shards, a shard, or a path that names nothing,
-// which it reports).
-func ExpandMediaGlob(arg string) []string {
-	if _, err := os.Stat(arg); err == nil || !shardindex.IsGlob(arg) {
-		return []string{arg}
-	}
-	matches, err := shardindex.Paths(arg)
-	if err != nil || !slices.ContainsFunc(matches, IsMediaFile) {
-		return []string{arg}
-	}
-	return matches
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/datahelix/datahelix/internal/shardindex"
 )
 
 // gzipBytes returns data gzip-compressed.
@@ -209,5 +211,40 @@ func TestOpenDatasetPart(t *testing.T) {
 		if got := partStart(tt.n, tt.part, tt.parts); got != tt.want {
 			t.Errorf("partStart(%d, %d, %d) = %d, want %d", tt.n, tt.part, tt.parts, got, tt.want)
 		}
+	}
+}
+
+// TestDatasetWarnings checks the warnings of a dataset's shards and their
+// capped lines.
+func TestDatasetWarnings(t *testing.T) {
+	dir := t.TempDir()
+	var files []tarFile
+	for _, name := range []string{"000001", "000002", "000003", "000004", "000005", "000006", "000007"} {
+		files = append(files, tarFile{name: name, data: "x"})
+	}
+	writeFile(t, dir, "a.tar", writeTar(t, tar.FormatPAX, []tarFile{{name: "k.txt", data: "fine"}}))
+	writeFile(t, dir, "b.tar", writeTar(t, tar.FormatPAX, files))
+	ds, err := OpenDataset(dir, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	var shards []string
+	for _, sh := range ds.Shards {
+		if len(sh.Warnings()) > 0 {
+			shards = append(shards, sh.Path())
+		}
+	}
+	b := ds.Shards[1]
+	if len(shards) != 1 || !strings.HasSuffix(b.Path(), "b.tar") || len(b.Warnings()) != 7 {
+		t.Fatalf("shards with warnings %q, b.tar's %q; want 7 of b.tar alone", shards, b.Warnings())
+	}
+	lines := shardindex.WarningLines(b.Path(), b.Warnings(), 5)
+	if len(lines) != 6 || !strings.Contains(lines[0], `b.tar: member "000001" at offset 512 skipped`) ||
+		!strings.HasPrefix(lines[0], "warning: shard ") || !strings.HasSuffix(lines[5], "b.tar: and 2 more warnings") {
+		t.Errorf("WarningLines(5) = %q, want 5 warnings and a count of 2 more", lines)
+	}
+	if got := shardindex.WarningLines(b.Path(), b.Warnings(), 0); len(got) != 7 {
+		t.Errorf("WarningLines(0) gave %d lines, want all 7", len(got))
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/costmodel"
+	"github.com/datahelix/datahelix/internal/decoding"
 	"github.com/datahelix/datahelix/internal/inspect"
 )
 
@@ -81,7 +82,7 @@ func runCostModel(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	}
 	m := costmodel.New(cal)
 	m.SetOptions(costmodel.Options{Frames: frames, Size: size, MaxTasks: 1})
-	dec := decode.NewDecoder(decode.Options{Frames: frames, Size: size})
+	dec := decoding.NewDecoder(decoding.Options{Frames: frames, Size: size})
 	rep, err := inspect.EvaluateCostModel(ctx, ds, dec, m, inspect.CostEvalOptions{Warmup: *warmup, Limit: *limit, WallClock: *wall, Repeat: *repeat},
 		func(done, total int) {
 			if done%100 == 0 || done == total {

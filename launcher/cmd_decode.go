@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/decoding"
 	"github.com/datahelix/datahelix/internal/shape"
 	"github.com/datahelix/datahelix/internal/shardindex"
 	"github.com/datahelix/datahelix/internal/tjpeg"
@@ -272,7 +273,7 @@ const checkHashesUsage = "check HEVC pictures against the MD5 hashes an encoder 
 // eachSample calls fn on every sample of a shard (shardindex.IsShardName),
 // after printing the shard's index warnings (members it skipped) to
 // stderr, or on a plain media file as a one-member sample
-// (decode.FileSample). A sample that fails (fn's error, or a sample too
+// (decoding.FileSample). A sample that fails (fn's error, or a sample too
 // large to read) is printed to stderr, counted in n.failed and skipped;
 // one that does not is counted in n.ok. A fatal error of fn (isFatal), a
 // shard that cannot be opened and a shard that cannot be read stop the
@@ -299,7 +300,7 @@ func eachSample(stderr io.Writer, path, cache string, fn func(*decode.Sample) er
 			return n, fmt.Errorf("decode: %w", err)
 		}
 		// run counts into n: call it before n is read.
-		err = run(decode.FileSample(path, data), nil)
+		err = run(decoding.FileSample(path, data), nil)
 		return n, err
 	}
 	sh, err := decode.OpenShard(path, cache)
@@ -333,7 +334,7 @@ func eachSample(stderr io.Writer, path, cache string, fn func(*decode.Sample) er
 func printMD5s(ctx context.Context, w, stderr io.Writer, path, cache string, named bool) (tally, error) {
 	file := !shardindex.IsShardName(path)
 	return eachSample(stderr, path, cache, func(s *decode.Sample) error {
-		ms, err := decode.SampleMD5s(ctx, s, decode.DefaultLimits())
+		ms, err := decoding.SampleMD5s(ctx, s, decode.DefaultLimits())
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/costmodel"
+	"github.com/datahelix/datahelix/internal/decoding"
 	"github.com/datahelix/datahelix/internal/inspect"
 	"github.com/datahelix/datahelix/internal/shardindex"
 )
@@ -125,8 +126,8 @@ func display(s inspect.RecordSummary) string {
 // sample. A path that cannot be opened is skipped: Inspect reports it.
 func printShardWarnings(w io.Writer, paths []string, indexDir string) (empty []string) {
 	for _, arg := range paths {
-		for _, p := range decode.ExpandMediaGlob(arg) {
-			if !decode.IsMediaFile(p) {
+		for _, p := range decoding.ExpandMediaGlob(arg) {
+			if !decoding.IsMediaFile(p) {
 				empty = append(empty, shardWarnings(w, p, indexDir)...)
 			}
 		}

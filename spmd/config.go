@@ -68,8 +68,9 @@ type Config struct {
 	// GPU time unknown, and the plan balances decoding only.
 	GPU gpu.Model
 	// LearnGPU learns the GPU time of the samples from the measured
-	// steps (gpu.Learner, starting from GPU) instead of taking GPU's:
-	// for a real trainer, whose model's cost nobody wrote down.
+	// steps (a least-squares fit of a gpu.Model over the recent steps,
+	// starting from GPU) instead of taking GPU's: for a real trainer,
+	// whose model's cost nobody wrote down.
 	LearnGPU bool
 	// StepHint is the step time the progress tracker assumes before it
 	// has measured one, when GPU is zero (0: 100 ms).

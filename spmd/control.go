@@ -11,6 +11,7 @@ import (
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/gpu"
 	"github.com/datahelix/datahelix/internal/agree"
+	"github.com/datahelix/datahelix/internal/decoding"
 	"github.com/datahelix/datahelix/internal/step"
 	"github.com/datahelix/datahelix/internal/video"
 	"github.com/datahelix/datahelix/internal/wire"
@@ -121,7 +122,7 @@ func (l *Loader) readOwn(ctx context.Context, s int64) ([]*slotState, error) {
 // A sample whose record fails still takes part in the step (it belongs to
 // the global batch); it will be dropped at decode time.
 func (l *Loader) describe(st *slotState, est int64) {
-	rec, err := decode.ParseRecordLimits(st.sample, l.cfg.Decode.Limits)
+	rec, err := decoding.ParseRecord(st.sample, l.cfg.Decode.Limits)
 	st.rec, st.recErr = rec, err
 	f, sz := int64(l.cfg.Decode.Frames), int64(l.cfg.Decode.Size)
 	if err != nil {

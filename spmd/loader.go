@@ -13,6 +13,8 @@ import (
 	"github.com/datahelix/datahelix/gpu"
 	"github.com/datahelix/datahelix/internal/agree"
 	"github.com/datahelix/datahelix/internal/costmodel"
+	"github.com/datahelix/datahelix/internal/decoding"
+	"github.com/datahelix/datahelix/internal/gpulearn"
 	"github.com/datahelix/datahelix/internal/metrics"
 	"github.com/datahelix/datahelix/internal/reader"
 	"github.com/datahelix/datahelix/internal/stall"
@@ -80,7 +82,7 @@ type Loader struct {
 	comm    collective.Comm
 	ds      decode.Source
 	reader  *reader.Reader
-	dec     *decode.Decoder
+	dec     *decoding.Decoder
 	cost    *costmodel.Model
 	tracker *gpu.Tracker
 	start   time.Time
@@ -132,8 +134,8 @@ type Loader struct {
 	// step's batch held, for the learned GPU model.
 	reportedGPU  time.Duration
 	lastContents gpu.Contents
-	learner      *gpu.Learner   // nil unless Config.LearnGPU
-	watch        *stall.Watcher // nil unless Config.StallTimeout
+	learner      *gpulearn.Learner // nil unless Config.LearnGPU
+	watch        *stall.Watcher    // nil unless Config.StallTimeout
 	// decodeCPU is the CPU time (µs) the workers spent on finished
 	// tasks, decodeAt its value at the last delivery, for the next
 	// record's DecodeCPUUS.
@@ -252,7 +254,7 @@ func NewLoader(ctx context.Context, comm collective.Comm, ds decode.Source, cfg 
 	}
 	l := &Loader{
 		cfg: cfg, comm: comm, ds: ds, reader: reader,
-		dec:     decode.NewDecoder(cfg.Decode),
+		dec:     decoding.NewDecoder(cfg.Decode),
 		cost:    cost,
 		tracker: gpu.NewTracker(cfg.priorStep()),
 		sched:   cfg.Loader.NewScheduler(cfg.Workers, cfg.Prefetch, cfg.DecodedBudget),
@@ -268,7 +270,7 @@ func NewLoader(ctx context.Context, comm collective.Comm, ds decode.Source, cfg 
 	}
 	l.cond = sync.NewCond(&l.mu)
 	if cfg.LearnGPU {
-		l.learner = gpu.NewLearner(cfg.GPU)
+		l.learner = gpulearn.New(cfg.GPU)
 	}
 	switch {
 	case cfg.Restore != nil && cfg.Resume:

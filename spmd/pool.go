@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/decoding"
 	"github.com/datahelix/datahelix/internal/step"
 	"github.com/datahelix/datahelix/internal/video"
 	"github.com/datahelix/datahelix/plan"
@@ -147,7 +148,7 @@ func (l *Loader) sampleDone(step int64, st *slotState) {
 		out := &decode.Output{Key: st.sample.Key, Modality: decode.ModalityVideo, Tensors: []decode.Tensor{st.tensor}}
 		// Its caption, as a whole sample's decode gives it: text beyond
 		// the limit fails the sample.
-		if out.Text, out.Tokens, st.err = decode.SampleText(st.sample, l.dec.Options().Limits); st.err == nil {
+		if out.Text, out.Tokens, st.err = decoding.SampleText(st.sample, l.dec.Options().Limits); st.err == nil {
 			st.out = out
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/costmodel"
+	"github.com/datahelix/datahelix/internal/decoding"
 	"github.com/datahelix/datahelix/internal/gen"
 	"github.com/datahelix/datahelix/internal/inspect"
 	"github.com/datahelix/datahelix/internal/machine"
@@ -128,7 +129,7 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig) (*costmodel.Calibration
 	opts := costmodel.DefaultOptions()
 	m := costmodel.New(costmodel.DefaultCalibration())
 	m.SetOptions(opts)
-	dec := decode.NewDecoder(decode.Options{Frames: opts.Frames, Size: opts.Size})
+	dec := decoding.NewDecoder(decoding.Options{Frames: opts.Frames, Size: opts.Size})
 	cal := &costmodel.Calibration{Source: "measured", MeasuredOn: cfg.Machine, Created: time.Now().UTC().Format(time.RFC3339), Presets: slices.Clone(cfg.Presets),
 		MAPE: map[string]float64{}, SynthMAPE: map[string]float64{}, BitsPerPixel: map[string]float64{},
 		SplitRatio: map[string]float64{}}

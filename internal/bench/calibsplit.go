@@ -10,6 +10,7 @@ import (
 
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/costmodel"
+	"github.com/datahelix/datahelix/internal/decoding"
 	"github.com/datahelix/datahelix/internal/inspect"
 	"github.com/datahelix/datahelix/internal/video"
 )
@@ -34,7 +35,7 @@ type splitObservation struct {
 // (the fastest of repeat). Without these, the cost model
 // only ever sees one task per clip and cannot tell the cost of a task
 // from the fixed cost of a clip.
-func measureSplit(ctx context.Context, ds *decode.Dataset, dec *decode.Decoder, obs []inspect.CostObservation, repeat int) ([]splitObservation, error) {
+func measureSplit(ctx context.Context, ds *decode.Dataset, dec *decoding.Decoder, obs []inspect.CostObservation, repeat int) ([]splitObservation, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	size := dec.Options().Size

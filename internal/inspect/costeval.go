@@ -10,6 +10,7 @@ import (
 
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/costmodel"
+	"github.com/datahelix/datahelix/internal/decoding"
 	"golang.org/x/sys/unix"
 )
 
@@ -78,7 +79,7 @@ type CostObservation struct {
 // 1, ...) so that the warm-up sees every shard. One untimed decode comes
 // first, so one-time library initialisation is not measured. progress, if
 // not nil, is called after each sample.
-func EvaluateCostModel(ctx context.Context, ds *decode.Dataset, dec *decode.Decoder, m *costmodel.Model, o CostEvalOptions, progress func(done, total int)) (*CostEvalReport, error) {
+func EvaluateCostModel(ctx context.Context, ds *decode.Dataset, dec *decoding.Decoder, m *costmodel.Model, o CostEvalOptions, progress func(done, total int)) (*CostEvalReport, error) {
 	if o.Warmup <= 0 {
 		o.Warmup = 200
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/costmodel"
+	"github.com/datahelix/datahelix/internal/decoding"
 	"github.com/datahelix/datahelix/internal/video/videotest"
 )
 
@@ -34,7 +35,7 @@ func TestEvaluateCostModel(t *testing.T) {
 	m := costmodel.New(nil)
 	m.SetOptions(costmodel.Options{Frames: 4, Size: 64})
 	calls := 0
-	rep, err := EvaluateCostModel(context.Background(), ds, decode.NewDecoder(decode.Options{Frames: 4, Size: 64}), m, CostEvalOptions{Warmup: 10}, func(done, total int) {
+	rep, err := EvaluateCostModel(context.Background(), ds, decoding.NewDecoder(decoding.Options{Frames: 4, Size: 64}), m, CostEvalOptions{Warmup: 10}, func(done, total int) {
 		calls++
 		if total != 17 {
 			t.Errorf("progress total %d, want 17", total)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/costmodel"
+	"github.com/datahelix/datahelix/internal/decoding"
 )
 
 // RecordSummary is one line of `datahelix inspect`: the record of a sample
@@ -98,7 +99,7 @@ var ErrSamplesFailed = errors.New("decode: some samples have no usable record")
 
 // Inspect reads every sample of the datasets at paths (directories, globs
 // or tar files, as decode.OpenDataset takes them; a clip or picture given alone,
-// decode.IsMediaFile, or matched by a glob, decode.ExpandMediaGlob, is a one-member
+// decoding.IsMediaFile, or matched by a glob, decoding.ExpandMediaGlob, is a one-member
 // sample), builds its record and calls
 // visit with its summary, in shard and index order. A sample whose bytes
 // cannot be read or whose record cannot be built is visited with Error
@@ -115,8 +116,8 @@ func Inspect(ctx context.Context, paths []string, cacheDir string, m *costmodel.
 		return visit(s)
 	}
 	for _, arg := range paths {
-		for _, p := range decode.ExpandMediaGlob(arg) {
-			if decode.IsMediaFile(p) {
+		for _, p := range decoding.ExpandMediaGlob(arg) {
+			if decoding.IsMediaFile(p) {
 				if err := inspectFile(p, m, count); err != nil {
 					return err
 				}
@@ -140,13 +141,13 @@ func Inspect(ctx context.Context, paths []string, cacheDir string, m *costmodel.
 }
 
 // inspectFile visits the summary of the media file at path, read as the
-// one-member sample decode.FileSample makes of it.
+// one-member sample decoding.FileSample makes of it.
 func inspectFile(path string, m *costmodel.Model, visit func(RecordSummary) error) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("decode: %w", err)
 	}
-	return visit(summarizeSample(decode.FileSample(path, data), path, m))
+	return visit(summarizeSample(decoding.FileSample(path, data), path, m))
 }
 
 // summarizeSample is the summary of smp, read from shard (or file) shard:

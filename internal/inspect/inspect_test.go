@@ -12,6 +12,7 @@ import (
 
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/costmodel"
+	"github.com/datahelix/datahelix/internal/decoding"
 	"github.com/datahelix/datahelix/internal/video/videotest"
 )
 
@@ -149,7 +150,7 @@ func TestInspectShownFramesAndRotation(t *testing.T) {
 // TestInspectMediaFiles checks that Inspect takes a clip or a picture
 // given alone as the one-member sample decode makes of it, in argument
 // order among shards, a refused one as an error row naming the file; and
-// which paths decode.IsMediaFile takes: not a shard, a directory or a file that
+// which paths decoding.IsMediaFile takes: not a shard, a directory or a file that
 // does not exist.
 func TestInspectMediaFiles(t *testing.T) {
 	dir := t.TempDir()
@@ -195,7 +196,7 @@ func TestInspectMediaFiles(t *testing.T) {
 		}
 	}
 	for path, want := range map[string]bool{clip: true, pic: true, shard: false, dir: false, filepath.Join(dir, "none.mp4"): false, writeFile(t, dir, "notes.txt", []byte("x")): false} {
-		if decode.IsMediaFile(path) != want {
+		if decoding.IsMediaFile(path) != want {
 			t.Errorf("IsMediaFile(%s) = %v, want %v", path, !want, want)
 		}
 	}

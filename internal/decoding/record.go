@@ -1,0 +1,81 @@
+package decoding
+
+import "github.com/datahelix/datahelix/internal/video"
+
+// Modality is the kind of content a sample carries; it selects the cost
+// model and the decoder.
+type Modality uint8
+
+// The modalities a sample can have. A document interleaves text and images.
+const (
+	ModalityUnknown Modality = iota
+	ModalityText
+	ModalityImage
+	ModalityVideo
+	ModalityDocument
+)
+
+// String returns the lower-case name used in tables, JSON and flags.
+func (m Modality) String() string {
+	switch m {
+	case ModalityText:
+		return "text"
+	case ModalityImage:
+		return "image"
+	case ModalityVideo:
+		return "video"
+	case ModalityDocument:
+		return "document"
+	}
+	return "unknown"
+}
+
+// Member is one file of a WebDataset sample, such as "000123.mp4".
+type Member struct {
+	Name string // full member name inside the tar, e.g. "clips/000123.mp4"
+	Ext  string // everything after the key's first dot, lower case: "mp4", "jpg", "0.jpg", "json"
+	Data []byte
+}
+
+// Sample is one WebDataset sample: the members of a shard that share a key.
+type Sample struct {
+	Shard   string // path of the shard the sample came from
+	Key     string // WebDataset key, e.g. "clips/000123"
+	Members []Member
+}
+
+// VideoInfo holds the cost features of a clip, read from its container
+// without decoding: codec, dimensions, rotation, timing, per-frame sizes
+// and keyframes (see the fields of video.Track). Its FrameTime and Turn
+// give a frame's presentation time and the turn that shows it upright.
+type VideoInfo = video.Track
+
+// ImageInfo holds the cost features of one image, read from its header.
+type ImageInfo struct {
+	Format      string // "jpeg", "png", "webp"
+	Width       int
+	Height      int
+	Bytes       int
+	Progressive bool   // JPEG progressive scan
+	Subsampling string // JPEG chroma subsampling: "444", "422", "420", "440", "411", "gray"; "" otherwise
+	Member      int    // index in Sample.Members of the image member (set by ParseRecord)
+}
+
+// TextInfo holds the cost features of a text payload.
+type TextInfo struct {
+	Bytes  int
+	Tokens int // estimated token count
+}
+
+// Record is the lightweight description of a sample built from its
+// compressed bytes without decoding: what the planner and the cost model
+// need to know.
+type Record struct {
+	Shard    string
+	Key      string
+	Modality Modality
+	Bytes    int64 // compressed bytes of all members
+	Video    *VideoInfo
+	Images   []ImageInfo
+	Text     *TextInfo
+}
