@@ -12,10 +12,12 @@ import (
 )
 
 // maxExported is a ratchet on the public API: the exported identifiers
-// (top-level names and methods of exported types, each once however many
-// build-tagged files declare it) across the packages a user can import. Lower it as names move under internal/; the goal of
-// the structure issue is about 150.
-const maxExported = 192
+// (top-level names, methods of exported types and the methods reached
+// through aliases of internal types, each once however many build-tagged
+// files declare it) across the packages a user can import. Lower it as
+// names move under internal/; the goal of the structure issue is about
+// 150.
+const maxExported = 209
 
 // TestPublicAPISize counts the exported identifiers of every importable
 // package (not internal/, not a command, not a test helper) and prints
@@ -49,6 +51,9 @@ func TestPublicAPISize(t *testing.T) {
 			names[pkg] = map[string]bool{}
 		}
 		for _, n := range exported(f) { // once, however many build-tagged files declare it
+			names[pkg][n] = true
+		}
+		for _, n := range aliasMethods(t, root, f) {
 			names[pkg][n] = true
 		}
 		counts[pkg] = len(names[pkg])
@@ -101,6 +106,77 @@ func exported(f *ast.File) []string {
 						}
 					}
 				}
+			}
+		}
+	}
+	return out
+}
+
+// aliasMethods lists the exported methods a user reaches through f's
+// exported aliases of the module's internal types ("Kind.String" for
+// `type Kind = step.Kind`): they are the public package's API as much as
+// its own methods are.
+func aliasMethods(t *testing.T, root string, f *ast.File) []string {
+	const module = "github.com/datahelix/datahelix/"
+	imports := map[string]string{} // name in f -> directory under root
+	for _, im := range f.Imports {
+		path := strings.Trim(im.Path.Value, `"`)
+		if !strings.HasPrefix(path, module+"internal/") {
+			continue
+		}
+		name := filepath.Base(path)
+		if im.Name != nil {
+			name = im.Name.Name
+		}
+		imports[name] = filepath.Join(root, strings.TrimPrefix(path, module))
+	}
+	var out []string
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok {
+			continue
+		}
+		for _, s := range g.Specs {
+			ts, ok := s.(*ast.TypeSpec)
+			if !ok || !ts.Assign.IsValid() || !ts.Name.IsExported() {
+				continue
+			}
+			sel, ok := ts.Type.(*ast.SelectorExpr)
+			if !ok {
+				continue
+			}
+			pkg, ok := sel.X.(*ast.Ident)
+			if !ok || imports[pkg.Name] == "" {
+				continue
+			}
+			for _, m := range methodsOf(t, imports[pkg.Name], sel.Sel.Name) {
+				out = append(out, ts.Name.Name+"."+m)
+			}
+		}
+	}
+	return out
+}
+
+// methodsOf lists the exported methods of type name declared in the
+// package in dir.
+func methodsOf(t *testing.T, dir, name string) []string {
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	fset := token.NewFileSet()
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv != nil && fd.Name.IsExported() && recvName(fd.Recv.List[0].Type) == name {
+				out = append(out, fd.Name.Name)
 			}
 		}
 	}
