@@ -224,9 +224,6 @@ type Evaluation struct {
 	Setups    []Setup
 	Results   []Result // by workload, then loader, in the configured order
 	Timelines []Timeline
-	// jobs are the mpirun jobs behind a real evaluation, for the sections
-	// that compare them with the simulator (nil for a simulation).
-	jobs []*realJob
 }
 
 // Check reports the first setting of c that cannot run, naming the

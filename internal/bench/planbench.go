@@ -9,8 +9,6 @@ import (
 	"slices"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/datahelix/datahelix/plan"
 )
 
@@ -133,15 +131,6 @@ func RunPlanBench(cfg PlanBenchConfig) (PlanBenchResult, error) {
 		BytesMovedFracP50:         percentile(moved, 0.50),
 		WallUSP50:                 percentile(wall, 0.50),
 	}, nil
-}
-
-// threadCPU returns the calling thread's CPU time in ns.
-func threadCPU() int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
-		return time.Now().UnixNano() // not on Linux: fall back to wall time
-	}
-	return ts.Nano()
 }
 
 // percentile returns the q-quantile of xs (nearest rank); it sorts xs.

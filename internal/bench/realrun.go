@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/datahelix/datahelix/decode"
@@ -388,12 +389,21 @@ func (j *realJob) cpuOverWorkOf(ks ...spmd.Kind) float64 {
 	return float64(cpu) / work
 }
 
+var (
+	evalJobsMu sync.Mutex
+	// evalJobs are the mpirun jobs behind each real evaluation, for the
+	// sections that compare them with the simulator.
+	evalJobs = map[*Evaluation][]*realJob{}
+)
+
 // jobsOf returns the jobs that produced ev (nil for a simulation).
 func jobsOf(ev *Evaluation) []*realJob {
 	if ev == nil {
 		return nil
 	}
-	return ev.jobs
+	evalJobsMu.Lock()
+	defer evalJobsMu.Unlock()
+	return evalJobs[ev]
 }
 
 // runRealEval is RunReal after the configuration's defaults.
@@ -436,6 +446,8 @@ func runRealEval(ctx context.Context, cfg EvalConfig) (*Evaluation, error) {
 			}
 		}
 	}
-	ev.jobs = jobs
+	evalJobsMu.Lock()
+	evalJobs[ev] = jobs
+	evalJobsMu.Unlock()
 	return ev, nil
 }

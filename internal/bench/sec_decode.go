@@ -67,14 +67,6 @@ func ParseFFmpegBench(out []byte) (FFmpegBench, error) {
 	return f, nil
 }
 
-// cpuOf runs f on the calling (locked) thread and returns its CPU time
-// (threadCPU).
-func cpuOf(f func() error) (time.Duration, error) {
-	a := threadCPU()
-	err := f()
-	return time.Duration(threadCPU() - a), err
-}
-
 // decodeMeasure is one preset's sums over its clips (fastest of the
 // repeats per clip and side).
 type decodeMeasure struct {
