@@ -1,6 +1,14 @@
 package bench
 
 import (
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/datahelix/datahelix/internal/metrics"
@@ -50,5 +58,150 @@ func TestTimelineLeavesAllreduceWhite(t *testing.T) {
 		if got := gpuBusyUS(c.rec, c.real); got != c.want {
 			t.Errorf("gpuBusyUS(%+v, real %v) = %d, want %d", c.rec, c.real, got, c.want)
 		}
+	}
+}
+
+func TestPlots(t *testing.T) {
+	r := smallRun(t)
+	dir := t.TempDir()
+	files, err := r.WritePlots(dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][2]int{
+		"gpu_wait.png":                 {waitAllW * PlotDPI, waitAllH * PlotDPI},
+		"wait_kinetics.png":            {waitOneW * PlotDPI, waitOneH * PlotDPI},
+		"wait_video_image_mix.png":     {waitOneW * PlotDPI, waitOneH * PlotDPI},
+		"timeline_video_image_mix.png": {timelineW * PlotDPI, timelineH * PlotDPI},
+	}
+	if len(files) != len(want) {
+		t.Errorf("wrote %v, want %d figures", files, len(want))
+	}
+	for name, size := range want {
+		f, err := os.Open(filepath.Join(dir, name))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		img, err := png.Decode(f)
+		f.Close()
+		if err != nil {
+			t.Errorf("%s does not decode as PNG: %v", name, err)
+			continue
+		}
+		if b := img.Bounds(); b.Dx() != size[0] || b.Dy() != size[1] {
+			t.Errorf("%s is %dx%d, want %dx%d", name, b.Dx(), b.Dy(), size[0], size[1])
+		}
+		// Something was drawn: gonum/plot leaves the canvas white when
+		// the bars or the axes do not fit (it did for the long workload
+		// names at 6 inches).
+		colors := []color.Color{waitColor, computeColor}
+		if !strings.HasPrefix(name, "timeline_") {
+			colors = colors[:0]
+			for _, l := range r.loaderNames() {
+				colors = append(colors, loaderColor(l))
+			}
+		}
+		for _, c := range colors {
+			if n := countColor(img, c); n < 100 {
+				t.Errorf("%s: %d pixels of %v, want a bar's worth", name, n, c)
+			}
+		}
+	}
+}
+
+// TestPlotLayout checks the figures' layout: the timeline leaves room
+// above the top rank's row for its legend (which covered that row), and a
+// one-workload wait figure names each bar's loader on its X axis (loaders
+// were told apart by colour alone) and says what the wait leaves out.
+func TestPlotLayout(t *testing.T) {
+	for _, ranks := range []int{8, 64} {
+		p := timelinePlot(Timeline{Workload: "w", Loader: "helix", Ranks: ranks}, "ctx", false)
+		if top := float64(ranks) - 0.5; p.Y.Max < top+1 {
+			t.Errorf("%d ranks: Y axis ends at %v, want a row or more of head room above %v", ranks, p.Y.Max, top)
+		}
+	}
+	r := handReport()
+	loaders := r.loaderNames()
+	p, err := r.waitBars([]string{"A"}, loaders, "t", waitOneW)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var labels []string
+	for _, tk := range p.X.Tick.Marker.Ticks(p.X.Min, p.X.Max) {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	if !slices.Equal(labels, loaders) {
+		t.Errorf("wait_A.png X labels %v, want the loaders %v", labels, loaders)
+	}
+	if !strings.Contains(p.X.Label.Text, "gradient allreduce") {
+		t.Errorf("wait figure's note %q does not say the allreduce's idle time is left out", p.X.Label.Text)
+	}
+	if c := loaderColors["helix-nogate"]; c.B > c.R {
+		t.Errorf("helix-nogate's colour %v is a blue like helix's", c)
+	}
+}
+
+// countColor counts img's pixels of exactly color c.
+func countColor(img image.Image, c color.Color) int {
+	r0, g0, b0, _ := c.RGBA()
+	n := 0
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bb, _ := img.At(x, y).RGBA()
+			if r == r0 && g == g0 && bb == b0 {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// TestTimelineMissing checks that the timeline figure is drawn exactly
+// when TimelineMissing says nothing, and that it says why otherwise (it
+// was dropped silently).
+func TestTimelineMissing(t *testing.T) {
+	r := smallRun(t)
+	noTorch := smallRun(t)
+	noTorch.Results = slices.DeleteFunc(noTorch.Results, func(x Result) bool { return x.Loader == "torch" })
+	notKept := handReport()
+	wide := handReport()
+	wide.Ranks = MaxTimelineRanks + 1
+	for _, tt := range []struct {
+		name     string
+		r        *Report
+		timeline string
+		want     string // "" when drawn
+	}{
+		{"default", r, "", ""},
+		{"named", r, "kinetics", ""},
+		{"unknown", r, "nope", `no workload "nope"`},
+		{"no torch", noTorch, "kinetics", "torch did not run"},
+		{"records not kept", notKept, "A", "records were not kept"},
+		{"too many ranks", wide, "", fmt.Sprintf("kept at up to %d ranks, and this run has %d", MaxTimelineRanks, MaxTimelineRanks+1)},
+	} {
+		got := tt.r.TimelineMissing(tt.timeline)
+		if (got == "") != (tt.want == "") || !strings.Contains(got, tt.want) {
+			t.Errorf("%s: TimelineMissing = %q, want %q", tt.name, got, tt.want)
+		}
+		dir := t.TempDir()
+		files, err := tt.r.WritePlots(dir, tt.timeline)
+		if err != nil {
+			t.Fatal(err)
+		}
+		drawn := slices.ContainsFunc(files, func(f string) bool { return strings.HasPrefix(filepath.Base(f), "timeline_") })
+		if drawn != (tt.want == "") {
+			t.Errorf("%s: timeline drawn %v, TimelineMissing %q", tt.name, drawn, got)
+		}
+	}
+	// Without a skewed workload the default is the most imbalanced one.
+	u := handReport()
+	u.Summary.MostSkewed = ""
+	u.Workloads = []Setup{{Workload: "A", Imbalance: 0.1}, {Workload: "B", Imbalance: 0.3}, {Workload: "U", Imbalance: 0.2}}
+	if got := u.TimelineWorkload(""); got != "B" {
+		t.Errorf("default timeline without a skewed workload: %s, want B", got)
 	}
 }

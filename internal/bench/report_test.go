@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"math"
@@ -11,8 +12,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/machine"
+	"github.com/datahelix/datahelix/spmd"
 )
 
 // handReport builds a report from hand-made results: two skewed
@@ -272,7 +276,7 @@ func TestReportCalibrationCoverage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cal := testCalibration()
+	cal := measuredCalibration()
 	cal.Presets = []string{"text"}
 	ev := &Evaluation{Mode: "sim", Setups: []Setup{{Workload: "kinetics", Skew: Uniform}, {Workload: "text", Skew: Uniform}}}
 	r := NewReport(machine.Machine{Host: "h"}, EvalConfig{Workloads: ws, Ranks: 8, Steps: 10}, ev, cal)
@@ -330,4 +334,158 @@ func TestReportTextRealHasNoSimulatorSettings(t *testing.T) {
 			}
 		}
 	}
+}
+
+// simReport is the report of a simulation of cfg without sections, as
+// datahelix bench builds it (bench.BuildReport).
+func simReport(t *testing.T, cfg EvalConfig, m machine.Machine) *Report {
+	t.Helper()
+	cfg.Calibration = DefaultCalibration()
+	ev, err := RunSim(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Network = DefaultNetwork
+	return NewReport(m, cfg, ev, cfg.Calibration)
+}
+
+// smallRun is the tests' evaluation: 2 workloads, 8 ranks, 30 steps,
+// every loader.
+func smallRun(t *testing.T) *Report {
+	t.Helper()
+	ws, err := SelectWorkloads("kinetics,video_image_mix")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return simReport(t, EvalConfig{Workloads: ws, Ranks: 8, Steps: 30, Seed: 3, KeepTimelines: true}, machine.Machine{Host: "test", Commit: "c"})
+}
+
+// stripTimings zeroes the fields that measure this machine's speed.
+func stripTimings(r *Report) {
+	r.ElapsedS = 0
+	for i := range r.Results {
+		r.Results[i].ElapsedS = 0
+		r.Results[i].PlanUSP50 = 0
+	}
+}
+
+func TestSmallEvaluationDeterministic(t *testing.T) {
+	t0 := time.Now()
+	a := smallRun(t)
+	elapsed := time.Since(t0)
+	b := smallRun(t)
+	stripTimings(a)
+	stripTimings(b)
+	var ja, jb bytes.Buffer
+	if err := a.WriteJSON(&ja); err != nil {
+		t.Fatal(err)
+	}
+	b.WriteJSON(&jb)
+	if ja.String() != jb.String() {
+		t.Error("two runs of the same evaluation wrote different JSON")
+	}
+	t.Logf("one evaluation (2 workloads x 6 loaders, 8 ranks, 30 steps): %v", elapsed)
+	if len(a.Results) != 12 {
+		t.Fatalf("%d results, want 12", len(a.Results))
+	}
+	// Every loader trains the same global batches.
+	for _, w := range []string{"kinetics", "video_image_mix"} {
+		torch := find(a.Results, w, spmd.KindTorch)
+		for _, x := range a.Results {
+			if x.Workload == w && x.BatchesHash != torch.BatchesHash {
+				t.Errorf("%s: %s trained other batches than torch (%s vs %s)", w, x.Loader, x.BatchesHash, torch.BatchesHash)
+			}
+			if x.Workload == w && (x.ThroughputSPS <= 0 || x.GPUWaitFrac < 0 || x.GPUWaitFrac > 1 || x.MissRate < 0 || x.MissRate > 1) {
+				t.Errorf("%s/%s: implausible %+v", w, x.Loader, x)
+			}
+		}
+	}
+	// Only planned loaders move bytes.
+	for _, x := range a.Results {
+		planned := x.Loader != "torch" && x.Loader != "local"
+		if !planned && x.BytesMovedPerStep != 0 {
+			t.Errorf("%s/%s moved %v bytes per step", x.Workload, x.Loader, x.BytesMovedPerStep)
+		}
+	}
+	if len(a.Timelines) != 4 {
+		t.Errorf("%d timelines kept, want torch and helix of 2 workloads", len(a.Timelines))
+	}
+	// The provisioning rule holds for what ran: the GPU model the
+	// simulations used takes the rule's g on the mean batch, and the
+	// lockstep factor is measured (1 for the video-only kinetics, above 1
+	// for video_image_mix, whose ranks read video or image shards).
+	for _, s := range a.Workloads {
+		w, _ := SelectWorkloads(s.Workload)
+		g := float64(w[0].GPUStep(s.MeanCostUS, s.Batch, s.Ranks)) / 1e6
+		mean := s.GPUBaseMS + float64(s.Batch)*(s.GPUSampleMS+s.MeanFrames*s.GPUFrameMS+s.MeanTokens*s.GPUTokenUS/1000)
+		if d := g - mean; d > 1e-3 || d < -1e-3 {
+			t.Errorf("%s: the GPU model takes %v ms on the mean batch, the rule gives %v", s.Workload, mean, g)
+		}
+		if (s.Workload == "kinetics") != (s.LockstepFactor == 1) || s.LockstepFactor < 1 {
+			t.Errorf("%s: lockstep factor %v", s.Workload, s.LockstepFactor)
+		}
+	}
+}
+
+// TestSteadyUndefinedWithoutSteadySteps checks that a run not longer
+// than its warm-up has undefined steady figures (null in JSON, empty in
+// CSV, as datahelix run's summary), not 0, which read as a perfect
+// steady state; and that a longer run has them.
+func TestSteadyUndefinedWithoutSteadySteps(t *testing.T) {
+	ws, err := SelectWorkloads("kinetics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := horizon(ws[0])
+	for _, tt := range []struct {
+		steps       int
+		steadySteps int
+	}{{h / 2, 0}, {h, 0}, {h + 4, 4}} {
+		r := simReport(t, EvalConfig{Workloads: ws, Loaders: []spmd.Kind{spmd.KindTorch, spmd.KindHelix}, Ranks: 4, Steps: tt.steps, Seed: 1}, machine.Machine{})
+		var js bytes.Buffer
+		if err := r.WriteJSON(&js); err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Results []map[string]any `json:"results"`
+		}
+		if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		if err := r.WriteCSV(dir); err != nil {
+			t.Fatal(err)
+		}
+		rows := readCSV(t, filepath.Join(dir, "results.csv"))
+		col := func(name string) int { return slices.Index(ResultColumns, name) }
+		for i, x := range r.Results {
+			if x.SteadySteps != tt.steadySteps || x.HasSteady() != (tt.steadySteps > 0) {
+				t.Errorf("%d steps, %s: %d steady steps, want %d", tt.steps, x.Loader, x.SteadySteps, tt.steadySteps)
+			}
+			for _, k := range []string{"steady_miss_rate", "steady_gpu_wait_frac"} {
+				v, ok := doc.Results[i][k]
+				if !ok || (v == nil) != (tt.steadySteps == 0) {
+					t.Errorf("%d steps, %s: JSON %s = %v (present %v), want null exactly when there are no steady steps", tt.steps, x.Loader, k, v, ok)
+				}
+				if cell := rows[i+1][col(k)]; (cell == "") != (tt.steadySteps == 0) {
+					t.Errorf("%d steps, %s: CSV %s = %q, want empty exactly when there are no steady steps", tt.steps, x.Loader, k, cell)
+				}
+			}
+			if got := doc.Results[i]["steady_steps"]; got != float64(tt.steadySteps) {
+				t.Errorf("%d steps, %s: JSON steady_steps = %v, want %d", tt.steps, x.Loader, got, tt.steadySteps)
+			}
+		}
+	}
+}
+
+// measuredCalibration is a calibration measured on a made-up machine
+// (the workload package's tests build the same).
+func measuredCalibration() *costmodel.Calibration {
+	c := DefaultCalibration()
+	c.Source, c.Note = "measured", ""
+	c.MeasuredOn = machine.Machine{Host: "h", CPU: "c", Cores: 2, OS: "linux", Arch: "amd64", Commit: "abc", DecodeCommit: "0123456789abcdef"}
+	c.MAPE["video/h264"] = 0.12
+	c.BitsPerPixel["jpeg/life/q3"] = 3.5
+	c.Presets = slices.Clone(CalibratePresets)
+	return c
 }

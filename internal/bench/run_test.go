@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
@@ -129,5 +130,28 @@ func TestWrapfSaysBenchOnce(t *testing.T) {
 	other := wrapf(errors.New("decode: bad sample"), "workload %s", "text")
 	if got, want := other.Error(), "bench: workload text: decode: bad sample"; got != want {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestEvalConfigErrors(t *testing.T) {
+	ws, _ := SelectWorkloads("text")
+	for _, c := range []struct {
+		cfg  EvalConfig
+		want string
+	}{
+		{EvalConfig{Ranks: 8, Steps: 10}, "no workloads"},
+		{EvalConfig{Workloads: ws, Ranks: 0, Steps: 10}, "--ranks 0"},
+		{EvalConfig{Workloads: ws, Ranks: 8, Steps: 0}, "--steps 0"},
+		{EvalConfig{Workloads: ws, Ranks: 8, Steps: 5, Batch: -1}, "--batch -1"},
+		{EvalConfig{Workloads: ws, Ranks: 8, Steps: 5, Network: Network{BandwidthMBs: -1}}, "--bandwidth-mbs -1"},
+		{EvalConfig{Workloads: ws, Ranks: 8, Steps: 5, Parallel: -1}, "--parallel -1"},
+	} {
+		if _, err := RunSim(context.Background(), c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("config %+v: err = %v, want %q", c.cfg, err, c.want)
+		}
+	}
+	// Real runs check the same configuration before starting anything.
+	if _, err := RunReal(context.Background(), EvalConfig{Workloads: ws, Ranks: 4, Steps: 0}); err == nil || !strings.Contains(err.Error(), "--steps 0") {
+		t.Errorf("RunReal with --steps 0: %v", err)
 	}
 }
