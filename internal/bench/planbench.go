@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/datahelix/datahelix/internal/bench/workload"
 	"github.com/datahelix/datahelix/plan"
 )
 
@@ -95,9 +96,9 @@ func RunPlanBench(cfg PlanBenchConfig) (PlanBenchResult, error) {
 		in.Step = int64(i)
 		runtime.ReadMemStats(&ms)
 		before := ms.Mallocs
-		w0, c0 := time.Now(), threadCPU()
+		w0, c0 := time.Now(), workload.ThreadCPU()
 		err := pl.Compute(in, &p)
-		c1, w1 := threadCPU(), time.Now()
+		c1, w1 := workload.ThreadCPU(), time.Now()
 		runtime.ReadMemStats(&ms)
 		if err != nil {
 			return PlanBenchResult{}, fmt.Errorf("bench plan: input %d: %w", i, err)

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"slices"
+
+	"github.com/datahelix/datahelix/internal/bench/realrun"
+	"github.com/datahelix/datahelix/internal/bench/report"
 )
 
 // sectionDef is a named place in the report and the function that
@@ -12,12 +15,12 @@ import (
 // (title is then unused).
 type sectionDef struct {
 	name, title string
-	titleOf     func(env *SectionEnv) string
-	run         SectionFunc
+	titleOf     func(env *report.SectionEnv) string
+	run         report.SectionFunc
 }
 
 // titleFor is the section's title in the run of env.
-func (h sectionDef) titleFor(env *SectionEnv) string {
+func (h sectionDef) titleFor(env *report.SectionEnv) string {
 	if h.titleOf != nil {
 		return h.titleOf(env)
 	}
@@ -31,8 +34,8 @@ var sections = []sectionDef{
 	{name: "allgather", title: "Allgather latency versus ranks (real MPI, 2 -> 8 ranks, oversubscribed on this machine)", run: allgatherSection},
 	{name: "exchange", title: "Exchange throughput: the Go path versus a raw MPI send/receive of the same bytes", run: exchangeSection},
 	{name: "decode", title: "Decode time versus ffmpeg -threads 1 on the same clips", run: decodeSection},
-	{name: "validation", title: "Simulator versus real runs (4 ranks, generated data; torch, local, helix)", run: validationSection},
-	{name: "real", title: "Real runs: generated datasets and their provisioning on this machine", run: realSection},
+	{name: "validation", title: "Simulator versus real runs (4 ranks, generated data; torch, local, helix)", run: realrun.ValidationSection},
+	{name: "real", title: "Real runs: generated datasets and their provisioning on this machine", run: realrun.RealSection},
 	{name: "links", title: "Two nodes on this machine (2 x 2 ranks, default dataset): throughput and bytes moved versus the inter-node link rate", run: linksSection},
 }
 
@@ -48,11 +51,11 @@ func SectionNames() []string {
 // RunSections runs the named sections (all when names is nil) in report
 // order. One that fails comes back failed with the error, so the rest of
 // the report is still written.
-func RunSections(ctx context.Context, env *SectionEnv, names []string) []Section {
+func RunSections(ctx context.Context, env *report.SectionEnv, names []string) []report.Section {
 	if env.Log == nil {
 		env.Log = io.Discard
 	}
-	var out []Section
+	var out []report.Section
 	for _, h := range sections {
 		if ctx.Err() != nil {
 			break // interrupted: the command reports the cause, not a failed section each
@@ -63,7 +66,7 @@ func RunSections(ctx context.Context, env *SectionEnv, names []string) []Section
 		fmt.Fprintf(env.Log, "bench: section %s\n", h.name)
 		s, err := h.run(ctx, env)
 		if err != nil {
-			out = append(out, Section{Name: h.name, Title: h.titleFor(env), Status: SectionFailed, Note: err.Error()})
+			out = append(out, report.Section{Name: h.name, Title: h.titleFor(env), Status: report.SectionFailed, Note: err.Error()})
 			continue
 		}
 		if s.Name == "" {
@@ -73,7 +76,7 @@ func RunSections(ctx context.Context, env *SectionEnv, names []string) []Section
 			s.Title = h.titleFor(env)
 		}
 		if s.Status == "" {
-			s.Status = SectionMeasured
+			s.Status = report.SectionMeasured
 		}
 		out = append(out, *s)
 	}
