@@ -14,6 +14,10 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/datahelix/datahelix/internal/bench"
+	"github.com/datahelix/datahelix/internal/bench/eval"
+	"github.com/datahelix/datahelix/internal/bench/realrun"
+	"github.com/datahelix/datahelix/internal/bench/report"
+	"github.com/datahelix/datahelix/internal/bench/workload"
 	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/machine"
 	"github.com/datahelix/datahelix/internal/step"
@@ -44,14 +48,14 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	cacheDir := fs.String("cache-dir", "", "cache `dir`ectory holding the calibration"+cacheDirDefault)
 	calFile := fs.String("calibration", "", "use this calibration `file` instead of the one cached for this machine")
 	sections := fs.String("sections", "all", "report `sections` to run: all, none, or a comma list of "+strings.Join(bench.SectionNames(), ", "))
-	scaleRanks := fs.Int("scale-ranks", bench.DefaultScale.Ranks, "scale section: world `size`")
-	scaleBatch := fs.Int("scale-batch", bench.DefaultScale.Batch, "scale section: per-rank `batch`")
-	scaleSteps := fs.Int("scale-steps", bench.DefaultScale.Steps, "scale section: `steps`")
-	scaleWorkload := fs.String("scale-workload", bench.DefaultScale.Workload, "scale section: `workload`")
-	timeline := fs.String("timeline", "", fmt.Sprintf("`workload` of the torch/helix timeline figure (default: the most skewed); needs torch and helix in --loaders and at most %d ranks", bench.MaxTimelineRanks))
+	scaleRanks := fs.Int("scale-ranks", eval.DefaultScale.Ranks, "scale section: world `size`")
+	scaleBatch := fs.Int("scale-batch", eval.DefaultScale.Batch, "scale section: per-rank `batch`")
+	scaleSteps := fs.Int("scale-steps", eval.DefaultScale.Steps, "scale section: `steps`")
+	scaleWorkload := fs.String("scale-workload", eval.DefaultScale.Workload, "scale section: `workload`")
+	timeline := fs.String("timeline", "", fmt.Sprintf("`workload` of the torch/helix timeline figure (default: the most skewed); needs torch and helix in --loaders and at most %d ranks", report.MaxTimelineRanks))
 	parallel := fs.Int("parallel", 0, "`N` simulations run at once (0: one per CPU)")
-	bandwidth := fs.Float64("bandwidth-mbs", bench.DefaultNetwork.BandwidthMBs, "simulated exchange bandwidth per rank, `MB/s`")
-	latency := fs.Int64("latency-us", bench.DefaultNetwork.LatencyUS, "simulated exchange latency per message, `µs`")
+	bandwidth := fs.Float64("bandwidth-mbs", eval.DefaultNetwork.BandwidthMBs, "simulated exchange bandwidth per rank, `MB/s`")
+	latency := fs.Int64("latency-us", eval.DefaultNetwork.LatencyUS, "simulated exchange latency per message, `µs`")
 	noSplit := fs.Bool("no-split", false, "ablation: no loader splits clips into keyframe-aligned tasks (the runtime does)")
 	noiseOnTruth := fs.Bool("noise-on-truth", false, "sensitivity: put the cost model's measured error on the true costs instead of on the estimates")
 	quiet := fs.Bool("quiet", false, "no progress on standard error (a bar on a terminal, else plain lines)")
@@ -77,7 +81,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	if *sim && *real {
 		return usagef("bench: --sim and --real exclude each other")
 	}
-	ws, err := bench.SelectWorkloads(*workloads)
+	ws, err := workload.SelectWorkloads(*workloads)
 	if err != nil {
 		return usagef("bench: --workloads: %s", strings.TrimPrefix(err.Error(), "bench: "))
 	}
@@ -106,15 +110,15 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	}
 	// The flags always name a network: checked here, since the zero one
 	// (--bandwidth-mbs 0 --latency-us 0) would mean the default below.
-	network := bench.Network{BandwidthMBs: *bandwidth, LatencyUS: *latency}
+	network := eval.Network{BandwidthMBs: *bandwidth, LatencyUS: *latency}
 	if err := network.Check(); err != nil {
 		return usagef("%w", err)
 	}
 	cfg := bench.RunConfig{
-		Eval: bench.EvalConfig{Workloads: ws, Loaders: kinds, Ranks: *ranks, Steps: *steps, Batch: *batch, Seed: *seed,
-			Network: network, Parallel: *parallel, KeepTimelines: *ranks <= bench.MaxTimelineRanks, NoSplit: *noSplit, NoiseOnTruth: *noiseOnTruth},
+		Eval: eval.EvalConfig{Workloads: ws, Loaders: kinds, Ranks: *ranks, Steps: *steps, Batch: *batch, Seed: *seed,
+			Network: network, Parallel: *parallel, KeepTimelines: *ranks <= report.MaxTimelineRanks, NoSplit: *noSplit, NoiseOnTruth: *noiseOnTruth},
 		Real: *real, Sections: names, OutDir: *out, Timeline: *timeline,
-		Scale: bench.ScaleConfig{Workload: *scaleWorkload, Loader: spmd.KindHelix, Ranks: *scaleRanks, Batch: *scaleBatch, Steps: *scaleSteps},
+		Scale: eval.ScaleConfig{Workload: *scaleWorkload, Loader: spmd.KindHelix, Ranks: *scaleRanks, Batch: *scaleBatch, Steps: *scaleSteps},
 	}
 	// Every flag is checked before any work: a bad one costs no
 	// calibration load, simulation or mpirun job.
@@ -138,7 +142,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	}
 
 	for _, w := range ws {
-		if warn := bench.SlowNodeWarning(w, *ranks, *real); warn != "" {
+		if warn := workload.SlowNodeWarning(w, *ranks, *real); warn != "" {
 			fmt.Fprintf(stderr, "datahelix bench: warning: %s\n", warn)
 		}
 	}
@@ -149,7 +153,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	}
 	if cal.Source == "default" {
 		fmt.Fprintf(stderr, "datahelix bench: %s\n", cal.Note)
-	} else if warn := bench.CoverageWarning(cal, ws); warn != "" {
+	} else if warn := workload.CoverageWarning(cal, ws); warn != "" {
 		fmt.Fprintf(stderr, "datahelix bench: warning: %s\n", warn)
 	}
 	cfg.Eval.Calibration = cal
@@ -176,7 +180,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 			cfg.Eval.Log = logw
 		}
 	}
-	bench.SetRealEnv(bench.RealEnv{CacheDir: cacheRoot(*cacheDir), Log: logw})
+	realrun.SetRealEnv(realrun.RealEnv{CacheDir: cacheRoot(*cacheDir), Log: logw})
 	cfg.Log = logw
 	rep, err := bench.BuildReport(ctx, cfg)
 	if bl != nil {
@@ -268,11 +272,11 @@ func (b *barLog) finish() {
 
 // builtinWorkloads lists the built-in workloads' names for the help.
 func builtinWorkloads() []string {
-	ws, err := bench.Workloads()
+	ws, err := workload.Workloads()
 	if err != nil { // the embedded files are checked by bench's tests
 		return []string{err.Error()}
 	}
-	return bench.WorkloadNames(ws)
+	return workload.WorkloadNames(ws)
 }
 
 // noEmptyItems refuses a comma list with an empty item ("a,,b", "a,"),
@@ -290,7 +294,7 @@ func noEmptyItems(flag, list string) error {
 // one cached for this machine and decoder, else the built-in default.
 func loadBenchCalibration(root, file string, m machine.Machine) (*costmodel.Calibration, error) {
 	if file != "" {
-		cal, err := bench.LoadCalibration(file)
+		cal, err := workload.LoadCalibration(file)
 		if err != nil {
 			// A bad flag (exit 2): a file that does not open ("open
 			// FILE: ..."), or FILE: invalid calibration: ...
@@ -302,7 +306,7 @@ func loadBenchCalibration(root, file string, m machine.Machine) (*costmodel.Cali
 		cal.Source = file
 		return cal, nil
 	}
-	return bench.CachedCalibration(root, m)
+	return workload.CachedCalibration(root, m)
 }
 
 func benchBaseNames(paths []string) []string {

@@ -17,6 +17,8 @@ import (
 
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/bench"
+	"github.com/datahelix/datahelix/internal/bench/report"
+	"github.com/datahelix/datahelix/internal/bench/workload"
 	"github.com/datahelix/datahelix/internal/gen/gentest"
 )
 
@@ -317,7 +319,7 @@ func TestBenchTimelineNote(t *testing.T) {
 		figure bool
 	}{
 		{[]string{"--loaders", "local,helix"}, false},
-		{[]string{"--ranks", fmt.Sprint(bench.MaxTimelineRanks + 1)}, false},
+		{[]string{"--ranks", fmt.Sprint(report.MaxTimelineRanks + 1)}, false},
 		{[]string{"--timeline", "kinetics"}, true},
 	} {
 		fig := filepath.Join(dir, "out", "timeline_kinetics.png")
@@ -429,8 +431,8 @@ func TestBenchWarnsOfUncalibratedPresets(t *testing.T) {
 	if err := os.WriteFile(empty, []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := commandErr(t, args(empty)...); !errors.Is(err, bench.ErrCalibration) || exitStatus(err) != exitUsage {
-		t.Errorf("--calibration %s: %v; want a usage error wrapping bench.ErrCalibration", empty, err)
+	if err := commandErr(t, args(empty)...); !errors.Is(err, workload.ErrCalibration) || exitStatus(err) != exitUsage {
+		t.Errorf("--calibration %s: %v; want a usage error wrapping workload.ErrCalibration", empty, err)
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/datahelix/datahelix/internal/bench"
+	"github.com/datahelix/datahelix/internal/bench/workload"
 	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/machine"
 )
@@ -26,7 +26,7 @@ func runBenchCalibrate(ctx context.Context, stdout, stderr io.Writer, args []str
 	fs := newFlags("bench calibrate", "[--samples N] [--out FILE]")
 	cacheDir := fs.String("cache-dir", "", "`dir`ectory for the generated datasets and the calibration"+cacheDirDefault)
 	samples := fs.Int("samples", 24, "`samples` per video preset (3x for image and text presets)")
-	presets := fs.String("presets", strings.Join(bench.CalibratePresets, ","), "comma list of generator `presets` to decode (leaving any out needs --out)")
+	presets := fs.String("presets", strings.Join(workload.CalibratePresets, ","), "comma list of generator `presets` to decode (leaving any out needs --out)")
 	seed := fs.Uint64("seed", 1, "`seed` of the generated datasets")
 	repeat := fs.Int("repeat", 3, "decode each sample this many times and keep the fastest")
 	out := fs.String("out", "", "write the calibration to `file` (default: the cache, where datahelix bench finds it; a partial --presets list must go elsewhere)")
@@ -46,7 +46,7 @@ func runBenchCalibrate(ctx context.Context, stdout, stderr io.Writer, args []str
 		}
 	}
 	// Everything is checked before the minutes of decoding.
-	if err := bench.CheckCalibratePresets(list); err != nil {
+	if err := workload.CheckCalibratePresets(list); err != nil {
 		return usagef("%w", err)
 	}
 	root := cacheRoot(*cacheDir)
@@ -66,7 +66,7 @@ func runBenchCalibrate(ctx context.Context, stdout, stderr io.Writer, args []str
 			}
 		}
 	}
-	cal, err := bench.Calibrate(ctx, bench.CalibrateConfig{
+	cal, err := workload.Calibrate(ctx, workload.CalibrateConfig{
 		CacheDir: root, Presets: list, Samples: *samples, Seed: *seed, Repeat: *repeat, Machine: m,
 		Log:      func(format string, args ...any) { fmt.Fprintf(stderr, "bench calibrate: "+format+"\n", args...) },
 		Progress: progress,
@@ -81,7 +81,7 @@ func runBenchCalibrate(ctx context.Context, stdout, stderr io.Writer, args []str
 	for _, f := range cal.Failures {
 		fmt.Fprintln(stdout, "  failed:", f)
 	}
-	if miss := bench.MissingCalibratePresets(list); len(miss) > 0 {
+	if miss := workload.MissingCalibratePresets(list); len(miss) > 0 {
 		fmt.Fprintf(stdout, "presets: %s only (not %s): datahelix bench --calibration %s warns about workloads of the others\n", strings.Join(list, ", "), strings.Join(miss, ", "), path)
 	}
 	return writeCalibrationTables(stdout, cal, path)
@@ -90,11 +90,11 @@ func runBenchCalibrate(ctx context.Context, stdout, stderr io.Writer, args []str
 // calibrationOut returns where the calibration of presets goes: --out
 // (its directory must exist), else the cache of machine m under root,
 // where datahelix bench takes it for every workload. A calibration that
-// leaves out some of bench.CalibratePresets is refused there: a quick
+// leaves out some of workload.CalibratePresets is refused there: a quick
 // partial run would replace the machine's full calibration.
 func calibrationOut(out, root string, m machine.Machine, presets []string) (string, error) {
-	cached := bench.CalibrationPath(root, m)
-	if miss := bench.MissingCalibratePresets(presets); len(miss) > 0 {
+	cached := workload.CalibrationPath(root, m)
+	if miss := workload.MissingCalibratePresets(presets); len(miss) > 0 {
 		same := out == ""
 		if out != "" {
 			a, errA := filepath.Abs(out)
@@ -134,13 +134,13 @@ func writeCalibrationTables(w io.Writer, cal *costmodel.Calibration, path string
 		fmt.Fprintf(tw, "%s\t%.1f\t\n", k, 100*cal.MAPE[k])
 	}
 	fmt.Fprintln(tw, "preset\tsynthesized-record error %\t")
-	for _, p := range bench.CalibratePresets {
+	for _, p := range workload.CalibratePresets {
 		if e, ok := cal.SynthMAPE[p]; ok {
 			fmt.Fprintf(tw, "%s\t%.1f\t\n", p, 100*e)
 		}
 	}
 	fmt.Fprintln(tw, "preset\tsplit decode CPU / whole\t")
-	for _, p := range bench.CalibratePresets {
+	for _, p := range workload.CalibratePresets {
 		if r, ok := cal.SplitRatio[p]; ok {
 			fmt.Fprintf(tw, "%s\t%.2fx\t\n", p, r)
 		}

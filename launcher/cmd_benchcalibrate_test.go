@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/datahelix/datahelix/internal/bench"
+	"github.com/datahelix/datahelix/internal/bench/workload"
 	"github.com/datahelix/datahelix/internal/machine"
 )
 
@@ -18,7 +18,7 @@ import (
 // --out in a directory that does not exist.
 func TestBenchCalibrateRefusesFirst(t *testing.T) {
 	root := t.TempDir()
-	cached := bench.CalibrationPath(root, machine.This(t.Context()))
+	cached := workload.CalibrationPath(root, machine.This(t.Context()))
 	tr := newTranscript(cached, "CACHED", root, "ROOT", os.TempDir(), "TMPDIR")
 	tests := []struct {
 		args []string
@@ -57,7 +57,7 @@ func TestBenchCalibratePartialOut(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	cal, err := bench.LoadCalibration(out)
+	cal, err := workload.LoadCalibration(out)
 	if err != nil {
 		t.Fatal(err)
 	}

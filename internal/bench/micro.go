@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"fmt"
+
+	"github.com/datahelix/datahelix/internal/bench/report"
 )
 
 // PlannerRanks are the world sizes of the planner microbenchmark.
@@ -14,8 +16,8 @@ const plannerBatch = 16
 // plannerSection times the planner on VideoPlanInput inputs (RunPlanBench,
 // the code of datahelix bench plan) from 8 to 1024 ranks. The headline is
 // how plan time grows against the samples planned.
-func plannerSection(ctx context.Context, env *SectionEnv) (*Section, error) {
-	s := &Section{Columns: []string{"ranks", "samples", "plan_us_p50", "plan_us_p99", "ns_per_sample", "time_vs_8_ranks", "samples_vs_8_ranks", "makespan_over_lower_bound", "bytes_moved_frac"},
+func plannerSection(ctx context.Context, env *report.SectionEnv) (*report.Section, error) {
+	s := &report.Section{Columns: []string{"ranks", "samples", "plan_us_p50", "plan_us_p99", "ns_per_sample", "time_vs_8_ranks", "samples_vs_8_ranks", "makespan_over_lower_bound", "bytes_moved_frac"},
 		Note: "CPU time of the planning thread (ModeHelix, reused Planner), heavy-tailed video inputs drawn by VideoPlanInput, as `datahelix bench plan`"}
 	var base float64
 	var last PlanBenchResult

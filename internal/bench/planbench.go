@@ -9,8 +9,7 @@ import (
 	"slices"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/datahelix/datahelix/internal/bench/workload"
 	"github.com/datahelix/datahelix/plan"
 )
 
@@ -97,9 +96,9 @@ func RunPlanBench(cfg PlanBenchConfig) (PlanBenchResult, error) {
 		in.Step = int64(i)
 		runtime.ReadMemStats(&ms)
 		before := ms.Mallocs
-		w0, c0 := time.Now(), threadCPU()
+		w0, c0 := time.Now(), workload.ThreadCPU()
 		err := pl.Compute(in, &p)
-		c1, w1 := threadCPU(), time.Now()
+		c1, w1 := workload.ThreadCPU(), time.Now()
 		runtime.ReadMemStats(&ms)
 		if err != nil {
 			return PlanBenchResult{}, fmt.Errorf("bench plan: input %d: %w", i, err)
@@ -133,15 +132,6 @@ func RunPlanBench(cfg PlanBenchConfig) (PlanBenchResult, error) {
 		BytesMovedFracP50:         percentile(moved, 0.50),
 		WallUSP50:                 percentile(wall, 0.50),
 	}, nil
-}
-
-// threadCPU returns the calling thread's CPU time in ns.
-func threadCPU() int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
-		return time.Now().UnixNano() // not on Linux: fall back to wall time
-	}
-	return ts.Nano()
 }
 
 // percentile returns the q-quantile of xs (nearest rank); it sorts xs.

@@ -8,6 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/datahelix/datahelix/internal/bench/eval"
+	"github.com/datahelix/datahelix/internal/bench/realrun"
+	"github.com/datahelix/datahelix/internal/bench/report"
+	"github.com/datahelix/datahelix/internal/bench/workload"
 	"github.com/datahelix/datahelix/spmd"
 )
 
@@ -36,14 +40,14 @@ func TestRealRunSmall(t *testing.T) {
 		}
 	}
 	var log strings.Builder
-	SetRealEnv(RealEnv{Binary: buildDatahelix(t), CacheDir: t.TempDir(), Log: &log,
-		Scale: RealScale{ShardsPerRank: 1, SamplesPerShard: 4, SizeScale: 0.25, Workers: 1, MeasureRepeat: 1}})
-	t.Cleanup(func() { SetRealEnv(RealEnv{}) })
-	ws, err := SelectWorkloads("imagenet")
+	realrun.SetRealEnv(realrun.RealEnv{Binary: buildDatahelix(t), CacheDir: t.TempDir(), Log: &log,
+		Scale: realrun.RealScale{ShardsPerRank: 1, SamplesPerShard: 4, SizeScale: 0.25, Workers: 1, MeasureRepeat: 1}})
+	t.Cleanup(func() { realrun.SetRealEnv(realrun.RealEnv{}) })
+	ws, err := workload.SelectWorkloads("imagenet")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := EvalConfig{Workloads: ws, Loaders: []spmd.Kind{spmd.KindTorch, spmd.KindHelix, spmd.KindOracle}, Ranks: 2, Steps: 6, Batch: 4,
+	cfg := eval.EvalConfig{Workloads: ws, Loaders: []spmd.Kind{spmd.KindTorch, spmd.KindHelix, spmd.KindOracle}, Ranks: 2, Steps: 6, Batch: 4,
 		Seed: 3, KeepTimelines: true}
 	var progress [][2]int
 	cfg.Progress = func(done, total int) { progress = append(progress, [2]int{done, total}) }
@@ -70,13 +74,13 @@ func TestRealRunSmall(t *testing.T) {
 	if s := ev.Setups[0]; !(s.MeanCostUS > 0) || !(s.GPUStepMS > 0) || s.Workers != 1 || s.Horizon != 8 {
 		t.Errorf("setup %+v", s)
 	}
-	env := &SectionEnv{Mode: "real", Ranks: 2, Seed: 3, Workloads: ws, Calibration: DefaultCalibration(), Eval: ev}
+	env := &report.SectionEnv{Mode: "real", Ranks: 2, Seed: 3, Workloads: ws, Calibration: workload.DefaultCalibration(), Eval: ev}
 	secs := RunSections(context.Background(), env, []string{"validation", "real"})
 	if len(secs) != 2 {
 		t.Fatalf("%d sections", len(secs))
 	}
 	v := secs[0]
-	if v.Status != SectionMeasured || len(v.Rows) != 2 {
+	if v.Status != report.SectionMeasured || len(v.Rows) != 2 {
 		t.Fatalf("validation: %s, %d rows: %s %s", v.Status, len(v.Rows), v.Headline, v.Note)
 	}
 	same := -1
@@ -90,7 +94,7 @@ func TestRealRunSmall(t *testing.T) {
 			t.Errorf("validation row %v: the simulation did not train the real run's batches", row)
 		}
 	}
-	if r := secs[1]; r.Status != SectionMeasured || len(r.Rows) != 1 || r.Rows[0][0] != "imagenet" {
+	if r := secs[1]; r.Status != report.SectionMeasured || len(r.Rows) != 1 || r.Rows[0][0] != "imagenet" {
 		t.Errorf("real section: %s %v", r.Status, r.Rows)
 	}
 }

@@ -9,6 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/datahelix/datahelix/internal/bench/eval"
+	"github.com/datahelix/datahelix/internal/bench/realrun"
+	"github.com/datahelix/datahelix/internal/bench/report"
+	"github.com/datahelix/datahelix/internal/bench/workload"
 	"github.com/datahelix/datahelix/internal/collectivetest"
 	"github.com/datahelix/datahelix/internal/machine"
 	"github.com/datahelix/datahelix/plan"
@@ -19,21 +23,21 @@ import (
 // here, the GPU from the provisioning rule, and one mpirun job of
 // datahelix run per loader (the oracle exists only in simulation). Its
 // Results have the simulated ones' fields.
-func RunReal(ctx context.Context, cfg EvalConfig) (*Evaluation, error) {
-	if err := cfg.defaults(); err != nil {
+func RunReal(ctx context.Context, cfg eval.EvalConfig) (*eval.Evaluation, error) {
+	if err := cfg.Defaults(); err != nil {
 		return nil, err
 	}
-	return runRealEval(ctx, cfg)
+	return realrun.Evaluate(ctx, cfg)
 }
 
 // RunConfig is a whole datahelix bench invocation.
 type RunConfig struct {
-	Eval EvalConfig
+	Eval eval.EvalConfig
 	Real bool // real runs instead of the simulator
 	// Sections to run after the evaluation, by name (nil: all, empty:
 	// none).
 	Sections []string
-	Scale    ScaleConfig
+	Scale    eval.ScaleConfig
 	OutDir   string
 	// Timeline is the workload of the timeline figure (WritePlots); ""
 	// picks one. Check refuses a workload that is not evaluated.
@@ -60,7 +64,7 @@ func (c *RunConfig) Check() error {
 	if err := c.Eval.Check(); err != nil {
 		return err
 	}
-	if c.Real && c.Eval.Loaders != nil && len(realLoaders(c.Eval.Loaders)) == 0 {
+	if c.Real && c.Eval.Loaders != nil && len(realrun.Loaders(c.Eval.Loaders)) == 0 {
 		return fmt.Errorf("bench: --loaders oracle: --real needs another loader (the oracle exists only in simulation)")
 	}
 	if c.Real {
@@ -68,7 +72,7 @@ func (c *RunConfig) Check() error {
 			return err
 		}
 	}
-	if names := WorkloadNames(c.Eval.Workloads); c.Timeline != "" && !slices.Contains(names, c.Timeline) {
+	if names := workload.WorkloadNames(c.Eval.Workloads); c.Timeline != "" && !slices.Contains(names, c.Timeline) {
 		return fmt.Errorf("bench: --timeline %s: not among the workloads run (%s)", c.Timeline, strings.Join(names, ", "))
 	}
 	for _, n := range c.Sections {
@@ -100,15 +104,15 @@ func mpirunMissing() error {
 
 // BuildReport runs the evaluation (simulated or real) and the sections
 // and assembles the report.
-func BuildReport(ctx context.Context, cfg RunConfig) (*Report, error) {
+func BuildReport(ctx context.Context, cfg RunConfig) (*report.Report, error) {
 	t0 := time.Now()
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
 	if cfg.Eval.Calibration == nil {
-		cfg.Eval.Calibration = DefaultCalibration()
+		cfg.Eval.Calibration = workload.DefaultCalibration()
 	}
-	run := RunSim
+	run := eval.RunSim
 	if cfg.Real {
 		run = RunReal
 	}
@@ -116,12 +120,12 @@ func BuildReport(ctx context.Context, cfg RunConfig) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Eval.Network == (Network{}) {
-		cfg.Eval.Network = DefaultNetwork
+	if cfg.Eval.Network == (eval.Network{}) {
+		cfg.Eval.Network = eval.DefaultNetwork
 	}
-	r := NewReport(cfg.Machine, cfg.Eval, ev, cfg.Eval.Calibration)
+	r := report.NewReport(cfg.Machine, cfg.Eval, ev, cfg.Eval.Calibration)
 	if cfg.Sections == nil || len(cfg.Sections) > 0 {
-		env := &SectionEnv{Mode: ev.Mode, Ranks: cfg.Eval.Ranks, Seed: cfg.Eval.Seed, Workloads: cfg.Eval.Workloads,
+		env := &report.SectionEnv{Mode: ev.Mode, Ranks: cfg.Eval.Ranks, Seed: cfg.Eval.Seed, Workloads: cfg.Eval.Workloads,
 			Calibration: cfg.Eval.Calibration, Eval: ev, Scale: cfg.Scale, OutDir: cfg.OutDir, Log: cfg.Log}
 		for _, s := range RunSections(ctx, env, cfg.Sections) {
 			r.AddSection(s)

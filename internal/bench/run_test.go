@@ -1,12 +1,14 @@
 package bench
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/datahelix/datahelix/internal/bench/eval"
+	"github.com/datahelix/datahelix/internal/bench/workload"
 	"github.com/datahelix/datahelix/plan"
 	"github.com/datahelix/datahelix/spmd"
 )
@@ -14,15 +16,15 @@ import (
 // TestRunConfigCheck checks that every setting that cannot run is found
 // by Check, naming its flag, before anything runs.
 func TestRunConfigCheck(t *testing.T) {
-	ws, err := SelectWorkloads("kinetics")
+	ws, err := workload.SelectWorkloads("kinetics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	good := func() RunConfig {
 		// The memory limit of a 24 GiB node, whatever this one has.
-		scale := DefaultScale
+		scale := eval.DefaultScale
 		scale.MemoryLimit = 19e9
-		return RunConfig{Eval: EvalConfig{Workloads: ws, Ranks: 8, Steps: 10, MemoryLimit: 19e9}, Sections: []string{}, Scale: scale}
+		return RunConfig{Eval: eval.EvalConfig{Workloads: ws, Ranks: 8, Steps: 10, MemoryLimit: 19e9}, Sections: []string{}, Scale: scale}
 	}
 	for _, tt := range []struct {
 		name string
@@ -37,9 +39,9 @@ func TestRunConfigCheck(t *testing.T) {
 		{"steps", func(c *RunConfig) { c.Eval.Steps = 0 }, "--steps 0"},
 		{"batch", func(c *RunConfig) { c.Eval.Batch = plan.MaxBatch + 1 }, fmt.Sprintf("--batch %d", plan.MaxBatch+1)},
 		{"parallel", func(c *RunConfig) { c.Eval.Parallel = -1 }, "--parallel -1"},
-		{"bandwidth", func(c *RunConfig) { c.Eval.Network = Network{BandwidthMBs: 0, LatencyUS: 5} }, "--bandwidth-mbs 0"},
-		{"latency", func(c *RunConfig) { c.Eval.Network = Network{BandwidthMBs: 1, LatencyUS: -1} }, "--latency-us -1"},
-		{"same workload twice", func(c *RunConfig) { c.Eval.Workloads = []*Workload{ws[0], ws[0]} }, "two workloads named kinetics"},
+		{"bandwidth", func(c *RunConfig) { c.Eval.Network = eval.Network{BandwidthMBs: 0, LatencyUS: 5} }, "--bandwidth-mbs 0"},
+		{"latency", func(c *RunConfig) { c.Eval.Network = eval.Network{BandwidthMBs: 1, LatencyUS: -1} }, "--latency-us -1"},
+		{"same workload twice", func(c *RunConfig) { c.Eval.Workloads = []*workload.Workload{ws[0], ws[0]} }, "two workloads named kinetics"},
 		{"real oracle only", func(c *RunConfig) { c.Real, c.Eval.Loaders = true, []spmd.Kind{spmd.KindOracle} }, "--loaders oracle: --real needs another loader"},
 		{"timeline", func(c *RunConfig) { c.Timeline = "kinetics" }, ""},
 		{"timeline not run", func(c *RunConfig) { c.Timeline = "text" }, "--timeline text: not among the workloads run (kinetics)"},
@@ -62,21 +64,23 @@ func TestRunConfigCheck(t *testing.T) {
 		{"steps without bound", func(c *RunConfig) { c.Eval.Steps = 100000000 }, "bench: --ranks 8 --steps 100000000 --batch 16 (workload kinetics): a simulation would need about 1.25 TB"},
 		{"batch counts", func(c *RunConfig) { c.Eval.Ranks, c.Eval.Batch = 65536, 256 }, "--ranks 65536 --steps 10 --batch 256"},
 		{"1024 ranks of every workload at the default steps", func(c *RunConfig) {
-			c.Eval.Workloads, _ = SelectWorkloads("all")
+			c.Eval.Workloads, _ = workload.SelectWorkloads("all")
 			c.Eval.Ranks, c.Eval.Steps = 1024, 200
 		}, ""},
-		{"the default run", func(c *RunConfig) { c.Eval.Workloads, _ = SelectWorkloads("all"); c.Eval.Steps = 200 }, ""},
+		{"the default run", func(c *RunConfig) { c.Eval.Workloads, _ = workload.SelectWorkloads("all"); c.Eval.Steps = 200 }, ""},
 		{"scale over the memory limit", func(c *RunConfig) { c.Scale.Ranks, c.Scale.Steps = 65536, 100000 },
 			"bench: --scale-ranks 65536 --scale-steps 100000 --scale-batch 16 (workload panda70m): a simulation would need about"},
 		{"scale steps over the memory limit", func(c *RunConfig) { c.Scale.Steps = 1 << 30 }, "--scale-steps 1073741824"},
 		// Bandwidths whose fixed point (1/65536 MB/s) truncates to 0 or
 		// overflows were simulated as 1 GB/s.
-		{"bandwidth below the fixed point", func(c *RunConfig) { c.Eval.Network = Network{BandwidthMBs: 1e-6, LatencyUS: 5} },
+		{"bandwidth below the fixed point", func(c *RunConfig) { c.Eval.Network = eval.Network{BandwidthMBs: 1e-6, LatencyUS: 5} },
 			"bench: --bandwidth-mbs 1e-06: want 1.52587890625e-05 (1/65536) to 2.68435456e+08 MB/s"},
-		{"bandwidth overflowing", func(c *RunConfig) { c.Eval.Network = Network{BandwidthMBs: 2e14, LatencyUS: 5} }, "--bandwidth-mbs 2e+14: want"},
-		{"bandwidth at its limits", func(c *RunConfig) { c.Eval.Network = Network{BandwidthMBs: MinBandwidthMBs} }, ""},
-		{"bandwidth at its top", func(c *RunConfig) { c.Eval.Network = Network{BandwidthMBs: MaxBandwidthMBs, LatencyUS: MaxLatencyUS} }, ""},
-		{"latency over the planner's", func(c *RunConfig) { c.Eval.Network = Network{BandwidthMBs: 1, LatencyUS: 1 << 33} },
+		{"bandwidth overflowing", func(c *RunConfig) { c.Eval.Network = eval.Network{BandwidthMBs: 2e14, LatencyUS: 5} }, "--bandwidth-mbs 2e+14: want"},
+		{"bandwidth at its limits", func(c *RunConfig) { c.Eval.Network = eval.Network{BandwidthMBs: eval.MinBandwidthMBs} }, ""},
+		{"bandwidth at its top", func(c *RunConfig) {
+			c.Eval.Network = eval.Network{BandwidthMBs: eval.MaxBandwidthMBs, LatencyUS: eval.MaxLatencyUS}
+		}, ""},
+		{"latency over the planner's", func(c *RunConfig) { c.Eval.Network = eval.Network{BandwidthMBs: 1, LatencyUS: 1 << 33} },
 			fmt.Sprintf("--latency-us %d: want 0..%d", int64(1<<33), int64(plan.MaxLatency))},
 	} {
 		c := good()
@@ -99,12 +103,12 @@ func TestRunConfigCheck(t *testing.T) {
 // after seconds of generation with a 600-character exec error), and that
 // a simulation does not need mpirun.
 func TestRunConfigCheckFindsNoMPIRun(t *testing.T) {
-	ws, err := SelectWorkloads("text")
+	ws, err := workload.SelectWorkloads("text")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", t.TempDir())
-	c := RunConfig{Eval: EvalConfig{Workloads: ws, Ranks: 2, Steps: 10}, Sections: []string{}, Scale: DefaultScale}
+	c := RunConfig{Eval: eval.EvalConfig{Workloads: ws, Ranks: 2, Steps: 10}, Sections: []string{}, Scale: eval.DefaultScale}
 	if err := c.Check(); err != nil {
 		t.Errorf("simulation without mpirun: %v", err)
 	}
@@ -115,19 +119,25 @@ func TestRunConfigCheckFindsNoMPIRun(t *testing.T) {
 	}
 }
 
-// TestWrapfSaysBenchOnce checks that an error of the package wrapped in
-// context says "bench:" once and still matches its sentinel.
-func TestWrapfSaysBenchOnce(t *testing.T) {
-	inner := fmt.Errorf("%w: mpirun -np 2 datahelix run: exit status 1", ErrReal)
-	err := wrapf(inner, "workload %s", "text")
-	if got, want := err.Error(), "bench: workload text: real run failed: mpirun -np 2 datahelix run: exit status 1"; got != want {
-		t.Errorf("got %q, want %q", got, want)
+func TestEvalConfigErrors(t *testing.T) {
+	ws, _ := workload.SelectWorkloads("text")
+	for _, c := range []struct {
+		cfg  eval.EvalConfig
+		want string
+	}{
+		{eval.EvalConfig{Ranks: 8, Steps: 10}, "no workloads"},
+		{eval.EvalConfig{Workloads: ws, Ranks: 0, Steps: 10}, "--ranks 0"},
+		{eval.EvalConfig{Workloads: ws, Ranks: 8, Steps: 0}, "--steps 0"},
+		{eval.EvalConfig{Workloads: ws, Ranks: 8, Steps: 5, Batch: -1}, "--batch -1"},
+		{eval.EvalConfig{Workloads: ws, Ranks: 8, Steps: 5, Network: eval.Network{BandwidthMBs: -1}}, "--bandwidth-mbs -1"},
+		{eval.EvalConfig{Workloads: ws, Ranks: 8, Steps: 5, Parallel: -1}, "--parallel -1"},
+	} {
+		if _, err := eval.RunSim(context.Background(), c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("config %+v: err = %v, want %q", c.cfg, err, c.want)
+		}
 	}
-	if !errors.Is(err, ErrReal) {
-		t.Errorf("%v is not an ErrReal", err)
-	}
-	other := wrapf(errors.New("decode: bad sample"), "workload %s", "text")
-	if got, want := other.Error(), "bench: workload text: decode: bad sample"; got != want {
-		t.Errorf("got %q, want %q", got, want)
+	// Real runs check the same configuration before starting anything.
+	if _, err := RunReal(context.Background(), eval.EvalConfig{Workloads: ws, Ranks: 4, Steps: 0}); err == nil || !strings.Contains(err.Error(), "--steps 0") {
+		t.Errorf("RunReal with --steps 0: %v", err)
 	}
 }

@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/datahelix/datahelix/internal/bench/realrun"
+	"github.com/datahelix/datahelix/internal/bench/report"
 )
 
 // AllgatherRanks are the world sizes of the allgather section.
@@ -38,7 +41,7 @@ var allgatherRE = regexp.MustCompile(`allgather latency: (\d+) ranks, (\d+) B pe
 func ParseAllgatherLatency(out []byte) (AllgatherLatency, error) {
 	m := allgatherRE.FindSubmatch(out)
 	if m == nil {
-		return AllgatherLatency{}, fmt.Errorf("%w: no \"allgather latency:\" line in datahelix info's output: %s", ErrReal, tail(out, 300))
+		return AllgatherLatency{}, fmt.Errorf("%w: no \"allgather latency:\" line in datahelix info's output: %s", realrun.ErrReal, realrun.Tail(out, 300))
 	}
 	var a AllgatherLatency
 	var errs [5]error
@@ -49,11 +52,11 @@ func ParseAllgatherLatency(out []byte) (AllgatherLatency, error) {
 	a.Rounds, errs[4] = strconv.Atoi(string(m[5]))
 	for _, err := range errs {
 		if err != nil {
-			return AllgatherLatency{}, fmt.Errorf("%w: datahelix info's latency line %q: %v", ErrReal, m[0], err)
+			return AllgatherLatency{}, fmt.Errorf("%w: datahelix info's latency line %q: %v", realrun.ErrReal, m[0], err)
 		}
 	}
 	if a.Ranks < 1 || a.Rounds < 1 || !(a.P50US >= 0) || !(a.P99US >= a.P50US) {
-		return AllgatherLatency{}, fmt.Errorf("%w: datahelix info's latency line %q is inconsistent", ErrReal, m[0])
+		return AllgatherLatency{}, fmt.Errorf("%w: datahelix info's latency line %q is inconsistent", realrun.ErrReal, m[0])
 	}
 	return a, nil
 }
@@ -81,8 +84,8 @@ func otherPolicy(p string) string {
 // and reads rank 0's allgather latency: with the default wait policy,
 // then with the other one (alternating, so that the shared machine
 // disturbs both alike).
-func allgatherSection(ctx context.Context, _ *SectionEnv) (*Section, error) {
-	re, err := currentRealEnv()
+func allgatherSection(ctx context.Context, _ *report.SectionEnv) (*report.Section, error) {
+	re, err := realrun.CurrentRealEnv()
 	if err != nil {
 		return nil, err
 	}
@@ -102,8 +105,8 @@ func allgatherSection(ctx context.Context, _ *SectionEnv) (*Section, error) {
 			if p == def && !userSet {
 				env = []string{"DATAHELIX_MPI_WAIT=auto"}
 			}
-			re.logf("allgather: %d ranks, wait policy %s", n, p)
-			out, err := re.mpiRun(ctx, 2*time.Minute, n, env, "info", "--bytes", strconv.Itoa(allgatherBytes), "--rounds", strconv.Itoa(allgatherRounds))
+			re.Logf("allgather: %d ranks, wait policy %s", n, p)
+			out, err := re.MPIRun(ctx, 2*time.Minute, n, env, "info", "--bytes", strconv.Itoa(allgatherBytes), "--rounds", strconv.Itoa(allgatherRounds))
 			if err != nil {
 				return nil, err
 			}
@@ -112,7 +115,7 @@ func allgatherSection(ctx context.Context, _ *SectionEnv) (*Section, error) {
 				return nil, err
 			}
 			if a.Ranks != n {
-				return nil, fmt.Errorf("%w: mpirun -np %d: datahelix info reports %d ranks", ErrReal, n, a.Ranks)
+				return nil, fmt.Errorf("%w: mpirun -np %d: datahelix info reports %d ranks", realrun.ErrReal, n, a.Ranks)
 			}
 			if p == def {
 				lat = append(lat, a)
@@ -131,8 +134,8 @@ func allgatherSection(ctx context.Context, _ *SectionEnv) (*Section, error) {
 
 // allgatherTable builds the section from the measurements: lat with the
 // default policy (policies[i] at lat[i]), other with the other one.
-func allgatherTable(lat, other []AllgatherLatency, policies []string, cores int) *Section {
-	s := &Section{Columns: []string{"ranks", "bytes", "default_policy", "p50_us", "p99_us", "p50_vs_2_ranks", "other_policy", "other_p50_us", "other_p99_us"}}
+func allgatherTable(lat, other []AllgatherLatency, policies []string, cores int) *report.Section {
+	s := &report.Section{Columns: []string{"ranks", "bytes", "default_policy", "p50_us", "p99_us", "p50_vs_2_ranks", "other_policy", "other_p50_us", "other_p99_us"}}
 	var base float64
 	for i, a := range lat {
 		if i == 0 {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/datahelix/datahelix/internal/bench/realrun"
 )
 
 // infoOutput is what datahelix info printed under mpirun -np 4 here.
@@ -32,7 +34,7 @@ func TestParseAllgatherLatency(t *testing.T) {
 	} {
 		got, err := ParseAllgatherLatency([]byte(tt.out))
 		if tt.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.err) || !errors.Is(err, ErrReal) {
+			if err == nil || !strings.Contains(err.Error(), tt.err) || !errors.Is(err, realrun.ErrReal) {
 				t.Errorf("%s: got %+v, %v; want an ErrReal error containing %q", tt.name, got, err, tt.err)
 			}
 			continue
@@ -50,7 +52,7 @@ func FuzzParseAllgatherLatency(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		a, err := ParseAllgatherLatency(data)
 		if err != nil {
-			if !errors.Is(err, ErrReal) {
+			if !errors.Is(err, realrun.ErrReal) {
 				t.Fatalf("error %v does not wrap ErrReal", err)
 			}
 			return

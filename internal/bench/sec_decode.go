@@ -15,6 +15,9 @@ import (
 
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/av"
+	"github.com/datahelix/datahelix/internal/bench/realrun"
+	"github.com/datahelix/datahelix/internal/bench/report"
+	"github.com/datahelix/datahelix/internal/bench/workload"
 	"github.com/datahelix/datahelix/internal/gen"
 	"github.com/datahelix/datahelix/internal/shardindex"
 )
@@ -48,13 +51,13 @@ var (
 func ParseFFmpegBench(out []byte) (FFmpegBench, error) {
 	m := ffmpegBenchRE.FindSubmatch(out)
 	if m == nil {
-		return FFmpegBench{}, fmt.Errorf("%w: no \"bench: utime=\" line in ffmpeg's output: %s", ErrReal, tail(out, 300))
+		return FFmpegBench{}, fmt.Errorf("%w: no \"bench: utime=\" line in ffmpeg's output: %s", realrun.ErrReal, realrun.Tail(out, 300))
 	}
 	var f FFmpegBench
 	for i, d := range []*time.Duration{&f.User, &f.System, &f.Real} {
 		s, err := strconv.ParseFloat(string(m[i+1]), 64)
 		if err != nil || s < 0 || s > 1e6 {
-			return FFmpegBench{}, fmt.Errorf("%w: ffmpeg's benchmark line %q: bad time %q", ErrReal, m[0], m[i+1])
+			return FFmpegBench{}, fmt.Errorf("%w: ffmpeg's benchmark line %q: bad time %q", realrun.ErrReal, m[0], m[i+1])
 		}
 		*d = time.Duration(s * float64(time.Second))
 	}
@@ -65,14 +68,6 @@ func ParseFFmpegBench(out []byte) (FFmpegBench, error) {
 		}
 	}
 	return f, nil
-}
-
-// cpuOf runs f on the calling (locked) thread and returns its CPU time
-// (threadCPU).
-func cpuOf(f func() error) (time.Duration, error) {
-	a := threadCPU()
-	err := f()
-	return time.Duration(threadCPU() - a), err
 }
 
 // decodeMeasure is one preset's sums over its clips (fastest of the
@@ -91,7 +86,7 @@ type decodeMeasure struct {
 // decodeDataset returns a generated dataset of at least n clips of preset
 // with seed 1, one shard: the calibration's when bench calibrate made one
 // (its first clips are the same), else a small one generated now.
-func decodeDataset(ctx context.Context, re RealEnv, preset string, n int) (string, error) {
+func decodeDataset(ctx context.Context, re realrun.RealEnv, preset string, n int) (string, error) {
 	base := filepath.Join(re.CacheDir, "bench", "data")
 	suffix := gen.CacheName("-seed1")
 	matches, _ := filepath.Glob(filepath.Join(base, preset+"-n*"+suffix))
@@ -111,7 +106,7 @@ func decodeDataset(ctx context.Context, re RealEnv, preset string, n int) (strin
 		return "", fmt.Errorf("bench: generate %s clips: %w", preset, err)
 	}
 	if made {
-		re.logf("decode: generated %d %s clips in %.0fs", n, preset, time.Since(t0).Seconds())
+		re.Logf("decode: generated %d %s clips in %.0fs", n, preset, time.Since(t0).Seconds())
 	}
 	return dir, nil
 }
@@ -119,7 +114,7 @@ func decodeDataset(ctx context.Context, re RealEnv, preset string, n int) (strin
 // measureDecode decodes the first clips of one preset fully through
 // av.DecodeAll (CPU time of this thread) and through `ffmpeg -threads 1`
 // (its utime+stime), and sampled through decode.Decoder, alternating.
-func measureDecode(ctx context.Context, re RealEnv, preset, tmp string) (decodeMeasure, error) {
+func measureDecode(ctx context.Context, re realrun.RealEnv, preset, tmp string) (decodeMeasure, error) {
 	m := decodeMeasure{preset: preset, codecs: map[string]int{}}
 	dir, err := decodeDataset(ctx, re, preset, decodeClips)
 	if err != nil {
@@ -132,7 +127,7 @@ func measureDecode(ctx context.Context, re RealEnv, preset, tmp string) (decodeM
 	defer ds.Close()
 	ffmpeg, err := exec.LookPath("ffmpeg")
 	if err != nil {
-		return m, fmt.Errorf("%w: ffmpeg: %v", ErrReal, err)
+		return m, fmt.Errorf("%w: ffmpeg: %v", realrun.ErrReal, err)
 	}
 	cfg := av.DefaultConfig()
 	cfg.Timeout = 2 * time.Minute
@@ -161,7 +156,7 @@ func measureDecode(ctx context.Context, re RealEnv, preset, tmp string) (decodeM
 		var frames, ffFrames, sampledFrames int
 		for k := range decodeRepeat {
 			var st av.Stats
-			d, err := cpuOf(func() (err error) { st, err = av.DecodeAll(ctx, data, cfg); return err })
+			d, err := workload.CPUOf(func() (err error) { st, err = av.DecodeAll(ctx, data, cfg); return err })
 			if err != nil {
 				return m, fmt.Errorf("bench: full decode of %s in %s: %w", smp.Key, smp.Shard, err)
 			}
@@ -174,14 +169,14 @@ func measureDecode(ctx context.Context, re RealEnv, preset, tmp string) (decodeM
 				return m, fmt.Errorf("bench: ffmpeg stopped: %w", context.Cause(ctx))
 			}
 			if err != nil {
-				return m, commandFailed(cmd, err, out, 300)
+				return m, realrun.CommandFailed(cmd, err, out, 300)
 			}
 			fb, err := ParseFFmpegBench(out)
 			if err != nil {
 				return m, err
 			}
 			var o *decode.Output
-			dsm, err := cpuOf(func() (err error) { o, err = dec.Decode(ctx, smp, rec); return err })
+			dsm, err := workload.CPUOf(func() (err error) { o, err = dec.Decode(ctx, smp, rec); return err })
 			if err != nil {
 				return m, fmt.Errorf("bench: sampled decode: %w", err)
 			}
@@ -217,8 +212,8 @@ func measureDecode(ctx context.Context, re RealEnv, preset, tmp string) (decodeM
 }
 
 // decodeSection measures the decoder against ffmpeg on the same clips.
-func decodeSection(ctx context.Context, _ *SectionEnv) (*Section, error) {
-	re, err := currentRealEnv()
+func decodeSection(ctx context.Context, _ *report.SectionEnv) (*report.Section, error) {
+	re, err := realrun.CurrentRealEnv()
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +227,7 @@ func decodeSection(ctx context.Context, _ *SectionEnv) (*Section, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		re.logf("decode: %s", p)
+		re.Logf("decode: %s", p)
 		m, err := measureDecode(ctx, re, p, tmp)
 		if err != nil {
 			return nil, err
@@ -259,8 +254,8 @@ func codecList(c map[string]int) string {
 
 // decodeTable builds the section from the per-preset sums; the headline
 // is the ratio of our full decode to ffmpeg's over all clips.
-func decodeTable(ms []decodeMeasure) *Section {
-	s := &Section{Columns: []string{"preset", "clips", "codecs", "frames", "ours_ms", "ffmpeg_ms", "ours_over_ffmpeg", "sampled8_ms", "sampled8_frames", "sampled8_over_full"}}
+func decodeTable(ms []decodeMeasure) *report.Section {
+	s := &report.Section{Columns: []string{"preset", "clips", "codecs", "frames", "ours_ms", "ffmpeg_ms", "ours_over_ffmpeg", "sampled8_ms", "sampled8_frames", "sampled8_over_full"}}
 	ms2 := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	var ours, ff, sampled time.Duration
 	var mismatch []string

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/datahelix/datahelix/internal/bench/realrun"
 )
 
 // ffmpegOutput is the end of `ffmpeg -nostdin -benchmark -threads 1 -i
@@ -27,7 +29,7 @@ func TestParseFFmpegBench(t *testing.T) {
 		t.Errorf("without a frame count: got %+v, %v; want 1.5 s user, frames -1", got, err)
 	}
 	for _, bad := range []string{"", "frame= 10\n", "bench: utime=1e9s stime=0s rtime=0s", "bench: utime=1..2s stime=0s rtime=0s"} {
-		if _, err := ParseFFmpegBench([]byte(bad)); err == nil || !errors.Is(err, ErrReal) {
+		if _, err := ParseFFmpegBench([]byte(bad)); err == nil || !errors.Is(err, realrun.ErrReal) {
 			t.Errorf("%q: error %v, want an ErrReal error", bad, err)
 		}
 	}
@@ -39,7 +41,7 @@ func FuzzParseFFmpegBench(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		b, err := ParseFFmpegBench(data)
 		if err != nil {
-			if !errors.Is(err, ErrReal) {
+			if !errors.Is(err, realrun.ErrReal) {
 				t.Fatalf("error %v does not wrap ErrReal", err)
 			}
 			return

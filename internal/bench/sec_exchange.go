@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/datahelix/datahelix/internal/bench/realrun"
+	"github.com/datahelix/datahelix/internal/bench/report"
 	"github.com/datahelix/datahelix/internal/mpinode"
 	"github.com/datahelix/datahelix/internal/wire"
 )
@@ -92,12 +94,12 @@ func lastJSONLine(out []byte, what string, v any) error {
 		l := bytes.TrimSpace(lines[i])
 		if len(l) > 0 && l[0] == '{' {
 			if err := json.Unmarshal(l, v); err != nil {
-				return fmt.Errorf("%w: %s printed %q: %v", ErrReal, what, tail(l, 200), err)
+				return fmt.Errorf("%w: %s printed %q: %v", realrun.ErrReal, what, realrun.Tail(l, 200), err)
 			}
 			return nil
 		}
 	}
-	return fmt.Errorf("%w: %s printed no JSON line: %s", ErrReal, what, tail(out, 300))
+	return fmt.Errorf("%w: %s printed no JSON line: %s", realrun.ErrReal, what, realrun.Tail(out, 300))
 }
 
 // ParseGoExchange reads datahelix bench exchange's output.
@@ -107,7 +109,7 @@ func ParseGoExchange(out []byte) (GoExchange, error) {
 		return g, err
 	}
 	if g.Bytes <= 0 || g.Messages < 1 || !(g.ExchangeUSPer > 0) || !(g.PackedUSPer > 0) || !(g.BareUSPer > 0) {
-		return g, fmt.Errorf("%w: datahelix bench exchange: implausible figures %+v", ErrReal, g)
+		return g, fmt.Errorf("%w: datahelix bench exchange: implausible figures %+v", realrun.ErrReal, g)
 	}
 	return g, nil
 }
@@ -119,7 +121,7 @@ func ParseRawExchange(out []byte) (RawExchange, error) {
 		return r, err
 	}
 	if r.Bytes < 0 || r.Messages < 1 || !(r.RawUSPer > 0) {
-		return r, fmt.Errorf("%w: exchange_raw: implausible figures %+v", ErrReal, r)
+		return r, fmt.Errorf("%w: exchange_raw: implausible figures %+v", realrun.ErrReal, r)
 	}
 	return r, nil
 }
@@ -148,7 +150,7 @@ func compileExchangeRaw(ctx context.Context, dir string) (string, error) {
 	bin := filepath.Join(dir, "exchange_raw")
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	if _, err := runCommand(ctx, exec.CommandContext(ctx, cc, "-O2", "-o", bin, src)); err != nil {
+	if _, err := realrun.RunCommand(ctx, exec.CommandContext(ctx, cc, "-O2", "-o", bin, src)); err != nil {
 		return "", err
 	}
 	return bin, nil
@@ -160,8 +162,8 @@ func compileExchangeRaw(ctx context.Context, dir string) (string, error) {
 // exchange, one mpirun job), and
 // the same bytes through the raw C reference (another job), alternating
 // the jobs and keeping each path's fastest.
-func exchangeSection(ctx context.Context, _ *SectionEnv) (*Section, error) {
-	re, err := currentRealEnv()
+func exchangeSection(ctx context.Context, _ *report.SectionEnv) (*report.Section, error) {
+	re, err := realrun.CurrentRealEnv()
 	if err != nil {
 		return nil, err
 	}
@@ -182,10 +184,10 @@ func exchangeSection(ctx context.Context, _ *SectionEnv) (*Section, error) {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			re.logf("exchange: %d samples, run %d of %d", k, i+1, exchangeRepeat)
+			re.Logf("exchange: %d samples, run %d of %d", k, i+1, exchangeRepeat)
 			// The first job may generate the default dataset (once, into
 			// the cache): a generous timeout.
-			out, err := re.mpiRun(ctx, 10*time.Minute, 2, nil, "bench", "exchange", "--cache-dir", re.CacheDir,
+			out, err := re.MPIRun(ctx, 10*time.Minute, 2, nil, "bench", "exchange", "--cache-dir", re.CacheDir,
 				"--samples", strconv.Itoa(k), "--rounds", strconv.Itoa(exchangeRounds))
 			if err != nil {
 				return nil, err
@@ -194,7 +196,7 @@ func exchangeSection(ctx context.Context, _ *SectionEnv) (*Section, error) {
 			if err != nil {
 				return nil, err
 			}
-			out, err = re.mpiRunProgram(ctx, 2*time.Minute, 2, nil, raw, strconv.FormatInt(g.Bytes, 10), strconv.Itoa(exchangeRounds))
+			out, err = re.MPIRunProgram(ctx, 2*time.Minute, 2, nil, raw, strconv.FormatInt(g.Bytes, 10), strconv.Itoa(exchangeRounds))
 			if err != nil {
 				return nil, err
 			}
@@ -203,7 +205,7 @@ func exchangeSection(ctx context.Context, _ *SectionEnv) (*Section, error) {
 				return nil, err
 			}
 			if r.Bytes != g.Bytes {
-				return nil, fmt.Errorf("%w: exchange_raw sent %d B, want %d", ErrReal, r.Bytes, g.Bytes)
+				return nil, fmt.Errorf("%w: exchange_raw sent %d B, want %d", realrun.ErrReal, r.Bytes, g.Bytes)
 			}
 			if i == 0 || g.ExchangeUSPer < row.g.ExchangeUSPer {
 				row.g.ExchangeUSPer, row.g.ExchangeMBps = g.ExchangeUSPer, g.ExchangeMBps
@@ -226,8 +228,8 @@ func exchangeSection(ctx context.Context, _ *SectionEnv) (*Section, error) {
 
 // exchangeTable builds the section; the ratios to the raw C reference are
 // the headline.
-func exchangeTable(rows []exchangeRow, cores int) *Section {
-	s := &Section{Columns: []string{"samples", "bytes", "exchange_us", "exchange_mb_s", "bare_go_us", "bare_go_mb_s", "raw_c_us", "raw_c_mb_s",
+func exchangeTable(rows []exchangeRow, cores int) *report.Section {
+	s := &report.Section{Columns: []string{"samples", "bytes", "exchange_us", "exchange_mb_s", "bare_go_us", "bare_go_mb_s", "raw_c_us", "raw_c_mb_s",
 		"exchange_over_raw", "bare_over_raw", "exchange_over_bare", "packed_us", "packed_mb_s", "exchange_over_packed"}}
 	for _, r := range rows {
 		b := float64(r.g.Bytes)

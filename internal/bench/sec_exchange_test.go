@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/datahelix/datahelix/internal/bench/realrun"
 	"github.com/datahelix/datahelix/internal/wire"
 )
 
@@ -49,7 +50,7 @@ func TestParseExchange(t *testing.T) {
 		} else {
 			_, err = ParseGoExchange([]byte(tt.out))
 		}
-		if err == nil || !errors.Is(err, ErrReal) || !strings.Contains(err.Error(), tt.err) {
+		if err == nil || !errors.Is(err, realrun.ErrReal) || !strings.Contains(err.Error(), tt.err) {
 			t.Errorf("%s: error %v, want an ErrReal error containing %q", tt.name, err, tt.err)
 		}
 	}
@@ -64,14 +65,14 @@ func FuzzParseExchange(f *testing.F) {
 			if g.Bytes <= 0 || !(g.ExchangeUSPer > 0) || !(g.PackedUSPer > 0) || !(g.BareUSPer > 0) || g.Messages < 1 {
 				t.Fatalf("accepted %+v", g)
 			}
-		} else if !errors.Is(err, ErrReal) {
+		} else if !errors.Is(err, realrun.ErrReal) {
 			t.Fatalf("error %v does not wrap ErrReal", err)
 		}
 		if r, err := ParseRawExchange(data); err == nil {
 			if r.Bytes < 0 || !(r.RawUSPer > 0) || r.Messages < 1 {
 				t.Fatalf("accepted %+v", r)
 			}
-		} else if !errors.Is(err, ErrReal) {
+		} else if !errors.Is(err, realrun.ErrReal) {
 			t.Fatalf("error %v does not wrap ErrReal", err)
 		}
 	})

@@ -18,6 +18,10 @@ import (
 
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/internal/bench/eval"
+	"github.com/datahelix/datahelix/internal/bench/realrun"
+	"github.com/datahelix/datahelix/internal/bench/report"
+	"github.com/datahelix/datahelix/internal/bench/workload"
 	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/gen"
 	"github.com/datahelix/datahelix/internal/metrics"
@@ -52,23 +56,23 @@ var errNoBed = errors.New("the two-node bed cannot run here")
 // cannot run (not root, no network namespaces, no scripts/multinode.sh
 // beside the binary or in the working directory) the section is skipped
 // saying why.
-func linksSection(ctx context.Context, env *SectionEnv) (*Section, error) {
-	e, err := currentRealEnv()
+func linksSection(ctx context.Context, env *report.SectionEnv) (*report.Section, error) {
+	e, err := realrun.CurrentRealEnv()
 	if err != nil {
 		return nil, err
 	}
 	script, err := bedScript(e.Binary)
 	if err != nil {
-		return &Section{Status: SectionSkipped, Note: err.Error()}, nil
+		return &report.Section{Status: report.SectionSkipped, Note: err.Error()}, nil
 	}
-	sec := &Section{Columns: []string{"link", "loader", "throughput_sps", "vs_torch", "bytes_moved_per_step", "net_bytes_moved_per_step", "allgather_us_p50",
+	sec := &report.Section{Columns: []string{"link", "loader", "throughput_sps", "vs_torch", "bytes_moved_per_step", "net_bytes_moved_per_step", "allgather_us_p50",
 		"sim_throughput_sps", "sim_vs_torch", "sim_net_bytes_moved_per_step"}}
 	results := map[string][]metrics.Summary{}
 	for _, rate := range LinkRates {
-		e.logf("links: %s", linkName(rate))
+		e.Logf("links: %s", linkName(rate))
 		sums, err := runOnBed(ctx, script, rate, env.Seed)
 		if errors.Is(err, errNoBed) {
-			return &Section{Status: SectionSkipped, Note: err.Error()}, nil
+			return &report.Section{Status: report.SectionSkipped, Note: err.Error()}, nil
 		}
 		if err != nil {
 			return nil, fmt.Errorf("link %s: %w", linkName(rate), err)
@@ -120,7 +124,7 @@ func linkBytesPerUS(rate string) int64 {
 // horizon 8, the gate's margin), 4 ranks on 2 nodes sharing this
 // machine's cores, each node's link at the rate, and returns each loader
 // of linkLoaders's summary, in that order.
-func simulateLinks(env *SectionEnv, rate string) ([]metrics.Summary, error) {
+func simulateLinks(env *report.SectionEnv, rate string) ([]metrics.Summary, error) {
 	dir := filepath.Join(shardindex.DefaultCacheDir(), gen.CacheName(fmt.Sprintf("default-seed%d", env.Seed)))
 	ds, err := decode.OpenDataset(dir, "")
 	if err != nil {
@@ -132,7 +136,7 @@ func simulateLinks(env *SectionEnv, rate string) ([]metrics.Summary, error) {
 	if env.Calibration != nil {
 		cal = env.Calibration
 	}
-	src, err := NewDatasetSamples(ds, cal, DatasetSimConfig{Ranks: ranks, Batch: batch, Steps: linkSteps, Workers: workers, Seed: env.Seed})
+	src, err := workload.NewDatasetSamples(ds, cal, workload.DatasetSimConfig{Ranks: ranks, Batch: batch, Steps: linkSteps, Workers: workers, Seed: env.Seed})
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +150,7 @@ func simulateLinks(env *SectionEnv, rate string) ([]metrics.Summary, error) {
 		res, err := sim.Run(sim.Config{Loader: k, Ranks: ranks, Batch: batch, Steps: linkSteps, Workers: workers, Horizon: horizon,
 			Budget:    horizon * batch * decode.DefaultFrames * decode.DefaultSize * decode.DefaultSize * 3,
 			GPU:       gpu.Model{Base: 120 * time.Millisecond, PerFrame: time.Millisecond},
-			Bandwidth: 1000 * plan.One, LatencyUS: 50, Margin: GateMarginUS,
+			Bandwidth: 1000 * plan.One, LatencyUS: 50, Margin: eval.GateMarginUS,
 			Nodes: []int{0, 0, 2, 2}, NodeBandwidth: linkBytesPerUS(rate), NodeLatencyUS: 100,
 			CPUs:    &sim.CPUShare{Group: []int{0, 0, 0, 0}, Cores: []int{cores}},
 			Samples: src.Samples, Seed: env.Seed})
@@ -201,7 +205,7 @@ func runOnBed(ctx context.Context, script, rate string, seed uint64) ([]metrics.
 	defer cancel()
 	cmd := exec.CommandContext(ctx, script, args...)
 	cmd.Dir = filepath.Dir(filepath.Dir(script))
-	if _, err := runCommand(ctx, cmd); err != nil {
+	if _, err := realrun.RunCommand(ctx, cmd); err != nil {
 		var exit *exec.ExitError
 		if errors.As(err, &exit) && exit.ExitCode() == 3 {
 			return nil, fmt.Errorf("%w: network namespaces are not permitted", errNoBed)
@@ -286,5 +290,5 @@ func plotLinks(path string, results map[string][]metrics.Summary) error {
 		p.Y.Min = 0
 	}
 	tp.Legend.Top = false
-	return savePNG(path, 10, 4, [][]*plot.Plot{{tp, moved}})
+	return report.SavePNG(path, 10, 4, [][]*plot.Plot{{tp, moved}})
 }

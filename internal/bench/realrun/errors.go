@@ -1,0 +1,30 @@
+package realrun
+
+import (
+	"fmt"
+	"strings"
+)
+
+// errPrefix starts every error of the benchmark harness, whichever of
+// its packages made it.
+const errPrefix = "bench: "
+
+// wrapf wraps err in the context format and args describe, saying the
+// package once: "bench: workload text: real run failed: ..." rather than
+// "bench: workload text: bench: real run failed: ...", as err is most
+// often one of the package's own. errors.Is and errors.As see err.
+func wrapf(err error, format string, args ...any) error {
+	return &wrapped{context: fmt.Sprintf(format, args...), err: err}
+}
+
+// wrapped is an error in context (wrapf).
+type wrapped struct {
+	context string
+	err     error
+}
+
+func (e *wrapped) Error() string {
+	return errPrefix + e.context + ": " + strings.TrimPrefix(e.err.Error(), errPrefix)
+}
+
+func (e *wrapped) Unwrap() error { return e.err }

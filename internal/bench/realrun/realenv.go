@@ -1,0 +1,250 @@
+package realrun
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/datahelix/datahelix/internal/collectivetest"
+	"github.com/datahelix/datahelix/internal/shardindex"
+)
+
+// ErrReal reports a real run or measurement (mpirun, mpicc, ffmpeg, the
+// datahelix binary) that failed; the wrapping error names the command
+// and ends with the tail of its output.
+var ErrReal = errors.New("bench: real run failed")
+
+// RealEnv is what the real runs and the measured sections need from the
+// command that runs them: the datahelix binary started under mpirun, the
+// cache of generated datasets and the size of the real runs.
+type RealEnv struct {
+	// Binary is the datahelix executable that mpirun starts ("": this
+	// process's executable, right when it is datahelix bench).
+	Binary string
+	// CacheDir holds the generated datasets (CacheDir/bench/real/...) and
+	// shard indexes ("": $DATAHELIX_CACHE, else the user cache
+	// directory's datahelix, as datahelix run chooses).
+	CacheDir string
+	// Scale sizes the real runs (zero fields: DefaultRealScale's).
+	Scale RealScale
+	// Cores is the CPU count the real runs share (0: runtime.NumCPU()).
+	Cores int
+	// Log receives progress lines (nil: discarded).
+	Log io.Writer
+}
+
+var (
+	realEnvMu sync.Mutex
+	realEnv   RealEnv
+)
+
+// SetRealEnv configures the real runs and the measured sections; the
+// datahelix bench command calls it before BuildReport.
+func SetRealEnv(e RealEnv) {
+	realEnvMu.Lock()
+	defer realEnvMu.Unlock()
+	realEnv = e
+}
+
+// CurrentRealEnv returns the configured environment with defaults filled.
+func CurrentRealEnv() (RealEnv, error) {
+	realEnvMu.Lock()
+	e := realEnv
+	realEnvMu.Unlock()
+	if e.Binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return e, fmt.Errorf("%w: cannot find the datahelix binary: %v", ErrReal, err)
+		}
+		e.Binary = exe
+	}
+	if e.CacheDir == "" {
+		e.CacheDir = shardindex.DefaultCacheDir()
+	}
+	e.Scale = e.Scale.withDefaults()
+	if e.Cores <= 0 {
+		e.Cores = runtime.NumCPU()
+	}
+	if e.Log == nil {
+		e.Log = io.Discard
+	}
+	return e, nil
+}
+
+// Logf writes one progress line.
+func (e RealEnv) Logf(format string, args ...any) {
+	fmt.Fprintf(e.Log, "bench: "+format+"\n", args...)
+}
+
+// MPIRun runs np ranks of the datahelix binary with args under mpirun
+// (collectivetest.MPIRun: --oversubscribe, root and container settings)
+// with extra environment variables, and returns its standard output.
+// A failure names the command and carries the tail of its output.
+func (e RealEnv) MPIRun(ctx context.Context, timeout time.Duration, np int, env []string, args ...string) ([]byte, error) {
+	out, _, err := e.mpiRunStats(ctx, timeout, np, env, e.Binary, args...)
+	return out, err
+}
+
+// MPIRunProgram is MPIRun for any program.
+func (e RealEnv) MPIRunProgram(ctx context.Context, timeout time.Duration, np int, env []string, prog string, args ...string) ([]byte, error) {
+	out, _, err := e.mpiRunStats(ctx, timeout, np, env, prog, args...)
+	return out, err
+}
+
+// JobStats is how one mpirun job used the shared machine.
+type JobStats struct {
+	Wall time.Duration
+	// CPU is the CPU time of mpirun and the ranks it reaped.
+	CPU time.Duration
+	// OthersCores is the mean number of cores every other process of the
+	// machine kept busy during the job (from /proc/stat, less the job's
+	// own CPU time); -1 when unknown.
+	OthersCores float64
+	// Load is /proc/loadavg's 1-minute figure before and after.
+	Load [2]float64
+}
+
+// mpiRunStats is mpiRunProgram that also measures the job's CPU time and
+// what the rest of the machine used meanwhile.
+func (e RealEnv) mpiRunStats(ctx context.Context, timeout time.Duration, np int, env []string, prog string, args ...string) ([]byte, JobStats, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := collectivetest.MPIRun(ctx, np, prog, args...)
+	cmd.Env = append(os.Environ(), env...)
+	st := JobStats{OthersCores: -1}
+	st.Load[0] = loadAvg()
+	busy0, ok0 := machineBusy()
+	t0 := time.Now()
+	out, err := RunCommand(ctx, cmd)
+	st.Wall = time.Since(t0)
+	busy1, ok1 := machineBusy()
+	st.Load[1] = loadAvg()
+	if ps := cmd.ProcessState; ps != nil {
+		st.CPU = ps.UserTime() + ps.SystemTime()
+	}
+	if ok0 && ok1 && st.Wall > 0 {
+		st.OthersCores = max(float64(busy1-busy0-st.CPU)/float64(st.Wall), 0)
+	}
+	return out, st, err
+}
+
+// RunCommand runs cmd, started with exec.CommandContext(ctx, ...), and
+// returns its standard output. When ctx was cancelled from outside (a
+// signal, another rank's failure), the error is short, names the program
+// and wraps the cancellation's cause, so that errors.Is and errors.As
+// see what stopped the command (the launcher maps an interruption to
+// exit status 130 or 143). Any other failure, a timeout included, is an
+// ErrReal that names the command and ends with the tail of its standard
+// error (or output), when there is one.
+func RunCommand(ctx context.Context, cmd *exec.Cmd) ([]byte, error) {
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = 5 * time.Second
+	err := cmd.Run()
+	if err == nil {
+		return stdout.Bytes(), nil
+	}
+	if ctx.Err() != nil {
+		cause := context.Cause(ctx)
+		if !errors.Is(cause, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("bench: %s stopped: %w", filepath.Base(cmd.Args[0]), cause)
+		}
+		err = fmt.Errorf("timed out (%w): %w", cause, err)
+	}
+	out := stderr.Bytes()
+	if len(bytes.TrimSpace(out)) == 0 {
+		out = stdout.Bytes()
+	}
+	return nil, CommandFailed(cmd, err, out, 600)
+}
+
+// CommandFailed is the error of a command that failed with err: ErrReal,
+// its command line, err, and the last limit bytes of its output if any.
+func CommandFailed(cmd *exec.Cmd, err error, out []byte, limit int) error {
+	err = fmt.Errorf("%w: %s: %w", ErrReal, commandLine(cmd), err)
+	if t := Tail(out, limit); t != "" {
+		err = fmt.Errorf("%w: %s", err, t)
+	}
+	return err
+}
+
+// commandLine is the command as a shell would show it (arguments with
+// spaces quoted).
+func commandLine(cmd *exec.Cmd) string {
+	parts := make([]string, len(cmd.Args))
+	for i, a := range cmd.Args {
+		if a == "" || strings.ContainsAny(a, " \t\"'") {
+			a = fmt.Sprintf("%q", a)
+		}
+		parts[i] = a
+	}
+	return strings.Join(parts, " ")
+}
+
+// Tail returns the last n bytes of out, trimmed, on one line.
+func Tail(out []byte, n int) string {
+	out = bytes.TrimSpace(out)
+	if len(out) > n {
+		out = append([]byte("..."), out[len(out)-n:]...)
+	}
+	return strings.Join(strings.Fields(string(out)), " ")
+}
+
+// clockTicks is USER_HZ, the unit of /proc/stat (100 on Linux).
+const clockTicks = 100
+
+// machineBusy returns the CPU time all processes of the machine have
+// used since boot (the busy fields of /proc/stat's "cpu" line).
+func machineBusy() (time.Duration, bool) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, false
+	}
+	return parseProcStat(data)
+}
+
+// parseProcStat reads the busy time of /proc/stat's first line: user,
+// nice, system, irq, softirq and steal (guest time is inside user).
+func parseProcStat(data []byte) (time.Duration, bool) {
+	line, _, _ := bytes.Cut(data, []byte("\n"))
+	f := strings.Fields(string(line))
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, false
+	}
+	// The sum must fit a Duration: about 292 CPU-years of ticks.
+	const maxTicks = uint64(math.MaxInt64 / int64(time.Second/clockTicks))
+	var ticks uint64
+	for _, i := range []int{1, 2, 3, 6, 7, 8} {
+		v, err := strconv.ParseUint(f[i], 10, 64)
+		if err != nil || v > maxTicks-ticks {
+			return 0, false
+		}
+		ticks += v
+	}
+	return time.Duration(ticks) * (time.Second / clockTicks), true
+}
+
+// loadAvg returns /proc/loadavg's 1-minute figure (-1 when unknown): the
+// report states how busy the shared machine was around a real run.
+func loadAvg() float64 {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1
+	}
+	var l float64
+	if _, err := fmt.Sscan(string(data), &l); err != nil {
+		return -1
+	}
+	return l
+}

@@ -1,0 +1,294 @@
+package workload
+
+import (
+	"context"
+	"math"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/costmodel"
+	"github.com/datahelix/datahelix/internal/gen"
+)
+
+func synthFor(t *testing.T, name string, ranks int, seed uint64) *Synth {
+	t.Helper()
+	ws, err := SelectWorkloads(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSynth(ws[0], DefaultCalibration(), ranks, 0, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestSynthDeterministic(t *testing.T) {
+	a, b := synthFor(t, "howto100m", 8, 5), synthFor(t, "howto100m", 8, 5)
+	c := synthFor(t, "howto100m", 8, 6)
+	// Draw b in another order: the result must not depend on it.
+	for step := int64(9); step >= 0; step-- {
+		for r := 7; r >= 0; r-- {
+			b.Samples(step, r)
+		}
+	}
+	differ := false
+	for step := range int64(10) {
+		for r := range 8 {
+			x, y := a.Samples(step, r), b.Samples(step, r)
+			if !reflect.DeepEqual(x, y) {
+				t.Fatalf("step %d rank %d: samples differ between two synths of one seed", step, r)
+			}
+			differ = differ || !reflect.DeepEqual(x, c.Samples(step, r))
+		}
+	}
+	if !differ {
+		t.Error("seeds 5 and 6 drew the same samples")
+	}
+}
+
+func TestSynthSamplesWellFormed(t *testing.T) {
+	s := synthFor(t, "panda70m", 8, 1)
+	seen := map[uint64]bool{}
+	split := 0
+	for step := range int64(40) {
+		for r := range 8 {
+			xs := s.Samples(step, r)
+			if len(xs) != s.Batch() {
+				t.Fatalf("got %d samples, want %d", len(xs), s.Batch())
+			}
+			for _, x := range xs {
+				if seen[x.ID] {
+					t.Fatalf("sample id %d drawn twice", x.ID)
+				}
+				seen[x.ID] = true
+				// Shard i belongs to rank i mod N.
+				if shard := x.ID / uint64(s.w.ShardSize); int(shard%8) != r {
+					t.Fatalf("rank %d read shard %d", r, shard)
+				}
+				if x.Cost < 1 || x.Est < 1 || x.Bytes < 1 || x.Frames != 8 || x.Mem != 8*224*224*3 {
+					t.Fatalf("bad sample %+v", x)
+				}
+				if len(x.Parts) > 1 {
+					split++
+					if len(x.PartsEst) != len(x.Parts) {
+						t.Fatalf("%d parts, %d estimates", len(x.Parts), len(x.PartsEst))
+					}
+					var sum int64
+					for _, p := range x.Parts {
+						sum += p
+					}
+					if sum < x.Cost || sum > x.Cost*3/2 {
+						t.Errorf("parts sum to %d for a clip of cost %d: want the split cost, a little above", sum, x.Cost)
+					}
+				}
+			}
+		}
+	}
+	if split == 0 {
+		t.Error("no Panda-70M clip was split into keyframe-aligned tasks")
+	}
+}
+
+func TestSourceOrder(t *testing.T) {
+	cases := [][]float64{{1, 1}, {3, 1}, {0.2, 0.3, 0.5}, {1}}
+	for _, weights := range cases {
+		srcs := make([]Source, len(weights))
+		total := 0.0
+		for i, w := range weights {
+			srcs[i].Weight = w
+			total += w
+		}
+		order := SourceOrder(srcs, 200)
+		counts := make([]float64, len(weights))
+		for k, s := range order {
+			counts[s]++
+			for i, w := range weights {
+				if want := float64(k+1) * w / total; math.Abs(counts[i]-want) > 1 {
+					t.Fatalf("weights %v: after %d shards source %d has %v, want %.2f within 1", weights, k+1, i, counts[i], want)
+				}
+			}
+		}
+	}
+	if got := SourceOrder([]Source{{Weight: 1}, {Weight: 1}}, 4); !reflect.DeepEqual(got, []int{0, 1, 0, 1}) {
+		t.Errorf("equal weights: order %v, want alternating", got)
+	}
+}
+
+// TestSourceHomogeneousRanks: with two equal sources and 8 ranks, every
+// rank reads one source for the whole run (its shards are i, i+8, ...).
+func TestSourceHomogeneousRanks(t *testing.T) {
+	s := synthFor(t, "video_image_mix", 8, 1)
+	for r := range 8 {
+		video := 0
+		for step := range int64(30) {
+			for _, x := range s.Samples(step, r) {
+				if x.Frames == 8 {
+					video++
+				}
+			}
+		}
+		want := 0
+		if r%2 == 0 {
+			want = 30 * s.Batch()
+		}
+		if video != want {
+			t.Errorf("rank %d read %d video samples, want %d", r, video, want)
+		}
+	}
+}
+
+// meanRun is the mean length of runs of one class in shard id.
+func meanRun(s *Synth, id int64) float64 {
+	d := s.shard(id)
+	p := s.pools[d.source]
+	runs := 1
+	for o := 1; o < len(d.entries); o++ {
+		if p.entries[d.entries[o]].class != p.entries[d.entries[o-1]].class {
+			runs++
+		}
+	}
+	return float64(len(d.entries)) / float64(runs)
+}
+
+func TestClipRuns(t *testing.T) {
+	// HowTo100M: 111 clips per video share a class; a class may follow
+	// itself, so observed runs are at least that long.
+	if m := meanRun(synthFor(t, "howto100m", 8, 1), 3); m < 80 {
+		t.Errorf("howto100m: mean run of one class %.1f clips, want about 111 or more", m)
+	}
+	// Kinetics: every clip is its own video.
+	if m := meanRun(synthFor(t, "kinetics", 8, 1), 3); m > 3 {
+		t.Errorf("kinetics: mean run %.1f clips, want independent clips", m)
+	}
+}
+
+func TestNoisyHasCalibratedMAPE(t *testing.T) {
+	for _, mape := range []float64{0.05, 0.16, 0.4} {
+		sigma := (&costmodel.Calibration{MAPE: map[string]float64{"all": mape}}).Sigma("")
+		var sum float64
+		const n = 40000
+		for i := range n {
+			est := noisy(1_000_000, sigma, hash3(1, 2, uint64(i)))
+			sum += math.Abs(float64(est)/1e6 - 1)
+		}
+		if got := sum / n; math.Abs(got-mape) > 0.02*mape+0.002 {
+			t.Errorf("MAPE %.2f: sigma %.4f gives %.4f", mape, sigma, got)
+		}
+	}
+	if noisy(1234, 0, 99) != 1234 {
+		t.Error("zero sigma changed the cost")
+	}
+}
+
+func TestSplitCost(t *testing.T) {
+	got := splitCost(1000, []int32{10, 30, 60})
+	if want := []int64{100, 300, 600}; !reflect.DeepEqual(got, want) {
+		t.Errorf("splitCost = %v, want %v", got, want)
+	}
+	if got := splitCost(1, []int32{1, 1}); !reflect.DeepEqual(got, []int64{1, 1}) {
+		t.Errorf("splitCost of 1 µs = %v, want at least 1 each", got)
+	}
+}
+
+// TestSyntheticRecordMatchesReal generates a few real samples and checks
+// that the records the simulator synthesizes from the same generator
+// specifications match what the parser reads, and cost about the same.
+func TestSyntheticRecordMatchesReal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("generates media with ffmpeg")
+	}
+	if _, err := exec.LookPath("ffmpeg"); err != nil {
+		t.Skip("no ffmpeg")
+	}
+	m := costmodel.New(nil)
+	for _, c := range []struct {
+		preset string
+		n      int
+		scale  float64
+	}{{"howto100m", 4, 0.5}, {"kinetics", 2, 0.3}, {"imagenet", 4, 0}, {"interleaved", 2, 0}} {
+		cfg := gen.Config{Preset: c.preset, Samples: c.n, Shards: 1, Seed: 3, DurationScale: c.scale, Out: filepath.Join(t.TempDir(), c.preset)}
+		if _, err := gen.Generate(context.Background(), cfg); err != nil {
+			t.Fatal(err)
+		}
+		ds, err := decode.OpenDataset(cfg.Out, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range c.n {
+			smp, err := ds.Shards[0].ReadSample(i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			real, err := decode.ParseRecord(smp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec, err := specOf(cfg, real)
+			if err != nil {
+				t.Fatal(err)
+			}
+			syn, err := syntheticRecord(spec, defaultBitsPerPixel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if real.Modality != syn.Modality || len(real.Images) != len(syn.Images) {
+				t.Fatalf("%s %d: modality %v with %d images, synthesized %v with %d", c.preset, i, real.Modality, len(real.Images), syn.Modality, len(syn.Images))
+			}
+			if v, w := real.Video, syn.Video; v != nil {
+				if v.Codec != w.Codec || v.Width != w.Width || v.Height != w.Height || abs(v.Frames-w.Frames) > 1 || !reflect.DeepEqual(v.Keyframes, w.Keyframes) {
+					t.Errorf("%s %d: real %s %dx%d %d frames keyframes %v; synthesized %s %dx%d %d frames keyframes %v", c.preset, i,
+						v.Codec, v.Width, v.Height, v.Frames, v.Keyframes, w.Codec, w.Width, w.Height, w.Frames, w.Keyframes)
+				}
+			}
+			for j := range real.Images {
+				a, b := real.Images[j], syn.Images[j]
+				if a.Format != b.Format || a.Width != b.Width || a.Height != b.Height {
+					t.Errorf("%s %d image %d: real %s %dx%d, synthesized %s %dx%d", c.preset, i, j, a.Format, a.Width, a.Height, b.Format, b.Width, b.Height)
+				}
+			}
+			ea, eb := float64(m.Estimate(real)), float64(m.Estimate(syn))
+			if rel(eb, ea) > 0.3 {
+				t.Errorf("%s %d: estimate %v µs from the real record, %v µs synthesized", c.preset, i, ea, eb)
+			}
+		}
+		ds.Close()
+	}
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// TestNoiseOnTruth: with the error on the true costs, the planner sees
+// the model's prediction, the true costs vary around it with mean 1, and
+// the default puts the error on the estimate instead.
+func TestNoiseOnTruth(t *testing.T) {
+	a, b := synthFor(t, "kinetics", 8, 1), synthFor(t, "kinetics", 8, 1)
+	b.NoiseOnTruth = true
+	var ratio, n float64
+	for step := range int64(100) {
+		for r := range 8 {
+			xa, xb := a.Samples(step, r), b.Samples(step, r)
+			for i := range xa {
+				if xb[i].Est != xa[i].Cost {
+					t.Fatalf("noise on truth: estimate %d, want the prediction %d", xb[i].Est, xa[i].Cost)
+				}
+				if xa[i].Est == xa[i].Cost && xb[i].Cost == xb[i].Est {
+					t.Fatalf("sample %d carries no error either way", xa[i].ID)
+				}
+				ratio += float64(xb[i].Cost) / float64(xb[i].Est)
+				n++
+			}
+		}
+	}
+	if m := ratio / n; math.Abs(m-1) > 0.02 {
+		t.Errorf("mean true/predicted = %.4f, want 1 (the provisioning rule's mean cost holds)", m)
+	}
+}
