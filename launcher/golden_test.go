@@ -88,6 +88,38 @@ func (tr *transcript) replace(expr, with string) *transcript {
 	return tr
 }
 
+// newRunTranscript is newTranscript for the outputs of datahelix run
+// and train: the dataset data reads DATA, the pairs oldnew apply next
+// (paths under the temporary directory), then the temporary directory
+// reads TMPDIR; the table's figures that depend on the machine's speed
+// read "…" (see runFigures).
+func newRunTranscript(data string, oldnew ...string) *transcript {
+	pairs := append(append([]string{data, "DATA"}, oldnew...), os.TempDir(), "TMPDIR")
+	tr := newTranscript(pairs...)
+	for _, f := range runFigures {
+		tr.replace(f[0], f[1])
+	}
+	return tr
+}
+
+// runFigures are the run table's rows and lines whose figures depend on
+// the machine's speed (misses, waits, throughput, bytes a timed plan
+// moved, latencies, memory), as expression and replacement: the row's
+// name stays, its figures read "…". The header, the loaders, the notes
+// on resumed loaders, the dropped and damaged counts and the batches
+// hash stay as printed: they are the run's behaviour.
+var runFigures = [][2]string{
+	{`(?m)^((?:2> )?(?:deadline misses|GPU wait per rank|throughput|wall time|moved per step|  across nodes|plan p50|allgather p50|cost model MAPE|GPU model MAPE|peak RSS|after \d+ steps: misses| +GPU wait| +throughput)) .*$`, "$1 …"},
+	{`(?m)^((?:2> )?\w+ vs \w+): .*$`, "$1: …"},
+	{`(?m)^((?:2> )?after the first \d+ steps \(the warm-up, one planning horizon\)): misses .*$`, "$1: misses …"},
+}
+
+// hasRunTable reports whether out holds a run's table: its last row,
+// the batches hash.
+func hasRunTable(out string) bool {
+	return rowOf(out, "batches") != ""
+}
+
 // run runs args as runMain does and records standard output, then
 // standard error's lines marked "2> ", then the exit status if not 0.
 // It returns the exit status and both outputs.
