@@ -120,6 +120,16 @@ func hasRunTable(out string) bool {
 	return rowOf(out, "batches") != ""
 }
 
+// rowOf returns the table line whose first field is key.
+func rowOf(out, key string) string {
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == key {
+			return line
+		}
+	}
+	return ""
+}
+
 // run runs args as runMain does and records standard output, then
 // standard error's lines marked "2> ", then the exit status if not 0.
 // It returns the exit status and both outputs.
