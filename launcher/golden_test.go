@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -67,7 +68,16 @@ var machineFacts = []struct {
 
 // add records "$ datahelix ARGS" and out, with the machine's facts
 // replaced too.
-func (tr *transcript) add(args []string, out string) {
+func (tr *transcript) add(args []string, out string) { tr.addAs("datahelix", args, out) }
+
+// addJob records "$ mpirun -np NP datahelix ARGS" and out, a job's
+// output (its datahelixLines, say), as add does.
+func (tr *transcript) addJob(np int, args []string, out string) {
+	tr.addAs(fmt.Sprintf("mpirun -np %d datahelix", np), args, out)
+}
+
+// addAs records "$ CMD ARGS" and out, as add does.
+func (tr *transcript) addAs(cmd string, args []string, out string) {
 	for _, f := range machineFacts {
 		out = f.re.ReplaceAllString(out, f.with)
 	}
@@ -75,7 +85,7 @@ func (tr *transcript) add(args []string, out string) {
 	for _, f := range tr.res {
 		out = f.re.ReplaceAllString(out, f.with)
 	}
-	tr.b.WriteString(tr.norm.Replace("$ datahelix "+strings.Join(args, " ")+"\n") + out)
+	tr.b.WriteString(tr.norm.Replace("$ "+cmd+" "+strings.Join(args, " ")+"\n") + out)
 	if out != "" && !strings.HasSuffix(out, "\n") {
 		tr.b.WriteString("\n")
 	}
@@ -199,6 +209,35 @@ func datahelixLines(out string) string {
 		}
 	}
 	return b.String()
+}
+
+// sortRankLines sorts the lines of out that ranks print ("datahelix:
+// rank R...") among themselves, in the places they hold, the other
+// lines staying where they are: ranks print side by side, in an order
+// that differs from run to run, before what rank 0 prints last.
+func sortRankLines(out string) string {
+	lines := strings.SplitAfter(out, "\n")
+	var at []int
+	var ranks []string
+	for i, l := range lines {
+		if strings.HasPrefix(l, "datahelix: rank ") {
+			at = append(at, i)
+			ranks = append(ranks, l)
+		}
+	}
+	slices.Sort(ranks)
+	for k, i := range at {
+		lines[i] = ranks[k]
+	}
+	return strings.Join(lines, "")
+}
+
+// sortLines returns the lines of out sorted: a job's lines, which reach
+// mpirun through one pipe per rank, in an order no test can rely on.
+func sortLines(out string) string {
+	lines := strings.SplitAfter(out, "\n")
+	slices.Sort(lines)
+	return strings.Join(lines, "")
 }
 
 // exitCode returns the exit status of the process err reports on: 0 for
