@@ -150,7 +150,7 @@ func abortGolden(t *testing.T, name, out string, extra ...string) {
 	tr := newRunTranscript(data).
 		replace(`rank \d+ on HOST`, "rank R on HOST").
 		replace(`after step \d+`, "after step N").
-		replace(`waited in \w+ for [0-9.]+[µnm]?s`, "waited in CALL for T")
+		replace(`waited in .*? for [0-9.]+[µnm]?s`, "waited in CALL for T") // a collective, or "the sample exchange (WaitAll)"
 	first, _, _ := strings.Cut(datahelixLines(out), "\n")
 	tr.addJob(2, fastRun(data, append([]string{"--steps", "100000", "--loader", "helix"}, extra...)...), first+"\n")
 	golden(t, name, tr.String())
