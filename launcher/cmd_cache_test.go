@@ -94,8 +94,9 @@ func TestCacheCommandMissingDir(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if code, stdout, _ := runMain("cache", "--cache-dir", root); code != 0 || !strings.Contains(stdout, root+": 1 dataset, 1.0 MiB;") {
-		t.Errorf("cache with one dataset: exit %d, stdout:\n%s", code, stdout)
+	want := "current         1.0 MiB  " + gen.CacheName("default-seed1") + "\n" + root + ": 1 dataset, 1.0 MiB; 0.0 MiB of older formats or abandoned\n"
+	if code, stdout, _ := runMain("cache", "--cache-dir", root); code != 0 || stdout != want {
+		t.Errorf("cache with one dataset: exit %d, stdout:\n%s\nwant:\n%s", code, stdout, want)
 	}
 }
 
@@ -166,8 +167,11 @@ func TestCacheCommandIndexes(t *testing.T) {
 	if _, err := os.Stat(live[0]); err != nil {
 		t.Errorf("cache --prune removed the index of a shard in use: %v", err)
 	}
+	// The stale lines and the hint to prune are gone.
 	code, stdout, _ = runMain("cache", "--cache-dir", root)
-	if want := indexDir + ": 1 shard index, 0.0 MiB; 0 (0.0 MiB) stale"; code != 0 || !strings.Contains(stdout, want) || strings.Contains(stdout, "--prune") {
-		t.Errorf("cache after --prune: exit %d, stdout:\n%s\nwant %q and no hint", code, stdout, want)
+	want := strings.Join([]string{wantLines[0], wantLines[1],
+		indexDir + ": 1 shard index, 0.0 MiB; 0 (0.0 MiB) stale (shard gone or changed, of an older format, or abandoned)"}, "\n") + "\n"
+	if code != 0 || stdout != want {
+		t.Errorf("cache after --prune: exit %d, stdout:\n%s\nwant:\n%s", code, stdout, want)
 	}
 }

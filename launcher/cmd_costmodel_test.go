@@ -4,9 +4,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/gen/gentest"
 )
 
@@ -27,53 +29,66 @@ func TestCostModelWarmup(t *testing.T) {
 		}
 		tr.add(append(args, extra...), usageLine(t, append(args, extra...)...))
 	}
+	// The default warm-up, 200, says what it learns from on stderr (in
+	// the golden); the table's figures are timings, so only its
+	// "samples" column, the held-out count, is compared, and that the
+	// errors are figures, not n/a.
+	code, stdout, stderr := runMain(args...)
+	tr.addOutputs(args, code, "", stderr)
 	golden(t, "costmodel_warmup.golden", tr.String())
-	code, stdout, stderr := runMain(args...) // the default warm-up, 200
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	if !strings.Contains(stderr, "learning from the first 21") {
-		t.Errorf("default warm-up: stderr %q, want it to say it learns from 21 of 32", stderr)
-	}
-	if all := rowOf(stdout, "all"); strings.Contains(all, "n/a") || !strings.Contains(all, " 11 ") {
-		t.Errorf("default warm-up on 32: row %q, want 11 held out with figures", all)
+	if all := costRows(stdout)["all"]; code != 0 || all["samples"] != "11" || all["MAPE %"] == "n/a" {
+		t.Errorf("default warm-up on 32: exit %d, row %v, want 11 held out with figures:\n%s", code, all, stdout)
 	}
 	code, stdout, stderr = runMain(append(args, "--warmup", "8")...)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	if all := rowOf(stdout, "all"); strings.Contains(all, "n/a") || !strings.Contains(all, " 24 ") {
-		t.Errorf("--warmup 8 of 32: row %q, want 24 held out with figures", all)
+	if all := costRows(stdout)["all"]; code != 0 || all["samples"] != "24" || all["MAPE %"] == "n/a" {
+		t.Errorf("--warmup 8 of 32: exit %d, row %v, stderr %q; want 24 held out with figures:\n%s", code, all, stderr, stdout)
 	}
 }
 
-// rowOf returns the table line whose first field is key.
-func rowOf(out, key string) string {
+// costRows returns costmodel's table as rows by model key ("all",
+// "video/h264"), each a map from column name to cell: the cells are
+// right-aligned, at least two spaces apart.
+func costRows(out string) map[string]map[string]string {
+	cols := regexp.MustCompile(` {2,}`)
+	rows := map[string]map[string]string{}
+	var head []string
 	for _, line := range strings.Split(out, "\n") {
-		if f := strings.Fields(line); len(f) > 0 && f[0] == key {
-			return line
+		cells := cols.Split(strings.TrimSpace(line), -1)
+		switch {
+		case len(cells) > 1 && cells[0] == "model":
+			head = cells
+		case head != nil && len(cells) == len(head):
+			row := map[string]string{}
+			for i, c := range cells {
+				row[head[i]] = c
+			}
+			rows[cells[0]] = row
 		}
 	}
-	return ""
+	return rows
 }
 
 // TestCostModelRejectsOtherCalibrations checks that --calibration refuses
 // JSON that is not a calibration, naming the flag and the file, before
-// anything is decoded.
+// anything is decoded (testdata/costmodel_bad_calibrations.golden).
 func TestCostModelRejectsOtherCalibrations(t *testing.T) {
 	dir := t.TempDir()
-	tests := []struct{ name, data, want string }{
-		{"empty.json", "{}", "no cost coefficients"},
-		{"workload.json", `{"name":"kinetics","batch":16}`, `unknown field "name"`},
-	}
-	for _, tt := range tests {
-		p := filepath.Join(dir, tt.name)
-		if err := os.WriteFile(p, []byte(tt.data), 0o644); err != nil {
+	tr := newTranscript(dir, "DIR")
+	for _, c := range []struct{ name, data string }{
+		{"empty.json", "{}"},
+		{"workload.json", `{"name":"kinetics","batch":16}`},
+	} {
+		p := filepath.Join(dir, c.name)
+		if err := os.WriteFile(p, []byte(c.data), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		code, _, stderr := runMain("costmodel", "--data", filepath.Join(dir, "no-such-data"), "--calibration", p)
-		if code != 1 || !strings.Contains(stderr, "costmodel: --calibration: "+p+": ") || !strings.Contains(stderr, tt.want) {
-			t.Errorf("%s: exit %d, stderr %q; want 1 and an error naming --calibration and the file, containing %q", tt.name, code, stderr, tt.want)
+		args := []string{"costmodel", "--data", filepath.Join(dir, "no-such-data"), "--calibration", p}
+		if err := commandErr(t, args...); !errors.Is(err, costmodel.ErrBadCalibration) {
+			t.Errorf("%s: %v, want costmodel.ErrBadCalibration", c.name, err)
+		}
+		if code, _, _ := tr.run(args...); code != exitFailure {
+			t.Errorf("%s: exit %d, want %d", c.name, code, exitFailure)
 		}
 	}
+	golden(t, "costmodel_bad_calibrations.golden", tr.String())
 }

@@ -14,20 +14,28 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/datahelix/datahelix/internal/gen"
 )
 
 // TestGenRefusesDirectoryWithOtherShards checks that gen does not add a
-// second dataset's shards to a directory a run would read whole.
+// second dataset's shards to a directory a run would read whole, and
+// names the shard it found and those it would write
+// (testdata/gen_out_in_use.golden).
 func TestGenRefusesDirectoryWithOtherShards(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "mixed-000000.tar"), []byte("old"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, stdout, stderr := runMain("gen", "--preset", "text", "--samples", "2", "--out", dir)
-	want := dir + " holds mixed-000000.tar, not among the shards this command writes (text-000000.tar)"
-	if code != 1 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "generate into a new directory") || stdout != "" {
-		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and one line containing %q", code, stdout, stderr, want)
+	args := []string{"gen", "--preset", "text", "--samples", "2", "--out", dir}
+	if err := commandErr(t, args...); !errors.Is(err, gen.ErrOutInUse) {
+		t.Errorf("%v, want gen.ErrOutInUse", err)
 	}
+	tr := newTranscript(dir, "DIR")
+	if code, stdout, stderr := tr.run(args...); code != 1 || strings.Count(stderr, "\n") != 1 || stdout != "" {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and one line", code, stdout, stderr)
+	}
+	golden(t, "gen_out_in_use.golden", tr.String())
 	if m, _ := filepath.Glob(filepath.Join(dir, "*")); len(m) != 1 {
 		t.Errorf("directory holds %v, want only the old shard", m)
 	}
@@ -172,14 +180,16 @@ func TestGenInterruptedKeepsDirectory(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		var errb syncBuffer
 		errb.onWrite = func(s string) {
-			if strings.Contains(s, "gen: imagenet: 6/") {
+			if strings.Contains(s, "gen: imagenet: 6/") { // the progress line's count: 6 samples done
 				cancel()
 			}
 		}
-		code := Main(ctx, []string{"gen", "--preset", "imagenet", "--samples", "10", "--shards", "2", "--seed", "7", "--out", out, "--workers", "1", "--size-scale", "0.2"}, io.Discard, &errb)
+		c, rest, _ := lookup([]string{"gen", "--preset", "imagenet", "--samples", "10", "--shards", "2", "--seed", "7", "--out", out, "--workers", "1", "--size-scale", "0.2"})
+		err := c.run(ctx, io.Discard, &errb, rest)
 		cancel()
-		if code == 0 || !strings.Contains(errb.String(), "gen: imagenet: 6/10") || !strings.Contains(errb.String(), "context canceled") {
-			t.Fatalf("interrupted gen into %s: exit %d, stderr %q; want it stopped after 6 samples", out, code, errb.String())
+		// Only the 6th sample's progress line cancels the context.
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("interrupted gen into %s: %v, stderr %q; want it stopped after 6 samples", out, err, errb.String())
 		}
 	}
 	for n, b := range old {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/gen/gentest"
 )
 
@@ -29,10 +30,16 @@ func TestInspectFailsBeforeTable(t *testing.T) {
 	if err := os.WriteFile(trunc, raw[:len(raw)/3], 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := commandErr(t, "inspect", "--cache", t.TempDir(), "/nonexistent/shards"); !errors.Is(err, decode.ErrNoShards) {
+		t.Errorf("inspect of a missing path: %v, want decode.ErrNoShards", err)
+	}
+	var se *decode.ShardError
+	if err := commandErr(t, "inspect", "--cache", t.TempDir(), trunc); !errors.As(err, &se) || se.Path != trunc || !errors.Is(err, decode.ErrCorruptShard) {
+		t.Errorf("inspect of a truncated shard: %v, want a decode.ShardError of %s, corrupt", err, trunc)
+	}
 	for _, path := range []string{"/nonexistent/shards", trunc} {
-		code, stdout, stderr := runMain("inspect", "--cache", t.TempDir(), path)
-		if code != 1 || stdout != "" || !strings.Contains(stderr, filepath.Base(path)) {
-			t.Errorf("inspect %s: got exit %d, stdout %q, stderr %q; want exit 1, no output, an error naming it", path, code, stdout, stderr)
+		if code, stdout, stderr := runMain("inspect", "--cache", t.TempDir(), path); code != 1 || stdout != "" {
+			t.Errorf("inspect %s: got exit %d, stdout %q, stderr %q; want exit 1 and no output", path, code, stdout, stderr)
 		}
 	}
 	code, stdout, _ := runMain("inspect", "--cache", t.TempDir(), shards[0])
@@ -42,14 +49,16 @@ func TestInspectFailsBeforeTable(t *testing.T) {
 }
 
 // TestInspectShapeBounds checks that inspect bounds --frames and --size
-// as run does: an estimate for a shape run refuses would mislead.
+// as run does: an estimate for a shape run refuses would mislead. Each
+// is a usage error naming the flag and its bounds
+// (testdata/inspect_shape_bounds.golden).
 func TestInspectShapeBounds(t *testing.T) {
+	tr := newTranscript()
 	for _, args := range [][]string{{"--frames", "100000"}, {"--size", "99999999"}, {"--size", "4"}} {
-		code, stdout, stderr := runMain(append(append([]string{"inspect"}, args...), "x.tar")...)
-		if code != 2 || stdout != "" || !strings.Contains(stderr, args[0]+" "+args[1]+": want ") {
-			t.Errorf("inspect %v: exit %d, stdout %q, stderr %q; want exit 2 naming the flag and its bounds", args, code, stdout, stderr)
-		}
+		args = append(append([]string{"inspect"}, args...), "x.tar")
+		tr.add(args, usageLine(t, args...))
 	}
+	golden(t, "inspect_shape_bounds.golden", tr.String())
 }
 
 // TestInspectShownFramesAndRotation checks what inspect says of a clip an
@@ -133,10 +142,12 @@ func TestInspectShownFramesAndRotation(t *testing.T) {
 
 // TestIndexCacheDirFlag checks that inspect, decode and costmodel take
 // run's --cache-dir and keep their shard indexes in its index directory,
-// where run keeps them, and refuse --cache and --cache-dir together.
+// where run keeps them, and refuse --cache and --cache-dir together
+// (testdata/index_cache_dir_refused.golden).
 func TestIndexCacheDirFlag(t *testing.T) {
 	data := gentest.Tiny(t)
 	shards, _ := filepath.Glob(filepath.Join(data, "*.tar"))
+	tr := newTranscript()
 	for _, args := range [][]string{
 		{"inspect", shards[0]},
 		{"decode", shards[0]},
@@ -148,11 +159,12 @@ func TestIndexCacheDirFlag(t *testing.T) {
 		if code != 0 || len(indexes) == 0 {
 			t.Errorf("%s --cache-dir: exit %d, indexes %q under %s/index; want exit 0 and the shard's index there\n%s", args[0], code, indexes, root, stderr)
 		}
-		code, stdout, stderr := runMain(append([]string{args[0], "--cache", t.TempDir(), "--cache-dir", root}, args[1:]...)...)
-		if want := args[0] + ": --cache names the index directory itself"; code != 2 || stdout != "" || !strings.Contains(stderr, want) {
-			t.Errorf("%s --cache --cache-dir: exit %d, stdout %q, stderr %q; want exit 2 and %q", args[0], code, stdout, stderr, want)
-		}
+		cache := t.TempDir()
+		tr.norm = strings.NewReplacer(data, "DATA", cache, "CACHE", root, "ROOT")
+		both := append([]string{args[0], "--cache", cache, "--cache-dir", root}, args[1:]...)
+		tr.add(both, usageLine(t, both...))
 	}
+	golden(t, "index_cache_dir_refused.golden", tr.String())
 }
 
 // firstWriteCancels counts the lines written to it and cancels its

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -67,7 +68,16 @@ var machineFacts = []struct {
 
 // add records "$ datahelix ARGS" and out, with the machine's facts
 // replaced too.
-func (tr *transcript) add(args []string, out string) {
+func (tr *transcript) add(args []string, out string) { tr.addAs("datahelix", args, out) }
+
+// addJob records "$ mpirun -np NP datahelix ARGS" and out, a job's
+// output (its datahelixLines, say), as add does.
+func (tr *transcript) addJob(np int, args []string, out string) {
+	tr.addAs(fmt.Sprintf("mpirun -np %d datahelix", np), args, out)
+}
+
+// addAs records "$ CMD ARGS" and out, as add does.
+func (tr *transcript) addAs(cmd string, args []string, out string) {
 	for _, f := range machineFacts {
 		out = f.re.ReplaceAllString(out, f.with)
 	}
@@ -75,7 +85,7 @@ func (tr *transcript) add(args []string, out string) {
 	for _, f := range tr.res {
 		out = f.re.ReplaceAllString(out, f.with)
 	}
-	tr.b.WriteString(tr.norm.Replace("$ datahelix "+strings.Join(args, " ")+"\n") + out)
+	tr.b.WriteString(tr.norm.Replace("$ "+cmd+" "+strings.Join(args, " ")+"\n") + out)
 	if out != "" && !strings.HasSuffix(out, "\n") {
 		tr.b.WriteString("\n")
 	}
@@ -86,6 +96,48 @@ func (tr *transcript) add(args []string, out string) {
 func (tr *transcript) replace(expr, with string) *transcript {
 	tr.res = append(tr.res, normalizer{regexp.MustCompile(expr), with})
 	return tr
+}
+
+// newRunTranscript is newTranscript for the outputs of datahelix run
+// and train: the dataset data reads DATA, the pairs oldnew apply next
+// (paths under the temporary directory), then the temporary directory
+// reads TMPDIR; the table's figures that depend on the machine's speed
+// read "…" (see runFigures).
+func newRunTranscript(data string, oldnew ...string) *transcript {
+	pairs := append(append([]string{data, "DATA"}, oldnew...), os.TempDir(), "TMPDIR")
+	tr := newTranscript(pairs...)
+	for _, f := range runFigures {
+		tr.replace(f[0], f[1])
+	}
+	return tr
+}
+
+// runFigures are the run table's rows and lines whose figures depend on
+// the machine's speed (misses, waits, throughput, bytes a timed plan
+// moved, latencies, memory), as expression and replacement: the row's
+// name stays, its figures read "…". The header, the loaders, the notes
+// on resumed loaders, the dropped and damaged counts and the batches
+// hash stay as printed: they are the run's behaviour.
+var runFigures = [][2]string{
+	{`(?m)^((?:2> )?(?:deadline misses|GPU wait per rank|throughput|wall time|moved per step|  across nodes|plan p50|allgather p50|cost model MAPE|GPU model MAPE|peak RSS|after \d+ steps: misses| +GPU wait| +throughput)) .*$`, "$1 …"},
+	{`(?m)^((?:2> )?\w+ vs \w+): .*$`, "$1: …"},
+	{`(?m)^((?:2> )?after the first \d+ steps \(the warm-up, one planning horizon\)): misses .*$`, "$1: misses …"},
+}
+
+// hasRunTable reports whether out holds a run's table: its last row,
+// the batches hash.
+func hasRunTable(out string) bool {
+	return rowOf(out, "batches") != ""
+}
+
+// rowOf returns the table line whose first field is key.
+func rowOf(out, key string) string {
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == key {
+			return line
+		}
+	}
+	return ""
 }
 
 // run runs args as runMain does and records standard output, then
@@ -157,6 +209,35 @@ func datahelixLines(out string) string {
 		}
 	}
 	return b.String()
+}
+
+// sortRankLines sorts the lines of out that ranks print ("datahelix:
+// rank R...") among themselves, in the places they hold, the other
+// lines staying where they are: ranks print side by side, in an order
+// that differs from run to run, before what rank 0 prints last.
+func sortRankLines(out string) string {
+	lines := strings.SplitAfter(out, "\n")
+	var at []int
+	var ranks []string
+	for i, l := range lines {
+		if strings.HasPrefix(l, "datahelix: rank ") {
+			at = append(at, i)
+			ranks = append(ranks, l)
+		}
+	}
+	slices.Sort(ranks)
+	for k, i := range at {
+		lines[i] = ranks[k]
+	}
+	return strings.Join(lines, "")
+}
+
+// sortLines returns the lines of out sorted: a job's lines, which reach
+// mpirun through one pipe per rank, in an order no test can rely on.
+func sortLines(out string) string {
+	lines := strings.SplitAfter(out, "\n")
+	slices.Sort(lines)
+	return strings.Join(lines, "")
 }
 
 // exitCode returns the exit status of the process err reports on: 0 for

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
+	"slices"
 	"testing"
 
 	"github.com/datahelix/datahelix/internal/gen/gentest"
@@ -47,80 +47,58 @@ func TestResumeFlag(t *testing.T) {
 // with --resume=auto, first with no checkpoint (a fresh start, said once),
 // then after checkpoints (it resumes from the latest complete one, passing
 // over one that a killed job left half-written), while a bare --resume
-// with no checkpoint still fails on every rank with one message.
+// with no checkpoint still fails on every rank with one message. What
+// each run says, and its table, is testdata/resume_auto.golden.
 func TestResumeAuto(t *testing.T) {
 	data := gentest.Tiny(t)
 	dir := filepath.Join(t.TempDir(), "ck")
 	summary := filepath.Join(t.TempDir(), "summary.json")
-	var stdout string
-	run := func(flags ...string) (int, string, []metrics.Summary) {
+	tr := newRunTranscript(data, dir, "CKPT", summary, "SUMMARY")
+	run := func(flags ...string) (int, []metrics.Summary) {
 		t.Helper()
 		os.Remove(summary)
-		args := fastRun(data, append([]string{"--ranks", "2", "--steps", "6", "--loader", "local", "--checkpoint-dir", dir, "--json", summary}, flags...)...)
-		var code int
-		var stderr string
-		code, stdout, stderr = runMain(args...)
+		code, _, _ := tr.run(fastRun(data, append([]string{"--ranks", "2", "--steps", "6", "--loader", "local", "--checkpoint-dir", dir, "--json", summary}, flags...)...)...)
 		var rs []metrics.Summary
 		if raw, err := os.ReadFile(summary); err == nil {
 			if err := json.Unmarshal(raw, &rs); err != nil {
 				t.Fatal(err)
 			}
 		}
-		return code, stderr, rs
+		return code, rs
 	}
-	fresh := func(k string) string {
-		return "datahelix: --resume=auto: no complete checkpoint of loader " + k + " for 2 ranks in " + filepath.Join(dir, k)
+	// steps gives each loader's first step and step count.
+	steps := func(rs []metrics.Summary) [][2]int {
+		var s [][2]int
+		for _, r := range rs {
+			s = append(s, [2]int{r.FirstStep, r.Steps})
+		}
+		return s
 	}
-
-	code, stderr, _ := run("--resume")
-	if code == 0 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "--resume: no complete checkpoint of loader local for 2 ranks") {
-		t.Errorf("bare --resume, no checkpoint: exit %d, stderr %q; want a failure, one line saying there is no checkpoint", code, stderr)
-	}
-
-	code, stderr, rs := run("--resume=auto", "--checkpoint-every", "2")
-	if code != 0 || strings.Count(stderr, fresh("local")) != 1 || !strings.Contains(stderr, "loader local starts from step 0\n") || len(rs) != 1 || rs[0].Steps != 6 {
-		t.Fatalf("--resume=auto, no checkpoint: exit %d, stderr %q, summary %+v; want one line saying it starts from step 0, then 6 steps", code, stderr, rs)
-	}
-
-	// Checkpoints at steps 2 and 4 now: a resumed run delivers steps 4, 5.
-	code, stderr, rs = run("--resume=auto")
-	if code != 0 || strings.Contains(stderr, "--resume=auto") || len(rs) != 1 || rs[0].Steps != 2 {
-		t.Errorf("--resume=auto after checkpoints: exit %d, stderr %q, summary %+v; want 2 steps (4, 5) and no message", code, stderr, rs)
-	}
-
-	// A job killed while saving step 4: rank 1's file is missing.
-	if err := os.Remove(filepath.Join(dir, "local", "step-000000004", "rank-00001.json")); err != nil {
-		t.Fatal(err)
-	}
-	code, stderr, rs = run("--resume=auto")
-	if code != 0 || strings.Contains(stderr, "--resume=auto") || !strings.Contains(stderr, "datahelix: loader local resumes from step 2 of "+filepath.Join(dir, "local")+"\n") ||
-		len(rs) != 1 || rs[0].Steps != 4 {
-		t.Errorf("--resume=auto with step 4 half-written: exit %d, stderr %q, summary %+v; want 4 steps from step 2", code, stderr, rs)
-	}
-
-	// Another loader has no checkpoint of its own: it starts fresh, the
-	// one that has resumes.
-	code, stderr, rs = run("--resume=auto", "--loader", "helix")
-	if code != 0 || strings.Count(stderr, fresh("helix")) != 1 || strings.Count(stderr, "\n") != 3 || !strings.Contains(stderr, "loader helix starts from step 0") ||
-		strings.Contains(stderr, "holds other loaders") || // local's, which the job runs
-		!strings.Contains(stderr, "loader local resumes from step 2") ||
-		strings.Contains(stderr, "loader local starts") || len(rs) != 2 || rs[0].Steps != 4 || rs[1].Steps != 6 {
-		t.Errorf("--resume=auto --loader local,helix: exit %d, stderr %q, summary %+v; want local from step 2, helix fresh", code, stderr, rs)
-	}
-	// The table and the JSON say which steps each loader's figures cover.
-	if len(rs) == 2 && (rs[0].FirstStep != 2 || rs[1].FirstStep != 0) {
-		t.Errorf("first steps %d, %d; want 2 (local, resumed) and 0 (helix)", rs[0].FirstStep, rs[1].FirstStep)
-	}
-	for _, want := range []string{
-		", 6 steps,",
-		"loader local resumed at step 2: its figures and batches hash cover steps 2-5 only\n",
-		"(over different steps: local from step 2, helix from step 0)\n",
+	for _, c := range []struct {
+		what  string
+		flags []string
+		code  int
+		steps [][2]int // first step and steps of each loader; nil for none
+	}{
+		{"bare --resume, no checkpoint", []string{"--resume"}, exitBadInput, nil},
+		{"--resume=auto, no checkpoint", []string{"--resume=auto", "--checkpoint-every", "2"}, 0, [][2]int{{0, 6}}},
+		// Checkpoints at steps 2 and 4 now: a resumed run delivers steps 4, 5.
+		{"--resume=auto after checkpoints", []string{"--resume=auto"}, 0, [][2]int{{4, 2}}},
+		// A job killed while saving step 4: rank 1's file is removed below.
+		{"--resume=auto with step 4 half-written", []string{"--resume=auto"}, 0, [][2]int{{2, 4}}},
+		// Another loader has no checkpoint of its own: it starts fresh,
+		// the one that has resumes, and the table says which steps each
+		// loader's figures cover.
+		{"--resume=auto --loader local,helix", []string{"--resume=auto", "--loader", "helix"}, 0, [][2]int{{2, 4}, {0, 6}}},
 	} {
-		if !strings.Contains(stdout, want) {
-			t.Errorf("table %q does not say %q", stdout, want)
+		if c.what == "--resume=auto with step 4 half-written" {
+			if err := os.Remove(filepath.Join(dir, "local", "step-000000004", "rank-00001.json")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if code, rs := run(c.flags...); code != c.code || !slices.Equal(steps(rs), c.steps) {
+			t.Errorf("%s: exit %d, steps %v; want exit %d, steps %v", c.what, code, steps(rs), c.code, c.steps)
 		}
 	}
-	if strings.Contains(stdout, "loader helix resumed") {
-		t.Errorf("table %q says the fresh loader resumed", stdout)
-	}
+	golden(t, "resume_auto.golden", tr.String())
 }

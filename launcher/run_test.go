@@ -3,6 +3,7 @@ package launcher
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/gen/gentest"
 	"github.com/datahelix/datahelix/internal/metrics"
+	"github.com/datahelix/datahelix/internal/reader"
 )
 
 // fastRun are flags that make a run quick: 2-frame 32x32 clips.
@@ -83,8 +86,10 @@ func TestRunUnderMPIRunExchangesSamples(t *testing.T) {
 	if n := strings.Count(string(lines), "\n"); n != 2*4*8 {
 		t.Errorf("trace has %d lines, want 2 loaders x 4 ranks x 8 steps", n)
 	}
-	if !strings.Contains(log, "helix vs local") {
-		t.Errorf("no comparison line in the table:\n%s", log)
+	// Rank 0 prints the table, both loaders side by side, and the line
+	// comparing them.
+	if f := strings.Fields(rowOf(log, "helix")); len(f) < 3 || f[1] != "vs" || f[2] != "local:" || strings.Join(strings.Fields(rowOf(log, "loader")), " ") != "loader local helix" {
+		t.Errorf("no table of local and helix with a comparison line:\n%s", log)
 	}
 }
 
@@ -100,29 +105,27 @@ func TestRunStartupErrors(t *testing.T) {
 		os.WriteFile(filepath.Join(trunc, filepath.Base(p)), b, 0o644)
 	}
 	tests := []struct {
-		name string
-		args []string
-		want string
+		name   string
+		args   []string
+		target error
 	}{
-		{"missing dataset", fastRun("/nonexistent/shards"), "/nonexistent/shards"},
-		{"truncated shard", fastRun(trunc), filepath.Base(shards[2])},
-		{"epoch shorter than a global batch", fastRun(data, "--ranks", "64"), "an epoch of 32 samples is shorter than one global batch of 128"},
+		{"missing dataset", fastRun("/nonexistent/shards", "--ranks", "4"), decode.ErrNoShards},
+		{"truncated shard", fastRun(trunc, "--ranks", "4"), decode.ErrCorruptShard},
+		{"epoch shorter than a global batch", fastRun(data, "--ranks", "64"), reader.ErrShortEpoch},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, _, stderr := runMain(append(tt.args, "--ranks", "4")...)
-			if tt.name == "epoch shorter than a global batch" {
-				code, _, stderr = runMain(tt.args...)
-			}
-			if code == 0 || !strings.Contains(stderr, tt.want) {
-				t.Errorf("exit %d, stderr %q: want a failure naming %q", code, stderr, tt.want)
+			err := commandErr(t, tt.args...)
+			if !errors.Is(err, tt.target) || exitStatus(err) != exitBadInput {
+				t.Errorf("%v (exit %d), want %v and exit %d", err, exitStatus(err), tt.target, exitBadInput)
 			}
 		})
 	}
-	// Under mpirun, every rank fails and the job ends.
+	// Under mpirun, every rank fails and the job ends with the status of
+	// bad input, naming the shard.
 	log, err := mpirunMain(t, 4, fastRun(trunc)...)
-	if err == nil || !strings.Contains(log, filepath.Base(shards[2])) {
-		t.Errorf("mpirun with a truncated shard: %v\n%s", err, log)
+	if code := exitCode(err); code != exitBadInput || !strings.Contains(log, filepath.Base(shards[2])) { // the truncated shard's name
+		t.Errorf("mpirun with a truncated shard: exit %d (%v), want %d:\n%s", code, err, exitBadInput, log)
 	}
 }
 
@@ -167,22 +170,25 @@ func TestRunFlagBounds(t *testing.T) {
 func TestRunOutputsCheckedFirst(t *testing.T) {
 	data := gentest.Tiny(t)
 	tests := []struct {
-		flags []string
-		want  string
+		flags      []string
+		flag, path string // the outputError's
 	}{
-		{[]string{"--json", "/nonexistent-dir/x.json"}, "--json: open /nonexistent-dir/x.json"},
-		{[]string{"--trace", "/proc/x.jsonl"}, "--trace: open /proc/x.jsonl"},
-		{[]string{"--checkpoint-dir", "/proc/ck", "--checkpoint-every", "2"}, "--checkpoint-dir: mkdir /proc/ck"},
+		{[]string{"--json", "/nonexistent-dir/x.json"}, "--json", "/nonexistent-dir/x.json"},
+		{[]string{"--trace", "/proc/x.jsonl"}, "--trace", "/proc/x.jsonl"},
+		{[]string{"--checkpoint-dir", "/proc/ck", "--checkpoint-every", "2"}, "--checkpoint-dir", "/proc/ck"},
 	}
 	for _, tt := range tests {
 		args := fastRun(data, append([]string{"--steps", "40", "--ranks", "4"}, tt.flags...)...)
-		code, stdout, stderr := runMain(args...)
-		if code != 1 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tt.want) || strings.Contains(stdout, "batches hash") {
-			t.Errorf("%q: got exit %d, stderr %q, stdout %q; want exit 1, one line containing %q, no table", tt.flags, code, stderr, stdout, tt.want)
+		var oe outputError
+		if err := commandErr(t, args...); !errors.As(err, &oe) || oe.flag != tt.flag || oe.path != tt.path || exitStatus(err) != exitFailure {
+			t.Errorf("%q: %v (exit %d); want an outputError of %s %s, exit %d", tt.flags, err, exitStatus(err), tt.flag, tt.path, exitFailure)
+		}
+		if code, stdout, stderr := runMain(args...); code != exitFailure || strings.Count(stderr, "\n") != 1 || hasRunTable(stdout) {
+			t.Errorf("%q: got exit %d, stderr %q, stdout %q; want exit 1, one line, no table", tt.flags, code, stderr, stdout)
 		}
 	}
 	log, err := mpirunMain(t, 2, fastRun(data, "--steps", "40", "--json", "/nonexistent-dir/x.json")...)
-	if err == nil || strings.Count(log, "--json: open /nonexistent-dir/x.json") != 1 || strings.Contains(log, "batches hash") {
+	if err == nil || strings.Count(log, "/nonexistent-dir/x.json") != 1 || hasRunTable(log) {
 		t.Errorf("mpirun with an unwritable --json: %v\n%s\nwant a failure reported once, before the run", err, log)
 	}
 }
@@ -271,9 +277,9 @@ func TestRunEpochs(t *testing.T) {
 			t.Errorf("%v: %+v, want %d steps", c.args, rs, c.steps)
 		}
 	}
-	code, _, stderr := runMain(fastRun(uneven, "--ranks", "4", "--epochs", "1")...)
-	if code != exitUsage || !strings.Contains(stderr, "--epochs 1: 1 epochs of 5 samples make no global batch of 8") {
-		t.Errorf("an epoch short of a global batch: exit %d, stderr %q", code, stderr)
+	var fe flagError
+	if err := commandErr(t, fastRun(uneven, "--ranks", "4", "--epochs", "1")...); !errors.As(err, &fe) || fe.flag != "epochs" || fe.value != "1" {
+		t.Errorf("an epoch short of a global batch: %v, want a flagError of --epochs 1", err)
 	}
 }
 

@@ -17,6 +17,22 @@ const DefaultShuffleBuffer = 64
 // damaged state. The message says which.
 var ErrState = errors.New("reader: cannot continue this order")
 
+// ErrShortEpoch marks a dataset whose epoch is shorter than one global
+// batch, so that no step can be filled: NewOrder's error is one, and its
+// message gives the sizes and what to change.
+var ErrShortEpoch = errors.New("reader: an epoch is shorter than one global batch")
+
+// shortEpochError is ErrShortEpoch with the epoch's samples and the
+// global batch.
+type shortEpochError struct{ samples, global int }
+
+func (e shortEpochError) Error() string {
+	return fmt.Sprintf("reader: an epoch of %d %s is shorter than one global batch of %d: use more data, or fewer ranks or a smaller --batch",
+		e.samples, plural(e.samples, "sample"), e.global)
+}
+
+func (e shortEpochError) Is(target error) bool { return target == ErrShortEpoch }
+
 // SampleRef names one sample of the dataset: shard index (in the
 // dataset's sorted order) and position in the shard.
 type SampleRef struct {
@@ -108,8 +124,7 @@ func NewOrder(sizes []int, global, streams int, seed uint64, shuffleBuffer int) 
 	case global < 1:
 		return nil, fmt.Errorf("reader: global batch %d", global)
 	case total < global:
-		return nil, fmt.Errorf("reader: an epoch of %d %s is shorter than one global batch of %d: use more data, or fewer ranks or a smaller --batch",
-			total, plural(total, "sample"), global)
+		return nil, shortEpochError{samples: total, global: global}
 	}
 	if streams <= 0 {
 		streams = min(len(sizes), global)

@@ -194,6 +194,9 @@ func TestOrderRefusals(t *testing.T) {
 			t.Errorf("NewOrder(%v, %d, %d): %v, want %q", c.sizes, c.global, c.stream, err, c.want)
 		}
 	}
+	if _, err := NewOrder([]int{3, 4}, 8, 0, 1, 1); !errors.Is(err, ErrShortEpoch) {
+		t.Errorf("an epoch of 7 for a global batch of 8: %v, want ErrShortEpoch", err)
+	}
 }
 
 // TestSeedChangesTheOrder: the same seed gives the same order, another
