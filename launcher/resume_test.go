@@ -47,7 +47,8 @@ func TestResumeFlag(t *testing.T) {
 // with --resume=auto, first with no checkpoint (a fresh start, said once),
 // then after checkpoints (it resumes from the latest complete one, passing
 // over one that a killed job left half-written), while a bare --resume
-// with no checkpoint still fails on every rank with one message. What
+// with no checkpoint still fails on every rank with one message, and on
+// another number of ranks it resumes with the same global batch only. What
 // each run says, and its table, is testdata/resume_auto.golden.
 func TestResumeAuto(t *testing.T) {
 	data := gentest.Tiny(t)
@@ -90,6 +91,10 @@ func TestResumeAuto(t *testing.T) {
 		// the one that has resumes, and the table says which steps each
 		// loader's figures cover.
 		{"--resume=auto --loader local,helix", []string{"--resume=auto", "--loader", "helix"}, 0, [][2]int{{2, 4}, {0, 6}}},
+		// A requeue on another number of ranks: the global batch of 4
+		// (2 ranks x 2) resumes at 4 ranks x 1, not at 3 x 2.
+		{"--resume=auto at 4 ranks x 1", []string{"--resume=auto", "--ranks", "4", "--batch", "1"}, 0, [][2]int{{2, 4}}},
+		{"--resume=auto at 3 ranks x 2", []string{"--resume=auto", "--ranks", "3"}, exitBadInput, nil},
 	} {
 		if c.what == "--resume=auto with step 4 half-written" {
 			if err := os.Remove(filepath.Join(dir, "local", "step-000000004", "rank-00001.json")); err != nil {

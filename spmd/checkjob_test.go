@@ -30,30 +30,28 @@ func wantEveryRank(t *testing.T, what string, errs []error, want string) {
 	}
 }
 
-// TestResumeWithFewerRanks resumes a 4-rank job's checkpoint with 2
-// ranks: the step counted as complete for 2 (its files of ranks 0 and 1
-// are there), the ranks then read files "written by rank 0 of 4" and the
-// job ended in MPI_Abort. It must be no complete checkpoint for 2 ranks,
-// on every rank, saying which rank count wrote it; the other way round
-// (2 ranks' checkpoint, 4 ranks resuming) says the same.
-func TestResumeWithFewerRanks(t *testing.T) {
+// TestResumeAtAnotherGlobalBatch resumes a 4-rank job's checkpoint with
+// 2 ranks of the same --batch, half its global batch: it must be refused
+// on every rank alike, naming both global batches, with --resume=auto
+// too (a requeue on another node count must not start over and mix its
+// files into the 4-rank steps); the other way round (2 ranks'
+// checkpoint, 4 ranks resuming) says the same. (TestElasticCheckpoints
+// resumes the ones that hold.)
+func TestResumeAtAnotherGlobalBatch(t *testing.T) {
 	data := gentest.Tiny(t)
 	cfg, _ := runCheckpointed(t, 4, data, KindLocal, 8, 4)
 	dir := cfg.CheckpointDir
 
 	cfg.CheckpointEvery, cfg.Resume = 0, true
 	_, errs := runInProcess(t, 2, data, cfg)
-	want := fmt.Sprintf("--resume: no complete checkpoint of loader local for 2 ranks in %s (its step 4 was written by a 4-rank job; resume with -np 4)",
-		filepath.Join(dir, "local"))
+	want := fmt.Sprintf("--resume: %s was written with a global batch of 8 (4 ranks x 2), this job's is 4 (2 x 2): keep ranks x --batch to resume at another number of ranks",
+		checkpointPath(dir, KindLocal, 4, 0))
 	wantEveryRank(t, "4-rank checkpoint, 2 ranks", errs, want)
 	for r, err := range errs {
-		if !errors.Is(err, ErrNoCheckpoint) || err.Error() != want {
+		if err.Error() != want {
 			t.Errorf("rank %d: got %v, want exactly %q", r, err, want)
 		}
 	}
-	// --resume=auto, as a requeue that lands on another node count: not
-	// a fresh start, which would mix its files into the 4-rank steps and
-	// start over on every requeue.
 	cfg.ResumeIfAny = true
 	_, errs = runInProcess(t, 2, data, cfg)
 	wantEveryRank(t, "4-rank checkpoint, 2 ranks, --resume=auto", errs, want)
@@ -67,7 +65,7 @@ func TestResumeWithFewerRanks(t *testing.T) {
 	requireOK(t, errs)
 	cfg.CheckpointEvery, cfg.Resume = 0, true
 	_, errs = runInProcess(t, 4, data, cfg)
-	wantEveryRank(t, "2-rank checkpoint, 4 ranks", errs, "(its step 4 was written by a 2-rank job; resume with -np 2)")
+	wantEveryRank(t, "2-rank checkpoint, 4 ranks", errs, "was written with a global batch of 4 (2 ranks x 2), this job's is 8 (4 x 2)")
 }
 
 // TestResumeAnotherBatchIsEveryRanks resumes with another --batch: every
@@ -78,7 +76,7 @@ func TestResumeAnotherBatchIsEveryRanks(t *testing.T) {
 	cfg, _ := runCheckpointed(t, 4, data, KindTorch, 8, 4)
 	cfg.CheckpointEvery, cfg.Resume, cfg.Batch = 0, true, 3
 	_, errs := runInProcess(t, 4, data, cfg)
-	wantEveryRank(t, "--batch 3 after --batch 2", errs, "was written with batch 2, seed 7, 8 shards; this run has 3, 7, 8")
+	wantEveryRank(t, "--batch 3 after --batch 2", errs, "was written with a global batch of 8 (4 ranks x 2), this job's is 12 (4 x 3)")
 }
 
 // checkJob runs CheckJob on n in-process ranks over the dataset at data.
@@ -177,7 +175,7 @@ func TestCheckJob(t *testing.T) {
 	resume.Resume = true
 	requireOK(t, checkJob(t, 2, data, resume, KindTorch))
 	errs = checkJob(t, 2, data, resume, KindTorch, KindLocal)
-	wantEveryRank(t, "--resume, local without a checkpoint", errs, "--resume: no complete checkpoint of loader local for 2 ranks in "+filepath.Join(dir, "local"))
+	wantEveryRank(t, "--resume, local without a checkpoint", errs, "--resume: no complete checkpoint of loader local in "+filepath.Join(dir, "local"))
 	for r, err := range errs {
 		if !errors.Is(err, ErrNoCheckpoint) {
 			t.Errorf("rank %d: %v is not ErrNoCheckpoint", r, err)
@@ -187,11 +185,11 @@ func TestCheckJob(t *testing.T) {
 	other := resume
 	other.Batch = 3
 	wantEveryRank(t, "--resume --batch 3", checkJob(t, 2, data, other, KindTorch),
-		"--resume: "+checkpointPath(dir, KindTorch, 57, 0)+" was written with batch 2, seed 7, 8 shards; this run has 3, 7, 8")
+		"--resume: "+checkpointPath(dir, KindTorch, 57, 0)+" was written with a global batch of 4 (2 ranks x 2), this job's is 6 (2 x 3): keep ranks x --batch to resume at another number of ranks")
 	resume.ResumeIfAny = true
 	requireOK(t, checkJob(t, 2, data, resume, KindTorch, KindLocal))
 	other.ResumeIfAny = true
-	wantEveryRank(t, "--resume=auto --batch 3", checkJob(t, 2, data, other, KindLocal, KindTorch), "was written with batch 2")
+	wantEveryRank(t, "--resume=auto --batch 3", checkJob(t, 2, data, other, KindLocal, KindTorch), "was written with a global batch of 4 (2 ranks x 2)")
 	resume.Steps = 50
 	wantEveryRank(t, "--resume=auto past --steps", checkJob(t, 2, data, resume, KindLocal, KindTorch),
 		fmt.Sprintf("--resume: the checkpoint in %s is at step 57, at or past --steps 50: nothing to run", filepath.Join(dir, "torch")))
@@ -220,7 +218,7 @@ func TestCheckJob(t *testing.T) {
 	walk := resume
 	walk.CheckpointDir, walk.ResumeIfAny, walk.Steps = behind, false, 60
 	wantEveryRank(t, "--resume, damaged steps 30 and 20, step 10 of batch 3", checkJob(t, 2, data, walk, KindTorch),
-		"--resume: "+checkpointPath(behind, KindTorch, 10, 0)+" was written with batch 3, seed 7, 8 shards; this run has 2, 7, 8")
+		"--resume: "+checkpointPath(behind, KindTorch, 10, 0)+" was written with a global batch of 6 (2 ranks x 3), this job's is 4 (2 x 2): keep ranks x --batch to resume at another number of ranks")
 	for r := range 2 {
 		if err := os.WriteFile(checkpointPath(behind, KindTorch, 10, r), []byte("{"), 0o644); err != nil {
 			t.Fatal(err)

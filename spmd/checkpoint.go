@@ -11,14 +11,17 @@ import (
 // a resumed run needs to deliver exactly the batches the uninterrupted run
 // delivered from that step on.
 type checkpointState struct {
-	Version int    `json:"version"`
-	Step    int64  `json:"step"` // the first step the resumed run delivers
-	Rank    int    `json:"rank"`
-	Ranks   int    `json:"ranks"`
-	Loader  string `json:"loader"`
-	Batch   int    `json:"batch"`
-	Seed    uint64 `json:"seed"`
-	Shards  int    `json:"shards"`
+	Version int   `json:"version"`
+	Step    int64 `json:"step"` // the first step the resumed run delivers
+	// Rank wrote the file, of the Ranks of its job: the step is complete
+	// with the files of ranks 0..Ranks-1, and any number of ranks M with
+	// M x batch = Ranks x Batch resumes it.
+	Rank   int    `json:"rank"`
+	Ranks  int    `json:"ranks"`
+	Loader string `json:"loader"`
+	Batch  int    `json:"batch"`
+	Seed   uint64 `json:"seed"`
+	Shards int    `json:"shards"`
 	// Dataset is agree.DatasetHash of the dataset read (0 in files written
 	// before it was recorded, which are not checked).
 	Dataset uint64          `json:"dataset,omitempty"`
@@ -98,23 +101,40 @@ func (l *Loader) checkpoint(step int64) error {
 }
 
 // pruneCheckpoints removes rank's own files of loader k's steps older
-// than the newest keep steps every one of ranks completed, and each such
-// step directory once it is empty. Each rank decides from what it sees:
-// a step still incomplete (another rank has not saved it yet) does not
+// than the newest keep complete steps (stepComplete), and each such step
+// directory once it is empty. Each rank decides from what it sees: a
+// step still incomplete (another rank has not saved it yet) does not
 // count, so the newest keep complete steps are never removed by any rank
 // and resuming (which falls back past an unreadable one) keeps its
-// choices. Errors are ignored: a file left behind only costs space.
+// choices. A step that a job of more ranks than this one's wrote (this
+// job resumed it at fewer) holds files of ranks this job has not: rank r
+// of ranks removes those of ranks r+ranks, r+2*ranks... too, so that the
+// directory empties. Errors are ignored: a file left behind only costs
+// space.
 func pruneCheckpoints(dir string, k Kind, ranks, rank, keep int) {
 	complete := 0
 	for _, s := range checkpointSteps(dir, k) {
 		if complete < keep {
-			if stepComplete(dir, k, s, ranks) {
+			if _, ok := stepComplete(dir, k, s); ok {
 				complete++
 			}
 			continue
 		}
 		os.Remove(checkpointPath(dir, k, s, rank))
-		os.Remove(filepath.Dir(checkpointPath(dir, k, s, rank))) // fails until empty
+		stepDir := filepath.Dir(checkpointPath(dir, k, s, rank))
+		if os.Remove(stepDir) == nil { // fails until empty
+			continue
+		}
+		removed := false
+		for r := range stepFiles(dir, k, s) {
+			if r >= ranks && r%ranks == rank {
+				os.Remove(checkpointPath(dir, k, s, r))
+				removed = true
+			}
+		}
+		if removed {
+			os.Remove(stepDir)
+		}
 	}
 }
 

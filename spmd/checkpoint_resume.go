@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/datahelix/datahelix/collective"
@@ -17,76 +18,63 @@ import (
 )
 
 // ErrNoCheckpoint reports that a checkpoint directory holds no complete
-// checkpoint of a loader for the job's number of ranks (LatestCheckpoint):
-// a run asked to resume cannot, and one that resumes only when it can
-// (--resume=auto) starts from step 0.
+// checkpoint of a loader (LatestCheckpoint): a run asked to resume
+// cannot, and one that resumes only when it can (--resume=auto) starts
+// from step 0.
 var ErrNoCheckpoint = errors.New("spmd: no complete checkpoint")
 
-// noCheckpointError says which loader, ranks and directory had no
-// complete checkpoint; it unwraps to ErrNoCheckpoint.
-type noCheckpointError struct {
-	msg string
-	// foreign: another number of ranks completed a step of this loader,
-	// so the directory holds a checkpoint, just not one this job may take.
-	foreign bool
-}
+// noCheckpointError says which loader and directory had no complete
+// checkpoint; it unwraps to ErrNoCheckpoint.
+type noCheckpointError struct{ msg string }
 
 func (e noCheckpointError) Error() string { return e.msg }
 func (e noCheckpointError) Unwrap() error { return ErrNoCheckpoint }
 
-// startsFresh reports whether err lets --resume=auto start a loader from
-// step 0: there is no checkpoint at all. A checkpoint another number of
-// ranks wrote does not: starting over would write this job's files into
-// its step directories, which no later --resume could then take, and a
-// requeue landing on another node count would restart silently each time.
-func startsFresh(err error) bool {
-	var e noCheckpointError
-	return errors.Is(err, ErrNoCheckpoint) && !(errors.As(err, &e) && e.foreign)
-}
-
 // LatestCheckpoint returns the step of the newest checkpoint of loader k
-// in dir that every rank of comm completed. A step directory missing some
-// rank's file (a job killed while saving it, or one with another number
-// of ranks) does not count: the one before it does. It is a collective
-// call: rank 0 reads the directory and broadcasts the step, so every rank
-// returns the same step, or the same error, even if their views of a
-// shared file system differ. With no complete checkpoint the error wraps
-// ErrNoCheckpoint (test with errors.Is) and is marked collective.AllRanks.
+// in dir that every rank of the job that wrote it completed, whatever
+// that job's number of ranks: a job of any number resumes it if its
+// global batch (ranks x batch) is the same. A step directory missing
+// some rank's file (a job killed while saving it) does not count: the
+// one before it does. It is a collective call: rank 0 reads the
+// directory and broadcasts the step, so every rank returns the same
+// step, or the same error, even if their views of a shared file system
+// differ. With no complete checkpoint the error wraps ErrNoCheckpoint
+// (test with errors.Is) and is marked collective.AllRanks.
 func LatestCheckpoint(comm collective.Comm, dir string, k Kind) (int64, error) {
-	return latestCheckpointBefore(comm, dir, k, math.MaxInt64, nil)
+	step, _, err := latestCheckpointBefore(comm, dir, k, math.MaxInt64, nil)
+	return step, err
 }
 
 // latestCheckpointBefore is LatestCheckpoint among the steps before
 // before, for a job running the loaders job (nil: unknown), whose
-// checkpoints its message does not point to as another loader's.
-func latestCheckpointBefore(comm collective.Comm, dir string, k Kind, before int64, job []Kind) (int64, error) {
-	// Rank 0's view: the step, and for the message when there is none,
-	// how many incomplete step directories, other loaders' latest step,
-	// and the newest step another number of ranks completed and theirs.
-	view := []int64{-1, 0, -1, -1, 0}
+// checkpoints its message does not point to as another loader's. ranks
+// is the number of ranks that wrote the step.
+func latestCheckpointBefore(comm collective.Comm, dir string, k Kind, before int64, job []Kind) (step int64, ranks int, _ error) {
+	// Rank 0's view: the step and its writers, and for the message when
+	// there is none, how many incomplete step directories and other
+	// loaders' latest step.
+	view := []int64{-1, 0, 0, -1}
 	if comm.Rank() == 0 {
-		s := scanCheckpoints(dir, k, comm.Size(), before, job)
-		view[0], view[1], view[2], view[3], view[4] = s.latest, s.incomplete, s.other, s.foreignStep, int64(s.foreignRanks)
+		s := scanCheckpoints(dir, k, before, job)
+		view[0], view[1], view[2], view[3] = s.latest, int64(s.ranks), s.incomplete, s.other
 	}
 	if err := bcastInt64s(comm, view); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if view[0] >= 0 {
-		return view[0], nil
+		return view[0], int(view[1]), nil
 	}
-	msg := fmt.Sprintf("no complete checkpoint of loader %s for %d ranks in %s", k, comm.Size(), loaderCheckpointDir(dir, k))
-	switch n := view[1]; {
-	case view[3] >= 0:
-		msg += fmt.Sprintf(" (its step %d was written by a %d-rank job; resume with -np %d)", view[3], view[4], view[4])
+	msg := fmt.Sprintf("no complete checkpoint of loader %s in %s", k, loaderCheckpointDir(dir, k))
+	switch n := view[2]; {
 	case n == 1:
-		msg += " (its one step directory lacks some rank's file: written by a job killed while saving, or by another number of ranks)"
+		msg += " (its one step directory lacks some rank's file: written by a job killed while saving it)"
 	case n > 1:
-		msg += fmt.Sprintf(" (each of its %d step directories lacks some rank's file: written by a job killed while saving, or by another number of ranks)", n)
+		msg += fmt.Sprintf(" (each of its %d step directories lacks some rank's file: written by jobs killed while saving them)", n)
 	}
-	if other := view[2]; other >= 0 {
+	if other := view[3]; other >= 0 {
 		msg += fmt.Sprintf(" (%s holds other loaders' checkpoints, the latest at step %d: resume with the --loader that wrote them)", dir, other)
 	}
-	return -1, collective.AllRanks(noCheckpointError{msg: msg, foreign: view[3] >= 0})
+	return -1, 0, collective.AllRanks(noCheckpointError{msg: msg})
 }
 
 // bcastInt64s replaces vals on every rank of comm with rank 0's: what
@@ -106,34 +94,40 @@ func bcastInt64s(comm collective.Comm, vals []int64) error {
 	return nil
 }
 
-// restore loads the latest checkpoint of this loader that every rank
-// completed (LatestCheckpoint) and returns its step: 0 when there is none
-// and the config resumes only if there is one (ResumeIfAny). A file that
-// does not read (truncated or emptied by a crash, damaged) on any rank
-// makes every rank fall back to the complete checkpoint before it, with
-// a line naming the file; a file of another job (loader, ranks, batch,
-// seed, dataset) on any rank is an error on every rank alike, marked
-// collective.AllRanks. Rank 0 says which step it resumes from, and which
+// restore loads the latest complete checkpoint of this loader
+// (LatestCheckpoint) and returns its step: 0 when there is none and the
+// config resumes only if there is one (ResumeIfAny). Rank r of this
+// job's M ranks reads the file of rank r mod N of the N that wrote it:
+// the reader state is the same in every file, the cost model that
+// rank's. A file that does not read (truncated or emptied by a crash,
+// damaged) on any rank makes every rank fall back to the complete
+// checkpoint before it, with a line naming the file; a file of another
+// job (loader, global batch, seed, dataset) on any rank is an error on
+// every rank alike, marked collective.AllRanks. Rank 0 says which step it resumes from, and which
 // newer incomplete steps it passed over.
 func (l *Loader) restore() (int64, error) {
 	var rd *reader.Reader
 	var cost *costmodel.Model
-	step, found, err := resumeStep(l.comm, l.cfg, func(step int64) (unreadable bool, err error) {
-		rd, cost, unreadable, err = readCheckpoint(l.comm, l.ds, l.dataset, l.cfg, l.reader, step)
+	step, ranks, found, err := resumeStep(l.comm, l.cfg, func(step int64, ranks int) (unreadable bool, err error) {
+		rd, cost, unreadable, err = readCheckpoint(l.comm, l.ds, l.dataset, l.cfg, l.reader, step, ranks)
 		return unreadable, err
 	}, l.logf)
 	if err != nil || !found {
 		return 0, err
 	}
 	*l.reader, l.cost = *rd, cost
-	l.logf(0, "datahelix: loader %s resumes from step %d of %s\n", l.cfg.Loader, step, loaderCheckpointDir(l.cfg.CheckpointDir, l.cfg.Loader))
+	saved := ""
+	if ranks != l.comm.Size() {
+		saved = fmt.Sprintf(", saved by %d ranks", ranks)
+	}
+	l.logf(0, "datahelix: loader %s resumes from step %d of %s%s\n", l.cfg.Loader, step, loaderCheckpointDir(l.cfg.CheckpointDir, l.cfg.Loader), saved)
 	return step, nil
 }
 
-// resumeStep finds the step loader cfg.Loader resumes from: the newest
-// checkpoint every rank completed whose files every rank reads, found by
-// read (this rank's file of a step: unreadable says it is damaged, err
-// any failure), falling back past damaged ones. On logf (nil: none) each
+// resumeStep finds the step loader cfg.Loader resumes from, and how many
+// ranks wrote it: the newest complete checkpoint whose files every rank
+// reads, found by read (this rank's files of a step its ranks wrote:
+// unreadable says one is damaged, err any failure), falling back past damaged ones. On logf (nil: none) each
 // rank names its damaged files, and rank 0 the incomplete steps it
 // passes over and why. found is false, with no error, when there is none
 // and cfg.ResumeIfAny starts the loader fresh; when only damaged ones are
@@ -145,7 +139,7 @@ func (l *Loader) restore() (int64, error) {
 // checkpoint it finds; CheckJob calls it first, with the same reads, so
 // that a checkpoint of another job is refused before any loader trains,
 // even one behind a damaged newer step.
-func resumeStep(comm collective.Comm, cfg Config, read func(step int64) (unreadable bool, err error), logf func(rank int, format string, args ...any)) (step int64, found bool, _ error) {
+func resumeStep(comm collective.Comm, cfg Config, read func(step int64, ranks int) (unreadable bool, err error), logf func(rank int, format string, args ...any)) (step int64, ranks int, found bool, _ error) {
 	dir, k := cfg.CheckpointDir, cfg.Loader
 	quiet := logf == nil
 	if quiet {
@@ -154,42 +148,42 @@ func resumeStep(comm collective.Comm, cfg Config, read func(step int64) (unreada
 	var damaged []string // every rank's files that did not read, newest step first
 	before := int64(math.MaxInt64)
 	for {
-		step, err := latestCheckpointBefore(comm, dir, k, before, cfg.jobLoaders)
-		if startsFresh(err) && (cfg.ResumeIfAny || len(damaged) > 0) {
+		step, ranks, err := latestCheckpointBefore(comm, dir, k, before, cfg.jobLoaders)
+		if errors.Is(err, ErrNoCheckpoint) && (cfg.ResumeIfAny || len(damaged) > 0) {
 			if len(damaged) > 0 {
 				err = fmt.Errorf("no readable checkpoint of loader %s in %s: a file of each complete step does not read (%s)",
 					k, loaderCheckpointDir(dir, k), capList(damaged, "; ", "files"))
 			}
 			if !cfg.ResumeIfAny {
-				return 0, false, collective.AllRanks(fmt.Errorf("--resume: %w", err))
+				return 0, 0, false, collective.AllRanks(fmt.Errorf("--resume: %w", err))
 			}
 			logf(0, "datahelix: --resume=auto: %v: loader %s starts from step 0\n", err, k)
-			return 0, false, nil
+			return 0, 0, false, nil
 		}
 		if err != nil {
-			return 0, false, fmt.Errorf("--resume: %w", err)
+			return 0, 0, false, fmt.Errorf("--resume: %w", err)
 		}
 		// From here to the file read every rank holds the same step: its
 		// errors are every rank's.
 		if step >= int64(cfg.Steps) {
-			return 0, false, collective.AllRanks(fmt.Errorf("--resume: the checkpoint in %s is at step %d, at or past --steps %d: nothing to run",
+			return 0, 0, false, collective.AllRanks(fmt.Errorf("--resume: the checkpoint in %s is at step %d, at or past --steps %d: nothing to run",
 				loaderCheckpointDir(dir, k), step, cfg.Steps))
 		}
 		if !quiet && comm.Rank() == 0 {
-			for _, s := range incompleteSteps(dir, k, comm.Size(), step, before) {
+			for _, s := range incompleteSteps(dir, k, step, before) {
 				logf(0, "datahelix: --resume: loader %s passes over step %d of %s: %s\n", k, s.step, loaderCheckpointDir(dir, k), s.why)
 			}
 		}
-		unreadable, err := read(step)
+		unreadable, err := read(step, ranks)
 		if unreadable {
 			logf(-1, "datahelix: rank %d: --resume: %v: trying the checkpoint before step %d\n", comm.Rank(), err, step)
 		}
 		bad, err := agreeOnCheckpoint(comm, unreadable, err)
 		if err != nil {
-			return 0, false, err
+			return 0, 0, false, err
 		}
 		if len(bad) == 0 {
-			return step, true, nil
+			return step, ranks, true, nil
 		}
 		damaged = append(damaged, bad...)
 		before = step
@@ -222,6 +216,7 @@ func plural(n int, word string) string {
 // is an error on every rank alike (collective.AllRanks), the lowest such
 // rank's, since falling back would not help; otherwise damaged holds the
 // errors of the ranks whose file is unreadable (damaged), in rank order,
+// each file once,
 // on every rank: if there are any, every rank tries the step before. err
 // is this rank's error from readCheckpoint, unreadable whether it is the
 // file's damage.
@@ -240,7 +235,9 @@ func agreeOnCheckpoint(comm collective.Comm, unreadable bool, err error) (damage
 	for r, m := range all {
 		switch {
 		case len(m) == 0 || m[0] != 'x':
-			if len(m) > 0 && m[0] == 'u' {
+			// Ranks that read the same file (more ranks than wrote the
+			// step) name it once.
+			if len(m) > 0 && m[0] == 'u' && !slices.Contains(damaged, string(m[1:])) {
 				damaged = append(damaged, string(m[1:]))
 			}
 		case r == comm.Rank():
@@ -259,15 +256,24 @@ func (l *Loader) logf(rank int, format string, args ...any) {
 	}
 }
 
-// readCheckpoint reads this rank's checkpoint of step of loader
-// cfg.Loader into a copy of reader (the rank's fresh reader) and a new
-// cost model. unreadable says the error is the file's content (it does
-// not parse, or its states are inconsistent), not that it cannot be read
-// or another job wrote it; dataset is agree.DatasetHash(ds).
-func readCheckpoint(comm collective.Comm, ds decode.Source, dataset uint64, cfg Config, rd *reader.Reader, step int64) (_ *reader.Reader, cost *costmodel.Model, unreadable bool, err error) {
-	st, path, unreadable, err := readCheckpointState(comm, ds, dataset, cfg, step)
+// readCheckpoint reads this rank's file of step of loader cfg.Loader,
+// which ranks ranks wrote, into a copy of reader (the rank's fresh
+// reader) and a new cost model: rank r of this job's M reads the file of
+// rank r mod ranks. When M is less than ranks it also reads the files
+// of ranks r+M, r+2M... for what they say, so that every file of the
+// step is checked by some rank: none may be damaged or another job's.
+// unreadable says the error is a file's content (it does not parse, or
+// its states are inconsistent), not that it cannot be read or another
+// job wrote it; dataset is agree.DatasetHash(ds).
+func readCheckpoint(comm collective.Comm, ds decode.Source, dataset uint64, cfg Config, rd *reader.Reader, step int64, ranks int) (_ *reader.Reader, cost *costmodel.Model, unreadable bool, err error) {
+	st, path, unreadable, err := readCheckpointState(comm, ds, dataset, cfg, step, ranks, comm.Rank()%ranks)
 	if err != nil {
 		return nil, nil, unreadable, err
+	}
+	for q := comm.Rank() + comm.Size(); q < ranks; q += comm.Size() {
+		if _, _, unreadable, err := readCheckpointState(comm, ds, dataset, cfg, step, ranks, q); err != nil {
+			return nil, nil, unreadable, err
+		}
 	}
 	r := *rd
 	if err := r.UnmarshalJSON(st.Reader); err != nil {
@@ -280,12 +286,14 @@ func readCheckpoint(comm collective.Comm, ds decode.Source, dataset uint64, cfg 
 	return &r, cost, false, nil
 }
 
-// readCheckpointState reads this rank's checkpoint of step of loader
-// cfg.Loader and checks that this run can resume from it. unreadable
-// and err are as readCheckpoint's; dataset is agree.DatasetHash(ds).
-func readCheckpointState(comm collective.Comm, ds decode.Source, dataset uint64, cfg Config, step int64) (st checkpointState, path string, unreadable bool, err error) {
+// readCheckpointState reads the checkpoint file of rank of step of
+// loader cfg.Loader, which ranks ranks wrote, and checks that this run
+// can resume from it: the same global batch (ranks x batch) whatever the
+// number of ranks, seed and dataset. unreadable and err are as
+// readCheckpoint's; dataset is agree.DatasetHash(ds).
+func readCheckpointState(comm collective.Comm, ds decode.Source, dataset uint64, cfg Config, step int64, ranks, rank int) (st checkpointState, path string, unreadable bool, err error) {
 	k := cfg.Loader
-	path = checkpointPath(cfg.CheckpointDir, k, step, comm.Rank())
+	path = checkpointPath(cfg.CheckpointDir, k, step, rank)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		// Not the file's damage (it is missing, unreadable, the disk
@@ -298,6 +306,7 @@ func readCheckpointState(comm collective.Comm, ds decode.Source, dataset uint64,
 	if err := checkpointFields(data, st.Version); err != nil {
 		return st, path, true, fmt.Errorf("%s: %w", path, err)
 	}
+	global, mine := st.Ranks*st.Batch, comm.Size()*cfg.Batch
 	switch {
 	case st.Version != checkpointVersion:
 		err = fmt.Errorf("--resume: %s: version %d, this binary reads %d", path, st.Version, checkpointVersion)
@@ -305,11 +314,18 @@ func readCheckpointState(comm collective.Comm, ds decode.Source, dataset uint64,
 		err = fmt.Errorf("--resume: %s was written by loader %q, this run's loader is %s", path, st.Loader, k)
 	case st.Step != step:
 		return st, path, true, fmt.Errorf("%s holds step %d, its directory says %d", path, st.Step, step)
-	case st.Ranks != comm.Size() || st.Rank != comm.Rank():
-		err = fmt.Errorf("--resume: %s was written by rank %d of %d", path, st.Rank, st.Ranks)
-	case st.Batch != cfg.Batch || st.Seed != cfg.Seed || st.Shards != ds.NumShards():
-		err = fmt.Errorf("--resume: %s was written with batch %d, seed %d, %d shards; this run has %d, %d, %d",
-			path, st.Batch, st.Seed, st.Shards, cfg.Batch, cfg.Seed, ds.NumShards())
+	case st.Ranks != ranks || st.Rank != rank:
+		// Its step's other files say another job wrote them: two jobs'
+		// files mixed, the later one killed while saving.
+		return st, path, true, fmt.Errorf("%s holds rank %d of %d, its step's files were written by %d ranks (a job killed while saving it)",
+			path, st.Rank, st.Ranks, ranks)
+	case global != mine:
+		err = fmt.Errorf("--resume: %s was written with a global batch of %d (%d ranks x %d), this job's is %d (%d x %d): keep ranks x --batch to resume at another number of ranks",
+			path, global, st.Ranks, st.Batch, mine, comm.Size(), cfg.Batch)
+	case st.Seed != cfg.Seed:
+		err = fmt.Errorf("--resume: %s was written with seed %d, this job's is %d", path, st.Seed, cfg.Seed)
+	case st.Shards != ds.NumShards():
+		err = fmt.Errorf("--resume: %s was written reading %d shards, this job reads %d (--data %s)", path, st.Shards, ds.NumShards(), agree.SourceName(ds))
 	case st.Dataset != 0 && st.Dataset != dataset:
 		err = fmt.Errorf("--resume: %s was written reading another dataset (other shard names or sample counts) than --data %s",
 			path, agree.SourceName(ds))
@@ -355,7 +371,8 @@ var checkpointRequired = []string{"step", "rank", "ranks", "loader", "batch", "s
 // cannot use it fails at start, not after hours of another loader's
 // training. A run asked to resume (cfg.Resume without ResumeIfAny) needs
 // a complete checkpoint of every loader, before --steps, that this job
-// wrote (its loader, ranks, batch, seed and dataset); one with
+// may resume (its loader, global batch, seed and dataset, at any number
+// of ranks); one with
 // ResumeIfAny, as each loader finds it, but the ones it finds must be
 // this job's too. A new run that will save
 // checkpoints (cfg.Resume false) must not write them among an earlier
@@ -385,8 +402,8 @@ func checkStartCheckpoints(comm collective.Comm, ds decode.Source, cfg Config, k
 		for _, k := range kinds {
 			c := cfg
 			c.Loader, c.jobLoaders = k, kinds
-			_, _, err := resumeStep(comm, c, func(step int64) (bool, error) {
-				_, _, unreadable, err := readCheckpoint(comm, ds, hash, c, reader, step)
+			_, _, _, err := resumeStep(comm, c, func(step int64, ranks int) (bool, error) {
+				_, _, unreadable, err := readCheckpoint(comm, ds, hash, c, reader, step, ranks)
 				return unreadable, err
 			}, nil)
 			if err != nil {

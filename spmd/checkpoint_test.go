@@ -66,7 +66,7 @@ func TestResumeEveryLoader(t *testing.T) {
 	}
 	// Every loader kept its own checkpoints: none overwrote another's.
 	for k := range full {
-		if got := scanCheckpoints(dir, k, ranks, math.MaxInt64, nil).latest; got != 8 {
+		if got := scanCheckpoints(dir, k, math.MaxInt64, nil).latest; got != 8 {
 			t.Errorf("%s: latest checkpoint at step %d, want 8", k, got)
 		}
 		for _, step := range []int64{4, 8} {
@@ -135,7 +135,7 @@ func TestResumeEveryLoader(t *testing.T) {
 		_, errs := runBounded(t, ranks, data, cfg, limit)
 		for r, err := range errs {
 			if !errors.Is(err, ErrNoCheckpoint) || !collective.IsAllRanks(err) ||
-				!strings.Contains(err.Error(), "--resume: no complete checkpoint of loader helix-nogate for 4 ranks in "+filepath.Join(dir, "helix-nogate")) ||
+				!strings.Contains(err.Error(), "--resume: no complete checkpoint of loader helix-nogate in "+filepath.Join(dir, "helix-nogate")) ||
 				!strings.Contains(err.Error(), "other loaders' checkpoints, the latest at step 8") {
 				t.Errorf("rank %d: got %v, want the every-rank error naming helix-nogate and the others' step 8", r, err)
 			}
@@ -172,73 +172,71 @@ func TestResumeEveryLoader(t *testing.T) {
 	})
 }
 
-// touchCheckpoints writes empty checkpoint files of loader k at step for
-// the ranks, as a run that saved them would leave them in dir.
-func touchCheckpoints(t *testing.T, dir string, k Kind, step int64, ranks ...int) {
+// touchCheckpoints writes checkpoint files of loader k at step for the
+// ranks, as a job of n ranks that saved them would leave them in dir:
+// they record the rank and n, and nothing else (they do not read as
+// checkpoints).
+func touchCheckpoints(t *testing.T, dir string, k Kind, step int64, n int, ranks ...int) {
 	t.Helper()
 	for _, r := range ranks {
 		p := checkpointPath(dir, k, step, r)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(p, []byte("{}"), 0o644); err != nil {
+		if err := os.WriteFile(p, fmt.Appendf(nil, `{"rank": %d, "ranks": %d}`, r, n), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
-// latestCheckpoint returns the newest step at which any loader has a
-// checkpoint file for each of ranks in dir, or -1.
-func latestCheckpoint(dir string, ranks int) int64 {
+// latestCheckpoint returns the newest complete step of any loader in
+// dir, or -1.
+func latestCheckpoint(dir string) int64 {
 	latest := int64(-1)
 	for k := range KindOracle {
-		latest = max(latest, scanCheckpoints(dir, k, ranks, math.MaxInt64, nil).latest)
+		latest = max(latest, scanCheckpoints(dir, k, math.MaxInt64, nil).latest)
 	}
 	return latest
 }
 
 // TestLatestCheckpointIsPerLoader checks the choice of the step to resume
-// from on hand-made directories: the newest step with a file for every
-// rank, counted for each loader on its own.
+// from on hand-made directories: the newest step with the files of every
+// rank of the job that wrote it, whatever its number of ranks, counted
+// for each loader on its own.
 func TestLatestCheckpointIsPerLoader(t *testing.T) {
 	dir := t.TempDir()
-	touch := func(k Kind, step int64, ranks ...int) { touchCheckpoints(t, dir, k, step, ranks...) }
-	touch(KindTorch, 4, 0, 1)
-	touch(KindTorch, 8, 0)       // rank 1 never wrote step 8
-	touch(KindHelix, 12, 0, 1)   // helix got further
-	touch(KindLocal, 4, 0, 1, 2) // written by a 3-rank run
-	touch(KindLocal, 10, 0, 1)   // and a 2-rank one
-	touch(KindStatic, 16, 0, 1)  // a stray temporary file is no checkpoint:
+	touch := func(k Kind, step int64, n int, ranks ...int) { touchCheckpoints(t, dir, k, step, n, ranks...) }
+	touch(KindTorch, 4, 2, 0, 1)
+	touch(KindTorch, 8, 2, 0)          // rank 1 never wrote step 8
+	touch(KindHelix, 12, 2, 0, 1)      // helix got further
+	touch(KindLocal, 4, 3, 0, 1, 2)    // written by a 3-rank run
+	touch(KindLocal, 10, 2, 0, 1)      // and a 2-rank one
+	touch(KindLocal, 14, 4, 0, 1)      // a 4-rank one killed while saving: its ranks 0 and 1 are no 2-rank step
+	touch(KindHelixNoGate, 6, 2, 0, 1) // a 2-rank step over a file a 4-rank job left: complete
+	touch(KindHelixNoGate, 6, 4, 3)
+	touch(KindStatic, 16, 2, 0, 1) // a stray temporary file is no checkpoint:
 	os.Rename(checkpointPath(dir, KindStatic, 16, 1), checkpointPath(dir, KindStatic, 16, 1)+".tmp")
 	os.MkdirAll(filepath.Join(dir, "helix", "step-junk"), 0o755)
 	os.MkdirAll(filepath.Join(dir, "step-000000020"), 0o755) // the old layout is not read
 	for _, c := range []struct {
 		k     Kind
-		ranks int
 		want  int64
+		ranks int
 	}{
-		{KindTorch, 2, 4},
-		{KindTorch, 1, 8},
-		{KindHelix, 2, 12},
-		{KindHelix, 3, -1},
-		{KindLocal, 3, 4},
-		{KindLocal, 2, 10},
-		{KindStatic, 2, -1},
-		{KindHelixNoGate, 1, -1},
+		{KindTorch, 4, 2},
+		{KindHelix, 12, 2},
+		{KindLocal, 10, 2},
+		{KindHelixNoGate, 6, 2},
+		{KindStatic, -1, 0},
 	} {
-		if got := scanCheckpoints(dir, c.k, c.ranks, math.MaxInt64, nil).latest; got != c.want {
-			t.Errorf("scanCheckpoints(%s, %d ranks).latest = %d, want %d", c.k, c.ranks, got, c.want)
+		if got := scanCheckpoints(dir, c.k, math.MaxInt64, nil); got.latest != c.want || got.ranks != c.ranks {
+			t.Errorf("scanCheckpoints(%s) = step %d of %d ranks, want %d of %d", c.k, got.latest, got.ranks, c.want, c.ranks)
 		}
 	}
-	for _, c := range []struct {
-		ranks int
-		want  int64
-	}{{1, 16}, {2, 12}, {3, 4}, {4, -1}} {
-		if got := latestCheckpoint(dir, c.ranks); got != c.want {
-			t.Errorf("latestCheckpoint(%d ranks) = %d, want %d", c.ranks, got, c.want)
-		}
+	if got := latestCheckpoint(dir); got != 12 {
+		t.Errorf("latestCheckpoint = %d, want 12", got)
 	}
-	if got := scanCheckpoints(filepath.Join(dir, "missing"), KindTorch, 1, math.MaxInt64, nil).latest; got != -1 {
+	if got := scanCheckpoints(filepath.Join(dir, "missing"), KindTorch, math.MaxInt64, nil).latest; got != -1 {
 		t.Errorf("missing directory: got %d, want -1", got)
 	}
 }
@@ -249,7 +247,7 @@ func TestLatestCheckpointIsPerLoader(t *testing.T) {
 // rank, which --resume=auto tells from other failures.
 func TestLatestCheckpointCollective(t *testing.T) {
 	const ranks = 3
-	touch := func(dir string, k Kind, step int64, ranks ...int) { touchCheckpoints(t, dir, k, step, ranks...) }
+	touch := func(dir string, k Kind, step int64, ranks ...int) { touchCheckpoints(t, dir, k, step, 3, ranks...) }
 	complete, partial, empty, other := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
 	touch(complete, KindHelix, 4, 0, 1, 2)
 	touch(complete, KindHelix, 8, 0, 2) // rank 1 was killed before saving step 8
@@ -282,7 +280,7 @@ func TestLatestCheckpointCollective(t *testing.T) {
 		// Ranks that see another directory (a lagging shared file system)
 		// still follow rank 0.
 		{"rank 0 decides", [ranks]string{complete, empty, partial}, 4, ""},
-		{"rank 0 sees none", [ranks]string{empty, complete, complete}, -1, "no complete checkpoint of loader helix for 3 ranks in "},
+		{"rank 0 sees none", [ranks]string{empty, complete, complete}, -1, "no complete checkpoint of loader helix in "},
 		{"only half-written", [ranks]string{partial, partial, partial}, -1, "its one step directory lacks some rank's file"},
 		{"other loaders only", [ranks]string{other, other, other}, -1, "other loaders' checkpoints, the latest at step 6"},
 		{"missing directory", [ranks]string{filepath.Join(empty, "nope")}, -1, "no complete checkpoint of loader helix"},
@@ -309,7 +307,8 @@ func TestLatestCheckpointCollective(t *testing.T) {
 // directory counts for it.
 func TestLatestCheckpointMessages(t *testing.T) {
 	const ranks = 2
-	const killed = "lacks some rank's file: written by a job killed while saving, or by another number of ranks)"
+	const killed = "lacks some rank's file: written by a job killed while saving it)"
+	const killedEach = "lacks some rank's file: written by jobs killed while saving them)"
 	others := func(dir string, step int) string {
 		return fmt.Sprintf(" (%s holds other loaders' checkpoints, the latest at step %d: resume with the --loader that wrote them)", dir, step)
 	}
@@ -321,34 +320,34 @@ func TestLatestCheckpointMessages(t *testing.T) {
 		// ranks in DIR/helix"; DIR stands for the directory.
 		suffix string
 	}{
-		{"nothing", func(t *testing.T, dir string) {}, checkpointScan{-1, 0, -1, -1, 0}, ""},
+		{"nothing", func(t *testing.T, dir string) {}, checkpointScan{-1, 0, 0, -1}, ""},
 		{"one incomplete", func(t *testing.T, dir string) {
-			touchCheckpoints(t, dir, KindHelix, 4, 0)
-		}, checkpointScan{-1, 1, -1, -1, 0}, " (its one step directory " + killed},
+			touchCheckpoints(t, dir, KindHelix, 4, 2, 0)
+		}, checkpointScan{-1, 0, 1, -1}, " (its one step directory " + killed},
 		{"several incomplete", func(t *testing.T, dir string) {
-			touchCheckpoints(t, dir, KindHelix, 4, 0)
-			touchCheckpoints(t, dir, KindHelix, 8, 1)
-			touchCheckpoints(t, dir, KindHelix, 12, 0, 2) // a 3-rank run's, rank 1 killed
+			touchCheckpoints(t, dir, KindHelix, 4, 2, 0)
+			touchCheckpoints(t, dir, KindHelix, 8, 2, 1)
+			touchCheckpoints(t, dir, KindHelix, 12, 3, 0, 2) // a 3-rank run's, rank 1 killed
 			os.MkdirAll(filepath.Join(dir, "helix", "step-junk"), 0o755)
-		}, checkpointScan{-1, 3, -1, -1, 0}, " (each of its 3 step directories " + killed},
+		}, checkpointScan{-1, 0, 3, -1}, " (each of its 3 step directories " + killedEach},
 		{"other loaders", func(t *testing.T, dir string) {
-			touchCheckpoints(t, dir, KindTorch, 6, 0, 1)
-			touchCheckpoints(t, dir, KindLocal, 10, 0, 1)
-			touchCheckpoints(t, dir, KindLocal, 12, 0) // incomplete: not the latest
-			touchCheckpoints(t, dir, KindStatic, 14, 1)
-		}, checkpointScan{-1, 0, 10, -1, 0}, others("DIR", 10)},
+			touchCheckpoints(t, dir, KindTorch, 6, 2, 0, 1)
+			touchCheckpoints(t, dir, KindLocal, 10, 2, 0, 1)
+			touchCheckpoints(t, dir, KindLocal, 12, 2, 0) // incomplete: not the latest
+			touchCheckpoints(t, dir, KindStatic, 14, 2, 1)
+		}, checkpointScan{-1, 0, 0, 10}, others("DIR", 10)},
 		{"incomplete and other loaders", func(t *testing.T, dir string) {
-			touchCheckpoints(t, dir, KindHelix, 4, 1)
-			touchCheckpoints(t, dir, KindHelix, 9, 0)
-			touchCheckpoints(t, dir, KindHelixNoGate, 7, 0, 1)
-		}, checkpointScan{-1, 2, 7, -1, 0}, " (each of its 2 step directories " + killed + others("DIR", 7)},
+			touchCheckpoints(t, dir, KindHelix, 4, 2, 1)
+			touchCheckpoints(t, dir, KindHelix, 9, 2, 0)
+			touchCheckpoints(t, dir, KindHelixNoGate, 7, 2, 0, 1)
+		}, checkpointScan{-1, 0, 2, 7}, " (each of its 2 step directories " + killedEach + others("DIR", 7)},
 	} {
 		dir := t.TempDir()
 		c.setup(t, dir)
-		if got := scanCheckpoints(dir, KindHelix, ranks, math.MaxInt64, nil); got != c.scan {
+		if got := scanCheckpoints(dir, KindHelix, math.MaxInt64, nil); got != c.scan {
 			t.Errorf("%s: scanCheckpoints = %+v, want %+v", c.name, got, c.scan)
 		}
-		want := fmt.Sprintf("no complete checkpoint of loader helix for %d ranks in %s", ranks, filepath.Join(dir, "helix")) +
+		want := fmt.Sprintf("no complete checkpoint of loader helix in %s", filepath.Join(dir, "helix")) +
 			strings.ReplaceAll(c.suffix, "DIR", dir)
 		comms := collective.NewLocal(ranks)
 		errs := make([]error, ranks)
@@ -373,12 +372,12 @@ func TestLatestCheckpointMessages(t *testing.T) {
 	// With a complete step, the scan counts the newer incomplete ones and
 	// does not look at the other loaders.
 	dir := t.TempDir()
-	touchCheckpoints(t, dir, KindHelix, 4, 0, 1)
-	touchCheckpoints(t, dir, KindHelix, 8, 0)
-	touchCheckpoints(t, dir, KindHelix, 12, 1)
-	touchCheckpoints(t, dir, KindHelix, 2, 0)
-	touchCheckpoints(t, dir, KindTorch, 20, 0, 1)
-	if got, want := scanCheckpoints(dir, KindHelix, ranks, math.MaxInt64, nil), (checkpointScan{4, 2, -1, -1, 0}); got != want {
+	touchCheckpoints(t, dir, KindHelix, 4, 2, 0, 1)
+	touchCheckpoints(t, dir, KindHelix, 8, 2, 0)
+	touchCheckpoints(t, dir, KindHelix, 12, 2, 1)
+	touchCheckpoints(t, dir, KindHelix, 2, 2, 0)
+	touchCheckpoints(t, dir, KindTorch, 20, 2, 0, 1)
+	if got, want := scanCheckpoints(dir, KindHelix, math.MaxInt64, nil), (checkpointScan{4, 2, 2, -1}); got != want {
 		t.Errorf("complete step 4 under 8 and 12: scanCheckpoints = %+v, want %+v", got, want)
 	}
 }
@@ -492,7 +491,7 @@ func TestCheckpointKeep(t *testing.T) {
 	requireOK(t, errs)
 	var complete []int64
 	for _, s := range checkpointSteps(dir, KindLocal) {
-		if stepComplete(dir, KindLocal, s, 4) {
+		if _, ok := stepComplete(dir, KindLocal, s); ok {
 			complete = append(complete, s)
 		}
 	}
@@ -502,7 +501,7 @@ func TestCheckpointKeep(t *testing.T) {
 	if _, err := os.Stat(filepath.Dir(checkpointPath(dir, KindLocal, 4, 0))); !os.IsNotExist(err) {
 		t.Errorf("step 4 still there: %v", err)
 	}
-	if got := latestCheckpoint(dir, 4); got != 16 {
+	if got := latestCheckpoint(dir); got != 16 {
 		t.Errorf("latest checkpoint %d, want 16", got)
 	}
 	cfg.CheckpointEvery, cfg.Resume = 0, true

@@ -88,12 +88,14 @@ type Config struct {
 	// batch and world size (ErrState otherwise).
 	Restore []byte
 	// CheckpointDir and CheckpointEvery save each rank's loader state every
-	// K steps; Resume continues from the latest complete checkpoint.
+	// K steps; Resume continues from the latest complete checkpoint, which
+	// a job of any number of ranks with the same global batch wrote.
 	CheckpointDir   string
 	CheckpointEvery int
 	// CheckpointKeep, when positive, keeps only the newest CheckpointKeep
-	// checkpoints every rank completed: each rank removes its own files
-	// of older steps after saving one (0: keep every checkpoint).
+	// complete checkpoints: each rank removes its own files of older steps
+	// after saving one, and those of a resumed job's ranks it has not that
+	// fall to it (0: keep every checkpoint).
 	CheckpointKeep int
 	Resume         bool
 	// ResumeIfAny, with Resume, starts a loader that has no complete

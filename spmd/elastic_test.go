@@ -1,9 +1,11 @@
 package spmd
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -149,4 +151,113 @@ func checkJobErrs(t *testing.T, n int, data string, cfg Config) []error {
 		return nil
 	})
 	return errs
+}
+
+// TestElasticCheckpoints: checkpoint files saved at N ranks resume at M
+// with the same global batch, rank r of M reading the file of rank r mod
+// N, and the resumed run trains the global batches of the unsplit run: 2
+// ranks to 4 (half the batch) under helix, 4 ranks to 3 under torch. The
+// resumed 3-rank run then saves every 2 steps keeping 1: its pruning
+// removes the 4-rank step, rank 3's file included.
+func TestElasticCheckpoints(t *testing.T) {
+	data := gentest.Tiny(t) // 8 shards of 4 samples
+	const steps, every = 9, 4
+	for _, c := range []struct {
+		kind         Kind
+		from, to, gb int
+	}{{KindHelix, 2, 4, 8}, {KindTorch, 4, 3, 12}} {
+		t.Run(fmt.Sprintf("%s %d to %d ranks", c.kind, c.from, c.to), func(t *testing.T) {
+			cfg := testConfig(c.kind)
+			cfg.Steps, cfg.Batch = steps, c.gb/c.from
+			whole, _ := stepIDs(t, c.from, data, cfg, false)
+			// A job that saves step 4 and ends at 6, as one killed there.
+			dir := t.TempDir()
+			cfg.Steps, cfg.CheckpointDir, cfg.CheckpointEvery = 6, dir, every
+			split, _ := stepIDs(t, c.from, data, cfg, false)
+			for s := range split {
+				if s >= every {
+					delete(split, s)
+				}
+			}
+			var log syncBuffer
+			cfg.Steps, cfg.Batch, cfg.Resume, cfg.Log = steps, c.gb/c.to, true, &log
+			cfg.CheckpointEvery, cfg.CheckpointKeep = 2, 1
+			rest, _ := stepIDs(t, c.to, data, cfg, false)
+			want := fmt.Sprintf("datahelix: loader %s resumes from step %d of %s, saved by %d ranks\n", c.kind, every, loaderCheckpointDir(dir, c.kind), c.from)
+			if log.String() != want {
+				t.Errorf("log:\n%s\nwant:\n%s", log.String(), want)
+			}
+			for s, v := range rest {
+				if _, ok := split[s]; ok {
+					t.Fatalf("step %d delivered before and after the split", s)
+				}
+				split[s] = v
+			}
+			for s := range int64(steps) {
+				if !slices.Equal(split[s], whole[s]) {
+					t.Errorf("step %d: split run trained %v, the unsplit one %v", s, split[s], whole[s])
+				}
+			}
+			// Pruning as every rank of the resumed job does once all
+			// saved step 8 (each ran it at its own pace during the run).
+			for r := range c.to {
+				pruneCheckpoints(dir, c.kind, c.to, r, 1)
+			}
+			if got := checkpointSteps(dir, c.kind); !slices.Equal(got, []int64{8}) {
+				t.Errorf("steps left after pruning to 1: %v, want [8]", got)
+			}
+			if n, ok := stepComplete(dir, c.kind, 8); !ok || n != c.to {
+				t.Errorf("step 8: complete %v with %d ranks, want %d", ok, n, c.to)
+			}
+		})
+	}
+}
+
+// TestElasticCheckpointRefusals: a checkpoint resumes at another number
+// of ranks only with the same global batch, seed and dataset, refused on
+// every rank alike saying which differs; a step whose files two jobs of
+// other rank counts wrote (the later killed while saving) is not one.
+func TestElasticCheckpointRefusals(t *testing.T) {
+	data := gentest.Tiny(t)
+	cfg, _ := runCheckpointed(t, 2, data, KindLocal, 6, 4) // batch 2 a rank
+	dir := cfg.CheckpointDir
+	file := checkpointPath(dir, KindLocal, 4, 0)
+	cfg.CheckpointEvery, cfg.Resume = 0, true
+	for _, c := range []struct {
+		name  string
+		ranks int
+		edit  func(c *Config)
+		want  string
+	}{
+		{"global batch", 3, func(c *Config) {}, file + " was written with a global batch of 4 (2 ranks x 2), this job's is 6 (3 x 2): keep ranks x --batch to resume at another number of ranks"},
+		{"global batch, auto", 4, func(c *Config) { c.ResumeIfAny = true }, file + " was written with a global batch of 4 (2 ranks x 2), this job's is 8 (4 x 2)"},
+		{"seed", 4, func(c *Config) { c.Batch, c.Seed = 1, 8 }, file + " was written with seed 7, this job's is 8"},
+	} {
+		r := cfg
+		c.edit(&r)
+		wantEveryRank(t, c.name, checkJob(t, c.ranks, data, r, KindLocal), c.want)
+	}
+	ok := cfg
+	ok.Batch = 1
+	requireOK(t, checkJob(t, 4, data, ok, KindLocal))
+
+	// Rank 1's file of step 4 rewritten by a 4-rank job killed while
+	// saving it: ranks 0 and 1 no longer agree on who wrote the step.
+	// Resuming at 4 ranks reads both (each rank its own), and at 1 rank
+	// rank 0 reads rank 1's too: there is no step to fall back to.
+	b, err := os.ReadFile(checkpointPath(dir, KindLocal, 4, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte(`"ranks": 2`), []byte(`"ranks": 4`), 1)
+	if err := os.WriteFile(checkpointPath(dir, KindLocal, 4, 1), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{4, 1} {
+		r := ok
+		r.Batch = 4 / n
+		wantEveryRank(t, fmt.Sprintf("mixed step, %d ranks", n), checkJob(t, n, data, r, KindLocal),
+			"--resume: no readable checkpoint of loader local in "+loaderCheckpointDir(dir, KindLocal)+": a file of each complete step does not read ("+
+				checkpointPath(dir, KindLocal, 4, 1)+" holds rank 1 of 4, its step's files were written by 2 ranks (a job killed while saving it))")
+	}
 }
