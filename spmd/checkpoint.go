@@ -3,6 +3,7 @@ package spmd
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/datahelix/datahelix/internal/agree"
 	"os"
 	"path/filepath"
 )
@@ -24,9 +25,12 @@ type checkpointState struct {
 	Shards int    `json:"shards"`
 	// Dataset is agree.DatasetHash of the dataset read (0 in files written
 	// before it was recorded, which are not checked).
-	Dataset uint64          `json:"dataset,omitempty"`
-	Reader  json.RawMessage `json:"reader"` // position before reading Step
-	Cost    json.RawMessage `json:"cost_model"`
+	Dataset uint64 `json:"dataset,omitempty"`
+	// ShardList is the dataset's shards by name and sample count
+	// (agree.ShardList), to name the shard that changed.
+	ShardList []string        `json:"shard_list,omitempty"`
+	Reader    json.RawMessage `json:"reader"` // position before reading Step
+	Cost      json.RawMessage `json:"cost_model"`
 }
 
 const checkpointVersion = 2
@@ -81,7 +85,7 @@ func (l *Loader) checkpoint(step int64) error {
 	st := checkpointState{
 		Version: checkpointVersion, Step: step, Rank: l.comm.Rank(), Ranks: l.comm.Size(),
 		Loader: l.cfg.Loader.String(), Batch: l.cfg.Batch, Seed: l.cfg.Seed, Shards: l.ds.NumShards(),
-		Dataset: l.dataset, Reader: snap.reader, Cost: cost,
+		Dataset: l.dataset, ShardList: agree.ShardList(l.ds), Reader: snap.reader, Cost: cost,
 	}
 	data, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {

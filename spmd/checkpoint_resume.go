@@ -324,6 +324,9 @@ func readCheckpointState(comm collective.Comm, ds decode.Source, dataset uint64,
 			path, global, st.Ranks, st.Batch, mine, comm.Size(), cfg.Batch)
 	case st.Seed != cfg.Seed:
 		err = fmt.Errorf("--resume: %s was written with seed %d, this job's is %d", path, st.Seed, cfg.Seed)
+	case (st.Shards != ds.NumShards() || st.Dataset != 0 && st.Dataset != dataset) && st.ShardList != nil:
+		err = fmt.Errorf("--resume: %s was written reading another dataset than --data %s (%s)",
+			path, agree.SourceName(ds), agree.FirstDifference(st.ShardList, agree.ShardList(ds)))
 	case st.Shards != ds.NumShards():
 		err = fmt.Errorf("--resume: %s was written reading %d shards, this job reads %d (--data %s)", path, st.Shards, ds.NumShards(), agree.SourceName(ds))
 	case st.Dataset != 0 && st.Dataset != dataset:

@@ -444,7 +444,8 @@ func TestResumeFallsBackPastUnreadableCheckpoints(t *testing.T) {
 
 // TestResumeRefusesAnotherDataset resumes a checkpoint on a dataset of
 // as many shards under other names: it was accepted, and the run went on
-// from the first dataset's reader positions in the second.
+// from the first dataset's reader positions in the second. It is
+// refused, naming the first shard that differs.
 func TestResumeRefusesAnotherDataset(t *testing.T) {
 	data := gentest.Tiny(t)
 	cfg, _ := runCheckpointed(t, 4, data, KindLocal, 8, 4)
@@ -462,7 +463,8 @@ func TestResumeRefusesAnotherDataset(t *testing.T) {
 		if err == nil {
 			t.Errorf("rank %d resumed on another dataset", r)
 		}
-		named = named || err != nil && strings.Contains(err.Error(), "was written reading another dataset")
+		named = named || err != nil && strings.Contains(err.Error(), "was written reading another dataset") &&
+			strings.Contains(err.Error(), "(shard 0: "+filepath.Base(shards[0])+" with 4 samples when saved, other-00.tar with 4 samples now)")
 	}
 	if !named {
 		t.Errorf("no rank said the dataset differs: %v", errs)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -259,5 +260,39 @@ func TestElasticCheckpointRefusals(t *testing.T) {
 		wantEveryRank(t, fmt.Sprintf("mixed step, %d ranks", n), checkJob(t, n, data, r, KindLocal),
 			"--resume: no readable checkpoint of loader local in "+loaderCheckpointDir(dir, KindLocal)+": a file of each complete step does not read ("+
 				checkpointPath(dir, KindLocal, 4, 1)+" holds rank 1 of 4, its step's files were written by 2 ranks (a job killed while saving it))")
+	}
+}
+
+// TestResumeNamesTheChangedShard: a state saved on a dataset whose
+// shard 3 then lost samples is refused, naming the shard, its count then
+// and now.
+func TestResumeNamesTheChangedShard(t *testing.T) {
+	data := gentest.Tiny(t)
+	cfg := testConfig(KindHelix)
+	cfg.Steps, cfg.Batch = 3, 2
+	_, state := stepIDs(t, 2, data, cfg, true)
+	changed := t.TempDir()
+	shards, _ := filepath.Glob(filepath.Join(data, "*.tar"))
+	for i, p := range shards {
+		dst := filepath.Join(changed, filepath.Base(p))
+		if i == 3 {
+			gentest.WriteFirstSample(t, p, dst)
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := cfg
+	r.Steps, r.Restore = 6, state
+	want := "another dataset (shard 3: " + filepath.Base(shards[3]) + " with 4 samples when saved, " + filepath.Base(shards[3]) + " with 1 sample now)"
+	for rank, err := range checkJobErrs(t, 2, changed, r) {
+		if !errors.Is(err, ErrState) || !strings.Contains(err.Error(), want) {
+			t.Errorf("rank %d: %v, want ErrState saying %q", rank, err, want)
+		}
 	}
 }

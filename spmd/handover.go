@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/datahelix/datahelix/internal/agree"
 	"io"
 	"time"
 
@@ -118,6 +119,10 @@ type State struct {
 	Loader  string `json:"loader"`
 	Dataset string `json:"dataset"` // agree.DatasetHash, hex
 	Shards  int    `json:"shards"`
+	// ShardList is each shard's file name and sample count
+	// (agree.ShardList), so that a resume on a changed dataset names the
+	// shard that changed.
+	ShardList []string `json:"shard_list,omitempty"`
 	// Step is the first step the resumed run delivers.
 	Step int64 `json:"step"`
 }
@@ -138,7 +143,8 @@ func (l *Loader) State() []byte {
 func (l *Loader) stateAt(step int64) State {
 	return State{Format: stateFormat, Seed: l.cfg.Seed, GlobalBatch: l.cfg.Batch * l.comm.Size(), Streams: l.reader.Order().Streams(),
 		ShuffleBuffer: l.cfg.ShuffleBuffer, Batch: l.cfg.Batch, WorldSize: l.comm.Size(),
-		Loader: l.cfg.Loader.String(), Dataset: fmt.Sprintf("%016x", l.dataset), Shards: l.ds.NumShards(), Step: step}
+		Loader: l.cfg.Loader.String(), Dataset: fmt.Sprintf("%016x", l.dataset), Shards: l.ds.NumShards(), Step: step,
+		ShardList: agree.ShardList(l.ds)}
 }
 
 // ErrState matches a Config.Restore that this run cannot continue: it
@@ -173,6 +179,9 @@ func (s State) mismatch(id State) string {
 	case s.Format != id.Format:
 		return fmt.Sprintf("format %d, this datahelix reads %d", s.Format, id.Format)
 	case s.Dataset != id.Dataset || s.Shards != id.Shards:
+		if d := agree.FirstDifference(s.ShardList, id.ShardList); s.ShardList != nil && d != "" {
+			return fmt.Sprintf("another dataset (%s)", d)
+		}
 		return fmt.Sprintf("dataset %s (%d shards), this run reads %s (%d shards)", s.Dataset, s.Shards, id.Dataset, id.Shards)
 	case s.Seed != id.Seed:
 		return fmt.Sprintf("seed %d, this run's %d", s.Seed, id.Seed)

@@ -200,12 +200,13 @@ func HashStrings(list []string) uint64 {
 
 // DatasetHash is a hash of each shard's file name and sample count.
 func DatasetHash(ds decode.Source) uint64 {
-	return HashStrings(shardList(ds))
+	return HashStrings(ShardList(ds))
 }
 
-// shardList names each shard of ds by file name and sample count,
-// "000003.tar/32".
-func shardList(ds decode.Source) []string {
+// ShardList names each shard of ds by file name and sample count,
+// "000003.tar/32": what DatasetHash hashes, and what a saved state keeps
+// to say which shard changed.
+func ShardList(ds decode.Source) []string {
 	list := make([]string, ds.NumShards())
 	for i := range list {
 		list[i] = fmt.Sprintf("%s/%d", ds.ShardName(i), ds.ShardLen(i))
@@ -232,7 +233,7 @@ func SourceName(ds decode.Source) string {
 // samples on rank 2"), which points at the copy to fix (a truncated
 // shard on one node). Every rank must call it.
 func AgreeDataset(c collective.Comm, ds decode.Source) error {
-	list := shardList(ds)
+	list := ShardList(ds)
 	err := Agree(c, []Setting{
 		{Name: "the dataset's shard count", Value: uint64(ds.NumShards())},
 		{Name: "the dataset (shard names and sample counts)", Value: HashStrings(list), Hashed: true},
@@ -298,7 +299,27 @@ func datasetDifference(c collective.Comm, mine []string) (string, error) {
 	return "", nil
 }
 
-// describeShard turns a shardList entry, "000003.tar/32", into
+// FirstDifference describes the first shard where the list saved differs
+// from the list now (ShardList's entries), as "shard 3: 000003.tar with 32
+// samples when saved, 000003.tar with 30 samples now"; "" when they are
+// alike.
+func FirstDifference(saved, now []string) string {
+	for i := range max(len(saved), len(now)) {
+		a, b := "", ""
+		if i < len(saved) {
+			a = saved[i]
+		}
+		if i < len(now) {
+			b = now[i]
+		}
+		if a != b {
+			return fmt.Sprintf("shard %d: %s when saved, %s now", i, describeShard(a), describeShard(b))
+		}
+	}
+	return ""
+}
+
+// describeShard turns a ShardList entry, "000003.tar/32", into
 // "000003.tar with 32 samples", and "" (past the end of a list) into "no
 // shard".
 func describeShard(entry string) string {
