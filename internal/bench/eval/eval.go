@@ -426,7 +426,7 @@ func RunSim(ctx context.Context, cfg EvalConfig) (*Evaluation, error) {
 				t0 := time.Now()
 				res, err := sim.RunContext(gctx, p.simConfig(k, &cfg))
 				if err != nil {
-					return wrapf(err, "workload %s, loader %s", p.w.Name, k)
+					return workload.Wrapf(err, "workload %s, loader %s", p.w.Name, k)
 				}
 				r := ResultOf(p.w, res.Summary, time.Since(t0))
 				ev.Results[i*nl+j] = r

@@ -82,7 +82,7 @@ func (c ScaleConfig) Check() error {
 	}
 	ws, err := workload.SelectWorkloads(c.Workload)
 	if err != nil {
-		return wrapf(err, "--scale-workload")
+		return workload.Wrapf(err, "--scale-workload")
 	}
 	return checkSimMemory(ws[0], c.Ranks, c.Steps, c.Batch, c.MemoryLimit, "--scale-ranks", "--scale-steps", "--scale-batch")
 }
@@ -120,7 +120,7 @@ func RunScale(ctx context.Context, cfg ScaleConfig, cal *costmodel.Calibration) 
 	}
 	res, err := sim.RunContext(ctx, p.simConfig(cfg.Loader, &ec))
 	if err != nil {
-		return nil, wrapf(err, "scale run")
+		return nil, workload.Wrapf(err, "scale run")
 	}
 	t2 := time.Now()
 	var plans []float64

@@ -124,7 +124,7 @@ func ensureRealDataset(ctx context.Context, re RealEnv, w *workload.Workload, ra
 		t0 := time.Now()
 		made, err := gen.Ensure(ctx, gc, dir)
 		if err != nil {
-			return nil, wrapf(err, "workload %s: generate %s", w.Name, src.Preset)
+			return nil, workload.Wrapf(err, "workload %s: generate %s", w.Name, src.Preset)
 		}
 		if made {
 			re.Logf("real: generated %d %s samples in %d shards into %s in %.0fs", gc.Samples, gc.Preset, gc.Shards, dir, time.Since(t0).Seconds())
@@ -147,7 +147,7 @@ func ensureRealDataset(ctx context.Context, re RealEnv, w *workload.Workload, ra
 		return nil
 	})
 	if err != nil {
-		return nil, wrapf(err, "workload %s: install %s", w.Name, rd.Dir)
+		return nil, workload.Wrapf(err, "workload %s: install %s", w.Name, rd.Dir)
 	}
 	return rd, nil
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/datahelix/datahelix/internal/bench/workload"
 )
 
 // testSignal stands for the launcher's interruptedError: the cause a
@@ -110,14 +112,14 @@ func TestParseProcStat(t *testing.T) {
 // context says "bench:" once and still matches its sentinel.
 func TestWrapfSaysBenchOnce(t *testing.T) {
 	inner := fmt.Errorf("%w: mpirun -np 2 datahelix run: exit status 1", ErrReal)
-	err := wrapf(inner, "workload %s", "text")
+	err := workload.Wrapf(inner, "workload %s", "text")
 	if got, want := err.Error(), "bench: workload text: real run failed: mpirun -np 2 datahelix run: exit status 1"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 	if !errors.Is(err, ErrReal) {
 		t.Errorf("%v is not an ErrReal", err)
 	}
-	other := wrapf(errors.New("decode: bad sample"), "workload %s", "text")
+	other := workload.Wrapf(errors.New("decode: bad sample"), "workload %s", "text")
 	if got, want := other.Error(), "bench: workload text: decode: bad sample"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}

@@ -86,16 +86,16 @@ func prepareRealJob(ctx context.Context, re RealEnv, w *workload.Workload, cal *
 	j.data = rd
 	ds, err := decode.OpenDataset(rd.Dir, shardindex.Dir(re.CacheDir))
 	if err != nil {
-		return nil, wrapf(err, "workload %s", w.Name)
+		return nil, workload.Wrapf(err, "workload %s", w.Name)
 	}
 	defer ds.Close()
 	if j.cost, err = measureDataset(ctx, ds, j.frames, j.size, re.Scale.MeasureRepeat); err != nil {
-		return nil, wrapf(err, "workload %s", w.Name)
+		return nil, workload.Wrapf(err, "workload %s", w.Name)
 	}
 	j.samples, err = workload.NewDatasetSamples(ds, cal, workload.DatasetSimConfig{Ranks: ranks, Batch: batch, Steps: steps, Workers: wk,
 		Frames: j.frames, Size: j.size, Seed: seed})
 	if err != nil {
-		return nil, wrapf(err, "workload %s", w.Name)
+		return nil, workload.Wrapf(err, "workload %s", w.Name)
 	}
 	j.modelMeanUS = j.samples.MeanCostUS
 	// The rule with this machine's W and no slow node, on the measured
@@ -435,7 +435,7 @@ func Evaluate(ctx context.Context, cfg eval.EvalConfig) (*eval.Evaluation, error
 			return nil, err
 		}
 		if err := j.run(ctx, re, progress); err != nil {
-			return nil, wrapf(err, "workload %s", w.Name)
+			return nil, workload.Wrapf(err, "workload %s", w.Name)
 		}
 		jobs = append(jobs, j)
 		ev.Setups = append(ev.Setups, j.setup)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/internal/bench/eval"
+	"github.com/datahelix/datahelix/internal/bench/workload"
 	"github.com/datahelix/datahelix/internal/metrics"
 	"github.com/datahelix/datahelix/internal/sim"
 	"github.com/datahelix/datahelix/plan"
@@ -57,7 +58,7 @@ func (j *realJob) simulate(k spmd.Kind, src sampleSource, m simMachine) (eval.Re
 	t0 := time.Now()
 	res, err := sim.Run(cfg)
 	if err != nil {
-		return eval.Result{}, nil, wrapf(err, "simulate %s with %s", j.w.Name, k)
+		return eval.Result{}, nil, workload.Wrapf(err, "simulate %s with %s", j.w.Name, k)
 	}
 	return eval.ResultOf(j.w, res.Summary, time.Since(t0)), res, nil
 }

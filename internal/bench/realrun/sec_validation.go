@@ -72,7 +72,7 @@ func validationJobs(ctx context.Context, env *report.SectionEnv, re RealEnv) ([]
 		}
 		j.repeat = ValidationRepeat
 		if err := j.run(ctx, re, nil); err != nil {
-			return nil, false, wrapf(err, "validation run of %s", name)
+			return nil, false, workload.Wrapf(err, "validation run of %s", name)
 		}
 		jobs = append(jobs, j)
 	}

@@ -98,7 +98,7 @@ func NewSynth(w *Workload, cal *costmodel.Calibration, ranks, batch int, seed ui
 	for i, src := range w.Sources {
 		p, err := drawPool(w, src, cal, seed+uint64(i)*0x9e37)
 		if err != nil {
-			return nil, wrapf(err, "workload %s source %s", w.Name, src.Preset)
+			return nil, Wrapf(err, "workload %s source %s", w.Name, src.Preset)
 		}
 		s.pools = append(s.pools, p)
 		acc += src.Weight / total
