@@ -62,7 +62,7 @@ func genInput(rng *rand.Rand, n, b int, o genOpts) *Input {
 			s.Bytes = rng.Int64N(1 << 20)
 		}
 		if o.train {
-			rankMean := 10e6 * (1 + 2*float64(mix64(uint64(k/b)+in.Seed)%1000)/1000) // ns
+			rankMean := 10e6 * (1 + 2*float64(Mix64(uint64(k/b)+in.Seed)%1000)/1000) // ns
 			s.Train = int64(min(rankMean*math.Exp(0.6*rng.NormFloat64()), float64(MaxTrain)))
 		}
 		in.Samples = append(in.Samples, s)

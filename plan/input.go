@@ -213,7 +213,7 @@ func (in *Input) checkUnique(scratch []uint32) ([]uint32, error) {
 	mask := uint64(size - 1)
 	for k := range in.Samples {
 		id := in.Samples[k].ID
-		for h := mix64(id) & mask; ; h = (h + 1) & mask {
+		for h := Mix64(id) & mask; ; h = (h + 1) & mask {
 			if table[h] == 0 {
 				table[h] = uint32(k) + 1
 				break
@@ -226,9 +226,10 @@ func (in *Input) checkUnique(scratch []uint32) ([]uint32, error) {
 	return table, nil
 }
 
-// mix64 is the splitmix64 finalizer: a bijection that spreads the bits of
-// an id over the whole word.
-func mix64(x uint64) uint64 {
+// Mix64 is the splitmix64 finalizer: a bijection that spreads the bits of
+// an id over the whole word. The planner hashes sample ids with it; the
+// job's batch digests use it too.
+func Mix64(x uint64) uint64 {
 	x ^= x >> 30
 	x *= 0xbf58476d1ce4e5b9
 	x ^= x >> 27
