@@ -188,28 +188,7 @@ func splitWorkRatio(src sampleSource, ranks, steps int) float64 {
 // speed: per window of horizon steps the busiest rank's cost over the mean
 // rank's, minus 1, averaged over windows.
 func streamImbalance(src sampleSource, ranks, steps, horizon int) float64 {
-	horizon = max(min(horizon, steps), 1)
-	windows := max(steps/horizon, 1)
-	load := make([]float64, ranks)
-	total := 0.0
-	for win := range windows {
-		clear(load)
-		for t := win * horizon; t < (win+1)*horizon && t < steps; t++ {
-			for r := range load {
-				for _, x := range src(int64(t), r) {
-					load[r] += float64(x.Cost)
-				}
-			}
-		}
-		hi, sum := 0.0, 0.0
-		for _, l := range load {
-			hi, sum = max(hi, l), sum+l
-		}
-		if sum > 0 {
-			total += hi/(sum/float64(ranks)) - 1
-		}
-	}
-	return total / float64(windows)
+	return workload.Imbalance(src, ranks, steps, horizon, slices.Repeat([]float64{1}, ranks))
 }
 
 // refOfID unpacks spmd.SampleRef.ID: shard and position of a sample id.
