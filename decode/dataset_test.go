@@ -2,8 +2,6 @@ package decode
 
 import (
 	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"os"
@@ -12,22 +10,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/datahelix/datahelix/internal/tartest"
+
 	"github.com/datahelix/datahelix/internal/shardindex"
 )
-
-// gzipBytes returns data gzip-compressed.
-func gzipBytes(t testing.TB, data []byte) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	w := gzip.NewWriter(&buf)
-	if _, err := w.Write(data); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
 
 // TestOpenDatasetGlobSkipsIndexFiles opens 'DIR/*' twice without a cache
 // directory: the first open writes shard.tar.dhidx beside the shard, and
@@ -35,9 +21,9 @@ func gzipBytes(t testing.TB, data []byte) []byte {
 func TestOpenDatasetGlobSkipsIndexFiles(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range []string{"a.tar", "b.tar"} {
-		writeFile(t, dir, name, writeTar(t, tar.FormatPAX, []tarFile{{name: "0.txt", data: name}}))
+		tartest.WriteFile(t, dir, name, tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "0.txt", Data: name}}))
 	}
-	writeFile(t, dir, "b.tar.dhidx.tmp123", []byte("a partly written index"))
+	tartest.WriteFile(t, dir, "b.tar.dhidx.tmp123", []byte("a partly written index"))
 	glob := filepath.Join(dir, "*")
 	for i := range 2 {
 		d, err := OpenDataset(glob, "")
@@ -66,12 +52,12 @@ func TestOpenDatasetGlobSkipsIndexFiles(t *testing.T) {
 // files: alone they gave "has no *.tar files" without saying why, beside
 // *.tar shards they were skipped without a word.
 func TestOpenDatasetCompressedDir(t *testing.T) {
-	tarData := writeTar(t, tar.FormatPAX, []tarFile{{name: "0.txt", data: "t"}})
+	tarData := tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "0.txt", Data: "t"}})
 	only := t.TempDir()
-	writeFile(t, only, "a.tar.gz", gzipBytes(t, tarData))
-	writeFile(t, only, "b.tgz", gzipBytes(t, tarData))
-	writeFile(t, only, "c.tar.zst", []byte("\x28\xb5\x2f\xfd not really"))
-	writeFile(t, only, "notes.md", []byte("not a shard"))
+	tartest.WriteFile(t, only, "a.tar.gz", tartest.Gzip(t, tarData))
+	tartest.WriteFile(t, only, "b.tgz", tartest.Gzip(t, tarData))
+	tartest.WriteFile(t, only, "c.tar.zst", []byte("\x28\xb5\x2f\xfd not really"))
+	tartest.WriteFile(t, only, "notes.md", []byte("not a shard"))
 	_, err := OpenDataset(only, t.TempDir())
 	want := "directory " + only + " has no *.tar files; 3 compressed shards (*.tar.gz, *.tar.zst, *.tgz) must be decompressed first"
 	if !errors.Is(err, ErrNoShards) || !errors.Is(err, ErrCompressedShard) || !strings.Contains(err.Error(), want) {
@@ -79,8 +65,8 @@ func TestOpenDatasetCompressedDir(t *testing.T) {
 	}
 
 	mixed := t.TempDir()
-	writeFile(t, mixed, "a.tar", tarData)
-	writeFile(t, mixed, "b.tar.gz", gzipBytes(t, tarData))
+	tartest.WriteFile(t, mixed, "a.tar", tarData)
+	tartest.WriteFile(t, mixed, "b.tar.gz", tartest.Gzip(t, tarData))
 	_, err = OpenDataset(mixed, t.TempDir())
 	want = "directory " + mixed + " mixes 1 *.tar shard with 1 compressed shard (*.tar.gz) such as " + filepath.Join(mixed, "b.tar.gz")
 	if !errors.Is(err, ErrCompressedShard) || !strings.Contains(err.Error(), want) {
@@ -94,16 +80,16 @@ func TestOpenDatasetCompressedDir(t *testing.T) {
 // per shard to mend.
 func TestOpenDatasetNamesEveryBadShard(t *testing.T) {
 	dir := t.TempDir()
-	good := writeTar(t, tar.FormatPAX, []tarFile{{name: "0.txt", data: "t"}, {name: "1.txt", data: strings.Repeat("u", 2000)}})
+	good := tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "0.txt", Data: "t"}, {Name: "1.txt", Data: strings.Repeat("u", 2000)}})
 	var bad []string
 	for i := range 12 {
 		name := fmt.Sprintf("s%02d.tar", i)
 		switch {
 		case i == 3 || i >= 6 && i <= 10:
-			writeFile(t, dir, name, good[:1100]) // cut inside the second member
+			tartest.WriteFile(t, dir, name, good[:1100]) // cut inside the second member
 			bad = append(bad, name)
 		default:
-			writeFile(t, dir, name, good)
+			tartest.WriteFile(t, dir, name, good)
 		}
 	}
 	_, err := OpenDataset(dir, t.TempDir())
@@ -129,8 +115,8 @@ func TestOpenDatasetNamesEveryBadShard(t *testing.T) {
 
 	// One bad shard keeps its own error, word for word.
 	one := t.TempDir()
-	writeFile(t, one, "a.tar", good)
-	p := writeFile(t, one, "b.tar", good[:1100])
+	tartest.WriteFile(t, one, "a.tar", good)
+	p := tartest.WriteFile(t, one, "b.tar", good[:1100])
 	_, err = OpenDataset(one, t.TempDir())
 	_, want := OpenShard(p, t.TempDir())
 	if err == nil || want == nil || err.Error() != want.Error() {
@@ -146,11 +132,11 @@ func TestOpenDatasetPart(t *testing.T) {
 	dir, cache := t.TempDir(), t.TempDir()
 	const n = 13 // not a multiple of the parts
 	for i := range n {
-		var files []tarFile
+		var files []tartest.File
 		for j := range i + 1 {
-			files = append(files, tarFile{name: fmt.Sprintf("%02d-%02d.txt", i, j), data: "x"})
+			files = append(files, tartest.File{Name: fmt.Sprintf("%02d-%02d.txt", i, j), Data: "x"})
 		}
-		writeFile(t, dir, fmt.Sprintf("s%02d.tar", i), writeTar(t, tar.FormatPAX, files))
+		tartest.WriteFile(t, dir, fmt.Sprintf("s%02d.tar", i), tartest.Write(t, tar.FormatPAX, files))
 	}
 	const parts = 4
 	got := make([]string, parts)
@@ -218,12 +204,12 @@ func TestOpenDatasetPart(t *testing.T) {
 // capped lines.
 func TestDatasetWarnings(t *testing.T) {
 	dir := t.TempDir()
-	var files []tarFile
+	var files []tartest.File
 	for _, name := range []string{"000001", "000002", "000003", "000004", "000005", "000006", "000007"} {
-		files = append(files, tarFile{name: name, data: "x"})
+		files = append(files, tartest.File{Name: name, Data: "x"})
 	}
-	writeFile(t, dir, "a.tar", writeTar(t, tar.FormatPAX, []tarFile{{name: "k.txt", data: "fine"}}))
-	writeFile(t, dir, "b.tar", writeTar(t, tar.FormatPAX, files))
+	tartest.WriteFile(t, dir, "a.tar", tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "k.txt", Data: "fine"}}))
+	tartest.WriteFile(t, dir, "b.tar", tartest.Write(t, tar.FormatPAX, files))
 	ds, err := OpenDataset(dir, t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/datahelix/datahelix/internal/tartest"
+
 	"github.com/datahelix/datahelix/internal/shardindex"
 )
 
@@ -16,13 +18,13 @@ import (
 // under another name, rebuild the index and write another file.
 func TestShardKeepsIndexLocation(t *testing.T) {
 	root := t.TempDir()
-	data := writeTar(t, tar.FormatPAX, []tarFile{{name: "a.txt", data: "A"}, {name: "b.txt", data: "B"}})
+	data := tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "a.txt", Data: "A"}, {Name: "b.txt", Data: "B"}})
 	var mtime time.Time
 	for _, d := range []string{"one", "two"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		p := writeFile(t, filepath.Join(root, d), "s.tar", data)
+		p := tartest.WriteFile(t, filepath.Join(root, d), "s.tar", data)
 		if mtime.IsZero() {
 			st, err := os.Stat(p)
 			if err != nil {
@@ -78,13 +80,13 @@ func TestShardIndexOfAnotherShard(t *testing.T) {
 	if err := os.Symlink(filepath.Join(root, "real", "deep"), filepath.Join(root, "top", "link")); err != nil {
 		t.Skipf("symlink: %v", err)
 	}
-	dx := writeTar(t, tar.FormatPAX, []tarFile{{name: "x1.txt", data: "XXXXXXXX"}, {name: "x2.txt", data: "XX"}})
-	dy := writeTar(t, tar.FormatPAX, []tarFile{{name: "y1.txt", data: "YY"}, {name: "y2.txt", data: "YYYYYYYY"}})
+	dx := tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "x1.txt", Data: "XXXXXXXX"}, {Name: "x2.txt", Data: "XX"}})
+	dy := tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "y1.txt", Data: "YY"}, {Name: "y2.txt", Data: "YYYYYYYY"}})
 	if len(dx) != len(dy) {
 		t.Fatalf("shards of %d and %d bytes; the test needs equal sizes", len(dx), len(dy))
 	}
-	x := writeFile(t, filepath.Join(root, "top", "ds"), "a.tar", dx)
-	y := writeFile(t, filepath.Join(root, "real", "ds"), "a.tar", dy)
+	x := tartest.WriteFile(t, filepath.Join(root, "top", "ds"), "a.tar", dx)
+	y := tartest.WriteFile(t, filepath.Join(root, "real", "ds"), "a.tar", dy)
 	st, err := os.Stat(x)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/datahelix/datahelix/internal/tartest"
 )
 
 // The tests in this file read shards as the tools users bring write them
@@ -22,7 +24,7 @@ import (
 // openTestShard writes data as a shard and opens it.
 func openTestShard(t *testing.T, data []byte) *Shard {
 	t.Helper()
-	s, err := OpenShard(writeFile(t, t.TempDir(), "s.tar", data), "")
+	s, err := OpenShard(tartest.WriteFile(t, t.TempDir(), "s.tar", data), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,44 +63,44 @@ func checkWarnings(t *testing.T, got []string, want ...string) {
 func TestShardWebDatasetGrouping(t *testing.T) {
 	tests := []struct {
 		name  string
-		files []tarFile
+		files []tartest.File
 		want  []string // the samples WebDataset yields
 		warns []string
 	}{
-		{"dots in directory", []tarFile{{name: "a.b/c.jpg", data: "i"}, {name: "a.b/c.txt", data: "t"}, {name: "a.b/d.jpg", data: "j"}},
+		{"dots in directory", []tartest.File{{Name: "a.b/c.jpg", Data: "i"}, {Name: "a.b/c.txt", Data: "t"}, {Name: "a.b/d.jpg", Data: "j"}},
 			[]string{"a.b/c: jpg=i txt=t", "a.b/d: jpg=j"}, nil},
-		{"dots in base name", []tarFile{{name: "x.seg.mp4", data: "v"}, {name: "x.seg.txt", data: "t"}, {name: "y.0.jpg", data: "0"}, {name: "y.1.jpg", data: "1"}},
+		{"dots in base name", []tartest.File{{Name: "x.seg.mp4", Data: "v"}, {Name: "x.seg.txt", Data: "t"}, {Name: "y.0.jpg", Data: "0"}, {Name: "y.1.jpg", Data: "1"}},
 			[]string{"x: seg.mp4=v seg.txt=t", "y: 0.jpg=0 1.jpg=1"}, nil},
-		{"upper-case extensions", []tarFile{{name: "000.JPG", data: "i"}, {name: "000.Txt", data: "t"}, {name: "001.jpeg", data: "j"}},
+		{"upper-case extensions", []tartest.File{{Name: "000.JPG", Data: "i"}, {Name: "000.Txt", Data: "t"}, {Name: "001.jpeg", Data: "j"}},
 			[]string{"000: jpg=i txt=t", "001: jpeg=j"}, nil},
-		{"./ prefix and directories", []tarFile{{name: "./", typ: tar.TypeDir}, {name: "./000.jpg", data: "i"}, {name: "./sub/", typ: tar.TypeDir}, {name: "./sub/000.txt", data: "t"}},
+		{"./ prefix and directories", []tartest.File{{Name: "./", Type: tar.TypeDir}, {Name: "./000.jpg", Data: "i"}, {Name: "./sub/", Type: tar.TypeDir}, {Name: "./sub/000.txt", Data: "t"}},
 			[]string{"./000: jpg=i", "./sub/000: txt=t"}, nil},
-		{"zero-size members", []tarFile{{name: "000.jpg", data: ""}, {name: "000.txt", data: "t"}, {name: "001.txt", data: ""}},
+		{"zero-size members", []tartest.File{{Name: "000.jpg", Data: ""}, {Name: "000.txt", Data: "t"}, {Name: "001.txt", Data: ""}},
 			[]string{"000: jpg= txt=t", "001: txt="}, nil},
 		// tar cf shard.tar *.jpg *.txt: WebDataset yields the four
 		// halves too, silently.
-		{"members not adjacent", []tarFile{{name: "000.jpg", data: "a"}, {name: "001.jpg", data: "b"}, {name: "000.txt", data: "c"}, {name: "001.txt", data: "d"}},
+		{"members not adjacent", []tartest.File{{Name: "000.jpg", Data: "a"}, {Name: "001.jpg", Data: "b"}, {Name: "000.txt", Data: "c"}, {Name: "001.txt", Data: "d"}},
 			[]string{"000: jpg=a", "001: jpg=b", "000: txt=c", "001: txt=d"}, []string{`"000" at offset 2560 reuses the key`, `"001" at offset 3584 reuses the key`}},
 		// WebDataset fails with "duplicate file name"; datahelix keeps the
 		// first member, as README says. The old index kept both, which
 		// made a one-image sample a two-image document.
-		{"repeated extension", []tarFile{{name: "000.jpg", data: "a"}, {name: "000.txt", data: "t"}, {name: "000.jpg", data: "b"}, {name: "000.TXT", data: "u"}, {name: "000.json", data: "j"}},
+		{"repeated extension", []tartest.File{{Name: "000.jpg", Data: "a"}, {Name: "000.txt", Data: "t"}, {Name: "000.jpg", Data: "b"}, {Name: "000.TXT", Data: "u"}, {Name: "000.json", Data: "j"}},
 			[]string{"000: jpg=a txt=t json=j"}, []string{`"000.jpg" at offset 2560 skipped: it repeats extension "jpg" of member "000.jpg"`, `"000.TXT" at offset 3584 skipped: it repeats extension "txt" of member "000.txt"`}},
-		{"links", []tarFile{{name: "000.jpg", data: "i"}, {name: "000.txt", typ: tar.TypeSymlink}, {name: "001.jpg", typ: tar.TypeLink}, {name: "001.txt", data: "t"}},
+		{"links", []tartest.File{{Name: "000.jpg", Data: "i"}, {Name: "000.txt", Type: tar.TypeSymlink}, {Name: "001.jpg", Type: tar.TypeLink}, {Name: "001.txt", Data: "t"}},
 			[]string{"000: jpg=i", "001: txt=t"}, []string{`"000.txt" at offset 1536 skipped: not a regular file but a symbolic link to "target"`, `"001.jpg" at offset 2048 skipped: not a regular file but a hard link to "target"`}},
 		// Type '7', a contiguous file, is a regular file to tar and to
 		// Python's tarfile; the old index skipped it.
-		{"contiguous file", []tarFile{{name: "000.jpg", data: "i", typ: tar.TypeCont}, {name: "000.txt", data: "t"}},
+		{"contiguous file", []tartest.File{{Name: "000.jpg", Data: "i", Type: tar.TypeCont}, {Name: "000.txt", Data: "t"}},
 			[]string{"000: jpg=i txt=t"}, nil},
 		// WebDataset skips names under __NAME__/ as metadata; the old
 		// index trained on them as text samples.
-		{"metadata names", []tarFile{{name: "__meta__/info.json", data: "{}"}, {name: "__key__.txt", data: "k"}, {name: "000.txt", data: "t"}},
+		{"metadata names", []tartest.File{{Name: "__meta__/info.json", Data: "{}"}, {Name: "__key__.txt", Data: "k"}, {Name: "000.txt", Data: "t"}},
 			[]string{"__key__: txt=k", "000: txt=t"}, []string{`"__meta__/info.json" at offset 512 skipped: WebDataset keeps names`}},
 	}
 	for _, tt := range tests {
 		for _, format := range []tar.Format{tar.FormatPAX, tar.FormatGNU} {
 			t.Run(tt.name+"/"+format.String(), func(t *testing.T) {
-				s := openTestShard(t, writeTar(t, format, tt.files))
+				s := openTestShard(t, tartest.Write(t, format, tt.files))
 				if got := shardSummaries(t, s); !reflect.DeepEqual(got, tt.want) {
 					t.Errorf("samples %q, want %q", got, tt.want)
 				}
@@ -137,8 +139,8 @@ func TestShardGNUTarLinksSparse(t *testing.T) {
 // end-of-archive marker, so the second shard's samples are lost to every
 // reader; the old index lost them without a word.
 func TestShardAfterEndMarker(t *testing.T) {
-	first := writeTar(t, tar.FormatPAX, []tarFile{{name: "000.jpg", data: "i"}, {name: "000.txt", data: "t"}})
-	second := writeTar(t, tar.FormatGNU, []tarFile{{name: "100.jpg", data: "j"}})
+	first := tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "000.jpg", Data: "i"}, {Name: "000.txt", Data: "t"}})
+	second := tartest.Write(t, tar.FormatGNU, []tartest.File{{Name: "100.jpg", Data: "j"}})
 	end := int64(len(first))
 	tests := []struct {
 		name  string
@@ -168,7 +170,7 @@ func TestShardAfterEndMarker(t *testing.T) {
 // tarBlock is the size of a tar header block.
 const tarBlock = 512
 
-func withPAXRecord(t *testing.T, before []tarFile, name, key, value string, after []tarFile) []byte {
+func withPAXRecord(t *testing.T, before []tartest.File, name, key, value string, after []tartest.File) []byte {
 	t.Helper()
 	rec := " " + key + "=" + value + "\n"
 	n := len(rec) + 1
@@ -177,9 +179,9 @@ func withPAXRecord(t *testing.T, before []tarFile, name, key, value string, afte
 	}
 	rec = strconv.Itoa(n) + rec
 	// The extended header is written as a regular member, then retyped.
-	files := append(append(append([]tarFile{}, before...), tarFile{name: "PaxHeaders/" + name, data: rec}, tarFile{name: name, data: "x"}), after...)
-	data := writeTar(t, tar.FormatUSTAR, files)
-	hdr := data[len(writeTar(t, tar.FormatUSTAR, before))-2*tarBlock:][:tarBlock]
+	files := append(append(append([]tartest.File{}, before...), tartest.File{Name: "PaxHeaders/" + name, Data: rec}, tartest.File{Name: name, Data: "x"}), after...)
+	data := tartest.Write(t, tar.FormatUSTAR, files)
+	hdr := data[len(tartest.Write(t, tar.FormatUSTAR, before))-2*tarBlock:][:tarBlock]
 	hdr[156] = tar.TypeXHeader
 	copy(hdr[148:156], "        ")
 	sum := 0
@@ -194,21 +196,21 @@ func withPAXRecord(t *testing.T, before []tarFile, name, key, value string, afte
 // archive/tar reads: the shard is refused (WebDataset reads it) with an
 // error that says so, not "not a tar archive".
 func TestShardHugeExtendedHeader(t *testing.T) {
-	small := withPAXRecord(t, nil, "000.txt", "comment", "hello", []tarFile{{name: "000.jpg", data: "i"}})
+	small := withPAXRecord(t, nil, "000.txt", "comment", "hello", []tartest.File{{Name: "000.jpg", Data: "i"}})
 	if got, want := shardSummaries(t, openTestShard(t, small)), []string{"000: txt=x jpg=i"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("samples %q, want %q (the PAX header is not read)", got, want)
 	}
 	huge := strings.Repeat("z", 2<<20)
 	for _, tt := range []struct {
 		name   string
-		before []tarFile
+		before []tartest.File
 		offset int64
 	}{
 		{"first member", nil, 0},
-		{"second member", []tarFile{{name: "000.jpg", data: "i"}}, 1024},
+		{"second member", []tartest.File{{Name: "000.jpg", Data: "i"}}, 1024},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			p := writeFile(t, t.TempDir(), "s.tar", withPAXRecord(t, tt.before, "001.txt", "comment", huge, nil))
+			p := tartest.WriteFile(t, t.TempDir(), "s.tar", withPAXRecord(t, tt.before, "001.txt", "comment", huge, nil))
 			_, err := OpenShard(p, "")
 			var se *ShardError
 			if !errors.As(err, &se) || !errors.Is(err, tar.ErrFieldTooLong) {

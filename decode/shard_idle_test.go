@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/datahelix/datahelix/internal/tartest"
+
 	"github.com/datahelix/datahelix/internal/shardindex"
 )
 
@@ -28,8 +30,8 @@ func manyShards(t *testing.T, n int) string {
 	t.Helper()
 	dir := t.TempDir()
 	for i := range n {
-		writeFile(t, dir, fmt.Sprintf("s%03d.tar", i), writeTar(t, tar.FormatPAX, []tarFile{
-			{name: "a.txt", data: fmt.Sprintf("%d-0", i)}, {name: "b.txt", data: fmt.Sprintf("%d-1", i)}}))
+		tartest.WriteFile(t, dir, fmt.Sprintf("s%03d.tar", i), tartest.Write(t, tar.FormatPAX, []tartest.File{
+			{Name: "a.txt", Data: fmt.Sprintf("%d-0", i)}, {Name: "b.txt", Data: fmt.Sprintf("%d-1", i)}}))
 	}
 	return dir
 }
@@ -122,12 +124,12 @@ func TestDatasetIndexMemory(t *testing.T) {
 	dir := t.TempDir()
 	const shards, perShard = 60, 500
 	for i := range shards {
-		var files []tarFile
+		var files []tartest.File
 		for j := range perShard {
 			key := fmt.Sprintf("part-%05d/sample-%08d", i, j)
-			files = append(files, tarFile{name: key + ".txt", data: "t"}, tarFile{name: key + ".json", data: "{}"})
+			files = append(files, tartest.File{Name: key + ".txt", Data: "t"}, tartest.File{Name: key + ".json", Data: "{}"})
 		}
-		writeFile(t, dir, fmt.Sprintf("s%03d.tar", i), writeTar(t, tar.FormatPAX, files))
+		tartest.WriteFile(t, dir, fmt.Sprintf("s%03d.tar", i), tartest.Write(t, tar.FormatPAX, files))
 	}
 	cache := t.TempDir()
 	for round, what := range []string{"building the indexes", "from the index cache"} {
@@ -164,7 +166,7 @@ func TestDatasetIndexMemory(t *testing.T) {
 // itself changed (an error saying so, not another shard's samples).
 func TestShardReloadIndex(t *testing.T) {
 	dir, cache := t.TempDir(), t.TempDir()
-	p := writeFile(t, dir, "s.tar", writeTar(t, tar.FormatPAX, []tarFile{{name: "a.txt", data: "A"}, {name: "b.txt", data: "B"}}))
+	p := tartest.WriteFile(t, dir, "s.tar", tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "a.txt", Data: "A"}, {Name: "b.txt", Data: "B"}}))
 	s, err := OpenShard(p, cache)
 	if err != nil {
 		t.Fatal(err)
@@ -180,7 +182,7 @@ func TestShardReloadIndex(t *testing.T) {
 	}
 	s.Close()
 	os.Remove(shardindex.CachePath(p, cache))
-	writeFile(t, dir, "s.tar", writeTar(t, tar.FormatPAX, []tarFile{{name: "c.txt", data: "C"}}))
+	tartest.WriteFile(t, dir, "s.tar", tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "c.txt", Data: "C"}}))
 	later := time.Now().Add(time.Hour)
 	os.Chtimes(p, later, later)
 	if _, err := s.ReadSample(1); err == nil || !strings.Contains(err.Error(), "changed since it was opened") {
@@ -189,7 +191,7 @@ func TestShardReloadIndex(t *testing.T) {
 
 	// A shard replaced by a rename while its index is still cached: the
 	// cached offsets must not be read in the new file's bytes.
-	p2 := writeFile(t, dir, "r.tar", writeTar(t, tar.FormatPAX, []tarFile{{name: "a.txt", data: "AAAA"}, {name: "b.txt", data: "BBBB"}}))
+	p2 := tartest.WriteFile(t, dir, "r.tar", tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "a.txt", Data: "AAAA"}, {Name: "b.txt", Data: "BBBB"}}))
 	s2, err := OpenShard(p2, cache)
 	if err != nil {
 		t.Fatal(err)
@@ -198,7 +200,7 @@ func TestShardReloadIndex(t *testing.T) {
 		t.Fatalf("ReadSample: %v, %v", smp, err)
 	}
 	s2.Close()
-	other := writeFile(t, t.TempDir(), "x.tar", writeTar(t, tar.FormatPAX, []tarFile{{name: "xy.txt", data: "XXXXXXXX"}, {name: "yz.txt", data: "YYYYYYYY"}}))
+	other := tartest.WriteFile(t, t.TempDir(), "x.tar", tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "xy.txt", Data: "XXXXXXXX"}, {Name: "yz.txt", Data: "YYYYYYYY"}}))
 	os.Chtimes(other, later, later)
 	if err := os.Rename(other, p2); err != nil {
 		t.Fatal(err)
@@ -217,11 +219,11 @@ func TestShardFilesSampleBound(t *testing.T) {
 		maxIdleShardFiles, maxIdleShardSamples, minIdleShardFiles)
 	maxIdleShardFiles, maxIdleShardSamples, minIdleShardFiles = 100, 3, 1
 	dir, cache := manyShards(t, 6), t.TempDir()
-	var big []tarFile
+	var big []tartest.File
 	for j := range 5 {
-		big = append(big, tarFile{name: fmt.Sprintf("%d.txt", j), data: fmt.Sprint(j)})
+		big = append(big, tartest.File{Name: fmt.Sprintf("%d.txt", j), Data: fmt.Sprint(j)})
 	}
-	pBig := writeFile(t, t.TempDir(), "big.tar", writeTar(t, tar.FormatPAX, big))
+	pBig := tartest.WriteFile(t, t.TempDir(), "big.tar", tartest.Write(t, tar.FormatPAX, big))
 	ds, err := OpenDataset(dir, cache)
 	if err != nil {
 		t.Fatal(err)

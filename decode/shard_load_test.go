@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/datahelix/datahelix/internal/tartest"
 )
 
 // loadWatch counts the loads of one shard (its load hook) and the reads
@@ -83,7 +85,7 @@ func (w *loadWatch) await(loads, waits int32) {
 // loaded until it is read.
 func loadTestShard(t *testing.T) (*Shard, string) {
 	t.Helper()
-	p := writeFile(t, t.TempDir(), "s.tar", writeTar(t, tar.FormatPAX, []tarFile{{name: "a.txt", data: "A"}, {name: "b.txt", data: "B"}}))
+	p := tartest.WriteFile(t, t.TempDir(), "s.tar", tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "a.txt", Data: "A"}, {Name: "b.txt", Data: "B"}}))
 	s, err := OpenShard(p, t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -12,58 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/datahelix/datahelix/internal/tartest"
+
 	"golang.org/x/sys/unix"
 )
-
-// tarFile is one member written by writeTar.
-type tarFile struct {
-	name string
-	data string
-	typ  byte // tar.TypeReg when zero; members of other types than TypeCont have no data
-}
-
-// writeTar returns a tar archive of files written with archive/tar in the
-// given format.
-func writeTar(t testing.TB, format tar.Format, files []tarFile) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	w := tar.NewWriter(&buf)
-	for _, f := range files {
-		typ := f.typ
-		if typ == 0 {
-			typ = tar.TypeReg
-		}
-		h := &tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.data)), Typeflag: typ, Format: format,
-			ModTime: time.Unix(1700000000, 0)}
-		hasData := typ == tar.TypeReg || typ == tar.TypeCont
-		if !hasData {
-			h.Size = 0
-			h.Linkname = "target"
-		}
-		if err := w.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if hasData {
-			if _, err := w.Write([]byte(f.data)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-// writeFile writes data to dir/name and returns the path.
-func writeFile(t testing.TB, dir, name string, data []byte) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 // sampleSummary renders a sample as "key: ext=data ext=data" for comparisons.
 func sampleSummary(s *Sample) string {
@@ -78,20 +30,20 @@ func TestShardGoTar(t *testing.T) {
 	for _, format := range []tar.Format{tar.FormatUSTAR, tar.FormatPAX, tar.FormatGNU} {
 		t.Run(format.String(), func(t *testing.T) {
 			long := strings.Repeat("n", 130) + "/000003.mp4"
-			files := []tarFile{
-				{name: "dir/", typ: tar.TypeDir},
-				{name: "000001.mp4", data: strings.Repeat("v", 1000)},
-				{name: "000001.TXT", data: "caption one"},
-				{name: "000002.0.jpg", data: "img0"},
-				{name: "000002.1.jpg", data: "img1"},
-				{name: "000002.json", data: `{"a":1}`},
-				{name: long, data: "long"},
+			files := []tartest.File{
+				{Name: "dir/", Type: tar.TypeDir},
+				{Name: "000001.mp4", Data: strings.Repeat("v", 1000)},
+				{Name: "000001.TXT", Data: "caption one"},
+				{Name: "000002.0.jpg", Data: "img0"},
+				{Name: "000002.1.jpg", Data: "img1"},
+				{Name: "000002.json", Data: `{"a":1}`},
+				{Name: long, Data: "long"},
 			}
 			if format == tar.FormatUSTAR {
 				files = files[:len(files)-1] // USTAR cannot hold the long name
 			}
 			dir := t.TempDir()
-			p := writeFile(t, dir, "s.tar", writeTar(t, format, files))
+			p := tartest.WriteFile(t, dir, "s.tar", tartest.Write(t, format, files))
 			s, err := OpenShard(p, "")
 			if err != nil {
 				t.Fatal(err)
@@ -163,7 +115,7 @@ func TestShardExternalTars(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p := writeFile(t, dir, tt.file, data)
+			p := tartest.WriteFile(t, dir, tt.file, data)
 			s, err := OpenShard(p, "")
 			if err != nil {
 				t.Fatal(err)
@@ -196,15 +148,15 @@ func TestShardExternalTars(t *testing.T) {
 }
 
 func TestShardWarnings(t *testing.T) {
-	files := []tarFile{
-		{name: "000001.jpg", data: "a"},
-		{name: "000001.jpg", data: "b"},
-		{name: "000002.txt", data: "c"},
-		{name: "000001.txt", data: "d"},
-		{name: "link.txt", typ: tar.TypeSymlink},
-		{name: "README", data: "no key"},
+	files := []tartest.File{
+		{Name: "000001.jpg", Data: "a"},
+		{Name: "000001.jpg", Data: "b"},
+		{Name: "000002.txt", Data: "c"},
+		{Name: "000001.txt", Data: "d"},
+		{Name: "link.txt", Type: tar.TypeSymlink},
+		{Name: "README", Data: "no key"},
 	}
-	p := writeFile(t, t.TempDir(), "w.tar", writeTar(t, tar.FormatPAX, files))
+	p := tartest.WriteFile(t, t.TempDir(), "w.tar", tartest.Write(t, tar.FormatPAX, files))
 	s, err := OpenShard(p, "")
 	if err != nil {
 		t.Fatal(err)
@@ -225,9 +177,9 @@ func TestShardWarnings(t *testing.T) {
 }
 
 func TestShardCorrupt(t *testing.T) {
-	good := writeTar(t, tar.FormatPAX, []tarFile{
-		{name: "000001.txt", data: strings.Repeat("x", 600)},
-		{name: "000002.txt", data: "y"},
+	good := tartest.Write(t, tar.FormatPAX, []tartest.File{
+		{Name: "000001.txt", Data: strings.Repeat("x", 600)},
+		{Name: "000002.txt", Data: "y"},
 	})
 	// Layout (short ASCII names need no PAX records): header 0, data
 	// 512..1112, header 1536, data 2048..2049, end marker from 2560.
@@ -248,7 +200,7 @@ func TestShardCorrupt(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := writeFile(t, t.TempDir(), "bad.tar", tt.data)
+			p := tartest.WriteFile(t, t.TempDir(), "bad.tar", tt.data)
 			_, err := OpenShard(p, "")
 			var se *ShardError
 			if !errors.As(err, &se) || !errors.Is(err, ErrCorruptShard) {
@@ -260,7 +212,7 @@ func TestShardCorrupt(t *testing.T) {
 		})
 	}
 	// The intact archive with one trailing zero block only is accepted.
-	p := writeFile(t, t.TempDir(), "ok.tar", good[:3072])
+	p := tartest.WriteFile(t, t.TempDir(), "ok.tar", good[:3072])
 	if s, err := OpenShard(p, ""); err != nil || s.Len() != 2 {
 		t.Errorf("archive with one end block: err %v", err)
 	}
@@ -268,8 +220,8 @@ func TestShardCorrupt(t *testing.T) {
 
 func TestShardIndexCache(t *testing.T) {
 	dir := t.TempDir()
-	data := writeTar(t, tar.FormatPAX, []tarFile{{name: "a/000001.txt", data: "one"}, {name: "a/000002.txt", data: "two"}, {name: "b", data: "no key"}})
-	p := writeFile(t, dir, "s.tar", data)
+	data := tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "a/000001.txt", Data: "one"}, {Name: "a/000002.txt", Data: "two"}, {Name: "b", Data: "no key"}})
+	p := tartest.WriteFile(t, dir, "s.tar", data)
 	s1, err := OpenShard(p, "")
 	if err != nil {
 		t.Fatal(err)
@@ -319,7 +271,7 @@ func TestShardIndexCache(t *testing.T) {
 	cache := t.TempDir()
 	other := filepath.Join(dir, "sub")
 	os.Mkdir(other, 0o755)
-	p2 := writeFile(t, other, "s.tar", writeTar(t, tar.FormatPAX, []tarFile{{name: "x.txt", data: "1"}}))
+	p2 := tartest.WriteFile(t, other, "s.tar", tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "x.txt", Data: "1"}}))
 	for _, q := range []string{p, p2} {
 		if _, err := OpenShard(q, cache); err != nil {
 			t.Fatal(err)
@@ -335,10 +287,10 @@ func TestShardIndexCache(t *testing.T) {
 }
 
 func TestShardReadOnlyCache(t *testing.T) {
-	p := writeFile(t, t.TempDir(), "s.tar", writeTar(t, tar.FormatPAX, []tarFile{{name: "x.txt", data: "1"}}))
+	p := tartest.WriteFile(t, t.TempDir(), "s.tar", tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "x.txt", Data: "1"}}))
 	// A missing cache directory is made on first use; one under a
 	// regular file cannot be.
-	notDir := writeFile(t, t.TempDir(), "file", []byte("x"))
+	notDir := tartest.WriteFile(t, t.TempDir(), "file", []byte("x"))
 	s, err := OpenShard(p, filepath.Join(notDir, "dir"))
 	if err != nil {
 		t.Fatal(err)
@@ -353,7 +305,7 @@ func TestShardReadOnlyCache(t *testing.T) {
 
 func TestShardReadSampleLimits(t *testing.T) {
 	dir := t.TempDir()
-	p := writeFile(t, dir, "s.tar", writeTar(t, tar.FormatPAX, []tarFile{{name: "x.txt", data: strings.Repeat("z", 5000)}}))
+	p := tartest.WriteFile(t, dir, "s.tar", tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "x.txt", Data: strings.Repeat("z", 5000)}}))
 	s, err := OpenShard(p, "")
 	if err != nil {
 		t.Fatal(err)
@@ -377,7 +329,7 @@ func TestShardReadSampleLimits(t *testing.T) {
 }
 
 func TestMembersDoNotAlias(t *testing.T) {
-	p := writeFile(t, t.TempDir(), "s.tar", writeTar(t, tar.FormatPAX, []tarFile{{name: "k.a", data: "AAAA"}, {name: "k.b", data: "BBBB"}}))
+	p := tartest.WriteFile(t, t.TempDir(), "s.tar", tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "k.a", Data: "AAAA"}, {Name: "k.b", Data: "BBBB"}}))
 	s, err := OpenShard(p, "")
 	if err != nil {
 		t.Fatal(err)
@@ -399,9 +351,9 @@ func TestOpenDataset(t *testing.T) {
 		if i == 2 {
 			name = "shard-2.TAR" // a shard in any letter case, as IsShardName takes it
 		}
-		writeFile(t, dir, name, writeTar(t, tar.FormatPAX, []tarFile{{name: fmt.Sprintf("%d.txt", i), data: "t"}}))
+		tartest.WriteFile(t, dir, name, tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: fmt.Sprintf("%d.txt", i), Data: "t"}}))
 	}
-	writeFile(t, dir, "notes.md", []byte("not a shard"))
+	tartest.WriteFile(t, dir, "notes.md", []byte("not a shard"))
 	d, err := OpenDataset(dir, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -430,7 +382,7 @@ func TestOpenDataset(t *testing.T) {
 			t.Errorf("OpenDataset(%q): err %v, want ErrNoShards", bad, err)
 		}
 	}
-	writeFile(t, dir, "shard-3.tar", []byte("corrupt"))
+	tartest.WriteFile(t, dir, "shard-3.tar", []byte("corrupt"))
 	if _, err := OpenDataset(dir, t.TempDir()); !errors.Is(err, ErrCorruptShard) || !strings.Contains(err.Error(), "shard-3.tar") {
 		t.Errorf("corrupt shard in dataset: err %v", err)
 	}
@@ -441,7 +393,7 @@ func TestOpenDataset(t *testing.T) {
 // hung every rank at start-up. It must be refused at once.
 func TestOpenDatasetFIFO(t *testing.T) {
 	dir := t.TempDir()
-	writeFile(t, dir, "shard-0.tar", writeTar(t, tar.FormatPAX, []tarFile{{name: "0.txt", data: "t"}}))
+	tartest.WriteFile(t, dir, "shard-0.tar", tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "0.txt", Data: "t"}}))
 	fifo := filepath.Join(dir, "shard-1.tar")
 	if err := unix.Mkfifo(fifo, 0o644); err != nil {
 		t.Skip("no FIFOs here:", err)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/datahelix/datahelix/internal/tartest"
+
 	"github.com/datahelix/datahelix/internal/video/videotest"
 )
 
@@ -99,14 +101,14 @@ func TestWriterLayouts(t *testing.T) {
 		"img2dataset without caption_col": "",
 		"cls label":                       "",
 	}
-	var files []tarFile
+	var files []tartest.File
 	for i, tt := range tests {
 		key := "s" + string(rune('a'+i/26)) + string(rune('a'+i%26))
 		for j := 0; j < len(tt.members); j += 2 {
-			files = append(files, tarFile{name: key + "." + tt.members[j], data: tt.members[j+1]})
+			files = append(files, tartest.File{Name: key + "." + tt.members[j], Data: tt.members[j+1]})
 		}
 	}
-	samples, warnings := shardSamples(t, "layouts.tar", writeTar(t, tar.FormatPAX, files))
+	samples, warnings := shardSamples(t, "layouts.tar", tartest.Write(t, tar.FormatPAX, files))
 	if len(samples) != len(tests) || len(warnings) != 0 {
 		t.Fatalf("%d samples, warnings %q; want %d samples", len(samples), warnings, len(tests))
 	}

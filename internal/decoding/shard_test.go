@@ -1,12 +1,10 @@
 package decoding
 
 import (
-	"archive/tar"
 	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/datahelix/datahelix/internal/shardindex"
 )
@@ -14,34 +12,6 @@ import (
 // testdata is the directory of the committed test media and shards,
 // kept with the decode package, whose shard tests read them too.
 const testdata = "../../decode/testdata"
-
-// tarFile is one member of a test tar archive.
-type tarFile struct {
-	name string
-	data string
-}
-
-// writeTar returns a tar archive of regular files written with
-// archive/tar in the given format.
-func writeTar(t testing.TB, format tar.Format, files []tarFile) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	w := tar.NewWriter(&buf)
-	for _, f := range files {
-		h := &tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.data)), Typeflag: tar.TypeReg, Format: format,
-			ModTime: time.Unix(1700000000, 0)}
-		if err := w.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.Write([]byte(f.data)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
 
 // shardSamples indexes the tar archive data as a shard named name and
 // returns its samples, as decode.Shard.ReadSample reads them, and the

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/datahelix/datahelix/internal/tartest"
+
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/decoding"
@@ -17,15 +19,15 @@ func TestEvaluateCostModel(t *testing.T) {
 	dir := t.TempDir()
 	clips := []string{"h264_bf2.mp4", "hevc.mp4", "vp9.webm", "av1.mp4"}
 	for s := 0; s < 2; s++ {
-		var files []tarFile
+		var files []tartest.File
 		for i, c := range clips {
-			files = append(files, tarFile{name: fmt.Sprintf("%d%02d.mp4", s, i), data: string(videotest.Read(t, c))})
-			files = append(files, tarFile{name: fmt.Sprintf("%d%02d.jpg", s, i+10), data: string(readImage(t, "y420.jpg"))})
+			files = append(files, tartest.File{Name: fmt.Sprintf("%d%02d.mp4", s, i), Data: string(videotest.Read(t, c))})
+			files = append(files, tartest.File{Name: fmt.Sprintf("%d%02d.jpg", s, i+10), Data: string(readImage(t, "y420.jpg"))})
 		}
 		if s == 1 {
-			files = append(files, tarFile{name: "199.mp4", data: "not a video"})
+			files = append(files, tartest.File{Name: "199.mp4", Data: "not a video"})
 		}
-		writeFile(t, dir, fmt.Sprintf("s%d.tar", s), writeTar(t, tar.FormatPAX, files))
+		tartest.WriteFile(t, dir, fmt.Sprintf("s%d.tar", s), tartest.Write(t, tar.FormatPAX, files))
 	}
 	ds, err := decode.OpenDataset(dir, t.TempDir())
 	if err != nil {

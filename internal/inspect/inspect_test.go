@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/datahelix/datahelix/internal/tartest"
+
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/decoding"
@@ -18,19 +20,19 @@ import (
 
 func TestInspect(t *testing.T) {
 	dir := t.TempDir()
-	files := []tarFile{
-		{name: "000001.mp4", data: string(videotest.Read(t, "h264_bf2.mp4"))},
-		{name: "000001.txt", data: "a clip"},
-		{name: "000002.webm", data: string(videotest.Read(t, "vp9.webm"))},
-		{name: "000003.jpg", data: string(readImage(t, "y420.jpg"))},
-		{name: "000003.txt", data: "a caption"},
-		{name: "000004.0.png", data: string(readImage(t, "rgb.png"))},
-		{name: "000004.1.webp", data: string(readImage(t, "lossy.webp"))},
-		{name: "000004.txt", data: "doc"},
-		{name: "000005.bin", data: "junk"},
-		{name: "000006.json", data: `{"caption": "text only"}`},
+	files := []tartest.File{
+		{Name: "000001.mp4", Data: string(videotest.Read(t, "h264_bf2.mp4"))},
+		{Name: "000001.txt", Data: "a clip"},
+		{Name: "000002.webm", Data: string(videotest.Read(t, "vp9.webm"))},
+		{Name: "000003.jpg", Data: string(readImage(t, "y420.jpg"))},
+		{Name: "000003.txt", Data: "a caption"},
+		{Name: "000004.0.png", Data: string(readImage(t, "rgb.png"))},
+		{Name: "000004.1.webp", Data: string(readImage(t, "lossy.webp"))},
+		{Name: "000004.txt", Data: "doc"},
+		{Name: "000005.bin", Data: "junk"},
+		{Name: "000006.json", Data: `{"caption": "text only"}`},
 	}
-	writeFile(t, dir, "a.tar", writeTar(t, tar.FormatPAX, files))
+	tartest.WriteFile(t, dir, "a.tar", tartest.Write(t, tar.FormatPAX, files))
 	var got []RecordSummary
 	err := Inspect(context.Background(), []string{dir}, t.TempDir(), costmodel.New(nil), func(s RecordSummary) error {
 		got = append(got, s)
@@ -102,12 +104,12 @@ func TestInspectShownFramesAndRotation(t *testing.T) {
 		{"rot180_444.mp4", 10, 10, 0.4, -180, 64, 48},
 		{"upright90.mp4", 3, 3, 0.12, 90, 64, 48},
 	}
-	var files []tarFile
+	var files []tartest.File
 	for _, tt := range tests {
-		files = append(files, tarFile{name: tt.file, data: string(videotest.Read(t, tt.file))})
+		files = append(files, tartest.File{Name: tt.file, Data: string(videotest.Read(t, tt.file))})
 	}
 	dir := t.TempDir()
-	writeFile(t, dir, "v.tar", writeTar(t, tar.FormatPAX, files))
+	tartest.WriteFile(t, dir, "v.tar", tartest.Write(t, tar.FormatPAX, files))
 	got := map[string]RecordSummary{}
 	err := Inspect(context.Background(), []string{dir}, t.TempDir(), nil, func(s RecordSummary) error {
 		got[s.Key+".mp4"] = s
@@ -154,10 +156,10 @@ func TestInspectShownFramesAndRotation(t *testing.T) {
 // does not exist.
 func TestInspectMediaFiles(t *testing.T) {
 	dir := t.TempDir()
-	clip := writeFile(t, dir, "clip.MP4", videotest.Read(t, "h264_bf2.mp4"))
-	pic := writeFile(t, dir, "pic.jpg", readImage(t, "y420.jpg"))
-	old := writeFile(t, dir, "old.mp4", videotest.Read(t, "refused/mpeg2_mp4v.mp4"))
-	shard := writeFile(t, dir, "s.tar", writeTar(t, tar.FormatPAX, []tarFile{{name: "k.txt", data: "text"}}))
+	clip := tartest.WriteFile(t, dir, "clip.MP4", videotest.Read(t, "h264_bf2.mp4"))
+	pic := tartest.WriteFile(t, dir, "pic.jpg", readImage(t, "y420.jpg"))
+	old := tartest.WriteFile(t, dir, "old.mp4", videotest.Read(t, "refused/mpeg2_mp4v.mp4"))
+	shard := tartest.WriteFile(t, dir, "s.tar", tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "k.txt", Data: "text"}}))
 	var got []RecordSummary
 	err := Inspect(context.Background(), []string{clip, shard, pic, old}, t.TempDir(), costmodel.New(nil), func(s RecordSummary) error {
 		got = append(got, s)
@@ -195,7 +197,7 @@ func TestInspectMediaFiles(t *testing.T) {
 			t.Errorf("Inspect(%s): keys %q, want %q", glob, keys, want)
 		}
 	}
-	for path, want := range map[string]bool{clip: true, pic: true, shard: false, dir: false, filepath.Join(dir, "none.mp4"): false, writeFile(t, dir, "notes.txt", []byte("x")): false} {
+	for path, want := range map[string]bool{clip: true, pic: true, shard: false, dir: false, filepath.Join(dir, "none.mp4"): false, tartest.WriteFile(t, dir, "notes.txt", []byte("x")): false} {
 		if decoding.IsMediaFile(path) != want {
 			t.Errorf("IsMediaFile(%s) = %v, want %v", path, !want, want)
 		}

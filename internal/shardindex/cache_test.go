@@ -14,14 +14,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/datahelix/datahelix/internal/tartest"
 )
 
 // TestIndexCacheDirIsCreated checks that a cache directory that does not
 // exist yet (run passes <cache>/index on a fresh machine) is made, so the
 // second open reads the index from it instead of the whole tar again.
 func TestIndexCacheDirIsCreated(t *testing.T) {
-	data := writeTar(t, tar.FormatPAX, []tarFile{{name: "000001.txt", data: "one"}, {name: "000002.txt", data: "two"}})
-	p := writeFile(t, t.TempDir(), "s.tar", data)
+	data := tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "000001.txt", Data: "one"}, {Name: "000002.txt", Data: "two"}})
+	p := tartest.WriteFile(t, t.TempDir(), "s.tar", data)
 	cache := filepath.Join(t.TempDir(), "datahelix", "index")
 	s1, err := openShard(p, cache)
 	if err != nil {
@@ -72,7 +74,7 @@ func TestIndexCacheName(t *testing.T) {
 func TestIndexCacheRecordsShardPath(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
-	writeFile(t, dir, "s.tar", writeTar(t, tar.FormatPAX, []tarFile{{name: "000001.txt", data: "one"}}))
+	tartest.WriteFile(t, dir, "s.tar", tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "000001.txt", Data: "one"}}))
 	cache := filepath.Join(t.TempDir(), "index")
 	if _, err := openShard("s.tar", cache); err != nil {
 		t.Fatal(err)
@@ -94,7 +96,7 @@ func TestIndexCacheRecordsShardPath(t *testing.T) {
 // shard's path decodes to the same entries, and still fails for another
 // version of the shard.
 func TestIndexCacheWithPathRoundTrip(t *testing.T) {
-	data := writeTar(t, tar.FormatPAX, []tarFile{{name: "a.txt", data: "AA"}, {name: "a.json", data: "{}"}, {name: "b.txt", data: "B"}})
+	data := tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "a.txt", Data: "AA"}, {Name: "a.json", Data: "{}"}, {Name: "b.txt", Data: "B"}})
 	idx, err := Build("s.tar", bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +122,7 @@ func TestIndexCacheWithPathRoundTrip(t *testing.T) {
 func TestScanAndPruneIndexCache(t *testing.T) {
 	data, cache := t.TempDir(), t.TempDir()
 	shard := func(name, content string) string {
-		return writeFile(t, data, name, writeTar(t, tar.FormatPAX, []tarFile{{name: "k.txt", data: content}}))
+		return tartest.WriteFile(t, data, name, tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "k.txt", Data: content}}))
 	}
 	current, gone, changed := shard("current.tar", "1"), shard("gone.tar", "2"), shard("changed.tar", "3")
 	for _, p := range []string{current, gone, changed} {
@@ -145,7 +147,7 @@ func TestScanAndPruneIndexCache(t *testing.T) {
 		"notes.txt":                          []byte("not an index"),
 	}
 	for name, b := range files {
-		writeFile(t, cache, name, b)
+		tartest.WriteFile(t, cache, name, b)
 	}
 	if err := os.Chtimes(filepath.Join(cache, cached(gone)+".tmp456"), old, old); err != nil {
 		t.Fatal(err)
@@ -208,8 +210,8 @@ func TestScanAndPruneIndexCache(t *testing.T) {
 // under its name ("<base>.<hash>.dhidx") is not read: the index is built
 // again under this binary's name, and Scan calls the old one stale.
 func TestIndexCacheOlderName(t *testing.T) {
-	data := writeTar(t, tar.FormatPAX, []tarFile{{name: "a.txt", data: "A"}, {name: "b.txt", data: "B"}})
-	p := writeFile(t, t.TempDir(), "s.tar", data)
+	data := tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "a.txt", Data: "A"}, {Name: "b.txt", Data: "B"}})
+	p := tartest.WriteFile(t, t.TempDir(), "s.tar", data)
 	st, err := os.Stat(p)
 	if err != nil {
 		t.Fatal(err)
@@ -241,7 +243,7 @@ func TestIndexCacheOlderName(t *testing.T) {
 // after Scan found it stale is not removed: prune removes the
 // file it examined only.
 func TestPruneIndexCacheKeepsReplaced(t *testing.T) {
-	p := writeFile(t, t.TempDir(), "s.tar", writeTar(t, tar.FormatPAX, []tarFile{{name: "k.txt", data: "1"}}))
+	p := tartest.WriteFile(t, t.TempDir(), "s.tar", tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "k.txt", Data: "1"}}))
 	cache := t.TempDir()
 	if _, err := openShard(p, cache); err != nil {
 		t.Fatal(err)
@@ -279,7 +281,7 @@ func TestIndexCacheRecordsResolvedPath(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	shard := writeFile(t, filepath.Join(real, "data"), "s.tar", writeTar(t, tar.FormatPAX, []tarFile{{name: "000001.txt", data: "one"}}))
+	shard := tartest.WriteFile(t, filepath.Join(real, "data"), "s.tar", tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "000001.txt", Data: "one"}}))
 	link := filepath.Join(root, "elsewhere", "work")
 	if err := os.Symlink(filepath.Join(real, "work"), link); err != nil {
 		t.Skipf("symlink: %v", err)

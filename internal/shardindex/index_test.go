@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/datahelix/datahelix/internal/tartest"
 )
 
 // fuzzTarSeeds returns real archives as seeds for the tar fuzzers: the
@@ -27,7 +29,7 @@ func fuzzTarSeeds(f *testing.F) [][]byte {
 		seeds = append(seeds, data)
 	}
 	for _, format := range []tar.Format{tar.FormatUSTAR, tar.FormatPAX, tar.FormatGNU} {
-		seeds = append(seeds, writeTar(f, format, []tarFile{{name: "000001.mp4", data: "video"}, {name: "000001.txt", data: "t"}, {name: "x/000002.0.jpg", data: "i"}}))
+		seeds = append(seeds, tartest.Write(f, format, []tartest.File{{Name: "000001.mp4", Data: "video"}, {Name: "000001.txt", Data: "t"}, {Name: "x/000002.0.jpg", Data: "i"}}))
 	}
 	// Two shards joined with cat: a warning for the data after the end.
 	return append(seeds, append(append([]byte{}, seeds[len(seeds)-1]...), seeds[1]...))
@@ -67,7 +69,7 @@ func FuzzBuildIndex(f *testing.F) {
 		f.Add(s)
 	}
 	// A gzip-compressed shard, refused by its signature.
-	f.Add(gzipBytes(f, fuzzTarSeeds(f)[1]))
+	f.Add(tartest.Gzip(f, fuzzTarSeeds(f)[1]))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		idx, err := Build("fuzz.tar", bytes.NewReader(data), int64(len(data)))
 		if err != nil {
@@ -128,12 +130,12 @@ func TestIndexOneLargeSample(t *testing.T) {
 		t.Skip("writes a 50 MB shard in memory")
 	}
 	const n = 100_000
-	files := make([]tarFile, 0, n+1)
+	files := make([]tartest.File, 0, n+1)
 	for i := range n {
-		files = append(files, tarFile{name: fmt.Sprintf("k.%d.jpg", i)})
+		files = append(files, tartest.File{Name: fmt.Sprintf("k.%d.jpg", i)})
 	}
-	files = append(files, tarFile{name: "k.77777.jpg", data: "again"})
-	data := writeTar(t, tar.FormatGNU, files)
+	files = append(files, tartest.File{Name: "k.77777.jpg", Data: "again"})
+	data := tartest.Write(t, tar.FormatGNU, files)
 	start := time.Now()
 	idx, err := Build("big.tar", bytes.NewReader(data), int64(len(data)))
 	if err != nil {
@@ -163,20 +165,20 @@ func TestIndexOneLargeSample(t *testing.T) {
 // named *.tar (or given by glob): the error said "invalid tar header" (or
 // "truncated" for one under 512 bytes) instead of naming the compression.
 func TestBuildIndexCompressed(t *testing.T) {
-	tarData := writeTar(t, tar.FormatPAX, []tarFile{{name: "000001.txt", data: strings.Repeat("caption ", 200)}})
+	tarData := tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "000001.txt", Data: strings.Repeat("caption ", 200)}})
 	tests := []struct {
 		name, format string
 		data         []byte
 	}{
-		{"gzip", "gzip", gzipBytes(t, tarData)},
-		{"tiny gzip", "gzip", gzipBytes(t, []byte("x"))}, // under one tar block
+		{"gzip", "gzip", tartest.Gzip(t, tarData)},
+		{"tiny gzip", "gzip", tartest.Gzip(t, []byte("x"))}, // under one tar block
 		{"zstd", "zstd", append([]byte{0x28, 0xb5, 0x2f, 0xfd}, make([]byte, 600)...)},
 		{"xz", "xz", append([]byte{0xfd, '7', 'z', 'X', 'Z', 0}, make([]byte, 600)...)},
 		{"bzip2", "bzip2", append([]byte("BZh91AY&SY"), make([]byte, 600)...)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := writeFile(t, t.TempDir(), "shard.tar", tt.data)
+			path := tartest.WriteFile(t, t.TempDir(), "shard.tar", tt.data)
 			_, err := openShard(path, t.TempDir())
 			var se *ShardError
 			if !errors.As(err, &se) || se.Path != path || !errors.Is(err, ErrCorruptShard) || !errors.Is(err, ErrCompressedShard) {
@@ -195,7 +197,7 @@ func TestBuildIndexCompressed(t *testing.T) {
 	if !errors.Is(err, ErrCorruptShard) || errors.Is(err, ErrCompressedShard) || !strings.Contains(err.Error(), "invalid tar header") {
 		t.Errorf("garbage: err %v, want an invalid tar header", err)
 	}
-	bz := writeTar(t, tar.FormatUSTAR, []tarFile{{name: "BZh91.txt", data: "t"}})
+	bz := tartest.Write(t, tar.FormatUSTAR, []tartest.File{{Name: "BZh91.txt", Data: "t"}})
 	if idx, err := Build("bz.tar", bytes.NewReader(bz), int64(len(bz))); err != nil || len(idx.Entries) != 1 {
 		t.Errorf("tar with a member named BZh91.txt: %v", err)
 	}
@@ -232,13 +234,13 @@ func TestSplitKey(t *testing.T) {
 // repeated extension, as version 1 of the index wrote: it contradicts the
 // rules of buildIndex, so it is rebuilt rather than trusted.
 func TestIndexCacheOldRules(t *testing.T) {
-	data := writeTar(t, tar.FormatPAX, []tarFile{{name: "000.jpg", data: "a"}, {name: "000.jpg", data: "b"}})
+	data := tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "000.jpg", Data: "a"}, {Name: "000.jpg", Data: "b"}})
 	old := &Index{Entries: []Entry{{Key: "000", Offset: 512, Size: 1025, Members: []Member{
 		{Name: "000.jpg", Ext: "jpg", Offset: 512, Size: 1}, {Name: "000.jpg", Ext: "jpg", Offset: 1536, Size: 1}}}}}
 	if _, err := decodeIndex(encodeIndex(old, int64(len(data)), 5), int64(len(data)), 5); !errors.Is(err, errIndexCache) {
 		t.Errorf("decodeIndex of a repeated extension: err %v, want errIndexCache", err)
 	}
-	p := writeFile(t, t.TempDir(), "s.tar", data)
+	p := tartest.WriteFile(t, t.TempDir(), "s.tar", data)
 	st, err := os.Stat(p)
 	if err != nil {
 		t.Fatal(err)
