@@ -118,7 +118,9 @@ func (p *Planner) best(s, t int32) (candidate, bool) {
 				continue
 			}
 			x.gain = lateS - x.late
-			x.net = p.netDelta(as[i], s, t) + p.netDelta(at[jj], t, s)
+			if p.nodes {
+				x.net = p.netDelta(as[i], s, t) + p.netDelta(at[jj], t, s)
+			}
 			c1, away1 := p.transfer(as[i], s, t)
 			c2, away2 := p.transfer(at[jj], t, s)
 			x.cost = c1 + c2

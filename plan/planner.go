@@ -23,6 +23,9 @@ const effort = 1
 // zero value is ready to use. A Planner is not safe for concurrent use.
 type Planner struct {
 	in *Input // during Compute only
+	// nodes reports whether the input's ranks are on more than one node:
+	// only then do partners and exchanges look at nodes.
+	nodes bool
 
 	// The model the mode plans with, per rank.
 	deadline, backlog, capacity []int64
@@ -81,6 +84,7 @@ func (p *Planner) Compute(in *Input, out *Plan) error {
 	}
 	p.in = in
 	defer func() { p.in = nil }()
+	p.nodes = slices.ContainsFunc(in.Ranks, func(r Progress) bool { return r.Node != in.Ranks[0].Node })
 	p.setup()
 	if in.Mode != ModeLocal {
 		p.rescue()

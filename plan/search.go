@@ -156,6 +156,9 @@ func (p *Planner) scan(s int32) (candidate, bool) {
 // others, keeping each group's order: an exchange within a node is tried
 // before one across the network. On one node it changes nothing.
 func (p *Planner) sameNodeFirst(s int32) {
+	if !p.nodes {
+		return
+	}
 	node := p.in.Ranks[s].Node
 	slices.SortStableFunc(p.cands, func(a, b int32) int {
 		return btoi(p.in.Ranks[b].Node == node) - btoi(p.in.Ranks[a].Node == node)
