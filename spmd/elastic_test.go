@@ -52,6 +52,24 @@ func stepIDs(t *testing.T, n int, data string, cfg Config, keep bool) (map[int64
 	return ids, state
 }
 
+// wantSplitAsWhole checks that the steps of a run split in two, split
+// then rest, are those of the unsplit run whole, each step once; it
+// leaves the joined steps in split.
+func wantSplitAsWhole(t *testing.T, split, rest, whole map[int64][]uint64, steps int) {
+	t.Helper()
+	for s, v := range rest {
+		if _, ok := split[s]; ok {
+			t.Fatalf("step %d delivered before and after the split", s)
+		}
+		split[s] = v
+	}
+	for s := range int64(steps) {
+		if !slices.Equal(split[s], whole[s]) {
+			t.Errorf("step %d: split run trained %v, the unsplit one %v", s, split[s], whole[s])
+		}
+	}
+}
+
 // batchesHash folds the per-step ids as a run's summary does.
 func batchesHash(ids map[int64][]uint64) string {
 	var recs []metrics.StepRecord
@@ -84,17 +102,7 @@ func TestElasticResume(t *testing.T) {
 			split, state := stepIDs(t, c.from, data, cfg, true)
 			cfg.Steps, cfg.Batch, cfg.Restore = steps, c.gb/c.to, state
 			rest, _ := stepIDs(t, c.to, data, cfg, false)
-			for s, v := range rest {
-				if _, ok := split[s]; ok {
-					t.Fatalf("step %d delivered before and after the split", s)
-				}
-				split[s] = v
-			}
-			for s := range int64(steps) {
-				if !slices.Equal(split[s], whole[s]) {
-					t.Errorf("step %d: split run trained %v, the unsplit one %v", s, split[s], whole[s])
-				}
-			}
+			wantSplitAsWhole(t, split, rest, whole, steps)
 			if a, b := batchesHash(split), batchesHash(whole); a != b {
 				t.Errorf("batches hash %s split, %s unsplit", a, b)
 			}
@@ -188,17 +196,7 @@ func TestElasticCheckpoints(t *testing.T) {
 			if log.String() != want {
 				t.Errorf("log:\n%s\nwant:\n%s", log.String(), want)
 			}
-			for s, v := range rest {
-				if _, ok := split[s]; ok {
-					t.Fatalf("step %d delivered before and after the split", s)
-				}
-				split[s] = v
-			}
-			for s := range int64(steps) {
-				if !slices.Equal(split[s], whole[s]) {
-					t.Errorf("step %d: split run trained %v, the unsplit one %v", s, split[s], whole[s])
-				}
-			}
+			wantSplitAsWhole(t, split, rest, whole, steps)
 			// Pruning as every rank of the resumed job does once all
 			// saved step 8 (each ran it at its own pace during the run).
 			for r := range c.to {
