@@ -99,23 +99,24 @@ func (l *Loader) checkpoint(step int64) error {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	if l.cfg.CheckpointKeep > 0 {
-		pruneCheckpoints(l.cfg.CheckpointDir, l.cfg.Loader, l.comm.Size(), l.comm.Rank(), l.cfg.CheckpointKeep)
+		pruneCheckpoints(l.cfg.CheckpointDir, l.cfg.Loader, l.cfg.CheckpointKeep)
 	}
 	return nil
 }
 
-// pruneCheckpoints removes rank's own files of loader k's steps older
-// than the newest keep complete steps (stepComplete), and each such step
-// directory once it is empty. Each rank decides from what it sees: a
-// step still incomplete (another rank has not saved it yet) does not
-// count, so the newest keep complete steps are never removed by any rank
-// and resuming (which falls back past an unreadable one) keeps its
-// choices. A step that a job of more ranks than this one's wrote (this
-// job resumed it at fewer) holds files of ranks this job has not: rank r
-// of ranks removes those of ranks r+ranks, r+2*ranks... too, so that the
-// directory empties. Errors are ignored: a file left behind only costs
-// space.
-func pruneCheckpoints(dir string, k Kind, ranks, rank, keep int) {
+// pruneCheckpoints removes loader k's steps older than the newest keep
+// complete steps (stepComplete), every rank's files and the step
+// directory. Any rank may do it once it sees keep newer complete steps:
+// ranks save steps in increasing order, so a step older than a complete
+// one has every file it will ever get, and no rank still writes to it.
+// Removing whole steps (rather than each rank its own files) is what
+// lets the last rank to complete a step tidy for a rank that ran ahead
+// and pruned before the newer steps were complete. A step still
+// incomplete (another rank has not saved it yet) does not count, so the
+// newest keep complete steps are never removed and resuming (which falls
+// back past an unreadable one) keeps its choices. Errors are ignored: a
+// file left behind only costs space.
+func pruneCheckpoints(dir string, k Kind, keep int) {
 	complete := 0
 	for _, s := range checkpointSteps(dir, k) {
 		if complete < keep {
@@ -124,21 +125,7 @@ func pruneCheckpoints(dir string, k Kind, ranks, rank, keep int) {
 			}
 			continue
 		}
-		os.Remove(checkpointPath(dir, k, s, rank))
-		stepDir := filepath.Dir(checkpointPath(dir, k, s, rank))
-		if os.Remove(stepDir) == nil { // fails until empty
-			continue
-		}
-		removed := false
-		for r := range stepFiles(dir, k, s) {
-			if r >= ranks && r%ranks == rank {
-				os.Remove(checkpointPath(dir, k, s, r))
-				removed = true
-			}
-		}
-		if removed {
-			os.Remove(stepDir)
-		}
+		os.RemoveAll(filepath.Dir(checkpointPath(dir, k, s, 0)))
 	}
 }
 

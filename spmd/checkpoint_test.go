@@ -513,3 +513,30 @@ func TestCheckpointKeep(t *testing.T) {
 		t.Errorf("resumed run delivered %d rank-steps, want 16 (steps 16..19)", len(resumed.Records))
 	}
 }
+
+// TestPruneByTheLastRank: a rank that ran ahead saved step 16 before
+// step 12 was complete and so pruned nothing; the last rank to save 16
+// sees 16 and 12 complete and removes steps 8 and 4 whole, the files of
+// the ranks that had moved on included. A step older than an incomplete
+// one is kept while fewer than keep newer steps are complete.
+func TestPruneByTheLastRank(t *testing.T) {
+	dir := t.TempDir()
+	for _, s := range []int64{4, 8, 12} {
+		touchCheckpoints(t, dir, KindLocal, s, 4, 0, 1, 2, 3)
+	}
+	touchCheckpoints(t, dir, KindLocal, 16, 4, 0) // rank 0 ran ahead
+	pruneCheckpoints(dir, KindLocal, 2)
+	if got := checkpointSteps(dir, KindLocal); !slices.Equal(got, []int64{16, 12, 8}) {
+		t.Fatalf("after rank 0 saved 16: steps %v, want [16 12 8]", got)
+	}
+	touchCheckpoints(t, dir, KindLocal, 16, 4, 1, 2, 3)
+	pruneCheckpoints(dir, KindLocal, 2)
+	if got := checkpointSteps(dir, KindLocal); !slices.Equal(got, []int64{16, 12}) {
+		t.Fatalf("after the last rank saved 16: steps %v, want [16 12]", got)
+	}
+	for _, s := range []int64{16, 12} {
+		if n, ok := stepComplete(dir, KindLocal, s); !ok || n != 4 {
+			t.Errorf("step %d: complete %v with %d ranks, want 4", s, ok, n)
+		}
+	}
+}
