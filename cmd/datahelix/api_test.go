@@ -5,6 +5,9 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
+	"os"
+	"slices"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -68,6 +71,9 @@ func TestPublicAPISize(t *testing.T) {
 	sort.Slice(pkgs, func(i, j int) bool { return counts[pkgs[i]] > counts[pkgs[j]] })
 	for _, p := range pkgs {
 		t.Logf("%5d %s", counts[p], p)
+		if testing.Verbose() && os.Getenv("API_NAMES") != "" {
+			t.Logf("      %s", strings.Join(slices.Sorted(maps.Keys(names[p])), " "))
+		}
 	}
 	t.Logf("%5d exported identifiers in %d public packages (goal: about 150)", total, len(pkgs))
 	if total > maxExported {
