@@ -39,7 +39,10 @@ func printTable(w io.Writer, rs []metrics.Summary, ranks int, f *runFlags) {
 	})
 	row("throughput", func(s metrics.Summary) string { return fmt.Sprintf("%.1f samples/s", s.ThroughputSPS) })
 	row("wall time", func(s metrics.Summary) string { return fmt.Sprintf("%.2fs", s.WallS) })
+	row("first batch after", func(s metrics.Summary) string { return fmt.Sprintf("%.2fs", s.TimeToFirstBatchS) })
 	warm := rs[0].WarmupSteps
+	// The warm-up's stall: the slowest rank's wait in each of its steps.
+	row("warm-up stall", func(s metrics.Summary) string { return fmt.Sprintf("%.2fs", s.WarmupStallS) })
 	// A loader with no step after the warm-up (a resumed one may have
 	// few) shows n/a there; the rows show when any loader has one.
 	steady := func(s metrics.Summary) bool { return s.Steps > s.WarmupSteps }
@@ -55,6 +58,15 @@ func printTable(w io.Writer, rs []metrics.Summary, ranks int, f *runFlags) {
 		steadyRow(fmt.Sprintf("after %d steps: misses", warm), func(s metrics.Summary) string { return fmt.Sprintf("%.1f%%", 100*s.SteadyMissRate) })
 		steadyRow("             GPU wait", func(s metrics.Summary) string { return fmt.Sprintf("%.1f%%", 100*s.SteadyGPUWaitFrac) })
 		steadyRow("             throughput", func(s metrics.Summary) string { return fmt.Sprintf("%.1f samples/s", s.SteadyThroughputSPS) })
+		// The job's figures: a step lasts as long as its slowest rank.
+		steadyRow("  job: steps missed", func(s metrics.Summary) string { return fmt.Sprintf("%.1f%%", 100*s.SteadyStepMissRate) })
+		steadyRow("       stall", func(s metrics.Summary) string { return fmt.Sprintf("%.1f%%", 100*s.SteadyJobStallFrac) })
+		steadyRow("       GPU efficiency", func(s metrics.Summary) string {
+			if s.SteadyEfficiency == 0 {
+				return "n/a"
+			}
+			return fmt.Sprintf("%.1f%%", 100*s.SteadyEfficiency)
+		})
 	}
 	row("moved per step", func(s metrics.Summary) string { return fmt.Sprintf("%.0f KiB", s.BytesMovedPerStep/1024) })
 	if slices.ContainsFunc(rs, func(s metrics.Summary) bool { return s.NetBytesMovedPerStep > 0 }) {

@@ -117,7 +117,7 @@ func TestTrainUnderMPIRun(t *testing.T) {
 	needTorch(t)
 	data := gentest.Tiny(t)
 	dir := t.TempDir()
-	shm, _ := os.ReadDir("/dev/shm")
+	shm := shmEntries()
 	log, err := mpirunMain(t, 2, trainArgs(data, "mpirun1", []string{"--steps", "8", "--json", filepath.Join(dir, "train.json")}, "--out", filepath.Join(dir, "keys"))...)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log)
@@ -146,9 +146,7 @@ func TestTrainUnderMPIRun(t *testing.T) {
 		t.Errorf("train delivered batches hash %s, run %s: the same flags must train the same global batches", train.BatchesHash, run.BatchesHash)
 	}
 	leftovers(t, "mpirun1")
-	if after, _ := os.ReadDir("/dev/shm"); len(after) > len(shm) {
-		t.Errorf("/dev/shm held %d entries before the job, %d after", len(shm), len(after))
-	}
+	shmLeftovers(t, shm)
 }
 
 // TestTrainResumesFromStateDict: a run stopped after 3 steps at 2 ranks,
@@ -408,7 +406,7 @@ func TestExampleTrainsOnTheDefaultDataset(t *testing.T) {
 func TestKilledTrainerEndsJob(t *testing.T) {
 	needTorch(t)
 	data := gentest.Tiny(t)
-	shm, _ := os.ReadDir("/dev/shm")
+	shm := shmEntries()
 	cmd, out := startMain(t, 2, trainArgs(data, "kill2", nil, "--step-ms", "100")...)
 	waitFor(t, "two trainers", out, func() bool { return trainersRunning("kill2", 2) })
 	pids := trainerPIDs("kill2")
@@ -428,9 +426,7 @@ func TestKilledTrainerEndsJob(t *testing.T) {
 		t.Errorf("the log does not say %q:\n%s", want, out.String())
 	}
 	leftovers(t, "kill2")
-	if after, _ := os.ReadDir("/dev/shm"); len(after) > len(shm) {
-		t.Errorf("/dev/shm held %d entries before the job, %d after", len(shm), len(after))
-	}
+	shmLeftovers(t, shm)
 }
 
 // TestServeRefusesAnotherClient: a client of another protocol, or of
@@ -483,4 +479,42 @@ func TestServeRefusesAnotherClient(t *testing.T) {
 		})
 	}
 	golden(t, "serve_refuses.golden", tr.String())
+}
+
+// shmEntries lists /dev/shm.
+func shmEntries() map[string]bool {
+	entries, _ := os.ReadDir("/dev/shm")
+	names := map[string]bool{}
+	for _, e := range entries {
+		names[e.Name()] = true
+	}
+	return names
+}
+
+// shmLeftovers fails the test if /dev/shm holds an entry that was not in
+// before and that no live process maps: a shared-memory segment the job
+// left behind. One that a process maps belongs to a job still running
+// beside this test (another test binary's MPI job), not to this one.
+func shmLeftovers(t *testing.T, before map[string]bool) {
+	t.Helper()
+	var fresh []string
+	for name := range shmEntries() {
+		if !before[name] {
+			fresh = append(fresh, "/dev/shm/"+name)
+		}
+	}
+	if len(fresh) == 0 {
+		return
+	}
+	maps, _ := filepath.Glob("/proc/[0-9]*/maps")
+	for _, m := range maps {
+		data, err := os.ReadFile(m)
+		if err != nil {
+			continue
+		}
+		fresh = slices.DeleteFunc(fresh, func(p string) bool { return bytes.Contains(data, []byte(p)) })
+	}
+	if len(fresh) > 0 {
+		t.Errorf("the job left shared memory behind: %v", fresh)
+	}
 }

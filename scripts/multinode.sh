@@ -60,6 +60,14 @@ teardown() {
 			kill -9 $pids 2>/dev/null
 		fi
 		ip netns del "$ns" 2>/dev/null
+		# A rank killed on the node (a lost node, a cut link) leaves its
+		# OpenMPI shared-memory segments: /dev/shm is the host's. Remove
+		# the node's that no live process maps (another bed's job may use
+		# the same node name).
+		for f in /dev/shm/vader_segment.node$n.*; do
+			[ -e "$f" ] || continue
+			grep -qsF "$f" /proc/[0-9]*/maps || rm -f "$f"
+		done
 	done
 	ip link del "$br" 2>/dev/null
 	rm -rf "$tmp"

@@ -387,7 +387,8 @@ func (l *Loader) Next(ctx context.Context) (*Batch, error) {
 	rec.RequestUS, rec.DeliverUS = l.sinceStart(request), l.sinceStart(deliver)
 	rec.ReadyUS = l.sinceStart(bs.readyAt)
 	rec.WaitUS = max(rec.DeliverUS-rec.RequestUS, 0)
-	rec.Miss = metrics.Missed(rec.RequestUS, rec.ReadyUS)
+	rec.TolUS = metrics.Tolerance(l.tracker.StepTime().Microseconds())
+	rec.Miss = rec.ReadyUS-rec.RequestUS > rec.TolUS
 	rec.Samples, rec.Dropped = len(out.Samples), len(out.Dropped)
 	rec.DecodeCPUUS, l.decodeAt = l.decodeCPU-l.decodeAt, l.decodeCPU
 	delete(l.batches, t)

@@ -14,21 +14,25 @@ import (
 )
 
 // TestMissedIsLateness checks the deadline-miss rule: a batch is late when
-// it became ready more than ToleranceUS after the GPU's request, whatever
-// the GPU then waited for its hand-off.
+// it became ready more than the tolerance after the GPU's request (the
+// larger of 1 ms and 2 % of the GPU step), whatever the GPU then waited
+// for its hand-off.
 func TestMissedIsLateness(t *testing.T) {
 	for _, tt := range []struct {
-		request, ready int64
-		want           bool
+		request, ready, gpu int64
+		want                bool
 	}{
-		{10_000, 2_000, false},                        // ready long before
-		{10_000, 10_000, false},                       // ready at the request
-		{10_000, 10_000 + metrics.ToleranceUS, false}, // within the tolerance
-		{10_000, 10_000 + metrics.ToleranceUS + 1, true},
-		{10_000, 900_000, true},
+		{10_000, 2_000, 0, false},                        // ready long before
+		{10_000, 10_000, 0, false},                       // ready at the request
+		{10_000, 10_000 + metrics.ToleranceUS, 0, false}, // within the tolerance
+		{10_000, 10_000 + metrics.ToleranceUS + 1, 0, true},
+		{10_000, 10_000 + metrics.ToleranceUS + 1, 50_000, true}, // 2 % of 50 ms is 1 ms
+		{10_000, 10_000 + 20_000, 1_000_000, false},              // 2 % of a 1 s step
+		{10_000, 10_000 + 20_001, 1_000_000, true},
+		{10_000, 900_000, 100, true},
 	} {
-		if got := metrics.Missed(tt.request, tt.ready); got != tt.want {
-			t.Errorf("missed(request %d, ready %d) = %v, want %v", tt.request, tt.ready, got, tt.want)
+		if got := metrics.Missed(tt.request, tt.ready, tt.gpu); got != tt.want {
+			t.Errorf("missed(request %d, ready %d, GPU step %d) = %v, want %v", tt.request, tt.ready, tt.gpu, got, tt.want)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -9,17 +10,25 @@ import (
 	"github.com/datahelix/datahelix/plan"
 )
 
-// ToleranceUS is how late a batch may be before the step counts as a
-// deadline miss: 1 ms.
+// ToleranceUS is the least lateness that counts as a deadline miss: 1 ms.
 const ToleranceUS = 1000
 
+// Tolerance is how late a batch may be ready before its step counts as a
+// deadline miss, for a GPU step of gpuStepUS: the larger of ToleranceUS
+// and 2 % of the step. A flat 1 ms would hide a miss of half a 100 µs
+// text step and count scheduling noise against a 2 s video step.
+func Tolerance(gpuStepUS int64) int64 { return max(ToleranceUS, gpuStepUS/50) }
+
 // Missed reports whether a batch that became ready at readyUS missed the
-// GPU's request at requestUS (DESIGN.md's deadline miss): it was ready
-// more than ToleranceUS after the request. The GPU's wait, delivery less
-// request, also holds the hand-off of a batch that was ready in time (the
-// training loop's thread getting a core back on a busy node, the loader's
-// lock): input wait, counted in the GPU wait, but not a late batch.
-func Missed(requestUS, readyUS int64) bool { return readyUS-requestUS > ToleranceUS }
+// GPU's request at requestUS (DESIGN.md's deadline miss), for a GPU step
+// of gpuStepUS: it was ready more than Tolerance(gpuStepUS) after the
+// request. The GPU's wait, delivery less request, also holds the
+// hand-off of a batch that was ready in time (the training loop's thread
+// getting a core back on a busy node, the loader's lock): input wait,
+// counted in the GPU wait, but not a late batch.
+func Missed(requestUS, readyUS, gpuStepUS int64) bool {
+	return readyUS-requestUS > Tolerance(gpuStepUS)
+}
 
 // StepRecord is one rank's account of one training step. Times are µs
 // since the job's start on that rank's clock (the simulator's virtual
@@ -50,9 +59,13 @@ type StepRecord struct {
 	// planning, exchange, MPI polling while it waits). In a simulation:
 	// the decode tasks' part of CPUUS, without start-up work.
 	DecodeCPUUS int64 `json:"decode_cpu_us,omitempty"`
-	Miss        bool  `json:"miss"`    // ReadyUS - RequestUS > ToleranceUS: the batch was late
-	Samples     int   `json:"samples"` // delivered
-	Dropped     int   `json:"dropped"` // failed to decode, left out
+	Miss        bool  `json:"miss"` // ReadyUS - RequestUS > TolUS: the batch was late
+	// TolUS is the step's miss tolerance, Tolerance of the GPU step the
+	// rank knew when the batch was delivered (its estimate in a real run,
+	// the modelled step in a simulation).
+	TolUS   int64 `json:"tolerance_us"`
+	Samples int   `json:"samples"` // delivered
+	Dropped int   `json:"dropped"` // failed to decode, left out
 	// Damaged counts delivered samples whose compressed bytes were
 	// damaged: the decoder concealed it (decode.Output.Damaged).
 	Damaged  int   `json:"damaged,omitempty"`
@@ -130,6 +143,19 @@ type Summary struct {
 	SteadyMissRate      float64 `json:"steady_miss_rate"`
 	SteadyGPUWaitFrac   float64 `json:"steady_gpu_wait_frac"`
 	SteadyThroughputSPS float64 `json:"steady_throughput_sps"`
+	// The job's steady figures: a step lasts as long as its slowest rank.
+	// SteadyStepMissRate is the fraction of steps in which any rank
+	// missed; SteadyJobStallFrac the sum over steps of the largest rank
+	// wait, over the steady wall time; SteadyEfficiency the throughput
+	// over the GPUs' ceiling, ranks x batch / mean GPU step.
+	SteadyStepMissRate float64 `json:"steady_step_miss_rate"`
+	SteadyJobStallFrac float64 `json:"steady_job_stall_frac"`
+	SteadyEfficiency   float64 `json:"steady_efficiency"`
+	// TimeToFirstBatchS is the run's start to the last rank's delivery of
+	// its first step; WarmupStallS the sum over the warm-up steps of the
+	// largest rank wait.
+	TimeToFirstBatchS float64 `json:"time_to_first_batch_s"`
+	WarmupStallS      float64 `json:"warmup_stall_s"`
 }
 
 // GPUWaitPerRankS is the mean GPU input wait of one rank, seconds: the
@@ -152,26 +178,47 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 		SteadyMissRate      *float64 `json:"steady_miss_rate"`
 		SteadyGPUWaitFrac   *float64 `json:"steady_gpu_wait_frac"`
 		SteadyThroughputSPS *float64 `json:"steady_throughput_sps"`
+		SteadyStepMissRate  *float64 `json:"steady_step_miss_rate"`
+		SteadyJobStallFrac  *float64 `json:"steady_job_stall_frac"`
+		SteadyEfficiency    *float64 `json:"steady_efficiency"`
 	}{plain: plain(s)}
 	if s.SteadySteps > 0 {
 		out.SteadyMissRate, out.SteadyGPUWaitFrac, out.SteadyThroughputSPS = &s.SteadyMissRate, &s.SteadyGPUWaitFrac, &s.SteadyThroughputSPS
+		out.SteadyStepMissRate, out.SteadyJobStallFrac = &s.SteadyStepMissRate, &s.SteadyJobStallFrac
+		if s.SteadyEfficiency > 0 { // 0: no GPU step was measured
+			out.SteadyEfficiency = &s.SteadyEfficiency
+		}
 	}
 	return json.Marshal(out)
 }
 
-// Steady holds a run's figures over the steps after its warm-up.
+// Steady holds a run's figures over the steps after its warm-up, and
+// the warm-up's own.
 type Steady struct {
 	Steps         int // steps counted; 0 when there are none
 	MissRate      float64
 	GPUWaitFrac   float64
 	ThroughputSPS float64
+	// StepMissRate, JobStallFrac and Efficiency are the job's figures
+	// (Summary.SteadyStepMissRate...); Efficiency is 0 when no record
+	// holds a GPU step.
+	StepMissRate float64
+	JobStallFrac float64
+	Efficiency   float64
+	// FirstBatchUS is when the last rank got the run's first step (µs on
+	// the records' clock); WarmupStallUS the sum over warm-up steps of
+	// the largest rank wait.
+	FirstBatchUS  int64
+	WarmupStallUS int64
 }
 
-// SteadyState computes miss rate, GPU wait fraction and throughput over
-// the records after the first warmup steps of the run (a resumed run's
-// first step is its checkpoint's): from the earliest request of the first
-// step counted to endUS (the run's end, on the records' clock). It is all
-// zero, Steps included, when the run is not longer than the warm-up.
+// SteadyState computes the figures over the records after the first
+// warmup steps of the run (a resumed run's first step is its
+// checkpoint's), from the earliest request of the first step counted to
+// endUS (the run's end, on the records' clock), and the warm-up's. The
+// steady figures are zero, Steps included, when the run is not longer
+// than the warm-up. A step's GPU time is its record's GPUUS (the
+// simulated GPU's) or else its ComputeUS (the time to the next request).
 func SteadyState(recs []StepRecord, warmup int, endUS int64) Steady {
 	if len(recs) == 0 {
 		return Steady{}
@@ -181,16 +228,30 @@ func SteadyState(recs []StepRecord, warmup int, endUS int64) Steady {
 		first = min(first, r.Step)
 	}
 	from := first + int64(warmup)
+	var st Steady
 	start := int64(-1)
-	var wait int64
-	var misses, n, samples int
+	var wait, gpu int64
+	var misses, n, samples, gpuN int
 	ranks := map[int]bool{}
-	steps := map[int64]bool{}
+	type stepAcc struct {
+		maxWait int64
+		missed  bool
+	}
+	steps := map[int64]*stepAcc{}
 	for _, r := range recs {
+		if r.Step == first {
+			st.FirstBatchUS = max(st.FirstBatchUS, r.DeliverUS)
+		}
+		a := steps[r.Step]
+		if a == nil {
+			a = &stepAcc{}
+			steps[r.Step] = a
+		}
+		a.maxWait = max(a.maxWait, r.WaitUS)
+		a.missed = a.missed || r.Miss
 		if r.Step < from {
 			continue
 		}
-		steps[r.Step] = true
 		if r.Step == from && (start < 0 || r.RequestUS < start) {
 			start = r.RequestUS
 		}
@@ -201,17 +262,41 @@ func SteadyState(recs []StepRecord, warmup int, endUS int64) Steady {
 		if r.Miss {
 			misses++
 		}
+		if g := cmp.Or(r.GPUUS, r.ComputeUS); g > 0 {
+			gpu += g
+			gpuN++
+		}
+	}
+	var stall int64
+	var steadySteps, missedSteps int
+	for s, a := range steps {
+		if s < from {
+			st.WarmupStallUS += a.maxWait
+			continue
+		}
+		steadySteps++
+		stall += a.maxWait
+		if a.missed {
+			missedSteps++
+		}
 	}
 	if n == 0 || start < 0 || endUS <= start {
-		return Steady{}
+		return Steady{FirstBatchUS: st.FirstBatchUS, WarmupStallUS: st.WarmupStallUS}
 	}
 	span := float64(endUS - start)
-	return Steady{
-		Steps:         len(steps),
-		MissRate:      float64(misses) / float64(n),
-		GPUWaitFrac:   float64(wait) / (float64(len(ranks)) * span),
-		ThroughputSPS: float64(samples) / (span / 1e6),
+	st.Steps = steadySteps
+	st.MissRate = float64(misses) / float64(n)
+	st.GPUWaitFrac = float64(wait) / (float64(len(ranks)) * span)
+	st.ThroughputSPS = float64(samples) / (span / 1e6)
+	st.StepMissRate = float64(missedSteps) / float64(steadySteps)
+	st.JobStallFrac = float64(stall) / span
+	if gpuN > 0 {
+		// The ceiling: every rank's samples of a step each mean GPU step.
+		perStep := float64(samples) / float64(steadySteps)
+		ceiling := perStep / (float64(gpu) / float64(gpuN) / 1e6)
+		st.Efficiency = st.ThroughputSPS / ceiling
 	}
+	return st
 }
 
 // Summarize aggregates the records of every rank of a run. wallUS is the
@@ -230,6 +315,9 @@ func Summarize(k step.Kind, recs []StepRecord, ranks, steps, batch, workers, war
 	st := SteadyState(recs, warmup, first+wallUS)
 	s.SteadySteps = st.Steps
 	s.SteadyMissRate, s.SteadyGPUWaitFrac, s.SteadyThroughputSPS = st.MissRate, st.GPUWaitFrac, st.ThroughputSPS
+	s.SteadyStepMissRate, s.SteadyJobStallFrac, s.SteadyEfficiency = st.StepMissRate, st.JobStallFrac, st.Efficiency
+	s.TimeToFirstBatchS = float64(st.FirstBatchUS) / 1e6 // the records' clock starts with the job
+	s.WarmupStallS = float64(st.WarmupStallUS) / 1e6
 	var wait, moved, netMoved int64
 	var samples int
 	var plans, gathers []int64

@@ -30,8 +30,8 @@ func TestSteadyState(t *testing.T) {
 			math.Abs(got.ThroughputSPS-want.ThroughputSPS) > 1e-9 {
 			t.Errorf("first step %d: SteadyState = %+v, want %+v", first, got, want)
 		}
-		if got := SteadyState(recs, 4, 401_000); got != (Steady{}) {
-			t.Errorf("first step %d: warm-up as long as the run gives %+v, want zeros", first, got)
+		if got := SteadyState(recs, 4, 401_000); got != (Steady{WarmupStallUS: 4 * 50_000}) {
+			t.Errorf("first step %d: warm-up as long as the run gives %+v, want zeros but the warm-up stall", first, got)
 		}
 		// Summarize takes the wall time from the first request.
 		s := Summarize(step.KindHelix, recs, 2, 4, 4, 1, 2, 400_000)
@@ -39,6 +39,44 @@ func TestSteadyState(t *testing.T) {
 			t.Errorf("first step %d: Summarize steady figures %d %v %v, want 2 %v %v", first,
 				s.WarmupSteps, s.SteadyGPUWaitFrac, s.SteadyThroughputSPS, want.GPUWaitFrac, want.ThroughputSPS)
 		}
+	}
+}
+
+// TestJobFigures checks the job-level figures on a hand-made run of two
+// ranks and four 100 ms steps of a 80 ms GPU step, warm-up 1: a step is
+// missed when any rank is, lasts as long as its slowest rank, and the
+// efficiency is the GPU's share of the steady wall time.
+func TestJobFigures(t *testing.T) {
+	waits := [4][2]int64{{300_000, 250_000}, {0, 20_000}, {5_000, 0}, {0, 0}}
+	var recs []StepRecord
+	for s := range int64(4) {
+		for r := range 2 {
+			w := waits[s][r]
+			recs = append(recs, StepRecord{Step: s, Rank: r, RequestUS: 500_000 + 100_000*s, DeliverUS: 500_000 + 100_000*s + w,
+				WaitUS: w, Miss: w > 1000, Samples: 4, GPUUS: 80_000})
+		}
+	}
+	got := SteadyState(recs, 1, 900_000) // steps 1..3, from 600 ms to 900 ms
+	if got.Steps != 3 || got.FirstBatchUS != 800_000 || got.WarmupStallUS != 300_000 {
+		t.Errorf("steps %d, first batch %d µs, warm-up stall %d µs; want 3, 800000, 300000", got.Steps, got.FirstBatchUS, got.WarmupStallUS)
+	}
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"rank miss rate", got.MissRate, 2.0 / 6},
+		{"step miss rate", got.StepMissRate, 2.0 / 3},
+		{"job stall fraction", got.JobStallFrac, 25_000.0 / 300_000},
+		{"efficiency", got.Efficiency, 3 * 80_000.0 / 300_000},
+	} {
+		if math.Abs(c.got-c.want) > 1e-12 {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	s := Summarize(step.KindHelix, recs, 2, 4, 4, 1, 1, 400_000)
+	if s.TimeToFirstBatchS != 0.8 || s.WarmupStallS != 0.3 || math.Abs(s.SteadyStepMissRate-2.0/3) > 1e-12 {
+		t.Errorf("Summarize: first batch %v s, warm-up stall %v s, step miss rate %v; want 0.8, 0.3, 0.667",
+			s.TimeToFirstBatchS, s.WarmupStallS, s.SteadyStepMissRate)
 	}
 }
 
@@ -68,7 +106,7 @@ func TestSummaryJSONSteadyNullWithinWarmup(t *testing.T) {
 		if err := json.Unmarshal(b, &m); err != nil {
 			t.Fatal(err)
 		}
-		for _, key := range []string{"steady_miss_rate", "steady_gpu_wait_frac", "steady_throughput_sps"} {
+		for _, key := range []string{"steady_miss_rate", "steady_gpu_wait_frac", "steady_throughput_sps", "steady_step_miss_rate", "steady_job_stall_frac"} {
 			v, ok := m[key]
 			if !ok {
 				t.Errorf("warm-up %d: %s missing from %s", c.warmup, key, b)

@@ -408,7 +408,8 @@ func RunContext(ctx context.Context, cfg Config) (*Result, error) {
 				WaitUS: at - request, ComputeUS: compute, GPUUS: compute, Samples: b, BytesIn: mv[0], BytesOut: mv[1], NetBytesOut: mv[2],
 				PlanUS: planTimes[t], Hash: hash, CPUUS: rk.work - rk.workAt, DecodeCPUUS: rk.decode - rk.decodeAt}
 			rk.workAt, rk.decodeAt = rk.work, rk.decode
-			rec.Miss = metrics.Missed(rec.RequestUS, rec.ReadyUS)
+			rec.TolUS = metrics.Tolerance(compute)
+			rec.Miss = rec.ReadyUS-rec.RequestUS > rec.TolUS
 			recs[r] = rec
 			delivered[r] = true
 			rk.batches[t] = nil
