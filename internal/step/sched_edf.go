@@ -1,7 +1,5 @@
 package step
 
-import "container/heap"
-
 // EDF is the decode policy of the local, static and helix loaders: every
 // worker of the rank takes the runnable task due earliest — the lowest
 // step, then the plan's decode order, then the part — as soon as it is
@@ -12,23 +10,18 @@ type EDF struct {
 	budget   int64 // decoded bytes allowed in flight; <= 0 means unlimited
 	inUse    int64
 	q        taskHeap
-	started  map[sampleKey]bool // samples with a part started, not yet released
-	memOf    map[int64]int64    // decoded bytes charged per step
-	released int64              // steps below this are released
-	begun    bool               // a batch was added: released is at least its step
+	started  map[int64][]bool // per step, the slots with a part started, not yet released
+	memOf    map[int64]int64  // decoded bytes charged per step
+	released int64            // steps below this are released
+	begun    bool             // a batch was added: released is at least its step
 	waiting  int64
 	running  int64
-}
-
-type sampleKey struct {
-	step int64
-	slot int
 }
 
 // NewEDF returns an earliest-deadline-first scheduler with a budget of
 // decoded bytes (<= 0: unlimited).
 func NewEDF(budget int64) *EDF {
-	return &EDF{budget: budget, started: map[sampleKey]bool{}, memOf: map[int64]int64{}}
+	return &EDF{budget: budget, started: map[int64][]bool{}, memOf: map[int64]int64{}}
 }
 
 // Add queues the batch's tasks. The first batch added is the earliest
@@ -39,7 +32,7 @@ func (e *EDF) Add(step int64, tasks []Task) {
 		e.begun, e.released = true, max(e.released, step)
 	}
 	for _, t := range tasks {
-		heap.Push(&e.q, t)
+		e.q.push(t)
 		e.waiting += t.Cost
 	}
 }
@@ -50,14 +43,18 @@ func (e *EDF) Next(w int) (Task, bool) {
 		return Task{}, false
 	}
 	t := e.q[0]
-	k := sampleKey{t.Step, t.Slot}
-	first := !e.started[k]
+	slots := e.started[t.Step]
+	first := t.Slot >= len(slots) || !slots[t.Slot]
 	if first && e.budget > 0 && t.Step > e.released && e.inUse+t.Mem > e.budget {
 		return Task{}, false
 	}
-	heap.Pop(&e.q)
+	e.q.pop()
 	if first {
-		e.started[k] = true
+		if t.Slot >= len(slots) {
+			slots = append(slots, make([]bool, t.Slot+1-len(slots))...)
+			e.started[t.Step] = slots
+		}
+		slots[t.Slot] = true
 		e.inUse += t.Mem
 		e.memOf[t.Step] += t.Mem
 	}
@@ -75,9 +72,9 @@ func (e *EDF) Release(step int64) {
 		e.inUse -= e.memOf[s]
 		delete(e.memOf, s)
 	}
-	for k := range e.started {
-		if k.step <= step {
-			delete(e.started, k)
+	for s := range e.started {
+		if s <= step {
+			delete(e.started, s)
 		}
 	}
 	if step+1 > e.released {
@@ -92,12 +89,15 @@ func (e *EDF) Queued() (waiting, running int64) { return e.waiting, e.running }
 func (e *EDF) InUse() int64 { return e.inUse }
 
 // taskHeap orders tasks by step, decode order, then part: a total order,
-// since (step, order) names one sample of the rank.
+// since (step, order) names one sample of the rank. It is a binary
+// min-heap on a slice of tasks, without container/heap's interface
+// boxing: a simulation of thousands of ranks spends much of its time
+// here.
 type taskHeap []Task
 
-func (h taskHeap) Len() int { return len(h) }
-func (h taskHeap) Less(i, j int) bool {
-	a, b := h[i], h[j]
+// less is the heap's order.
+func (h taskHeap) less(i, j int) bool {
+	a, b := &h[i], &h[j]
 	if a.Step != b.Step {
 		return a.Step < b.Step
 	}
@@ -106,11 +106,40 @@ func (h taskHeap) Less(i, j int) bool {
 	}
 	return a.Part < b.Part
 }
-func (h taskHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *taskHeap) Push(x any)   { *h = append(*h, x.(Task)) }
-func (h *taskHeap) Pop() any {
-	old := *h
-	t := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return t
+
+// push adds t.
+func (h *taskHeap) push(t Task) {
+	*h = append(*h, t)
+	q := *h
+	for i := len(q) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !q.less(i, p) {
+			break
+		}
+		q[i], q[p] = q[p], q[i]
+		i = p
+	}
+}
+
+// pop removes the least task (h[0]); h must not be empty.
+func (h *taskHeap) pop() {
+	q := *h
+	n := len(q) - 1
+	q[0] = q[n]
+	q = q[:n]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < n && q.less(l, m) {
+			m = l
+		}
+		if r := l + 1; r < n && q.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		q[i], q[m] = q[m], q[i]
+		i = m
+	}
+	*h = q
 }

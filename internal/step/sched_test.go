@@ -227,3 +227,4 @@ func TestTorchStartsAtTheFirstStepAdded(t *testing.T) {
 		}
 	}
 }
+
