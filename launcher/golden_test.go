@@ -119,7 +119,7 @@ func newRunTranscript(data string, oldnew ...string) *transcript {
 // on resumed loaders, the dropped and damaged counts and the batches
 // hash stay as printed: they are the run's behaviour.
 var runFigures = [][2]string{
-	{`(?m)^((?:2> )?(?:deadline misses|GPU wait per rank|throughput|wall time|moved per step|  across nodes|plan p50|allgather p50|cost model MAPE|GPU model MAPE|peak RSS|after \d+ steps: misses| +GPU wait| +throughput)) .*$`, "$1 …"},
+	{`(?m)^((?:2> )?(?:deadline misses|GPU wait per rank|throughput|wall time|moved per step|  across nodes|plan p50|allgather p50|cost model MAPE|GPU model MAPE|peak RSS|first batch after|warm-up stall|after \d+ steps: misses| +GPU wait| +throughput|  job: steps missed| +stall| +GPU efficiency)) .*$`, "$1 …"},
 	{`(?m)^((?:2> )?\w+ vs \w+): .*$`, "$1: …"},
 	{`(?m)^((?:2> )?after the first \d+ steps \(the warm-up, one planning horizon\)): misses .*$`, "$1: misses …"},
 }
