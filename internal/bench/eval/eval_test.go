@@ -57,7 +57,10 @@ func TestRunScaleSmall(t *testing.T) {
 	}
 }
 
-var scaleFlag = flag.Bool("scale", false, "run the 1024-rank scale configuration (tens of seconds)")
+var (
+	scaleFlag  = flag.Bool("scale", false, "run the 1024-rank scale configuration (tens of seconds)")
+	scaleRanks = flag.Int("scale-ranks", DefaultScale.Ranks, "world size of the -scale run")
+)
 
 // TestScaleGoal runs the scale configuration with -scale: 1024
 // ranks, B=16, 100 steps. It reports the time; the 60 s goal is judged in
@@ -66,7 +69,9 @@ func TestScaleGoal(t *testing.T) {
 	if !*scaleFlag {
 		t.Skip("the 1024-rank run takes tens of seconds: go test ./internal/bench/eval -run TestScaleGoal -scale -v")
 	}
-	r, err := RunScale(context.Background(), DefaultScale, nil)
+	cfg := DefaultScale
+	cfg.Ranks = *scaleRanks
+	r, err := RunScale(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
