@@ -198,9 +198,9 @@ func openJob(ctx context.Context, c collective.Comm, f *runFlags, errOut io.Writ
 		j.close()
 		return nil, withStatusAllRanks(exitDisagree, err)
 	}
-	sizes := make([]int, len(j.ds.Shards))
-	for i, sh := range j.ds.Shards {
-		sizes[i] = sh.Len()
+	sizes := make([]int, j.ds.NumShards())
+	for i := range sizes {
+		sizes[i] = j.ds.ShardLen(i)
 	}
 	if err := f.applyEpochs(sizes, c.Size()); err != nil {
 		j.close()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/reader"
+	"github.com/datahelix/datahelix/internal/shard"
 
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode"
@@ -108,8 +109,8 @@ func TestCheckJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sizes := make([]int, len(ds.Shards))
-	for i, s := range ds.Shards {
+	sizes := make([]int, ds.NumShards())
+	for i, s := range shard.ShardsOf(ds) {
 		sizes[i] = s.Len()
 	}
 	ds.Close()

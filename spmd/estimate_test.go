@@ -14,6 +14,7 @@ import (
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/gpu"
 	"github.com/datahelix/datahelix/internal/costmodel"
+	"github.com/datahelix/datahelix/internal/decoding"
 	"github.com/datahelix/datahelix/internal/gen/gentest"
 	"github.com/datahelix/datahelix/internal/step"
 	"github.com/datahelix/datahelix/plan"
@@ -45,7 +46,7 @@ func TestAbsurdEstimateDoesNotEndTheJob(t *testing.T) {
 		for k := range n {
 			binary.BigEndian.PutUint32(body[i+16+4*k:], 0xFFFFFFF0)
 		}
-		rec, err := decode.ParseRecord(&decode.Sample{Key: name, Members: []decode.Member{{Name: name, Ext: "mp4", Data: body}}})
+		rec, err := decoding.ParseRecord(&decode.Sample{Key: name, Members: []decode.Member{{Name: name, Ext: "mp4", Data: body}}}, decoding.Limits{})
 		if err != nil {
 			t.Fatalf("the patched %s no longer parses (%v): the test needs one that does", name, err)
 		}

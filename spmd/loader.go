@@ -170,7 +170,7 @@ type batchState struct {
 type slotState struct {
 	item      step.Item
 	sample    *decode.Sample
-	rec       *decode.Record
+	rec       *decoding.Record
 	recErr    error
 	tasks     []video.Task  // for split clips, one per part
 	tensor    decode.Tensor // a split clip's frames, filled by its parts

@@ -15,6 +15,7 @@ import (
 	"github.com/datahelix/datahelix/gpu"
 	"github.com/datahelix/datahelix/internal/metrics"
 	"github.com/datahelix/datahelix/internal/reader"
+	"github.com/datahelix/datahelix/internal/shard"
 	"github.com/datahelix/datahelix/internal/shardindex"
 )
 
@@ -122,7 +123,7 @@ func CheckJob(comm collective.Comm, ds decode.Source, cfg Config, kinds []Kind) 
 // vanish from the training data silently; shardindex.MaxWarningLines of a
 // shard, then a count of the rest.
 func logWarnings(log io.Writer, ds *decode.Dataset) {
-	for _, s := range ds.Shards {
+	for _, s := range shard.ShardsOf(ds) {
 		for _, line := range shardindex.WarningLines(s.Path(), s.Warnings(), shardindex.MaxWarningLines) {
 			fmt.Fprintf(log, "datahelix: %s\n", line)
 		}
@@ -143,7 +144,7 @@ func checkEmptyShards(src decode.Source) error {
 		}
 		return nil
 	}
-	for _, s := range ds.Shards {
+	for _, s := range shard.ShardsOf(ds) {
 		if s.Len() > 0 {
 			continue
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/decoding"
 	"github.com/datahelix/datahelix/internal/gen/gentest"
 	"github.com/datahelix/datahelix/internal/shardindex"
 )
@@ -148,7 +149,7 @@ func TestDropLineOfOtherErrors(t *testing.T) {
 	l := logLoader(&log)
 	l.logDrop(3, &decode.Sample{Shard: "a.tar", Key: "k"}, errors.New("spmd: task 2 of 3 failed"))
 	bad := &decode.Sample{Shard: "b.tar", Key: "n", Members: []decode.Member{{Name: "n.npy", Ext: "npy", Data: []byte{1}}}}
-	_, err := decode.ParseRecord(bad)
+	_, err := decoding.ParseRecord(bad, decoding.Limits{})
 	l.logDrop(4, bad, err)
 	want := `datahelix: rank 0: step 3: dropping sample: shard a.tar: sample "k": spmd: task 2 of 3 failed` + "\n" +
 		"datahelix: rank 0: step 4: dropping sample: " + err.Error() + "\n"

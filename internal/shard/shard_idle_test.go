@@ -1,4 +1,4 @@
-package decode
+package shard
 
 import (
 	"archive/tar"
@@ -43,13 +43,13 @@ func manyShards(t *testing.T, n int) string {
 func TestShardFilesBounded(t *testing.T) {
 	defer func(n int) { maxIdleShardFiles = n }(maxIdleShardFiles)
 	maxIdleShardFiles = 3
-	ds, err := OpenDataset(manyShards(t, 12), t.TempDir())
+	ds, err := OpenDataset(manyShards(t, 12), t.TempDir(), 0, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	before := openFDs(t)
 	for round := range 2 { // the second reopens what the first closed
-		for i, sh := range ds.Shards {
+		for i, sh := range ds.shards {
 			for j := range sh.Len() {
 				smp, err := sh.ReadSample(j)
 				if err != nil {
@@ -78,7 +78,7 @@ func TestShardFilesBounded(t *testing.T) {
 func TestShardFilesConcurrent(t *testing.T) {
 	defer func(n int) { maxIdleShardFiles = n }(maxIdleShardFiles)
 	maxIdleShardFiles = 1
-	ds, err := OpenDataset(manyShards(t, 6), t.TempDir())
+	ds, err := OpenDataset(manyShards(t, 6), t.TempDir(), 0, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,8 +87,8 @@ func TestShardFilesConcurrent(t *testing.T) {
 	for g := range 8 {
 		go func() {
 			for k := range 300 {
-				i, j := (g+k)%len(ds.Shards), k%2
-				sh := ds.Shards[i]
+				i, j := (g+k)%len(ds.shards), k%2
+				sh := ds.shards[i]
 				if g == 0 && k%7 == 0 {
 					sh.Close() // while others may be reading it
 				}
@@ -141,7 +141,7 @@ func TestDatasetIndexMemory(t *testing.T) {
 			return m.HeapAlloc
 		}
 		before := heap()
-		ds, err := OpenDataset(dir, cache)
+		ds, err := OpenDataset(dir, cache, 0, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,7 +153,7 @@ func TestDatasetIndexMemory(t *testing.T) {
 		if limit := int64(shards * perShard * 250 / 8); held > limit {
 			t.Errorf("%s (round %d): the open dataset holds %d bytes, want at most %d (%d samples)", what, round, held, limit, ds.Len())
 		}
-		smp, err := ds.Shards[7].ReadSample(123)
+		smp, err := ds.shards[7].ReadSample(123)
 		if err != nil || smp.Key != "part-00007/sample-00000123" {
 			t.Errorf("%s: ReadSample: key %v, err %v", what, smp, err)
 		}
@@ -167,7 +167,7 @@ func TestDatasetIndexMemory(t *testing.T) {
 func TestShardReloadIndex(t *testing.T) {
 	dir, cache := t.TempDir(), t.TempDir()
 	p := tartest.WriteFile(t, dir, "s.tar", tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "a.txt", Data: "A"}, {Name: "b.txt", Data: "B"}}))
-	s, err := OpenShard(p, cache)
+	s, err := Open(p, cache)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestShardReloadIndex(t *testing.T) {
 	// A shard replaced by a rename while its index is still cached: the
 	// cached offsets must not be read in the new file's bytes.
 	p2 := tartest.WriteFile(t, dir, "r.tar", tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "a.txt", Data: "AAAA"}, {Name: "b.txt", Data: "BBBB"}}))
-	s2, err := OpenShard(p2, cache)
+	s2, err := Open(p2, cache)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,13 +224,13 @@ func TestShardFilesSampleBound(t *testing.T) {
 		big = append(big, tartest.File{Name: fmt.Sprintf("%d.txt", j), Data: fmt.Sprint(j)})
 	}
 	pBig := tartest.WriteFile(t, t.TempDir(), "big.tar", tartest.Write(t, tar.FormatPAX, big))
-	ds, err := OpenDataset(dir, cache)
+	ds, err := OpenDataset(dir, cache, 0, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ds.Close()
 	before := openFDs(t)
-	for i, sh := range ds.Shards {
+	for i, sh := range ds.shards {
 		if _, err := sh.ReadSample(0); err != nil {
 			t.Fatal(err)
 		}
@@ -239,7 +239,7 @@ func TestShardFilesSampleBound(t *testing.T) {
 			t.Fatalf("after reading %d shards, %d more files open, want at most 1", i+1, open)
 		}
 	}
-	sb, err := OpenShard(pBig, cache)
+	sb, err := Open(pBig, cache)
 	if err != nil {
 		t.Fatal(err)
 	}

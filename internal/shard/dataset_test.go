@@ -1,4 +1,4 @@
-package decode
+package shard
 
 import (
 	"archive/tar"
@@ -6,13 +6,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/datahelix/datahelix/internal/tartest"
+	"time"
 
 	"github.com/datahelix/datahelix/internal/shardindex"
+	"github.com/datahelix/datahelix/internal/tartest"
+	"golang.org/x/sys/unix"
 )
 
 // TestOpenDatasetGlobSkipsIndexFiles opens 'DIR/*' twice without a cache
@@ -26,24 +28,24 @@ func TestOpenDatasetGlobSkipsIndexFiles(t *testing.T) {
 	tartest.WriteFile(t, dir, "b.tar.dhidx.tmp123", []byte("a partly written index"))
 	glob := filepath.Join(dir, "*")
 	for i := range 2 {
-		d, err := OpenDataset(glob, "")
+		d, err := OpenDataset(glob, "", 0, 1)
 		if err != nil {
 			t.Fatalf("open %d: %v", i, err)
 		}
 		var names []string
-		for _, s := range d.Shards {
+		for _, s := range d.shards {
 			names = append(names, filepath.Base(s.Path()))
 		}
 		d.Close()
 		if strings.Join(names, " ") != "a.tar b.tar" {
 			t.Errorf("open %d: shards %v, want [a.tar b.tar]", i, names)
 		}
-		if i == 1 && !d.Shards[0].fromCache {
+		if i == 1 && !d.shards[0].fromCache {
 			t.Errorf("open %d: index not loaded from the cache beside the shard", i)
 		}
 	}
-	_, err := OpenDataset(filepath.Join(dir, "*.dhidx"), "")
-	if !errors.Is(err, ErrNoShards) || !strings.Contains(err.Error(), "matches only index cache files (*.dhidx)") {
+	_, err := OpenDataset(filepath.Join(dir, "*.dhidx"), "", 0, 1)
+	if !errors.Is(err, shardindex.ErrNoShards) || !strings.Contains(err.Error(), "matches only index cache files (*.dhidx)") {
 		t.Errorf("glob of index files only: err %v", err)
 	}
 }
@@ -58,19 +60,19 @@ func TestOpenDatasetCompressedDir(t *testing.T) {
 	tartest.WriteFile(t, only, "b.tgz", tartest.Gzip(t, tarData))
 	tartest.WriteFile(t, only, "c.tar.zst", []byte("\x28\xb5\x2f\xfd not really"))
 	tartest.WriteFile(t, only, "notes.md", []byte("not a shard"))
-	_, err := OpenDataset(only, t.TempDir())
+	_, err := OpenDataset(only, t.TempDir(), 0, 1)
 	want := "directory " + only + " has no *.tar files; 3 compressed shards (*.tar.gz, *.tar.zst, *.tgz) must be decompressed first"
-	if !errors.Is(err, ErrNoShards) || !errors.Is(err, ErrCompressedShard) || !strings.Contains(err.Error(), want) {
+	if !errors.Is(err, shardindex.ErrNoShards) || !errors.Is(err, shardindex.ErrCompressedShard) || !strings.Contains(err.Error(), want) {
 		t.Errorf("only compressed: err %v\nwant ErrNoShards and ErrCompressedShard, saying %q", err, want)
 	}
 
 	mixed := t.TempDir()
 	tartest.WriteFile(t, mixed, "a.tar", tarData)
 	tartest.WriteFile(t, mixed, "b.tar.gz", tartest.Gzip(t, tarData))
-	_, err = OpenDataset(mixed, t.TempDir())
+	_, err = OpenDataset(mixed, t.TempDir(), 0, 1)
 	want = "directory " + mixed + " mixes 1 *.tar shard with 1 compressed shard (*.tar.gz) such as " + filepath.Join(mixed, "b.tar.gz")
-	if !errors.Is(err, ErrCompressedShard) || !strings.Contains(err.Error(), want) {
-		t.Errorf("mixed: err %v\nwant ErrCompressedShard, saying %q", err, want)
+	if !errors.Is(err, shardindex.ErrCompressedShard) || !strings.Contains(err.Error(), want) {
+		t.Errorf("mixed: err %v\nwant shardindex.ErrCompressedShard, saying %q", err, want)
 	}
 }
 
@@ -92,13 +94,13 @@ func TestOpenDatasetNamesEveryBadShard(t *testing.T) {
 			tartest.WriteFile(t, dir, name, good)
 		}
 	}
-	_, err := OpenDataset(dir, t.TempDir())
-	if !errors.Is(err, ErrCorruptShard) {
+	_, err := OpenDataset(dir, t.TempDir(), 0, 1)
+	if !errors.Is(err, shardindex.ErrCorruptShard) {
 		t.Fatalf("err %v, want ErrCorruptShard", err)
 	}
-	var se *ShardError
+	var se *shardindex.ShardError
 	if !errors.As(err, &se) || filepath.Base(se.Path) != bad[0] {
-		t.Errorf("errors.As(*ShardError) gives %v, want the error of %s", se, bad[0])
+		t.Errorf("errors.As(*shardindex.ShardError) gives %v, want the error of %s", se, bad[0])
 	}
 	msg := err.Error()
 	if want := fmt.Sprintf("%d of 12 shards cannot be opened", len(bad)); !strings.Contains(msg, want) {
@@ -117,8 +119,8 @@ func TestOpenDatasetNamesEveryBadShard(t *testing.T) {
 	one := t.TempDir()
 	tartest.WriteFile(t, one, "a.tar", good)
 	p := tartest.WriteFile(t, one, "b.tar", good[:1100])
-	_, err = OpenDataset(one, t.TempDir())
-	_, want := OpenShard(p, t.TempDir())
+	_, err = OpenDataset(one, t.TempDir(), 0, 1)
+	_, want := Open(p, t.TempDir())
 	if err == nil || want == nil || err.Error() != want.Error() {
 		t.Errorf("one bad shard: err %v, want %v", err, want)
 	}
@@ -144,14 +146,14 @@ func TestOpenDatasetPart(t *testing.T) {
 	var wg sync.WaitGroup
 	for part := range parts {
 		wg.Go(func() {
-			d, err := OpenDatasetPart(dir, cache, part, parts)
+			d, err := OpenDataset(dir, cache, part, parts)
 			if err != nil {
 				errs[part] = err
 				return
 			}
 			defer d.Close()
 			var b strings.Builder
-			for _, s := range d.Shards {
+			for _, s := range d.shards {
 				fmt.Fprintf(&b, "%s/%d ", filepath.Base(s.Path()), s.Len())
 			}
 			got[part] = b.String()
@@ -178,12 +180,12 @@ func TestOpenDatasetPart(t *testing.T) {
 			t.Errorf("the cache holds %s, not an index", e.Name())
 		}
 	}
-	d, err := OpenDataset(dir, cache)
+	d, err := OpenDataset(dir, cache, 0, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	for _, s := range d.Shards {
+	for _, s := range d.shards {
 		if !s.fromCache {
 			t.Errorf("%s: index not loaded from the cache the parts wrote", s.Path())
 		}
@@ -200,37 +202,72 @@ func TestOpenDatasetPart(t *testing.T) {
 	}
 }
 
-// TestDatasetWarnings checks the warnings of a dataset's shards and their
-// capped lines.
-func TestDatasetWarnings(t *testing.T) {
+func TestOpenDataset(t *testing.T) {
 	dir := t.TempDir()
-	var files []tartest.File
-	for _, name := range []string{"000001", "000002", "000003", "000004", "000005", "000006", "000007"} {
-		files = append(files, tartest.File{Name: name, Data: "x"})
+	for i := 2; i >= 0; i-- {
+		name := fmt.Sprintf("shard-%d.tar", i)
+		if i == 2 {
+			name = "shard-2.TAR" // a shard in any letter case, as IsShardName takes it
+		}
+		tartest.WriteFile(t, dir, name, tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: fmt.Sprintf("%d.txt", i), Data: "t"}}))
 	}
-	tartest.WriteFile(t, dir, "a.tar", tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "k.txt", Data: "fine"}}))
-	tartest.WriteFile(t, dir, "b.tar", tartest.Write(t, tar.FormatPAX, files))
-	ds, err := OpenDataset(dir, t.TempDir())
+	tartest.WriteFile(t, dir, "notes.md", []byte("not a shard"))
+	d, err := OpenDataset(dir, t.TempDir(), 0, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ds.Close()
-	var shards []string
-	for _, sh := range ds.Shards {
-		if len(sh.Warnings()) > 0 {
-			shards = append(shards, sh.Path())
+	defer d.Close()
+	var names []string
+	for _, s := range d.shards {
+		names = append(names, filepath.Base(s.Path()))
+	}
+	if want := []string{"shard-0.tar", "shard-1.tar", "shard-2.TAR"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("shards = %v, want %v", names, want)
+	}
+	if d.Len() != 3 {
+		t.Errorf("Len() = %d, want 3", d.Len())
+	}
+	g, err := OpenDataset(filepath.Join(dir, "shard-[01].tar"), t.TempDir(), 0, 1)
+	if err != nil || len(g.shards) != 2 {
+		t.Errorf("glob: %v", err)
+	}
+	one, err := OpenDataset(filepath.Join(dir, "shard-1.tar"), t.TempDir(), 0, 1)
+	if err != nil || len(one.shards) != 1 {
+		t.Errorf("single file: %v", err)
+	}
+	for _, bad := range []string{"", filepath.Join(dir, "missing"), filepath.Join(dir, "*.zip"), t.TempDir()} {
+		if _, err := OpenDataset(bad, "", 0, 1); !errors.Is(err, shardindex.ErrNoShards) {
+			t.Errorf("OpenDataset(%q): err %v, want ErrNoShards", bad, err)
 		}
 	}
-	b := ds.Shards[1]
-	if len(shards) != 1 || !strings.HasSuffix(b.Path(), "b.tar") || len(b.Warnings()) != 7 {
-		t.Fatalf("shards with warnings %q, b.tar's %q; want 7 of b.tar alone", shards, b.Warnings())
+	tartest.WriteFile(t, dir, "shard-3.tar", []byte("corrupt"))
+	if _, err := OpenDataset(dir, t.TempDir(), 0, 1); !errors.Is(err, shardindex.ErrCorruptShard) || !strings.Contains(err.Error(), "shard-3.tar") {
+		t.Errorf("corrupt shard in dataset: err %v", err)
 	}
-	lines := shardindex.WarningLines(b.Path(), b.Warnings(), 5)
-	if len(lines) != 6 || !strings.Contains(lines[0], `b.tar: member "000001" at offset 512 skipped`) ||
-		!strings.HasPrefix(lines[0], "warning: shard ") || !strings.HasSuffix(lines[5], "b.tar: and 2 more warnings") {
-		t.Errorf("WarningLines(5) = %q, want 5 warnings and a count of 2 more", lines)
+}
+
+// TestOpenDatasetFIFO puts a FIFO named like a shard in a dataset
+// directory: opening it for reading blocked until a writer came, which
+// hung every rank at start-up. It must be refused at once.
+func TestOpenDatasetFIFO(t *testing.T) {
+	dir := t.TempDir()
+	tartest.WriteFile(t, dir, "shard-0.tar", tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "0.txt", Data: "t"}}))
+	fifo := filepath.Join(dir, "shard-1.tar")
+	if err := unix.Mkfifo(fifo, 0o644); err != nil {
+		t.Skip("no FIFOs here:", err)
 	}
-	if got := shardindex.WarningLines(b.Path(), b.Warnings(), 0); len(got) != 7 {
-		t.Errorf("WarningLines(0) gave %d lines, want all 7", len(got))
+	done := make(chan error, 1)
+	go func() {
+		_, err := OpenDataset(dir, t.TempDir(), 0, 1)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), fifo+": not a regular file") {
+			t.Errorf("got %v, want the FIFO refused as not a regular file", err)
+		}
+	case <-time.After(10 * time.Second):
+		os.WriteFile(fifo, nil, 0o644) // unblock the open
+		t.Fatal("OpenDataset blocked on a FIFO")
 	}
 }

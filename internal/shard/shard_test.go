@@ -1,10 +1,9 @@
-package decode
+package shard
 
 import (
 	"archive/tar"
 	"bytes"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,13 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/datahelix/datahelix/internal/decoding"
+	"github.com/datahelix/datahelix/internal/shardindex"
 	"github.com/datahelix/datahelix/internal/tartest"
-
-	"golang.org/x/sys/unix"
 )
 
 // sampleSummary renders a sample as "key: ext=data ext=data" for comparisons.
-func sampleSummary(s *Sample) string {
+func sampleSummary(s *decoding.Sample) string {
 	var parts []string
 	for _, m := range s.Members {
 		parts = append(parts, m.Ext+"="+string(m.Data))
@@ -44,7 +43,7 @@ func TestShardGoTar(t *testing.T) {
 			}
 			dir := t.TempDir()
 			p := tartest.WriteFile(t, dir, "s.tar", tartest.Write(t, format, files))
-			s, err := OpenShard(p, "")
+			s, err := Open(p, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -89,7 +88,7 @@ func TestShardGoTar(t *testing.T) {
 // TestShardExternalTars reads archives written by GNU tar (long names through
 // ././@LongLink, a symlink, a member without extension) and by Python's
 // tarfile in PAX format (long names, non-ASCII header fields), committed
-// under testdata/shards.
+// under decode/testdata/shards.
 func TestShardExternalTars(t *testing.T) {
 	long := strings.Repeat("d", 120) + "/000003"
 	tests := []struct {
@@ -111,12 +110,12 @@ func TestShardExternalTars(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
 			dir := t.TempDir()
-			data, err := os.ReadFile(filepath.Join("testdata", "shards", tt.file))
+			data, err := os.ReadFile(filepath.Join("..", "..", "decode", "testdata", "shards", tt.file))
 			if err != nil {
 				t.Fatal(err)
 			}
 			p := tartest.WriteFile(t, dir, tt.file, data)
-			s, err := OpenShard(p, "")
+			s, err := Open(p, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -157,7 +156,7 @@ func TestShardWarnings(t *testing.T) {
 		{Name: "README", Data: "no key"},
 	}
 	p := tartest.WriteFile(t, t.TempDir(), "w.tar", tartest.Write(t, tar.FormatPAX, files))
-	s, err := OpenShard(p, "")
+	s, err := Open(p, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,10 +200,10 @@ func TestShardCorrupt(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := tartest.WriteFile(t, t.TempDir(), "bad.tar", tt.data)
-			_, err := OpenShard(p, "")
-			var se *ShardError
-			if !errors.As(err, &se) || !errors.Is(err, ErrCorruptShard) {
-				t.Fatalf("OpenShard error = %v, want a *ShardError wrapping ErrCorruptShard", err)
+			_, err := Open(p, "")
+			var se *shardindex.ShardError
+			if !errors.As(err, &se) || !errors.Is(err, shardindex.ErrCorruptShard) {
+				t.Fatalf("Open error = %v, want a *shardindex.ShardError wrapping ErrCorruptShard", err)
 			}
 			if se.Path != p || se.Offset != tt.offset || !strings.Contains(err.Error(), tt.reason) {
 				t.Errorf("got %q (offset %d), want path %s, offset %d, reason containing %q", err, se.Offset, p, tt.offset, tt.reason)
@@ -213,7 +212,7 @@ func TestShardCorrupt(t *testing.T) {
 	}
 	// The intact archive with one trailing zero block only is accepted.
 	p := tartest.WriteFile(t, t.TempDir(), "ok.tar", good[:3072])
-	if s, err := OpenShard(p, ""); err != nil || s.Len() != 2 {
+	if s, err := Open(p, ""); err != nil || s.Len() != 2 {
 		t.Errorf("archive with one end block: err %v", err)
 	}
 }
@@ -222,7 +221,7 @@ func TestShardIndexCache(t *testing.T) {
 	dir := t.TempDir()
 	data := tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "a/000001.txt", Data: "one"}, {Name: "a/000002.txt", Data: "two"}, {Name: "b", Data: "no key"}})
 	p := tartest.WriteFile(t, dir, "s.tar", data)
-	s1, err := OpenShard(p, "")
+	s1, err := Open(p, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +231,7 @@ func TestShardIndexCache(t *testing.T) {
 	if _, err := os.Stat(p + ".dhidx"); err != nil {
 		t.Fatalf("cache beside shard: %v", err)
 	}
-	s2, err := OpenShard(p, "")
+	s2, err := Open(p, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +254,7 @@ func TestShardIndexCache(t *testing.T) {
 	if err := os.Chtimes(p, later, later); err != nil {
 		t.Fatal(err)
 	}
-	if s3, err := OpenShard(p, ""); err != nil || s3.fromCache {
+	if s3, err := Open(p, ""); err != nil || s3.fromCache {
 		t.Errorf("after touch: FromCache %v, err %v; want rebuilt", s3 != nil && s3.fromCache, err)
 	}
 
@@ -263,7 +262,7 @@ func TestShardIndexCache(t *testing.T) {
 	if err := os.WriteFile(p+".dhidx", []byte("DHIDX\x00\x02\njunk junk junk junk junk"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if s4, err := OpenShard(p, ""); err != nil || s4.fromCache || s4.Len() != 2 {
+	if s4, err := Open(p, ""); err != nil || s4.fromCache || s4.Len() != 2 {
 		t.Errorf("corrupt cache: err %v", err)
 	}
 
@@ -273,7 +272,7 @@ func TestShardIndexCache(t *testing.T) {
 	os.Mkdir(other, 0o755)
 	p2 := tartest.WriteFile(t, other, "s.tar", tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "x.txt", Data: "1"}}))
 	for _, q := range []string{p, p2} {
-		if _, err := OpenShard(q, cache); err != nil {
+		if _, err := Open(q, cache); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -281,7 +280,7 @@ func TestShardIndexCache(t *testing.T) {
 	if len(entries) != 2 {
 		t.Errorf("cache dir holds %d files, want 2", len(entries))
 	}
-	if s5, err := OpenShard(p2, cache); err != nil || !s5.fromCache || s5.Len() != 1 {
+	if s5, err := Open(p2, cache); err != nil || !s5.fromCache || s5.Len() != 1 {
 		t.Errorf("reopen from cache dir: err %v", err)
 	}
 }
@@ -291,7 +290,7 @@ func TestShardReadOnlyCache(t *testing.T) {
 	// A missing cache directory is made on first use; one under a
 	// regular file cannot be.
 	notDir := tartest.WriteFile(t, t.TempDir(), "file", []byte("x"))
-	s, err := OpenShard(p, filepath.Join(notDir, "dir"))
+	s, err := Open(p, filepath.Join(notDir, "dir"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +305,7 @@ func TestShardReadOnlyCache(t *testing.T) {
 func TestShardReadSampleLimits(t *testing.T) {
 	dir := t.TempDir()
 	p := tartest.WriteFile(t, dir, "s.tar", tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "x.txt", Data: strings.Repeat("z", 5000)}}))
-	s, err := OpenShard(p, "")
+	s, err := Open(p, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,14 +322,14 @@ func TestShardReadSampleLimits(t *testing.T) {
 	if err := os.Truncate(p, 1000); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ReadSample(0); !errors.Is(err, ErrCorruptShard) {
+	if _, err := s.ReadSample(0); !errors.Is(err, shardindex.ErrCorruptShard) {
 		t.Errorf("ReadSample of a truncated shard: err %v, want ErrCorruptShard", err)
 	}
 }
 
 func TestMembersDoNotAlias(t *testing.T) {
 	p := tartest.WriteFile(t, t.TempDir(), "s.tar", tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "k.a", Data: "AAAA"}, {Name: "k.b", Data: "BBBB"}}))
-	s, err := OpenShard(p, "")
+	s, err := Open(p, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,72 +343,37 @@ func TestMembersDoNotAlias(t *testing.T) {
 	}
 }
 
-func TestOpenDataset(t *testing.T) {
+// TestDatasetWarnings checks the warnings of a dataset's shards and their
+// capped lines.
+func TestDatasetWarnings(t *testing.T) {
 	dir := t.TempDir()
-	for i := 2; i >= 0; i-- {
-		name := fmt.Sprintf("shard-%d.tar", i)
-		if i == 2 {
-			name = "shard-2.TAR" // a shard in any letter case, as IsShardName takes it
-		}
-		tartest.WriteFile(t, dir, name, tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: fmt.Sprintf("%d.txt", i), Data: "t"}}))
+	var files []tartest.File
+	for _, name := range []string{"000001", "000002", "000003", "000004", "000005", "000006", "000007"} {
+		files = append(files, tartest.File{Name: name, Data: "x"})
 	}
-	tartest.WriteFile(t, dir, "notes.md", []byte("not a shard"))
-	d, err := OpenDataset(dir, t.TempDir())
+	tartest.WriteFile(t, dir, "a.tar", tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "k.txt", Data: "fine"}}))
+	tartest.WriteFile(t, dir, "b.tar", tartest.Write(t, tar.FormatPAX, files))
+	ds, err := OpenDataset(dir, t.TempDir(), 0, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
-	var names []string
-	for _, s := range d.Shards {
-		names = append(names, filepath.Base(s.Path()))
-	}
-	if want := []string{"shard-0.tar", "shard-1.tar", "shard-2.TAR"}; !reflect.DeepEqual(names, want) {
-		t.Errorf("shards = %v, want %v", names, want)
-	}
-	if d.Len() != 3 {
-		t.Errorf("Len() = %d, want 3", d.Len())
-	}
-	g, err := OpenDataset(filepath.Join(dir, "shard-[01].tar"), t.TempDir())
-	if err != nil || len(g.Shards) != 2 {
-		t.Errorf("glob: %v", err)
-	}
-	one, err := OpenDataset(filepath.Join(dir, "shard-1.tar"), t.TempDir())
-	if err != nil || len(one.Shards) != 1 {
-		t.Errorf("single file: %v", err)
-	}
-	for _, bad := range []string{"", filepath.Join(dir, "missing"), filepath.Join(dir, "*.zip"), t.TempDir()} {
-		if _, err := OpenDataset(bad, ""); !errors.Is(err, ErrNoShards) {
-			t.Errorf("OpenDataset(%q): err %v, want ErrNoShards", bad, err)
+	defer ds.Close()
+	var shards []string
+	for _, sh := range ds.shards {
+		if len(sh.Warnings()) > 0 {
+			shards = append(shards, sh.Path())
 		}
 	}
-	tartest.WriteFile(t, dir, "shard-3.tar", []byte("corrupt"))
-	if _, err := OpenDataset(dir, t.TempDir()); !errors.Is(err, ErrCorruptShard) || !strings.Contains(err.Error(), "shard-3.tar") {
-		t.Errorf("corrupt shard in dataset: err %v", err)
+	b := ds.shards[1]
+	if len(shards) != 1 || !strings.HasSuffix(b.Path(), "b.tar") || len(b.Warnings()) != 7 {
+		t.Fatalf("shards with warnings %q, b.tar's %q; want 7 of b.tar alone", shards, b.Warnings())
 	}
-}
-
-// TestOpenDatasetFIFO puts a FIFO named like a shard in a dataset
-// directory: opening it for reading blocked until a writer came, which
-// hung every rank at start-up. It must be refused at once.
-func TestOpenDatasetFIFO(t *testing.T) {
-	dir := t.TempDir()
-	tartest.WriteFile(t, dir, "shard-0.tar", tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "0.txt", Data: "t"}}))
-	fifo := filepath.Join(dir, "shard-1.tar")
-	if err := unix.Mkfifo(fifo, 0o644); err != nil {
-		t.Skip("no FIFOs here:", err)
+	lines := shardindex.WarningLines(b.Path(), b.Warnings(), 5)
+	if len(lines) != 6 || !strings.Contains(lines[0], `b.tar: member "000001" at offset 512 skipped`) ||
+		!strings.HasPrefix(lines[0], "warning: shard ") || !strings.HasSuffix(lines[5], "b.tar: and 2 more warnings") {
+		t.Errorf("WarningLines(5) = %q, want 5 warnings and a count of 2 more", lines)
 	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := OpenDataset(dir, t.TempDir())
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), fifo+": not a regular file") {
-			t.Errorf("got %v, want the FIFO refused as not a regular file", err)
-		}
-	case <-time.After(10 * time.Second):
-		os.WriteFile(fifo, nil, 0o644) // unblock the open
-		t.Fatal("OpenDataset blocked on a FIFO")
+	if got := shardindex.WarningLines(b.Path(), b.Warnings(), 0); len(got) != 7 {
+		t.Errorf("WarningLines(0) gave %d lines, want all 7", len(got))
 	}
 }

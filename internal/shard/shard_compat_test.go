@@ -1,4 +1,4 @@
-package decode
+package shard
 
 import (
 	"archive/tar"
@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/datahelix/datahelix/internal/shardindex"
 	"github.com/datahelix/datahelix/internal/tartest"
 )
 
@@ -24,7 +25,7 @@ import (
 // openTestShard writes data as a shard and opens it.
 func openTestShard(t *testing.T, data []byte) *Shard {
 	t.Helper()
-	s, err := OpenShard(tartest.WriteFile(t, t.TempDir(), "s.tar", data), "")
+	s, err := Open(tartest.WriteFile(t, t.TempDir(), "s.tar", data), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +119,7 @@ func TestShardWebDatasetGrouping(t *testing.T) {
 func TestShardGNUTarLinksSparse(t *testing.T) {
 	for _, file := range []string{"gnutar-links-sparse.tar", "gnutar-posix-sparse.tar"} {
 		t.Run(file, func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join("testdata", "shards", file))
+			data, err := os.ReadFile(filepath.Join("..", "..", "decode", "testdata", "shards", file))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -211,10 +212,10 @@ func TestShardHugeExtendedHeader(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p := tartest.WriteFile(t, t.TempDir(), "s.tar", withPAXRecord(t, tt.before, "001.txt", "comment", huge, nil))
-			_, err := OpenShard(p, "")
-			var se *ShardError
+			_, err := Open(p, "")
+			var se *shardindex.ShardError
 			if !errors.As(err, &se) || !errors.Is(err, tar.ErrFieldTooLong) {
-				t.Fatalf("err %v, want a *ShardError wrapping tar.ErrFieldTooLong", err)
+				t.Fatalf("err %v, want a *shardindex.ShardError wrapping tar.ErrFieldTooLong", err)
 			}
 			if se.Offset != tt.offset || !strings.Contains(se.Reason, "extended header (PAX records or a GNU long name) larger than the 1 MiB limit") ||
 				strings.Contains(se.Reason, "not a tar archive") {

@@ -1,4 +1,4 @@
-package decode
+package shard
 
 import (
 	"archive/tar"
@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/datahelix/datahelix/internal/shardindex"
 	"github.com/datahelix/datahelix/internal/tartest"
 )
 
@@ -86,7 +87,7 @@ func (w *loadWatch) await(loads, waits int32) {
 func loadTestShard(t *testing.T) (*Shard, string) {
 	t.Helper()
 	p := tartest.WriteFile(t, t.TempDir(), "s.tar", tartest.Write(t, tar.FormatPAX, []tartest.File{{Name: "a.txt", Data: "A"}, {Name: "b.txt", Data: "B"}}))
-	s, err := OpenShard(p, t.TempDir())
+	s, err := Open(p, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +194,7 @@ func TestShardLoadFailureShared(t *testing.T) {
 	w := watchLoads(t, s)
 	errs := readConcurrently(t, s, w)
 	for g, err := range errs {
-		if !errors.Is(err, ErrCorruptShard) || !strings.Contains(err.Error(), p) {
+		if !errors.Is(err, shardindex.ErrCorruptShard) || !strings.Contains(err.Error(), p) {
 			t.Errorf("reader %d of a truncated shard: %v, want ErrCorruptShard naming %s", g, err, p)
 		}
 	}

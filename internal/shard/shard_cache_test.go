@@ -1,4 +1,4 @@
-package decode
+package shard
 
 import (
 	"archive/tar"
@@ -13,7 +13,7 @@ import (
 )
 
 // TestShardKeepsIndexLocation checks that a shard loads its index again,
-// after it was let go, from where OpenShard found it: a link along its
+// after it was let go, from where Open found it: a link along its
 // path changed meanwhile (to a copy of the shard) must not make it look
 // under another name, rebuild the index and write another file.
 func TestShardKeepsIndexLocation(t *testing.T) {
@@ -40,7 +40,7 @@ func TestShardKeepsIndexLocation(t *testing.T) {
 		t.Skipf("symlink: %v", err)
 	}
 	cache := filepath.Join(root, "cache")
-	s, err := OpenShard(filepath.Join(link, "s.tar"), cache)
+	s, err := Open(filepath.Join(link, "s.tar"), cache)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestShardKeepsIndexLocation(t *testing.T) {
 	}
 	files, _ := filepath.Glob(filepath.Join(cache, "*.dhidx"))
 	if len(files) != 1 || files[0] != shardindex.CachePath(filepath.Join(root, "one", "s.tar"), cache) {
-		t.Errorf("index files %v; want the one OpenShard wrote only", files)
+		t.Errorf("index files %v; want the one Open wrote only", files)
 	}
 }
 
@@ -95,11 +95,11 @@ func TestShardIndexOfAnotherShard(t *testing.T) {
 		t.Fatal(err)
 	}
 	cache := filepath.Join(root, "cache")
-	if _, err := OpenShard(x, cache); err != nil {
+	if _, err := Open(x, cache); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{root + "/top/link/../ds/a.tar", y} {
-		s, err := OpenShard(p, cache)
+		s, err := Open(p, cache)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,10 @@
-package decode
+// Package shard reads the samples of one WebDataset tar shard by random
+// access: Open indexes the shard (key → member offsets and sizes, cached
+// by internal/shardindex), and ReadSample fetches a whole sample with one
+// ReadAt. The process keeps a bounded number of shards' files and indexes
+// loaded, letting go of the least recently read. decode.Dataset is a
+// sorted set of these shards.
+package shard
 
 import (
 	"container/list"
@@ -9,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/datahelix/datahelix/internal/decoding"
 	"github.com/datahelix/datahelix/internal/shardindex"
 )
 
@@ -17,28 +24,6 @@ import (
 // member size fails with ErrSampleTooLarge instead of allocating it.
 const defaultMaxSampleBytes = 1 << 30
 
-// ErrCorruptShard reports a shard that is not a readable tar archive: a bad
-// header, a member running past the end of the file, or a missing
-// end-of-archive marker.
-var ErrCorruptShard = shardindex.ErrCorruptShard
-
-// ErrCompressedShard reports a shard that is a compressed tar archive
-// (gzip, zstd, xz or bzip2), found by its name when listing a dataset
-// directory or by its first bytes when indexing it. Shards must be
-// uncompressed tar files: samples are read by random access.
-var ErrCompressedShard = shardindex.ErrCompressedShard
-
-// ShardError is a problem with one shard file at one byte offset: its
-// Path, Offset and Reason. It unwraps to ErrCorruptShard and to the
-// underlying cause, if any.
-type ShardError = shardindex.ShardError
-
-// IndexEntry locates one sample inside its shard: the members sharing a
-// key, each with its offset and size, and the contiguous byte span
-// [Offset, Offset+Size) that covers all of their data, so that the whole
-// sample is fetched with one read.
-type IndexEntry = shardindex.Entry
-
 // ErrSampleTooLarge reports a sample whose byte span exceeds the shard's
 // MaxSampleBytes.
 var ErrSampleTooLarge = errors.New("decode: sample too large")
@@ -46,7 +31,7 @@ var ErrSampleTooLarge = errors.New("decode: sample too large")
 // Shard is one WebDataset tar file with its index. Its methods are safe
 // for concurrent use.
 //
-// A shard holds its sample count and warnings from OpenShard on, but its
+// A shard holds its sample count and warnings from Open on, but its
 // index entries (a few hundred bytes a sample) only while it is being
 // read: ReadSample and Entry load them with the file, from the index
 // cache, and both are let go when the shard has not been read for a
@@ -55,7 +40,7 @@ var ErrSampleTooLarge = errors.New("decode: sample too large")
 // index that could not be cached stays in memory instead.
 type Shard struct {
 	// MaxSampleBytes is the largest sample span ReadSample will read;
-	// OpenShard sets it to defaultMaxSampleBytes.
+	// Open sets it to defaultMaxSampleBytes.
 	MaxSampleBytes int64
 
 	// loadHook, when not nil, is called as a load of the shard begins
@@ -64,7 +49,7 @@ type Shard struct {
 	loadHook func(wait bool)
 
 	path      string
-	index     shardindex.Location // where its index is cached, resolved once by OpenShard
+	index     shardindex.Location // where its index is cached, resolved once by Open
 	size      int64
 	mtime     int64 // Unix ns
 	n         int   // samples
@@ -81,14 +66,14 @@ type Shard struct {
 	closes  int
 }
 
-// OpenShard indexes the tar shard at path. The index is loaded from its
+// Open indexes the tar shard at path. The index is loaded from its
 // cache when the cache matches the shard's size and modification time, and
 // otherwise built by reading the tar headers and saved to the cache: beside
 // the shard (path + ".dhidx") when cacheDir is empty, else in cacheDir.
 // Failing to write the cache is not an error (the shard may sit on a
 // read-only file system): the index is then kept in memory. A garbage or truncated
 // shard is a *ShardError naming the file and the offset.
-func OpenShard(path string, cacheDir string) (*Shard, error) {
+func Open(path string, cacheDir string) (*Shard, error) {
 	// Checked before opening: opening a FIFO for reading blocks until a
 	// writer comes, which hung the job at start-up.
 	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
@@ -122,7 +107,7 @@ func OpenShard(path string, cacheDir string) (*Shard, error) {
 	return s, nil
 }
 
-// Path returns the shard's file name as given to OpenShard.
+// Path returns the shard's file name as given to Open.
 func (s *Shard) Path() string { return s.path }
 
 // Len returns the number of samples in the shard.
@@ -131,13 +116,13 @@ func (s *Shard) Len() int { return s.n }
 // Entry returns the index entry of sample i, 0 <= i < Len(). Its Members
 // slice is shared with the shard and must not be modified. It fails as
 // ReadSample does when the index cannot be loaded.
-func (s *Shard) Entry(i int) (IndexEntry, error) {
+func (s *Shard) Entry(i int) (shardindex.Entry, error) {
 	if i < 0 || i >= s.n {
-		return IndexEntry{}, fmt.Errorf("decode: shard %s: sample %d out of range [0,%d)", s.path, i, s.n)
+		return shardindex.Entry{}, fmt.Errorf("decode: shard %s: sample %d out of range [0,%d)", s.path, i, s.n)
 	}
 	sf, err := s.acquire()
 	if err != nil {
-		return IndexEntry{}, err
+		return shardindex.Entry{}, err
 	}
 	defer s.release(sf)
 	return sf.idx.Entries[i], nil
@@ -157,7 +142,7 @@ func (s *Shard) Warnings() []string { return s.warnings }
 // reads them: the least recently read is then let go, and loaded again
 // when read again, so that a dataset of many thousand shards runs the
 // process out of neither file descriptors nor memory.
-func (s *Shard) ReadSample(i int) (*Sample, error) {
+func (s *Shard) ReadSample(i int) (*decoding.Sample, error) {
 	if i < 0 || i >= s.n {
 		return nil, fmt.Errorf("decode: shard %s: sample %d out of range [0,%d)", s.path, i, s.n)
 	}
@@ -175,14 +160,14 @@ func (s *Shard) ReadSample(i int) (*Sample, error) {
 		if err == nil || err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
-		return nil, &ShardError{Path: s.path, Offset: e.Offset + int64(n),
+		return nil, &shardindex.ShardError{Path: s.path, Offset: e.Offset + int64(n),
 			Reason: fmt.Sprintf("short read of sample %q (shard changed since it was indexed?)", e.Key), Err: err}
 	}
-	smp := &Sample{Shard: s.path, Key: e.Key, Members: make([]Member, len(e.Members))}
+	smp := &decoding.Sample{Shard: s.path, Key: e.Key, Members: make([]decoding.Member, len(e.Members))}
 	for j, m := range e.Members {
 		lo := m.Offset - e.Offset
 		hi := lo + m.Size
-		smp.Members[j] = Member{Name: m.Name, Ext: m.Ext, Data: buf[lo:hi:hi]}
+		smp.Members[j] = decoding.Member{Name: m.Name, Ext: m.Ext, Data: buf[lo:hi:hi]}
 	}
 	return smp, nil
 }
@@ -289,7 +274,7 @@ func (s *Shard) loadFor(c *loadCall, closes int) (sf *shardFile, err error) {
 // load opens the shard's file and loads its index: the one kept in
 // memory, else the cached one, else one built again from the file (the
 // cache file was removed or replaced). The file must still be the one
-// OpenShard indexed (same size and modification time): one replaced
+// Open indexed (same size and modification time): one replaced
 // since would be read at the old index's offsets.
 func (s *Shard) load() (*shardFile, error) {
 	f, err := os.Open(s.path)
@@ -308,7 +293,7 @@ func (s *Shard) load() (*shardFile, error) {
 	return sf, nil
 }
 
-// loadIndex checks that f is the file OpenShard indexed and returns its
+// loadIndex checks that f is the file Open indexed and returns its
 // index.
 func (s *Shard) loadIndex(f *os.File) (*shardindex.Index, error) {
 	st, err := f.Stat()
@@ -317,7 +302,7 @@ func (s *Shard) loadIndex(f *os.File) (*shardindex.Index, error) {
 	}
 	if st.Size() != s.size || st.ModTime().UnixNano() != s.mtime {
 		return nil, fmt.Errorf("%w: shard %s changed since it was opened (size %d, was %d; modified %s)",
-			ErrCorruptShard, s.path, st.Size(), s.size, st.ModTime().Format(time.RFC3339Nano))
+			shardindex.ErrCorruptShard, s.path, st.Size(), s.size, st.ModTime().Format(time.RFC3339Nano))
 	}
 	if s.kept != nil {
 		return s.kept, nil
@@ -327,7 +312,7 @@ func (s *Shard) loadIndex(f *os.File) (*shardindex.Index, error) {
 		if idx, err = shardindex.Build(s.path, f, s.size); err != nil {
 			return nil, err
 		}
-		s.index.Save(idx, s.size, s.mtime) // as OpenShard: a cache that cannot be written is no error
+		s.index.Save(idx, s.size, s.mtime) // as Open: a cache that cannot be written is no error
 	}
 	if len(idx.Entries) != s.n {
 		return nil, fmt.Errorf("decode: shard %s: its index now holds %d samples, %d when it was opened", s.path, len(idx.Entries), s.n)
