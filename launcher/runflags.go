@@ -13,8 +13,8 @@ import (
 
 	"github.com/datahelix/datahelix/gpu"
 	"github.com/datahelix/datahelix/internal/agree"
+	"github.com/datahelix/datahelix/internal/planlimits"
 	"github.com/datahelix/datahelix/internal/step"
-	"github.com/datahelix/datahelix/plan"
 	"github.com/datahelix/datahelix/spmd"
 )
 
@@ -102,7 +102,7 @@ func (f *runFlags) registerData(fs *flag.FlagSet, steps int, stepsUsage string) 
 	f.world.register(fs)
 	fs.StringVar(&f.data, "data", "", "`path` of the dataset: a directory of WebDataset tar shards or a glob (default: the embedded default dataset, generated once into the cache)")
 	fs.StringVar(&f.cacheDir, "cache-dir", "", "`dir`ectory for the default dataset and shard indexes"+cacheDirDefault)
-	fs.IntVar(&f.cfg.Batch, "batch", 4, fmt.Sprintf("per-rank batch size `B`, 1..%d", plan.MaxBatch))
+	fs.IntVar(&f.cfg.Batch, "batch", 4, fmt.Sprintf("per-rank batch size `B`, 1..%d", planlimits.Batch))
 	fs.IntVar(&f.cfg.Steps, "steps", steps, stepsUsage)
 	fs.IntVar(&f.cfg.Workers, "workers", 1, "decode workers `W` per rank")
 	fs.IntVar(&f.cfg.Horizon, "horizon", 0, "planning horizon `H` in steps (default max(2 x workers, 8): never less than PyTorch's prefetch looks)")

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/internal/costmodel"
+	"github.com/datahelix/datahelix/internal/planlimits"
 	"github.com/datahelix/datahelix/internal/reader"
 
 	"github.com/datahelix/datahelix/decode"
@@ -160,8 +161,8 @@ func (c Config) Resolved() (Config, error) {
 }
 
 func (c *Config) setDefaults() error {
-	if c.Batch < 1 || c.Batch > plan.MaxBatch {
-		return fmt.Errorf("--batch %d: want 1..%d", c.Batch, plan.MaxBatch)
+	if c.Batch < 1 || c.Batch > planlimits.Batch {
+		return fmt.Errorf("--batch %d: want 1..%d", c.Batch, planlimits.Batch)
 	}
 	if c.Steps < 1 {
 		return fmt.Errorf("--steps %d: want at least 1", c.Steps)

@@ -12,6 +12,7 @@ import (
 	"github.com/datahelix/datahelix/gpu"
 	"github.com/datahelix/datahelix/internal/agree"
 	"github.com/datahelix/datahelix/internal/decoding"
+	"github.com/datahelix/datahelix/internal/planlimits"
 	"github.com/datahelix/datahelix/internal/step"
 	"github.com/datahelix/datahelix/internal/video"
 	"github.com/datahelix/datahelix/internal/wire"
@@ -118,7 +119,7 @@ func (l *Loader) readOwn(ctx context.Context, s int64) ([]*slotState, error) {
 
 // describe parses the sample's record under the decoder's limits
 // (cfg.Decode.Limits) and fills its estimate (est when positive, else the
-// cost model's, at most plan.MaxCost), split, decoded size and GPU time.
+// cost model's, at most planlimits.Cost), split, decoded size and GPU time.
 // A sample whose record fails still takes part in the step (it belongs to
 // the global batch); it will be dropped at decode time.
 func (l *Loader) describe(st *slotState, est int64) {
@@ -137,7 +138,7 @@ func (l *Loader) describe(st *slotState, est int64) {
 		// images) and so estimate beyond what a plan block carries: the
 		// block would be refused and the whole job would end over one bad
 		// sample, which decoding drops anyway.
-		st.item.Est = min(max(l.cost.Estimate(rec), 1), plan.MaxCost)
+		st.item.Est = min(max(l.cost.Estimate(rec), 1), planlimits.Cost)
 	}
 	// The frames the decoder outputs: a video sample's F (its clip
 	// alone), an image or document sample's images.
@@ -397,16 +398,16 @@ func (l *Loader) exchange(ctx context.Context, s int64, own []*slotState, in *pl
 	if moved := max(netSent, netRecvd); moved > 0 {
 		// Bandwidth to other nodes observed on this exchange, smoothed
 		// once measured; fixed-point bytes/µs.
-		obs := clamp(moved*plan.One/us, 1, plan.MaxBandwidth)
+		obs := clamp(moved*plan.One/us, 1, planlimits.Bandwidth)
 		if l.netBW == 0 {
 			l.netBW = obs
 		} else {
-			l.netBW = clamp((3*l.netBW+obs)/4, 1, plan.MaxBandwidth)
+			l.netBW = clamp((3*l.netBW+obs)/4, 1, planlimits.Bandwidth)
 		}
 	} else if moved := max(sent, recvd); moved > 0 {
 		// Bandwidth within the node observed on this exchange, smoothed.
 		obs := moved * plan.One / us
-		l.bandwidth = clamp((3*l.bandwidth+obs)/4, plan.One, plan.MaxBandwidth)
+		l.bandwidth = clamp((3*l.bandwidth+obs)/4, plan.One, planlimits.Bandwidth)
 	}
 	l.mu.Unlock()
 	return got, context.Cause(ctx)

@@ -16,13 +16,14 @@ import (
 	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/decoding"
 	"github.com/datahelix/datahelix/internal/gen/gentest"
+	"github.com/datahelix/datahelix/internal/planlimits"
 	"github.com/datahelix/datahelix/internal/step"
 	"github.com/datahelix/datahelix/plan"
 )
 
 // TestAbsurdEstimateDoesNotEndTheJob gives one MP4 a frame table that
 // claims 4 GB frames: the parser accepts its record, whose estimate is
-// beyond plan.MaxCost. The planned loaders put the estimate into their
+// beyond planlimits.Cost. The planned loaders put the estimate into their
 // plan block, which refused it and ended the job at that step; the
 // sample must instead take part like any other and be dropped when it
 // fails to decode.
@@ -52,8 +53,8 @@ func TestAbsurdEstimateDoesNotEndTheJob(t *testing.T) {
 		}
 		cost := costmodel.New(nil)
 		cost.SetOptions(costmodel.Options{Frames: 2, Size: 32})
-		if est := cost.Estimate(rec); est <= plan.MaxCost {
-			t.Fatalf("the patched %s estimates %d µs, within plan.MaxCost: the test proves nothing", name, est)
+		if est := cost.Estimate(rec); est <= planlimits.Cost {
+			t.Fatalf("the patched %s estimates %d µs, within planlimits.Cost: the test proves nothing", name, est)
 		}
 		patched = name
 		return body

@@ -8,8 +8,8 @@ import (
 
 	"github.com/datahelix/datahelix/internal/bench/workload"
 	"github.com/datahelix/datahelix/internal/costmodel"
+	"github.com/datahelix/datahelix/internal/planlimits"
 	"github.com/datahelix/datahelix/internal/sim"
-	"github.com/datahelix/datahelix/plan"
 	"github.com/datahelix/datahelix/spmd"
 )
 
@@ -73,10 +73,10 @@ func (c ScaleConfig) withDefaults() ScaleConfig {
 // there, and RunScale fills zero fields with DefaultScale's before it.
 func (c ScaleConfig) Check() error {
 	switch {
-	case c.Ranks < 1 || c.Ranks > plan.MaxRanks:
-		return fmt.Errorf("bench: --scale-ranks %d: want 1..%d", c.Ranks, plan.MaxRanks)
-	case c.Batch < 1 || c.Batch > plan.MaxBatch:
-		return fmt.Errorf("bench: --scale-batch %d: want 1..%d", c.Batch, plan.MaxBatch)
+	case c.Ranks < 1 || c.Ranks > planlimits.Ranks:
+		return fmt.Errorf("bench: --scale-ranks %d: want 1..%d", c.Ranks, planlimits.Ranks)
+	case c.Batch < 1 || c.Batch > planlimits.Batch:
+		return fmt.Errorf("bench: --scale-batch %d: want 1..%d", c.Batch, planlimits.Batch)
 	case c.Steps < 1:
 		return fmt.Errorf("bench: --scale-steps %d: want at least 1", c.Steps)
 	}
