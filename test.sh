@@ -45,7 +45,7 @@ step "Python client (unittest, Debian's python3)"
 /usr/bin/python3 -m unittest discover -s python/tests
 
 step "go test -race (pure-Go packages)"
-go test "${short[@]}" -race -timeout 30m $(go list ./... | grep -E '/(plan|gpu|collective|spmd|internal/(bridge|step|sim|reader|wire|stall|agree|metrics))$')
+go test "${short[@]}" -race -timeout 30m $(go list ./... | grep -E '/(plan|gpu|collective|spmd|internal/(bridge|step|sim|reader|wire|stall|agree|metrics|loader))$')
 
 step "MPI conformance against MPICH, and the job's MPI paths under MPICH's mpiexec"
 go test "${short[@]}" -tags mpich -count=1 -run 'MPI' ./collective/

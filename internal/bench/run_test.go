@@ -10,7 +10,7 @@ import (
 	"github.com/datahelix/datahelix/internal/bench/eval"
 	"github.com/datahelix/datahelix/internal/bench/workload"
 	"github.com/datahelix/datahelix/internal/planlimits"
-	"github.com/datahelix/datahelix/spmd"
+	"github.com/datahelix/datahelix/internal/step"
 )
 
 // TestRunConfigCheck checks that every setting that cannot run is found
@@ -33,7 +33,7 @@ func TestRunConfigCheck(t *testing.T) {
 	}{
 		{"defaults", func(c *RunConfig) {}, ""},
 		{"scale zero values are refused, not defaults", func(c *RunConfig) { c.Scale.Ranks = 0 }, "--scale-ranks 0"},
-		{"real without oracle", func(c *RunConfig) { c.Real, c.Eval.Loaders = true, []spmd.Kind{spmd.KindOracle, spmd.KindHelix} }, ""},
+		{"real without oracle", func(c *RunConfig) { c.Real, c.Eval.Loaders = true, []step.Kind{step.KindOracle, step.KindHelix} }, ""},
 		{"ranks 0", func(c *RunConfig) { c.Eval.Ranks = 0 }, "--ranks 0: want 1.."},
 		{"ranks over the planner's", func(c *RunConfig) { c.Eval.Ranks = planlimits.Ranks + 1 }, fmt.Sprintf("--ranks %d: want 1..%d", planlimits.Ranks+1, planlimits.Ranks)},
 		{"steps", func(c *RunConfig) { c.Eval.Steps = 0 }, "--steps 0"},
@@ -42,7 +42,7 @@ func TestRunConfigCheck(t *testing.T) {
 		{"bandwidth", func(c *RunConfig) { c.Eval.Network = eval.Network{BandwidthMBs: 0, LatencyUS: 5} }, "--bandwidth-mbs 0"},
 		{"latency", func(c *RunConfig) { c.Eval.Network = eval.Network{BandwidthMBs: 1, LatencyUS: -1} }, "--latency-us -1"},
 		{"same workload twice", func(c *RunConfig) { c.Eval.Workloads = []*workload.Workload{ws[0], ws[0]} }, "two workloads named kinetics"},
-		{"real oracle only", func(c *RunConfig) { c.Real, c.Eval.Loaders = true, []spmd.Kind{spmd.KindOracle} }, "--loaders oracle: --real needs another loader"},
+		{"real oracle only", func(c *RunConfig) { c.Real, c.Eval.Loaders = true, []step.Kind{step.KindOracle} }, "--loaders oracle: --real needs another loader"},
 		{"timeline", func(c *RunConfig) { c.Timeline = "kinetics" }, ""},
 		{"timeline not run", func(c *RunConfig) { c.Timeline = "text" }, "--timeline text: not among the workloads run (kinetics)"},
 		{"section", func(c *RunConfig) { c.Sections = []string{"planner", "gpu"} }, `--sections: unknown section "gpu"`},

@@ -17,12 +17,12 @@ import (
 	"github.com/datahelix/datahelix/internal/metrics"
 	"github.com/datahelix/datahelix/internal/planlimits"
 	"github.com/datahelix/datahelix/internal/sim"
+	"github.com/datahelix/datahelix/internal/step"
 	"github.com/datahelix/datahelix/plan"
-	"github.com/datahelix/datahelix/spmd"
 )
 
 // AllLoaders are the loaders an evaluation compares, baselines first.
-var AllLoaders = []spmd.Kind{spmd.KindTorch, spmd.KindLocal, spmd.KindStatic, spmd.KindHelix, spmd.KindHelixNoGate, spmd.KindOracle}
+var AllLoaders = []step.Kind{step.KindTorch, step.KindLocal, step.KindStatic, step.KindHelix, step.KindHelixNoGate, step.KindOracle}
 
 // Network is the simulated exchange network of every rank.
 type Network struct {
@@ -73,7 +73,7 @@ type EvalConfig struct {
 	// need (SimMemory); 0: three quarters of this machine's.
 	MemoryLimit float64
 	Workloads   []*workload.Workload
-	Loaders     []spmd.Kind // nil: AllLoaders
+	Loaders     []step.Kind // nil: AllLoaders
 	Ranks       int         // world size N
 	Steps       int         // training steps per run
 	Batch       int         // per-rank batch; 0: each workload's own
@@ -359,7 +359,7 @@ func prepare(ctx context.Context, w *workload.Workload, cal *costmodel.Calibrati
 func Horizon(w *workload.Workload) int { return max(2*w.Workers, 8) }
 
 // simConfig is the simulator's configuration for loader k.
-func (p *prepared) simConfig(k spmd.Kind, cfg *EvalConfig) sim.Config {
+func (p *prepared) simConfig(k step.Kind, cfg *EvalConfig) sim.Config {
 	w, b, h := p.w, p.setup.Batch, p.setup.Horizon
 	// The runtime's default decoded-memory budget: horizon batches of
 	// F-frame clips.
@@ -431,7 +431,7 @@ func RunSim(ctx context.Context, cfg EvalConfig) (*Evaluation, error) {
 				}
 				r := ResultOf(p.w, res.Summary, time.Since(t0))
 				ev.Results[i*nl+j] = r
-				if cfg.KeepTimelines && (k == spmd.KindTorch || k == spmd.KindHelix) {
+				if cfg.KeepTimelines && (k == step.KindTorch || k == step.KindHelix) {
 					records[i*nl+j] = res.Records
 				}
 				mu.Lock()

@@ -1,4 +1,4 @@
-package spmd
+package loader
 
 import (
 	"fmt"
@@ -141,7 +141,7 @@ type Config struct {
 // does: when this loader has no checkpoint to resume from, the message
 // points to another loader's checkpoints only if the job does not run
 // that loader itself.
-func (c Config) InJob(kinds ...Kind) Config {
+func InJob(c Config, kinds ...Kind) Config {
 	c.jobLoaders = kinds
 	return c
 }
@@ -151,11 +151,11 @@ func (c Config) InJob(kinds ...Kind) Config {
 // starts.
 func (c Config) Check() error { return c.setDefaults() }
 
-// Resolved returns c with the defaults Run fills in (a zero Horizon is
-// max(2 x Workers, 8), a zero MaxTasks is Workers, the budgets...), so
-// that settings are compared as Run will use them; or the first setting
-// Run would refuse.
-func (c Config) Resolved() (Config, error) {
+// Resolved returns c with the defaults a loader fills in (a zero Horizon
+// is max(2 x Workers, 8), a zero MaxTasks is Workers, the budgets...), so
+// that settings are compared as the loader will use them; or the first
+// setting it would refuse.
+func Resolved(c Config) (Config, error) {
 	err := c.setDefaults()
 	return c, err
 }

@@ -1,4 +1,4 @@
-package spmd
+package loader
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 
 // enqueue hands a prepared batch to the decode pool.
 func (l *Loader) enqueue(bs *batchState) {
-	split := l.cfg.Loader.Splits()
+	split := l.cfg.Loader.stepKind().Splits()
 	above := step.SplitAbove(l.tracker.StepTime().Microseconds())
 	items := make([]step.Item, len(bs.slots))
 	for i, st := range bs.slots {

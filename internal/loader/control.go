@@ -1,4 +1,4 @@
-package spmd
+package loader
 
 import (
 	"context"
@@ -44,7 +44,7 @@ func (l *Loader) control(ctx context.Context) {
 			return
 		}
 		var bs *batchState
-		if l.cfg.Loader.Planned() {
+		if l.cfg.Loader.stepKind().Planned() {
 			bs, err = l.planned(ctx, s, own, &stepper)
 		} else {
 			bs, err = l.unplanned(s, own)
@@ -179,7 +179,7 @@ func (l *Loader) unplanned(s int64, own []*slotState) (*batchState, error) {
 	for i, st := range own {
 		items[i] = st.item
 	}
-	order := l.cfg.Loader.Order(items)
+	order := l.cfg.Loader.stepKind().Order(items)
 	// Slots are numbered in decode order.
 	bs := &batchState{step: s, slots: make([]*slotState, len(own))}
 	for o, slot := range order {
@@ -215,7 +215,7 @@ func (l *Loader) planned(ctx context.Context, s int64, own []*slotState, stepper
 	for i, st := range own {
 		items[i] = st.item
 	}
-	params := step.Params{Kind: l.cfg.Loader, Batch: b, Seed: l.cfg.Seed, Margin: l.cfg.Margin}
+	params := step.Params{Kind: l.cfg.Loader.stepKind(), Batch: b, Seed: l.cfg.Seed, Margin: l.cfg.Margin}
 	send, err := plan.AppendBlock(nil, params.Block(s, me, l.rankState(s, time.Now()), items))
 	if err != nil {
 		return nil, fmt.Errorf("step %d: encode block: %w", s, err)

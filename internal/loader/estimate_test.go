@@ -1,4 +1,4 @@
-package spmd
+package loader
 
 import (
 	"bytes"
@@ -79,7 +79,7 @@ func TestAbsurdEstimateDoesNotEndTheJob(t *testing.T) {
 // 4 GB frames, a document of 44 images claiming 65536²).
 func FuzzDescribe(f *testing.F) {
 	read := func(path string) []byte {
-		b, err := os.ReadFile(filepath.Join("..", "decode", "testdata", path))
+		b, err := os.ReadFile(filepath.Join("..", "..", "decode", "testdata", path))
 		if err != nil {
 			f.Fatal(err)
 		}

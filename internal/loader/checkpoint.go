@@ -1,4 +1,4 @@
-package spmd
+package loader
 
 import (
 	"encoding/json"
@@ -43,7 +43,7 @@ const checkpointVersion = 2
 // SavesCheckpoints reports whether a run of c saves any checkpoint: one
 // every CheckpointEvery steps, before the last step (step Steps is not
 // saved, there is nothing after it to resume).
-func (c Config) SavesCheckpoints() bool {
+func SavesCheckpoints(c Config) bool {
 	return c.CheckpointDir != "" && c.CheckpointEvery > 0 && c.CheckpointEvery < c.Steps
 }
 

@@ -1,4 +1,4 @@
-package spmd
+package loader
 
 import (
 	"context"
@@ -257,7 +257,7 @@ func NewLoader(ctx context.Context, comm collective.Comm, ds decode.Source, cfg 
 		dec:     decoding.NewDecoder(cfg.Decode),
 		cost:    cost,
 		tracker: gpu.NewTracker(cfg.priorStep()),
-		sched:   cfg.Loader.NewScheduler(cfg.Workers, cfg.Prefetch, cfg.DecodedBudget),
+		sched:   cfg.Loader.stepKind().NewScheduler(cfg.Workers, cfg.Prefetch, cfg.DecodedBudget),
 		batches: map[int64]*batchState{},
 		snaps:   map[int64]snapshot{},
 		logged:  cfg.SampleLog,
@@ -315,7 +315,7 @@ func NewLoader(ctx context.Context, comm collective.Comm, ds decode.Source, cfg 
 
 // taskLimit is how many tasks a clip may split into under cfg.
 func taskLimit(cfg Config) int {
-	if !cfg.Loader.Splits() {
+	if !cfg.Loader.stepKind().Splits() {
 		return 1
 	}
 	return cfg.MaxTasks

@@ -1,4 +1,4 @@
-package spmd
+package loader
 
 import (
 	"context"
@@ -216,7 +216,7 @@ func gather(comm collective.Comm, l *Loader, recs []metrics.StepRecord, endUS in
 		}
 		wall -= first
 	}
-	s := metrics.Summarize(cfg.Loader, all, comm.Size(), steps, cfg.Batch, cfg.Workers, l.cfg.Horizon, wall)
+	s := metrics.Summarize(cfg.Loader.stepKind(), all, comm.Size(), steps, cfg.Batch, cfg.Workers, l.cfg.Horizon, wall)
 	s.FirstStep = int(l.first)
 	s.PeakRSSBytes = maxFigs[1]
 	if sumFigs[1] > 0 {

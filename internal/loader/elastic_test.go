@@ -1,4 +1,4 @@
-package spmd
+package loader
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/gen/gentest"
 	"github.com/datahelix/datahelix/internal/metrics"
+	"github.com/datahelix/datahelix/internal/step"
 )
 
 // stepIDs runs cfg on n in-process ranks and returns, per step, the ids
@@ -80,7 +81,7 @@ func batchesHash(ids map[int64][]uint64) string {
 		}
 		recs = append(recs, r)
 	}
-	return metrics.Summarize(KindHelix, recs, 1, len(ids), 1, 1, 0, 1).BatchesHash
+	return metrics.Summarize(step.KindHelix, recs, 1, len(ids), 1, 1, 0, 1).BatchesHash
 }
 
 // TestElasticResume: a run split at step k, saved at N ranks and resumed

@@ -1,4 +1,4 @@
-package spmd
+package loader
 
 import (
 	"archive/tar"
@@ -121,7 +121,7 @@ func TestEveryLoaderDeliversTheSameGlobalBatches(t *testing.T) {
 				t.Errorf("%s: step %d delivered other samples than torch", k, st)
 			}
 		}
-		if k.Planned() && k != KindStatic && s.PlanUSP50 <= 0 && s.AllgatherUSP50 <= 0 {
+		if k.stepKind().Planned() && k != KindStatic && s.PlanUSP50 <= 0 && s.AllgatherUSP50 <= 0 {
 			t.Errorf("%s: no plan or allgather time recorded", k)
 		}
 		t.Logf("%s: misses %d, moved %.0f B/step, hash %s", k, s.Misses, s.BytesMovedPerStep, s.BatchesHash)

@@ -1,4 +1,4 @@
-package spmd
+package loader
 
 import (
 	"encoding/binary"
@@ -415,7 +415,7 @@ func checkStartCheckpoints(comm collective.Comm, ds decode.Source, cfg Config, k
 		}
 		return nil
 	}
-	if !cfg.SavesCheckpoints() {
+	if !SavesCheckpoints(cfg) {
 		return nil
 	}
 	// Rank 0's view: the newest step of each loader with a checkpoint
