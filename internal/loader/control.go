@@ -319,7 +319,7 @@ func (l *Loader) exchange(ctx context.Context, s int64, own []*slotState, in *pl
 	// data slices between runs of headers and small members written into
 	// one reused buffer (a rank sends at most its own B samples a step),
 	// sent as one message by IsendParts (in place when large, see
-	// collective.World.IsendParts). Each message lays out its parts afresh:
+	// communicator.World.IsendParts). Each message lays out its parts afresh:
 	// IsendParts keeps the bytes, not the list, and wire.AppendParts may
 	// extend the list's last part, which must be this message's.
 	hdr, parts := l.sendHdr[:0], l.sendParts

@@ -1,4 +1,4 @@
-package collective_test
+package communicator_test
 
 import (
 	"errors"
@@ -7,14 +7,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/internal/collectivetest"
+	"github.com/datahelix/datahelix/internal/communicator"
 )
 
 // runLocal runs f on every rank of an n-rank in-process world and returns
 // the errors by rank.
-func runLocal(n int, f func(c collective.Comm) error, opts ...collective.LocalOption) []error {
-	ranks := collective.NewLocalWith(n, opts...)
+func runLocal(n int, f func(c communicator.Comm) error, opts ...communicator.LocalOption) []error {
+	ranks := communicator.NewLocalWith(n, opts...)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i, c := range ranks {
@@ -44,7 +44,7 @@ func TestLocalConformance(t *testing.T) {
 }
 
 func TestLocalDifferentCollectivesFail(t *testing.T) {
-	errs := runLocal(3, func(c collective.Comm) error {
+	errs := runLocal(3, func(c communicator.Comm) error {
 		if c.Rank() == 1 {
 			return c.Bcast(make([]byte, 1), 0)
 		}
@@ -58,7 +58,7 @@ func TestLocalDifferentCollectivesFail(t *testing.T) {
 }
 
 func TestLocalAllgatherBlockSizesDiffer(t *testing.T) {
-	errs := runLocal(3, func(c collective.Comm) error {
+	errs := runLocal(3, func(c communicator.Comm) error {
 		n := 4
 		if c.Rank() == 2 {
 			n = 5
@@ -66,7 +66,7 @@ func TestLocalAllgatherBlockSizesDiffer(t *testing.T) {
 		return c.Allgather(make([]byte, n), make([]byte, 3*n))
 	})
 	for r, err := range errs {
-		if !errors.Is(err, collective.ErrSize) {
+		if !errors.Is(err, communicator.ErrSize) {
 			t.Errorf("rank %d: got %v, want ErrSize", r, err)
 		}
 	}
@@ -75,14 +75,14 @@ func TestLocalAllgatherBlockSizesDiffer(t *testing.T) {
 func TestLocalAbortUnblocksEveryRank(t *testing.T) {
 	var mu sync.Mutex
 	var calls []string
-	hook := collective.WithAbortHook(func(rank, code int, msg string) {
+	hook := communicator.WithAbortHook(func(rank, code int, msg string) {
 		mu.Lock()
 		defer mu.Unlock()
 		calls = append(calls, fmt.Sprintf("%d:%d:%s", rank, code, msg))
 	})
 	done := make(chan []error)
 	go func() {
-		done <- runLocal(4, func(c collective.Comm) error {
+		done <- runLocal(4, func(c communicator.Comm) error {
 			if c.Rank() == 3 {
 				c.Abort(5, "disk on fire")
 				return nil
@@ -97,7 +97,7 @@ func TestLocalAbortUnblocksEveryRank(t *testing.T) {
 	select {
 	case errs := <-done:
 		for r := 0; r < 3; r++ {
-			if !errors.Is(errs[r], collective.ErrAborted) {
+			if !errors.Is(errs[r], communicator.ErrAborted) {
 				t.Errorf("rank %d: got %v, want ErrAborted", r, errs[r])
 			}
 		}
@@ -114,7 +114,7 @@ func TestLocalAbortUnblocksEveryRank(t *testing.T) {
 // reports MPI_ERR_TRUNCATE but a job can then hang in its shared-memory
 // transport, so the runtime always posts receives with exact sizes.
 func TestLocalTruncatedReceive(t *testing.T) {
-	errs := runLocal(3, func(c collective.Comm) error {
+	errs := runLocal(3, func(c communicator.Comm) error {
 		n, me := c.Size(), c.Rank()
 		rr, err := c.Irecv(make([]byte, 10), (me+n-1)%n, 13)
 		if err != nil {
@@ -124,10 +124,10 @@ func TestLocalTruncatedReceive(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return c.WaitAll([]*collective.Request{sr, rr})
+		return c.WaitAll([]*communicator.Request{sr, rr})
 	})
 	for r, err := range errs {
-		if !errors.Is(err, collective.ErrTruncate) {
+		if !errors.Is(err, communicator.ErrTruncate) {
 			t.Errorf("rank %d: got %v, want ErrTruncate", r, err)
 		}
 	}
@@ -136,7 +136,7 @@ func TestLocalTruncatedReceive(t *testing.T) {
 func TestLocalAbortReachesDuplicates(t *testing.T) {
 	done := make(chan []error)
 	go func() {
-		done <- runLocal(3, func(c collective.Comm) error {
+		done <- runLocal(3, func(c communicator.Comm) error {
 			d, err := c.Dup()
 			if err != nil {
 				return err
@@ -146,12 +146,12 @@ func TestLocalAbortReachesDuplicates(t *testing.T) {
 				return nil
 			}
 			return d.Barrier() // on the duplicate, which rank 0 never enters
-		}, collective.WithAbortHook(func(int, int, string) {}))
+		}, communicator.WithAbortHook(func(int, int, string) {}))
 	}()
 	select {
 	case errs := <-done:
 		for r := 1; r < 3; r++ {
-			if !errors.Is(errs[r], collective.ErrAborted) {
+			if !errors.Is(errs[r], communicator.ErrAborted) {
 				t.Errorf("rank %d: got %v, want ErrAborted", r, errs[r])
 			}
 		}

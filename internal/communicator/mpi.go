@@ -1,6 +1,6 @@
 //go:build !nompi
 
-package collective
+package communicator
 
 /*
 #include "mpi_shim.h"
@@ -259,6 +259,15 @@ func (w *World) Dup() (Comm, error) {
 	root.dups = append(root.dups, d)
 	root.mu.Unlock()
 	return d, nil
+}
+
+// Finalize finalizes the World Init returned, if Init opened one, as
+// World.Finalize does; with no World it does nothing.
+func Finalize() error {
+	if initWorld == nil {
+		return nil
+	}
+	return initWorld.Finalize()
 }
 
 // Finalize frees the communicator and calls MPI_Finalize. Every rank must

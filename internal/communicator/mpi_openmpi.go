@@ -1,6 +1,6 @@
 //go:build !mpich && !nompi
 
-package collective
+package communicator
 
 // #cgo pkg-config: ompi-c
 import "C"

@@ -1,6 +1,6 @@
 //go:build race
 
-package collective_test
+package communicator_test
 
 // raceEnabled is true under the race detector, which makes the suite's
 // 16 MiB messages about ten times slower.

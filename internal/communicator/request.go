@@ -1,4 +1,4 @@
-package collective
+package communicator
 
 // Request is a pending non-blocking send or receive. It completes in
 // WaitAll; its buffer belongs to the communicator until then.

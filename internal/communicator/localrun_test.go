@@ -1,4 +1,4 @@
-package collective_test
+package communicator_test
 
 import (
 	"context"
@@ -8,15 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/datahelix/datahelix/collective"
+	"github.com/datahelix/datahelix/internal/communicator"
 )
 
-// runLocalBounded is collective.RunLocal with a 10-second limit, so that a
+// runLocalBounded is communicator.RunLocal with a 10-second limit, so that a
 // rank the run fails to stop fails the test instead of hanging it.
-func runLocalBounded(t *testing.T, n int, body func(ctx context.Context, c collective.Comm) error) []error {
+func runLocalBounded(t *testing.T, n int, body func(ctx context.Context, c communicator.Comm) error) []error {
 	t.Helper()
 	done := make(chan []error, 1)
-	go func() { done <- collective.RunLocal(context.Background(), n, body) }()
+	go func() { done <- communicator.RunLocal(context.Background(), n, body) }()
 	select {
 	case errs := <-done:
 		return errs
@@ -32,7 +32,7 @@ func runLocalBounded(t *testing.T, n int, body func(ctx context.Context, c colle
 // an error that names rank 1 and matches ErrAborted.
 func TestRunLocalFailureStopsTheOthers(t *testing.T) {
 	boom := errors.New("disk on fire")
-	errs := runLocalBounded(t, 4, func(ctx context.Context, c collective.Comm) error {
+	errs := runLocalBounded(t, 4, func(ctx context.Context, c communicator.Comm) error {
 		switch c.Rank() {
 		case 1:
 			return boom
@@ -45,19 +45,19 @@ func TestRunLocalFailureStopsTheOthers(t *testing.T) {
 	if errs[1] != boom {
 		t.Errorf("rank 1: got %v, want %v", errs[1], boom)
 	}
-	if err := errs[2]; !errors.Is(err, collective.ErrAborted) || !strings.Contains(err.Error(), "by rank 1") || !strings.Contains(err.Error(), "disk on fire") {
+	if err := errs[2]; !errors.Is(err, communicator.ErrAborted) || !strings.Contains(err.Error(), "by rank 1") || !strings.Contains(err.Error(), "disk on fire") {
 		t.Errorf("rank 2: got %v, want an abort by rank 1 saying disk on fire", err)
 	}
 	for _, r := range []int{0, 3} {
 		err := errs[r]
-		if got, want := err, error(collective.RankFailedError{Rank: 1, Reason: "disk on fire"}); got != want {
+		if got, want := err, error(communicator.RankFailedError{Rank: 1, Reason: "disk on fire"}); got != want {
 			t.Errorf("rank %d: got %v, want %v", r, got, want)
 		}
-		if !errors.Is(err, collective.ErrAborted) || !errors.Is(err, context.Canceled) {
+		if !errors.Is(err, communicator.ErrAborted) || !errors.Is(err, context.Canceled) {
 			t.Errorf("rank %d: %v does not match both ErrAborted and context.Canceled", r, err)
 		}
 	}
-	if got, want := (collective.RankFailedError{Rank: 1}).Error(), "stopped because rank 1 failed"; got != want {
+	if got, want := (communicator.RankFailedError{Rank: 1}).Error(), "stopped because rank 1 failed"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
@@ -65,7 +65,7 @@ func TestRunLocalFailureStopsTheOthers(t *testing.T) {
 // TestRunLocalNamesTheFirstFailure fails ranks 0 and 2 one after the
 // other: the ranks stopped by the abort name rank 0, the first.
 func TestRunLocalNamesTheFirstFailure(t *testing.T) {
-	errs := runLocalBounded(t, 3, func(ctx context.Context, c collective.Comm) error {
+	errs := runLocalBounded(t, 3, func(ctx context.Context, c communicator.Comm) error {
 		switch c.Rank() {
 		case 0:
 			return errors.New("first")
@@ -76,7 +76,7 @@ func TestRunLocalNamesTheFirstFailure(t *testing.T) {
 		<-ctx.Done()
 		return context.Cause(ctx)
 	})
-	if got, want := errs[1], error(collective.RankFailedError{Rank: 0, Reason: "first"}); got != want {
+	if got, want := errs[1], error(communicator.RankFailedError{Rank: 0, Reason: "first"}); got != want {
 		t.Errorf("rank 1: got %v, want %v", got, want)
 	}
 	if got, want := fmt.Sprint(errs[2]), "second"; got != want {
@@ -88,9 +88,9 @@ func TestRunLocalNamesTheFirstFailure(t *testing.T) {
 // every error is nil.
 func TestRunLocalSuccess(t *testing.T) {
 	const n = 4
-	errs := runLocalBounded(t, n, func(ctx context.Context, c collective.Comm) error {
+	errs := runLocalBounded(t, n, func(ctx context.Context, c communicator.Comm) error {
 		sum := []int64{int64(c.Rank())}
-		if err := c.AllreduceInt64(sum, collective.OpSum); err != nil {
+		if err := c.AllreduceInt64(sum, communicator.OpSum); err != nil {
 			return err
 		}
 		if got, want := sum[0], int64(n*(n-1)/2); got != want {
@@ -113,8 +113,8 @@ func TestRunLocalSuccess(t *testing.T) {
 // returning the same error: were it taken for a failure, the abort's
 // cancel would reach them first.
 func TestRunLocalAllRanksErrorDoesNotAbort(t *testing.T) {
-	bad := collective.AllRanks(errors.New("bad flag"))
-	errs := runLocalBounded(t, 3, func(ctx context.Context, c collective.Comm) error {
+	bad := communicator.AllRanks(errors.New("bad flag"))
+	errs := runLocalBounded(t, 3, func(ctx context.Context, c communicator.Comm) error {
 		if c.Rank() == 0 {
 			return bad
 		}
@@ -133,7 +133,7 @@ func TestRunLocalAllRanksErrorDoesNotAbort(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if err := c.WaitAll([]*collective.Request{rr}); err != nil {
+			if err := c.WaitAll([]*communicator.Request{rr}); err != nil {
 				return err
 			}
 		}
@@ -152,14 +152,14 @@ func TestRunLocalAllRanksErrorDoesNotAbort(t *testing.T) {
 // world must be aborted StuckGrace later instead of hanging.
 func TestRunLocalCancelEndsStuckRanks(t *testing.T) {
 	if testing.Short() {
-		t.Skip("waits collective.StuckGrace (5 s)")
+		t.Skip("waits communicator.StuckGrace (5 s)")
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	done := make(chan []error, 1)
 	go func() {
-		done <- collective.RunLocal(ctx, 2, func(ctx context.Context, c collective.Comm) error {
+		done <- communicator.RunLocal(ctx, 2, func(ctx context.Context, c communicator.Comm) error {
 			if c.Rank() == 1 {
-				return collective.AllRanks(errors.New("only mine"))
+				return communicator.AllRanks(errors.New("only mine"))
 			}
 			return c.Barrier()
 		})
@@ -170,13 +170,13 @@ func TestRunLocalCancelEndsStuckRanks(t *testing.T) {
 	sent := time.Now()
 	select {
 	case errs := <-done:
-		if took := time.Since(sent); took < collective.StuckGrace {
-			t.Errorf("ended %v after the cancel, before the grace of %v", took, collective.StuckGrace)
+		if took := time.Since(sent); took < communicator.StuckGrace {
+			t.Errorf("ended %v after the cancel, before the grace of %v", took, communicator.StuckGrace)
 		}
-		if !errors.Is(errs[0], collective.ErrAborted) || !strings.Contains(errs[0].Error(), "interrupted by SIGTERM; ranks still waiting") {
+		if !errors.Is(errs[0], communicator.ErrAborted) || !strings.Contains(errs[0].Error(), "interrupted by SIGTERM; ranks still waiting") {
 			t.Errorf("rank 0: %v; want the abort naming the cause", errs[0])
 		}
-	case <-time.After(collective.StuckGrace + 10*time.Second):
+	case <-time.After(communicator.StuckGrace + 10*time.Second):
 		t.Fatal("rank 0 still waiting in the barrier 10 s after the grace")
 	}
 }

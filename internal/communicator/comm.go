@@ -1,12 +1,14 @@
-// Package collective is the communicator every other package uses: rank and
-// size, collectives, non-blocking point-to-point transfers of byte buffers
-// and job abort.
+// Package communicator implements the communicators of package
+// collective, which shows users the Comm interface, Init and the
+// in-process world: World, a thin cgo binding to the system MPI (Open MPI
+// by default, MPICH with the mpich build tag, none with nompi), which
+// Init opens once per process; and an in-process world whose ranks are
+// goroutines (NewLocal, RunLocal), for tests and single-process runs. Both
+// pass one conformance suite (internal/collectivetest).
 //
-// Two implementations of Comm pass one conformance suite: World, a thin
-// cgo binding to the system MPI (Open MPI by default, MPICH with the
-// mpich build tag, none with nompi), which Init opens once per process;
-// and an in-process world whose ranks are goroutines (NewLocal, RunLocal),
-// for tests and single-process runs.
+// Besides the Comm operations, World has what only the module's commands
+// use: Test and TryRecv (the launcher's peer heartbeats), and its
+// node-level operations through internal/mpinode.
 //
 // MPI errors come back as errors wrapping the library's message, matched
 // with errors.Is against ErrSize, ErrTruncate and ErrRank; the operations
@@ -17,7 +19,7 @@
 // DATAHELIX_MPI_WAIT (block, sleep or auto) chooses how World waits for
 // MPI: blocking calls, or polling that leaves the core to other threads
 // when a node runs more ranks than it has cores.
-package collective
+package communicator
 
 import (
 	"errors"
@@ -131,6 +133,9 @@ var (
 	ErrAborted = errors.New("collective: job aborted")
 	// ErrClosed reports an operation after the communicator was closed.
 	ErrClosed = errors.New("collective: communicator closed")
+	// ErrNoMPI reports a binary built without MPI support (the nompi
+	// tag): Init fails with it.
+	ErrNoMPI = errors.New("collective: this binary was built without MPI (nompi tag); use --ranks N for an in-process world or rebuild without -tags nompi")
 )
 
 // AllRanks marks err as one that every rank of the job returns at the same

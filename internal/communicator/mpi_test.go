@@ -1,6 +1,6 @@
 //go:build !nompi
 
-package collective_test
+package communicator_test
 
 import (
 	"bytes"
@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/internal/collectivetest"
+	"github.com/datahelix/datahelix/internal/communicator"
 	"github.com/datahelix/datahelix/internal/mpinode"
 )
 
@@ -43,7 +43,7 @@ func worker(mode string) int {
 		policies := strings.Split(v, ",")
 		os.Setenv("DATAHELIX_MPI_WAIT", policies[rank%len(policies)])
 	}
-	w, err := collective.Init()
+	w, err := communicator.Init()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		return 1

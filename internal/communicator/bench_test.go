@@ -1,6 +1,6 @@
 //go:build !nompi
 
-package collective_test
+package communicator_test
 
 import (
 	"bytes"
@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/internal/collectivetest"
+	"github.com/datahelix/datahelix/internal/communicator"
 	"github.com/datahelix/datahelix/internal/mpinode"
 )
 
@@ -28,7 +28,7 @@ const (
 
 // latencyWorker is the Go side of BenchmarkAllgatherGoVsC: the same loop
 // as testdata/allgather_latency.c through the binding.
-func latencyWorker(w *collective.World) error {
+func latencyWorker(w *communicator.World) error {
 	send := make([]byte, latencyBytes)
 	recv := make([]byte, latencyBytes*w.Size())
 	for i := 0; i < 20; i++ {

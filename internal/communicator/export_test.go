@@ -1,4 +1,4 @@
-package collective
+package communicator
 
 // For the external tests: an in-process world with an abort hook.
 type LocalOption = localOption

@@ -1,5 +1,5 @@
 //go:build !race
 
-package collective_test
+package communicator_test
 
 const raceEnabled = false

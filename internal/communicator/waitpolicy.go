@@ -1,6 +1,6 @@
 //go:build !nompi
 
-package collective
+package communicator
 
 // waitPolicy says how a rank waits for MPI operations to complete.
 type waitPolicy int32

@@ -1,4 +1,4 @@
-package gpu
+package loader
 
 import (
 	"context"
@@ -6,41 +6,10 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/collective"
+	"github.com/datahelix/datahelix/gpu"
 )
 
-// Model is a simulated GPU's step time: Base plus a cost per sample, per
-// video frame and per text token of the batch, as a training step's
-// forward and backward passes grow with what the batch holds.
-type Model struct {
-	Base      time.Duration
-	PerSample time.Duration
-	PerFrame  time.Duration
-	PerToken  time.Duration
-}
-
-// Contents is what a batch holds, as far as the GPU's step time goes.
-type Contents struct {
-	Samples int
-	Frames  int // decoded video frames and images
-	Tokens  int // text tokens
-}
-
-// StepTime is the compute time of one step on contents c. It is a pure
-// function of c, so a simulated run's GPU is deterministic.
-func (m Model) StepTime(c Contents) time.Duration {
-	return m.Base + time.Duration(c.Samples)*m.PerSample +
-		time.Duration(c.Frames)*m.PerFrame + time.Duration(c.Tokens)*m.PerToken
-}
-
-// Validate rejects negative times.
-func (m Model) Validate() error {
-	if m.Base < 0 || m.PerSample < 0 || m.PerFrame < 0 || m.PerToken < 0 {
-		return fmt.Errorf("gpu: negative step time in model %+v", m)
-	}
-	return nil
-}
-
-// Simulated executes training steps for a rank without a GPU: it waits the
+// simulatedGPU executes training steps for a rank without a GPU: it waits the
 // model's compute time for the batch, then joins a collective with every
 // other rank's simulated GPU, standing for the gradient allreduce, so a
 // late rank holds every rank back exactly as in lockstep training.
@@ -48,8 +17,8 @@ func (m Model) Validate() error {
 // Comm must be a communicator used by nothing else at the same time (a
 // duplicate of the job's), since the loader runs its own collectives
 // concurrently.
-type Simulated struct {
-	Model Model
+type simulatedGPU struct {
+	Model gpu.Model
 	Comm  collective.Comm
 	// Sleep waits d; nil means a timer that honours ctx. Tests replace it.
 	Sleep func(ctx context.Context, d time.Duration) error
@@ -58,7 +27,7 @@ type Simulated struct {
 // Step runs one training step on a batch with contents c and returns the
 // compute time it modelled. The allreduce sums the ranks' sample counts,
 // as the loss normalization of a real step would.
-func (s *Simulated) Step(ctx context.Context, c Contents) (time.Duration, error) {
+func (s *simulatedGPU) Step(ctx context.Context, c gpu.Contents) (time.Duration, error) {
 	d := s.Model.StepTime(c)
 	sleep := s.Sleep
 	if sleep == nil {

@@ -1,6 +1,6 @@
 //go:build !nompi
 
-package collective
+package communicator
 
 /*
 #include "mpi_shim.h"

@@ -1,22 +1,20 @@
 //go:build nompi
 
-package collective
-
-import "errors"
+package communicator
 
 // World is unavailable in binaries built with the nompi tag.
 type World struct{ local }
 
 type mpiReq struct{}
 
-// ErrNoMPI reports a binary built without MPI support.
-var ErrNoMPI = errors.New("collective: this binary was built without MPI (nompi tag); use --ranks N for an in-process world or rebuild without -tags nompi")
-
 // Init fails: the binary has no MPI.
 func Init() (*World, error) { return nil, ErrNoMPI }
 
 // Finalize does nothing.
 func (w *World) Finalize() error { return nil }
+
+// Finalize does nothing: there is no World.
+func Finalize() error { return nil }
 
 // Test reports ErrNoMPI.
 func (w *World) Test(*Request) (bool, error) { return false, ErrNoMPI }
