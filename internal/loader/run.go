@@ -12,7 +12,6 @@ import (
 
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode"
-	"github.com/datahelix/datahelix/gpu"
 	"github.com/datahelix/datahelix/internal/metrics"
 	"github.com/datahelix/datahelix/internal/reader"
 	"github.com/datahelix/datahelix/internal/shard"
@@ -50,7 +49,7 @@ func Run(ctx context.Context, comm collective.Comm, ds *decode.Dataset, cfg Conf
 	if err != nil {
 		return nil, err
 	}
-	sim := &gpu.Simulated{Model: cfg.GPU, Comm: gcomm}
+	sim := &simulatedGPU{Model: cfg.GPU, Comm: gcomm}
 	var gpuUS []int64 // per delivered batch, in order
 	runErr := func() error {
 		for {

@@ -73,4 +73,3 @@ func TestStepReturnsTheCancelCause(t *testing.T) {
 		}
 	}
 }
-
