@@ -29,7 +29,7 @@ fi
 
 step "go vet (OpenMPI, MPICH, no-MPI builds)"
 go vet ./...
-go vet -tags mpich ./collective/... ./launcher/... ./cmd/...
+go vet -tags mpich ./collective/... ./internal/communicator/... ./launcher/... ./cmd/...
 go vet -tags nompi ./...
 
 step "staticcheck (unused code, deprecated calls, dropped values)"
@@ -45,10 +45,10 @@ step "Python client (unittest, Debian's python3)"
 /usr/bin/python3 -m unittest discover -s python/tests
 
 step "go test -race (pure-Go packages)"
-go test "${short[@]}" -race -timeout 30m $(go list ./... | grep -E '/(plan|gpu|collective|spmd|internal/(bridge|step|sim|reader|wire|stall|agree|metrics))$')
+go test "${short[@]}" -race -timeout 30m $(go list ./... | grep -E '/(plan|gpu|collective|spmd|internal/(bridge|step|sim|reader|wire|stall|agree|metrics|loader|communicator))$')
 
 step "MPI conformance against MPICH, and the job's MPI paths under MPICH's mpiexec"
-go test "${short[@]}" -tags mpich -count=1 -run 'MPI' ./collective/
+go test "${short[@]}" -tags mpich -count=1 -run 'MPI' ./internal/communicator/
 go test "${short[@]}" -tags mpich -count=1 \
 	-run 'UnderMPIRun|RanksThatDisagree|KilledRank|StalledRank|BusyRank|SignalEndsJob' ./launcher/
 

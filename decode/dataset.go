@@ -1,21 +1,44 @@
 package decode
 
 import (
-	"errors"
-	"fmt"
-	"slices"
-	"strings"
-
+	"github.com/datahelix/datahelix/internal/shard"
 	"github.com/datahelix/datahelix/internal/shardindex"
 )
 
-// ErrNoShards reports a dataset path or glob that names no shard.
-var ErrNoShards = shardindex.ErrNoShards
+// Errors of opening a dataset and reading its samples.
+var (
+	// ErrNoShards reports a dataset path or glob that names no shard.
+	ErrNoShards = shardindex.ErrNoShards
+	// ErrCorruptShard reports a shard that is not a readable tar archive:
+	// a bad header, a member running past the end of the file, or a
+	// missing end-of-archive marker.
+	ErrCorruptShard = shardindex.ErrCorruptShard
+	// ErrCompressedShard reports a shard that is a compressed tar archive
+	// (gzip, zstd, xz or bzip2), found by its name when listing a dataset
+	// directory or by its first bytes when indexing it. Shards must be
+	// uncompressed tar files: samples are read by random access.
+	ErrCompressedShard = shardindex.ErrCompressedShard
+	// ErrSampleTooLarge reports a sample whose members span more than
+	// 1 GiB of its shard: a forged or absurd member size fails instead of
+	// being allocated.
+	ErrSampleTooLarge = shard.ErrSampleTooLarge
+)
 
-// Dataset is an ordered set of shards.
-type Dataset struct {
-	Shards []*Shard
-}
+// ShardError is a problem with one shard file at one byte offset: its
+// Path, Offset and Reason. It unwraps to ErrCorruptShard and to the
+// underlying cause, if any.
+type ShardError = shardindex.ShardError
+
+// Dataset is an ordered set of WebDataset tar shards, each indexed (key →
+// member offsets and sizes) and its index cached, so that ReadSample
+// fetches a whole sample with one read: a Source. Its methods are safe
+// for concurrent use: NumShards, ShardName (a shard's file name),
+// ShardLen and ReadSample (the Source methods), Len (the samples of all
+// shards), String (the path or glob it was opened from) and Close. The
+// process keeps a bounded number of shards' files and indexes loaded,
+// letting go of the least recently read, so that a dataset of many
+// thousand shards runs it out of neither file descriptors nor memory.
+type Dataset = shard.Dataset
 
 // OpenDataset opens the shards named by pathOrGlob: a directory (every
 // *.tar file directly inside it), a glob pattern, or one tar file. Shards
@@ -24,14 +47,20 @@ type Dataset struct {
 // error wrapping ErrNoShards. A shard that cannot be opened (unreadable,
 // corrupt, truncated) fails the whole open, with its error (a
 // *ShardError for a corrupt one); when several cannot, the error names
-// the first 5 of them in shard order, counts the rest and
-// wraps them all, so that one run tells what to mend. A glob leaves out
-// datahelix's index cache files (*.dhidx). Compressed tar files
-// (*.tar.gz, *.tgz, *.tar.zst, ...) in a directory are an error wrapping
-// ErrCompressedShard rather than being skipped. cacheDir is passed to
-// OpenShard.
+// the first 5 of them in shard order, counts the rest and wraps them all,
+// so that one run tells what to mend. A glob leaves out datahelix's index
+// cache files (*.dhidx). Compressed tar files (*.tar.gz, *.tgz,
+// *.tar.zst, ...) in a directory are an error wrapping ErrCompressedShard
+// rather than being skipped.
+//
+// Each shard's index is loaded from its cache when the cache matches the
+// shard's size and modification time, and otherwise built by reading the
+// tar headers and saved to the cache: beside the shard (path + ".dhidx")
+// when cacheDir is empty, else in cacheDir. Failing to write the cache is
+// not an error (the shard may sit on a read-only file system): the index
+// is then kept in memory.
 func OpenDataset(pathOrGlob string, cacheDir string) (*Dataset, error) {
-	return OpenDatasetPart(pathOrGlob, cacheDir, 0, 1)
+	return shard.OpenDataset(pathOrGlob, cacheDir, 0, 1)
 }
 
 // OpenDatasetPart opens the dataset as OpenDataset does, with the same
@@ -43,101 +72,5 @@ func OpenDataset(pathOrGlob string, cacheDir string) (*Dataset, error) {
 // instead of every rank building every index (and reading every shard's
 // headers) at once.
 func OpenDatasetPart(pathOrGlob string, cacheDir string, part, parts int) (*Dataset, error) {
-	paths, err := shardindex.Paths(pathOrGlob)
-	if err != nil {
-		return nil, err
-	}
-	n := len(paths)
-	first := partStart(n, part, parts)
-	d := &Dataset{Shards: make([]*Shard, n)}
-	var failed []shardOpenError
-	for k := range n {
-		i := (first + k) % n
-		s, err := OpenShard(paths[i], cacheDir)
-		if err != nil {
-			failed = append(failed, shardOpenError{i, err})
-			continue
-		}
-		d.Shards[i] = s
-	}
-	if len(failed) > 0 {
-		d.Close()
-		return nil, openError(failed, n)
-	}
-	return d, nil
-}
-
-// partStart returns the first shard of the part-th of parts equal runs
-// of n shards (0 for a part out of range).
-func partStart(n, part, parts int) int {
-	if parts <= 1 || part <= 0 || part >= parts {
-		return 0
-	}
-	return int(int64(part) * int64(n) / int64(parts))
-}
-
-// maxOpenErrors is how many of the shards that cannot be opened the error
-// of OpenDataset names; it counts the others.
-const maxOpenErrors = 5
-
-// shardOpenError is why shard i of a dataset cannot be opened.
-type shardOpenError struct {
-	i   int
-	err error
-}
-
-// openError is the error of a dataset of n shards of which failed cannot
-// be opened: the one error, or one naming the first maxOpenErrors in
-// shard order and wrapping all of them.
-func openError(failed []shardOpenError, n int) error {
-	if len(failed) == 1 {
-		return failed[0].err
-	}
-	slices.SortFunc(failed, func(a, b shardOpenError) int { return a.i - b.i })
-	errs := make([]error, len(failed))
-	var b strings.Builder
-	fmt.Fprintf(&b, "decode: %d of %d shards cannot be opened: ", len(failed), n)
-	for k, f := range failed {
-		errs[k] = f.err
-		if k < maxOpenErrors {
-			if k > 0 {
-				b.WriteString("; ")
-			}
-			b.WriteString(strings.TrimPrefix(f.err.Error(), "decode: "))
-		}
-	}
-	if rest := len(failed) - maxOpenErrors; rest > 0 {
-		fmt.Fprintf(&b, "; and %d more", rest)
-	}
-	return &kindError{msg: b.String(), kinds: errs}
-}
-
-// kindError is an error with its own message that unwraps to sentinel
-// kinds, or to the errors it sums up, without repeating their text.
-type kindError struct {
-	msg   string
-	kinds []error
-}
-
-func (e *kindError) Error() string   { return e.msg }
-func (e *kindError) Unwrap() []error { return e.kinds }
-
-// Len returns the number of samples over all shards.
-func (d *Dataset) Len() int {
-	n := 0
-	for _, s := range d.Shards {
-		n += s.Len()
-	}
-	return n
-}
-
-// Close releases the file handles of all shards.
-func (d *Dataset) Close() error {
-	var errs []error
-	for _, s := range d.Shards {
-		if s != nil { // a shard OpenDataset could not open
-			errs = append(errs, s.Close())
-		}
-	}
-	return errors.Join(errs...)
+	return shard.OpenDataset(pathOrGlob, cacheDir, part, parts)
 }

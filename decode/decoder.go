@@ -57,13 +57,15 @@ func (d *Decoder) Options() Options { return d.d.Options() }
 // over its presentation timeline, each S x S RGB (a clip of fewer than F
 // frames repeats frames evenly to fill the tensor); an image becomes one
 // S x S RGB tensor; a document becomes its text and one tensor per image;
-// text passes through with its token count. rec is the sample's record
-// from ParseRecord; when nil, Decode parses it.
+// text passes through with its token count. It first reads what the
+// sample holds from its members' bytes, without decoding (the clip's
+// container, the images' headers, the text), and refuses a sample it
+// would not decode whole.
 //
 // A sample that cannot be decoded returns a *SampleError naming the
 // shard, sample and member, unwrapping to ErrCorrupt, ErrLimit,
 // ErrUnsupported, ErrTimeout or ErrNoPayload (or the context's error when
 // ctx ends).
-func (d *Decoder) Decode(ctx context.Context, s *Sample, rec *Record) (*Output, error) {
-	return d.d.Decode(ctx, s, rec)
+func (d *Decoder) Decode(ctx context.Context, s *Sample) (*Output, error) {
+	return d.d.Decode(ctx, s, nil)
 }

@@ -2,7 +2,7 @@ package decode
 
 import "github.com/datahelix/datahelix/internal/decoding"
 
-// Kinds of decoding failure. A failed Decode or ParseRecord returns a
+// Kinds of decoding failure. A failed Decode returns a
 // *SampleError that unwraps to one of these, so callers can count and
 // skip bad samples by kind while a cancelled context stays
 // distinguishable (it unwraps to context.Canceled instead).

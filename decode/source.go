@@ -1,7 +1,5 @@
 package decode
 
-import "path/filepath"
-
 // Source is what a loader reads samples from: shards of samples in an
 // order every rank sees alike. *Dataset (WebDataset tar shards) is one;
 // a program that embeds the loader can serve samples from elsewhere (an
@@ -16,18 +14,4 @@ type Source interface {
 	ShardLen(i int) int
 	// ReadSample reads sample index of shard i: its members' bytes.
 	ReadSample(shard, index int) (*Sample, error)
-}
-
-// NumShards is the number of shards.
-func (d *Dataset) NumShards() int { return len(d.Shards) }
-
-// ShardName is shard i's file name.
-func (d *Dataset) ShardName(i int) string { return filepath.Base(d.Shards[i].Path()) }
-
-// ShardLen is the number of samples in shard i.
-func (d *Dataset) ShardLen(i int) int { return d.Shards[i].Len() }
-
-// ReadSample reads sample index of shard i.
-func (d *Dataset) ReadSample(shard, index int) (*Sample, error) {
-	return d.Shards[shard].ReadSample(index)
 }

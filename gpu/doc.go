@@ -1,8 +1,8 @@
 // Package gpu is the GPU side of a rank: it follows the training loop's
 // progress (Tracker) to predict when the GPU will need each upcoming batch,
-// and executes steps on machines without a GPU (Simulated), modelling the
-// per-batch compute time and the gradient allreduce that holds every rank
-// back to the slowest one, as lockstep data-parallel training does.
+// and models a step's compute time from what the batch holds (Model,
+// Contents), which the planner uses to even out the GPU work across
+// ranks and the module's simulated GPU waits for.
 //
 // The step-time estimate is the median of the last StepWindow measured
 // compute times. A median ignores the occasional outlier (a garbage

@@ -21,7 +21,6 @@ import (
 	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/machine"
 	"github.com/datahelix/datahelix/internal/step"
-	"github.com/datahelix/datahelix/spmd"
 )
 
 func init() {
@@ -118,7 +117,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 		Eval: eval.EvalConfig{Workloads: ws, Loaders: kinds, Ranks: *ranks, Steps: *steps, Batch: *batch, Seed: *seed,
 			Network: network, Parallel: *parallel, KeepTimelines: *ranks <= report.MaxTimelineRanks, NoSplit: *noSplit, NoiseOnTruth: *noiseOnTruth},
 		Real: *real, Sections: names, OutDir: *out, Timeline: *timeline,
-		Scale: eval.ScaleConfig{Workload: *scaleWorkload, Loader: spmd.KindHelix, Ranks: *scaleRanks, Batch: *scaleBatch, Steps: *scaleSteps},
+		Scale: eval.ScaleConfig{Workload: *scaleWorkload, Loader: step.KindHelix, Ranks: *scaleRanks, Batch: *scaleBatch, Steps: *scaleSteps},
 	}
 	// Every flag is checked before any work: a bad one costs no
 	// calibration load, simulation or mpirun job.

@@ -9,6 +9,7 @@ import (
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/bench"
+	"github.com/datahelix/datahelix/internal/shard"
 	"github.com/datahelix/datahelix/internal/shardindex"
 	"github.com/datahelix/datahelix/internal/wire"
 )
@@ -73,7 +74,7 @@ func runBenchExchange(ctx context.Context, stdout, stderr io.Writer, args []stri
 		if err := firstShardHolds(ds, *samples); err != nil {
 			return collective.AllRanks(err)
 		}
-		sh := ds.Shards[0]
+		sh := shard.ShardsOf(ds)[0]
 		var ss []*decode.Sample
 		for i := 0; i < *samples; i++ {
 			s, err := sh.ReadSample(i)
@@ -112,10 +113,10 @@ func exchangeDataHolds(path, root string, samples int) error {
 		return usagef("bench exchange: --data: %w", err)
 	}
 	defer ds.Close()
-	if len(ds.Shards) == 0 {
+	if ds.NumShards() == 0 {
 		return flagErrorf("bench exchange", "data", path, "no shards")
 	}
-	if sh := ds.Shards[0]; sh.Len() < samples {
+	if sh := shard.ShardsOf(ds)[0]; sh.Len() < samples {
 		return flagErrorf("bench exchange", "samples", samples, "the first shard of --data, %s, holds %d", sh.Path(), sh.Len())
 	}
 	return nil
@@ -124,7 +125,7 @@ func exchangeDataHolds(path, root string, samples int) error {
 // firstShardHolds checks that the first shard of ds holds samples
 // samples, what bench exchange sends.
 func firstShardHolds(ds *decode.Dataset, samples int) error {
-	if sh := ds.Shards[0]; sh.Len() < samples {
+	if sh := shard.ShardsOf(ds)[0]; sh.Len() < samples {
 		return fmt.Errorf("bench exchange: --samples %d: the first shard, %s, holds %d", samples, sh.Path(), sh.Len())
 	}
 	return nil

@@ -7,7 +7,7 @@ import (
 	"io"
 
 	"github.com/datahelix/datahelix/internal/bench"
-	"github.com/datahelix/datahelix/plan"
+	"github.com/datahelix/datahelix/internal/planlimits"
 )
 
 func init() {
@@ -29,10 +29,10 @@ func runBenchPlan(ctx context.Context, stdout, stderr io.Writer, args []string) 
 		return err
 	}
 	switch {
-	case *ranks < 1 || *ranks > plan.MaxRanks:
-		return flagErrorf("bench plan", "ranks", *ranks, "want 1..%d", plan.MaxRanks)
-	case *batch < 1 || *batch > plan.MaxBatch:
-		return flagErrorf("bench plan", "batch", *batch, "want 1..%d", plan.MaxBatch)
+	case *ranks < 1 || *ranks > planlimits.Ranks:
+		return flagErrorf("bench plan", "ranks", *ranks, "want 1..%d", planlimits.Ranks)
+	case *batch < 1 || *batch > planlimits.Batch:
+		return flagErrorf("bench plan", "batch", *batch, "want 1..%d", planlimits.Batch)
 	case *plans < 1:
 		return flagErrorf("bench plan", "plans", *plans, "want at least 1")
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/decoding"
 	"github.com/datahelix/datahelix/internal/shape"
+	"github.com/datahelix/datahelix/internal/shard"
 	"github.com/datahelix/datahelix/internal/shardindex"
 	"github.com/datahelix/datahelix/internal/tjpeg"
 )
@@ -89,7 +90,7 @@ func runDecode(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	damaged := 0
 	show := func(s *decode.Sample) error {
 		start := time.Now()
-		out, err := dec.Decode(ctx, s, nil)
+		out, err := dec.Decode(ctx, s)
 		if err != nil {
 			return err
 		}
@@ -303,7 +304,7 @@ func eachSample(stderr io.Writer, path, cache string, fn func(*decode.Sample) er
 		err = run(decoding.FileSample(path, data), nil)
 		return n, err
 	}
-	sh, err := decode.OpenShard(path, cache)
+	sh, err := shard.Open(path, cache)
 	if err != nil {
 		return n, err
 	}

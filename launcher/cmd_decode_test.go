@@ -11,8 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/decoding"
 	"github.com/datahelix/datahelix/internal/gen/gentest"
+	"github.com/datahelix/datahelix/internal/shard"
 )
 
 // TestDecodeMD5MatchesFFmpeg checks `datahelix decode --md5` against the
@@ -166,7 +167,7 @@ func TestDecodeMD5Shard(t *testing.T) {
 		t.Errorf("got %d video and %d image members hashed, want some of each", videos, images)
 	}
 	// A video member's lines equal --md5 on the member extracted to a file.
-	sh, err := decode.OpenShard(shards[0], t.TempDir())
+	sh, err := shard.Open(shards[0], t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +176,7 @@ func TestDecodeMD5Shard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := decode.ParseRecord(s)
+	rec, err := decoding.ParseRecord(s, decoding.Limits{})
 	if err != nil || rec.Video == nil {
 		t.Fatalf("first sample of %s: record %+v, err %v; want a clip", shards[0], rec, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/decoding"
 	"github.com/datahelix/datahelix/internal/inspect"
+	"github.com/datahelix/datahelix/internal/shard"
 	"github.com/datahelix/datahelix/internal/shardindex"
 )
 
@@ -144,7 +145,7 @@ func shardWarnings(w io.Writer, p, indexDir string) (empty []string) {
 		return nil
 	}
 	defer ds.Close()
-	for _, sh := range ds.Shards {
+	for _, sh := range shard.ShardsOf(ds) {
 		printWarningLines(w, sh.Path(), sh.Warnings())
 		if sh.Len() == 0 {
 			empty = append(empty, sh.Path())

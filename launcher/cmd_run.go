@@ -16,6 +16,7 @@ import (
 	"github.com/datahelix/datahelix/gpu"
 	"github.com/datahelix/datahelix/internal/agree"
 	"github.com/datahelix/datahelix/internal/gen"
+	"github.com/datahelix/datahelix/internal/loader"
 	"github.com/datahelix/datahelix/internal/machine"
 	"github.com/datahelix/datahelix/internal/metrics"
 	"github.com/datahelix/datahelix/internal/shardindex"
@@ -198,9 +199,9 @@ func openJob(ctx context.Context, c collective.Comm, f *runFlags, errOut io.Writ
 		j.close()
 		return nil, withStatusAllRanks(exitDisagree, err)
 	}
-	sizes := make([]int, len(j.ds.Shards))
-	for i, sh := range j.ds.Shards {
-		sizes[i] = sh.Len()
+	sizes := make([]int, j.ds.NumShards())
+	for i := range sizes {
+		sizes[i] = j.ds.ShardLen(i)
 	}
 	if err := f.applyEpochs(sizes, c.Size()); err != nil {
 		j.close()
@@ -209,7 +210,7 @@ func openJob(ctx context.Context, c collective.Comm, f *runFlags, errOut io.Writ
 	// What would fail a later loader (an epoch shorter than a global
 	// batch, the checkpoints of each loader) fails the job now, before
 	// any loader trains.
-	if err := spmd.CheckJob(c, j.ds, f.cfg, f.loaders); err != nil {
+	if err := loader.CheckJob(c, j.ds, f.cfg, f.loaders); err != nil {
 		j.close()
 		return nil, withStatusAllRanks(exitBadInput, err)
 	}
@@ -241,9 +242,9 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 	// This rank's delivered and dropped samples, per loader: summed over
 	// the ranks after the last loader, they decide the job's exit.
 	counts := make([]int64, 0, 2*len(f.loaders))
-	samples := spmd.NewSampleLog() // a bad sample is logged once, not per loader
+	samples := loader.NewSampleLog() // a bad sample is logged once, not per loader
 	for _, k := range f.loaders {
-		cfg := f.cfg.InJob(f.loaders...)
+		cfg := loader.InJob(f.cfg, f.loaders...)
 		cfg.Loader = k
 		cfg.Log, cfg.SampleLog = errOut, samples
 		watch.Start(k.String())
@@ -256,7 +257,7 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 		if bar != nil {
 			bar.Describe(k.String())
 		}
-		res, err := spmd.Run(ctx, wc, ds, cfg)
+		res, err := loader.Run(ctx, wc, ds, cfg)
 		if err != nil {
 			// What every rank finds alike in a run (a shard without
 			// samples, checkpoints it cannot resume from) is its input.

@@ -14,6 +14,7 @@ import (
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/bridge"
+	"github.com/datahelix/datahelix/internal/loader"
 	"github.com/datahelix/datahelix/internal/metrics"
 	"github.com/datahelix/datahelix/spmd"
 )
@@ -202,7 +203,7 @@ func trainJob(ctx context.Context, c collective.Comm, f *trainFlags, out, errOut
 	}
 	cfg := f.cfg
 	cfg.Loader = f.loaders[0]
-	cfg.Log, cfg.SampleLog = errOut, spmd.NewSampleLog()
+	cfg.Log, cfg.SampleLog = errOut, loader.NewSampleLog()
 	if len(b.hello.Resume) > 0 && string(b.hello.Resume) != "null" {
 		cfg.Restore = b.hello.Resume
 	}
@@ -210,7 +211,7 @@ func trainJob(ctx context.Context, c collective.Comm, f *trainFlags, out, errOut
 	// The loader outlives a signal for as long as the trainer does.
 	lctx, stopLoader := context.WithCancel(context.Background())
 	defer stopLoader()
-	l, err := spmd.NewLoader(lctx, stallAborts{c}, j.ds, cfg)
+	l, err := loader.NewLoader(lctx, stallAborts{c}, j.ds, cfg)
 	if err != nil {
 		if errors.Is(err, spmd.ErrState) {
 			err = collective.AllRanks(fmt.Errorf("the trainers' Loader.load_state_dict: %w", err))
@@ -382,9 +383,9 @@ func connectTrainer(ctx context.Context, c collective.Comm, f *trainFlags, rv re
 // serve welcomes the trainer and hands it batches until it is done, then
 // has the ranks agree on how their trainers ended and gathers the run's
 // figures (rank 0's Result holds every rank's).
-func (b *rankBridge) serve(ctx context.Context, c, end collective.Comm, l *spmd.Loader, cfg spmd.Config, f *trainFlags) (*spmd.Result, error) {
+func (b *rankBridge) serve(ctx context.Context, c, end collective.Comm, l *loader.Loader, cfg spmd.Config, f *trainFlags) (*loader.Result, error) {
 	st := l.State()
-	var state spmd.State
+	var state loader.State
 	if err := json.Unmarshal(st, &state); err != nil {
 		return nil, err
 	}
@@ -400,7 +401,7 @@ func (b *rankBridge) serve(ctx context.Context, c, end collective.Comm, l *spmd.
 	// loop may wait in a collective for a rank that will never join.
 	sctx, stopServe := context.WithCancelCause(context.Background())
 	defer stopServe(nil)
-	abandon := func(err error) (*spmd.Result, error) {
+	abandon := func(err error) (*loader.Result, error) {
 		stopServe(err)
 		return nil, err
 	}
@@ -486,12 +487,12 @@ func (b *rankBridge) serve(ctx context.Context, c, end collective.Comm, l *spmd.
 	if state.Step+delivered < int64(cfg.Steps) {
 		l.Quiesce()
 	}
-	return spmd.Finish(c, l, endAt)
+	return loader.Finish(c, l, endAt)
 }
 
-// loaderSource serves a spmd.Loader's batches through the bridge.
+// loaderSource serves a loader.Loader's batches through the bridge.
 type loaderSource struct {
-	l    *spmd.Loader
+	l    *loader.Loader
 	size int // S, the shape of a text sample's empty pixels
 }
 

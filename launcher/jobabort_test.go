@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/internal/collectivetest"
+	"github.com/datahelix/datahelix/internal/communicator"
 	"github.com/datahelix/datahelix/internal/gen/gentest"
 	"github.com/datahelix/datahelix/internal/mpinode"
 )
@@ -199,7 +199,7 @@ func TestStalledRankEndsJob(t *testing.T) {
 // (SIGSTOP: a rank stuck on a hung file system, a swapping node) and sends
 // SIGTERM to the other, as scancel does. That rank waits in a collective
 // for the stopped one and never saw its context's cancellation: the job
-// ran on until SIGKILL. It must abort the job itself, collective.StuckGrace later.
+// ran on until SIGKILL. It must abort the job itself, communicator.StuckGrace later.
 func TestSignalEndsJobWithAStuckRank(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a job for several seconds")
@@ -227,12 +227,12 @@ func TestSignalEndsJobWithAStuckRank(t *testing.T) {
 		// The rank that was sent SIGTERM says it waits still
 		// (testdata/jobabort_sigterm.golden).
 		abortGolden(t, "jobabort_sigterm.golden", out.String())
-		if took < collective.StuckGrace || took > collective.StuckGrace+20*time.Second {
-			t.Errorf("job ended %v after SIGTERM, want about %v", took, collective.StuckGrace)
+		if took < communicator.StuckGrace || took > communicator.StuckGrace+20*time.Second {
+			t.Errorf("job ended %v after SIGTERM, want about %v", took, communicator.StuckGrace)
 		}
-	case <-time.After(collective.StuckGrace + 40*time.Second):
+	case <-time.After(communicator.StuckGrace + 40*time.Second):
 		cmd.Process.Kill()
-		t.Fatalf("job still running %v after SIGTERM to a rank whose peer is stopped:\n%s", collective.StuckGrace+40*time.Second, out.String())
+		t.Fatalf("job still running %v after SIGTERM to a rank whose peer is stopped:\n%s", communicator.StuckGrace+40*time.Second, out.String())
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/collective"
+	"github.com/datahelix/datahelix/internal/communicator"
 )
 
 // peerWatch ends the job when a peer can no longer be reached (a lost
@@ -20,7 +21,7 @@ import (
 // hears from, and a rank cut off from rank 0 notices on its own and
 // exits, so that no rank is left running on a node nobody can reach.
 type peerWatch struct {
-	hb      *collective.World
+	hb      *communicator.World
 	every   time.Duration
 	timeout time.Duration
 	lost    func(msg string)
@@ -40,7 +41,7 @@ const (
 // MPI_THREAD_MULTIPLE (its calls then wait behind a blocking collective,
 // and the heartbeat would seem lost whenever a peer is slow). Every rank
 // must call it with the same timeout: it duplicates w's communicator.
-func watchPeers(w *collective.World, timeout time.Duration, lost func(msg string)) (*peerWatch, error) {
+func watchPeers(w *communicator.World, timeout time.Duration, lost func(msg string)) (*peerWatch, error) {
 	if timeout <= 0 || w.Size() < 2 || !w.Info().ThreadMultiple {
 		return nil, nil
 	}
@@ -48,7 +49,7 @@ func watchPeers(w *collective.World, timeout time.Duration, lost func(msg string
 	if err != nil {
 		return nil, err
 	}
-	p := &peerWatch{hb: d.(*collective.World), every: min(max(timeout/10, 100*time.Millisecond), 2*time.Second),
+	p := &peerWatch{hb: d.(*communicator.World), every: min(max(timeout/10, 100*time.Millisecond), 2*time.Second),
 		timeout: timeout, lost: lost, done: make(chan struct{})}
 	p.wg.Add(1)
 	go p.run()
@@ -198,7 +199,7 @@ func (p *peerWatch) run() {
 // abortOrExit aborts the job with msg, and exits the process with code
 // if the abort has not ended it within grace: an abort needs the network
 // it may just have lost, and a rank must not outlive its job.
-func abortOrExit(w *collective.World, code int, msg string, grace time.Duration) {
+func abortOrExit(w *communicator.World, code int, msg string, grace time.Duration) {
 	go func() {
 		time.Sleep(grace)
 		fmt.Fprintf(os.Stderr, "datahelix: rank %d: the abort did not end the job within %v; exiting (status %d)\n", w.Rank(), grace, code)

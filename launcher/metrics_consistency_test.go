@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/datahelix/datahelix/internal/gen/gentest"
-	"github.com/datahelix/datahelix/plan"
+	"github.com/datahelix/datahelix/internal/metrics"
 )
 
 // jsonFigures are the figures of one loader's --json object that the
@@ -191,7 +191,7 @@ func recompute(t *testing.T, recs []traceRecord, ranks int, end, warmup int64) r
 	r.planP50, r.gatherP50 = middle(plans), middle(gathers)
 	h := uint64(0xcbf29ce484222325)
 	for s := r.firstStep; s < end; s++ {
-		h = plan.Mix64(h ^ plan.Mix64(uint64(s)) ^ perStep[s])
+		h = metrics.Mix64(h ^ metrics.Mix64(uint64(s)) ^ perStep[s])
 	}
 	r.hash = fmt.Sprintf("%016x", h)
 	if r.steadySteps = max(end-steadyFrom, 0); r.steadySteps > 0 {

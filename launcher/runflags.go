@@ -13,8 +13,9 @@ import (
 
 	"github.com/datahelix/datahelix/gpu"
 	"github.com/datahelix/datahelix/internal/agree"
+	"github.com/datahelix/datahelix/internal/loader"
+	"github.com/datahelix/datahelix/internal/planlimits"
 	"github.com/datahelix/datahelix/internal/step"
-	"github.com/datahelix/datahelix/plan"
 	"github.com/datahelix/datahelix/spmd"
 )
 
@@ -35,11 +36,11 @@ func (l *loaderList) Set(v string) error {
 		return err
 	}
 	for _, k := range ks {
-		if slices.Contains(*l, k) {
+		if slices.Contains(*l, spmd.Kind(k)) {
 			return fmt.Errorf("loader %s given twice", k)
 		}
+		*l = append(*l, spmd.Kind(k))
 	}
-	*l = append(*l, ks...)
 	return nil
 }
 
@@ -102,7 +103,7 @@ func (f *runFlags) registerData(fs *flag.FlagSet, steps int, stepsUsage string) 
 	f.world.register(fs)
 	fs.StringVar(&f.data, "data", "", "`path` of the dataset: a directory of WebDataset tar shards or a glob (default: the embedded default dataset, generated once into the cache)")
 	fs.StringVar(&f.cacheDir, "cache-dir", "", "`dir`ectory for the default dataset and shard indexes"+cacheDirDefault)
-	fs.IntVar(&f.cfg.Batch, "batch", 4, fmt.Sprintf("per-rank batch size `B`, 1..%d", plan.MaxBatch))
+	fs.IntVar(&f.cfg.Batch, "batch", 4, fmt.Sprintf("per-rank batch size `B`, 1..%d", planlimits.Batch))
 	fs.IntVar(&f.cfg.Steps, "steps", steps, stepsUsage)
 	fs.IntVar(&f.cfg.Workers, "workers", 1, "decode workers `W` per rank")
 	fs.IntVar(&f.cfg.Horizon, "horizon", 0, "planning horizon `H` in steps (default max(2 x workers, 8): never less than PyTorch's prefetch looks)")
@@ -257,7 +258,7 @@ func (f *runFlags) defaultStallTimeout() time.Duration {
 func checkpointWarning(f *runFlags) string {
 	c := f.cfg
 	switch {
-	case c.CheckpointDir == "" || c.Resume || c.SavesCheckpoints():
+	case c.CheckpointDir == "" || c.Resume || loader.SavesCheckpoints(c):
 		return ""
 	case c.CheckpointEvery == 0:
 		return fmt.Sprintf("--checkpoint-dir %s: no checkpoint will be written (--checkpoint-every 0)", c.CheckpointDir)
@@ -284,7 +285,7 @@ func runSettings(f *runFlags) []agree.Setting {
 	}
 	// As the runtime resolves them: --horizon 0 and --horizon 8 are the
 	// same with one worker. (The flags were checked before MPI started.)
-	r, err := f.cfg.Resolved()
+	r, err := loader.Resolved(f.cfg)
 	if err != nil {
 		r = f.cfg
 	}

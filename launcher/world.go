@@ -14,6 +14,7 @@ import (
 	"github.com/pkg/profile"
 
 	"github.com/datahelix/datahelix/collective"
+	"github.com/datahelix/datahelix/internal/communicator"
 	"github.com/datahelix/datahelix/internal/mpinode"
 )
 
@@ -80,7 +81,7 @@ func runWorld(ctx context.Context, f worldFlags, stdout, stderr io.Writer, body 
 			return err
 		}
 	}
-	w, err := collective.Init()
+	w, err := communicator.Init()
 	if err != nil {
 		return fmt.Errorf("cannot start MPI (%s): %w", env, err)
 	}
@@ -136,8 +137,8 @@ func runWorld(ctx context.Context, f worldFlags, stdout, stderr io.Writer, body 
 }
 
 // abortWhenStuck aborts the job with the signal's status when a signal
-// cancels ctx and done is not closed within collective.StuckGrace.
-func abortWhenStuck(ctx context.Context, w *collective.World, done <-chan struct{}) {
+// cancels ctx and done is not closed within communicator.StuckGrace.
+func abortWhenStuck(ctx context.Context, w *communicator.World, done <-chan struct{}) {
 	select {
 	case <-done:
 		return
@@ -149,8 +150,8 @@ func abortWhenStuck(ctx context.Context, w *collective.World, done <-chan struct
 	}
 	select {
 	case <-done:
-	case <-time.After(collective.StuckGrace):
-		abortOrExit(w, ie.status(), fmt.Sprintf("%v; still waiting %v later (for a rank that makes no progress?)", ie, collective.StuckGrace), 5*time.Second)
+	case <-time.After(communicator.StuckGrace):
+		abortOrExit(w, ie.status(), fmt.Sprintf("%v; still waiting %v later (for a rank that makes no progress?)", ie, communicator.StuckGrace), 5*time.Second)
 	}
 }
 
@@ -183,7 +184,7 @@ func runRank(ctx context.Context, f worldFlags, c collective.Comm, out, errOut i
 
 // rankSetup pins and profiles the rank as f asks, then runs body.
 func rankSetup(ctx context.Context, f worldFlags, c collective.Comm, out, errOut io.Writer, body rankBody) error {
-	if w, ok := c.(*collective.World); ok {
+	if w, ok := c.(*communicator.World); ok {
 		if err := pinRank(f.pin, w, errOut); err != nil {
 			return err
 		}
@@ -215,7 +216,7 @@ const alreadyBound = "datahelix: --pin: ranks already bound by the launcher, kee
 // what it was given, so the ranks keep them (undoing a pin made before
 // MPI started) and local rank 0 says so. Otherwise each rank is pinned to
 // its share of the union (pinCPUsOf).
-func pinRank(pin autoBool, w *collective.World, errOut io.Writer) error {
+func pinRank(pin autoBool, w *communicator.World, errOut io.Writer) error {
 	info := w.Info()
 	sets, err := mpinode.Of(w).ShareNodeCPUs()
 	if err != nil {

@@ -10,15 +10,15 @@ import (
 // ErrBlock reports bytes that are not a well-formed per-rank block.
 var ErrBlock = errors.New("plan: malformed block")
 
-// BlockVersion is the layout version written in every block. A decoder
+// blockVersion is the layout version written in every block. A decoder
 // refuses any other version.
-const BlockVersion = 3
+const blockVersion = 3
 
 // The fixed layout of a block, all integers little-endian:
 //
 //	offset size field
 //	     0    4 magic "DHPB"
-//	     4    2 version (BlockVersion)
+//	     4    2 version (blockVersion)
 //	     6    1 mode
 //	     7    1 reserved, zero
 //	     8    4 rank
@@ -74,7 +74,7 @@ func AppendBlock(dst []byte, b *Block) ([]byte, error) {
 	}
 	le := binary.LittleEndian
 	dst = append(dst, blockMagic...)
-	dst = le.AppendUint16(dst, BlockVersion)
+	dst = le.AppendUint16(dst, blockVersion)
 	dst = append(dst, byte(b.Mode), 0)
 	dst = le.AppendUint32(dst, uint32(b.Rank))
 	dst = le.AppendUint32(dst, uint32(len(b.Samples)))
@@ -100,14 +100,14 @@ func (b *Block) check() error {
 	switch {
 	case b.Mode >= numModes:
 		return fmt.Errorf("rank %d block: unknown mode %d", b.Rank, uint8(b.Mode))
-	case b.Rank < 0 || b.Rank >= MaxRanks:
-		return fmt.Errorf("rank %d outside [0, %d)", b.Rank, MaxRanks)
-	case len(b.Samples) < 1 || len(b.Samples) > MaxBatch:
-		return fmt.Errorf("rank %d block: %d samples outside [1, %d]", b.Rank, len(b.Samples), MaxBatch)
+	case b.Rank < 0 || b.Rank >= maxRanks:
+		return fmt.Errorf("rank %d outside [0, %d)", b.Rank, maxRanks)
+	case len(b.Samples) < 1 || len(b.Samples) > maxBatch:
+		return fmt.Errorf("rank %d block: %d samples outside [1, %d]", b.Rank, len(b.Samples), maxBatch)
 	case b.Step < 0:
 		return fmt.Errorf("rank %d block: step %d is negative", b.Rank, b.Step)
-	case b.Margin < 0 || b.Margin > MaxTime:
-		return fmt.Errorf("rank %d block: margin %d µs outside [0, %d]", b.Rank, b.Margin, int64(MaxTime))
+	case b.Margin < 0 || b.Margin > maxTime:
+		return fmt.Errorf("rank %d block: margin %d µs outside [0, %d]", b.Rank, b.Margin, int64(maxTime))
 	}
 	if err := b.Progress.check(); err != nil {
 		return fmt.Errorf("rank %d block: %v", b.Rank, err)
@@ -120,10 +120,10 @@ func (b *Block) check() error {
 	return nil
 }
 
-// DecodeBlock decodes one block from data, which must be exactly one block
+// decodeBlock decodes one block from data, which must be exactly one block
 // long, into b, reusing b.Samples. Malformed bytes and out-of-range values
 // give an error wrapping ErrBlock; b is then unspecified.
-func DecodeBlock(data []byte, b *Block) error {
+func decodeBlock(data []byte, b *Block) error {
 	if len(data) < blockHeaderSize {
 		return fmt.Errorf("%w: %d bytes, shorter than the %d-byte header", ErrBlock, len(data), blockHeaderSize)
 	}
@@ -131,21 +131,21 @@ func DecodeBlock(data []byte, b *Block) error {
 	if string(data[0:4]) != blockMagic {
 		return fmt.Errorf("%w: bad magic %q", ErrBlock, data[0:4])
 	}
-	if v := le.Uint16(data[4:]); v != BlockVersion {
-		return fmt.Errorf("%w: version %d, want %d", ErrBlock, v, BlockVersion)
+	if v := le.Uint16(data[4:]); v != blockVersion {
+		return fmt.Errorf("%w: version %d, want %d", ErrBlock, v, blockVersion)
 	}
 	if data[7] != 0 {
 		return fmt.Errorf("%w: reserved byte is %d, want 0", ErrBlock, data[7])
 	}
 	rank, count := le.Uint32(data[8:]), le.Uint32(data[12:])
-	if count < 1 || count > MaxBatch {
-		return fmt.Errorf("%w: sample count %d outside [1, %d]", ErrBlock, count, MaxBatch)
+	if count < 1 || count > maxBatch {
+		return fmt.Errorf("%w: sample count %d outside [1, %d]", ErrBlock, count, maxBatch)
 	}
 	if want := BlockSize(int(count)); len(data) != want {
 		return fmt.Errorf("%w: %d bytes, want %d for %d samples", ErrBlock, len(data), want, count)
 	}
-	if rank >= MaxRanks {
-		return fmt.Errorf("%w: rank %d outside [0, %d)", ErrBlock, rank, MaxRanks)
+	if rank >= maxRanks {
+		return fmt.Errorf("%w: rank %d outside [0, %d)", ErrBlock, rank, maxRanks)
 	}
 	i64 := func(off int) int64 { return int64(le.Uint64(data[off:])) }
 	b.Mode = Mode(data[6])
@@ -176,25 +176,25 @@ func DecodeInput(buf []byte, in *Input) error {
 		return fmt.Errorf("%w: allgathered buffer of %d bytes is shorter than one header", ErrBlock, len(buf))
 	}
 	count := binary.LittleEndian.Uint32(buf[12:])
-	if count < 1 || count > MaxBatch {
-		return fmt.Errorf("%w: rank 0 block: sample count %d outside [1, %d]", ErrBlock, count, MaxBatch)
+	if count < 1 || count > maxBatch {
+		return fmt.Errorf("%w: rank 0 block: sample count %d outside [1, %d]", ErrBlock, count, maxBatch)
 	}
 	size := BlockSize(int(count))
 	if len(buf)%size != 0 {
 		return fmt.Errorf("%w: allgathered buffer of %d bytes is not a whole number of %d-byte blocks", ErrBlock, len(buf), size)
 	}
 	n := len(buf) / size
-	if n > MaxRanks {
-		return fmt.Errorf("%w: %d blocks, more than %d ranks", ErrBlock, n, MaxRanks)
+	if n > maxRanks {
+		return fmt.Errorf("%w: %d blocks, more than %d ranks", ErrBlock, n, maxRanks)
 	}
 	c := int(count)
 	in.Batch = c
 	in.Ranks = in.Ranks[:0]
 	in.Samples = slices.Grow(in.Samples[:0], n*c)[:n*c]
 	for r := range n {
-		// DecodeBlock appends exactly c samples, in place.
+		// decodeBlock appends exactly c samples, in place.
 		blk.Samples = in.Samples[r*c : r*c : (r+1)*c]
-		if err := DecodeBlock(buf[r*size:(r+1)*size], &blk); err != nil {
+		if err := decodeBlock(buf[r*size:(r+1)*size], &blk); err != nil {
 			return fmt.Errorf("rank %d block: %w", r, err)
 		}
 		if blk.Rank != r {

@@ -21,7 +21,7 @@ func sampleBlock() *Block {
 		Samples: []Sample{
 			{ID: 1<<40 + 7, Owner: 3, Bytes: 3_500_000, Cost: 640_000, Train: 31_000_000},
 			{ID: 9, Owner: 3, Bytes: 0, Cost: 0},
-			{ID: 1<<63 + 1, Owner: 3, Bytes: MaxBytes, Cost: MaxCost, Train: MaxTrain},
+			{ID: 1<<63 + 1, Owner: 3, Bytes: maxBytes, Cost: maxCost, Train: maxTrain},
 		},
 	}
 }
@@ -36,7 +36,7 @@ func TestBlockRoundTrip(t *testing.T) {
 		t.Fatalf("encoded %d bytes, BlockSize says %d", got, BlockSize(len(want.Samples)))
 	}
 	var got Block
-	if err := DecodeBlock(buf[len("prefix"):], &got); err != nil {
+	if err := decodeBlock(buf[len("prefix"):], &got); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(&got, want) {
@@ -45,7 +45,7 @@ func TestBlockRoundTrip(t *testing.T) {
 }
 
 // TestBlockLayout pins the documented byte layout: changing it must bump
-// BlockVersion.
+// blockVersion.
 func TestBlockLayout(t *testing.T) {
 	buf, err := AppendBlock(nil, sampleBlock())
 	if err != nil {
@@ -56,7 +56,7 @@ func TestBlockLayout(t *testing.T) {
 		name      string
 		got, want uint64
 	}{
-		{"version", uint64(le.Uint16(buf[4:])), BlockVersion},
+		{"version", uint64(le.Uint16(buf[4:])), blockVersion},
 		{"mode", uint64(buf[6]), uint64(ModeHelixNoGate)},
 		{"rank", uint64(le.Uint32(buf[8:])), 3},
 		{"count", uint64(le.Uint32(buf[12:])), 3},
@@ -109,7 +109,7 @@ func TestDecodeBlockRejects(t *testing.T) {
 		{"version 4", func(b []byte) []byte { le.PutUint16(b[4:], 4); return b }, "version 4"},
 		{"mode", func(b []byte) []byte { b[6] = 9; return b }, "unknown mode"},
 		{"reserved", func(b []byte) []byte { b[7] = 1; return b }, "reserved"},
-		{"rank", func(b []byte) []byte { le.PutUint32(b[8:], MaxRanks); return b }, "rank 65536"},
+		{"rank", func(b []byte) []byte { le.PutUint32(b[8:], maxRanks); return b }, "rank 65536"},
 		{"zero samples", func(b []byte) []byte { le.PutUint32(b[12:], 0); return b[:104] }, "sample count 0"},
 		{"huge count", func(b []byte) []byte { le.PutUint32(b[12:], 1<<31); return b }, "sample count"},
 		{"negative step", put64(16, -1), "step -1"},
@@ -120,18 +120,18 @@ func TestDecodeBlockRejects(t *testing.T) {
 		{"zero bandwidth", put64(64, 0), "bandwidth 0"},
 		{"negative latency", put64(72, -1), "latency -1"},
 		{"negative node", put64(80, -1), "node -1"},
-		{"node past the ranks", put64(80, MaxRanks), "node 65536"},
+		{"node past the ranks", put64(80, maxRanks), "node 65536"},
 		{"negative bandwidth to other nodes", put64(88, -1), "bandwidth to other nodes -1"},
 		{"negative latency to other nodes", put64(96, -1), "latency to other nodes -1"},
 		{"negative bytes", put64(112, -1), "size -1"},
-		{"overflowing cost", put64(120, MaxCost+1), "cost 4294967297"},
+		{"overflowing cost", put64(120, maxCost+1), "cost 4294967297"},
 		{"negative cost", put64(120, -1<<63), "cost -9223372036854775808"},
 		{"negative GPU time", put64(128, -1), "GPU time -1"},
-		{"overflowing GPU time", put64(128, MaxTrain+1), "GPU time 1099511627777"},
+		{"overflowing GPU time", put64(128, maxTrain+1), "GPU time 1099511627777"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var blk Block
-			err := DecodeBlock(c.mutate(bytes.Clone(good)), &blk)
+			err := decodeBlock(c.mutate(bytes.Clone(good)), &blk)
 			if !errors.Is(err, ErrBlock) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("got %v, want ErrBlock mentioning %q", err, c.want)
 			}
@@ -263,7 +263,7 @@ func FuzzDecodeBlock(f *testing.F) {
 	f.Add(one)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var b Block
-		if err := DecodeBlock(data, &b); err != nil {
+		if err := decodeBlock(data, &b); err != nil {
 			if !errors.Is(err, ErrBlock) {
 				t.Fatalf("error %v does not wrap ErrBlock", err)
 			}

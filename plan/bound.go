@@ -64,7 +64,7 @@ func LowerBound(in *Input) int64 {
 		sumCap += uint64(c)
 		lb = max(lb, l, l+ceilDiv(cheapest*One, c))
 	}
-	// Σ cost*One/Σ cap ≤ B*MaxCost*One and the backlog term ≤ MaxTime, so
+	// Σ cost*One/Σ cap ≤ B*maxCost*One and the backlog term ≤ maxTime, so
 	// the quotient fits and hi < sumCap.
 	q, rem := bits.Div64(hi, lo, sumCap)
 	lb = max(lb, int64(q)+int64(min(rem, 1)))
@@ -141,8 +141,8 @@ func LowerBound(in *Input) int64 {
 			continue // T_m <= lb: no better bound from m
 		}
 		// fits(lb) < m <= fits(hiT): the least T with fits >= m is in (lb, hiT].
-		// At MaxTime + 2^48 µs every rank fits 4095 samples of MaxCost.
-		loT, hiT := lb, int64(MaxTime+int64(MaxCost)*One*MaxBatch)
+		// At maxTime + 2^48 µs every rank fits 4095 samples of maxCost.
+		loT, hiT := lb, int64(maxTime+int64(maxCost)*One*maxBatch)
 		for hiT-loT > 1 {
 			mid := loT + (hiT-loT)/2
 			if fits(mid, g, m) >= m {

@@ -4,7 +4,8 @@
 // plan: which rank decodes and trains on each sample (exactly B per rank,
 // so the global batch is unchanged), each rank's decode order, predicted
 // finish and lateness, the messages to exchange, and a 64-bit hash the
-// ranks compare. It imports nothing of the project and does no I/O.
+// ranks compare. It does no I/O and imports nothing of the project but
+// the constants of its limits (internal/planlimits).
 //
 // Every rank, every step, for the batch H steps ahead:
 //
@@ -25,8 +26,8 @@
 // All quantities are int64: times in µs from the instant the progress was
 // measured, sizes in bytes, costs in µs of reference CPU, a sample's GPU
 // time (Sample.Train) in ns; capacity and bandwidth are fixed-point with
-// One = 1.0. Values outside the limits (MaxCost, MaxTime, ...) are errors
-// (ErrInput, ErrBlock), never panics.
+// One = 1.0. Values outside the limits (Input.Validate states them) are
+// errors (ErrInput, ErrBlock), never panics.
 //
 // The objective is lexicographic: fewest late ranks, then the smallest
 // maximum lateness, then the fewest bytes moved; once every rank is on

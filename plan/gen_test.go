@@ -55,15 +55,15 @@ func genInput(rng *rand.Rand, n, b int, o genOpts) *Input {
 				sigma = 1.2
 			}
 			c := math.Exp(11 + sigma*rng.NormFloat64()) // median ~60 ms
-			s.Cost = int64(min(c, float64(MaxCost)))
-			s.Bytes = int64(min(float64(s.Cost)*40*math.Exp(0.5*rng.NormFloat64()), float64(MaxBytes)))
+			s.Cost = int64(min(c, float64(maxCost)))
+			s.Bytes = int64(min(float64(s.Cost)*40*math.Exp(0.5*rng.NormFloat64()), float64(maxBytes)))
 		} else {
 			s.Cost = rng.Int64N(o.maxCost + 1)
 			s.Bytes = rng.Int64N(1 << 20)
 		}
 		if o.train {
-			rankMean := 10e6 * (1 + 2*float64(Mix64(uint64(k/b)+in.Seed)%1000)/1000) // ns
-			s.Train = int64(min(rankMean*math.Exp(0.6*rng.NormFloat64()), float64(MaxTrain)))
+			rankMean := 10e6 * (1 + 2*float64(mix64(uint64(k/b)+in.Seed)%1000)/1000) // ns
+			s.Train = int64(min(rankMean*math.Exp(0.6*rng.NormFloat64()), float64(maxTrain)))
 		}
 		in.Samples = append(in.Samples, s)
 	}

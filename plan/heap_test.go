@@ -55,9 +55,9 @@ func TestRankHeapAgainstSort(t *testing.T) {
 // math/big, including the saturating cases.
 func TestCrossingAgainstBig(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 18))
-	cases := [][3]int64{{0, One, One}, {-5, One, One}, {1, 1, 1}, {math.MaxInt64, MaxCapacity, MaxCapacity}, {1 << 62, 1, MaxCapacity}}
+	cases := [][3]int64{{0, One, One}, {-5, One, One}, {1, 1, 1}, {math.MaxInt64, maxCapacity, maxCapacity}, {1 << 62, 1, maxCapacity}}
 	for range 2000 {
-		cases = append(cases, [3]int64{rng.Int64N(1 << uint(1+rng.IntN(62))), 1 + rng.Int64N(MaxCapacity), 1 + rng.Int64N(MaxCapacity)})
+		cases = append(cases, [3]int64{rng.Int64N(1 << uint(1+rng.IntN(62))), 1 + rng.Int64N(maxCapacity), 1 + rng.Int64N(maxCapacity)})
 	}
 	for _, c := range cases {
 		diff, cs, ct := c[0], c[1], c[2]

@@ -3,25 +3,26 @@ package plan
 import (
 	"errors"
 	"fmt"
+
+	"github.com/datahelix/datahelix/internal/planlimits"
 )
 
 // One is the fixed-point scale of Progress.Capacity and
 // Progress.Bandwidth: a value of One means 1.0.
 const One = 1 << 16
 
-// Limits on the input. They keep every intermediate product inside int64
-// (a rank's work times One, a sample's bytes times One) with room to spare,
-// and they are far above anything a real job produces.
+// The limits on the input (internal/planlimits holds their values, which
+// Input.Validate states).
 const (
-	MaxRanks     = 1 << 16 // world size N
-	MaxBatch     = 1 << 12 // per-rank batch size B
-	MaxCost      = 1 << 32 // µs of reference CPU per sample (about 71 minutes)
-	MaxBytes     = 1 << 34 // compressed bytes per sample (16 GiB)
-	MaxTime      = 1 << 40 // deadlines, backlogs and the gate margin, µs (about 12 days)
-	MaxCapacity  = 1 << 32 // fixed-point: 65,536 reference CPUs
-	MaxBandwidth = 1 << 44 // fixed-point bytes/µs: 2^28 bytes/µs, about 268 TB/s
-	MaxLatency   = 1 << 32 // µs per message
-	MaxTrain     = 1 << 40 // ns of GPU time per sample (about 18 minutes)
+	maxRanks     = planlimits.Ranks
+	maxBatch     = planlimits.Batch
+	maxCost      = planlimits.Cost
+	maxBytes     = planlimits.Bytes
+	maxTime      = planlimits.Time
+	maxCapacity  = planlimits.Capacity
+	maxBandwidth = planlimits.Bandwidth
+	maxLatency   = planlimits.Latency
+	maxTrain     = planlimits.Train
 )
 
 // ErrInput reports an input the planner refuses: a value out of range, a
@@ -151,9 +152,18 @@ type Input struct {
 	Samples []Sample
 }
 
-// Validate checks the input against the limits above and returns an error
-// wrapping ErrInput that names the first offending rank or sample. Sample
-// ids must be unique.
+// Validate checks the input against the planner's limits and returns an
+// error wrapping ErrInput that names the first offending rank or sample.
+// The limits keep every intermediate product inside int64 with room to
+// spare and are far above anything a real job produces: at most 2^16
+// ranks (and nodes numbered below that) and a batch of at most 2^12;
+// per sample at most 2^34 compressed bytes (16 GiB), a cost of 2^32 µs of
+// reference CPU (about 71 minutes) and a GPU time of 2^40 ns (about 18
+// minutes); deadlines, backlogs and the gate margin at most 2^40 µs
+// (about 12 days); a capacity of at most 2^32 (65,536 reference CPUs in
+// fixed point), a bandwidth of at most 2^44 (2^28 bytes/µs, about 268
+// TB/s) and a latency of at most 2^32 µs per message. Sample ids must be
+// unique.
 func (in *Input) Validate() error {
 	_, err := in.validate(nil)
 	return err
@@ -164,17 +174,17 @@ func (in *Input) validate(scratch []uint32) ([]uint32, error) {
 	if in.Mode >= numModes {
 		return scratch, fmt.Errorf("%w: unknown mode %d", ErrInput, uint8(in.Mode))
 	}
-	if in.Margin < 0 || in.Margin > MaxTime {
-		return scratch, fmt.Errorf("%w: margin %d µs outside [0, %d]", ErrInput, in.Margin, int64(MaxTime))
+	if in.Margin < 0 || in.Margin > maxTime {
+		return scratch, fmt.Errorf("%w: margin %d µs outside [0, %d]", ErrInput, in.Margin, int64(maxTime))
 	}
 	if in.Step < 0 {
 		return scratch, fmt.Errorf("%w: step %d is negative", ErrInput, in.Step)
 	}
-	if n < 1 || n > MaxRanks {
-		return scratch, fmt.Errorf("%w: %d ranks outside [1, %d]", ErrInput, n, MaxRanks)
+	if n < 1 || n > maxRanks {
+		return scratch, fmt.Errorf("%w: %d ranks outside [1, %d]", ErrInput, n, maxRanks)
 	}
-	if b < 1 || b > MaxBatch {
-		return scratch, fmt.Errorf("%w: batch %d outside [1, %d]", ErrInput, b, MaxBatch)
+	if b < 1 || b > maxBatch {
+		return scratch, fmt.Errorf("%w: batch %d outside [1, %d]", ErrInput, b, maxBatch)
 	}
 	if len(in.Samples) != n*b {
 		return scratch, fmt.Errorf("%w: %d samples, want ranks*batch = %d*%d = %d", ErrInput, len(in.Samples), n, b, n*b)
@@ -213,7 +223,7 @@ func (in *Input) checkUnique(scratch []uint32) ([]uint32, error) {
 	mask := uint64(size - 1)
 	for k := range in.Samples {
 		id := in.Samples[k].ID
-		for h := Mix64(id) & mask; ; h = (h + 1) & mask {
+		for h := mix64(id) & mask; ; h = (h + 1) & mask {
 			if table[h] == 0 {
 				table[h] = uint32(k) + 1
 				break
@@ -226,10 +236,9 @@ func (in *Input) checkUnique(scratch []uint32) ([]uint32, error) {
 	return table, nil
 }
 
-// Mix64 is the splitmix64 finalizer: a bijection that spreads the bits of
-// an id over the whole word. The planner hashes sample ids with it; the
-// job's batch digests use it too.
-func Mix64(x uint64) uint64 {
+// mix64 is the splitmix64 finalizer: a bijection that spreads the bits of
+// an id over the whole word. The planner hashes sample ids with it.
+func mix64(x uint64) uint64 {
 	x ^= x >> 30
 	x *= 0xbf58476d1ce4e5b9
 	x ^= x >> 27
@@ -241,22 +250,22 @@ func Mix64(x uint64) uint64 {
 // check reports the first field of p outside its range.
 func (p *Progress) check() error {
 	switch {
-	case p.Deadline < 0 || p.Deadline > MaxTime:
-		return fmt.Errorf("deadline %d µs outside [0, %d]", p.Deadline, int64(MaxTime))
-	case p.Backlog < 0 || p.Backlog > MaxTime:
-		return fmt.Errorf("backlog %d µs outside [0, %d]", p.Backlog, int64(MaxTime))
-	case p.Capacity < 1 || p.Capacity > MaxCapacity:
-		return fmt.Errorf("capacity %d outside [1, %d] (fixed-point, %d = 1.0)", p.Capacity, int64(MaxCapacity), One)
-	case p.Bandwidth < 1 || p.Bandwidth > MaxBandwidth:
-		return fmt.Errorf("bandwidth %d outside [1, %d] (fixed-point bytes/µs, %d = 1 byte/µs)", p.Bandwidth, int64(MaxBandwidth), One)
-	case p.Latency < 0 || p.Latency > MaxLatency:
-		return fmt.Errorf("latency %d µs outside [0, %d]", p.Latency, int64(MaxLatency))
-	case p.Node < 0 || p.Node >= MaxRanks:
-		return fmt.Errorf("node %d outside [0, %d)", p.Node, int64(MaxRanks))
-	case p.NodeBandwidth < 0 || p.NodeBandwidth > MaxBandwidth:
-		return fmt.Errorf("bandwidth to other nodes %d outside [0, %d] (fixed-point bytes/µs, %d = 1 byte/µs; 0: unknown)", p.NodeBandwidth, int64(MaxBandwidth), One)
-	case p.NodeLatency < 0 || p.NodeLatency > MaxLatency:
-		return fmt.Errorf("latency to other nodes %d µs outside [0, %d]", p.NodeLatency, int64(MaxLatency))
+	case p.Deadline < 0 || p.Deadline > maxTime:
+		return fmt.Errorf("deadline %d µs outside [0, %d]", p.Deadline, int64(maxTime))
+	case p.Backlog < 0 || p.Backlog > maxTime:
+		return fmt.Errorf("backlog %d µs outside [0, %d]", p.Backlog, int64(maxTime))
+	case p.Capacity < 1 || p.Capacity > maxCapacity:
+		return fmt.Errorf("capacity %d outside [1, %d] (fixed-point, %d = 1.0)", p.Capacity, int64(maxCapacity), One)
+	case p.Bandwidth < 1 || p.Bandwidth > maxBandwidth:
+		return fmt.Errorf("bandwidth %d outside [1, %d] (fixed-point bytes/µs, %d = 1 byte/µs)", p.Bandwidth, int64(maxBandwidth), One)
+	case p.Latency < 0 || p.Latency > maxLatency:
+		return fmt.Errorf("latency %d µs outside [0, %d]", p.Latency, int64(maxLatency))
+	case p.Node < 0 || p.Node >= maxRanks:
+		return fmt.Errorf("node %d outside [0, %d)", p.Node, int64(maxRanks))
+	case p.NodeBandwidth < 0 || p.NodeBandwidth > maxBandwidth:
+		return fmt.Errorf("bandwidth to other nodes %d outside [0, %d] (fixed-point bytes/µs, %d = 1 byte/µs; 0: unknown)", p.NodeBandwidth, int64(maxBandwidth), One)
+	case p.NodeLatency < 0 || p.NodeLatency > maxLatency:
+		return fmt.Errorf("latency to other nodes %d µs outside [0, %d]", p.NodeLatency, int64(maxLatency))
 	}
 	return nil
 }
@@ -288,12 +297,12 @@ func (p *Progress) nodeLatency() int64 {
 // check reports the first field of s outside its range.
 func (s *Sample) check() error {
 	switch {
-	case s.Bytes < 0 || s.Bytes > MaxBytes:
-		return fmt.Errorf("size %d bytes outside [0, %d]", s.Bytes, int64(MaxBytes))
-	case s.Cost < 0 || s.Cost > MaxCost:
-		return fmt.Errorf("cost %d µs outside [0, %d]", s.Cost, int64(MaxCost))
-	case s.Train < 0 || s.Train > MaxTrain:
-		return fmt.Errorf("GPU time %d ns outside [0, %d]", s.Train, int64(MaxTrain))
+	case s.Bytes < 0 || s.Bytes > maxBytes:
+		return fmt.Errorf("size %d bytes outside [0, %d]", s.Bytes, int64(maxBytes))
+	case s.Cost < 0 || s.Cost > maxCost:
+		return fmt.Errorf("cost %d µs outside [0, %d]", s.Cost, int64(maxCost))
+	case s.Train < 0 || s.Train > maxTrain:
+		return fmt.Errorf("GPU time %d ns outside [0, %d]", s.Train, int64(maxTrain))
 	}
 	return nil
 }

@@ -37,13 +37,13 @@ func TestComputeRejects(t *testing.T) {
 		{"negative cost", func(in *Input) { in.Samples[4].Cost = -1 }, "sample 4 (id 20, rank 2): cost -1"},
 		{"overflowing cost", func(in *Input) { in.Samples[0].Cost = math.MaxInt64 }, "sample 0 (id 0, rank 0): cost"},
 		{"negative bytes", func(in *Input) { in.Samples[3].Bytes = -1 }, "sample 3 (id 11, rank 1): size -1"},
-		{"overflowing bytes", func(in *Input) { in.Samples[3].Bytes = MaxBytes + 1 }, "size 17179869185"},
+		{"overflowing bytes", func(in *Input) { in.Samples[3].Bytes = maxBytes + 1 }, "size 17179869185"},
 		{"duplicate id", func(in *Input) { in.Samples[5].ID = 10 }, "id 10 appears twice"},
 		{"wrong owner", func(in *Input) { in.Samples[2].Owner = 0 }, "sample 2 (id 10) has owner 0, want 1"},
 		{"too few samples", func(in *Input) { in.Samples = in.Samples[:5] }, "5 samples, want"},
 		{"no ranks", func(in *Input) { in.Ranks, in.Samples = nil, nil }, "0 ranks"},
 		{"zero batch", func(in *Input) { in.Batch = 0 }, "batch 0"},
-		{"huge batch", func(in *Input) { in.Batch = MaxBatch + 1 }, "batch 4097"},
+		{"huge batch", func(in *Input) { in.Batch = maxBatch + 1 }, "batch 4097"},
 		{"negative step", func(in *Input) { in.Step = -1 }, "step -1"},
 		{"negative margin", func(in *Input) { in.Margin = -1 }, "margin -1"},
 		{"unknown mode", func(in *Input) { in.Mode = 77 }, "unknown mode 77"},
@@ -68,18 +68,18 @@ func TestExtremeValuesPlan(t *testing.T) {
 	}{
 		{"max everything", func(in *Input) {
 			for r := range in.Ranks {
-				in.Ranks[r] = Progress{Deadline: MaxTime, Backlog: MaxTime, Capacity: MaxCapacity, Bandwidth: MaxBandwidth, Latency: MaxLatency}
+				in.Ranks[r] = Progress{Deadline: maxTime, Backlog: maxTime, Capacity: maxCapacity, Bandwidth: maxBandwidth, Latency: maxLatency}
 			}
 			for k := range in.Samples {
-				in.Samples[k].Cost, in.Samples[k].Bytes = MaxCost, MaxBytes
+				in.Samples[k].Cost, in.Samples[k].Bytes = maxCost, maxBytes
 			}
 		}},
 		{"slowest ranks, dearest samples", func(in *Input) {
 			for r := range in.Ranks {
-				in.Ranks[r] = Progress{Capacity: 1, Bandwidth: 1, Latency: MaxLatency, Backlog: MaxTime}
+				in.Ranks[r] = Progress{Capacity: 1, Bandwidth: 1, Latency: maxLatency, Backlog: maxTime}
 			}
 			for k := range in.Samples {
-				in.Samples[k].Cost, in.Samples[k].Bytes = MaxCost-int64(k), MaxBytes
+				in.Samples[k].Cost, in.Samples[k].Bytes = maxCost-int64(k), maxBytes
 			}
 		}},
 		{"one rank", func(in *Input) {
@@ -127,9 +127,9 @@ func TestRoomDoesNotWrap(t *testing.T) {
 	const n, b = 256, 2
 	in := &Input{Params: Params{Mode: ModeHelix}, Batch: b}
 	for r := range n {
-		pr := Progress{Deadline: MaxTime, Capacity: MaxCapacity, Bandwidth: MaxBandwidth}
+		pr := Progress{Deadline: maxTime, Capacity: maxCapacity, Bandwidth: maxBandwidth}
 		if r == 0 {
-			pr = Progress{Deadline: 1000, Capacity: One, Bandwidth: MaxBandwidth}
+			pr = Progress{Deadline: 1000, Capacity: One, Bandwidth: maxBandwidth}
 		}
 		in.Ranks = append(in.Ranks, pr)
 		for i := range b {

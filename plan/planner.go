@@ -176,7 +176,7 @@ func (p *Planner) sortDecode(r []int32) {
 	}
 	keys := p.keys[:len(r)]
 	for i, k := range r {
-		keys[i] = uint64(MaxCost-p.cost[k])<<12 | uint64(i) // cost <= MaxCost, i < 4096
+		keys[i] = uint64(maxCost-p.cost[k])<<12 | uint64(i) // cost <= maxCost, i < 4096
 	}
 	for i := 1; i < len(keys); i++ {
 		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {

@@ -241,14 +241,14 @@ func (p *Planner) roomOf(r int32) int64 {
 
 // roomCap bounds one rank's share of p.room so that the sum cannot wrap:
 // a rank's room reaches 2^57 at the input limits (a 12-day deadline at
-// 65,536 CPUs), and 128 such ranks overflowed int64, while MaxRanks
+// 65,536 CPUs), and 128 such ranks overflowed int64, while maxRanks
 // ranks of roomCap sum to 2^60. The cap changes no decision: rescue
 // compares p.room with what a late rank must shed, which is at most its
-// work, at most MaxBatch*MaxCost, so a rank holding roomCap alone covers
+// work, at most maxBatch*maxCost, so a rank holding roomCap alone covers
 // it with or without the cap. (A late rank whose backlog is past its
 // deadline sheds the absorb sentinel, which no room covers: no exchange
 // can make it on time, and rescue would undo every one it tried.)
-const roomCap = MaxBatch * MaxCost
+const roomCap = maxBatch * maxCost
 
 // helpLate makes the best admissible exchange between the late rank s and
 // one of the ranks with the most slack, and reports whether it made one.

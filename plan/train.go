@@ -49,7 +49,7 @@ func (p *Planner) evenTrain() {
 	n, b := len(in.Ranks), in.Batch
 	p.train = grow(p.train, n)
 	// The mean load, without overflow: a rank's load is at most
-	// MaxBatch*MaxTrain = 2^52, but N of them may not fit in an int64.
+	// maxBatch*maxTrain = 2^52, but N of them may not fit in an int64.
 	var mean, rem int64
 	some := false
 	for r := range n {
@@ -110,7 +110,7 @@ func (p *Planner) bestTrain(s, t int32, level int64) (candidate, bool) {
 	gap := p.train[s] - p.train[t]
 	// byTrain holds t's samples as GPU work << 12 | position, ascending:
 	// by GPU work, then position in t's decode order (a total order).
-	// Train <= MaxTrain = 2^40 and position < MaxBatch = 2^12.
+	// Train <= maxTrain = 2^40 and position < maxBatch = 2^12.
 	p.byTrain = grow(p.byTrain, b)
 	for i, k := range at {
 		p.byTrain[i] = uint64(in.Samples[k].Train)<<12 | uint64(i)

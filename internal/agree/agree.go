@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -214,11 +213,11 @@ func ShardList(ds decode.Source) []string {
 	return list
 }
 
-// SourceName names ds in messages: a dataset's directory, else its first
-// shard.
+// SourceName names ds in messages: what its String method says (a
+// dataset's path or glob), else its first shard.
 func SourceName(ds decode.Source) string {
-	if d, ok := ds.(*decode.Dataset); ok && len(d.Shards) > 0 {
-		return filepath.Dir(d.Shards[0].Path())
+	if s, ok := ds.(fmt.Stringer); ok {
+		return s.String()
 	}
 	return ds.ShardName(0)
 }

@@ -132,7 +132,7 @@ func TestAgreeDatasetNamesTheShard(t *testing.T) {
 	name := filepath.Base(shards[3])
 	want := fmt.Sprintf("the dataset (shard names and sample counts) differs across ranks: ranks 0-1, 3 have one, rank 2 has another;"+
 		" every rank of a job must be started with the same settings and data (shard 3: %s with %d samples on rank 0, %s with 1 sample on rank 2)",
-		name, full.Shards[3].Len(), name)
+		name, full.ShardLen(3), name)
 	errs := collective.RunLocal(context.Background(), 4, func(ctx context.Context, c collective.Comm) error {
 		if c.Rank() == 2 {
 			return AgreeDataset(c, cut)

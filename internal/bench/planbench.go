@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/internal/bench/workload"
+	"github.com/datahelix/datahelix/internal/planlimits"
 	"github.com/datahelix/datahelix/plan"
 )
 
@@ -69,10 +70,10 @@ const (
 // for the makespan over plan.LowerBound.
 func RunPlanBench(cfg PlanBenchConfig) (PlanBenchResult, error) {
 	switch {
-	case cfg.Ranks < 1 || cfg.Ranks > plan.MaxRanks:
-		return PlanBenchResult{}, fmt.Errorf("bench plan: %d ranks outside [1, %d]", cfg.Ranks, plan.MaxRanks)
-	case cfg.Batch < 1 || cfg.Batch > plan.MaxBatch:
-		return PlanBenchResult{}, fmt.Errorf("bench plan: batch %d outside [1, %d]", cfg.Batch, plan.MaxBatch)
+	case cfg.Ranks < 1 || cfg.Ranks > planlimits.Ranks:
+		return PlanBenchResult{}, fmt.Errorf("bench plan: %d ranks outside [1, %d]", cfg.Ranks, planlimits.Ranks)
+	case cfg.Batch < 1 || cfg.Batch > planlimits.Batch:
+		return PlanBenchResult{}, fmt.Errorf("bench plan: batch %d outside [1, %d]", cfg.Batch, planlimits.Batch)
 	case cfg.Plans < 1:
 		return PlanBenchResult{}, errors.New("bench plan: want at least one plan")
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/datahelix/datahelix/plan"
+	"github.com/datahelix/datahelix/internal/planlimits"
 )
 
 func TestRunPlanBench(t *testing.T) {
@@ -62,7 +62,7 @@ func TestPlanBenchJSONKeys(t *testing.T) {
 func TestRunPlanBenchRejects(t *testing.T) {
 	for _, cfg := range []PlanBenchConfig{
 		{Ranks: 0, Batch: 8, Plans: 1},
-		{Ranks: plan.MaxRanks + 1, Batch: 8, Plans: 1},
+		{Ranks: planlimits.Ranks + 1, Batch: 8, Plans: 1},
 		{Ranks: 8, Batch: 0, Plans: 1},
 		{Ranks: 8, Batch: 8, Plans: 0},
 	} {

@@ -12,7 +12,7 @@ import (
 	"github.com/datahelix/datahelix/internal/bench/realrun"
 	"github.com/datahelix/datahelix/internal/bench/report"
 	"github.com/datahelix/datahelix/internal/bench/workload"
-	"github.com/datahelix/datahelix/spmd"
+	"github.com/datahelix/datahelix/internal/step"
 )
 
 // buildDatahelix builds the datahelix command into a temporary directory.
@@ -47,7 +47,7 @@ func TestRealRunSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := eval.EvalConfig{Workloads: ws, Loaders: []spmd.Kind{spmd.KindTorch, spmd.KindHelix, spmd.KindOracle}, Ranks: 2, Steps: 6, Batch: 4,
+	cfg := eval.EvalConfig{Workloads: ws, Loaders: []step.Kind{step.KindTorch, step.KindHelix, step.KindOracle}, Ranks: 2, Steps: 6, Batch: 4,
 		Seed: 3, KeepTimelines: true}
 	var progress [][2]int
 	cfg.Progress = func(done, total int) { progress = append(progress, [2]int{done, total}) }

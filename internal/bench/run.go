@@ -15,7 +15,7 @@ import (
 	"github.com/datahelix/datahelix/internal/bench/workload"
 	"github.com/datahelix/datahelix/internal/collectivetest"
 	"github.com/datahelix/datahelix/internal/machine"
-	"github.com/datahelix/datahelix/plan"
+	"github.com/datahelix/datahelix/internal/planlimits"
 )
 
 // RunReal runs the evaluation for real: for each workload, a dataset
@@ -56,7 +56,7 @@ type RunConfig struct {
 func (c *RunConfig) Check() error {
 	// A real run's cap on ranks says more than the simulator's memory
 	// limit (EvalConfig.Check) would.
-	if limit := MaxRealRanks(runtime.NumCPU()); c.Real && c.Eval.Ranks > limit && c.Eval.Ranks <= plan.MaxRanks {
+	if limit := MaxRealRanks(runtime.NumCPU()); c.Real && c.Eval.Ranks > limit && c.Eval.Ranks <= planlimits.Ranks {
 		return fmt.Errorf("bench: --ranks %d: --real runs at most %d ranks here (4 per core of this machine's %d, at least 8): "+
 			"every rank runs its decode workers on these cores, so more ranks measure the oversubscription, not the loaders; "+
 			"simulate larger worlds without --real", c.Eval.Ranks, limit, runtime.NumCPU())

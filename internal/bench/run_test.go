@@ -9,8 +9,8 @@ import (
 
 	"github.com/datahelix/datahelix/internal/bench/eval"
 	"github.com/datahelix/datahelix/internal/bench/workload"
-	"github.com/datahelix/datahelix/plan"
-	"github.com/datahelix/datahelix/spmd"
+	"github.com/datahelix/datahelix/internal/planlimits"
+	"github.com/datahelix/datahelix/internal/step"
 )
 
 // TestRunConfigCheck checks that every setting that cannot run is found
@@ -33,20 +33,20 @@ func TestRunConfigCheck(t *testing.T) {
 	}{
 		{"defaults", func(c *RunConfig) {}, ""},
 		{"scale zero values are refused, not defaults", func(c *RunConfig) { c.Scale.Ranks = 0 }, "--scale-ranks 0"},
-		{"real without oracle", func(c *RunConfig) { c.Real, c.Eval.Loaders = true, []spmd.Kind{spmd.KindOracle, spmd.KindHelix} }, ""},
+		{"real without oracle", func(c *RunConfig) { c.Real, c.Eval.Loaders = true, []step.Kind{step.KindOracle, step.KindHelix} }, ""},
 		{"ranks 0", func(c *RunConfig) { c.Eval.Ranks = 0 }, "--ranks 0: want 1.."},
-		{"ranks over the planner's", func(c *RunConfig) { c.Eval.Ranks = plan.MaxRanks + 1 }, fmt.Sprintf("--ranks %d: want 1..%d", plan.MaxRanks+1, plan.MaxRanks)},
+		{"ranks over the planner's", func(c *RunConfig) { c.Eval.Ranks = planlimits.Ranks + 1 }, fmt.Sprintf("--ranks %d: want 1..%d", planlimits.Ranks+1, planlimits.Ranks)},
 		{"steps", func(c *RunConfig) { c.Eval.Steps = 0 }, "--steps 0"},
-		{"batch", func(c *RunConfig) { c.Eval.Batch = plan.MaxBatch + 1 }, fmt.Sprintf("--batch %d", plan.MaxBatch+1)},
+		{"batch", func(c *RunConfig) { c.Eval.Batch = planlimits.Batch + 1 }, fmt.Sprintf("--batch %d", planlimits.Batch+1)},
 		{"parallel", func(c *RunConfig) { c.Eval.Parallel = -1 }, "--parallel -1"},
 		{"bandwidth", func(c *RunConfig) { c.Eval.Network = eval.Network{BandwidthMBs: 0, LatencyUS: 5} }, "--bandwidth-mbs 0"},
 		{"latency", func(c *RunConfig) { c.Eval.Network = eval.Network{BandwidthMBs: 1, LatencyUS: -1} }, "--latency-us -1"},
 		{"same workload twice", func(c *RunConfig) { c.Eval.Workloads = []*workload.Workload{ws[0], ws[0]} }, "two workloads named kinetics"},
-		{"real oracle only", func(c *RunConfig) { c.Real, c.Eval.Loaders = true, []spmd.Kind{spmd.KindOracle} }, "--loaders oracle: --real needs another loader"},
+		{"real oracle only", func(c *RunConfig) { c.Real, c.Eval.Loaders = true, []step.Kind{step.KindOracle} }, "--loaders oracle: --real needs another loader"},
 		{"timeline", func(c *RunConfig) { c.Timeline = "kinetics" }, ""},
 		{"timeline not run", func(c *RunConfig) { c.Timeline = "text" }, "--timeline text: not among the workloads run (kinetics)"},
 		{"section", func(c *RunConfig) { c.Sections = []string{"planner", "gpu"} }, `--sections: unknown section "gpu"`},
-		{"scale ranks", func(c *RunConfig) { c.Scale.Ranks = plan.MaxRanks + 1 }, fmt.Sprintf("--scale-ranks %d: want 1..%d", plan.MaxRanks+1, plan.MaxRanks)},
+		{"scale ranks", func(c *RunConfig) { c.Scale.Ranks = planlimits.Ranks + 1 }, fmt.Sprintf("--scale-ranks %d: want 1..%d", planlimits.Ranks+1, planlimits.Ranks)},
 		{"scale batch", func(c *RunConfig) { c.Scale.Batch = -2 }, "--scale-batch -2"},
 		{"scale steps", func(c *RunConfig) { c.Scale.Steps = -1 }, "--scale-steps -1"},
 		{"scale workload", func(c *RunConfig) { c.Scale.Workload = "nope" }, `bench: --scale-workload: invalid workload: unknown workload "nope"`},
@@ -81,7 +81,7 @@ func TestRunConfigCheck(t *testing.T) {
 			c.Eval.Network = eval.Network{BandwidthMBs: eval.MaxBandwidthMBs, LatencyUS: eval.MaxLatencyUS}
 		}, ""},
 		{"latency over the planner's", func(c *RunConfig) { c.Eval.Network = eval.Network{BandwidthMBs: 1, LatencyUS: 1 << 33} },
-			fmt.Sprintf("--latency-us %d: want 0..%d", int64(1<<33), int64(plan.MaxLatency))},
+			fmt.Sprintf("--latency-us %d: want 0..%d", int64(1<<33), int64(planlimits.Latency))},
 	} {
 		c := good()
 		tt.edit(&c)

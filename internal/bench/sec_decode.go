@@ -18,7 +18,9 @@ import (
 	"github.com/datahelix/datahelix/internal/bench/realrun"
 	"github.com/datahelix/datahelix/internal/bench/report"
 	"github.com/datahelix/datahelix/internal/bench/workload"
+	"github.com/datahelix/datahelix/internal/decoding"
 	"github.com/datahelix/datahelix/internal/gen"
+	"github.com/datahelix/datahelix/internal/shard"
 	"github.com/datahelix/datahelix/internal/shardindex"
 )
 
@@ -131,16 +133,16 @@ func measureDecode(ctx context.Context, re realrun.RealEnv, preset, tmp string) 
 	}
 	cfg := av.DefaultConfig()
 	cfg.Timeout = 2 * time.Minute
-	dec := decode.NewDecoder(decode.Options{Frames: decode.DefaultFrames, Size: decode.DefaultSize})
+	dec := decoding.NewDecoder(decoding.Options{Frames: decoding.DefaultFrames, Size: decoding.DefaultSize})
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	sh := ds.Shards[0]
+	sh := shard.ShardsOf(ds)[0]
 	for i := 0; i < sh.Len() && m.clips < decodeClips; i++ {
 		smp, err := sh.ReadSample(i)
 		if err != nil {
 			return m, fmt.Errorf("bench: %w", err)
 		}
-		rec, err := decode.ParseRecord(smp)
+		rec, err := decoding.ParseRecord(smp, decoding.Limits{})
 		if err != nil {
 			return m, fmt.Errorf("bench: sample %s of %s: %w", smp.Key, smp.Shard, err)
 		}

@@ -21,7 +21,7 @@ import (
 
 // exchangeRawC is the raw MPI reference of the exchange section: rank 0
 // sends BYTES bytes to rank 1 ROUNDS times, each acknowledged, as the
-// bare path of spmd.MeasureExchange does, in C.
+// bare path of wire.MeasureExchange does, in C.
 //
 //go:embed mpi/exchange_raw.c
 var exchangeRawC []byte
@@ -56,7 +56,7 @@ type GoExchange struct {
 	ExchangeOnPacked float64 `json:"exchange_over_packed"`
 }
 
-// NewGoExchange turns what spmd.MeasureExchange measured with messages
+// NewGoExchange turns what wire.MeasureExchange measured with messages
 // of samples samples into the line datahelix bench exchange prints. The
 // figures are rounded to what they can tell, so the JSON line reads
 // 12432.3, not 12432.311280768185: times per message to 0.01 µs (at

@@ -19,7 +19,7 @@ const Magic uint32 = 0x31584844
 const HeaderSize = 16
 
 // MaxMessage bounds a message either side reads: a BATCH of the largest
-// batch (plan.MaxBatch samples) with long keys fits with room to spare.
+// batch (planlimits.Batch samples) with long keys fits with room to spare.
 const MaxMessage = 4 << 20
 
 // Type is a message's type.

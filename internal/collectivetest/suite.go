@@ -4,7 +4,7 @@
 //
 // Run is called by every rank of a world with its own Comm, as an SPMD
 // program: in goroutines for collective.NewLocal, in the processes of an
-// mpirun job for collective.World. It returns the first check that failed.
+// mpirun job for communicator.World. It returns the first check that failed.
 package collectivetest
 
 import (

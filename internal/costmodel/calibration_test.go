@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/decoding"
 )
 
 // TestReadCalibrationRejectsOtherFiles checks that JSON that is not a
@@ -86,7 +87,7 @@ func FuzzReadCalibration(f *testing.F) {
 			t.Fatal("accepted a calibration without coefficients")
 		}
 		m := New(c)
-		for _, r := range []*decode.Record{{Modality: decode.ModalityText, Bytes: 600, Text: &decode.TextInfo{Bytes: 600, Tokens: 100}}, {Modality: decode.ModalityImage, Bytes: 9000, Images: []decode.ImageInfo{{Format: "jpeg", Width: 640, Height: 480, Bytes: 9000}}}} {
+		for _, r := range []*decoding.Record{{Modality: decode.ModalityText, Bytes: 600, Text: &decoding.TextInfo{Bytes: 600, Tokens: 100}}, {Modality: decode.ModalityImage, Bytes: 9000, Images: []decoding.ImageInfo{{Format: "jpeg", Width: 640, Height: 480, Bytes: 9000}}}} {
 			if e := m.Estimate(r); e < 1 {
 				t.Fatalf("Estimate(%+v) = %d", r, e)
 			}

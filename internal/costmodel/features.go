@@ -2,6 +2,7 @@ package costmodel
 
 import (
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/decoding"
 	"github.com/datahelix/datahelix/internal/video"
 )
 
@@ -67,7 +68,7 @@ const (
 //	                megapixels, [7] PNG and WebP megabytes — documents mix
 //	                formats whose cost per pixel differs several times;
 //	text:           [0] 1, [1] thousands of tokens, [2] megabytes.
-func costFeatures(r *decode.Record, o Options) (string, featureVector) {
+func costFeatures(r *decoding.Record, o Options) (string, featureVector) {
 	var x featureVector
 	switch r.Modality {
 	case decode.ModalityVideo:
@@ -141,7 +142,7 @@ func videoCostFeatures(v *video.Track, o Options) (string, featureVector) {
 // JPEGs are DCT-scaled by the smallest factor n/8 that keeps both sides
 // at least size (as TurboJPEG's scaled decode is used); other formats
 // decode at full size.
-func decodedImagePixels(im decode.ImageInfo, size int) float64 {
+func decodedImagePixels(im decoding.ImageInfo, size int) float64 {
 	w, h := im.Width, im.Height
 	if im.Format == "jpeg" && size > 0 {
 		for n := 1; n < 8; n++ {

@@ -1,5 +1,5 @@
 // Package costmodel predicts the CPU time a sample takes to prepare from
-// its record (decode.Record), before decoding: one linear model per
+// its record (decoding.Record), before decoding: one linear model per
 // modality and codec or image format, started from a Calibration and
 // learning online from measured decode times. Its estimates are integer
 // microseconds of a reference CPU, which the planner compares across
@@ -11,7 +11,7 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/decoding"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -114,7 +114,7 @@ func (m *Model) SetWarmup(n int) {
 
 // Estimate returns the sample's preparation cost in reference
 // microseconds (at least 1).
-func (m *Model) Estimate(r *decode.Record) int64 {
+func (m *Model) Estimate(r *decoding.Record) int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	key, x := costFeatures(r, m.opts)
@@ -123,7 +123,7 @@ func (m *Model) Estimate(r *decode.Record) int64 {
 
 // Predict returns the sample's expected preparation time on this rank in
 // microseconds: Estimate times the speed factor.
-func (m *Model) Predict(r *decode.Record) int64 {
+func (m *Model) Predict(r *decoding.Record) int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	key, x := costFeatures(r, m.opts)
@@ -141,7 +141,7 @@ func toMicros(us float64) int64 {
 // the prediction made before learning from it is recorded (after the
 // warm-up), then the speed factor and the sample's model are updated.
 // Non-positive measurements are ignored.
-func (m *Model) Observe(r *decode.Record, measuredMicros int64) {
+func (m *Model) Observe(r *decoding.Record, measuredMicros int64) {
 	if measuredMicros <= 0 {
 		return
 	}
@@ -350,7 +350,7 @@ func (m *Model) Errors() []KeyError {
 
 // Key returns the model key a record's cost is predicted with, such as
 // "video/h264" or "image/jpeg".
-func (m *Model) Key(r *decode.Record) string {
+func (m *Model) Key(r *decoding.Record) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	key, _ := costFeatures(r, m.opts)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/decoding"
 	"github.com/datahelix/datahelix/internal/video"
 	"gonum.org/v1/gonum/mat"
 )
@@ -17,7 +18,7 @@ import (
 // syntheticVideo returns a random clip record: 240p to 1080p, 2 to 120 s
 // at 25 fps, GOPs of 12 to 250 frames, frame sizes proportional to pixels
 // (keyframes 5x larger).
-func syntheticVideo(rng *rand.Rand, codec string) *decode.Record {
+func syntheticVideo(rng *rand.Rand, codec string) *decoding.Record {
 	sizes := [][2]int{{426, 240}, {640, 360}, {854, 480}, {1280, 720}, {1920, 1080}}
 	wh := sizes[rng.IntN(len(sizes))]
 	frames := 50 + rng.IntN(3000)
@@ -34,18 +35,18 @@ func syntheticVideo(rng *rand.Rand, codec string) *decode.Record {
 		v.FramePTS = append(v.FramePTS, int64(i)*512)
 		v.Bytes += int64(b)
 	}
-	return &decode.Record{Key: "clip", Modality: decode.ModalityVideo, Bytes: v.Bytes, Video: v}
+	return &decoding.Record{Key: "clip", Modality: decode.ModalityVideo, Bytes: v.Bytes, Video: v}
 }
 
-func syntheticImage(rng *rand.Rand) *decode.Record {
+func syntheticImage(rng *rand.Rand) *decoding.Record {
 	w, h := 200+rng.IntN(3800), 200+rng.IntN(2000)
-	im := decode.ImageInfo{Format: "jpeg", Width: w, Height: h, Bytes: w * h / 8, Progressive: rng.IntN(4) == 0, Subsampling: "420"}
-	return &decode.Record{Key: "img", Modality: decode.ModalityImage, Bytes: int64(im.Bytes), Images: []decode.ImageInfo{im}}
+	im := decoding.ImageInfo{Format: "jpeg", Width: w, Height: h, Bytes: w * h / 8, Progressive: rng.IntN(4) == 0, Subsampling: "420"}
+	return &decoding.Record{Key: "img", Modality: decode.ModalityImage, Bytes: int64(im.Bytes), Images: []decoding.ImageInfo{im}}
 }
 
 // trueCost is the synthetic ground truth: a linear cost with coefficients
 // unlike the default calibration's, times multiplicative noise.
-func trueCost(rng *rand.Rand, r *decode.Record, slow, noise float64) int64 {
+func trueCost(rng *rand.Rand, r *decoding.Record, slow, noise float64) int64 {
 	truth := map[string]featureVector{
 		"video/h264": {3000, 1800, 900, 2500, 1000, 100},
 		"video/vp9":  {2500, 6000, 500, 2500, 1000, 400},
@@ -61,7 +62,7 @@ func trueCost(rng *rand.Rand, r *decode.Record, slow, noise float64) int64 {
 
 // heldOutMAPE returns the mean absolute percentage error of Predict on n
 // fresh samples, without learning from them.
-func heldOutMAPE(m *Model, rng *rand.Rand, gen func() *decode.Record, slow, noise float64, n int) float64 {
+func heldOutMAPE(m *Model, rng *rand.Rand, gen func() *decoding.Record, slow, noise float64, n int) float64 {
 	sum := 0.0
 	for i := 0; i < n; i++ {
 		r := gen()
@@ -74,7 +75,7 @@ func heldOutMAPE(m *Model, rng *rand.Rand, gen func() *decode.Record, slow, nois
 func TestCostModelLearns(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	codecs := []string{"h264", "vp9"}
-	gen := func() *decode.Record {
+	gen := func() *decoding.Record {
 		if rng.IntN(3) == 0 {
 			return syntheticImage(rng)
 		}
@@ -126,7 +127,7 @@ func TestCostModelLearns(t *testing.T) {
 
 func TestCostModelSpeedFactorTracksSlowdown(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	gen := func() *decode.Record { return syntheticVideo(rng, "h264") }
+	gen := func() *decoding.Record { return syntheticVideo(rng, "h264") }
 	m := New(nil)
 	for i := 0; i < 300; i++ {
 		r := gen()
@@ -152,7 +153,7 @@ func TestCostModelSpeedFactorTracksSlowdown(t *testing.T) {
 
 func TestCostModelOutliers(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
-	gen := func() *decode.Record { return syntheticVideo(rng, "vp9") }
+	gen := func() *decoding.Record { return syntheticVideo(rng, "vp9") }
 	m := New(nil)
 	for i := 0; i < 300; i++ {
 		r := gen()
@@ -253,7 +254,7 @@ func TestCostModelSaveRestore(t *testing.T) {
 	m := New(nil)
 	m.SetOptions(Options{Frames: 16, Size: 112, MaxTasks: 2})
 	m.SetWarmup(10)
-	var recs []*decode.Record
+	var recs []*decoding.Record
 	for i := 0; i < 60; i++ {
 		r := syntheticVideo(rng, "h264")
 		if i%2 == 1 {
@@ -321,16 +322,16 @@ func TestCostModelStateRejected(t *testing.T) {
 
 func TestDecodedImagePixels(t *testing.T) {
 	tests := []struct {
-		im   decode.ImageInfo
+		im   decoding.ImageInfo
 		want float64
 	}{
-		{decode.ImageInfo{Format: "jpeg", Width: 500, Height: 375}, 313 * 235},    // 5/8
-		{decode.ImageInfo{Format: "jpeg", Width: 3840, Height: 2160}, 480 * 270},  // 1/8
-		{decode.ImageInfo{Format: "jpeg", Width: 300, Height: 200}, 300 * 200},    // too small to scale
-		{decode.ImageInfo{Format: "png", Width: 3840, Height: 2160}, 3840 * 2160}, // no DCT scaling
-		{decode.ImageInfo{Format: "jpeg", Width: 1000, Height: 230}, 1000 * 230},  // one side too short
-		{decode.ImageInfo{Format: "jpeg", Width: 2000, Height: 1000}, 500 * 250},  // 2/8
-		{decode.ImageInfo{Format: "jpeg", Width: 0, Height: 0}, 0},
+		{decoding.ImageInfo{Format: "jpeg", Width: 500, Height: 375}, 313 * 235},    // 5/8
+		{decoding.ImageInfo{Format: "jpeg", Width: 3840, Height: 2160}, 480 * 270},  // 1/8
+		{decoding.ImageInfo{Format: "jpeg", Width: 300, Height: 200}, 300 * 200},    // too small to scale
+		{decoding.ImageInfo{Format: "png", Width: 3840, Height: 2160}, 3840 * 2160}, // no DCT scaling
+		{decoding.ImageInfo{Format: "jpeg", Width: 1000, Height: 230}, 1000 * 230},  // one side too short
+		{decoding.ImageInfo{Format: "jpeg", Width: 2000, Height: 1000}, 500 * 250},  // 2/8
+		{decoding.ImageInfo{Format: "jpeg", Width: 0, Height: 0}, 0},
 	}
 	for _, tt := range tests {
 		if got := decodedImagePixels(tt.im, 224); got != tt.want {

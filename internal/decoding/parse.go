@@ -117,9 +117,47 @@ func docPosition(ext string) (pos int, ok bool) {
 // ParseRecord builds the lightweight record of a sample from the bytes
 // of its members, without decoding, under the limits of lim
 // (MaxTextBytes, MaxPixels, MaxImagePixels, MaxImages and Codecs; zero
-// fields take the DefaultLimits value): decode.ParseRecord with a
-// loader's limits. decode.ParseRecord documents what it reads and
-// refuses.
+// fields take the DefaultLimits value): what the planner and the cost
+// model need to know of a sample.
+//
+//   - the first video member (mp4, mov, m4v, webm, mkv; parsed by content:
+//     EBML files with webm.Parse, others with mp4.Parse) gives Video;
+//   - every image member (jpg, jpeg, png, webp) gives an entry of Images,
+//     ordered by document position ("0.jpg", "1.jpg", ...) and then by
+//     member order;
+//   - Text adds up the sample's captions and text parts (txt, text,
+//     caption; not "metadata.txt") and the "texts" or "text_list" strings
+//     of a JSON document (OBELICS and MINT-1T keep a document's text
+//     there, with its images in members "N.jpg" at the same positions,
+//     MMC4 in "text_list"). Other json and cls members are metadata, such
+//     as img2dataset's and video2dataset's json beside a picture: they are
+//     the Text of a sample with neither picture nor caption (a sample
+//     holding only json is text), and no other's.
+//
+// Extensions are matched on their last component, so "0.jpg" and
+// "seg.txt" count. The modality is video when there is a video member;
+// document when there are images and text and either more than one image,
+// any member carrying a document position (an interleaved document) or a
+// JSON document; image for images alone or with a caption; text for text
+// alone. Members of other kinds only count in Bytes.
+//
+// A sample without any recognised member is ErrNoPayload; a recognised
+// member that does not parse (or is empty) fails the record with the
+// format's error, and text members larger than lim's MaxTextBytes
+// together fail it with ErrLimit before they are read. A sample that would otherwise lose part of what it means fails with
+// ErrUnsupported: without a clip, an image or video member of a format
+// datahelix does not read (gif, tiff, bmp, avif, heic, avi, flv, ...),
+// audio (m4a, mp3, wav, ...) with no picture beside it, or images
+// embedded in JSON (MMC4's "image_base64") with no image member; beside
+// a clip, other media are ignored as thumbnails and audio tracks, and
+// audio beside an image as a clip's audio track is. So does a text member
+// in UTF-16 or UTF-32 (by its byte order mark: PowerShell 5 writes
+// UTF-16), whose bytes as UTF-8 are garbage, and a clip of a codec
+// decoding refuses (MPEG-4 Part 2, MJPEG, ...: outside lim's
+// Codecs). A sample decoding would refuse over a safety limit the record
+// shows fails with ErrLimit: a clip or an image of more pixels than
+// lim allows, a document of more images. Every error is a
+// *SampleError naming the shard, sample and member.
 func ParseRecord(s *Sample, lim Limits) (*Record, error) {
 	lim = lim.withDefaults()
 	if err := checkTextSize(s, lim.MaxTextBytes); err != nil {

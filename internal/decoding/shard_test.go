@@ -14,7 +14,7 @@ import (
 const testdata = "../../decode/testdata"
 
 // shardSamples indexes the tar archive data as a shard named name and
-// returns its samples, as decode.Shard.ReadSample reads them, and the
+// returns its samples, as shard.Shard.ReadSample reads them, and the
 // index's warnings.
 func shardSamples(t testing.TB, name string, data []byte) ([]*Sample, []string) {
 	t.Helper()

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/decoding"
+	"github.com/datahelix/datahelix/internal/shard"
 	"github.com/datahelix/datahelix/internal/tjpeg"
 )
 
@@ -113,7 +115,7 @@ func TestPresetsDecode(t *testing.T) {
 	if testing.Short() {
 		n = 1
 	}
-	dec := decode.NewDecoder(decode.Options{Frames: 4, Size: 32})
+	dec := decoding.NewDecoder(decoding.Options{Frames: 4, Size: 32})
 	wantModality := map[kind]decode.Modality{kindVideo: decode.ModalityVideo, kindImage: decode.ModalityImage,
 		kindDocument: decode.ModalityDocument, kindText: decode.ModalityText}
 	for _, name := range Presets() {
@@ -127,7 +129,7 @@ func TestPresetsDecode(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, p := range paths {
-				sh, err := decode.OpenShard(p, t.TempDir())
+				sh, err := shard.Open(p, t.TempDir())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -144,7 +146,7 @@ func TestPresetsDecode(t *testing.T) {
 							}
 						}
 					}
-					rec, err := decode.ParseRecord(s)
+					rec, err := decoding.ParseRecord(s, decoding.Limits{})
 					if err != nil {
 						t.Fatalf("sample %s: %v", s.Key, err)
 					}
@@ -166,7 +168,7 @@ func TestPresetsDecode(t *testing.T) {
 	}
 }
 
-func checkRecord(t *testing.T, key string, spec sampleSpec, rec *decode.Record) {
+func checkRecord(t *testing.T, key string, spec sampleSpec, rec *decoding.Record) {
 	t.Helper()
 	if v := spec.Video; v != nil {
 		got := rec.Video

@@ -11,6 +11,7 @@ import (
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/decoding"
+	"github.com/datahelix/datahelix/internal/shard"
 	"golang.org/x/sys/unix"
 )
 
@@ -56,7 +57,7 @@ type CostEvalReport struct {
 
 // CostObservation is one measured sample.
 type CostObservation struct {
-	Record  *decode.Record
+	Record  *decoding.Record
 	Micros  int64
 	HeldOut bool
 	// Predicted is the prediction of the model frozen after the warm-up
@@ -102,10 +103,10 @@ func EvaluateCostModel(ctx context.Context, ds *decode.Dataset, dec *decoding.De
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		smp, err := ds.Shards[at[0]].ReadSample(at[1])
-		var rec *decode.Record
+		smp, err := shard.ShardsOf(ds)[at[0]].ReadSample(at[1])
+		var rec *decoding.Record
 		if err == nil {
-			rec, err = decode.ParseRecord(smp)
+			rec, err = decoding.ParseRecord(smp, decoding.Limits{})
 		}
 		if err == nil && !warmed {
 			_, err = dec.Decode(ctx, smp, rec)
@@ -153,7 +154,7 @@ func roundRobin(ds *decode.Dataset) [][2]int {
 	var out [][2]int
 	for i := 0; ; i++ {
 		added := false
-		for s, sh := range ds.Shards {
+		for s, sh := range shard.ShardsOf(ds) {
 			if i < sh.Len() {
 				out = append(out, [2]int{s, i})
 				added = true

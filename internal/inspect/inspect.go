@@ -9,6 +9,7 @@ import (
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/decoding"
+	"github.com/datahelix/datahelix/internal/shard"
 )
 
 // RecordSummary is one line of `datahelix inspect`: the record of a sample
@@ -17,14 +18,14 @@ type RecordSummary struct {
 	Key      string `json:"key"`
 	Shard    string `json:"shard"`
 	Modality string `json:"modality"`
-	// Bytes counts the sample's member bytes (decode.Record.Bytes), or for a
+	// Bytes counts the sample's member bytes (decoding.Record.Bytes), or for a
 	// sample that cannot be read, its span in the shard.
 	Bytes int64 `json:"bytes"`
 	// Width and Height are the clip's, or the first image's, as stored
 	// (ffprobe's width and height).
 	Width  int `json:"width"`
 	Height int `json:"height"`
-	// Frames counts the frames of the clip's record (decode.VideoInfo.Frames),
+	// Frames counts the frames of the clip's record (decoding.VideoInfo.Frames),
 	// those FFmpeg shows and those it decodes without showing them, or a
 	// sample's images.
 	Frames    int     `json:"frames"`
@@ -38,7 +39,7 @@ type RecordSummary struct {
 	// ModelKey is the cost model key, such as "video/h264".
 	ModelKey string `json:"model"`
 	// FramesShown counts the frames FFmpeg outputs at a time of their
-	// own, those SampleFrames may pick: Frames less decode.VideoInfo.Discarded
+	// own, those SampleFrames may pick: Frames less decoding.VideoInfo.Discarded
 	// (the frames an MP4 edit list hides: the pre-roll of a cut, a frame
 	// past an edit's end that shown ones refer to; the Matroska frames
 	// left without a timestamp). It is ffprobe -count_frames'
@@ -51,7 +52,7 @@ type RecordSummary struct {
 	FramesShown int `json:"frames_shown"`
 	// Rotation is the rotation of the clip's display matrix (MP4/MOV tkhd
 	// and mvhd, or a Matroska Projection) in degrees counterclockwise, -180 to 180, as ffprobe
-	// prints it in its side data (decode.VideoInfo.Rotation); 0 when there is none.
+	// prints it in its side data (decoding.VideoInfo.Rotation); 0 when there is none.
 	Rotation int `json:"rotation,omitempty"`
 	// DisplayWidth and DisplayHeight are the size of the picture as shown:
 	// Width and Height, swapped when the display matrix turns the clip by
@@ -62,7 +63,7 @@ type RecordSummary struct {
 
 // Summarize flattens a record into a RecordSummary, with the cost
 // estimate of m (none when m is nil).
-func Summarize(r *decode.Record, m *costmodel.Model) RecordSummary {
+func Summarize(r *decoding.Record, m *costmodel.Model) RecordSummary {
 	s := RecordSummary{Key: r.Key, Shard: r.Shard, Modality: r.Modality.String(), Bytes: r.Bytes}
 	switch {
 	case r.Video != nil:
@@ -154,7 +155,7 @@ func inspectFile(path string, m *costmodel.Model, visit func(RecordSummary) erro
 // its record's, or an error row counting the members' bytes, as a record
 // does, with why its record cannot be built.
 func summarizeSample(smp *decode.Sample, shard string, m *costmodel.Model) RecordSummary {
-	rec, err := decode.ParseRecord(smp)
+	rec, err := decoding.ParseRecord(smp, decoding.Limits{})
 	if err == nil {
 		return Summarize(rec, m)
 	}
@@ -166,7 +167,7 @@ func summarizeSample(smp *decode.Sample, shard string, m *costmodel.Model) Recor
 }
 
 func inspectDataset(ctx context.Context, ds *decode.Dataset, m *costmodel.Model, visit func(RecordSummary) error) error {
-	for _, sh := range ds.Shards {
+	for _, sh := range shard.ShardsOf(ds) {
 		for i := 0; i < sh.Len(); i++ {
 			if err := ctx.Err(); err != nil {
 				return err

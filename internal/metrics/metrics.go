@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/datahelix/datahelix/internal/step"
-	"github.com/datahelix/datahelix/plan"
 )
 
 // ToleranceUS is the least lateness that counts as a deadline miss: 1 ms.
@@ -367,7 +366,7 @@ func batchesHash(perStep map[int64]uint64) uint64 {
 	slices.Sort(steps)
 	h := uint64(0xcbf29ce484222325)
 	for _, st := range steps {
-		h = plan.Mix64(h ^ plan.Mix64(uint64(st)) ^ perStep[st])
+		h = Mix64(h ^ Mix64(uint64(st)) ^ perStep[st])
 	}
 	return h
 }
@@ -375,7 +374,7 @@ func batchesHash(perStep map[int64]uint64) uint64 {
 // IDDigest is the contribution of one delivered sample to a step's
 // digest; digests add up over samples and ranks, so the order in which a
 // rank or a loader delivered them does not matter.
-func IDDigest(id uint64) uint64 { return plan.Mix64(id ^ 0x9e3779b97f4a7c15) }
+func IDDigest(id uint64) uint64 { return Mix64(id ^ 0x9e3779b97f4a7c15) }
 
 func p50(v []int64) float64 {
 	if len(v) == 0 {
@@ -384,4 +383,16 @@ func p50(v []int64) float64 {
 	s := slices.Clone(v)
 	slices.Sort(s)
 	return float64(s[len(s)/2])
+}
+
+// Mix64 is the splitmix64 finalizer: a bijection that spreads the bits of
+// an id over the whole word (the planner hashes sample ids with the
+// same). The batch digests are built with it.
+func Mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
 }

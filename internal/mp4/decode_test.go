@@ -16,6 +16,7 @@ import (
 
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/av"
+	"github.com/datahelix/datahelix/internal/decoding"
 	"github.com/datahelix/datahelix/internal/mp4"
 	"github.com/datahelix/datahelix/internal/video"
 	"github.com/datahelix/datahelix/internal/video/videotest"
@@ -47,11 +48,11 @@ func checkDecodeSampled(t *testing.T, file string) {
 	const size, n = 32, 8
 	data := videotest.Read(t, file)
 	s := decSample("clip", map[string][]byte{"mp4": data})
-	rec, err := decode.ParseRecord(s)
+	rec, err := decoding.ParseRecord(s, decoding.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := decode.NewDecoder(decode.Options{Frames: n, Size: size}).Decode(context.Background(), s, rec)
+	out, err := decoding.NewDecoder(decoding.Options{Frames: n, Size: size}).Decode(context.Background(), s, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +157,7 @@ func TestDecodeEditHiddenFrame(t *testing.T) {
 
 	// Decoding fills the 8 slots with the 7 frames, spread evenly.
 	s := decSample("clip", map[string][]byte{"mp4": data})
-	out, err := decode.NewDecoder(decode.Options{Frames: n, Size: size}).Decode(context.Background(), s, nil)
+	out, err := decoding.NewDecoder(decoding.Options{Frames: n, Size: size}).Decode(context.Background(), s, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,8 +188,8 @@ func TestParseMP4NoVideoTrack(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "(its tracks: s??n)") {
 		t.Errorf("forged handler: err %v, want its control bytes shown as ?", err)
 	}
-	_, err = decode.ParseRecord(&decode.Sample{Shard: "a.mp4", Key: "a", Members: []decode.Member{{Name: "a.mp4", Ext: "mp4",
-		Data: mp4.Box("moov", mp4.SoundTrak())}}})
+	_, err = decoding.ParseRecord(&decoding.Sample{Shard: "a.mp4", Key: "a", Members: []decoding.Member{{Name: "a.mp4", Ext: "mp4",
+		Data: mp4.Box("moov", mp4.SoundTrak())}}}, decoding.Limits{})
 	if !errors.Is(err, mp4.ErrFormat) || !strings.Contains(err.Error(), "a.mp4") {
 		t.Errorf("audio-only sample: err %v, want mp4.ErrFormat naming the file", err)
 	}
@@ -200,7 +201,7 @@ func TestParseMP4NoVideoTrack(t *testing.T) {
 // 1000). FFmpeg 5.1 shows 4 frames: the clip's first two, twice, at pts
 // 512, 1024, 1536 and 2048; the record lists the frames of each edit
 // from its keyframe, most of them discarded. video.SampleFrames must pick those
-// 4 and no other: the code before decode.VideoInfo.Discarded (e3fe287^) picked
+// 4 and no other: the code before decoding.VideoInfo.Discarded (e3fe287^) picked
 // frames of pts up to 12800, which FFmpeg never shows (25 for 750 slots,
 // 8 for 8, of which the decode missed 7). The hard-coded pts and MD5s were obtained by writing these bytes
 // to a file and running `ffprobe -select_streams v:0 -show_entries
@@ -293,7 +294,7 @@ func TestRepeatedEditList(t *testing.T) {
 	// Decoding fills 8 slots with the 4 frames, two slots each: the
 	// original clip's first frame, its second, and both again.
 	const size, n = 32, 8
-	out, err := decode.NewDecoder(decode.Options{Frames: n, Size: size}).Decode(context.Background(), decSample("clip", map[string][]byte{"mp4": data}), nil)
+	out, err := decoding.NewDecoder(decoding.Options{Frames: n, Size: size}).Decode(context.Background(), decSample("clip", map[string][]byte{"mp4": data}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,12 +365,12 @@ func TestParseMP4PicksFFmpegTrack(t *testing.T) {
 			videotest.Compare(t, c.File, "v:1", v)
 
 			s := decSample("clip", map[string][]byte{"mp4": data})
-			rec, err := decode.ParseRecord(s)
+			rec, err := decoding.ParseRecord(s, decoding.Limits{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			const n = 8
-			out, err := decode.NewDecoder(decode.Options{Frames: n, Size: 16}).Decode(context.Background(), s, rec)
+			out, err := decoding.NewDecoder(decoding.Options{Frames: n, Size: 16}).Decode(context.Background(), s, rec)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -48,7 +48,7 @@ var of func(comm any) Node
 func Register(f func(comm any) Node) { of = f }
 
 // Of returns the Node of comm when comm is an MPI world
-// (*collective.World or a duplicate of one), nil otherwise (an
+// (*communicator.World or a duplicate of one), nil otherwise (an
 // in-process communicator, a binary built without MPI).
 func Of(comm any) Node {
 	if of == nil {

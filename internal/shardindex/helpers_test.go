@@ -9,7 +9,7 @@ import (
 // package decode's tests read too.
 const shardsDir = "../../decode/testdata/shards"
 
-// testShard is the index of a shard as decode.OpenShard gets it, for
+// testShard is the index of a shard as shard.Open gets it, for
 // the tests of the cache.
 type testShard struct {
 	idx       *Index
@@ -17,7 +17,7 @@ type testShard struct {
 	cacheErr  error
 }
 
-// openShard indexes the shard at path as decode.OpenShard does: from its
+// openShard indexes the shard at path as shard.Open does: from its
 // cache at Locate(path, cacheDir) when it matches, else built and saved.
 func openShard(path, cacheDir string) (*testShard, error) {
 	f, err := os.Open(path)

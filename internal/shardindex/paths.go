@@ -112,7 +112,7 @@ func compressedTarSuffix(name string) string {
 // case, names a tar shard: a *.tar file or a compressed tar archive
 // (*.tar.gz, *.tgz, *.tar.zst, *.tar.zstd, *.tzst, *.tar.xz, *.txz,
 // *.tar.bz2, *.tbz2, *.tbz). A command given media files and shards
-// opens such names with decode.OpenShard, whose error says that a compressed
+// opens such names with shard.Open, whose error says that a compressed
 // one must be decompressed, rather than reading them as media files.
 func IsShardName(name string) bool {
 	return strings.HasSuffix(strings.ToLower(name), ".tar") || compressedTarSuffix(name) != ""
@@ -164,7 +164,7 @@ func IsGlob(p string) bool {
 const MaxWarningLines = 5
 
 // WarningLines formats the warnings of the index of the shard at path
-// (decode.Shard.Warnings) as lines "warning: shard PATH: WARNING": the
+// (shard.Shard.Warnings) as lines "warning: shard PATH: WARNING": the
 // first max of them (all when max <= 0 or there is one more), then
 // one line saying how many more there are, so that a shard of a million
 // unnamed members does not flood the log.

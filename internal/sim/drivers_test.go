@@ -11,9 +11,9 @@ import (
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/gpu"
 	"github.com/datahelix/datahelix/internal/gen/gentest"
+	"github.com/datahelix/datahelix/internal/loader"
 	"github.com/datahelix/datahelix/internal/step"
 	"github.com/datahelix/datahelix/plan"
-	"github.com/datahelix/datahelix/spmd"
 )
 
 // stepTrace is what one step's plan was made of and what it decided.
@@ -75,7 +75,7 @@ func stepAlike(t *testing.T, k step.Kind) {
 	model := gpu.Model{Base: 2 * time.Millisecond, PerSample: 100 * time.Microsecond, PerFrame: 50 * time.Microsecond}
 	var mu sync.Mutex
 	real := map[int64][]stepTrace{} // every rank's, in the order they planned
-	cfg := spmd.Config{Loader: k, Batch: batch, Steps: steps, Workers: 2, Seed: 7, Margin: 500,
+	cfg := loader.Config{Loader: loader.Kind(k), Batch: batch, Steps: steps, Workers: 2, Seed: 7, Margin: 500,
 		Decode: decode.Options{Frames: 2, Size: 32}, GPU: model, CheckEvery: 2,
 		OnPlan: func(s int64, in *plan.Input, p *plan.Plan) {
 			mu.Lock()
@@ -84,7 +84,7 @@ func stepAlike(t *testing.T, k step.Kind) {
 		}}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, errs := spmd.RunInProcess(ctx, ranks, data, t.TempDir(), cfg); errs != nil {
+	if _, errs := loader.RunInProcess(ctx, ranks, data, t.TempDir(), cfg); errs != nil {
 		for r, err := range errs {
 			if err != nil {
 				t.Fatalf("rank %d: %v", r, err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/datahelix/datahelix/gpu"
 	"github.com/datahelix/datahelix/internal/metrics"
+	"github.com/datahelix/datahelix/internal/planlimits"
 	"github.com/datahelix/datahelix/internal/step"
 	"github.com/datahelix/datahelix/plan"
 )
@@ -48,9 +49,9 @@ type Config struct {
 	// slowest rank's compute.
 	AllreduceUS int64
 	// Bandwidth is the exchange bandwidth, fixed-point bytes/µs
-	// (plan.One = 1 B/µs), at most plan.MaxBandwidth; 0 means 1 GB/s.
+	// (plan.One = 1 B/µs), at most planlimits.Bandwidth; 0 means 1 GB/s.
 	Bandwidth int64
-	LatencyUS int64 // per message, 0..plan.MaxLatency
+	LatencyUS int64 // per message, 0..planlimits.Latency
 	// Nodes, when set, is each rank's node. Moves between ranks of
 	// different nodes cross the network: NodeLatencyUS, then the bytes
 	// at NodeBandwidth (fixed-point, 0 meaning Bandwidth) over the
@@ -141,10 +142,10 @@ func (c *Config) defaults() error {
 	// Out of range, a bandwidth or latency would be simulated as another
 	// network than the planner sees (it clamps them), or overflow.
 	switch {
-	case c.Bandwidth < 0 || c.Bandwidth > plan.MaxBandwidth:
-		return fmt.Errorf("sim: bandwidth %d outside [0, %d] (fixed-point bytes/µs, %d = 1 byte/µs)", c.Bandwidth, int64(plan.MaxBandwidth), plan.One)
-	case c.LatencyUS < 0 || c.LatencyUS > plan.MaxLatency:
-		return fmt.Errorf("sim: latency %d µs outside [0, %d]", c.LatencyUS, int64(plan.MaxLatency))
+	case c.Bandwidth < 0 || c.Bandwidth > planlimits.Bandwidth:
+		return fmt.Errorf("sim: bandwidth %d outside [0, %d] (fixed-point bytes/µs, %d = 1 byte/µs)", c.Bandwidth, int64(planlimits.Bandwidth), plan.One)
+	case c.LatencyUS < 0 || c.LatencyUS > planlimits.Latency:
+		return fmt.Errorf("sim: latency %d µs outside [0, %d]", c.LatencyUS, int64(planlimits.Latency))
 	}
 	if c.Bandwidth == 0 {
 		c.Bandwidth = 1000 * plan.One // 1 GB/s
@@ -152,10 +153,10 @@ func (c *Config) defaults() error {
 	switch {
 	case c.Nodes != nil && len(c.Nodes) != c.Ranks:
 		return fmt.Errorf("sim: nodes for %d ranks, want %d", len(c.Nodes), c.Ranks)
-	case c.NodeBandwidth < 0 || c.NodeBandwidth > plan.MaxBandwidth:
-		return fmt.Errorf("sim: bandwidth between nodes %d outside [0, %d]", c.NodeBandwidth, int64(plan.MaxBandwidth))
-	case c.NodeLatencyUS < 0 || c.NodeLatencyUS > plan.MaxLatency:
-		return fmt.Errorf("sim: latency between nodes %d µs outside [0, %d]", c.NodeLatencyUS, int64(plan.MaxLatency))
+	case c.NodeBandwidth < 0 || c.NodeBandwidth > planlimits.Bandwidth:
+		return fmt.Errorf("sim: bandwidth between nodes %d outside [0, %d]", c.NodeBandwidth, int64(planlimits.Bandwidth))
+	case c.NodeLatencyUS < 0 || c.NodeLatencyUS > planlimits.Latency:
+		return fmt.Errorf("sim: latency between nodes %d µs outside [0, %d]", c.NodeLatencyUS, int64(planlimits.Latency))
 	}
 	for r, nd := range c.Nodes {
 		if nd < 0 || nd >= c.Ranks {

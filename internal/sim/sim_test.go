@@ -11,6 +11,7 @@ import (
 
 	"github.com/datahelix/datahelix/gpu"
 	"github.com/datahelix/datahelix/internal/metrics"
+	"github.com/datahelix/datahelix/internal/planlimits"
 	"github.com/datahelix/datahelix/internal/step"
 	"github.com/datahelix/datahelix/plan"
 )
@@ -197,9 +198,9 @@ func TestSimRefusesNetworkOutOfRange(t *testing.T) {
 		want    string
 	}{
 		{-1, 0, "bandwidth -1"},
-		{plan.MaxBandwidth + 1, 0, "bandwidth"},
+		{planlimits.Bandwidth + 1, 0, "bandwidth"},
 		{plan.One, -1, "latency -1"},
-		{plan.One, plan.MaxLatency + 1, "latency"},
+		{plan.One, planlimits.Latency + 1, "latency"},
 	} {
 		cfg := tinyConfig(step.KindHelix)
 		cfg.Bandwidth, cfg.LatencyUS = tt.bw, tt.lat
@@ -208,7 +209,7 @@ func TestSimRefusesNetworkOutOfRange(t *testing.T) {
 		}
 	}
 	cfg := tinyConfig(step.KindHelix)
-	cfg.Bandwidth, cfg.LatencyUS = plan.MaxBandwidth, plan.MaxLatency
+	cfg.Bandwidth, cfg.LatencyUS = planlimits.Bandwidth, planlimits.Latency
 	if _, err := Run(cfg); err != nil {
 		t.Errorf("bandwidth and latency at their limits: %v", err)
 	}

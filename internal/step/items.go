@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/internal/planlimits"
 	"github.com/datahelix/datahelix/plan"
 )
 
@@ -27,7 +28,7 @@ type Item struct {
 // TrainTime is the GPU time, ns, a sample of c adds to a step under m:
 // what the step costs with the sample minus what it costs without.
 func TrainTime(m gpu.Model, c gpu.Contents) int64 {
-	return min((m.StepTime(c) - m.Base).Nanoseconds(), plan.MaxTrain)
+	return min((m.StepTime(c) - m.Base).Nanoseconds(), planlimits.Train)
 }
 
 // LocalOrder returns slot indices in the rank-local decode order: largest
@@ -107,23 +108,23 @@ func (s RankState) Progress() plan.Progress {
 	}
 	workers := int64(max(s.Workers, 1))
 	capacity := max(workers*plan.One*plan.One/speed, 1)
-	capacity = min(capacity, plan.MaxCapacity)
+	capacity = min(capacity, planlimits.Capacity)
 	// Capped before scaling: a queue of absurd estimates (each clamped to
-	// plan.MaxCost) would overflow the product and wrap to no backlog.
+	// planlimits.Cost) would overflow the product and wrap to no backlog.
 	backlog := min(s.Waiting+s.Running/2, 1<<46) * plan.One / capacity
 	bw := s.Bandwidth
 	if bw <= 0 {
 		bw = plan.One
 	}
 	return plan.Progress{
-		Deadline:      clamp(s.DeadlineUS, 0, plan.MaxTime),
-		Backlog:       clamp(backlog, 0, plan.MaxTime),
+		Deadline:      clamp(s.DeadlineUS, 0, planlimits.Time),
+		Backlog:       clamp(backlog, 0, planlimits.Time),
 		Capacity:      capacity,
-		Bandwidth:     clamp(bw, 1, plan.MaxBandwidth),
-		Latency:       clamp(s.LatencyUS, 0, plan.MaxLatency),
-		Node:          clamp(int64(s.Node), 0, plan.MaxRanks-1),
-		NodeBandwidth: clamp(s.NodeBandwidth, 0, plan.MaxBandwidth),
-		NodeLatency:   clamp(s.NodeLatencyUS, 0, plan.MaxLatency),
+		Bandwidth:     clamp(bw, 1, planlimits.Bandwidth),
+		Latency:       clamp(s.LatencyUS, 0, planlimits.Latency),
+		Node:          clamp(int64(s.Node), 0, planlimits.Ranks-1),
+		NodeBandwidth: clamp(s.NodeBandwidth, 0, planlimits.Bandwidth),
+		NodeLatency:   clamp(s.NodeLatencyUS, 0, planlimits.Latency),
 	}
 }
 

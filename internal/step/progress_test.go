@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/datahelix/datahelix/internal/planlimits"
 	"github.com/datahelix/datahelix/plan"
 )
 
@@ -13,7 +14,7 @@ import (
 // infinite or not positive becomes an integer the record reads sensibly
 // on every architecture.
 func TestProgressOfExtremeStates(t *testing.T) {
-	huge := RankState{DeadlineUS: 1000, Waiting: 40_000 * plan.MaxCost, Workers: 1, Speed: plan.One}.Progress()
+	huge := RankState{DeadlineUS: 1000, Waiting: 40_000 * planlimits.Cost, Workers: 1, Speed: plan.One}.Progress()
 	normal := RankState{DeadlineUS: 1000, Waiting: 10_000, Workers: 1, Speed: plan.One}.Progress()
 	if huge.Backlog <= normal.Backlog {
 		t.Errorf("backlog of 40000 samples at MaxCost = %d, of 10 ms = %d: the huge queue wrapped", huge.Backlog, normal.Backlog)

@@ -1,7 +1,7 @@
 // Package video describes a clip's video track as its container gives it,
 // without decoding: the Track that the MP4/MOV (internal/mp4) and
-// WebM/Matroska (internal/webm) parsers fill and that package decode
-// shows its users as decode.VideoInfo; which of its frames a sample
+// WebM/Matroska (internal/webm) parsers fill and that a sample's record
+// holds (decoding.VideoInfo); which of its frames a sample
 // takes (SampleFrames) and the keyframe-aligned tasks that decode them
 // (PlanTasks), which the decoder, the cost model and the loader share.
 package video
@@ -60,7 +60,7 @@ type Track struct {
 	// FrameBytes when those are known).
 	Bytes int64
 	// Member is the index in Sample.Members of the video member (set by
-	// decode.ParseRecord).
+	// decoding.ParseRecord).
 	Member int
 }
 

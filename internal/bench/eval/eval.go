@@ -15,13 +15,14 @@ import (
 	"github.com/datahelix/datahelix/internal/bench/workload"
 	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/metrics"
+	"github.com/datahelix/datahelix/internal/planlimits"
 	"github.com/datahelix/datahelix/internal/sim"
+	"github.com/datahelix/datahelix/internal/step"
 	"github.com/datahelix/datahelix/plan"
-	"github.com/datahelix/datahelix/spmd"
 )
 
 // AllLoaders are the loaders an evaluation compares, baselines first.
-var AllLoaders = []spmd.Kind{spmd.KindTorch, spmd.KindLocal, spmd.KindStatic, spmd.KindHelix, spmd.KindHelixNoGate, spmd.KindOracle}
+var AllLoaders = []step.Kind{step.KindTorch, step.KindLocal, step.KindStatic, step.KindHelix, step.KindHelixNoGate, step.KindOracle}
 
 // Network is the simulated exchange network of every rank.
 type Network struct {
@@ -34,14 +35,14 @@ type Network struct {
 var DefaultNetwork = Network{BandwidthMBs: 5000, LatencyUS: 10}
 
 // The network's range: the simulator takes the bandwidth as fixed-point
-// bytes/µs (plan.One = 1 MB/s), 1 to plan.MaxBandwidth, and the planner
+// bytes/µs (plan.One = 1 MB/s), 1 to planlimits.Bandwidth, and the planner
 // clamps both figures to these limits. A rate below MinBandwidthMBs
 // would truncate to 0 and one above MaxBandwidthMBs overflow or be
 // clamped: either would simulate another network than the report names.
 const (
 	MinBandwidthMBs = 1.0 / plan.One
-	MaxBandwidthMBs = float64(plan.MaxBandwidth / plan.One) // about 268 TB/s
-	MaxLatencyUS    = plan.MaxLatency                       // about 72 minutes
+	MaxBandwidthMBs = float64(planlimits.Bandwidth / plan.One) // about 268 TB/s
+	MaxLatencyUS    = planlimits.Latency                       // about 72 minutes
 )
 
 // Check reports why n cannot be simulated, naming the datahelix bench
@@ -72,7 +73,7 @@ type EvalConfig struct {
 	// need (SimMemory); 0: three quarters of this machine's.
 	MemoryLimit float64
 	Workloads   []*workload.Workload
-	Loaders     []spmd.Kind // nil: AllLoaders
+	Loaders     []step.Kind // nil: AllLoaders
 	Ranks       int         // world size N
 	Steps       int         // training steps per run
 	Batch       int         // per-rank batch; 0: each workload's own
@@ -247,12 +248,12 @@ func (c *EvalConfig) Check() error {
 		}
 	}
 	switch {
-	case c.Ranks < 1 || c.Ranks > plan.MaxRanks:
-		return fmt.Errorf("bench: --ranks %d: want 1..%d", c.Ranks, plan.MaxRanks)
+	case c.Ranks < 1 || c.Ranks > planlimits.Ranks:
+		return fmt.Errorf("bench: --ranks %d: want 1..%d", c.Ranks, planlimits.Ranks)
 	case c.Steps < 1:
 		return fmt.Errorf("bench: --steps %d: want at least 1", c.Steps)
-	case c.Batch < 0 || c.Batch > plan.MaxBatch:
-		return fmt.Errorf("bench: --batch %d: want 0 (the workload's) or 1..%d", c.Batch, plan.MaxBatch)
+	case c.Batch < 0 || c.Batch > planlimits.Batch:
+		return fmt.Errorf("bench: --batch %d: want 0 (the workload's) or 1..%d", c.Batch, planlimits.Batch)
 	case c.Parallel < 0:
 		return fmt.Errorf("bench: --parallel %d: want 0 (one per CPU) or more", c.Parallel)
 	}
@@ -358,7 +359,7 @@ func prepare(ctx context.Context, w *workload.Workload, cal *costmodel.Calibrati
 func Horizon(w *workload.Workload) int { return max(2*w.Workers, 8) }
 
 // simConfig is the simulator's configuration for loader k.
-func (p *prepared) simConfig(k spmd.Kind, cfg *EvalConfig) sim.Config {
+func (p *prepared) simConfig(k step.Kind, cfg *EvalConfig) sim.Config {
 	w, b, h := p.w, p.setup.Batch, p.setup.Horizon
 	// The runtime's default decoded-memory budget: horizon batches of
 	// F-frame clips.
@@ -430,7 +431,7 @@ func RunSim(ctx context.Context, cfg EvalConfig) (*Evaluation, error) {
 				}
 				r := ResultOf(p.w, res.Summary, time.Since(t0))
 				ev.Results[i*nl+j] = r
-				if cfg.KeepTimelines && (k == spmd.KindTorch || k == spmd.KindHelix) {
+				if cfg.KeepTimelines && (k == step.KindTorch || k == step.KindHelix) {
 					records[i*nl+j] = res.Records
 				}
 				mu.Lock()

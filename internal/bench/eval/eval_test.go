@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/internal/bench/workload"
-	"github.com/datahelix/datahelix/spmd"
+	"github.com/datahelix/datahelix/internal/step"
 )
 
 // TestRunSimStopsWhenCancelled checks that a cancellation reaches
@@ -26,7 +26,7 @@ func TestRunSimStopsWhenCancelled(t *testing.T) {
 		timer := time.AfterFunc(after, cancel)
 		var cancelled time.Time
 		t0 := time.Now()
-		_, err := RunSim(ctx, EvalConfig{Workloads: ws, Loaders: []spmd.Kind{spmd.KindHelix}, Ranks: 128, Steps: 1500, Parallel: 1,
+		_, err := RunSim(ctx, EvalConfig{Workloads: ws, Loaders: []step.Kind{step.KindHelix}, Ranks: 128, Steps: 1500, Parallel: 1,
 			Progress: func(int, int) { cancelled = time.Now() }})
 		end := time.Now()
 		timer.Stop()
@@ -45,7 +45,7 @@ func TestRunSimStopsWhenCancelled(t *testing.T) {
 }
 
 func TestRunScaleSmall(t *testing.T) {
-	r, err := RunScale(context.Background(), ScaleConfig{Workload: "kinetics", Loader: spmd.KindHelix, Ranks: 32, Batch: 4, Steps: 12}, nil)
+	r, err := RunScale(context.Background(), ScaleConfig{Workload: "kinetics", Loader: step.KindHelix, Ranks: 32, Batch: 4, Steps: 12}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestRuleLetsTheOracleKeepUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev, err := RunSim(context.Background(), EvalConfig{Workloads: ws, Loaders: []spmd.Kind{spmd.KindOracle},
+	ev, err := RunSim(context.Background(), EvalConfig{Workloads: ws, Loaders: []step.Kind{step.KindOracle},
 		Ranks: 8, Steps: 120, Seed: 1})
 	if err != nil {
 		t.Fatal(err)

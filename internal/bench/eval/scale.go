@@ -8,15 +8,15 @@ import (
 
 	"github.com/datahelix/datahelix/internal/bench/workload"
 	"github.com/datahelix/datahelix/internal/costmodel"
+	"github.com/datahelix/datahelix/internal/planlimits"
 	"github.com/datahelix/datahelix/internal/sim"
-	"github.com/datahelix/datahelix/plan"
-	"github.com/datahelix/datahelix/spmd"
+	"github.com/datahelix/datahelix/internal/step"
 )
 
 // ScaleConfig is the scale run: one workload, one loader, many ranks.
 type ScaleConfig struct {
 	Workload string    // "" means panda70m
-	Loader   spmd.Kind // KindHelix, the zero Kind
+	Loader   step.Kind // KindHelix, the zero Kind
 	// MemoryLimit is as EvalConfig's.
 	MemoryLimit float64
 	Ranks       int // 0 means 1024
@@ -27,7 +27,7 @@ type ScaleConfig struct {
 
 // DefaultScale is the scale goal: 1024 ranks, B=16, 100 steps of
 // helix on the Panda-70M-like workload.
-var DefaultScale = ScaleConfig{Workload: "panda70m", Loader: spmd.KindHelix, Ranks: 1024, Batch: 16, Steps: 100}
+var DefaultScale = ScaleConfig{Workload: "panda70m", Loader: step.KindHelix, Ranks: 1024, Batch: 16, Steps: 100}
 
 // ScaleResult is what the scale run measured. ElapsedS is the whole run
 // (drawing the samples and simulating); PlanUS* are the planner's wall
@@ -73,10 +73,10 @@ func (c ScaleConfig) withDefaults() ScaleConfig {
 // there, and RunScale fills zero fields with DefaultScale's before it.
 func (c ScaleConfig) Check() error {
 	switch {
-	case c.Ranks < 1 || c.Ranks > plan.MaxRanks:
-		return fmt.Errorf("bench: --scale-ranks %d: want 1..%d", c.Ranks, plan.MaxRanks)
-	case c.Batch < 1 || c.Batch > plan.MaxBatch:
-		return fmt.Errorf("bench: --scale-batch %d: want 1..%d", c.Batch, plan.MaxBatch)
+	case c.Ranks < 1 || c.Ranks > planlimits.Ranks:
+		return fmt.Errorf("bench: --scale-ranks %d: want 1..%d", c.Ranks, planlimits.Ranks)
+	case c.Batch < 1 || c.Batch > planlimits.Batch:
+		return fmt.Errorf("bench: --scale-batch %d: want 1..%d", c.Batch, planlimits.Batch)
 	case c.Steps < 1:
 		return fmt.Errorf("bench: --scale-steps %d: want at least 1", c.Steps)
 	}

@@ -12,7 +12,9 @@ import (
 
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/bench/workload"
+	"github.com/datahelix/datahelix/internal/decoding"
 	"github.com/datahelix/datahelix/internal/gen"
+	"github.com/datahelix/datahelix/internal/shard"
 )
 
 // RealScale sizes the real runs for this machine: a dataset of
@@ -173,16 +175,16 @@ func measureDataset(ctx context.Context, ds *decode.Dataset, frames, size, repea
 	t0 := time.Now()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	dec := decode.NewDecoder(decode.Options{Frames: frames, Size: size})
-	mc := &measuredCosts{US: make([][]int64, len(ds.Shards))}
-	times := make([][][]int64, len(ds.Shards))
-	for k, sh := range ds.Shards {
+	dec := decoding.NewDecoder(decoding.Options{Frames: frames, Size: size})
+	mc := &measuredCosts{US: make([][]int64, ds.NumShards())}
+	times := make([][][]int64, ds.NumShards())
+	for k, sh := range shard.ShardsOf(ds) {
 		mc.US[k] = make([]int64, sh.Len())
 		times[k] = make([][]int64, sh.Len())
 	}
 	failed := map[[2]int]bool{}
 	for range max(repeat, 1) {
-		for k, sh := range ds.Shards {
+		for k, sh := range shard.ShardsOf(ds) {
 			for i := range sh.Len() {
 				if err := ctx.Err(); err != nil {
 					return nil, err
@@ -194,7 +196,7 @@ func measureDataset(ctx context.Context, ds *decode.Dataset, frames, size, repea
 				if err != nil {
 					return nil, fmt.Errorf("bench: %w", err)
 				}
-				rec, err := decode.ParseRecord(smp)
+				rec, err := decoding.ParseRecord(smp, decoding.Limits{})
 				if err != nil {
 					failed[[2]int{k, i}] = true
 					continue

@@ -19,7 +19,7 @@ import (
 	"github.com/datahelix/datahelix/internal/reader"
 	"github.com/datahelix/datahelix/internal/shardindex"
 	"github.com/datahelix/datahelix/internal/sim"
-	"github.com/datahelix/datahelix/spmd"
+	"github.com/datahelix/datahelix/internal/step"
 )
 
 // realJob is one mpirun job of datahelix run: a workload's generated
@@ -37,7 +37,7 @@ type realJob struct {
 	size    int
 	seed    uint64
 	cores   int
-	loaders []spmd.Kind
+	loaders []step.Kind
 	// oversub is how many decode threads share a core when all run:
 	// ranks x W / cores (at least 1). The provisioning rule counts the
 	// cores the ranks really have.
@@ -71,7 +71,7 @@ func realWorkers(w *workload.Workload, sc RealScale) int { return max(min(sc.Wor
 // to it: the GPU step makes the ranks' mean preparation throughput 1.2x
 // what the GPUs consume, counting the cores the ranks share (ranks x W
 // threads on Cores cores). Slow nodes are not emulated in real runs.
-func prepareRealJob(ctx context.Context, re RealEnv, w *workload.Workload, cal *costmodel.Calibration, ranks, batch, steps int, seed uint64, loaders []spmd.Kind) (*realJob, error) {
+func prepareRealJob(ctx context.Context, re RealEnv, w *workload.Workload, cal *costmodel.Calibration, ranks, batch, steps int, seed uint64, loaders []step.Kind) (*realJob, error) {
 	if batch <= 0 {
 		batch = w.Batch
 	}
@@ -191,7 +191,7 @@ func streamImbalance(src sampleSource, ranks, steps, horizon int) float64 {
 	return workload.Imbalance(src, ranks, steps, horizon, slices.Repeat([]float64{1}, ranks))
 }
 
-// refOfID unpacks spmd.SampleRef.ID: shard and position of a sample id.
+// refOfID unpacks reader.SampleRef.ID: shard and position of a sample id.
 func refOfID(id uint64) reader.SampleRef {
 	return reader.SampleRef{Shard: int(id >> 24 & 0xffffff), Index: int(id & 0xffffff)}
 }
@@ -218,7 +218,7 @@ func (j *realJob) measuredSamples(step int64, rank int) []sim.Sample {
 }
 
 // args are the command line of datahelix run for loader k.
-func (j *realJob) args(k spmd.Kind, cacheDir, jsonFile, traceFile string) []string {
+func (j *realJob) args(k step.Kind, cacheDir, jsonFile, traceFile string) []string {
 	a := []string{"run", "--data", j.data.Dir, "--cache-dir", cacheDir, "--loader", k.String(),
 		"--batch", strconv.Itoa(j.batch), "--workers", strconv.Itoa(j.workers), "--horizon", strconv.Itoa(j.horizon),
 		"--steps", strconv.Itoa(j.steps), "--frames", strconv.Itoa(j.frames), "--size", strconv.Itoa(j.size),
@@ -272,7 +272,7 @@ func (j *realJob) run(ctx context.Context, re RealEnv, done func()) error {
 }
 
 // runOne runs loader k once and reads its summary and records.
-func (j *realJob) runOne(ctx context.Context, re RealEnv, k spmd.Kind, tmp string) (metrics.Summary, []metrics.StepRecord, JobStats, error) {
+func (j *realJob) runOne(ctx context.Context, re RealEnv, k step.Kind, tmp string) (metrics.Summary, []metrics.StepRecord, JobStats, error) {
 	jsonFile, traceFile := filepath.Join(tmp, k.String()+".json"), filepath.Join(tmp, k.String()+".jsonl")
 	os.Remove(jsonFile)
 	os.Remove(traceFile)
@@ -307,10 +307,10 @@ func (j *realJob) runOne(ctx context.Context, re RealEnv, k spmd.Kind, tmp strin
 }
 
 // Loaders drops the simulation-only oracle from a loader list.
-func Loaders(ks []spmd.Kind) []spmd.Kind {
-	var out []spmd.Kind
+func Loaders(ks []step.Kind) []step.Kind {
+	var out []step.Kind
 	for _, k := range ks {
-		if k != spmd.KindOracle {
+		if k != step.KindOracle {
 			out = append(out, k)
 		}
 	}
@@ -351,11 +351,11 @@ func (j *realJob) cpuOverWork() float64 { return j.cpuOverWorkOf() }
 
 // cpuOverWorkOf is cpuOverWork over the runs of the given loaders only
 // (all when none is given); 0 when nothing ran.
-func (j *realJob) cpuOverWorkOf(ks ...spmd.Kind) float64 {
+func (j *realJob) cpuOverWorkOf(ks ...step.Kind) float64 {
 	var cpu time.Duration
 	runs := 0
 	for name, sts := range j.stats {
-		if len(ks) > 0 && !slices.ContainsFunc(ks, func(k spmd.Kind) bool { return k.String() == name }) {
+		if len(ks) > 0 && !slices.ContainsFunc(ks, func(k step.Kind) bool { return k.String() == name }) {
 			continue
 		}
 		for _, st := range sts {
@@ -420,7 +420,7 @@ func Evaluate(ctx context.Context, cfg eval.EvalConfig) (*eval.Evaluation, error
 		ev.Setups = append(ev.Setups, j.setup)
 		ev.Results = append(ev.Results, j.results...)
 		if cfg.KeepTimelines {
-			for _, k := range []spmd.Kind{spmd.KindTorch, spmd.KindHelix} {
+			for _, k := range []step.Kind{step.KindTorch, step.KindHelix} {
 				if rs := j.records[k.String()]; len(rs) > 0 && len(rs[0]) > 0 {
 					ev.Timelines = append(ev.Timelines, eval.Timeline{Workload: w.Name, Loader: k.String(), Ranks: j.ranks, Records: rs[0]})
 				}

@@ -9,8 +9,8 @@ import (
 	"github.com/datahelix/datahelix/internal/bench/workload"
 	"github.com/datahelix/datahelix/internal/metrics"
 	"github.com/datahelix/datahelix/internal/sim"
+	"github.com/datahelix/datahelix/internal/step"
 	"github.com/datahelix/datahelix/plan"
-	"github.com/datahelix/datahelix/spmd"
 )
 
 // simMachine is what a simulation of a real job takes of the machine
@@ -42,7 +42,7 @@ func (m simMachine) clone() simMachine {
 // reader order), the same GPU model as the real run's flags, W workers
 // per rank on the cores the real ranks had (nodeShare), on the machine m,
 // the same horizon, budget, gate margin and seed.
-func (j *realJob) simulate(k spmd.Kind, src sampleSource, m simMachine) (eval.Result, *sim.Result, error) {
+func (j *realJob) simulate(k step.Kind, src sampleSource, m simMachine) (eval.Result, *sim.Result, error) {
 	var speed []int64
 	if m.slowdown != nil {
 		speed = make([]int64, j.ranks)
@@ -82,7 +82,7 @@ func (j *realJob) simulate(k spmd.Kind, src sampleSource, m simMachine) (eval.Re
 // others standing for the cores they left, and no start-up work.
 // With process, each rank's CPU time is its process's throughout, not
 // its decode workers' after its first delivery (cpuByRank).
-func (j *realJob) simulateAsRun(k spmd.Kind, src sampleSource, model, process bool, rep int) (eval.Result, simMachine, error) {
+func (j *realJob) simulateAsRun(k step.Kind, src sampleSource, model, process bool, rep int) (eval.Result, simMachine, error) {
 	var recs []metrics.StepRecord
 	if runs := j.records[k.String()]; rep < len(runs) {
 		recs = runs[rep]
@@ -167,7 +167,7 @@ const maxOtherThreads = 64
 // simulateAsRuns simulates loader k on src as each of its real runs ran
 // (simulateAsRun), and returns the mean result, each run's, and each
 // run's machine.
-func (j *realJob) simulateAsRuns(k spmd.Kind, src sampleSource, model, process bool) (eval.Result, []eval.Result, []simMachine, error) {
+func (j *realJob) simulateAsRuns(k step.Kind, src sampleSource, model, process bool) (eval.Result, []eval.Result, []simMachine, error) {
 	var rs []eval.Result
 	var ms []simMachine
 	for rep := range max(len(j.records[k.String()]), 1) {
@@ -327,7 +327,7 @@ func nodeShare(ranks, cores int, others float64) *sim.CPUShare {
 // predictions: it also scales the model's mean cost on the run's samples
 // to the mean measured here, so that the simulated workers spend the
 // CPU time the real jobs spent.
-func (j *realJob) modelSlowdown(k spmd.Kind) float64 {
+func (j *realJob) modelSlowdown(k step.Kind) float64 {
 	sd := j.runSlowdown(k)
 	if j.modelMeanUS > 0 && j.cost != nil && j.cost.MeanUS > 0 {
 		sd *= j.cost.MeanUS / j.modelMeanUS
@@ -342,7 +342,7 @@ func (j *realJob) modelSlowdown(k spmd.Kind) float64 {
 // the threads itself, nodeShare), and the jobs spent CPU time per trained
 // sample cpuOverWork(k) times its measured decode time (splitting, MPI,
 // reading, the loader, decoding beside other threads).
-func (j *realJob) runSlowdown(k spmd.Kind) float64 {
+func (j *realJob) runSlowdown(k step.Kind) float64 {
 	sd := j.othersFactor(j.othersCores(k))
 	if c := j.cpuOverWorkOf(k); c > 0 {
 		sd *= c
@@ -363,7 +363,7 @@ func (j *realJob) othersFactor(others float64) float64 {
 
 // othersCores is the mean over loader k's runs of the cores the machine's
 // other processes kept busy (-1 when unknown).
-func (j *realJob) othersCores(k spmd.Kind) float64 {
+func (j *realJob) othersCores(k step.Kind) float64 {
 	var sum, n float64
 	for _, st := range j.stats[k.String()] {
 		if st.OthersCores >= 0 {
@@ -380,7 +380,7 @@ func (j *realJob) othersCores(k spmd.Kind) float64 {
 // missesScaled is the mean miss rate of loader k's simulations on the
 // machines ms (one per real run) with every rank's CPU time scaled by f:
 // how far the simulated misses move for an error of the fitted CPU.
-func (j *realJob) missesScaled(k spmd.Kind, src sampleSource, ms []simMachine, f float64) (float64, error) {
+func (j *realJob) missesScaled(k step.Kind, src sampleSource, ms []simMachine, f float64) (float64, error) {
 	var sum float64
 	for _, m := range ms {
 		m = m.clone()

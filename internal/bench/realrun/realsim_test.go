@@ -11,7 +11,7 @@ import (
 	"github.com/datahelix/datahelix/internal/bench/workload"
 	"github.com/datahelix/datahelix/internal/metrics"
 	"github.com/datahelix/datahelix/internal/sim"
-	"github.com/datahelix/datahelix/spmd"
+	"github.com/datahelix/datahelix/internal/step"
 )
 
 func TestAllreduceGaps(t *testing.T) {
@@ -82,7 +82,7 @@ func TestRunSlowdown(t *testing.T) {
 			"torch": {st(300*time.Millisecond, time.Second, 0.5), st(500*time.Millisecond, time.Second, 1.5)},
 			"helix": {st(200*time.Millisecond, time.Second, -1)},
 		}}
-	if got := j.cpuOverWorkOf(spmd.KindTorch); math.Abs(got-2) > 1e-12 {
+	if got := j.cpuOverWorkOf(step.KindTorch); math.Abs(got-2) > 1e-12 {
 		t.Errorf("torch CPU over work %v, want 2", got)
 	}
 	if got := j.cpuOverWork(); math.Abs(got-1000.0/600) > 1e-12 {
@@ -90,14 +90,14 @@ func TestRunSlowdown(t *testing.T) {
 	}
 	// Torch: others took 1 of the 2 cores on average (the simulator
 	// shares the cores among the threads itself), 2x CPU.
-	if got := j.runSlowdown(spmd.KindTorch); math.Abs(got-4) > 1e-12 {
+	if got := j.runSlowdown(step.KindTorch); math.Abs(got-4) > 1e-12 {
 		t.Errorf("torch slowdown %v, want 4", got)
 	}
 	// Helix: others unknown, 1x CPU.
-	if got := j.runSlowdown(spmd.KindHelix); math.Abs(got-1) > 1e-12 {
+	if got := j.runSlowdown(step.KindHelix); math.Abs(got-1) > 1e-12 {
 		t.Errorf("helix slowdown %v, want 1", got)
 	}
-	if got := j.othersCores(spmd.KindLocal); got != -1 {
+	if got := j.othersCores(step.KindLocal); got != -1 {
 		t.Errorf("others of a loader that did not run: %v", got)
 	}
 }
@@ -106,7 +106,7 @@ func TestRunSlowdown(t *testing.T) {
 // rep and checks that every rank spends the CPU time its real rank
 // recorded, over the run and up to its first delivery, and that the
 // other processes take the cores the run's stats say they took.
-func checkAsRun(t *testing.T, j *realJob, k spmd.Kind, src sampleSource, process bool, rep int, total, first []int64) {
+func checkAsRun(t *testing.T, j *realJob, k step.Kind, src sampleSource, process bool, rep int, total, first []int64) {
 	t.Helper()
 	_, m, err := j.simulateAsRun(k, src, false, process, rep)
 	if err != nil {
@@ -173,13 +173,13 @@ func TestSimulateAsRun(t *testing.T) {
 	j := &realJob{w: &workload.Workload{Name: "w"}, ranks: 2, cores: 1, workers: 1, batch: 1, steps: steps, horizon: 2, frames: 1, size: 8,
 		model: gpu.Model{Base: 10 * time.Millisecond}, cost: &measuredCosts{MeanUS: 2500},
 		records: map[string][][]metrics.StepRecord{"local": {cpuRecords(steps, total, first)}}}
-	checkAsRun(t, j, spmd.KindLocal, fixedSource(batches), false, 0, total, first)
+	checkAsRun(t, j, step.KindLocal, fixedSource(batches), false, 0, total, first)
 	// A second run that spent more: simulated as it ran, and the mean is
 	// the runs' mean.
 	total2, first2 := []int64{90_000, 30_000}, []int64{30_000, 9_000}
 	j.records["local"] = append(j.records["local"], cpuRecords(steps, total2, first2))
-	checkAsRun(t, j, spmd.KindLocal, fixedSource(batches), false, 1, total2, first2)
-	m, runs, ms, err := j.simulateAsRuns(spmd.KindLocal, fixedSource(batches), false, false)
+	checkAsRun(t, j, step.KindLocal, fixedSource(batches), false, 1, total2, first2)
+	m, runs, ms, err := j.simulateAsRuns(step.KindLocal, fixedSource(batches), false, false)
 	if err != nil || len(runs) != 2 || len(ms) != 2 || ms[1].slowdown[0] <= ms[0].slowdown[0] || runs[1].GPUWaitS <= runs[0].GPUWaitS ||
 		math.Abs(m.GPUWaitS-(runs[0].GPUWaitS+runs[1].GPUWaitS)/2) > 1e-9 {
 		t.Errorf("two runs: mean %+v, runs %+v, machines %+v (%v); want the second slower and their mean", m, runs, ms, err)
@@ -187,19 +187,19 @@ func TestSimulateAsRun(t *testing.T) {
 	// The misses with the CPU times scaled: more CPU, more misses; the
 	// machines are left as they were.
 	before := slices.Clone(ms[1].slowdown)
-	lo, err1 := j.missesScaled(spmd.KindLocal, fixedSource(batches), ms, 0.5)
-	hi, err2 := j.missesScaled(spmd.KindLocal, fixedSource(batches), ms, 3)
+	lo, err1 := j.missesScaled(step.KindLocal, fixedSource(batches), ms, 0.5)
+	hi, err2 := j.missesScaled(step.KindLocal, fixedSource(batches), ms, 3)
 	if err1 != nil || err2 != nil || hi <= lo || hi <= m.MissRate || !slices.Equal(ms[1].slowdown, before) {
 		t.Errorf("misses at 0.5x and 3x the CPU: %v and %v (fitted %v; %v, %v), slowdowns %v then %v", lo, hi, m.MissRate, err1, err2, before, ms[1].slowdown)
 	}
 	// Other processes took half the core during the second run: the
 	// ranks still spend their CPU time, and wait longer for it.
 	j.stats = map[string][]JobStats{"local": {{OthersCores: 0.001}, {OthersCores: 0.5}}}
-	checkAsRun(t, j, spmd.KindLocal, fixedSource(batches), false, 1, total2, first2)
+	checkAsRun(t, j, step.KindLocal, fixedSource(batches), false, 1, total2, first2)
 	// Others too few to simulate (under one OtherUnit) leave the CPU
 	// times refined.
-	checkAsRun(t, j, spmd.KindLocal, fixedSource(batches), false, 0, total, first)
-	if shared, _, err := j.simulateAsRun(spmd.KindLocal, fixedSource(batches), false, false, 1); err != nil || shared.GPUWaitS <= runs[1].GPUWaitS {
+	checkAsRun(t, j, step.KindLocal, fixedSource(batches), false, 0, total, first)
+	if shared, _, err := j.simulateAsRun(step.KindLocal, fixedSource(batches), false, false, 1); err != nil || shared.GPUWaitS <= runs[1].GPUWaitS {
 		t.Errorf("with others: wait %v s, without %v s (%v); want longer", shared.GPUWaitS, runs[1].GPUWaitS, err)
 	}
 	// Records with the decode workers' CPU time: fitted to the process's
@@ -214,8 +214,8 @@ func TestSimulateAsRun(t *testing.T) {
 	}
 	j.records["local"] = [][]metrics.StepRecord{dec}
 	half := []int64{first2[0] + (total2[0]-first2[0])/2, first2[1] + (total2[1]-first2[1])/2}
-	checkAsRun(t, j, spmd.KindLocal, fixedSource(batches), false, 0, half, first2)
-	checkAsRun(t, j, spmd.KindLocal, fixedSource(batches), true, 0, total2, first2)
+	checkAsRun(t, j, step.KindLocal, fixedSource(batches), false, 0, half, first2)
+	checkAsRun(t, j, step.KindLocal, fixedSource(batches), true, 0, total2, first2)
 	j.records["local"] = [][]metrics.StepRecord{cpuRecords(steps, total, first), cpuRecords(steps, total2, first2)}
 	// A rank without CPU records: every rank takes the job's factor
 	// (no stats: 1) and no start-up work.
@@ -225,7 +225,7 @@ func TestSimulateAsRun(t *testing.T) {
 			j.records["local"][0][i].CPUUS = 0
 		}
 	}
-	if _, m, err := j.simulateAsRun(spmd.KindLocal, fixedSource(batches), false, false, 0); err != nil || !slices.Equal(m.slowdown, []float64{1, 1}) || m.start != nil {
+	if _, m, err := j.simulateAsRun(step.KindLocal, fixedSource(batches), false, false, 0); err != nil || !slices.Equal(m.slowdown, []float64{1, 1}) || m.start != nil {
 		t.Errorf("without per-rank CPU: slowdowns %v, start-up %v (%v), want [1 1] and none", m.slowdown, m.start, err)
 	}
 }
@@ -284,8 +284,8 @@ func TestSimulateAsRunPlanned(t *testing.T) {
 	j := &realJob{w: &workload.Workload{Name: "w"}, ranks: ranks, cores: 2, workers: 2, batch: b, steps: steps, horizon: 4, frames: 1, size: 8,
 		model: gpu.Model{Base: 20 * time.Millisecond}, cost: &measuredCosts{MeanUS: 2500},
 		records: map[string][][]metrics.StepRecord{"helix": {cpuRecords(steps, total, first)}}}
-	checkAsRun(t, j, spmd.KindHelix, fixedSource(batches), false, 0, total, first)
+	checkAsRun(t, j, step.KindHelix, fixedSource(batches), false, 0, total, first)
 	// With other processes taking 0.4 of the two cores.
 	j.stats = map[string][]JobStats{"helix": {{OthersCores: 0.4}}}
-	checkAsRun(t, j, spmd.KindHelix, fixedSource(batches), false, 0, total, first)
+	checkAsRun(t, j, step.KindHelix, fixedSource(batches), false, 0, total, first)
 }

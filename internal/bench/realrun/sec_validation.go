@@ -11,7 +11,7 @@ import (
 	"github.com/datahelix/datahelix/internal/bench/report"
 	"github.com/datahelix/datahelix/internal/bench/workload"
 	"github.com/datahelix/datahelix/internal/metrics"
-	"github.com/datahelix/datahelix/spmd"
+	"github.com/datahelix/datahelix/internal/step"
 )
 
 // The validation section's setting when the report is simulated: these
@@ -19,7 +19,7 @@ import (
 // and i.i.d. clips), ValidationSteps steps, with ValidationLoaders.
 var (
 	ValidationWorkloads = []string{"video_image_mix", "kinetics"}
-	ValidationLoaders   = []spmd.Kind{spmd.KindTorch, spmd.KindLocal, spmd.KindHelix}
+	ValidationLoaders   = []step.Kind{step.KindTorch, step.KindLocal, step.KindHelix}
 )
 
 // ValidationRanks and ValidationSteps size the validation's real runs.

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/datahelix/datahelix/internal/bench/workload"
-	"github.com/datahelix/datahelix/spmd"
+	"github.com/datahelix/datahelix/internal/step"
 )
 
 // Goal is one of the targets with the measured figure.
@@ -75,7 +75,7 @@ func goals(r *Report) []Goal {
 	s := r.Summary
 	var out []Goal
 	// Without torch, every workload is left out for want of it.
-	noTorch := !slices.Contains(loadersRun(r.Results), spmd.KindTorch.String())
+	noTorch := !slices.Contains(loadersRun(r.Results), step.KindTorch.String())
 	leftOut := func(n int, why string) string {
 		if noTorch {
 			why = "torch was not run"
@@ -123,7 +123,7 @@ func goals(r *Report) []Goal {
 	for _, c := range r.Comparisons {
 		if c.OracleBound != nil {
 			bounded++
-			if h := find(r.Results, c.Workload, spmd.KindHelix); h != nil && h.GPUWaitFrac > *c.OracleBound {
+			if h := find(r.Results, c.Workload, step.KindHelix); h != nil && h.GPUWaitFrac > *c.OracleBound {
 				over = append(over, fmt.Sprintf("%s (%.1f %% > %.1f %%)", c.Workload, 100*h.GPUWaitFrac, 100**c.OracleBound))
 			}
 		}

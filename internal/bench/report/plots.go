@@ -16,7 +16,7 @@ import (
 
 	"github.com/datahelix/datahelix/internal/bench/eval"
 	"github.com/datahelix/datahelix/internal/metrics"
-	"github.com/datahelix/datahelix/spmd"
+	"github.com/datahelix/datahelix/internal/step"
 )
 
 // PlotDPI is the resolution of the figures: a figure of w x h inches is
@@ -123,7 +123,7 @@ func (r *Report) runContext() string {
 }
 
 // timelineLoaders are the loaders the timeline figure sets side by side.
-var timelineLoaders = []spmd.Kind{spmd.KindTorch, spmd.KindHelix}
+var timelineLoaders = []step.Kind{step.KindTorch, step.KindHelix}
 
 // TimelineWorkload is the workload of the timeline figure: name, or when
 // it is empty the most skewed workload (Summary.MostSkewed), else the one

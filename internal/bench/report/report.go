@@ -9,7 +9,7 @@ import (
 	"github.com/datahelix/datahelix/internal/bench/workload"
 	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/machine"
-	"github.com/datahelix/datahelix/spmd"
+	"github.com/datahelix/datahelix/internal/step"
 )
 
 // Report is the whole benchmark report: how and where it ran, every
@@ -192,7 +192,7 @@ func (r *Report) AddSection(s Section) {
 }
 
 // find returns the result of loader on workload, or nil.
-func find(results []eval.Result, workload string, loader spmd.Kind) *eval.Result {
+func find(results []eval.Result, workload string, loader step.Kind) *eval.Result {
 	i := slices.IndexFunc(results, func(x eval.Result) bool { return x.Workload == workload && x.Loader == loader.String() })
 	if i < 0 {
 		return nil
@@ -229,12 +229,12 @@ func versus(h, o *eval.Result) Versus {
 // compare computes helix's comparison on one workload.
 func compare(workload, skew string, results []eval.Result) Comparison {
 	c := Comparison{Workload: workload, Skew: skew}
-	h := find(results, workload, spmd.KindHelix)
-	c.VsTorch = versus(h, find(results, workload, spmd.KindTorch))
-	c.VsLocal = versus(h, find(results, workload, spmd.KindLocal))
-	c.VsStatic = versus(h, find(results, workload, spmd.KindStatic))
-	c.OracleVsTorch = versus(find(results, workload, spmd.KindOracle), find(results, workload, spmd.KindTorch))
-	if t := find(results, workload, spmd.KindTorch); h != nil && t != nil && h.HasSteady() && t.HasSteady() {
+	h := find(results, workload, step.KindHelix)
+	c.VsTorch = versus(h, find(results, workload, step.KindTorch))
+	c.VsLocal = versus(h, find(results, workload, step.KindLocal))
+	c.VsStatic = versus(h, find(results, workload, step.KindStatic))
+	c.OracleVsTorch = versus(find(results, workload, step.KindOracle), find(results, workload, step.KindTorch))
+	if t := find(results, workload, step.KindTorch); h != nil && t != nil && h.HasSteady() && t.HasSteady() {
 		c.SteadyMissReductionVsTorch = reduction(t.SteadyMissRate, h.SteadyMissRate)
 		c.SteadyWaitReductionVsTorch = reduction(t.SteadyGPUWaitFrac, h.SteadyGPUWaitFrac)
 	}
@@ -242,7 +242,7 @@ func compare(workload, skew string, results []eval.Result) Comparison {
 	if h == nil {
 		return c
 	}
-	if o := find(results, workload, spmd.KindOracle); o != nil {
+	if o := find(results, workload, step.KindOracle); o != nil {
 		gap := h.GPUWaitFrac - o.GPUWaitFrac
 		bound := 1.5*o.GPUWaitFrac + 0.01
 		c.OracleGap, c.OracleBound = &gap, &bound
@@ -250,7 +250,7 @@ func compare(workload, skew string, results []eval.Result) Comparison {
 	var best *eval.Result
 	for i := range results {
 		x := &results[i]
-		if x.Workload != workload || x.Loader == spmd.KindHelix.String() || x.Loader == spmd.KindOracle.String() {
+		if x.Workload != workload || x.Loader == step.KindHelix.String() || x.Loader == step.KindOracle.String() {
 			continue
 		}
 		if best == nil || x.ThroughputSPS > best.ThroughputSPS {

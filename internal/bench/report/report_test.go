@@ -18,7 +18,7 @@ import (
 	"github.com/datahelix/datahelix/internal/bench/workload"
 	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/machine"
-	"github.com/datahelix/datahelix/spmd"
+	"github.com/datahelix/datahelix/internal/step"
 )
 
 // handReport builds a report from hand-made results: two skewed
@@ -392,7 +392,7 @@ func TestSmallEvaluationDeterministic(t *testing.T) {
 	}
 	// Every loader trains the same global batches.
 	for _, w := range []string{"kinetics", "video_image_mix"} {
-		torch := find(a.Results, w, spmd.KindTorch)
+		torch := find(a.Results, w, step.KindTorch)
 		for _, x := range a.Results {
 			if x.Workload == w && x.BatchesHash != torch.BatchesHash {
 				t.Errorf("%s: %s trained other batches than torch (%s vs %s)", w, x.Loader, x.BatchesHash, torch.BatchesHash)
@@ -443,7 +443,7 @@ func TestSteadyUndefinedWithoutSteadySteps(t *testing.T) {
 		steps       int
 		steadySteps int
 	}{{h / 2, 0}, {h, 0}, {h + 4, 4}} {
-		r := simReport(t, eval.EvalConfig{Workloads: ws, Loaders: []spmd.Kind{spmd.KindTorch, spmd.KindHelix}, Ranks: 4, Steps: tt.steps, Seed: 1}, machine.Machine{})
+		r := simReport(t, eval.EvalConfig{Workloads: ws, Loaders: []step.Kind{step.KindTorch, step.KindHelix}, Ranks: 4, Steps: tt.steps, Seed: 1}, machine.Machine{})
 		var js bytes.Buffer
 		if err := r.WriteJSON(&js); err != nil {
 			t.Fatal(err)

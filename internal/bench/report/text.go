@@ -9,7 +9,7 @@ import (
 
 	"github.com/datahelix/datahelix/internal/bench/eval"
 	"github.com/datahelix/datahelix/internal/bench/workload"
-	"github.com/datahelix/datahelix/spmd"
+	"github.com/datahelix/datahelix/internal/step"
 )
 
 // WriteText prints the report for a terminal: setup, the workload x
@@ -97,7 +97,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	s := r.Summary
 	ew.printf("\nSummary:\n")
 	run := loadersRun(r.Results)
-	torchRun := slices.Contains(run, spmd.KindTorch.String())
+	torchRun := slices.Contains(run, step.KindTorch.String())
 	// A summary key the JSON has as null prints null and why.
 	key := func(v *float64, text, why string) string {
 		if v != nil {
@@ -196,7 +196,7 @@ func warmupFloorLine(cs []Comparison, loaders []string) string {
 		varies = ", by workload,"
 	}
 	who := "every loader, the oracle too,"
-	if !slices.Contains(loaders, spmd.KindOracle.String()) {
+	if !slices.Contains(loaders, step.KindOracle.String()) {
 		who = "every loader run (" + strings.Join(loaders, ", ") + ")"
 	}
 	times := "times"

@@ -276,7 +276,7 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig) (*costmodel.Calibration
 // synthError is the relative difference between the cost estimate of a
 // generated sample's real record and of the record the simulator
 // synthesizes from the generator's specification of the same sample.
-func synthError(m *costmodel.Model, gc gen.Config, real *decode.Record, bpp map[string]float64) (float64, bool) {
+func synthError(m *costmodel.Model, gc gen.Config, real *decoding.Record, bpp map[string]float64) (float64, bool) {
 	spec, err := specOf(gc, real)
 	if err != nil {
 		return 0, false
@@ -291,7 +291,7 @@ func synthError(m *costmodel.Model, gc gen.Config, real *decode.Record, bpp map[
 
 // specOf returns the generator's specification of a generated sample,
 // from its key (the sample's index).
-func specOf(gc gen.Config, rec *decode.Record) (*genSpec, error) {
+func specOf(gc gen.Config, rec *decoding.Record) (*genSpec, error) {
 	i, err := strconv.Atoi(filepath.Base(rec.Key))
 	if err != nil {
 		return nil, fmt.Errorf("bench: sample key %q is not an index", rec.Key)

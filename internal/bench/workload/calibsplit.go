@@ -22,7 +22,7 @@ const calibrateSplitTasks = 8
 // splitObservation is the measured CPU time of a clip decoded as the
 // splitting loaders decode it: task by task.
 type splitObservation struct {
-	rec     *decode.Record
+	rec     *decoding.Record
 	whole   int64 // µs, the clip decoded whole, measured next to micros
 	micros  int64 // µs, all its tasks together
 	heldOut bool
@@ -50,10 +50,10 @@ func measureSplit(ctx context.Context, ds *decode.Dataset, dec *decoding.Decoder
 			continue
 		}
 		i, err := strconv.Atoi(filepath.Base(o.Record.Key))
-		if err != nil || len(ds.Shards) != 1 {
+		if err != nil || ds.NumShards() != 1 {
 			return nil, fmt.Errorf("bench calibrate: sample %q: want one shard of indexed samples", o.Record.Key)
 		}
-		smp, err := ds.Shards[0].ReadSample(i)
+		smp, err := ds.ReadSample(0, i)
 		if err != nil {
 			return nil, err
 		}

@@ -5,7 +5,9 @@ import (
 
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/costmodel"
+	"github.com/datahelix/datahelix/internal/decoding"
 	"github.com/datahelix/datahelix/internal/reader"
+	"github.com/datahelix/datahelix/internal/shard"
 	"github.com/datahelix/datahelix/internal/sim"
 	"github.com/datahelix/datahelix/internal/video"
 )
@@ -60,8 +62,8 @@ func NewDatasetSamples(ds *decode.Dataset, cal *costmodel.Calibration, cfg Datas
 	unsplit.SetOptions(costmodel.Options{Frames: cfg.Frames, Size: cfg.Size, MaxTasks: 1})
 	split := costmodel.New(cal)
 	split.SetOptions(costmodel.Options{Frames: cfg.Frames, Size: cfg.Size, MaxTasks: cfg.Workers})
-	sizes := make([]int, len(ds.Shards))
-	for i, s := range ds.Shards {
+	sizes := make([]int, ds.NumShards())
+	for i, s := range shard.ShardsOf(ds) {
 		sizes[i] = s.Len()
 	}
 	out := &DatasetSamples{Batches: make([][][]sim.Sample, cfg.Steps)}
@@ -79,11 +81,11 @@ func NewDatasetSamples(ds *decode.Dataset, cal *costmodel.Calibration, cfg Datas
 			xs := make([]sim.Sample, cfg.Batch)
 			for i := range xs {
 				ref, epoch := rd.Next()
-				smp, err := ds.Shards[ref.Shard].ReadSample(ref.Index)
+				smp, err := ds.ReadSample(ref.Shard, ref.Index)
 				if err != nil {
 					return nil, fmt.Errorf("bench: %w", err)
 				}
-				rec, err := decode.ParseRecord(smp)
+				rec, err := decoding.ParseRecord(smp, decoding.Limits{})
 				if err != nil {
 					return nil, fmt.Errorf("bench: sample %s of %s: %w", smp.Key, smp.Shard, err)
 				}

@@ -8,18 +8,19 @@ import (
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/gpu"
 	"github.com/datahelix/datahelix/internal/gen/gentest"
+	"github.com/datahelix/datahelix/internal/loader"
 	"github.com/datahelix/datahelix/internal/metrics"
 	"github.com/datahelix/datahelix/internal/sim"
-	"github.com/datahelix/datahelix/spmd"
+	"github.com/datahelix/datahelix/internal/step"
 )
 
 // runReal runs the runtime on n in-process ranks and returns rank 0's
 // summary.
-func runReal(t *testing.T, n int, data string, cfg spmd.Config) metrics.Summary {
+func runReal(t *testing.T, n int, data string, cfg loader.Config) metrics.Summary {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, errs := spmd.RunInProcess(ctx, n, data, t.TempDir(), cfg)
+	res, errs := loader.RunInProcess(ctx, n, data, t.TempDir(), cfg)
 	for r, err := range errs {
 		if err != nil {
 			t.Fatalf("rank %d: %v", r, err)
@@ -50,13 +51,13 @@ func TestDatasetSamplesTrainTheRuntimesBatches(t *testing.T) {
 		t.Fatalf("mean cost %v", d.MeanCostUS)
 	}
 	model := gpu.Model{Base: 2 * time.Millisecond}
-	for _, k := range []spmd.Kind{spmd.KindTorch, spmd.KindHelix} {
+	for _, k := range []step.Kind{step.KindTorch, step.KindHelix} {
 		res, err := sim.Run(sim.Config{Loader: k, Ranks: ranks, Batch: dc.Batch, Steps: dc.Steps, Workers: dc.Workers,
 			GPU: model, Samples: d.Samples, Seed: dc.Seed})
 		if err != nil {
 			t.Fatal(err)
 		}
-		real := runReal(t, ranks, data, spmd.Config{Loader: k, Batch: dc.Batch, Steps: dc.Steps, Workers: dc.Workers, Seed: dc.Seed,
+		real := runReal(t, ranks, data, loader.Config{Loader: loader.Kind(k), Batch: dc.Batch, Steps: dc.Steps, Workers: dc.Workers, Seed: dc.Seed,
 			Decode: decode.Options{Frames: dc.Frames, Size: dc.Size}, GPU: model, CheckEvery: 2})
 		if res.Summary.BatchesHash != real.BatchesHash {
 			t.Errorf("%s: simulated batches %s, real %s: the simulator does not train the runtime's batches", k, res.Summary.BatchesHash, real.BatchesHash)

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/decoding"
 	"github.com/datahelix/datahelix/internal/gen"
 )
 
@@ -103,15 +104,15 @@ func drawSpec(p string, seed uint64, durScale float64, i int) (*genSpec, error) 
 //     of its format, content and quality (measured by bench calibrate on
 //     generated images; coarser keys when a combination was not seen).
 //   - text is bytesPerWord bytes and one token per word plus periods.
-func syntheticRecord(s *genSpec, bpp map[string]float64) (*decode.Record, error) {
-	r := &decode.Record{Bytes: metaBytes}
+func syntheticRecord(s *genSpec, bpp map[string]float64) (*decoding.Record, error) {
+	r := &decoding.Record{Bytes: metaBytes}
 	words := 0
 	for _, n := range s.Words {
 		words += n
 	}
 	if words > 0 {
 		tb := int(math.Round(bytesPerWord * float64(words)))
-		r.Text = &decode.TextInfo{Bytes: tb, Tokens: words + words/wordsPerPeriod}
+		r.Text = &decoding.TextInfo{Bytes: tb, Tokens: words + words/wordsPerPeriod}
 		r.Bytes += int64(tb)
 	}
 	switch s.Kind {
@@ -138,14 +139,14 @@ func syntheticRecord(s *genSpec, bpp map[string]float64) (*decode.Record, error)
 			if format == "jpeg" {
 				sub = im.Subsampling
 			}
-			r.Images = append(r.Images, decode.ImageInfo{Format: format, Width: im.Width, Height: im.Height, Bytes: b,
+			r.Images = append(r.Images, decoding.ImageInfo{Format: format, Width: im.Width, Height: im.Height, Bytes: b,
 				Progressive: im.Progressive, Subsampling: sub})
 			r.Bytes += int64(b)
 		}
 	case "text":
 		r.Modality = decode.ModalityText
 		if r.Text == nil {
-			r.Text = &decode.TextInfo{}
+			r.Text = &decoding.TextInfo{}
 		}
 	default:
 		return nil, fmt.Errorf("bench: unknown sample kind %q", s.Kind)
@@ -155,7 +156,7 @@ func syntheticRecord(s *genSpec, bpp map[string]float64) (*decode.Record, error)
 
 // syntheticVideo lays out the frames of a generated clip as the container
 // parser would report them.
-func syntheticVideo(s *genSpec) *decode.VideoInfo {
+func syntheticVideo(s *genSpec) *decoding.VideoInfo {
 	v := s.Video
 	fps := max(v.FPS, 1)
 	frames := max(int(math.Ceil(v.Seconds*float64(fps)-1e-6)), 1)
@@ -165,7 +166,7 @@ func syntheticVideo(s *genSpec) *decode.VideoInfo {
 	if v.Codec == "h264" || v.Codec == "hevc" {
 		mini = v.BFrames + 1
 	}
-	info := &decode.VideoInfo{
+	info := &decoding.VideoInfo{
 		Container: v.Container, Codec: v.Codec, Width: v.Width, Height: v.Height,
 		Timescale: uint32(fps * tick), Duration: int64(frames) * tick, Frames: frames,
 		FrameBytes: make([]uint32, 0, frames), FramePTS: make([]int64, 0, frames),

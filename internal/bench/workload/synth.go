@@ -6,9 +6,9 @@ import (
 	"sync"
 
 	"github.com/datahelix/datahelix/internal/costmodel"
+	"github.com/datahelix/datahelix/internal/metrics"
 	"github.com/datahelix/datahelix/internal/sim"
 	"github.com/datahelix/datahelix/internal/video"
-	"github.com/datahelix/datahelix/plan"
 )
 
 // PoolSize is how many samples are drawn from each source's preset: the
@@ -379,8 +379,8 @@ func hash3(a, b, c uint64) uint64 {
 }
 
 // mix64 is one splitmix64 step: the golden-ratio increment, then
-// plan.Mix64's finalizer.
-func mix64(x uint64) uint64 { return plan.Mix64(x + 0x9e3779b97f4a7c15) }
+// metrics.Mix64's finalizer.
+func mix64(x uint64) uint64 { return metrics.Mix64(x + 0x9e3779b97f4a7c15) }
 
 // unit maps a hash to [0, 1).
 func unit(h uint64) float64 { return float64(h>>11) / (1 << 53) }

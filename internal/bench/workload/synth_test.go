@@ -10,6 +10,7 @@ import (
 
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/costmodel"
+	"github.com/datahelix/datahelix/internal/decoding"
 	"github.com/datahelix/datahelix/internal/gen"
 )
 
@@ -219,11 +220,11 @@ func TestSyntheticRecordMatchesReal(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range c.n {
-			smp, err := ds.Shards[0].ReadSample(i)
+			smp, err := ds.ReadSample(0, i)
 			if err != nil {
 				t.Fatal(err)
 			}
-			real, err := decode.ParseRecord(smp)
+			real, err := decoding.ParseRecord(smp, decoding.Limits{})
 			if err != nil {
 				t.Fatal(err)
 			}

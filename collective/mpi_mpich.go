@@ -1,6 +1,0 @@
-//go:build mpich && !nompi
-
-package collective
-
-// #cgo pkg-config: mpich
-import "C"

@@ -1,0 +1,43 @@
+package decode_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+
+	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/gen/gentest"
+)
+
+// Reading a dataset's samples and decoding them into tensors.
+func ExampleDecoder() {
+	data, err := gentest.TinyDir() // a small generated dataset
+	if err != nil {
+		log.Fatal(err)
+	}
+	ds, err := decode.OpenDataset(data, "")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ds.Close()
+	fmt.Println(ds.NumShards(), "shards,", ds.Len(), "samples")
+	dec := decode.NewDecoder(decode.Options{Frames: 4, Size: 64})
+	for i := range 3 {
+		s, err := ds.ReadSample(0, i)
+		if err != nil {
+			log.Fatal(err)
+		}
+		out, err := dec.Decode(context.Background(), s)
+		if err != nil {
+			log.Fatal(err) // a *decode.SampleError: skip the sample, or count it by kind
+		}
+		for _, t := range out.Tensors {
+			fmt.Println(out.Modality, t.Shape)
+		}
+	}
+	// Output:
+	// 8 shards, 32 samples
+	// video [4 64 64 3]
+	// video [4 64 64 3]
+	// video [4 64 64 3]
+}

@@ -1,0 +1,6 @@
+//go:build mpich && !nompi
+
+package communicator
+
+// #cgo pkg-config: mpich
+import "C"

@@ -1,0 +1,6 @@
+//go:build !mpich && !nompi
+
+package communicator
+
+// #cgo pkg-config: ompi-c
+import "C"

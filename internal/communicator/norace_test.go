@@ -1,0 +1,5 @@
+//go:build !race
+
+package communicator_test
+
+const raceEnabled = false
