@@ -60,7 +60,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.connectTimeout, "connect-timeout", 2*time.Minute, "end the job when a rank's trainer has not connected (created its datahelix.Loader and iterated) within this `duration`")
 	fs.DurationVar(&f.grace, "grace", 25*time.Second, "on SIGTERM or SIGINT (Slurm's time limit, scancel, Ctrl-C), give the trainer this `duration` to exit, e.g. after saving a checkpoint, before SIGKILL")
 	fs.IntVar(&f.ringSlots, "ring-slots", 4, "batch `slots` in each rank's shared-memory ring: the trainer holds Loader(keep=...) of them, datahelix fills the others ahead")
-	fs.Int64Var(&f.ringSlotMiB, "ring-slot-cli.MiB", 0, "`MiB` per ring slot (0: a batch of the largest samples the decoder's limits allow; the pages are touched only as batches fill them, but Loader(device=\"cuda\") pins the whole ring)")
+	fs.Int64Var(&f.ringSlotMiB, "ring-slot-mib", 0, "`MiB` per ring slot (0: a batch of the largest samples the decoder's limits allow; the pages are touched only as batches fill them, but Loader(device=\"cuda\") pins the whole ring)")
 	if f.serve {
 		fs.StringVar(&f.job, "job", "", "the job `id` its trainers name in DATAHELIX_JOB (default $DATAHELIX_JOB, else $SLURM_JOB_ID, else one rank 0 prints)")
 	}
@@ -112,7 +112,7 @@ func (f *trainFlags) validate() error {
 	case f.ringSlots < 3 || f.ringSlots > 1024:
 		return cli.FlagErrorf("", "ring-slots", f.ringSlots, "want 3..1024")
 	case f.ringSlotMiB < 0 || f.ringSlotMiB > maxBudgetMiB:
-		return cli.FlagErrorf("", "ring-slot-cli.MiB", f.ringSlotMiB, "want 0..%d", maxBudgetMiB)
+		return cli.FlagErrorf("", "ring-slot-mib", f.ringSlotMiB, "want 0..%d", maxBudgetMiB)
 	case f.connectTimeout <= 0:
 		return cli.FlagErrorf("", "connect-timeout", f.connectTimeout, "want a positive duration")
 	case f.grace < 0:

@@ -183,7 +183,7 @@ func TestRunOutputsCheckedFirst(t *testing.T) {
 		args := fastRun(data, append([]string{"--steps", "40", "--ranks", "4"}, tt.flags...)...)
 		var oe cli.OutputError
 		if err := commandErr(t, args...); !errors.As(err, &oe) || oe.Flag != tt.flag || oe.Path != tt.path || cli.ExitStatus(err) != cli.ExitFailure {
-			t.Errorf("%q: %v (exit %d); want an cli.OutputError of %s %s, exit %d", tt.flags, err, cli.ExitStatus(err), tt.flag, tt.path, cli.ExitFailure)
+			t.Errorf("%q: %v (exit %d); want a cli.OutputError of %s %s, exit %d", tt.flags, err, cli.ExitStatus(err), tt.flag, tt.path, cli.ExitFailure)
 		}
 		if code, stdout, stderr := runMain(args...); code != cli.ExitFailure || strings.Count(stderr, "\n") != 1 || hasRunTable(stdout) {
 			t.Errorf("%q: got exit %d, stderr %q, stdout %q; want exit 1, one line, no table", tt.flags, code, stderr, stdout)
