@@ -16,7 +16,7 @@ import (
 )
 
 func TestBenchExchangeRanks(t *testing.T) {
-	// Its message is in testdata/bench_usage_errors.golden.
+	// Its message is in testdata/bench_exchange_usage_errors.golden.
 	for _, n := range []string{"1", "3"} {
 		var fe cli.FlagError
 		if err := commandErr(t, "bench", "exchange", "--ranks", n); !errors.As(err, &fe) || fe.Flag != "ranks" || cli.ExitStatus(err) != cli.ExitUsage {
