@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/datahelix/datahelix/internal/cli"
+	"github.com/datahelix/datahelix/internal/cli/clitest"
 	"github.com/datahelix/datahelix/internal/gen/gentest"
 )
 
@@ -49,25 +51,25 @@ func TestRanksThatDisagreeEndTheJob(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(empty, last), make([]byte, 1024), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tr := newTranscript(data, "DATA", other, "OTHER", empty, "EMPTY", os.TempDir(), "TMPDIR")
+	tr := clitest.NewTranscript(data, "DATA", other, "OTHER", empty, "EMPTY", os.TempDir(), "TMPDIR")
 	for _, tt := range []struct {
 		name         string
 		rank0, rank1 []string
 		status       int
 	}{
-		{"steps, torch", fastRun(data, "--loader", "torch", "--steps", "4"), fastRun(data, "--loader", "torch", "--steps", "2"), exitDisagree},
-		{"loader list", fastRun(data, "--loader", "helix", "--steps", "2"), fastRun(data, "--loader", "helix,torch", "--steps", "2"), exitDisagree},
-		{"batch", fastRun(data, "--loader", "helix", "--steps", "2"), fastRun(data, "--loader", "helix", "--steps", "2", "--batch", "1"), exitDisagree},
-		{"check-every", fastRun(data, "--loader", "helix", "--steps", "2"), fastRun(data, "--loader", "helix", "--steps", "2", "--check-every", "1"), exitDisagree},
+		{"steps, torch", fastRun(data, "--loader", "torch", "--steps", "4"), fastRun(data, "--loader", "torch", "--steps", "2"), cli.ExitDisagree},
+		{"loader list", fastRun(data, "--loader", "helix", "--steps", "2"), fastRun(data, "--loader", "helix,torch", "--steps", "2"), cli.ExitDisagree},
+		{"batch", fastRun(data, "--loader", "helix", "--steps", "2"), fastRun(data, "--loader", "helix", "--steps", "2", "--batch", "1"), cli.ExitDisagree},
+		{"check-every", fastRun(data, "--loader", "helix", "--steps", "2"), fastRun(data, "--loader", "helix", "--steps", "2", "--check-every", "1"), cli.ExitDisagree},
 		// What is trained and how it is timed: rank 0's values were
 		// reported for the job while rank 1 trained 3-frame clips.
-		{"frames", fastRun(data, "--loader", "helix", "--steps", "2"), fastRun(data, "--loader", "helix", "--steps", "2", "--frames", "3"), exitDisagree},
-		{"gpu-step-ms", fastRun(data, "--loader", "helix", "--steps", "2"), fastRun(data, "--loader", "helix", "--steps", "2", "--gpu-step-ms", "7.5"), exitDisagree},
-		{"workers", fastRun(data, "--loader", "helix", "--steps", "2"), fastRun(data, "--loader", "helix", "--steps", "2", "--workers", "2"), exitDisagree},
-		{"another dataset", fastRun(data, "--loader", "helix", "--steps", "2"), fastRun(other, "--loader", "helix", "--steps", "2"), exitDisagree},
-		{"a dataset one rank cannot open", fastRun(data, "--loader", "helix", "--steps", "2"), fastRun(filepath.Join(other, "none"), "--loader", "helix", "--steps", "2"), exitBadInput},
-		{"the default dataset on one rank", fastRun(data, "--loader", "helix", "--steps", "2"), fastRun("", "--loader", "helix", "--steps", "2"), exitDisagree},
-		{"an empty shard", fastRun(empty, "--loader", "torch", "--steps", "2"), fastRun(empty, "--loader", "torch", "--steps", "2"), exitBadInput},
+		{"frames", fastRun(data, "--loader", "helix", "--steps", "2"), fastRun(data, "--loader", "helix", "--steps", "2", "--frames", "3"), cli.ExitDisagree},
+		{"gpu-step-ms", fastRun(data, "--loader", "helix", "--steps", "2"), fastRun(data, "--loader", "helix", "--steps", "2", "--gpu-step-ms", "7.5"), cli.ExitDisagree},
+		{"workers", fastRun(data, "--loader", "helix", "--steps", "2"), fastRun(data, "--loader", "helix", "--steps", "2", "--workers", "2"), cli.ExitDisagree},
+		{"another dataset", fastRun(data, "--loader", "helix", "--steps", "2"), fastRun(other, "--loader", "helix", "--steps", "2"), cli.ExitDisagree},
+		{"a dataset one rank cannot open", fastRun(data, "--loader", "helix", "--steps", "2"), fastRun(filepath.Join(other, "none"), "--loader", "helix", "--steps", "2"), cli.ExitBadInput},
+		{"the default dataset on one rank", fastRun(data, "--loader", "helix", "--steps", "2"), fastRun("", "--loader", "helix", "--steps", "2"), cli.ExitDisagree},
+		{"an empty shard", fastRun(empty, "--loader", "torch", "--steps", "2"), fastRun(empty, "--loader", "torch", "--steps", "2"), cli.ExitBadInput},
 	} {
 		out, took, err := mpirunSplit(t, tt.rank0, tt.rank1)
 		t.Logf("%s: %v after %v", tt.name, err, took.Round(time.Millisecond))
@@ -75,7 +77,7 @@ func TestRanksThatDisagreeEndTheJob(t *testing.T) {
 			t.Errorf("%s: exit status %d (%v), want %d:\n%s", tt.name, code, err, tt.status, out)
 		}
 		// One line naming what differs, no MPI or plan errors after it.
-		tr.add(append(append(tt.rank0, ":"), tt.rank1...), datahelixLines(out))
+		tr.Add(append(append(tt.rank0, ":"), tt.rank1...), datahelixLines(out))
 	}
-	golden(t, "ranks_disagree.golden", tr.String())
+	clitest.Golden(t, "ranks_disagree.golden", tr.String())
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/datahelix/datahelix/internal/cli/clitest"
 	"github.com/datahelix/datahelix/internal/gen/gentest"
 )
 
@@ -47,11 +48,11 @@ func TestDecodeGoesOnPastBadFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir, cache := t.TempDir(), t.TempDir()
-	tr := newTranscript(dir, "DIR", cache, "CACHE").replace(`\t[0-9.]+ ms\n`, "\tT ms\n")
+	tr := clitest.NewTranscript(dir, "DIR", cache, "CACHE").Replace(`\t[0-9.]+ ms\n`, "\tT ms\n")
 	a := writeTestFile(t, filepath.Join(dir, "a.jpg"), jpg)
 	bad := writeTestFile(t, filepath.Join(dir, "z.tar"), bytes.Repeat([]byte("not a tar "), 200))
 	b := writeTestFile(t, filepath.Join(dir, "b.jpg"), jpg)
-	if code, _, _ := tr.run("decode", "--cache", cache, a, bad, b); code != 1 {
+	if code, _, _ := tr.Run(runMain, "decode", "--cache", cache, a, bad, b); code != 1 {
 		t.Errorf("a bad shard among good files: exit %d, want 1", code)
 	}
 
@@ -62,11 +63,11 @@ func TestDecodeGoesOnPastBadFiles(t *testing.T) {
 	empty := writeTestFile(t, filepath.Join(dir, "empty.jpg"), nil)
 	for _, name := range []string{"z.tar.gz", "z.tgz", "Z.TAR.ZST", "z.tzst", "z.tar.zstd", "z.txz", "z.TBZ2", "z.tbz"} {
 		p := writeTestFile(t, filepath.Join(dir, name), gz.Bytes())
-		if code, _, _ := tr.run("decode", "--cache", cache, p, empty); code != 1 {
+		if code, _, _ := tr.Run(runMain, "decode", "--cache", cache, p, empty); code != 1 {
 			t.Errorf("%s: exit %d, want 1", name, code)
 		}
 	}
-	golden(t, "decode_bad_files.golden", tr.String())
+	clitest.Golden(t, "decode_bad_files.golden", tr.String())
 }
 
 // TestCheckingCommandsWriteNothingBesideShards checks that inspect,
@@ -115,12 +116,39 @@ func TestInspectPrintsSkippedMembers(t *testing.T) {
 	none := writeTestFile(t, filepath.Join(dir, "noext.tar"), tarOf(t, members, noext...))
 	cache := t.TempDir()
 	// The table's columns are as wide as the temporary paths.
-	tr := newTranscript(dir, "DIR", cache, "CACHE").replace(` {2,}`, "  ")
-	if code, _, _ := tr.run("inspect", "--cache", cache, mixed); code != 0 {
+	tr := clitest.NewTranscript(dir, "DIR", cache, "CACHE").Replace(` {2,}`, "  ")
+	if code, _, _ := tr.Run(runMain, "inspect", "--cache", cache, mixed); code != 0 {
 		t.Errorf("mixed: exit %d, want 0", code)
 	}
-	if code, _, _ := tr.run("inspect", "--cache", cache, none); code != 1 {
+	if code, _, _ := tr.Run(runMain, "inspect", "--cache", cache, none); code != 1 {
 		t.Errorf("noext: exit %d, want 1", code)
 	}
-	golden(t, "inspect_skipped_members.golden", tr.String())
+	clitest.Golden(t, "inspect_skipped_members.golden", tr.String())
+}
+
+// TestIndexCacheDirFlag checks that inspect, decode and costmodel take
+// run's --cache-dir and keep their shard indexes in its index directory,
+// where run keeps them, and refuse --cache and --cache-dir together
+// (testdata/index_cache_dir_refused.golden).
+func TestIndexCacheDirFlag(t *testing.T) {
+	data := gentest.Tiny(t)
+	shards, _ := filepath.Glob(filepath.Join(data, "*.tar"))
+	tr := clitest.NewTranscript()
+	for _, args := range [][]string{
+		{"inspect", shards[0]},
+		{"decode", shards[0]},
+		{"costmodel", "--data", shards[0], "--warmup", "1", "--repeat", "1", "--limit", "2"},
+	} {
+		root := t.TempDir()
+		code, _, stderr := runMain(append([]string{args[0], "--cache-dir", root}, args[1:]...)...)
+		indexes, _ := filepath.Glob(filepath.Join(root, "index", "*"))
+		if code != 0 || len(indexes) == 0 {
+			t.Errorf("%s --cache-dir: exit %d, indexes %q under %s/index; want exit 0 and the shard's index there\n%s", args[0], code, indexes, root, stderr)
+		}
+		cache := t.TempDir()
+		tr.SetNames(data, "DATA", cache, "CACHE", root, "ROOT")
+		both := append([]string{args[0], "--cache", cache, "--cache-dir", root}, args[1:]...)
+		tr.Add(both, usageLine(t, both...))
+	}
+	clitest.Golden(t, "index_cache_dir_refused.golden", tr.String())
 }

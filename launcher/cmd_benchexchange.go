@@ -9,48 +9,48 @@ import (
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/bench"
+	"github.com/datahelix/datahelix/internal/cli"
 	"github.com/datahelix/datahelix/internal/shard"
 	"github.com/datahelix/datahelix/internal/shardindex"
 	"github.com/datahelix/datahelix/internal/wire"
 )
 
-func init() {
-	register(command{
-		name:    "bench exchange",
-		summary: "time moving compressed samples between 2 ranks: the exchange path versus the same path packing first and bare sends (run under mpirun -np 2)",
-		run:     runBenchExchange,
-	})
+// benchExchangeCommand is datahelix bench exchange.
+var benchExchangeCommand = cli.Command{
+	Name:    "bench exchange",
+	Summary: "time moving compressed samples between 2 ranks: the exchange path versus the same path packing first and bare sends (run under mpirun -np 2)",
+	Run:     runBenchExchange,
 }
 
 func runBenchExchange(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	var wf worldFlags
-	fs := newFlags("bench exchange", "[flags]")
+	fs := cli.NewFlags("bench exchange", "[flags]")
 	wf.register(fs)
 	data := fs.String("data", "", "dataset `path` (default: the default dataset)")
 	cacheDir := fs.String("cache-dir", "", "cache `dir`ectory (as for run)")
 	samples := fs.Int("samples", 4, "`samples` per message, taken from the first shard")
 	rounds := fs.Int("rounds", 50, "`messages` timed per path")
-	if err := parseFlags(fs, args, stdout); err != nil {
+	if err := cli.ParseFlags(fs, args, stdout); err != nil {
 		return err
 	}
 	switch {
 	case *samples < 1:
-		return flagErrorf("bench exchange", "samples", *samples, "want at least 1")
+		return cli.FlagErrorf("bench exchange", "samples", *samples, "want at least 1")
 	case *rounds < 1:
-		return flagErrorf("bench exchange", "rounds", *rounds, "want at least 1")
+		return cli.FlagErrorf("bench exchange", "rounds", *rounds, "want at least 1")
 	case wf.ranks != 0 && wf.ranks != 2:
-		return flagErrorf("bench exchange", "ranks", wf.ranks, "it needs 2 ranks exactly (--ranks 2, or mpirun -np 2)")
+		return cli.FlagErrorf("bench exchange", "ranks", wf.ranks, "it needs 2 ranks exactly (--ranks 2, or mpirun -np 2)")
 	}
 	// The world's size is the launcher's: known before MPI starts. With
 	// no launcher, the job is this one process.
 	if env := osLaunchEnv(); wf.ranks == 0 && (env.Launcher == "" || env.Size > 0 && env.Size != 2) {
 		n := max(env.Size, 1)
-		return usagef("bench exchange: it needs 2 ranks exactly, this job has %d: run it under mpirun -np 2, or with --ranks 2", n)
+		return cli.Usagef("bench exchange: it needs 2 ranks exactly, this job has %d: run it under mpirun -np 2, or with --ranks 2", n)
 	}
 	// A --data dataset is checked before the world starts: its first
 	// shard must hold --samples samples.
 	if *data != "" {
-		if err := exchangeDataHolds(*data, cacheRoot(*cacheDir), *samples); err != nil {
+		if err := exchangeDataHolds(*data, cli.CacheRoot(*cacheDir), *samples); err != nil {
 			return err
 		}
 	}
@@ -58,7 +58,7 @@ func runBenchExchange(ctx context.Context, stdout, stderr io.Writer, args []stri
 		if c.Size() != 2 {
 			return collective.AllRanks(fmt.Errorf("bench exchange: it needs 2 ranks exactly, this job has %d: run it under mpirun -np 2", c.Size()))
 		}
-		root := cacheRoot(*cacheDir)
+		root := cli.CacheRoot(*cacheDir)
 		path := *data
 		if path == "" {
 			var err error
@@ -110,14 +110,14 @@ func runBenchExchange(ctx context.Context, stdout, stderr io.Writer, args []stri
 func exchangeDataHolds(path, root string, samples int) error {
 	ds, err := decode.OpenDataset(path, shardindex.Dir(root))
 	if err != nil {
-		return usagef("bench exchange: --data: %w", err)
+		return cli.Usagef("bench exchange: --data: %w", err)
 	}
 	defer ds.Close()
 	if ds.NumShards() == 0 {
-		return flagErrorf("bench exchange", "data", path, "no shards")
+		return cli.FlagErrorf("bench exchange", "data", path, "no shards")
 	}
 	if sh := shard.ShardsOf(ds)[0]; sh.Len() < samples {
-		return flagErrorf("bench exchange", "samples", samples, "the first shard of --data, %s, holds %d", sh.Path(), sh.Len())
+		return cli.FlagErrorf("bench exchange", "samples", samples, "the first shard of --data, %s, holds %d", sh.Path(), sh.Len())
 	}
 	return nil
 }

@@ -11,75 +11,56 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/cli"
 	"github.com/datahelix/datahelix/internal/decoding"
-	"github.com/datahelix/datahelix/internal/shape"
 	"github.com/datahelix/datahelix/internal/shard"
 	"github.com/datahelix/datahelix/internal/shardindex"
 	"github.com/datahelix/datahelix/internal/tjpeg"
 )
 
-func init() {
-	register(command{
-		name:    "decode",
-		summary: "decode media files or shards (a directory or glob of them) into training tensors, or print per-frame MD5s (--md5)",
-		run:     runDecode,
-	})
-}
-
-// shapeFlags registers --frames and --size (run, decode, costmodel,
-// inspect), with decode's bounds in their help; checkShape checks them.
-func shapeFlags(fs *flag.FlagSet, frames, size *int) {
-	fs.IntVar(frames, "frames", decode.DefaultFrames, fmt.Sprintf("frames `F` sampled per clip, 1..%d", shape.MaxFrames))
-	fs.IntVar(size, "size", decode.DefaultSize, fmt.Sprintf("output side `S` in pixels, %d..%d: frames and images become S x S RGB (one clip, F x S x S x 3 bytes, at most %d GiB)",
-		shape.MinSize, shape.MaxSize, shape.MaxClipBytes>>30))
-}
-
-// checkShape checks --frames and --size (run, decode, costmodel,
-// inspect) and the size of one decoded clip with shape.Check, as a
-// usage error naming the flags.
-func checkShape(frames, size int) error {
-	if err := shape.Check(frames, size, "--frames", "--size"); err != nil {
-		return usagef("%w", err)
-	}
-	return nil
+// decodeCommand is datahelix decode.
+var decodeCommand = cli.Command{
+	Name:    "decode",
+	Summary: "decode media files or shards (a directory or glob of them) into training tensors, or print per-frame MD5s (--md5)",
+	Run:     runDecode,
 }
 
 func runDecode(ctx context.Context, stdout, stderr io.Writer, args []string) error {
-	fs := newFlags("decode", "[--md5] [flags] FILE|SHARD.tar|DIR|GLOB...")
+	fs := cli.NewFlags("decode", "[--md5] [flags] FILE|SHARD.tar|DIR|GLOB...")
 	md5 := fs.Bool("md5", false, "print MD5s of the full-size decoded pictures instead of tensors: a video file gives one per frame, "+
 		"the md5 column of 'ffmpeg -i FILE -map 0:v -f framemd5 -' (turned upright as ffmpeg turns it); an image gives one of its RGB24 pixels before resizing "+
 		"(JPEG: equals 'djpeg -ppm FILE', not FFmpeg's decoder; PNG and WebP: equals 'ffmpeg -i FILE -pix_fmt rgb24 -f framemd5 -', see docs/formats.md for the exceptions); "+
 		"a shard gives MEMBER<tab>MD5 lines for the members decode turns into tensors (a sample's clip, or its images)")
 	var frames, size int
-	shapeFlags(fs, &frames, &size)
-	cache := addIndexCacheFlags(fs)
+	cli.ShapeFlags(fs, &frames, &size)
+	cache := cli.AddIndexCacheFlags(fs)
 	verbose := fs.Bool("v", false, "also print the JPEG backend in use to stderr")
 	check := fs.Bool("check-hashes", false, checkHashesUsage)
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			fs.SetOutput(stdout)
 			fs.Usage()
-			return errHelp
+			return cli.ErrHelp
 		}
-		return usagef("decode: %w (see datahelix decode -h)", err)
+		return cli.Usagef("decode: %w (see datahelix decode -h)", err)
 	}
 	if fs.NArg() == 0 {
-		return usagef("decode: no file given (see datahelix decode -h)")
+		return cli.Usagef("decode: no file given (see datahelix decode -h)")
 	}
-	if err := checkShape(frames, size); err != nil {
+	if err := cli.CheckShape(frames, size); err != nil {
 		return err
 	}
 	if *verbose {
 		fmt.Fprintf(stderr, "decode: JPEG backend %s\n", tjpeg.Backend)
 	}
-	indexDir, err := cache.dir("decode")
+	indexDir, err := cache.Dir("decode")
 	if err != nil {
 		return err
 	}
 	paths, badArgs := decodePaths(stderr, fs.Args())
 	if *md5 {
 		if *check {
-			return usagef("decode: --check-hashes counts damage in decoded samples; --md5 prints the pictures' MD5s without counting it")
+			return cli.Usagef("decode: --check-hashes counts damage in decoded samples; --md5 prints the pictures' MD5s without counting it")
 		}
 		named := len(paths) > 1
 		return eachFile(stderr, paths, badArgs, func(path string) (tally, error) {
@@ -112,7 +93,7 @@ func runDecode(ctx context.Context, stdout, stderr io.Writer, args []string) err
 		// They decoded, with damage FFmpeg concealed: the data is not
 		// what was encoded, which a check of a dataset should say.
 		fmt.Fprintf(stderr, "decode: %s decoded with damaged data the decoder concealed (see their damaged packets)\n",
-			plural(damaged, "sample", "samples"))
+			cli.Plural(damaged, "sample", "samples"))
 	}
 	return err
 }
@@ -190,14 +171,14 @@ func eachFile(stderr io.Writer, paths []string, failedFiles int, do func(path st
 	}
 	var parts []string
 	if failedFiles > 0 {
-		parts = append(parts, fmt.Sprintf("%s decoded, %d failed", plural(okFiles, "file", "files"), failedFiles))
+		parts = append(parts, fmt.Sprintf("%s decoded, %d failed", cli.Plural(okFiles, "file", "files"), failedFiles))
 	} else if okFiles > 0 {
-		parts = append(parts, plural(okFiles, "file", "files")+" decoded")
+		parts = append(parts, cli.Plural(okFiles, "file", "files")+" decoded")
 	}
 	if shards > 0 {
-		p := fmt.Sprintf("%s: %s decoded, %d failed", plural(shards, "shard", "shards"), plural(okSamples, "sample", "samples"), failedSamples)
+		p := fmt.Sprintf("%s: %s decoded, %d failed", cli.Plural(shards, "shard", "shards"), cli.Plural(okSamples, "sample", "samples"), failedSamples)
 		if stoppedShards > 0 {
-			p += ", " + plural(stoppedShards, "shard", "shards") + " stopped by an error"
+			p += ", " + cli.Plural(stoppedShards, "shard", "shards") + " stopped by an error"
 		}
 		parts = append(parts, p)
 	}
@@ -224,47 +205,6 @@ func decodePaths(stderr io.Writer, args []string) (paths []string, failed int) {
 		paths = append(paths, list...)
 	}
 	return paths, failed
-}
-
-// plural is "1 file", "2 files": n and the noun that fits it.
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
-
-// indexCacheUsage is the help of inspect's and decode's --cache.
-const indexCacheUsage = "`directory` for shard index caches (default: the index directory under run's cache, $DATAHELIX_CACHE/index when set; " +
-	"never beside the shards, whose directory may be read-only or shared)"
-
-// indexCacheFlags are the --cache and --cache-dir flags of inspect,
-// decode and costmodel: where they keep shard indexes.
-type indexCacheFlags struct{ index, root string }
-
-// addIndexCacheFlags defines --cache, the index directory itself, and
-// --cache-dir, a cache directory as run takes it (its indexes in its
-// index directory), so that the --cache-dir a job ran with finds the
-// indexes it built.
-func addIndexCacheFlags(fs *flag.FlagSet) *indexCacheFlags {
-	var f indexCacheFlags
-	fs.StringVar(&f.index, "cache", "", indexCacheUsage)
-	fs.StringVar(&f.root, "cache-dir", "", "cache `dir`ectory as for run: shard index caches in its index directory")
-	return &f
-}
-
-// dir is where the command keeps shard indexes: --cache when given, else
-// where run keeps them (the index directory of --cache-dir or of the
-// default cache), so that a checking command writes nothing into the
-// dataset's directory.
-func (f *indexCacheFlags) dir(command string) (string, error) {
-	switch {
-	case f.index != "" && f.root != "":
-		return "", usagef("%s: --cache names the index directory itself and --cache-dir the cache holding it: give one of them", command)
-	case f.index != "":
-		return f.index, nil
-	}
-	return shardindex.Dir(cacheRoot(f.root)), nil
 }
 
 // checkHashesUsage is the help of run's and decode's --check-hashes.
@@ -309,7 +249,7 @@ func eachSample(stderr io.Writer, path, cache string, fn func(*decode.Sample) er
 		return n, err
 	}
 	defer sh.Close()
-	printWarningLines(stderr, path, sh.Warnings())
+	cli.PrintWarningLines(stderr, path, sh.Warnings())
 	if sh.Len() == 0 {
 		return n, fmt.Errorf("decode: shard %s has no samples", path)
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/datahelix/datahelix/internal/cli"
+	"github.com/datahelix/datahelix/internal/cli/clitest"
 	"github.com/datahelix/datahelix/internal/decoding"
 	"github.com/datahelix/datahelix/internal/gen/gentest"
 	"github.com/datahelix/datahelix/internal/shard"
@@ -216,23 +218,23 @@ func ffmpegMD5s(out string) []string {
 func TestDecodeCommand(t *testing.T) {
 	media := filepath.Join("..", "decode", "testdata", "media")
 	img := filepath.Join(media, "image420.jpg")
-	tr := newTranscript(media, "MEDIA").replace(`\t[0-9.]+ ms\n`, "\tT ms\n").
-		replace(`JPEG backend \S+`, "JPEG backend NAME") // turbojpeg, or what this build has
+	tr := clitest.NewTranscript(media, "MEDIA").Replace(`\t[0-9.]+ ms\n`, "\tT ms\n").
+		Replace(`JPEG backend \S+`, "JPEG backend NAME") // turbojpeg, or what this build has
 	for _, c := range []struct {
 		args []string
 		code int
 	}{
 		{[]string{"decode", "--frames", "4", "--size", "32", filepath.Join(media, "h264_bframes.mp4"), img}, 0},
 		{[]string{"decode", filepath.Join(media, "make.sh")}, 1},
-		{[]string{"decode"}, exitUsage},
+		{[]string{"decode"}, cli.ExitUsage},
 		{[]string{"decode", img}, 0},
 		{[]string{"decode", "-v", img}, 0},
 	} {
-		if code, _, _ := tr.run(c.args...); code != c.code {
+		if code, _, _ := tr.Run(runMain, c.args...); code != c.code {
 			t.Errorf("%q: exit %d, want %d", c.args, code, c.code)
 		}
 	}
-	golden(t, "decode_command.golden", tr.String())
+	clitest.Golden(t, "decode_command.golden", tr.String())
 }
 
 func TestGenCommand(t *testing.T) {
@@ -294,20 +296,20 @@ func TestDecodeReportsDamage(t *testing.T) {
 	}
 	// The damaged clip's count of packets depends on the decoder's
 	// version: the golden has N, the test checks it is not 0.
-	tr := newTranscript(dir, "DIR").replace(`\t[0-9.]+ ms\n`, "\tT ms\n").replace(`damaged packets [1-9]\d*`, "damaged packets N")
-	code, stdout, _ := tr.run("decode", "--check-hashes", intact, damaged)
+	tr := clitest.NewTranscript(dir, "DIR").Replace(`\t[0-9.]+ ms\n`, "\tT ms\n").Replace(`damaged packets [1-9]\d*`, "damaged packets N")
+	code, stdout, _ := tr.Run(runMain, "decode", "--check-hashes", intact, damaged)
 	if got := count(stdout); code != 0 || got["intact"] != "0" || got["damaged"] == "0" || got["damaged"] == "" {
 		t.Errorf("--check-hashes: exit %d, damaged packets %v; want 0 for the intact clip, some for the damaged one", code, got)
 	}
-	code, stdout, _ = tr.run("decode", damaged)
+	code, stdout, _ = tr.Run(runMain, "decode", damaged)
 	if got := count(stdout); code != 0 || got["damaged"] != "0" {
 		t.Errorf("without --check-hashes: exit %d, damaged packets %v; want 0, the hashes unchecked", code, got)
 	}
 	// --md5 counts nothing: the flag would be ignored, so it is refused.
-	if code, _, _ := tr.run("decode", "--md5", "--check-hashes", damaged); code != exitUsage {
+	if code, _, _ := tr.Run(runMain, "decode", "--md5", "--check-hashes", damaged); code != cli.ExitUsage {
 		t.Errorf("--md5 --check-hashes: exit %d, want a usage error", code)
 	}
-	golden(t, "decode_damage.golden", tr.String())
+	clitest.Golden(t, "decode_damage.golden", tr.String())
 }
 
 // TestDecodeShardTotal checks decode's closing line on a shard of which
@@ -325,16 +327,16 @@ func TestDecodeShardTotal(t *testing.T) {
 	members := map[string][]byte{"a.jpg": jpg, "b.jpg": []byte("\xff\xd8\xff\xe0garbage"), "c.jpg": jpg}
 	shard := writeTestFile(t, filepath.Join(dir, "s.tar"), tarOf(t, members, "a.jpg", "b.jpg", "c.jpg"))
 	file := writeTestFile(t, filepath.Join(dir, "f.jpg"), jpg)
-	tr := newTranscript(dir, "DIR").replace(`\t[0-9.]+ ms\n`, "\tT ms\n").
-		replace(`\t[0-9a-f]{32}\n`, "\tMD5\n") // of what this build's JPEG decoder made
+	tr := clitest.NewTranscript(dir, "DIR").Replace(`\t[0-9.]+ ms\n`, "\tT ms\n").
+		Replace(`\t[0-9a-f]{32}\n`, "\tMD5\n") // of what this build's JPEG decoder made
 	for _, args := range [][]string{{shard}, {"--md5", shard}, {file, shard, shard}} {
 		cache := t.TempDir()
-		tr.norm = strings.NewReplacer(dir, "DIR", cache, "CACHE")
-		if code, _, _ := tr.run(append([]string{"decode", "--cache", cache}, args...)...); code != 1 {
+		tr.SetNames(dir, "DIR", cache, "CACHE")
+		if code, _, _ := tr.Run(runMain, append([]string{"decode", "--cache", cache}, args...)...); code != 1 {
 			t.Errorf("%v: exit %d, want 1", args, code)
 		}
 	}
-	golden(t, "decode_shard_total.golden", tr.String())
+	clitest.Golden(t, "decode_shard_total.golden", tr.String())
 }
 
 // TestDecodeDirectoryAndGlob checks that decode takes a directory and a
@@ -370,9 +372,9 @@ func TestDecodeDirectoryAndGlob(t *testing.T) {
 	}
 
 	cache := t.TempDir()
-	tr := newTranscript(empty, "EMPTY", dir, "DIR", cache, "CACHE").replace(`\t[0-9.]+ ms\n`, "\tT ms\n")
-	if code, _, _ := tr.run("decode", "--cache", cache, empty, filepath.Join(dir, "a.tar")); code != 1 {
+	tr := clitest.NewTranscript(empty, "EMPTY", dir, "DIR", cache, "CACHE").Replace(`\t[0-9.]+ ms\n`, "\tT ms\n")
+	if code, _, _ := tr.Run(runMain, "decode", "--cache", cache, empty, filepath.Join(dir, "a.tar")); code != 1 {
 		t.Errorf("decode EMPTYDIR SHARD: exit %d, want 1", code)
 	}
-	golden(t, "decode_empty_dir.golden", tr.String())
+	clitest.Golden(t, "decode_empty_dir.golden", tr.String())
 }

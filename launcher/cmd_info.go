@@ -8,30 +8,30 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/collective"
+	"github.com/datahelix/datahelix/internal/cli"
 )
 
-func init() {
-	register(command{
-		name:    "info",
-		summary: "print where every rank runs (host, local rank, CPU set) and the allgather latency (smoke test of the MPI job)",
-		run:     runInfo,
-	})
+// infoCommand is datahelix info.
+var infoCommand = cli.Command{
+	Name:    "info",
+	Summary: "print where every rank runs (host, local rank, CPU set) and the allgather latency (smoke test of the MPI job)",
+	Run:     runInfo,
 }
 
 func runInfo(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	var wf worldFlags
-	fs := newFlags("info", "[flags]")
+	fs := cli.NewFlags("info", "[flags]")
 	wf.register(fs)
 	bytes := fs.Int("bytes", 1024, fmt.Sprintf("allgather block `size` per rank for the latency measurement, 0..%d (and at most %d MiB times the ranks)", maxInfoBytes, maxInfoGather>>20))
 	rounds := fs.Int("rounds", 1000, fmt.Sprintf("allgather `rounds` timed for the latency measurement, 1..%d", maxInfoRounds))
-	if err := parseFlags(fs, args, stdout); err != nil {
+	if err := cli.ParseFlags(fs, args, stdout); err != nil {
 		return err
 	}
 	if *bytes < 0 || *bytes > maxInfoBytes {
-		return flagErrorf("", "bytes", *bytes, "want 0..%d", maxInfoBytes)
+		return cli.FlagErrorf("", "bytes", *bytes, "want 0..%d", maxInfoBytes)
 	}
 	if *rounds < 1 || *rounds > maxInfoRounds {
-		return flagErrorf("", "rounds", *rounds, "want 1..%d (each round keeps a time in memory)", maxInfoRounds)
+		return cli.FlagErrorf("", "rounds", *rounds, "want 1..%d (each round keeps a time in memory)", maxInfoRounds)
 	}
 	// Each rank receives --bytes from every rank: check what the
 	// launcher says of the world's size before MPI starts, and the
@@ -96,7 +96,7 @@ const (
 // needs a receive buffer of more than maxInfoGather bytes on every rank.
 func checkInfoGather(bytes, size int) error {
 	if size > 0 && int64(bytes)*int64(size) > maxInfoGather {
-		return flagErrorf("", "bytes", bytes, "%d ranks would each receive %d MiB per allgather; want at most %d MiB (--bytes %d or less)",
+		return cli.FlagErrorf("", "bytes", bytes, "%d ranks would each receive %d MiB per allgather; want at most %d MiB (--bytes %d or less)",
 			size, int64(bytes)*int64(size)>>20, maxInfoGather>>20, maxInfoGather/size)
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/gpu"
 	"github.com/datahelix/datahelix/internal/agree"
+	"github.com/datahelix/datahelix/internal/cli"
 	"github.com/datahelix/datahelix/internal/gen"
 	"github.com/datahelix/datahelix/internal/loader"
 	"github.com/datahelix/datahelix/internal/machine"
@@ -23,45 +24,30 @@ import (
 	"github.com/datahelix/datahelix/spmd"
 )
 
-func init() {
-	register(command{
-		name:    "run",
-		summary: "the main job: train with a simulated GPU, comparing loaders on the same data",
-		run:     runRun,
-	})
+// runCommand is datahelix run.
+var runCommand = cli.Command{
+	Name:    "run",
+	Summary: "the main job: train with a simulated GPU, comparing loaders on the same data",
+	Run:     runRun,
 }
 
 func runRun(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	var f runFlags
-	fs := newFlags("run", "[flags]")
+	fs := cli.NewFlags("run", "[flags]")
 	f.register(fs)
-	if err := parseFlags(fs, args, stdout); err != nil {
+	if err := cli.ParseFlags(fs, args, stdout); err != nil {
 		return err
 	}
 	if err := f.validate(); err != nil {
 		return err
 	}
 	f.args = append([]string{"run"}, args...)
-	if len(setFlags(fs, []string{"stall-timeout"})) == 0 {
+	if len(cli.SetFlags(fs, []string{"stall-timeout"})) == 0 {
 		f.stallTimeout = f.defaultStallTimeout()
 	}
 	return runWorld(ctx, f.world, stdout, stderr, func(ctx context.Context, c collective.Comm, out, errOut io.Writer) error {
 		return runJob(ctx, c, &f, out, errOut)
 	})
-}
-
-// cacheDirDefault ends the help of every --cache-dir: where
-// shardindex.DefaultCacheDir looks (a relative $XDG_CACHE_HOME counts as unset,
-// as os.UserCacheDir has it).
-const cacheDirDefault = " (default $DATAHELIX_CACHE, else $XDG_CACHE_HOME/datahelix, else ~/.cache/datahelix, else datahelix-cache in the temporary directory)"
-
-// cacheRoot is where the default dataset and shard indexes live: the
-// --cache-dir flag, else shardindex.DefaultCacheDir.
-func cacheRoot(flagDir string) string {
-	if flagDir != "" {
-		return flagDir
-	}
-	return shardindex.DefaultCacheDir()
 }
 
 // defaultDataset makes sure the default dataset exists: the first local
@@ -163,7 +149,7 @@ func (j *jobData) close() {
 func openJob(ctx context.Context, c collective.Comm, f *runFlags, errOut io.Writer) (*jobData, error) {
 	// First, so that every rank calls the same collectives after it.
 	if err := agree.Agree(c, runSettings(f)); err != nil {
-		return nil, withStatusAllRanks(exitDisagree, err)
+		return nil, withStatusAllRanks(cli.ExitDisagree, err)
 	}
 	if o, ok := ctx.Value(gpuOverrideKey{}).(gpuOverride); ok {
 		f.cfg.GPU = o(c.Rank(), f.cfg.GPU)
@@ -178,7 +164,7 @@ func openJob(ctx context.Context, c collective.Comm, f *runFlags, errOut io.Writ
 			fmt.Fprintf(errOut, "datahelix: warning: %s\n", w)
 		}
 	}
-	root := cacheRoot(f.cacheDir)
+	root := cli.CacheRoot(f.cacheDir)
 	j.data = f.data
 	if j.data == "" {
 		if j.data, err = defaultDataset(ctx, c, root, f.seed, errOut); err != nil {
@@ -193,11 +179,11 @@ func openJob(ctx context.Context, c collective.Comm, f *runFlags, errOut io.Writ
 	j.ds, err = decode.OpenDatasetPart(j.data, shardindex.Dir(root), c.Rank(), c.Size())
 	if err := agreeOnError(c, err, "cannot open the dataset"); err != nil {
 		j.close()
-		return nil, withStatusAllRanks(exitBadInput, err)
+		return nil, withStatusAllRanks(cli.ExitBadInput, err)
 	}
 	if err := agree.AgreeDataset(c, j.ds); err != nil {
 		j.close()
-		return nil, withStatusAllRanks(exitDisagree, err)
+		return nil, withStatusAllRanks(cli.ExitDisagree, err)
 	}
 	sizes := make([]int, j.ds.NumShards())
 	for i := range sizes {
@@ -212,7 +198,7 @@ func openJob(ctx context.Context, c collective.Comm, f *runFlags, errOut io.Writ
 	// any loader trains.
 	if err := loader.CheckJob(c, j.ds, f.cfg, f.loaders); err != nil {
 		j.close()
-		return nil, withStatusAllRanks(exitBadInput, err)
+		return nil, withStatusAllRanks(cli.ExitBadInput, err)
 	}
 	return j, nil
 }
@@ -230,8 +216,8 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 	ds := j.ds
 	var bar *progressbar.ProgressBar
 	if c.Rank() == 0 && !f.quiet {
-		if isTerminal(errOut) {
-			bar = newBar(errOut, len(f.loaders)*f.cfg.Steps, "training")
+		if cli.IsTerminal(errOut) {
+			bar = cli.NewBar(errOut, len(f.loaders)*f.cfg.Steps, "training")
 		}
 	}
 	watch := watchStalls(c, f.stallTimeout)
@@ -261,7 +247,7 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 		if err != nil {
 			// What every rank finds alike in a run (a shard without
 			// samples, checkpoints it cannot resume from) is its input.
-			return withStatusAllRanks(exitBadInput, fmt.Errorf("loader %s: %w", k, err))
+			return withStatusAllRanks(cli.ExitBadInput, fmt.Errorf("loader %s: %w", k, err))
 		}
 		counts = append(counts, ownSamples(res.Records, c.Rank())...)
 		if c.Rank() == 0 {
@@ -336,7 +322,7 @@ func allDroppedError(loaders []spmd.Kind, counts []int64) error {
 	if len(which) == 0 {
 		return nil
 	}
-	return withStatus(exitBadInput, collective.AllRanks(fmt.Errorf("%s: none decoded, so nothing trained (the ranks' \"dropping sample\" lines say why)",
+	return cli.WithStatus(cli.ExitBadInput, collective.AllRanks(fmt.Errorf("%s: none decoded, so nothing trained (the ranks' \"dropping sample\" lines say why)",
 		strings.Join(which, ", "))))
 }
 
@@ -360,15 +346,15 @@ func agreeOnError(c collective.Comm, err error, what string) error {
 	}
 	// Each failing rank sends its error, the others nothing; the first
 	// byte says whether it came from a cancellation (a signal), which
-	// the other ranks' errors must then match too (stopReason, exit
+	// the other ranks' errors must then match too (cli.StopReason, exit
 	// status 130 or 143), the second its exit status, which every rank
 	// then exits with.
 	var mine []byte
 	switch {
 	case errors.Is(err, context.Canceled):
-		mine = append([]byte{'c', byte(exitStatus(err))}, err.Error()...)
+		mine = append([]byte{'c', byte(cli.ExitStatus(err))}, err.Error()...)
 	case err != nil:
-		mine = append([]byte{'!', byte(exitStatus(err))}, err.Error()...)
+		mine = append([]byte{'!', byte(cli.ExitStatus(err))}, err.Error()...)
 	}
 	msgs, gerr := c.AllgatherVar(mine)
 	if gerr != nil {
@@ -407,4 +393,4 @@ type remoteError struct {
 
 func (e remoteError) Error() string   { return e.text }
 func (e remoteError) Unwrap() error   { return e.cause }
-func (e remoteError) exitStatus() int { return e.status }
+func (e remoteError) ExitStatus() int { return e.status }

@@ -14,26 +14,28 @@ import (
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/bridge"
+	"github.com/datahelix/datahelix/internal/cli"
 	"github.com/datahelix/datahelix/internal/loader"
 	"github.com/datahelix/datahelix/internal/metrics"
 	"github.com/datahelix/datahelix/spmd"
 )
 
-func init() {
-	register(command{
-		name:    "train",
-		summary: "feed a real trainer: every rank starts PROGRAM (train.py) and hands it batches over shared memory",
-		run: func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
-			return runTrain(ctx, stdout, stderr, args, false)
-		},
-	})
-	register(command{
-		name:    "serve",
-		summary: "feed trainers launched on their own (torchrun, srun --overlap): train without starting PROGRAM",
-		run: func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
-			return runTrain(ctx, stdout, stderr, args, true)
-		},
-	})
+// trainCommand is datahelix train.
+var trainCommand = cli.Command{
+	Name:    "train",
+	Summary: "feed a real trainer: every rank starts PROGRAM (train.py) and hands it batches over shared memory",
+	Run: func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
+		return runTrain(ctx, stdout, stderr, args, false)
+	},
+}
+
+// serveCommand is datahelix serve.
+var serveCommand = cli.Command{
+	Name:    "serve",
+	Summary: "feed trainers launched on their own (torchrun, srun --overlap): train without starting PROGRAM",
+	Run: func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
+		return runTrain(ctx, stdout, stderr, args, true)
+	},
 }
 
 // endlessSteps stands for --steps 0 in the loader: more than any job
@@ -71,10 +73,10 @@ func runTrain(ctx context.Context, stdout, stderr io.Writer, args []string, serv
 	if serve {
 		name, synopsis = "serve", "[flags]"
 	}
-	fs := newFlags(name, synopsis)
+	fs := cli.NewFlags(name, synopsis)
 	f.register(fs)
 	flagArgs, program := splitProgram(args)
-	if err := parseFlags(fs, flagArgs, stdout); err != nil {
+	if err := cli.ParseFlags(fs, flagArgs, stdout); err != nil {
 		return err
 	}
 	f.program = program
@@ -101,21 +103,21 @@ func splitProgram(args []string) (flags, program []string) {
 func (f *trainFlags) validate() error {
 	switch {
 	case !f.serve && len(f.program) == 0:
-		return usagef("train: no PROGRAM: datahelix train [flags] -- python train.py (see datahelix train -h)")
+		return cli.Usagef("train: no PROGRAM: datahelix train [flags] -- python train.py (see datahelix train -h)")
 	case f.serve && len(f.program) > 0:
-		return usagef("serve starts no program (%q): launch the trainers on their own, or use datahelix train", f.program[0])
+		return cli.Usagef("serve starts no program (%q): launch the trainers on their own, or use datahelix train", f.program[0])
 	case len(f.loaders) > 1:
-		return flagErrorf("", "loader", f.loaders.String(), "%s feeds one trainer with one loader; give one", f.args0())
+		return cli.FlagErrorf("", "loader", f.loaders.String(), "%s feeds one trainer with one loader; give one", f.args0())
 	case f.cfg.Steps < 0:
-		return flagErrorf("", "steps", f.cfg.Steps, "want 0 (until the trainer stops asking) or more")
+		return cli.FlagErrorf("", "steps", f.cfg.Steps, "want 0 (until the trainer stops asking) or more")
 	case f.ringSlots < 3 || f.ringSlots > 1024:
-		return flagErrorf("", "ring-slots", f.ringSlots, "want 3..1024")
+		return cli.FlagErrorf("", "ring-slots", f.ringSlots, "want 3..1024")
 	case f.ringSlotMiB < 0 || f.ringSlotMiB > maxBudgetMiB:
-		return flagErrorf("", "ring-slot-mib", f.ringSlotMiB, "want 0..%d", maxBudgetMiB)
+		return cli.FlagErrorf("", "ring-slot-mib", f.ringSlotMiB, "want 0..%d", maxBudgetMiB)
 	case f.connectTimeout <= 0:
-		return flagErrorf("", "connect-timeout", f.connectTimeout, "want a positive duration")
+		return cli.FlagErrorf("", "connect-timeout", f.connectTimeout, "want a positive duration")
 	case f.grace < 0:
-		return flagErrorf("", "grace", f.grace, "want 0 or more")
+		return cli.FlagErrorf("", "grace", f.grace, "want 0 or more")
 	}
 	if len(f.loaders) == 0 {
 		f.loaders = loaderList{spmd.KindHelix}
@@ -183,7 +185,7 @@ func trainJob(ctx context.Context, c collective.Comm, f *trainFlags, out, errOut
 	if b != nil {
 		defer b.close(f.grace)
 	}
-	if err := withStatusAllRanks(exitTrainer, agreeOnError(c, err, "cannot start its trainer")); err != nil {
+	if err := withStatusAllRanks(cli.ExitTrainer, agreeOnError(c, err, "cannot start its trainer")); err != nil {
 		if b != nil {
 			bridge.SendText(b.conn, bridge.TypeRefuse, err.Error())
 		}
@@ -196,7 +198,7 @@ func trainJob(ctx context.Context, c collective.Comm, f *trainFlags, out, errOut
 	}
 	for r, s := range states {
 		if string(s) != string(states[0]) {
-			err := withStatus(exitDisagree, collective.AllRanks(fmt.Errorf("the trainers resume from different states: rank 0 from %s, rank %d from %s", orNone(states[0]), r, orNone(s))))
+			err := cli.WithStatus(cli.ExitDisagree, collective.AllRanks(fmt.Errorf("the trainers resume from different states: rank 0 from %s, rank %d from %s", orNone(states[0]), r, orNone(s))))
 			bridge.SendText(b.conn, bridge.TypeRefuse, err.Error())
 			return err
 		}
@@ -216,7 +218,7 @@ func trainJob(ctx context.Context, c collective.Comm, f *trainFlags, out, errOut
 		if errors.Is(err, spmd.ErrState) {
 			err = collective.AllRanks(fmt.Errorf("the trainers' Loader.load_state_dict: %w", err))
 		}
-		err = withStatusAllRanks(exitBadInput, err)
+		err = withStatusAllRanks(cli.ExitBadInput, err)
 		bridge.SendText(b.conn, bridge.TypeRefuse, err.Error())
 		return err
 	}
@@ -434,7 +436,7 @@ func (b *rankBridge) serve(ctx context.Context, c, end collective.Comm, l *loade
 				select {
 				case <-exited:
 				case <-time.After(f.connectTimeout):
-					return abandon(withStatus(exitTrainer, fmt.Errorf("the trainer of rank %d closed its datahelix connection and still runs %v later", c.Rank(), f.connectTimeout)))
+					return abandon(cli.WithStatus(cli.ExitTrainer, fmt.Errorf("the trainer of rank %d closed its datahelix connection and still runs %v later", c.Rank(), f.connectTimeout)))
 				}
 			}
 		case <-exited:
@@ -444,7 +446,7 @@ func (b *rankBridge) serve(ctx context.Context, c, end collective.Comm, l *loade
 			}
 		case <-signalled:
 			signalled = nil
-			ie, ok := interrupted(context.Cause(ctx))
+			ie, ok := cli.Interrupted(context.Cause(ctx))
 			if !ok || b.tr == nil { // another rank failed (in-process world), or serve
 				err := context.Cause(ctx)
 				var rf collective.RankFailedError
@@ -457,7 +459,7 @@ func (b *rankBridge) serve(ctx context.Context, c, end collective.Comm, l *loade
 				}
 				return abandon(err)
 			}
-			b.tr.signal(ie.sig)
+			b.tr.signal(ie.Sig)
 			graceOver = time.After(f.grace)
 		case <-graceOver:
 			b.tr.signal(syscall.SIGKILL)
@@ -470,7 +472,7 @@ func (b *rankBridge) serve(ctx context.Context, c, end collective.Comm, l *loade
 			}
 		}
 	}
-	if ie, ok := interrupted(context.Cause(ctx)); ok {
+	if ie, ok := cli.Interrupted(context.Cause(ctx)); ok {
 		return abandon(ie)
 	}
 	endAt := time.Now()
@@ -481,7 +483,7 @@ func (b *rankBridge) serve(ctx context.Context, c, end collective.Comm, l *loade
 		return nil, err
 	}
 	if most, least := counts[0], -counts[1]; most != least {
-		return nil, withStatus(exitTrainer, fmt.Errorf("the trainers stopped after different numbers of batches (between %d and %d; rank %d's after %d): the ranks' loaders cannot stop together, so the job ends here",
+		return nil, cli.WithStatus(cli.ExitTrainer, fmt.Errorf("the trainers stopped after different numbers of batches (between %d and %d; rank %d's after %d): the ranks' loaders cannot stop together, so the job ends here",
 			least, most, c.Rank(), delivered))
 	}
 	if state.Step+delivered < int64(cfg.Steps) {
@@ -547,11 +549,11 @@ func toBridge(b *spmd.Batch, size int) *bridge.Batch {
 }
 
 // fileOf returns the file behind w (the process's standard output or
-// error, maybe behind a syncWriter), so that a child writes to it
+// error, maybe behind a cli.SyncWriter), so that a child writes to it
 // directly; else w itself.
 func fileOf(w io.Writer) io.Writer {
-	if sw, ok := w.(*syncWriter); ok {
-		if f, ok := sw.w.(*os.File); ok {
+	if sw, ok := w.(*cli.SyncWriter); ok {
+		if f, ok := sw.W.(*os.File); ok {
 			return f
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/datahelix/datahelix/collective"
+	"github.com/datahelix/datahelix/internal/cli"
+	"github.com/datahelix/datahelix/internal/cli/clitest"
 	"github.com/datahelix/datahelix/internal/gen/gentest"
 	"github.com/datahelix/datahelix/internal/metrics"
 	"github.com/datahelix/datahelix/spmd"
@@ -39,9 +41,9 @@ func TestRunFailsWhenEverySampleIsDropped(t *testing.T) {
 	tr := newRunTranscript(bad, out, "SUMMARY")
 	args := fastRun(bad, "--ranks", "2", "--steps", "4", "--json", out)
 	code, stdout, stderr := runMain(args...)
-	tr.addOutputs(args, code, stdout, sortRankLines(stderr))
-	if code != exitBadInput {
-		t.Errorf("every sample dropped: exit %d, want %d (bad input)", code, exitBadInput)
+	tr.AddOutputs(args, code, stdout, sortRankLines(stderr))
+	if code != cli.ExitBadInput {
+		t.Errorf("every sample dropped: exit %d, want %d (bad input)", code, cli.ExitBadInput)
 	}
 	var rs []metrics.Summary
 	if raw, err := os.ReadFile(out); err != nil || json.Unmarshal(raw, &rs) != nil || len(rs) != 2 || rs[0].DroppedSamples != 16 || rs[1].DroppedSamples != 16 {
@@ -76,14 +78,14 @@ func TestRunFailsWhenEverySampleIsDropped(t *testing.T) {
 	log, err := mpirunMain(t, 4, args...)
 	// The datahelix lines of the job, sorted: each rank names its sample
 	// once, no rank aborts, rank 0 says why the job failed.
-	tr.addJob(4, args, sortLines(datahelixLines(log)))
-	if code := exitCode(err); code != exitBadInput {
-		t.Errorf("mpirun, every sample dropped: exit %d (%v), want %d (bad input):\n%s", code, err, exitBadInput, log)
+	tr.AddJob(4, args, sortLines(datahelixLines(log)))
+	if code := exitCode(err); code != cli.ExitBadInput {
+		t.Errorf("mpirun, every sample dropped: exit %d (%v), want %d (bad input):\n%s", code, err, cli.ExitBadInput, log)
 	}
 	if st, err := os.Stat(out); err != nil || st.Size() == 0 {
 		t.Errorf("mpirun, every sample dropped: --json %s not written: %v", out, err)
 	}
-	golden(t, "dropped_samples.golden", tr.String())
+	clitest.Golden(t, "dropped_samples.golden", tr.String())
 }
 
 // TestAllDroppedError checks the rule: a loader with no sample delivered

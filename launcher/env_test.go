@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/datahelix/datahelix/internal/cli/clitest"
 )
 
 func TestDetectLaunch(t *testing.T) {
@@ -132,7 +134,7 @@ func TestCheckWorld(t *testing.T) {
 		}
 		fmt.Fprintf(&b, "%s:\n\t%v\n", tt.name, err)
 	}
-	golden(t, "check_world.golden", b.String())
+	clitest.Golden(t, "check_world.golden", b.String())
 }
 
 func TestShortLibrary(t *testing.T) {

@@ -2,112 +2,25 @@ package launcher
 
 import (
 	"errors"
-	"flag"
-	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/datahelix/datahelix/internal/cli/clitest"
 )
 
-var rewrite = flag.Bool("rewrite", false, "rewrite the golden outputs under testdata/ (go test -run TestName -rewrite)")
-
-// golden compares got with the file testdata/name, or writes got there
-// when the tests run with -rewrite: what the user reads is pinned
-// there, so that rewording a message is a rewrite and a one-line diff,
-// and a changed behaviour (another flag named, a line more) still fails.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *rewrite {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -run %s -rewrite to write it)", err, t.Name())
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s (go test -run %s -rewrite accepts it):\n--- got\n%s--- want\n%s", path, t.Name(), got, want)
-	}
-}
-
-// transcript collects command lines and what they printed, with volatile
-// parts (temporary directories) replaced by stable names, for golden.
-type transcript struct {
-	b    strings.Builder
-	norm *strings.Replacer
-	res  []normalizer // applied to what commands print, after norm
-}
-
-// normalizer replaces what re matches with with (regexp's $1 expansion).
-type normalizer struct {
-	re   *regexp.Regexp
-	with string
-}
-
-// newTranscript returns a transcript that replaces each old of the
-// old, new pairs with its new.
-func newTranscript(oldnew ...string) *transcript {
-	return &transcript{norm: strings.NewReplacer(oldnew...)}
-}
-
-// machineFacts are the parts of messages that depend on the machine
-// the tests run on: its memory, its cores.
-var machineFacts = []struct {
-	re   *regexp.Regexp
-	with string
-}{
-	{regexp.MustCompile(`--real runs at most \d+ ranks here \(4 per core of this machine's \d+, at least 8\)`), "--real runs at most N ranks here (4 per core of this machine's CORES, at least 8)"},
-}
-
-// add records "$ datahelix ARGS" and out, with the machine's facts
-// replaced too.
-func (tr *transcript) add(args []string, out string) { tr.addAs("datahelix", args, out) }
-
-// addJob records "$ mpirun -np NP datahelix ARGS" and out, a job's
-// output (its datahelixLines, say), as add does.
-func (tr *transcript) addJob(np int, args []string, out string) {
-	tr.addAs(fmt.Sprintf("mpirun -np %d datahelix", np), args, out)
-}
-
-// addAs records "$ CMD ARGS" and out, as add does.
-func (tr *transcript) addAs(cmd string, args []string, out string) {
-	for _, f := range machineFacts {
-		out = f.re.ReplaceAllString(out, f.with)
-	}
-	out = tr.norm.Replace(out)
-	for _, f := range tr.res {
-		out = f.re.ReplaceAllString(out, f.with)
-	}
-	tr.b.WriteString(tr.norm.Replace("$ "+cmd+" "+strings.Join(args, " ")+"\n") + out)
-	if out != "" && !strings.HasSuffix(out, "\n") {
-		tr.b.WriteString("\n")
-	}
-}
-
-// replace makes tr replace what expr matches in commands' output with
-// with (a time, a count that depends on the machine), and returns tr.
-func (tr *transcript) replace(expr, with string) *transcript {
-	tr.res = append(tr.res, normalizer{regexp.MustCompile(expr), with})
-	return tr
-}
-
-// newRunTranscript is newTranscript for the outputs of datahelix run
+// newRunTranscript is clitest.NewTranscript for the outputs of datahelix run
 // and train: the dataset data reads DATA, the pairs oldnew apply next
 // (paths under the temporary directory), then the temporary directory
 // reads TMPDIR; the table's figures that depend on the machine's speed
 // read "…" (see runFigures).
-func newRunTranscript(data string, oldnew ...string) *transcript {
+func newRunTranscript(data string, oldnew ...string) *clitest.Transcript {
 	pairs := append(append([]string{data, "DATA"}, oldnew...), os.TempDir(), "TMPDIR")
-	tr := newTranscript(pairs...)
+	tr := clitest.NewTranscript(pairs...)
 	for _, f := range runFigures {
-		tr.replace(f[0], f[1])
+		tr.Replace(f[0], f[1])
 	}
 	return tr
 }
@@ -140,58 +53,19 @@ func rowOf(out, key string) string {
 	return ""
 }
 
-// run runs args as runMain does and records standard output, then
-// standard error's lines marked "2> ", then the exit status if not 0.
-// It returns the exit status and both outputs.
-func (tr *transcript) run(args ...string) (code int, stdout, stderr string) {
-	code, stdout, stderr = runMain(args...)
-	tr.addOutputs(args, code, stdout, stderr)
-	return code, stdout, stderr
-}
-
-// addOutputs records args with a command's exit status and outputs, as
-// run does.
-func (tr *transcript) addOutputs(args []string, code int, stdout, stderr string) {
-	var b strings.Builder
-	b.WriteString(stdout)
-	for _, l := range strings.SplitAfter(stderr, "\n") {
-		if l != "" {
-			b.WriteString("2> " + l)
-		}
-	}
-	if stderr != "" && !strings.HasSuffix(stderr, "\n") {
-		b.WriteString("\n")
-	}
-	if code != 0 {
-		fmt.Fprintf(&b, "[exit %d]\n", code)
-	}
-	tr.add(args, b.String())
-}
-
-func (tr *transcript) String() string { return tr.b.String() }
-
 // usageLine runs args as runMain does and checks that it fails as a
-// usage error: exit status 2, one line on standard error, nothing on
-// standard output. It returns that line, for a transcript.
+// usage error (clitest.UsageLine). It returns that line, for a
+// transcript.
 func usageLine(t *testing.T, args ...string) string {
 	t.Helper()
-	code, stdout, stderr := runMain(args...)
-	if code != exitUsage || strings.Count(stderr, "\n") != 1 || stdout != "" {
-		t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit %d, one line on stderr and nothing on stdout", args, code, stdout, stderr, exitUsage)
-	}
-	return stderr
+	return clitest.UsageLine(t, runMain, args...)
 }
 
 // commandErr runs the command line args as Main does, but returns the
 // command's error instead of printing it, for errors.Is and errors.As.
 func commandErr(t *testing.T, args ...string) error {
 	t.Helper()
-	c, rest, ok := lookup(args)
-	if !ok {
-		t.Fatalf("%q: no such command", args)
-	}
-	var out, errb strings.Builder
-	return c.run(t.Context(), &out, &errb, rest)
+	return clitest.CommandErr(t, commands, args...)
 }
 
 // datahelixLines returns the lines of a job's output that datahelix

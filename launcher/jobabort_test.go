@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/datahelix/datahelix/internal/cli"
+	"github.com/datahelix/datahelix/internal/cli/clitest"
 	"github.com/datahelix/datahelix/internal/collectivetest"
 	"github.com/datahelix/datahelix/internal/communicator"
 	"github.com/datahelix/datahelix/internal/gen/gentest"
@@ -148,12 +150,12 @@ func abortGolden(t *testing.T, name, out string, extra ...string) {
 	t.Helper()
 	data := gentest.Tiny(t)
 	tr := newRunTranscript(data).
-		replace(`rank \d+ on HOST`, "rank R on HOST").
-		replace(`after step \d+`, "after step N").
-		replace(`waited in .*? for [0-9.]+[µnm]?s`, "waited in CALL for T") // a collective, or "the sample exchange (WaitAll)"
+		Replace(`rank \d+ on HOST`, "rank R on HOST").
+		Replace(`after step \d+`, "after step N").
+		Replace(`waited in .*? for [0-9.]+[µnm]?s`, "waited in CALL for T") // a collective, or "the sample exchange (WaitAll)"
 	first, _, _ := strings.Cut(datahelixLines(out), "\n")
-	tr.addJob(2, fastRun(data, append([]string{"--steps", "100000", "--loader", "helix"}, extra...)...), first+"\n")
-	golden(t, name, tr.String())
+	tr.AddJob(2, fastRun(data, append([]string{"--steps", "100000", "--loader", "helix"}, extra...)...), first+"\n")
+	clitest.Golden(t, name, tr.String())
 }
 
 // TestStalledRankEndsJob stops one rank of a job run with a short
@@ -177,8 +179,8 @@ func TestStalledRankEndsJob(t *testing.T) {
 		t.Logf("job ended %v after a rank stopped: %v", took.Round(time.Millisecond), err)
 		// The job ends with the stall's status (MPICH's mpiexec may
 		// report the stopped rank's SIGKILL first, as below).
-		if code := exitCode(err); code != exitStall && !(mpinode.Flavor() == "mpich" && code == 9) {
-			t.Errorf("exit status %d (%v), want %d for a stall:\n%s", code, err, exitStall, out.String())
+		if code := exitCode(err); code != cli.ExitStall && !(mpinode.Flavor() == "mpich" && code == 9) {
+			t.Errorf("exit status %d (%v), want %d for a stall:\n%s", code, err, cli.ExitStall, out.String())
 		}
 		// The running rank waits in MPI for the stopped one, and says
 		// so, naming the timeout and the loader

@@ -20,6 +20,8 @@ import (
 
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/internal/cli"
+	"github.com/datahelix/datahelix/internal/cli/clitest"
 	"github.com/datahelix/datahelix/internal/collectivetest"
 	"github.com/datahelix/datahelix/internal/gen/gentest"
 	"github.com/datahelix/datahelix/spmd"
@@ -62,13 +64,13 @@ func runMain(args ...string) (code int, stdout, stderr string) {
 }
 
 // TestUsageErrors checks bad command lines: each is a usage error (exit
-// status 2, one line, nothing on stdout), a flagError naming the flag
+// status 2, one line, nothing on stdout), a cli.FlagError naming the flag
 // where one flag's value is at fault, and reads as
 // testdata/usage_errors.golden says.
 func TestUsageErrors(t *testing.T) {
 	tests := []struct {
 		args []string
-		flag string // the flagError's flag, "" for another usage error
+		flag string // the cli.FlagError's flag, "" for another usage error
 	}{
 		{[]string{"frobnicate"}, ""},
 		{[]string{"info", "--bogus"}, ""},
@@ -87,22 +89,24 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "-stall-timeout=ten"}, "stall-timeout"},
 		{[]string{"info", "--rounds", "0"}, "rounds"},
 		{[]string{"run", "--max-tasks", "-2"}, "max-tasks"},
+		{[]string{"train", "--ring-slots", "1", "--", "python3", "train.py"}, "ring-slots"},
+		{[]string{"train", "--ring-slot-mib", "-1", "--", "python3", "train.py"}, "ring-slot-mib"},
 		{[]string{"help", "bogus"}, ""},
 		{[]string{"help", "info", "extra"}, ""},
 		{[]string{"-h", "bogus"}, ""},
 	}
-	tr := newTranscript()
+	tr := clitest.NewTranscript()
 	for _, tt := range tests {
-		tr.add(tt.args, usageLine(t, tt.args...))
+		tr.Add(tt.args, usageLine(t, tt.args...))
 		if tt.flag == "" {
 			continue
 		}
-		var fe flagError
-		if err := commandErr(t, tt.args...); !errors.As(err, &fe) || fe.flag != tt.flag || !errors.Is(err, errUsage) {
+		var fe cli.FlagError
+		if err := commandErr(t, tt.args...); !errors.As(err, &fe) || fe.Flag != tt.flag || !errors.Is(err, cli.ErrUsage) {
 			t.Errorf("%q: error %#v, want a usage error about --%s", tt.args, err, tt.flag)
 		}
 	}
-	golden(t, "usage_errors.golden", tr.String())
+	clitest.Golden(t, "usage_errors.golden", tr.String())
 }
 
 // TestInfoCaps checks that info refuses what it could not allocate as
@@ -142,19 +146,19 @@ func TestHelpColumns(t *testing.T) {
 		t.Fatalf("help: exit %d", code)
 	}
 	col := -1
-	for _, c := range sortedCommands() {
-		prefix := "  " + c.name + " "
+	for _, c := range commands {
+		prefix := "  " + c.Name + " "
 		var line string
 		for _, l := range strings.Split(stdout, "\n") {
-			if strings.HasPrefix(l, prefix) && strings.HasSuffix(l, c.summary) {
+			if strings.HasPrefix(l, prefix) && strings.HasSuffix(l, c.Summary) {
 				line = l
 			}
 		}
 		if line == "" {
-			t.Errorf("help: no line %q...%q:\n%s", prefix, c.summary, stdout)
+			t.Errorf("help: no line %q...%q:\n%s", prefix, c.Summary, stdout)
 			continue
 		}
-		at := len(line) - len(c.summary)
+		at := len(line) - len(c.Summary)
 		if line[at-2:at] != "  " {
 			t.Errorf("help: %q: want two spaces or more between the name and the summary", line)
 		}
@@ -171,7 +175,7 @@ func TestHelpColumns(t *testing.T) {
 // each), and a command's subcommands (bench's, not info's). Help and
 // -h succeed and print nothing on standard error.
 func TestHelp(t *testing.T) {
-	tr := newTranscript()
+	tr := clitest.NewTranscript()
 	for _, args := range [][]string{
 		{"help"},
 		{"info", "-h"},
@@ -180,7 +184,7 @@ func TestHelp(t *testing.T) {
 		{"decode", "-h"},
 		{"gen", "-h"},
 	} {
-		if code, stdout, stderr := tr.run(args...); code != 0 || stderr != "" || stdout == "" {
+		if code, stdout, stderr := tr.Run(runMain, args...); code != 0 || stderr != "" || stdout == "" {
 			t.Errorf("%q: exit %d, stderr %q; want 0, the help on stdout", args, code, stderr)
 		}
 	}
@@ -194,7 +198,7 @@ func TestHelp(t *testing.T) {
 	if twice := regexp.MustCompile(`\(default [^)\n]*\) \(default`).FindString(tr.String()); twice != "" {
 		t.Errorf("help says a default twice: %q", twice)
 	}
-	golden(t, "help.golden", tr.String())
+	clitest.Golden(t, "help.golden", tr.String())
 }
 
 var rankLine = regexp.MustCompile(`(?m)^rank (\d+)/(\d+) local (\d+) host \S+ cpus ([0-9,-]+) mpi "([^"]+)"(?: wait (block|sleep))?$`)
@@ -299,15 +303,15 @@ func TestInfoPinUnderMPIRun(t *testing.T) {
 func TestBadFlagUnderMPIRunEndsJob(t *testing.T) {
 	args := []string{"info", "--bogus"}
 	out, err := mpirunMain(t, 4, args...)
-	if code := exitCode(err); code != exitUsage {
-		t.Errorf("exit %d (%v), want %d:\n%s", code, err, exitUsage, out)
+	if code := exitCode(err); code != cli.ExitUsage {
+		t.Errorf("exit %d (%v), want %d:\n%s", code, err, cli.ExitUsage, out)
 	}
 	// The ranks' lines, once each: mpirun ends the job when the first
 	// rank exits, so as many ranks as got there print theirs.
 	lines := strings.SplitAfter(sortLines(datahelixLines(out)), "\n")
-	tr := newTranscript()
-	tr.addJob(4, args, strings.Join(slices.Compact(lines), ""))
-	golden(t, "bad_flag_mpirun.golden", tr.String())
+	tr := clitest.NewTranscript()
+	tr.AddJob(4, args, strings.Join(slices.Compact(lines), ""))
+	clitest.Golden(t, "bad_flag_mpirun.golden", tr.String())
 }
 
 // TestMPIRunScript runs the script users run, as the README says.
@@ -330,8 +334,8 @@ func TestMPIRunScript(t *testing.T) {
 }
 
 func TestExitStatus(t *testing.T) {
-	term := interruptedError{sig: syscall.SIGTERM}
-	intr := interruptedError{sig: syscall.SIGINT}
+	term := cli.InterruptedError{Sig: syscall.SIGTERM}
+	intr := cli.InterruptedError{Sig: syscall.SIGINT}
 	tests := []struct {
 		name  string
 		cause error // the context's, nil for a context that runs
@@ -341,17 +345,17 @@ func TestExitStatus(t *testing.T) {
 	}{
 		{"success", nil, nil, 0, ""},
 		{"failure", nil, errors.New("disk on fire"), 1, "datahelix: disk on fire\n"},
-		{"usage", nil, usagef("--steps 0: want 1 or more"), 2, "datahelix: --steps 0: want 1 or more\n"},
-		{"reported", nil, reported(errors.New("disk on fire")), 1, ""},
-		{"reported sentinel", nil, errReported, 1, ""},
+		{"usage", nil, cli.Usagef("--steps 0: want 1 or more"), 2, "datahelix: --steps 0: want 1 or more\n"},
+		{"reported", nil, cli.Reported(errors.New("disk on fire")), 1, ""},
+		{"reported sentinel", nil, cli.ErrReported, 1, ""},
 		// A command that saw only ctx.Err() says what stopped it.
 		{"SIGTERM", term, fmt.Errorf("gen: %w", context.Canceled), 143, "datahelix: interrupted by SIGTERM\n"},
 		{"SIGINT", intr, fmt.Errorf("gen: %w", context.Canceled), 130, "datahelix: interrupted by SIGINT\n"},
 		{"SIGTERM with context", term, fmt.Errorf("loader helix: %w", term), 143, "datahelix: loader helix: interrupted by SIGTERM\n"},
-		{"SIGTERM reported", term, reported(term), 143, ""},
+		{"SIGTERM reported", term, cli.Reported(term), 143, ""},
 		// A plan mismatch has its class, also from another rank.
-		{"plan mismatch", nil, fmt.Errorf("loader helix: %w", spmd.ErrPlanMismatch), exitPlan, "datahelix: loader helix: " + spmd.ErrPlanMismatch.Error() + "\n"},
-		{"another rank's plan mismatch", nil, collective.AllRanks(fmt.Errorf("rank 1 failed: %w", remoteError{text: "plan mismatch", status: exitPlan})), exitPlan, "datahelix: rank 1 failed: plan mismatch\n"},
+		{"plan mismatch", nil, fmt.Errorf("loader helix: %w", spmd.ErrPlanMismatch), cli.ExitPlan, "datahelix: loader helix: " + spmd.ErrPlanMismatch.Error() + "\n"},
+		{"another rank's plan mismatch", nil, collective.AllRanks(fmt.Errorf("rank 1 failed: %w", remoteError{text: "plan mismatch", status: cli.ExitPlan})), cli.ExitPlan, "datahelix: rank 1 failed: plan mismatch\n"},
 		// An error of its own while the signal arrived stays one.
 		{"failure while stopping", term, errors.New("disk on fire"), 1, "datahelix: disk on fire\n"},
 	}
@@ -361,7 +365,7 @@ func TestExitStatus(t *testing.T) {
 			cancel(tt.cause)
 		}
 		var out bytes.Buffer
-		if code := exit(ctx, tt.err, &out); code != tt.code || out.String() != tt.out {
+		if code := cli.Exit(ctx, tt.err, &out); code != tt.code || out.String() != tt.out {
 			t.Errorf("%s: got status %d and %q, want %d and %q", tt.name, code, out.String(), tt.code, tt.out)
 		}
 		cancel(nil)
@@ -374,7 +378,7 @@ func TestInterruptInProcessRanks(t *testing.T) {
 	data := gentest.Tiny(t)
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		ctx, cancel := context.WithCancelCause(context.Background())
-		time.AfterFunc(500*time.Millisecond, func() { cancel(interruptedError{sig: sig}) })
+		time.AfterFunc(500*time.Millisecond, func() { cancel(cli.InterruptedError{Sig: sig}) })
 		var out, errb bytes.Buffer
 		code := Main(ctx, fastRun(data, "--ranks", "2", "--steps", "1000000", "--loader", "helix"), &out, &errb)
 		want := "interrupted by " + unix.SignalName(sig) + "\n"

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/datahelix/datahelix/internal/cli"
 	"github.com/datahelix/datahelix/internal/gen/gentest"
 	"github.com/datahelix/datahelix/internal/mpinode"
 )
@@ -217,8 +218,8 @@ func TestPeerTimeoutUnderMPIRun(t *testing.T) {
 	stopped := time.Now()
 	// The job ends with the lost peer's status (MPICH's mpiexec may
 	// report the stopped rank's SIGKILL first).
-	if code := exitCode(cmd.Wait()); code != exitPeerLost && !(mpinode.Flavor() == "mpich" && code == 9) {
-		t.Errorf("exit status %d, want %d for a lost peer:\n%s", code, exitPeerLost, out.String())
+	if code := exitCode(cmd.Wait()); code != cli.ExitPeerLost && !(mpinode.Flavor() == "mpich" && code == 9) {
+		t.Errorf("exit status %d, want %d for a lost peer:\n%s", code, cli.ExitPeerLost, out.String())
 	}
 	if took := time.Since(stopped); took > 30*time.Second {
 		t.Errorf("the job ended %v after a rank stopped, want a few seconds past --peer-timeout 3s", took)

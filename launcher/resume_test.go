@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/datahelix/datahelix/internal/cli"
+	"github.com/datahelix/datahelix/internal/cli/clitest"
 	"github.com/datahelix/datahelix/internal/gen/gentest"
 	"github.com/datahelix/datahelix/internal/metrics"
 )
@@ -14,23 +16,23 @@ import (
 func TestResumeFlag(t *testing.T) {
 	for _, tt := range []struct {
 		args []string
-		want autoBool
+		want cli.AutoBool
 	}{
-		{nil, autoFalse},
-		{[]string{"--resume"}, autoTrue},
-		{[]string{"--resume=true"}, autoTrue},
-		{[]string{"--resume=1"}, autoTrue},
-		{[]string{"--resume=false"}, autoFalse},
-		{[]string{"--resume=auto"}, autoAuto},
+		{nil, cli.AutoFalse},
+		{[]string{"--resume"}, cli.AutoTrue},
+		{[]string{"--resume=true"}, cli.AutoTrue},
+		{[]string{"--resume=1"}, cli.AutoTrue},
+		{[]string{"--resume=false"}, cli.AutoFalse},
+		{[]string{"--resume=auto"}, cli.AutoAuto},
 	} {
 		var f runFlags
-		fs := newFlags("run", "")
+		fs := cli.NewFlags("run", "")
 		f.register(fs)
 		if err := fs.Parse(tt.args); err != nil || f.resume != tt.want {
 			t.Errorf("%q: got %v, %v, want %v", tt.args, f.resume.String(), err, tt.want.String())
 		}
 	}
-	tr := newTranscript()
+	tr := clitest.NewTranscript()
 	for _, tt := range []struct {
 		args []string
 	}{
@@ -38,9 +40,9 @@ func TestResumeFlag(t *testing.T) {
 		{[]string{"run", "--resume=auto"}},
 		{[]string{"run", "--resume", "auto", "--checkpoint-dir", "x"}},
 	} {
-		tr.add(tt.args, usageLine(t, tt.args...))
+		tr.Add(tt.args, usageLine(t, tt.args...))
 	}
-	golden(t, "resume_usage_errors.golden", tr.String())
+	clitest.Golden(t, "resume_usage_errors.golden", tr.String())
 }
 
 // TestResumeAuto runs what a requeued batch job runs: the same command
@@ -58,7 +60,7 @@ func TestResumeAuto(t *testing.T) {
 	run := func(flags ...string) (int, []metrics.Summary) {
 		t.Helper()
 		os.Remove(summary)
-		code, _, _ := tr.run(fastRun(data, append([]string{"--ranks", "2", "--steps", "6", "--loader", "local", "--checkpoint-dir", dir, "--json", summary}, flags...)...)...)
+		code, _, _ := tr.Run(runMain, fastRun(data, append([]string{"--ranks", "2", "--steps", "6", "--loader", "local", "--checkpoint-dir", dir, "--json", summary}, flags...)...)...)
 		var rs []metrics.Summary
 		if raw, err := os.ReadFile(summary); err == nil {
 			if err := json.Unmarshal(raw, &rs); err != nil {
@@ -81,7 +83,7 @@ func TestResumeAuto(t *testing.T) {
 		code  int
 		steps [][2]int // first step and steps of each loader; nil for none
 	}{
-		{"bare --resume, no checkpoint", []string{"--resume"}, exitBadInput, nil},
+		{"bare --resume, no checkpoint", []string{"--resume"}, cli.ExitBadInput, nil},
 		{"--resume=auto, no checkpoint", []string{"--resume=auto", "--checkpoint-every", "2"}, 0, [][2]int{{0, 6}}},
 		// Checkpoints at steps 2 and 4 now: a resumed run delivers steps 4, 5.
 		{"--resume=auto after checkpoints", []string{"--resume=auto"}, 0, [][2]int{{4, 2}}},
@@ -94,7 +96,7 @@ func TestResumeAuto(t *testing.T) {
 		// A requeue on another number of ranks: the global batch of 4
 		// (2 ranks x 2) resumes at 4 ranks x 1, not at 3 x 2.
 		{"--resume=auto at 4 ranks x 1", []string{"--resume=auto", "--ranks", "4", "--batch", "1"}, 0, [][2]int{{2, 4}}},
-		{"--resume=auto at 3 ranks x 2", []string{"--resume=auto", "--ranks", "3"}, exitBadInput, nil},
+		{"--resume=auto at 3 ranks x 2", []string{"--resume=auto", "--ranks", "3"}, cli.ExitBadInput, nil},
 	} {
 		if c.what == "--resume=auto with step 4 half-written" {
 			if err := os.Remove(filepath.Join(dir, "local", "step-000000004", "rank-00001.json")); err != nil {
@@ -105,5 +107,5 @@ func TestResumeAuto(t *testing.T) {
 			t.Errorf("%s: exit %d, steps %v; want exit %d, steps %v", c.what, code, steps(rs), c.code, c.steps)
 		}
 	}
-	golden(t, "resume_auto.golden", tr.String())
+	clitest.Golden(t, "resume_auto.golden", tr.String())
 }

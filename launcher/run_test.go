@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/cli"
+	"github.com/datahelix/datahelix/internal/cli/clitest"
 	"github.com/datahelix/datahelix/internal/gen/gentest"
 	"github.com/datahelix/datahelix/internal/metrics"
 	"github.com/datahelix/datahelix/internal/reader"
@@ -116,16 +118,16 @@ func TestRunStartupErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := commandErr(t, tt.args...)
-			if !errors.Is(err, tt.target) || exitStatus(err) != exitBadInput {
-				t.Errorf("%v (exit %d), want %v and exit %d", err, exitStatus(err), tt.target, exitBadInput)
+			if !errors.Is(err, tt.target) || cli.ExitStatus(err) != cli.ExitBadInput {
+				t.Errorf("%v (exit %d), want %v and exit %d", err, cli.ExitStatus(err), tt.target, cli.ExitBadInput)
 			}
 		})
 	}
 	// Under mpirun, every rank fails and the job ends with the status of
 	// bad input, naming the shard.
 	log, err := mpirunMain(t, 4, fastRun(trunc)...)
-	if code := exitCode(err); code != exitBadInput || !strings.Contains(log, filepath.Base(shards[2])) { // the truncated shard's name
-		t.Errorf("mpirun with a truncated shard: exit %d (%v), want %d:\n%s", code, err, exitBadInput, log)
+	if code := exitCode(err); code != cli.ExitBadInput || !strings.Contains(log, filepath.Base(shards[2])) { // the truncated shard's name
+		t.Errorf("mpirun with a truncated shard: exit %d (%v), want %d:\n%s", code, err, cli.ExitBadInput, log)
 	}
 }
 
@@ -134,7 +136,7 @@ func TestRunStartupErrors(t *testing.T) {
 // an out-of-memory crash, an overflowed time or an error from spmd after
 // MPI started.
 func TestRunFlagBounds(t *testing.T) {
-	tr := newTranscript()
+	tr := clitest.NewTranscript()
 	tests := []struct {
 		args []string
 	}{
@@ -159,9 +161,9 @@ func TestRunFlagBounds(t *testing.T) {
 		{[]string{"costmodel", "--data", "x", "--size", "100000"}},
 	}
 	for _, tt := range tests {
-		tr.add(tt.args, usageLine(t, tt.args...))
+		tr.Add(tt.args, usageLine(t, tt.args...))
 	}
-	golden(t, "run_flag_bounds.golden", tr.String())
+	clitest.Golden(t, "run_flag_bounds.golden", tr.String())
 }
 
 // TestRunOutputsCheckedFirst checks that --json, --trace and
@@ -171,7 +173,7 @@ func TestRunOutputsCheckedFirst(t *testing.T) {
 	data := gentest.Tiny(t)
 	tests := []struct {
 		flags      []string
-		flag, path string // the outputError's
+		flag, path string // the cli.OutputError's
 	}{
 		{[]string{"--json", "/nonexistent-dir/x.json"}, "--json", "/nonexistent-dir/x.json"},
 		{[]string{"--trace", "/proc/x.jsonl"}, "--trace", "/proc/x.jsonl"},
@@ -179,11 +181,11 @@ func TestRunOutputsCheckedFirst(t *testing.T) {
 	}
 	for _, tt := range tests {
 		args := fastRun(data, append([]string{"--steps", "40", "--ranks", "4"}, tt.flags...)...)
-		var oe outputError
-		if err := commandErr(t, args...); !errors.As(err, &oe) || oe.flag != tt.flag || oe.path != tt.path || exitStatus(err) != exitFailure {
-			t.Errorf("%q: %v (exit %d); want an outputError of %s %s, exit %d", tt.flags, err, exitStatus(err), tt.flag, tt.path, exitFailure)
+		var oe cli.OutputError
+		if err := commandErr(t, args...); !errors.As(err, &oe) || oe.Flag != tt.flag || oe.Path != tt.path || cli.ExitStatus(err) != cli.ExitFailure {
+			t.Errorf("%q: %v (exit %d); want a cli.OutputError of %s %s, exit %d", tt.flags, err, cli.ExitStatus(err), tt.flag, tt.path, cli.ExitFailure)
 		}
-		if code, stdout, stderr := runMain(args...); code != exitFailure || strings.Count(stderr, "\n") != 1 || hasRunTable(stdout) {
+		if code, stdout, stderr := runMain(args...); code != cli.ExitFailure || strings.Count(stderr, "\n") != 1 || hasRunTable(stdout) {
 			t.Errorf("%q: got exit %d, stderr %q, stdout %q; want exit 1, one line, no table", tt.flags, code, stderr, stdout)
 		}
 	}
@@ -277,9 +279,9 @@ func TestRunEpochs(t *testing.T) {
 			t.Errorf("%v: %+v, want %d steps", c.args, rs, c.steps)
 		}
 	}
-	var fe flagError
-	if err := commandErr(t, fastRun(uneven, "--ranks", "4", "--epochs", "1")...); !errors.As(err, &fe) || fe.flag != "epochs" || fe.value != "1" {
-		t.Errorf("an epoch short of a global batch: %v, want a flagError of --epochs 1", err)
+	var fe cli.FlagError
+	if err := commandErr(t, fastRun(uneven, "--ranks", "4", "--epochs", "1")...); !errors.As(err, &fe) || fe.Flag != "epochs" || fe.Value != "1" {
+		t.Errorf("an epoch short of a global batch: %v, want a cli.FlagError of --epochs 1", err)
 	}
 }
 
@@ -296,7 +298,7 @@ func TestDefaultStallTimeout(t *testing.T) {
 		{[]string{"--gpu-ms-per-frame", "5000", "--batch", "8", "--frames", "4"}, 10 * (120*time.Millisecond + 32*5*time.Second)},
 	} {
 		var f runFlags
-		fs := newFlags("run", "")
+		fs := cli.NewFlags("run", "")
 		f.register(fs)
 		if err := fs.Parse(tt.args); err != nil {
 			t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/datahelix/datahelix/gpu"
 	"github.com/datahelix/datahelix/internal/agree"
+	"github.com/datahelix/datahelix/internal/cli"
 	"github.com/datahelix/datahelix/internal/loader"
 	"github.com/datahelix/datahelix/internal/planlimits"
 	"github.com/datahelix/datahelix/internal/step"
@@ -59,7 +60,7 @@ type runFlags struct {
 	seed           uint64
 	trace, jsonOut string
 	quiet          bool
-	resume         autoBool
+	resume         cli.AutoBool
 	stallTimeout   time.Duration
 	args           []string // as given, for the --json record
 	epochs         int      // --epochs, 0: none
@@ -80,7 +81,7 @@ func (f *runFlags) applyEpochs(sizes []int, ranks int) error {
 	g := ranks * f.cfg.Batch
 	steps := int64(f.epochs) * int64(total) / int64(g)
 	if steps < 1 {
-		return flagErrorf("", "epochs", f.epochs, "%d epochs of %d samples make no global batch of %d (%d ranks x --batch %d)", f.epochs, total, g, ranks, f.cfg.Batch)
+		return cli.FlagErrorf("", "epochs", f.epochs, "%d epochs of %d samples make no global batch of %d (%d ranks x --batch %d)", f.epochs, total, g, ranks, f.cfg.Batch)
 	}
 	f.cfg.Steps = int(min(steps, int64(f.cfg.Steps)))
 	return nil
@@ -102,12 +103,12 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 func (f *runFlags) registerData(fs *flag.FlagSet, steps int, stepsUsage string) {
 	f.world.register(fs)
 	fs.StringVar(&f.data, "data", "", "`path` of the dataset: a directory of WebDataset tar shards or a glob (default: the embedded default dataset, generated once into the cache)")
-	fs.StringVar(&f.cacheDir, "cache-dir", "", "`dir`ectory for the default dataset and shard indexes"+cacheDirDefault)
+	fs.StringVar(&f.cacheDir, "cache-dir", "", "`dir`ectory for the default dataset and shard indexes"+cli.CacheDirDefault)
 	fs.IntVar(&f.cfg.Batch, "batch", 4, fmt.Sprintf("per-rank batch size `B`, 1..%d", planlimits.Batch))
 	fs.IntVar(&f.cfg.Steps, "steps", steps, stepsUsage)
 	fs.IntVar(&f.cfg.Workers, "workers", 1, "decode workers `W` per rank")
 	fs.IntVar(&f.cfg.Horizon, "horizon", 0, "planning horizon `H` in steps (default max(2 x workers, 8): never less than PyTorch's prefetch looks)")
-	shapeFlags(fs, &f.cfg.Decode.Frames, &f.cfg.Decode.Size)
+	cli.ShapeFlags(fs, &f.cfg.Decode.Frames, &f.cfg.Decode.Size)
 	fs.BoolVar(&f.cfg.Decode.CheckHashes, "check-hashes", false, checkHashesUsage)
 	fs.Uint64Var(&f.seed, "seed", 1, "`seed` of the sample order (and of the default dataset's content)")
 	fs.IntVar(&f.cfg.ShuffleBuffer, "shuffle-buffer", 64, "samples in each stream's shuffle buffer (WebDataset's shuffle(N))")
@@ -147,35 +148,35 @@ func (f *runFlags) validate() error {
 	if len(f.loaders) == 0 {
 		f.loaders = loaderList{spmd.KindTorch, spmd.KindHelix}
 	}
-	f.cfg.Resume, f.cfg.ResumeIfAny = f.resume != autoFalse, f.resume == autoAuto
+	f.cfg.Resume, f.cfg.ResumeIfAny = f.resume != cli.AutoFalse, f.resume == cli.AutoAuto
 	for _, k := range f.loaders {
 		// What the runtime refuses (batch, steps, workers, horizon,
 		// checkpoints, the loader), refused here before MPI starts.
 		c := f.cfg
 		c.Loader = k
 		if err := c.Check(); err != nil {
-			return usagef("%w", err)
+			return cli.Usagef("%w", err)
 		}
 	}
 	switch {
 	case f.stallTimeout < 0 || f.stallTimeout > 0 && f.stallTimeout < time.Second:
-		return flagErrorf("", "stall-timeout", f.stallTimeout, "want 0 (never) or at least 1s")
+		return cli.FlagErrorf("", "stall-timeout", f.stallTimeout, "want 0 (never) or at least 1s")
 	case f.decodedMiB < 0 || f.decodedMiB > maxBudgetMiB:
-		return flagErrorf("", "decoded-budget", f.decodedMiB, "want 0..%d MiB", maxBudgetMiB)
+		return cli.FlagErrorf("", "decoded-budget", f.decodedMiB, "want 0..%d MiB", maxBudgetMiB)
 	case f.compressedMiB < 0 || f.compressedMiB > maxBudgetMiB:
-		return flagErrorf("", "compressed-budget", f.compressedMiB, "want 0..%d MiB", maxBudgetMiB)
+		return cli.FlagErrorf("", "compressed-budget", f.compressedMiB, "want 0..%d MiB", maxBudgetMiB)
 	case f.cfg.CheckEvery < 1:
-		return flagErrorf("", "check-every", f.cfg.CheckEvery, "want at least 1")
+		return cli.FlagErrorf("", "check-every", f.cfg.CheckEvery, "want at least 1")
 	case f.cfg.Margin < 0:
-		return flagErrorf("", "margin-us", f.cfg.Margin, "want at least 0")
+		return cli.FlagErrorf("", "margin-us", f.cfg.Margin, "want at least 0")
 	case f.epochs < 0:
-		return flagErrorf("", "epochs", f.epochs, "want 0 (--steps alone) or more")
+		return cli.FlagErrorf("", "epochs", f.epochs, "want 0 (--steps alone) or more")
 	case f.cfg.ShuffleBuffer < 1:
-		return flagErrorf("", "shuffle-buffer", f.cfg.ShuffleBuffer, "want at least 1")
+		return cli.FlagErrorf("", "shuffle-buffer", f.cfg.ShuffleBuffer, "want at least 1")
 	case f.cfg.MaxTasks < 0:
-		return flagErrorf("", "max-tasks", f.cfg.MaxTasks, "want 0 (as many as --workers) or more")
+		return cli.FlagErrorf("", "max-tasks", f.cfg.MaxTasks, "want 0 (as many as --workers) or more")
 	}
-	if err := checkShape(f.cfg.Decode.Frames, f.cfg.Decode.Size); err != nil {
+	if err := cli.CheckShape(f.cfg.Decode.Frames, f.cfg.Decode.Size); err != nil {
 		return err
 	}
 	if err := checkOutputPaths(f.jsonOut, f.trace); err != nil {
@@ -193,12 +194,12 @@ func (f *runFlags) validate() error {
 	} {
 		// NaN fails both comparisons, so test for the good range.
 		if !(t.v >= 0 && t.v <= t.max) {
-			return flagErrorf("", t.flag, t.v, "want a number in 0..%.0f", t.max)
+			return cli.FlagErrorf("", t.flag, t.v, "want a number in 0..%.0f", t.max)
 		}
 	}
 	b, fr := float64(f.cfg.Batch), float64(f.cfg.Decode.Frames)
 	if step := f.gpuStepMS + b*(f.gpuSampleMS+fr*f.gpuFrameMS); step > float64(maxGPUStep/time.Millisecond) {
-		return usagef("--gpu-step-ms %v, --gpu-ms-per-sample %v and --gpu-ms-per-frame %v model a step of %.0f h for a batch of %d clips of %d frames: want at most %.0f h",
+		return cli.Usagef("--gpu-step-ms %v, --gpu-ms-per-sample %v and --gpu-ms-per-frame %v model a step of %.0f h for a batch of %d clips of %d frames: want at most %.0f h",
 			f.gpuStepMS, f.gpuSampleMS, f.gpuFrameMS, step/3.6e6, f.cfg.Batch, f.cfg.Decode.Frames, maxGPUStep.Hours())
 	}
 	ms := func(v float64) time.Duration { return time.Duration(math.Round(v * float64(time.Millisecond))) }
@@ -218,14 +219,14 @@ func checkOutputPaths(jsonOut, trace string) error {
 		return nil
 	}
 	if jsonOut == "-" && trace == "-" {
-		return usagef("--json - and --trace - both write to standard output: give one of them a file")
+		return cli.Usagef("--json - and --trace - both write to standard output: give one of them a file")
 	}
 	if jsonOut == "-" || trace == "-" {
 		return nil
 	}
 	same := false
-	a, aerr := filepath.Abs(linkTarget(jsonOut))
-	b, berr := filepath.Abs(linkTarget(trace))
+	a, aerr := filepath.Abs(cli.LinkTarget(jsonOut))
+	b, berr := filepath.Abs(cli.LinkTarget(trace))
 	if aerr == nil && berr == nil && a == b {
 		same = true
 	} else if as, err := os.Stat(jsonOut); err == nil {
@@ -234,7 +235,7 @@ func checkOutputPaths(jsonOut, trace string) error {
 		}
 	}
 	if same {
-		return usagef("--json %s and --trace %s are the same file: the trace would replace the summary; give them different paths", jsonOut, trace)
+		return cli.Usagef("--json %s and --trace %s are the same file: the trace would replace the summary; give them different paths", jsonOut, trace)
 	}
 	return nil
 }

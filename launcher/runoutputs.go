@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/datahelix/datahelix/collective"
+	"github.com/datahelix/datahelix/internal/cli"
 	"github.com/datahelix/datahelix/internal/machine"
 	"github.com/datahelix/datahelix/internal/metrics"
 )
@@ -56,8 +57,8 @@ func (r runSummary) MarshalJSON() ([]byte, error) {
 // before it starts (prepareOutputs) so that a bad path fails at once,
 // and written, a new file created, only after a successful run (write).
 type runOutputs struct {
-	outputFiles
-	json, trace *outputFile
+	cli.OutputFiles
+	json, trace *cli.OutputFile
 	// jsonStdout and traceStdout send --json or --trace to standard
 	// output (-) instead of a file.
 	jsonStdout, traceStdout bool
@@ -96,16 +97,16 @@ func openOutputs(files bool, f *runFlags) (*runOutputs, error) {
 	o := &runOutputs{}
 	if files {
 		var err error
-		if o.json, err = o.open("--json", fileOutput(f.jsonOut)); err != nil {
+		if o.json, err = o.Open("--json", fileOutput(f.jsonOut)); err != nil {
 			return o, err
 		}
-		if o.trace, err = o.open("--trace", fileOutput(f.trace)); err != nil {
+		if o.trace, err = o.Open("--trace", fileOutput(f.trace)); err != nil {
 			return o, err
 		}
 		o.jsonStdout, o.traceStdout = f.jsonOut == "-", f.trace == "-"
 	}
 	if f.cfg.CheckpointEvery > 0 {
-		return o, checkWritableDir("--checkpoint-dir", f.cfg.CheckpointDir)
+		return o, cli.CheckWritableDir("--checkpoint-dir", f.cfg.CheckpointDir)
 	}
 	return o, nil
 }
@@ -124,21 +125,21 @@ func (o *runOutputs) write(stdout io.Writer, results []metrics.Summary, job *job
 			return fmt.Errorf("--trace: %w", err)
 		}
 	}
-	return o.close()
+	return o.Close()
 }
 
-// replaceOutput has write fill f (replace), or stdout when f is nil.
-func replaceOutput(f *outputFile, stdout io.Writer, write func(io.Writer) error) error {
+// replaceOutput has write fill f (Replace), or stdout when f is nil.
+func replaceOutput(f *cli.OutputFile, stdout io.Writer, write func(io.Writer) error) error {
 	if f == nil {
 		return write(stdout)
 	}
-	return f.replace(write)
+	return f.Replace(write)
 }
 
 // discard closes the files of a failed run.
 func (o *runOutputs) discard() {
 	if o != nil {
-		o.outputFiles.discard()
+		o.OutputFiles.Discard()
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/datahelix/datahelix/internal/cli"
+	"github.com/datahelix/datahelix/internal/cli/clitest"
 	"github.com/datahelix/datahelix/internal/gen/gentest"
 	"github.com/datahelix/datahelix/internal/metrics"
 )
@@ -37,7 +39,7 @@ func TestRunRefusesEarlierCheckpoints(t *testing.T) {
 	}
 	code, stdout, stderr := run("--steps", "60", "--checkpoint-every", "4")
 	ld := filepath.Join(dir, "local")
-	oneLine(t, "new run into an earlier run's directory", code, stdout, stderr, exitBadInput,
+	oneLine(t, "new run into an earlier run's directory", code, stdout, stderr, cli.ExitBadInput,
 		"datahelix: --checkpoint-dir "+dir+": "+ld+" holds checkpoints of an earlier run, the newest at step 8, which a later --resume would take for this run's: pass --resume to continue that run, or remove "+ld+" or pick another --checkpoint-dir")
 	if steps, _ := filepath.Glob(filepath.Join(ld, "step-*")); len(steps) != 2 {
 		t.Errorf("the refused run changed %s: steps %q, want the first run's 4 and 8", ld, steps)
@@ -65,20 +67,20 @@ func TestResumeChecksEveryLoaderFirst(t *testing.T) {
 		t.Fatalf("first run: exit %d: %s", code, stderr)
 	}
 	code, stdout, stderr := run("--loader", "local,helix", "--resume")
-	oneLine(t, "--resume, helix without a checkpoint", code, stdout, stderr, exitBadInput,
+	oneLine(t, "--resume, helix without a checkpoint", code, stdout, stderr, cli.ExitBadInput,
 		"datahelix: --resume: no complete checkpoint of loader helix in "+filepath.Join(dir, "helix"))
 	// Nor may a later loader's checkpoint be another job's (batch 2).
 	code, stdout, stderr = run("--loader", "helix,local", "--resume=auto", "--batch", "3")
-	oneLine(t, "--resume=auto --batch 3", code, stdout, stderr, exitBadInput,
+	oneLine(t, "--resume=auto --batch 3", code, stdout, stderr, cli.ExitBadInput,
 		"datahelix: --resume: "+filepath.Join(dir, "local", "step-000000004", "rank-00000.json")+" was written with a global batch of 4 (2 ranks x 2), this job's is 6 (2 x 3): keep ranks x --batch to resume at another number of ranks")
 	// Local resumes, helix starts fresh, and the table follows
 	// (testdata/resume_every_loader_auto.golden).
 	tr := newRunTranscript(data, dir, "CKPT")
 	args := fastRun(data, "--ranks", "2", "--steps", "8", "--checkpoint-dir", dir, "--loader", "local,helix", "--resume=auto")
-	if code, _, _ := tr.run(args...); code != 0 {
+	if code, _, _ := tr.Run(runMain, args...); code != 0 {
 		t.Errorf("--resume=auto: exit %d, want 0", code)
 	}
-	golden(t, "resume_every_loader_auto.golden", tr.String())
+	clitest.Golden(t, "resume_every_loader_auto.golden", tr.String())
 }
 
 // TestRunShardSplitRefusedOnce checks that a dataset whose epoch is
@@ -93,7 +95,7 @@ func TestRunShardSplitRefusedOnce(t *testing.T) {
 		{"64", "datahelix: reader: an epoch of 32 samples is shorter than one global batch of 128: use more data, or fewer ranks or a smaller --batch"},
 	} {
 		code, stdout, stderr := runMain(fastRun(data, "--ranks", c.ranks, "--steps", "2")...)
-		oneLine(t, "--ranks "+c.ranks, code, stdout, stderr, exitBadInput, c.want)
+		oneLine(t, "--ranks "+c.ranks, code, stdout, stderr, cli.ExitBadInput, c.want)
 	}
 }
 
@@ -123,11 +125,11 @@ func TestRunJSONAndTraceSamePath(t *testing.T) {
 		{filepath.Join(dir, "new.json"), dangling},
 	} {
 		code, stdout, stderr := runMain(fastRun(data, "--ranks", "2", "--steps", "2", "--json", c[0], "--trace", c[1])...)
-		oneLine(t, c[0]+" and "+c[1], code, stdout, stderr, exitUsage,
+		oneLine(t, c[0]+" and "+c[1], code, stdout, stderr, cli.ExitUsage,
 			"datahelix: --json "+c[0]+" and --trace "+c[1]+" are the same file: the trace would replace the summary; give them different paths")
 	}
 	code, stdout, stderr := runMain(fastRun(data, "--ranks", "2", "--steps", "2", "--json", "-", "--trace", "-")...)
-	oneLine(t, "both -", code, stdout, stderr, exitUsage, "datahelix: --json - and --trace - both write to standard output: give one of them a file")
+	oneLine(t, "both -", code, stdout, stderr, cli.ExitUsage, "datahelix: --json - and --trace - both write to standard output: give one of them a file")
 }
 
 // TestRunOutputsToStdout checks that --json - and --trace - write to
@@ -201,5 +203,5 @@ func TestPrintTableSteadyRowsAnyLoader(t *testing.T) {
 	}
 	var b bytes.Buffer
 	printTable(&b, []metrics.Summary{sum("torch", 5), sum("helix", 20)}, 2, &runFlags{})
-	golden(t, "print_table_steady_rows.golden", b.String())
+	clitest.Golden(t, "print_table_steady_rows.golden", b.String())
 }

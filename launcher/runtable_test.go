@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/datahelix/datahelix/internal/cli/clitest"
 	"github.com/datahelix/datahelix/internal/metrics"
 )
 
@@ -69,5 +70,5 @@ func TestPrintTableSteadyWindow(t *testing.T) {
 		fmt.Fprintf(&b, "# %d steps, helix's steady GPU wait %s (torch's 0.00001)\n", tt.steps, strconv.FormatFloat(tt.waitB, 'f', -1, 64))
 		printTable(&b, []metrics.Summary{sum("torch", tt.steps, 0.00001), sum("helix", tt.steps, tt.waitB)}, 2, f)
 	}
-	golden(t, "print_table_steady_window.golden", b.String())
+	clitest.Golden(t, "print_table_steady_window.golden", b.String())
 }

@@ -3,6 +3,8 @@ package launcher
 import (
 	"io"
 	"testing"
+
+	"github.com/datahelix/datahelix/internal/cli"
 )
 
 // TestRunSettingsCompareResolvedValues checks that ranks compare the
@@ -12,7 +14,7 @@ func TestRunSettingsCompareResolvedValues(t *testing.T) {
 	settings := func(args ...string) map[string]uint64 {
 		t.Helper()
 		var f runFlags
-		fs := newFlags("run", "[flags]")
+		fs := cli.NewFlags("run", "[flags]")
 		f.register(fs)
 		fs.SetOutput(io.Discard)
 		if err := fs.Parse(args); err != nil {

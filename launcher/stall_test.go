@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/collective"
+	"github.com/datahelix/datahelix/internal/cli"
+	"github.com/datahelix/datahelix/internal/cli/clitest"
 	"github.com/datahelix/datahelix/internal/stall"
 )
 
@@ -21,7 +23,7 @@ func TestStallWatchInProcess(t *testing.T) {
 	const timeout = time.Second
 	var errOut bytes.Buffer
 	start := time.Now()
-	err := runLocal(context.Background(), worldFlags{ranks: 2, pin: autoFalse}, io.Discard, &errOut,
+	err := runLocal(context.Background(), worldFlags{ranks: 2, pin: cli.AutoFalse}, io.Discard, &errOut,
 		func(ctx context.Context, c collective.Comm, out, _ io.Writer) error {
 			if c.Rank() == 1 {
 				<-ctx.Done() // a rank that makes no progress
@@ -33,8 +35,8 @@ func TestStallWatchInProcess(t *testing.T) {
 			return w.Watched(c).Barrier()
 		})
 	took := time.Since(start)
-	if err == nil || exitStatus(err) != exitStall || errors.Is(err, errReported) {
-		t.Fatalf("got %v (status %d, stderr %q); want an unreported error with status %d", err, exitStatus(err), errOut.String(), exitStall)
+	if err == nil || cli.ExitStatus(err) != cli.ExitStall || errors.Is(err, cli.ErrReported) {
+		t.Fatalf("got %v (status %d, stderr %q); want an unreported error with status %d", err, cli.ExitStatus(err), errOut.String(), cli.ExitStall)
 	}
 	// What it says: testdata/stall_TestStallWatchInProcess.golden.
 	stallGolden(t, err)
@@ -54,7 +56,7 @@ func TestStallWatchInProcess(t *testing.T) {
 func TestStallWatchNamesTheBusyRank(t *testing.T) {
 	const timeout = time.Second
 	var errOut bytes.Buffer
-	err := runLocal(context.Background(), worldFlags{ranks: 2, pin: autoFalse}, io.Discard, &errOut,
+	err := runLocal(context.Background(), worldFlags{ranks: 2, pin: cli.AutoFalse}, io.Discard, &errOut,
 		func(ctx context.Context, c collective.Comm, out, _ io.Writer) error {
 			w := watchStalls(c, timeout)
 			defer w.Stop()
@@ -66,8 +68,8 @@ func TestStallWatchNamesTheBusyRank(t *testing.T) {
 			}
 			return w.Watched(c).Barrier()
 		})
-	if err == nil || exitStatus(err) != exitStall {
-		t.Fatalf("got %v (stderr %q); want status %d", err, errOut.String(), exitStall)
+	if err == nil || cli.ExitStatus(err) != cli.ExitStall {
+		t.Fatalf("got %v (stderr %q); want status %d", err, errOut.String(), cli.ExitStall)
 	}
 	// The abort is rank 1's, saying it is busy: the golden's line.
 	stallGolden(t, err)
@@ -77,7 +79,7 @@ func TestStallWatchNamesTheBusyRank(t *testing.T) {
 // testdata/stall_in_process.golden, the time a rank waited left out.
 func stallGolden(t *testing.T, err error) {
 	t.Helper()
-	tr := newTranscript().replace(`waited in (\w+) for [0-9.]+[µnm]?s`, "waited in $1 for T")
-	tr.add([]string{"# " + t.Name()}, err.Error())
-	golden(t, "stall_"+t.Name()+".golden", tr.String())
+	tr := clitest.NewTranscript().Replace(`waited in (\w+) for [0-9.]+[µnm]?s`, "waited in $1 for T")
+	tr.Add([]string{"# " + t.Name()}, err.Error())
+	clitest.Golden(t, "stall_"+t.Name()+".golden", tr.String())
 }

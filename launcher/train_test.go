@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/internal/bridge"
+	"github.com/datahelix/datahelix/internal/cli"
+	"github.com/datahelix/datahelix/internal/cli/clitest"
 	"github.com/datahelix/datahelix/internal/collectivetest"
 	"github.com/datahelix/datahelix/internal/gen/gentest"
 	"github.com/datahelix/datahelix/internal/metrics"
@@ -197,8 +199,8 @@ func TestTrainerFailureEndsJob(t *testing.T) {
 	data := gentest.Tiny(t)
 	start := time.Now()
 	log, err := mpirunMain(t, 2, trainArgs(data, "fail1", []string{"--steps", "50"}, "--fail-at", "2", "--fail-rank", "1", "--step-ms", "50")...)
-	if code := exitCode(err); code != exitTrainer {
-		t.Fatalf("exit status %d (%v), want %d for a trainer's failure:\n%s", code, err, exitTrainer, log)
+	if code := exitCode(err); code != cli.ExitTrainer {
+		t.Fatalf("exit status %d (%v), want %d for a trainer's failure:\n%s", code, err, cli.ExitTrainer, log)
 	}
 	if took := time.Since(start); took > 30*time.Second {
 		t.Errorf("the job ended %v after it started, want within 30 s", took)
@@ -216,8 +218,8 @@ func TestTrainerThatNeverConnects(t *testing.T) {
 	data := gentest.Tiny(t)
 	log, err := mpirunMain(t, 2, trainArgs(data, "noconn1", []string{"--connect-timeout", "2s"}, "--no-connect")...)
 	// The status of a trainer's failure, and the line names the timeout.
-	if code := exitCode(err); code != exitTrainer || !strings.Contains(log, "within 2s (--connect-timeout)") {
-		t.Fatalf("exit status %d (%v), want %d and the timeout named:\n%s", code, err, exitTrainer, log)
+	if code := exitCode(err); code != cli.ExitTrainer || !strings.Contains(log, "within 2s (--connect-timeout)") {
+		t.Fatalf("exit status %d (%v), want %d and the timeout named:\n%s", code, err, cli.ExitTrainer, log)
 	}
 	leftovers(t, "noconn1")
 }
@@ -415,8 +417,8 @@ func TestKilledTrainerEndsJob(t *testing.T) {
 	fmt.Sscan(pids[1], &victim)
 	syscall.Kill(victim, syscall.SIGKILL)
 	killed := time.Now()
-	if code := exitCode(cmd.Wait()); code != exitTrainer {
-		t.Errorf("exit status %d after a trainer was killed, want %d:\n%s", code, exitTrainer, out.String())
+	if code := exitCode(cmd.Wait()); code != cli.ExitTrainer {
+		t.Errorf("exit status %d after a trainer was killed, want %d:\n%s", code, cli.ExitTrainer, out.String())
 	}
 	if took := time.Since(killed); took > 30*time.Second {
 		t.Errorf("the job ended %v after the trainer was killed, want within 30 s", took)
@@ -434,7 +436,7 @@ func TestKilledTrainerEndsJob(t *testing.T) {
 // why instead of serving it.
 func TestServeRefusesAnotherClient(t *testing.T) {
 	data := gentest.Tiny(t)
-	tr := newTranscript().replace(`datahelix \([^)]*\) speaks`, "datahelix (VERSION) speaks")
+	tr := clitest.NewTranscript().Replace(`datahelix \([^)]*\) speaks`, "datahelix (VERSION) speaks")
 	for _, tt := range []struct {
 		name  string
 		hello bridge.Hello
@@ -472,13 +474,13 @@ func TestServeRefusesAnotherClient(t *testing.T) {
 				t.Fatalf("got %v %v, want a REFUSE", m.Type, err)
 			}
 			// The REFUSE names both sides (testdata/serve_refuses.golden).
-			tr.add([]string{"serve", "# a client of " + tt.name}, strings.ReplaceAll(string(m.Payload), job, "JOB"))
-			if code := <-done; code != exitTrainer {
-				t.Errorf("serve exited %d after refusing its client, want %d: %s", code, exitTrainer, errb.String())
+			tr.Add([]string{"serve", "# a client of " + tt.name}, strings.ReplaceAll(string(m.Payload), job, "JOB"))
+			if code := <-done; code != cli.ExitTrainer {
+				t.Errorf("serve exited %d after refusing its client, want %d: %s", code, cli.ExitTrainer, errb.String())
 			}
 		})
 	}
-	golden(t, "serve_refuses.golden", tr.String())
+	clitest.Golden(t, "serve_refuses.golden", tr.String())
 }
 
 // shmEntries lists /dev/shm.

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/datahelix/datahelix/internal/cli"
 	"golang.org/x/sys/unix"
 )
 
@@ -30,7 +31,7 @@ type trainerExitError struct {
 	state *os.ProcessState
 }
 
-func (e trainerExitError) exitStatus() int { return exitTrainer }
+func (e trainerExitError) ExitStatus() int { return cli.ExitTrainer }
 
 func (e trainerExitError) Error() string {
 	return fmt.Sprintf("the trainer of rank %d (pid %d) %s", e.rank, e.state.Pid(), describeExit(e.state))

@@ -8,12 +8,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/pkg/profile"
 
 	"github.com/datahelix/datahelix/collective"
+	"github.com/datahelix/datahelix/internal/cli"
 	"github.com/datahelix/datahelix/internal/communicator"
 	"github.com/datahelix/datahelix/internal/mpinode"
 )
@@ -22,14 +22,14 @@ import (
 type worldFlags struct {
 	ranks       int
 	peerTimeout time.Duration
-	pin         autoBool // --pin: auto by default
+	pin         cli.AutoBool // --pin: auto by default
 	profile     string
 	profileDir  string
 }
 
 func (f *worldFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.ranks, "ranks", 0, "run `N` ranks (1..4096) as goroutines of this process instead of MPI processes (no mpirun needed); 0: the MPI world's ranks")
-	f.pin = autoAuto
+	f.pin = cli.AutoAuto
 	fs.Var(&f.pin, "pin", "pin each rank to its share of the CPUs the node's ranks may use (together, as they started), by local rank: --pin or --pin=true always, --pin=false never, --pin=auto when the node runs more ranks than those CPUs, so each rank keeps a fixed share as on a real node. Ranks the launcher bound to CPU sets of their own (mpirun --bind-to core, srun --cpu-bind) keep them")
 	fs.DurationVar(&f.peerTimeout, "peer-timeout", 30*time.Second, "end the job when a rank cannot reach its peers (no heartbeat) for this `duration`: a lost node or cut link, apart from training progress; 0: never")
 	fs.StringVar(&f.profile, "profile", "", "write a pprof `kind` profile per rank: cpu, mem or block")
@@ -40,16 +40,16 @@ func (f *worldFlags) validate(env launchEnv) error {
 	switch f.profile {
 	case "", "cpu", "mem", "block":
 	default:
-		return flagErrorf("", "profile", f.profile, "want cpu, mem or block")
+		return cli.FlagErrorf("", "profile", f.profile, "want cpu, mem or block")
 	}
 	if f.peerTimeout < 0 || f.peerTimeout > 0 && f.peerTimeout < time.Second {
-		return flagErrorf("", "peer-timeout", f.peerTimeout, "want 0 (never) or at least 1s")
+		return cli.FlagErrorf("", "peer-timeout", f.peerTimeout, "want 0 (never) or at least 1s")
 	}
 	if f.ranks < 0 || f.ranks > 4096 {
-		return flagErrorf("", "ranks", f.ranks, "want 1..4096 in-process ranks, or 0 (the default) for the MPI world's")
+		return cli.FlagErrorf("", "ranks", f.ranks, "want 1..4096 in-process ranks, or 0 (the default) for the MPI world's")
 	}
 	if f.ranks > 0 && env.Size > 1 {
-		return usagef("--ranks %d runs an in-process world; it cannot be combined with a %d-rank %s launch", f.ranks, env.Size, env.Launcher)
+		return cli.Usagef("--ranks %d runs an in-process world; it cannot be combined with a %d-rank %s launch", f.ranks, env.Size, env.Launcher)
 	}
 	return nil
 }
@@ -62,19 +62,19 @@ type rankBody func(ctx context.Context, c collective.Comm, stdout, stderr io.Wri
 // runWorld runs body on every rank: on the MPI world, or on --ranks
 // goroutines. An error marked collective.AllRanks is reported by every
 // rank, which then exits cleanly; a signal (ctx cancelled with an
-// interruptedError) ends each rank with its exit status; any other error
+// cli.InterruptedError) ends each rank with its exit status; any other error
 // aborts the whole job so that no rank is left waiting in a collective.
 func runWorld(ctx context.Context, f worldFlags, stdout, stderr io.Writer, body rankBody) error {
 	env := osLaunchEnv()
 	if err := f.validate(env); err != nil {
 		return err
 	}
-	out := &syncWriter{w: stdout}
-	errOut := &syncWriter{w: stderr}
+	out := &cli.SyncWriter{W: stdout}
+	errOut := &cli.SyncWriter{W: stderr}
 	if f.ranks > 0 {
 		return runLocal(ctx, f, out, errOut, body)
 	}
-	if f.pin == autoTrue && env.LocalRank >= 0 && env.LocalSize > 0 {
+	if f.pin == cli.AutoTrue && env.LocalRank >= 0 && env.LocalSize > 0 {
 		// Pin before MPI starts its threads; corrected below if MPI's
 		// view of the node differs.
 		if _, err := pinCPUs(env.LocalRank, env.LocalSize); err != nil {
@@ -86,11 +86,11 @@ func runWorld(ctx context.Context, f worldFlags, stdout, stderr io.Writer, body 
 		return fmt.Errorf("cannot start MPI (%s): %w", env, err)
 	}
 	if err := env.checkWorld(w.Rank(), w.Size(), w.Info().Library); err != nil {
-		err = withStatus(exitLaunch, err)
+		err = cli.WithStatus(cli.ExitLaunch, err)
 		if w.Size() > 1 {
 			// Some ranks may agree with the launcher and wait in the
 			// first collective: end them too.
-			w.Abort(exitLaunch, err.Error())
+			w.Abort(cli.ExitLaunch, err.Error())
 		}
 		// A world of one: every process of the launch finds the same
 		// mismatch in a world of its own and exits with this message.
@@ -99,7 +99,7 @@ func runWorld(ctx context.Context, f worldFlags, stdout, stderr io.Writer, body 
 	}
 	peers, err := watchPeers(w, f.peerTimeout, func(msg string) {
 		fmt.Fprintf(errOut, "datahelix: rank %d: %s: ending the job\n", w.Rank(), msg)
-		abortOrExit(w, exitPeerLost, msg, 5*time.Second)
+		abortOrExit(w, cli.ExitPeerLost, msg, 5*time.Second)
 	})
 	if err != nil {
 		w.Abort(1, err.Error())
@@ -110,17 +110,17 @@ func runWorld(ctx context.Context, f worldFlags, stdout, stderr io.Writer, body 
 	close(done)
 	// A job that ends normally finalizes MPI on every rank; any other
 	// error aborts it.
-	peers.stop(err == nil || collective.IsAllRanks(err) || errors.Is(err, errHelp))
-	ie, stopped := interrupted(err)
+	peers.stop(err == nil || collective.IsAllRanks(err) || errors.Is(err, cli.ErrHelp))
+	ie, stopped := cli.Interrupted(err)
 	// A signal in a world of one (datahelix run without mpirun) has no
 	// other rank to end: it leaves MPI as a success does, and Main
 	// prints it.
-	if err == nil || collective.IsAllRanks(err) || errors.Is(err, errHelp) || stopped && w.Size() == 1 {
+	if err == nil || collective.IsAllRanks(err) || errors.Is(err, cli.ErrHelp) || stopped && w.Size() == 1 {
 		if ferr := w.Finalize(); err == nil {
 			err = ferr
 		}
 		if collective.IsAllRanks(err) {
-			return reported(err) // rank 0 printed it for every rank
+			return cli.Reported(err) // rank 0 printed it for every rank
 		}
 		return err
 	}
@@ -128,9 +128,9 @@ func runWorld(ctx context.Context, f worldFlags, stdout, stderr io.Writer, body 
 	// status of err's class unless it ends with its own; a signal may
 	// have reached this rank alone, and the abort ends the others with
 	// its status.
-	code := exitStatus(err)
+	code := cli.ExitStatus(err)
 	if stopped {
-		code = ie.status()
+		code = ie.Status()
 	}
 	w.Abort(code, err.Error()) // says "rank R on HOST aborting the job: " and err
 	return err                 // not reached: Abort ends the process
@@ -144,14 +144,14 @@ func abortWhenStuck(ctx context.Context, w *communicator.World, done <-chan stru
 		return
 	case <-ctx.Done():
 	}
-	ie, ok := interrupted(context.Cause(ctx))
+	ie, ok := cli.Interrupted(context.Cause(ctx))
 	if !ok {
 		return
 	}
 	select {
 	case <-done:
 	case <-time.After(communicator.StuckGrace):
-		abortOrExit(w, ie.status(), fmt.Sprintf("%v; still waiting %v later (for a rank that makes no progress?)", ie, communicator.StuckGrace), 5*time.Second)
+		abortOrExit(w, ie.Status(), fmt.Sprintf("%v; still waiting %v later (for a rank that makes no progress?)", ie, communicator.StuckGrace), 5*time.Second)
 	}
 }
 
@@ -164,14 +164,14 @@ func abortWhenStuck(ctx context.Context, w *communicator.World, done <-chan stru
 // it; on in-process ranks a signal is left to the caller, which reports
 // it once for the process.
 func runRank(ctx context.Context, f worldFlags, c collective.Comm, out, errOut io.Writer, local bool, body rankBody) error {
-	err := stopReason(ctx, rankSetup(ctx, f, c, out, errOut, body))
-	_, stopped := interrupted(err)
+	err := cli.StopReason(ctx, rankSetup(ctx, f, c, out, errOut, body))
+	_, stopped := cli.Interrupted(err)
 	prefix := ""
 	if c.Size() > 1 {
 		prefix = fmt.Sprintf("rank %d: ", c.Rank())
 	}
 	switch {
-	case err == nil, errors.Is(err, errHelp), errors.Is(err, collective.ErrAborted):
+	case err == nil, errors.Is(err, cli.ErrHelp), errors.Is(err, collective.ErrAborted):
 	case collective.IsAllRanks(err):
 		if c.Rank() == 0 {
 			fmt.Fprintf(errOut, "datahelix: %v\n", err)
@@ -216,23 +216,23 @@ const alreadyBound = "datahelix: --pin: ranks already bound by the launcher, kee
 // what it was given, so the ranks keep them (undoing a pin made before
 // MPI started) and local rank 0 says so. Otherwise each rank is pinned to
 // its share of the union (pinCPUsOf).
-func pinRank(pin autoBool, w *communicator.World, errOut io.Writer) error {
+func pinRank(pin cli.AutoBool, w *communicator.World, errOut io.Writer) error {
 	info := w.Info()
 	sets, err := mpinode.Of(w).ShareNodeCPUs()
 	if err != nil {
 		return err
 	}
-	if pin == autoFalse {
+	if pin == cli.AutoFalse {
 		return nil
 	}
 	if sets == nil { // some rank does not know its CPUs: split this one's
-		if pin == autoTrue || info.LocalSize > mpinode.NodeCPUs() {
+		if pin == cli.AutoTrue || info.LocalSize > mpinode.NodeCPUs() {
 			_, err = pinCPUs(info.LocalRank, info.LocalSize)
 		}
 		return err
 	}
 	union, disjoint := mpinode.UnionCPUs(sets)
-	if pin == autoAuto && info.LocalSize <= union.Count() {
+	if pin == cli.AutoAuto && info.LocalSize <= union.Count() {
 		return nil
 	}
 	if disjoint && len(sets) > 1 {
@@ -255,10 +255,10 @@ func pinRank(pin autoBool, w *communicator.World, errOut io.Writer) error {
 // one error that ended the job. A signal is returned, not printed, so
 // that it is reported once.
 func runLocal(ctx context.Context, f worldFlags, out, errOut io.Writer, body rankBody) error {
-	if f.pin == autoTrue {
-		return flagError{flag: "pin", reason: "needs MPI ranks (processes); it does not apply to --ranks"}
+	if f.pin == cli.AutoTrue {
+		return cli.FlagError{Flag: "pin", Reason: "needs MPI ranks (processes); it does not apply to --ranks"}
 	}
-	f.pin = autoFalse
+	f.pin = cli.AutoFalse
 	var abort abortStatus
 	errs := collective.RunLocal(ctx, f.ranks, func(ctx context.Context, c collective.Comm) error {
 		g := f
@@ -269,7 +269,7 @@ func runLocal(ctx context.Context, f worldFlags, out, errOut io.Writer, body ran
 	})
 	var stop, failed, aborted error
 	for _, err := range errs {
-		_, ok := interrupted(err)
+		_, ok := cli.Interrupted(err)
 		switch {
 		case ok:
 			stop = err
@@ -293,27 +293,15 @@ func runLocal(ctx context.Context, f worldFlags, out, errOut io.Writer, body ran
 	if failed != nil {
 		// Each failing rank printed its error; the ranks its abort
 		// stopped printed nothing.
-		return reported(failed)
+		return cli.Reported(failed)
 	}
 	if aborted != nil {
 		// No rank failed on its own (it would have printed its error,
 		// returned above): a watchdog aborted the world, and its error
 		// says why; the abort's code, the status.
-		return withStatus(abort.get(), aborted)
+		return cli.WithStatus(abort.get(), aborted)
 	}
 	return nil
-}
-
-// syncWriter serializes writes of whole lines from several ranks.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }
 
 // mpiWait returns how c's MPI binding waits, as DATAHELIX_MPI_WAIT

@@ -20,6 +20,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/datahelix/datahelix/collective"
+	"github.com/datahelix/datahelix/internal/cli"
+	"github.com/datahelix/datahelix/internal/cli/clitest"
 	"github.com/datahelix/datahelix/internal/collectivetest"
 	"github.com/datahelix/datahelix/internal/gen/gentest"
 	"github.com/datahelix/datahelix/internal/mpinode"
@@ -28,36 +30,36 @@ import (
 func TestPinFlag(t *testing.T) {
 	tests := []struct {
 		args      []string
-		want      autoBool
+		want      cli.AutoBool
 		wantRanks int
 		wantErr   bool // a usage error (testdata/usage_errors.golden has their lines)
 		kept      bool // the flags are set despite it: an argument left over
 	}{
-		{nil, autoAuto, 0, false, false},
-		{[]string{"--pin"}, autoTrue, 0, false, false},
-		{[]string{"-pin"}, autoTrue, 0, false, false},
-		{[]string{"--pin=true"}, autoTrue, 0, false, false},
-		{[]string{"--pin=false"}, autoFalse, 0, false, false},
-		{[]string{"--pin=auto"}, autoAuto, 0, false, false},
-		{[]string{"--pin=1"}, autoTrue, 0, false, false},
-		{[]string{"--pin=0"}, autoFalse, 0, false, false},
-		{[]string{"--pin=false", "--pin"}, autoTrue, 0, false, false}, // the last one wins
+		{nil, cli.AutoAuto, 0, false, false},
+		{[]string{"--pin"}, cli.AutoTrue, 0, false, false},
+		{[]string{"-pin"}, cli.AutoTrue, 0, false, false},
+		{[]string{"--pin=true"}, cli.AutoTrue, 0, false, false},
+		{[]string{"--pin=false"}, cli.AutoFalse, 0, false, false},
+		{[]string{"--pin=auto"}, cli.AutoAuto, 0, false, false},
+		{[]string{"--pin=1"}, cli.AutoTrue, 0, false, false},
+		{[]string{"--pin=0"}, cli.AutoFalse, 0, false, false},
+		{[]string{"--pin=false", "--pin"}, cli.AutoTrue, 0, false, false}, // the last one wins
 		// A bare --pin does not swallow the next flag.
-		{[]string{"--pin", "--ranks", "3"}, autoTrue, 3, false, false},
-		{[]string{"--pin=maybe"}, autoAuto, 0, true, false},
-		{[]string{"--pin="}, autoAuto, 0, true, false},
+		{[]string{"--pin", "--ranks", "3"}, cli.AutoTrue, 3, false, false},
+		{[]string{"--pin=maybe"}, cli.AutoAuto, 0, true, false},
+		{[]string{"--pin="}, cli.AutoAuto, 0, true, false},
 		// A boolean flag's value must be joined with "=": the message
 		// says so.
-		{[]string{"--pin", "false"}, autoTrue, 0, true, true},
-		{[]string{"--pin", "auto", "--ranks", "2"}, autoTrue, 0, true, true},
-		{[]string{"--pin", "extra"}, autoTrue, 0, true, true},
+		{[]string{"--pin", "false"}, cli.AutoTrue, 0, true, true},
+		{[]string{"--pin", "auto", "--ranks", "2"}, cli.AutoTrue, 0, true, true},
+		{[]string{"--pin", "extra"}, cli.AutoTrue, 0, true, true},
 	}
 	for _, tt := range tests {
 		var f worldFlags
-		fs := newFlags("info", "[flags]")
+		fs := cli.NewFlags("info", "[flags]")
 		f.register(fs)
-		err := parseFlags(fs, tt.args, new(bytes.Buffer))
-		if (err != nil) != tt.wantErr || err != nil && !errors.Is(err, errUsage) {
+		err := cli.ParseFlags(fs, tt.args, new(bytes.Buffer))
+		if (err != nil) != tt.wantErr || err != nil && !errors.Is(err, cli.ErrUsage) {
 			t.Errorf("%q: got error %v, want a usage error: %v", tt.args, err, tt.wantErr)
 		}
 		if err != nil && !tt.kept {
@@ -70,26 +72,26 @@ func TestPinFlag(t *testing.T) {
 }
 
 func TestAutoBoolStringRoundTrip(t *testing.T) {
-	for _, m := range []autoBool{autoAuto, autoTrue, autoFalse} {
-		var got autoBool = 42
+	for _, m := range []cli.AutoBool{cli.AutoAuto, cli.AutoTrue, cli.AutoFalse} {
+		var got cli.AutoBool = 42
 		if err := got.Set(m.String()); err != nil || got != m {
 			t.Errorf("Set(%q): got %v (%v), want %v", m.String(), got.String(), err, m.String())
 		}
 	}
-	var zero autoBool
+	var zero cli.AutoBool
 	if zero.String() != "false" {
-		t.Errorf("zero autoBool: got %q, want false", zero.String())
+		t.Errorf("zero cli.AutoBool: got %q, want false", zero.String())
 	}
 	var f worldFlags
-	f.register(newFlags("info", ""))
-	if f.pin != autoAuto {
+	f.register(cli.NewFlags("info", ""))
+	if f.pin != cli.AutoAuto {
 		t.Errorf("--pin defaults to %v, want auto", f.pin.String())
 	}
 }
 
 func TestPinWithInProcessRanks(t *testing.T) {
-	var fe flagError
-	if err := commandErr(t, "info", "--ranks", "2", "--pin", "--rounds", "5"); !errors.As(err, &fe) || fe.flag != "pin" || exitStatus(err) != exitUsage {
+	var fe cli.FlagError
+	if err := commandErr(t, "info", "--ranks", "2", "--pin", "--rounds", "5"); !errors.As(err, &fe) || fe.Flag != "pin" || cli.ExitStatus(err) != cli.ExitUsage {
 		t.Errorf("--ranks 2 --pin: %v; want a usage error about --pin", err)
 	}
 	code, stdout, stderr := runMain("info", "--ranks", "2", "--pin=false", "--rounds", "5")
@@ -130,8 +132,8 @@ func TestSlurmWithoutMPIFails(t *testing.T) {
 		t.Fatalf("still running after a minute:\n%s%s", stdout.String(), stderr.String())
 	}
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != exitLaunch {
-		t.Errorf("got %v, want exit status %d (launch)", err, exitLaunch)
+	if !errors.As(err, &ee) || ee.ExitCode() != cli.ExitLaunch {
+		t.Errorf("got %v, want exit status %d (launch)", err, cli.ExitLaunch)
 	}
 	plugin := map[bool]string{true: "pmi2", false: "pmix"}[mpinode.Flavor() == "mpich"]
 	want := regexp.MustCompile(`datahelix: srun started 4 tasks \(SLURM_NTASKS\) but MPI sees a 1-rank world: this binary uses .+?: launch with srun --mpi=` +
@@ -207,11 +209,11 @@ func TestRunLocalReportsTheFailedRankOnce(t *testing.T) {
 	if got, want := stderr.String(), "datahelix: rank 1: disk on fire\n"; got != want {
 		t.Errorf("stderr %q, want %q", got, want)
 	}
-	if !errors.Is(err, errReported) || !errors.Is(err, boom) {
+	if !errors.Is(err, cli.ErrReported) || !errors.Is(err, boom) {
 		t.Errorf("got %v, want rank 1's error marked as reported", err)
 	}
 	var out bytes.Buffer
-	if code := exit(context.Background(), err, &out); code != 1 || out.Len() != 0 {
+	if code := cli.Exit(context.Background(), err, &out); code != 1 || out.Len() != 0 {
 		t.Errorf("exit: got status %d and %q, want 1 and nothing printed again", code, out.String())
 	}
 	for _, r := range []int{0, 3} {
@@ -282,15 +284,15 @@ func failCheckpoint(t *testing.T, dir, loader string, rank int) {
 // TestRanksFlagBounds checks that --ranks outside 0..4096 is a usage
 // error that says what 0 means.
 func TestRanksFlagBounds(t *testing.T) {
-	tr := newTranscript()
+	tr := clitest.NewTranscript()
 	for _, n := range []string{"-1", "4097"} {
-		var fe flagError
-		if err := commandErr(t, "info", "--ranks", n); !errors.As(err, &fe) || fe.flag != "ranks" || fe.value != n {
-			t.Errorf("info --ranks %s: %#v, want a flagError about --ranks %s", n, err, n)
+		var fe cli.FlagError
+		if err := commandErr(t, "info", "--ranks", n); !errors.As(err, &fe) || fe.Flag != "ranks" || fe.Value != n {
+			t.Errorf("info --ranks %s: %#v, want a cli.FlagError about --ranks %s", n, err, n)
 		}
-		tr.add([]string{"info", "--ranks", n}, usageLine(t, "info", "--ranks", n))
+		tr.Add([]string{"info", "--ranks", n}, usageLine(t, "info", "--ranks", n))
 	}
-	golden(t, "ranks_flag_bounds.golden", tr.String()) // says what 0 means
+	clitest.Golden(t, "ranks_flag_bounds.golden", tr.String()) // says what 0 means
 }
 
 // TestRunLocalPrefersTheSignal has rank 0 stopped by SIGINT and rank 1
@@ -299,14 +301,14 @@ func TestRanksFlagBounds(t *testing.T) {
 // error comes first.
 func TestRunLocalPrefersTheSignal(t *testing.T) {
 	var errOut bytes.Buffer
-	err := runLocal(context.Background(), worldFlags{ranks: 2, pin: autoFalse}, io.Discard, &errOut,
+	err := runLocal(context.Background(), worldFlags{ranks: 2, pin: cli.AutoFalse}, io.Discard, &errOut,
 		func(ctx context.Context, c collective.Comm, out, _ io.Writer) error {
 			if c.Rank() == 0 {
-				return interruptedError{sig: syscall.SIGINT}
+				return cli.InterruptedError{Sig: syscall.SIGINT}
 			}
 			return collective.AllRanks(errors.New("rank 0 failed: context canceled"))
 		})
-	if ie, ok := interrupted(err); !ok || ie.status() != 130 {
+	if ie, ok := cli.Interrupted(err); !ok || ie.Status() != 130 {
 		t.Errorf("got %v (stderr %q); want the interruption by SIGINT", err, errOut.String())
 	}
 }

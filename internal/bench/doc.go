@@ -15,4 +15,9 @@
 // report (the report, goals, sections, files), realrun (real runs and
 // their replay) and this one. docs/benchmarking.md ("Inside the
 // harness") says how they work together.
+//
+// The bodies of datahelix bench, bench plan and bench calibrate are here
+// too (Command, PlanCommand, CalibrateCommand): their flags, checked
+// before any work, and their output. bench exchange, an MPI job, is the
+// launcher's.
 package bench

@@ -1,4 +1,4 @@
-package launcher
+package bench
 
 import (
 	"bytes"
@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,11 +14,10 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/datahelix/datahelix/decode"
-	"github.com/datahelix/datahelix/internal/bench"
 	"github.com/datahelix/datahelix/internal/bench/report"
 	"github.com/datahelix/datahelix/internal/bench/workload"
-	"github.com/datahelix/datahelix/internal/gen/gentest"
+	"github.com/datahelix/datahelix/internal/cli"
+	"github.com/datahelix/datahelix/internal/cli/clitest"
 )
 
 func TestBenchCommand(t *testing.T) {
@@ -77,7 +75,7 @@ func TestBenchCommand(t *testing.T) {
 // as testdata/bench_usage_errors.golden says.
 func TestBenchUsageErrors(t *testing.T) {
 	// The memory limit is this machine's: three quarters of it.
-	tr := newTranscript().replace(`over the limit of [0-9.]+ [GT]B`, "over the limit of LIMIT")
+	tr := clitest.NewTranscript().Replace(`over the limit of [0-9.]+ [GT]B`, "over the limit of LIMIT")
 	for _, tt := range []struct {
 		args []string
 	}{
@@ -114,11 +112,6 @@ func TestBenchUsageErrors(t *testing.T) {
 		{[]string{"bench", "--sections", "none,scale"}},
 		{[]string{"bench", "--sections", "planner,all"}},
 		{[]string{"bench", "--sections", ""}},
-		// bench exchange's flags, with its prefix, exit 2.
-		{[]string{"bench exchange", "--samples", "0"}},
-		{[]string{"bench exchange", "--rounds", "0"}},
-		{[]string{"bench exchange"}},
-		{[]string{"bench exchange", "--ranks", "3"}},
 		{[]string{"bench", "--bandwidth-mbs", "inf"}},
 		{[]string{"bench", "--real", "--loaders", "oracle"}},
 		{[]string{"bench", "--scale-workload", "nope"}},
@@ -132,68 +125,14 @@ func TestBenchUsageErrors(t *testing.T) {
 		// 64000 samples are generated for 2000 ranks.
 		{[]string{"bench", "--real", "--ranks", "2000"}},
 	} {
-		args := append(strings.Fields(tt.args[0]), tt.args[1:]...) // "bench exchange" is two
+		args := append(strings.Fields(tt.args[0]), tt.args[1:]...) // "bench calibrate" is two
 		stderr := usageLine(t, args...)
-		tr.add(args, stderr)
+		tr.Add(args, stderr)
 		if strings.Count(stderr, "bench: ") > 1 {
 			t.Errorf("%q: %q says bench: more than once", tt.args, stderr)
 		}
 	}
-	golden(t, "bench_usage_errors.golden", tr.String())
-}
-
-// TestBenchExchangeUnderMPIRun runs the exchange measurement on 2 real
-// MPI ranks and checks the line rank 0 prints; one rank is a clear error.
-func TestBenchExchangeUnderMPIRun(t *testing.T) {
-	data := gentest.Tiny(t)
-	out, err := mpirunMain(t, 2, "bench", "exchange", "--data", data, "--samples", "3", "--rounds", "5", "--cache-dir", t.TempDir())
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	var r bench.GoExchange
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
-		t.Fatalf("last line is not the result: %v\n%s", err, out)
-	}
-	// Three samples of the tiny dataset's first shard: more than their
-	// member names and some media bytes.
-	if r.Samples != 3 || r.Messages != 5 || r.Bytes < 3*100 || r.ExchangeUSPer <= 0 || r.PackedUSPer <= 0 || r.BareUSPer <= 0 {
-		t.Errorf("result %+v", r)
-	}
-	// The figures are rounded (µs to 0.01, MB/s to 0.1, the ratio to
-	// 0.001), the rates and the ratio computed from the rounded times: a
-	// printed figure is within half its last digit of the exact one. (A
-	// relative bound failed on a slow MPICH run: 5.7 MB/s printed for
-	// 5.735.)
-	near := func(got, want, digit float64) bool { return math.Abs(got-want) <= digit/2*(1+1e-9) }
-	for _, c := range []struct {
-		what      string
-		got, want float64
-		digit     float64
-	}{
-		{"exchange MB/s", r.ExchangeMBps, float64(r.Bytes) / r.ExchangeUSPer, 0.1},
-		{"packed MB/s", r.PackedMBps, float64(r.Bytes) / r.PackedUSPer, 0.1},
-		{"bare MB/s", r.BareMBps, float64(r.Bytes) / r.BareUSPer, 0.1},
-		{"exchange over bare", r.ExchangeOnBare, r.ExchangeUSPer / r.BareUSPer, 0.001},
-		{"exchange over packed", r.ExchangeOnPacked, r.ExchangeUSPer / r.PackedUSPer, 0.001},
-	} {
-		if !near(c.got, c.want, c.digit) {
-			t.Errorf("%s %v does not follow from %d bytes in %v, %v and %v µs (exchange, packed, bare): want %v",
-				c.what, c.got, r.Bytes, r.ExchangeUSPer, r.PackedUSPer, r.BareUSPer, c.want)
-		}
-	}
-	// The rounding itself is bench's (TestNewGoExchangeRounds); here,
-	// that the printed line carries it.
-	for _, v := range []float64{r.ExchangeUSPer * 100, r.PackedUSPer * 100, r.BareUSPer * 100, r.ExchangeMBps * 10, r.PackedMBps * 10, r.BareMBps * 10,
-		r.ExchangeOnBare * 1000, r.ExchangeOnPacked * 1000} {
-		if math.Abs(v-math.Round(v)) > 1e-6 {
-			t.Errorf("JSON line %s: figures are not rounded", lines[len(lines)-1])
-			break
-		}
-	}
-	if g, err := bench.ParseGoExchange([]byte(out)); err != nil || g != r {
-		t.Errorf("bench.ParseGoExchange: %+v, %v; want %+v", g, err, r)
-	}
+	clitest.Golden(t, "bench_usage_errors.golden", tr.String())
 }
 
 // TestBenchChecksOutputsFirst checks that --json and --out paths that
@@ -215,8 +154,8 @@ func TestBenchChecksOutputsFirst(t *testing.T) {
 		{[]string{"--json", filepath.Join(dir, "missing", "r.json"), "--out", filepath.Join(dir, "o1")}, "--json", filepath.Join(dir, "missing", "r.json"), fs.ErrNotExist},
 		{[]string{"--out", filepath.Join(file, "sub")}, "--out", filepath.Join(file, "sub"), syscall.ENOTDIR},
 	} {
-		var oe outputError
-		if err := commandErr(t, append(base, tt.args...)...); !errors.As(err, &oe) || oe.flag != tt.flag || oe.path != tt.path || !errors.Is(err, tt.fsErr) || !errors.Is(err, errUsage) {
+		var oe cli.OutputError
+		if err := commandErr(t, append(base, tt.args...)...); !errors.As(err, &oe) || oe.Flag != tt.flag || oe.Path != tt.path || !errors.Is(err, tt.fsErr) || !errors.Is(err, cli.ErrUsage) {
 			t.Errorf("%q: %v; want a usage error about %s %s (%v)", tt.args, err, tt.flag, tt.path, tt.fsErr)
 		}
 		// One line, the error's: the calibration (its note) was not
@@ -235,7 +174,7 @@ func TestBenchChecksOutputsFirst(t *testing.T) {
 	cancel()
 	for _, j := range []string{js, old} {
 		var o, e bytes.Buffer
-		if code := Main(ctx, append(base, "--json", j, "--out", out), &o, &e); code == 0 {
+		if code := cli.Main(ctx, commands, append(base, "--json", j, "--out", out), &o, &e); code == 0 {
 			t.Fatalf("interrupted run: exit 0")
 		}
 	}
@@ -281,8 +220,8 @@ func TestBenchCalibrationFileIsAFlag(t *testing.T) {
 func TestBenchPlanChecksJSONFirst(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "missing", "x.json")
-	var oe outputError
-	if err := commandErr(t, "bench", "plan", "--json", bad); !errors.As(err, &oe) || oe.flag != "--json" || oe.path != bad || exitStatus(err) != exitUsage {
+	var oe cli.OutputError
+	if err := commandErr(t, "bench", "plan", "--json", bad); !errors.As(err, &oe) || oe.Flag != "--json" || oe.Path != bad || cli.ExitStatus(err) != cli.ExitUsage {
 		t.Errorf("--json %s: %v; want a usage error about --json before any planning", bad, err)
 	}
 	good := filepath.Join(dir, "x.json")
@@ -295,25 +234,11 @@ func TestBenchPlanChecksJSONFirst(t *testing.T) {
 	}
 }
 
-// TestBenchExchangeChecksDataFirst checks that --samples beyond what
-// the --data dataset's first shard holds is a bad flag (exit 2) found
-// before the world starts.
-func TestBenchExchangeChecksDataFirst(t *testing.T) {
-	data := gentest.Tiny(t)
-	var fe flagError
-	if err := commandErr(t, "bench", "exchange", "--ranks", "2", "--data", data, "--samples", "100000", "--cache-dir", t.TempDir()); !errors.As(err, &fe) || fe.flag != "samples" || exitStatus(err) != exitUsage {
-		t.Errorf("--samples 100000: %v; want a usage error about --samples", err)
-	}
-	if err := commandErr(t, "bench", "exchange", "--ranks", "2", "--data", filepath.Join(t.TempDir(), "none")); !errors.Is(err, decode.ErrNoShards) || exitStatus(err) != exitUsage {
-		t.Errorf("--data of nothing: %v; want a usage error wrapping decode.ErrNoShards", err)
-	}
-}
-
 // TestBenchTimelineNote checks that bench says why it drew no timeline
 // figure (it dropped it silently).
 func TestBenchTimelineNote(t *testing.T) {
 	dir := t.TempDir()
-	tr := newTranscript(dir, "DIR")
+	tr := clitest.NewTranscript(dir, "DIR")
 	for _, tt := range []struct {
 		args   []string
 		figure bool
@@ -339,9 +264,9 @@ func TestBenchTimelineNote(t *testing.T) {
 				notes = append(notes, l)
 			}
 		}
-		tr.add(args, strings.Join(notes, ""))
+		tr.Add(args, strings.Join(notes, ""))
 	}
-	golden(t, "bench_timeline.golden", tr.String())
+	clitest.Golden(t, "bench_timeline.golden", tr.String())
 }
 
 // TestBenchProgressWithoutTerminal checks that with standard error not a
@@ -353,7 +278,7 @@ func TestBenchProgressWithoutTerminal(t *testing.T) {
 		"--cache-dir", filepath.Join(dir, "cache"), "--out", filepath.Join(dir, "out")}
 	// The simulations end in any order: their lines are sorted, the
 	// counts and times left out.
-	tr := newTranscript(dir, "DIR").replace(`\(\d+ of (\d+), [0-9.]+ s\)`, "(N of $1, T s)")
+	tr := clitest.NewTranscript(dir, "DIR").Replace(`\(\d+ of (\d+), [0-9.]+ s\)`, "(N of $1, T s)")
 	for _, args := range [][]string{args, append(args, "--quiet")} {
 		code, _, stderr := runMain(args...)
 		if code != 0 {
@@ -361,31 +286,9 @@ func TestBenchProgressWithoutTerminal(t *testing.T) {
 		}
 		lines := strings.SplitAfter(stderr, "\n")
 		slices.Sort(lines)
-		tr.add(args, strings.Join(lines, ""))
+		tr.Add(args, strings.Join(lines, ""))
 	}
-	golden(t, "bench_progress.golden", tr.String())
-}
-
-// TestBenchSubcommandSlips checks that a mistyped or misplaced
-// subcommand points at bench's subcommands (bench -h lists them, as
-// testdata/help.golden pins).
-func TestBenchSubcommandSlips(t *testing.T) {
-	for _, tt := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"bench", "calibrat"}, `datahelix: bench: unknown subcommand "calibrat" (have calibrate, exchange, plan; see datahelix bench -h)`},
-		{[]string{"bench", "--real", "kinetics", "laion"}, `datahelix: bench: kinetics is a workload, not a subcommand: use --workloads kinetics,laion`},
-		{[]string{"bench", "my.json"}, `datahelix: bench: my.json is a workload, not a subcommand: use --workloads my.json`},
-		{[]string{"bench", "--steps", "x", "kinetics"}, `datahelix: bench: invalid value "x" for flag -steps: parse error (see datahelix bench -h)`},
-		{[]string{"bench", "--steps", "3", "plan"}, "datahelix: bench: the subcommand plan comes before the flags: datahelix bench plan [flags]"},
-		{[]string{"bench", "plan", "extra"}, `datahelix: bench plan: unexpected argument "extra" (see datahelix bench plan -h)`},
-	} {
-		code, _, stderr := runMain(tt.args...)
-		if code != 2 || strings.TrimSpace(stderr) != tt.want {
-			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", tt.args, code, stderr, tt.want)
-		}
-	}
+	clitest.Golden(t, "bench_progress.golden", tr.String())
 }
 
 // TestBenchWarnsOfSlowNodesOutsideTheWorld checks that bench says before
@@ -395,15 +298,15 @@ func TestBenchWarnsOfSlowNodesOutsideTheWorld(t *testing.T) {
 	dir := t.TempDir()
 	args := []string{"bench", "--workloads", "hetero_cluster", "--loaders", "torch,helix", "--steps", "3", "--sections", "none",
 		"--cache-dir", filepath.Join(dir, "cache"), "--out", filepath.Join(dir, "out"), "--quiet"}
-	tr := newTranscript(dir, "DIR")
+	tr := clitest.NewTranscript(dir, "DIR")
 	for _, args := range [][]string{append(args, "--ranks", "4"), args} {
 		code, _, stderr := runMain(args...)
 		if code != 0 {
 			t.Errorf("%q: exit %d: %s", args, code, stderr)
 		}
-		tr.add(args, stderr)
+		tr.Add(args, stderr)
 	}
-	golden(t, "bench_slow_nodes.golden", tr.String())
+	clitest.Golden(t, "bench_slow_nodes.golden", tr.String())
 }
 
 // TestBenchWarnsOfUncalibratedPresets checks that a calibration which did
@@ -420,18 +323,18 @@ func TestBenchWarnsOfUncalibratedPresets(t *testing.T) {
 		return []string{"bench", "--workloads", "kinetics,text", "--steps", "10", "--sections", "none", "--quiet",
 			"--calibration", calFile, "--cache-dir", filepath.Join(dir, "cache"), "--out", filepath.Join(dir, "out")}
 	}
-	tr := newTranscript(dir, "DIR")
+	tr := clitest.NewTranscript(dir, "DIR")
 	code, _, stderr = runMain(args(cal)...)
 	if code != 0 {
 		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
-	tr.add(args(cal), stderr)
-	golden(t, "bench_uncalibrated.golden", tr.String())
+	tr.Add(args(cal), stderr)
+	clitest.Golden(t, "bench_uncalibrated.golden", tr.String())
 	empty := filepath.Join(dir, "empty.json")
 	if err := os.WriteFile(empty, []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := commandErr(t, args(empty)...); !errors.Is(err, workload.ErrCalibration) || exitStatus(err) != exitUsage {
+	if err := commandErr(t, args(empty)...); !errors.Is(err, workload.ErrCalibration) || cli.ExitStatus(err) != cli.ExitUsage {
 		t.Errorf("--calibration %s: %v; want a usage error wrapping workload.ErrCalibration", empty, err)
 	}
 }
@@ -458,7 +361,7 @@ func TestBenchRealWithoutMPIRun(t *testing.T) {
 // takes the evaluation's total.
 func TestBarLogClearsTheBar(t *testing.T) {
 	var buf bytes.Buffer
-	bar := newBar(&buf, 4, "running")
+	bar := cli.NewBar(&buf, 4, "running")
 	bl := &barLog{bar: bar, w: &buf}
 	bl.set(1, 2) // a real run has no oracle: 2 jobs, not 3 loaders
 	if bar.GetMax() != 2 {

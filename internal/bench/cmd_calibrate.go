@@ -1,4 +1,4 @@
-package launcher
+package bench
 
 import (
 	"context"
@@ -10,34 +10,34 @@ import (
 	"text/tabwriter"
 
 	"github.com/datahelix/datahelix/internal/bench/workload"
+	"github.com/datahelix/datahelix/internal/cli"
 	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/machine"
 )
 
-func init() {
-	register(command{
-		name:    "bench calibrate",
-		summary: "decode generated datasets of every preset, fit the cost model the simulator draws costs from, cache it for this machine and commit",
-		run:     runBenchCalibrate,
-	})
+// CalibrateCommand is datahelix bench calibrate.
+var CalibrateCommand = cli.Command{
+	Name:    "bench calibrate",
+	Summary: "decode generated datasets of every preset, fit the cost model the simulator draws costs from, cache it for this machine and commit",
+	Run:     runBenchCalibrate,
 }
 
 func runBenchCalibrate(ctx context.Context, stdout, stderr io.Writer, args []string) error {
-	fs := newFlags("bench calibrate", "[--samples N] [--out FILE]")
-	cacheDir := fs.String("cache-dir", "", "`dir`ectory for the generated datasets and the calibration"+cacheDirDefault)
+	fs := cli.NewFlags("bench calibrate", "[--samples N] [--out FILE]")
+	cacheDir := fs.String("cache-dir", "", "`dir`ectory for the generated datasets and the calibration"+cli.CacheDirDefault)
 	samples := fs.Int("samples", 24, "`samples` per video preset (3x for image and text presets)")
 	presets := fs.String("presets", strings.Join(workload.CalibratePresets, ","), "comma list of generator `presets` to decode (leaving any out needs --out)")
 	seed := fs.Uint64("seed", 1, "`seed` of the generated datasets")
 	repeat := fs.Int("repeat", 3, "decode each sample this many times and keep the fastest")
 	out := fs.String("out", "", "write the calibration to `file` (default: the cache, where datahelix bench finds it; a partial --presets list must go elsewhere)")
-	if err := parseFlags(fs, args, stdout); err != nil {
+	if err := cli.ParseFlags(fs, args, stdout); err != nil {
 		return err
 	}
 	switch {
 	case *samples < 3:
-		return flagErrorf("bench calibrate", "samples", *samples, "want at least 3 (two thirds learn, one third is held out)")
+		return cli.FlagErrorf("bench calibrate", "samples", *samples, "want at least 3 (two thirds learn, one third is held out)")
 	case *repeat < 1:
-		return flagErrorf("bench calibrate", "repeat", *repeat, "want at least 1")
+		return cli.FlagErrorf("bench calibrate", "repeat", *repeat, "want at least 1")
 	}
 	var list []string
 	for _, p := range strings.Split(*presets, ",") {
@@ -47,9 +47,9 @@ func runBenchCalibrate(ctx context.Context, stdout, stderr io.Writer, args []str
 	}
 	// Everything is checked before the minutes of decoding.
 	if err := workload.CheckCalibratePresets(list); err != nil {
-		return usagef("%w", err)
+		return cli.Usagef("%w", err)
 	}
-	root := cacheRoot(*cacheDir)
+	root := cli.CacheRoot(*cacheDir)
 	m := machine.This(ctx)
 	path, err := calibrationOut(*out, root, m, list)
 	if err != nil {
@@ -58,7 +58,7 @@ func runBenchCalibrate(ctx context.Context, stdout, stderr io.Writer, args []str
 	// The counter rewrites its line: on a terminal only (logs and CI get
 	// the per-preset lines).
 	progress := func(string, int, int) {}
-	if isTerminal(stderr) {
+	if cli.IsTerminal(stderr) {
 		progress = func(preset string, done, total int) {
 			fmt.Fprintf(stderr, "\rdecoding %s %d/%d", preset, done, total)
 			if done == total {
@@ -102,7 +102,7 @@ func calibrationOut(out, root string, m machine.Machine, presets []string) (stri
 			same = errA == nil && errB == nil && a == b
 		}
 		if same {
-			return "", usagef("bench calibrate: --presets %s leaves out %s: a partial calibration is not cached for this machine, where datahelix bench would use it for every workload; write it with --out FILE and use it with datahelix bench --calibration FILE",
+			return "", cli.Usagef("bench calibrate: --presets %s leaves out %s: a partial calibration is not cached for this machine, where datahelix bench would use it for every workload; write it with --out FILE and use it with datahelix bench --calibration FILE",
 				strings.Join(presets, ","), strings.Join(miss, ", "))
 		}
 	}
@@ -112,16 +112,16 @@ func calibrationOut(out, root string, m machine.Machine, presets []string) (stri
 	if out == "-" {
 		// Not standard output: the calibration is a file datahelix bench
 		// --calibration reads back.
-		return "", usagef("bench calibrate: --out -: want a file name (the calibration is written to a file for datahelix bench --calibration FILE, not to standard output)")
+		return "", cli.Usagef("bench calibrate: --out -: want a file name (the calibration is written to a file for datahelix bench --calibration FILE, not to standard output)")
 	}
 	if st, err := os.Stat(out); err == nil && st.IsDir() {
-		return "", usagef("bench calibrate: --out %s is a directory: want a file name", out)
+		return "", cli.Usagef("bench calibrate: --out %s is a directory: want a file name", out)
 	}
 	if st, err := os.Stat(filepath.Dir(out)); err != nil || !st.IsDir() {
-		return "", flagErrorf("bench calibrate", "out", out, "directory %s does not exist", filepath.Dir(out))
+		return "", cli.FlagErrorf("bench calibrate", "out", out, "directory %s does not exist", filepath.Dir(out))
 	}
-	if err := checkWritableDir("bench calibrate: --out", filepath.Dir(out)); err != nil {
-		return "", usagef("%w", err)
+	if err := cli.CheckWritableDir("bench calibrate: --out", filepath.Dir(out)); err != nil {
+		return "", cli.Usagef("%w", err)
 	}
 	return out, nil
 }

@@ -1,4 +1,4 @@
-package launcher
+package datacmd
 
 import (
 	"bytes"
@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/datahelix/datahelix/internal/cli"
+	"github.com/datahelix/datahelix/internal/cli/clitest"
 	"github.com/datahelix/datahelix/internal/gen"
 )
 
@@ -31,11 +33,11 @@ func TestGenRefusesDirectoryWithOtherShards(t *testing.T) {
 	if err := commandErr(t, args...); !errors.Is(err, gen.ErrOutInUse) {
 		t.Errorf("%v, want gen.ErrOutInUse", err)
 	}
-	tr := newTranscript(dir, "DIR")
-	if code, stdout, stderr := tr.run(args...); code != 1 || strings.Count(stderr, "\n") != 1 || stdout != "" {
+	tr := clitest.NewTranscript(dir, "DIR")
+	if code, stdout, stderr := tr.Run(runMain, args...); code != 1 || strings.Count(stderr, "\n") != 1 || stdout != "" {
 		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and one line", code, stdout, stderr)
 	}
-	golden(t, "gen_out_in_use.golden", tr.String())
+	clitest.Golden(t, "gen_out_in_use.golden", tr.String())
 	if m, _ := filepath.Glob(filepath.Join(dir, "*")); len(m) != 1 {
 		t.Errorf("directory holds %v, want only the old shard", m)
 	}
@@ -45,7 +47,7 @@ func TestGenRefusesDirectoryWithOtherShards(t *testing.T) {
 // generates a fixed dataset, refuses the flags it would ignore, naming
 // them, instead of silently generating something else.
 func TestGenDefaultRefusesIgnoredFlags(t *testing.T) {
-	tr := newTranscript()
+	tr := clitest.NewTranscript()
 	for _, tt := range []struct {
 		args []string
 	}{
@@ -56,12 +58,12 @@ func TestGenDefaultRefusesIgnoredFlags(t *testing.T) {
 	} {
 		dir := filepath.Join(t.TempDir(), "out")
 		args := append([]string{"gen", "--default", "--out", dir}, tt.args...)
-		tr.add(append([]string{"gen", "--default", "--out", "OUT"}, tt.args...), usageLine(t, args...))
+		tr.Add(append([]string{"gen", "--default", "--out", "OUT"}, tt.args...), usageLine(t, args...))
 		if _, err := os.Stat(dir); err == nil {
 			t.Errorf("%q: %s was created", tt.args, dir)
 		}
 	}
-	golden(t, "gen_default_refuses.golden", tr.String())
+	clitest.Golden(t, "gen_default_refuses.golden", tr.String())
 }
 
 // TestGenProgressLines checks the progress lines of a log against a
@@ -123,10 +125,10 @@ func TestGenProgressInLog(t *testing.T) {
 // flag and its bound, counts that ran out of memory and scales that are
 // not numbers or beyond the encoders' limits, before it creates --out.
 func TestGenFlagBounds(t *testing.T) {
-	tr := newTranscript()
+	tr := clitest.NewTranscript()
 	for _, tt := range []struct {
 		args []string
-		flag string // the flagError's
+		flag string // the cli.FlagError's
 	}{
 		{[]string{"--preset", "laion", "--samples", "1", "--size-scale", "NaN"}, "size-scale"},
 		{[]string{"--preset", "laion", "--samples", "1", "--size-scale", "Inf"}, "size-scale"},
@@ -142,16 +144,16 @@ func TestGenFlagBounds(t *testing.T) {
 	} {
 		dir := filepath.Join(t.TempDir(), "out")
 		args := append([]string{"gen", "--quiet", "--out", dir}, tt.args...)
-		var fe flagError
-		if err := commandErr(t, args...); !errors.As(err, &fe) || fe.flag != tt.flag {
-			t.Errorf("%q: %#v, want a flagError about --%s", tt.args, err, tt.flag)
+		var fe cli.FlagError
+		if err := commandErr(t, args...); !errors.As(err, &fe) || fe.Flag != tt.flag {
+			t.Errorf("%q: %#v, want a cli.FlagError about --%s", tt.args, err, tt.flag)
 		}
-		tr.add(append([]string{"gen", "--quiet", "--out", "OUT"}, tt.args...), usageLine(t, args...))
+		tr.Add(append([]string{"gen", "--quiet", "--out", "OUT"}, tt.args...), usageLine(t, args...))
 		if _, err := os.Stat(dir); err == nil {
 			t.Errorf("%q: %s was created", tt.args, dir)
 		}
 	}
-	golden(t, "gen_flag_bounds.golden", tr.String()) // the bounds, as the user reads them
+	clitest.Golden(t, "gen_flag_bounds.golden", tr.String()) // the bounds, as the user reads them
 }
 
 // TestGenInterruptedKeepsDirectory interrupts gen over an existing
@@ -184,8 +186,8 @@ func TestGenInterruptedKeepsDirectory(t *testing.T) {
 				cancel()
 			}
 		}
-		c, rest, _ := lookup([]string{"gen", "--preset", "imagenet", "--samples", "10", "--shards", "2", "--seed", "7", "--out", out, "--workers", "1", "--size-scale", "0.2"})
-		err := c.run(ctx, io.Discard, &errb, rest)
+		c, rest, _ := cli.Lookup(commands, []string{"gen", "--preset", "imagenet", "--samples", "10", "--shards", "2", "--seed", "7", "--out", out, "--workers", "1", "--size-scale", "0.2"})
+		err := c.Run(ctx, io.Discard, &errb, rest)
 		cancel()
 		// Only the 6th sample's progress line cancels the context.
 		if !errors.Is(err, context.Canceled) {

@@ -1,4 +1,4 @@
-package launcher
+package datacmd
 
 import (
 	"context"
@@ -11,15 +11,15 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/datahelix/datahelix/internal/cli"
 	"github.com/datahelix/datahelix/internal/gen"
 )
 
-func init() {
-	register(command{
-		name:    "gen",
-		summary: "generate WebDataset shards of real encoded media (ffmpeg) following public dataset statistics",
-		run:     runGen,
-	})
+// Gen is datahelix gen.
+var Gen = cli.Command{
+	Name:    "gen",
+	Summary: "generate WebDataset shards of real encoded media (ffmpeg) following public dataset statistics",
+	Run:     runGen,
 }
 
 // genDefaultIgnores are the flags that --default replaces with the
@@ -29,7 +29,7 @@ var genDefaultIgnores = []string{"preset", "samples", "shards", "duration-scale"
 
 func runGen(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	d := gen.Default("")
-	fs := newFlags("gen", "--preset NAME --samples N --out DIR [--shards K] [flags]")
+	fs := cli.NewFlags("gen", "--preset NAME --samples N --out DIR [--shards K] [flags]")
 	preset := fs.String("preset", "", "dataset `name`: "+strings.Join(gen.Presets(), ", "))
 	samples := fs.Int("samples", 0, "`samples` to generate in all")
 	shards := fs.Int("shards", 1, "`shards` to spread the samples over, 1..samples")
@@ -41,22 +41,22 @@ func runGen(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	def := fs.Bool("default", false, fmt.Sprintf("generate the runtime's default dataset (%s, %d samples, %d shards, for --seed) into --out; takes none of --%s",
 		d.Preset, d.Samples, d.Shards, strings.Join(genDefaultIgnores, ", --")))
-	if err := parseFlags(fs, args, stdout); err != nil {
+	if err := cli.ParseFlags(fs, args, stdout); err != nil {
 		return err
 	}
 	if *out == "" {
-		return usagef("gen: --out is required")
+		return cli.Usagef("gen: --out is required")
 	}
 	cfg := gen.Default(*out)
 	cfg.Seed = *seed
 	if *def {
-		if set := setFlags(fs, genDefaultIgnores); len(set) > 0 {
-			return usagef("gen: --default generates the fixed default dataset (%s, %d samples, %d shards) and takes no --%s",
+		if set := cli.SetFlags(fs, genDefaultIgnores); len(set) > 0 {
+			return cli.Usagef("gen: --default generates the fixed default dataset (%s, %d samples, %d shards) and takes no --%s",
 				d.Preset, d.Samples, d.Shards, strings.Join(set, ", --"))
 		}
 	} else {
 		if *preset == "" || *samples <= 0 {
-			return usagef("gen: --preset and a positive --samples are required (or --default)")
+			return cli.Usagef("gen: --preset and a positive --samples are required (or --default)")
 		}
 		cfg = gen.Config{Preset: *preset, Samples: *samples, Shards: *shards, Out: *out, Seed: *seed,
 			DurationScale: *durScale, SizeScale: *sizeScale}
@@ -67,7 +67,7 @@ func runGen(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 		}
 	}
 	if *workers < 0 {
-		return flagErrorf("gen", "workers", *workers, "want 0 (one per CPU) or more")
+		return cli.FlagErrorf("gen", "workers", *workers, "want 0 (one per CPU) or more")
 	}
 	cfg.Workers = *workers
 	start := time.Now()
@@ -81,7 +81,7 @@ func runGen(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 	}
 	if errors.Is(err, gen.ErrConfig) || errors.Is(err, gen.ErrPreset) {
 		// A preset, count or scale the flags gave: a usage error.
-		return usagef("%w", err)
+		return cli.Usagef("%w", err)
 	}
 	if err != nil {
 		return err
@@ -96,7 +96,7 @@ func runGen(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 		fmt.Fprintln(stdout, p)
 	}
 	fmt.Fprintf(stderr, "gen: %s: %d samples in %s, %.1f MB, %.1f s\n",
-		cfg.Preset, cfg.Samples, plural(len(paths), "shard", "shards"), float64(total)/1e6, time.Since(start).Seconds())
+		cfg.Preset, cfg.Samples, cli.Plural(len(paths), "shard", "shards"), float64(total)/1e6, time.Since(start).Seconds())
 	return nil
 }
 
@@ -107,17 +107,17 @@ func runGen(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 func checkGenFlags(samples, shards int, durScale, sizeScale float64) error {
 	switch {
 	case samples > gen.MaxSamples:
-		return flagErrorf("gen", "samples", samples, "want 1..%d", gen.MaxSamples)
+		return cli.FlagErrorf("gen", "samples", samples, "want 1..%d", gen.MaxSamples)
 	case shards > gen.MaxShards:
-		return flagErrorf("gen", "shards", shards, "want at most %d", gen.MaxShards)
+		return cli.FlagErrorf("gen", "shards", shards, "want at most %d", gen.MaxShards)
 	case shards < 1 || shards > samples:
-		return flagErrorf("gen", "shards", shards, "want 1..%d (--samples)", samples)
+		return cli.FlagErrorf("gen", "shards", shards, "want 1..%d (--samples)", samples)
 	// NaN fails every comparison: test for the good range.
 	case !(durScale >= 0 && durScale <= gen.MaxDurationScale):
-		return flagErrorf("gen", "duration-scale", durScale, "want a number in 0..%v (0: the preset's default; clips are capped at 3600 s, and no preset's is shorter than 1 s)",
+		return cli.FlagErrorf("gen", "duration-scale", durScale, "want a number in 0..%v (0: the preset's default; clips are capped at 3600 s, and no preset's is shorter than 1 s)",
 			gen.MaxDurationScale)
 	case !(sizeScale >= 0 && sizeScale <= gen.MaxSizeScale):
-		return flagErrorf("gen", "size-scale", sizeScale, "want a number in 0..%v (0: 1; at most %v, so that the largest pictures, 3840 px web images, stay within the 8192 x 8192 pixels datahelix decodes, which run would refuse them beyond)",
+		return cli.FlagErrorf("gen", "size-scale", sizeScale, "want a number in 0..%v (0: 1; at most %v, so that the largest pictures, 3840 px web images, stay within the 8192 x 8192 pixels datahelix decodes, which run would refuse them beyond)",
 			gen.MaxSizeScale, gen.MaxSizeScale)
 	}
 	return nil
@@ -127,11 +127,11 @@ func checkGenFlags(samples, shards int, durScale, sizeScale float64) error {
 // generation ends: a bar when stderr is a terminal, else progressLines
 // (batch logs keep every line, so a bar's redraws would flood them).
 func genProgress(stderr io.Writer, preset string, start time.Time) (func(done, total int), func()) {
-	if isTerminal(stderr) {
+	if cli.IsTerminal(stderr) {
 		var bar *progressbar.ProgressBar
 		progress := func(done, total int) {
 			if bar == nil {
-				bar = newBar(stderr, total, "generating "+preset)
+				bar = cli.NewBar(stderr, total, "generating "+preset)
 			}
 			bar.Set(done)
 		}

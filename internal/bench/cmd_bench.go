@@ -1,4 +1,4 @@
-package launcher
+package bench
 
 import (
 	"context"
@@ -13,26 +13,25 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/datahelix/datahelix/internal/bench"
 	"github.com/datahelix/datahelix/internal/bench/eval"
 	"github.com/datahelix/datahelix/internal/bench/realrun"
 	"github.com/datahelix/datahelix/internal/bench/report"
 	"github.com/datahelix/datahelix/internal/bench/workload"
+	"github.com/datahelix/datahelix/internal/cli"
 	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/machine"
 	"github.com/datahelix/datahelix/internal/step"
 )
 
-func init() {
-	register(command{
-		name:    "bench",
-		summary: "evaluate the loaders on the 11 workloads (simulated at 8..1024 ranks, or real): table, CSV, JSON, PNG figures, goals, microbenchmarks",
-		run:     runBench,
-	})
+// Command is datahelix bench.
+var Command = cli.Command{
+	Name:    "bench",
+	Summary: "evaluate the loaders on the 11 workloads (simulated at 8..1024 ranks, or real): table, CSV, JSON, PNG figures, goals, microbenchmarks",
+	Run:     runBench,
 }
 
 func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) error {
-	fs := newFlags("bench", "--workloads all|NAME,... [--sim|--real] --ranks N --json FILE --out DIR")
+	fs := cli.NewFlags("bench", "--workloads all|NAME,... [--sim|--real] --ranks N --json FILE --out DIR")
 	workloads := fs.String("workloads", "all", "`workloads`: all, or a comma list of built-in names ("+strings.Join(builtinWorkloads(), ", ")+
 		") or workload .json files, each with its own \"name\" (see bench/workloads/README.md)")
 	sim := fs.Bool("sim", false, "simulate (the default)")
@@ -44,9 +43,9 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	seed := fs.Uint64("seed", 1, "`seed` of every draw")
 	jsonOut := fs.String("json", "", "write the report as JSON to `file` (- for standard output)")
 	out := fs.String("out", "bench-out", "`dir`ectory for the CSV files and PNG figures")
-	cacheDir := fs.String("cache-dir", "", "cache `dir`ectory holding the calibration"+cacheDirDefault)
+	cacheDir := fs.String("cache-dir", "", "cache `dir`ectory holding the calibration"+cli.CacheDirDefault)
 	calFile := fs.String("calibration", "", "use this calibration `file` instead of the one cached for this machine")
-	sections := fs.String("sections", "all", "report `sections` to run: all, none, or a comma list of "+strings.Join(bench.SectionNames(), ", "))
+	sections := fs.String("sections", "all", "report `sections` to run: all, none, or a comma list of "+strings.Join(SectionNames(), ", "))
 	scaleRanks := fs.Int("scale-ranks", eval.DefaultScale.Ranks, "scale section: world `size`")
 	scaleBatch := fs.Int("scale-batch", eval.DefaultScale.Batch, "scale section: per-rank `batch`")
 	scaleSteps := fs.Int("scale-steps", eval.DefaultScale.Steps, "scale section: `steps`")
@@ -64,12 +63,12 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 		}
 		return ""
 	}
-	if err := parseFlagsHint(fs, args, stdout, workloadHint); err != nil {
+	if err := cli.ParseFlagsHint(fs, args, stdout, workloadHint); err != nil {
 		return err
 	}
 	if *real {
 		// Real runs share this machine's cores: smaller defaults.
-		set := setFlags(fs, []string{"ranks", "steps"})
+		set := cli.SetFlags(fs, []string{"ranks", "steps"})
 		if !slices.Contains(set, "ranks") {
 			*ranks = 4
 		}
@@ -78,15 +77,15 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 		}
 	}
 	if *sim && *real {
-		return usagef("bench: --sim and --real exclude each other")
+		return cli.Usagef("bench: --sim and --real exclude each other")
 	}
 	ws, err := workload.SelectWorkloads(*workloads)
 	if err != nil {
-		return usagef("bench: --workloads: %s", strings.TrimPrefix(err.Error(), "bench: "))
+		return cli.Usagef("bench: --workloads: %s", strings.TrimPrefix(err.Error(), "bench: "))
 	}
 	kinds, err := step.ParseKinds(*loaders)
 	if err != nil {
-		return usagef("bench: --loaders: %w", err)
+		return cli.Usagef("bench: --loaders: %w", err)
 	}
 	var names []string
 	switch strings.TrimSpace(*sections) {
@@ -94,7 +93,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	case "none":
 		names = []string{}
 	case "":
-		return usagef("bench: --sections: no section given (want all, none or a comma list of %s)", strings.Join(bench.SectionNames(), ", "))
+		return cli.Usagef("bench: --sections: no section given (want all, none or a comma list of %s)", strings.Join(SectionNames(), ", "))
 	default:
 		if err := noEmptyItems("--sections", *sections); err != nil {
 			return err
@@ -102,7 +101,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 		for _, s := range strings.Split(*sections, ",") {
 			s = strings.TrimSpace(s)
 			if s == "all" || s == "none" {
-				return flagErrorf("bench", "sections", *sections, "%s stands alone, not in a list with section names", s)
+				return cli.FlagErrorf("bench", "sections", *sections, "%s stands alone, not in a list with section names", s)
 			}
 			names = append(names, s)
 		}
@@ -111,9 +110,9 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	// (--bandwidth-mbs 0 --latency-us 0) would mean the default below.
 	network := eval.Network{BandwidthMBs: *bandwidth, LatencyUS: *latency}
 	if err := network.Check(); err != nil {
-		return usagef("%w", err)
+		return cli.Usagef("%w", err)
 	}
-	cfg := bench.RunConfig{
+	cfg := RunConfig{
 		Eval: eval.EvalConfig{Workloads: ws, Loaders: kinds, Ranks: *ranks, Steps: *steps, Batch: *batch, Seed: *seed,
 			Network: network, Parallel: *parallel, KeepTimelines: *ranks <= report.MaxTimelineRanks, NoSplit: *noSplit, NoiseOnTruth: *noiseOnTruth},
 		Real: *real, Sections: names, OutDir: *out, Timeline: *timeline,
@@ -122,21 +121,21 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	// Every flag is checked before any work: a bad one costs no
 	// calibration load, simulation or mpirun job.
 	if err := cfg.Check(); err != nil {
-		return usagef("%w", err)
+		return cli.Usagef("%w", err)
 	}
 	// So are the output paths, checked now (--out created, and removed
 	// again if the run fails and it is new; a new --json file created
 	// only when the report is written) rather than found unwritable
 	// after the run.
-	var outs outputFiles
-	defer outs.discard()
-	if err := outs.dir("--out", *out); err != nil {
-		return usagef("bench: %w", err)
+	var outs cli.OutputFiles
+	defer outs.Discard()
+	if err := outs.Dir("--out", *out); err != nil {
+		return cli.Usagef("bench: %w", err)
 	}
-	var jsonFile *outputFile
+	var jsonFile *cli.OutputFile
 	if *jsonOut != "-" {
-		if jsonFile, err = outs.open("--json", *jsonOut); err != nil {
-			return usagef("bench: %w", err)
+		if jsonFile, err = outs.Open("--json", *jsonOut); err != nil {
+			return cli.Usagef("bench: %w", err)
 		}
 	}
 
@@ -146,7 +145,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 		}
 	}
 	cfg.Machine = machine.This(ctx)
-	cal, err := loadBenchCalibration(cacheRoot(*cacheDir), *calFile, cfg.Machine)
+	cal, err := loadBenchCalibration(cli.CacheRoot(*cacheDir), *calFile, cfg.Machine)
 	if err != nil {
 		return err
 	}
@@ -164,12 +163,12 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	var bl *barLog
 	if !*quiet {
 		logw = stderr
-		if isTerminal(stderr) {
+		if cli.IsTerminal(stderr) {
 			what := "simulating"
 			if *real {
 				what = "running"
 			}
-			bar = newBar(stderr, len(ws)*len(kinds), what)
+			bar = cli.NewBar(stderr, len(ws)*len(kinds), what)
 			// Log lines clear the bar first and redraw it after, rather
 			// than run on from it.
 			bl = &barLog{bar: bar, w: stderr}
@@ -179,9 +178,9 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 			cfg.Eval.Log = logw
 		}
 	}
-	realrun.SetRealEnv(realrun.RealEnv{CacheDir: cacheRoot(*cacheDir), Log: logw})
+	realrun.SetRealEnv(realrun.RealEnv{CacheDir: cli.CacheRoot(*cacheDir), Log: logw})
 	cfg.Log = logw
-	rep, err := bench.BuildReport(ctx, cfg)
+	rep, err := BuildReport(ctx, cfg)
 	if bl != nil {
 		bl.finish()
 	}
@@ -212,11 +211,11 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 		}
 	}
 	if jsonFile != nil {
-		if err := jsonFile.replace(rep.WriteJSON); err != nil {
+		if err := jsonFile.Replace(rep.WriteJSON); err != nil {
 			return fmt.Errorf("bench: --json: %w", err)
 		}
 	}
-	return outs.close()
+	return outs.Close()
 }
 
 // barLog writes log lines above a progress bar: it clears the bar's line,
@@ -283,7 +282,7 @@ func builtinWorkloads() []string {
 func noEmptyItems(flag, list string) error {
 	for _, f := range strings.Split(list, ",") {
 		if strings.TrimSpace(f) == "" {
-			return usagef("bench: %s: empty item in %q", flag, list)
+			return cli.Usagef("bench: %s: empty item in %q", flag, list)
 		}
 	}
 	return nil
@@ -300,7 +299,7 @@ func loadBenchCalibration(root, file string, m machine.Machine) (*costmodel.Cali
 			if pe := (*os.PathError)(nil); errors.As(err, &pe) {
 				err = pe
 			}
-			return nil, usagef("bench: --calibration: %w", err)
+			return nil, cli.Usagef("bench: --calibration: %w", err)
 		}
 		cal.Source = file
 		return cal, nil

@@ -1,4 +1,4 @@
-package launcher
+package datacmd
 
 import (
 	"context"
@@ -10,42 +10,41 @@ import (
 	"text/tabwriter"
 
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/cli"
 	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/decoding"
 	"github.com/datahelix/datahelix/internal/inspect"
 	"github.com/datahelix/datahelix/internal/shard"
-	"github.com/datahelix/datahelix/internal/shardindex"
 )
 
-func init() {
-	register(command{
-		name:    "inspect",
-		summary: "print the lightweight record and estimated cost of every sample of WebDataset shards (a directory or glob of them) or of media files",
-		run:     runInspect,
-	})
+// Inspect is datahelix inspect.
+var Inspect = cli.Command{
+	Name:    "inspect",
+	Summary: "print the lightweight record and estimated cost of every sample of WebDataset shards (a directory or glob of them) or of media files",
+	Run:     runInspect,
 }
 
 func runInspect(ctx context.Context, stdout, stderr io.Writer, args []string) error {
-	fs := newFlags("inspect", "[--json] [--cache DIR | --cache-dir DIR] PATH...")
+	fs := cli.NewFlags("inspect", "[--json] [--cache DIR | --cache-dir DIR] PATH...")
 	asJSON := fs.Bool("json", false, "print one JSON object per sample instead of a table")
-	cache := addIndexCacheFlags(fs)
+	cache := cli.AddIndexCacheFlags(fs)
 	var frames, size int
-	shapeFlags(fs, &frames, &size) // for the cost estimate
+	cli.ShapeFlags(fs, &frames, &size) // for the cost estimate
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			fs.SetOutput(stdout)
 			fs.Usage()
-			return errHelp
+			return cli.ErrHelp
 		}
-		return usagef("%s: %w", fs.Name(), err)
+		return cli.Usagef("%s: %w", fs.Name(), err)
 	}
 	if fs.NArg() == 0 {
-		return usagef("inspect: no shard, directory, glob or media file given")
+		return cli.Usagef("inspect: no shard, directory, glob or media file given")
 	}
-	if err := checkShape(frames, size); err != nil {
+	if err := cli.CheckShape(frames, size); err != nil {
 		return err
 	}
-	indexDir, err := cache.dir("inspect")
+	indexDir, err := cache.Dir("inspect")
 	if err != nil {
 		return err
 	}
@@ -146,21 +145,12 @@ func shardWarnings(w io.Writer, p, indexDir string) (empty []string) {
 	}
 	defer ds.Close()
 	for _, sh := range shard.ShardsOf(ds) {
-		printWarningLines(w, sh.Path(), sh.Warnings())
+		cli.PrintWarningLines(w, sh.Path(), sh.Warnings())
 		if sh.Len() == 0 {
 			empty = append(empty, sh.Path())
 		}
 	}
 	return empty
-}
-
-// printWarningLines prints to w the warnings of one shard's index, one
-// a line, at most shardindex.MaxWarningLines of them and a count of the rest
-// (inspect and decode).
-func printWarningLines(w io.Writer, shard string, warnings []string) {
-	for _, line := range shardindex.WarningLines(shard, warnings, shardindex.MaxWarningLines) {
-		fmt.Fprintln(w, line)
-	}
 }
 
 // emptyShardsError is inspect's error: err, else an error naming the
@@ -170,5 +160,5 @@ func emptyShardsError(err error, empty []string) error {
 		return err
 	}
 	return fmt.Errorf("inspect: %s %s no samples (run refuses such a shard): %s",
-		plural(len(empty), "shard", "shards"), map[bool]string{true: "has", false: "have"}[len(empty) == 1], strings.Join(empty, " "))
+		cli.Plural(len(empty), "shard", "shards"), map[bool]string{true: "has", false: "have"}[len(empty) == 1], strings.Join(empty, " "))
 }

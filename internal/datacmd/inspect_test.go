@@ -1,4 +1,4 @@
-package launcher
+package datacmd
 
 import (
 	"archive/tar"
@@ -14,7 +14,9 @@ import (
 	"testing"
 
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/cli/clitest"
 	"github.com/datahelix/datahelix/internal/gen/gentest"
+	"github.com/datahelix/datahelix/internal/tartest"
 )
 
 // TestInspectFailsBeforeTable checks that a missing path or a truncated
@@ -53,12 +55,12 @@ func TestInspectFailsBeforeTable(t *testing.T) {
 // is a usage error naming the flag and its bounds
 // (testdata/inspect_shape_bounds.golden).
 func TestInspectShapeBounds(t *testing.T) {
-	tr := newTranscript()
+	tr := clitest.NewTranscript()
 	for _, args := range [][]string{{"--frames", "100000"}, {"--size", "99999999"}, {"--size", "4"}} {
 		args = append(append([]string{"inspect"}, args...), "x.tar")
-		tr.add(args, usageLine(t, args...))
+		tr.Add(args, usageLine(t, args...))
 	}
-	golden(t, "inspect_shape_bounds.golden", tr.String())
+	clitest.Golden(t, "inspect_shape_bounds.golden", tr.String())
 }
 
 // TestInspectShownFramesAndRotation checks what inspect says of a clip an
@@ -69,16 +71,16 @@ func TestInspectShapeBounds(t *testing.T) {
 // the displayed size with the turn; --json keeps its fields and adds
 // frames_shown, rotation and the displayed size.
 func TestInspectShownFramesAndRotation(t *testing.T) {
-	video := filepath.Join("..", "decode", "testdata", "video")
-	members := map[string][]byte{}
+	video := filepath.Join("..", "..", "decode", "testdata", "video")
+	var members []tartest.File
 	for _, name := range []string{"h264_sscut.mp4", "rot90_420.mp4"} {
 		data, err := os.ReadFile(filepath.Join(video, name))
 		if err != nil {
 			t.Fatal(err)
 		}
-		members[name] = data
+		members = append(members, tartest.File{Name: name, Data: string(data)})
 	}
-	shard := writeTestFile(t, filepath.Join(t.TempDir(), "v.tar"), tarOf(t, members, "h264_sscut.mp4", "rot90_420.mp4"))
+	shard := tartest.WriteFile(t, t.TempDir(), "v.tar", tartest.Write(t, tar.FormatUnknown, members))
 	code, stdout, stderr := runMain("inspect", "--cache", t.TempDir(), shard)
 	rows := map[string][]string{}
 	for _, line := range strings.Split(stdout, "\n") {
@@ -138,33 +140,6 @@ func TestInspectShownFramesAndRotation(t *testing.T) {
 	if len(want) != 0 {
 		t.Errorf("--json: no line for %v", want)
 	}
-}
-
-// TestIndexCacheDirFlag checks that inspect, decode and costmodel take
-// run's --cache-dir and keep their shard indexes in its index directory,
-// where run keeps them, and refuse --cache and --cache-dir together
-// (testdata/index_cache_dir_refused.golden).
-func TestIndexCacheDirFlag(t *testing.T) {
-	data := gentest.Tiny(t)
-	shards, _ := filepath.Glob(filepath.Join(data, "*.tar"))
-	tr := newTranscript()
-	for _, args := range [][]string{
-		{"inspect", shards[0]},
-		{"decode", shards[0]},
-		{"costmodel", "--data", shards[0], "--warmup", "1", "--repeat", "1", "--limit", "2"},
-	} {
-		root := t.TempDir()
-		code, _, stderr := runMain(append([]string{args[0], "--cache-dir", root}, args[1:]...)...)
-		indexes, _ := filepath.Glob(filepath.Join(root, "index", "*"))
-		if code != 0 || len(indexes) == 0 {
-			t.Errorf("%s --cache-dir: exit %d, indexes %q under %s/index; want exit 0 and the shard's index there\n%s", args[0], code, indexes, root, stderr)
-		}
-		cache := t.TempDir()
-		tr.norm = strings.NewReplacer(data, "DATA", cache, "CACHE", root, "ROOT")
-		both := append([]string{args[0], "--cache", cache, "--cache-dir", root}, args[1:]...)
-		tr.add(both, usageLine(t, both...))
-	}
-	golden(t, "index_cache_dir_refused.golden", tr.String())
 }
 
 // firstWriteCancels counts the lines written to it and cancels its

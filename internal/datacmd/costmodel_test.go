@@ -1,4 +1,4 @@
-package launcher
+package datacmd
 
 import (
 	"errors"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/datahelix/datahelix/internal/cli"
+	"github.com/datahelix/datahelix/internal/cli/clitest"
 	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/gen/gentest"
 )
@@ -21,21 +23,21 @@ func TestCostModelWarmup(t *testing.T) {
 	args := []string{"costmodel", "--data", data, "--cache", t.TempDir(), "--repeat", "1", "--frames", "2", "--size", "32"}
 	// Refused before decoding, naming the samples there are to decode:
 	// the dataset's 32, or the 16 of --limit.
-	tr := newTranscript(data, "DATA", args[4], "INDEX")
+	tr := clitest.NewTranscript(data, "DATA", args[4], "INDEX")
 	for _, extra := range [][]string{{"--warmup", "200"}, {"--warmup", "20", "--limit", "16"}} {
-		var fe flagError
-		if err := commandErr(t, append(args, extra...)...); !errors.As(err, &fe) || fe.flag != "warmup" || fe.value != extra[1] {
-			t.Errorf("%q: %#v, want a flagError about --warmup", extra, err)
+		var fe cli.FlagError
+		if err := commandErr(t, append(args, extra...)...); !errors.As(err, &fe) || fe.Flag != "warmup" || fe.Value != extra[1] {
+			t.Errorf("%q: %#v, want a cli.FlagError about --warmup", extra, err)
 		}
-		tr.add(append(args, extra...), usageLine(t, append(args, extra...)...))
+		tr.Add(append(args, extra...), usageLine(t, append(args, extra...)...))
 	}
 	// The default warm-up, 200, says what it learns from on stderr (in
 	// the golden); the table's figures are timings, so only its
 	// "samples" column, the held-out count, is compared, and that the
 	// errors are figures, not n/a.
 	code, stdout, stderr := runMain(args...)
-	tr.addOutputs(args, code, "", stderr)
-	golden(t, "costmodel_warmup.golden", tr.String())
+	tr.AddOutputs(args, code, "", stderr)
+	clitest.Golden(t, "costmodel_warmup.golden", tr.String())
 	if all := costRows(stdout)["all"]; code != 0 || all["samples"] != "11" || all["MAPE %"] == "n/a" {
 		t.Errorf("default warm-up on 32: exit %d, row %v, want 11 held out with figures:\n%s", code, all, stdout)
 	}
@@ -73,7 +75,7 @@ func costRows(out string) map[string]map[string]string {
 // anything is decoded (testdata/costmodel_bad_calibrations.golden).
 func TestCostModelRejectsOtherCalibrations(t *testing.T) {
 	dir := t.TempDir()
-	tr := newTranscript(dir, "DIR")
+	tr := clitest.NewTranscript(dir, "DIR")
 	for _, c := range []struct{ name, data string }{
 		{"empty.json", "{}"},
 		{"workload.json", `{"name":"kinetics","batch":16}`},
@@ -86,9 +88,9 @@ func TestCostModelRejectsOtherCalibrations(t *testing.T) {
 		if err := commandErr(t, args...); !errors.Is(err, costmodel.ErrBadCalibration) {
 			t.Errorf("%s: %v, want costmodel.ErrBadCalibration", c.name, err)
 		}
-		if code, _, _ := tr.run(args...); code != exitFailure {
-			t.Errorf("%s: exit %d, want %d", c.name, code, exitFailure)
+		if code, _, _ := tr.Run(runMain, args...); code != cli.ExitFailure {
+			t.Errorf("%s: exit %d, want %d", c.name, code, cli.ExitFailure)
 		}
 	}
-	golden(t, "costmodel_bad_calibrations.golden", tr.String())
+	clitest.Golden(t, "costmodel_bad_calibrations.golden", tr.String())
 }

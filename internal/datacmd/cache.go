@@ -1,4 +1,4 @@
-package launcher
+package datacmd
 
 import (
 	"context"
@@ -9,31 +9,31 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/datahelix/datahelix/internal/cli"
 	"github.com/datahelix/datahelix/internal/gen"
 	"github.com/datahelix/datahelix/internal/shardindex"
 )
 
-func init() {
-	register(command{
-		name:    "cache",
-		summary: "list the generated datasets in the cache (the default dataset, bench's) and its shard indexes with their sizes; --prune removes datasets of older generator formats, abandoned scratch, and stale indexes (shard gone or changed, older format)",
-		run:     runCache,
-	})
+// Cache is datahelix cache.
+var Cache = cli.Command{
+	Name:    "cache",
+	Summary: "list the generated datasets in the cache (the default dataset, bench's) and its shard indexes with their sizes; --prune removes datasets of older generator formats, abandoned scratch, and stale indexes (shard gone or changed, older format)",
+	Run:     runCache,
 }
 
 func runCache(ctx context.Context, stdout, stderr io.Writer, args []string) error {
-	fs := newFlags("cache", "[--cache-dir DIR] [--prune]")
-	cacheDir := fs.String("cache-dir", "", "cache `dir`ectory"+cacheDirDefault)
+	fs := cli.NewFlags("cache", "[--cache-dir DIR] [--prune]")
+	cacheDir := fs.String("cache-dir", "", "cache `dir`ectory"+cli.CacheDirDefault)
 	prune := fs.Bool("prune", false, "remove the datasets of older generator formats, which this binary never reads (a job of an older datahelix may), scratch directories unchanged for a day, and the stale shard indexes: whose shard is gone or changed, of an older format, or abandoned while written (a job that needs one again rebuilds it)")
-	if err := parseFlags(fs, args, stdout); err != nil {
+	if err := cli.ParseFlags(fs, args, stdout); err != nil {
 		return err
 	}
-	root := cacheRoot(*cacheDir)
+	root := cli.CacheRoot(*cacheDir)
 	switch info, err := os.Stat(root); {
 	case err == nil && !info.IsDir():
-		return flagErrorf("cache", "cache-dir", root, "a file, not a cache directory")
+		return cli.FlagErrorf("cache", "cache-dir", root, "a file, not a cache directory")
 	case errors.Is(err, os.ErrNotExist) && *cacheDir != "":
-		return flagErrorf("cache", "cache-dir", root, "no such directory")
+		return cli.FlagErrorf("cache", "cache-dir", root, "no such directory")
 	case errors.Is(err, os.ErrNotExist):
 		fmt.Fprintf(stdout, "%s: empty (no dataset generated yet)\n", root)
 		return nil
@@ -48,13 +48,13 @@ func runCache(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 		if err != nil {
 			rel = d.Dir
 		}
-		fmt.Fprintf(stdout, "%-13s %9s  %s\n", d.State, mib(d.Bytes), rel)
+		fmt.Fprintf(stdout, "%-13s %9s  %s\n", d.State, cli.MiB(d.Bytes), rel)
 		total += d.Bytes
 		if d.State.Removable() {
 			removable += d.Bytes
 		}
 	}
-	fmt.Fprintf(stdout, "%s: %s, %s; %s of older formats or abandoned\n", root, plural(len(ds), "dataset", "datasets"), mib(total), mib(removable))
+	fmt.Fprintf(stdout, "%s: %s, %s; %s of older formats or abandoned\n", root, cli.Plural(len(ds), "dataset", "datasets"), cli.MiB(total), cli.MiB(removable))
 	// The shard indexes run, inspect, decode and costmodel keep here
 	// (listed once a job made the directory).
 	indexDir := shardindex.Dir(root)
@@ -75,9 +75,9 @@ func runCache(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	freed, err := gen.Prune(ds)
 	n, freedIx, ixErr := shardindex.Prune(ix)
 	if n > 0 {
-		fmt.Fprintf(stdout, "pruned %s (%s)\n", mib(freed+freedIx), plural(n, "shard index", "shard indexes"))
+		fmt.Fprintf(stdout, "pruned %s (%s)\n", cli.MiB(freed+freedIx), cli.Plural(n, "shard index", "shard indexes"))
 	} else {
-		fmt.Fprintf(stdout, "pruned %s\n", mib(freed))
+		fmt.Fprintf(stdout, "pruned %s\n", cli.MiB(freed))
 	}
 	return errors.Join(err, ixErr)
 }
@@ -121,7 +121,7 @@ func listIndexes(stdout io.Writer, dir string, ix []shardindex.File) int {
 		return !a.stale && b.stale
 	})
 	for _, g := range groups {
-		what := plural(count[g], "shard index", "shard indexes")
+		what := cli.Plural(count[g], "shard index", "shard indexes")
 		if g.dir != "" {
 			what += " of " + g.dir
 		}
@@ -129,12 +129,9 @@ func listIndexes(stdout io.Writer, dir string, ix []shardindex.File) int {
 		if g.stale {
 			state = "stale"
 		}
-		fmt.Fprintf(stdout, "%-13s %9s  %s\n", state, mib(size[g]), what)
+		fmt.Fprintf(stdout, "%-13s %9s  %s\n", state, cli.MiB(size[g]), what)
 	}
 	fmt.Fprintf(stdout, "%s: %s, %s; %d (%s) stale (shard gone or changed, of an older format, or abandoned)\n",
-		dir, plural(len(ix), "shard index", "shard indexes"), mib(total), stale, mib(staleBytes))
+		dir, cli.Plural(len(ix), "shard index", "shard indexes"), cli.MiB(total), stale, cli.MiB(staleBytes))
 	return stale
 }
-
-// mib formats a byte count in MiB with one decimal.
-func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

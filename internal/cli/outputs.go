@@ -1,4 +1,4 @@
-package launcher
+package cli
 
 import (
 	"errors"
@@ -10,72 +10,72 @@ import (
 	"unicode/utf8"
 )
 
-// outputFiles are the files and directories a command writes when its
+// OutputFiles are the files and directories a command writes when its
 // work is done, checked before the work starts so that a path that
 // cannot be written fails at once instead of after it. A command that
-// fails removes the directories it created (discard); one that succeeds
-// closes the files (close).
-type outputFiles struct {
+// fails removes the directories it created (Discard); one that succeeds
+// closes the files (Close).
+type OutputFiles struct {
 	files   []*os.File // existing files, opened by open
 	created []string   // directories that did not exist before, removed by discard
 	done    bool
 }
 
-// outputFile is one output of a command, open checked it, replace writes
+// OutputFile is one output of a command, Open checked it, Replace writes
 // it: an existing file (fh) or a new one (path).
-type outputFile struct {
+type OutputFile struct {
 	fh   *os.File    // an existing file, /dev/stdout, a FIFO, or a link to one; nil for a new file
 	path string      // where a new file goes: the path, or the target of a link to no file yet
 	mode fs.FileMode // a new file's permissions, as creating it gave them (0644 less the umask)
 }
 
-// open checks that path can be written, without changing it yet: an
-// existing file is opened but not truncated (replace does that when the
+// Open checks that path can be written, without changing it yet: an
+// existing file is opened but not truncated (Replace does that when the
 // results are in), and a new one is created and removed again at once,
-// to be created only by replace, so that a job killed (SIGKILL, or MPI
+// to be created only by Replace, so that a job killed (SIGKILL, or MPI
 // aborting it when another rank fails) leaves no empty file behind. A
 // link to no file yet stays a link, its target counting as the new file.
 // An empty path opens nothing.
-func (o *outputFiles) open(flag, path string) (*outputFile, error) {
+func (o *OutputFiles) Open(flag, path string) (*OutputFile, error) {
 	if path == "" {
 		return nil, nil
 	}
 	fh, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err == nil {
 		o.files = append(o.files, fh)
-		return &outputFile{fh: fh}, nil
+		return &OutputFile{fh: fh}, nil
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		target := linkTarget(path)
+		target := LinkTarget(path)
 		if fh, err = os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
 			st, serr := fh.Stat()
 			fh.Close()
 			os.Remove(target)
 			if err = serr; err == nil {
-				return &outputFile{path: target, mode: st.Mode().Perm()}, nil
+				return &OutputFile{path: target, mode: st.Mode().Perm()}, nil
 			}
 		}
 	}
-	return nil, outputError{flag: flag, path: path, err: err}
+	return nil, OutputError{Flag: flag, Path: path, Err: err}
 }
 
-// outputError is an output path (--json, --trace, --out,
+// OutputError is an output path (--json, --trace, --out,
 // --checkpoint-dir) that cannot be written, found before the work
 // starts. It reads "--json: open /x/y.json: no such file or directory",
 // and errors.Is sees the file system's error through it.
-type outputError struct {
-	flag string // as typed: "--json"
-	path string // the path given
-	err  error  // what the file system said; it names the path
+type OutputError struct {
+	Flag string // as typed: "--json"
+	Path string // the path given
+	Err  error  // what the file system said; it names the path
 }
 
-func (e outputError) Error() string { return e.flag + ": " + e.err.Error() }
-func (e outputError) Unwrap() error { return e.err }
+func (e OutputError) Error() string { return e.Flag + ": " + e.Err.Error() }
+func (e OutputError) Unwrap() error { return e.Err }
 
-// linkTarget is the path that writing to p creates or opens: p with its
+// LinkTarget is the path that writing to p creates or opens: p with its
 // symbolic links followed, also one whose target does not exist yet (a
 // dangling link, which os.Stat cannot compare), as far as they go.
-func linkTarget(p string) string {
+func LinkTarget(p string) string {
 	for range 40 { // the kernel's limit on links followed (ELOOP)
 		fi, err := os.Lstat(p)
 		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
@@ -93,12 +93,12 @@ func linkTarget(p string) string {
 	return p
 }
 
-// replace has write fill the file with a command's results. An existing
+// Replace has write fill the file with a command's results. An existing
 // file is emptied first if it is a regular file (not /dev/stdout or a
 // pipe). A new one is written under a temporary name in its directory
 // and renamed into place once complete, so that it never appears under
 // its name empty or partial.
-func (f *outputFile) replace(write func(io.Writer) error) error {
+func (f *OutputFile) Replace(write func(io.Writer) error) error {
 	if f.fh != nil {
 		st, err := f.fh.Stat()
 		if err == nil && st.Mode().IsRegular() {
@@ -129,11 +129,11 @@ func (f *outputFile) replace(write func(io.Writer) error) error {
 	return err
 }
 
-// tempPrefix is the pattern of the temporary name replace writes the file
+// tempPrefix is the pattern of the temporary name Replace writes the file
 // base under: ".BASE.tmp-" and CreateTemp's random digits, BASE cut to
 // its first 64 bytes (at a character boundary) so that the name stays
 // within the 255 bytes a file name may have when base itself nearly
-// takes them, which open's check of the path accepted.
+// takes them, which Open's check of the path accepted.
 func tempPrefix(base string) string {
 	for len(base) > 64 {
 		_, n := utf8.DecodeLastRuneInString(base)
@@ -142,10 +142,10 @@ func tempPrefix(base string) string {
 	return "." + base + ".tmp-"
 }
 
-// dir creates dir if needed and checks that a file can be created in
-// it (checkWritableDir), remembering the directories it made, parents
+// Dir creates dir if needed and checks that a file can be created in
+// it (CheckWritableDir), remembering the directories it made, parents
 // included.
-func (o *outputFiles) dir(flag, dir string) error {
+func (o *OutputFiles) Dir(flag, dir string) error {
 	// The directories MkdirAll will create, outermost first.
 	var missing []string
 	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
@@ -154,15 +154,15 @@ func (o *outputFiles) dir(flag, dir string) error {
 		}
 		missing = append([]string{d}, missing...)
 	}
-	if err := checkWritableDir(flag, dir); err != nil {
+	if err := CheckWritableDir(flag, dir); err != nil {
 		return err
 	}
 	o.created = append(o.created, missing...)
 	return nil
 }
 
-// close closes the files after a successful command.
-func (o *outputFiles) close() error {
+// Close closes the files after a successful command.
+func (o *OutputFiles) Close() error {
 	o.done = true
 	var err error
 	for _, fh := range o.files {
@@ -173,9 +173,9 @@ func (o *outputFiles) close() error {
 	return err
 }
 
-// discard closes the files of a failed command and removes the
+// Discard closes the files of a failed command and removes the
 // directories it created if they are still empty.
-func (o *outputFiles) discard() {
+func (o *OutputFiles) Discard() {
 	if o.done {
 		return
 	}
@@ -188,15 +188,15 @@ func (o *outputFiles) discard() {
 	}
 }
 
-// checkWritableDir creates dir if needed and checks that a file can be
+// CheckWritableDir creates dir if needed and checks that a file can be
 // created in it.
-func checkWritableDir(flag, dir string) error {
+func CheckWritableDir(flag, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return outputError{flag: flag, path: dir, err: err}
+		return OutputError{Flag: flag, Path: dir, Err: err}
 	}
 	fh, err := os.CreateTemp(dir, ".datahelix-probe-")
 	if err != nil {
-		return outputError{flag: flag, path: dir, err: fmt.Errorf("%s is not writable: %w", dir, err)}
+		return OutputError{Flag: flag, Path: dir, Err: fmt.Errorf("%s is not writable: %w", dir, err)}
 	}
 	fh.Close()
 	return os.Remove(fh.Name())

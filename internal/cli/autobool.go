@@ -1,33 +1,33 @@
-package launcher
+package cli
 
 import (
 	"errors"
 	"strconv"
 )
 
-// autoBool is the value of a boolean flag with a third value, auto
+// AutoBool is the value of a boolean flag with a third value, auto
 // (--pin, --resume): a bare flag means true, and --flag=auto,
 // --flag=true or --flag=false (or any form strconv.ParseBool reads) set it
 // explicitly. A value must be joined with "=": in "--pin false" the
-// "false" is an argument, which parseFlagsHint refuses with a hint to
+// "false" is an argument, which ParseFlagsHint refuses with a hint to
 // write --pin=false. The zero value is false; a flag whose default is
 // auto sets it before registering.
-type autoBool int
+type AutoBool int
 
-// The autoBool values.
+// The AutoBool values.
 const (
-	autoFalse autoBool = iota
-	autoTrue
-	autoAuto
+	AutoFalse AutoBool = iota
+	AutoTrue
+	AutoAuto
 )
 
 // String returns the value as the flag accepts it.
-func (a *autoBool) String() string {
+func (a *AutoBool) String() string {
 	if a != nil {
 		switch *a {
-		case autoTrue:
+		case AutoTrue:
 			return "true"
-		case autoAuto:
+		case AutoAuto:
 			return "auto"
 		}
 	}
@@ -35,21 +35,21 @@ func (a *autoBool) String() string {
 }
 
 // Set parses a value of the flag.
-func (a *autoBool) Set(s string) error {
+func (a *AutoBool) Set(s string) error {
 	if s == "auto" {
-		*a = autoAuto
+		*a = AutoAuto
 		return nil
 	}
 	b, err := strconv.ParseBool(s)
 	if err != nil {
 		return errors.New("want auto, true or false")
 	}
-	*a = autoFalse
+	*a = AutoFalse
 	if b {
-		*a = autoTrue
+		*a = AutoTrue
 	}
 	return nil
 }
 
 // IsBoolFlag makes a bare flag mean true.
-func (a *autoBool) IsBoolFlag() bool { return true }
+func (a *AutoBool) IsBoolFlag() bool { return true }

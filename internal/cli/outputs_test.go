@@ -1,4 +1,4 @@
-package launcher
+package cli
 
 import (
 	"errors"
@@ -26,16 +26,16 @@ func TestOutputFilesDiscard(t *testing.T) {
 	if err := os.Symlink(filepath.Join(root, "target.json"), link); err != nil {
 		t.Fatal(err)
 	}
-	var o outputFiles
+	var o OutputFiles
 	for _, p := range []string{existing, link, filepath.Join(root, "new.json")} {
-		if _, err := o.open("--json", p); err != nil {
+		if _, err := o.Open("--json", p); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := o.dir("--out", filepath.Join(root, "a", "b", "c")); err != nil {
+	if err := o.Dir("--out", filepath.Join(root, "a", "b", "c")); err != nil {
 		t.Fatal(err)
 	}
-	o.discard()
+	o.Discard()
 	if got, want := dirNames(t, root), []string{"link.json", "old.json"}; !slices.Equal(got, want) {
 		t.Errorf("after discard the directory holds %q, want %q", got, want)
 	}
@@ -60,9 +60,9 @@ func TestOutputFilesKilled(t *testing.T) {
 	if err := os.Symlink("target.json", filepath.Join(root, "link.json")); err != nil {
 		t.Fatal(err)
 	}
-	var o outputFiles
+	var o OutputFiles
 	for _, p := range []string{"new.json", "link.json", "old.json"} {
-		if _, err := o.open("--json", filepath.Join(root, p)); err != nil {
+		if _, err := o.Open("--json", filepath.Join(root, p)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -105,20 +105,20 @@ func TestOutputFileReplace(t *testing.T) {
 		{"link.json", "target.json", false, 0o644},
 		{"dangling.json", "later.json", true, refInfo.Mode()},
 	} {
-		var o outputFiles
-		f, err := o.open("--json", filepath.Join(root, c.name))
+		var o OutputFiles
+		f, err := o.Open("--json", filepath.Join(root, c.name))
 		if err != nil {
 			t.Fatal(err)
 		}
 		content := "results of " + c.name + "\n"
-		err = f.replace(func(w io.Writer) error {
+		err = f.Replace(func(w io.Writer) error {
 			if _, err := os.Lstat(filepath.Join(root, c.file)); c.isNew && !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("%s: %s exists while the results are written (%v), want it to appear once complete", c.name, c.file, err)
 			}
 			_, err := io.WriteString(w, content)
 			return err
 		})
-		if err := errors.Join(err, o.close()); err != nil {
+		if err := errors.Join(err, o.Close()); err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
 		path := filepath.Join(root, c.file)
@@ -145,21 +145,21 @@ func TestOutputFileReplace(t *testing.T) {
 // and the path when the file cannot be created.
 func TestOutputFileReplaceFails(t *testing.T) {
 	root := t.TempDir()
-	var o outputFiles
-	f, err := o.open("--json", filepath.Join(root, "x.json"))
+	var o OutputFiles
+	f, err := o.Open("--json", filepath.Join(root, "x.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	boom := errors.New("boom")
-	if err := f.replace(func(w io.Writer) error { io.WriteString(w, "partial"); return boom }); !errors.Is(err, boom) {
+	if err := f.Replace(func(w io.Writer) error { io.WriteString(w, "partial"); return boom }); !errors.Is(err, boom) {
 		t.Errorf("replace: %v, want %v", err, boom)
 	}
-	o.discard()
+	o.Discard()
 	if got := dirNames(t, root); len(got) != 0 {
 		t.Errorf("after a failed write the directory holds %q, want nothing", got)
 	}
 	missing := filepath.Join(root, "no-dir", "x.json")
-	_, err = o.open("--json", missing)
+	_, err = o.Open("--json", missing)
 	if want := "--json: open " + missing + ": no such file or directory"; err == nil || err.Error() != want {
 		t.Errorf("open in a missing directory: %v, want %q", err, want)
 	}
@@ -177,13 +177,13 @@ func TestOutputFileFIFO(t *testing.T) {
 		b, _ := os.ReadFile(fifo)
 		got <- string(b)
 	}()
-	var o outputFiles
-	f, err := o.open("--json", fifo)
+	var o OutputFiles
+	f, err := o.Open("--json", fifo)
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = f.replace(func(w io.Writer) error { _, err := io.WriteString(w, "results\n"); return err })
-	if err := errors.Join(err, o.close()); err != nil {
+	err = f.Replace(func(w io.Writer) error { _, err := io.WriteString(w, "results\n"); return err })
+	if err := errors.Join(err, o.Close()); err != nil {
 		t.Fatal(err)
 	}
 	if s := <-got; s != "results\n" {
@@ -214,13 +214,13 @@ func dirNames(t *testing.T, dir string) []string {
 func TestOutputFileLongName(t *testing.T) {
 	root := t.TempDir()
 	name := strings.Repeat("é", 100) + strings.Repeat("r", 45) + ".json" // 250 bytes
-	var o outputFiles
-	f, err := o.open("--json", filepath.Join(root, name))
+	var o OutputFiles
+	f, err := o.Open("--json", filepath.Join(root, name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = f.replace(func(w io.Writer) error { _, err := io.WriteString(w, "results\n"); return err })
-	if err := errors.Join(err, o.close()); err != nil {
+	err = f.Replace(func(w io.Writer) error { _, err := io.WriteString(w, "results\n"); return err })
+	if err := errors.Join(err, o.Close()); err != nil {
 		t.Fatal(err)
 	}
 	if got := dirNames(t, root); !slices.Equal(got, []string{name}) {

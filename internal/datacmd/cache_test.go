@@ -1,4 +1,4 @@
-package launcher
+package datacmd
 
 import (
 	"archive/tar"
@@ -10,7 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/datahelix/datahelix/internal/cli"
+	"github.com/datahelix/datahelix/internal/cli/clitest"
 	"github.com/datahelix/datahelix/internal/gen"
+	"github.com/datahelix/datahelix/internal/tartest"
 )
 
 // TestCacheCommand checks that datahelix cache lists the cached datasets
@@ -70,21 +73,21 @@ func TestCacheCommand(t *testing.T) {
 func TestCacheCommandMissingDir(t *testing.T) {
 	root := t.TempDir()
 	missing := filepath.Join(root, "nope")
-	var fe flagError
-	if err := commandErr(t, "cache", "--cache-dir", missing); !errors.As(err, &fe) || fe.flag != "cache-dir" || fe.value != missing {
-		t.Errorf("cache --cache-dir MISSING: %#v; want a flagError naming the directory", err)
+	var fe cli.FlagError
+	if err := commandErr(t, "cache", "--cache-dir", missing); !errors.As(err, &fe) || fe.Flag != "cache-dir" || fe.Value != missing {
+		t.Errorf("cache --cache-dir MISSING: %#v; want a cli.FlagError naming the directory", err)
 	}
-	tr := newTranscript(root, "ROOT")
-	tr.add([]string{"cache", "--cache-dir", missing}, usageLine(t, "cache", "--cache-dir", missing))
+	tr := clitest.NewTranscript(root, "ROOT")
+	tr.Add([]string{"cache", "--cache-dir", missing}, usageLine(t, "cache", "--cache-dir", missing))
 	file := filepath.Join(root, "file")
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := commandErr(t, "cache", "--cache-dir", file); !errors.As(err, &fe) || fe.flag != "cache-dir" || fe.value != file {
-		t.Errorf("cache --cache-dir FILE: %#v; want a flagError naming the file", err)
+	if err := commandErr(t, "cache", "--cache-dir", file); !errors.As(err, &fe) || fe.Flag != "cache-dir" || fe.Value != file {
+		t.Errorf("cache --cache-dir FILE: %#v; want a cli.FlagError naming the file", err)
 	}
-	tr.add([]string{"cache", "--cache-dir", file}, usageLine(t, "cache", "--cache-dir", file))
-	golden(t, "cache_missing_dir.golden", tr.String())
+	tr.Add([]string{"cache", "--cache-dir", file}, usageLine(t, "cache", "--cache-dir", file))
+	clitest.Golden(t, "cache_missing_dir.golden", tr.String())
 	t.Setenv("DATAHELIX_CACHE", missing)
 	if code, stdout, stderr := runMain("cache"); code != 0 || stdout != missing+": empty (no dataset generated yet)\n" {
 		t.Errorf("cache with no cache yet: exit %d, stdout %q, stderr %q", code, stdout, stderr)
@@ -116,7 +119,7 @@ func TestCacheCommandIndexes(t *testing.T) {
 		}
 		w.Write([]byte("one"))
 		w.Close()
-		writeTestFile(t, filepath.Join(data, name), buf.Bytes())
+		tartest.WriteFile(t, data, name, buf.Bytes())
 	}
 	if code, _, stderr := runMain("inspect", "--cache-dir", root, data); code != 0 {
 		t.Fatalf("inspect: exit %d: %s", code, stderr)
@@ -130,7 +133,7 @@ func TestCacheCommandIndexes(t *testing.T) {
 	if err := os.Remove(filepath.Join(data, "b.tar")); err != nil {
 		t.Fatal(err)
 	}
-	legacy := writeTestFile(t, filepath.Join(indexDir, "c.tar.0123456789abcdef.dhidx"), []byte("an older datahelix's index"))
+	legacy := tartest.WriteFile(t, indexDir, "c.tar.0123456789abcdef.dhidx", []byte("an older datahelix's index"))
 	size := func(p string) int64 {
 		info, err := os.Stat(p)
 		if err != nil {
@@ -156,7 +159,7 @@ func TestCacheCommandIndexes(t *testing.T) {
 
 	freed := size(dead[0]) + size(legacy)
 	code, stdout, _ = runMain("cache", "--cache-dir", root, "--prune")
-	if want := fmt.Sprintf("pruned %s (2 shard indexes)\n", mib(freed)); code != 0 || !strings.HasSuffix(stdout, want) {
+	if want := fmt.Sprintf("pruned %s (2 shard indexes)\n", cli.MiB(freed)); code != 0 || !strings.HasSuffix(stdout, want) {
 		t.Errorf("cache --prune: exit %d, stdout:\n%s\nwant it to end %q", code, stdout, want)
 	}
 	for _, p := range []string{dead[0], legacy} {

@@ -1,4 +1,4 @@
-package launcher
+package datacmd
 
 import (
 	"context"
@@ -8,49 +8,49 @@ import (
 	"text/tabwriter"
 
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/cli"
 	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/decoding"
 	"github.com/datahelix/datahelix/internal/inspect"
 )
 
-func init() {
-	register(command{
-		name:    "costmodel",
-		summary: "decode a dataset, fit the cost model on a warm-up and print its held-out error per modality and codec",
-		run:     runCostModel,
-	})
+// CostModel is datahelix costmodel.
+var CostModel = cli.Command{
+	Name:    "costmodel",
+	Summary: "decode a dataset, fit the cost model on a warm-up and print its held-out error per modality and codec",
+	Run:     runCostModel,
 }
 
 func runCostModel(ctx context.Context, stdout, stderr io.Writer, args []string) error {
-	fs := newFlags("costmodel", "--data DIR [flags]")
+	fs := cli.NewFlags("costmodel", "--data DIR [flags]")
 	data := fs.String("data", "", "dataset: a `directory` of *.tar shards, a glob or one shard")
-	cache := addIndexCacheFlags(fs)
+	cache := cli.AddIndexCacheFlags(fs)
 	warmup := fs.Int("warmup", 200, "`samples` the model learns from before the held-out evaluation (the samples after them are held out; by default two thirds of a dataset of 200 samples or fewer)")
 	limit := fs.Int("limit", 0, "decode at most this many `samples`, warm-up included (0: all)")
 	var frames, size int
-	shapeFlags(fs, &frames, &size)
+	cli.ShapeFlags(fs, &frames, &size)
 	wall := fs.Bool("wall", false, "measure wall time instead of the decoding thread's CPU time")
 	repeat := fs.Int("repeat", 3, "decode each sample this many `times` and keep the fastest (filters interference on shared machines)")
 	calIn := fs.String("calibration", "", "warm-start from this calibration `file` (default: the built-in one)")
 	calOut := fs.String("calibrate-out", "", "after the evaluation, write the coefficients learned from every sample to this `file`")
 	save := fs.String("save", "", "write the model's state after the evaluation to this `file`")
-	if err := parseFlags(fs, args, stdout); err != nil {
+	if err := cli.ParseFlags(fs, args, stdout); err != nil {
 		return err
 	}
 	switch {
 	case *data == "":
-		return usagef("costmodel: --data is required")
+		return cli.Usagef("costmodel: --data is required")
 	case *warmup < 1:
-		return flagErrorf("costmodel", "warmup", *warmup, "want at least 1")
+		return cli.FlagErrorf("costmodel", "warmup", *warmup, "want at least 1")
 	case *limit < 0:
-		return flagErrorf("costmodel", "limit", *limit, "want 0 or more")
+		return cli.FlagErrorf("costmodel", "limit", *limit, "want 0 or more")
 	case *repeat < 1:
-		return flagErrorf("costmodel", "repeat", *repeat, "want at least 1")
+		return cli.FlagErrorf("costmodel", "repeat", *repeat, "want at least 1")
 	}
-	if err := checkShape(frames, size); err != nil {
+	if err := cli.CheckShape(frames, size); err != nil {
 		return err
 	}
-	indexDir, err := cache.dir("costmodel")
+	indexDir, err := cache.Dir("costmodel")
 	if err != nil {
 		return err
 	}
@@ -74,8 +74,8 @@ func runCostModel(ctx context.Context, stdout, stderr io.Writer, args []string) 
 		n = min(n, *limit)
 	}
 	if n <= *warmup {
-		if len(setFlags(fs, []string{"warmup"})) > 0 {
-			return flagErrorf("costmodel", "warmup", *warmup, "covers all %d samples to decode, so nothing would be held out: want fewer than %d", n, n)
+		if len(cli.SetFlags(fs, []string{"warmup"})) > 0 {
+			return cli.FlagErrorf("costmodel", "warmup", *warmup, "covers all %d samples to decode, so nothing would be held out: want fewer than %d", n, n)
 		}
 		*warmup = max(n*2/3, 1)
 		fmt.Fprintf(stderr, "costmodel: %s has %d samples to decode: learning from the first %d, holding out the rest (--warmup sets it)\n", *data, n, *warmup)

@@ -1,4 +1,4 @@
-package launcher
+package bench
 
 import (
 	"os"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/datahelix/datahelix/internal/bench/workload"
+	"github.com/datahelix/datahelix/internal/cli/clitest"
 	"github.com/datahelix/datahelix/internal/machine"
 )
 
@@ -18,7 +19,7 @@ import (
 func TestBenchCalibrateRefusesFirst(t *testing.T) {
 	root := t.TempDir()
 	cached := workload.CalibrationPath(root, machine.This(t.Context()))
-	tr := newTranscript(cached, "CACHED", root, "ROOT", os.TempDir(), "TMPDIR")
+	tr := clitest.NewTranscript(cached, "CACHED", root, "ROOT", os.TempDir(), "TMPDIR")
 	tests := []struct {
 		args []string
 	}{
@@ -36,12 +37,12 @@ func TestBenchCalibrateRefusesFirst(t *testing.T) {
 	}
 	for _, tt := range tests {
 		args := append([]string{"bench", "calibrate", "--cache-dir", root}, tt.args...)
-		tr.add(args, usageLine(t, args...))
+		tr.Add(args, usageLine(t, args...))
 		if ents, _ := os.ReadDir(root); len(ents) > 0 {
 			t.Fatalf("%q wrote into the cache before refusing", tt.args)
 		}
 	}
-	golden(t, "bench_calibrate_refuses.golden", tr.String())
+	clitest.Golden(t, "bench_calibrate_refuses.golden", tr.String())
 }
 
 // TestBenchCalibratePartialOut checks that a partial calibration written
@@ -56,16 +57,16 @@ func TestBenchCalibratePartialOut(t *testing.T) {
 	// What it prints, the presets left out and where it wrote, is
 	// testdata/bench_calibrate_partial.golden, with the machine and the
 	// measured figures normalised; its progress on stderr is left out.
-	tr := newTranscript(out, "OUT", root, "ROOT").
-		replace(`(?m)^calibration of .*: (\d+ samples decoded)`, "calibration of MACHINE: $1").
-		replace(`(?m)^ *(\S+(?: \S+)*) +\d+\.\d+$`, "$1 F")
+	tr := clitest.NewTranscript(out, "OUT", root, "ROOT").
+		Replace(`(?m)^calibration of .*: (\d+ samples decoded)`, "calibration of MACHINE: $1").
+		Replace(`(?m)^ *(\S+(?: \S+)*) +\d+\.\d+$`, "$1 F")
 	args := []string{"bench", "calibrate", "--cache-dir", root, "--presets", "text", "--samples", "3", "--repeat", "1", "--out", out}
 	code, stdout, stderr := runMain(args...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	tr.addOutputs(args, code, stdout, "")
-	golden(t, "bench_calibrate_partial.golden", tr.String())
+	tr.AddOutputs(args, code, stdout, "")
+	clitest.Golden(t, "bench_calibrate_partial.golden", tr.String())
 	cal, err := workload.LoadCalibration(out)
 	if err != nil {
 		t.Fatal(err)

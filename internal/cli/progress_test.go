@@ -1,4 +1,4 @@
-package launcher
+package cli
 
 import (
 	"os"
@@ -35,22 +35,22 @@ func openPTY(t *testing.T) *os.File {
 }
 
 // TestIsTerminalSeesThroughSyncWriter is the progress bar of 'run': its
-// ranks write to stderr through a *syncWriter, which must be judged as the
+// ranks write to stderr through a *SyncWriter, which must be judged as the
 // terminal it writes to, and a file behind one must not be.
 func TestIsTerminalSeesThroughSyncWriter(t *testing.T) {
 	tty := openPTY(t)
-	if !isTerminal(tty) {
-		t.Fatalf("isTerminal(%s) = false on a pseudo-terminal", tty.Name())
+	if !IsTerminal(tty) {
+		t.Fatalf("IsTerminal(%s) = false on a pseudo-terminal", tty.Name())
 	}
-	if !isTerminal(&syncWriter{w: tty}) {
-		t.Errorf("isTerminal(syncWriter of a terminal) = false: run would draw no progress bar")
+	if !IsTerminal(&SyncWriter{W: tty}) {
+		t.Errorf("IsTerminal(SyncWriter of a terminal) = false: run would draw no progress bar")
 	}
 	f, err := os.CreateTemp(t.TempDir(), "log")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if isTerminal(&syncWriter{w: f}) {
-		t.Errorf("isTerminal(syncWriter of a file) = true: a batch log would fill with redraws")
+	if IsTerminal(&SyncWriter{W: f}) {
+		t.Errorf("IsTerminal(SyncWriter of a file) = true: a batch log would fill with redraws")
 	}
 }
