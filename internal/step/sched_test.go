@@ -227,4 +227,3 @@ func TestTorchStartsAtTheFirstStepAdded(t *testing.T) {
 		}
 	}
 }
-
