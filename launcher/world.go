@@ -218,7 +218,7 @@ const alreadyBound = "datahelix: --pin: ranks already bound by the launcher, kee
 // its share of the union (pinCPUsOf).
 func pinRank(pin cli.AutoBool, w *communicator.World, errOut io.Writer) error {
 	info := w.Info()
-	sets, err := mpinode.Of(w).ShareNodeCPUs()
+	sets, err := w.ShareNodeCPUs()
 	if err != nil {
 		return err
 	}
@@ -307,20 +307,20 @@ func runLocal(ctx context.Context, f worldFlags, out, errOut io.Writer, body ran
 // mpiWait returns how c's MPI binding waits, as DATAHELIX_MPI_WAIT
 // spells it, in effect on this rank; ok is false for an in-process world.
 func mpiWait(c collective.Comm) (wait string, ok bool) {
-	n := mpinode.Of(c)
-	if n == nil {
+	w, ok := c.(*communicator.World)
+	if !ok || w == nil {
 		return "", false
 	}
-	return n.WaitPolicy(), true
+	return w.WaitPolicy(), true
 }
 
 // shareCores has an MPI world's ranks sleep in MPI waits when they, with
 // their decode workers and trainers (datahelix train), outnumber the
-// node's cores (mpinode.Node's ShareCores). Every rank must call it,
-// with the same arguments.
+// node's cores (communicator.World's ShareCores); an in-process world
+// has no MPI waits. Every rank must call it, with the same arguments.
 func shareCores(c collective.Comm, workers int, trainers bool) error {
-	n := mpinode.Of(c)
-	if n == nil {
+	n, ok := c.(*communicator.World)
+	if !ok || n == nil {
 		return nil
 	}
 	threads := 1 + workers

@@ -13,31 +13,17 @@ import (
 	"github.com/datahelix/datahelix/internal/mpinode"
 )
 
-// The command reaches a World's node-level operations through mpinode,
-// outside this package's API.
-func init() {
-	mpinode.Register(func(comm any) mpinode.Node {
-		if w, ok := comm.(*World); ok && w != nil {
-			return worldNode{w}
-		}
-		return nil
-	})
-}
-
-// worldNode is a World's mpinode.Node.
-type worldNode struct{ w *World }
-
-func (n worldNode) ShareNodeCPUs() ([]unix.CPUSet, error) { return n.w.shareNodeCPUs() }
-func (n worldNode) ShareCores(threads int) error          { return n.w.shareCores(threads) }
-func (n worldNode) WaitPolicy() string                    { return n.w.currentPolicy().String() }
-
-// shareNodeCPUs is mpinode.Node's ShareNodeCPUs: the ranks of this node
-// exchange the CPU sets they started with (mpinode.StartCPUs), set the
-// count mpinode.NodeCPUs returns from their union, and choose the wait
-// policy again with it; the world's ranks then agree on one policy
-// (agreeWaitPolicy). Every rank of the world must call it, before
-// duplicating the world.
-func (w *World) shareNodeCPUs() ([]unix.CPUSet, error) {
+// ShareNodeCPUs has the ranks of this node (those MPI_COMM_TYPE_SHARED
+// groups, which Info's LocalRank numbers) exchange the CPU sets they
+// started with (mpinode.StartCPUs) and returns them in local rank order,
+// or nil when some rank could not read its own. From their union it sets
+// the count mpinode.NodeCPUs returns and chooses the wait policy again
+// with it (it matters when DATAHELIX_MPI_WAIT is auto or unset): MPI_Init
+// chose it before the ranks could compare. The world's ranks then agree
+// on one policy (agreeWaitPolicy): sleep if any node's ranks chose it.
+// Every rank of the world must call it, before duplicating the world (a
+// duplicate keeps the policy it copied).
+func (w *World) ShareNodeCPUs() ([]unix.CPUSet, error) {
 	var node C.MPI_Comm
 	var rc C.int
 	if err := w.do(func() {

@@ -53,7 +53,7 @@ func worker(mode string) int {
 		if mode == "share-cpus" {
 			// As launcher does at start: the node's ranks compare CPU
 			// sets and choose their wait policy again.
-			if _, err := mpinode.Of(w).ShareNodeCPUs(); err != nil {
+			if _, err := w.ShareNodeCPUs(); err != nil {
 				fmt.Fprintln(os.Stderr, "FAIL: ShareNodeCPUs:", err)
 				return 1
 			}
@@ -66,7 +66,7 @@ func worker(mode string) int {
 			fmt.Fprintln(os.Stderr, "FAIL:", err)
 			return 1
 		}
-		fmt.Printf("rank %d/%d ok %s multiple=%v wait=%v\n", w.Rank(), w.Size(), w.Info().Library, w.Info().ThreadMultiple, mpinode.Of(w).WaitPolicy())
+		fmt.Printf("rank %d/%d ok %s multiple=%v wait=%v\n", w.Rank(), w.Size(), w.Info().Library, w.Info().ThreadMultiple, w.WaitPolicy())
 	case "latency":
 		if err := latencyWorker(w); err != nil {
 			fmt.Fprintln(os.Stderr, err)

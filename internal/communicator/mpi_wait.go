@@ -52,11 +52,15 @@ func agreeWaitPolicy(comm C.MPI_Comm, tInt64 C.MPI_Datatype, opMax C.MPI_Op, p w
 	return waitPolicy(v[0]), nil
 }
 
-// shareCores is mpinode.Node's ShareCores: it chooses the wait policy
-// again for ranks that each keep threads threads busy rather than one,
-// and the ranks agree (sleep when any chose it). Every rank must call it
-// with the same threads.
-func (w *World) shareCores(threads int) error {
+// ShareCores chooses the wait policy again for ranks that each keep
+// threads threads busy (a rank's decode workers, its trainer process)
+// rather than one: with DATAHELIX_MPI_WAIT auto or unset, the ranks sleep
+// in waits when the node's ranks times threads outnumber its cores, since
+// a rank spinning in a wait takes a core from them. An explicit
+// DATAHELIX_MPI_WAIT is kept. The ranks agree (sleep when any chose it),
+// and duplicates made afterwards inherit the policy. Every rank must call
+// it with the same threads.
+func (w *World) ShareCores(threads int) error {
 	p, err := defaultWaitPolicy(w.info.LocalSize * max(threads, 1))
 	if err != nil {
 		return err
@@ -73,6 +77,10 @@ func (w *World) shareCores(threads int) error {
 // Every rank of the communicator must set the same one: a blocking
 // collective does not match a non-blocking one.
 func (w *World) setWaitPolicy(p waitPolicy) { w.policy.Store(int32(p)) }
+
+// WaitPolicy names how this communicator waits for MPI operations to
+// complete, as DATAHELIX_MPI_WAIT spells it: "block" or "sleep".
+func (w *World) WaitPolicy() string { return w.currentPolicy().String() }
 
 // currentPolicy returns how this communicator waits.
 func (w *World) currentPolicy() waitPolicy { return waitPolicy(w.policy.Load()) }
