@@ -36,6 +36,7 @@ import "C"
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -88,7 +89,21 @@ type Config struct {
 	// costs an MD5 of every such picture: on a 720p x265 ultrafast clip,
 	// twice the decode CPU time.
 	CheckHashes bool
+	// Crop, when its W and H are positive, is the part of the upright
+	// picture DecodeTargets scales to Width x Height, instead of the whole
+	// (see Crop).
+	Crop Crop
+	// HFlip mirrors DecodeTargets' output left to right.
+	HFlip bool
 }
+
+// Crop is a rectangle of the upright picture, X, Y, W x H in the pixels of
+// a RefW x RefH picture (the size the caller chose it for; zero: the
+// frame's own). A frame of another size gets the rectangle scaled to it,
+// rounded outwards. Its corner moves left and up onto the chroma grid (to
+// even pixels for 4:2:0) so that the frame's planes are read in place,
+// without a copy.
+type Crop struct{ X, Y, W, H, RefW, RefH int }
 
 // Default allow lists. VP8 is allowed with the codecs of the issue: its
 // decoder is FFmpeg's own, fuzzed as continuously as VP9's, and older WebM
@@ -217,6 +232,14 @@ func newCall(ctx context.Context, cfg Config) (*call, error) {
 	if cfg.CheckHashes {
 		c.cfg.check_hashes = 1
 	}
+	if cr := cfg.Crop; cr.W > 0 && cr.H > 0 {
+		c.cfg.crop_x, c.cfg.crop_y = C.int32_t(cr.X), C.int32_t(cr.Y)
+		c.cfg.crop_w, c.cfg.crop_h = C.int32_t(cr.W), C.int32_t(cr.H)
+		c.cfg.ref_w, c.cfg.ref_h = C.int32_t(cr.RefW), C.int32_t(cr.RefH)
+	}
+	if cfg.HFlip {
+		c.cfg.hflip = 1
+	}
 	c.cfg.formats = c.cstr(cfg.Formats)
 	c.cfg.codecs = c.cstr(cfg.Codecs)
 	if ctx.Done() != nil {
@@ -301,6 +324,10 @@ func (cfg Config) validate() error {
 		return fmt.Errorf("%w: Threads %d is negative", ErrConfig, cfg.Threads)
 	case cfg.Formats == "" || cfg.Codecs == "":
 		return fmt.Errorf("%w: empty allow list", ErrConfig)
+	case cfg.Crop.X < 0 || cfg.Crop.Y < 0 || cfg.Crop.W < 0 || cfg.Crop.H < 0 || cfg.Crop.RefW < 0 || cfg.Crop.RefH < 0 ||
+		cfg.Crop.X > math.MaxInt32/2 || cfg.Crop.Y > math.MaxInt32/2 || cfg.Crop.W > math.MaxInt32/2 || cfg.Crop.H > math.MaxInt32/2 ||
+		cfg.Crop.RefW > math.MaxInt32 || cfg.Crop.RefH > math.MaxInt32:
+		return fmt.Errorf("%w: crop %+v", ErrConfig, cfg.Crop)
 	}
 	return nil
 }

@@ -1,0 +1,35 @@
+package av
+
+/*
+#include "av.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// ScaleRGB scales the sw x sh packed RGB24 picture in src, whose rows are
+// stride bytes apart (a crop of a larger picture is its first pixel's
+// slice, with the larger picture's stride), to dw x dh RGB24 in dst with
+// swscale's bilinear filter, as DecodeTargets scales frames, mirrored
+// left to right when flip is set. An image's transform crops and scales
+// with it, in C, rather than pixel by pixel in Go.
+func ScaleRGB(dst []byte, dw, dh int, src []byte, stride, sw, sh int, flip bool) error {
+	if sw <= 0 || sh <= 0 || dw <= 0 || dh <= 0 || stride < sw*3 || len(dst) < dw*dh*3 ||
+		len(src) < (sh-1)*stride+sw*3 || dw > 1<<16 || dh > 1<<16 || sw > 1<<16 || sh > 1<<16 {
+		return fmt.Errorf("%w: scale %dx%d (stride %d, %d bytes) to %dx%d (%d bytes)", ErrConfig, sw, sh, stride, len(src), dw, dh, len(dst))
+	}
+	var msg [128]C.char
+	f := C.int32_t(0)
+	if flip {
+		f = 1
+	}
+	rc := C.dh_scale_rgb((*C.uint8_t)(unsafe.Pointer(&src[0])), C.int32_t(stride), C.int32_t(sw), C.int32_t(sh),
+		(*C.uint8_t)(unsafe.Pointer(&dst[0])), C.int32_t(dw), C.int32_t(dh), f, &msg[0], C.int32_t(len(msg)))
+	if rc != C.DH_OK {
+		return &Error{Kind: ErrLimit, Detail: C.GoString(&msg[0])}
+	}
+	return nil
+}
