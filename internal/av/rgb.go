@@ -33,3 +33,12 @@ func ScaleRGB(dst []byte, dw, dh int, src []byte, stride, sw, sh int, flip bool)
 	}
 	return nil
 }
+
+// FlipRGB mirrors the w x h packed RGB24 picture in p left to right, in
+// place (p holds at least w*h*3 bytes).
+func FlipRGB(p []byte, w, h int) {
+	if w <= 0 || h <= 0 || len(p) < w*h*3 {
+		return
+	}
+	C.dh_flip_rgb((*C.uint8_t)(unsafe.Pointer(&p[0])), C.int32_t(w), C.int32_t(h))
+}
