@@ -215,6 +215,9 @@ func (c *Config) setDefaults() error {
 	if c.Loader == KindOracle {
 		return fmt.Errorf("--loader oracle exists only in simulation (datahelix bench --sim)")
 	}
+	if err := c.Decode.Transform.Check(); err != nil {
+		return err // a *transform.FlagError naming the flag
+	}
 	return c.GPU.Validate()
 }
 

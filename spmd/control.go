@@ -97,6 +97,7 @@ func (l *Loader) readOwn(ctx context.Context, s int64) ([]*slotState, error) {
 			// file changed or the disk failed under us.
 			return nil, fmt.Errorf("step %d: %w", s, err)
 		}
+		smp.Epoch = epoch // seeds its transforms wherever it is decoded
 		st := &slotState{sample: smp, partsLeft: 1}
 		st.item = step.Item{ID: ref.ID(epoch), Owner: l.comm.Rank(), Bytes: wire.Size(smp)}
 		l.describe(st, 0)
@@ -155,7 +156,7 @@ func (l *Loader) describe(st *slotState, est int64) {
 	}
 	st.item.Train = step.TrainTime(l.gpuModel(), c)
 	if v := rec.Video; v != nil && taskLimit(l.cfg) > 1 && !v.FrameCountEstimated {
-		targets := video.SampleFrames(v, l.cfg.Decode.Frames)
+		targets := l.dec.ClipTargets(st.sample, v)
 		tasks := video.PlanTasks(v, targets, taskLimit(l.cfg))
 		if len(tasks) > 1 {
 			st.tasks = tasks

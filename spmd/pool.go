@@ -114,8 +114,7 @@ func (l *Loader) runTask(ctx context.Context, st *slotState, t step.Task) (damag
 		return out.Damaged, nil
 	}
 	tensor := l.allocTensor(st)
-	v := st.rec.Video
-	return l.dec.DecodeVideoTask(ctx, st.sample.Members[v.Member].Data, v, st.tasks[t.Part], tensor.Data)
+	return l.dec.DecodeClipTask(ctx, st.sample, st.rec.Video, st.tasks[t.Part], tensor.Data)
 }
 
 // allocTensor returns the frame tensor a split clip's parts fill.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/video"
+	"github.com/datahelix/datahelix/internal/transform"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -333,7 +334,7 @@ func TestDecodedImagePixels(t *testing.T) {
 		{decode.ImageInfo{Format: "jpeg", Width: 0, Height: 0}, 0},
 	}
 	for _, tt := range tests {
-		if got := decodedImagePixels(tt.im, 224); got != tt.want {
+		if got := decodedImagePixels(tt.im, 224, transform.Spec{}); got != tt.want {
 			t.Errorf("decodedImagePixels(%+v) = %v, want %v", tt.im, got, tt.want)
 		}
 	}
