@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/datahelix/datahelix/decode"
-	"github.com/datahelix/datahelix/internal/video"
 	"github.com/datahelix/datahelix/internal/transform"
+	"github.com/datahelix/datahelix/internal/video"
 	"gonum.org/v1/gonum/mat"
 )
 
