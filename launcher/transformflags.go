@@ -24,7 +24,9 @@ func (t *transformFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&t.f.CropScale, "crop-scale", "", "random-crop: `MIN,MAX` fractions of the picture's area the crop covers, 0 < MIN <= MAX <= 1 (default 0.08,1)")
 	fs.StringVar(&t.f.CropRatio, "crop-ratio", "", "random-crop: `MIN,MAX` aspect ratios (width over height) of the crop, log-uniform, 0.01..100 (default 0.75,1.3333)")
 	fs.StringVar(&t.f.HFlip, "hflip", "", "probability `P` in 0..1 of mirroring a sample's frames or each of its images left to right (default 0)")
-	fs.StringVar(&t.f.Frames, "frame-sampling", "uniform", "`MODE` of choosing a clip's F frames: uniform (spread over the clip) or segment (F frames --frame-stride apart from a random start)")
+	fs.StringVar(&t.f.Frames, "frame-sampling", "uniform", "`MODE` of choosing a clip's F frames: uniform (spread over the clip), segment (F frames --frame-stride apart from a random start) "+
+		"or fps (the frames at --fps from the clip's start, at most --frames: F varies by clip, each clip's tensor holding only the frames it has)")
+	fs.StringVar(&t.f.FPS, "fps", "", "fps: `R` frames per second to sample, 0.001..1000")
 	fs.StringVar(&t.f.Stride, "frame-stride", "", "segment: `N` shown frames between sampled frames, 1..1024 (default 1)")
 }
 

@@ -23,6 +23,9 @@ func TestTransformFlagsRefused(t *testing.T) {
 		{[]string{"--hflip", "NaN"}, "--hflip"},
 		{[]string{"--frame-sampling", "every"}, "--frame-sampling"},
 		{[]string{"--frame-sampling", "segment", "--frame-stride", "0"}, "--frame-stride"},
+		{[]string{"--frame-sampling", "fps", "--fps", "0"}, "--fps"},
+		{[]string{"--frame-sampling", "fps"}, "--frame-sampling"},
+		{[]string{"--fps", "2"}, "--fps"},
 	} {
 		for _, cmd := range [][]string{
 			{"run", "--data", missing},

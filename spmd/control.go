@@ -141,11 +141,19 @@ func (l *Loader) describe(st *slotState, est int64) {
 		st.item.Est = min(max(l.cost.Estimate(rec), 1), plan.MaxCost)
 	}
 	// The frames the decoder outputs: a video sample's F (its clip
-	// alone), an image or document sample's images.
+	// alone; fps sampling gives each clip its own), an image or document
+	// sample's images.
 	frames := 0
+	var targets []int
 	switch rec.Modality {
 	case decode.ModalityVideo:
-		frames = int(f)
+		if rec.Video != nil {
+			targets = l.dec.ClipTargets(st.sample, rec.Video)
+			frames = l.dec.ClipFrames(len(targets))
+			st.frames = frames
+		} else {
+			frames = int(f)
+		}
 	case decode.ModalityImage, decode.ModalityDocument:
 		frames = len(rec.Images)
 	}
@@ -156,7 +164,6 @@ func (l *Loader) describe(st *slotState, est int64) {
 	}
 	st.item.Train = step.TrainTime(l.gpuModel(), c)
 	if v := rec.Video; v != nil && taskLimit(l.cfg) > 1 && !v.FrameCountEstimated {
-		targets := l.dec.ClipTargets(st.sample, v)
 		tasks := video.PlanTasks(v, targets, taskLimit(l.cfg))
 		if len(tasks) > 1 {
 			st.tasks = tasks

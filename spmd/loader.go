@@ -174,6 +174,7 @@ type slotState struct {
 	recErr    error
 	tasks     []video.Task  // for split clips, one per part
 	tensor    decode.Tensor // a split clip's frames, filled by its parts
+	frames    int           // a clip's F, its tensor's frames (fps sampling varies it)
 	out       *decode.Output
 	err       error
 	partsLeft int

@@ -18,15 +18,26 @@ import (
 // other tensors in each.
 func TestTransformsSameWhoeverDecodes(t *testing.T) {
 	data := gentest.Tiny(t)
-	spec, err := transform.Parse(transform.Flags{Resize: "random-crop", CropScale: "0.2,0.9", HFlip: "0.5", Frames: "segment", Stride: "2"})
-	if err != nil {
-		t.Fatal(err)
+	for _, f := range []transform.Flags{
+		{Resize: "random-crop", CropScale: "0.2,0.9", HFlip: "0.5", Frames: "segment", Stride: "2"},
+		{Resize: "short-side", HFlip: "0.5", Frames: "fps", FPS: "3"},
+	} {
+		spec, err := transform.Parse(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(spec.String(), func(t *testing.T) { sameWhoeverDecodes(t, data, spec) })
 	}
+}
+
+func sameWhoeverDecodes(t *testing.T, data string, spec transform.Spec) {
 	var want map[uint64][16]byte
 	for _, k := range []Kind{KindTorch, KindLocal, KindHelix} {
 		cfg := testConfig(k)
 		cfg.Steps = 8 // 64 samples: both epochs of the 32
+		cfg.Decode.Frames = 6
 		cfg.Decode.Transform = spec
+		frames := map[int]bool{} // the clips' F
 		var mu sync.Mutex
 		got := map[uint64][16]byte{}
 		byKey := map[string]map[[16]byte]bool{}
@@ -52,6 +63,9 @@ func TestTransformsSameWhoeverDecodes(t *testing.T) {
 				if rank != s.Owner {
 					moved++
 				}
+				if len(s.Tensors) == 1 && len(s.Tensors[0].Shape) == 4 {
+					frames[s.Tensors[0].Shape[0]] = true
+				}
 			}
 			return nil
 		})
@@ -63,6 +77,9 @@ func TestTransformsSameWhoeverDecodes(t *testing.T) {
 			if moved == 0 {
 				t.Error("helix moved no sample: the test shows nothing about the exchange")
 			}
+		}
+		if spec.Temporal == transform.Rate && len(frames) < 2 {
+			t.Errorf("%s: every clip has the same F %v under fps sampling, want several", k, frames)
 		}
 		if want == nil {
 			want = got

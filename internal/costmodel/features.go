@@ -130,9 +130,12 @@ func videoCostFeatures(v *video.Track, o Options) (string, featureVector) {
 		codec = "unknown"
 	}
 	targets := video.SampleFrames(v, o.Frames)
-	if tf := o.Transform; tf.Temporal == transform.Segment {
+	switch tf := o.Transform; tf.Temporal {
+	case transform.Segment:
 		// The segment's start is drawn per sample: price the middle one.
 		targets = video.SampleSegment(v, o.Frames, tf.Stride, func(count, span int) int { return (count - span) / 2 })
+	case transform.Rate:
+		targets = video.SampleRate(v, tf.MilliFPS(), o.Frames) // exact: no randomness
 	}
 	tasks := video.PlanTasks(v, targets, o.MaxTasks)
 	px := float64(v.Width) * float64(v.Height) / 1e6

@@ -141,8 +141,10 @@ func (d *Decoder) Decode(ctx context.Context, s *Sample, rec *Record) (*Output, 
 		if err := ctx.Err(); err != nil {
 			return fail(p.video.Name, err)
 		}
-		t := d.newVideoTensor()
-		st, err := d.decodeVideo(ctx, s, p.video.Data, p.rec.Video, t.Data)
+		targets := d.ClipTargets(s, p.rec.Video)
+		f := d.ClipFrames(len(targets))
+		t := Tensor{Shape: []int{f, d.opts.Size, d.opts.Size, 3}, Data: make([]byte, f*d.opts.Size*d.opts.Size*3)}
+		st, err := d.decodeVideo(ctx, s, targets, p.video.Data, p.rec.Video, t.Data)
 		if err != nil {
 			return fail(p.video.Name, err)
 		}

@@ -20,13 +20,13 @@ type videoStats struct {
 	refed   int // of frames, those decoded again for missed targets (redecodeMissed)
 }
 
-// decodeVideo decodes the F sampled frames of the clip in data into dst,
-// the clip's [F,S,S,3] tensor: SampleFrames, one task from
+// decodeVideo decodes the sampled frames of the clip in data (targets,
+// from ClipTargets) into dst, the clip's [F,S,S,3] tensor (F from
+// ClipFrames): one task from
 // video.PlanTasks, DecodeVideoTask. A clip with fewer than F frames repeats
 // frames to fill every slot, spread evenly in presentation order.
-func (d *Decoder) decodeVideo(ctx context.Context, s *Sample, data []byte, v *VideoInfo, dst []byte) (videoStats, error) {
-	f := d.opts.Frames
-	targets := d.ClipTargets(s, v)
+func (d *Decoder) decodeVideo(ctx context.Context, s *Sample, targets []int, data []byte, v *VideoInfo, dst []byte) (videoStats, error) {
+	f := d.ClipFrames(len(targets))
 	cfg := d.clipConfig(s, v)
 	if len(targets) == 0 {
 		return videoStats{}, fmt.Errorf("%w: the record lists no frames", ErrCorrupt)

@@ -23,16 +23,31 @@ func uprightSize(v *VideoInfo) (w, h int) {
 // clip v of s, sorted by presentation time: F frames uniformly over the
 // clip (video.SampleFrames), or, with Options.Transform's segment
 // sampling, F frames Stride apart from a start seeded by the sample's
-// epoch and key (video.SampleSegment). A caller that splits a clip into
+// epoch and key (video.SampleSegment), or with its fps sampling the
+// frames at that rate from the start, at most F (video.SampleRate). A caller that splits a clip into
 // tasks plans them over these.
 func (d *Decoder) ClipTargets(s *Sample, v *VideoInfo) []int {
 	tf := d.opts.Transform
-	if tf.Temporal == transform.Segment {
+	switch tf.Temporal {
+	case transform.Segment:
 		return video.SampleSegment(v, d.opts.Frames, tf.Stride, func(count, span int) int {
 			return tf.SegmentStart(s.Epoch, s.Key, count, span)
 		})
+	case transform.Rate:
+		return video.SampleRate(v, tf.MilliFPS(), d.opts.Frames)
 	}
 	return video.SampleFrames(v, d.opts.Frames)
+}
+
+// ClipFrames is F, the frames of the tensor of a clip for which
+// ClipTargets gave targets frames: Options.Frames, whose slots repeat
+// the frames of a shorter clip; with fps sampling the targets alone (at
+// least 1), so that F varies by clip and no frame repeats.
+func (d *Decoder) ClipFrames(targets int) int {
+	if d.opts.Transform.Temporal == transform.Rate {
+		return min(max(targets, 1), d.opts.Frames)
+	}
+	return d.opts.Frames
 }
 
 // clipConfig returns the av configuration that decodes the clip v of s

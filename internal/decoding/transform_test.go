@@ -210,3 +210,46 @@ func video30s(t *testing.T) []byte {
 	}
 	return b
 }
+
+// TestRateSampling: fps sampling takes the frames shown at the rate from
+// the clip's start, up to F; the tensor has as many frames as it took
+// (a variable F), and every one is the frame Decode shows at that time.
+func TestRateSampling(t *testing.T) {
+	s := decSample("clip", map[string][]byte{"mp4": video30s(t)})
+	rec, err := ParseRecord(s, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := rec.Video
+	secs := float64(v.Duration) / float64(v.Timescale)
+	for _, tc := range []struct {
+		fps  float64
+		cap  int
+		want int
+	}{
+		{1, 100, int(secs + 0.999)}, // one a second over the clip
+		{1, 5, 5},                   // capped
+		{0.5, 100, int(secs/2 + 0.999)},
+		{1000, 7, 7}, // above the clip's rate: consecutive frames
+	} {
+		d := NewDecoder(Options{Frames: tc.cap, Size: 16, Transform: transform.Spec{Temporal: transform.Rate, FPS: tc.fps}})
+		targets := d.ClipTargets(s, v)
+		if len(targets) != tc.want {
+			t.Errorf("%g fps, cap %d: %d targets, want %d (clip of %.2f s)", tc.fps, tc.cap, len(targets), tc.want, secs)
+			continue
+		}
+		for k, f := range targets {
+			at := float64(v.FramePTS[f]) / float64(v.Timescale)
+			if tc.fps < 100 && (at > float64(k)/tc.fps+0.001 || at < float64(k)/tc.fps-0.1) {
+				t.Errorf("%g fps: frame %d at %.3f s, want the one shown at %.3f s", tc.fps, k, at, float64(k)/tc.fps)
+			}
+		}
+		out, err := d.Decode(context.Background(), s, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := out.Tensors[0].Shape; got[0] != tc.want || len(out.Tensors[0].Data) != tc.want*16*16*3 {
+			t.Errorf("%g fps, cap %d: tensor %v, want %d frames", tc.fps, tc.cap, got, tc.want)
+		}
+	}
+}

@@ -64,9 +64,14 @@ const (
 	// distinct frames, repeated to fill F as uniform sampling repeats
 	// those of a short clip.
 	Segment
+	// Rate takes the frames shown at Spec.FPS frames per second from the
+	// clip's first frame, at most F of them (--frames is the cap): F
+	// varies with the clip's duration, and the clip's tensor is
+	// [F', S, S, 3] with F' <= F, without repeated frames.
+	Rate
 )
 
-var temporalNames = []string{"uniform", "segment"}
+var temporalNames = []string{"uniform", "segment", "fps"}
 
 func (t Temporal) String() string {
 	if t >= 0 && int(t) < len(temporalNames) {
@@ -88,6 +93,9 @@ type Spec struct {
 	// Segment's distance between frames.
 	Temporal Temporal
 	Stride   int
+	// FPS is Rate's frames per second, MinFPS..MaxFPS, used to a
+	// thousandth (MilliFPS).
+	FPS float64
 	// Seed is the job's seed, which with the epoch and key seeds each
 	// sample (the loader sets it from its own seed).
 	Seed uint64
@@ -104,7 +112,13 @@ const (
 	MinRatio  = 0.01 // Ratio within MinRatio..MaxRatio
 	MaxRatio  = 100
 	MaxStride = 1024 // Stride within 1..MaxStride
+	MinFPS    = 0.001
+	MaxFPS    = 1000
 )
+
+// MilliFPS is FPS in thousandths of a frame per second, the integer the
+// sampling uses.
+func (s Spec) MilliFPS() int64 { return int64(math.Round(s.FPS * 1000)) }
 
 // WithDefaults returns s with zero Scale, Ratio and Stride filled in.
 func (s Spec) WithDefaults() Spec {
@@ -152,8 +166,9 @@ type Flags struct {
 	CropScale string // --crop-scale MIN,MAX
 	CropRatio string // --crop-ratio MIN,MAX
 	HFlip     string // --hflip P
-	Frames    string // --frame-sampling: uniform or segment
+	Frames    string // --frame-sampling: uniform, segment or fps
 	Stride    string // --frame-stride N
+	FPS       string // --fps R
 }
 
 // Parse turns flag strings into a Spec (seed 0) and checks it: every
@@ -197,8 +212,21 @@ func Parse(f Flags) (Spec, error) {
 	case "", "uniform":
 	case "segment":
 		s.Temporal = Segment
+	case "fps":
+		s.Temporal = Rate
+		if f.FPS == "" {
+			return Spec{}, flagErr("frame-sampling", f.Frames, "needs --fps")
+		}
 	default:
-		return Spec{}, flagErr("frame-sampling", f.Frames, "want uniform or segment")
+		return Spec{}, flagErr("frame-sampling", f.Frames, "want uniform, segment or fps")
+	}
+	if f.FPS != "" {
+		if s.Temporal != Rate {
+			return Spec{}, flagErr("fps", f.FPS, "only with --frame-sampling fps")
+		}
+		if s.FPS, err = parseFloat("fps", f.FPS); err != nil {
+			return Spec{}, err
+		}
 	}
 	if f.Stride != "" {
 		if s.Temporal != Segment {
@@ -231,10 +259,12 @@ func (s Spec) Check() error {
 		return flagErr("crop-ratio", pair(s.Ratio), "want MIN,MAX with %g <= MIN <= MAX <= %g (width over height)", MinRatio, float64(MaxRatio))
 	case !(s.HFlip >= 0 && s.HFlip <= 1):
 		return flagErr("hflip", strconv.FormatFloat(s.HFlip, 'g', -1, 64), "want a probability in 0..1")
-	case s.Temporal < Uniform || s.Temporal > Segment:
-		return flagErr("frame-sampling", s.Temporal.String(), "want uniform or segment")
+	case s.Temporal < Uniform || s.Temporal > Rate:
+		return flagErr("frame-sampling", s.Temporal.String(), "want uniform, segment or fps")
 	case s.Stride < 1 || s.Stride > MaxStride:
 		return flagErr("frame-stride", strconv.Itoa(s.Stride), "want 1..%d frames", MaxStride)
+	case s.Temporal == Rate && !(s.FPS >= MinFPS && s.FPS <= MaxFPS):
+		return flagErr("fps", strconv.FormatFloat(s.FPS, 'g', -1, 64), "want %g..%g frames per second", MinFPS, float64(MaxFPS))
 	}
 	return nil
 }
@@ -249,8 +279,11 @@ func (s Spec) String() string {
 		b = append(b, "--crop-scale "+f(s.Scale[0])+","+f(s.Scale[1]), "--crop-ratio "+f(s.Ratio[0])+","+f(s.Ratio[1]))
 	}
 	b = append(b, "--hflip "+f(s.HFlip), "--frame-sampling "+s.Temporal.String())
-	if s.Temporal == Segment {
+	switch s.Temporal {
+	case Segment:
 		b = append(b, "--frame-stride "+strconv.Itoa(s.Stride))
+	case Rate:
+		b = append(b, "--fps "+f(s.FPS))
 	}
 	return strings.Join(b, " ")
 }

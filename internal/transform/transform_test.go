@@ -32,6 +32,11 @@ func TestParseRefusesOutOfRange(t *testing.T) {
 		{Flags{Frames: "segment", Stride: "0"}, "frame-stride"},
 		{Flags{Frames: "segment", Stride: "2000"}, "frame-stride"},
 		{Flags{Frames: "segment", Stride: "x"}, "frame-stride"},
+		{Flags{Frames: "fps"}, "frame-sampling"},
+		{Flags{Frames: "fps", FPS: "0"}, "fps"},
+		{Flags{Frames: "fps", FPS: "5000"}, "fps"},
+		{Flags{Frames: "segment", FPS: "2"}, "fps"},
+		{Flags{FPS: "2"}, "fps"},
 	} {
 		_, err := Parse(tc.f)
 		var fe *FlagError
@@ -50,6 +55,7 @@ func TestParseAccepts(t *testing.T) {
 		{Flags{Resize: "short-side", HFlip: "0.5"}, Spec{Resize: ShortSide, HFlip: 0.5, Scale: DefaultScale, Ratio: DefaultRatio, Stride: 1}},
 		{Flags{Resize: "random-crop", CropScale: "0.25,1", CropRatio: "1,1"}, Spec{Resize: RandomCrop, Scale: [2]float64{0.25, 1}, Ratio: [2]float64{1, 1}, Stride: 1}},
 		{Flags{Frames: "segment", Stride: "4"}, Spec{Temporal: Segment, Stride: 4, Scale: DefaultScale, Ratio: DefaultRatio}},
+		{Flags{Frames: "fps", FPS: "2.5"}, Spec{Temporal: Rate, FPS: 2.5, Stride: 1, Scale: DefaultScale, Ratio: DefaultRatio}},
 	} {
 		got, err := Parse(tc.f)
 		if err != nil || got != tc.want {
@@ -83,6 +89,8 @@ func flagsOf(t *testing.T, s string) Flags {
 			f.Frames = value
 		case "frame-stride":
 			f.Stride = value
+		case "fps":
+			f.FPS = value
 		}
 		n := len("--"+name+" "+value) + 1
 		if n >= len(rest) {
@@ -254,11 +262,12 @@ func TestSegmentStart(t *testing.T) {
 // passes Check or a *FlagError, and views of what it accepts lie inside
 // the picture.
 func FuzzParse(f *testing.F) {
-	f.Add("random-crop", "0.08,1", "0.75,1.3333", "0.5", "segment", "2", 640, 480)
-	f.Add("short-side", "", "", "", "", "", 1, 1)
-	f.Add("squash", "", "", "1", "uniform", "", 3, 5000)
-	f.Fuzz(func(t *testing.T, resize, scale, ratio, hflip, frames, stride string, w, h int) {
-		s, err := Parse(Flags{resize, scale, ratio, hflip, frames, stride})
+	f.Add("random-crop", "0.08,1", "0.75,1.3333", "0.5", "segment", "2", "", 640, 480)
+	f.Add("short-side", "", "", "", "", "", "", 1, 1)
+	f.Add("squash", "", "", "1", "uniform", "", "", 3, 5000)
+	f.Add("squash", "", "", "", "fps", "", "2.5", 3, 5000)
+	f.Fuzz(func(t *testing.T, resize, scale, ratio, hflip, frames, stride, fps string, w, h int) {
+		s, err := Parse(Flags{resize, scale, ratio, hflip, frames, stride, fps})
 		if err != nil {
 			var fe *FlagError
 			if !errors.As(err, &fe) || !errors.Is(err, ErrRange) {
