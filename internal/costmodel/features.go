@@ -14,9 +14,10 @@ type Options struct {
 	Frames   int // F: frames sampled per clip
 	Size     int // S: output side, every frame and image becomes S x S
 	MaxTasks int // how many keyframe-aligned tasks a clip may split into
-	// Transform changes which frames are decoded (segment sampling) and
-	// how many source pixels are scaled (a crop); its random parts are
-	// priced at their expected value, as a record carries no epoch.
+	// Transform changes which frames are decoded (segment sampling: the
+	// record's epoch and key give its start, as they give the decoder's)
+	// and how many source pixels are scaled (a crop, priced at its
+	// expected area).
 	Transform transform.Spec
 }
 
@@ -79,7 +80,7 @@ func costFeatures(r *decode.Record, o Options) (string, featureVector) {
 	switch r.Modality {
 	case decode.ModalityVideo:
 		if v := r.Video; v != nil {
-			return videoCostFeatures(v, o)
+			return videoCostFeatures(v, o, r.Epoch, r.Key)
 		}
 	case decode.ModalityImage, decode.ModalityDocument:
 		key := costKeyDocument
@@ -123,7 +124,7 @@ func costFeatures(r *decode.Record, o Options) (string, featureVector) {
 	return costKeyUnknown, x
 }
 
-func videoCostFeatures(v *video.Track, o Options) (string, featureVector) {
+func videoCostFeatures(v *video.Track, o Options, epoch int, key string) (string, featureVector) {
 	var x featureVector
 	codec := v.Codec
 	if codec == "" {
@@ -132,8 +133,9 @@ func videoCostFeatures(v *video.Track, o Options) (string, featureVector) {
 	targets := video.SampleFrames(v, o.Frames)
 	switch tf := o.Transform; tf.Temporal {
 	case transform.Segment:
-		// The segment's start is drawn per sample: price the middle one.
-		targets = video.SampleSegment(v, o.Frames, tf.Stride, func(count, span int) int { return (count - span) / 2 })
+		// The segment the decoder will take: its start is a function of
+		// the seed, the sample's epoch and key, which the record carries.
+		targets = video.SampleSegment(v, o.Frames, tf.Stride, func(count, span int) int { return tf.SegmentStart(epoch, key, count, span) })
 	case transform.Rate:
 		targets = video.SampleRate(v, tf.MilliFPS(), o.Frames) // exact: no randomness
 	}

@@ -26,8 +26,8 @@ func TestTransformPricing(t *testing.T) {
 	}
 	v := syntheticVideo(rand.New(rand.NewPCG(1, 2)), "h264").Video
 	v.Width, v.Height = 1280, 720
-	_, x := videoCostFeatures(v, Options{Frames: 8, Size: 224, MaxTasks: 1})
-	_, y := videoCostFeatures(v, Options{Frames: 8, Size: 224, MaxTasks: 1, Transform: transform.Spec{Resize: transform.ShortSide}})
+	_, x := videoCostFeatures(v, Options{Frames: 8, Size: 224, MaxTasks: 1}, 0, "k")
+	_, y := videoCostFeatures(v, Options{Frames: 8, Size: 224, MaxTasks: 1, Transform: transform.Spec{Resize: transform.ShortSide}}, 0, "k")
 	if want := x[4] * 720 / 1280; y[4] < want*0.999 || y[4] > want*1.001 {
 		t.Errorf("short-side scales %v megapixels, want %v", y[4], want)
 	}

@@ -83,4 +83,8 @@ type Record struct {
 	Video    *VideoInfo
 	Images   []ImageInfo
 	Text     *TextInfo
+	// Epoch is the sample's (Sample.Epoch), for the cost of a transform
+	// drawn per epoch (a segment's start); not a feature of its bytes, so
+	// not printed.
+	Epoch int `json:"-"`
 }
