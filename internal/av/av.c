@@ -746,13 +746,14 @@ static int to_rgb(dh_ctx *c, const AVFrame *f, uint8_t *dst) {
 		c->sws_range = range;
 	}
 	c->sws = s;
+	int64_t dls = cfg->out_stride > 0 ? cfg->out_stride : (int64_t)cfg->out_w * 3;
 	uint8_t *d[4] = {to, NULL, NULL, NULL};
-	int ls[4] = {sw * 3, 0, 0, 0};
+	int ls[4] = {turn ? sw * 3 : (int)dls, 0, 0, 0};
 	sws_scale(s, src, f->linesize, 0, src_h, d, ls);
 	if (turn)
-		turn_plane(dst, cfg->out_w * 3, to, sw * 3, sw, sh, 3, turn);
+		turn_plane(dst, (int)dls, to, sw * 3, sw, sh, 3, turn);
 	if (cfg->hflip)
-		dh_flip_rgb(dst, cfg->out_w, cfg->out_h);
+		dh_flip_rgb(dst, cfg->out_w, cfg->out_h, dls);
 	return 0;
 }
 
@@ -763,7 +764,7 @@ int dh_decode_targets(const uint8_t *data, int64_t len, const dh_config *cfg, dh
 	int ret = ctx_open(&c, data, len, cfg, st, 1);
 	if (ret)
 		goto out;
-	int64_t plane = (int64_t)cfg->out_w * cfg->out_h * 3;
+	int64_t plane = cfg->out_plane > 0 ? cfg->out_plane : (int64_t)cfg->out_w * cfg->out_h * 3;
 	for (int i = 0; i < n; i++)
 		if (plane <= 0 || t[i].slot < 0 || ((int64_t)t[i].slot + 1) * plane > dst_len) {
 			ret = fail(&c, DH_ERR_ARG, "target %d: slot %d outside the output", i, t[i].slot);

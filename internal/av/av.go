@@ -95,6 +95,11 @@ type Config struct {
 	Crop Crop
 	// HFlip mirrors DecodeTargets' output left to right.
 	HFlip bool
+	// Stride and Plane lay DecodeTargets' output out in a larger buffer:
+	// RGB rows Stride bytes apart, slots Plane bytes apart (0: packed,
+	// Width*3 and Width*Height*3). What lies beyond each picture's rows
+	// in its slot (padding to a bucket size) is not written.
+	Stride, Plane int
 }
 
 // Crop is a rectangle of the upright picture, X, Y, W x H in the pixels of
@@ -240,6 +245,7 @@ func newCall(ctx context.Context, cfg Config) (*call, error) {
 	if cfg.HFlip {
 		c.cfg.hflip = 1
 	}
+	c.cfg.out_stride, c.cfg.out_plane = C.int64_t(cfg.Stride), C.int64_t(cfg.Plane)
 	c.cfg.formats = c.cstr(cfg.Formats)
 	c.cfg.codecs = c.cstr(cfg.Codecs)
 	if ctx.Done() != nil {
@@ -328,6 +334,10 @@ func (cfg Config) validate() error {
 		cfg.Crop.X > math.MaxInt32/2 || cfg.Crop.Y > math.MaxInt32/2 || cfg.Crop.W > math.MaxInt32/2 || cfg.Crop.H > math.MaxInt32/2 ||
 		cfg.Crop.RefW > math.MaxInt32 || cfg.Crop.RefH > math.MaxInt32:
 		return fmt.Errorf("%w: crop %+v", ErrConfig, cfg.Crop)
+	case cfg.Stride < 0 || cfg.Plane < 0 || cfg.Stride > math.MaxInt32 ||
+		cfg.Stride > 0 && cfg.Stride < cfg.Width*3 ||
+		cfg.Plane > 0 && int64(cfg.Plane) < int64(cfg.Height-1)*int64(cfg.stride())+int64(cfg.Width)*3:
+		return fmt.Errorf("%w: stride %d and plane %d do not hold %dx%d RGB", ErrConfig, cfg.Stride, cfg.Plane, cfg.Width, cfg.Height)
 	}
 	return nil
 }
@@ -335,4 +345,20 @@ func (cfg Config) validate() error {
 // dataPtr returns the C view of data, which must not be empty.
 func dataPtr(data []byte) (*C.uint8_t, C.int64_t) {
 	return (*C.uint8_t)(unsafe.Pointer(unsafe.SliceData(data))), C.int64_t(len(data))
+}
+
+// stride is the bytes between DecodeTargets' output rows.
+func (cfg Config) stride() int {
+	if cfg.Stride > 0 {
+		return cfg.Stride
+	}
+	return cfg.Width * 3
+}
+
+// plane is the bytes between DecodeTargets' output slots.
+func (cfg Config) plane() int {
+	if cfg.Plane > 0 {
+		return cfg.Plane
+	}
+	return cfg.Width * cfg.Height * 3
 }

@@ -142,16 +142,16 @@ func TestScaleRGBCropAndFlip(t *testing.T) {
 		packed = append(packed, src[(r*w+x)*3:(r*w+x+cw)*3]...)
 	}
 	a, b, c := make([]byte, 16*16*3), make([]byte, 16*16*3), make([]byte, 16*16*3)
-	if err := ScaleRGB(a, 16, 16, src[(y*w+x)*3:], w*3, cw, ch, false); err != nil {
+	if err := ScaleRGB(a, 16, 16, 0, src[(y*w+x)*3:], w*3, cw, ch, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := ScaleRGB(b, 16, 16, packed, cw*3, cw, ch, false); err != nil {
+	if err := ScaleRGB(b, 16, 16, 0, packed, cw*3, cw, ch, false); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(a, b) {
 		t.Error("a crop in place differs from the crop copied out")
 	}
-	if err := ScaleRGB(c, 16, 16, packed, cw*3, cw, ch, true); err != nil {
+	if err := ScaleRGB(c, 16, 16, 0, packed, cw*3, cw, ch, true); err != nil {
 		t.Fatal(err)
 	}
 	for r := range 16 {
@@ -161,7 +161,57 @@ func TestScaleRGBCropAndFlip(t *testing.T) {
 			}
 		}
 	}
-	if err := ScaleRGB(a, 16, 16, src, w*3, w, h+1, false); err == nil {
+	if err := ScaleRGB(a, 16, 16, 0, src, w*3, w, h+1, false); err == nil {
 		t.Error("a source shorter than its rows: no error")
+	}
+}
+
+// TestPaddedLayout: with Stride and Plane a frame is written row by row
+// into a larger slot, the same pixels as the packed layout, flipped or
+// not and turned or not, and the padding is left as it was.
+func TestPaddedLayout(t *testing.T) {
+	for _, name := range []string{filepath.Join(mediaDir, "h264_bframes.mp4"), filepath.Join(videoDir, "rot90_420.mp4")} {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := loadStream(t, data)
+		const w, h, pw, ph = 20, 12, 32, 16
+		for _, flip := range []bool{false, true} {
+			targets := func() []Target {
+				return []Target{{PTS: s.pk[s.order[0]].PTS, Slot: 0}, {PTS: s.pk[s.order[3]].PTS, Slot: 1}}
+			}
+			cfg := DefaultConfig()
+			cfg.Width, cfg.Height, cfg.HFlip = w, h, flip
+			packed := make([]byte, 2*w*h*3)
+			if _, err := DecodeTargets(context.Background(), data, cfg, Rational{}, targets(), packed); err != nil {
+				t.Fatal(err)
+			}
+			cfg.Stride, cfg.Plane = pw*3, pw*ph*3
+			padded := bytes.Repeat([]byte{0xab}, 2*pw*ph*3)
+			if _, err := DecodeTargets(context.Background(), data, cfg, Rational{}, targets(), padded); err != nil {
+				t.Fatal(err)
+			}
+			for slot := range 2 {
+				for y := range ph {
+					row := padded[slot*pw*ph*3+y*pw*3 : slot*pw*ph*3+(y+1)*pw*3]
+					pad := row
+					if y < h {
+						if want := packed[slot*w*h*3+y*w*3 : slot*w*h*3+(y+1)*w*3]; !bytes.Equal(row[:w*3], want) {
+							t.Fatalf("%s flip %v: slot %d row %d differs from the packed layout", filepath.Base(name), flip, slot, y)
+						}
+						pad = row[w*3:]
+					}
+					if len(bytes.Trim(pad, "\xab")) != 0 {
+						t.Fatalf("%s flip %v: slot %d row %d: padding written", filepath.Base(name), flip, slot, y)
+					}
+				}
+			}
+		}
+	}
+	cfg := DefaultConfig()
+	cfg.Width, cfg.Height, cfg.Stride = 20, 12, 59
+	if _, err := DecodeTargets(context.Background(), []byte{1}, cfg, Rational{}, []Target{{}}, make([]byte, 1<<12)); err == nil {
+		t.Error("a stride shorter than a row: no error")
 	}
 }

@@ -139,7 +139,7 @@ func (d *Decoder) decodeImageView(s *Sample, index int, data []byte) (Tensor, er
 	if c.X+c.W > img.Width || c.Y+c.H > img.Height {
 		return Tensor{}, fmt.Errorf("%w: crop %+v outside a %dx%d image", ErrCorrupt, c, img.Width, img.Height)
 	}
-	if err := av.ScaleRGB(t.Data, size, size, img.Pix[c.Y*stride+c.X*3:], stride, c.W, c.H, view.Flip); err != nil {
+	if err := av.ScaleRGB(t.Data, size, size, 0, img.Pix[c.Y*stride+c.X*3:], stride, c.W, c.H, view.Flip); err != nil {
 		return Tensor{}, err
 	}
 	return t, nil
