@@ -53,7 +53,7 @@ func runCostModel(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	if err := checkShape(frames, size); err != nil {
 		return err
 	}
-	spec, err := tf.spec()
+	spec, err := tf.spec(size)
 	if err != nil {
 		return err
 	}

@@ -74,7 +74,7 @@ func runDecode(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	if err := checkShape(frames, size); err != nil {
 		return err
 	}
-	spec, err := tf.spec()
+	spec, err := tf.spec(size)
 	if err != nil {
 		return err
 	}

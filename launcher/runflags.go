@@ -149,7 +149,7 @@ func (f *runFlags) validate() error {
 		f.loaders = loaderList{spmd.KindTorch, spmd.KindHelix}
 	}
 	f.cfg.Resume, f.cfg.ResumeIfAny = f.resume != autoFalse, f.resume == autoAuto
-	spec, err := f.transform.spec()
+	spec, err := f.transform.spec(f.cfg.Decode.Size)
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,8 @@ func TestTransformFlagsRefused(t *testing.T) {
 		{[]string{"--frame-sampling", "fps", "--fps", "0"}, "--fps"},
 		{[]string{"--frame-sampling", "fps"}, "--frame-sampling"},
 		{[]string{"--fps", "2"}, "--fps"},
+		{[]string{"--pad-to", "16"}, "--pad-to"},
+		{[]string{"--resize", "native", "--pad-to", "100"}, "--pad-to"}, // does not divide --size 224
 	} {
 		for _, cmd := range [][]string{
 			{"run", "--data", missing},

@@ -218,6 +218,9 @@ func (c *Config) setDefaults() error {
 	if err := c.Decode.Transform.Check(); err != nil {
 		return err // a *transform.FlagError naming the flag
 	}
+	if err := c.Decode.Transform.CheckSize(c.Decode.Size); err != nil {
+		return err
+	}
 	return c.GPU.Validate()
 }
 

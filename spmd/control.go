@@ -145,19 +145,25 @@ func (l *Loader) describe(st *slotState, est int64) {
 	// sample's images.
 	frames := 0
 	var targets []int
+	mem := int64(0)
 	switch rec.Modality {
 	case decode.ModalityVideo:
 		if rec.Video != nil {
 			targets = l.dec.ClipTargets(st.sample, rec.Video)
-			frames = l.dec.ClipFrames(len(targets))
-			st.frames = frames
+			st.shape = l.dec.ClipShape(rec.Video, len(targets))
+			frames = st.shape[0]
+			mem = int64(frames) * int64(st.shape[1]) * int64(st.shape[2]) * 3
 		} else {
 			frames = int(f)
+			mem = f * sz * sz * 3
 		}
 	case decode.ModalityImage, decode.ModalityDocument:
 		frames = len(rec.Images)
+		for _, im := range rec.Images {
+			mem += l.dec.PictureBytes(im.Width, im.Height)
+		}
 	}
-	st.item.Mem = int64(frames) * sz * sz * 3
+	st.item.Mem = mem
 	c := gpu.Contents{Samples: 1, Frames: frames}
 	if rec.Text != nil {
 		c.Tokens = rec.Text.Tokens

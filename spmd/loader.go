@@ -174,7 +174,7 @@ type slotState struct {
 	recErr    error
 	tasks     []video.Task  // for split clips, one per part
 	tensor    decode.Tensor // a split clip's frames, filled by its parts
-	frames    int           // a clip's F, its tensor's frames (fps sampling varies it)
+	shape     []int         // a clip's tensor's [F, H, W, 3] (fps sampling and native resizing vary it)
 	out       *decode.Output
 	err       error
 	partsLeft int

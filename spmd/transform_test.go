@@ -21,6 +21,7 @@ func TestTransformsSameWhoeverDecodes(t *testing.T) {
 	for _, f := range []transform.Flags{
 		{Resize: "random-crop", CropScale: "0.2,0.9", HFlip: "0.5", Frames: "segment", Stride: "2"},
 		{Resize: "short-side", HFlip: "0.5", Frames: "fps", FPS: "3"},
+		{Resize: "native", PadTo: "4", HFlip: "0.5", Frames: "segment"},
 	} {
 		spec, err := transform.Parse(f)
 		if err != nil {
@@ -38,6 +39,7 @@ func sameWhoeverDecodes(t *testing.T, data string, spec transform.Spec) {
 		cfg.Decode.Frames = 6
 		cfg.Decode.Transform = spec
 		frames := map[int]bool{} // the clips' F
+		shapes := map[[2]int]bool{}
 		var mu sync.Mutex
 		got := map[uint64][16]byte{}
 		byKey := map[string]map[[16]byte]bool{}
@@ -66,6 +68,11 @@ func sameWhoeverDecodes(t *testing.T, data string, spec transform.Spec) {
 				if len(s.Tensors) == 1 && len(s.Tensors[0].Shape) == 4 {
 					frames[s.Tensors[0].Shape[0]] = true
 				}
+				for _, tn := range s.Tensors {
+					if n := len(tn.Shape); n >= 3 {
+						shapes[[2]int{tn.Shape[n-3], tn.Shape[n-2]}] = true
+					}
+				}
 			}
 			return nil
 		})
@@ -80,6 +87,9 @@ func sameWhoeverDecodes(t *testing.T, data string, spec transform.Spec) {
 		}
 		if spec.Temporal == transform.Rate && len(frames) < 2 {
 			t.Errorf("%s: every clip has the same F %v under fps sampling, want several", k, frames)
+		}
+		if spec.Resize == transform.Native && len(shapes) < 2 {
+			t.Errorf("%s: every picture has the same shape %v under native resizing, want several", k, shapes)
 		}
 		if want == nil {
 			want = got

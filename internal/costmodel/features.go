@@ -149,7 +149,8 @@ func videoCostFeatures(v *video.Track, o Options, epoch int, key string) (string
 		x[3] += float64(t.DecodeBytes) / 1e6
 	}
 	x[4] = float64(len(targets)) * px * fw * fh // swscale reads the crop alone
-	x[5] = float64(len(targets)) * float64(o.Size) * float64(o.Size) / 1e6
+	cw, ch, _, _ := o.Transform.Shape(v.Width, v.Height, o.Size) // S x S, or native's scaled size
+	x[5] = float64(len(targets)) * float64(cw) * float64(ch) / 1e6
 	x[6] = float64(v.Frames) / 1e3
 	return "video/" + codec, x
 }

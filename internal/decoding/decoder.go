@@ -142,8 +142,7 @@ func (d *Decoder) Decode(ctx context.Context, s *Sample, rec *Record) (*Output, 
 			return fail(p.video.Name, err)
 		}
 		targets := d.ClipTargets(s, p.rec.Video)
-		f := d.ClipFrames(len(targets))
-		t := Tensor{Shape: []int{f, d.opts.Size, d.opts.Size, 3}, Data: make([]byte, f*d.opts.Size*d.opts.Size*3)}
+		t := NewTensor(d.ClipShape(p.rec.Video, len(targets)))
 		st, err := d.decodeVideo(ctx, s, targets, p.video.Data, p.rec.Video, t.Data)
 		if err != nil {
 			return fail(p.video.Name, err)

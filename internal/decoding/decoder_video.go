@@ -41,7 +41,7 @@ func (d *Decoder) decodeVideo(ctx context.Context, s *Sample, targets []int, dat
 			return total, err
 		}
 	}
-	video.Spread(dst, f, d.opts.Size*d.opts.Size*3, len(targets))
+	video.Spread(dst, f, cfgPlane(cfg), len(targets))
 	return total, nil
 }
 
@@ -100,7 +100,7 @@ func (d *Decoder) videoTask(ctx context.Context, cfg av.Config, data []byte, v *
 	if task.Keyframe < 0 || task.Keyframe >= v.Frames {
 		return videoStats{}, fmt.Errorf("decode: task keyframe %d outside %d frames", task.Keyframe, v.Frames)
 	}
-	plane := d.opts.Size * d.opts.Size * 3
+	plane := cfgPlane(cfg)
 	order := make([]int, len(task.Targets))
 	for i, f := range task.Targets {
 		if f < 0 || f >= v.Frames {

@@ -50,6 +50,41 @@ func (d *Decoder) ClipFrames(targets int) int {
 	return d.opts.Frames
 }
 
+// ClipShape is the shape of the tensor of clip v for which ClipTargets
+// gave targets frames: [F, H, W, 3], F from ClipFrames; H = W = S, or
+// under native resizing the clip's upright picture scaled to at most S
+// and padded to the bucket size.
+func (d *Decoder) ClipShape(v *VideoInfo, targets int) []int {
+	w, h := uprightSize(v)
+	_, _, pw, ph := d.opts.Transform.Shape(w, h, d.opts.Size)
+	return []int{d.ClipFrames(targets), ph, pw, 3}
+}
+
+// PictureBytes is the size of the decoded tensor of a w x h image (or
+// of one frame of a clip that size, upright): S x S x 3, or its padded
+// native size.
+func (d *Decoder) PictureBytes(w, h int) int64 {
+	_, _, pw, ph := d.opts.Transform.Shape(w, h, d.opts.Size)
+	return int64(pw) * int64(ph) * 3
+}
+
+// NewTensor allocates a zeroed tensor of shape.
+func NewTensor(shape []int) Tensor {
+	n := 1
+	for _, x := range shape {
+		n *= x
+	}
+	return Tensor{Shape: shape, Data: make([]byte, n)}
+}
+
+// cfgPlane is the bytes between the frames cfg writes.
+func cfgPlane(cfg av.Config) int {
+	if cfg.Plane > 0 {
+		return cfg.Plane
+	}
+	return cfg.Width * cfg.Height * 3
+}
+
 // clipConfig returns the av configuration that decodes the clip v of s
 // with its transform: the crop of the upright picture chosen from the
 // record's size (which the C side scales to the decoded frames' when
@@ -57,10 +92,16 @@ func (d *Decoder) ClipFrames(targets int) int {
 // as it was, so its output does not change.
 func (d *Decoder) clipConfig(s *Sample, v *VideoInfo) av.Config {
 	cfg := d.cfg
+	w, h := uprightSize(v)
+	if d.opts.Transform.Resize == transform.Native {
+		// The picture at its own aspect, in the top left of its padded
+		// slot.
+		cw, ch, pw, ph := d.opts.Transform.Shape(w, h, d.opts.Size)
+		cfg.Width, cfg.Height, cfg.Stride, cfg.Plane = cw, ch, pw*3, pw*ph*3
+	}
 	if s == nil || d.opts.Transform.Identity() {
 		return cfg
 	}
-	w, h := uprightSize(v)
 	view := d.opts.Transform.View(s.Epoch, s.Key, 0, w, h)
 	if !view.Whole(max(w, 1), max(h, 1)) {
 		c := view.Crop
@@ -103,6 +144,9 @@ func (d *Decoder) decodeImageView(s *Sample, index int, data []byte) (Tensor, er
 	var img tjpeg.Image
 	var view transform.View
 	w, h := 0, 0
+	if d.opts.Transform.Resize == transform.Native {
+		return d.decodeImageNative(s, index, data)
+	}
 	if bytes.HasPrefix(data, []byte{0xFF, 0xD8}) {
 		hdr, err := tjpeg.DecodeHeader(data)
 		if err != nil {
@@ -140,6 +184,41 @@ func (d *Decoder) decodeImageView(s *Sample, index int, data []byte) (Tensor, er
 		return Tensor{}, fmt.Errorf("%w: crop %+v outside a %dx%d image", ErrCorrupt, c, img.Width, img.Height)
 	}
 	if err := av.ScaleRGB(t.Data, size, size, 0, img.Pix[c.Y*stride+c.X*3:], stride, c.W, c.H, view.Flip); err != nil {
+		return Tensor{}, err
+	}
+	return t, nil
+}
+
+// decodeImageNative decodes image index of s (data) at its own aspect:
+// scaled down so that its long side is at most S (a JPEG DCT-scaled to
+// the smallest size that still covers it), into the top left of a
+// tensor padded with zeros to the bucket size, flipped when its view
+// says so.
+func (d *Decoder) decodeImageNative(s *Sample, index int, data []byte) (Tensor, error) {
+	size, maxPix := d.opts.Size, d.opts.Limits.MaxImagePixels
+	var img tjpeg.Image
+	w, h := 0, 0 // the full size, which the shape is chosen from
+	if bytes.HasPrefix(data, []byte{0xFF, 0xD8}) {
+		hdr, err := tjpeg.DecodeHeader(data)
+		if err != nil {
+			return Tensor{}, err
+		}
+		w, h = hdr.Width, hdr.Height
+		cw, ch, _, _ := d.opts.Transform.Shape(w, h, size)
+		if img, err = tjpeg.Decode(data, tjpeg.Options{MinWidth: cw, MinHeight: ch, MaxPixels: maxPix}); err != nil {
+			return Tensor{}, err
+		}
+	} else {
+		var err error
+		if img, err = decodeImageRGB(data, maxPix, 0); err != nil {
+			return Tensor{}, err
+		}
+		w, h = img.Width, img.Height
+	}
+	cw, ch, pw, ph := d.opts.Transform.Shape(w, h, size)
+	view := d.imageView(s, index, w, h)
+	t := NewTensor([]int{ph, pw, 3})
+	if err := av.ScaleRGB(t.Data, cw, ch, pw*3, img.Pix, img.Width*3, img.Width, img.Height, view.Flip); err != nil {
 		return Tensor{}, err
 	}
 	return t, nil

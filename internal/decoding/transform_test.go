@@ -253,3 +253,73 @@ func TestRateSampling(t *testing.T) {
 		}
 	}
 }
+
+// TestNativeAspect: native resizing keeps each picture's aspect, scaled
+// down to at most S on its long side, in the top left of a tensor padded
+// with zeros to the bucket size; its flip mirrors the picture, not the
+// padding; a clip's frames all get the clip's shape, which ClipShape
+// announces before decoding.
+func TestNativeAspect(t *testing.T) {
+	const size, bucket = 64, 16
+	spec := transform.Spec{Resize: transform.Native, Bucket: bucket}
+	d := NewDecoder(Options{Frames: 3, Size: size, Transform: spec})
+	flip := NewDecoder(Options{Frames: 3, Size: size, Transform: transform.Spec{Resize: transform.Native, Bucket: bucket, HFlip: 1}})
+	for _, s := range transformSamples(t) {
+		rec, err := ParseRecord(s, Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := d.Decode(context.Background(), s, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mirrored, err := flip.Decode(context.Background(), s, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tn := out.Tensors[0]
+		var w, h int
+		if v := rec.Video; v != nil {
+			w, h = uprightSize(v)
+			if want := d.ClipShape(v, len(d.ClipTargets(s, v))); !slices.Equal(tn.Shape, want) {
+				t.Errorf("%s: shape %v, ClipShape said %v", s.Key, tn.Shape, want)
+			}
+		} else {
+			w, h = rec.Images[0].Width, rec.Images[0].Height
+		}
+		cw, ch, pw, ph := spec.Shape(w, h, size)
+		shape := tn.Shape[len(tn.Shape)-3:]
+		if shape[0] != ph || shape[1] != pw || ph%bucket != 0 || pw%bucket != 0 || max(cw, ch) != min(max(w, h), size) {
+			t.Errorf("%s (%dx%d): shape %v, picture %dx%d, want %dx%d padded to %dx%d", s.Key, w, h, tn.Shape, cw, ch, cw, ch, pw, ph)
+			continue
+		}
+		frames := len(tn.Data) / (pw * ph * 3)
+		for f := range frames {
+			plane := tn.Data[f*pw*ph*3 : (f+1)*pw*ph*3]
+			mplane := mirrored.Tensors[0].Data[f*pw*ph*3 : (f+1)*pw*ph*3]
+			var content int
+			for y := range ph {
+				row := plane[y*pw*3 : (y+1)*pw*3]
+				if y >= ch {
+					if len(bytes.Trim(row, "\x00")) != 0 {
+						t.Fatalf("%s: frame %d row %d of the padding is not zero", s.Key, f, y)
+					}
+					continue
+				}
+				if len(bytes.Trim(row[cw*3:], "\x00")) != 0 {
+					t.Fatalf("%s: frame %d row %d: padding right of the picture is not zero", s.Key, f, y)
+				}
+				content += len(bytes.Trim(row[:cw*3], "\x00"))
+				mrow := mplane[y*pw*3 : (y+1)*pw*3]
+				for x := range cw {
+					if !bytes.Equal(row[x*3:x*3+3], mrow[(cw-1-x)*3:(cw-x)*3]) {
+						t.Fatalf("%s: frame %d row %d: the flip is not the picture's mirror", s.Key, f, y)
+					}
+				}
+			}
+			if content == 0 {
+				t.Errorf("%s: frame %d is all zero", s.Key, f)
+			}
+		}
+	}
+}

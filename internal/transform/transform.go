@@ -40,9 +40,14 @@ const (
 	// Spec.Ratio, log-uniform) and scales it to S x S: torchvision's
 	// RandomResizedCrop, with its 10 tries and centre fallback.
 	RandomCrop
+	// Native keeps the picture's aspect: scaled down so that its long
+	// side is at most S (never up), then padded with zeros on the right
+	// and bottom to a multiple of Spec.Bucket on each side. Output shapes
+	// vary by sample, at most S x S (S is a multiple of Bucket).
+	Native
 )
 
-var resizeNames = []string{"squash", "short-side", "random-crop"}
+var resizeNames = []string{"squash", "short-side", "random-crop", "native"}
 
 func (r Resize) String() string {
 	if r >= 0 && int(r) < len(resizeNames) {
@@ -89,6 +94,9 @@ type Spec struct {
 	Scale, Ratio [2]float64
 	// HFlip is the probability of a horizontal flip, 0..1.
 	HFlip float64
+	// Bucket is Native's padding unit in pixels (default 1: no padding
+	// beyond the picture).
+	Bucket int
 	// Temporal and Stride choose a clip's frames; Stride (default 1) is
 	// Segment's distance between frames.
 	Temporal Temporal
@@ -114,6 +122,7 @@ const (
 	MaxStride = 1024 // Stride within 1..MaxStride
 	MinFPS    = 0.001
 	MaxFPS    = 1000
+	MaxBucket = 4096 // Bucket within 1..MaxBucket, and a divisor of S
 )
 
 // MilliFPS is FPS in thousandths of a frame per second, the integer the
@@ -130,6 +139,9 @@ func (s Spec) WithDefaults() Spec {
 	}
 	if s.Stride == 0 {
 		s.Stride = 1
+	}
+	if s.Bucket == 0 {
+		s.Bucket = 1
 	}
 	return s
 }
@@ -169,6 +181,7 @@ type Flags struct {
 	Frames    string // --frame-sampling: uniform, segment or fps
 	Stride    string // --frame-stride N
 	FPS       string // --fps R
+	PadTo     string // --pad-to B
 }
 
 // Parse turns flag strings into a Spec (seed 0) and checks it: every
@@ -183,10 +196,22 @@ func Parse(f Flags) (Spec, error) {
 		s.Resize = ShortSide
 	case "random-crop":
 		s.Resize = RandomCrop
+	case "native":
+		s.Resize = Native
 	default:
-		return Spec{}, flagErr("resize", f.Resize, "want squash, short-side or random-crop")
+		return Spec{}, flagErr("resize", f.Resize, "want squash, short-side, random-crop or native")
 	}
 	var err error
+	if f.PadTo != "" {
+		if s.Resize != Native {
+			return Spec{}, flagErr("pad-to", f.PadTo, "only with --resize native")
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(f.PadTo))
+		if err != nil || n < 1 {
+			return Spec{}, flagErr("pad-to", f.PadTo, "want a whole number of pixels, 1..%d", MaxBucket)
+		}
+		s.Bucket = n
+	}
 	if f.CropScale != "" {
 		if s.Resize != RandomCrop {
 			return Spec{}, flagErr("crop-scale", f.CropScale, "only with --resize random-crop")
@@ -250,8 +275,10 @@ func (s Spec) Check() error {
 		return strconv.FormatFloat(p[0], 'g', -1, 64) + "," + strconv.FormatFloat(p[1], 'g', -1, 64)
 	}
 	switch {
-	case s.Resize < Squash || s.Resize > RandomCrop:
-		return flagErr("resize", s.Resize.String(), "want squash, short-side or random-crop")
+	case s.Resize < Squash || s.Resize > Native:
+		return flagErr("resize", s.Resize.String(), "want squash, short-side, random-crop or native")
+	case s.Bucket < 1 || s.Bucket > MaxBucket:
+		return flagErr("pad-to", strconv.Itoa(s.Bucket), "want 1..%d pixels", MaxBucket)
 	// NaN fails every comparison: test for the good range.
 	case !(s.Scale[0] > 0 && s.Scale[0] <= s.Scale[1] && s.Scale[1] <= 1):
 		return flagErr("crop-scale", pair(s.Scale), "want MIN,MAX with 0 < MIN <= MAX <= 1 (fractions of the picture's area)")
@@ -269,14 +296,51 @@ func (s Spec) Check() error {
 	return nil
 }
 
+// CheckSize refuses an output side S that Native's Bucket does not
+// divide, so that a padded picture never exceeds S x S; the error names
+// --pad-to.
+func (s Spec) CheckSize(size int) error {
+	s = s.WithDefaults()
+	if s.Resize == Native && size%s.Bucket != 0 {
+		return flagErr("pad-to", strconv.Itoa(s.Bucket), "want a divisor of --size %d, so that a padded picture is at most S x S", size)
+	}
+	return nil
+}
+
+// Shape returns the output of a w x h picture of maximum side size: the
+// picture's size once scaled (cw x ch) and its slot's (pw x ph, the
+// tensor's height and width). Every mode but Native gives size x size
+// for both. Native scales the long side down to size (never up; the
+// short side rounded, at least 1) and pads each side up to a multiple
+// of Bucket.
+func (s Spec) Shape(w, h, size int) (cw, ch, pw, ph int) {
+	if s.Resize != Native {
+		return size, size, size, size
+	}
+	s = s.WithDefaults()
+	cw, ch = max(w, 1), max(h, 1)
+	if cw > size || ch > size {
+		if cw >= ch {
+			cw, ch = size, max((ch*size+cw/2)/cw, 1)
+		} else {
+			cw, ch = max((cw*size+ch/2)/ch, 1), size
+		}
+	}
+	b := s.Bucket
+	return cw, ch, (cw + b - 1) / b * b, (ch + b - 1) / b * b
+}
+
 // String writes s as the flags that give it (what the job reports and
 // the ranks compare), defaults included.
 func (s Spec) String() string {
 	s = s.WithDefaults()
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	b := []string{"--resize " + s.Resize.String()}
-	if s.Resize == RandomCrop {
+	switch s.Resize {
+	case RandomCrop:
 		b = append(b, "--crop-scale "+f(s.Scale[0])+","+f(s.Scale[1]), "--crop-ratio "+f(s.Ratio[0])+","+f(s.Ratio[1]))
+	case Native:
+		b = append(b, "--pad-to "+strconv.Itoa(s.Bucket))
 	}
 	b = append(b, "--hflip "+f(s.HFlip), "--frame-sampling "+s.Temporal.String())
 	switch s.Temporal {

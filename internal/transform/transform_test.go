@@ -37,6 +37,9 @@ func TestParseRefusesOutOfRange(t *testing.T) {
 		{Flags{Frames: "fps", FPS: "5000"}, "fps"},
 		{Flags{Frames: "segment", FPS: "2"}, "fps"},
 		{Flags{FPS: "2"}, "fps"},
+		{Flags{PadTo: "16"}, "pad-to"},
+		{Flags{Resize: "native", PadTo: "0"}, "pad-to"},
+		{Flags{Resize: "native", PadTo: "5000"}, "pad-to"},
 	} {
 		_, err := Parse(tc.f)
 		var fe *FlagError
@@ -51,11 +54,12 @@ func TestParseAccepts(t *testing.T) {
 		f    Flags
 		want Spec
 	}{
-		{Flags{}, Spec{Scale: DefaultScale, Ratio: DefaultRatio, Stride: 1}},
-		{Flags{Resize: "short-side", HFlip: "0.5"}, Spec{Resize: ShortSide, HFlip: 0.5, Scale: DefaultScale, Ratio: DefaultRatio, Stride: 1}},
-		{Flags{Resize: "random-crop", CropScale: "0.25,1", CropRatio: "1,1"}, Spec{Resize: RandomCrop, Scale: [2]float64{0.25, 1}, Ratio: [2]float64{1, 1}, Stride: 1}},
-		{Flags{Frames: "segment", Stride: "4"}, Spec{Temporal: Segment, Stride: 4, Scale: DefaultScale, Ratio: DefaultRatio}},
-		{Flags{Frames: "fps", FPS: "2.5"}, Spec{Temporal: Rate, FPS: 2.5, Stride: 1, Scale: DefaultScale, Ratio: DefaultRatio}},
+		{Flags{}, Spec{Scale: DefaultScale, Ratio: DefaultRatio, Stride: 1, Bucket: 1}},
+		{Flags{Resize: "short-side", HFlip: "0.5"}, Spec{Resize: ShortSide, HFlip: 0.5, Scale: DefaultScale, Ratio: DefaultRatio, Stride: 1, Bucket: 1}},
+		{Flags{Resize: "random-crop", CropScale: "0.25,1", CropRatio: "1,1"}, Spec{Resize: RandomCrop, Scale: [2]float64{0.25, 1}, Ratio: [2]float64{1, 1}, Stride: 1, Bucket: 1}},
+		{Flags{Frames: "segment", Stride: "4"}, Spec{Temporal: Segment, Stride: 4, Scale: DefaultScale, Ratio: DefaultRatio, Bucket: 1}},
+		{Flags{Frames: "fps", FPS: "2.5"}, Spec{Temporal: Rate, FPS: 2.5, Stride: 1, Scale: DefaultScale, Ratio: DefaultRatio, Bucket: 1}},
+		{Flags{Resize: "native", PadTo: "16"}, Spec{Resize: Native, Bucket: 16, Stride: 1, Scale: DefaultScale, Ratio: DefaultRatio}},
 	} {
 		got, err := Parse(tc.f)
 		if err != nil || got != tc.want {
@@ -91,6 +95,8 @@ func flagsOf(t *testing.T, s string) Flags {
 			f.Stride = value
 		case "fps":
 			f.FPS = value
+		case "pad-to":
+			f.PadTo = value
 		}
 		n := len("--"+name+" "+value) + 1
 		if n >= len(rest) {
@@ -262,12 +268,13 @@ func TestSegmentStart(t *testing.T) {
 // passes Check or a *FlagError, and views of what it accepts lie inside
 // the picture.
 func FuzzParse(f *testing.F) {
-	f.Add("random-crop", "0.08,1", "0.75,1.3333", "0.5", "segment", "2", "", 640, 480)
-	f.Add("short-side", "", "", "", "", "", "", 1, 1)
-	f.Add("squash", "", "", "1", "uniform", "", "", 3, 5000)
-	f.Add("squash", "", "", "", "fps", "", "2.5", 3, 5000)
-	f.Fuzz(func(t *testing.T, resize, scale, ratio, hflip, frames, stride, fps string, w, h int) {
-		s, err := Parse(Flags{resize, scale, ratio, hflip, frames, stride, fps})
+	f.Add("random-crop", "0.08,1", "0.75,1.3333", "0.5", "segment", "2", "", "", 640, 480)
+	f.Add("short-side", "", "", "", "", "", "", "", 1, 1)
+	f.Add("squash", "", "", "1", "uniform", "", "", "", 3, 5000)
+	f.Add("squash", "", "", "", "fps", "", "2.5", "", 3, 5000)
+	f.Add("native", "", "", "", "", "", "", "16", 3000, 20)
+	f.Fuzz(func(t *testing.T, resize, scale, ratio, hflip, frames, stride, fps, padTo string, w, h int) {
+		s, err := Parse(Flags{resize, scale, ratio, hflip, frames, stride, fps, padTo})
 		if err != nil {
 			var fe *FlagError
 			if !errors.As(err, &fe) || !errors.Is(err, ErrRange) {
@@ -283,6 +290,12 @@ func FuzzParse(f *testing.F) {
 		if c := v.Crop; c.W < 1 || c.H < 1 || c.X < 0 || c.Y < 0 || c.X+c.W > w || c.Y+c.H > h {
 			t.Fatalf("%dx%d: crop %+v", w, h, c)
 		}
+		if size := 8 * s.Bucket; s.CheckSize(size) == nil && size <= 4096 {
+			cw, ch, pw, ph := s.Shape(w, h, size)
+			if cw < 1 || ch < 1 || cw > pw || ch > ph || pw > size || ph > size {
+				t.Fatalf("%dx%d at %d: %dx%d in %dx%d", w, h, size, cw, ch, pw, ph)
+			}
+		}
 	})
 }
 
@@ -294,4 +307,33 @@ func abs(x int) int {
 		return -x
 	}
 	return x
+}
+
+func TestNativeShape(t *testing.T) {
+	s := Spec{Resize: Native, Bucket: 16}
+	for _, tc := range []struct {
+		w, h           int
+		cw, ch, pw, ph int
+	}{
+		{640, 480, 224, 168, 224, 176},
+		{480, 640, 168, 224, 176, 224},
+		{100, 30, 100, 30, 112, 32}, // small: not scaled up
+		{5000, 1, 224, 1, 224, 16},
+		{224, 224, 224, 224, 224, 224},
+		{0, 0, 1, 1, 16, 16},
+	} {
+		cw, ch, pw, ph := s.Shape(tc.w, tc.h, 224)
+		if cw != tc.cw || ch != tc.ch || pw != tc.pw || ph != tc.ph {
+			t.Errorf("%dx%d: got %dx%d in %dx%d, want %dx%d in %dx%d", tc.w, tc.h, cw, ch, pw, ph, tc.cw, tc.ch, tc.pw, tc.ph)
+		}
+	}
+	if err := s.CheckSize(200); !errors.Is(err, ErrRange) {
+		t.Errorf("--pad-to 16 with --size 200: got %v, want ErrRange", err)
+	}
+	if err := s.CheckSize(224); err != nil {
+		t.Errorf("--pad-to 16 with --size 224: %v", err)
+	}
+	if cw, ch, pw, ph := (Spec{}).Shape(640, 480, 224); cw != 224 || ch != 224 || pw != 224 || ph != 224 {
+		t.Errorf("squash: got %d %d %d %d, want S everywhere", cw, ch, pw, ph)
+	}
 }
