@@ -148,7 +148,7 @@ func videoCostFeatures(v *video.Track, o Options, epoch int, key string) (string
 		x[2] += float64(t.ReorderedFrames) * px
 		x[3] += float64(t.DecodeBytes) / 1e6
 	}
-	x[4] = float64(len(targets)) * px * fw * fh // swscale reads the crop alone
+	x[4] = float64(len(targets)) * px * fw * fh                  // swscale reads the crop alone
 	cw, ch, _, _ := o.Transform.Shape(v.Width, v.Height, o.Size) // S x S, or native's scaled size
 	x[5] = float64(len(targets)) * float64(cw) * float64(ch) / 1e6
 	x[6] = float64(v.Frames) / 1e3
