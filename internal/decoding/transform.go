@@ -24,8 +24,8 @@ func uprightSize(v *VideoInfo) (w, h int) {
 // clip (video.SampleFrames), or, with Options.Transform's segment
 // sampling, F frames Stride apart from a start seeded by the sample's
 // epoch and key (video.SampleSegment), or with its fps sampling the
-// frames at that rate from the start, at most F (video.SampleRate). A caller that splits a clip into
-// tasks plans them over these.
+// frames at that rate from the start, at most F (video.SampleRate). A
+// caller that splits a clip into tasks plans them over these.
 func (d *Decoder) ClipTargets(s *Sample, v *VideoInfo) []int {
 	tf := d.opts.Transform
 	switch tf.Temporal {
