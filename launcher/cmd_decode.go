@@ -16,6 +16,7 @@ import (
 	"github.com/datahelix/datahelix/internal/shard"
 	"github.com/datahelix/datahelix/internal/shardindex"
 	"github.com/datahelix/datahelix/internal/tjpeg"
+	"github.com/datahelix/datahelix/internal/transform"
 )
 
 // decodeCommand is datahelix decode.
@@ -27,7 +28,8 @@ var decodeCommand = cli.Command{
 
 func runDecode(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	fs := cli.NewFlags("decode", "[--md5] [flags] FILE|SHARD.tar|DIR|GLOB...")
-	md5 := fs.Bool("md5", false, "print MD5s of the full-size decoded pictures instead of tensors: a video file gives one per frame, "+
+	md5 := fs.Bool("md5", false, "print MD5s of the full-size decoded pictures instead of tensors (with a transform flag, --resize, --hflip or --frame-sampling, "+
+		"KEY<tab>I<tab>MD5 of each output tensor after the transform instead): a video file gives one per frame, "+
 		"the md5 column of 'ffmpeg -i FILE -map 0:v -f framemd5 -' (turned upright as ffmpeg turns it); an image gives one of its RGB24 pixels before resizing "+
 		"(JPEG: equals 'djpeg -ppm FILE', not FFmpeg's decoder; PNG and WebP: equals 'ffmpeg -i FILE -pix_fmt rgb24 -f framemd5 -', see docs/formats.md for the exceptions); "+
 		"a shard gives MEMBER<tab>MD5 lines for the members decode turns into tensors (a sample's clip, or its images)")
@@ -35,6 +37,10 @@ func runDecode(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	cli.ShapeFlags(fs, &frames, &size)
 	cache := cli.AddIndexCacheFlags(fs)
 	verbose := fs.Bool("v", false, "also print the JPEG backend in use to stderr")
+	var tf cli.TransformFlags
+	tf.Register(fs)
+	seed := fs.Uint64("seed", 1, "`seed` of the transforms (as run's and train's --seed)")
+	epoch := fs.Int("epoch", 0, "epoch `E` the samples are decoded for, 0..2147483647: with --seed and a sample's key, it seeds its random crop, flip and segment")
 	check := fs.Bool("check-hashes", false, checkHashesUsage)
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
@@ -50,6 +56,15 @@ func runDecode(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	if err := cli.CheckShape(frames, size); err != nil {
 		return err
 	}
+	spec, err := tf.Spec(size)
+	if err != nil {
+		return err
+	}
+	if *epoch < 0 || *epoch > 1<<31-1 {
+		return cli.FlagErrorf("", "epoch", *epoch, "want 0..%d", 1<<31-1)
+	}
+	spec.Seed = *seed
+	transformed := spec != (transform.Spec{Seed: *seed}).WithDefaults()
 	if *verbose {
 		fmt.Fprintf(stderr, "decode: JPEG backend %s\n", tjpeg.Backend)
 	}
@@ -62,14 +77,22 @@ func runDecode(ctx context.Context, stdout, stderr io.Writer, args []string) err
 		if *check {
 			return cli.Usagef("decode: --check-hashes counts damage in decoded samples; --md5 prints the pictures' MD5s without counting it")
 		}
+		if transformed {
+			// The pictures after the transform: the output tensors.
+			dec := decode.NewDecoder(decode.Options{Frames: frames, Size: size, Transform: spec})
+			return eachFile(stderr, paths, badArgs, func(path string) (tally, error) {
+				return printTensorMD5s(ctx, stdout, stderr, path, indexDir, dec, *epoch)
+			})
+		}
 		named := len(paths) > 1
 		return eachFile(stderr, paths, badArgs, func(path string) (tally, error) {
 			return printMD5s(ctx, stdout, stderr, path, indexDir, named)
 		})
 	}
-	dec := decode.NewDecoder(decode.Options{Frames: frames, Size: size, CheckHashes: *check})
+	dec := decode.NewDecoder(decode.Options{Frames: frames, Size: size, CheckHashes: *check, Transform: spec})
 	damaged := 0
 	show := func(s *decode.Sample) error {
+		s.Epoch = *epoch
 		start := time.Now()
 		out, err := dec.Decode(ctx, s)
 		if err != nil {

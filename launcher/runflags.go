@@ -64,6 +64,7 @@ type runFlags struct {
 	stallTimeout   time.Duration
 	args           []string // as given, for the --json record
 	epochs         int      // --epochs, 0: none
+	transform      cli.TransformFlags
 }
 
 // applyEpochs ends the run after f.epochs epochs of a dataset whose
@@ -110,7 +111,8 @@ func (f *runFlags) registerData(fs *flag.FlagSet, steps int, stepsUsage string) 
 	fs.IntVar(&f.cfg.Horizon, "horizon", 0, "planning horizon `H` in steps (default max(2 x workers, 8): never less than PyTorch's prefetch looks)")
 	cli.ShapeFlags(fs, &f.cfg.Decode.Frames, &f.cfg.Decode.Size)
 	fs.BoolVar(&f.cfg.Decode.CheckHashes, "check-hashes", false, checkHashesUsage)
-	fs.Uint64Var(&f.seed, "seed", 1, "`seed` of the sample order (and of the default dataset's content)")
+	f.transform.Register(fs)
+	fs.Uint64Var(&f.seed, "seed", 1, "`seed` of the sample order and the transforms (and of the default dataset's content)")
 	fs.IntVar(&f.cfg.ShuffleBuffer, "shuffle-buffer", 64, "samples in each stream's shuffle buffer (WebDataset's shuffle(N))")
 	fs.IntVar(&f.cfg.Streams, "streams", 0, "streams reading the shards, each its own in turn, a global batch taking a run of samples from each (default min(shards, ranks x batch): with as many streams as ranks, each rank streams its own shards)")
 	fs.IntVar(&f.epochs, "epochs", 0, "end after `E` epochs of the dataset (or at --steps, if sooner); 0: --steps alone")
@@ -149,6 +151,11 @@ func (f *runFlags) validate() error {
 		f.loaders = loaderList{spmd.KindTorch, spmd.KindHelix}
 	}
 	f.cfg.Resume, f.cfg.ResumeIfAny = f.resume != cli.AutoFalse, f.resume == cli.AutoAuto
+	spec, err := f.transform.Spec(f.cfg.Decode.Size)
+	if err != nil {
+		return err
+	}
+	f.cfg.Decode.Transform = spec
 	for _, k := range f.loaders {
 		// What the runtime refuses (batch, steps, workers, horizon,
 		// checkpoints, the loader), refused here before MPI starts.
@@ -303,6 +310,7 @@ func runSettings(f *runFlags) []agree.Setting {
 		{Name: "--frames", Value: uint64(f.cfg.Decode.Frames)},
 		{Name: "--size", Value: uint64(f.cfg.Decode.Size)},
 		{Name: "--check-hashes (1 on, 0 off)", Value: map[bool]uint64{true: 1}[f.cfg.Decode.CheckHashes]},
+		transformSetting(f.cfg.Decode.Transform),
 		float("--gpu-step-ms", f.gpuStepMS),
 		float("--gpu-ms-per-sample", f.gpuSampleMS),
 		float("--gpu-ms-per-frame", f.gpuFrameMS),

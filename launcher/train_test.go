@@ -47,10 +47,11 @@ func trainArgs(data, tag string, flags []string, trainer ...string) []string {
 // rank's sample keys and ids (keys repeat across epochs, ids do not),
 // and the rendezvous its environment gave it.
 type trainerOut struct {
-	Keys   map[int][]string `json:"keys"`
-	IDs    map[int][]uint64 `json:"ids"`
-	Master string           `json:"master_addr"`
-	Iface  string           `json:"gloo_ifname"`
+	Keys   map[int][]string  `json:"keys"`
+	IDs    map[int][]uint64  `json:"ids"`
+	MD5s   map[string][3]any `json:"md5s"` // with --md5: id -> [shape, MD5 of the pixels, read by another rank]
+	Master string            `json:"master_addr"`
+	Iface  string            `json:"gloo_ifname"`
 }
 
 // readTrainers reads every rank's trainer's out.RANK.

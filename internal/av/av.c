@@ -639,6 +639,72 @@ static void turn_plane(uint8_t *dst, int dls, const uint8_t *src, int sls, int w
 	}
 }
 
+// upright_to_coded maps the pixel x, y of the upright picture to the
+// pixel of the w x h coded one that turn_plane puts there.
+static void upright_to_coded(int turn, int w, int h, int x, int y, int *sx, int *sy) {
+	*sx = turn & TURN_HFLIP ? w - 1 - x : x;
+	*sy = turn & TURN_VFLIP ? h - 1 - y : y;
+	if (turn & TURN_CLOCK) {
+		*sx = y;
+		*sy = h - 1 - x;
+	} else if (turn & TURN_CCLOCK) {
+		*sx = w - 1 - y;
+		*sy = x;
+	} else if (turn & TURN_CCLOCK_FLIP) {
+		*sx = y;
+		*sy = x;
+	} else if (turn & TURN_CLOCK_FLIP) {
+		*sx = w - 1 - y;
+		*sy = h - 1 - x;
+	}
+}
+
+// crop_source points src at the crop rectangle of f (cfg->crop_*, a
+// rectangle of the upright ref_w x ref_h picture) and sets *w, *h to its
+// size: the rectangle is scaled to the frame's upright size, mapped
+// through the turn onto the coded frame, and its corner moved left and
+// up onto the chroma grid (even for 4:2:0), so that every plane's
+// pointer moves by whole samples. Nothing is copied: sws_scale reads the
+// rectangle in place.
+static int crop_source(dh_ctx *c, const AVFrame *f, const uint8_t *src[4], int *w, int *h) {
+	const dh_config *cfg = c->cfg;
+	const AVPixFmtDescriptor *d = av_pix_fmt_desc_get(f->format);
+	if (!d || d->flags & (AV_PIX_FMT_FLAG_BITSTREAM | AV_PIX_FMT_FLAG_HWACCEL | AV_PIX_FMT_FLAG_PAL))
+		return fail(c, DH_ERR_UNSUPPORTED, "cannot crop %s", d ? d->name : "an unknown pixel format");
+	int tr = c->turn & TURN_TRANSPOSES;
+	int64_t uw = tr ? f->height : f->width, uh = tr ? f->width : f->height;
+	int64_t rw = cfg->ref_w > 0 ? cfg->ref_w : uw, rh = cfg->ref_h > 0 ? cfg->ref_h : uh;
+	// The rectangle in the frame's upright pixels, end exclusive.
+	int64_t x0 = cfg->crop_x * uw / rw, y0 = cfg->crop_y * uh / rh;
+	int64_t x1 = ((int64_t)cfg->crop_x + cfg->crop_w) * uw, y1 = ((int64_t)cfg->crop_y + cfg->crop_h) * uh;
+	x1 = (x1 + rw - 1) / rw;
+	y1 = (y1 + rh - 1) / rh;
+	x0 = FFMIN(FFMAX(x0, 0), uw - 1);
+	y0 = FFMIN(FFMAX(y0, 0), uh - 1);
+	x1 = FFMIN(FFMAX(x1, x0 + 1), uw);
+	y1 = FFMIN(FFMAX(y1, y0 + 1), uh);
+	// Its corners on the coded frame.
+	int ax, ay, bx, by;
+	upright_to_coded(c->turn, f->width, f->height, (int)x0, (int)y0, &ax, &ay);
+	upright_to_coded(c->turn, f->width, f->height, (int)x1 - 1, (int)y1 - 1, &bx, &by);
+	int cx0 = FFMIN(ax, bx), cy0 = FFMIN(ay, by), cx1 = FFMAX(ax, bx) + 1, cy1 = FFMAX(ay, by) + 1;
+	cx0 &= ~((1 << d->log2_chroma_w) - 1);
+	cy0 &= ~((1 << d->log2_chroma_h) - 1);
+	int done[4] = {0, 0, 0, 0};
+	for (int i = 0; i < d->nb_components; i++) {
+		const AVComponentDescriptor *comp = &d->comp[i];
+		if (done[comp->plane])
+			continue;
+		done[comp->plane] = 1;
+		int chroma = (i == 1 || i == 2) && !(d->flags & AV_PIX_FMT_FLAG_RGB);
+		int sx = chroma ? cx0 >> d->log2_chroma_w : cx0, sy = chroma ? cy0 >> d->log2_chroma_h : cy0;
+		src[comp->plane] = f->data[comp->plane] + (ptrdiff_t)sy * f->linesize[comp->plane] + (ptrdiff_t)sx * comp->step;
+	}
+	*w = cx1 - cx0;
+	*h = cy1 - cy0;
+	return 0;
+}
+
 // to_rgb converts f to out_w x out_h RGB24 at dst with sws_scale
 // (bilinear), honouring the frame's colour matrix and range, and turns it
 // upright as the ffmpeg CLI turns it (c->turn). A picture turned by 90
@@ -656,7 +722,14 @@ static int to_rgb(dh_ctx *c, const AVFrame *f, uint8_t *dst) {
 			return fail(c, DH_ERR_LIMIT, "out of memory");
 		to = c->rgb_tmp;
 	}
-	struct SwsContext *s = sws_getCachedContext(c->sws, f->width, f->height, f->format, sw, sh,
+	const uint8_t *src[4] = {f->data[0], f->data[1], f->data[2], f->data[3]};
+	int src_w = f->width, src_h = f->height;
+	if (cfg->crop_w > 0 && cfg->crop_h > 0) {
+		int ret = crop_source(c, f, src, &src_w, &src_h);
+		if (ret)
+			return ret;
+	}
+	struct SwsContext *s = sws_getCachedContext(c->sws, src_w, src_h, f->format, sw, sh,
 	                                            AV_PIX_FMT_RGB24, SWS_BILINEAR, NULL, NULL, NULL);
 	if (!s)
 		return fail(c, DH_ERR_UNSUPPORTED, "cannot convert %s %dx%d to RGB",
@@ -673,11 +746,14 @@ static int to_rgb(dh_ctx *c, const AVFrame *f, uint8_t *dst) {
 		c->sws_range = range;
 	}
 	c->sws = s;
+	int64_t dls = cfg->out_stride > 0 ? cfg->out_stride : (int64_t)cfg->out_w * 3;
 	uint8_t *d[4] = {to, NULL, NULL, NULL};
-	int ls[4] = {sw * 3, 0, 0, 0};
-	sws_scale(s, (const uint8_t *const *)f->data, f->linesize, 0, f->height, d, ls);
+	int ls[4] = {turn ? sw * 3 : (int)dls, 0, 0, 0};
+	sws_scale(s, src, f->linesize, 0, src_h, d, ls);
 	if (turn)
-		turn_plane(dst, cfg->out_w * 3, to, sw * 3, sw, sh, 3, turn);
+		turn_plane(dst, (int)dls, to, sw * 3, sw, sh, 3, turn);
+	if (cfg->hflip)
+		dh_flip_rgb(dst, cfg->out_w, cfg->out_h, dls);
 	return 0;
 }
 
@@ -688,7 +764,7 @@ int dh_decode_targets(const uint8_t *data, int64_t len, const dh_config *cfg, dh
 	int ret = ctx_open(&c, data, len, cfg, st, 1);
 	if (ret)
 		goto out;
-	int64_t plane = (int64_t)cfg->out_w * cfg->out_h * 3;
+	int64_t plane = cfg->out_plane > 0 ? cfg->out_plane : (int64_t)cfg->out_w * cfg->out_h * 3;
 	for (int i = 0; i < n; i++)
 		if (plane <= 0 || t[i].slot < 0 || ((int64_t)t[i].slot + 1) * plane > dst_len) {
 			ret = fail(&c, DH_ERR_ARG, "target %d: slot %d outside the output", i, t[i].slot);

@@ -36,6 +36,7 @@ import "C"
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -88,7 +89,26 @@ type Config struct {
 	// costs an MD5 of every such picture: on a 720p x265 ultrafast clip,
 	// twice the decode CPU time.
 	CheckHashes bool
+	// Crop, when its W and H are positive, is the part of the upright
+	// picture DecodeTargets scales to Width x Height, instead of the whole
+	// (see Crop).
+	Crop Crop
+	// HFlip mirrors DecodeTargets' output left to right.
+	HFlip bool
+	// Stride and Plane lay DecodeTargets' output out in a larger buffer:
+	// RGB rows Stride bytes apart, slots Plane bytes apart (0: packed,
+	// Width*3 and Width*Height*3). What lies beyond each picture's rows
+	// in its slot (padding to a bucket size) is not written.
+	Stride, Plane int
 }
+
+// Crop is a rectangle of the upright picture, X, Y, W x H in the pixels of
+// a RefW x RefH picture (the size the caller chose it for; zero: the
+// frame's own). A frame of another size gets the rectangle scaled to it,
+// rounded outwards. Its corner moves left and up onto the chroma grid (to
+// even pixels for 4:2:0) so that the frame's planes are read in place,
+// without a copy.
+type Crop struct{ X, Y, W, H, RefW, RefH int }
 
 // Default allow lists. VP8 is allowed with the codecs of the issue: its
 // decoder is FFmpeg's own, fuzzed as continuously as VP9's, and older WebM
@@ -217,6 +237,15 @@ func newCall(ctx context.Context, cfg Config) (*call, error) {
 	if cfg.CheckHashes {
 		c.cfg.check_hashes = 1
 	}
+	if cr := cfg.Crop; cr.W > 0 && cr.H > 0 {
+		c.cfg.crop_x, c.cfg.crop_y = C.int32_t(cr.X), C.int32_t(cr.Y)
+		c.cfg.crop_w, c.cfg.crop_h = C.int32_t(cr.W), C.int32_t(cr.H)
+		c.cfg.ref_w, c.cfg.ref_h = C.int32_t(cr.RefW), C.int32_t(cr.RefH)
+	}
+	if cfg.HFlip {
+		c.cfg.hflip = 1
+	}
+	c.cfg.out_stride, c.cfg.out_plane = C.int64_t(cfg.Stride), C.int64_t(cfg.Plane)
 	c.cfg.formats = c.cstr(cfg.Formats)
 	c.cfg.codecs = c.cstr(cfg.Codecs)
 	if ctx.Done() != nil {
@@ -301,6 +330,14 @@ func (cfg Config) validate() error {
 		return fmt.Errorf("%w: Threads %d is negative", ErrConfig, cfg.Threads)
 	case cfg.Formats == "" || cfg.Codecs == "":
 		return fmt.Errorf("%w: empty allow list", ErrConfig)
+	case cfg.Crop.X < 0 || cfg.Crop.Y < 0 || cfg.Crop.W < 0 || cfg.Crop.H < 0 || cfg.Crop.RefW < 0 || cfg.Crop.RefH < 0 ||
+		cfg.Crop.X > math.MaxInt32/2 || cfg.Crop.Y > math.MaxInt32/2 || cfg.Crop.W > math.MaxInt32/2 || cfg.Crop.H > math.MaxInt32/2 ||
+		cfg.Crop.RefW > math.MaxInt32 || cfg.Crop.RefH > math.MaxInt32:
+		return fmt.Errorf("%w: crop %+v", ErrConfig, cfg.Crop)
+	case cfg.Stride < 0 || cfg.Plane < 0 || cfg.Stride > math.MaxInt32 ||
+		cfg.Stride > 0 && cfg.Stride < cfg.Width*3 ||
+		cfg.Plane > 0 && int64(cfg.Plane) < int64(cfg.Height-1)*int64(cfg.stride())+int64(cfg.Width)*3:
+		return fmt.Errorf("%w: stride %d and plane %d do not hold %dx%d RGB", ErrConfig, cfg.Stride, cfg.Plane, cfg.Width, cfg.Height)
 	}
 	return nil
 }
@@ -308,4 +345,20 @@ func (cfg Config) validate() error {
 // dataPtr returns the C view of data, which must not be empty.
 func dataPtr(data []byte) (*C.uint8_t, C.int64_t) {
 	return (*C.uint8_t)(unsafe.Pointer(unsafe.SliceData(data))), C.int64_t(len(data))
+}
+
+// stride is the bytes between DecodeTargets' output rows.
+func (cfg Config) stride() int {
+	if cfg.Stride > 0 {
+		return cfg.Stride
+	}
+	return cfg.Width * 3
+}
+
+// plane is the bytes between DecodeTargets' output slots.
+func (cfg Config) plane() int {
+	if cfg.Plane > 0 {
+		return cfg.Plane
+	}
+	return cfg.Width * cfg.Height * 3
 }

@@ -42,6 +42,18 @@ typedef struct dh_config {
 	int32_t find_info;        // 1 = always run avformat_find_stream_info
 	int32_t check_hashes;     // 1 = check HEVC pictures against their MD5 hash SEI (AV_EF_CRCCHECK)
 	int32_t tb_num, tb_den;   // time base of target pts (0/0 = the stream's)
+	// The view of dh_decode_targets: when crop_w and crop_h are positive,
+	// only the rectangle crop_x, crop_y, crop_w x crop_h of the upright
+	// picture, in the pixels of a ref_w x ref_h upright picture (scaled to
+	// the frame's size when that differs), is scaled to out_w x out_h; its
+	// corner moves to the chroma grid. hflip mirrors the output.
+	int32_t crop_x, crop_y, crop_w, crop_h, ref_w, ref_h;
+	int32_t hflip;
+	// The output layout of dh_decode_targets: rows out_stride bytes apart
+	// and slots out_plane bytes apart (0: packed, out_w*3 and
+	// out_w*out_h*3), so that a picture smaller than its slot leaves the
+	// rest (padding) as it was.
+	int64_t out_stride, out_plane;
 } dh_config;
 
 // dh_target is one frame to produce. Targets are sorted by pts.
@@ -114,5 +126,15 @@ int dh_decode_all(const uint8_t *data, int64_t len, const dh_config *cfg,
 // packets and setting *count (the total, which may exceed cap).
 int dh_packets(const uint8_t *data, int64_t len, const dh_config *cfg,
                dh_packet *pkts, int64_t cap, int64_t *count, dh_stats *st);
+
+// dh_scale_rgb scales the sw x sh packed RGB24 picture at src (rows of
+// stride bytes) to dw x dh RGB24 at dst (rows of dst_stride bytes) with
+// swscale's bilinear filter, mirrored left to right when flip is set.
+int dh_scale_rgb(const uint8_t *src, int32_t stride, int32_t sw, int32_t sh, uint8_t *dst, int32_t dw,
+                 int32_t dh, int32_t dst_stride, int32_t flip, char *msg, int32_t msg_len);
+
+// dh_flip_rgb mirrors the w x h RGB24 picture at p (rows of stride
+// bytes) left to right.
+void dh_flip_rgb(uint8_t *p, int32_t w, int32_t h, int64_t stride);
 
 #endif

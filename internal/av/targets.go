@@ -43,7 +43,7 @@ type Target struct {
 // DecodeTargets decodes the frames at the targets' timestamps from the
 // video in data and writes each as Width x Height RGB24 (bilinear
 // sws_scale, the frame's colour matrix and range honoured) into its slot
-// of dst. Targets must be sorted by PTS; tb is the time base of their PTS
+// of dst (laid out by Stride and Plane). Targets must be sorted by PTS; tb is the time base of their PTS
 // and SeekPTS (the zero Rational means the stream's own).
 //
 // Decoding follows decord and torchcodec: seek only where the targets say
@@ -62,7 +62,7 @@ func DecodeTargets(ctx context.Context, data []byte, cfg Config, tb Rational, ta
 	if tb.Num < 0 || tb.Den < 0 || (tb.Den == 0) != (tb.Num == 0) {
 		return Stats{}, fmt.Errorf("%w: time base %d/%d", ErrConfig, tb.Num, tb.Den)
 	}
-	plane := cfg.Width * cfg.Height * 3
+	plane := cfg.plane()
 	for i, t := range targets {
 		if t.Slot < 0 || (t.Slot+1)*plane > len(dst) {
 			return Stats{}, fmt.Errorf("%w: target %d slot %d outside a %d-byte output", ErrConfig, i, t.Slot, len(dst))

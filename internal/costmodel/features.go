@@ -1,8 +1,11 @@
 package costmodel
 
 import (
+	"math"
+
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/decoding"
+	"github.com/datahelix/datahelix/internal/transform"
 	"github.com/datahelix/datahelix/internal/video"
 )
 
@@ -12,6 +15,11 @@ type Options struct {
 	Frames   int // F: frames sampled per clip
 	Size     int // S: output side, every frame and image becomes S x S
 	MaxTasks int // how many keyframe-aligned tasks a clip may split into
+	// Transform changes which frames are decoded (segment sampling: the
+	// record's epoch and key give its start, as they give the decoder's)
+	// and how many source pixels are scaled (a crop, priced at its
+	// expected area).
+	Transform transform.Spec
 }
 
 // DefaultOptions returns the decoder's defaults: 8 frames of 224 x 224,
@@ -73,7 +81,7 @@ func costFeatures(r *decoding.Record, o Options) (string, featureVector) {
 	switch r.Modality {
 	case decode.ModalityVideo:
 		if v := r.Video; v != nil {
-			return videoCostFeatures(v, o)
+			return videoCostFeatures(v, o, r.Epoch, r.Key)
 		}
 	case decode.ModalityImage, decode.ModalityDocument:
 		key := costKeyDocument
@@ -89,7 +97,7 @@ func costFeatures(r *decoding.Record, o Options) (string, featureVector) {
 			x[0]++
 			switch im.Format {
 			case "jpeg":
-				x[1] += decodedImagePixels(im, o.Size) / 1e6
+				x[1] += decodedImagePixels(im, o.Size, o.Transform) / 1e6
 				x[2] += src
 				x[3] += mb
 				if im.Progressive {
@@ -117,37 +125,68 @@ func costFeatures(r *decoding.Record, o Options) (string, featureVector) {
 	return costKeyUnknown, x
 }
 
-func videoCostFeatures(v *video.Track, o Options) (string, featureVector) {
+func videoCostFeatures(v *video.Track, o Options, epoch int, key string) (string, featureVector) {
 	var x featureVector
 	codec := v.Codec
 	if codec == "" {
 		codec = "unknown"
 	}
 	targets := video.SampleFrames(v, o.Frames)
+	switch tf := o.Transform; tf.Temporal {
+	case transform.Segment:
+		// The segment the decoder will take: its start is a function of
+		// the seed, the sample's epoch and key, which the record carries.
+		targets = video.SampleSegment(v, o.Frames, tf.Stride, func(count, span int) int { return tf.SegmentStart(epoch, key, count, span) })
+	case transform.Rate:
+		targets = video.SampleRate(v, tf.MilliFPS(), o.Frames) // exact: no randomness
+	}
 	tasks := video.PlanTasks(v, targets, o.MaxTasks)
 	px := float64(v.Width) * float64(v.Height) / 1e6
+	fw, fh := cropFraction(o.Transform, v.Width, v.Height)
 	x[0] = float64(max(len(tasks), 1))
 	for _, t := range tasks {
 		x[1] += float64(t.DecodeFrames-t.ReorderedFrames) * px
 		x[2] += float64(t.ReorderedFrames) * px
 		x[3] += float64(t.DecodeBytes) / 1e6
 	}
-	x[4] = float64(len(targets)) * px
-	x[5] = float64(len(targets)) * float64(o.Size) * float64(o.Size) / 1e6
+	x[4] = float64(len(targets)) * px * fw * fh                  // swscale reads the crop alone
+	cw, ch, _, _ := o.Transform.Shape(v.Width, v.Height, o.Size) // S x S, or native's scaled size
+	x[5] = float64(len(targets)) * float64(cw) * float64(ch) / 1e6
 	x[6] = float64(v.Frames) / 1e3
 	return "video/" + codec, x
 }
 
+// cropFraction is the expected fraction of a w x h picture's width and
+// height that tf's crop keeps: all of it for squash, the centre square
+// for short-side, and for a random crop the square root of the mean of
+// its area range on each side (its ratio averages near the picture's).
+func cropFraction(tf transform.Spec, w, h int) (fw, fh float64) {
+	if w <= 0 || h <= 0 {
+		return 1, 1
+	}
+	switch tf.Resize {
+	case transform.ShortSide:
+		side := float64(min(w, h))
+		return side / float64(w), side / float64(h)
+	case transform.RandomCrop:
+		sc := tf.WithDefaults().Scale
+		f := math.Sqrt((sc[0] + sc[1]) / 2)
+		return f, f
+	}
+	return 1, 1
+}
+
 // decodedImagePixels is the pixel count the decoder decodes an image to:
 // JPEGs are DCT-scaled by the smallest factor n/8 that keeps both sides
-// at least size (as TurboJPEG's scaled decode is used); other formats
-// decode at full size.
-func decodedImagePixels(im decoding.ImageInfo, size int) float64 {
+// of the crop tf takes at least size (as TurboJPEG's scaled decode is
+// used); other formats decode at full size.
+func decodedImagePixels(im decoding.ImageInfo, size int, tf transform.Spec) float64 {
 	w, h := im.Width, im.Height
+	fw, fh := cropFraction(tf, w, h)
 	if im.Format == "jpeg" && size > 0 {
 		for n := 1; n < 8; n++ {
 			sw, sh := (w*n+7)/8, (h*n+7)/8
-			if sw >= size && sh >= size {
+			if float64(sw)*fw >= float64(size) && float64(sh)*fh >= float64(size) {
 				w, h = sw, sh
 				break
 			}

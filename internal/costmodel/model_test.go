@@ -11,6 +11,7 @@ import (
 
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/decoding"
+	"github.com/datahelix/datahelix/internal/transform"
 	"github.com/datahelix/datahelix/internal/video"
 	"gonum.org/v1/gonum/mat"
 )
@@ -334,7 +335,7 @@ func TestDecodedImagePixels(t *testing.T) {
 		{decoding.ImageInfo{Format: "jpeg", Width: 0, Height: 0}, 0},
 	}
 	for _, tt := range tests {
-		if got := decodedImagePixels(tt.im, 224); got != tt.want {
+		if got := decodedImagePixels(tt.im, 224, transform.Spec{}); got != tt.want {
 			t.Errorf("decodedImagePixels(%+v) = %v, want %v", tt.im, got, tt.want)
 		}
 	}

@@ -29,6 +29,9 @@ func runCostModel(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	limit := fs.Int("limit", 0, "decode at most this many `samples`, warm-up included (0: all)")
 	var frames, size int
 	cli.ShapeFlags(fs, &frames, &size)
+	var tf cli.TransformFlags
+	tf.Register(fs)
+	seed := fs.Uint64("seed", 1, "`seed` of the transforms")
 	wall := fs.Bool("wall", false, "measure wall time instead of the decoding thread's CPU time")
 	repeat := fs.Int("repeat", 3, "decode each sample this many `times` and keep the fastest (filters interference on shared machines)")
 	calIn := fs.String("calibration", "", "warm-start from this calibration `file` (default: the built-in one)")
@@ -50,6 +53,11 @@ func runCostModel(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	if err := cli.CheckShape(frames, size); err != nil {
 		return err
 	}
+	spec, err := tf.Spec(size)
+	if err != nil {
+		return err
+	}
+	spec.Seed = *seed
 	indexDir, err := cache.Dir("costmodel")
 	if err != nil {
 		return err
@@ -81,8 +89,8 @@ func runCostModel(ctx context.Context, stdout, stderr io.Writer, args []string) 
 		fmt.Fprintf(stderr, "costmodel: %s has %d samples to decode: learning from the first %d, holding out the rest (--warmup sets it)\n", *data, n, *warmup)
 	}
 	m := costmodel.New(cal)
-	m.SetOptions(costmodel.Options{Frames: frames, Size: size, MaxTasks: 1})
-	dec := decoding.NewDecoder(decoding.Options{Frames: frames, Size: size})
+	m.SetOptions(costmodel.Options{Frames: frames, Size: size, MaxTasks: 1, Transform: spec})
+	dec := decoding.NewDecoder(decoding.Options{Frames: frames, Size: size, Transform: spec})
 	rep, err := inspect.EvaluateCostModel(ctx, ds, dec, m, inspect.CostEvalOptions{Warmup: *warmup, Limit: *limit, WallClock: *wall, Repeat: *repeat},
 		func(done, total int) {
 			if done%100 == 0 || done == total {

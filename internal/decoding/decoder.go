@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/internal/av"
+	"github.com/datahelix/datahelix/internal/transform"
 )
 
 // The preprocessing defaults, as VLM loaders use them: F = 8 frames per
@@ -33,6 +34,10 @@ type Options struct {
 	// Output.Damaged: an integrity check, at the cost of an MD5 of every
 	// such picture (av.Config.CheckHashes).
 	CheckHashes bool
+	// Transform is how frames and images become S x S and which frames of
+	// a clip are sampled, seeded per sample by its Seed, the sample's
+	// Epoch and its key (the zero value: squash, uniform frames).
+	Transform transform.Spec
 }
 
 // Tensor is a contiguous uint8 buffer with its shape: [F,S,S,3] for a clip
@@ -91,6 +96,7 @@ func NewDecoder(opts Options) *Decoder {
 		opts.Threads = 1
 	}
 	opts.Limits = opts.Limits.withDefaults()
+	opts.Transform = opts.Transform.WithDefaults()
 	cfg := opts.Limits.avConfig(opts.Size, opts.Threads)
 	cfg.CheckHashes = opts.CheckHashes
 	return &Decoder{opts: opts, cfg: cfg}
@@ -135,19 +141,20 @@ func (d *Decoder) Decode(ctx context.Context, s *Sample, rec *Record) (*Output, 
 		if err := ctx.Err(); err != nil {
 			return fail(p.video.Name, err)
 		}
-		t := d.newVideoTensor()
-		st, err := d.decodeVideo(ctx, p.video.Data, p.rec.Video, t.Data)
+		targets := d.ClipTargets(s, p.rec.Video)
+		t := NewTensor(d.ClipShape(p.rec.Video, len(targets)))
+		st, err := d.decodeVideo(ctx, s, targets, p.video.Data, p.rec.Video, t.Data)
 		if err != nil {
 			return fail(p.video.Name, err)
 		}
 		out.Tensors = []Tensor{t}
 		out.DecodedFrames, out.MissedFrames, out.Damaged = st.frames, st.missed, st.damaged
 	}
-	for _, m := range p.images {
+	for i, m := range p.images {
 		if err := ctx.Err(); err != nil {
 			return fail(m.Name, err)
 		}
-		t, err := d.decodeImage(m.Data)
+		t, err := d.decodeImageView(s, i, m.Data)
 		if err != nil {
 			return fail(m.Name, err)
 		}

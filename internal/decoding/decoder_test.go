@@ -425,7 +425,7 @@ func TestDecodeOpenGOP(t *testing.T) {
 				t.Helper()
 				tensor := d.newVideoTensor()
 				for _, task := range tasks {
-					st, err := d.videoTask(context.Background(), data, v, task, tensor.Data)
+					st, err := d.videoTask(context.Background(), d.cfg, data, v, task, tensor.Data)
 					if err != nil {
 						t.Fatalf("%s: task at keyframe %d: %v", what, task.Keyframe, err)
 					}

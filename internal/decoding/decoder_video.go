@@ -20,19 +20,20 @@ type videoStats struct {
 	refed   int // of frames, those decoded again for missed targets (redecodeMissed)
 }
 
-// decodeVideo decodes the F sampled frames of the clip in data into dst,
-// the clip's [F,S,S,3] tensor: SampleFrames, one task from
+// decodeVideo decodes the sampled frames of the clip in data (targets,
+// from ClipTargets) into dst, the clip's [F,S,S,3] tensor (F from
+// ClipFrames): one task from
 // video.PlanTasks, DecodeVideoTask. A clip with fewer than F frames repeats
 // frames to fill every slot, spread evenly in presentation order.
-func (d *Decoder) decodeVideo(ctx context.Context, data []byte, v *VideoInfo, dst []byte) (videoStats, error) {
-	f := d.opts.Frames
-	targets := video.SampleFrames(v, f)
+func (d *Decoder) decodeVideo(ctx context.Context, s *Sample, targets []int, data []byte, v *VideoInfo, dst []byte) (videoStats, error) {
+	f := d.ClipFrames(len(targets))
+	cfg := d.clipConfig(s, v)
 	if len(targets) == 0 {
 		return videoStats{}, fmt.Errorf("%w: the record lists no frames", ErrCorrupt)
 	}
 	var total videoStats
 	for _, task := range video.PlanTasks(v, targets, 1) {
-		st, err := d.videoTask(ctx, data, v, task, dst)
+		st, err := d.videoTask(ctx, cfg, data, v, task, dst)
 		total.frames += st.frames
 		total.missed += st.missed
 		total.damaged += st.damaged
@@ -40,7 +41,7 @@ func (d *Decoder) decodeVideo(ctx context.Context, data []byte, v *VideoInfo, ds
 			return total, err
 		}
 	}
-	video.Spread(dst, f, d.opts.Size*d.opts.Size*3, len(targets))
+	video.Spread(dst, f, cfgPlane(cfg), len(targets))
 	return total, nil
 }
 
@@ -70,11 +71,26 @@ func (d *Decoder) decodeVideo(ctx context.Context, data []byte, v *VideoInfo, ds
 func (d *Decoder) DecodeVideoTask(ctx context.Context, data []byte, v *VideoInfo, task video.Task, dst []byte) (damaged int, err error) {
 	ctx, cancel := d.deadline(ctx)
 	defer cancel()
-	st, err := d.videoTask(ctx, data, v, task, dst)
+	st, err := d.videoTask(ctx, d.cfg, data, v, task, dst)
 	return st.damaged, err
 }
 
-func (d *Decoder) videoTask(ctx context.Context, data []byte, v *VideoInfo, task video.Task, dst []byte) (videoStats, error) {
+// DecodeClipTask is DecodeVideoTask for the clip of sample s, with its
+// transform (Options.Transform): the task's frames get the sample's crop
+// and flip. Tasks must be planned over ClipTargets.
+func (d *Decoder) DecodeClipTask(ctx context.Context, s *Sample, v *VideoInfo, task video.Task, dst []byte) (damaged int, err error) {
+	if v == nil || v.Member < 0 || v.Member >= len(s.Members) {
+		return 0, fmt.Errorf("%w: record has no video member", ErrNoPayload)
+	}
+	ctx, cancel := d.deadline(ctx)
+	defer cancel()
+	st, err := d.videoTask(ctx, d.clipConfig(s, v), s.Members[v.Member].Data, v, task, dst)
+	return st.damaged, err
+}
+
+// videoTask decodes one task with the av configuration cfg (d.cfg, or a
+// clip's with its transform).
+func (d *Decoder) videoTask(ctx context.Context, cfg av.Config, data []byte, v *VideoInfo, task video.Task, dst []byte) (videoStats, error) {
 	if v == nil || v.Frames <= 0 || v.Timescale == 0 || v.Timescale > math.MaxInt32 {
 		return videoStats{}, fmt.Errorf("%w: the record has no frames or no timescale", ErrCorrupt)
 	}
@@ -84,7 +100,7 @@ func (d *Decoder) videoTask(ctx context.Context, data []byte, v *VideoInfo, task
 	if task.Keyframe < 0 || task.Keyframe >= v.Frames {
 		return videoStats{}, fmt.Errorf("decode: task keyframe %d outside %d frames", task.Keyframe, v.Frames)
 	}
-	plane := d.opts.Size * d.opts.Size * 3
+	plane := cfgPlane(cfg)
 	order := make([]int, len(task.Targets))
 	for i, f := range task.Targets {
 		if f < 0 || f >= v.Frames {
@@ -118,7 +134,6 @@ func (d *Decoder) videoTask(ctx context.Context, data []byte, v *VideoInfo, task
 			targets[i].Seek = av.SeekAuto
 		}
 	}
-	cfg := d.cfg
 	cfg.SkipNonRef = exact
 	tb := av.Rational{Num: 1, Den: int(v.Timescale)}
 	st, err := av.DecodeTargets(ctx, data, cfg, tb, targets, dst)
@@ -136,7 +151,7 @@ func (d *Decoder) videoTask(ctx context.Context, data []byte, v *VideoInfo, task
 		// Best effort: unless the deadline passed, a second pass that
 		// fails leaves the first one's frames in the slots it did not
 		// reach, and its count.
-		again, redone, err := d.redecodeMissed(ctx, data, v, targets, frames, runs, st, dst)
+		again, redone, err := d.redecodeMissed(ctx, cfg, data, v, targets, frames, runs, st, dst)
 		vs.frames += again.FramesDecoded
 		vs.refed += again.FramesDecoded
 		vs.damaged += again.DamagedPackets
@@ -205,7 +220,7 @@ func planSeeks(v *VideoInfo, targets []av.Target, frames, starts []int, first in
 // what the first left of the task's limits on frames and packets. It
 // returns the stats of the second pass and how many targets it decoded
 // again.
-func (d *Decoder) redecodeMissed(ctx context.Context, data []byte, v *VideoInfo, targets []av.Target, frames, runs []int, first av.Stats, dst []byte) (av.Stats, int, error) {
+func (d *Decoder) redecodeMissed(ctx context.Context, cfg av.Config, data []byte, v *VideoInfo, targets []av.Target, frames, runs []int, first av.Stats, dst []byte) (av.Stats, int, error) {
 	var again []av.Target
 	var againFrames, starts []int
 	var index []int // the position in targets of each of again
@@ -224,7 +239,6 @@ func (d *Decoder) redecodeMissed(ctx context.Context, data []byte, v *VideoInfo,
 	}
 	planSeeks(v, again, againFrames, starts, starts[0])
 	// The two passes share the task's limits on frames and packets.
-	cfg := d.cfg
 	cfg.SkipNonRef = true
 	cfg.MaxFrames -= first.FramesDecoded
 	cfg.MaxPackets -= first.Packets

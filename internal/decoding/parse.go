@@ -163,7 +163,7 @@ func ParseRecord(s *Sample, lim Limits) (*Record, error) {
 	if err := checkTextSize(s, lim.MaxTextBytes); err != nil {
 		return nil, err
 	}
-	r := &Record{Shard: s.Shard, Key: s.Key}
+	r := &Record{Shard: s.Shard, Key: s.Key, Epoch: s.Epoch}
 	type image struct {
 		info ImageInfo
 		pos  int

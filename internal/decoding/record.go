@@ -42,6 +42,11 @@ type Sample struct {
 	Shard   string // path of the shard the sample came from
 	Key     string // WebDataset key, e.g. "clips/000123"
 	Members []Member
+	// Epoch is the epoch the sample was handed out in, which with the
+	// job's seed and Key seeds its random transforms (Options.Transform);
+	// the reader sets it and the exchange carries it, so every rank
+	// decodes a sample alike.
+	Epoch int
 }
 
 // VideoInfo holds the cost features of a clip, read from its container
@@ -78,4 +83,8 @@ type Record struct {
 	Video    *VideoInfo
 	Images   []ImageInfo
 	Text     *TextInfo
+	// Epoch is the sample's (Sample.Epoch), for the cost of a transform
+	// drawn per epoch (a segment's start); not a feature of its bytes, so
+	// not printed.
+	Epoch int `json:"-"`
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/datahelix/datahelix/internal/transform"
 	"github.com/datahelix/datahelix/internal/video"
 	"github.com/datahelix/datahelix/internal/video/videotest"
 )
@@ -57,6 +58,51 @@ func FuzzDecodeVideoTasks(f *testing.F) {
 					t.Fatalf("task %+v wrote slot %d, not one of its own", task, slot)
 				}
 			}
+		}
+	})
+}
+
+// FuzzDecodeClipTransformed decodes mutated clips the parser accepts
+// with a transform (a random crop and flip, a short-side crop, native
+// aspect with padding; uniform, segment or fps frames) chosen by the
+// input, the crop chosen from the record's size, which a mutated clip's
+// frames need not have: FFmpeg's crop must stay inside the frame
+// whatever the two sizes, and the tensor must have the shape ClipShape
+// announced, within the deadline.
+func FuzzDecodeClipTransformed(f *testing.F) {
+	for i, name := range []string{"h264_30s.mp4", "h264_frag.mp4", "h264_bf2.mp4", "vp9.webm", "h264.mkv"} {
+		f.Add(videotest.Read(f, name), uint8(i), uint16(i))
+	}
+	exts := []string{"mp4", "mp4", "mp4", "webm", "mkv"}
+	lim := Limits{MaxPixels: 1 << 20, MaxImagePixels: 1 << 22, MaxFramesDecoded: 600, SampleDeadline: time.Second}
+	specs := []transform.Spec{
+		{Resize: transform.RandomCrop, HFlip: 0.5, Scale: [2]float64{0.01, 0.3}, Temporal: transform.Segment, Stride: 3},
+		{Resize: transform.ShortSide, HFlip: 1, Temporal: transform.Rate, FPS: 7},
+		{Resize: transform.Native, Bucket: 4, HFlip: 0.5},
+	}
+	var decs []*Decoder
+	for _, sp := range specs {
+		decs = append(decs, NewDecoder(Options{Frames: 5, Size: 16, Limits: lim, Transform: sp}))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, kind uint8, epoch uint16) {
+		s := decSample("k", map[string][]byte{exts[int(kind)%len(exts)]: data})
+		s.Epoch = int(epoch)
+		rec, err := ParseRecord(s, Limits{})
+		if err != nil || rec.Video == nil {
+			return
+		}
+		d := decs[int(epoch)%len(decs)]
+		start := time.Now()
+		out, err := d.Decode(context.Background(), s, rec)
+		if took := time.Since(start); took > 3*time.Second {
+			t.Fatalf("decode took %v", took)
+		}
+		if err != nil {
+			return
+		}
+		want := d.ClipShape(rec.Video, len(d.ClipTargets(s, rec.Video)))
+		if got := out.Tensors[0]; !slices.Equal(got.Shape, want) || len(got.Data) != want[0]*want[1]*want[2]*3 {
+			t.Fatalf("tensor %v of %d bytes, ClipShape says %v", got.Shape, len(got.Data), want)
 		}
 	})
 }

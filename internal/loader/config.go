@@ -216,6 +216,12 @@ func (c *Config) setDefaults() error {
 	if c.Loader == KindOracle {
 		return fmt.Errorf("--loader oracle exists only in simulation (datahelix bench --sim)")
 	}
+	if err := c.Decode.Transform.Check(); err != nil {
+		return err // a *transform.FlagError naming the flag
+	}
+	if err := c.Decode.Transform.CheckSize(c.Decode.Size); err != nil {
+		return err
+	}
 	return c.GPU.Validate()
 }
 

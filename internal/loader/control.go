@@ -98,6 +98,7 @@ func (l *Loader) readOwn(ctx context.Context, s int64) ([]*slotState, error) {
 			// file changed or the disk failed under us.
 			return nil, fmt.Errorf("step %d: %w", s, err)
 		}
+		smp.Epoch = epoch // seeds its transforms wherever it is decoded
 		st := &slotState{sample: smp, partsLeft: 1}
 		st.item = step.Item{ID: ref.ID(epoch), Owner: l.comm.Rank(), Bytes: wire.Size(smp)}
 		l.describe(st, 0)
@@ -141,22 +142,35 @@ func (l *Loader) describe(st *slotState, est int64) {
 		st.item.Est = min(max(l.cost.Estimate(rec), 1), planlimits.Cost)
 	}
 	// The frames the decoder outputs: a video sample's F (its clip
-	// alone), an image or document sample's images.
+	// alone; fps sampling gives each clip its own), an image or document
+	// sample's images.
 	frames := 0
+	var targets []int
+	mem := int64(0)
 	switch rec.Modality {
 	case decode.ModalityVideo:
-		frames = int(f)
+		if rec.Video != nil {
+			targets = l.dec.ClipTargets(st.sample, rec.Video)
+			st.shape = l.dec.ClipShape(rec.Video, len(targets))
+			frames = st.shape[0]
+			mem = int64(frames) * int64(st.shape[1]) * int64(st.shape[2]) * 3
+		} else {
+			frames = int(f)
+			mem = f * sz * sz * 3
+		}
 	case decode.ModalityImage, decode.ModalityDocument:
 		frames = len(rec.Images)
+		for _, im := range rec.Images {
+			mem += l.dec.PictureBytes(im.Width, im.Height)
+		}
 	}
-	st.item.Mem = int64(frames) * sz * sz * 3
+	st.item.Mem = mem
 	c := gpu.Contents{Samples: 1, Frames: frames}
 	if rec.Text != nil {
 		c.Tokens = rec.Text.Tokens
 	}
 	st.item.Train = step.TrainTime(l.gpuModel(), c)
 	if v := rec.Video; v != nil && taskLimit(l.cfg) > 1 && !v.FrameCountEstimated {
-		targets := video.SampleFrames(v, l.cfg.Decode.Frames)
 		tasks := video.PlanTasks(v, targets, taskLimit(l.cfg))
 		if len(tasks) > 1 {
 			st.tasks = tasks

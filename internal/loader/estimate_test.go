@@ -105,7 +105,7 @@ func FuzzDescribe(f *testing.F) {
 	cfg.MaxTasks = 4
 	cost := costmodel.New(nil)
 	cost.SetOptions(costmodel.Options{Frames: cfg.Decode.Frames, Size: cfg.Decode.Size, MaxTasks: taskLimit(cfg)})
-	l := &Loader{cfg: cfg, cost: cost}
+	l := &Loader{cfg: cfg, cost: cost, dec: decoding.NewDecoder(cfg.Decode)}
 	f.Fuzz(func(t *testing.T, data []byte, ext string) {
 		s := &decode.Sample{Key: "k", Members: []decode.Member{{Name: "k.txt", Ext: "txt", Data: []byte("a caption")}}}
 		// Many copies of an image member make a document of many images.
@@ -194,7 +194,7 @@ func TestDescribeUsesTheDecoderLimits(t *testing.T) {
 	for _, tc := range tests {
 		cfg := testConfig(KindHelix)
 		cfg.Decode.Limits.MaxTextBytes = tc.limit
-		l := &Loader{cfg: cfg, cost: costmodel.New(nil)}
+		l := &Loader{cfg: cfg, cost: costmodel.New(nil), dec: decoding.NewDecoder(cfg.Decode)}
 		s := &decode.Sample{Shard: "s.tar", Key: "k", Members: []decode.Member{{Name: "k.txt", Ext: "txt", Data: bytes.Repeat([]byte("a"), tc.size)}}}
 		st := &slotState{sample: s, item: step.Item{ID: 1, Bytes: int64(tc.size)}}
 		l.describe(st, 0)

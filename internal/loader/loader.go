@@ -174,6 +174,7 @@ type slotState struct {
 	recErr    error
 	tasks     []video.Task  // for split clips, one per part
 	tensor    decode.Tensor // a split clip's frames, filled by its parts
+	shape     []int         // a clip's tensor's [F, H, W, 3] (fps sampling and native resizing vary it)
 	out       *decode.Output
 	err       error
 	partsLeft int
@@ -245,7 +246,9 @@ func NewLoader(ctx context.Context, comm collective.Comm, ds decode.Source, cfg 
 		cal = costmodel.DefaultCalibration()
 	}
 	cost := costmodel.New(cal)
-	cost.SetOptions(costmodel.Options{Frames: cfg.Decode.Frames, Size: cfg.Decode.Size, MaxTasks: taskLimit(cfg)})
+	// One seed for the job: the sample order's seeds the transforms too.
+	cfg.Decode.Transform.Seed = cfg.Seed
+	cost.SetOptions(costmodel.Options{Frames: cfg.Decode.Frames, Size: cfg.Decode.Size, MaxTasks: taskLimit(cfg), Transform: cfg.Decode.Transform})
 	// Count errors once the model has seen a quarter of the run's samples
 	// (at most the model's default 200), so short runs report one too.
 	cost.SetWarmup(min(200, max(8, cfg.Steps*cfg.Batch/4)))

@@ -114,8 +114,7 @@ func (l *Loader) runTask(ctx context.Context, st *slotState, t step.Task) (damag
 		return out.Damaged, nil
 	}
 	tensor := l.allocTensor(st)
-	v := st.rec.Video
-	return l.dec.DecodeVideoTask(ctx, st.sample.Members[v.Member].Data, v, st.tasks[t.Part], tensor.Data)
+	return l.dec.DecodeClipTask(ctx, st.sample, st.rec.Video, st.tasks[t.Part], tensor.Data)
 }
 
 // allocTensor returns the frame tensor a split clip's parts fill.
@@ -123,9 +122,7 @@ func (l *Loader) allocTensor(st *slotState) decode.Tensor {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if st.tensor.Data == nil {
-		o := l.dec.Options()
-		f, s := o.Frames, o.Size
-		st.tensor = decode.Tensor{Shape: []int{f, s, s, 3}, Data: make([]byte, f*s*s*3)}
+		st.tensor = decoding.NewTensor(st.shape)
 	}
 	return st.tensor
 }
@@ -139,11 +136,10 @@ func (l *Loader) sampleDone(step int64, st *slotState) {
 		for _, t := range st.tasks {
 			targets += len(t.Targets)
 		}
-		if targets < l.cfg.Decode.Frames {
+		if f := st.shape[0]; targets < f {
 			// A clip of fewer than F distinct frames: repeat them evenly,
 			// as a whole-sample decode does.
-			o := l.dec.Options()
-			video.Spread(st.tensor.Data, o.Frames, o.Size*o.Size*3, targets)
+			video.Spread(st.tensor.Data, f, st.shape[1]*st.shape[2]*3, targets)
 		}
 		out := &decode.Output{Key: st.sample.Key, Modality: decode.ModalityVideo, Tensors: []decode.Tensor{st.tensor}}
 		// Its caption, as a whole sample's decode gives it: text beyond

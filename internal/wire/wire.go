@@ -14,7 +14,7 @@ var ErrMalformed = errors.New("spmd: malformed sample message")
 // Size is the exact length of s in the exchange format; the records
 // carry it so receivers post receives of exact size.
 func Size(s *decode.Sample) int64 {
-	n := uvlen(uint64(len(s.Shard))) + len(s.Shard) + uvlen(uint64(len(s.Key))) + len(s.Key) + uvlen(uint64(len(s.Members)))
+	n := uvlen(uint64(len(s.Shard))) + len(s.Shard) + uvlen(uint64(len(s.Key))) + len(s.Key) + uvlen(uint64(s.Epoch)) + uvlen(uint64(len(s.Members)))
 	for _, m := range s.Members {
 		n += uvlen(uint64(len(m.Name))) + len(m.Name) + uvlen(uint64(len(m.Ext))) + len(m.Ext) + uvlen(uint64(len(m.Data))) + len(m.Data)
 	}
@@ -37,10 +37,11 @@ func appendWireString(b []byte, v string) []byte {
 }
 
 // appendSampleHead appends the fields of s before its members: shard,
-// key, member count.
+// key, epoch, member count.
 func appendSampleHead(b []byte, s *decode.Sample) []byte {
 	b = appendWireString(b, s.Shard)
 	b = appendWireString(b, s.Key)
+	b = binary.AppendUvarint(b, uint64(s.Epoch))
 	return binary.AppendUvarint(b, uint64(len(s.Members)))
 }
 
@@ -70,7 +71,8 @@ func Append(dst []byte, s *decode.Sample) []byte {
 const wireInlineBelow = 4 << 10
 
 // AppendParts appends s in the exchange format to parts, as pieces
-// whose concatenation is the message: shard, key, member count, then each
+// whose concatenation is the message: shard, key, epoch (which seeds the
+// sample's transforms on the rank that decodes it), member count, then each
 // member's name, extension and data, every field length-prefixed with a
 // minimal uvarint (Read rejects overlong ones, so a message has one
 // encoding). The length prefixes, the short fields and data under
@@ -105,6 +107,11 @@ func AppendParts(parts [][]byte, hdr []byte, s *decode.Sample) ([][]byte, []byte
 	return parts, hdr
 }
 
+// MaxEpoch bounds a sample's epoch, as the reader bounds a saved state's.
+// Append writes a negative epoch, which no reader hands out, as a huge
+// one that Read refuses.
+const MaxEpoch = 1<<31 - 1
+
 // maxWireMembers bounds the members of one received sample.
 const maxWireMembers = 4096
 
@@ -130,6 +137,12 @@ func Read(buf []byte) (*decode.Sample, []byte, error) {
 		return nil, nil, err
 	}
 	s.Shard, s.Key = string(shard), string(key)
+	epoch, k := binary.Uvarint(buf)
+	if k <= 0 || k != uvlen(epoch) || epoch > MaxEpoch {
+		return nil, nil, fmt.Errorf("%w: epoch of sample %q", ErrMalformed, s.Key)
+	}
+	s.Epoch = int(epoch)
+	buf = buf[k:]
 	count, k := binary.Uvarint(buf)
 	if k <= 0 || k != uvlen(count) || count > maxWireMembers {
 		return nil, nil, fmt.Errorf("%w: member count of sample %q", ErrMalformed, s.Key)

@@ -15,7 +15,8 @@ func wireSamples() []*decode.Sample {
 			{Name: "clips/000123.mp4", Ext: "mp4", Data: bytes.Repeat([]byte{1, 2, 3}, 300)},
 			{Name: "clips/000123.txt", Ext: "txt", Data: []byte("a caption")},
 		}},
-		{Shard: "s", Key: "", Members: nil},
+		{Shard: "s", Key: "", Members: nil, Epoch: 7},
+		{Shard: "e.tar", Key: "late", Epoch: MaxEpoch, Members: []decode.Member{{Name: "late.txt", Ext: "txt", Data: []byte("x")}}},
 		{Shard: "x.tar", Key: "k", Members: []decode.Member{{Name: "k.json", Ext: "json", Data: []byte{}}}},
 	}
 }
@@ -115,6 +116,21 @@ func TestWireRejectsTruncation(t *testing.T) {
 		if _, _, err := Read(full[:n]); !errors.Is(err, ErrMalformed) {
 			t.Fatalf("truncated to %d of %d bytes: got %v, want ErrMalformed", n, len(full), err)
 		}
+	}
+}
+
+// TestWireRefusesBadEpoch: an epoch beyond MaxEpoch, or in a longer
+// uvarint than it needs, is malformed.
+func TestWireRefusesBadEpoch(t *testing.T) {
+	for _, epoch := range [][]byte{{0xff, 0xff, 0xff, 0xff, 0x08}, {0x80, 0x00}} {
+		msg := append([]byte{1, 's', 1, 'k'}, epoch...)
+		msg = append(msg, 0)
+		if _, _, err := Read(msg); !errors.Is(err, ErrMalformed) {
+			t.Errorf("epoch bytes %x: got %v, want ErrMalformed", epoch, err)
+		}
+	}
+	if s, _, err := Read([]byte{1, 's', 1, 'k', 5, 0}); err != nil || s.Epoch != 5 {
+		t.Errorf("epoch 5: got %+v, %v", s, err)
 	}
 }
 

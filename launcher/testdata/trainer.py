@@ -2,6 +2,7 @@
 and does what its flags say (fail, stop early, save or resume a state,
 never connect, catch SIGTERM), writing each step's keys to --out."""
 import argparse
+import hashlib
 import json
 import os
 import signal
@@ -22,6 +23,7 @@ p.add_argument("--no-connect", action="store_true", help="never create a loader"
 p.add_argument("--step-ms", type=float, default=0, help="compute per step")
 p.add_argument("--on-term", help="on SIGTERM, write this file (RANK appended) and exit 0")
 p.add_argument("--tag", default="", help="ignored: names the processes for the test")
+p.add_argument("--md5", action="store_true", help="also write each sample's shape, pixels' MD5 and whether another rank read it, by id")
 a = p.parse_args()
 rank = int(os.environ["RANK"])
 
@@ -39,11 +41,14 @@ loader = datahelix.Loader()
 if a.resume:
     with open(a.resume) as f:
         loader.load_state_dict(json.load(f))
-keys, ids = {}, {}
+keys, ids, md5s = {}, {}, {}
 n = 0
 for batch in loader:
     keys[batch["step"]] = batch["key"]
     ids[batch["step"]] = batch["id"]
+    if a.md5:
+        for sid, px, owner in zip(batch["id"], batch["pixels"], batch["owner"]):
+            md5s[str(sid)] = [list(px.shape), hashlib.md5(px.contiguous().numpy().tobytes()).hexdigest(), owner != rank]
     n += 1
     if batch["step"] == a.fail_at and rank == a.fail_rank:
         raise RuntimeError(f"trainer of rank {rank} fails at step {a.fail_at} on purpose")
@@ -59,5 +64,5 @@ for batch in loader:
 loader.close()
 if a.out:
     with open(f"{a.out}.{rank}", "w") as f:
-        json.dump({"keys": keys, "ids": ids, "stats": loader.stats(),
+        json.dump({"keys": keys, "ids": ids, "md5s": md5s, "stats": loader.stats(),
                    "master_addr": os.environ.get("MASTER_ADDR"), "gloo_ifname": os.environ.get("GLOO_SOCKET_IFNAME")}, f)
