@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/datahelix/datahelix/internal/decoding"
+	"github.com/datahelix/datahelix/internal/transform"
 )
 
 // The preprocessing defaults, as VLM loaders use them: F = 8 frames per
@@ -21,8 +22,40 @@ const (
 // samples at once); CheckHashes checks HEVC pictures against the MD5
 // hashes an encoder may write in the stream (x265 --hash 1) and counts a
 // mismatch in Output.Damaged, at the cost of an MD5 of every such
-// picture.
+// picture. Transform (set with SetTransform) is how frames and images
+// become S x S and which frames of a clip are sampled; the default
+// stretches the whole picture and spreads F frames over the clip.
 type Options = decoding.Options
+
+// TransformFlags spell a transform as the commands' flags do (docs/cli.md):
+// Resize is --resize (squash, short-side, random-crop or native),
+// CropScale --crop-scale "MIN,MAX", CropRatio --crop-ratio "MIN,MAX",
+// HFlip --hflip "P", Frames --frame-sampling (uniform, segment or fps),
+// Stride --frame-stride, FPS --fps and PadTo --pad-to; empty fields take
+// the defaults.
+type TransformFlags = transform.Flags
+
+// SetTransform parses f, checks it against opts.Size (or its default)
+// and sets opts.Transform. Random choices are seeded by seed, the
+// sample's epoch and its key alone, so that any rank decodes a sample
+// alike (a Loader uses its Config.Seed instead). An out-of-range value is an
+// error naming its flag, and opts is left as it was.
+func SetTransform(opts *Options, f TransformFlags, seed uint64) error {
+	spec, err := transform.Parse(f)
+	if err != nil {
+		return err
+	}
+	size := opts.Size
+	if size <= 0 {
+		size = DefaultSize
+	}
+	if err := spec.CheckSize(size); err != nil {
+		return err
+	}
+	spec.Seed = seed
+	opts.Transform = spec
+	return nil
+}
 
 // Tensor is a contiguous uint8 buffer with its shape: [F,S,S,3] for a clip
 // and [S,S,3] for an image, RGB, row-major.

@@ -19,8 +19,9 @@ import (
 // through aliases of internal types, each once however many build-tagged
 // files declare it) across the packages a user can import. Lower it as
 // names move under internal/ (issue 25 brought it from 210 to 142,
-// under its goal of about 150).
-const maxExported = 142
+// under its goal of about 150; decode.SetTransform and TransformFlags,
+// the transforms for programs that embed the decoder, made it 144).
+const maxExported = 144
 
 // TestPublicAPISize counts the exported identifiers of every importable
 // package (not internal/, not a command, not a test helper) and prints
