@@ -21,12 +21,21 @@ const (
 // samples at once); CheckHashes checks HEVC pictures against the MD5
 // hashes an encoder may write in the stream (x265 --hash 1) and counts a
 // mismatch in Output.Damaged, at the cost of an MD5 of every such
-// picture.
+// picture; AudioRate (Hz; 0, the default: no audio) and AudioChannels
+// (default 1) turn on Output.Audio, the sound of a clip's sampled span
+// or of an audio sample, which are then accepted.
 type Options = decoding.Options
 
 // Tensor is a contiguous uint8 buffer with its shape: [F,S,S,3] for a clip
 // and [S,S,3] for an image, RGB, row-major.
 type Tensor = decoding.Tensor
+
+// Audio is a sample's sound when Options.AudioRate is set: float32 PCM
+// at Rate Hz, [Channels, Len()] channel-major, covering a clip's sampled
+// frames from the first one's time to the end of the last one's display
+// (see decoding.AudioSpan), or an audio sample's whole stream; silence
+// with Missing set for a clip without sound.
+type Audio = decoding.Audio
 
 // Output is a decoded sample, ready for training: its Key and Modality,
 // its Tensors (the clip's one [F,S,S,3] tensor, or one [S,S,3] tensor
@@ -35,7 +44,8 @@ type Tensor = decoding.Tensor
 // estimated Tokens, and what decoding a clip cost and found:
 // DecodedFrames, MissedFrames (sampled frames whose exact timestamp
 // FFmpeg did not produce) and Damaged (packets in which FFmpeg found
-// damage; see the field's comment).
+// damage; see the field's comment); and its Audio when Options.AudioRate
+// is set.
 type Output = decoding.Output
 
 // Decoder turns samples into tensors. Its methods are safe for concurrent

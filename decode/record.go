@@ -7,8 +7,8 @@ import (
 
 // Modality is the kind of content a sample carries; it selects the cost
 // model and the decoder. Its String method gives the lower-case name used
-// in tables, JSON and flags: "text", "image", "video", "document" or
-// "unknown".
+// in tables, JSON and flags: "text", "image", "video", "document",
+// "audio" (sound alone, read with Options.AudioRate) or "unknown".
 type Modality = decoding.Modality
 
 // The modalities a sample can have. A document interleaves text and images.
@@ -18,6 +18,7 @@ const (
 	ModalityImage    = decoding.ModalityImage
 	ModalityVideo    = decoding.ModalityVideo
 	ModalityDocument = decoding.ModalityDocument
+	ModalityAudio    = decoding.ModalityAudio
 )
 
 // Member is one file of a WebDataset sample, such as "000123.mp4": its
@@ -51,8 +52,13 @@ type TextInfo = decoding.TextInfo
 // compressed bytes without decoding: what the planner and the cost model
 // need to know. It holds the sample's Shard and Key, its Modality, the
 // compressed Bytes of all its members, and the Video, Images and Text
-// its modality has.
+// its modality has, and its Audio when read with audio output on.
 type Record = decoding.Record
+
+// AudioInfo holds the cost features of a sample's audio, read from its
+// container header: Codec, SampleRate, Channels, Start and Duration in
+// Timescale ticks, and Member, the member that holds it.
+type AudioInfo = decoding.AudioInfo
 
 // ParseRecord builds the lightweight record of a sample from the bytes of
 // its members, without decoding:

@@ -46,6 +46,10 @@ type BatchSample struct {
 	Tensors []decode.Tensor
 	Text    string
 	Tokens  int
+	// Audio is the sample's sound when the decoder's audio output is on
+	// (decode.Options.AudioRate): a clip's, silence with Missing set for
+	// a clip without sound, or an audio sample's; nil otherwise.
+	Audio *decode.Audio
 }
 
 // DroppedSample names a sample left out of its batch and why.
@@ -174,6 +178,7 @@ type slotState struct {
 	recErr    error
 	tasks     []video.Task  // for split clips, one per part
 	tensor    decode.Tensor // a split clip's frames, filled by its parts
+	audio     *decode.Audio // a split clip's audio, decoded by its first part
 	out       *decode.Output
 	err       error
 	partsLeft int
@@ -432,7 +437,7 @@ func batchOf(bs *batchState) *Batch {
 		}
 		out.Samples = append(out.Samples, BatchSample{
 			ID: s.item.ID, Shard: s.sample.Shard, Key: s.sample.Key, Owner: s.item.Owner,
-			Modality: s.out.Modality, Tensors: s.out.Tensors, Text: s.out.Text, Tokens: s.out.Tokens,
+			Modality: s.out.Modality, Tensors: s.out.Tensors, Text: s.out.Text, Tokens: s.out.Tokens, Audio: s.out.Audio,
 		})
 	}
 	return out

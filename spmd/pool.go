@@ -115,6 +115,13 @@ func (l *Loader) runTask(ctx context.Context, st *slotState, t step.Task) (damag
 	}
 	tensor := l.allocTensor(st)
 	v := st.rec.Video
+	if t.Part == 0 {
+		// The first part decodes the clip's audio too (nil when the
+		// audio output is off); sampleDone reads it after every part.
+		if st.audio, err = l.dec.DecodeAudio(ctx, st.sample, st.rec); err != nil {
+			return 0, err
+		}
+	}
 	return l.dec.DecodeVideoTask(ctx, st.sample.Members[v.Member].Data, v, st.tasks[t.Part], tensor.Data)
 }
 
@@ -145,7 +152,7 @@ func (l *Loader) sampleDone(step int64, st *slotState) {
 			o := l.dec.Options()
 			video.Spread(st.tensor.Data, o.Frames, o.Size*o.Size*3, targets)
 		}
-		out := &decode.Output{Key: st.sample.Key, Modality: decode.ModalityVideo, Tensors: []decode.Tensor{st.tensor}}
+		out := &decode.Output{Key: st.sample.Key, Modality: decode.ModalityVideo, Tensors: []decode.Tensor{st.tensor}, Audio: st.audio}
 		// Its caption, as a whole sample's decode gives it: text beyond
 		// the limit fails the sample.
 		if out.Text, out.Tokens, st.err = decoding.SampleText(st.sample, l.dec.Options().Limits); st.err == nil {
