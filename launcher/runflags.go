@@ -108,6 +108,7 @@ func (f *runFlags) registerData(fs *flag.FlagSet, steps int, stepsUsage string) 
 	fs.IntVar(&f.cfg.Horizon, "horizon", 0, "planning horizon `H` in steps (default max(2 x workers, 8): never less than PyTorch's prefetch looks)")
 	shapeFlags(fs, &f.cfg.Decode.Frames, &f.cfg.Decode.Size)
 	fs.BoolVar(&f.cfg.Decode.CheckHashes, "check-hashes", false, checkHashesUsage)
+	audioFlags(fs, &f.cfg.Decode.AudioRate, &f.cfg.Decode.AudioChannels)
 	fs.Uint64Var(&f.seed, "seed", 1, "`seed` of the sample order (and of the default dataset's content)")
 	fs.IntVar(&f.cfg.ShuffleBuffer, "shuffle-buffer", 64, "samples in each stream's shuffle buffer (WebDataset's shuffle(N))")
 	fs.IntVar(&f.cfg.Streams, "streams", 0, "streams reading the shards, each its own in turn, a global batch taking a run of samples from each (default min(shards, ranks x batch): with as many streams as ranks, each rank streams its own shards)")
@@ -175,6 +176,9 @@ func (f *runFlags) validate() error {
 		return flagErrorf("", "max-tasks", f.cfg.MaxTasks, "want 0 (as many as --workers) or more")
 	}
 	if err := checkShape(f.cfg.Decode.Frames, f.cfg.Decode.Size); err != nil {
+		return err
+	}
+	if err := checkAudioFlags("", f.cfg.Decode.AudioRate, f.cfg.Decode.AudioChannels); err != nil {
 		return err
 	}
 	if err := checkOutputPaths(f.jsonOut, f.trace); err != nil {
