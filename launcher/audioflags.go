@@ -3,7 +3,10 @@ package launcher
 import (
 	"flag"
 	"fmt"
+	"math"
 
+	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/bridge"
 	"github.com/datahelix/datahelix/internal/decoding"
 )
 
@@ -28,4 +31,31 @@ func checkAudioFlags(cmd string, rate, channels int) error {
 		return flagErrorf(cmd, "audio-channels", channels, "want 1..%d", decoding.MaxAudioChannels)
 	}
 	return nil
+}
+
+// audioChannels is the audio output's channel count of opts: 0 when it
+// is off, else AudioChannels or its default.
+func audioChannels(opts decode.Options) int {
+	switch {
+	case opts.AudioRate <= 0:
+		return 0
+	case opts.AudioChannels <= 0:
+		return decoding.DefaultAudioChannels
+	}
+	return opts.AudioChannels
+}
+
+// audioBytes is the most audio output one sample may carry under opts
+// (its Limits' MaxAudioDuration at the rate and channels), with the
+// ring's alignment: 0 when the output is off.
+func audioBytes(opts decode.Options) int64 {
+	if opts.AudioRate <= 0 {
+		return 0
+	}
+	d := opts.Limits.MaxAudioDuration
+	if d <= 0 {
+		d = decode.DefaultLimits().MaxAudioDuration
+	}
+	samples := int64(math.Ceil(d.Seconds() * float64(opts.AudioRate)))
+	return 4*samples*int64(audioChannels(opts)) + bridge.AudioAlign
 }
