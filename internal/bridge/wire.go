@@ -130,11 +130,11 @@ type Welcome struct {
 	Size      int   `json:"size"`
 	// AudioRate and AudioChannels are the audio output's (0 when off):
 	// then every BATCH carries an audio table.
-	AudioRate     int `json:"audio_rate,omitempty"`
-	AudioChannels int `json:"audio_channels,omitempty"`
-	Slots         int `json:"slots"`
-	SlotBytes int64 `json:"slot_bytes"`
-	RingBytes int64 `json:"ring_bytes"`
+	AudioRate     int   `json:"audio_rate,omitempty"`
+	AudioChannels int   `json:"audio_channels,omitempty"`
+	Slots         int   `json:"slots"`
+	SlotBytes     int64 `json:"slot_bytes"`
+	RingBytes     int64 `json:"ring_bytes"`
 	// State is the loader's state at FirstStep (spmd.Loader.State): the
 	// identity of the sample stream, which the client's state_dict
 	// returns with the step it reached.
