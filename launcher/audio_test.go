@@ -1,12 +1,17 @@
 package launcher
 
 import (
+	"archive/tar"
+	"encoding/json"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/datahelix/datahelix/internal/tartest"
 )
 
 // TestAudioFlagErrors: --audio-rate and --audio-channels out of range are
@@ -85,5 +90,71 @@ func TestDecodeAudio(t *testing.T) {
 	}
 	if again := md5(); again != out {
 		t.Errorf("decode --md5 differs between runs")
+	}
+}
+
+// TestTrainWithAudio feeds a real Python trainer a shard mixing a clip
+// with sound, a clip without, and an MP3 with a transcript, with
+// --audio-rate: every sample's batch["audio"] is float32 [2, T], the
+// clip without sound is silence flagged missing, the MP3 an audio sample.
+func TestTrainWithAudio(t *testing.T) {
+	needTorch(t)
+	dir := t.TempDir()
+	media := t.TempDir()
+	read := func(p string) string { return string(must(os.ReadFile(p))) }
+	tone := read(audioMedia(t, media, "tone.mp4", "-map", "1:v", "-map", "0:a", "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac"))
+	silent := read(audioMedia(t, media, "silent.mp4", "-map", "1:v", "-c:v", "libx264", "-preset", "ultrafast"))
+	song := read(audioMedia(t, media, "song.mp3", "-map", "0:a", "-c:a", "libmp3lame"))
+	tartest.WriteFile(t, dir, "a.tar", tartest.Write(t, tar.FormatPAX, []tartest.File{
+		{Name: "tone1.mp4", Data: tone}, {Name: "tone1.txt", Data: "a tone"},
+		{Name: "silent.mp4", Data: silent},
+		{Name: "song.mp3", Data: song}, {Name: "song.txt", Data: "a song"},
+		{Name: "tone2.mp4", Data: tone},
+	}))
+	out := filepath.Join(t.TempDir(), "audio")
+	args := []string{"train", "--data", dir, "--batch", "2", "--frames", "2", "--size", "32", "--quiet", "--cache-dir", t.TempDir(),
+		"--steps", "4", "--audio-rate", "8000", "--audio-channels", "2", "--", pythonBin, "testdata/audio_trainer.py", "--out", out}
+	if log, err := mpirunMain(t, 1, args...); err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	var steps map[string]struct {
+		Stacked bool
+		Rate    int
+		Samples []struct {
+			Key, Kind, Dtype string
+			Missing          bool
+			Shape            []int
+			RMS              float64
+		}
+	}
+	if err := json.Unmarshal(must(os.ReadFile(out+".0")), &steps); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("trainer saw %+v", steps)
+	if len(steps) != 4 {
+		t.Fatalf("%d steps, want 4", len(steps))
+	}
+	seen := map[string]bool{}
+	for step, st := range steps {
+		if st.Rate != 8000 {
+			t.Errorf("step %s: audio_rate %d", step, st.Rate)
+		}
+		for _, s := range st.Samples {
+			seen[s.Key] = true
+			wantKind, loud := "video", true
+			switch s.Key {
+			case "silent":
+				loud = false
+			case "song":
+				wantKind = "audio"
+			}
+			if s.Kind != wantKind || s.Missing == loud || len(s.Shape) != 2 || s.Shape[0] != 2 || s.Shape[1] < 4000 || s.Dtype != "torch.float32" ||
+				(loud && s.RMS < 0.05) || (!loud && s.RMS != 0) {
+				t.Errorf("step %s: sample %+v", step, s)
+			}
+		}
+	}
+	if len(seen) != 4 {
+		t.Errorf("samples seen %v, want all 4", seen)
 	}
 }
