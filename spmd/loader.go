@@ -250,7 +250,7 @@ func NewLoader(ctx context.Context, comm collective.Comm, ds decode.Source, cfg 
 		cal = costmodel.DefaultCalibration()
 	}
 	cost := costmodel.New(cal)
-	cost.SetOptions(costmodel.Options{Frames: cfg.Decode.Frames, Size: cfg.Decode.Size, MaxTasks: taskLimit(cfg)})
+	cost.SetOptions(costmodel.Options{Frames: cfg.Decode.Frames, Size: cfg.Decode.Size, MaxTasks: taskLimit(cfg), AudioRate: cfg.Decode.AudioRate})
 	// Count errors once the model has seen a quarter of the run's samples
 	// (at most the model's default 200), so short runs report one too.
 	cost.SetWarmup(min(200, max(8, cfg.Steps*cfg.Batch/4)))

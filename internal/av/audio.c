@@ -29,6 +29,7 @@
 #define AU_MAX_FRAME (1 << 20)   // samples in one decoded frame
 #define AU_SEEK_MIN_S 1.0        // seek only to a span starting later than this
 #define AU_PREROLL_S 0.25        // decode this much before the span after a seek
+#define AU_PACKET_PROBE 32768    // probesize after the header (see au_open)
 
 typedef struct au_ctx {
 	const dh_config *cfg;
@@ -319,6 +320,13 @@ static int au_open(au_ctx *c, const uint8_t *data, int64_t len, const dh_config 
 	av_free(decoders);
 	for (unsigned i = 0; i < c->fc->nb_streams; i++)
 		c->fc->streams[i]->discard = (int)i == c->si ? AVDISCARD_DEFAULT : AVDISCARD_ALL;
+	// The WAV demuxer has FFmpeg probe the packets of a 16-bit PCM stream
+	// for compressed audio inside it (DTS), probing all it read so far
+	// again at every packet up to probesize: with the 1 MiB of the header
+	// probe, a quadratic cost that made decoding a second of WAV after a
+	// seek take 50 ms. Packets need far less.
+	if (c->fc->probesize > AU_PACKET_PROBE)
+		c->fc->probesize = AU_PACKET_PROBE;
 
 	const char *cname = avcodec_get_name(par->codec_id);
 	av_strlcpy(st->codec, cname, sizeof st->codec);

@@ -2,6 +2,7 @@ package costmodel
 
 import (
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/decoding"
 	"github.com/datahelix/datahelix/internal/video"
 )
 
@@ -11,6 +12,9 @@ type Options struct {
 	Frames   int // F: frames sampled per clip
 	Size     int // S: output side, every frame and image becomes S x S
 	MaxTasks int // how many keyframe-aligned tasks a clip may split into
+	// AudioRate is the audio output's sample rate (decode.Options.
+	// AudioRate; 0: no audio), which prices a clip's audio track.
+	AudioRate int `json:",omitempty"`
 }
 
 // DefaultOptions returns the decoder's defaults: 8 frames of 224 x 224,
@@ -66,13 +70,32 @@ const (
 //	                of progressive JPEGs, [5] PNG megapixels, [6] WebP
 //	                megapixels, [7] PNG and WebP megabytes — documents mix
 //	                formats whose cost per pixel differs several times;
-//	text:           [0] 1, [1] thousands of tokens, [2] megabytes.
+//	text:           [0] 1, [1] thousands of tokens, [2] megabytes;
+//	audio/<codec>:  [0] 1 (a container open and decoder setup), [1]
+//	                seconds of audio decoded (audioSeconds);
+//
+// and for a clip with audio output on, video's [7] is the milliseconds
+// its audio track costs as its codec's audio model prices it
+// (audioCostMS), so that the clip's model learns one factor for it.
 func costFeatures(r *decode.Record, o Options) (string, featureVector) {
 	var x featureVector
 	switch r.Modality {
 	case decode.ModalityVideo:
 		if v := r.Video; v != nil {
-			return videoCostFeatures(v, o)
+			key, x := videoCostFeatures(v, o)
+			if o.AudioRate > 0 && r.Audio != nil {
+				first, count := decoding.AudioSpan(v, o.Frames, o.AudioRate)
+				x[7] = audioCostMS(r.Audio.Codec, audioSeconds(first, count, o.AudioRate))
+			}
+			return key, x
+		}
+	case decode.ModalityAudio:
+		if a := r.Audio; a != nil {
+			x[0] = 1
+			if a.Timescale > 0 {
+				x[1] = audioSecondsOf(float64(a.Start)/float64(a.Timescale), float64(a.Duration)/float64(a.Timescale))
+			}
+			return audioKey(a.Codec), x
 		}
 	case decode.ModalityImage, decode.ModalityDocument:
 		key := costKeyDocument
@@ -135,6 +158,42 @@ func videoCostFeatures(v *video.Track, o Options) (string, featureVector) {
 	x[5] = float64(len(targets)) * float64(o.Size) * float64(o.Size) / 1e6
 	x[6] = float64(v.Frames) / 1e3
 	return "video/" + codec, x
+}
+
+// audioKey is the model key of audio of codec.
+func audioKey(codec string) string {
+	if codec == "" {
+		codec = "unknown"
+	}
+	return "audio/" + codec
+}
+
+// audioSeconds returns the seconds of audio decoding count samples from
+// first at rate decodes (audioSecondsOf).
+func audioSeconds(first, count int64, rate int) float64 {
+	return audioSecondsOf(float64(first)/float64(rate), float64(count)/float64(rate))
+}
+
+// audioSecondsOf returns the seconds of audio decoded for a span of
+// seconds from start: from the stream's start, or from a quarter second
+// before a span starting after the first second, where av.DecodeAudio
+// seeks.
+func audioSecondsOf(start, seconds float64) float64 {
+	if start > 1 {
+		return seconds + 0.25
+	}
+	return max(start, 0) + seconds
+}
+
+// audioCostMS prices decoding seconds of audio of codec in milliseconds,
+// with the built-in audio coefficients (calibration_default.go; AAC's
+// for a codec without its own).
+func audioCostMS(codec string, seconds float64) float64 {
+	c, ok := defaultCoefficients[audioKey(codec)]
+	if !ok {
+		c = defaultCoefficients["audio/aac"]
+	}
+	return (c[0] + c[1]*seconds) / 1000
 }
 
 // decodedImagePixels is the pixel count the decoder decodes an image to:
