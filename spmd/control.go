@@ -149,7 +149,7 @@ func (l *Loader) describe(st *slotState, est int64) {
 	case decode.ModalityImage, decode.ModalityDocument:
 		frames = len(rec.Images)
 	}
-	st.item.Mem = int64(frames)*sz*sz*3 + l.dec.AudioBytes(rec)
+	st.item.Mem = int64(frames)*sz*sz*3 + decoding.AudioBytes(rec, l.cfg.Decode)
 	c := gpu.Contents{Samples: 1, Frames: frames}
 	if rec.Text != nil {
 		c.Tokens = rec.Text.Tokens

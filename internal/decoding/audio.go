@@ -369,10 +369,17 @@ func SampleMD5sFor(ctx context.Context, s *Sample, opts Options) ([]MemberMD5s, 
 	return append(out, MemberMD5s{Member: name, Audio: true, MD5s: []string{a.MD5()}}), nil
 }
 
-// AudioBytes returns the bytes of the audio output Decode gives a sample
-// of record rec (4 per sample and channel): 0 when the output is off or
-// the sample has none, for a decoded-memory budget.
-func (d *Decoder) AudioBytes(rec *Record) int64 {
+// AudioBytes returns the bytes of the audio output a decoder with opts
+// gives a sample of record rec (4 per sample and channel): 0 when the
+// output is off or the sample has none, for a decoded-memory budget.
+func AudioBytes(rec *Record, opts Options) int64 {
+	if opts.AudioRate <= 0 {
+		return 0
+	}
+	return NewDecoder(opts).audioBytes(rec)
+}
+
+func (d *Decoder) audioBytes(rec *Record) int64 {
 	rate, channels := audioOptions(d.opts)
 	if rate == 0 || rec == nil || (rec.Modality != ModalityVideo && rec.Modality != ModalityAudio) {
 		return 0
