@@ -30,13 +30,6 @@ type Options = decoding.Options
 // and [S,S,3] for an image, RGB, row-major.
 type Tensor = decoding.Tensor
 
-// Audio is a sample's sound when Options.AudioRate is set: float32 PCM
-// at Rate Hz, [Channels, Len()] channel-major, covering a clip's sampled
-// frames from the first one's time to the end of the last one's display
-// (see decoding.AudioSpan), or an audio sample's whole stream; silence
-// with Missing set for a clip without sound.
-type Audio = decoding.Audio
-
 // Output is a decoded sample, ready for training: its Key and Modality,
 // its Tensors (the clip's one [F,S,S,3] tensor, or one [S,S,3] tensor
 // per image in document order), its Text (its caption, or a document's
@@ -45,7 +38,11 @@ type Audio = decoding.Audio
 // DecodedFrames, MissedFrames (sampled frames whose exact timestamp
 // FFmpeg did not produce) and Damaged (packets in which FFmpeg found
 // damage; see the field's comment); and its Audio when Options.AudioRate
-// is set.
+// is set: float32 PCM at Audio.Rate Hz, [Audio.Channels, Audio.Len()]
+// channel-major in Audio.PCM, covering a clip's sampled frames from the
+// first one's time to the end of the last one's display, or an audio
+// sample's whole stream; silence with Audio.Missing set for a clip
+// without sound (docs/formats.md, Audio).
 type Output = decoding.Output
 
 // Decoder turns samples into tensors. Its methods are safe for concurrent

@@ -8,7 +8,8 @@ import (
 // Modality is the kind of content a sample carries; it selects the cost
 // model and the decoder. Its String method gives the lower-case name used
 // in tables, JSON and flags: "text", "image", "video", "document",
-// "audio" (sound alone, read with Options.AudioRate) or "unknown".
+// "audio" (a sample of sound alone, read with Options.AudioRate; it has
+// no constant here) or "unknown".
 type Modality = decoding.Modality
 
 // The modalities a sample can have. A document interleaves text and images.
@@ -18,7 +19,6 @@ const (
 	ModalityImage    = decoding.ModalityImage
 	ModalityVideo    = decoding.ModalityVideo
 	ModalityDocument = decoding.ModalityDocument
-	ModalityAudio    = decoding.ModalityAudio
 )
 
 // Member is one file of a WebDataset sample, such as "000123.mp4": its
@@ -52,13 +52,10 @@ type TextInfo = decoding.TextInfo
 // compressed bytes without decoding: what the planner and the cost model
 // need to know. It holds the sample's Shard and Key, its Modality, the
 // compressed Bytes of all its members, and the Video, Images and Text
-// its modality has, and its Audio when read with audio output on.
+// its modality has, and its Audio (codec, rate, channels, start and
+// duration from the container header, and the member holding it) when
+// read with audio output on.
 type Record = decoding.Record
-
-// AudioInfo holds the cost features of a sample's audio, read from its
-// container header: Codec, SampleRate, Channels, Start and Duration in
-// Timescale ticks, and Member, the member that holds it.
-type AudioInfo = decoding.AudioInfo
 
 // ParseRecord builds the lightweight record of a sample from the bytes of
 // its members, without decoding:

@@ -49,7 +49,7 @@ type BatchSample struct {
 	// Audio is the sample's sound when the decoder's audio output is on
 	// (decode.Options.AudioRate): a clip's, silence with Missing set for
 	// a clip without sound, or an audio sample's; nil otherwise.
-	Audio *decode.Audio
+	Audio *decoding.Audio
 }
 
 // DroppedSample names a sample left out of its batch and why.
@@ -176,9 +176,9 @@ type slotState struct {
 	sample    *decode.Sample
 	rec       *decode.Record
 	recErr    error
-	tasks     []video.Task  // for split clips, one per part
-	tensor    decode.Tensor // a split clip's frames, filled by its parts
-	audio     *decode.Audio // a split clip's audio, decoded by its first part
+	tasks     []video.Task    // for split clips, one per part
+	tensor    decode.Tensor   // a split clip's frames, filled by its parts
+	audio     *decoding.Audio // a split clip's audio, decoded by its first part
 	out       *decode.Output
 	err       error
 	partsLeft int

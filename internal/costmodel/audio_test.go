@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/decoding"
 )
 
 // TestAudioCost: an audio sample is priced by its codec's audio model
@@ -22,14 +23,14 @@ func TestAudioCost(t *testing.T) {
 		{"opus", 1310 + 1552*30},
 		{"alac", 405 + 615*30}, // no model of its own: AAC's
 	} {
-		rec := &decode.Record{Modality: decode.ModalityAudio, Audio: &decode.AudioInfo{Codec: tc.codec, Timescale: 1000, Duration: 30000}}
+		rec := &decode.Record{Modality: decoding.ModalityAudio, Audio: &decoding.AudioInfo{Codec: tc.codec, Timescale: 1000, Duration: 30000}}
 		if got := float64(m.Estimate(rec)); math.Abs(got-tc.want) > 0.01*tc.want {
 			t.Errorf("%s: estimate %v µs, want %v", tc.codec, got, tc.want)
 		}
 	}
 	clip := syntheticVideo(rand.New(rand.NewPCG(1, 2)), "h264")
 	silent := m.Estimate(clip)
-	clip.Audio = &decode.AudioInfo{Codec: "aac", Timescale: 1000, Duration: clip.Video.Duration * 1000 / 12800}
+	clip.Audio = &decoding.AudioInfo{Codec: "aac", Timescale: 1000, Duration: clip.Video.Duration * 1000 / 12800}
 	loud := m.Estimate(clip)
 	_, x := costFeatures(clip, m.Options())
 	if x[7] <= 0 || math.Abs(float64(loud-silent)-1000*x[7]) > 2 {

@@ -89,7 +89,7 @@ func costFeatures(r *decode.Record, o Options) (string, featureVector) {
 			}
 			return key, x
 		}
-	case decode.ModalityAudio:
+	case decoding.ModalityAudio:
 		if a := r.Audio; a != nil {
 			x[0] = 1
 			if a.Timescale > 0 {

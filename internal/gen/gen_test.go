@@ -115,7 +115,7 @@ func TestPresetsDecode(t *testing.T) {
 		n = 1
 	}
 	wantModality := map[kind]decode.Modality{kindVideo: decode.ModalityVideo, kindImage: decode.ModalityImage,
-		kindDocument: decode.ModalityDocument, kindText: decode.ModalityText, kindAudio: decode.ModalityAudio}
+		kindDocument: decode.ModalityDocument, kindText: decode.ModalityText, kindAudio: decoding.ModalityAudio}
 	for _, name := range Presets() {
 		t.Run(name, func(t *testing.T) {
 			opts := decode.Options{Frames: 4, Size: 32}

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/datahelix/datahelix/decode"
+	"github.com/datahelix/datahelix/internal/decoding"
 	"github.com/datahelix/datahelix/internal/gen"
 )
 
@@ -158,8 +159,8 @@ func syntheticRecord(s *genSpec, bpp map[string]float64) (*decode.Record, error)
 		if a == nil {
 			return nil, fmt.Errorf("bench: audio sample without its audio")
 		}
-		r.Modality = decode.ModalityAudio
-		r.Audio = &decode.AudioInfo{Codec: a.Codec, SampleRate: a.SampleRate, Channels: a.Channels, Timescale: 1000, Duration: int64(math.Round(a.Seconds * 1000))}
+		r.Modality = decoding.ModalityAudio
+		r.Audio = &decoding.AudioInfo{Codec: a.Codec, SampleRate: a.SampleRate, Channels: a.Channels, Timescale: 1000, Duration: int64(math.Round(a.Seconds * 1000))}
 	default:
 		return nil, fmt.Errorf("bench: unknown sample kind %q", s.Kind)
 	}
