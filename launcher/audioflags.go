@@ -3,7 +3,6 @@ package launcher
 import (
 	"flag"
 	"fmt"
-	"math"
 
 	"github.com/datahelix/datahelix/decode"
 	"github.com/datahelix/datahelix/internal/bridge"
@@ -45,17 +44,11 @@ func audioChannels(opts decode.Options) int {
 	return opts.AudioChannels
 }
 
-// audioBytes is the most audio output one sample may carry under opts
-// (its Limits' MaxAudioDuration at the rate and channels), with the
-// ring's alignment: 0 when the output is off.
+// audioBytes is the most audio output one sample may carry under opts,
+// with the ring's alignment: 0 when the output is off.
 func audioBytes(opts decode.Options) int64 {
 	if opts.AudioRate <= 0 {
 		return 0
 	}
-	d := opts.Limits.MaxAudioDuration
-	if d <= 0 {
-		d = decode.DefaultLimits().MaxAudioDuration
-	}
-	samples := int64(math.Ceil(d.Seconds() * float64(opts.AudioRate)))
-	return 4*samples*int64(audioChannels(opts)) + bridge.AudioAlign
+	return decoding.MaxAudioBytes(opts) + bridge.AudioAlign
 }

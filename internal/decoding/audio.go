@@ -369,6 +369,18 @@ func SampleMD5sFor(ctx context.Context, s *Sample, opts Options) ([]MemberMD5s, 
 	return append(out, MemberMD5s{Member: name, Audio: true, MD5s: []string{a.MD5()}}), nil
 }
 
+// MaxAudioBytes returns the most bytes of audio output one sample may
+// have under opts (its Limits' MaxAudioDuration at its rate and
+// channels): 0 when the output is off.
+func MaxAudioBytes(opts Options) int64 {
+	rate, channels := audioOptions(opts)
+	if rate == 0 {
+		return 0
+	}
+	d := opts.Limits.withDefaults().MaxAudioDuration
+	return 4 * int64(math.Ceil(d.Seconds()*float64(rate))) * int64(channels)
+}
+
 // AudioBytes returns the bytes of the audio output a decoder with opts
 // gives a sample of record rec (4 per sample and channel): 0 when the
 // output is off or the sample has none, for a decoded-memory budget.
