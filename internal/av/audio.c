@@ -52,6 +52,7 @@ typedef struct au_ctx {
 	int64_t out_pos;           // output sample index of the resampler's next output; INT64_MIN = unset
 	float **scratch;           // planar output of one swr_convert
 	int scratch_cap;           // samples per plane of scratch
+	int scratch_ch;            // planes of scratch
 	int64_t last_err;
 	int eof_sent, demux_done;
 } au_ctx;
@@ -264,10 +265,13 @@ static int au_open(au_ctx *c, const uint8_t *data, int64_t len, const dh_config 
 		return au_map_err(c, ret, "open");
 	}
 	av_strlcpy(st->format, c->fc->iformat->name, sizeof st->format);
-	st->has_video = av_find_best_stream(c->fc, AVMEDIA_TYPE_VIDEO, -1, -1, NULL, 0) >= 0;
 	int any = 0, known = 1, timed = c->fc->duration > 0;
 	for (unsigned i = 0; i < c->fc->nb_streams; i++) {
 		AVCodecParameters *p = c->fc->streams[i]->codecpar;
+		// Cover art (an attached picture) does not make a file a clip.
+		if (p->codec_type == AVMEDIA_TYPE_VIDEO &&
+		    !(c->fc->streams[i]->disposition & AV_DISPOSITION_ATTACHED_PIC))
+			st->has_video = 1;
 		if (p->codec_type != AVMEDIA_TYPE_AUDIO)
 			continue;
 		any = 1;
@@ -481,18 +485,23 @@ static void au_emit(au_ctx *c, int n, int channels, int64_t first, int64_t count
 	c->out_pos = to;
 }
 
-// au_grow makes c->scratch hold n samples per channel.
+// au_grow makes c->scratch hold n samples in each of channels planes
+// (the resampler's output channels, which a change of the stream's
+// format may raise).
 static int au_grow(au_ctx *c, int n, int channels) {
-	if (n <= c->scratch_cap)
+	if (n <= c->scratch_cap && channels <= c->scratch_ch)
 		return 0;
+	if (n < c->scratch_cap)
+		n = c->scratch_cap;
 	if (c->scratch)
 		av_freep(&c->scratch[0]);
 	av_freep(&c->scratch);
-	c->scratch_cap = 0;
+	c->scratch_cap = c->scratch_ch = 0;
 	if (av_samples_alloc_array_and_samples((uint8_t ***)&c->scratch, NULL, channels, n,
 	                                       AV_SAMPLE_FMT_FLTP, 0) < 0)
 		return au_fail(c, DH_ERR_LIMIT, "out of memory");
 	c->scratch_cap = n;
+	c->scratch_ch = channels;
 	return 0;
 }
 
@@ -524,7 +533,7 @@ int dh_decode_audio(const uint8_t *data, int64_t len, const dh_config *cfg, int6
 	if (ret)
 		goto out;
 	if (rate <= 0 || rate > AU_MAX_RATE || channels <= 0 || channels > AU_MAX_CHANNELS || count < 0 ||
-	    first < 0) {
+	    first < INT64_MIN / 4 || first > INT64_MAX / 4 || count > INT64_MAX / 4) {
 		ret = au_fail(&c, DH_ERR_ARG, "audio output of %d Hz, %d channels, samples %lld+%lld", rate,
 		              channels, (long long)first, (long long)count);
 		goto out;

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"unsafe"
 )
 
@@ -110,7 +111,8 @@ func ProbeAudio(ctx context.Context, data []byte, cfg Config) (AudioInfo, error)
 // DecodeAudio decodes the best audio stream of data and writes count
 // samples per channel, output samples first .. first+count-1 at rate Hz,
 // into dst as planar float32 ([channels][count], channel-major): output
-// sample k is the signal at time k/rate seconds on the file's timeline,
+// sample k is the signal at time k/rate seconds on the file's timeline
+// (first may be negative: a stream may start before 0),
 // the one of its video frames' timestamps. libswresample converts the
 // stream to rate and to the default layout of channels (FFmpeg's
 // downmix or upmix matrix). What the stream does not cover (before its
@@ -128,13 +130,18 @@ func DecodeAudio(ctx context.Context, data []byte, cfg Config, first, count int6
 		return AudioStats{}, fmt.Errorf("%w: audio rate %d Hz, want 1..%d", ErrConfig, rate, MaxAudioRate)
 	case channels <= 0 || channels > MaxAudioChannels:
 		return AudioStats{}, fmt.Errorf("%w: %d audio channels, want 1..%d", ErrConfig, channels, MaxAudioChannels)
-	case first < 0 || count < 0:
+	case count < 0 || first < math.MinInt64/4 || first > math.MaxInt64/4 || count > math.MaxInt64/4:
 		return AudioStats{}, fmt.Errorf("%w: audio samples %d+%d", ErrConfig, first, count)
 	case int64(len(dst)) != count*int64(channels):
 		return AudioStats{}, fmt.Errorf("%w: audio output of %d floats for %d x %d samples", ErrConfig, len(dst), channels, count)
 	}
 	if len(data) == 0 {
 		return AudioStats{}, &Error{Kind: ErrCorrupt, Detail: "empty input"}
+	}
+	// A context cancelled before the call sets the flag C polls from a
+	// goroutine of its own: a short file could decode before it lands.
+	if err := ctx.Err(); err != nil {
+		return AudioStats{}, fmt.Errorf("av: decode audio: %w", context.Cause(ctx))
 	}
 	c, err := newCall(ctx, cfg)
 	if err != nil {

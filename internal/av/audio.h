@@ -22,7 +22,7 @@ typedef struct dh_audio_stats {
 	int32_t tb_num, tb_den; // time base of duration and start_time
 	int32_t sample_rate;   // of the stream
 	int32_t channels;      // of the stream
-	int32_t has_video;     // the file also has a video stream
+	int32_t has_video;     // the file also has a video stream (not cover art)
 	int32_t read_error;    // the demuxer stopped on an error, not at a clean end
 	char codec[32];        // codec name (avcodec_get_name), then the decoder's name
 	char format[32];       // demuxer short name

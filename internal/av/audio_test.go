@@ -224,9 +224,31 @@ func TestDecodeAudioRefuses(t *testing.T) {
 	for _, bad := range []struct {
 		first, count  int64
 		rate, ch, dst int
-	}{{0, 10, 0, 1, 10}, {0, 10, 8000, 0, 0}, {-1, 10, 8000, 1, 10}, {0, 10, 8000, 2, 10}, {0, 10, MaxAudioRate + 1, 1, 10}} {
+	}{{0, 10, 0, 1, 10}, {0, 10, 8000, 0, 0}, {0, -1, 8000, 1, 0}, {0, 10, 8000, 2, 10}, {0, 10, MaxAudioRate + 1, 1, 10}} {
 		if _, err := DecodeAudio(context.Background(), data, audioConfig(), bad.first, bad.count, bad.rate, bad.ch, make([]float32, bad.dst)); !errors.Is(err, ErrConfig) {
 			t.Errorf("%+v: %v, want ErrConfig", bad, err)
 		}
+	}
+}
+
+// TestDecodeAudioBeforeStart: a span starting before 0 (a Matroska clip's
+// frames may) is silence up to the stream's start.
+func TestDecodeAudioBeforeStart(t *testing.T) {
+	const rate = 8000
+	dst := make([]float32, 2*rate)
+	st, err := DecodeAudio(context.Background(), toneFile(t, "tone.wav"), audioConfig(), -rate, 2*rate, rate, 1, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Written != rate {
+		t.Errorf("wrote %d samples, want %d", st.Written, rate)
+	}
+	for i, v := range dst[:rate] {
+		if v != 0 {
+			t.Fatalf("sample %d before the stream is %v", i, v)
+		}
+	}
+	if rms, hz := tone(dst[rate:], rate); math.Abs(hz-440) > 5 || rms < 0.08 {
+		t.Errorf("after the start: RMS %.4f, %.1f Hz", rms, hz)
 	}
 }
