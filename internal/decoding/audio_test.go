@@ -18,7 +18,7 @@ var mediaCache sync.Map
 // mediaFile makes a file with the ffmpeg CLI once per test binary: the
 // inputs a 3-second 440 Hz sine (lavfi, amplitude 1/8, mono 44.1 kHz)
 // and a 64x48 10 fps picture, then args, then the output, named name.
-func mediaFile(t *testing.T, name string, args ...string) []byte {
+func mediaFile(t testing.TB, name string, args ...string) []byte {
 	t.Helper()
 	if b, ok := mediaCache.Load(name); ok {
 		return b.([]byte)
@@ -60,7 +60,7 @@ func audioOnlyMP4(t *testing.T) []byte {
 	return mediaFile(t, "sound.mp4", append([]string{"-map", "0:a"}, aac...)...)
 }
 
-func mp3File(t *testing.T) []byte {
+func mp3File(t testing.TB) []byte {
 	return mediaFile(t, "tone.mp3", "-map", "0:a", "-c:a", "libmp3lame", "-b:a", "96k")
 }
 
@@ -266,4 +266,29 @@ func TestAudioLimits(t *testing.T) {
 			t.Errorf("CheckAudio(%d, %d): %v", good[0], good[1], err)
 		}
 	}
+}
+
+// FuzzDecodeAudioSample decodes arbitrary bytes as an audio member or a
+// clip with audio output on and small limits: only success or a typed
+// *SampleError may come back, within the deadline, and the audio's shape
+// must match its samples.
+func FuzzDecodeAudioSample(f *testing.F) {
+	exts := []string{"mp3", "m4a", "mp4", "flac", "webm"}
+	f.Add(mp3File(f), uint8(0))
+	f.Add(media(f, "h264_audio.mkv"), uint8(4))
+	d := NewDecoder(Options{Frames: 3, Size: 16, AudioRate: 8000, AudioChannels: 2, Limits: Limits{
+		MaxPixels: 1 << 20, MaxFramesDecoded: 300, SampleDeadline: time.Second, MaxAudioDuration: 10 * time.Second,
+	}})
+	f.Fuzz(func(t *testing.T, data []byte, kind uint8) {
+		s := decSample("k", map[string][]byte{exts[int(kind)%len(exts)]: data, "txt": []byte("caption")})
+		start := time.Now()
+		out, err := d.Decode(context.Background(), s, nil)
+		if time.Since(start) > 4*time.Second {
+			t.Fatalf("took %v", time.Since(start))
+		}
+		checkSampleErr(t, "fuzz", err)
+		if err == nil && out.Audio != nil && (out.Audio.Channels != 2 || len(out.Audio.PCM) != 2*out.Audio.Len()) {
+			t.Fatalf("audio %d channels, %d samples for %d a channel", out.Audio.Channels, len(out.Audio.PCM), out.Audio.Len())
+		}
+	})
 }
