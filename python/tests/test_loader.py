@@ -441,6 +441,23 @@ class LoaderTest(unittest.TestCase):
         self.assertGreater(s["gpu_step_ms_p50"], 0)
         self.assertTrue(srv.hello["cuda"])
 
+    @unittest.skipUnless(torch.cuda.is_available(), "needs CUDA")
+    def test_cuda_copies_audio(self):
+        for specs in ([dict(video(i), audio=(1, 16, False)) for i in range(2)],  # stacked
+                      [dict(video(0), audio=(2, 3, False)), {"kind": "text", "shape": (0, 4, 4, 3), "text": "t"}]):  # a list
+            with self.subTest(n=len(specs)):
+                srv = FakeServer(steps=1, specs=lambda step: specs,
+                                 on_next=lambda s, step: s.send_batch(step, audio=True) if step == 0 else s.default_next(step))
+                try:
+                    with datahelix.Loader(timeout=10, device="cuda") as loader:
+                        b = next(loader)
+                        torch.cuda.synchronize()
+                        audio = b["audio"] if isinstance(b["audio"], list) else list(b["audio"].unbind(0))
+                        self.assertTrue(all(a is None or a.is_cuda for a in audio))
+                        self.assertAlmostEqual(audio[0][0, 2].item(), 0.002, places=5)
+                finally:
+                    srv.stop()
+
     @unittest.skipIf(torch.cuda.is_available(), "CUDA is available here")
     def test_cuda_unavailable(self):
         with self.assertRaisesRegex(datahelix.DatahelixError, "CUDA is not available"):
