@@ -25,6 +25,9 @@ const (
 // picture. Transform (set with SetTransform) is how frames and images
 // become S x S and which frames of a clip are sampled; the default
 // stretches the whole picture and spreads F frames over the clip.
+// AudioRate (Hz; 0, the default: no audio) and AudioChannels (default 1)
+// turn on Output.Audio, the sound of a clip's sampled span or of an audio
+// sample, which are then accepted.
 type Options = decoding.Options
 
 // TransformFlags spell a transform as the commands' flags do (docs/cli.md):
@@ -68,7 +71,12 @@ type Tensor = decoding.Tensor
 // estimated Tokens, and what decoding a clip cost and found:
 // DecodedFrames, MissedFrames (sampled frames whose exact timestamp
 // FFmpeg did not produce) and Damaged (packets in which FFmpeg found
-// damage; see the field's comment).
+// damage; see the field's comment); and its Audio when Options.AudioRate
+// is set: float32 PCM at Audio.Rate Hz, [Audio.Channels, Audio.Len()]
+// channel-major in Audio.PCM, covering a clip's sampled frames from the
+// first one's time to the end of the last one's display, or an audio
+// sample's whole stream; silence with Audio.Missing set for a clip
+// without sound (docs/formats.md, Audio).
 type Output = decoding.Output
 
 // Decoder turns samples into tensors. Its methods are safe for concurrent

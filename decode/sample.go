@@ -4,17 +4,19 @@ import "github.com/datahelix/datahelix/internal/decoding"
 
 // Modality is the kind of content a sample carries; it selects the cost
 // model and the decoder. Its String method gives the lower-case name used
-// in tables, JSON and flags: "text", "image", "video", "document" or
-// "unknown".
+// in tables, JSON and flags: "text", "image", "video", "document",
+// "audio" (sound alone, read with Options.AudioRate) or "unknown".
 type Modality = decoding.Modality
 
-// The modalities a sample can have. A document interleaves text and images.
+// The modalities a sample can have. A document interleaves text and
+// images; an audio sample is read only with Options.AudioRate set.
 const (
 	ModalityUnknown  = decoding.ModalityUnknown
 	ModalityText     = decoding.ModalityText
 	ModalityImage    = decoding.ModalityImage
 	ModalityVideo    = decoding.ModalityVideo
 	ModalityDocument = decoding.ModalityDocument
+	ModalityAudio    = decoding.ModalityAudio
 )
 
 // Member is one file of a WebDataset sample, such as "000123.mp4": its

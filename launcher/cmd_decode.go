@@ -32,9 +32,11 @@ func runDecode(ctx context.Context, stdout, stderr io.Writer, args []string) err
 		"KEY<tab>I<tab>MD5 of each output tensor after the transform instead): a video file gives one per frame, "+
 		"the md5 column of 'ffmpeg -i FILE -map 0:v -f framemd5 -' (turned upright as ffmpeg turns it); an image gives one of its RGB24 pixels before resizing "+
 		"(JPEG: equals 'djpeg -ppm FILE', not FFmpeg's decoder; PNG and WebP: equals 'ffmpeg -i FILE -pix_fmt rgb24 -f framemd5 -', see docs/formats.md for the exceptions); "+
-		"a shard gives MEMBER<tab>MD5 lines for the members decode turns into tensors (a sample's clip, or its images)")
-	var frames, size int
+		"a shard gives MEMBER<tab>MD5 lines for the members decode turns into tensors (a sample's clip, or its images); "+
+		"with --audio-rate, one more line MEMBER<tab>pcm:MD5 (a file: pcm:MD5) hashes the audio output, its float32 PCM little-endian channel after channel, as decode gives it for --frames")
+	var frames, size, audioRate, audioChannels int
 	cli.ShapeFlags(fs, &frames, &size)
+	audioFlags(fs, &audioRate, &audioChannels)
 	cache := cli.AddIndexCacheFlags(fs)
 	verbose := fs.Bool("v", false, "also print the JPEG backend in use to stderr")
 	var tf cli.TransformFlags
@@ -65,6 +67,9 @@ func runDecode(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	}
 	spec.Seed = *seed
 	transformed := spec != (transform.Spec{Seed: *seed}).WithDefaults()
+	if err := checkAudioFlags("decode", audioRate, audioChannels); err != nil {
+		return err
+	}
 	if *verbose {
 		fmt.Fprintf(stderr, "decode: JPEG backend %s\n", tjpeg.Backend)
 	}
@@ -85,11 +90,12 @@ func runDecode(ctx context.Context, stdout, stderr io.Writer, args []string) err
 			})
 		}
 		named := len(paths) > 1
+		opts := decode.Options{Frames: frames, Size: size, AudioRate: audioRate, AudioChannels: audioChannels}
 		return eachFile(stderr, paths, badArgs, func(path string) (tally, error) {
-			return printMD5s(ctx, stdout, stderr, path, indexDir, named)
+			return printMD5s(ctx, stdout, stderr, path, indexDir, named, opts)
 		})
 	}
-	dec := decode.NewDecoder(decode.Options{Frames: frames, Size: size, CheckHashes: *check, Transform: spec})
+	dec := decode.NewDecoder(decode.Options{Frames: frames, Size: size, CheckHashes: *check, Transform: spec, AudioRate: audioRate, AudioChannels: audioChannels})
 	damaged := 0
 	show := func(s *decode.Sample) error {
 		s.Epoch = *epoch
@@ -105,8 +111,15 @@ func runDecode(ctx context.Context, stdout, stderr io.Writer, args []string) err
 		if out.Damaged > 0 {
 			damaged++
 		}
-		_, err = fmt.Fprintf(stdout, "%s\t%s\ttensors %s\ttokens %d\tdecoded frames %d\tdamaged packets %d\t%.2f ms\n", s.Key, out.Modality,
-			strings.Join(shapes, " "), out.Tokens, out.DecodedFrames, out.Damaged, float64(time.Since(start).Microseconds())/1000)
+		audio := ""
+		if a := out.Audio; a != nil {
+			audio = fmt.Sprintf("\taudio %v at %d Hz", a.Shape(), a.Rate)
+			if a.Missing {
+				audio += " (no audio track: silence)"
+			}
+		}
+		_, err = fmt.Fprintf(stdout, "%s\t%s\ttensors %s%s\ttokens %d\tdecoded frames %d\tdamaged packets %d\t%.2f ms\n", s.Key, out.Modality,
+			strings.Join(shapes, " "), audio, out.Tokens, out.DecodedFrames, out.Damaged, float64(time.Since(start).Microseconds())/1000)
 		return fatal(err)
 	}
 	err = eachFile(stderr, paths, badArgs, func(path string) (tally, error) {
@@ -295,10 +308,11 @@ func eachSample(stderr io.Writer, path, cache string, fn func(*decode.Sample) er
 // plain file is hashed as the one-member sample decode makes of it
 // (eachSample), so that its errors are those of a shard's sample, naming
 // the file once.
-func printMD5s(ctx context.Context, w, stderr io.Writer, path, cache string, named bool) (tally, error) {
+func printMD5s(ctx context.Context, w, stderr io.Writer, path, cache string, named bool, opts decode.Options) (tally, error) {
 	file := !shardindex.IsShardName(path)
 	return eachSample(stderr, path, cache, func(s *decode.Sample) error {
-		ms, err := decoding.SampleMD5s(ctx, s, decode.DefaultLimits())
+		opts.Limits = decode.DefaultLimits()
+		ms, err := decoding.SampleMD5sFor(ctx, s, opts)
 		if err != nil {
 			return err
 		}
@@ -309,6 +323,9 @@ func printMD5s(ctx context.Context, w, stderr io.Writer, path, cache string, nam
 		}
 		for _, m := range ms {
 			for _, sum := range m.MD5s {
+				if m.Audio {
+					sum = "pcm:" + sum
+				}
 				line := m.Member + "\t" + sum
 				switch {
 				case file && named:

@@ -139,7 +139,7 @@ func (f *trainFlags) args0() string {
 
 // slotBytes is the ring slot that holds any batch the decoder can make:
 // B samples of the larger of a clip (F frames) and a document of the
-// image limit, with their text.
+// image limit, with their text and audio.
 func (f *trainFlags) slotBytes() int64 {
 	if f.ringSlotMiB > 0 {
 		return f.ringSlotMiB << 20
@@ -154,7 +154,7 @@ func (f *trainFlags) slotBytes() int64 {
 	}
 	frames := int64(max(f.cfg.Decode.Frames, l.MaxImages, 1))
 	s := int64(f.cfg.Decode.Size)
-	return int64(f.cfg.Batch) * (frames*s*s*3 + l.MaxTextBytes)
+	return int64(f.cfg.Batch) * (frames*s*s*3 + l.MaxTextBytes + audioBytes(f.cfg.Decode))
 }
 
 // trainJob is the body every rank of train and serve runs: it opens the
@@ -397,6 +397,7 @@ func (b *rankBridge) serve(ctx context.Context, c, end collective.Comm, l *loade
 	}
 	w := bridge.Welcome{Protocol: bridge.Protocol, Server: version(), Job: b.hello.Job, Rank: c.Rank(), WorldSize: c.Size(),
 		Batch: cfg.Batch, Steps: steps, FirstStep: state.Step, Frames: f.cfg.Decode.Frames, Size: f.cfg.Decode.Size,
+		AudioRate: f.cfg.Decode.AudioRate, AudioChannels: audioChannels(f.cfg.Decode),
 		Slots: b.ring.Slots, SlotBytes: b.ring.SlotBytes, RingBytes: b.ring.Bytes(), State: st}
 	// On a failure the job ends (MPI_Abort, or the in-process world's
 	// abort): the loader is left running, not closed, since its control
@@ -410,7 +411,7 @@ func (b *rankBridge) serve(ctx context.Context, c, end collective.Comm, l *loade
 	if err := bridge.SendWelcome(b.conn, w, b.ring); err != nil {
 		return abandon(fmt.Errorf("rank %d: welcome the trainer: %w", c.Rank(), err))
 	}
-	srv := &bridge.Server{Conn: b.conn, Ring: b.ring, Src: loaderSource{l, f.cfg.Decode.Size}, First: state.Step, Stage: true}
+	srv := &bridge.Server{Conn: b.conn, Ring: b.ring, Src: loaderSource{l, f.cfg.Decode.Size, f.cfg.Decode.AudioRate > 0}, First: state.Step, Stage: true}
 	b.serving = make(chan error, 1)
 	go func() { b.serving <- srv.Serve(sctx) }()
 
@@ -494,8 +495,9 @@ func (b *rankBridge) serve(ctx context.Context, c, end collective.Comm, l *loade
 
 // loaderSource serves a loader.Loader's batches through the bridge.
 type loaderSource struct {
-	l    *loader.Loader
-	size int // S, the shape of a text sample's empty pixels
+	l     *loader.Loader
+	size  int  // S, the shape of a text sample's empty pixels
+	audio bool // the audio output is on
 }
 
 func (s loaderSource) Next(ctx context.Context, gpuStep time.Duration) (*bridge.Batch, error) {
@@ -504,7 +506,7 @@ func (s loaderSource) Next(ctx context.Context, gpuStep time.Duration) (*bridge.
 	if err != nil {
 		return nil, err
 	}
-	return toBridge(b, s.size), nil
+	return toBridge(b, s.size, s.audio), nil
 }
 
 func (s loaderSource) Peek(ctx context.Context, step int64) (*bridge.Batch, error) {
@@ -515,15 +517,22 @@ func (s loaderSource) Peek(ctx context.Context, step int64) (*bridge.Batch, erro
 	if err != nil {
 		return nil, err
 	}
-	return toBridge(b, s.size), nil
+	return toBridge(b, s.size, s.audio), nil
 }
 
 // toBridge lays a decoded batch out for the ring: a clip is one
-// [F,S,S,3] tensor, a sample's images [n,S,S,3], text [0,S,S,3].
-func toBridge(b *spmd.Batch, size int) *bridge.Batch {
-	out := &bridge.Batch{Step: b.Step}
+// [F,S,S,3] tensor, a sample's images [n,S,S,3], text and sound alone
+// [0,S,S,3]; with audio, a sample's audio its [C,T] PCM.
+func toBridge(b *spmd.Batch, size int, audio bool) *bridge.Batch {
+	out := &bridge.Batch{Step: b.Step, Audio: audio}
 	for _, s := range b.Samples {
 		in := bridge.Input{Key: s.Key, Kind: bridge.Kind(s.Modality), Text: s.Text, Tokens: s.Tokens, Owner: s.Owner, ID: s.ID}
+		if a := s.Audio; a != nil && a.Channels > 0 {
+			in.Audio, in.AudioChannels, in.AudioRate = a.Bytes(), a.Channels, a.Rate
+			if a.Missing {
+				in.AudioFlags = bridge.AudioMissing
+			}
+		}
 		n, h, w := 0, 0, 0
 		for _, t := range s.Tensors {
 			in.Pixels = append(in.Pixels, t.Data)

@@ -112,11 +112,12 @@ func (f *runFlags) registerData(fs *flag.FlagSet, steps int, stepsUsage string) 
 	cli.ShapeFlags(fs, &f.cfg.Decode.Frames, &f.cfg.Decode.Size)
 	fs.BoolVar(&f.cfg.Decode.CheckHashes, "check-hashes", false, checkHashesUsage)
 	f.transform.Register(fs)
+	audioFlags(fs, &f.cfg.Decode.AudioRate, &f.cfg.Decode.AudioChannels)
 	fs.Uint64Var(&f.seed, "seed", 1, "`seed` of the sample order and the transforms (and of the default dataset's content)")
 	fs.IntVar(&f.cfg.ShuffleBuffer, "shuffle-buffer", 64, "samples in each stream's shuffle buffer (WebDataset's shuffle(N))")
 	fs.IntVar(&f.cfg.Streams, "streams", 0, "streams reading the shards, each its own in turn, a global batch taking a run of samples from each (default min(shards, ranks x batch): with as many streams as ranks, each rank streams its own shards)")
 	fs.IntVar(&f.epochs, "epochs", 0, "end after `E` epochs of the dataset (or at --steps, if sooner); 0: --steps alone")
-	fs.Int64Var(&f.decodedMiB, "decoded-budget", 0, fmt.Sprintf("`MiB` of decoded samples a rank may hold ahead of the GPU, at most %d (0: horizon x batch clips)", maxBudgetMiB))
+	fs.Int64Var(&f.decodedMiB, "decoded-budget", 0, fmt.Sprintf("`MiB` of decoded samples a rank may hold ahead of the GPU, at most %d (0: horizon x batch clips, with the audio limit's PCM under --audio-rate)", maxBudgetMiB))
 	fs.Int64Var(&f.compressedMiB, "compressed-budget", 1024, fmt.Sprintf("`MiB` of compressed samples a rank may hold before decoding, at most %d (0: 1024)", maxBudgetMiB))
 	fs.IntVar(&f.cfg.CheckEvery, "check-every", 50, "compare plan hashes across ranks every `K` steps")
 	fs.Int64Var(&f.cfg.Margin, "margin-us", 200, "transfer-cost gate margin in `µs`")
@@ -184,6 +185,9 @@ func (f *runFlags) validate() error {
 		return cli.FlagErrorf("", "max-tasks", f.cfg.MaxTasks, "want 0 (as many as --workers) or more")
 	}
 	if err := cli.CheckShape(f.cfg.Decode.Frames, f.cfg.Decode.Size); err != nil {
+		return err
+	}
+	if err := checkAudioFlags("", f.cfg.Decode.AudioRate, f.cfg.Decode.AudioChannels); err != nil {
 		return err
 	}
 	if err := checkOutputPaths(f.jsonOut, f.trace); err != nil {

@@ -10,7 +10,7 @@ DATAHELIX_PACKAGES=(
 	pkg-config
 	openmpi-bin libopenmpi-dev      # the MPI the binary is built against by default
 	mpich libmpich-dev              # the portability build (-tags mpich)
-	ffmpeg libavformat-dev libavcodec-dev libswscale-dev libavutil-dev
+	ffmpeg libavformat-dev libavcodec-dev libswscale-dev libswresample-dev libavutil-dev
 	libturbojpeg0-dev
 )
 

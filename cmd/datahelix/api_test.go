@@ -20,8 +20,9 @@ import (
 // files declare it) across the packages a user can import. Lower it as
 // names move under internal/ (issue 25 brought it from 210 to 142,
 // under its goal of about 150; decode.SetTransform and TransformFlags,
-// the transforms for programs that embed the decoder, made it 144).
-const maxExported = 144
+// the transforms for programs that embed the decoder, and
+// decode.ModalityAudio made it 145).
+const maxExported = 145
 
 // TestPublicAPISize counts the exported identifiers of every importable
 // package (not internal/, not a command, not a test helper) and prints

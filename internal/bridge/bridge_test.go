@@ -290,16 +290,30 @@ func TestGoldenMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// With the audio output on: a clip with 2 x 3 samples of PCM, one
+	// without sound (silence), and an image, which has no audio.
+	audio := &BatchMsg{Step: 8, Slot: 2, SlotOffset: 8192, Audio: true, Samples: []Sample{
+		{PixelsOff: 8192, PixelsLen: 96, TextOff: 8192 + 320, TextLen: 0, Kind: KindVideo, Shape: [4]uint32{2, 4, 4, 3}, ID: 1, Key: "a",
+			AudioOff: 8192 + 256, AudioLen: 24, AudioChannels: 2, AudioSamples: 3, AudioRate: 16000},
+		{PixelsOff: 8192 + 96, PixelsLen: 96, TextOff: 8192 + 320, TextLen: 0, Kind: KindVideo, Shape: [4]uint32{2, 4, 4, 3}, ID: 2, Key: "b",
+			AudioOff: 8192 + 320 - 24 - 40, AudioLen: 24, AudioChannels: 2, AudioSamples: 3, AudioRate: 16000, AudioFlags: AudioMissing},
+		{PixelsOff: 8192 + 192, PixelsLen: 48, TextOff: 8192 + 320, TextLen: 0, Kind: KindImage, Shape: [4]uint32{1, 4, 4, 3}, ID: 3, Key: "c"},
+	}}
+	ap, err := audio.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
 	welcome, _ := json.Marshal(Welcome{Protocol: Protocol, Server: "datahelix test", Job: "j1", WorldSize: 2, Batch: 2, Steps: 60, Frames: 2, Size: 4,
 		Slots: 4, SlotBytes: 4096, RingBytes: 16384, State: json.RawMessage(`{"format":1,"seed":1,"batch":2,"world_size":2,"loader":"helix","dataset":"00000000000000ff","shards":4,"step":0}`)})
 	files := map[string][]byte{
-		"next.bin":    Next{Step: 12, GPUStepUS: 15250, ReleaseBelow: 11}.Encode(),
-		"release.bin": EncodeInt64(TypeRelease, 1<<62),
-		"end.bin":     EncodeInt64(TypeEnd, 60),
-		"error.bin":   Encode(TypeError, []byte("rank 1 failed: disk gone")),
-		"bye.bin":     Encode(TypeBye, nil),
-		"batch.bin":   bp,
-		"welcome.bin": Encode(TypeWelcome, welcome),
+		"next.bin":        Next{Step: 12, GPUStepUS: 15250, ReleaseBelow: 11}.Encode(),
+		"release.bin":     EncodeInt64(TypeRelease, 1<<62),
+		"end.bin":         EncodeInt64(TypeEnd, 60),
+		"error.bin":       Encode(TypeError, []byte("rank 1 failed: disk gone")),
+		"bye.bin":         Encode(TypeBye, nil),
+		"batch.bin":       bp,
+		"batch_audio.bin": ap,
+		"welcome.bin":     Encode(TypeWelcome, welcome),
 	}
 	index := []goldenEntry{
 		{"next.bin", "NEXT", map[string]int64{"step": 12, "gpu_step_us": 15250, "release_below": 11}},
@@ -308,6 +322,7 @@ func TestGoldenMessages(t *testing.T) {
 		{"error.bin", "ERROR", map[string]string{"message": "rank 1 failed: disk gone"}},
 		{"bye.bin", "BYE", map[string]int{}},
 		{"batch.bin", "BATCH", batchExpect(batch)},
+		{"batch_audio.bin", "BATCH", batchExpect(audio)},
 		{"welcome.bin", "WELCOME", json.RawMessage(welcome)},
 	}
 	dir := "testdata"
@@ -351,18 +366,27 @@ func batchExpect(b *BatchMsg) map[string]any {
 		samples = append(samples, map[string]any{"pixels_off": s.PixelsOff, "pixels_len": s.PixelsLen, "text_off": s.TextOff, "text_len": s.TextLen,
 			"kind": s.Kind, "shape": s.Shape, "tokens": s.Tokens, "owner": s.Owner, "id": s.ID, "key": s.Key})
 	}
-	var dropped [][2]string
+	dropped := [][2]string{}
 	for _, d := range b.Dropped {
 		dropped = append(dropped, [2]string{d.Key, d.Err})
 	}
-	return map[string]any{"step": b.Step, "slot": b.Slot, "slot_offset": b.SlotOffset, "samples": samples, "dropped": dropped}
+	out := map[string]any{"step": b.Step, "slot": b.Slot, "slot_offset": b.SlotOffset, "samples": samples, "dropped": dropped}
+	if b.Audio {
+		var audio []map[string]any
+		for _, s := range b.Samples {
+			audio = append(audio, map[string]any{"off": s.AudioOff, "len": s.AudioLen, "channels": s.AudioChannels,
+				"samples": s.AudioSamples, "rate": s.AudioRate, "flags": s.AudioFlags})
+		}
+		out["audio"] = audio
+	}
+	return out
 }
 
 // FuzzParse feeds the parsers of what a client sends (and the BATCH
 // reader) arbitrary packets: none may panic, and a BATCH that parses
 // encodes back to the same bytes.
 func FuzzParse(f *testing.F) {
-	for _, name := range []string{"next.bin", "release.bin", "batch.bin", "welcome.bin", "bye.bin"} {
+	for _, name := range []string{"next.bin", "release.bin", "batch.bin", "batch_audio.bin", "welcome.bin", "bye.bin"} {
 		if p, err := os.ReadFile(filepath.Join("testdata", name)); err == nil {
 			f.Add(p)
 		}

@@ -64,7 +64,8 @@ func (r *Ring) Close() error {
 }
 
 // Input is one sample to put in the ring: its tensors' bytes (the
-// pixels, in order, which the ring lays end to end) and its text.
+// pixels, in order, which the ring lays end to end), its audio and its
+// text.
 type Input struct {
 	Key    string
 	Kind   Kind
@@ -74,7 +75,18 @@ type Input struct {
 	Tokens int
 	Owner  int
 	ID     uint64
+	// Audio is the sample's float32 PCM, little-endian, [AudioChannels,
+	// len/4/AudioChannels] channel-major, at AudioRate Hz; AudioFlags as
+	// Sample's.
+	Audio         []byte
+	AudioChannels int
+	AudioRate     int
+	AudioFlags    uint32
 }
+
+// AudioAlign is the alignment of every sample's audio in the ring, so
+// that a client views it as float32 (and copies it with vector loads).
+const AudioAlign = 64
 
 // Need is the slot bytes that samples take.
 func Need(samples []Input) int64 {
@@ -84,13 +96,18 @@ func Need(samples []Input) int64 {
 			n += int64(len(p))
 		}
 		n += int64(len(s.Text))
+		if len(s.Audio) > 0 {
+			n += int64(len(s.Audio)) + AudioAlign - 1
+		}
 	}
 	return n
 }
 
 // Fill writes samples into slot i: every sample's pixels end to end from
 // the slot's start, in order (so that samples of one shape form one
-// [B,N,H,W,C] array), then their texts. It returns the samples' entries
+// [B,N,H,W,C] array), then their audio, each at a multiple of
+// AudioAlign from the ring's start (end to end when their sizes are
+// multiples of it), then their texts. It returns the samples' entries
 // for the BATCH message.
 func (r *Ring) Fill(i int, samples []Input) ([]Sample, error) {
 	if need := Need(samples); need > r.SlotBytes {
@@ -109,6 +126,18 @@ func (r *Ring) Fill(i int, samples []Input) ([]Sample, error) {
 		e.PixelsLen = uint64(base+at) - e.PixelsOff
 		e.Kind, e.Shape, e.Key = s.Kind, s.Shape, s.Key
 		e.Tokens, e.Owner, e.ID = uint32(min(max(s.Tokens, 0), 1<<32-1)), uint32(s.Owner), s.ID
+	}
+	for j, s := range samples {
+		e := &out[j]
+		if s.AudioChannels <= 0 {
+			continue
+		}
+		at = (base+at+AudioAlign-1)/AudioAlign*AudioAlign - base
+		e.AudioOff = uint64(base + at)
+		e.AudioLen = uint64(copy(slot[at:], s.Audio))
+		at += int64(len(s.Audio))
+		e.AudioChannels, e.AudioSamples = uint32(s.AudioChannels), uint32(len(s.Audio)/4/s.AudioChannels)
+		e.AudioRate, e.AudioFlags = uint32(s.AudioRate), s.AudioFlags
 	}
 	for j, s := range samples {
 		out[j].TextOff = uint64(base + at)

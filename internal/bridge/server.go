@@ -17,6 +17,7 @@ type Batch struct {
 	Step    int64
 	Samples []Input
 	Dropped []Dropped
+	Audio   bool // the audio output is on: the BATCH carries an audio table
 }
 
 // Source is what a Server serves: one rank's loader.
@@ -292,7 +293,7 @@ func (s *Server) fillLocked(b *Batch) (placement, error) {
 
 // msg is the BATCH of b, placed at p.
 func (s *Server) msg(b *Batch, p placement) BatchMsg {
-	return BatchMsg{Step: b.Step, Slot: uint32(p.slot), SlotOffset: uint64(s.Ring.Offset(p.slot)), Samples: p.entries, Dropped: b.Dropped}
+	return BatchMsg{Step: b.Step, Slot: uint32(p.slot), SlotOffset: uint64(s.Ring.Offset(p.slot)), Samples: p.entries, Dropped: b.Dropped, Audio: b.Audio}
 }
 
 // stage copies batches into free slots as soon as they are decoded, in

@@ -128,9 +128,13 @@ type Welcome struct {
 	FirstStep int64 `json:"first_step"`
 	Frames    int   `json:"frames"`
 	Size      int   `json:"size"`
-	Slots     int   `json:"slots"`
-	SlotBytes int64 `json:"slot_bytes"`
-	RingBytes int64 `json:"ring_bytes"`
+	// AudioRate and AudioChannels are the audio output's (0 when off):
+	// then every BATCH carries an audio table.
+	AudioRate     int   `json:"audio_rate,omitempty"`
+	AudioChannels int   `json:"audio_channels,omitempty"`
+	Slots         int   `json:"slots"`
+	SlotBytes     int64 `json:"slot_bytes"`
+	RingBytes     int64 `json:"ring_bytes"`
 	// State is the loader's state at FirstStep (spmd.Loader.State): the
 	// identity of the sample stream, which the client's state_dict
 	// returns with the step it reached.
@@ -197,6 +201,7 @@ const (
 	KindImage    Kind = 2
 	KindVideo    Kind = 3
 	KindDocument Kind = 4
+	KindAudio    Kind = 5
 )
 
 // Sample is one sample of a BATCH: where its pixels and text lie in the
@@ -211,7 +216,21 @@ type Sample struct {
 	Owner                uint32
 	ID                   uint64
 	Key                  string
+	// The sample's entry of the audio table (BatchMsg.Audio): where its
+	// float32 PCM lies in the ring, [AudioChannels, AudioSamples] at
+	// AudioRate Hz, and AudioFlags (AudioMissing); zero without audio.
+	AudioOff, AudioLen          uint64
+	AudioChannels, AudioSamples uint32
+	AudioRate, AudioFlags       uint32
 }
+
+// AudioMissing is the AudioFlags bit of a sample whose clip has no audio
+// track: its PCM is silence.
+const AudioMissing = 1
+
+// BatchAudio is the BATCH head's flags bit saying an audio table follows
+// the dropped list.
+const BatchAudio = 1
 
 // Dropped is a sample of the batch that failed to decode.
 type Dropped struct {
@@ -225,12 +244,16 @@ type BatchMsg struct {
 	SlotOffset uint64
 	Samples    []Sample
 	Dropped    []Dropped
+	// Audio says the audio output is on: an audio table, one entry per
+	// sample, follows the dropped list (flags bit BatchAudio).
+	Audio bool
 }
 
 // Sizes of a BATCH's parts.
 const (
-	batchHeadSize = 32
-	sampleSize    = 64
+	batchHeadSize  = 32
+	sampleSize     = 64
+	audioEntrySize = 32
 )
 
 // Encode returns the BATCH packet.
@@ -247,6 +270,9 @@ func (m *BatchMsg) Encode() ([]byte, error) {
 		d.Key, d.Err = clip(d.Key), clip(d.Err)
 		n += 4 + len(d.Key) + len(d.Err)
 	}
+	if m.Audio {
+		n += audioEntrySize * len(m.Samples)
+	}
 	if HeaderSize+n > MaxMessage {
 		return nil, fmt.Errorf("bridge: BATCH of step %d would take %d bytes, more than %d", m.Step, n, MaxMessage)
 	}
@@ -256,7 +282,11 @@ func (m *BatchMsg) Encode() ([]byte, error) {
 	b = le.AppendUint32(b, m.Slot)
 	b = le.AppendUint32(b, uint32(len(m.Samples)))
 	b = le.AppendUint32(b, uint32(len(m.Dropped)))
-	b = le.AppendUint32(b, 0)
+	var flags uint32
+	if m.Audio {
+		flags |= BatchAudio
+	}
+	b = le.AppendUint32(b, flags)
 	b = le.AppendUint64(b, m.SlotOffset)
 	for _, s := range m.Samples {
 		b = le.AppendUint64(b, s.PixelsOff)
@@ -281,6 +311,16 @@ func (m *BatchMsg) Encode() ([]byte, error) {
 		b = append(b, d.Key...)
 		b = append(b, d.Err...)
 	}
+	if m.Audio {
+		for _, s := range m.Samples {
+			b = le.AppendUint64(b, s.AudioOff)
+			b = le.AppendUint64(b, s.AudioLen)
+			b = le.AppendUint32(b, s.AudioChannels)
+			b = le.AppendUint32(b, s.AudioSamples)
+			b = le.AppendUint32(b, s.AudioRate)
+			b = le.AppendUint32(b, s.AudioFlags)
+		}
+	}
 	return b, nil
 }
 
@@ -299,7 +339,11 @@ func ParseBatch(p []byte) (*BatchMsg, error) {
 	if len(p) < batchHeadSize {
 		return nil, fmt.Errorf("%w: BATCH of %d bytes, shorter than its head", ErrMessage, len(p))
 	}
-	m := &BatchMsg{Step: int64(le.Uint64(p)), Slot: le.Uint32(p[8:]), SlotOffset: le.Uint64(p[24:])}
+	flags := le.Uint32(p[20:])
+	if flags&^BatchAudio != 0 {
+		return nil, fmt.Errorf("%w: BATCH flags %#x", ErrMessage, flags)
+	}
+	m := &BatchMsg{Step: int64(le.Uint64(p)), Slot: le.Uint32(p[8:]), SlotOffset: le.Uint64(p[24:]), Audio: flags&BatchAudio != 0}
 	n, d := int(le.Uint32(p[12:])), int(le.Uint32(p[16:]))
 	rest := p[batchHeadSize:]
 	if n > len(rest)/sampleSize || d > len(rest) {
@@ -339,8 +383,23 @@ func ParseBatch(p []byte) (*BatchMsg, error) {
 		m.Dropped = append(m.Dropped, Dropped{Key: string(rest[:kl]), Err: string(rest[kl : kl+el])})
 		rest = rest[kl+el:]
 	}
+	if m.Audio {
+		if len(rest) < n*audioEntrySize {
+			return nil, fmt.Errorf("%w: BATCH audio table runs past the message", ErrMessage)
+		}
+		for i := range m.Samples {
+			e, s := rest[i*audioEntrySize:], &m.Samples[i]
+			s.AudioOff, s.AudioLen = le.Uint64(e), le.Uint64(e[8:])
+			s.AudioChannels, s.AudioSamples = le.Uint32(e[16:]), le.Uint32(e[20:])
+			s.AudioRate, s.AudioFlags = le.Uint32(e[24:]), le.Uint32(e[28:])
+			if uint64(s.AudioChannels)*uint64(s.AudioSamples)*4 != s.AudioLen {
+				return nil, fmt.Errorf("%w: BATCH audio %d: %d x %d samples in %d bytes", ErrMessage, i, s.AudioChannels, s.AudioSamples, s.AudioLen)
+			}
+		}
+		rest = rest[n*audioEntrySize:]
+	}
 	if len(rest) != 0 {
-		return nil, fmt.Errorf("%w: BATCH has %d bytes past its dropped list", ErrMessage, len(rest))
+		return nil, fmt.Errorf("%w: BATCH has %d bytes past its dropped list and audio table", ErrMessage, len(rest))
 	}
 	return m, nil
 }

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/datahelix/datahelix/internal/decoding"
+
 	"github.com/datahelix/datahelix/internal/machine"
 )
 
@@ -89,14 +91,14 @@ func DefaultCalibration() *Calibration {
 }
 
 // prior returns the coefficients for key: its own, else those of its
-// modality's most common member (h264 for video, jpeg for images), else a
-// flat 1 ms per sample.
+// modality's most common member (h264 for video, jpeg for images, aac for
+// audio), else a flat 1 ms per sample.
 func (c *Calibration) prior(key string) featureVector {
 	if c != nil {
 		if v, ok := c.Coefficients[key]; ok {
 			return v
 		}
-		for prefix, fallback := range map[string]string{"video/": "video/h264", "image/": "image/jpeg", costKeyDocument: "image/jpeg"} {
+		for prefix, fallback := range map[string]string{"video/": "video/h264", "image/": "image/jpeg", costKeyDocument: "image/jpeg", "audio/": "audio/aac"} {
 			if strings.HasPrefix(key, prefix) {
 				if v, ok := c.Coefficients[fallback]; ok {
 					return v
@@ -106,6 +108,9 @@ func (c *Calibration) prior(key string) featureVector {
 	}
 	if v, ok := defaultCoefficients[key]; ok {
 		return v
+	}
+	if strings.HasPrefix(key, "audio/") {
+		return defaultCoefficients["audio/aac"]
 	}
 	return featureVector{1000}
 }
@@ -255,7 +260,7 @@ func (c *Calibration) validate() error {
 }
 
 func (o Options) validate() error {
-	if o.Frames < 0 || o.Frames > 1<<16 || o.Size < 0 || o.Size > 1<<16 || o.MaxTasks < 0 || o.MaxTasks > 1<<10 {
+	if o.Frames < 0 || o.Frames > 1<<16 || o.Size < 0 || o.Size > 1<<16 || o.MaxTasks < 0 || o.MaxTasks > 1<<10 || o.AudioRate < 0 || o.AudioRate > decoding.MaxAudioRate {
 		return fmt.Errorf("%w: options %+v out of range", ErrBadCalibration, o)
 	}
 	return nil

@@ -20,6 +20,9 @@ type Options struct {
 	// and how many source pixels are scaled (a crop, priced at its
 	// expected area).
 	Transform transform.Spec
+	// AudioRate is the audio output's sample rate (decode.Options.
+	// AudioRate; 0: no audio), which prices a clip's audio track.
+	AudioRate int `json:",omitempty"`
 }
 
 // DefaultOptions returns the decoder's defaults: 8 frames of 224 x 224,
@@ -75,13 +78,32 @@ const (
 //	                of progressive JPEGs, [5] PNG megapixels, [6] WebP
 //	                megapixels, [7] PNG and WebP megabytes — documents mix
 //	                formats whose cost per pixel differs several times;
-//	text:           [0] 1, [1] thousands of tokens, [2] megabytes.
+//	text:           [0] 1, [1] thousands of tokens, [2] megabytes;
+//	audio/<codec>:  [0] 1 (a container open and decoder setup), [1]
+//	                seconds of audio decoded (audioSeconds);
+//
+// and for a clip with audio output on, video's [7] is the milliseconds
+// its audio track costs as its codec's audio model prices it
+// (audioCostMS), so that the clip's model learns one factor for it.
 func costFeatures(r *decoding.Record, o Options) (string, featureVector) {
 	var x featureVector
 	switch r.Modality {
 	case decode.ModalityVideo:
 		if v := r.Video; v != nil {
-			return videoCostFeatures(v, o, r.Epoch, r.Key)
+			key, x := videoCostFeatures(v, o, r.Epoch, r.Key)
+			if o.AudioRate > 0 && r.Audio != nil {
+				first, count := decoding.AudioSpan(v, clipTargets(v, o, r.Epoch, r.Key), o.AudioRate)
+				x[7] = audioCostMS(r.Audio.Codec, audioSeconds(first, count, o.AudioRate))
+			}
+			return key, x
+		}
+	case decoding.ModalityAudio:
+		if a := r.Audio; a != nil {
+			x[0] = 1
+			if a.Timescale > 0 {
+				x[1] = audioSecondsOf(float64(a.Start)/float64(a.Timescale), float64(a.Duration)/float64(a.Timescale))
+			}
+			return audioKey(a.Codec), x
 		}
 	case decode.ModalityImage, decode.ModalityDocument:
 		key := costKeyDocument
@@ -125,12 +147,9 @@ func costFeatures(r *decoding.Record, o Options) (string, featureVector) {
 	return costKeyUnknown, x
 }
 
-func videoCostFeatures(v *video.Track, o Options, epoch int, key string) (string, featureVector) {
-	var x featureVector
-	codec := v.Codec
-	if codec == "" {
-		codec = "unknown"
-	}
+// clipTargets are the frames the decoder takes from clip v of the sample
+// of epoch and key (decoding.Decoder.ClipTargets).
+func clipTargets(v *video.Track, o Options, epoch int, key string) []int {
 	targets := video.SampleFrames(v, o.Frames)
 	switch tf := o.Transform; tf.Temporal {
 	case transform.Segment:
@@ -140,6 +159,16 @@ func videoCostFeatures(v *video.Track, o Options, epoch int, key string) (string
 	case transform.Rate:
 		targets = video.SampleRate(v, tf.MilliFPS(), o.Frames) // exact: no randomness
 	}
+	return targets
+}
+
+func videoCostFeatures(v *video.Track, o Options, epoch int, key string) (string, featureVector) {
+	var x featureVector
+	codec := v.Codec
+	if codec == "" {
+		codec = "unknown"
+	}
+	targets := clipTargets(v, o, epoch, key)
 	tasks := video.PlanTasks(v, targets, o.MaxTasks)
 	px := float64(v.Width) * float64(v.Height) / 1e6
 	fw, fh := cropFraction(o.Transform, v.Width, v.Height)
@@ -174,6 +203,42 @@ func cropFraction(tf transform.Spec, w, h int) (fw, fh float64) {
 		return f, f
 	}
 	return 1, 1
+}
+
+// audioKey is the model key of audio of codec.
+func audioKey(codec string) string {
+	if codec == "" {
+		codec = "unknown"
+	}
+	return "audio/" + codec
+}
+
+// audioSeconds returns the seconds of audio decoding count samples from
+// first at rate decodes (audioSecondsOf).
+func audioSeconds(first, count int64, rate int) float64 {
+	return audioSecondsOf(float64(first)/float64(rate), float64(count)/float64(rate))
+}
+
+// audioSecondsOf returns the seconds of audio decoded for a span of
+// seconds from start: from the stream's start, or from a quarter second
+// before a span starting after the first second, where av.DecodeAudio
+// seeks.
+func audioSecondsOf(start, seconds float64) float64 {
+	if start > 1 {
+		return seconds + 0.25
+	}
+	return max(start, 0) + seconds
+}
+
+// audioCostMS prices decoding seconds of audio of codec in milliseconds,
+// with the built-in audio coefficients (calibration_default.go; AAC's
+// for a codec without its own).
+func audioCostMS(codec string, seconds float64) float64 {
+	c, ok := defaultCoefficients[audioKey(codec)]
+	if !ok {
+		c = defaultCoefficients["audio/aac"]
+	}
+	return (c[0] + c[1]*seconds) / 1000
 }
 
 // decodedImagePixels is the pixel count the decoder decodes an image to:

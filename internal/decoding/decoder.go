@@ -38,6 +38,13 @@ type Options struct {
 	// a clip are sampled, seeded per sample by its Seed, the sample's
 	// Epoch and its key (the zero value: squash, uniform frames).
 	Transform transform.Spec
+	// AudioRate turns on the audio output (Output.Audio) at this sample
+	// rate in Hz, 1..MaxAudioRate; 0, the default, decodes no audio and
+	// refuses audio samples as it always has.
+	AudioRate int
+	// AudioChannels is the audio output's channel count, 1..
+	// MaxAudioChannels (0: DefaultAudioChannels, mono).
+	AudioChannels int
 }
 
 // Tensor is a contiguous uint8 buffer with its shape: [F,S,S,3] for a clip
@@ -74,6 +81,10 @@ type Output struct {
 	// start of a clip that does not begin with a keyframe (their slots
 	// hold the first frame it outputs).
 	Damaged int
+	// Audio is the sound of a clip or an audio sample when
+	// Options.AudioRate is set (see Audio for the span and the layout);
+	// nil otherwise, and for images, documents and text.
+	Audio *Audio
 }
 
 // Decoder turns samples into tensors. Its methods are safe for concurrent
@@ -94,6 +105,9 @@ func NewDecoder(opts Options) *Decoder {
 	}
 	if opts.Threads <= 0 {
 		opts.Threads = 1
+	}
+	if opts.AudioRate > 0 && opts.AudioChannels <= 0 {
+		opts.AudioChannels = DefaultAudioChannels
 	}
 	opts.Limits = opts.Limits.withDefaults()
 	opts.Transform = opts.Transform.WithDefaults()
@@ -124,7 +138,7 @@ func (d *Decoder) newVideoTensor() Tensor {
 // ErrUnsupported, ErrTimeout or ErrNoPayload (or the context's error when
 // ctx ends).
 func (d *Decoder) Decode(ctx context.Context, s *Sample, rec *Record) (*Output, error) {
-	p, err := resolvePayload(s, rec, d.opts.Limits)
+	p, err := resolvePayload(s, rec, d.opts.Limits, d.opts.AudioRate > 0)
 	if err != nil {
 		return nil, err
 	}
@@ -160,6 +174,9 @@ func (d *Decoder) Decode(ctx context.Context, s *Sample, rec *Record) (*Output, 
 		}
 		out.Tensors = append(out.Tensors, t)
 	}
+	if out.Audio, err = d.decodeAudio(ctx, s, p.rec); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
@@ -180,12 +197,14 @@ type payload struct {
 // lim.MaxTextBytes is ErrLimit; an image index outside the
 // sample is ErrCorrupt. Decode and SampleMD5s both take their members
 // from here, so they decode and hash the same members and refuse the same
-// samples. lim must have its defaults filled in. Errors are *SampleError
-// values naming s.
-func resolvePayload(s *Sample, rec *Record, lim Limits) (payload, error) {
+// samples. With audio (audio output on) the record reads the sample's
+// audio and an audio sample has no other payload; without, an audio
+// sample's record (made with audio on) is ErrUnsupported. lim must have
+// its defaults filled in. Errors are *SampleError values naming s.
+func resolvePayload(s *Sample, rec *Record, lim Limits, audio bool) (payload, error) {
 	if rec == nil {
 		var err error
-		if rec, err = ParseRecord(s, lim); err != nil {
+		if rec, err = parseRecord(s, lim, audio); err != nil {
 			return payload{}, err // a *SampleError
 		}
 	} else if err := checkTextSize(s, lim.MaxTextBytes); err != nil {
@@ -214,6 +233,10 @@ func resolvePayload(s *Sample, rec *Record, lim Limits) (payload, error) {
 			p.images[i] = s.Members[im.Member]
 		}
 	case ModalityText:
+	case ModalityAudio:
+		if !audio {
+			return fail(fmt.Errorf("%w: an audio sample, and audio output is off (Options.AudioRate, --audio-rate)", ErrUnsupported))
+		}
 	default:
 		return fail(fmt.Errorf("%w: modality %v", ErrNoPayload, rec.Modality))
 	}

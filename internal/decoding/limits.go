@@ -44,6 +44,10 @@ type Limits struct {
 	// bytes by then): a larger sample fails with ErrLimit naming the
 	// member that crosses it.
 	MaxTextBytes int64
+	// MaxAudioDuration caps the audio output of one sample (Options.
+	// AudioRate): the span of a clip's sampled frames, or an audio
+	// sample's duration, over it fails the sample with ErrLimit.
+	MaxAudioDuration time.Duration
 	// Formats and Codecs are the allowed containers (FFmpeg demuxer names)
 	// and video codecs (FFmpeg codec names), comma-separated.
 	Formats string
@@ -53,7 +57,7 @@ type Limits struct {
 // DefaultLimits returns limits safe for training data: video up to 4096 x
 // 2304 (4K UHD and DCI 4K at 16:9), images up to 8192 x 8192, 65536 frames
 // and 60 s per sample, 1 MiB of probing, 64 images per document, 16 MiB
-// of text per sample, the containers mov, mp4,
+// of text per sample, 2 minutes of audio output per sample, the containers mov, mp4,
 // matroska and webm and the codecs h264, hevc, vp9, vp8 and av1.
 func DefaultLimits() Limits {
 	return Limits{
@@ -65,6 +69,7 @@ func DefaultLimits() Limits {
 		MaxAnalyzeDuration: 5 * time.Second,
 		MaxImages:          64,
 		MaxTextBytes:       defaultMaxTextBytes,
+		MaxAudioDuration:   defaultMaxAudioDuration,
 		Formats:            av.DefaultFormats,
 		Codecs:             av.DefaultCodecs,
 	}
@@ -96,6 +101,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxTextBytes <= 0 {
 		l.MaxTextBytes = d.MaxTextBytes
+	}
+	if l.MaxAudioDuration <= 0 {
+		l.MaxAudioDuration = d.MaxAudioDuration
 	}
 	if l.Formats == "" {
 		l.Formats = d.Formats

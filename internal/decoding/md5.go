@@ -31,6 +31,7 @@ func imagePixelsMD5(data []byte, maxPix int64) (sum string, width, height int, e
 type MemberMD5s struct {
 	Member string   // the member's name in the shard
 	Video  bool     // MD5s are per video frame (frameMD5s), else one RGB24 image (imagePixelsMD5)
+	Audio  bool     // MD5s is the one of the audio output (Audio.MD5; SampleMD5sFor)
 	MD5s   []string // hex, in output order
 }
 
@@ -43,10 +44,15 @@ type MemberMD5s struct {
 // *SampleError naming it.
 func SampleMD5s(ctx context.Context, s *Sample, lim Limits) ([]MemberMD5s, error) {
 	lim = lim.withDefaults()
-	p, err := resolvePayload(s, nil, lim)
+	p, err := resolvePayload(s, nil, lim, false)
 	if err != nil {
 		return nil, err
 	}
+	return payloadMD5s(ctx, s, p, lim)
+}
+
+// payloadMD5s hashes the pictures of p, s's payload, as SampleMD5s does.
+func payloadMD5s(ctx context.Context, s *Sample, p payload, lim Limits) ([]MemberMD5s, error) {
 	fail := func(m *Member, err error) error {
 		return newSampleError(s, m.Name, err)
 	}

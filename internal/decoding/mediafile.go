@@ -27,8 +27,8 @@ func isFileSample(s *Sample) bool {
 }
 
 // IsMediaFile reports whether path names an existing regular file that
-// is not a shard (shardindex.IsShardName) and whose extension names a video or image
-// format, read or refused: a clip or picture given alone, which inspect
+// is not a shard (shardindex.IsShardName) and whose extension names a video, image
+// or audio format, read or refused: a clip or picture given alone, which inspect
 // and decode take as a one-member sample (FileSample).
 func IsMediaFile(path string) bool {
 	if shardindex.IsShardName(path) {
@@ -37,7 +37,7 @@ func IsMediaFile(path string) bool {
 	ext := strings.ToLower(strings.TrimPrefix(filepath.Ext(path), "."))
 	switch {
 	case memberKind(ext) == kindVideo || memberKind(ext) == kindImage:
-	case unreadMedia(ext) == "image" || unreadMedia(ext) == "video":
+	case unreadMedia(ext) != "": // refused, or audio read with audio output on
 	default:
 		return false
 	}

@@ -159,7 +159,23 @@ func docPosition(ext string) (pos int, ok bool) {
 // lim allows, a document of more images. Every error is a
 // *SampleError naming the shard, sample and member.
 func ParseRecord(s *Sample, lim Limits) (*Record, error) {
-	lim = lim.withDefaults()
+	return parseRecord(s, lim.withDefaults(), false)
+}
+
+// ParseRecordFor builds the record of a sample as a decoder with opts
+// reads it: ParseRecord under opts.Limits, and with audio output on
+// (opts.AudioRate) the sample's audio too (Record.Audio: the clip's
+// audio track, else its first audio member, from the container header),
+// and samples of sound alone are audio samples (ModalityAudio) rather
+// than refused: an audio member (m4a, mp3, wav, flac, ogg, opus, ...)
+// with no picture beside it, or a clip member with only an audio track.
+func ParseRecordFor(s *Sample, opts Options) (*Record, error) {
+	return parseRecord(s, opts.Limits.withDefaults(), opts.AudioRate > 0)
+}
+
+// parseRecord is ParseRecord, reading the sample's audio when audio is
+// set (ParseRecordFor). lim must have its defaults filled in.
+func parseRecord(s *Sample, lim Limits, audio bool) (*Record, error) {
 	if err := checkTextSize(s, lim.MaxTextBytes); err != nil {
 		return nil, err
 	}
@@ -178,7 +194,7 @@ func ParseRecord(s *Sample, lim Limits) (*Record, error) {
 		(*sum).Tokens += tokens
 	}
 	interleaved, jsonDoc := false, false
-	unreadPicture, audio, embedded := -1, -1, -1 // members refused unless a clip or picture makes them extras
+	unreadPicture, audioMember, embedded := -1, -1, -1 // members refused unless a clip or picture makes them extras
 	embeddedHow := ""
 	for i, m := range s.Members {
 		r.Bytes += int64(len(m.Data))
@@ -199,6 +215,12 @@ func ParseRecord(s *Sample, lim Limits) (*Record, error) {
 			r.Video, err = parseVideo(m.Data)
 			if err == nil {
 				r.Video.Member = i
+			} else if audio && audioOnlyClip(&s.Members[i], i, lim) {
+				// A clip of sound alone: an audio member.
+				r.Video, err = nil, nil
+				if audioMember < 0 {
+					audioMember = i
+				}
 			}
 		case kindImage:
 			if len(m.Data) == 0 {
@@ -241,8 +263,8 @@ func ParseRecord(s *Sample, lim Limits) (*Record, error) {
 		default:
 			switch unreadMedia(m.Ext) {
 			case "audio":
-				if audio < 0 {
-					audio = i
+				if audioMember < 0 {
+					audioMember = i
 				}
 			case "image", "video":
 				if unreadPicture < 0 {
@@ -254,8 +276,22 @@ func ParseRecord(s *Sample, lim Limits) (*Record, error) {
 			return nil, newSampleError(s, m.Name, err)
 		}
 	}
+	if audio && (r.Video != nil || len(images) == 0) {
+		clip := -1
+		if r.Video != nil {
+			clip = r.Video.Member
+		}
+		var err error
+		if r.Audio, err = recordAudio(s, clip, audioMember, lim); err != nil {
+			return nil, err
+		}
+	}
 	if r.Video == nil && (len(images) > 0 || captions != nil || metadata != nil) {
-		if err := refuseUnread(s, unreadPicture, audio, embedded, embeddedHow, len(images) > 0); err != nil {
+		refused := audioMember
+		if r.Audio != nil {
+			refused = -1 // decoded as an audio sample
+		}
+		if err := refuseUnread(s, unreadPicture, refused, embedded, embeddedHow, len(images) > 0); err != nil {
 			return nil, err
 		}
 	}
@@ -270,6 +306,8 @@ func ParseRecord(s *Sample, lim Limits) (*Record, error) {
 	switch {
 	case r.Video != nil:
 		r.Modality = ModalityVideo
+	case r.Audio != nil:
+		r.Modality = ModalityAudio
 	case len(r.Images) > 0 && r.Text != nil && (len(r.Images) > 1 || interleaved || jsonDoc):
 		r.Modality = ModalityDocument
 	case len(r.Images) > 0:
@@ -277,18 +315,22 @@ func ParseRecord(s *Sample, lim Limits) (*Record, error) {
 	case r.Text != nil:
 		r.Modality = ModalityText
 	default:
+		recognised := recognisedExts
+		if audioMember >= 0 {
+			recognised += "; audio only with audio output on (--audio-rate, Options.AudioRate)"
+		}
 		if isFileSample(s) {
 			what := "the file name has no extension"
 			if ext := s.Members[0].Ext; ext != "" {
 				what = fmt.Sprintf("extension .%s", ext)
 			}
-			return nil, newSampleError(s, "", fmt.Errorf("%w: %s; recognised: %s", ErrNoPayload, what, recognisedExts))
+			return nil, newSampleError(s, "", fmt.Errorf("%w: %s; recognised: %s", ErrNoPayload, what, recognised))
 		}
 		exts := make([]string, len(s.Members))
 		for i, m := range s.Members {
 			exts[i] = m.Ext
 		}
-		return nil, newSampleError(s, "", fmt.Errorf("%w: members [%s]; recognised: %s", ErrNoPayload, strings.Join(exts, " "), recognisedExts))
+		return nil, newSampleError(s, "", fmt.Errorf("%w: members [%s]; recognised: %s", ErrNoPayload, strings.Join(exts, " "), recognised))
 	}
 	if err := checkRecordLimits(s, r, lim); err != nil {
 		return nil, err
@@ -309,7 +351,7 @@ func refuseUnread(s *Sample, unreadPicture, audio, embedded int, how string, has
 			ErrUnsupported, lastComponent(m.Ext), unreadMedia(m.Ext)))
 	case audio >= 0 && !hasImages:
 		m := s.Members[audio]
-		return newSampleError(s, m.Name, fmt.Errorf("%w: .%s audio with no video or image beside it: datahelix decodes no audio, and would train on the sample's text alone",
+		return newSampleError(s, m.Name, fmt.Errorf("%w: .%s audio with no video or image beside it: audio output is off (--audio-rate, Options.AudioRate), and the sample would train on its text alone",
 			ErrUnsupported, lastComponent(m.Ext)))
 	case embedded >= 0 && !hasImages:
 		return newSampleError(s, s.Members[embedded].Name, fmt.Errorf("%w: images embedded in JSON (%s) are not decoded: store them as members KEY.N.jpg (N: the position in the document) beside the JSON",

@@ -13,6 +13,10 @@ const (
 	ModalityImage
 	ModalityVideo
 	ModalityDocument
+	// ModalityAudio is a sample of sound alone (an audio file, or an
+	// MP4 or WebM with only an audio track), read only with audio
+	// output on (Options.AudioRate).
+	ModalityAudio
 )
 
 // String returns the lower-case name used in tables, JSON and flags.
@@ -26,6 +30,8 @@ func (m Modality) String() string {
 		return "video"
 	case ModalityDocument:
 		return "document"
+	case ModalityAudio:
+		return "audio"
 	}
 	return "unknown"
 }
@@ -87,4 +93,8 @@ type Record struct {
 	// drawn per epoch (a segment's start); not a feature of its bytes, so
 	// not printed.
 	Epoch int `json:"-"`
+	// Audio is the sample's audio, read only with audio output on
+	// (ParseRecordFor with Options.AudioRate): the clip's audio track,
+	// else the sample's first audio member; nil when it has neither.
+	Audio *AudioInfo
 }

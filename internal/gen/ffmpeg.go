@@ -99,6 +99,27 @@ func (rd *renderer) video(ctx context.Context, v *videoSpec, seed uint32) ([]byt
 	return rd.toFile(ctx, v.Container, args)
 }
 
+// audio encodes one audio file and returns its bytes.
+func (rd *renderer) audio(ctx context.Context, a *audioSpec, seed uint32) ([]byte, error) {
+	src := fmt.Sprintf("sine=frequency=%d:sample_rate=%d,volume=0.5[s];anoisesrc=color=pink:amplitude=0.05:seed=%d:sample_rate=%d[n];[s][n]amix=inputs=2:duration=first",
+		a.Freq, a.SampleRate, seed, a.SampleRate)
+	args := []string{"-f", "lavfi", "-i", src, "-t", strconv.FormatFloat(a.Seconds, 'f', 2, 64), "-ac", strconv.Itoa(a.Channels)}
+	args = append(args, exact...)
+	switch a.Codec {
+	case "aac":
+		args = append(args, "-c:a", "aac", "-b:a", "96k")
+	case "mp3":
+		args = append(args, "-c:a", "libmp3lame", "-b:a", "128k")
+	case "flac":
+		args = append(args, "-c:a", "flac")
+	case "opus":
+		args = append(args, "-c:a", "libopus", "-b:a", "64k")
+	default:
+		return nil, fmt.Errorf("gen: unknown audio codec %q", a.Codec)
+	}
+	return rd.toFile(ctx, a.Container, args)
+}
+
 // image encodes one image and returns its bytes.
 func (rd *renderer) image(ctx context.Context, im imageSpec, seed uint32) ([]byte, error) {
 	args := []string{"-f", "lavfi", "-i", source(im.Content, im.Width, im.Height, 1, im.Noise, seed, false), "-frames:v", "1"}

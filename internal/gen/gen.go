@@ -414,6 +414,12 @@ func render(ctx context.Context, rd *renderer, cfg Config, p preset, i int) ([]m
 			}
 			ms = append(ms, member{name + "." + im.Format, b})
 		}
+	case kindAudio:
+		b, err := rd.audio(ctx, s.Audio, uint32(r.Uint64()>>33))
+		if err != nil {
+			return nil, fmt.Errorf("sample %s: %w", key, err)
+		}
+		ms = append(ms, member{key + "." + s.Audio.Container, b}, member{key + ".txt", []byte(texts[0])})
 	case kindText:
 		ms = append(ms, member{key + ".txt", []byte(texts[0])})
 	}

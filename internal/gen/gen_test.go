@@ -115,11 +115,15 @@ func TestPresetsDecode(t *testing.T) {
 	if testing.Short() {
 		n = 1
 	}
-	dec := decoding.NewDecoder(decoding.Options{Frames: 4, Size: 32})
 	wantModality := map[kind]decode.Modality{kindVideo: decode.ModalityVideo, kindImage: decode.ModalityImage,
-		kindDocument: decode.ModalityDocument, kindText: decode.ModalityText}
+		kindDocument: decode.ModalityDocument, kindText: decode.ModalityText, kindAudio: decoding.ModalityAudio}
 	for _, name := range Presets() {
 		t.Run(name, func(t *testing.T) {
+			opts := decoding.Options{Frames: 4, Size: 32}
+			if name == "audiocaps" {
+				opts.AudioRate = 16000 // read only with the audio output on
+			}
+			dec := decoding.NewDecoder(opts)
 			cfg := Config{Preset: name, Samples: n, Shards: 1, Out: t.TempDir(), Seed: 3, DurationScale: 0.15, SizeScale: 0.35}
 			if name == "mixed" {
 				cfg.Samples, cfg.Shards = 4, 4
@@ -146,7 +150,7 @@ func TestPresetsDecode(t *testing.T) {
 							}
 						}
 					}
-					rec, err := decoding.ParseRecord(s, decoding.Limits{})
+					rec, err := decoding.ParseRecordFor(s, opts)
 					if err != nil {
 						t.Fatalf("sample %s: %v", s.Key, err)
 					}
@@ -160,6 +164,9 @@ func TestPresetsDecode(t *testing.T) {
 					}
 					if out.MissedFrames != 0 {
 						t.Errorf("sample %s: %d sampled frames missed", s.Key, out.MissedFrames)
+					}
+					if a := spec.Audio; a != nil && math.Abs(float64(out.Audio.Len())/16000-a.Seconds) > 0.1 {
+						t.Errorf("sample %s: %d samples of audio at 16 kHz, want %.2f s", s.Key, out.Audio.Len(), a.Seconds)
 					}
 				}
 				sh.Close()
@@ -178,6 +185,12 @@ func checkRecord(t *testing.T, key string, spec sampleSpec, rec *decoding.Record
 		secs := float64(got.Duration) / float64(got.Timescale)
 		if got.Width != v.Width || got.Height != v.Height || got.Codec != v.Codec || math.Abs(secs-v.Seconds) > 0.15 {
 			t.Errorf("sample %s: got %s %dx%d %.2fs, want %s %dx%d %.2fs", key, got.Codec, got.Width, got.Height, secs, v.Codec, v.Width, v.Height, v.Seconds)
+		}
+	}
+	if a := spec.Audio; a != nil {
+		got := rec.Audio
+		if got == nil || got.Codec != a.Codec || got.SampleRate != a.SampleRate || got.Channels != a.Channels || math.Abs(got.Seconds()-a.Seconds) > 0.1 {
+			t.Errorf("sample %s: got audio %+v, want %+v", key, got, a)
 		}
 	}
 	if len(rec.Images) != len(spec.Images) {

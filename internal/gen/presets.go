@@ -23,6 +23,7 @@ const (
 	kindImage    kind = "image"
 	kindDocument kind = "document"
 	kindText     kind = "text"
+	kindAudio    kind = "audio"
 )
 
 // videoSpec says how to encode one clip.
@@ -40,6 +41,17 @@ type videoSpec struct {
 	Noise     int     `json:"noise"`   // temporal noise strength
 	Audio     bool    `json:"audio"`
 	FastStart bool    `json:"faststart"` // moov before mdat
+}
+
+// audioSpec says how to encode one audio file: a sine of Freq Hz with
+// pink noise, the noise seeded by the sample.
+type audioSpec struct {
+	Seconds    float64 `json:"duration_s"`
+	Codec      string  `json:"codec"`     // aac, mp3, flac, opus
+	Container  string  `json:"container"` // m4a, mp3, flac, opus
+	SampleRate int     `json:"sample_rate"`
+	Channels   int     `json:"channels"`
+	Freq       int     `json:"freq"`
 }
 
 // imageSpec says how to encode one image.
@@ -63,6 +75,7 @@ type sampleSpec struct {
 	Index  int         `json:"index"`
 	Kind   kind        `json:"kind"`
 	Video  *videoSpec  `json:"video,omitempty"`
+	Audio  *audioSpec  `json:"audio,omitempty"`
 	Images []imageSpec `json:"images,omitempty"`
 	// Layout is the reading order of a document: "text" or "image" per
 	// position (members KEY.<pos>.txt and KEY.<pos>.jpg).
@@ -240,6 +253,25 @@ var presets = map[string]preset{
 			}
 		}
 		return s
+	}},
+	// AudioCaps (Kim et al., NAACL 2019): 46K AudioSet clips of 10 s (a
+	// few shorter) with one human caption of about 9 words, as HF and
+	// WebDataset copies store them: FLAC, MP3 or AAC (m4a), some Opus, at
+	// 44.1 or 48 kHz (16 kHz resampled copies), mono or stereo. Read only
+	// with the audio output on (--audio-rate).
+	"audiocaps": {name: "audiocaps", source: "AudioCaps", durScale: 1, spec: func(r *rand.Rand, sc scales) sampleSpec {
+		secs := 10.0
+		if r.IntN(100) < 10 {
+			secs = 2 + 8*r.Float64()
+		}
+		c := pick(r, 0.3, 0.3, 0.3, 0.1)
+		a := &audioSpec{Seconds: math.Max(0.5, math.Round(secs*sc.dur*100)/100),
+			Codec: []string{"flac", "mp3", "aac", "opus"}[c], Container: []string{"flac", "mp3", "m4a", "opus"}[c],
+			SampleRate: []int{44100, 48000, 16000}[pick(r, 0.4, 0.4, 0.2)], Channels: 1 + r.IntN(2), Freq: 100 + r.IntN(2000)}
+		if a.Codec == "opus" {
+			a.SampleRate = 48000 // Opus codes at 48 kHz only
+		}
+		return sampleSpec{Kind: kindAudio, Audio: a, Words: []int{5 + r.IntN(9)}}
 	}},
 	// Text documents (web text as in C4, Raffel et al., JMLR 2020: about
 	// 400-500 tokens per document, log-normal).

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/datahelix/datahelix/internal/costmodel"
+	"github.com/datahelix/datahelix/internal/decoding"
 	"github.com/datahelix/datahelix/internal/planlimits"
 	"github.com/datahelix/datahelix/internal/reader"
 
@@ -198,7 +199,7 @@ func (c *Config) setDefaults() error {
 		c.MaxTasks = c.Workers
 	}
 	if c.DecodedBudget <= 0 {
-		perSample := int64(c.Decode.Frames) * int64(c.Decode.Size) * int64(c.Decode.Size) * 3
+		perSample := int64(c.Decode.Frames)*int64(c.Decode.Size)*int64(c.Decode.Size)*3 + decoding.MaxAudioBytes(c.Decode)
 		c.DecodedBudget = int64(c.Horizon) * int64(c.Batch) * perSample
 	}
 	if c.Streams < 0 {

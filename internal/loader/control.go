@@ -118,13 +118,14 @@ func (l *Loader) readOwn(ctx context.Context, s int64) ([]*slotState, error) {
 	return own, context.Cause(ctx)
 }
 
-// describe parses the sample's record under the decoder's limits
-// (cfg.Decode.Limits) and fills its estimate (est when positive, else the
-// cost model's, at most planlimits.Cost), split, decoded size and GPU time.
+// describe parses the sample's record under the decoder's options
+// (cfg.Decode: its limits, and its audio when the audio output is on)
+// and fills its estimate (est when positive, else the cost model's, at
+// most planlimits.Cost), split, decoded size and GPU time.
 // A sample whose record fails still takes part in the step (it belongs to
 // the global batch); it will be dropped at decode time.
 func (l *Loader) describe(st *slotState, est int64) {
-	rec, err := decoding.ParseRecord(st.sample, l.cfg.Decode.Limits)
+	rec, err := decoding.ParseRecordFor(st.sample, l.cfg.Decode)
 	st.rec, st.recErr = rec, err
 	f, sz := int64(l.cfg.Decode.Frames), int64(l.cfg.Decode.Size)
 	if err != nil {
@@ -164,7 +165,7 @@ func (l *Loader) describe(st *slotState, est int64) {
 			mem += l.dec.PictureBytes(im.Width, im.Height)
 		}
 	}
-	st.item.Mem = mem
+	st.item.Mem = mem + decoding.AudioBytes(rec, l.cfg.Decode)
 	c := gpu.Contents{Samples: 1, Frames: frames}
 	if rec.Text != nil {
 		c.Tokens = rec.Text.Tokens

@@ -46,6 +46,10 @@ type BatchSample struct {
 	Tensors []decode.Tensor
 	Text    string
 	Tokens  int
+	// Audio is the sample's sound when the decoder's audio output is on
+	// (decode.Options.AudioRate): a clip's, silence with Missing set for
+	// a clip without sound, or an audio sample's; nil otherwise.
+	Audio *decoding.Audio
 }
 
 // DroppedSample names a sample left out of its batch and why.
@@ -172,9 +176,10 @@ type slotState struct {
 	sample    *decode.Sample
 	rec       *decoding.Record
 	recErr    error
-	tasks     []video.Task  // for split clips, one per part
-	tensor    decode.Tensor // a split clip's frames, filled by its parts
-	shape     []int         // a clip's tensor's [F, H, W, 3] (fps sampling and native resizing vary it)
+	tasks     []video.Task    // for split clips, one per part
+	tensor    decode.Tensor   // a split clip's frames, filled by its parts
+	shape     []int           // a clip's tensor's [F, H, W, 3] (fps sampling and native resizing vary it)
+	audio     *decoding.Audio // a split clip's audio, decoded by its first part
 	out       *decode.Output
 	err       error
 	partsLeft int
@@ -248,7 +253,7 @@ func NewLoader(ctx context.Context, comm collective.Comm, ds decode.Source, cfg 
 	cost := costmodel.New(cal)
 	// One seed for the job: the sample order's seeds the transforms too.
 	cfg.Decode.Transform.Seed = cfg.Seed
-	cost.SetOptions(costmodel.Options{Frames: cfg.Decode.Frames, Size: cfg.Decode.Size, MaxTasks: taskLimit(cfg), Transform: cfg.Decode.Transform})
+	cost.SetOptions(costmodel.Options{Frames: cfg.Decode.Frames, Size: cfg.Decode.Size, MaxTasks: taskLimit(cfg), Transform: cfg.Decode.Transform, AudioRate: cfg.Decode.AudioRate})
 	// Count errors once the model has seen a quarter of the run's samples
 	// (at most the model's default 200), so short runs report one too.
 	cost.SetWarmup(min(200, max(8, cfg.Steps*cfg.Batch/4)))
@@ -436,7 +441,7 @@ func batchOf(bs *batchState) *Batch {
 		}
 		out.Samples = append(out.Samples, BatchSample{
 			ID: s.item.ID, Shard: s.sample.Shard, Key: s.sample.Key, Owner: s.item.Owner,
-			Modality: s.out.Modality, Tensors: s.out.Tensors, Text: s.out.Text, Tokens: s.out.Tokens,
+			Modality: s.out.Modality, Tensors: s.out.Tensors, Text: s.out.Text, Tokens: s.out.Tokens, Audio: s.out.Audio,
 		})
 	}
 	return out

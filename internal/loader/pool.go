@@ -114,6 +114,13 @@ func (l *Loader) runTask(ctx context.Context, st *slotState, t step.Task) (damag
 		return out.Damaged, nil
 	}
 	tensor := l.allocTensor(st)
+	if t.Part == 0 {
+		// The first part decodes the clip's audio too (nil when the
+		// audio output is off); sampleDone reads it after every part.
+		if st.audio, err = l.dec.DecodeAudio(ctx, st.sample, st.rec); err != nil {
+			return 0, err
+		}
+	}
 	return l.dec.DecodeClipTask(ctx, st.sample, st.rec.Video, st.tasks[t.Part], tensor.Data)
 }
 
@@ -141,7 +148,7 @@ func (l *Loader) sampleDone(step int64, st *slotState) {
 			// as a whole-sample decode does.
 			video.Spread(st.tensor.Data, f, st.shape[1]*st.shape[2]*3, targets)
 		}
-		out := &decode.Output{Key: st.sample.Key, Modality: decode.ModalityVideo, Tensors: []decode.Tensor{st.tensor}}
+		out := &decode.Output{Key: st.sample.Key, Modality: decode.ModalityVideo, Tensors: []decode.Tensor{st.tensor}, Audio: st.audio}
 		// Its caption, as a whole sample's decode gives it: text beyond
 		// the limit fails the sample.
 		if out.Text, out.Tokens, st.err = decoding.SampleText(st.sample, l.dec.Options().Limits); st.err == nil {

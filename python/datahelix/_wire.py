@@ -11,16 +11,19 @@ MAGIC = 0x31584844  # b"DHX1" little-endian
 HELLO, WELCOME, REFUSE, NEXT, BATCH, END, ERROR, RELEASE, BYE = range(1, 10)
 NAMES = {1: "HELLO", 2: "WELCOME", 3: "REFUSE", 4: "NEXT", 5: "BATCH", 6: "END",
          7: "ERROR", 8: "RELEASE", 9: "BYE"}
-KINDS = {1: "text", 2: "image", 3: "video", 4: "document"}
+KINDS = {1: "text", 2: "image", 3: "video", 4: "document", 5: "audio"}
 RELEASE_ALL = 2**63 - 1
 
 HEADER = struct.Struct("<IHHII")  # magic, type, flags, payload length, reserved
 _NEXT = struct.Struct("<qqq")  # step, gpu_step_us, release_below
 _I64 = struct.Struct("<q")
-_HEAD = struct.Struct("<qIIIIQ")  # step, slot, n, d, reserved, slot offset
+_HEAD = struct.Struct("<qIIIIQ")  # step, slot, n, d, flags, slot offset
 _SAMPLE = struct.Struct("<QQQIHBB4IIIQ")
 _DROP = struct.Struct("<HH")
-assert HEADER.size == 16 and _HEAD.size == 32 and _SAMPLE.size == 64
+_AUDIO = struct.Struct("<QQIIII")  # offset, length, channels, samples, rate, flags
+BATCH_AUDIO = 1  # BATCH head flag: an audio table follows the dropped list
+AUDIO_MISSING = 1  # audio entry flag: the clip has no audio track, its PCM is silence
+assert HEADER.size == 16 and _HEAD.size == 32 and _SAMPLE.size == 64 and _AUDIO.size == 32
 
 
 class Sample(NamedTuple):
@@ -35,6 +38,13 @@ class Sample(NamedTuple):
     tokens: int
     owner: int
     id: int
+    # The audio table's entry (when the BATCH has one): float32 PCM [channels, samples].
+    audio_offset: int = 0
+    audio_length: int = 0
+    audio_channels: int = 0
+    audio_samples: int = 0
+    audio_rate: int = 0
+    audio_flags: int = 0
 
 
 class Batch(NamedTuple):
@@ -44,6 +54,7 @@ class Batch(NamedTuple):
     slot_offset: int
     samples: List[Sample]
     dropped: List[Tuple[str, str]]
+    audio: bool = False  # the audio output is on: every sample has an audio entry
 
 
 def pack(kind: int, payload: bytes = b"") -> bytes:
@@ -115,7 +126,7 @@ def parse_batch(payload) -> Batch:
     p = memoryview(payload)
     if len(p) < _HEAD.size:
         raise ProtocolError(f"truncated BATCH: {len(p)} bytes, shorter than its 32-byte head")
-    step, slot, n, d, _, slot_offset = _HEAD.unpack_from(p)
+    step, slot, n, d, flags, slot_offset = _HEAD.unpack_from(p)
     pos = _HEAD.size + n * _SAMPLE.size
     if pos > len(p):
         raise ProtocolError(f"truncated BATCH: {n} samples need {pos} bytes, payload has {len(p)}")
@@ -150,6 +161,18 @@ def parse_batch(payload) -> Batch:
         kl, el = _DROP.unpack_from(p, pos)
         pos += _DROP.size
         dropped.append((take(kl, f"dropped key {i}"), take(el, f"dropped error {i}")))
+    audio = bool(flags & BATCH_AUDIO)
+    if audio:
+        if pos + n * _AUDIO.size > len(p):
+            raise ProtocolError(f"truncated BATCH (step {step}): the audio table runs past the payload end")
+        for i in range(n):
+            off, length, ch, ns, rate, aflags = _AUDIO.unpack_from(p, pos + i * _AUDIO.size)
+            if ch * ns * 4 != length:
+                raise ProtocolError(f"BATCH (step {step}) sample {i}: audio of {ch} x {ns} samples "
+                                    f"does not match its {length} bytes")
+            samples[i] = samples[i]._replace(audio_offset=off, audio_length=length, audio_channels=ch,
+                                             audio_samples=ns, audio_rate=rate, audio_flags=aflags)
+        pos += n * _AUDIO.size
     if pos != len(p):
         raise ProtocolError(f"BATCH (step {step}): {len(p) - pos} bytes left over after the dropped list")
-    return Batch(step, slot, slot_offset, samples, dropped)
+    return Batch(step, slot, slot_offset, samples, dropped, audio)

@@ -75,6 +75,16 @@ class Loader:
     ``[B, N, H, W, 3]`` tensor when every sample has the same shape and their pixels lie
     back to back in the ring, else None).
 
+    With datahelix's audio output on (``--audio-rate``), a batch also has ``audio``:
+    one float32 tensor ``[B, C, T]`` when every sample has audio of the same length
+    (a view on the ring when the samples' audio lies back to back, else a stacked
+    copy), else a list with one ``[C, T_i]`` tensor per sample (None for a sample
+    without audio: an image, document or text); ``audio_rate`` (Hz); and
+    ``audio_missing`` (list of bool: a clip without an audio track, whose audio is
+    silence). A clip's T covers its sampled frames, from the first one's time to the
+    end of the last one's display, so clips of equal length and frame rate give equal
+    T.
+
     Without ``device`` the tensors are views on the shared ring, not copies: a batch's
     tensors stay valid for ``keep - 1`` more iterations (``clone()`` them to keep them
     longer). With ``device="cuda"`` the pixels are copied to the GPU on a side stream.
@@ -327,7 +337,8 @@ class Loader:
         if b.slot >= wl["slots"] or hi > wl["ring_bytes"]:
             raise ProtocolError(f"BATCH {step}: slot {b.slot} at offset {lo} is outside the ring")
         for s in b.samples:
-            for what, off, n in (("pixels", s.pixels_offset, s.pixels_length), ("text", s.text_offset, s.text_length)):
+            for what, off, n in (("pixels", s.pixels_offset, s.pixels_length), ("text", s.text_offset, s.text_length),
+                                 ("audio", s.audio_offset, s.audio_length)):
                 if n and not lo <= off <= off + n <= hi:
                     raise ProtocolError(f"BATCH {step}: {what} of {s.key!r} ({n} bytes at {off}) "
                                         f"lie outside its slot [{lo}, {hi})")
@@ -341,10 +352,36 @@ class Loader:
             text = [self._mm[s.text_offset:s.text_offset + s.text_length].decode("utf-8") for s in b.samples]
         except UnicodeDecodeError as e:
             raise ProtocolError(f"BATCH {step}: a text is not UTF-8 ({e})") from None
-        return {"step": b.step, "key": [s.key for s in b.samples], "kind": [s.kind for s in b.samples],
-                "pixels": pixels, "text": text, "id": [s.id for s in b.samples],
-                "owner": [s.owner for s in b.samples], "tokens": [s.tokens for s in b.samples],
-                "dropped": list(b.dropped), "stacked": stacked}
+        batch = {"step": b.step, "key": [s.key for s in b.samples], "kind": [s.kind for s in b.samples],
+                 "pixels": pixels, "text": text, "id": [s.id for s in b.samples],
+                 "owner": [s.owner for s in b.samples], "tokens": [s.tokens for s in b.samples],
+                 "dropped": list(b.dropped), "stacked": stacked}
+        if b.audio:
+            batch.update(self._audio(b, step))
+        return batch
+
+    def _audio(self, b: w.Batch, step: int) -> dict:
+        """The audio keys of a batch whose BATCH has an audio table (docs/bridge.md)."""
+        ring = self._ring
+        clips = []
+        for s in b.samples:
+            if s.audio_channels == 0:
+                clips.append(None)  # an image, document or text sample: no audio
+                continue
+            if s.audio_offset % 4:
+                raise ProtocolError(f"BATCH {step}: audio of {s.key!r} at offset {s.audio_offset}, not float32-aligned")
+            pcm = ring[s.audio_offset:s.audio_offset + s.audio_length].view(torch.float32)
+            clips.append(pcm.view(s.audio_channels, s.audio_samples))
+        audio = clips
+        shapes = {None if c is None else tuple(c.shape) for c in clips}
+        if clips and len(shapes) == 1 and None not in shapes:
+            first, size = b.samples[0].audio_offset, b.samples[0].audio_length
+            if all(s.audio_offset == first + i * size for i, s in enumerate(b.samples)):
+                audio = ring[first:first + size * len(clips)].view(torch.float32).view(len(clips), *clips[0].shape)
+            else:
+                audio = torch.stack(clips)  # a copy: the samples lie apart in the ring
+        return {"audio": audio, "audio_rate": self._welcome.get("audio_rate", 0),
+                "audio_missing": [bool(s.audio_flags & w.AUDIO_MISSING) for s in b.samples]}
 
     def _release(self, below: int):
         """Forget held batches with step < below, once their device copies are done."""
@@ -368,7 +405,7 @@ class Loader:
             self._registered = ptr
 
     def _to_device(self, batch: dict):
-        """Copy the pixels on the side stream; returns the event that marks the copies done."""
+        """Copy the pixels (and audio) on the side stream; returns the event that marks the copies done."""
         main = torch.cuda.current_stream(self._device)
         start, done = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         with torch.cuda.stream(self._side):
@@ -378,7 +415,15 @@ class Loader:
                 pixels, owned = list(stacked.unbind(0)), [stacked]
             else:
                 stacked = None
-                pixels = owned = [p.to(self._device, non_blocking=True) for p in batch["pixels"]]
+                pixels = [p.to(self._device, non_blocking=True) for p in batch["pixels"]]
+                owned = list(pixels)
+            audio = batch.get("audio")
+            if isinstance(audio, torch.Tensor):
+                audio = audio.to(self._device, non_blocking=True)
+                owned.append(audio)
+            elif audio is not None:
+                audio = [None if a is None else a.to(self._device, non_blocking=True) for a in audio]
+                owned.extend(a for a in audio if a is not None)
             done.record(self._side)
         main.wait_stream(self._side)
         for t in owned:
@@ -386,6 +431,8 @@ class Loader:
         self._h2d_pending.append((start, done, sum(p.numel() for p in batch["pixels"])))
         self._poll_h2d()
         batch["pixels"], batch["stacked"] = pixels, stacked
+        if audio is not None:
+            batch["audio"] = audio
         return done
 
     def _poll_h2d(self):

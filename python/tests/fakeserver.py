@@ -16,7 +16,7 @@ MAGIC = 0x31584844
 HDR = struct.Struct("<IHHII")
 T = dict(HELLO=1, WELCOME=2, REFUSE=3, NEXT=4, BATCH=5, END=6, ERROR=7, RELEASE=8, BYE=9)
 NAME = {v: k for k, v in T.items()}
-KIND = {"text": 1, "image": 2, "video": 3, "document": 4}
+KIND = {"text": 1, "image": 2, "video": 3, "document": 4, "audio": 5}
 
 
 def msg(kind: str, payload: bytes = b"") -> bytes:
@@ -38,10 +38,11 @@ def decode(packet: bytes):
     return name, None
 
 
-def encode_batch(step, slot, slot_offset, samples, dropped=()):
+def encode_batch(step, slot, slot_offset, samples, dropped=(), audio=False):
     """samples: dicts with key, kind, shape, pixels_offset, text_offset, text_length,
-    tokens, owner, id."""
-    out = [struct.pack("<qIIIIQ", step, slot, len(samples), len(dropped), 0, slot_offset)]
+    tokens, owner, id; with audio, the audio table from their audio_offset, audio_channels,
+    audio_samples, audio_rate and audio_flags (0 when absent)."""
+    out = [struct.pack("<qIIIIQ", step, slot, len(samples), len(dropped), 1 if audio else 0, slot_offset)]
     for s in samples:
         n, h, w, c = s["shape"]
         out.append(struct.pack("<QQQIHBB4IIIQ", s["pixels_offset"], n * h * w * c, s["text_offset"],
@@ -50,6 +51,11 @@ def encode_batch(step, slot, slot_offset, samples, dropped=()):
     out += [s["key"].encode() for s in samples]
     for key, err in dropped:
         out.append(struct.pack("<HH", len(key.encode()), len(err.encode())) + key.encode() + err.encode())
+    if audio:
+        for s in samples:
+            ch, ns = s.get("audio_channels", 0), s.get("audio_samples", 0)
+            out.append(struct.pack("<QQIIII", s.get("audio_offset", 0), 4 * ch * ns, ch, ns,
+                                   s.get("audio_rate", 0), s.get("audio_flags", 0)))
     return msg("BATCH", b"".join(out))
 
 
@@ -120,6 +126,16 @@ class FakeServer:
             s["pixels_offset"] = pos if size else 0
             self.ring[pos:pos + size] = bytes([(step * 16 + i) % 256]) * size
             pos += size + gap
+        for i, s in enumerate(samples):
+            if "audio" not in s:
+                continue
+            ch, ns, missing = s["audio"]  # sample k of channel c holds the value i + c + k/1000
+            pos = (pos + 63) // 64 * 64
+            pcm = [i + c + k / 1000 for c in range(ch) for k in range(ns)]
+            self.ring[pos:pos + 4 * ch * ns] = struct.pack(f"<{ch * ns}f", *pcm)
+            s.update(audio_offset=pos, audio_channels=ch, audio_samples=ns, audio_rate=16000,
+                     audio_flags=1 if missing else 0)
+            pos += 4 * ch * ns
         for s in samples:
             t = s["text"].encode()
             s["text_offset"], s["text_length"] = pos, len(t)
@@ -128,9 +144,9 @@ class FakeServer:
         assert pos <= base + self.slot_bytes
         return slot, base, samples
 
-    def send_batch(self, step, specs=None, dropped=(), **layout):
+    def send_batch(self, step, specs=None, dropped=(), audio=False, **layout):
         slot, base, samples = self.layout(step, specs or self.specs(step), **layout)
-        self.send(encode_batch(step, slot, base, samples, dropped))
+        self.send(encode_batch(step, slot, base, samples, dropped, audio))
 
     def _recv(self):
         data = self.sock.recv(1 << 16)

@@ -97,6 +97,41 @@ class LoaderTest(unittest.TestCase):
         self.assertEqual(b["text"], ["one", "two"])
         self.assertEqual(tuple(b["stacked"].shape), (2, 0, 4, 4, 3))
 
+    def _audio_batch(self, specs):
+        srv = self.serve(steps=1, specs=lambda step: specs)
+        srv.on_next = lambda s, step: s.send_batch(step, audio=True) if step == 0 else s.default_next(step)
+        return srv, next(self.loader())
+
+    def test_audio_stacked_view(self):
+        specs = [dict(video(i), audio=(1, 16, i == 1)) for i in range(2)]  # 64 bytes each: back to back
+        srv, b = self._audio_batch(specs)
+        a = b["audio"]
+        self.assertEqual((tuple(a.shape), a.dtype), ((2, 1, 16), torch.float32))
+        self.assertEqual(b["audio_missing"], [False, True])
+        self.assertAlmostEqual(a[1, 0, 5].item(), 1.005, places=5)
+        srv.ring[192:196] = b"\0\0\x80\x3f"  # 1.0 over sample 0's first (after 2 x 96 pixel bytes): a view, not a copy
+        self.assertEqual(a[0, 0, 0].item(), 1.0)
+
+    def test_audio_stacked_copy_when_apart(self):
+        specs = [dict(video(i), audio=(2, 3, False)) for i in range(2)]  # 24 bytes, each 64-aligned
+        _, b = self._audio_batch(specs)
+        a = b["audio"]
+        self.assertEqual(tuple(a.shape), (2, 2, 3))
+        self.assertAlmostEqual(a[1, 1, 2].item(), 2.002, places=5)  # sample 1, channel 1, k 2
+
+    def test_audio_list_when_lengths_differ(self):
+        specs = [dict(video(0), audio=(1, 16, False)), dict(video(1), audio=(1, 8, False)),
+                 {"kind": "image", "shape": (1, 4, 4, 3), "text": "", "key": "img"}]
+        _, b = self._audio_batch(specs)
+        a = b["audio"]
+        self.assertIsInstance(a, list)
+        self.assertEqual([None if t is None else tuple(t.shape) for t in a], [(1, 16), (1, 8), None])
+        self.assertEqual(b["audio_missing"], [False, False, False])
+
+    def test_no_audio_keys_without_the_table(self):
+        self.serve(steps=1)
+        self.assertNotIn("audio", next(self.loader()))
+
     def test_release_below_and_end(self):
         for keep, below in ((2, [0, 0, 1, 2, 3]), (3, [0, 0, 0, 1, 2])):
             with self.subTest(keep=keep):
@@ -405,6 +440,23 @@ class LoaderTest(unittest.TestCase):
         self.assertGreater(s["h2d_gbps"], 0)
         self.assertGreater(s["gpu_step_ms_p50"], 0)
         self.assertTrue(srv.hello["cuda"])
+
+    @unittest.skipUnless(torch.cuda.is_available(), "needs CUDA")
+    def test_cuda_copies_audio(self):
+        for specs in ([dict(video(i), audio=(1, 16, False)) for i in range(2)],  # stacked
+                      [dict(video(0), audio=(2, 3, False)), {"kind": "text", "shape": (0, 4, 4, 3), "text": "t"}]):  # a list
+            with self.subTest(n=len(specs)):
+                srv = FakeServer(steps=1, specs=lambda step: specs,
+                                 on_next=lambda s, step: s.send_batch(step, audio=True) if step == 0 else s.default_next(step))
+                try:
+                    with datahelix.Loader(timeout=10, device="cuda") as loader:
+                        b = next(loader)
+                        torch.cuda.synchronize()
+                        audio = b["audio"] if isinstance(b["audio"], list) else list(b["audio"].unbind(0))
+                        self.assertTrue(all(a is None or a.is_cuda for a in audio))
+                        self.assertAlmostEqual(audio[0][0, 2].item(), 0.002, places=5)
+                finally:
+                    srv.stop()
 
     @unittest.skipIf(torch.cuda.is_available(), "CUDA is available here")
     def test_cuda_unavailable(self):

@@ -33,12 +33,17 @@ def decode(kind: int, payload) -> dict:
         return {}
     b = w.parse_batch(payload)
     code = {name: k for k, name in w.KINDS.items()}
-    return {"step": b.step, "slot": b.slot, "slot_offset": b.slot_offset,
-            "samples": [{"key": s.key, "kind": code[s.kind], "shape": list(s.shape),
-                         "pixels_off": s.pixels_offset, "pixels_len": s.pixels_length,
-                         "text_off": s.text_offset, "text_len": s.text_length,
-                         "tokens": s.tokens, "owner": s.owner, "id": s.id} for s in b.samples],
-            "dropped": [list(d) for d in b.dropped]}
+    out = {"step": b.step, "slot": b.slot, "slot_offset": b.slot_offset,
+           "samples": [{"key": s.key, "kind": code[s.kind], "shape": list(s.shape),
+                        "pixels_off": s.pixels_offset, "pixels_len": s.pixels_length,
+                        "text_off": s.text_offset, "text_len": s.text_length,
+                        "tokens": s.tokens, "owner": s.owner, "id": s.id} for s in b.samples],
+           "dropped": [list(d) for d in b.dropped]}
+    if b.audio:
+        out["audio"] = [{"off": s.audio_offset, "len": s.audio_length, "channels": s.audio_channels,
+                         "samples": s.audio_samples, "rate": s.audio_rate, "flags": s.audio_flags}
+                        for s in b.samples]
+    return out
 
 
 class WireTest(unittest.TestCase):
@@ -70,6 +75,28 @@ class WireTest(unittest.TestCase):
         bad = bytearray(payload)
         bad[32 + 32] = 4  # N: shape no longer matches the pixel bytes
         with self.assertRaisesRegex(datahelix.ProtocolError, "does not match its 36 pixel bytes"):
+            w.parse_batch(bad)
+
+    def test_batch_audio_table(self):
+        s = {"key": "k", "kind": "video", "shape": (1, 2, 2, 3), "pixels_offset": 4096, "text_offset": 4160,
+             "text_length": 0, "tokens": 0, "owner": 0, "id": 1, "audio_offset": 4160, "audio_channels": 2,
+             "audio_samples": 3, "audio_rate": 16000, "audio_flags": 1}
+        kind, payload = w.unpack(encode_batch(4, 1, 4096, [s], audio=True))
+        b = w.parse_batch(payload)
+        self.assertTrue(b.audio)
+        a = b.samples[0]
+        self.assertEqual((a.audio_offset, a.audio_length, a.audio_channels, a.audio_samples, a.audio_rate, a.audio_flags),
+                         (4160, 24, 2, 3, 16000, 1))
+        with self.assertRaisesRegex(datahelix.ProtocolError, "audio table runs past"):
+            w.parse_batch(payload[:-1])
+        bad = bytearray(payload)
+        bad[-32 + 16] = 5  # channels: no longer matches the audio bytes
+        with self.assertRaisesRegex(datahelix.ProtocolError, "does not match its 24 bytes"):
+            w.parse_batch(bad)
+        # Without the flag the same table is bytes left over.
+        bad = bytearray(payload)
+        bad[20] = 0
+        with self.assertRaisesRegex(datahelix.ProtocolError, "left over"):
             w.parse_batch(bad)
 
     def test_golden(self):

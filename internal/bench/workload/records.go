@@ -25,6 +25,12 @@ type genSpec struct {
 		BFrames   int     `json:"bframes"`
 		KbitRate  int     `json:"kbit_s"`
 	} `json:"video"`
+	Audio *struct {
+		Seconds    float64 `json:"duration_s"`
+		Codec      string  `json:"codec"`
+		SampleRate int     `json:"sample_rate"`
+		Channels   int     `json:"channels"`
+	} `json:"audio"`
 	Images []genImage `json:"images"`
 	Words  []int      `json:"words"`
 }
@@ -148,6 +154,13 @@ func syntheticRecord(s *genSpec, bpp map[string]float64) (*decoding.Record, erro
 		if r.Text == nil {
 			r.Text = &decoding.TextInfo{}
 		}
+	case "audio":
+		a := s.Audio
+		if a == nil {
+			return nil, fmt.Errorf("bench: audio sample without its audio")
+		}
+		r.Modality = decoding.ModalityAudio
+		r.Audio = &decoding.AudioInfo{Codec: a.Codec, SampleRate: a.SampleRate, Channels: a.Channels, Timescale: 1000, Duration: int64(math.Round(a.Seconds * 1000))}
 	default:
 		return nil, fmt.Errorf("bench: unknown sample kind %q", s.Kind)
 	}
