@@ -43,4 +43,3 @@ func (t *TransformFlags) Spec(size int) (transform.Spec, error) {
 	}
 	return s, nil
 }
-
