@@ -89,6 +89,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "-stall-timeout=ten"}, "stall-timeout"},
 		{[]string{"info", "--rounds", "0"}, "rounds"},
 		{[]string{"run", "--max-tasks", "-2"}, "max-tasks"},
+		{[]string{"run", "--stream-turns", "0"}, "stream-turns"},
+		{[]string{"run", "--streams", "3", "--stream-turns", "2"}, "streams"},
 		{[]string{"train", "--ring-slots", "1", "--", "python3", "train.py"}, "ring-slots"},
 		{[]string{"train", "--ring-slot-mib", "-1", "--", "python3", "train.py"}, "ring-slot-mib"},
 		{[]string{"help", "bogus"}, ""},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -282,6 +283,29 @@ func TestRunEpochs(t *testing.T) {
 	var fe cli.FlagError
 	if err := commandErr(t, fastRun(uneven, "--ranks", "4", "--epochs", "1")...); !errors.As(err, &fe) || fe.Flag != "epochs" || fe.Value != "1" {
 		t.Errorf("an epoch short of a global batch: %v, want a cli.FlagError of --epochs 1", err)
+	}
+}
+
+// TestStreamTurnsTrainsOneOrder: --streams ranks x W --stream-turns W
+// (the DataLoader layout) is one order that every loader trains, another
+// than the default's.
+func TestStreamTurnsTrainsOneOrder(t *testing.T) {
+	data := gentest.Tiny(t) // 8 shards
+	hashes := map[string]string{}
+	for _, layout := range [][]string{nil, {"--streams", "4", "--stream-turns", "2"}} {
+		js := filepath.Join(t.TempDir(), "r.json")
+		args := append(fastRun(data, "--ranks", "2", "--workers", "2", "--steps", "6", "--loader", "torch,helix", "--json", js), layout...)
+		if code, _, stderr := runMain(args...); code != 0 || stderr != "" {
+			t.Fatalf("%v: exit %d, stderr %q", layout, code, stderr)
+		}
+		rs := readSummaries(t, js)
+		if len(rs) != 2 || rs[0].BatchesHash != rs[1].BatchesHash {
+			t.Fatalf("%v: %+v, want torch and helix with one batches hash", layout, rs)
+		}
+		hashes[fmt.Sprint(layout)] = rs[0].BatchesHash
+	}
+	if len(hashes) != 2 {
+		t.Errorf("the DataLoader layout trains the default layout's batches (%v)", hashes)
 	}
 }
 

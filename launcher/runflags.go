@@ -116,6 +116,7 @@ func (f *runFlags) registerData(fs *flag.FlagSet, steps int, stepsUsage string) 
 	fs.Uint64Var(&f.seed, "seed", 1, "`seed` of the sample order and the transforms (and of the default dataset's content)")
 	fs.IntVar(&f.cfg.ShuffleBuffer, "shuffle-buffer", 64, "samples in each stream's shuffle buffer (WebDataset's shuffle(N))")
 	fs.IntVar(&f.cfg.Streams, "streams", 0, "streams reading the shards, each its own in turn, a global batch taking a run of samples from each (default min(shards, ranks x batch): with as many streams as ranks, each rank streams its own shards)")
+	fs.IntVar(&f.cfg.StreamTurns, "stream-turns", 1, "streams taking turns `T` at a time: each of --streams/T lanes fills its run of a global batch from one of its T streams in turn (--streams ranks x W --stream-turns W: each rank's batch comes whole from one of W shards in turn, as WebDataset under a DataLoader of W workers)")
 	fs.IntVar(&f.epochs, "epochs", 0, "end after `E` epochs of the dataset (or at --steps, if sooner); 0: --steps alone")
 	fs.Int64Var(&f.decodedMiB, "decoded-budget", 0, fmt.Sprintf("`MiB` of decoded samples a rank may hold ahead of the GPU, at most %d (0: horizon x batch clips, with the audio limit's PCM under --audio-rate)", maxBudgetMiB))
 	fs.Int64Var(&f.compressedMiB, "compressed-budget", 1024, fmt.Sprintf("`MiB` of compressed samples a rank may hold before decoding, at most %d (0: 1024)", maxBudgetMiB))
@@ -181,6 +182,10 @@ func (f *runFlags) validate() error {
 		return cli.FlagErrorf("", "epochs", f.epochs, "want 0 (--steps alone) or more")
 	case f.cfg.ShuffleBuffer < 1:
 		return cli.FlagErrorf("", "shuffle-buffer", f.cfg.ShuffleBuffer, "want at least 1")
+	case f.cfg.StreamTurns < 1:
+		return cli.FlagErrorf("", "stream-turns", f.cfg.StreamTurns, "want at least 1")
+	case f.cfg.Streams > 0 && f.cfg.Streams%f.cfg.StreamTurns != 0:
+		return cli.FlagErrorf("", "streams", f.cfg.Streams, "want a multiple of --stream-turns %d", f.cfg.StreamTurns)
 	case f.cfg.MaxTasks < 0:
 		return cli.FlagErrorf("", "max-tasks", f.cfg.MaxTasks, "want 0 (as many as --workers) or more")
 	}
@@ -306,6 +311,12 @@ func runSettings(f *runFlags) []agree.Setting {
 		{Name: "--steps", Value: uint64(f.cfg.Steps)},
 		{Name: "--batch", Value: uint64(f.cfg.Batch)},
 		{Name: "--seed", Value: f.seed},
+		{Name: "--streams (0 is min(shards, global batch))", Value: uint64(f.cfg.Streams)},
+		{Name: "--stream-turns", Value: uint64(f.cfg.StreamTurns)},
+		{Name: "--shuffle-buffer", Value: uint64(f.cfg.ShuffleBuffer)},
+		{Name: "--epochs", Value: uint64(f.epochs)},
+		{Name: "--audio-rate", Value: uint64(f.cfg.Decode.AudioRate)},
+		{Name: "--audio-channels", Value: uint64(f.cfg.Decode.AudioChannels)},
 		{Name: "--check-every", Value: uint64(f.cfg.CheckEvery)},
 		{Name: "--margin-us", Value: uint64(f.cfg.Margin)},
 		{Name: "--checkpoint-every", Value: uint64(f.cfg.CheckpointEvery)},

@@ -126,7 +126,7 @@ func TestCheckJob(t *testing.T) {
 			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			rd, err := reader.New(sizes, r, ranks, batch, 7, reader.DefaultShuffleBuffer, 0)
+			rd, err := reader.New(sizes, r, ranks, batch, 7, reader.DefaultShuffleBuffer, 0, 1)
 			if err != nil {
 				t.Fatal(err)
 			}

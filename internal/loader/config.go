@@ -51,6 +51,12 @@ type Config struct {
 	// depends on the dataset, Seed, ranks x Batch and Streams, never on
 	// the world size alone.
 	Streams int
+	// StreamTurns is T: the streams form Streams/T lanes whose T streams
+	// take turns, one filling a lane's whole run of a global batch (0 or
+	// 1: none). Streams = ranks x W and StreamTurns = W give each rank's
+	// batch whole from one of W streams in turn, as WebDataset under a
+	// DataLoader of W workers does.
+	StreamTurns int
 	// CheckEvery is K: every K steps the ranks compare plan hashes (0: 50).
 	CheckEvery int
 	// Margin is the transfer-cost gate's margin, µs.
@@ -204,6 +210,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Streams < 0 {
 		return fmt.Errorf("--streams %d: want 0 (min(shards, global batch)) or more", c.Streams)
+	}
+	if c.StreamTurns < 0 {
+		return fmt.Errorf("--stream-turns %d: want 1 or more", c.StreamTurns)
 	}
 	if c.CheckpointEvery < 0 {
 		return fmt.Errorf("--checkpoint-every %d: want 0 (never) or more", c.CheckpointEvery)

@@ -111,6 +111,7 @@ type State struct {
 	// run's, for the record).
 	GlobalBatch   int `json:"global_batch"`
 	Streams       int `json:"streams"`
+	StreamTurns   int `json:"stream_turns,omitempty"` // absent: 1
 	ShuffleBuffer int `json:"shuffle_buffer"`
 	Batch         int `json:"batch"`
 	WorldSize     int `json:"world_size"`
@@ -141,7 +142,7 @@ func (l *Loader) State() []byte {
 }
 
 func (l *Loader) stateAt(step int64) State {
-	return State{Format: stateFormat, Seed: l.cfg.Seed, GlobalBatch: l.cfg.Batch * l.comm.Size(), Streams: l.reader.Order().Streams(),
+	return State{Format: stateFormat, Seed: l.cfg.Seed, GlobalBatch: l.cfg.Batch * l.comm.Size(), Streams: l.reader.Order().Streams(), StreamTurns: l.reader.Order().Turns(),
 		ShuffleBuffer: l.cfg.ShuffleBuffer, Batch: l.cfg.Batch, WorldSize: l.comm.Size(),
 		Loader: l.cfg.Loader.String(), Dataset: fmt.Sprintf("%016x", l.dataset), Shards: l.ds.NumShards(), Step: step,
 		ShardList: agree.ShardList(l.ds)}
@@ -190,6 +191,8 @@ func (s State) mismatch(id State) string {
 			s.GlobalBatch, s.WorldSize, s.Batch, id.GlobalBatch, id.WorldSize, id.Batch)
 	case s.Streams != id.Streams:
 		return fmt.Sprintf("%d streams, this run's %d (--streams)", s.Streams, id.Streams)
+	case max(s.StreamTurns, 1) != max(id.StreamTurns, 1):
+		return fmt.Sprintf("streams taking turns %d at a time, this run's %d (--stream-turns)", max(s.StreamTurns, 1), max(id.StreamTurns, 1))
 	case s.ShuffleBuffer != id.ShuffleBuffer:
 		return fmt.Sprintf("a shuffle buffer of %d, this run's %d (--shuffle-buffer)", s.ShuffleBuffer, id.ShuffleBuffer)
 	case s.Step < 0:

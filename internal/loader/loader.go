@@ -196,7 +196,7 @@ func newRankReader(comm collective.Comm, ds decode.Source, cfg Config) (*reader.
 	if err := checkEmptyShards(ds); err != nil {
 		return nil, err
 	}
-	rd, err := reader.New(shardSizes(ds), comm.Rank(), comm.Size(), cfg.Batch, cfg.Seed, cfg.ShuffleBuffer, cfg.Streams)
+	rd, err := reader.New(shardSizes(ds), comm.Rank(), comm.Size(), cfg.Batch, cfg.Seed, cfg.ShuffleBuffer, cfg.Streams, cfg.StreamTurns)
 	if err != nil {
 		return nil, collective.AllRanks(err)
 	}

@@ -269,7 +269,7 @@ func TestCorruptSampleIsDroppedAndLoggedOnce(t *testing.T) {
 	sizes := []int{4, 4, 4, 4, 4, 4, 4, 4}
 	want := 0
 	for rank := range 4 {
-		r, err := reader.New(sizes, rank, 4, cfg.Batch, cfg.Seed, 64, 0)
+		r, err := reader.New(sizes, rank, 4, cfg.Batch, cfg.Seed, 64, 0, 1)
 		if err != nil {
 			t.Fatal(err)
 		}

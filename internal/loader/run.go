@@ -110,7 +110,7 @@ func CheckJob(comm collective.Comm, ds decode.Source, cfg Config, kinds []Kind) 
 	if err := checkEmptyShards(ds); err != nil {
 		return err
 	}
-	if _, err := reader.NewOrder(shardSizes(ds), comm.Size()*cfg.Batch, cfg.Streams, cfg.Seed, cfg.ShuffleBuffer); err != nil {
+	if _, err := reader.NewOrder(shardSizes(ds), comm.Size()*cfg.Batch, cfg.Streams, cfg.StreamTurns, cfg.Seed, cfg.ShuffleBuffer); err != nil {
 		return collective.AllRanks(err)
 	}
 	return checkStartCheckpoints(comm, ds, cfg, kinds)

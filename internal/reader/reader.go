@@ -49,7 +49,8 @@ func (s SampleRef) ID(epoch int) uint64 {
 // Order is the job's sample order, as WebDataset and Mosaic Streaming
 // users expect it, and the same at any world size: which samples make up
 // each step's global batch depends only on the shard sizes, the seed, the
-// global batch G (ranks x per-rank batch) and the number of streams S.
+// global batch G (ranks x per-rank batch), the number of streams S and
+// their turns T.
 //
 //   - Each epoch the shards are shuffled with the seed and the epoch.
 //   - S streams (by default min(shards, G)) each read whole shards in
@@ -58,7 +59,13 @@ func (s SampleRef) ID(epoch int) uint64 {
 //     through a shuffle buffer of their own.
 //   - Global batch t takes, for each of its G positions p in order, the
 //     next sample of stream ⌊p·S/G⌋: a run of about G/S consecutive
-//     positions from each stream.
+//     positions from each stream. With turns T > 1 the streams form S/T
+//     lanes of T streams that take turns: position p of batch t draws
+//     from stream ⌊p·L/G⌋·T + t mod T of the L = S/T lanes, so that one
+//     stream fills a lane's whole run of a batch, and its next run T
+//     batches later. S = N·W and T = W is WebDataset under a DataLoader
+//     of W workers: each batch of a rank comes whole from one worker's
+//     shard, the workers taking turns.
 //   - A rank of N takes positions [r·G/N, (r+1)·G/N) of every global
 //     batch, so that when S = N each rank streams its own shards, as a
 //     WebDataset rank does (S = N·W gives each of its W workers one).
@@ -70,6 +77,7 @@ func (s SampleRef) ID(epoch int) uint64 {
 type Order struct {
 	sizes  []int // samples per shard
 	g      int   // global batch
+	turns  int   // streams taking turns in a lane (1: none)
 	seed   uint64
 	bufCap int
 	st     orderState
@@ -79,14 +87,15 @@ type Order struct {
 // and Loader states, the same on every rank.
 type orderState struct {
 	Format  int           `json:"format"`
-	Dataset uint64        `json:"dataset"`        // hash of the shard sizes
-	Global  int           `json:"global_batch"`   // G
-	Seed    uint64        `json:"seed"`           // the order's seed
-	Buffer  int           `json:"shuffle_buffer"` // per stream
-	Batches int64         `json:"batches"`        // global batches drawn
-	Epoch   int           `json:"epoch"`          // the epoch of Queue
-	Queue   []int         `json:"queue"`          // that epoch's shard order
-	Next    int           `json:"next"`           // next position of Queue to hand out
+	Dataset uint64        `json:"dataset"`                // hash of the shard sizes
+	Global  int           `json:"global_batch"`           // G
+	Seed    uint64        `json:"seed"`                   // the order's seed
+	Buffer  int           `json:"shuffle_buffer"`         // per stream
+	Batches int64         `json:"batches"`                // global batches drawn
+	Turns   int           `json:"stream_turns,omitempty"` // T; absent is 1
+	Epoch   int           `json:"epoch"`                  // the epoch of Queue
+	Queue   []int         `json:"queue"`                  // that epoch's shard order
+	Next    int           `json:"next"`                   // next position of Queue to hand out
 	Streams []streamState `json:"streams"`
 }
 
@@ -106,11 +115,12 @@ type streamState struct {
 
 // NewOrder returns the order of a dataset whose shards hold sizes
 // samples, for a global batch of global samples, with streams streams (0:
-// min(shards, global)) each passing samples through a shuffle buffer of
+// min(shards, global) lanes of turns streams) taking turns turns at a
+// time (0 or 1: none), each passing samples through a shuffle buffer of
 // shuffleBuffer (at most the stream's share of an epoch, samples over
 // streams). An epoch shorter than one global batch is refused, as
 // is an empty shard.
-func NewOrder(sizes []int, global, streams int, seed uint64, shuffleBuffer int) (*Order, error) {
+func NewOrder(sizes []int, global, streams, turns int, seed uint64, shuffleBuffer int) (*Order, error) {
 	total := 0
 	for i, n := range sizes {
 		if n <= 0 {
@@ -126,19 +136,29 @@ func NewOrder(sizes []int, global, streams int, seed uint64, shuffleBuffer int) 
 	case total < global:
 		return nil, shortEpochError{samples: total, global: global}
 	}
-	if streams <= 0 {
-		streams = min(len(sizes), global)
+	turns = max(turns, 1)
+	if turns > len(sizes) {
+		return nil, fmt.Errorf("reader: --stream-turns %d: want 1..%d (at most the shards, each stream reading its own)", turns, len(sizes))
 	}
-	if streams > global || streams > len(sizes) {
-		return nil, fmt.Errorf("reader: --streams %d: want 1..%d (at most the shards, %d, and the global batch, %d)",
-			streams, min(len(sizes), global), len(sizes), global)
+	if streams <= 0 {
+		streams = min(len(sizes)/turns, global) * turns
+	}
+	switch lanes := streams / turns; {
+	case streams%turns != 0:
+		return nil, fmt.Errorf("reader: --streams %d: want a multiple of --stream-turns %d", streams, turns)
+	case lanes > global || streams > len(sizes):
+		return nil, fmt.Errorf("reader: --streams %d: want %d..%d (at most the shards, %d, and the global batch, %d, times --stream-turns %d)",
+			streams, turns, min(len(sizes)/turns, global)*turns, len(sizes), global, turns)
 	}
 	// A stream's buffer holds at most its share of an epoch: a larger one
 	// would hoard the samples of several epochs and serve them at random
 	// across them.
-	o := &Order{sizes: sizes, g: global, seed: seed, bufCap: max(min(shuffleBuffer, total/streams), 1)}
+	o := &Order{sizes: sizes, g: global, turns: turns, seed: seed, bufCap: max(min(shuffleBuffer, total/streams), 1)}
 	o.st = orderState{Format: orderFormat, Dataset: sizesHash(sizes), Global: global, Seed: seed, Buffer: o.bufCap,
 		Streams: make([]streamState, streams)}
+	if turns > 1 {
+		o.st.Turns = turns
+	}
 	for s := range o.st.Streams {
 		o.st.Streams[s] = streamState{Shard: -1, rng: rand.NewPCG(seed, uint64(s)+1)}
 	}
@@ -148,6 +168,9 @@ func NewOrder(sizes []int, global, streams int, seed uint64, shuffleBuffer int) 
 
 // Streams is the order's number of streams.
 func (o *Order) Streams() int { return len(o.st.Streams) }
+
+// Turns is how many streams of a lane take turns (1: none).
+func (o *Order) Turns() int { return o.turns }
 
 // Epoch is the epoch whose shards the streams are being handed: 0 until
 // every shard of epoch 0 has gone to a stream.
@@ -199,9 +222,9 @@ func (o *Order) draw(s *streamState) (SampleRef, int) {
 // NextBatch appends the next global batch's G samples, in position
 // order, to refs and their epochs to epochs.
 func (o *Order) NextBatch(refs []SampleRef, epochs []int) ([]SampleRef, []int) {
-	n := len(o.st.Streams)
+	lanes, turn := len(o.st.Streams)/o.turns, int(o.st.Batches%int64(o.turns))
 	for p := range o.g {
-		ref, e := o.draw(&o.st.Streams[p*n/o.g])
+		ref, e := o.draw(&o.st.Streams[p*lanes/o.g*o.turns+turn])
 		refs, epochs = append(refs, ref), append(epochs, e)
 	}
 	o.st.Batches++
@@ -262,6 +285,8 @@ func (o *Order) checkState(st *orderState) error {
 		return fmt.Errorf("saved with a global batch of %d, this job's is %d (ranks x --batch): keep the global batch to resume at another world size", st.Global, o.g)
 	case len(st.Streams) != len(o.st.Streams):
 		return fmt.Errorf("saved with %d streams, this job's is %d (--streams)", len(st.Streams), len(o.st.Streams))
+	case max(st.Turns, 1) != o.turns:
+		return fmt.Errorf("saved with streams taking turns %d at a time, this job's %d (--stream-turns)", max(st.Turns, 1), o.turns)
 	case st.Buffer != o.bufCap:
 		return fmt.Errorf("saved with a shuffle buffer of %d, this job's is %d (--shuffle-buffer)", st.Buffer, o.bufCap)
 	case st.Epoch < 0 || st.Epoch > maxEpoch:
@@ -340,11 +365,11 @@ type Reader struct {
 // New returns rank's reader (of ranks, batch samples a step each) of the
 // order of a dataset whose shards hold sizes samples: NewOrder's, for a
 // global batch of ranks x batch.
-func New(sizes []int, rank, ranks, batch int, seed uint64, shuffleBuffer, streams int) (*Reader, error) {
+func New(sizes []int, rank, ranks, batch int, seed uint64, shuffleBuffer, streams, turns int) (*Reader, error) {
 	if rank < 0 || rank >= ranks || batch < 1 {
 		return nil, fmt.Errorf("reader: rank %d of %d, batch %d", rank, ranks, batch)
 	}
-	o, err := NewOrder(sizes, ranks*batch, streams, seed, shuffleBuffer)
+	o, err := NewOrder(sizes, ranks*batch, streams, turns, seed, shuffleBuffer)
 	if err != nil {
 		return nil, err
 	}

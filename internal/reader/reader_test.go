@@ -28,7 +28,7 @@ func readers(t *testing.T, sizes []int, ranks, batch int, seed uint64, buf, stre
 	rs := make([]*Reader, ranks)
 	for r := range rs {
 		var err error
-		if rs[r], err = New(sizes, r, ranks, batch, seed, buf, streams); err != nil {
+		if rs[r], err = New(sizes, r, ranks, batch, seed, buf, streams, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -58,7 +58,7 @@ func TestGlobalBatchIndependentOfWorldSize(t *testing.T) {
 func TestEverySampleOnceAnEpoch(t *testing.T) {
 	sizes := []int{5, 9, 2, 7, 4, 6}
 	total := 33
-	o, err := NewOrder(sizes, 4, 0, 3, 4)
+	o, err := NewOrder(sizes, 4, 0, 1, 3, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,6 +86,83 @@ func TestEverySampleOnceAnEpoch(t *testing.T) {
 	zero.startEpoch(0)
 	if slices.Equal(first, zero.st.Queue) {
 		t.Errorf("epoch %d visits the shards in epoch 0's order %v", o.st.Epoch, first)
+	}
+}
+
+// TestStreamTurnsIsDataLoaderLayout: with streams = ranks x W taking
+// turns W at a time, each step's batch of a rank comes whole from one
+// stream, stream r·W + t mod W, which continues T steps later where it
+// stopped (without a shuffle buffer: the next samples of its shard); the
+// global batches are the same at any world size, and every sample is
+// served once an epoch.
+func TestStreamTurnsIsDataLoaderLayout(t *testing.T) {
+	const ranks, workers, batch = 2, 3, 4
+	sizes := []int{40, 40, 40, 40, 40, 40, 40, 40}
+	rs := make([]*Reader, ranks)
+	for r := range rs {
+		var err error
+		if rs[r], err = New(sizes, r, ranks, batch, 9, 1, ranks*workers, workers); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last := map[[2]int]SampleRef{} // (rank, worker) -> the last sample its batch ended with
+	seen := map[SampleRef]bool{}
+	for step := range 12 {
+		for r, rd := range rs {
+			w := step % workers
+			var prev SampleRef
+			for i := range batch {
+				ref, _ := rd.Next()
+				if seen[ref] {
+					t.Fatalf("step %d rank %d: sample %v served twice in epoch 0", step, r, ref)
+				}
+				seen[ref] = true
+				want := prev
+				if i == 0 {
+					want = last[[2]int{r, w}]
+				}
+				if (i > 0 || step >= workers) && (ref.Shard != want.Shard || ref.Index != want.Index+1) {
+					t.Fatalf("step %d rank %d sample %d: %v, want the sample after %v of its stream", step, r, i, ref, want)
+				}
+				prev = ref
+			}
+			last[[2]int{r, w}] = prev
+		}
+	}
+	// The same global batches read by one rank of the whole batch.
+	one, err := New(sizes, 0, 1, ranks*batch, 9, 1, ranks*workers, workers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs2 := make([]*Reader, ranks)
+	for r := range rs2 {
+		rs2[r], _ = New(sizes, r, ranks, batch, 9, 1, ranks*workers, workers)
+	}
+	want := globalBatches(t, rs2, batch, 20)
+	if got := globalBatches(t, []*Reader{one}, ranks*batch, 20); !slices.Equal(slices.Concat(got...), slices.Concat(want...)) {
+		t.Errorf("one rank's global batches differ from %d ranks'", ranks)
+	}
+}
+
+// TestStreamTurnsRefusals: turns that do not divide the streams, or more
+// turns than shards, are refused naming the flag; a state saved with
+// other turns is refused on resume.
+func TestStreamTurnsRefusals(t *testing.T) {
+	sizes := []int{10, 10, 10, 10}
+	for _, c := range []struct {
+		streams, turns int
+		want           string
+	}{{3, 2, "--streams 3"}, {0, 5, "--stream-turns 5"}} {
+		if _, err := NewOrder(sizes, 8, c.streams, c.turns, 1, 4); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("streams %d turns %d: %v, want an error naming %s", c.streams, c.turns, err, c.want)
+		}
+	}
+	a, _ := NewOrder(sizes, 8, 4, 2, 1, 4)
+	a.NextBatch(nil, nil)
+	st, _ := a.MarshalJSON()
+	b, _ := NewOrder(sizes, 8, 4, 1, 1, 4)
+	if err := b.UnmarshalJSON(st); !errors.Is(err, ErrState) || !strings.Contains(err.Error(), "--stream-turns") {
+		t.Errorf("a state of turns 2 resumed with turns 1: %v, want ErrState naming --stream-turns", err)
 	}
 }
 
@@ -145,7 +222,7 @@ func TestResumeAtAnotherWorldSize(t *testing.T) {
 // batch, stream count or shuffle buffer is refused, saying which.
 func TestResumeRefusesAnotherOrder(t *testing.T) {
 	sizes := []int{7, 13, 5, 9}
-	o, _ := NewOrder(sizes, 8, 0, 2, 4)
+	o, _ := NewOrder(sizes, 8, 0, 1, 2, 4)
 	o.NextBatch(nil, nil)
 	state, _ := o.MarshalJSON()
 	for _, c := range []struct {
@@ -163,7 +240,7 @@ func TestResumeRefusesAnotherOrder(t *testing.T) {
 		{"streams", sizes, 8, 2, 2, 4, "4 streams, this job's is 2"},
 		{"shuffle buffer", sizes, 8, 0, 2, 5, "shuffle buffer of 4, this job's is 5"},
 	} {
-		other, err := NewOrder(c.sizes, c.global, c.streams, c.seed, c.buf)
+		other, err := NewOrder(c.sizes, c.global, c.streams, 1, c.seed, c.buf)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,11 +267,11 @@ func TestOrderRefusals(t *testing.T) {
 		{[]int{3, 0}, 2, 0, "shard 1 has no samples"},
 		{[]int{3, 4}, 4, 3, "--streams 3: want 1..2"},
 	} {
-		if _, err := NewOrder(c.sizes, c.global, c.stream, 1, 1); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := NewOrder(c.sizes, c.global, c.stream, 1, 1, 1); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("NewOrder(%v, %d, %d): %v, want %q", c.sizes, c.global, c.stream, err, c.want)
 		}
 	}
-	if _, err := NewOrder([]int{3, 4}, 8, 0, 1, 1); !errors.Is(err, ErrShortEpoch) {
+	if _, err := NewOrder([]int{3, 4}, 8, 0, 1, 1, 1); !errors.Is(err, ErrShortEpoch) {
 		t.Errorf("an epoch of 7 for a global batch of 8: %v, want ErrShortEpoch", err)
 	}
 }
@@ -219,14 +296,17 @@ func TestSeedChangesTheOrder(t *testing.T) {
 // one draws batches of existing samples.
 func FuzzOrderState(f *testing.F) {
 	sizes := []int{5, 3, 8}
-	o, _ := NewOrder(sizes, 4, 0, 1, 3)
-	for range 5 {
-		o.NextBatch(nil, nil)
-		st, _ := o.MarshalJSON()
-		f.Add(st)
+	for _, turns := range []int{1, 3} { // states of both layouts
+		o, _ := NewOrder(sizes, 4, 0, turns, 1, 3)
+		for range 5 {
+			o.NextBatch(nil, nil)
+			st, _ := o.MarshalJSON()
+			f.Add(st)
+		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		o, _ := NewOrder(sizes, 4, 0, 1, 3)
+		turns := 1 + len(data)%2*2 // either layout takes any state
+		o, _ := NewOrder(sizes, 4, 0, turns, 1, 3)
 		if err := o.UnmarshalJSON(data); err != nil {
 			if !errors.Is(err, ErrState) {
 				t.Fatalf("error %v does not match ErrState", err)

@@ -21,6 +21,7 @@ type DatasetSimConfig struct {
 	Seed                uint64 // the run's --seed: the reader's shuffle
 	ShuffleBuffer       int    // 0: the runtime's 64
 	Streams             int    // 0: the runtime's min(shards, ranks x batch)
+	StreamTurns         int    // 0 or 1: none (reader.NewOrder's turns)
 }
 
 // DatasetSamples is a simulator sample source made of a real dataset's
@@ -73,7 +74,7 @@ func NewDatasetSamples(ds *decode.Dataset, cal *costmodel.Calibration, cfg Datas
 	plane := int64(cfg.Size) * int64(cfg.Size) * 3
 	n := 0
 	for r := range cfg.Ranks {
-		rd, err := reader.New(sizes, r, cfg.Ranks, cfg.Batch, cfg.Seed, cfg.ShuffleBuffer, cfg.Streams)
+		rd, err := reader.New(sizes, r, cfg.Ranks, cfg.Batch, cfg.Seed, cfg.ShuffleBuffer, cfg.Streams, cfg.StreamTurns)
 		if err != nil {
 			return nil, fmt.Errorf("bench: %w", err)
 		}
