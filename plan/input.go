@@ -52,10 +52,14 @@ const (
 	// ModeLocal moves nothing: every sample stays with its owner. It gives
 	// the rank-local baselines the same decode order and predictions.
 	ModeLocal
+	// ModeHelixNoTrain is ModeHelix without its last phase, which evens
+	// out the ranks' GPU work (Sample.Train): the ablation that separates
+	// cross-rank decode balancing from GPU-work balancing.
+	ModeHelixNoTrain
 	numModes
 )
 
-var modeNames = [numModes]string{"helix", "helix-nogate", "static", "oracle", "local"}
+var modeNames = [numModes]string{"helix", "helix-nogate", "static", "oracle", "local", "helix-notrain"}
 
 // String returns the name used in flags and tables.
 func (m Mode) String() string {
@@ -66,18 +70,22 @@ func (m Mode) String() string {
 }
 
 // parseMode returns the mode named s ("helix", "helix-nogate", "static",
-// "oracle" or "local").
+// "oracle", "local" or "helix-notrain").
 func parseMode(s string) (Mode, error) {
 	for m, name := range modeNames {
 		if s == name {
 			return Mode(m), nil
 		}
 	}
-	return 0, fmt.Errorf("%w: unknown mode %q (want helix, helix-nogate, static, oracle or local)", ErrInput, s)
+	return 0, fmt.Errorf("%w: unknown mode %q (want helix, helix-nogate, static, oracle, local or helix-notrain)", ErrInput, s)
 }
 
 // gated reports whether the mode applies the transfer-cost gate.
-func (m Mode) gated() bool { return m == ModeHelix }
+func (m Mode) gated() bool { return m == ModeHelix || m == ModeHelixNoTrain }
+
+// evensTrain reports whether the mode runs the last phase, which evens
+// out the ranks' GPU work.
+func (m Mode) evensTrain() bool { return m != ModeStatic && m != ModeHelixNoTrain }
 
 // Params are the job-wide planning parameters. Every rank builds them from
 // the same flags; each rank's block carries them so that a rank started
