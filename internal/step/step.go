@@ -62,7 +62,7 @@ func (st *Stepper) Plan(s int64, gathered []byte) (*plan.Input, *plan.Plan, erro
 // items) for a loader that does not plan: the sampler's for torch, the
 // largest estimate first for the others.
 func (k Kind) Order(items []Item) []int {
-	if k == KindTorch {
+	if k.Torch() {
 		return SamplerOrder(len(items))
 	}
 	return LocalOrder(items)
