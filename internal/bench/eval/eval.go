@@ -397,11 +397,17 @@ func (p *prepared) simConfig(k step.Kind, cfg *EvalConfig) sim.Config {
 	// The runtime's default decoded-memory budget: horizon batches of
 	// F-frame clips.
 	budget := int64(h) * int64(b) * int64(w.Frames) * int64(w.Size) * int64(w.Size) * 3
+	// Every loader reads the WebDataset layout but torch-ddp, a map-style
+	// dataset under DistributedSampler.
+	samples := p.synth.Samples
+	if k == step.KindTorchDDP {
+		samples = p.synth.SamplesDDP
+	}
 	return sim.Config{
 		Loader: k, Ranks: p.setup.Ranks, Batch: b, Steps: cfg.Steps, Workers: w.Workers, Horizon: h,
 		Budget: budget, GPU: p.gpu, Bandwidth: cfg.Network.FixedBandwidth(),
 		LatencyUS: cfg.Network.LatencyUS, Margin: GateMarginUS, Speed: p.speed,
-		Samples: p.synth.Samples, Seed: cfg.Seed, KeepPlanTimes: cfg.KeepPlanTimes,
+		Samples: samples, Seed: cfg.Seed, KeepPlanTimes: cfg.KeepPlanTimes,
 	}
 }
 
