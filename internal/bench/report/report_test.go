@@ -441,6 +441,9 @@ func TestSmallEvaluationDeterministic(t *testing.T) {
 	// sampler draws another order.
 	for _, w := range []string{"kinetics", "video_image_mix"} {
 		torch := find(a.Results, w, step.KindTorch)
+		if ddp := find(a.Results, w, step.KindTorchDDP); ddp.BatchesHash == torch.BatchesHash {
+			t.Errorf("%s: torch-ddp trained torch's batches: its layout is not DistributedSampler's", w)
+		}
 		for _, x := range a.Results {
 			if x.Workload == w && x.Loader != "torch-ddp" && x.BatchesHash != torch.BatchesHash {
 				t.Errorf("%s: %s trained other batches than torch (%s vs %s)", w, x.Loader, x.BatchesHash, torch.BatchesHash)
