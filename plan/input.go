@@ -52,14 +52,10 @@ const (
 	// ModeLocal moves nothing: every sample stays with its owner. It gives
 	// the rank-local baselines the same decode order and predictions.
 	ModeLocal
-	// ModeHelixNoTrain is ModeHelix without its last phase, which evens
-	// out the ranks' GPU work (Sample.Train): the ablation that separates
-	// cross-rank decode balancing from GPU-work balancing.
-	ModeHelixNoTrain
 	numModes
 )
 
-var modeNames = [numModes]string{"helix", "helix-nogate", "static", "oracle", "local", "helix-notrain"}
+var modeNames = [numModes]string{"helix", "helix-nogate", "static", "oracle", "local"}
 
 // String returns the name used in flags and tables.
 func (m Mode) String() string {
@@ -70,22 +66,18 @@ func (m Mode) String() string {
 }
 
 // parseMode returns the mode named s ("helix", "helix-nogate", "static",
-// "oracle", "local" or "helix-notrain").
+// "oracle" or "local").
 func parseMode(s string) (Mode, error) {
 	for m, name := range modeNames {
 		if s == name {
 			return Mode(m), nil
 		}
 	}
-	return 0, fmt.Errorf("%w: unknown mode %q (want helix, helix-nogate, static, oracle, local or helix-notrain)", ErrInput, s)
+	return 0, fmt.Errorf("%w: unknown mode %q (want helix, helix-nogate, static, oracle or local)", ErrInput, s)
 }
 
 // gated reports whether the mode applies the transfer-cost gate.
-func (m Mode) gated() bool { return m == ModeHelix || m == ModeHelixNoTrain }
-
-// evensTrain reports whether the mode runs the last phase, which evens
-// out the ranks' GPU work.
-func (m Mode) evensTrain() bool { return m != ModeStatic && m != ModeHelixNoTrain }
+func (m Mode) gated() bool { return m == ModeHelix }
 
 // Params are the job-wide planning parameters. Every rank builds them from
 // the same flags; each rank's block carries them so that a rank started
@@ -98,6 +90,10 @@ type Params struct {
 	// Margin is the extra gain, in µs, an exchange must show beyond its
 	// transfer time before the gate lets a sample leave its owner.
 	Margin int64
+	// NoTrain leaves out the planner's last phase, which evens out the
+	// ranks' GPU work (Sample.Train): the ablation that tells cross-rank
+	// decode balancing from GPU-work balancing (the helix-notrain loader).
+	NoTrain bool
 }
 
 // Progress is what one rank reports about itself for the batch being

@@ -6,8 +6,7 @@ import (
 	"testing"
 )
 
-// TestHelixNoTrain: ModeHelixNoTrain is ModeHelix without the GPU-work
-// phase. Its plan is helix's on the same input with every GPU time
+// TestHelixNoTrain: Params.NoTrain leaves out the GPU-work phase. Its plan is helix's on the same input with every GPU time
 // unknown (the phase then has nothing to do), makes no exchange for GPU
 // work, and is the same plan, hash included, from a fresh planner and a
 // reused one (every rank computes it alike).
@@ -18,7 +17,8 @@ func TestHelixNoTrain(t *testing.T) {
 	trained := 0
 	for i := range 200 {
 		n, b := 2+rng.IntN(8), 1+rng.IntN(6)
-		in := genInput(rng, n, b, genOpts{mode: ModeHelixNoTrain, heavy: true, progress: i%2 == 0, train: true, margin: rng.Int64N(300)})
+		in := genInput(rng, n, b, genOpts{mode: ModeHelix, heavy: true, progress: i%2 == 0, train: true, margin: rng.Int64N(300)})
+		in.NoTrain = true
 		got, err := Compute(in)
 		if err != nil {
 			t.Fatal(err)
@@ -31,11 +31,11 @@ func TestHelixNoTrain(t *testing.T) {
 		}
 		for _, x := range got.Exchanges {
 			if x.TrainGain != 0 {
-				t.Fatalf("input %d: an exchange for GPU work (%+v) under helix-notrain", i, x)
+				t.Fatalf("input %d: an exchange for GPU work (%+v) with NoTrain", i, x)
 			}
 		}
 		ref := *in
-		ref.Mode = ModeHelix
+		ref.NoTrain = false
 		ref.Samples = slices.Clone(in.Samples)
 		for k := range ref.Samples {
 			ref.Samples[k].Train = 0
@@ -45,9 +45,9 @@ func TestHelixNoTrain(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !slices.Equal(got.Assign, want.Assign) || !slices.Equal(got.Order, want.Order) || !slices.Equal(got.Finish, want.Finish) {
-			t.Fatalf("input %d: helix-notrain's plan differs from helix's without GPU times", i)
+			t.Fatalf("input %d: the plan with NoTrain differs from helix's without GPU times", i)
 		}
-		in.Mode = ModeHelix
+		in.NoTrain = false
 		full, err := Compute(in)
 		if err != nil {
 			t.Fatal(err)

@@ -31,7 +31,7 @@ const (
 	// KindHelixNoGate is helix without the transfer-cost gate.
 	KindHelixNoGate
 	// KindHelixNoTrain is helix without the planner's last phase, which
-	// evens out the ranks' GPU work (plan.ModeHelixNoTrain): cross-rank
+	// evens out the ranks' GPU work (plan.Params.NoTrain): cross-rank
 	// decode balancing alone.
 	KindHelixNoTrain
 
@@ -119,11 +119,9 @@ func (k Kind) PlanMode() plan.Mode {
 		return plan.ModeStatic
 	case KindHelixNoGate:
 		return plan.ModeHelixNoGate
-	case KindHelixNoTrain:
-		return plan.ModeHelixNoTrain
 	case KindOracle:
 		return plan.ModeOracle
-	case KindHelix:
+	case KindHelix, KindHelixNoTrain:
 		return plan.ModeHelix
 	}
 	return plan.ModeLocal

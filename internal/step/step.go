@@ -19,7 +19,7 @@ type Params struct {
 // samples.
 func (p Params) Block(s int64, rank int, state RankState, own []Item) *plan.Block {
 	b := &plan.Block{
-		Params:   plan.Params{Mode: p.Kind.PlanMode(), Seed: p.Seed, Margin: p.Margin},
+		Params:   plan.Params{Mode: p.Kind.PlanMode(), Seed: p.Seed, Margin: p.Margin, NoTrain: p.Kind == KindHelixNoTrain},
 		Step:     s,
 		Rank:     rank,
 		Progress: state.Progress(),
