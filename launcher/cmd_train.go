@@ -56,7 +56,7 @@ type trainFlags struct {
 
 func (f *trainFlags) register(fs *flag.FlagSet) {
 	f.registerData(fs, 0, "`steps` to train: the trainer's loop ends after them (0: until the trainer stops asking)")
-	fs.Var(&f.loaders, "loader", "the loader: torch, local, static, helix or helix-nogate (default helix)")
+	fs.Var(&f.loaders, "loader", "the loader: torch, local, static, helix, helix-nogate or helix-notrain (default helix)")
 	fs.DurationVar(&f.stallTimeout, "stall-timeout", 10*time.Minute, "abort the job when a rank delivers no step for this `duration` (0: never)")
 	fs.DurationVar(&f.connectTimeout, "connect-timeout", 2*time.Minute, "end the job when a rank's trainer has not connected (created its datahelix.Loader and iterated) within this `duration`")
 	fs.DurationVar(&f.grace, "grace", 25*time.Second, "on SIGTERM or SIGINT (Slurm's time limit, scancel, Ctrl-C), give the trainer this `duration` to exit, e.g. after saving a checkpoint, before SIGKILL")

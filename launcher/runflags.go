@@ -90,7 +90,7 @@ func (f *runFlags) applyEpochs(sizes []int, ranks int) error {
 
 func (f *runFlags) register(fs *flag.FlagSet) {
 	f.registerData(fs, 60, "training `steps` per loader")
-	fs.Var(&f.loaders, "loader", "loader(s) to run, in order, repeatable or a comma list: torch, local, static, helix, helix-nogate (default torch,helix)")
+	fs.Var(&f.loaders, "loader", "loader(s) to run, in order, repeatable or a comma list: torch, local, static, helix, helix-nogate, helix-notrain (default torch,helix)")
 	fs.Float64Var(&f.gpuStepMS, "gpu-step-ms", 120, "simulated GPU: base step time in `ms`. The default, with 1 ms per frame, makes a step of about 152 ms on the default dataset, whose samples need about 228 ms of decode CPU per global step: 2 cores give about 1.3x that before the rest of the job (MPI, reading, the simulated GPUs) takes its share, but the rank reading the heavy video shard needs about 160 ms a step on its one worker, more than a step")
 	fs.Float64Var(&f.gpuSampleMS, "gpu-ms-per-sample", 0, "simulated GPU: `ms` per sample of the batch")
 	fs.Float64Var(&f.gpuFrameMS, "gpu-ms-per-frame", 1, "simulated GPU: `ms` per decoded frame or image of the batch")

@@ -20,7 +20,7 @@ const blockVersion = 3
 //	     0    4 magic "DHPB"
 //	     4    2 version (blockVersion)
 //	     6    1 mode
-//	     7    1 reserved, zero
+//	     7    1 flags: bit 0 NoTrain, the other bits zero
 //	     8    4 rank
 //	    12    4 sample count (the batch size B)
 //	    16    8 step
@@ -37,12 +37,25 @@ const blockVersion = 3
 //	   104 32*B samples: id (8), bytes (8), cost (8), GPU time in ns (8)
 //
 // Version 2 added the samples' GPU time, version 3 the node and the
-// bandwidth and latency to other nodes; older blocks are refused.
+// bandwidth and latency to other nodes; older blocks are refused. The
+// flags byte was reserved and zero before NoTrain: a decoder of that time
+// refuses a block with NoTrain set, as it must.
 const (
 	blockMagic      = "DHPB"
 	blockHeaderSize = 104
 	blockSampleSize = 32
 )
+
+// flagNoTrain is bit 0 of the flags byte: Params.NoTrain.
+const flagNoTrain = 1
+
+// flags is the block's flags byte.
+func (b *Block) flags() byte {
+	if b.NoTrain {
+		return flagNoTrain
+	}
+	return 0
+}
 
 // BlockSize returns the encoded size of a block carrying batch samples;
 // every rank's block has this size, so the blocks can be gathered with a
@@ -75,7 +88,7 @@ func AppendBlock(dst []byte, b *Block) ([]byte, error) {
 	le := binary.LittleEndian
 	dst = append(dst, blockMagic...)
 	dst = le.AppendUint16(dst, blockVersion)
-	dst = append(dst, byte(b.Mode), 0)
+	dst = append(dst, byte(b.Mode), b.flags())
 	dst = le.AppendUint32(dst, uint32(b.Rank))
 	dst = le.AppendUint32(dst, uint32(len(b.Samples)))
 	for _, v := range [...]int64{b.Step, int64(b.Seed), b.Margin,
@@ -134,8 +147,8 @@ func decodeBlock(data []byte, b *Block) error {
 	if v := le.Uint16(data[4:]); v != blockVersion {
 		return fmt.Errorf("%w: version %d, want %d", ErrBlock, v, blockVersion)
 	}
-	if data[7] != 0 {
-		return fmt.Errorf("%w: reserved byte is %d, want 0", ErrBlock, data[7])
+	if data[7]&^flagNoTrain != 0 {
+		return fmt.Errorf("%w: flags byte is %#x, only bit 0 is defined", ErrBlock, data[7])
 	}
 	rank, count := le.Uint32(data[8:]), le.Uint32(data[12:])
 	if count < 1 || count > maxBatch {
@@ -148,7 +161,7 @@ func decodeBlock(data []byte, b *Block) error {
 		return fmt.Errorf("%w: rank %d outside [0, %d)", ErrBlock, rank, maxRanks)
 	}
 	i64 := func(off int) int64 { return int64(le.Uint64(data[off:])) }
-	b.Mode = Mode(data[6])
+	b.Mode, b.NoTrain = Mode(data[6]), data[7]&flagNoTrain != 0
 	b.Rank = int(rank)
 	b.Step = i64(16)
 	b.Seed = le.Uint64(data[24:])
@@ -203,8 +216,8 @@ func DecodeInput(buf []byte, in *Input) error {
 		if r == 0 {
 			in.Params, in.Step = blk.Params, blk.Step
 		} else if blk.Params != in.Params || blk.Step != in.Step {
-			return fmt.Errorf("%w: rank %d plans step %d with mode %s, seed %d, margin %d µs; rank 0 plans step %d with mode %s, seed %d, margin %d µs",
-				ErrBlock, r, blk.Step, blk.Mode, blk.Seed, blk.Margin, in.Step, in.Mode, in.Seed, in.Margin)
+			return fmt.Errorf("%w: rank %d plans step %d with mode %s, seed %d, margin %d µs, no GPU-work phase %v; rank 0 plans step %d with mode %s, seed %d, margin %d µs, no GPU-work phase %v",
+				ErrBlock, r, blk.Step, blk.Mode, blk.Seed, blk.Margin, blk.NoTrain, in.Step, in.Mode, in.Seed, in.Margin, in.NoTrain)
 		}
 		in.Ranks = append(in.Ranks, blk.Progress)
 	}

@@ -42,6 +42,18 @@ func TestBlockRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(&got, want) {
 		t.Fatalf("round trip: got %+v, want %+v", got, *want)
 	}
+	// The NoTrain flag travels in the flags byte.
+	want.NoTrain = true
+	buf, err = AppendBlock(nil, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if buf[7] != 1 {
+		t.Errorf("flags byte %#x with NoTrain, want 1", buf[7])
+	}
+	if err := decodeBlock(buf, &got); err != nil || !reflect.DeepEqual(&got, want) {
+		t.Fatalf("round trip with NoTrain: got %+v (%v), want %+v", got, err, *want)
+	}
 }
 
 // TestBlockLayout pins the documented byte layout: changing it must bump
@@ -108,7 +120,7 @@ func TestDecodeBlockRejects(t *testing.T) {
 		{"version 2", func(b []byte) []byte { le.PutUint16(b[4:], 2); return b }, "version 2, want 3"},
 		{"version 4", func(b []byte) []byte { le.PutUint16(b[4:], 4); return b }, "version 4"},
 		{"mode", func(b []byte) []byte { b[6] = 9; return b }, "unknown mode"},
-		{"reserved", func(b []byte) []byte { b[7] = 1; return b }, "reserved"},
+		{"flags", func(b []byte) []byte { b[7] = 2; return b }, "only bit 0 is defined"},
 		{"rank", func(b []byte) []byte { le.PutUint32(b[8:], maxRanks); return b }, "rank 65536"},
 		{"zero samples", func(b []byte) []byte { le.PutUint32(b[12:], 0); return b[:104] }, "sample count 0"},
 		{"huge count", func(b []byte) []byte { le.PutUint32(b[12:], 1<<31); return b }, "sample count"},
@@ -218,6 +230,11 @@ func TestDecodeInputRejects(t *testing.T) {
 			buf[3*BlockSize(3)+6] = byte(ModeStatic)
 			return buf
 		}, "rank 3 plans step"},
+		{"NoTrain differs", func() []byte {
+			buf := encodeInput(t, base)
+			buf[BlockSize(3)+7] = 1
+			return buf
+		}, "rank 1 plans step"},
 		{"rank out of place", func() []byte {
 			buf := encodeInput(t, base)
 			binary.LittleEndian.PutUint32(buf[BlockSize(3)+8:], 2)

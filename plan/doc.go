@@ -33,7 +33,8 @@
 // maximum lateness, then the fewest bytes moved; once every rank is on
 // time, even out the GPU work. Under ModeHelix an exchange that removes
 // lateness sends a sample away from its owner only if the lateness it
-// removes exceeds the transfer time plus Params.Margin. Integer
+// removes exceeds the transfer time plus Params.Margin; Params.NoTrain
+// leaves out the last objective (no GPU-work evening). Integer
 // arithmetic, total orders, no clock, map, goroutine or randomness:
 // every rank computes the bit-identical plan.
 //

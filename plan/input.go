@@ -90,6 +90,10 @@ type Params struct {
 	// Margin is the extra gain, in µs, an exchange must show beyond its
 	// transfer time before the gate lets a sample leave its owner.
 	Margin int64
+	// NoTrain leaves out the planner's last phase, which evens out the
+	// ranks' GPU work (Sample.Train): the ablation that tells cross-rank
+	// decode balancing from GPU-work balancing (the helix-notrain loader).
+	NoTrain bool
 }
 
 // Progress is what one rank reports about itself for the batch being

@@ -90,7 +90,7 @@ func (p *Planner) Compute(in *Input, out *Plan) error {
 		p.rescue()
 		p.balance()
 		p.slack()
-		if in.Mode != ModeStatic {
+		if in.Mode != ModeStatic && !in.NoTrain {
 			p.evenTrain()
 		}
 	}

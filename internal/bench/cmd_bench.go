@@ -39,7 +39,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	ranks := fs.Int("ranks", 8, "simulated world `size` N; with --real, mpirun's -np, and the default is 4")
 	steps := fs.Int("steps", 200, "training `steps` per run; --real makes the default 40")
 	batch := fs.Int("batch", 0, "per-rank batch `B` (0: each workload's own)")
-	loaders := fs.String("loaders", "torch,local,static,helix,helix-nogate,oracle", "comma list of `loaders` to compare")
+	loaders := fs.String("loaders", "torch,torch-ddp,torch-pack,local,static,helix,helix-nogate,helix-notrain,oracle", "comma list of `loaders` to compare")
 	seed := fs.Uint64("seed", 1, "`seed` of every draw")
 	jsonOut := fs.String("json", "", "write the report as JSON to `file` (- for standard output)")
 	out := fs.String("out", "bench-out", "`dir`ectory for the CSV files and PNG figures")

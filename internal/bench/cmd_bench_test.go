@@ -43,7 +43,7 @@ func TestBenchCommand(t *testing.T) {
 			Note   string `json:"note"`
 		} `json:"calibration"`
 	}
-	if err := json.Unmarshal(data, &doc); err != nil || len(doc.Results) != 12 || doc.Summary == nil {
+	if err := json.Unmarshal(data, &doc); err != nil || len(doc.Results) != 18 || doc.Summary == nil {
 		t.Fatalf("JSON: %v, %d results", err, len(doc.Results))
 	}
 	runs := map[string]bool{}
@@ -51,7 +51,7 @@ func TestBenchCommand(t *testing.T) {
 		runs[r.Workload+" "+r.Loader] = true
 	}
 	for _, w := range []string{"kinetics", "text"} {
-		for _, l := range []string{"torch", "local", "static", "helix", "helix-nogate", "oracle"} {
+		for _, l := range []string{"torch", "torch-ddp", "torch-pack", "local", "static", "helix", "helix-nogate", "helix-notrain", "oracle"} {
 			if !runs[w+" "+l] {
 				t.Errorf("no result of %s with %s", w, l)
 			}

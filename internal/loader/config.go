@@ -223,8 +223,8 @@ func (c *Config) setDefaults() error {
 	if (c.CheckpointEvery > 0 || c.Resume) && c.CheckpointDir == "" {
 		return fmt.Errorf("--checkpoint-every and --resume need --checkpoint-dir")
 	}
-	if c.Loader == KindOracle {
-		return fmt.Errorf("--loader oracle exists only in simulation (datahelix bench --sim)")
+	if c.Loader.stepKind().SimOnly() {
+		return fmt.Errorf("--loader %s exists only in simulation (datahelix bench)", c.Loader)
 	}
 	if err := c.Decode.Transform.Check(); err != nil {
 		return err // a *transform.FlagError naming the flag

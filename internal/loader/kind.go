@@ -11,16 +11,17 @@ type Kind int
 // The loaders: helix, the zero value, then the baselines (see
 // docs/design.md).
 const (
-	KindHelix       = Kind(step.KindHelix)       // deadline- and progress-driven balancing with the transfer gate
-	KindTorch       = Kind(step.KindTorch)       // PyTorch's DataLoader: count-based split, in-order delivery
-	KindLocal       = Kind(step.KindLocal)       // rank-local, earliest deadline first, heavy clips split
-	KindStatic      = Kind(step.KindStatic)      // balanced from the records alone, without progress
-	KindHelixNoGate = Kind(step.KindHelixNoGate) // helix without the transfer gate
-	KindOracle      = Kind(step.KindOracle)      // simulation only: true costs, free transfers
+	KindHelix        = Kind(step.KindHelix)        // deadline- and progress-driven balancing with the transfer gate
+	KindTorch        = Kind(step.KindTorch)        // PyTorch's DataLoader: count-based split, in-order delivery
+	KindLocal        = Kind(step.KindLocal)        // rank-local, earliest deadline first, heavy clips split
+	KindStatic       = Kind(step.KindStatic)       // balanced from the records alone, without progress
+	KindHelixNoGate  = Kind(step.KindHelixNoGate)  // helix without the transfer gate
+	KindHelixNoTrain = Kind(step.KindHelixNoTrain) // helix without GPU-work balancing
+	KindOracle       = Kind(step.KindOracle)       // simulation only: true costs, free transfers
 )
 
 // String returns the loader's flag name: "helix", "torch", "local",
-// "static" or "helix-nogate".
+// "static", "helix-nogate" or "helix-notrain".
 func (k Kind) String() string { return step.Kind(k).String() }
 
 // stepKind is the step's kind, which decides what the loader does.

@@ -21,6 +21,7 @@ import (
 	"github.com/datahelix/datahelix/internal/gen/gentest"
 	"github.com/datahelix/datahelix/internal/metrics"
 	"github.com/datahelix/datahelix/internal/reader"
+	"github.com/datahelix/datahelix/internal/step"
 )
 
 // testConfig is a small, fast configuration: 2-frame 32x32 clips.
@@ -76,7 +77,7 @@ func perStep(recs []metrics.StepRecord) map[int64]uint64 {
 func TestEveryLoaderDeliversTheSameGlobalBatches(t *testing.T) {
 	data := gentest.Tiny(t)
 	var want map[int64]uint64
-	for _, k := range []Kind{KindTorch, KindLocal, KindStatic, KindHelix, KindHelixNoGate} {
+	for _, k := range []Kind{KindTorch, KindLocal, KindStatic, KindHelix, KindHelixNoGate, KindHelixNoTrain} {
 		res, errs := runInProcess(t, 8, data, testConfig(k))
 		requireOK(t, errs)
 		s := res.Summary
@@ -378,5 +379,17 @@ func TestPlanHashMismatchAbortsNamingStepAndRanks(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no rank reported the mismatch at step 1 naming rank 2: %v", errs)
+	}
+}
+
+// TestSimulationOnlyLoadersRefused: the oracle, torch-ddp and torch-pack
+// exist in bench's simulations only; a job asked for one says so.
+func TestSimulationOnlyLoadersRefused(t *testing.T) {
+	for _, k := range []Kind{KindOracle, Kind(step.KindTorchDDP), Kind(step.KindTorchPack)} {
+		cfg := testConfig(k)
+		err := cfg.setDefaults()
+		if err == nil || !strings.Contains(err.Error(), "--loader "+k.String()+" exists only in simulation") {
+			t.Errorf("%s: %v, want it refused as simulation-only", k, err)
+		}
 	}
 }

@@ -264,6 +264,9 @@ func RunContext(ctx context.Context, cfg Config) (*Result, error) {
 		orders := make([][]int, n)
 		arrive := make([][]int64, n) // per rank per slot: when the sample's bytes are there
 		if !cfg.Loader.Planned() {
+			if cfg.Loader == step.KindTorchPack {
+				own = packTrain(own, b, cfg.GPU)
+			}
 			for r := range own {
 				batches[r] = own[r]
 				arrive[r] = make([]int64, b)
@@ -473,6 +476,26 @@ func RunContext(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.Summary = metrics.Summarize(cfg.Loader, res.Records, n, cfg.Steps, b, cfg.Workers, cfg.Horizon, res.WallUS)
 	return res, nil
+}
+
+// packTrain repacks a step's global batch (own: every rank's samples)
+// across the ranks by GPU work, as torch-pack does (step.PackTrain): each
+// rank then reads and decodes the samples it trains from storage, so no
+// bytes move between ranks.
+func packTrain(own [][]Sample, b int, m gpu.Model) [][]Sample {
+	var all []Sample
+	for _, xs := range own {
+		all = append(all, xs...)
+	}
+	packed := step.PackTrain(simItems(all, 0, false, false, 0, m), len(own), b)
+	out := make([][]Sample, len(own))
+	for r, idx := range packed {
+		out[r] = make([]Sample, len(idx))
+		for i, k := range idx {
+			out[r][i] = all[k]
+		}
+	}
+	return out
 }
 
 // simItems converts simulated samples to pipeline items, with estimated

@@ -22,7 +22,8 @@ var rewriteSimGolden = flag.Bool("rewrite-sim-golden", false, "rewrite testdata/
 // with slow ranks, a memory budget and frame-dependent GPU steps.
 func goldenConfigs() map[string]Config {
 	out := map[string]Config{}
-	for _, k := range []step.Kind{step.KindTorch, step.KindLocal, step.KindStatic, step.KindHelix, step.KindHelixNoGate, step.KindOracle} {
+	for _, k := range []step.Kind{step.KindTorch, step.KindLocal, step.KindStatic, step.KindHelix, step.KindHelixNoGate, step.KindOracle,
+		step.KindHelixNoTrain, step.KindTorchPack} {
 		out[k.String()] = Config{Loader: k, Ranks: 4, Batch: 4, Steps: 40, Workers: 2,
 			GPU: gpu.Model{Base: 45 * time.Millisecond}, Bandwidth: 1000 * plan.One, LatencyUS: 20, AllreduceUS: 300, Margin: 200,
 			Samples: skewed(4, 40000)}

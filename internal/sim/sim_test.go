@@ -250,3 +250,50 @@ func TestSimSlowNetwork(t *testing.T) {
 		t.Errorf("helix %.1f samples/s over a fast network, not above its %.1f over a slow one", fast.ThroughputSPS, helix.ThroughputSPS)
 	}
 }
+
+// frameSkewed is a source where rank 0 reads 16-frame clips and the
+// others single images, all of the same decode cost: only GPU work is
+// uneven.
+func frameSkewed(step int64, rank int) []Sample {
+	out := make([]Sample, 4)
+	for i := range out {
+		f := 1
+		if rank == 0 {
+			f = 16
+		}
+		out[i] = Sample{ID: uint64(step)<<20 | uint64(rank)<<8 | uint64(i), Bytes: 100_000, Cost: 4000, Est: 4000, Frames: f, Mem: 1 << 20}
+	}
+	return out
+}
+
+// TestSimGPUWorkBalancing: where only the GPU work is uneven, torch-pack
+// (the global batch packed by frames) and helix (its last phase) train
+// the same global batches as torch and helix-notrain, faster; torch-pack
+// moves no bytes, and helix-notrain has no reason to move any.
+func TestSimGPUWorkBalancing(t *testing.T) {
+	run := func(k step.Kind) metrics.Summary {
+		res, err := Run(Config{Loader: k, Ranks: 4, Batch: 4, Steps: 40, Workers: 2,
+			GPU: gpu.Model{Base: 10 * time.Millisecond, PerFrame: 2 * time.Millisecond}, Bandwidth: 1000 * plan.One, LatencyUS: 20, Margin: 200,
+			Samples: frameSkewed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Summary
+	}
+	torch, pack, notrain, helix := run(step.KindTorch), run(step.KindTorchPack), run(step.KindHelixNoTrain), run(step.KindHelix)
+	t.Logf("samples/s: torch %.1f, torch-pack %.1f, helix-notrain %.1f, helix %.1f", torch.ThroughputSPS, pack.ThroughputSPS, notrain.ThroughputSPS, helix.ThroughputSPS)
+	for _, s := range []metrics.Summary{pack, notrain, helix} {
+		if s.BatchesHash != torch.BatchesHash {
+			t.Errorf("%s trained other batches (%s) than torch (%s)", s.Loader, s.BatchesHash, torch.BatchesHash)
+		}
+	}
+	if pack.ThroughputSPS < 1.5*torch.ThroughputSPS {
+		t.Errorf("torch-pack %.1f samples/s, not 1.5x torch's %.1f", pack.ThroughputSPS, torch.ThroughputSPS)
+	}
+	if helix.ThroughputSPS < 1.5*notrain.ThroughputSPS {
+		t.Errorf("helix %.1f samples/s, not 1.5x helix-notrain's %.1f", helix.ThroughputSPS, notrain.ThroughputSPS)
+	}
+	if pack.BytesMovedPerStep != 0 || notrain.BytesMovedPerStep != 0 {
+		t.Errorf("bytes moved per step: torch-pack %.0f, helix-notrain %.0f; want 0", pack.BytesMovedPerStep, notrain.BytesMovedPerStep)
+	}
+}

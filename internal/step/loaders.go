@@ -30,12 +30,30 @@ const (
 	KindStatic
 	// KindHelixNoGate is helix without the transfer-cost gate.
 	KindHelixNoGate
-	// KindOracle (simulation only) plans with true costs and free
-	// transfers: the lower bound.
+	// KindHelixNoTrain is helix without the planner's last phase, which
+	// evens out the ranks' GPU work (plan.Params.NoTrain): cross-rank
+	// decode balancing alone.
+	KindHelixNoTrain
+
+	// The loaders from here on exist in simulation only (SimOnly).
+
+	// KindOracle plans with true costs and free transfers: the lower
+	// bound.
 	KindOracle
+	// KindTorchDDP is torch over a map-style dataset under PyTorch's
+	// DistributedSampler: the same workers, but a global shuffle of the
+	// epoch of which each rank takes every N-th sample, so every rank
+	// mixes every source. Its difference from torch is the data layout,
+	// which the simulator's sample source gives it.
+	KindTorchDDP
+	// KindTorchPack is torch with the global batch packed across ranks
+	// by GPU work (frames, tokens) before decoding, as a user can without
+	// datahelix (PackTrain): each rank then reads and decodes the samples
+	// it trains, with torch's workers.
+	KindTorchPack
 )
 
-var kindNames = []string{"helix", "torch", "local", "static", "helix-nogate", "oracle"}
+var kindNames = []string{"helix", "torch", "local", "static", "helix-nogate", "helix-notrain", "oracle", "torch-ddp", "torch-pack"}
 
 // String returns the flag name of the loader.
 func (k Kind) String() string {
@@ -51,8 +69,18 @@ func ParseKind(s string) (Kind, error) {
 		return Kind(i), nil
 	}
 	return 0, fmt.Errorf("unknown loader %q (want %s; %s in simulations only)", s,
-		strings.Join(kindNames[:KindOracle], ", "), KindOracle)
+		strings.Join(kindNames[:KindOracle], ", "), strings.Join(kindNames[KindOracle:], ", "))
 }
+
+// SimOnly reports whether the loader exists in simulation only: the
+// oracle needs true costs; torch-ddp needs a map-style sampler and
+// torch-pack every sample's GPU work on every rank before reading, which
+// the runtime's reader does not provide.
+func (k Kind) SimOnly() bool { return k >= KindOracle }
+
+// Torch reports whether the loader prepares batches as PyTorch's
+// DataLoader does (NewTorch): torch and its two variants.
+func (k Kind) Torch() bool { return k == KindTorch || k == KindTorchDDP || k == KindTorchPack }
 
 // ParseKinds parses a comma-separated list of loaders. An empty item
 // ("a,,b") or a loader listed twice is refused: results are told apart
@@ -81,7 +109,7 @@ func ParseKinds(s string) ([]Kind, error) {
 // Planned reports whether the loader allgathers records and runs the
 // planner every step.
 func (k Kind) Planned() bool {
-	return k == KindStatic || k == KindHelix || k == KindHelixNoGate || k == KindOracle
+	return k == KindStatic || k == KindHelix || k == KindHelixNoGate || k == KindHelixNoTrain || k == KindOracle
 }
 
 // PlanMode is the planner mode of a planned loader.
@@ -93,7 +121,7 @@ func (k Kind) PlanMode() plan.Mode {
 		return plan.ModeHelixNoGate
 	case KindOracle:
 		return plan.ModeOracle
-	case KindHelix:
+	case KindHelix, KindHelixNoTrain:
 		return plan.ModeHelix
 	}
 	return plan.ModeLocal
@@ -101,11 +129,11 @@ func (k Kind) PlanMode() plan.Mode {
 
 // Splits reports whether the loader splits heavy clips into
 // keyframe-aligned tasks. PyTorch never does.
-func (k Kind) Splits() bool { return k != KindTorch }
+func (k Kind) Splits() bool { return !k.Torch() }
 
 // NewScheduler returns the loader's decode policy.
 func (k Kind) NewScheduler(workers, prefetch int, budget int64) Scheduler {
-	if k == KindTorch {
+	if k.Torch() {
 		return NewTorch(workers, prefetch)
 	}
 	return NewEDF(budget)

@@ -19,7 +19,7 @@ type Params struct {
 // samples.
 func (p Params) Block(s int64, rank int, state RankState, own []Item) *plan.Block {
 	b := &plan.Block{
-		Params:   plan.Params{Mode: p.Kind.PlanMode(), Seed: p.Seed, Margin: p.Margin},
+		Params:   plan.Params{Mode: p.Kind.PlanMode(), Seed: p.Seed, Margin: p.Margin, NoTrain: p.Kind == KindHelixNoTrain},
 		Step:     s,
 		Rank:     rank,
 		Progress: state.Progress(),
@@ -62,7 +62,7 @@ func (st *Stepper) Plan(s int64, gathered []byte) (*plan.Input, *plan.Plan, erro
 // items) for a loader that does not plan: the sampler's for torch, the
 // largest estimate first for the others.
 func (k Kind) Order(items []Item) []int {
-	if k == KindTorch {
+	if k.Torch() {
 		return SamplerOrder(len(items))
 	}
 	return LocalOrder(items)

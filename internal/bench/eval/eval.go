@@ -22,7 +22,8 @@ import (
 )
 
 // AllLoaders are the loaders an evaluation compares, baselines first.
-var AllLoaders = []step.Kind{step.KindTorch, step.KindLocal, step.KindStatic, step.KindHelix, step.KindHelixNoGate, step.KindOracle}
+var AllLoaders = []step.Kind{step.KindTorch, step.KindTorchDDP, step.KindTorchPack, step.KindLocal, step.KindStatic, step.KindHelix,
+	step.KindHelixNoGate, step.KindHelixNoTrain, step.KindOracle}
 
 // Network is the simulated exchange network of every rank.
 type Network struct {
@@ -170,15 +171,31 @@ type Result struct {
 	GPUWaitS    float64 `json:"gpu_wait_s"`
 	WallS       float64 `json:"wall_s"`
 	BatchesHash string  `json:"batches_hash"`
-	// SteadyMissRate and SteadyGPUWaitFrac leave out the warm-up, the
-	// first Horizon steps (planned before any step was measured, and
-	// waiting for the first batches to decode): the same figures over
-	// the remaining SteadySteps steps and their wall time. When
-	// SteadySteps is 0 (Steps not longer than the warm-up) they are
-	// undefined: 0 here, null in JSON (see MarshalJSON), empty in CSV.
-	SteadySteps       int     `json:"steady_steps"`
+	// The steady figures leave out the warm-up, the first Horizon steps
+	// (planned before any step was measured, and waiting for the first
+	// batches to decode): they cover the remaining SteadySteps steps and
+	// their wall time. When SteadySteps is 0 (Steps not longer than the
+	// warm-up) they are undefined: 0 here, null in JSON (see
+	// MarshalJSON), empty in CSV.
+	//
+	// The job's figures, the headline (a step lasts as long as its
+	// slowest rank): SteadyStepMissRate is the fraction of steps in which
+	// any rank missed; SteadyJobStallFrac the sum over steps of the
+	// largest rank wait, over the wall time; SteadyEfficiency the
+	// throughput over the GPUs' ceiling, ranks x batch / mean GPU step.
+	SteadySteps         int     `json:"steady_steps"`
+	SteadyStepMissRate  float64 `json:"steady_step_miss_rate"`
+	SteadyJobStallFrac  float64 `json:"steady_job_stall_frac"`
+	SteadyEfficiency    float64 `json:"steady_efficiency"`
+	SteadyThroughputSPS float64 `json:"steady_throughput_sps"`
+	// The per-rank steady figures, beside them: MissRate and GPUWaitFrac
+	// without the warm-up.
 	SteadyMissRate    float64 `json:"steady_miss_rate"`
 	SteadyGPUWaitFrac float64 `json:"steady_gpu_wait_frac"`
+	// The warm-up on its own: the job's start to the last rank's first
+	// batch, and the sum over the warm-up steps of the largest rank wait.
+	TimeToFirstBatchS float64 `json:"time_to_first_batch_s"`
+	WarmupStallS      float64 `json:"warmup_stall_s"`
 	// PlanUSP50 is the median planner time per step, µs (0 when not
 	// measured, as only the scale section does: null in JSON);
 	// ElapsedS the simulation's own run time, s. Both are timings: they
@@ -199,17 +216,33 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	type plain Result // without this method
 	out := struct {
 		plain
-		SteadyMissRate    *float64 `json:"steady_miss_rate"`
-		SteadyGPUWaitFrac *float64 `json:"steady_gpu_wait_frac"`
-		PlanUSP50         *float64 `json:"plan_us_p50"`
+		SteadyStepMissRate  *float64 `json:"steady_step_miss_rate"`
+		SteadyJobStallFrac  *float64 `json:"steady_job_stall_frac"`
+		SteadyEfficiency    *float64 `json:"steady_efficiency"`
+		SteadyThroughputSPS *float64 `json:"steady_throughput_sps"`
+		SteadyMissRate      *float64 `json:"steady_miss_rate"`
+		SteadyGPUWaitFrac   *float64 `json:"steady_gpu_wait_frac"`
+		PlanUSP50           *float64 `json:"plan_us_p50"`
 	}{plain: plain(r)}
 	if r.HasSteady() {
+		out.SteadyStepMissRate, out.SteadyJobStallFrac, out.SteadyThroughputSPS = &r.SteadyStepMissRate, &r.SteadyJobStallFrac, &r.SteadyThroughputSPS
 		out.SteadyMissRate, out.SteadyGPUWaitFrac = &r.SteadyMissRate, &r.SteadyGPUWaitFrac
+		if r.SteadyEfficiency > 0 { // 0: no GPU step was measured
+			out.SteadyEfficiency = &r.SteadyEfficiency
+		}
 	}
 	if r.PlanUSP50 > 0 {
 		out.PlanUSP50 = &r.PlanUSP50
 	}
 	return json.Marshal(out)
+}
+
+// SetSteady fills the steady and warm-up figures from metrics.SteadyState's.
+func (r *Result) SetSteady(st metrics.Steady) {
+	r.SteadySteps = st.Steps
+	r.SteadyStepMissRate, r.SteadyJobStallFrac, r.SteadyEfficiency, r.SteadyThroughputSPS = st.StepMissRate, st.JobStallFrac, st.Efficiency, st.ThroughputSPS
+	r.SteadyMissRate, r.SteadyGPUWaitFrac = st.MissRate, st.GPUWaitFrac
+	r.TimeToFirstBatchS, r.WarmupStallS = float64(st.FirstBatchUS)/1e6, float64(st.WarmupStallUS)/1e6
 }
 
 // Timeline is the per-rank step records of one run, for the figure.
@@ -364,11 +397,17 @@ func (p *prepared) simConfig(k step.Kind, cfg *EvalConfig) sim.Config {
 	// The runtime's default decoded-memory budget: horizon batches of
 	// F-frame clips.
 	budget := int64(h) * int64(b) * int64(w.Frames) * int64(w.Size) * int64(w.Size) * 3
+	// Every loader reads the WebDataset layout but torch-ddp, a map-style
+	// dataset under DistributedSampler.
+	samples := p.synth.Samples
+	if k == step.KindTorchDDP {
+		samples = p.synth.SamplesDDP
+	}
 	return sim.Config{
 		Loader: k, Ranks: p.setup.Ranks, Batch: b, Steps: cfg.Steps, Workers: w.Workers, Horizon: h,
 		Budget: budget, GPU: p.gpu, Bandwidth: cfg.Network.FixedBandwidth(),
 		LatencyUS: cfg.Network.LatencyUS, Margin: GateMarginUS, Speed: p.speed,
-		Samples: p.synth.Samples, Seed: cfg.Seed, KeepPlanTimes: cfg.KeepPlanTimes,
+		Samples: samples, Seed: cfg.Seed, KeepPlanTimes: cfg.KeepPlanTimes,
 	}
 }
 
@@ -378,7 +417,10 @@ func ResultOf(w *workload.Workload, s metrics.Summary, elapsed time.Duration) Re
 		ThroughputSPS: s.ThroughputSPS, BytesMovedPerStep: s.BytesMovedPerStep, Mode: "sim", Skew: w.Skew,
 		Steps: s.Steps, Batch: s.Batch, Workers: s.Workers, Misses: s.Misses, GPUWaitS: s.GPUWaitS, WallS: s.WallS,
 		BatchesHash: s.BatchesHash, PlanUSP50: s.PlanUSP50, ElapsedS: elapsed.Seconds(),
-		SteadySteps: s.SteadySteps, SteadyMissRate: s.SteadyMissRate, SteadyGPUWaitFrac: s.SteadyGPUWaitFrac}
+		SteadySteps: s.SteadySteps, SteadyStepMissRate: s.SteadyStepMissRate, SteadyJobStallFrac: s.SteadyJobStallFrac,
+		SteadyEfficiency: s.SteadyEfficiency, SteadyThroughputSPS: s.SteadyThroughputSPS,
+		SteadyMissRate: s.SteadyMissRate, SteadyGPUWaitFrac: s.SteadyGPUWaitFrac,
+		TimeToFirstBatchS: s.TimeToFirstBatchS, WarmupStallS: s.WarmupStallS}
 }
 
 // RunSim simulates every workload with every loader. Simulations run in

@@ -31,7 +31,7 @@ func realResults(w *workload.Workload, sums []metrics.Summary, recs map[string][
 				first = min(first, x.RequestUS)
 			}
 			st := metrics.SteadyState(rs, horizon, first+int64(s.WallS*1e6))
-			r.SteadySteps, r.SteadyMissRate, r.SteadyGPUWaitFrac = st.Steps, st.MissRate, st.GPUWaitFrac
+			r.SetSteady(st)
 		}
 		out = append(out, r)
 	}
@@ -112,6 +112,7 @@ func meanResult(rs []eval.Result) (eval.Result, error) {
 	}
 	n := float64(len(rs))
 	var miss, wait, tput, moved, waitS, wall, smiss, swait, plan, elapsed, misses float64
+	var sstep, sstall, seff, stput, first, warm float64
 	for _, r := range rs {
 		if r.BatchesHash != m.BatchesHash || r.Loader != m.Loader || r.Workload != m.Workload {
 			return eval.Result{}, fmt.Errorf("%w: %s %s: repeated runs trained different batches (%s, %s)", ErrReal, m.Workload, m.Loader, m.BatchesHash, r.BatchesHash)
@@ -124,6 +125,12 @@ func meanResult(rs []eval.Result) (eval.Result, error) {
 		wall += r.WallS
 		smiss += r.SteadyMissRate
 		swait += r.SteadyGPUWaitFrac
+		sstep += r.SteadyStepMissRate
+		sstall += r.SteadyJobStallFrac
+		seff += r.SteadyEfficiency
+		stput += r.SteadyThroughputSPS
+		first += r.TimeToFirstBatchS
+		warm += r.WarmupStallS
 		plan += r.PlanUSP50
 		elapsed += r.ElapsedS
 		misses += float64(r.Misses)
@@ -131,5 +138,7 @@ func meanResult(rs []eval.Result) (eval.Result, error) {
 	m.MissRate, m.GPUWaitFrac, m.ThroughputSPS, m.BytesMovedPerStep = miss/n, wait/n, tput/n, moved/n
 	m.GPUWaitS, m.WallS, m.SteadyMissRate, m.SteadyGPUWaitFrac = waitS/n, wall/n, smiss/n, swait/n
 	m.PlanUSP50, m.ElapsedS, m.Misses = plan/n, elapsed/n, int(misses/n+0.5)
+	m.SteadyStepMissRate, m.SteadyJobStallFrac, m.SteadyEfficiency, m.SteadyThroughputSPS = sstep/n, sstall/n, seff/n, stput/n
+	m.TimeToFirstBatchS, m.WarmupStallS = first/n, warm/n
 	return m, nil
 }

@@ -306,11 +306,12 @@ func (j *realJob) runOne(ctx context.Context, re RealEnv, k step.Kind, tmp strin
 	return ss[0], recs[k.String()], st, nil
 }
 
-// Loaders drops the simulation-only oracle from a loader list.
+// Loaders drops the simulation-only loaders (the oracle, torch-ddp,
+// torch-pack: step.Kind.SimOnly) from a loader list.
 func Loaders(ks []step.Kind) []step.Kind {
 	var out []step.Kind
 	for _, k := range ks {
-		if k != step.KindOracle {
+		if !k.SimOnly() {
 			out = append(out, k)
 		}
 	}

@@ -31,39 +31,66 @@ func (r *Report) WriteJSON(w io.Writer) error {
 // report's "units" object. Fractions are of 1 (0.25 is 25 %); a
 // reduction is 1 - helix/other, a ratio helix/other.
 var Units = map[string]string{
-	"miss_rate":            "fraction of rank-steps (a miss: the rank's batch was not ready when its GPU asked)",
-	"gpu_wait_frac":        "fraction of ranks x wall time the GPUs waited for their batch (input wait; not the idle time in the gradient allreduce)",
-	"gpu_wait_s":           "rank-seconds (sum over ranks)",
-	"throughput_sps":       "samples per second, all ranks together",
-	"bytes_moved_per_step": "bytes, mean per step, all ranks together",
-	"misses":               "rank-steps",
-	"wall_s":               "seconds",
-	"steady_miss_rate":     "fraction of rank-steps after the warm-up (the first H steps)",
-	"steady_gpu_wait_frac": "fraction of ranks x wall time after the warm-up",
-	"plan_us_p50":          "microseconds per step (median; null when not measured)",
-	"elapsed_s":            "seconds (the run's own wall time)",
-	"imbalance":            "fraction (busiest rank's work over the mean rank's, minus 1)",
-	"mean_cost_us":         "microseconds of CPU per sample",
-	"gpu_step_ms":          "milliseconds",
-	"*_reduction*":         "fraction (1 - helix/other)",
-	"*_ratio*":             "ratio (helix/other)",
-	"oracle_gap":           "fraction of wall time (helix's gpu_wait_frac minus the oracle's)",
-	"warmup_miss_floor*":   "fraction of rank-steps (the fewest warm-up misses of any loader over the run's rank-steps)",
+	"miss_rate":              "fraction of rank-steps (a miss: the rank's batch was ready more than its tolerance after its GPU asked)",
+	"gpu_wait_frac":          "fraction of ranks x wall time the GPUs waited for their batch (input wait; not the idle time in the gradient allreduce)",
+	"gpu_wait_s":             "rank-seconds (sum over ranks)",
+	"throughput_sps":         "samples per second, all ranks together",
+	"bytes_moved_per_step":   "bytes, mean per step, all ranks together",
+	"misses":                 "rank-steps",
+	"wall_s":                 "seconds",
+	"steady_step_miss_rate":  "fraction of the steps after the warm-up (the first H steps) in which any rank missed",
+	"steady_job_stall_frac":  "fraction of the wall time after the warm-up: the sum over steps of the largest rank wait",
+	"steady_efficiency":      "fraction (steady throughput over the GPUs' ceiling, ranks x batch / mean GPU step)",
+	"steady_throughput_sps":  "samples per second after the warm-up, all ranks together",
+	"steady_miss_rate":       "fraction of rank-steps after the warm-up",
+	"steady_gpu_wait_frac":   "fraction of ranks x wall time after the warm-up",
+	"time_to_first_batch_s":  "seconds (the job's start to the last rank's first batch)",
+	"warmup_stall_s":         "seconds (the sum over the warm-up steps of the largest rank wait)",
+	"plan_us_p50":            "microseconds per step (median; null when not measured)",
+	"elapsed_s":              "seconds (the run's own wall time)",
+	"imbalance":              "fraction (busiest rank's work over the mean rank's, minus 1)",
+	"mean_cost_us":           "microseconds of CPU per sample",
+	"gpu_step_ms":            "milliseconds",
+	"*_reduction*":           "fraction (1 - helix/other, steady; null where the other had under 1 % to reduce)",
+	"*_ratio*":               "ratio (helix/other steady throughput)",
+	"helix_vs_*":             "ratio (helix's steady throughput over the other's)",
+	"attribution":            "ratios of steady throughputs (scheduling: local/torch; decode_balancing: helix-notrain/local; gpu_balancing: helix/helix-notrain)",
+	"*_gain_mean":            "geometric mean over the skewed workloads of the attribution's ratio",
+	"uniform_regression_max": "fraction (1 - helix/best other loader's steady throughput, largest over the uniform workloads)",
+	"seeds":                  "count",
 }
 
 // CSVFiles are the files WriteCSV writes (besides one per measured
 // section, section_<name>.csv).
 var CSVFiles = []string{"results.csv", "comparisons.csv", "goals.csv", "summary.csv"}
 
-// ResultColumns are the columns of results.csv.
-var ResultColumns = []string{"workload", "loader", "ranks", "mode", "skew", "steps", "batch", "workers", "miss_rate", "gpu_wait_frac",
-	"throughput_sps", "bytes_moved_per_step", "misses", "gpu_wait_s", "wall_s", "batches_hash", "steady_steps", "steady_miss_rate", "steady_gpu_wait_frac"}
+// ResultColumns are the columns of results.csv: the steady job-level
+// figures first, the per-rank and whole-run ones beside them, the
+// warm-up's last.
+var ResultColumns = []string{"workload", "loader", "ranks", "mode", "skew", "steps", "batch", "workers", "steady_steps",
+	"steady_step_miss_rate", "steady_job_stall_frac", "steady_efficiency", "steady_throughput_sps", "steady_miss_rate", "steady_gpu_wait_frac",
+	"miss_rate", "gpu_wait_frac", "throughput_sps", "bytes_moved_per_step", "misses", "gpu_wait_s", "wall_s", "batches_hash",
+	"time_to_first_batch_s", "warmup_stall_s"}
+
+// versusNames are the loaders of comparisons.csv's Versus columns, in
+// order, and versusColumns a Versus's columns.
+var (
+	versusNames   = []string{"torch", "torch_ddp", "torch_pack", "local", "static"}
+	versusColumns = []string{"step_miss_reduction", "stall_reduction", "throughput_ratio", "miss_reduction", "wait_reduction"}
+)
 
 // ComparisonColumns are the columns of comparisons.csv.
-var ComparisonColumns = []string{"workload", "skew", "miss_reduction_vs_torch", "wait_reduction_vs_torch", "throughput_ratio_vs_torch",
-	"miss_reduction_vs_local", "wait_reduction_vs_local", "throughput_ratio_vs_local", "miss_reduction_vs_static", "wait_reduction_vs_static",
-	"throughput_ratio_vs_static", "oracle_gap", "oracle_bound", "best_other", "helix_vs_best",
-	"steady_miss_reduction_vs_torch", "steady_wait_reduction_vs_torch", "warmup_misses", "warmup_steps", "warmup_miss_floor"}
+var ComparisonColumns = func() []string {
+	out := []string{"workload", "skew"}
+	for _, l := range versusNames {
+		for _, c := range versusColumns {
+			out = append(out, c+"_vs_"+l)
+		}
+	}
+	return append(out, "oracle_step_miss_reduction_vs_torch", "oracle_stall_reduction_vs_torch", "oracle_throughput_ratio_vs_torch",
+		"helix_vs_oracle", "best_other", "helix_vs_best", "scheduling", "decode_balancing", "gpu_balancing",
+		"torch_pack_vs_torch", "helix_vs_torch_pack", "torch_ddp_vs_torch")
+}()
 
 // csvPatterns and plotPatterns name every file WriteCSV and WritePlots
 // write: each removes the files of its patterns from dir first, so that a
@@ -113,13 +140,19 @@ func (r *Report) WriteCSV(dir string) error {
 	}
 	rows := [][]string{ResultColumns}
 	for _, x := range r.Results {
-		smiss, swait := "", "" // undefined without steady steps
+		// Undefined without steady steps: empty cells.
+		steady := make([]string, 6)
 		if x.HasSteady() {
-			smiss, swait = f(x.SteadyMissRate), f(x.SteadyGPUWaitFrac)
+			steady = []string{f(x.SteadyStepMissRate), f(x.SteadyJobStallFrac), "", f(x.SteadyThroughputSPS), f(x.SteadyMissRate), f(x.SteadyGPUWaitFrac)}
+			if x.SteadyEfficiency > 0 {
+				steady[2] = f(x.SteadyEfficiency)
+			}
 		}
-		rows = append(rows, []string{x.Workload, x.Loader, strconv.Itoa(x.Ranks), x.Mode, x.Skew, strconv.Itoa(x.Steps), strconv.Itoa(x.Batch),
-			strconv.Itoa(x.Workers), f(x.MissRate), f(x.GPUWaitFrac), f(x.ThroughputSPS), f(x.BytesMovedPerStep), strconv.Itoa(x.Misses),
-			f(x.GPUWaitS), f(x.WallS), x.BatchesHash, strconv.Itoa(x.SteadySteps), smiss, swait})
+		row := []string{x.Workload, x.Loader, strconv.Itoa(x.Ranks), x.Mode, x.Skew, strconv.Itoa(x.Steps), strconv.Itoa(x.Batch),
+			strconv.Itoa(x.Workers), strconv.Itoa(x.SteadySteps)}
+		row = append(row, steady...)
+		rows = append(rows, append(row, f(x.MissRate), f(x.GPUWaitFrac), f(x.ThroughputSPS), f(x.BytesMovedPerStep), strconv.Itoa(x.Misses),
+			f(x.GPUWaitS), f(x.WallS), x.BatchesHash, f(x.TimeToFirstBatchS), f(x.WarmupStallS)))
 	}
 	if err := writeCSVFile(filepath.Join(dir, "results.csv"), rows); err != nil {
 		return err
@@ -127,12 +160,13 @@ func (r *Report) WriteCSV(dir string) error {
 	rows = [][]string{ComparisonColumns}
 	for _, c := range r.Comparisons {
 		row := []string{c.Workload, c.Skew}
-		for _, v := range []Versus{c.VsTorch, c.VsLocal, c.VsStatic} {
-			row = append(row, opt(v.MissReduction), opt(v.WaitReduction), opt(v.ThroughputRatio))
+		for _, v := range []Versus{c.VsTorch, c.VsTorchDDP, c.VsTorchPack, c.VsLocal, c.VsStatic} {
+			row = append(row, opt(v.StepMissReduction), opt(v.StallReduction), opt(v.ThroughputRatio), opt(v.MissReduction), opt(v.WaitReduction))
 		}
-		rows = append(rows, append(row, opt(c.OracleGap), opt(c.OracleBound), c.BestOther, opt(c.HelixVsBest),
-			opt(c.SteadyMissReductionVsTorch), opt(c.SteadyWaitReductionVsTorch), strconv.Itoa(c.WarmupMisses), strconv.Itoa(c.WarmupSteps),
-			opt(c.WarmupMissFloor)))
+		a := c.Attribution
+		rows = append(rows, append(row, opt(c.OracleVsTorch.StepMissReduction), opt(c.OracleVsTorch.StallReduction), opt(c.OracleVsTorch.ThroughputRatio),
+			opt(c.HelixVsOracle), c.BestOther, opt(c.HelixVsBest), opt(a.Scheduling), opt(a.DecodeBalancing), opt(a.GPUBalancing),
+			opt(a.PackVsTorch), opt(a.HelixVsPack), opt(a.DDPVsTorch)))
 	}
 	if err := writeCSVFile(filepath.Join(dir, "comparisons.csv"), rows); err != nil {
 		return err
@@ -173,8 +207,9 @@ func (r *Report) WriteCSV(dir string) error {
 
 // summaryRows are summary.csv: a header and one row, with how the run
 // was made (mode, ranks, steps, seed, commit, machine) and every field of
-// the summary under its JSON name (undefined: empty), so that the
-// summaries of many runs concatenate into one table.
+// the summary under its JSON name (undefined: empty; a list of names
+// joined by spaces), so that the summaries of many runs concatenate into
+// one table.
 func (r *Report) summaryRows() [][]string {
 	head := []string{"mode", "ranks", "steps", "seed", "commit", "commit_source", "dirty", "machine"}
 	row := []string{r.Mode, strconv.Itoa(r.Ranks), strconv.Itoa(r.Steps), strconv.FormatUint(r.Seed, 10), r.Commit, r.CommitSource,
@@ -182,6 +217,9 @@ func (r *Report) summaryRows() [][]string {
 	v := reflect.ValueOf(r.Summary)
 	for i := range v.NumField() {
 		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+		if slices.Contains(head, name) { // steps: the run's, already there
+			continue
+		}
 		cell := ""
 		switch x := v.Field(i).Interface().(type) {
 		case *float64:
@@ -190,6 +228,8 @@ func (r *Report) summaryRows() [][]string {
 			}
 		case float64:
 			cell = strconv.FormatFloat(x, 'g', 8, 64)
+		case []string:
+			cell = strings.Join(x, " ")
 		default:
 			cell = fmt.Sprint(x)
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/datahelix/datahelix/internal/bench/eval"
 	"github.com/datahelix/datahelix/internal/machine"
 )
 
@@ -134,7 +135,8 @@ func TestUnitsAndSummaryCSV(t *testing.T) {
 		cell[k] = rows[1][i]
 	}
 	for k, want := range map[string]string{"seed": "1", "commit": "c0ffee", "commit_source": "binary", "mode": "sim",
-		"miss_reduction_vs_torch_mean": "0.825", "most_skewed": "B", "miss_reduction_workloads": "2"} {
+		"steady_step_miss_reduction_vs_torch_mean": "0.9", "most_skewed": "B", "steady_stall_reduction_workloads": "2",
+		"skewed_workloads": "A B", "seeds": "1", "steps": "100"} {
 		if cell[k] != want {
 			t.Errorf("summary.csv %s = %q, want %q", k, cell[k], want)
 		}
@@ -142,7 +144,17 @@ func TestUnitsAndSummaryCSV(t *testing.T) {
 	if !strings.HasPrefix(cell["machine"], "h: ") {
 		t.Errorf("summary.csv machine = %q", cell["machine"])
 	}
-	if v, ok := cell["steady_miss_reduction_vs_torch_mean"]; !ok || v != "" {
-		t.Errorf("summary.csv steady_miss_reduction_vs_torch_mean = %q (present %v), want an empty cell: the results have no steady steps", v, ok)
+	if n := len(slices.DeleteFunc(slices.Clone(rows[0]), func(c string) bool { return c != "steps" })); n != 1 {
+		t.Errorf("summary.csv has two steps columns: %v", rows[0])
+	}
+	// A figure no workload defines is an empty cell: no uniform workload
+	// with another loader.
+	r = reportOf(func(x eval.Result) bool { return x.Workload != "U" })
+	if err := r.WriteCSV(dir); err != nil {
+		t.Fatal(err)
+	}
+	rows = readCSV(t, filepath.Join(dir, "summary.csv"))
+	if i := slices.Index(rows[0], "uniform_regression_max"); i < 0 || rows[1][i] != "" {
+		t.Errorf("summary.csv uniform_regression_max without a uniform workload: %v", rows)
 	}
 }

@@ -67,96 +67,130 @@ type CalibrationInfo struct {
 	Uncovered []string `json:"uncovered_presets,omitempty"`
 }
 
-// Versus is helix against one other loader on one workload. A field is
-// nil when it is undefined (the other loader had no misses or no wait to
-// reduce, or did not run).
+// Versus is helix against one other loader on one workload, in steady
+// state (after the warm-up). A field is nil when it is undefined: the
+// other loader had too little to reduce (ReduceFloor), a run had no
+// steady steps, or the loader did not run.
 type Versus struct {
-	MissReduction   *float64 `json:"miss_reduction"`   // 1 - helix/other miss rate
-	WaitReduction   *float64 `json:"wait_reduction"`   // 1 - helix/other GPU wait fraction
-	ThroughputRatio *float64 `json:"throughput_ratio"` // helix / other samples per second
+	// The job's figures, the headline: 1 - helix/other of the steady
+	// step-miss rate and of the steady job stall, each defined only where
+	// the other loader's is at least ReduceFloor; helix/other of the
+	// steady throughput.
+	StepMissReduction *float64 `json:"step_miss_reduction"`
+	StallReduction    *float64 `json:"stall_reduction"`
+	ThroughputRatio   *float64 `json:"throughput_ratio"`
+	// The per-rank steady figures, beside them: 1 - helix/other of the
+	// miss rate over rank-steps and of the GPU wait fraction, defined
+	// where the other's is above 0.
+	MissReduction *float64 `json:"miss_reduction"`
+	WaitReduction *float64 `json:"wait_reduction"`
+}
+
+// ReduceFloor is the least steady step-miss rate or job stall fraction
+// a baseline must have for a reduction of it to be reported: below it a
+// reduction is a ratio of noise. The absolute figures are always in the
+// results.
+const ReduceFloor = 0.01
+
+// Attribution splits helix's steady throughput gain over torch into the
+// three effects the issue separates, each a ratio of steady throughputs
+// (nil when a loader did not run): their product is helix/torch.
+type Attribution struct {
+	// Scheduling is within-rank scheduling: local over torch (the same
+	// samples on the same ranks, decoded earliest deadline first by every
+	// worker, heavy clips split).
+	Scheduling *float64 `json:"scheduling"`
+	// DecodeBalancing is cross-rank decode balancing: helix-notrain over
+	// local.
+	DecodeBalancing *float64 `json:"decode_balancing"`
+	// GPUBalancing is GPU-work balancing: helix over helix-notrain.
+	GPUBalancing *float64 `json:"gpu_balancing"`
+	// PackVsTorch is what a user gets by balancing GPU work without
+	// datahelix (torch-pack over torch), HelixVsPack helix over that, and
+	// DDPVsTorch the map-style DistributedSampler layout over WebDataset's.
+	PackVsTorch *float64 `json:"torch_pack_vs_torch"`
+	HelixVsPack *float64 `json:"helix_vs_torch_pack"`
+	DDPVsTorch  *float64 `json:"torch_ddp_vs_torch"`
 }
 
 // Comparison is helix against every other loader on one workload.
 type Comparison struct {
-	Workload string `json:"workload"`
-	Skew     string `json:"skew"`
-	VsTorch  Versus `json:"vs_torch"`
-	VsLocal  Versus `json:"vs_local"`
-	VsStatic Versus `json:"vs_static"`
+	Workload    string `json:"workload"`
+	Skew        string `json:"skew"`
+	VsTorch     Versus `json:"vs_torch"`
+	VsTorchDDP  Versus `json:"vs_torch_ddp"`
+	VsTorchPack Versus `json:"vs_torch_pack"`
+	VsLocal     Versus `json:"vs_local"`
+	VsStatic    Versus `json:"vs_static"`
 	// OracleVsTorch is the oracle in helix's place against torch: what
 	// any loader could gain on this workload (simulation only).
 	OracleVsTorch Versus `json:"oracle_vs_torch"`
-	// OracleGap is helix's GPU wait fraction minus the oracle's (of
-	// wall time); OracleBound is the goal's limit for helix's, 1.5x the
-	// oracle's plus 0.01.
-	OracleGap   *float64 `json:"oracle_gap"`
-	OracleBound *float64 `json:"oracle_bound"`
-	// BestOther is the loader (oracle excluded) with the highest
-	// throughput besides helix; HelixVsBest helix's throughput over its.
-	BestOther   string   `json:"best_other"`
-	HelixVsBest *float64 `json:"helix_vs_best"`
-	// SteadyMissReductionVsTorch and SteadyWaitReductionVsTorch are
-	// VsTorch's reductions on the steady figures (Result.SteadyMissRate,
-	// SteadyGPUWaitFrac), without the warm-up: nil when helix or torch
-	// has none, or torch had nothing to reduce after its warm-up.
-	SteadyMissReductionVsTorch *float64 `json:"steady_miss_reduction_vs_torch"`
-	SteadyWaitReductionVsTorch *float64 `json:"steady_wait_reduction_vs_torch"`
-	// WarmupMisses is the fewest misses any loader, the oracle included,
-	// had in the warm-up (the first WarmupSteps steps, Setup.Horizon):
-	// misses no loader avoids, as no step has been measured yet.
-	// WarmupMissFloor is them as a fraction of the run's rank-steps, the
-	// lowest miss rate any loader reaches at this many steps (nil when no
-	// loader ran).
-	WarmupMisses    int      `json:"warmup_misses"`
-	WarmupSteps     int      `json:"warmup_steps"`
-	WarmupMissFloor *float64 `json:"warmup_miss_floor"`
+	// HelixVsOracle is helix's steady throughput over the oracle's.
+	HelixVsOracle *float64 `json:"helix_vs_oracle"`
+	// BestOther is the loader with the highest steady throughput besides
+	// helix, its ablations and the oracle; HelixVsBest helix's steady
+	// throughput over its.
+	BestOther   string      `json:"best_other"`
+	HelixVsBest *float64    `json:"helix_vs_best"`
+	Attribution Attribution `json:"attribution"`
 }
 
-// Summary is the top-level figures of the report. Means and extremes are
-// over the workloads where the figure is defined; the counts say how
-// many those were. A figure that no workload defines is null.
+// Summary is the top-level figures of the report, in steady state. The
+// goals' figures are over the workloads labelled skewed (SkewedWorkloads)
+// or uniform, means and extremes over those where the figure is defined;
+// the counts say how many those were. A figure that no workload defines
+// is null.
 type Summary struct {
-	MissReductionVsTorchMean        *float64 `json:"miss_reduction_vs_torch_mean"`
-	WaitReductionVsTorchMean        *float64 `json:"wait_reduction_vs_torch_mean"`
-	ThroughputRatioVsTorchMax       *float64 `json:"throughput_ratio_vs_torch_max"`
-	ThroughputRatioVsLocalMinSkewed *float64 `json:"throughput_ratio_vs_local_min_skewed"`
-	OracleGapMean                   *float64 `json:"oracle_gap_mean"`
+	SkewedWorkloads []string `json:"skewed_workloads"`
+	// SteadyStepMissReductionVsTorchMean and
+	// SteadyStallReductionVsTorchMean are the means of VsTorch's job-level
+	// reductions over the skewed workloads where torch had something to
+	// reduce (ReduceFloor).
+	SteadyStepMissReductionVsTorchMean *float64 `json:"steady_step_miss_reduction_vs_torch_mean"`
+	SteadyStallReductionVsTorchMean    *float64 `json:"steady_stall_reduction_vs_torch_mean"`
+	// ThroughputRatioVsTorchMax is the largest steady throughput ratio
+	// over the skewed workloads.
+	ThroughputRatioVsTorchMax *float64 `json:"throughput_ratio_vs_torch_max"`
+	// ThroughputRatioVsOracleMin is the smallest HelixVsOracle over every
+	// workload.
+	ThroughputRatioVsOracleMin *float64 `json:"throughput_ratio_vs_oracle_min"`
+	// UniformRegressionMax is the largest 1 - HelixVsBest over the
+	// uniform workloads (negative: helix ahead on every one).
+	UniformRegressionMax *float64 `json:"uniform_regression_max"`
+	// Seeds is how many seeds each figure is over; Steps the steps of
+	// each run.
+	Seeds int `json:"seeds"`
+	Steps int `json:"steps"`
 
-	MissReductionWorkloads int `json:"miss_reduction_workloads"`
-	WaitReductionWorkloads int `json:"wait_reduction_workloads"`
-	// MostSkewed is the skewed workload of highest imbalance
-	// (Setup.Imbalance: what cross-rank balancing can gain);
-	// ThroughputRatioVsTorchMostSkewed is helix's ratio there.
-	MostSkewed                       string   `json:"most_skewed"`
-	ThroughputRatioVsTorchMostSkewed *float64 `json:"throughput_ratio_vs_torch_most_skewed"`
-	ThroughputRatioVsStaticMinSkewed *float64 `json:"throughput_ratio_vs_static_min_skewed"`
-	// UniformShortfallMax is the largest 1 - helix/best throughput over
-	// the uniform workloads.
-	UniformShortfallMax *float64 `json:"uniform_shortfall_max"`
-	// The same three headline figures for the oracle (perfect knowledge,
-	// free transfers) in helix's place, over the same workloads: how much
-	// of a goal the workloads leave for any loader to reach. Null in real
-	// runs, which have no oracle.
-	OracleMissReductionVsTorchMean  *float64 `json:"oracle_miss_reduction_vs_torch_mean"`
-	OracleWaitReductionVsTorchMean  *float64 `json:"oracle_wait_reduction_vs_torch_mean"`
-	OracleThroughputRatioVsTorchMax *float64 `json:"oracle_throughput_ratio_vs_torch_max"`
-	// SteadyMissReductionVsTorchMean and SteadyWaitReductionVsTorchMean
-	// are the first two figures on the steady figures, without the
-	// warm-up (Comparison.SteadyMissReductionVsTorch), with the same rule:
-	// a workload where torch had nothing to reduce after its warm-up is
-	// left out, and the counts say how many were used. The spec's figures
-	// above include the warm-up, whose misses no loader avoids, and so
-	// depend on the run's length (--steps); these do not.
+	StepMissReductionWorkloads int `json:"steady_step_miss_reduction_workloads"`
+	StallReductionWorkloads    int `json:"steady_stall_reduction_workloads"`
+	// The workloads of the three extremes.
+	ThroughputRatioVsTorchMaxWorkload  string `json:"throughput_ratio_vs_torch_max_workload,omitempty"`
+	ThroughputRatioVsOracleMinWorkload string `json:"throughput_ratio_vs_oracle_min_workload,omitempty"`
+	UniformRegressionMaxWorkload       string `json:"uniform_regression_max_workload,omitempty"`
+	// The per-rank steady reductions (miss rate over rank-steps, GPU wait
+	// fraction), beside the job's, over the skewed workloads where
+	// torch's was above 0.
 	SteadyMissReductionVsTorchMean *float64 `json:"steady_miss_reduction_vs_torch_mean"`
 	SteadyWaitReductionVsTorchMean *float64 `json:"steady_wait_reduction_vs_torch_mean"`
-	SteadyMissReductionWorkloads   int      `json:"steady_miss_reduction_workloads"`
-	SteadyWaitReductionWorkloads   int      `json:"steady_wait_reduction_workloads"`
-	// WarmupMissFloorMin and WarmupMissFloorMax are the lowest and
-	// highest Comparison.WarmupMissFloor over the workloads of
-	// miss_reduction_vs_torch_mean: the miss rate no loader goes below at
-	// these steps, which bounds that reduction.
-	WarmupMissFloorMin *float64 `json:"warmup_miss_floor_min"`
-	WarmupMissFloorMax *float64 `json:"warmup_miss_floor_max"`
+	// The same three headline figures for the oracle (perfect knowledge,
+	// free transfers) in helix's place, over the same workloads: how
+	// much of a goal the workloads leave for any loader to reach. Null in
+	// real runs, which have no oracle.
+	OracleStepMissReductionVsTorchMean *float64 `json:"oracle_steady_step_miss_reduction_vs_torch_mean"`
+	OracleStallReductionVsTorchMean    *float64 `json:"oracle_steady_stall_reduction_vs_torch_mean"`
+	OracleThroughputRatioVsTorchMax    *float64 `json:"oracle_throughput_ratio_vs_torch_max"`
+	// The attribution's geometric means over the skewed workloads
+	// (Attribution), and torch-pack's largest ratio over torch there: the
+	// most a user gets by packing without datahelix.
+	SchedulingMean      *float64 `json:"scheduling_gain_mean"`
+	DecodeBalancingMean *float64 `json:"decode_balancing_gain_mean"`
+	GPUBalancingMean    *float64 `json:"gpu_balancing_gain_mean"`
+	PackVsTorchMax      *float64 `json:"torch_pack_vs_torch_max"`
+	// MostSkewed is the skewed workload of highest imbalance
+	// (Setup.Imbalance: what cross-rank balancing can gain), the timeline
+	// figure's default.
+	MostSkewed string `json:"most_skewed"`
 }
 
 // NewReport assembles the report of an evaluation: comparisons, summary
@@ -179,7 +213,7 @@ func NewReport(m machine.Machine, cfg eval.EvalConfig, ev *eval.Evaluation, cal 
 	for _, s := range ev.Setups {
 		r.Comparisons = append(r.Comparisons, compare(s.Workload, s.Skew, ev.Results))
 	}
-	r.Summary = summarize(r.Comparisons, ev.Setups)
+	r.Summary = summarize(r.Comparisons, ev.Setups, 1, cfg.Steps)
 	r.Goals = goals(r)
 	return r
 }
@@ -219,83 +253,70 @@ func ratio(x, base float64) *float64 {
 }
 
 func versus(h, o *eval.Result) Versus {
-	if h == nil || o == nil {
+	if h == nil || o == nil || !h.HasSteady() || !o.HasSteady() {
 		return Versus{}
 	}
-	return Versus{MissReduction: reduction(o.MissRate, h.MissRate), WaitReduction: reduction(o.GPUWaitFrac, h.GPUWaitFrac),
-		ThroughputRatio: ratio(h.ThroughputSPS, o.ThroughputSPS)}
+	v := Versus{ThroughputRatio: ratio(h.SteadyThroughputSPS, o.SteadyThroughputSPS),
+		MissReduction: reduction(o.SteadyMissRate, h.SteadyMissRate), WaitReduction: reduction(o.SteadyGPUWaitFrac, h.SteadyGPUWaitFrac)}
+	if o.SteadyStepMissRate >= ReduceFloor {
+		v.StepMissReduction = reduction(o.SteadyStepMissRate, h.SteadyStepMissRate)
+	}
+	if o.SteadyJobStallFrac >= ReduceFloor {
+		v.StallReduction = reduction(o.SteadyJobStallFrac, h.SteadyJobStallFrac)
+	}
+	return v
+}
+
+// steadyRatio is a's steady throughput over b's, nil when either did not
+// run or has no steady steps.
+func steadyRatio(a, b *eval.Result) *float64 {
+	if a == nil || b == nil || !a.HasSteady() || !b.HasSteady() {
+		return nil
+	}
+	return ratio(a.SteadyThroughputSPS, b.SteadyThroughputSPS)
+}
+
+// helixFamily reports whether loader is helix, one of its ablations or
+// the oracle, which the uniform goal does not count as another loader.
+func helixFamily(loader string) bool {
+	return loader == step.KindHelix.String() || loader == step.KindHelixNoGate.String() || loader == step.KindHelixNoTrain.String() ||
+		loader == step.KindOracle.String()
 }
 
 // compare computes helix's comparison on one workload.
 func compare(workload, skew string, results []eval.Result) Comparison {
 	c := Comparison{Workload: workload, Skew: skew}
-	h := find(results, workload, step.KindHelix)
-	c.VsTorch = versus(h, find(results, workload, step.KindTorch))
-	c.VsLocal = versus(h, find(results, workload, step.KindLocal))
-	c.VsStatic = versus(h, find(results, workload, step.KindStatic))
-	c.OracleVsTorch = versus(find(results, workload, step.KindOracle), find(results, workload, step.KindTorch))
-	if t := find(results, workload, step.KindTorch); h != nil && t != nil && h.HasSteady() && t.HasSteady() {
-		c.SteadyMissReductionVsTorch = reduction(t.SteadyMissRate, h.SteadyMissRate)
-		c.SteadyWaitReductionVsTorch = reduction(t.SteadyGPUWaitFrac, h.SteadyGPUWaitFrac)
-	}
-	c.WarmupMisses, c.WarmupSteps, c.WarmupMissFloor = warmupFloor(workload, results)
-	if h == nil {
+	get := func(k step.Kind) *eval.Result { return find(results, workload, k) }
+	h, torch, oracle := get(step.KindHelix), get(step.KindTorch), get(step.KindOracle)
+	c.VsTorch = versus(h, torch)
+	c.VsTorchDDP = versus(h, get(step.KindTorchDDP))
+	c.VsTorchPack = versus(h, get(step.KindTorchPack))
+	c.VsLocal = versus(h, get(step.KindLocal))
+	c.VsStatic = versus(h, get(step.KindStatic))
+	c.OracleVsTorch = versus(oracle, torch)
+	c.HelixVsOracle = steadyRatio(h, oracle)
+	local, notrain, pack := get(step.KindLocal), get(step.KindHelixNoTrain), get(step.KindTorchPack)
+	c.Attribution = Attribution{Scheduling: steadyRatio(local, torch), DecodeBalancing: steadyRatio(notrain, local),
+		GPUBalancing: steadyRatio(h, notrain), PackVsTorch: steadyRatio(pack, torch), HelixVsPack: steadyRatio(h, pack),
+		DDPVsTorch: steadyRatio(get(step.KindTorchDDP), torch)}
+	if h == nil || !h.HasSteady() {
 		return c
-	}
-	if o := find(results, workload, step.KindOracle); o != nil {
-		gap := h.GPUWaitFrac - o.GPUWaitFrac
-		bound := 1.5*o.GPUWaitFrac + 0.01
-		c.OracleGap, c.OracleBound = &gap, &bound
 	}
 	var best *eval.Result
 	for i := range results {
 		x := &results[i]
-		if x.Workload != workload || x.Loader == step.KindHelix.String() || x.Loader == step.KindOracle.String() {
+		if x.Workload != workload || helixFamily(x.Loader) || !x.HasSteady() {
 			continue
 		}
-		if best == nil || x.ThroughputSPS > best.ThroughputSPS {
+		if best == nil || x.SteadyThroughputSPS > best.SteadyThroughputSPS {
 			best = x
 		}
 	}
 	if best != nil {
 		c.BestOther = best.Loader
-		c.HelixVsBest = ratio(h.ThroughputSPS, best.ThroughputSPS)
+		c.HelixVsBest = ratio(h.SteadyThroughputSPS, best.SteadyThroughputSPS)
 	}
 	return c
-}
-
-// warmupMisses is how many of r's misses fell in its warm-up, the steps
-// its steady figures leave out: all of them when it has none.
-func warmupMisses(r *eval.Result) int {
-	if !r.HasSteady() {
-		return r.Misses
-	}
-	steady := int(math.Round(r.SteadyMissRate * float64(r.Ranks*r.SteadySteps)))
-	return max(r.Misses-steady, 0)
-}
-
-// warmupFloor returns the fewest warm-up misses of any loader on
-// workload, the warm-up's length in steps and those misses as a
-// fraction of the run's rank-steps (nil when no loader ran it).
-func warmupFloor(workload string, results []eval.Result) (misses, steps int, floor *float64) {
-	first := true
-	for i := range results {
-		r := &results[i]
-		if r.Workload != workload {
-			continue
-		}
-		m := warmupMisses(r)
-		if first || m < misses {
-			misses = m
-			steps = r.Steps - r.SteadySteps
-			if r.Ranks*r.Steps > 0 {
-				v := float64(m) / float64(r.Ranks*r.Steps)
-				floor = &v
-			}
-		}
-		first = false
-	}
-	return misses, steps, floor
 }
 
 // stat accumulates a mean and extremes of defined values.
@@ -340,57 +361,76 @@ func (s *stat) max() *float64 {
 	return &s.hi
 }
 
-// summarize computes the summary over the comparisons; the most skewed
-// workload is the skewed one of highest Setup.Imbalance.
-func summarize(cs []Comparison, setups []eval.Setup) Summary {
-	var miss, wait, tputMax, localMin, staticMin, gap, shortfall stat
-	var oMiss, oWait, oTput stat
-	var sMiss, sWait, floor stat
-	var s Summary
-	worst := -1.0
-	for _, c := range cs {
-		// Over the workloads the helix figure is defined on.
-		if c.VsTorch.MissReduction != nil {
-			oMiss.add(c.OracleVsTorch.MissReduction)
-			floor.add(c.WarmupMissFloor)
-		}
-		sMiss.add(c.SteadyMissReductionVsTorch)
-		sWait.add(c.SteadyWaitReductionVsTorch)
-		if c.VsTorch.WaitReduction != nil {
-			oWait.add(c.OracleVsTorch.WaitReduction)
-		}
-		if c.VsTorch.ThroughputRatio != nil {
-			oTput.add(c.OracleVsTorch.ThroughputRatio)
-		}
-		miss.add(c.VsTorch.MissReduction)
-		wait.add(c.VsTorch.WaitReduction)
-		tputMax.add(c.VsTorch.ThroughputRatio)
-		gap.add(c.OracleGap)
-		if c.Skew == workload.Skewed {
-			localMin.add(c.VsLocal.ThroughputRatio)
-			staticMin.add(c.VsStatic.ThroughputRatio)
-			i := slices.IndexFunc(setups, func(x eval.Setup) bool { return x.Workload == c.Workload })
-			if i >= 0 && setups[i].Imbalance > worst {
-				worst = setups[i].Imbalance
-				s.MostSkewed = c.Workload
-				s.ThroughputRatioVsTorchMostSkewed = c.VsTorch.ThroughputRatio
-			}
-		} else if c.HelixVsBest != nil {
-			v := 1 - *c.HelixVsBest
-			shortfall.add(&v)
+// geomean returns the geometric mean of the defined values, nil when
+// none is.
+func geomean(vs []*float64) *float64 {
+	sum, n := 0.0, 0
+	for _, v := range vs {
+		if v != nil && *v > 0 {
+			sum += math.Log(*v)
+			n++
 		}
 	}
-	s.MissReductionVsTorchMean, s.MissReductionWorkloads = miss.mean(), miss.n
-	s.WaitReductionVsTorchMean, s.WaitReductionWorkloads = wait.mean(), wait.n
-	s.ThroughputRatioVsTorchMax = tputMax.max()
-	s.ThroughputRatioVsLocalMinSkewed = localMin.min()
-	s.ThroughputRatioVsStaticMinSkewed = staticMin.min()
-	s.OracleGapMean = gap.mean()
-	s.UniformShortfallMax = shortfall.max()
-	s.OracleMissReductionVsTorchMean, s.OracleWaitReductionVsTorchMean = oMiss.mean(), oWait.mean()
+	if n == 0 {
+		return nil
+	}
+	g := math.Exp(sum / float64(n))
+	return &g
+}
+
+// summarize computes the summary over the comparisons; seeds and steps
+// are the run's. The goals' figures are over the skewed workloads,
+// except the oracle ratio (every workload) and the regression (the
+// uniform ones).
+func summarize(cs []Comparison, setups []eval.Setup, seeds, steps int) Summary {
+	var stepMiss, stall, miss, wait, oStepMiss, oStall, oTput, pack stat
+	var sched, decode, gpuBal []*float64
+	s := Summary{Seeds: seeds, Steps: steps, SkewedWorkloads: []string{}}
+	worst := -1.0
+	for _, c := range cs {
+		if v := c.HelixVsOracle; v != nil && (s.ThroughputRatioVsOracleMin == nil || *v < *s.ThroughputRatioVsOracleMin) {
+			s.ThroughputRatioVsOracleMin, s.ThroughputRatioVsOracleMinWorkload = v, c.Workload
+		}
+		if c.Skew != workload.Skewed {
+			if c.HelixVsBest != nil {
+				if r := 1 - *c.HelixVsBest; s.UniformRegressionMax == nil || r > *s.UniformRegressionMax {
+					s.UniformRegressionMax, s.UniformRegressionMaxWorkload = &r, c.Workload
+				}
+			}
+			continue
+		}
+		s.SkewedWorkloads = append(s.SkewedWorkloads, c.Workload)
+		stepMiss.add(c.VsTorch.StepMissReduction)
+		stall.add(c.VsTorch.StallReduction)
+		miss.add(c.VsTorch.MissReduction)
+		wait.add(c.VsTorch.WaitReduction)
+		if v := c.VsTorch.ThroughputRatio; v != nil && (s.ThroughputRatioVsTorchMax == nil || *v > *s.ThroughputRatioVsTorchMax) {
+			s.ThroughputRatioVsTorchMax, s.ThroughputRatioVsTorchMaxWorkload = v, c.Workload
+		}
+		// The oracle over the workloads the helix figure is defined on.
+		if c.VsTorch.StepMissReduction != nil {
+			oStepMiss.add(c.OracleVsTorch.StepMissReduction)
+		}
+		if c.VsTorch.StallReduction != nil {
+			oStall.add(c.OracleVsTorch.StallReduction)
+		}
+		oTput.add(c.OracleVsTorch.ThroughputRatio)
+		pack.add(c.Attribution.PackVsTorch)
+		sched = append(sched, c.Attribution.Scheduling)
+		decode = append(decode, c.Attribution.DecodeBalancing)
+		gpuBal = append(gpuBal, c.Attribution.GPUBalancing)
+		i := slices.IndexFunc(setups, func(x eval.Setup) bool { return x.Workload == c.Workload })
+		if i >= 0 && setups[i].Imbalance > worst {
+			worst = setups[i].Imbalance
+			s.MostSkewed = c.Workload
+		}
+	}
+	s.SteadyStepMissReductionVsTorchMean, s.StepMissReductionWorkloads = stepMiss.mean(), stepMiss.n
+	s.SteadyStallReductionVsTorchMean, s.StallReductionWorkloads = stall.mean(), stall.n
+	s.SteadyMissReductionVsTorchMean, s.SteadyWaitReductionVsTorchMean = miss.mean(), wait.mean()
+	s.OracleStepMissReductionVsTorchMean, s.OracleStallReductionVsTorchMean = oStepMiss.mean(), oStall.mean()
 	s.OracleThroughputRatioVsTorchMax = oTput.max()
-	s.SteadyMissReductionVsTorchMean, s.SteadyMissReductionWorkloads = sMiss.mean(), sMiss.n
-	s.SteadyWaitReductionVsTorchMean, s.SteadyWaitReductionWorkloads = sWait.mean(), sWait.n
-	s.WarmupMissFloorMin, s.WarmupMissFloorMax = floor.min(), floor.max()
+	s.SchedulingMean, s.DecodeBalancingMean, s.GPUBalancingMean = geomean(sched), geomean(decode), geomean(gpuBal)
+	s.PackVsTorchMax = pack.max()
 	return s
 }

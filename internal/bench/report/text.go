@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -60,9 +61,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	ew.flush(tw)
 	ew.printf("(imbalance: busiest rank's work over the mean rank's, per window of H steps, minus 1 — what balancing across ranks can gain;\n lockstep: the mean slowest rank's GPU step over the mean batch's when every rank trains its own samples, as torch and local do: how much more slowly their GPUs train;\n split work: CPU work when clips are split into keyframe-aligned tasks over unsplit, paid by every loader but torch)\n")
 
-	ew.printf("\nResults:\n")
+	ew.printf("\nResults, steady state (after the first H steps, the warm-up), the job's figures first:\n")
 	tw = ew.table()
-	fmt.Fprintln(tw, "workload\tloader\tmiss %\tGPU wait %\tsamples/s\tMB moved/step\tsteady miss %\tsteady wait %\t")
+	fmt.Fprintln(tw, "workload\tloader\tstep miss %\tjob stall %\tefficiency %\tsamples/s\t|\tmiss %\tGPU wait %\t|\tMB moved/step\t")
 	prev := ""
 	for _, x := range r.Results {
 		name := x.Workload
@@ -70,32 +71,65 @@ func (r *Report) WriteText(w io.Writer) error {
 			name = ""
 		}
 		prev = x.Workload
-		steadyMiss, steadyWait := "n/a", "n/a" // the run was not longer than the warm-up
+		cells := []string{"n/a", "n/a", "n/a", "n/a", "n/a", "n/a"} // the run was not longer than the warm-up
 		if x.HasSteady() {
-			steadyMiss, steadyWait = fmt.Sprintf("%.2f", 100*x.SteadyMissRate), fmt.Sprintf("%.2f", 100*x.SteadyGPUWaitFrac)
+			cells = []string{fmt.Sprintf("%.2f", 100*x.SteadyStepMissRate), fmt.Sprintf("%.2f", 100*x.SteadyJobStallFrac), "n/a",
+				fmt.Sprintf("%.1f", x.SteadyThroughputSPS), fmt.Sprintf("%.2f", 100*x.SteadyMissRate), fmt.Sprintf("%.2f", 100*x.SteadyGPUWaitFrac)}
+			if x.SteadyEfficiency > 0 {
+				cells[2] = fmt.Sprintf("%.1f", 100*x.SteadyEfficiency)
+			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.2f\t%.1f\t%.2f\t%s\t%s\t\n", name, x.Loader, 100*x.MissRate, 100*x.GPUWaitFrac, x.ThroughputSPS,
-			x.BytesMovedPerStep/1e6, steadyMiss, steadyWait)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t|\t%s\t%s\t|\t%.2f\t\n", name, x.Loader, cells[0], cells[1], cells[2], cells[3], cells[4], cells[5],
+			x.BytesMovedPerStep/1e6)
 	}
 	ew.flush(tw)
-	ew.printf("(miss: a rank-step whose batch was not ready when the GPU asked for it; GPU wait: the GPU's input wait, time it sat idle\n" +
-		" for want of its batch, summed over ranks, over ranks x wall time; it leaves out the time a GPU idles in the gradient allreduce\n" +
-		" waiting for a slower rank, so a loader can wait more than another and still train faster;\n" +
-		" steady: the same figures without the first H steps, the warm-up)\n")
+	ew.printf("(step miss: a step in which any rank's batch was ready more than its tolerance (max(1 ms, 2 %% of the GPU step)) after the GPU asked;\n" +
+		" job stall: the sum over steps of the largest rank wait, over wall time (a step lasts as long as its slowest rank);\n" +
+		" efficiency: throughput over the GPUs' ceiling, ranks x B / mean GPU step;\n" +
+		" per rank, beside them: miss over rank-steps, and GPU wait, the input wait summed over ranks over ranks x wall time, which\n" +
+		" leaves out the time a GPU idles in the gradient allreduce waiting for a slower rank)\n")
 
-	ew.printf("\nHelix versus the others (change of helix's miss rate and GPU wait relative to the other loader: -80%% = 80%% fewer; throughput ratios; oracle gap in points of wall time):\n")
+	ew.printf("\nWarm-up (the first H steps) and whole run:\n")
 	tw = ew.table()
-	fmt.Fprintln(tw, "workload\tskew\tmiss vs torch\twait vs torch\ttput vs torch\tmiss vs local\twait vs local\ttput vs local\t"+
-		"miss vs static\twait vs static\ttput vs static\toracle gap\t")
-	for _, x := range r.Comparisons {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", x.Workload, x.Skew, fmtPct(x.VsTorch.MissReduction), fmtPct(x.VsTorch.WaitReduction),
-			fmtX(x.VsTorch.ThroughputRatio), fmtPct(x.VsLocal.MissReduction), fmtPct(x.VsLocal.WaitReduction), fmtX(x.VsLocal.ThroughputRatio),
-			fmtPct(x.VsStatic.MissReduction), fmtPct(x.VsStatic.WaitReduction), fmtX(x.VsStatic.ThroughputRatio), fmtPts(x.OracleGap))
+	fmt.Fprintln(tw, "workload\tloader\tH\tfirst batch s\twarm-up stall s\t|\twhole run: miss %\tGPU wait %\tsamples/s\t")
+	prev = ""
+	for _, x := range r.Results {
+		name := x.Workload
+		if name == prev {
+			name = ""
+		}
+		prev = x.Workload
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.3f\t%.3f\t|\t%.2f\t%.2f\t%.1f\t\n", name, x.Loader, x.Steps-x.SteadySteps, x.TimeToFirstBatchS, x.WarmupStallS,
+			100*x.MissRate, 100*x.GPUWaitFrac, x.ThroughputSPS)
 	}
 	ew.flush(tw)
+
+	ew.printf("\nHelix versus the others, steady state (change of helix's figure relative to the other loader's: -80%% = 80%% fewer;\n"+
+		" a reduction only where the other had at least %.0f %% to reduce, '-' elsewhere; throughput ratios):\n", 100*ReduceFloor)
+	tw = ew.table()
+	fmt.Fprintln(tw, "workload\tskew\tstep miss vs torch\tstall vs torch\ttput vs torch\ttput vs torch-ddp\ttput vs torch-pack\t"+
+		"tput vs local\ttput vs static\tvs oracle\tbest other\t")
+	for _, x := range r.Comparisons {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", x.Workload, x.Skew, fmtPct(x.VsTorch.StepMissReduction), fmtPct(x.VsTorch.StallReduction),
+			fmtX(x.VsTorch.ThroughputRatio), fmtX(x.VsTorchDDP.ThroughputRatio), fmtX(x.VsTorchPack.ThroughputRatio), fmtX(x.VsLocal.ThroughputRatio),
+			fmtX(x.VsStatic.ThroughputRatio), fmtX(x.HelixVsOracle), cmp.Or(x.BestOther, "-"))
+	}
+	ew.flush(tw)
+
+	ew.printf("\nAttribution of helix's gain over torch (ratios of steady throughput; the first three multiply to helix/torch):\n")
+	tw = ew.table()
+	fmt.Fprintln(tw, "workload\tskew\tscheduling\tdecode balancing\tGPU-work balancing\t= helix/torch\t|\ttorch-pack/torch\thelix/torch-pack\ttorch-ddp/torch\t")
+	for _, x := range r.Comparisons {
+		a := x.Attribution
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t|\t%s\t%s\t%s\t\n", x.Workload, x.Skew, fmtX(a.Scheduling), fmtX(a.DecodeBalancing), fmtX(a.GPUBalancing),
+			fmtX(x.VsTorch.ThroughputRatio), fmtX(a.PackVsTorch), fmtX(a.HelixVsPack), fmtX(a.DDPVsTorch))
+	}
+	ew.flush(tw)
+	ew.printf("(scheduling: local/torch, within-rank scheduling; decode balancing: helix-notrain/local, across ranks;\n" +
+		" GPU-work balancing: helix/helix-notrain; torch-pack: torch with the global batch packed across ranks by GPU work, as a user can without datahelix)\n")
 
 	s := r.Summary
-	ew.printf("\nSummary:\n")
+	ew.printf("\nSummary (steady state; the goals' figures over the skewed workloads: %s):\n", cmp.Or(strings.Join(s.SkewedWorkloads, ", "), "none"))
 	run := loadersRun(r.Results)
 	torchRun := slices.Contains(run, step.KindTorch.String())
 	// A summary key the JSON has as null prints null and why.
@@ -112,26 +146,30 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		return why
 	}
-	ew.printf("  miss_reduction_vs_torch_mean         %s\n", key(s.MissReductionVsTorchMean,
-		meanOverText(s.MissReductionVsTorchMean, s.MissReductionWorkloads), vsTorch("no workload with misses to reduce")))
-	ew.printf("  wait_reduction_vs_torch_mean         %s\n", key(s.WaitReductionVsTorchMean,
-		meanOverText(s.WaitReductionVsTorchMean, s.WaitReductionWorkloads), vsTorch("no workload with wait to reduce")))
-	ew.printf("  throughput_ratio_vs_torch_max        %s\n", key(s.ThroughputRatioVsTorchMax, fmtX(s.ThroughputRatioVsTorchMax), vsTorch("no workload")))
-	ew.printf("  throughput_ratio_vs_local_min_skewed %s\n", key(s.ThroughputRatioVsLocalMinSkewed, fmtX(s.ThroughputRatioVsLocalMinSkewed),
-		"no skewed workload with local run"))
-	ew.printf("  oracle_gap_mean                      %s\n", key(s.OracleGapMean, fmtPts(s.OracleGapMean)+" of wall", "the oracle was not run"))
-	if s.OracleWaitReductionVsTorchMean != nil {
-		ew.printf("  the oracle (perfect knowledge, free transfers) in helix's place: %s, %s, %s throughput at most\n",
-			reductionText(s.OracleMissReductionVsTorchMean, "fewer misses", "misses"), reductionText(s.OracleWaitReductionVsTorchMean, "less wait", "wait"),
-			fmtX(s.OracleThroughputRatioVsTorchMax))
-	}
+	floor := fmt.Sprintf("no skewed workload where torch had %.0f %% to reduce", 100*ReduceFloor)
+	ew.printf("  steady_step_miss_reduction_vs_torch_mean %s\n", key(s.SteadyStepMissReductionVsTorchMean,
+		meanOverText(s.SteadyStepMissReductionVsTorchMean, s.StepMissReductionWorkloads), vsTorch(floor)))
+	ew.printf("  steady_stall_reduction_vs_torch_mean     %s\n", key(s.SteadyStallReductionVsTorchMean,
+		meanOverText(s.SteadyStallReductionVsTorchMean, s.StallReductionWorkloads), vsTorch(floor)))
+	ew.printf("  throughput_ratio_vs_torch_max            %s\n", key(s.ThroughputRatioVsTorchMax,
+		fmtX(s.ThroughputRatioVsTorchMax)+" ("+s.ThroughputRatioVsTorchMaxWorkload+")", vsTorch("no skewed workload")))
+	ew.printf("  throughput_ratio_vs_oracle_min           %s\n", key(s.ThroughputRatioVsOracleMin,
+		fmtX(s.ThroughputRatioVsOracleMin)+" ("+s.ThroughputRatioVsOracleMinWorkload+")", "the oracle was not run"))
+	ew.printf("  uniform_regression_max                   %s\n", key(s.UniformRegressionMax,
+		pct(s.UniformRegressionMax)+" ("+s.UniformRegressionMaxWorkload+")", "no uniform workload with another loader run"))
+	ew.printf("  seeds %d, steps %d\n", s.Seeds, s.Steps)
 	if torchRun {
-		ew.printf("  steady state (without the warm-up), helix vs torch: %s, %s\n",
-			reductionOver(s.SteadyMissReductionVsTorchMean, s.SteadyMissReductionWorkloads, "fewer misses", "misses"),
-			reductionOver(s.SteadyWaitReductionVsTorchMean, s.SteadyWaitReductionWorkloads, "less wait", "wait"))
+		ew.printf("  per rank, beside them, helix vs torch: %s, %s\n",
+			reductionText(s.SteadyMissReductionVsTorchMean, "fewer misses", "misses"), reductionText(s.SteadyWaitReductionVsTorchMean, "less wait", "wait"))
 	}
-	if line := warmupFloorLine(r.Comparisons, loadersRun(r.Results)); line != "" {
-		ew.printf("  %s\n", line)
+	if s.OracleThroughputRatioVsTorchMax != nil {
+		ew.printf("  the oracle (perfect knowledge, free transfers) in helix's place: %s, %s, %s throughput at most\n",
+			reductionText(s.OracleStepMissReductionVsTorchMean, "fewer step misses", "step misses"),
+			reductionText(s.OracleStallReductionVsTorchMean, "less stall", "stall"), fmtX(s.OracleThroughputRatioVsTorchMax))
+	}
+	if s.SchedulingMean != nil || s.DecodeBalancingMean != nil || s.GPUBalancingMean != nil {
+		ew.printf("  attribution, geometric means over the skewed workloads: scheduling %s, decode balancing %s, GPU-work balancing %s; torch-pack's best %s torch\n",
+			fmtX(s.SchedulingMean), fmtX(s.DecodeBalancingMean), fmtX(s.GPUBalancingMean), fmtX(s.PackVsTorchMax))
 	}
 
 	ew.printf("\nGoals:\n")
@@ -166,47 +204,6 @@ func (r *Report) WriteText(w io.Writer) error {
 	return ew.err
 }
 
-// warmupFloorLine says how many misses every loader run (loaders: the
-// oracle too when it ran) has in the warm-up of the workloads of
-// miss_reduction_vs_torch_mean (Comparison.WarmupMisses) and the miss
-// rate that floor is at the run's steps; "" when no workload has a
-// floor above 0.
-func warmupFloorLine(cs []Comparison, loaders []string) string {
-	var misses, steps, floors []float64
-	for _, c := range cs {
-		if c.VsTorch.MissReduction == nil || c.WarmupMissFloor == nil {
-			continue
-		}
-		misses = append(misses, float64(c.WarmupMisses))
-		steps = append(steps, float64(c.WarmupSteps))
-		floors = append(floors, *c.WarmupMissFloor)
-	}
-	if len(floors) == 0 || slices.Max(floors) <= 0 {
-		return ""
-	}
-	span := func(xs []float64, format string) string {
-		lo, hi := slices.Min(xs), slices.Max(xs)
-		if lo == hi {
-			return fmt.Sprintf(format, lo)
-		}
-		return fmt.Sprintf(format, lo) + " to " + fmt.Sprintf(format, hi)
-	}
-	varies := ""
-	if slices.Min(misses) != slices.Max(misses) || slices.Min(steps) != slices.Max(steps) {
-		varies = ", by workload,"
-	}
-	who := "every loader, the oracle too,"
-	if !slices.Contains(loaders, step.KindOracle.String()) {
-		who = "every loader run (" + strings.Join(loaders, ", ") + ")"
-	}
-	times := "times"
-	if slices.Max(misses) == 1 {
-		times = "time"
-	}
-	return fmt.Sprintf("%s misses %s %s%s in the warm-up (the first %s steps): a miss-rate floor of %s %% at these steps, which bounds the reductions above",
-		who, span(misses, "%.0f"), times, varies, span(steps, "%.0f"), span(scaled(floors, 100), "%.2f"))
-}
-
 // loadersRun lists the loaders of results, in order of first result.
 func loadersRun(results []eval.Result) []string {
 	var out []string
@@ -214,15 +211,6 @@ func loadersRun(results []eval.Result) []string {
 		if !slices.Contains(out, r.Loader) {
 			out = append(out, r.Loader)
 		}
-	}
-	return out
-}
-
-// scaled returns xs multiplied by k.
-func scaled(xs []float64, k float64) []float64 {
-	out := make([]float64, len(xs))
-	for i, x := range xs {
-		out[i] = k * x
 	}
 	return out
 }
@@ -250,13 +238,6 @@ func fmtX(v *float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.3fx", *v)
-}
-
-func fmtPts(v *float64) string {
-	if v == nil {
-		return "-"
-	}
-	return fmt.Sprintf("%.2f%%", 100**v)
 }
 
 // errWriter keeps the first write error.
@@ -304,13 +285,4 @@ func reductionText(v *float64, less, what string) string {
 		return "no workload with " + what + " to reduce"
 	}
 	return pct(v) + " " + less
-}
-
-// reductionOver is reductionText with the workloads it is over, "87.5 % less
-// wait (over 2 workloads)".
-func reductionOver(v *float64, n int, less, what string) string {
-	if v == nil || n == 0 {
-		return reductionText(nil, less, what)
-	}
-	return fmt.Sprintf("%s (over %s)", reductionText(v, less, what), plural(n, "workload"))
 }

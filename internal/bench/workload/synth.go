@@ -37,10 +37,10 @@ type pool struct {
 	byClass [][]int32
 }
 
-// Synth produces the samples of a workload for the simulator: each rank
-// reads its own shards in order (rank r takes shards r, r+N, r+2N, ...,
-// as the runtime's reader assigns shard i to rank i mod N), every shard
-// follows one source (SourceOrder), and inside a
+// Synth produces the samples of a workload for the simulator: the ranks
+// read a dataset of source-homogeneous shards (each follows one source,
+// SourceOrder) in the WebDataset order of the runtime's reader, or in
+// torch-ddp's (layout.go), and inside a
 // shard consecutive clips come in runs from one source video (mean run
 // length ClipsPerVideo) that share resolution, frame rate and codec. The
 // features of every sample come from the generator's presets (gen.Spec),
@@ -72,6 +72,7 @@ type Synth struct {
 
 	mu     sync.Mutex
 	shards map[int64]*shardDraw
+	layout layout
 }
 
 // shardDraw is which pool entries a shard holds, in order.
@@ -105,6 +106,9 @@ func NewSynth(w *Workload, cal *costmodel.Calibration, ranks, batch int, seed ui
 		s.weights = append(s.weights, acc)
 	}
 	s.order = SourceOrder(w.Sources, sourceOrderLen)
+	if err := s.newLayout(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -114,9 +118,8 @@ const sourceOrderLen = 1000
 // SourceOrder assigns sources to n consecutive shards by smooth weighted
 // round robin: every prefix holds each source in proportion to its
 // weight (within one shard), as the generator's mixed preset takes one
-// source per shard in turn. With shard i read by rank i mod N, two equal
-// sources and an even N, half the ranks read video shards and half image
-// shards for the whole run: source-homogeneous shards.
+// source per shard in turn. Which rank reads a shard is the reader's
+// per-epoch shuffle's choice, not the shard's index.
 func SourceOrder(srcs []Source, n int) []int {
 	total := 0.0
 	for _, s := range srcs {
@@ -313,34 +316,38 @@ func (s *Synth) shard(id int64) *shardDraw {
 	return d
 }
 
-// Samples returns rank's batch for step: the simulator's sample source. It
-// is a pure function of (step, rank) for a given Synth.
+// Samples returns rank's batch for step in the WebDataset layout (see
+// layout.go): the simulator's sample source for every loader but
+// torch-ddp. It is a pure function of (step, rank) for a given Synth.
 func (s *Synth) Samples(step int64, rank int) []sim.Sample {
+	ids := s.globalBatch(step)[rank*s.batch : (rank+1)*s.batch]
 	out := make([]sim.Sample, s.batch)
-	size := int64(s.w.ShardSize)
-	for slot := range out {
-		p := step*int64(s.batch) + int64(slot) // position in the rank's stream
-		id := (p/size)*int64(s.ranks) + int64(rank)
-		o := p % size
-		d := s.shard(id)
-		e := &s.pools[d.source].entries[d.entries[o]]
-		gid := uint64(id)*uint64(size) + uint64(o)
-		x := sim.Sample{ID: gid, Bytes: e.bytes, Cost: e.cost, Est: e.cost, Frames: e.frames, Tokens: e.tokens, Mem: e.mem}
-		splitTrue, splitEst := e.splitCost, e.splitCost
-		if s.NoiseOnTruth {
-			f := math.Exp(e.sigma*gauss(hash3(s.seed, 7, gid)) - e.sigma*e.sigma/2)
-			x.Cost = max(int64(math.Round(float64(e.cost)*f)), 1)
-			splitTrue = max(int64(math.Round(float64(e.splitCost)*f)), 1)
-		} else {
-			x.Est = noisy(e.cost, e.sigma, hash3(s.seed, 7, gid))
-			splitEst = x.Est * e.splitCost / e.cost
-		}
-		if len(e.parts) > 1 && !s.NoSplit {
-			x.Parts, x.PartsEst = splitCost(splitTrue, e.parts), splitCost(splitEst, e.parts)
-		}
-		out[slot] = x
+	for slot, id := range ids {
+		out[slot] = s.sample(id)
 	}
 	return out
+}
+
+// sample is the sample of id (a reader.SampleRef.ID): the shard's entry
+// at its position, with its estimate's error drawn from id.
+func (s *Synth) sample(gid uint64) sim.Sample {
+	shard, o := refOf(gid)
+	d := s.shard(shard)
+	e := &s.pools[d.source].entries[d.entries[o]]
+	x := sim.Sample{ID: gid, Bytes: e.bytes, Cost: e.cost, Est: e.cost, Frames: e.frames, Tokens: e.tokens, Mem: e.mem}
+	splitTrue, splitEst := e.splitCost, e.splitCost
+	if s.NoiseOnTruth {
+		f := math.Exp(e.sigma*gauss(hash3(s.seed, 7, gid)) - e.sigma*e.sigma/2)
+		x.Cost = max(int64(math.Round(float64(e.cost)*f)), 1)
+		splitTrue = max(int64(math.Round(float64(e.splitCost)*f)), 1)
+	} else {
+		x.Est = noisy(e.cost, e.sigma, hash3(s.seed, 7, gid))
+		splitEst = x.Est * e.splitCost / e.cost
+	}
+	if len(e.parts) > 1 && !s.NoSplit {
+		x.Parts, x.PartsEst = splitCost(splitTrue, e.parts), splitCost(splitEst, e.parts)
+	}
+	return x
 }
 
 // splitCost spreads a cost over tasks in proportion to the frames each

@@ -12,6 +12,7 @@ import (
 	"github.com/datahelix/datahelix/internal/costmodel"
 	"github.com/datahelix/datahelix/internal/decoding"
 	"github.com/datahelix/datahelix/internal/gen"
+	"github.com/datahelix/datahelix/internal/reader"
 )
 
 func synthFor(t *testing.T, name string, ranks int, seed uint64) *Synth {
@@ -66,10 +67,6 @@ func TestSynthSamplesWellFormed(t *testing.T) {
 					t.Fatalf("sample id %d drawn twice", x.ID)
 				}
 				seen[x.ID] = true
-				// Shard i belongs to rank i mod N.
-				if shard := x.ID / uint64(s.w.ShardSize); int(shard%8) != r {
-					t.Fatalf("rank %d read shard %d", r, shard)
-				}
 				if x.Cost < 1 || x.Est < 1 || x.Bytes < 1 || x.Frames != 8 || x.Mem != 8*224*224*3 {
 					t.Fatalf("bad sample %+v", x)
 				}
@@ -119,25 +116,96 @@ func TestSourceOrder(t *testing.T) {
 	}
 }
 
-// TestSourceHomogeneousRanks: with two equal sources and 8 ranks, every
-// rank reads one source for the whole run (its shards are i, i+8, ...).
-func TestSourceHomogeneousRanks(t *testing.T) {
+// TestWebDatasetLayout: every loader but torch-ddp reads the runtime
+// reader's order with a stream per worker of each rank: rank r's batch
+// is positions [r·B, (r+1)·B) of reader.Order's global batch. The
+// sources a rank reads follow the shards its streams drew, not its rank:
+// on video_image_mix (two equal sources), the ranks are not split into
+// even ones reading video and odd ones reading images.
+func TestWebDatasetLayout(t *testing.T) {
 	s := synthFor(t, "video_image_mix", 8, 1)
-	for r := range 8 {
-		video := 0
-		for step := range int64(30) {
-			for _, x := range s.Samples(step, r) {
+	sizes := make([]int, s.datasetShards())
+	for i := range sizes {
+		sizes[i] = s.w.ShardSize
+	}
+	o, err := reader.NewOrder(sizes, 8*s.Batch(), 8*s.w.Workers, 1, reader.DefaultShuffleBuffer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refs []reader.SampleRef
+	var epochs []int
+	parity := true
+	for step := range int64(30) {
+		refs, epochs = o.NextBatch(refs[:0], epochs[:0])
+		for r := range 8 {
+			video := 0
+			for i, x := range s.Samples(step, r) {
+				k := r*s.Batch() + i
+				if want := refs[k].ID(epochs[k]); x.ID != want {
+					t.Fatalf("step %d rank %d slot %d: sample %x, want the reader's %x", step, r, i, x.ID, want)
+				}
 				if x.Frames == 8 {
 					video++
 				}
 			}
+			if (video == s.Batch()) != (r%2 == 0) || (video == 0) != (r%2 == 1) {
+				parity = false
+			}
 		}
-		want := 0
-		if r%2 == 0 {
-			want = 30 * s.Batch()
+	}
+	if parity {
+		t.Error("even ranks read only video and odd ranks only images: the parity artifact")
+	}
+}
+
+// TestDDPLayout: torch-ddp's ranks each take every N-th sample of one
+// global shuffle, so every rank reads both of video_image_mix's sources
+// within a few steps; no sample is drawn twice in an epoch, and the
+// layout is deterministic.
+func TestDDPLayout(t *testing.T) {
+	s, again := synthFor(t, "video_image_mix", 8, 1), synthFor(t, "video_image_mix", 8, 1)
+	seen := map[uint64]bool{}
+	for r := range 8 {
+		video, images := 0, 0
+		for step := range int64(4) {
+			xs := s.SamplesDDP(step, r)
+			if !reflect.DeepEqual(xs, again.SamplesDDP(step, r)) {
+				t.Fatalf("step %d rank %d: two synths of one seed differ", step, r)
+			}
+			for _, x := range xs {
+				if seen[x.ID] {
+					t.Fatalf("sample %x drawn twice", x.ID)
+				}
+				seen[x.ID] = true
+				if x.Frames == 8 {
+					video++
+				} else {
+					images++
+				}
+			}
 		}
-		if video != want {
-			t.Errorf("rank %d read %d video samples, want %d", r, video, want)
+		if video == 0 || images == 0 {
+			t.Errorf("rank %d read %d video and %d image samples in 4 steps: want both sources", r, video, images)
+		}
+	}
+}
+
+// TestPermute: permute is a bijection of [0, n) for sizes that are and
+// are not powers of two, and another key gives another one.
+func TestPermute(t *testing.T) {
+	for _, n := range []uint64{1, 2, 3, 7, 64, 1000, 4097} {
+		seen := make([]bool, n)
+		same := true
+		for i := range n {
+			k := permute(i, n, 42)
+			if k >= n || seen[k] {
+				t.Fatalf("n=%d: permute(%d) = %d, out of range or taken twice", n, i, k)
+			}
+			seen[k] = true
+			same = same && k == permute(i, n, 43)
+		}
+		if n > 3 && same {
+			t.Errorf("n=%d: keys 42 and 43 give the same permutation", n)
 		}
 	}
 }
