@@ -17,7 +17,9 @@ import (
 // shards by rank and then by worker; at most the global batch and the
 // shards) each read whole shards in turn through a shuffle buffer of
 // reader.DefaultShuffleBuffer samples, and rank r takes positions
-// [r·G/N, (r+1)·G/N) of each global batch of G. Which sources a rank
+// [r·G/N, (r+1)·G/N) of each global batch of G: with a stream per worker
+// the W streams of a rank take turns (turns), so that its batch comes
+// whole from one worker's shard, as a DataLoader's does. Which sources a rank
 // reads then follows the shards its streams drew, not its rank.
 //
 // torch-ddp reads a map-style dataset under PyTorch's DistributedSampler
@@ -46,6 +48,16 @@ func (s *Synth) streams() int {
 	return max(min(s.ranks*max(s.w.Workers, 1), s.ranks*s.batch, s.datasetShards()), 1)
 }
 
+// turns is the WebDataset layout's stream turns: W when every rank has a
+// stream per worker, so that each rank's batch comes whole from one of
+// its W workers' shards in turn, as a DataLoader's do (--stream-turns).
+func (s *Synth) turns() int {
+	if w := max(s.w.Workers, 1); s.streams() == s.ranks*w {
+		return w
+	}
+	return 1
+}
+
 // datasetShards is the simulated dataset's shard count: DatasetShards,
 // or more where the streams or one global batch need more.
 func (s *Synth) datasetShards() int {
@@ -59,7 +71,7 @@ func (s *Synth) newLayout() error {
 	for i := range sizes {
 		sizes[i] = s.w.ShardSize
 	}
-	o, err := reader.NewOrder(sizes, s.ranks*s.batch, s.streams(), s.seed, reader.DefaultShuffleBuffer)
+	o, err := reader.NewOrder(sizes, s.ranks*s.batch, s.streams(), s.turns(), s.seed, reader.DefaultShuffleBuffer)
 	if err != nil {
 		return fmt.Errorf("bench: workload %s: the WebDataset order: %w", s.w.Name, err)
 	}

@@ -128,7 +128,7 @@ func TestWebDatasetLayout(t *testing.T) {
 	for i := range sizes {
 		sizes[i] = s.w.ShardSize
 	}
-	o, err := reader.NewOrder(sizes, 8*s.Batch(), 8*s.w.Workers, 1, reader.DefaultShuffleBuffer)
+	o, err := reader.NewOrder(sizes, 8*s.Batch(), 8*s.w.Workers, s.turns(), 1, reader.DefaultShuffleBuffer)
 	if err != nil {
 		t.Fatal(err)
 	}
