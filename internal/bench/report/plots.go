@@ -55,7 +55,8 @@ func loaderColor(name string) color.Color {
 }
 
 // WritePlots writes the figures into dir and returns their paths:
-// gpu_wait.png (GPU wait by loader for every workload), one
+// gpu_wait.png (the job stall after the warm-up by loader for every
+// workload), one
 // wait_<workload>.png per workload, and timeline_<workload>.png, the
 // per-rank timeline of torch and helix side by side for the timeline
 // workload (the default one when empty, see TimelineWorkload) when it can
@@ -68,7 +69,7 @@ func (r *Report) WritePlots(dir, timeline string) ([]string, error) {
 	}
 	var out []string
 	loaders := r.loaderNames()
-	p, err := r.waitBars(r.workloadNames(), loaders, "GPU input wait by loader\n"+r.runContext(), waitAllW)
+	p, err := r.waitBars(r.workloadNames(), loaders, "Job stall by loader\n"+r.runContext(), waitAllW)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +79,7 @@ func (r *Report) WritePlots(dir, timeline string) ([]string, error) {
 	}
 	out = append(out, path)
 	for _, w := range r.workloadNames() {
-		p, err := r.waitBars([]string{w}, loaders, "GPU input wait: "+w+"\n"+r.runContext(), waitOneW)
+		p, err := r.waitBars([]string{w}, loaders, "Job stall: "+w+"\n"+r.runContext(), waitOneW)
 		if err != nil {
 			return nil, err
 		}
@@ -215,18 +216,20 @@ func (r *Report) loaderNames() []string {
 // draws nothing at all when the bars and the Y axis do not fit.
 const barFill = 0.6
 
-// waitNote is the figures' definition of the GPU wait they plot.
-const waitNote = "GPU input wait: the GPU idle for want of its batch, summed over ranks, over ranks x wall time;\n" +
-	"it leaves out the idle time in the gradient allreduce waiting for a slower rank"
+// waitNote is the figures' definition of the wait they plot: the job
+// stall after the warm-up, the headline of the second bench issue.
+const waitNote = "job stall after the warm-up: each step's longest GPU input wait of any rank (the step lasts as long as its\n" +
+	"slowest rank), summed over the steps, over the wall time; a run not longer than its warm-up shows its whole-run mean rank wait"
 
-// waitBars is a grouped bar chart of GPU wait % per workload by loader,
+// waitBars is a grouped bar chart of the job stall % (waitNote) per
+// workload by loader,
 // for a figure widthIn inches wide. With one workload, the bars are
 // labelled with the loaders' names on the X axis (no legend, which tells
 // loaders apart by colour alone); with more, a legend names them.
 func (r *Report) waitBars(workloads, loaders []string, title string, widthIn float64) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = title
-	p.Y.Label.Text = "GPU input wait, % of wall time"
+	p.Y.Label.Text = "job stall, % of wall time"
 	p.X.Label.Text = waitNote
 	p.X.Label.TextStyle.Font.Size = vg.Points(9)
 	p.Y.Min = 0
@@ -239,6 +242,9 @@ func (r *Report) waitBars(workloads, loaders []string, title string, widthIn flo
 			for _, x := range r.Results {
 				if x.Workload == w && x.Loader == l {
 					vals[i] = 100 * x.GPUWaitFrac
+					if x.HasSteady() {
+						vals[i] = 100 * x.SteadyJobStallFrac
+					}
 					hi = math.Max(hi, vals[i])
 				}
 			}
