@@ -219,7 +219,8 @@ const barFill = 0.6
 // waitNote is the figures' definition of the wait they plot: the job
 // stall after the warm-up, the headline of the second bench issue.
 const waitNote = "job stall after the warm-up: each step's longest GPU input wait of any rank (the step lasts as long as its\n" +
-	"slowest rank), summed over the steps, over the wall time; a run not longer than its warm-up shows its whole-run mean rank wait"
+	"slowest rank), summed over the steps, over the wall time; it leaves out the idle time in the gradient allreduce\n" +
+	"(a run not longer than its warm-up shows its whole-run mean rank wait)"
 
 // waitBars is a grouped bar chart of the job stall % (waitNote) per
 // workload by loader,

@@ -99,9 +99,29 @@ func TestPlots(t *testing.T) {
 		// names at 6 inches).
 		colors := []color.Color{waitColor, computeColor}
 		if !strings.HasPrefix(name, "timeline_") {
+			// The bars of the loaders whose stall is at least a tenth of
+			// the tallest: a loader that never stalled has none.
+			workload := strings.TrimSuffix(strings.TrimPrefix(name, "wait_"), ".png")
+			vals := map[string]float64{}
+			hi := 0.0
+			for _, x := range r.Results {
+				if name == "gpu_wait.png" || x.Workload == workload {
+					v := x.GPUWaitFrac
+					if x.HasSteady() {
+						v = x.SteadyJobStallFrac
+					}
+					vals[x.Loader] = max(vals[x.Loader], v)
+					hi = max(hi, v)
+				}
+			}
+			if hi == 0 && name == "gpu_wait.png" {
+				t.Errorf("%s: no loader stalled on any workload of the test run: the figure shows nothing", name)
+			}
 			colors = colors[:0]
 			for _, l := range r.loaderNames() {
-				colors = append(colors, loaderColor(l))
+				if hi > 0 && vals[l] >= hi/10 { // a workload no loader stalled on has no bar
+					colors = append(colors, loaderColor(l))
+				}
 			}
 		}
 		for _, c := range colors {
