@@ -321,16 +321,13 @@ func compare(workload, skew string, results []eval.Result) Comparison {
 
 // stat accumulates a mean and extremes of defined values.
 type stat struct {
-	sum, lo, hi float64
-	n           int
+	sum, hi float64
+	n       int
 }
 
 func (s *stat) add(v *float64) {
 	if v == nil {
 		return
-	}
-	if s.n == 0 || *v < s.lo {
-		s.lo = *v
 	}
 	if s.n == 0 || *v > s.hi {
 		s.hi = *v
@@ -345,13 +342,6 @@ func (s *stat) mean() *float64 {
 	}
 	v := s.sum / float64(s.n)
 	return &v
-}
-
-func (s *stat) min() *float64 {
-	if s.n == 0 {
-		return nil
-	}
-	return &s.lo
 }
 
 func (s *stat) max() *float64 {
