@@ -3,6 +3,8 @@ package workload
 import (
 	"fmt"
 	"math"
+	"slices"
+	"sort"
 	"sync"
 
 	"github.com/datahelix/datahelix/internal/costmodel"
@@ -58,6 +60,9 @@ type Synth struct {
 	pools   []*pool
 	weights []float64 // cumulative, normalized source weights
 	order   []int     // source of shard k is order[k % len(order)]
+	// shardLen is per source the samples of one shard: ShardBytes over
+	// the source's mean sample bytes.
+	shardLen []int64
 
 	// NoSplit withholds the clips' task split from the simulator, so no
 	// loader splits (an ablation; the runtime splits).
@@ -72,12 +77,17 @@ type Synth struct {
 
 	mu     sync.Mutex
 	shards map[int64]*shardDraw
+	// starts is per rank the position in its stream at which each of its
+	// shards starts (its j-th shard is j x ranks + rank), grown on use.
+	starts [][]int64
 }
 
 // shardDraw is which pool entries a shard holds, in order.
 type shardDraw struct {
 	source  int
-	entries []int32
+	size    int64   // samples in the shard
+	entries []int32 // the first drawn
+	class   []int32 // the current source video's class, for the next entry
 }
 
 // NewSynth draws the workload's pools with seed. batch is the per-rank
@@ -105,8 +115,57 @@ func NewSynth(w *Workload, cal *costmodel.Calibration, ranks, batch int, seed ui
 		s.weights = append(s.weights, acc)
 	}
 	s.order = SourceOrder(w.Sources, sourceOrderLen)
+	for _, p := range s.pools {
+		s.shardLen = append(s.shardLen, ShardSamples(w.ShardBytes, p.meanBytes()))
+	}
+	s.starts = make([][]int64, ranks)
 	return s, nil
 }
+
+// ShardSamples is how many samples of mean size meanBytes fill a shard of
+// shardBytes bytes (at least 1): the writing tools close a shard when it
+// reaches its size.
+func ShardSamples(shardBytes int64, meanBytes float64) int64 {
+	if !(meanBytes > 0) {
+		return 1
+	}
+	return max(int64(math.Round(float64(shardBytes)/meanBytes)), 1)
+}
+
+// meanBytes is the mean encoded size of the pool's samples.
+func (p *pool) meanBytes() float64 {
+	var sum float64
+	for _, e := range p.entries {
+		sum += float64(e.bytes)
+	}
+	return sum / float64(max(len(p.entries), 1))
+}
+
+// ShardLens returns per source the samples of one of its shards.
+func (s *Synth) ShardLens() []int64 { return slices.Clone(s.shardLen) }
+
+// locate returns the shard holding position p of rank's stream and the
+// offset in it. s.mu must be held.
+func (s *Synth) locate(rank int, p int64) (id, o int64) {
+	st := s.starts[rank]
+	if len(st) == 0 {
+		st = append(st, 0)
+	}
+	for {
+		j := int64(len(st) - 1) // the last shard whose start is known
+		if st[j] > p {
+			break
+		}
+		id := j*int64(s.ranks) + int64(rank)
+		st = append(st, st[j]+s.shardLen[s.order[id%int64(len(s.order))]])
+	}
+	s.starts[rank] = st
+	j := int64(sort.Search(len(st), func(i int) bool { return st[i] > p })) - 1
+	return j*int64(s.ranks) + int64(rank), p - st[j]
+}
+
+// ShardOf returns the shard a sample ID of Samples belongs to.
+func ShardOf(id uint64) int64 { return int64(id >> 32) }
 
 // sourceOrderLen is the period of the shards' source sequence.
 const sourceOrderLen = 1000
@@ -288,28 +347,28 @@ func Imbalance(samples func(step int64, rank int) []sim.Sample, ranks, steps, ho
 	return total / float64(windows)
 }
 
-// shard returns (drawing on first use) what shard id holds.
-func (s *Synth) shard(id int64) *shardDraw {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if d := s.shards[id]; d != nil {
-		return d
+// shard returns shard id with its first upto+1 entries drawn (drawing on
+// first use): a shard is drawn only as far as it is read, so a 1 GB shard
+// of short texts costs the simulation only the samples it trains. s.mu
+// must be held.
+func (s *Synth) shard(id, upto int64) *shardDraw {
+	d := s.shards[id]
+	if d == nil {
+		src := s.order[id%int64(len(s.order))]
+		d = &shardDraw{source: src, size: s.shardLen[src]}
+		s.shards[id] = d
 	}
-	src := s.order[id%int64(len(s.order))]
-	p := s.pools[src]
-	d := &shardDraw{source: src, entries: make([]int32, s.w.ShardSize)}
+	p := s.pools[d.source]
 	newRun := 1 / p.src.ClipsPerVideo
-	var class []int32
-	for o := range d.entries {
+	for o := int64(len(d.entries)); o <= upto && o < d.size; o++ {
 		h := hash3(s.seed, uint64(id), uint64(o))
 		if o == 0 || unit(mix64(h^2)) < newRun {
 			// A new source video: its class is that of a random sample,
 			// so classes keep their frequencies in the pool.
-			class = p.byClass[p.entries[h%uint64(len(p.entries))].class]
+			d.class = p.byClass[p.entries[h%uint64(len(p.entries))].class]
 		}
-		d.entries[o] = class[mix64(h^3)%uint64(len(class))]
+		d.entries = append(d.entries, d.class[mix64(h^3)%uint64(len(d.class))])
 	}
-	s.shards[id] = d
 	return d
 }
 
@@ -317,14 +376,19 @@ func (s *Synth) shard(id int64) *shardDraw {
 // is a pure function of (step, rank) for a given Synth.
 func (s *Synth) Samples(step int64, rank int) []sim.Sample {
 	out := make([]sim.Sample, s.batch)
-	size := int64(s.w.ShardSize)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := step * int64(s.batch) // position in the rank's stream
+	id, o := s.locate(rank, p)
+	d := s.shard(id, o+int64(s.batch)-1)
 	for slot := range out {
-		p := step*int64(s.batch) + int64(slot) // position in the rank's stream
-		id := (p/size)*int64(s.ranks) + int64(rank)
-		o := p % size
-		d := s.shard(id)
+		if o == d.size { // the next shard of the rank
+			id, o = s.locate(rank, p+int64(slot))
+			d = s.shard(id, int64(len(out)-slot)-1)
+		}
 		e := &s.pools[d.source].entries[d.entries[o]]
-		gid := uint64(id)*uint64(size) + uint64(o)
+		gid := uint64(id)<<32 | uint64(o)
+		o++
 		x := sim.Sample{ID: gid, Bytes: e.bytes, Cost: e.cost, Est: e.cost, Frames: e.frames, Tokens: e.tokens, Mem: e.mem}
 		splitTrue, splitEst := e.splitCost, e.splitCost
 		if s.NoiseOnTruth {

@@ -67,7 +67,7 @@ func TestSynthSamplesWellFormed(t *testing.T) {
 				}
 				seen[x.ID] = true
 				// Shard i belongs to rank i mod N.
-				if shard := x.ID / uint64(s.w.ShardSize); int(shard%8) != r {
+				if shard := ShardOf(x.ID); int(shard%8) != r {
 					t.Fatalf("rank %d read shard %d", r, shard)
 				}
 				if x.Cost < 1 || x.Est < 1 || x.Bytes < 1 || x.Frames != 8 || x.Mem != 8*224*224*3 {
@@ -144,7 +144,9 @@ func TestSourceHomogeneousRanks(t *testing.T) {
 
 // meanRun is the mean length of runs of one class in shard id.
 func meanRun(s *Synth, id int64) float64 {
-	d := s.shard(id)
+	s.mu.Lock()
+	d := s.shard(id, 1<<40)
+	s.mu.Unlock()
 	p := s.pools[d.source]
 	runs := 1
 	for o := 1; o < len(d.entries); o++ {

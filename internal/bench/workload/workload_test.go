@@ -28,19 +28,14 @@ func TestWorkloadsParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names, uniform []string
+	var names []string
 	for _, w := range ws {
 		names = append(names, w.Name)
-		if w.Skew == Uniform {
-			uniform = append(uniform, w.Name)
-		}
 	}
 	if !slices.Equal(names, wantWorkloads) {
 		t.Errorf("workloads = %v, want %v", names, wantWorkloads)
 	}
-	if !slices.Equal(uniform, []string{"imagenet", "text"}) {
-		t.Errorf("uniform workloads = %v, want [imagenet text]", uniform)
-	}
+	// The skew labels are measured: TestSkewLabels pins them.
 	// One has a slow node, one mixes video and image shards.
 	het, _ := SelectWorkloads("hetero_cluster")
 	if sd := het[0].Slowdowns(8); !slices.Equal(sd, []float64{1, 1, 1, 1, 2, 2, 2, 2}) {
@@ -142,7 +137,19 @@ func TestWorkloadProvisioning(t *testing.T) {
 			inv += 1 / sd
 		}
 		inv /= ReferenceRanks
-		if hand := 1.2 * float64(w.Batch) * cost / (float64(w.Workers) * inv) / 1000; math.Abs(hand-gms) > 1e-6*hand+1e-6 {
+		if n := w.Cluster.Noisy; n != nil {
+			inv *= 1 - n.Share + n.Share/n.Slowdown
+		}
+		hand := w.Provision.Ratio * float64(w.Batch) * cost / (float64(w.Workers) * inv) / 1000
+		if m := w.GPU.Model; m != nil {
+			// 6 N FLOPs per token, B x tokens per sample tokens, at MFU x peak.
+			hand = 6 * m.Params * float64(w.Batch) * m.TokensPerSample / (m.PeakTFLOPS * 1e12 * m.MFU) * 1000
+			_, _, tokens := s.Means()
+			if rel(m.TokensPerSample, tokens) > 0.05 {
+				t.Errorf("%s: gpu.model.tokens_per_sample %v, the preset draws %.1f", w.Name, m.TokensPerSample, tokens)
+			}
+		}
+		if math.Abs(hand-gms) > 1e-6*hand+1e-6 {
 			t.Errorf("%s: GPUStep = %v ms, the rule by hand gives %v ms", w.Name, gms, hand)
 		}
 		if *rewriteWorkloads {
@@ -246,10 +253,11 @@ func TestParseWorkloadErrors(t *testing.T) {
 		name, old, new, want string
 	}{
 		{"unknown field", `"batch": 16`, `"batch": 16, "bogus": 1`, "unknown field"},
-		{"skew", `"skew": "skewed"`, `"skew": "lopsided"`, "skew"},
+		{"skew", `"skew": "uniform"`, `"skew": "lopsided"`, "skew"},
 		{"batch", `"batch": 16`, `"batch": 0`, "batch 0"},
 		{"workers", `"workers": 8`, `"workers": -1`, "workers"},
-		{"ratio", `"ratio": 1.2`, `"ratio": 1.5`, "provisioning.ratio"},
+		{"ratio", `"ratio": 1.2`, `"ratio": 12`, "provisioning.ratio"},
+		{"shard bytes", `"shard_bytes": 1000000000`, `"shard_bytes": 10`, "shard_bytes"},
 		{"gpu shares", `"base_share": 0.2`, `"base_share": 0.3`, "add up"},
 		{"preset", `"preset": "kinetics"`, `"preset": "youtube"`, "unknown preset"},
 		{"missing cite", `"batch": "16 clips`, `"batch_x": "16 clips`, "cite.batch"},
