@@ -66,6 +66,10 @@ type Config struct {
 	// takes c*Speed[r]/plan.One µs on rank r. nil means every rank runs
 	// at reference speed.
 	Speed []int64
+	// SpeedAt, when set, changes the ranks' speeds over time (noisy
+	// neighbours): rank r's decode slowdown, as Speed, from the time step
+	// s is prepared on. It must be deterministic; Speed is then ignored.
+	SpeedAt func(s int64, r int) int64
 	// StartUS, when set, is per rank the start-up work (µs on a core of
 	// its own) its workers do, split evenly, before any decode: a real
 	// process's first reads, decoder set-up and cold caches.
@@ -219,7 +223,10 @@ func RunContext(ctx context.Context, cfg Config) (*Result, error) {
 	groups, all, shared := rankGroups(&cfg)
 	for r := range ranks {
 		speed := int64(plan.One)
-		if cfg.Speed != nil {
+		switch {
+		case cfg.SpeedAt != nil:
+			speed = cfg.SpeedAt(0, r)
+		case cfg.Speed != nil:
 			speed = cfg.Speed[r]
 		}
 		ranks[r] = &simRank{
@@ -260,6 +267,11 @@ func RunContext(ctx context.Context, cfg Config) (*Result, error) {
 			}
 		}
 		eng.advance(at)
+		if cfg.SpeedAt != nil {
+			for r, rk := range ranks {
+				rk.speed = cfg.SpeedAt(s, r)
+			}
+		}
 		batches := make([][]Sample, n)
 		orders := make([][]int, n)
 		arrive := make([][]int64, n) // per rank per slot: when the sample's bytes are there

@@ -306,6 +306,9 @@ type prepared struct {
 	setup Setup
 	gpu   gpu.Model
 	speed []int64
+	// speedAt is the ranks' speed over time when the workload has noisy
+	// neighbours (nil otherwise).
+	speedAt func(step int64, rank int) int64
 }
 
 // prepare draws a workload's samples and applies the provisioning rule
@@ -345,6 +348,11 @@ func prepare(ctx context.Context, w *workload.Workload, cal *costmodel.Calibrati
 			p.setup.SlowRanks++
 		}
 	}
+	if w.Cluster.Noisy != nil {
+		p.speedAt = func(step int64, rank int) int64 {
+			return int64(w.SlowdownAt(seed, step, rank, ranks)*plan.One + 0.5)
+		}
+	}
 	if measure {
 		p.setup.Imbalance = workload.Imbalance(draw, ranks, steps, p.setup.Horizon, slow)
 	}
@@ -367,7 +375,7 @@ func (p *prepared) simConfig(k step.Kind, cfg *EvalConfig) sim.Config {
 	return sim.Config{
 		Loader: k, Ranks: p.setup.Ranks, Batch: b, Steps: cfg.Steps, Workers: w.Workers, Horizon: h,
 		Budget: budget, GPU: p.gpu, Bandwidth: cfg.Network.FixedBandwidth(),
-		LatencyUS: cfg.Network.LatencyUS, Margin: GateMarginUS, Speed: p.speed,
+		LatencyUS: cfg.Network.LatencyUS, Margin: GateMarginUS, Speed: p.speed, SpeedAt: p.speedAt,
 		Samples: p.synth.Samples, Seed: cfg.Seed, KeepPlanTimes: cfg.KeepPlanTimes,
 	}
 }

@@ -14,8 +14,11 @@ const (
 	SkewLagMax    = 64
 	SkewThreshold = 0.2
 	// SkewSteps and SkewRanks are the run the built-in labels are
-	// measured on (TestSkewLabels): ReferenceRanks and 1,000 steps.
-	SkewSteps = 1000
+	// measured on (TestSkewLabels): ReferenceRanks and 2,000 steps, the
+	// run length issue 27 asks of the report. (At 1,000 steps seed 1
+	// drew no slow spell for noisy_neighbours' two nodes: too few spells
+	// to measure a skew that comes and goes.)
+	SkewSteps = 2000
 	SkewRanks = ReferenceRanks
 )
 

@@ -13,7 +13,7 @@ import (
 // never asserted.
 func TestSkewLabels(t *testing.T) {
 	if testing.Short() {
-		t.Skip("measures every workload over 1,000 steps")
+		t.Skip("measures every workload over 2,000 steps")
 	}
 	ws, err := Workloads()
 	if err != nil {

@@ -199,10 +199,20 @@ func SourceOrder(srcs []Source, n int) []int {
 
 // drawPool draws PoolSize samples of a source and computes their costs.
 func drawPool(w *Workload, src Source, cal *costmodel.Calibration, seed uint64) (*pool, error) {
-	unsplit := costmodel.New(cal)
-	unsplit.SetOptions(costmodel.Options{Frames: w.Frames, Size: w.Size, MaxTasks: 1})
-	split := costmodel.New(cal)
-	split.SetOptions(costmodel.Options{Frames: w.Frames, Size: w.Size, MaxTasks: w.Workers})
+	// The cost models per frame count: w.Frames for every clip, or with
+	// fps sampling the frames each clip's duration gives.
+	type models struct{ unsplit, split *costmodel.Model }
+	byFrames := map[int]models{}
+	modelsFor := func(f int) models {
+		m, ok := byFrames[f]
+		if !ok {
+			m = models{costmodel.New(cal), costmodel.New(cal)}
+			m.unsplit.SetOptions(costmodel.Options{Frames: f, Size: w.Size, MaxTasks: 1})
+			m.split.SetOptions(costmodel.Options{Frames: f, Size: w.Size, MaxTasks: w.Workers})
+			byFrames[f] = m
+		}
+		return m
+	}
 	p := &pool{src: src}
 	classes := map[string]int32{}
 	sigmas := map[string]float64{}
@@ -215,24 +225,33 @@ func drawPool(w *Workload, src Source, cal *costmodel.Calibration, seed uint64) 
 		if err != nil {
 			return nil, err
 		}
-		key := unsplit.Key(rec)
+		frames := w.Frames
+		if v := rec.Video; v != nil {
+			frames = w.ClipFrames(v)
+		}
+		m := modelsFor(frames)
+		key := m.unsplit.Key(rec)
 		sigma, ok := sigmas[key]
 		if !ok {
 			sigma = cal.Sigma(key)
 			sigmas[key] = sigma
 		}
-		e := poolEntry{cost: unsplit.Estimate(rec), sigma: sigma, bytes: rec.Bytes}
+		e := poolEntry{cost: m.unsplit.Estimate(rec), sigma: sigma, bytes: rec.Bytes}
 		e.splitCost = e.cost
 		sz := int64(w.Size) * int64(w.Size) * 3
 		class := spec.Kind
 		switch v := rec.Video; {
 		case v != nil:
-			e.frames, e.mem = w.Frames, int64(w.Frames)*sz
+			e.frames, e.mem = frames, int64(frames)*sz
 			class = fmt.Sprintf("%s/%dx%d/%d", v.Codec, v.Width, v.Height, v.Timescale)
+			if w.FPS > 0 {
+				// Clips of one source video share its duration class too.
+				class = fmt.Sprintf("%s/%d", class, frames)
+			}
 			if w.Workers > 1 {
-				tasks := video.PlanTasks(v, video.SampleFrames(v, w.Frames), w.Workers)
+				tasks := video.PlanTasks(v, video.SampleFrames(v, frames), w.Workers)
 				if len(tasks) > 1 {
-					e.splitCost = split.Estimate(rec)
+					e.splitCost = m.split.Estimate(rec)
 					for _, t := range tasks {
 						e.parts = append(e.parts, int32(t.DecodeFrames))
 					}

@@ -19,6 +19,7 @@ import (
 	"github.com/datahelix/datahelix/internal/gen"
 	"github.com/datahelix/datahelix/internal/shape"
 	"github.com/datahelix/datahelix/internal/sim"
+	"github.com/datahelix/datahelix/internal/video"
 )
 
 // ErrWorkload reports a workload spec that cannot be used; the wrapping
@@ -67,14 +68,18 @@ type Workload struct {
 	// write WebDataset shards cap them; every shard follows one source,
 	// so a shard of HD clips holds far fewer samples than one of images
 	// (ShardSamples).
-	ShardBytes int64        `json:"shard_bytes"`
-	Frames     int          `json:"frames_per_clip"` // F
-	Size       int          `json:"output_size"`     // S: outputs are S x S RGB
-	Batch      int          `json:"batch"`           // B per rank
-	Workers    int          `json:"workers"`         // W decode workers per rank
-	GPU        GPUShape     `json:"gpu"`
-	Cluster    Cluster      `json:"cluster"`
-	Provision  Provisioning `json:"provisioning"`
+	ShardBytes int64 `json:"shard_bytes"`
+	Frames     int   `json:"frames_per_clip"` // F; with FPS, the most
+	// FPS, when set, samples clips at a fixed rate instead of F frames
+	// each: a clip of d seconds gives ceil(d x FPS) frames, at least 1 and
+	// at most F (ClipFrames), as video LLMs sample (LLaVA-Video: 1 fps).
+	FPS       float64      `json:"fps,omitempty"`
+	Size      int          `json:"output_size"` // S: outputs are S x S RGB
+	Batch     int          `json:"batch"`       // B per rank
+	Workers   int          `json:"workers"`     // W decode workers per rank
+	GPU       GPUShape     `json:"gpu"`
+	Cluster   Cluster      `json:"cluster"`
+	Provision Provisioning `json:"provisioning"`
 	// Cite gives the source of every statistic of the workload, keyed by
 	// its JSON field name (see requiredCites).
 	Cite map[string]string `json:"cite"`
@@ -336,6 +341,9 @@ func (w *Workload) Validate() error {
 	if err := shape.Check(w.Frames, w.Size, "frames_per_clip", "output_size"); err != nil {
 		return bad("%v", err)
 	}
+	if !(w.FPS >= 0 && w.FPS <= 240) {
+		return bad("fps %g: want 0 (F frames a clip) or up to 240", w.FPS)
+	}
 	switch {
 	case w.Batch < 1 || w.Batch > 4096:
 		return bad("batch %d: want 1..4096", w.Batch)
@@ -505,6 +513,16 @@ func (w *Workload) WithRatio(ratio float64) *Workload {
 	c := *w
 	c.Provision.Ratio = ratio
 	return &c
+}
+
+// ClipFrames is the frames sampled from a clip: F, or with FPS set the
+// frames its duration gives at that rate, 1 to F.
+func (w *Workload) ClipFrames(v *video.Track) int {
+	if !(w.FPS > 0) || v.Timescale == 0 {
+		return w.Frames
+	}
+	d := float64(v.Duration) / float64(v.Timescale)
+	return min(max(int(math.Ceil(d*w.FPS)), 1), w.Frames)
 }
 
 // SlowdownAt is rank's CPU slowdown at step in a world of ranks ranks
