@@ -37,7 +37,7 @@ const ProvisionRatio = 1.2
 // bench --ratio).
 const (
 	MinRatio = 0.1
-	MaxRatio = 10
+	MaxRatio = 10.0
 )
 
 // ReferenceRanks is the world size the reference figures of a workload

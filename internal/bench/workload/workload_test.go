@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"github.com/datahelix/datahelix/internal/video"
 	"math"
 	"os"
 	"path/filepath"
@@ -448,3 +449,43 @@ func TestLockstepFactor(t *testing.T) {
 // workloadDir is where the workload files live, in the top-level bench
 // package that embeds them.
 var workloadDir = filepath.Join("..", "..", "..", "bench", "workloads")
+
+// TestWithRatio checks that the provisioning ratio scales the GPU step
+// (g grows with the ratio) without touching the original workload, and
+// leaves a model's fixed step alone.
+func TestWithRatio(t *testing.T) {
+	ws, err := SelectWorkloads("kinetics,text")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, text := ws[0], ws[1]
+	g := k.GPUStep(1000, 16, 8)
+	if g2 := k.WithRatio(2.4).GPUStep(1000, 16, 8); g2 != 2*g {
+		t.Errorf("ratio 2.4: step %v, want twice the 1.2 step %v", g2, g)
+	}
+	if k.Provision.Ratio != ProvisionRatio {
+		t.Errorf("WithRatio changed the original: ratio %v", k.Provision.Ratio)
+	}
+	if a, b := text.GPUStep(16, 32, 8), text.WithRatio(2).GPUStep(16, 32, 8); a != b {
+		t.Errorf("text (a model's step): %v at 1.2, %v at 2; want the model's step either way", a, b)
+	}
+}
+
+// TestFPSFrames checks fps sampling: a clip's frames follow its duration,
+// between 1 and F.
+func TestFPSFrames(t *testing.T) {
+	w := &Workload{Frames: 32, FPS: 2}
+	for _, tt := range []struct {
+		dur  int64 // s
+		want int
+	}{{0, 1}, {1, 2}, {5, 10}, {16, 32}, {60, 32}} {
+		v := &video.Track{Timescale: 1000, Duration: tt.dur * 1000}
+		if got := w.ClipFrames(v); got != tt.want {
+			t.Errorf("%d s at 2 fps: %d frames, want %d", tt.dur, got, tt.want)
+		}
+	}
+	w.FPS = 0
+	if got := w.ClipFrames(&video.Track{Timescale: 1000, Duration: 5000}); got != 32 {
+		t.Errorf("no fps: %d frames, want F = 32", got)
+	}
+}
