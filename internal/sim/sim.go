@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"math/bits"
 	"slices"
 	"time"
 
@@ -70,6 +71,9 @@ type Config struct {
 	// neighbours): rank r's decode slowdown, as Speed, from the time step
 	// s is prepared on. It must be deterministic; Speed is then ignored.
 	SpeedAt func(s int64, r int) int64
+	// Overheads, when set, charges a planned loader's own work per step,
+	// which is free otherwise.
+	Overheads *Overheads
 	// StartUS, when set, is per rank the start-up work (µs on a core of
 	// its own) its workers do, split evenly, before any decode: a real
 	// process's first reads, decoder set-up and cold caches.
@@ -112,6 +116,24 @@ type CPUShare struct {
 	// that share, which divide those cores (max-min fair sharing, at
 	// most a core a thread).
 	Others int64
+}
+
+// Overheads are the costs of a planned loader's own work per step, from
+// microbenchmarks of the machine:
+//   - the allgather: the plan's input reaches every rank after
+//     ceil(log2 N) rounds of the network's latency (recursive doubling)
+//     and the gathered blocks at its bandwidth;
+//   - the plan: every rank computes the same plan (there is no
+//     coordinator), PlanNSPerSample per sample of the world's batch
+//     (N x B), on the cores its decode workers share;
+//   - the exchange's copies: ExchangeUSPerMB of CPU per MB a rank sends
+//     or receives, besides the wire time already charged.
+//
+// The allgather and the plan delay the step's tasks (wall time); the plan
+// and the copies are CPU time the rank's next decode task waits for.
+type Overheads struct {
+	PlanNSPerSample int64
+	ExchangeUSPerMB int64
 }
 
 // OtherUnit is one thread of CPUShare.Others.
@@ -273,6 +295,7 @@ func RunContext(ctx context.Context, cfg Config) (*Result, error) {
 			}
 		}
 		batches := make([][]Sample, n)
+		overhead := int64(0) // the allgather's and the plan's wall time
 		orders := make([][]int, n)
 		arrive := make([][]int64, n) // per rank per slot: when the sample's bytes are there
 		if !cfg.Loader.Planned() {
@@ -316,6 +339,15 @@ func RunContext(ctx context.Context, cfg Config) (*Result, error) {
 			if cfg.OnPlan != nil {
 				cfg.OnPlan(s, at, in, pl)
 			}
+			if ov := cfg.Overheads; ov != nil && !oracle {
+				rounds := int64(bits.Len(uint(n - 1)))
+				gather := rounds*cfg.LatencyUS + int64(len(gathered))*plan.One/cfg.Bandwidth
+				planUS := ov.PlanNSPerSample * int64(n) * int64(b) / 1000
+				overhead = gather + planUS
+				for _, rk := range ranks {
+					rk.debt += planUS
+				}
+			}
 			for r := range batches {
 				ord := pl.DecodeOrder(r)
 				batches[r] = make([]Sample, b)
@@ -347,6 +379,11 @@ func RunContext(ctx context.Context, cfg Config) (*Result, error) {
 				}
 				ranks[mv.Src].moved[s][1] += mv.Bytes
 				ranks[mv.Dst].moved[s][0] += mv.Bytes
+				if ov := cfg.Overheads; ov != nil && !oracle {
+					copyUS := mv.Bytes * ov.ExchangeUSPerMB / 1e6
+					ranks[mv.Src].debt += copyUS
+					ranks[mv.Dst].debt += copyUS
+				}
 				if cfg.Nodes != nil && cfg.Nodes[mv.Src] != cfg.Nodes[mv.Dst] {
 					ranks[mv.Src].moved[s][2] += mv.Bytes
 				}
@@ -370,7 +407,7 @@ func RunContext(ctx context.Context, cfg Config) (*Result, error) {
 				for _, t := range byArrival[d] {
 					rk.inflight += t.Cost
 				}
-				eng.push(event{at: at + d, kind: 0, rank: r, step: s, tasks: byArrival[d]})
+				eng.push(event{at: at + overhead + d, kind: 0, rank: r, step: s, tasks: byArrival[d]})
 			}
 		}
 		eng.advance(at)

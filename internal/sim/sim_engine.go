@@ -52,6 +52,10 @@ type simRank struct {
 	workAt     int64 // work at its last delivery
 	decode     int64 // the decode tasks' part of work
 	decodeAt   int64 // decode at its last delivery
+	// debt is CPU µs of the loader's own work (planning, the exchange's
+	// copies; Config.Overheads) not yet charged: the next task a worker
+	// starts takes that much longer, as the cores it shares were busy.
+	debt int64
 }
 
 // simEngine is the job's one virtual clock: every rank's task arrivals
@@ -159,7 +163,9 @@ func (e *simEngine) dispatchAfter(s *simRank, finished bool) {
 		if t.Parts > 1 {
 			c = x.Parts[t.Part]
 		}
-		e.start(s, &simTask{Task: t, rank: s.r, worker: w, start: e.now, dur: c * s.speed / plan.One})
+		dur := c*s.speed/plan.One + s.debt
+		s.debt = 0
+		e.start(s, &simTask{Task: t, rank: s.r, worker: w, start: e.now, dur: dur})
 		started = true
 	}
 	if g.shared && (started || finished) {

@@ -66,3 +66,62 @@ func TestSpeedAtSlowsSpells(t *testing.T) {
 		}
 	}
 }
+
+// TestOverheadsCharged checks that a planned loader's own work is no
+// longer free: the allgather and the plan delay its steps and take CPU
+// (WorkUS), deterministically, and torch, which plans nothing, is
+// unchanged.
+func TestOverheadsCharged(t *testing.T) {
+	samples := func(s int64, r int) []Sample {
+		out := make([]Sample, 4)
+		for i := range out {
+			c := int64(2000 + 3000*((s+int64(r))%3))
+			out[i] = Sample{ID: uint64(s*100 + int64(r*4+i)), Bytes: 200000, Cost: c, Est: c}
+		}
+		return out
+	}
+	cfg := func(k step.Kind, ov *Overheads) Config {
+		return Config{Loader: k, Ranks: 4, Batch: 4, Steps: 40, Workers: 2, LatencyUS: 10,
+			GPU: gpu.Model{Base: 8 * time.Millisecond}, Samples: samples, Overheads: ov}
+	}
+	heavy := &Overheads{PlanNSPerSample: 100000, ExchangeUSPerMB: 1000} // 1.6 ms of plan a step
+	free, err := Run(cfg(step.KindHelix, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Run(cfg(step.KindHelix, heavy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Run(cfg(step.KindHelix, heavy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a.Summary, b.Summary) {
+		t.Error("two runs with the same overheads differ")
+	}
+	sum := func(xs []int64) (s int64) {
+		for _, x := range xs {
+			s += x
+		}
+		return s
+	}
+	// Every rank plans every step: 40 x 1.6 ms of CPU each, at least.
+	if got, want := sum(a.WorkUS)-sum(free.WorkUS), int64(4*40*1600); got < want {
+		t.Errorf("helix with overheads: %d µs more CPU than free, want at least %d", got, want)
+	}
+	if a.WallUS < free.WallUS {
+		t.Errorf("helix with overheads: wall %d µs, below the free run's %d", a.WallUS, free.WallUS)
+	}
+	tf, err := Run(cfg(step.KindTorch, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ta, err := Run(cfg(step.KindTorch, heavy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(tf.Summary, ta.Summary) {
+		t.Error("torch plans nothing, yet the overheads changed its run")
+	}
+}

@@ -376,7 +376,7 @@ func (p *prepared) simConfig(k step.Kind, cfg *EvalConfig) sim.Config {
 		Loader: k, Ranks: p.setup.Ranks, Batch: b, Steps: cfg.Steps, Workers: w.Workers, Horizon: h,
 		Budget: budget, GPU: p.gpu, Bandwidth: cfg.Network.FixedBandwidth(),
 		LatencyUS: cfg.Network.LatencyUS, Margin: GateMarginUS, Speed: p.speed, SpeedAt: p.speedAt,
-		Samples: p.synth.Samples, Seed: cfg.Seed, KeepPlanTimes: cfg.KeepPlanTimes,
+		Samples: p.synth.Samples, Seed: cfg.Seed, KeepPlanTimes: cfg.KeepPlanTimes, Overheads: &DefaultOverheads,
 	}
 }
 
