@@ -225,6 +225,10 @@ func Run(cfg Config) (*Result, error) {
 	return RunContext(context.Background(), cfg)
 }
 
+// globalEngine forces the one time-ordered queue even where ranks are
+// independent (a test compares the two).
+var globalEngine = false
+
 // ctxEvents is how many events RunContext processes between two
 // looks at its context inside a step: a step of a large world runs
 // millions.
@@ -264,6 +268,7 @@ func RunContext(ctx context.Context, cfg Config) (*Result, error) {
 		eng.others = &otherThreads{n: cfg.CPUs.Others, groups: all}
 		eng.others.share()
 	}
+	eng.local = !shared && eng.others == nil && !globalEngine
 	res := &Result{}
 	splitAbove := step.SplitAbove(prior.Microseconds())
 	params := step.Params{Kind: cfg.Loader, Batch: b, Seed: cfg.Seed, Margin: cfg.Margin}
@@ -466,6 +471,35 @@ func RunContext(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		// Batches ready by the request go at the request; a late one goes
 		// once every event of the instant it became ready has run.
+		if eng.local {
+			// A rank at a time: only its own events can make it ready.
+			for r, rk := range ranks {
+				eng.advanceRank(rk, request)
+				for rk.readyAt[t] < 0 {
+					if events++; events%ctxEvents == 0 {
+						if err := ctx.Err(); err != nil {
+							return nil, err
+						}
+					}
+					if !eng.nextRank(rk) {
+						return nil, fmt.Errorf("sim: simulation stalled: rank %d cannot finish batch %d", r, t)
+					}
+				}
+				for rk.q.len() > 0 && rk.q.heap[0].at == rk.now {
+					eng.nextRank(rk)
+				}
+				eng.now = rk.now
+				deliver(r)
+			}
+			res.Records = append(res.Records, recs...)
+			if next := t + int64(cfg.Horizon); next < int64(cfg.Steps) {
+				if err := prepare(next, lastDeliver); err != nil {
+					return nil, err
+				}
+			}
+			request = end + cfg.AllreduceUS
+			continue
+		}
 		eng.advance(request)
 		eng.readied = eng.readied[:0]
 		left := n

@@ -125,3 +125,44 @@ func TestOverheadsCharged(t *testing.T) {
 		t.Error("torch plans nothing, yet the overheads changed its run")
 	}
 }
+
+// TestLocalEngineSameAsGlobal checks that processing independent ranks
+// one at a time (simEngine.local) gives exactly the records of the one
+// time-ordered queue, for every loader, with slow ranks, overheads and a
+// speed that changes over time.
+func TestLocalEngineSameAsGlobal(t *testing.T) {
+	samples := func(s int64, r int) []Sample {
+		out := make([]Sample, 4)
+		for i := range out {
+			h := uint64(s)*7919 + uint64(r)*104729 + uint64(i)*1299709
+			h ^= h >> 13
+			h *= 0x9e3779b97f4a7c15
+			c := int64(500 + h%20000)
+			x := Sample{ID: uint64(s*100 + int64(r*4+i)), Bytes: int64(1000 + h%300000), Cost: c, Est: c + int64(h%3000) - 1500, Frames: 8}
+			if h%3 == 0 {
+				x.Parts, x.PartsEst = []int64{c / 2, c - c/2}, []int64{x.Est / 2, x.Est - x.Est/2}
+			}
+			out[i] = x
+		}
+		return out
+	}
+	for _, k := range []step.Kind{step.KindTorch, step.KindLocal, step.KindStatic, step.KindHelix, step.KindHelixNoGate, step.KindOracle} {
+		cfg := Config{Loader: k, Ranks: 8, Batch: 4, Steps: 50, Workers: 3, LatencyUS: 10, Budget: 1 << 30,
+			GPU: gpu.Model{Base: 9 * time.Millisecond, PerFrame: 100 * time.Microsecond}, Samples: samples,
+			Overheads: &Overheads{PlanNSPerSample: 5000, ExchangeUSPerMB: 200},
+			SpeedAt: func(s int64, r int) int64 { return plan.One * (1 + int64(r%3)*(s/10%2)) }}
+		local, err := Run(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		globalEngine = true
+		global, err := Run(cfg)
+		globalEngine = false
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(local.Records, global.Records) || !reflect.DeepEqual(local.Summary, global.Summary) || local.WallUS != global.WallUS {
+			t.Errorf("%s: the local engine's run differs from the global one's: %+v, want %+v", k, local.Summary, global.Summary)
+		}
+	}
+}
