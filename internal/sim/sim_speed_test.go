@@ -150,7 +150,7 @@ func TestLocalEngineSameAsGlobal(t *testing.T) {
 		cfg := Config{Loader: k, Ranks: 8, Batch: 4, Steps: 50, Workers: 3, LatencyUS: 10, Budget: 1 << 30,
 			GPU: gpu.Model{Base: 9 * time.Millisecond, PerFrame: 100 * time.Microsecond}, Samples: samples,
 			Overheads: &Overheads{PlanNSPerSample: 5000, ExchangeUSPerMB: 200},
-			SpeedAt: func(s int64, r int) int64 { return plan.One * (1 + int64(r%3)*(s/10%2)) }}
+			SpeedAt:   func(s int64, r int) int64 { return plan.One * (1 + int64(r%3)*(s/10%2)) }}
 		local, err := Run(cfg)
 		if err != nil {
 			t.Fatal(err)
