@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/bits"
+	"runtime"
 	"slices"
 	"time"
 
@@ -86,8 +87,11 @@ type Config struct {
 	// loader. It must be deterministic.
 	Samples func(step int64, rank int) []Sample
 	Seed    uint64
-	// KeepPlanTimes records the planner's real run time per step (the
-	// only wall-clock reading; it does not influence the simulation).
+	// KeepPlanTimes records the planner's real run time per step: the CPU
+	// time of the thread that plans (CLOCK_THREAD_CPUTIME_ID, as bench
+	// plan measures), what a plan costs one core whatever else the
+	// machine runs (the only clock reading; it does not influence the
+	// simulation).
 	KeepPlanTimes bool
 	// OnPlan, when set, sees every plan with its input and the virtual
 	// time it was made at (to study predictions against outcomes).
@@ -330,16 +334,18 @@ func RunContext(ctx context.Context, cfg Config) (*Result, error) {
 					return fmt.Errorf("sim: step %d: encode rank %d's block: %w", s, r, err)
 				}
 			}
-			var t0 time.Time
+			var t0 int64
 			if cfg.KeepPlanTimes {
-				t0 = time.Now()
+				runtime.LockOSThread()
+				t0 = threadCPU()
 			}
 			in, pl, err := stepper.Plan(s, gathered)
+			if cfg.KeepPlanTimes {
+				planTimes[s] = (threadCPU() - t0) / 1000
+				runtime.UnlockOSThread()
+			}
 			if err != nil {
 				return fmt.Errorf("sim: %w", err)
-			}
-			if cfg.KeepPlanTimes {
-				planTimes[s] = time.Since(t0).Microseconds()
 			}
 			if cfg.OnPlan != nil {
 				cfg.OnPlan(s, at, in, pl)

@@ -106,13 +106,15 @@ type EvalConfig struct {
 // Setup is how a workload was run: the provisioning rule's inputs and
 // the GPU it derived.
 type Setup struct {
-	Workload   string  `json:"workload"`
-	Skew       string  `json:"skew"`
-	Ranks      int     `json:"ranks"`
-	Batch      int     `json:"batch"`
-	Workers    int     `json:"workers"`
-	Horizon    int     `json:"horizon"`
-	Steps      int     `json:"steps"`
+	Workload string `json:"workload"`
+	Skew     string `json:"skew"`
+	Ranks    int    `json:"ranks"`
+	Batch    int    `json:"batch"`
+	Workers  int    `json:"workers"`
+	Horizon  int    `json:"horizon"`
+	Steps    int    `json:"steps"`
+	// Ratio is the provisioning rule's ratio the workload ran at.
+	Ratio      float64 `json:"ratio"`
 	MeanCostUS float64 `json:"mean_cost_us"`
 	MeanFrames float64 `json:"mean_frames"`
 	MeanTokens float64 `json:"mean_tokens"`
@@ -338,7 +340,7 @@ func prepare(ctx context.Context, w *workload.Workload, cal *costmodel.Calibrati
 	p := &prepared{w: w, synth: s, gpu: m}
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	p.setup = Setup{Workload: w.Name, Skew: w.Skew, Ranks: ranks, Batch: b, Workers: w.Workers, Horizon: Horizon(w),
-		Steps: steps, MeanCostUS: cost, MeanFrames: frames, MeanTokens: tokens, GPUStepMS: ms(g),
+		Steps: steps, Ratio: w.Provision.Ratio, MeanCostUS: cost, MeanFrames: frames, MeanTokens: tokens, GPUStepMS: ms(g),
 		GPUBaseMS: ms(m.Base), GPUSampleMS: ms(m.PerSample), GPUFrameMS: ms(m.PerFrame), GPUTokenUS: float64(m.PerToken) / float64(time.Microsecond),
 		SplitWorkRatio: s.SplitWorkRatio(), LockstepFactor: lock}
 	slow := w.Slowdowns(ranks)

@@ -31,7 +31,7 @@ type ScaleConfig struct {
 var DefaultScale = ScaleConfig{Workload: "panda70m", Loader: step.KindHelix, Ranks: 8192, Batch: 16, Steps: 100}
 
 // ScaleResult is what the scale run measured. ElapsedS is the whole run
-// (drawing the samples and simulating); PlanUS* are the planner's wall
+// (drawing the samples and simulating); PlanUS* are the planning thread's CPU
 // time per step.
 type ScaleResult struct {
 	Workload      string  `json:"workload"`
