@@ -26,7 +26,7 @@ import (
 // Command is datahelix bench.
 var Command = cli.Command{
 	Name:    "bench",
-	Summary: "evaluate the loaders on the 11 workloads (simulated at 8..1024 ranks, or real): table, CSV, JSON, PNG figures, goals, microbenchmarks",
+	Summary: "evaluate the loaders on the 16 workloads (simulated at 8..8192 ranks, or real): table, CSV, JSON, PNG figures, goals, microbenchmarks",
 	Run:     runBench,
 }
 
