@@ -57,3 +57,41 @@ func TestLoadAutocorr(t *testing.T) {
 		t.Error("SkewLabel does not split at SkewThreshold")
 	}
 }
+
+// TestNoisySpells checks the noisy neighbours' draw: a pure function of
+// the seed, node and spell, constant within a spell and across a node's
+// ranks, slowing about Share of the spells by Slowdown.
+func TestNoisySpells(t *testing.T) {
+	ws, err := SelectWorkloads("noisy_neighbours")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := ws[0]
+	n := w.Cluster.Noisy
+	const ranks, spells = 64, 400
+	slow := 0
+	for sp := range int64(spells) {
+		for r := range ranks {
+			a := w.SlowdownAt(9, sp*int64(n.PeriodSteps), r, ranks)
+			if b := w.SlowdownAt(9, sp*int64(n.PeriodSteps)+int64(n.PeriodSteps)-1, r, ranks); a != b {
+				t.Fatalf("spell %d rank %d: slowdown %v at its start, %v at its end", sp, r, a, b)
+			}
+			if c := w.SlowdownAt(9, sp*int64(n.PeriodSteps), r/w.Cluster.RanksPerNode*w.Cluster.RanksPerNode, ranks); a != c {
+				t.Fatalf("spell %d: rank %d and its node's first rank differ", sp, r)
+			}
+			switch a {
+			case n.Slowdown:
+				slow++
+			case 1:
+			default:
+				t.Fatalf("slowdown %v: want 1 or %v", a, n.Slowdown)
+			}
+		}
+	}
+	if share := float64(slow) / (ranks * spells); math.Abs(share-n.Share) > 0.03 {
+		t.Errorf("%.3f of rank-spells slowed, want about %v", share, n.Share)
+	}
+	if w.SlowdownAt(9, 0, 0, ranks) != w.SlowdownAt(9, 0, 0, ranks) {
+		t.Error("SlowdownAt is not deterministic")
+	}
+}

@@ -295,3 +295,37 @@ func TestNoiseOnTruth(t *testing.T) {
 		t.Errorf("mean true/predicted = %.4f, want 1 (the provisioning rule's mean cost holds)", m)
 	}
 }
+
+// TestShardsInBytes checks that shards hold what fits in shard_bytes: a
+// 1 GB shard holds hundreds of HD clips and hundreds of thousands of
+// texts, and a rank reads its shards r, r+N, ... in order, each to its end.
+func TestShardsInBytes(t *testing.T) {
+	if got := ShardSamples(1e9, 2e6); got != 500 {
+		t.Errorf("ShardSamples(1 GB, 2 MB) = %d, want 500", got)
+	}
+	if got := ShardSamples(1e3, 1e6); got != 1 {
+		t.Errorf("ShardSamples of a sample larger than the shard = %d, want 1", got)
+	}
+	hd := synthFor(t, "panda70m", 8, 1)
+	if n := hd.ShardLens()[0]; n < 200 || n > 1000 {
+		t.Errorf("panda70m: %d clips a 1 GB shard, want hundreds", n)
+	}
+	if n := synthFor(t, "text", 8, 1).ShardLens()[0]; n < 100000 {
+		t.Errorf("text: %d documents a 1 GB shard, want hundreds of thousands", n)
+	}
+	size := hd.ShardLens()[0]
+	const rank = 3
+	next := int64(rank)
+	var offset uint64
+	for step := range int64(3 * size / int64(hd.Batch())) {
+		for _, x := range hd.Samples(step, rank) {
+			shard, o := ShardOf(x.ID), x.ID&(1<<32-1)
+			if shard != next || o != offset {
+				t.Fatalf("step %d: sample of shard %d at %d, want shard %d at %d", step, shard, o, next, offset)
+			}
+			if offset++; int64(offset) == size {
+				next, offset = next+8, 0
+			}
+		}
+	}
+}
