@@ -135,6 +135,12 @@ type Setup struct {
 	// Imbalance is Synth.Imbalance over the run's steps and the horizon:
 	// what cross-rank balancing can gain (0 when not measured).
 	Imbalance float64 `json:"imbalance"`
+	// LoadAutocorr is workload.LoadAutocorr over the run (lags
+	// workload.SkewLagMin to SkewLagMax, torch's layout, the run's
+	// slowdowns): the measurement behind the skew label, at this run's
+	// ranks, steps and seed (0 when not measured or the run is shorter
+	// than the lags).
+	LoadAutocorr float64 `json:"load_autocorr"`
 }
 
 // Result is one loader's run of one workload. The first seven fields are
@@ -357,6 +363,8 @@ func prepare(ctx context.Context, w *workload.Workload, cal *costmodel.Calibrati
 	}
 	if measure {
 		p.setup.Imbalance = workload.Imbalance(draw, ranks, steps, p.setup.Horizon, slow)
+		p.setup.LoadAutocorr = workload.LoadAutocorr(draw, ranks, steps, workload.SkewLagMin, workload.SkewLagMax,
+			func(t int64, r int) float64 { return w.SlowdownAt(seed, t, r, ranks) })
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -125,3 +125,23 @@ func TestRunSimRefusesSameName(t *testing.T) {
 		t.Errorf("RunSim with kinetics twice: got %v, want it refused", err)
 	}
 }
+
+// TestSetupMeasuresSkew checks that a run measures the load
+// autocorrelation behind the skew label, and that at the labels' own
+// setting (8 ranks, 2,000 steps, seed 1) it gives the file's label.
+func TestSetupMeasuresSkew(t *testing.T) {
+	ws, err := workload.SelectWorkloads("kinetics,video_image_mix")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := RunSim(context.Background(), EvalConfig{Workloads: ws, Loaders: []step.Kind{step.KindTorch},
+		Ranks: workload.SkewRanks, Steps: workload.SkewSteps, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range ev.Setups {
+		if got := workload.SkewLabel(s.LoadAutocorr); got != ws[i].Skew {
+			t.Errorf("%s: autocorrelation %.3f gives %s, the file says %s", s.Workload, s.LoadAutocorr, got, ws[i].Skew)
+		}
+	}
+}
