@@ -26,7 +26,7 @@ import (
 // Command is datahelix bench.
 var Command = cli.Command{
 	Name:    "bench",
-	Summary: "evaluate the loaders on the 11 workloads (simulated at 8..1024 ranks, or real): table, CSV, JSON, PNG figures, goals, microbenchmarks",
+	Summary: "evaluate the loaders on the 16 workloads (simulated at 8..8192 ranks, or real): table, CSV, JSON, PNG figures, goals, microbenchmarks",
 	Run:     runBench,
 }
 
@@ -39,6 +39,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	ranks := fs.Int("ranks", 8, "simulated world `size` N; with --real, mpirun's -np, and the default is 4")
 	steps := fs.Int("steps", 200, "training `steps` per run; --real makes the default 40")
 	batch := fs.Int("batch", 0, "per-rank batch `B` (0: each workload's own)")
+	ratio := fs.Float64("ratio", 0, fmt.Sprintf("provisioning `ratio`: the CPUs prepare this many times what the GPUs consume (0: each workload's own, %g in the built-in files; %g to %g)", workload.ProvisionRatio, workload.MinRatio, workload.MaxRatio))
 	loaders := fs.String("loaders", "torch,torch-ddp,torch-pack,local,static,helix,helix-nogate,helix-notrain,oracle", "comma list of `loaders` to compare")
 	seed := fs.Uint64("seed", 1, "`seed` of every draw")
 	jsonOut := fs.String("json", "", "write the report as JSON to `file` (- for standard output)")
@@ -82,6 +83,14 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	ws, err := workload.SelectWorkloads(*workloads)
 	if err != nil {
 		return cli.Usagef("bench: --workloads: %s", strings.TrimPrefix(err.Error(), "bench: "))
+	}
+	if *ratio != 0 {
+		if !(*ratio >= workload.MinRatio && *ratio <= workload.MaxRatio) {
+			return cli.FlagErrorf("bench", "ratio", *ratio, "want 0 (each workload's own) or %g to %g", workload.MinRatio, workload.MaxRatio)
+		}
+		for i, w := range ws {
+			ws[i] = w.WithRatio(*ratio)
+		}
 	}
 	kinds, err := step.ParseKinds(*loaders)
 	if err != nil {

@@ -89,6 +89,7 @@ func TestBenchUsageErrors(t *testing.T) {
 		// was loaded, or after 56 s of the scale section, with exit 1).
 		{[]string{"bench", "--ranks", "70000"}},
 		{[]string{"bench", "--batch", "5000"}},
+		{[]string{"bench", "--ratio", "20"}},
 		{[]string{"bench", "--scale-ranks", "70000"}},
 		{[]string{"bench", "--scale-batch", "-1"}},
 		{[]string{"bench", "--parallel", "-1"}},

@@ -58,7 +58,7 @@ func TestRunConfigCheck(t *testing.T) {
 		// Memory: the 65536-rank run grew to 24 GB and was killed; steps
 		// had no bound. The documented runs stay allowed.
 		{"ranks x steps over the memory limit", func(c *RunConfig) { c.Eval.Ranks, c.Eval.Steps = 65536, 2000 },
-			"bench: --ranks 65536 --steps 2000 --batch 16 (workload kinetics): a simulation would need about 225.3 GB of memory"},
+			"bench: --ranks 65536 --steps 2000 --batch 16 (workload kinetics): a simulation would need about 220.0 GB of memory"},
 		{"the limit is named", func(c *RunConfig) { c.Eval.Ranks, c.Eval.Steps = 65536, 2000 },
 			"over the limit of 19.0 GB (the limit set): lower --ranks, --steps or --batch"},
 		{"steps without bound", func(c *RunConfig) { c.Eval.Steps = 100000000 }, "bench: --ranks 8 --steps 100000000 --batch 16 (workload kinetics): a simulation would need about 1.25 TB"},

@@ -34,6 +34,6 @@ func scaleSection(ctx context.Context, env *report.SectionEnv) (*report.Section,
 			r.PlanUSMax, r.PlanShare, r.MissRate, r.GPUWaitFrac}},
 		Headline: fmt.Sprintf("%d ranks x %d x %d steps in %.1f s (goal < %d s); planner %.0f µs p50 per step, %.0f %% of the simulation",
 			r.Ranks, r.Batch, r.Steps, r.ElapsedS, report.GoalScaleSeconds, r.PlanUSP50, 100*r.PlanShare),
-		Note: "wall time on this machine, shared with other work; plan time is the planner's wall time per step"}
+		Note: "wall time on this machine, shared with other work; plan time is the planning thread's CPU time per step, as bench plan measures"}
 	return s, nil
 }

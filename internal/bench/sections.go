@@ -31,6 +31,9 @@ func (h sectionDef) titleFor(env *report.SectionEnv) string {
 var sections = []sectionDef{
 	{name: "planner", title: "Planner time versus ranks (8 -> 1024, B=16)", run: plannerSection},
 	{name: "scale", titleOf: scaleTitle, run: scaleSection},
+	{name: "ratio", title: "Provisioning ratio sweep (0.8 -> 2.0; skewed workloads, 8 ranks, 2,000 steps, 5 seeds)", run: ratioSection},
+	{name: "tradeoff", title: "Bytes moved versus makespan: the transfer-cost gate's margin (64 ranks x 16, bench plan's inputs)", run: tradeoffSection},
+	{name: "ranks", title: "Ranks sweep (8 -> 512; video_llm_mix, 500 steps, 5 seeds)", run: ranksSection},
 	{name: "allgather", title: "Allgather latency versus ranks (real MPI, 2 -> 8 ranks, oversubscribed on this machine)", run: allgatherSection},
 	{name: "exchange", title: "Exchange throughput: the Go path versus a raw MPI send/receive of the same bytes", run: exchangeSection},
 	{name: "decode", title: "Decode time versus ffmpeg -threads 1 on the same clips", run: decodeSection},

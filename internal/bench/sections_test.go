@@ -19,7 +19,7 @@ func withSections(t *testing.T) {
 
 func TestSectionsOrderAndFailure(t *testing.T) {
 	withSections(t)
-	want := []string{"planner", "scale", "allgather", "exchange", "decode", "validation", "real", "links"}
+	want := []string{"planner", "scale", "ratio", "tradeoff", "ranks", "allgather", "exchange", "decode", "validation", "real", "links"}
 	if got := SectionNames(); !slices.Equal(got, want) {
 		t.Fatalf("sections %v, want %v", got, want)
 	}
@@ -117,7 +117,7 @@ func TestScaleSectionTitleAndFlags(t *testing.T) {
 		scale eval.ScaleConfig
 		title string
 	}{
-		{eval.ScaleConfig{}, "Scale: simulated 1024 ranks"},
+		{eval.ScaleConfig{}, "Scale: simulated 8192 ranks"},
 		{eval.ScaleConfig{Workload: "panda70m", Loader: eval.DefaultScale.Loader, Ranks: 64, Batch: 16, Steps: 100}, "Scale: simulated 64 ranks"},
 	} {
 		if got := scaleTitle(&report.SectionEnv{Scale: tt.scale}); got != tt.title {

@@ -3,6 +3,8 @@ package sim
 import (
 	"context"
 	"fmt"
+	"math/bits"
+	"runtime"
 	"slices"
 	"time"
 
@@ -66,6 +68,13 @@ type Config struct {
 	// takes c*Speed[r]/plan.One µs on rank r. nil means every rank runs
 	// at reference speed.
 	Speed []int64
+	// SpeedAt, when set, changes the ranks' speeds over time (noisy
+	// neighbours): rank r's decode slowdown, as Speed, from the time step
+	// s is prepared on. It must be deterministic; Speed is then ignored.
+	SpeedAt func(s int64, r int) int64
+	// Overheads, when set, charges a planned loader's own work per step,
+	// which is free otherwise.
+	Overheads *Overheads
 	// StartUS, when set, is per rank the start-up work (µs on a core of
 	// its own) its workers do, split evenly, before any decode: a real
 	// process's first reads, decoder set-up and cold caches.
@@ -78,8 +87,11 @@ type Config struct {
 	// loader. It must be deterministic.
 	Samples func(step int64, rank int) []Sample
 	Seed    uint64
-	// KeepPlanTimes records the planner's real run time per step (the
-	// only wall-clock reading; it does not influence the simulation).
+	// KeepPlanTimes records the planner's real run time per step: the CPU
+	// time of the thread that plans (CLOCK_THREAD_CPUTIME_ID, as bench
+	// plan measures), what a plan costs one core whatever else the
+	// machine runs (the only clock reading; it does not influence the
+	// simulation).
 	KeepPlanTimes bool
 	// OnPlan, when set, sees every plan with its input and the virtual
 	// time it was made at (to study predictions against outcomes).
@@ -108,6 +120,24 @@ type CPUShare struct {
 	// that share, which divide those cores (max-min fair sharing, at
 	// most a core a thread).
 	Others int64
+}
+
+// Overheads are the costs of a planned loader's own work per step, from
+// microbenchmarks of the machine:
+//   - the allgather: the plan's input reaches every rank after
+//     ceil(log2 N) rounds of the network's latency (recursive doubling)
+//     and the gathered blocks at its bandwidth;
+//   - the plan: every rank computes the same plan (there is no
+//     coordinator), PlanNSPerSample per sample of the world's batch
+//     (N x B), on the cores its decode workers share;
+//   - the exchange's copies: ExchangeUSPerMB of CPU per MB a rank sends
+//     or receives, besides the wire time already charged.
+//
+// The allgather and the plan delay the step's tasks (wall time); the plan
+// and the copies are CPU time the rank's next decode task waits for.
+type Overheads struct {
+	PlanNSPerSample int64
+	ExchangeUSPerMB int64
 }
 
 // OtherUnit is one thread of CPUShare.Others.
@@ -199,6 +229,10 @@ func Run(cfg Config) (*Result, error) {
 	return RunContext(context.Background(), cfg)
 }
 
+// globalEngine forces the one time-ordered queue even where ranks are
+// independent (a test compares the two).
+var globalEngine = false
+
 // ctxEvents is how many events RunContext processes between two
 // looks at its context inside a step: a step of a large world runs
 // millions.
@@ -219,7 +253,10 @@ func RunContext(ctx context.Context, cfg Config) (*Result, error) {
 	groups, all, shared := rankGroups(&cfg)
 	for r := range ranks {
 		speed := int64(plan.One)
-		if cfg.Speed != nil {
+		switch {
+		case cfg.SpeedAt != nil:
+			speed = cfg.SpeedAt(0, r)
+		case cfg.Speed != nil:
 			speed = cfg.Speed[r]
 		}
 		ranks[r] = &simRank{
@@ -235,6 +272,7 @@ func RunContext(ctx context.Context, cfg Config) (*Result, error) {
 		eng.others = &otherThreads{n: cfg.CPUs.Others, groups: all}
 		eng.others.share()
 	}
+	eng.local = !shared && eng.others == nil && !globalEngine
 	res := &Result{}
 	splitAbove := step.SplitAbove(prior.Microseconds())
 	params := step.Params{Kind: cfg.Loader, Batch: b, Seed: cfg.Seed, Margin: cfg.Margin}
@@ -260,7 +298,13 @@ func RunContext(ctx context.Context, cfg Config) (*Result, error) {
 			}
 		}
 		eng.advance(at)
+		if cfg.SpeedAt != nil {
+			for r, rk := range ranks {
+				rk.speed = cfg.SpeedAt(s, r)
+			}
+		}
 		batches := make([][]Sample, n)
+		overhead := int64(0) // the allgather's and the plan's wall time
 		orders := make([][]int, n)
 		arrive := make([][]int64, n) // per rank per slot: when the sample's bytes are there
 		if !cfg.Loader.Planned() {
@@ -293,19 +337,30 @@ func RunContext(ctx context.Context, cfg Config) (*Result, error) {
 					return fmt.Errorf("sim: step %d: encode rank %d's block: %w", s, r, err)
 				}
 			}
-			var t0 time.Time
+			var t0 int64
 			if cfg.KeepPlanTimes {
-				t0 = time.Now()
+				runtime.LockOSThread()
+				t0 = threadCPU()
 			}
 			in, pl, err := stepper.Plan(s, gathered)
+			if cfg.KeepPlanTimes {
+				planTimes[s] = (threadCPU() - t0) / 1000
+				runtime.UnlockOSThread()
+			}
 			if err != nil {
 				return fmt.Errorf("sim: %w", err)
 			}
-			if cfg.KeepPlanTimes {
-				planTimes[s] = time.Since(t0).Microseconds()
-			}
 			if cfg.OnPlan != nil {
 				cfg.OnPlan(s, at, in, pl)
+			}
+			if ov := cfg.Overheads; ov != nil && !oracle {
+				rounds := int64(bits.Len(uint(n - 1)))
+				gather := rounds*cfg.LatencyUS + int64(len(gathered))*plan.One/cfg.Bandwidth
+				planUS := ov.PlanNSPerSample * int64(n) * int64(b) / 1000
+				overhead = gather + planUS
+				for _, rk := range ranks {
+					rk.debt += planUS
+				}
 			}
 			for r := range batches {
 				ord := pl.DecodeOrder(r)
@@ -338,6 +393,11 @@ func RunContext(ctx context.Context, cfg Config) (*Result, error) {
 				}
 				ranks[mv.Src].moved[s][1] += mv.Bytes
 				ranks[mv.Dst].moved[s][0] += mv.Bytes
+				if ov := cfg.Overheads; ov != nil && !oracle {
+					copyUS := mv.Bytes * ov.ExchangeUSPerMB / 1e6
+					ranks[mv.Src].debt += copyUS
+					ranks[mv.Dst].debt += copyUS
+				}
 				if cfg.Nodes != nil && cfg.Nodes[mv.Src] != cfg.Nodes[mv.Dst] {
 					ranks[mv.Src].moved[s][2] += mv.Bytes
 				}
@@ -361,7 +421,7 @@ func RunContext(ctx context.Context, cfg Config) (*Result, error) {
 				for _, t := range byArrival[d] {
 					rk.inflight += t.Cost
 				}
-				eng.push(event{at: at + d, kind: 0, rank: r, step: s, tasks: byArrival[d]})
+				eng.push(event{at: at + overhead + d, kind: 0, rank: r, step: s, tasks: byArrival[d]})
 			}
 		}
 		eng.advance(at)
@@ -420,6 +480,35 @@ func RunContext(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		// Batches ready by the request go at the request; a late one goes
 		// once every event of the instant it became ready has run.
+		if eng.local {
+			// A rank at a time: only its own events can make it ready.
+			for r, rk := range ranks {
+				eng.advanceRank(rk, request)
+				for rk.readyAt[t] < 0 {
+					if events++; events%ctxEvents == 0 {
+						if err := ctx.Err(); err != nil {
+							return nil, err
+						}
+					}
+					if !eng.nextRank(rk) {
+						return nil, fmt.Errorf("sim: simulation stalled: rank %d cannot finish batch %d", r, t)
+					}
+				}
+				for rk.q.len() > 0 && rk.q.heap[0].at == rk.now {
+					eng.nextRank(rk)
+				}
+				eng.now = rk.now
+				deliver(r)
+			}
+			res.Records = append(res.Records, recs...)
+			if next := t + int64(cfg.Horizon); next < int64(cfg.Steps) {
+				if err := prepare(next, lastDeliver); err != nil {
+					return nil, err
+				}
+			}
+			request = end + cfg.AllreduceUS
+			continue
+		}
 		eng.advance(request)
 		eng.readied = eng.readied[:0]
 		left := n

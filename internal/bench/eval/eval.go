@@ -107,13 +107,15 @@ type EvalConfig struct {
 // Setup is how a workload was run: the provisioning rule's inputs and
 // the GPU it derived.
 type Setup struct {
-	Workload   string  `json:"workload"`
-	Skew       string  `json:"skew"`
-	Ranks      int     `json:"ranks"`
-	Batch      int     `json:"batch"`
-	Workers    int     `json:"workers"`
-	Horizon    int     `json:"horizon"`
-	Steps      int     `json:"steps"`
+	Workload string `json:"workload"`
+	Skew     string `json:"skew"`
+	Ranks    int    `json:"ranks"`
+	Batch    int    `json:"batch"`
+	Workers  int    `json:"workers"`
+	Horizon  int    `json:"horizon"`
+	Steps    int    `json:"steps"`
+	// Ratio is the provisioning rule's ratio the workload ran at.
+	Ratio      float64 `json:"ratio"`
 	MeanCostUS float64 `json:"mean_cost_us"`
 	MeanFrames float64 `json:"mean_frames"`
 	MeanTokens float64 `json:"mean_tokens"`
@@ -134,6 +136,12 @@ type Setup struct {
 	// Imbalance is Synth.Imbalance over the run's steps and the horizon:
 	// what cross-rank balancing can gain (0 when not measured).
 	Imbalance float64 `json:"imbalance"`
+	// LoadAutocorr is workload.LoadAutocorr over the run (lags
+	// workload.SkewLagMin to SkewLagMax, torch's layout, the run's
+	// slowdowns): the measurement behind the skew label, at this run's
+	// ranks, steps and seed (0 when not measured or the run is shorter
+	// than the lags).
+	LoadAutocorr float64 `json:"load_autocorr"`
 }
 
 // Result is one loader's run of one workload. The first seven fields are
@@ -339,6 +347,9 @@ type prepared struct {
 	setup Setup
 	gpu   gpu.Model
 	speed []int64
+	// speedAt is the ranks' speed over time when the workload has noisy
+	// neighbours (nil otherwise).
+	speedAt func(step int64, rank int) int64
 }
 
 // prepare draws a workload's samples and applies the provisioning rule
@@ -368,7 +379,7 @@ func prepare(ctx context.Context, w *workload.Workload, cal *costmodel.Calibrati
 	p := &prepared{w: w, synth: s, gpu: m}
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	p.setup = Setup{Workload: w.Name, Skew: w.Skew, Ranks: ranks, Batch: b, Workers: w.Workers, Horizon: Horizon(w),
-		Steps: steps, MeanCostUS: cost, MeanFrames: frames, MeanTokens: tokens, GPUStepMS: ms(g),
+		Steps: steps, Ratio: w.Provision.Ratio, MeanCostUS: cost, MeanFrames: frames, MeanTokens: tokens, GPUStepMS: ms(g),
 		GPUBaseMS: ms(m.Base), GPUSampleMS: ms(m.PerSample), GPUFrameMS: ms(m.PerFrame), GPUTokenUS: float64(m.PerToken) / float64(time.Microsecond),
 		SplitWorkRatio: s.SplitWorkRatio(), LockstepFactor: lock}
 	slow := w.Slowdowns(ranks)
@@ -378,8 +389,15 @@ func prepare(ctx context.Context, w *workload.Workload, cal *costmodel.Calibrati
 			p.setup.SlowRanks++
 		}
 	}
+	if w.Cluster.Noisy != nil {
+		p.speedAt = func(step int64, rank int) int64 {
+			return int64(w.SlowdownAt(seed, step, rank, ranks)*plan.One + 0.5)
+		}
+	}
 	if measure {
 		p.setup.Imbalance = workload.Imbalance(draw, ranks, steps, p.setup.Horizon, slow)
+		p.setup.LoadAutocorr = workload.LoadAutocorr(draw, ranks, steps, workload.SkewLagMin, workload.SkewLagMax,
+			func(t int64, r int) float64 { return w.SlowdownAt(seed, t, r, ranks) })
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -406,8 +424,8 @@ func (p *prepared) simConfig(k step.Kind, cfg *EvalConfig) sim.Config {
 	return sim.Config{
 		Loader: k, Ranks: p.setup.Ranks, Batch: b, Steps: cfg.Steps, Workers: w.Workers, Horizon: h,
 		Budget: budget, GPU: p.gpu, Bandwidth: cfg.Network.FixedBandwidth(),
-		LatencyUS: cfg.Network.LatencyUS, Margin: GateMarginUS, Speed: p.speed,
-		Samples: samples, Seed: cfg.Seed, KeepPlanTimes: cfg.KeepPlanTimes,
+		LatencyUS: cfg.Network.LatencyUS, Margin: GateMarginUS, Speed: p.speed, SpeedAt: p.speedAt,
+		Samples: samples, Seed: cfg.Seed, KeepPlanTimes: cfg.KeepPlanTimes, Overheads: &DefaultOverheads,
 	}
 }
 

@@ -24,9 +24,10 @@ import (
 //     per-step state, kept for the whole run: simRankStepBytes) and 22
 //     bytes a sample (the drawn shards' entries and the run's sums:
 //     simStepSampleBytes): 690 bytes at B=16, 5.8 KB at B=256;
-//   - a rank at 4 steps about 40 KB besides, most of it the first shard
-//     it reads (4 bytes an entry, simShardEntryBytes, drawn whole), the
-//     rest its scheduler and GPU tracker: simRankBytes.
+//   - a rank about 8 KB besides, its scheduler and GPU tracker:
+//     simRankBytes. (A shard was drawn whole, 40 KB a rank for 10,000
+//     samples a shard; it is now drawn only as far as it is read, inside
+//     the 22 bytes a sample above.)
 //
 // For example helix on kinetics at 1024 ranks held 74 MB live at 4
 // steps, 144 MB at 16 and 178 MB at 64. The process's resident memory
@@ -39,7 +40,6 @@ const (
 	simSampleBytes     = 400
 	simRankStepBytes   = 400
 	simStepSampleBytes = 24
-	simShardEntryBytes = 4
 	simRankBytes       = 8 << 10
 	simHeapFactor      = 2
 )
@@ -76,14 +76,14 @@ var machineMemoryLimit = sync.OnceValues(func() (float64, string) {
 // SimMemory estimates the resident memory, in bytes, of simulating
 // workload w at ranks ranks, per-rank batch b and steps steps: the
 // samples of the planning window (horizon(w) steps ahead), what each
-// rank-step and sample keeps for the run, and each rank's first shard
-// (w.ShardSize entries), from the measurements above. It is a float64: the product
+// rank-step and sample keeps for the run (the shard entries drawn among
+// them: shards are drawn only as far as they are read), from the
+// measurements above. It is a float64: the product
 // of absurd flags would overflow an integer.
 func SimMemory(w *workload.Workload, ranks, steps, b int) float64 {
 	n, s, bf := float64(ranks), float64(steps), float64(b)
 	window := float64(min(steps, Horizon(w)))
-	perRank := window*bf*simSampleBytes + s*(simRankStepBytes+bf*simStepSampleBytes) +
-		float64(w.ShardSize)*simShardEntryBytes + simRankBytes
+	perRank := window*bf*simSampleBytes + s*(simRankStepBytes+bf*simStepSampleBytes) + simRankBytes
 	return simHeapFactor * n * perRank
 }
 

@@ -51,7 +51,11 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	ew.printf("\n")
 
-	ew.printf("Workloads (W fixed; g = %.1f x B x mean cost / (W x mean over ranks of 1/slowdown); GPU step = g on the mean batch):\n", workload.ProvisionRatio)
+	ratio := workload.ProvisionRatio
+	if len(r.Workloads) > 0 {
+		ratio = r.Workloads[0].Ratio
+	}
+	ew.printf("Workloads (W fixed; g = %.1f x B x mean cost / (W x mean over ranks of 1/slowdown), or a stated model's step; GPU step = g on the mean batch):\n", ratio)
 	tw := ew.table()
 	fmt.Fprintln(tw, "workload\tskew\timbalance\tB\tW\tH\tmean cost ms\tGPU step ms\tlockstep\tslow ranks\tsplit work\t")
 	for _, s := range r.Workloads {

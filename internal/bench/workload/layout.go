@@ -2,6 +2,7 @@ package workload
 
 import (
 	"fmt"
+	"sort"
 	"sync"
 
 	"github.com/datahelix/datahelix/internal/reader"
@@ -38,6 +39,7 @@ const DatasetShards = sourceOrderLen
 type layout struct {
 	mu      sync.Mutex
 	order   *reader.Order
+	starts  []int64 // per shard, its first sample's position in the dataset; then the dataset's size
 	batches [][]uint64
 	refs    []reader.SampleRef
 	epochs  []int
@@ -61,15 +63,30 @@ func (s *Synth) turns() int {
 // datasetShards is the simulated dataset's shard count: DatasetShards,
 // or more where the streams or one global batch need more.
 func (s *Synth) datasetShards() int {
-	need := (s.ranks*s.batch + s.w.ShardSize - 1) / max(s.w.ShardSize, 1)
-	return max(DatasetShards, s.ranks*max(s.w.Workers, 1), need)
+	n := max(DatasetShards, s.ranks*max(s.w.Workers, 1))
+	var total int64
+	for i := range n {
+		total += s.shardSize(int64(i))
+	}
+	for ; total < int64(s.ranks*s.batch); n++ {
+		total += s.shardSize(int64(n))
+	}
+	return n
 }
+
+// shardSize is the samples of shard id: its source's (ShardBytes over
+// the source's mean sample size).
+func (s *Synth) shardSize(id int64) int64 { return s.shardLen[s.order[id%int64(len(s.order))]] }
 
 // newLayout sets up the Synth's WebDataset order.
 func (s *Synth) newLayout() error {
 	sizes := make([]int, s.datasetShards())
 	for i := range sizes {
-		sizes[i] = s.w.ShardSize
+		sizes[i] = int(s.shardSize(int64(i)))
+	}
+	s.layout.starts = make([]int64, len(sizes)+1)
+	for i, n := range sizes {
+		s.layout.starts[i+1] = s.layout.starts[i] + int64(n)
 	}
 	o, err := reader.NewOrder(sizes, s.ranks*s.batch, s.streams(), s.turns(), s.seed, reader.DefaultShuffleBuffer)
 	if err != nil {
@@ -110,8 +127,8 @@ func refOf(id uint64) (shard int64, index int64) {
 // samples (permute), not torch.randperm's: the layout, every source on
 // every rank, is what matters here.
 func (s *Synth) SamplesDDP(step int64, rank int) []sim.Sample {
-	size := int64(s.w.ShardSize)
-	total := int64(s.datasetShards()) * size
+	starts := s.layout.starts
+	total := starts[len(starts)-1]
 	g := int64(s.ranks * s.batch)
 	perEpoch := max(total/g, 1)
 	epoch, t := step/perEpoch, step%perEpoch
@@ -119,7 +136,8 @@ func (s *Synth) SamplesDDP(step int64, rank int) []sim.Sample {
 	for j := range out {
 		p := (t*int64(s.batch)+int64(j))*int64(s.ranks) + int64(rank)
 		k := permute(uint64(p), uint64(total), hash3(s.seed, 0xdd9, uint64(epoch)))
-		ref := reader.SampleRef{Shard: int(int64(k) / size), Index: int(int64(k) % size)}
+		sh := sort.Search(len(starts)-1, func(i int) bool { return starts[i+1] > int64(k) })
+		ref := reader.SampleRef{Shard: sh, Index: int(int64(k) - starts[sh])}
 		out[j] = s.sample(ref.ID(int(epoch)))
 	}
 	return out

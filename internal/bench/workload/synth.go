@@ -3,6 +3,7 @@ package workload
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/datahelix/datahelix/internal/costmodel"
@@ -58,6 +59,9 @@ type Synth struct {
 	pools   []*pool
 	weights []float64 // cumulative, normalized source weights
 	order   []int     // source of shard k is order[k % len(order)]
+	// shardLen is per source the samples of one shard: ShardBytes over
+	// the source's mean sample bytes.
+	shardLen []int64
 
 	// NoSplit withholds the clips' task split from the simulator, so no
 	// loader splits (an ablation; the runtime splits).
@@ -78,7 +82,9 @@ type Synth struct {
 // shardDraw is which pool entries a shard holds, in order.
 type shardDraw struct {
 	source  int
-	entries []int32
+	size    int64   // samples in the shard
+	entries []int32 // the first drawn
+	class   []int32 // the current source video's class, for the next entry
 }
 
 // NewSynth draws the workload's pools with seed. batch is the per-rank
@@ -106,11 +112,36 @@ func NewSynth(w *Workload, cal *costmodel.Calibration, ranks, batch int, seed ui
 		s.weights = append(s.weights, acc)
 	}
 	s.order = SourceOrder(w.Sources, sourceOrderLen)
+	for _, p := range s.pools {
+		s.shardLen = append(s.shardLen, ShardSamples(w.ShardBytes, p.meanBytes()))
+	}
 	if err := s.newLayout(); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
+
+// ShardSamples is how many samples of mean size meanBytes fill a shard of
+// shardBytes bytes (at least 1): the writing tools close a shard when it
+// reaches its size.
+func ShardSamples(shardBytes int64, meanBytes float64) int64 {
+	if !(meanBytes > 0) {
+		return 1
+	}
+	return max(int64(math.Round(float64(shardBytes)/meanBytes)), 1)
+}
+
+// meanBytes is the mean encoded size of the pool's samples.
+func (p *pool) meanBytes() float64 {
+	var sum float64
+	for _, e := range p.entries {
+		sum += float64(e.bytes)
+	}
+	return sum / float64(max(len(p.entries), 1))
+}
+
+// ShardLens returns per source the samples of one of its shards.
+func (s *Synth) ShardLens() []int64 { return slices.Clone(s.shardLen) }
 
 // sourceOrderLen is the period of the shards' source sequence.
 const sourceOrderLen = 1000
@@ -143,10 +174,20 @@ func SourceOrder(srcs []Source, n int) []int {
 
 // drawPool draws PoolSize samples of a source and computes their costs.
 func drawPool(w *Workload, src Source, cal *costmodel.Calibration, seed uint64) (*pool, error) {
-	unsplit := costmodel.New(cal)
-	unsplit.SetOptions(costmodel.Options{Frames: w.Frames, Size: w.Size, MaxTasks: 1})
-	split := costmodel.New(cal)
-	split.SetOptions(costmodel.Options{Frames: w.Frames, Size: w.Size, MaxTasks: w.Workers})
+	// The cost models per frame count: w.Frames for every clip, or with
+	// fps sampling the frames each clip's duration gives.
+	type models struct{ unsplit, split *costmodel.Model }
+	byFrames := map[int]models{}
+	modelsFor := func(f int) models {
+		m, ok := byFrames[f]
+		if !ok {
+			m = models{costmodel.New(cal), costmodel.New(cal)}
+			m.unsplit.SetOptions(costmodel.Options{Frames: f, Size: w.Size, MaxTasks: 1})
+			m.split.SetOptions(costmodel.Options{Frames: f, Size: w.Size, MaxTasks: w.Workers})
+			byFrames[f] = m
+		}
+		return m
+	}
 	p := &pool{src: src}
 	classes := map[string]int32{}
 	sigmas := map[string]float64{}
@@ -159,24 +200,33 @@ func drawPool(w *Workload, src Source, cal *costmodel.Calibration, seed uint64) 
 		if err != nil {
 			return nil, err
 		}
-		key := unsplit.Key(rec)
+		frames := w.Frames
+		if v := rec.Video; v != nil {
+			frames = w.ClipFrames(v)
+		}
+		m := modelsFor(frames)
+		key := m.unsplit.Key(rec)
 		sigma, ok := sigmas[key]
 		if !ok {
 			sigma = cal.Sigma(key)
 			sigmas[key] = sigma
 		}
-		e := poolEntry{cost: unsplit.Estimate(rec), sigma: sigma, bytes: rec.Bytes}
+		e := poolEntry{cost: m.unsplit.Estimate(rec), sigma: sigma, bytes: rec.Bytes}
 		e.splitCost = e.cost
 		sz := int64(w.Size) * int64(w.Size) * 3
 		class := spec.Kind
 		switch v := rec.Video; {
 		case v != nil:
-			e.frames, e.mem = w.Frames, int64(w.Frames)*sz
+			e.frames, e.mem = frames, int64(frames)*sz
 			class = fmt.Sprintf("%s/%dx%d/%d", v.Codec, v.Width, v.Height, v.Timescale)
+			if w.FPS > 0 {
+				// Clips of one source video share its duration class too.
+				class = fmt.Sprintf("%s/%d", class, frames)
+			}
 			if w.Workers > 1 {
-				tasks := video.PlanTasks(v, video.SampleFrames(v, w.Frames), w.Workers)
+				tasks := video.PlanTasks(v, video.SampleFrames(v, frames), w.Workers)
 				if len(tasks) > 1 {
-					e.splitCost = split.Estimate(rec)
+					e.splitCost = m.split.Estimate(rec)
 					for _, t := range tasks {
 						e.parts = append(e.parts, int32(t.DecodeFrames))
 					}
@@ -291,28 +341,28 @@ func Imbalance(samples func(step int64, rank int) []sim.Sample, ranks, steps, ho
 	return total / float64(windows)
 }
 
-// shard returns (drawing on first use) what shard id holds.
-func (s *Synth) shard(id int64) *shardDraw {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if d := s.shards[id]; d != nil {
-		return d
+// shard returns shard id with its first upto+1 entries drawn (drawing on
+// first use): a shard is drawn only as far as it is read, so a 1 GB shard
+// of short texts costs the simulation only the samples it trains. s.mu
+// must be held.
+func (s *Synth) shard(id, upto int64) *shardDraw {
+	d := s.shards[id]
+	if d == nil {
+		src := s.order[id%int64(len(s.order))]
+		d = &shardDraw{source: src, size: s.shardLen[src]}
+		s.shards[id] = d
 	}
-	src := s.order[id%int64(len(s.order))]
-	p := s.pools[src]
-	d := &shardDraw{source: src, entries: make([]int32, s.w.ShardSize)}
+	p := s.pools[d.source]
 	newRun := 1 / p.src.ClipsPerVideo
-	var class []int32
-	for o := range d.entries {
+	for o := int64(len(d.entries)); o <= upto && o < d.size; o++ {
 		h := hash3(s.seed, uint64(id), uint64(o))
 		if o == 0 || unit(mix64(h^2)) < newRun {
 			// A new source video: its class is that of a random sample,
 			// so classes keep their frequencies in the pool.
-			class = p.byClass[p.entries[h%uint64(len(p.entries))].class]
+			d.class = p.byClass[p.entries[h%uint64(len(p.entries))].class]
 		}
-		d.entries[o] = class[mix64(h^3)%uint64(len(class))]
+		d.entries = append(d.entries, d.class[mix64(h^3)%uint64(len(d.class))])
 	}
-	s.shards[id] = d
 	return d
 }
 
@@ -332,8 +382,10 @@ func (s *Synth) Samples(step int64, rank int) []sim.Sample {
 // at its position, with its estimate's error drawn from id.
 func (s *Synth) sample(gid uint64) sim.Sample {
 	shard, o := refOf(gid)
-	d := s.shard(shard)
-	e := &s.pools[d.source].entries[d.entries[o]]
+	s.mu.Lock()
+	d := s.shard(shard, o)
+	e := &s.pools[d.source].entries[d.entries[o]] // pools do not change once drawn
+	s.mu.Unlock()
 	x := sim.Sample{ID: gid, Bytes: e.bytes, Cost: e.cost, Est: e.cost, Frames: e.frames, Tokens: e.tokens, Mem: e.mem}
 	splitTrue, splitEst := e.splitCost, e.splitCost
 	if s.NoiseOnTruth {

@@ -126,7 +126,7 @@ func TestWebDatasetLayout(t *testing.T) {
 	s := synthFor(t, "video_image_mix", 8, 1)
 	sizes := make([]int, s.datasetShards())
 	for i := range sizes {
-		sizes[i] = s.w.ShardSize
+		sizes[i] = int(s.shardSize(int64(i)))
 	}
 	o, err := reader.NewOrder(sizes, 8*s.Batch(), 8*s.w.Workers, s.turns(), 1, reader.DefaultShuffleBuffer)
 	if err != nil {
@@ -212,7 +212,9 @@ func TestPermute(t *testing.T) {
 
 // meanRun is the mean length of runs of one class in shard id.
 func meanRun(s *Synth, id int64) float64 {
-	d := s.shard(id)
+	s.mu.Lock()
+	d := s.shard(id, 1<<40)
+	s.mu.Unlock()
 	p := s.pools[d.source]
 	runs := 1
 	for o := 1; o < len(d.entries); o++ {
@@ -359,5 +361,38 @@ func TestNoiseOnTruth(t *testing.T) {
 	}
 	if m := ratio / n; math.Abs(m-1) > 0.02 {
 		t.Errorf("mean true/predicted = %.4f, want 1 (the provisioning rule's mean cost holds)", m)
+	}
+}
+
+// TestShardsInBytes checks that shards hold what fits in shard_bytes: a
+// 1 GB shard holds hundreds of HD clips and hundreds of thousands of
+// texts, and a rank reads its shards r, r+N, ... in order, each to its end.
+func TestShardsInBytes(t *testing.T) {
+	if got := ShardSamples(1e9, 2e6); got != 500 {
+		t.Errorf("ShardSamples(1 GB, 2 MB) = %d, want 500", got)
+	}
+	if got := ShardSamples(1e3, 1e6); got != 1 {
+		t.Errorf("ShardSamples of a sample larger than the shard = %d, want 1", got)
+	}
+	hd := synthFor(t, "panda70m", 8, 1)
+	if n := hd.ShardLens()[0]; n < 200 || n > 1000 {
+		t.Errorf("panda70m: %d clips a 1 GB shard, want hundreds", n)
+	}
+	if n := synthFor(t, "text", 8, 1).ShardLens()[0]; n < 100000 {
+		t.Errorf("text: %d documents a 1 GB shard, want hundreds of thousands", n)
+	}
+	// The order reads every shard at its byte-given length: each sample
+	// lies inside its shard, once an epoch.
+	seen := map[uint64]bool{}
+	for step := range int64(200) {
+		for r := range 8 {
+			for _, x := range hd.Samples(step, r) {
+				shard, o := refOf(x.ID)
+				if o >= hd.shardSize(shard) || seen[x.ID] {
+					t.Fatalf("step %d rank %d: sample %d of shard %d (of %d samples), seen before %v", step, r, o, shard, hd.shardSize(shard), seen[x.ID])
+				}
+				seen[x.ID] = true
+			}
+		}
 	}
 }

@@ -19,16 +19,26 @@ import (
 	"github.com/datahelix/datahelix/internal/gen"
 	"github.com/datahelix/datahelix/internal/shape"
 	"github.com/datahelix/datahelix/internal/sim"
+	"github.com/datahelix/datahelix/internal/video"
 )
 
 // ErrWorkload reports a workload spec that cannot be used; the wrapping
 // error names the file and the field.
 var ErrWorkload = errors.New("bench: invalid workload")
 
-// ProvisionRatio is the one provisioning rule of every workload: the CPUs'
+// ProvisionRatio is the default of the one provisioning rule: the CPUs'
 // mean preparation throughput is this many times what the GPUs consume,
-// so an ideal loader never stalls and stalls come from variance.
+// so an ideal loader never stalls and stalls come from variance. A
+// workload's provisioning.ratio (or bench --ratio, WithRatio) sets
+// another for a sweep.
 const ProvisionRatio = 1.2
+
+// The ratios a workload may be provisioned at (provisioning.ratio,
+// bench --ratio).
+const (
+	MinRatio = 0.1
+	MaxRatio = 10.0
+)
 
 // ReferenceRanks is the world size the reference figures of a workload
 // file (Provisioning) are computed for: the published setting.
@@ -54,12 +64,19 @@ type Workload struct {
 	// or Uniform (it does not: balancing has nothing to gain).
 	Skew    string   `json:"skew"`
 	Sources []Source `json:"sources"`
-	// ShardSize is samples per shard; every shard follows one source.
-	ShardSize int          `json:"shard_size"`
-	Frames    int          `json:"frames_per_clip"` // F
-	Size      int          `json:"output_size"`     // S: outputs are S x S RGB
-	Batch     int          `json:"batch"`           // B per rank
-	Workers   int          `json:"workers"`         // W decode workers per rank
+	// ShardBytes is the size of a shard in bytes, as the tools that
+	// write WebDataset shards cap them; every shard follows one source,
+	// so a shard of HD clips holds far fewer samples than one of images
+	// (ShardSamples).
+	ShardBytes int64 `json:"shard_bytes"`
+	Frames     int   `json:"frames_per_clip"` // F; with FPS, the most
+	// FPS, when set, samples clips at a fixed rate instead of F frames
+	// each: a clip of d seconds gives ceil(d x FPS) frames, at least 1 and
+	// at most F (ClipFrames), as video LLMs sample (LLaVA-Video: 1 fps).
+	FPS       float64      `json:"fps,omitempty"`
+	Size      int          `json:"output_size"` // S: outputs are S x S RGB
+	Batch     int          `json:"batch"`       // B per rank
+	Workers   int          `json:"workers"`     // W decode workers per rank
 	GPU       GPUShape     `json:"gpu"`
 	Cluster   Cluster      `json:"cluster"`
 	Provision Provisioning `json:"provisioning"`
@@ -100,21 +117,59 @@ type GPUShape struct {
 	SampleShare float64 `json:"sample_share"`
 	FrameShare  float64 `json:"frame_share"`
 	TokenShare  float64 `json:"token_share"`
+	// Model, when set, fixes the step time from a language model's size
+	// instead of the provisioning rule (see LMStep): for text, whose
+	// preparation costs microseconds, the rule would give a GPU step far
+	// below any real model's.
+	Model *LMStep `json:"model,omitempty"`
+}
+
+// LMStep is a transformer's training step from its size: about 6 N FLOPs
+// per token for N parameters (forward and backward; Kaplan et al., 2020,
+// "Scaling Laws for Neural Language Models", section 2.1), run at a
+// share MFU of the GPU's peak.
+type LMStep struct {
+	Params float64 `json:"params"` // N, parameters
+	// TokensPerSample is the mean tokens of one sample; a step trains
+	// B of them.
+	TokensPerSample float64 `json:"tokens_per_sample"`
+	PeakTFLOPS      float64 `json:"peak_tflops"` // the GPU's dense peak
+	MFU             float64 `json:"mfu"`         // model FLOPs utilization, (0, 1]
+}
+
+// Step is the GPU step time for b samples: 6 N x b x tokens per sample
+// FLOPs at MFU x peak.
+func (m *LMStep) Step(b int) time.Duration {
+	flops := 6 * m.Params * float64(b) * m.TokensPerSample
+	return time.Duration(math.Round(flops / (m.PeakTFLOPS * 1e12 * m.MFU) * 1e9))
 }
 
 // Cluster describes the ranks' hardware: RanksPerNode ranks share a node,
 // and the nodes listed in SlowNodes have CPUs CPUSlowdown times slower.
+// Noisy, when set, slows nodes for spells of the run (noisy neighbours).
 type Cluster struct {
 	RanksPerNode int     `json:"ranks_per_node"`
 	SlowNodes    []int   `json:"slow_nodes"`
 	CPUSlowdown  float64 `json:"cpu_slowdown"`
+	Noisy        *Noisy  `json:"noisy,omitempty"`
+}
+
+// Noisy is a node speed that changes over time, as when other jobs share
+// a node's CPUs: the run is cut into spells of PeriodSteps steps, and in
+// each spell each node is slowed Slowdown times with probability Share,
+// drawn from the run's seed, the node and the spell (SlowdownAt).
+type Noisy struct {
+	PeriodSteps int     `json:"period_steps"`
+	Share       float64 `json:"share"`
+	Slowdown    float64 `json:"slowdown"`
 }
 
 // Provisioning records the rule's inputs and outputs at ReferenceRanks
 // under costmodel.DefaultCalibration, so that a reader sees the figures and
-// the tests can recompute them: Ratio must be ProvisionRatio, and
-// ReferenceGPUStepMS = Ratio x Batch x ReferenceMeanCostUS / (Workers x
-// mean over ranks of 1/slowdown) / 1000.
+// the tests can recompute them: Ratio is the rule's ratio (ProvisionRatio
+// in every built-in file; a sweep sets others), and ReferenceGPUStepMS =
+// Ratio x Batch x ReferenceMeanCostUS / (Workers x mean over ranks of
+// 1/slowdown) / 1000, or gpu.model's step where it is set.
 type Provisioning struct {
 	Ratio               float64 `json:"ratio"`
 	ReferenceMeanCostUS float64 `json:"reference_mean_cost_us"`
@@ -122,7 +177,7 @@ type Provisioning struct {
 }
 
 // requiredCites are the statistics every workload must cite.
-var requiredCites = []string{"skew", "shard_size", "frames_per_clip", "output_size", "batch", "workers", "gpu", "cluster"}
+var requiredCites = []string{"skew", "shard_bytes", "frames_per_clip", "output_size", "batch", "workers", "gpu", "cluster"}
 
 // optionalCites may be cited too: the source weights and the provisioning.
 var optionalCites = []string{"sources", "provisioning"}
@@ -280,11 +335,14 @@ func (w *Workload) Validate() error {
 		return bad("skew %q: want %q or %q", w.Skew, Skewed, Uniform)
 	case len(w.Sources) == 0:
 		return bad("no sources")
-	case w.ShardSize < 1:
-		return bad("shard_size %d: want at least 1", w.ShardSize)
+	case w.ShardBytes < 1<<10 || w.ShardBytes > 1<<40:
+		return bad("shard_bytes %d: want 1 KiB to 1 TiB", w.ShardBytes)
 	}
 	if err := shape.Check(w.Frames, w.Size, "frames_per_clip", "output_size"); err != nil {
 		return bad("%v", err)
+	}
+	if !(w.FPS >= 0 && w.FPS <= 240) {
+		return bad("fps %g: want 0 (F frames a clip) or up to 240", w.FPS)
 	}
 	switch {
 	case w.Batch < 1 || w.Batch > 4096:
@@ -304,7 +362,29 @@ func (w *Workload) Validate() error {
 	if math.Abs(sum-1) > 1e-9 {
 		return bad("gpu shares add up to %.6g, want 1", sum)
 	}
+	if m := g.Model; m != nil {
+		switch {
+		case !(m.Params >= 1e6 && m.Params <= 1e13):
+			return bad("gpu.model.params %g: want 1e6..1e13", m.Params)
+		case !(m.TokensPerSample >= 1 && m.TokensPerSample <= 1e7):
+			return bad("gpu.model.tokens_per_sample %g: want 1..1e7", m.TokensPerSample)
+		case !(m.PeakTFLOPS > 0 && m.PeakTFLOPS <= 1e5):
+			return bad("gpu.model.peak_tflops %g: want (0, 1e5]", m.PeakTFLOPS)
+		case !(m.MFU > 0 && m.MFU <= 1):
+			return bad("gpu.model.mfu %g: want (0, 1]", m.MFU)
+		}
+	}
 	c := w.Cluster
+	if n := c.Noisy; n != nil {
+		switch {
+		case n.PeriodSteps < 1:
+			return bad("cluster.noisy.period_steps %d: want at least 1", n.PeriodSteps)
+		case !(n.Share >= 0 && n.Share <= 1):
+			return bad("cluster.noisy.share %g: want [0, 1]", n.Share)
+		case !(n.Slowdown >= 1 && n.Slowdown <= 100):
+			return bad("cluster.noisy.slowdown %g: want 1..100", n.Slowdown)
+		}
+	}
 	if c.RanksPerNode < 1 {
 		return bad("cluster.ranks_per_node %d: want at least 1", c.RanksPerNode)
 	}
@@ -316,8 +396,8 @@ func (w *Workload) Validate() error {
 			return bad("cluster.slow_nodes: node %d is negative", n)
 		}
 	}
-	if w.Provision.Ratio != ProvisionRatio {
-		return bad("provisioning.ratio %g: every workload uses the one rule, %g", w.Provision.Ratio, ProvisionRatio)
+	if !(w.Provision.Ratio >= MinRatio && w.Provision.Ratio <= MaxRatio) {
+		return bad("provisioning.ratio %g: want %g..%g (the default rule is %g)", w.Provision.Ratio, MinRatio, MaxRatio, ProvisionRatio)
 	}
 	if !(w.Provision.ReferenceMeanCostUS > 0) || !(w.Provision.ReferenceGPUStepMS > 0) {
 		return bad("provisioning reference figures must be positive (go test ./internal/bench/workload -run TestWorkloadProvisioning -rewrite-workloads fills them)")
@@ -405,16 +485,63 @@ func (w *Workload) Slowdowns(ranks int) []float64 {
 //	g = ratio x b x c̄ / (W x mean over ranks of 1/slowdown)
 //
 // (a rank with slowdown s prepares W/(c̄ s) samples per µs; the GPUs
-// consume b/g per rank.)
+// consume b/g per rank), with the workload's provisioning.ratio. Noisy
+// nodes count at their expected speed. A workload whose gpu.model is set
+// takes that model's step instead: its GPU is a stated one, not one the
+// rule provisions.
 func (w *Workload) GPUStep(meanCostUS float64, b, ranks int) time.Duration {
+	if m := w.GPU.Model; m != nil {
+		return m.Step(b)
+	}
 	inv := 0.0
 	sd := w.Slowdowns(ranks)
 	for _, s := range sd {
 		inv += 1 / s
 	}
 	inv /= float64(len(sd))
-	us := ProvisionRatio * float64(b) * meanCostUS / (float64(w.Workers) * inv)
+	if n := w.Cluster.Noisy; n != nil {
+		inv *= 1 - n.Share + n.Share/n.Slowdown
+	}
+	us := w.Provision.Ratio * float64(b) * meanCostUS / (float64(w.Workers) * inv)
 	return time.Duration(math.Round(us * 1e3))
+}
+
+// WithRatio returns a copy of w provisioned at ratio (bench --ratio): the
+// GPU step grows with it, so the CPUs prepare ratio times what the GPUs
+// consume.
+func (w *Workload) WithRatio(ratio float64) *Workload {
+	c := *w
+	c.Provision.Ratio = ratio
+	return &c
+}
+
+// ClipFrames is the frames sampled from a clip: F, or with FPS set the
+// frames its duration gives at that rate, 1 to F.
+func (w *Workload) ClipFrames(v *video.Track) int {
+	if !(w.FPS > 0) || v.Timescale == 0 {
+		return w.Frames
+	}
+	d := float64(v.Duration) / float64(v.Timescale)
+	return min(max(int(math.Ceil(d*w.FPS)), 1), w.Frames)
+}
+
+// SlowdownAt is rank's CPU slowdown at step in a world of ranks ranks
+// with the run's seed: its node's fixed slowdown (Slowdowns) times the
+// noisy neighbours' slowdown in the spell holding step, when its node
+// draws one. It is a pure function of its arguments.
+func (w *Workload) SlowdownAt(seed uint64, step int64, rank, ranks int) float64 {
+	sd := 1.0
+	node := rank / w.Cluster.RanksPerNode
+	if slices.Contains(w.Cluster.SlowNodes, node) {
+		sd = w.Cluster.CPUSlowdown
+	}
+	if n := w.Cluster.Noisy; n != nil {
+		spell := step / int64(n.PeriodSteps)
+		if unit(hash3(seed^0x6e6f697379, uint64(node), uint64(spell))) < n.Share {
+			sd *= n.Slowdown
+		}
+	}
+	return sd
 }
 
 // GPUModel turns the step time g at the mean batch (b samples holding

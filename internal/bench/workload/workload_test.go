@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"github.com/datahelix/datahelix/internal/video"
 	"math"
 	"os"
 	"path/filepath"
@@ -20,27 +21,22 @@ import (
 
 var rewriteWorkloads = flag.Bool("rewrite-workloads", false, "rewrite the provisioning reference figures of bench/workloads/*.json")
 
-// The issue's eleven workloads.
-var wantWorkloads = []string{"activitynet", "hetero_cluster", "howto100m", "imagenet", "interleaved", "kinetics", "laion", "panda70m", "text", "video_image_mix", "webvid"}
+// The issue's eleven workloads and issue 27's five.
+var wantWorkloads = []string{"activitynet", "hd_video_image_1to7", "hetero_cluster", "howto100m", "imagenet", "interleaved", "kinetics", "laion", "noisy_neighbours", "panda70m", "small_batch", "text", "video_fps", "video_image_mix", "video_llm_mix", "webvid"}
 
 func TestWorkloadsParse(t *testing.T) {
 	ws, err := Workloads()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names, uniform []string
+	var names []string
 	for _, w := range ws {
 		names = append(names, w.Name)
-		if w.Skew == Uniform {
-			uniform = append(uniform, w.Name)
-		}
 	}
 	if !slices.Equal(names, wantWorkloads) {
 		t.Errorf("workloads = %v, want %v", names, wantWorkloads)
 	}
-	if !slices.Equal(uniform, []string{"imagenet", "text"}) {
-		t.Errorf("uniform workloads = %v, want [imagenet text]", uniform)
-	}
+	// The skew labels are measured: TestSkewLabels pins them.
 	// One has a slow node, one mixes video and image shards.
 	het, _ := SelectWorkloads("hetero_cluster")
 	if sd := het[0].Slowdowns(8); !slices.Equal(sd, []float64{1, 1, 1, 1, 2, 2, 2, 2}) {
@@ -142,7 +138,19 @@ func TestWorkloadProvisioning(t *testing.T) {
 			inv += 1 / sd
 		}
 		inv /= ReferenceRanks
-		if hand := 1.2 * float64(w.Batch) * cost / (float64(w.Workers) * inv) / 1000; math.Abs(hand-gms) > 1e-6*hand+1e-6 {
+		if n := w.Cluster.Noisy; n != nil {
+			inv *= 1 - n.Share + n.Share/n.Slowdown
+		}
+		hand := w.Provision.Ratio * float64(w.Batch) * cost / (float64(w.Workers) * inv) / 1000
+		if m := w.GPU.Model; m != nil {
+			// 6 N FLOPs per token, B x tokens per sample tokens, at MFU x peak.
+			hand = 6 * m.Params * float64(w.Batch) * m.TokensPerSample / (m.PeakTFLOPS * 1e12 * m.MFU) * 1000
+			_, _, tokens := s.Means()
+			if rel(m.TokensPerSample, tokens) > 0.05 {
+				t.Errorf("%s: gpu.model.tokens_per_sample %v, the preset draws %.1f", w.Name, m.TokensPerSample, tokens)
+			}
+		}
+		if math.Abs(hand-gms) > 1e-6*hand+1e-6 {
 			t.Errorf("%s: GPUStep = %v ms, the rule by hand gives %v ms", w.Name, gms, hand)
 		}
 		if *rewriteWorkloads {
@@ -246,10 +254,11 @@ func TestParseWorkloadErrors(t *testing.T) {
 		name, old, new, want string
 	}{
 		{"unknown field", `"batch": 16`, `"batch": 16, "bogus": 1`, "unknown field"},
-		{"skew", `"skew": "skewed"`, `"skew": "lopsided"`, "skew"},
+		{"skew", `"skew": "uniform"`, `"skew": "lopsided"`, "skew"},
 		{"batch", `"batch": 16`, `"batch": 0`, "batch 0"},
 		{"workers", `"workers": 8`, `"workers": -1`, "workers"},
-		{"ratio", `"ratio": 1.2`, `"ratio": 1.5`, "provisioning.ratio"},
+		{"ratio", `"ratio": 1.2`, `"ratio": 12`, "provisioning.ratio"},
+		{"shard bytes", `"shard_bytes": 1000000000`, `"shard_bytes": 10`, "shard_bytes"},
 		{"gpu shares", `"base_share": 0.2`, `"base_share": 0.3`, "add up"},
 		{"preset", `"preset": "kinetics"`, `"preset": "youtube"`, "unknown preset"},
 		{"missing cite", `"batch": "16 clips`, `"batch_x": "16 clips`, "cite.batch"},
@@ -440,3 +449,43 @@ func TestLockstepFactor(t *testing.T) {
 // workloadDir is where the workload files live, in the top-level bench
 // package that embeds them.
 var workloadDir = filepath.Join("..", "..", "..", "bench", "workloads")
+
+// TestWithRatio checks that the provisioning ratio scales the GPU step
+// (g grows with the ratio) without touching the original workload, and
+// leaves a model's fixed step alone.
+func TestWithRatio(t *testing.T) {
+	ws, err := SelectWorkloads("kinetics,text")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, text := ws[0], ws[1]
+	g := k.GPUStep(1000, 16, 8)
+	if g2 := k.WithRatio(2.4).GPUStep(1000, 16, 8); g2 != 2*g {
+		t.Errorf("ratio 2.4: step %v, want twice the 1.2 step %v", g2, g)
+	}
+	if k.Provision.Ratio != ProvisionRatio {
+		t.Errorf("WithRatio changed the original: ratio %v", k.Provision.Ratio)
+	}
+	if a, b := text.GPUStep(16, 32, 8), text.WithRatio(2).GPUStep(16, 32, 8); a != b {
+		t.Errorf("text (a model's step): %v at 1.2, %v at 2; want the model's step either way", a, b)
+	}
+}
+
+// TestFPSFrames checks fps sampling: a clip's frames follow its duration,
+// between 1 and F.
+func TestFPSFrames(t *testing.T) {
+	w := &Workload{Frames: 32, FPS: 2}
+	for _, tt := range []struct {
+		dur  int64 // s
+		want int
+	}{{0, 1}, {1, 2}, {5, 10}, {16, 32}, {60, 32}} {
+		v := &video.Track{Timescale: 1000, Duration: tt.dur * 1000}
+		if got := w.ClipFrames(v); got != tt.want {
+			t.Errorf("%d s at 2 fps: %d frames, want %d", tt.dur, got, tt.want)
+		}
+	}
+	w.FPS = 0
+	if got := w.ClipFrames(&video.Track{Timescale: 1000, Duration: 5000}); got != 32 {
+		t.Errorf("no fps: %d frames, want F = 32", got)
+	}
+}
