@@ -62,6 +62,8 @@ if [ -n "$commit" ] && [ -n "$(git -C "$here" status --porcelain --untracked-fil
 	commit="$commit-dirty"
 fi
 (cd "$here" && go build $tags -ldflags "-X github.com/datahelix/datahelix/internal/machine.buildCommit=$commit" -o "$bin" ./cmd/datahelix)
+# The benchmark harness (datahelix bench), beside it: datahelix runs it.
+(cd "$here" && go build $tags -ldflags "-X github.com/datahelix/datahelix/internal/machine.buildCommit=$commit" -o "$here/.bin/datahelix-bench" ./cmd/datahelix-bench)
 
 # Find the rank count and replace "datahelix" with the binary.
 np=1

@@ -8,7 +8,7 @@ import (
 
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/decode"
-	"github.com/datahelix/datahelix/internal/bench"
+	"github.com/datahelix/datahelix/internal/bench/cmdinfo"
 	"github.com/datahelix/datahelix/internal/cli"
 	"github.com/datahelix/datahelix/internal/shard"
 	"github.com/datahelix/datahelix/internal/shardindex"
@@ -17,8 +17,8 @@ import (
 
 // benchExchangeCommand is datahelix bench exchange.
 var benchExchangeCommand = cli.Command{
-	Name:    "bench exchange",
-	Summary: "time moving compressed samples between 2 ranks: the exchange path versus the same path packing first and bare sends (run under mpirun -np 2)",
+	Name:    cmdinfo.Exchange,
+	Summary: cmdinfo.ExchangeSummary,
 	Run:     runBenchExchange,
 }
 
@@ -90,7 +90,7 @@ func runBenchExchange(ctx context.Context, stdout, stderr io.Writer, args []stri
 		if c.Rank() != 0 {
 			return nil
 		}
-		g := bench.NewGoExchange(st, *samples)
+		g := st.Report(*samples)
 		// A readable line first; the JSON line, last, is for scripts and
 		// the bench report (which parses it).
 		fmt.Fprintf(out, "%d messages of %d samples (%d bytes): exchange path %.2f µs (%.1f MB/s), packed first %.2f µs (%.1f MB/s), bare sends %.2f µs (%.1f MB/s), exchange/bare %.3f, exchange/packed %.3f\n",

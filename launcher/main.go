@@ -14,17 +14,21 @@ import (
 	"io"
 	"os"
 
-	"github.com/datahelix/datahelix/internal/bench"
+	"github.com/datahelix/datahelix/internal/bench/cmdinfo"
 	"github.com/datahelix/datahelix/internal/cli"
 	"github.com/datahelix/datahelix/internal/datacmd"
 )
 
 // commands is the dispatch table: every command of datahelix, listed by
-// name in the help. Those that run the job live here, bench's next to
-// its harness, those that work on a dataset alone in internal/datacmd.
+// name in the help. Those that run the job live here, those that work on
+// a dataset alone in internal/datacmd. bench, bench plan and bench
+// calibrate run in datahelix-bench (cmd/datahelix-bench), which holds the
+// benchmark harness and its plotting, so that this binary links neither.
 var commands = []cli.Command{
 	runCommand, trainCommand, serveCommand, decodeCommand, infoCommand, benchExchangeCommand,
-	bench.Command, bench.PlanCommand, bench.CalibrateCommand,
+	cli.External(cmdinfo.Bench, cmdinfo.BenchSummary, cmdinfo.Binary, cmdinfo.BinaryEnv),
+	cli.External(cmdinfo.Plan, cmdinfo.PlanSummary, cmdinfo.Binary, cmdinfo.BinaryEnv),
+	cli.External(cmdinfo.Calibrate, cmdinfo.CalibrateSummary, cmdinfo.Binary, cmdinfo.BinaryEnv),
 	datacmd.Gen, datacmd.Cache, datacmd.Inspect, datacmd.CostModel,
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/gpu"
+	"github.com/datahelix/datahelix/internal/bench/cmdinfo"
 	"github.com/datahelix/datahelix/internal/cli"
 	"github.com/datahelix/datahelix/internal/cli/clitest"
 	"github.com/datahelix/datahelix/internal/collectivetest"
@@ -54,7 +55,26 @@ func TestMain(m *testing.M) {
 		}
 		commandWith(ctx)
 	}
-	os.Exit(m.Run())
+	os.Exit(runWithBench(m))
+}
+
+// runWithBench runs the tests with datahelix-bench built for the bench
+// commands, which datahelix runs in that binary (DATAHELIX_BENCH names
+// it).
+func runWithBench(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "datahelix-bench")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, cmdinfo.Binary)
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/datahelix/datahelix/cmd/datahelix-bench").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building %s: %v\n%s", cmdinfo.Binary, err, out)
+		return 1
+	}
+	os.Setenv(cmdinfo.BinaryEnv, bin)
+	return m.Run()
 }
 
 func runMain(args ...string) (code int, stdout, stderr string) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/datahelix/datahelix/internal/bench/cmdinfo"
 	"github.com/datahelix/datahelix/internal/bench/eval"
 	"github.com/datahelix/datahelix/internal/bench/realrun"
 	"github.com/datahelix/datahelix/internal/bench/report"
@@ -25,8 +26,8 @@ import (
 
 // Command is datahelix bench.
 var Command = cli.Command{
-	Name:    "bench",
-	Summary: "evaluate the loaders on the 16 workloads (simulated at 8..8192 ranks, or real): table, CSV, JSON, PNG figures, goals, microbenchmarks",
+	Name:    cmdinfo.Bench,
+	Summary: cmdinfo.BenchSummary,
 	Run:     runBench,
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/datahelix/datahelix/internal/bench/cmdinfo"
 	"github.com/datahelix/datahelix/internal/bench/workload"
 	"github.com/datahelix/datahelix/internal/cli"
 	"github.com/datahelix/datahelix/internal/costmodel"
@@ -17,8 +18,8 @@ import (
 
 // CalibrateCommand is datahelix bench calibrate.
 var CalibrateCommand = cli.Command{
-	Name:    "bench calibrate",
-	Summary: "decode generated datasets of every preset, fit the cost model the simulator draws costs from, cache it for this machine and commit",
+	Name:    cmdinfo.Calibrate,
+	Summary: cmdinfo.CalibrateSummary,
 	Run:     runBenchCalibrate,
 }
 

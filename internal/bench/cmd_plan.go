@@ -6,14 +6,15 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/datahelix/datahelix/internal/bench/cmdinfo"
 	"github.com/datahelix/datahelix/internal/cli"
 	"github.com/datahelix/datahelix/internal/planlimits"
 )
 
 // PlanCommand is datahelix bench plan.
 var PlanCommand = cli.Command{
-	Name:    "bench plan",
-	Summary: "time the planner on heavy-tailed video inputs and write plan_us, allocations and quality as JSON",
+	Name:    cmdinfo.Plan,
+	Summary: cmdinfo.PlanSummary,
 	Run:     runBenchPlan,
 }
 

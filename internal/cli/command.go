@@ -103,6 +103,9 @@ func run(ctx context.Context, cmds []Command, c Command, stdout, stderr io.Write
 // cancellation is replaced by the cause, which says what stopped the
 // command.
 func Exit(ctx context.Context, err error, stderr io.Writer) int {
+	if ce, ok := errors.AsType[childExit](err); ok {
+		return ce.code // an External command's binary reported it
+	}
 	err = StopReason(ctx, err)
 	status := ExitStatus(err)
 	if status != ExitOK && (status == ExitUsage || !errors.Is(err, ErrReported)) {

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/datahelix/datahelix/collective"
@@ -143,3 +144,45 @@ func MeasureExchange(comm collective.Comm, samples []*decode.Sample, rounds int)
 	}
 	return st, nil
 }
+
+// ExchangeReport is the JSON line of datahelix bench exchange (Report).
+type ExchangeReport struct {
+	Bytes         int64   `json:"bytes"`
+	Samples       int     `json:"samples"`
+	Messages      int     `json:"messages"`
+	ExchangeUSPer float64 `json:"exchange_us_per_message"`
+	// PackedUSPer is the exchange path with the samples packed into one
+	// send buffer first, as it was before it sent them in place.
+	PackedUSPer      float64 `json:"packed_us_per_message"`
+	BareUSPer        float64 `json:"bare_us_per_message"`
+	ExchangeMBps     float64 `json:"exchange_mb_per_s"`
+	PackedMBps       float64 `json:"packed_mb_per_s"`
+	BareMBps         float64 `json:"bare_mb_per_s"`
+	ExchangeOnBare   float64 `json:"exchange_over_bare"`
+	ExchangeOnPacked float64 `json:"exchange_over_packed"`
+}
+
+// Report turns what MeasureExchange measured with messages of samples
+// samples into the line datahelix bench exchange prints. The
+// figures are rounded to what they can tell, so the JSON line reads
+// 12432.3, not 12432.311280768185: times per message to 0.01 µs (at
+// least 0.01, keeping the rates finite), rates to 0.1 MB/s, the ratio to
+// 0.001. The rates and the ratio are computed from the rounded times, so
+// that they follow from the printed figures.
+func (st ExchangeStats) Report(samples int) ExchangeReport {
+	per := func(d time.Duration) float64 {
+		return max(roundTo(float64(d)/float64(st.Messages)/1e3, 100), 0.01)
+	}
+	g := ExchangeReport{Bytes: st.Bytes, Samples: samples, Messages: st.Messages,
+		ExchangeUSPer: per(st.Exchange), PackedUSPer: per(st.Packed), BareUSPer: per(st.Bare)}
+	g.ExchangeMBps = roundTo(float64(st.Bytes)/g.ExchangeUSPer, 10)
+	g.PackedMBps = roundTo(float64(st.Bytes)/g.PackedUSPer, 10)
+	g.BareMBps = roundTo(float64(st.Bytes)/g.BareUSPer, 10)
+	g.ExchangeOnBare = roundTo(g.ExchangeUSPer/g.BareUSPer, 1000)
+	g.ExchangeOnPacked = roundTo(g.ExchangeUSPer/g.PackedUSPer, 1000)
+	return g
+}
+
+// roundTo rounds v to the nearest multiple of 1/steps.
+// roundTo rounds v to 1/steps.
+func roundTo(v, steps float64) float64 { return math.Round(v*steps) / steps }

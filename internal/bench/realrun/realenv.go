@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/datahelix/datahelix/internal/bench/cmdinfo"
+	"github.com/datahelix/datahelix/internal/cli"
 	"github.com/datahelix/datahelix/internal/collectivetest"
 	"github.com/datahelix/datahelix/internal/shardindex"
 )
@@ -63,9 +65,13 @@ func CurrentRealEnv() (RealEnv, error) {
 	e := realEnv
 	realEnvMu.Unlock()
 	if e.Binary == "" {
-		exe, err := os.Executable()
+		// datahelix, beside datahelix-bench; inside datahelix itself (a
+		// test binary standing for it), this executable.
+		exe, err := cli.FindBinary(cmdinfo.Main, cmdinfo.MainEnv)
 		if err != nil {
-			return e, fmt.Errorf("%w: cannot find the datahelix binary: %v", ErrReal, err)
+			if exe, err = os.Executable(); err != nil {
+				return e, fmt.Errorf("%w: cannot find the datahelix binary: %v", ErrReal, err)
+			}
 		}
 		e.Binary = exe
 	}
