@@ -90,7 +90,7 @@ func TestValidationSection(t *testing.T) {
 		t.Fatalf("%d rows, want %d (pairs present in both)", len(s.Rows), len(want))
 	}
 	for i, w := range want {
-		if got := s.Rows[i][len(s.Rows[i])-1]; got != w {
+		if got := s.Rows[i][slices.Index(s.Columns, "agrees")]; got != w {
 			t.Errorf("row %v: agrees = %v, want %v", s.Rows[i], got, w)
 		}
 	}

@@ -35,7 +35,12 @@ func TestExtendValidation(t *testing.T) {
 		if len(row) != len(s.Columns) {
 			t.Fatalf("row %d: %d cells for %d columns", i, len(row), len(s.Columns))
 		}
-		got := append([]any{row[9]}, row[10:]...)
+		// Columns 10-13: the job's steady figures, none without steps
+		// after the warm-up.
+		if !slices.Equal(row[10:14], []any{"-", "-", "-", "-"}) {
+			t.Errorf("row %d: steady job figures %v, want - without steady steps", i, row[10:14])
+		}
+		got := append([]any{row[9]}, row[14:]...)
 		for k := range want[i] {
 			if got[k] != want[i][k] {
 				t.Errorf("row %d (%s): column %d = %v, want %v", i, row[1], k, got[k], want[i][k])

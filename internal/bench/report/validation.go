@@ -22,8 +22,10 @@ const (
 // results and a simulation of the same setup.
 func ValidationSection(sim, real []eval.Result) *Section {
 	s := &Section{Name: "validation", Status: SectionMeasured,
-		Columns: []string{"workload", "loader", "ranks", "sim_wait_frac", "real_wait_frac", "wait_rel_err", "sim_miss_rate", "real_miss_rate", "miss_abs_err", "agrees"},
-		Note: fmt.Sprintf("agrees: wait fraction within %.0f %% relative (or both under %.0f %% of wall) and miss rate within %.2f absolute",
+		Columns: []string{"workload", "loader", "ranks", "sim_wait_frac", "real_wait_frac", "wait_rel_err", "sim_miss_rate", "real_miss_rate", "miss_abs_err", "agrees",
+			"sim_steady_job_stall_frac", "real_steady_job_stall_frac", "sim_steady_step_miss_rate", "real_steady_step_miss_rate"},
+		Note: fmt.Sprintf("agrees: wait fraction within %.0f %% relative (or both under %.0f %% of wall) and miss rate within %.2f absolute; "+
+			"the job's steady figures (stall, steps missed; - without steps after the warm-up) are shown beside them, not judged",
 			100*ValidationWaitRel, 100*validationWaitUnit, ValidationMissAbs)}
 	agree, n := 0, 0
 	for _, r := range real {
@@ -42,7 +44,14 @@ func ValidationSection(sim, real []eval.Result) *Section {
 		if ok {
 			agree++
 		}
-		s.Rows = append(s.Rows, []any{r.Workload, r.Loader, r.Ranks, m.GPUWaitFrac, r.GPUWaitFrac, rel, m.MissRate, r.MissRate, abs, ok})
+		steady := func(x *eval.Result, v float64) any {
+			if !x.HasSteady() {
+				return "-"
+			}
+			return v
+		}
+		s.Rows = append(s.Rows, []any{r.Workload, r.Loader, r.Ranks, m.GPUWaitFrac, r.GPUWaitFrac, rel, m.MissRate, r.MissRate, abs, ok,
+			steady(m, m.SteadyJobStallFrac), steady(&r, r.SteadyJobStallFrac), steady(m, m.SteadyStepMissRate), steady(&r, r.SteadyStepMissRate)})
 	}
 	s.Headline = fmt.Sprintf("%d of %d simulated runs agree with the real ones", agree, n)
 	s.Agreement = &Agreement{Agree: agree, Runs: n}
