@@ -19,7 +19,7 @@ static int au_read_packet(au_ctx *c) {
 			return AVERROR_EOF;
 		int ret = av_read_frame(c->fc, c->pkt);
 		if (ret < 0) {
-			if (c->interrupted || ret == AVERROR_EXIT || ret == AVERROR(ENOMEM))
+			if (c->guard.interrupted || ret == AVERROR_EXIT || ret == AVERROR(ENOMEM))
 				return au_map_err(c, ret, "read");
 			c->demux_done = 1;
 			if (ret != AVERROR_EOF)
@@ -42,7 +42,7 @@ static int au_read_packet(au_ctx *c) {
 }
 
 static int au_decoder_error(au_ctx *c, int err) {
-	if (c->interrupted || err == AVERROR_EXIT || err == AVERROR(ENOMEM))
+	if (c->guard.interrupted || err == AVERROR_EXIT || err == AVERROR(ENOMEM))
 		return au_map_err(c, err, "decode audio");
 	c->last_err = err;
 	if (++c->st->errors > AU_MAX_DECODE_ERRORS)
@@ -171,7 +171,7 @@ int dh_decode_audio(const uint8_t *data, int64_t len, const dh_config *cfg, int6
 			ts = ts > c.as->start_time ? ts : c.as->start_time;
 		if (av_seek_frame(c.fc, c.si, ts, AVSEEK_FLAG_BACKWARD) >= 0)
 			avcodec_flush_buffers(c.cc);
-		else if (c.interrupted) {
+		else if (c.guard.interrupted) {
 			ret = au_map_err(&c, AVERROR_EXIT, "seek");
 			goto out;
 		}

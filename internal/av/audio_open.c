@@ -1,10 +1,9 @@
 // audio_open.c opens the audio stream of an in-memory file for audio.c:
 // a custom AVIOContext over the bytes, the container probed and checked
 // against the allow list, no nested opens, bounded probing, the deadline
-// and cancel flag polled by the interrupt callback. It keeps its own
-// small copies of av.c's I/O helpers so that the two files change
-// independently, and it never sets AVCodecContext.opaque: av.c's log
-// callback follows that field back to a video call (see av.go).
+// and cancel flag polled by the interrupt callback (memio.c, shared with
+// av.c). It never sets AVCodecContext.opaque: av.c's log callback
+// follows that field back to a video call (see av.go).
 #include "audio_open.h"
 
 #include <libavutil/avstring.h>
@@ -12,67 +11,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #define AU_IO_BUF_SIZE 32768
 
-static int64_t au_now_ns(void) {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-int au_check_interrupt(au_ctx *c) {
-	if (c->interrupted)
-		return 1;
-	if (c->cfg->cancel && __atomic_load_n(c->cfg->cancel, __ATOMIC_RELAXED)) {
-		c->interrupted = DH_ERR_CANCELED;
-		return 1;
-	}
-	if (c->deadline && au_now_ns() > c->deadline) {
-		c->interrupted = DH_ERR_TIMEOUT;
-		return 1;
-	}
-	return 0;
-}
-
-static int au_interrupt_cb(void *opaque) { return au_check_interrupt(opaque); }
-
-static int au_read(void *opaque, uint8_t *buf, int size) {
-	au_ctx *c = opaque;
-	if (au_check_interrupt(c))
-		return AVERROR_EXIT;
-	int64_t left = c->len - c->pos;
-	if (left <= 0)
-		return AVERROR_EOF;
-	if (size > left)
-		size = (int)left;
-	memcpy(buf, c->data + c->pos, size);
-	c->pos += size;
-	return size;
-}
-
-static int64_t au_seek(void *opaque, int64_t off, int whence) {
-	au_ctx *c = opaque;
-	switch (whence & ~AVSEEK_FORCE) {
-	case AVSEEK_SIZE:
-		return c->len;
-	case SEEK_SET:
-		break;
-	case SEEK_CUR:
-		off += c->pos;
-		break;
-	case SEEK_END:
-		off += c->len;
-		break;
-	default:
-		return AVERROR(EINVAL);
-	}
-	if (off < 0 || off > c->len)
-		return AVERROR(EINVAL);
-	c->pos = off;
-	return off;
-}
+int au_check_interrupt(au_ctx *c) { return dh_guard_check(&c->guard); }
 
 // au_fail records a message (the first one wins) and returns code.
 int au_fail(au_ctx *c, int code, const char *fmt, ...) {
@@ -87,49 +29,27 @@ int au_fail(au_ctx *c, int code, const char *fmt, ...) {
 
 // au_map_err turns an FFmpeg error from step `what` into a DH_ERR_* code.
 int au_map_err(au_ctx *c, int err, const char *what) {
-	if (c->interrupted || err == AVERROR_EXIT) {
-		if (!c->interrupted)
-			c->interrupted = DH_ERR_TIMEOUT;
-		return au_fail(c, c->interrupted, "%s: %s", what,
-		               c->interrupted == DH_ERR_CANCELED ? "canceled" : "deadline exceeded");
+	if (c->guard.interrupted || err == AVERROR_EXIT) {
+		if (!c->guard.interrupted)
+			c->guard.interrupted = DH_ERR_TIMEOUT;
+		return au_fail(c, c->guard.interrupted, "%s: %s", what,
+		               c->guard.interrupted == DH_ERR_CANCELED ? "canceled" : "deadline exceeded");
 	}
 	char buf[AV_ERROR_MAX_STRING_SIZE];
 	av_strerror(err, buf, sizeof buf);
-	switch (err) {
-	case AVERROR(ENOMEM):
-		return au_fail(c, DH_ERR_LIMIT, "%s: %s", what, buf);
-	case AVERROR_DECODER_NOT_FOUND:
-	case AVERROR_DEMUXER_NOT_FOUND:
-	case AVERROR_PATCHWELCOME:
-	case AVERROR(ENOSYS):
-		return au_fail(c, DH_ERR_UNSUPPORTED, "%s: %s", what, buf);
-	}
-	return au_fail(c, DH_ERR_CORRUPT, "%s: %s", what, buf);
+	return au_fail(c, dh_err_code(err), "%s: %s", what, buf);
 }
 
-// au_probe identifies the container from the first bytes, growing the
-// window as av_probe_input_buffer2 does, and checks the allow list.
+// au_probe identifies the container from the first bytes (dh_probe) and
+// checks the allow list.
 static int au_probe(au_ctx *c, const AVInputFormat **fmt) {
-	int64_t limit = c->cfg->probe_size;
-	if (limit > c->len)
-		limit = c->len;
-	*fmt = NULL;
-	for (int64_t n = limit < 2048 ? limit : 2048;; n *= 2) {
-		if (n > limit)
-			n = limit;
-		uint8_t *buf = av_mallocz(n + AVPROBE_PADDING_SIZE);
-		if (!buf)
-			return au_fail(c, DH_ERR_LIMIT, "probe: out of memory");
-		memcpy(buf, c->data, n);
-		AVProbeData pd = {.filename = "", .buf = buf, .buf_size = (int)n};
-		int score = 0;
-		*fmt = av_probe_input_format3(&pd, 1, &score);
-		av_free(buf);
-		if ((*fmt && score > AVPROBE_SCORE_RETRY) || n >= limit)
-			break;
-	}
-	if (!*fmt)
+	int64_t limit;
+	switch (dh_probe(c->io.data, c->io.len, c->cfg->probe_size, fmt, &limit)) {
+	case DH_ERR_LIMIT:
+		return au_fail(c, DH_ERR_LIMIT, "probe: out of memory");
+	case DH_ERR_CORRUPT:
 		return au_fail(c, DH_ERR_CORRUPT, "probe: unrecognised container in %lld bytes", (long long)limit);
+	}
 	if (av_match_list((*fmt)->name, c->cfg->formats, ',') <= 0)
 		return au_fail(c, DH_ERR_UNSUPPORTED, "container %s is not allowed (allowed: %s)", (*fmt)->name,
 		               c->cfg->formats);
@@ -180,11 +100,9 @@ int au_open(au_ctx *c, const uint8_t *data, int64_t len, const dh_config *cfg,
 	memset(st, 0, sizeof *st);
 	c->cfg = cfg;
 	c->st = st;
-	c->data = data;
-	c->len = len;
+	dh_guard_init(&c->guard, cfg);
+	c->io = (dh_mem){.data = data, .len = len, .guard = &c->guard};
 	c->out_pos = INT64_MIN;
-	if (cfg->timeout_ns > 0)
-		c->deadline = au_now_ns() + cfg->timeout_ns;
 	if (len <= 0)
 		return au_fail(c, DH_ERR_CORRUPT, "empty input");
 
@@ -195,7 +113,7 @@ int au_open(au_ctx *c, const uint8_t *data, int64_t len, const dh_config *cfg,
 	uint8_t *buf = av_malloc(AU_IO_BUF_SIZE);
 	if (!buf)
 		return au_fail(c, DH_ERR_LIMIT, "open: out of memory");
-	c->pb = avio_alloc_context(buf, AU_IO_BUF_SIZE, 0, c, au_read, NULL, au_seek);
+	c->pb = avio_alloc_context(buf, AU_IO_BUF_SIZE, 0, &c->io, dh_mem_read, NULL, dh_mem_seek);
 	if (!c->pb) {
 		av_free(buf);
 		return au_fail(c, DH_ERR_LIMIT, "open: out of memory");
@@ -204,8 +122,8 @@ int au_open(au_ctx *c, const uint8_t *data, int64_t len, const dh_config *cfg,
 	if (!c->fc)
 		return au_fail(c, DH_ERR_LIMIT, "open: out of memory");
 	c->fc->pb = c->pb;
-	c->fc->interrupt_callback.callback = au_interrupt_cb;
-	c->fc->interrupt_callback.opaque = c;
+	c->fc->interrupt_callback.callback = dh_guard_cb;
+	c->fc->interrupt_callback.opaque = &c->guard;
 
 	char *decoders = decoder_names(cfg->codecs);
 	if (!decoders)
@@ -273,7 +191,7 @@ int au_open(au_ctx *c, const uint8_t *data, int64_t len, const dh_config *cfg,
 	ret = av_find_best_stream(c->fc, AVMEDIA_TYPE_AUDIO, -1, -1, NULL, 0);
 	if (ret < 0 || au_check_interrupt(c)) {
 		av_free(decoders);
-		if (c->interrupted)
+		if (c->guard.interrupted)
 			return au_map_err(c, AVERROR_EXIT, "find stream info");
 		return au_fail(c, DH_ERR_CORRUPT, "no audio stream with a sample rate and channels");
 	}

@@ -6,6 +6,7 @@
 #define DATAHELIX_AUDIO_OPEN_H
 
 #include "audio.h"
+#include "memio.h"
 
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
@@ -24,10 +25,8 @@
 typedef struct au_ctx {
 	const dh_config *cfg;
 	dh_audio_stats *st;
-	int64_t deadline; // CLOCK_MONOTONIC ns, 0 = none
-	int interrupted;  // DH_ERR_TIMEOUT or DH_ERR_CANCELED once hit
-	const uint8_t *data;
-	int64_t len, pos;
+	dh_guard guard; // the call's deadline and cancel flag
+	dh_mem io;      // the file's bytes
 	AVIOContext *pb;
 	AVFormatContext *fc;
 	AVCodecContext *cc;

@@ -3,6 +3,7 @@
 // dh_config. Each dh_* entry point is one cgo call that opens, decodes and
 // frees everything it used, so calls on different goroutines share nothing.
 #include "av.h"
+#include "memio.h"
 
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
@@ -17,7 +18,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #define IO_BUF_SIZE 32768
 #define MAX_DECODE_ERRORS 32
@@ -55,18 +55,11 @@ static void log_cb(void *avcl, int level, const char *fmt, va_list vl) {
 
 void dh_init(void) { av_log_set_callback(log_cb); }
 
-typedef struct mem_io {
-	const uint8_t *data;
-	int64_t len, pos;
-	struct dh_ctx *ctx;
-} mem_io;
-
 typedef struct dh_ctx {
 	const dh_config *cfg;
 	dh_stats *st;
-	int64_t deadline; // CLOCK_MONOTONIC ns, 0 = none
-	int interrupted;  // DH_ERR_TIMEOUT or DH_ERR_CANCELED once hit
-	mem_io io;
+	dh_guard guard; // the call's deadline and cancel flag
+	dh_mem io;
 	AVIOContext *pb;
 	AVFormatContext *fc;
 	AVCodecContext *cc;
@@ -136,63 +129,7 @@ static void decoder_logged_error(void *avcl) {
 		note_damage(c, cc->reordered_opaque);
 }
 
-static int64_t now_ns(void) {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static int check_interrupt(dh_ctx *c) {
-	if (c->interrupted)
-		return 1;
-	if (c->cfg->cancel && __atomic_load_n(c->cfg->cancel, __ATOMIC_RELAXED)) {
-		c->interrupted = DH_ERR_CANCELED;
-		return 1;
-	}
-	if (c->deadline && now_ns() > c->deadline) {
-		c->interrupted = DH_ERR_TIMEOUT;
-		return 1;
-	}
-	return 0;
-}
-
-static int interrupt_cb(void *opaque) { return check_interrupt(opaque); }
-
-static int mem_read(void *opaque, uint8_t *buf, int size) {
-	mem_io *m = opaque;
-	if (check_interrupt(m->ctx))
-		return AVERROR_EXIT;
-	int64_t left = m->len - m->pos;
-	if (left <= 0)
-		return AVERROR_EOF;
-	if (size > left)
-		size = (int)left;
-	memcpy(buf, m->data + m->pos, size);
-	m->pos += size;
-	return size;
-}
-
-static int64_t mem_seek(void *opaque, int64_t off, int whence) {
-	mem_io *m = opaque;
-	switch (whence & ~AVSEEK_FORCE) {
-	case AVSEEK_SIZE:
-		return m->len;
-	case SEEK_SET:
-		break;
-	case SEEK_CUR:
-		off += m->pos;
-		break;
-	case SEEK_END:
-		off += m->len;
-		break;
-	default:
-		return AVERROR(EINVAL);
-	}
-	if (off < 0 || off > m->len)
-		return AVERROR(EINVAL);
-	m->pos = off;
-	return off;
-}
+static int check_interrupt(dh_ctx *c) { return dh_guard_check(&c->guard); }
 
 // fail records a message (the first one wins) and returns code.
 static int fail(dh_ctx *c, int code, const char *fmt, ...) {
@@ -212,52 +149,29 @@ static int fail(dh_ctx *c, int code, const char *fmt, ...) {
 // map_err turns an FFmpeg error from step `what` into a DH_ERR_* code.
 static int map_err(dh_ctx *c, int err, const char *what) {
 	char buf[AV_ERROR_MAX_STRING_SIZE];
-	if (c->interrupted || err == AVERROR_EXIT) {
-		if (!c->interrupted)
-			c->interrupted = DH_ERR_TIMEOUT;
-		return fail(c, c->interrupted, "%s: %s", what,
-		            c->interrupted == DH_ERR_CANCELED ? "canceled" : "deadline exceeded");
+	if (c->guard.interrupted || err == AVERROR_EXIT) {
+		if (!c->guard.interrupted)
+			c->guard.interrupted = DH_ERR_TIMEOUT;
+		return fail(c, c->guard.interrupted, "%s: %s", what,
+		            c->guard.interrupted == DH_ERR_CANCELED ? "canceled" : "deadline exceeded");
 	}
 	av_strerror(err, buf, sizeof buf);
 	if (tls_pixel_limit)
 		return fail(c, DH_ERR_LIMIT, "%s: picture exceeds %lld pixels", what,
 		            (long long)c->cfg->max_pixels);
-	switch (err) {
-	case AVERROR(ENOMEM):
-		return fail(c, DH_ERR_LIMIT, "%s: %s", what, buf);
-	case AVERROR_DECODER_NOT_FOUND:
-	case AVERROR_DEMUXER_NOT_FOUND:
-	case AVERROR_PATCHWELCOME:
-	case AVERROR(ENOSYS):
-		return fail(c, DH_ERR_UNSUPPORTED, "%s: %s", what, buf);
-	}
-	return fail(c, DH_ERR_CORRUPT, "%s: %s", what, buf);
+	return fail(c, dh_err_code(err), "%s: %s", what, buf);
 }
 
-// probe identifies the container from the first bytes, growing the window
-// like av_probe_input_buffer2 does, and checks it against the allow list.
+// probe identifies the container from the first bytes (dh_probe) and
+// checks it against the allow list.
 static int probe(dh_ctx *c, const AVInputFormat **fmt) {
-	int64_t limit = c->cfg->probe_size;
-	if (limit > c->io.len)
-		limit = c->io.len;
-	*fmt = NULL;
-	for (int64_t n = limit < 2048 ? limit : 2048;; n *= 2) {
-		if (n > limit)
-			n = limit;
-		uint8_t *buf = av_mallocz(n + AVPROBE_PADDING_SIZE);
-		if (!buf)
-			return fail(c, DH_ERR_LIMIT, "probe: out of memory");
-		memcpy(buf, c->io.data, n);
-		AVProbeData pd = {.filename = "", .buf = buf, .buf_size = (int)n};
-		int score = 0;
-		*fmt = av_probe_input_format3(&pd, 1, &score);
-		av_free(buf);
-		if ((*fmt && score > AVPROBE_SCORE_RETRY) || n >= limit)
-			break;
+	int64_t limit;
+	switch (dh_probe(c->io.data, c->io.len, c->cfg->probe_size, fmt, &limit)) {
+	case DH_ERR_LIMIT:
+		return fail(c, DH_ERR_LIMIT, "probe: out of memory");
+	case DH_ERR_CORRUPT:
+		return fail(c, DH_ERR_CORRUPT, "probe: unrecognised container in %lld bytes", (long long)limit);
 	}
-	if (!*fmt)
-		return fail(c, DH_ERR_CORRUPT, "probe: unrecognised container in %lld bytes",
-		            (long long)limit);
 	if (av_match_list((*fmt)->name, c->cfg->formats, ',') <= 0)
 		return fail(c, DH_ERR_UNSUPPORTED, "container %s is not allowed (allowed: %s)",
 		            (*fmt)->name, c->cfg->formats);
@@ -336,12 +250,11 @@ static int ctx_open(dh_ctx *c, const uint8_t *data, int64_t len, const dh_config
 	c->sws_cs = c->sws_range = -1;
 	c->pos_ts = INT64_MIN;
 	c->skip_before = INT64_MIN;
-	c->io = (mem_io){.data = data, .len = len, .ctx = c};
+	dh_guard_init(&c->guard, cfg);
+	c->io = (dh_mem){.data = data, .len = len, .guard = &c->guard};
 	if (pthread_mutex_init(&c->damage_mu, NULL))
 		return fail(c, DH_ERR_LIMIT, "open: cannot create a mutex");
 	c->damage_mu_ok = 1;
-	if (cfg->timeout_ns > 0)
-		c->deadline = now_ns() + cfg->timeout_ns;
 	if (len <= 0)
 		return fail(c, DH_ERR_CORRUPT, "empty input");
 
@@ -353,7 +266,7 @@ static int ctx_open(dh_ctx *c, const uint8_t *data, int64_t len, const dh_config
 	uint8_t *buf = av_malloc(IO_BUF_SIZE);
 	if (!buf)
 		return fail(c, DH_ERR_LIMIT, "open: out of memory");
-	c->pb = avio_alloc_context(buf, IO_BUF_SIZE, 0, &c->io, mem_read, NULL, mem_seek);
+	c->pb = avio_alloc_context(buf, IO_BUF_SIZE, 0, &c->io, dh_mem_read, NULL, dh_mem_seek);
 	if (!c->pb) {
 		av_free(buf);
 		return fail(c, DH_ERR_LIMIT, "open: out of memory");
@@ -362,8 +275,8 @@ static int ctx_open(dh_ctx *c, const uint8_t *data, int64_t len, const dh_config
 	if (!c->fc)
 		return fail(c, DH_ERR_LIMIT, "open: out of memory");
 	c->fc->pb = c->pb;
-	c->fc->interrupt_callback.callback = interrupt_cb;
-	c->fc->interrupt_callback.opaque = c;
+	c->fc->interrupt_callback.callback = dh_guard_cb;
+	c->fc->interrupt_callback.opaque = &c->guard;
 
 	AVDictionary *o = NULL;
 	av_dict_set(&o, "format_whitelist", cfg->formats, 0);
@@ -506,7 +419,7 @@ static int read_packet(dh_ctx *c) {
 			return AVERROR_EOF;
 		int ret = av_read_frame(c->fc, c->pkt);
 		if (ret < 0) {
-			if (c->interrupted || ret == AVERROR_EXIT || ret == AVERROR(ENOMEM))
+			if (c->guard.interrupted || ret == AVERROR_EXIT || ret == AVERROR(ENOMEM))
 				return map_err(c, ret, "read");
 			c->demux_done = 1;
 			if (ret != AVERROR_EOF) {
@@ -540,7 +453,7 @@ static int read_packet(dh_ctx *c) {
 // the packet just sent, with them one sent earlier, whose key is not known
 // (so its other signs, if any, count it again).
 static int decoder_error(dh_ctx *c, int err) {
-	if (c->interrupted || err == AVERROR_EXIT || err == AVERROR(ENOMEM) || tls_pixel_limit)
+	if (c->guard.interrupted || err == AVERROR_EXIT || err == AVERROR(ENOMEM) || tls_pixel_limit)
 		return map_err(c, err, "decode");
 	c->last_err = err;
 	note_damage(c, c->cc->active_thread_type & FF_THREAD_FRAME ? --c->unnamed : c->sent_key);
