@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/datahelix/datahelix/internal/av/avtest"
 )
 
 // audioTyped reports whether err is nil, one of the package's typed
@@ -43,7 +45,7 @@ func TestHostileAudio(t *testing.T) {
 		flips, cuts = 10, 6
 	}
 	for _, f := range toneFiles {
-		data := toneFile(t, f.name, f.args...)
+		data := avtest.Tone(t, f.name, f.args...)
 		for i := 1; i <= cuts; i++ {
 			cut := len(data) * i / (cuts + 1)
 			if i <= 3 {
@@ -75,7 +77,7 @@ func TestHostileAudio(t *testing.T) {
 // past the deadline, an untyped error) fails.
 func FuzzDecodeAudio(f *testing.F) {
 	for _, tf := range toneFiles {
-		f.Add(toneFile(f, tf.name, tf.args...))
+		f.Add(avtest.Tone(f, tf.name, tf.args...))
 	}
 	f.Add(readMedia(f, "h264_audio.mkv"))
 	f.Fuzz(func(t *testing.T, data []byte) {

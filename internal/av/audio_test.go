@@ -4,41 +4,12 @@ import (
 	"context"
 	"errors"
 	"math"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"sync"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/datahelix/datahelix/internal/av/avtest"
 )
-
-// audioCache holds the test files toneFile made, by name.
-var audioCache sync.Map
-
-// toneFile returns the bytes of a 3-second 440 Hz sine (amplitude 1/8,
-// lavfi's default) at 44.1 kHz mono in the container and codec that the
-// name's extension and args give, made once per test binary with the
-// ffmpeg CLI. extra inputs (e.g. a video source) come first.
-func toneFile(t testing.TB, name string, args ...string) []byte {
-	t.Helper()
-	if b, ok := audioCache.Load(name); ok {
-		return b.([]byte)
-	}
-	ff := needFFmpeg(t)
-	dir := t.TempDir()
-	out := filepath.Join(dir, name)
-	cmd := append([]string{"-nostdin", "-v", "error", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100:duration=3"}, args...)
-	cmd = append(cmd, "-threads", "1", "-fflags", "+bitexact", "-y", out)
-	if msg, err := exec.Command(ff, cmd...).CombinedOutput(); err != nil {
-		t.Fatalf("ffmpeg %v: %v: %s", cmd, err, msg)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	audioCache.Store(name, b)
-	return b
-}
 
 // toneFiles are the formats the tone is tested in: file name and ffmpeg
 // output arguments.
@@ -53,7 +24,7 @@ var toneFiles = []struct {
 	{"tone.opus", []string{"-c:a", "libopus", "-b:a", "64k"}},
 	{"tone.ogg", []string{"-c:a", "libvorbis"}},
 	{"tone.mka", []string{"-c:a", "libopus", "-b:a", "64k"}},
-	{"tone_video.mp4", []string{"-f", "lavfi", "-i", "testsrc2=size=64x48:rate=10:duration=3", "-map", "1:v", "-map", "0:a", "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac", "-shortest"}},
+	{"tone_video.mp4", append(slices.Clone(avtest.Picture), "-map", "1:v", "-map", "0:a", "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac", "-shortest")},
 }
 
 func audioConfig() Config {
@@ -63,24 +34,10 @@ func audioConfig() Config {
 	return c
 }
 
-// tone measures pcm: its RMS and the rate of its upward zero crossings
-// in Hz at rate.
-func tone(pcm []float32, rate int) (rms, hz float64) {
-	var sum float64
-	up := 0
-	for i, v := range pcm {
-		sum += float64(v) * float64(v)
-		if i > 0 && pcm[i-1] < 0 && v >= 0 {
-			up++
-		}
-	}
-	return math.Sqrt(sum / float64(len(pcm))), float64(up) * float64(rate) / float64(len(pcm))
-}
-
 func TestDecodeAudioTone(t *testing.T) {
 	const rate = 16000
 	for _, f := range toneFiles {
-		data := toneFile(t, f.name, f.args...)
+		data := avtest.Tone(t, f.name, f.args...)
 		for _, span := range []struct{ first, count int64 }{{0, rate}, {rate * 3 / 2, rate}} { // 0-1 s, 1.5-2.5 s (a seek)
 			for _, ch := range []int{1, 2} {
 				dst := make([]float32, span.count*int64(ch))
@@ -99,7 +56,7 @@ func TestDecodeAudioTone(t *testing.T) {
 				skip := int64(rate / 25)
 				for c := range ch {
 					pcm := dst[int64(c)*span.count+skip : int64(c+1)*span.count]
-					rms, hz := tone(pcm, rate)
+					rms, hz := avtest.ToneOf(pcm, rate)
 					if want := 0.125 / math.Sqrt2; math.Abs(rms-want) > 0.1*want {
 						t.Errorf("%s %+v ch %d/%d: RMS %.4f, want %.4f", f.name, span, c, ch, rms, want)
 					}
@@ -124,7 +81,7 @@ func TestDecodeAudioAligned(t *testing.T) {
 				args = f.args
 			}
 		}
-		data := toneFile(t, name, args...)
+		data := avtest.Tone(t, name, args...)
 		whole := make([]float32, 2*rate)
 		if _, err := DecodeAudio(context.Background(), data, audioConfig(), rate/2, 2*rate, rate, 1, whole); err != nil {
 			t.Fatal(err)
@@ -145,7 +102,7 @@ func TestDecodeAudioAligned(t *testing.T) {
 
 func TestDecodeAudioPadsPastEnd(t *testing.T) {
 	const rate = 8000
-	data := toneFile(t, "tone.wav")
+	data := avtest.Tone(t, "tone.wav")
 	dst := make([]float32, 2*rate)
 	st, err := DecodeAudio(context.Background(), data, audioConfig(), 2*rate, 2*rate, rate, 1, dst) // 2-4 s of a 3 s file
 	if err != nil {
@@ -159,14 +116,14 @@ func TestDecodeAudioPadsPastEnd(t *testing.T) {
 			t.Fatalf("sample %d past the stream's end is %v, want 0", rate+8+i, v)
 		}
 	}
-	if rms, _ := tone(dst[:rate-8], rate); rms < 0.08 {
+	if rms, _ := avtest.ToneOf(dst[:rate-8], rate); rms < 0.08 {
 		t.Errorf("RMS before the end %.4f, want the tone's", rms)
 	}
 }
 
 func TestProbeAudio(t *testing.T) {
 	for _, f := range toneFiles {
-		info, err := ProbeAudio(context.Background(), toneFile(t, f.name, f.args...), audioConfig())
+		info, err := ProbeAudio(context.Background(), avtest.Tone(t, f.name, f.args...), audioConfig())
 		if err != nil {
 			t.Fatalf("%s: %v", f.name, err)
 		}
@@ -194,13 +151,13 @@ func TestDecodeAudioNoStream(t *testing.T) {
 	if _, err := DecodeAudio(context.Background(), readMedia(t, "h264_audio.mkv"), audioConfig(), 1000, 8000, 16000, 1, dst); err != nil {
 		t.Fatal(err)
 	}
-	if _, hz := tone(dst, 16000); math.Abs(hz-440) > 5 {
+	if _, hz := avtest.ToneOf(dst, 16000); math.Abs(hz-440) > 5 {
 		t.Errorf("h264_audio.mkv: %.1f Hz, want 440", hz)
 	}
 }
 
 func TestDecodeAudioRefuses(t *testing.T) {
-	data := toneFile(t, "tone.flac")
+	data := avtest.Tone(t, "tone.flac")
 	cfg := audioConfig()
 	cfg.Codecs = "aac"
 	if _, err := DecodeAudio(context.Background(), data, cfg, 0, 10, 8000, 1, make([]float32, 10)); !errors.Is(err, ErrUnsupported) {
@@ -236,7 +193,7 @@ func TestDecodeAudioRefuses(t *testing.T) {
 func TestDecodeAudioBeforeStart(t *testing.T) {
 	const rate = 8000
 	dst := make([]float32, 2*rate)
-	st, err := DecodeAudio(context.Background(), toneFile(t, "tone.wav"), audioConfig(), -rate, 2*rate, rate, 1, dst)
+	st, err := DecodeAudio(context.Background(), avtest.Tone(t, "tone.wav"), audioConfig(), -rate, 2*rate, rate, 1, dst)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +205,7 @@ func TestDecodeAudioBeforeStart(t *testing.T) {
 			t.Fatalf("sample %d before the stream is %v", i, v)
 		}
 	}
-	if rms, hz := tone(dst[rate:], rate); math.Abs(hz-440) > 5 || rms < 0.08 {
+	if rms, hz := avtest.ToneOf(dst[rate:], rate); math.Abs(hz-440) > 5 || rms < 0.08 {
 		t.Errorf("after the start: RMS %.4f, %.1f Hz", rms, hz)
 	}
 }

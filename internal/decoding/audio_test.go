@@ -4,45 +4,19 @@ import (
 	"context"
 	"errors"
 	"math"
-	"os"
-	"os/exec"
-	"path/filepath"
+	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/datahelix/datahelix/internal/av/avtest"
 	"github.com/datahelix/datahelix/internal/video"
 )
 
-var mediaCache sync.Map
-
-// mediaFile makes a file with the ffmpeg CLI once per test binary: the
-// inputs a 3-second 440 Hz sine (lavfi, amplitude 1/8, mono 44.1 kHz)
-// and a 64x48 10 fps picture, then args, then the output, named name.
+// mediaFile is avtest.Tone with the test picture as input 1.
 func mediaFile(t testing.TB, name string, args ...string) []byte {
 	t.Helper()
-	if b, ok := mediaCache.Load(name); ok {
-		return b.([]byte)
-	}
-	ff, err := exec.LookPath("ffmpeg")
-	if err != nil {
-		t.Skip("ffmpeg CLI not installed")
-	}
-	out := filepath.Join(t.TempDir(), name)
-	cmd := append([]string{"-nostdin", "-v", "error", "-y",
-		"-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100:duration=3",
-		"-f", "lavfi", "-i", "testsrc2=size=64x48:rate=10:duration=3"}, args...)
-	cmd = append(cmd, "-threads", "1", "-fflags", "+bitexact", out)
-	if msg, err := exec.Command(ff, cmd...).CombinedOutput(); err != nil {
-		t.Fatalf("ffmpeg %v: %v: %s", cmd, err, msg)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mediaCache.Store(name, b)
-	return b
+	return avtest.Tone(t, name, append(slices.Clone(avtest.Picture), args...)...)
 }
 
 var (
@@ -64,19 +38,6 @@ func audioOnlyMP4(t *testing.T) []byte {
 
 func mp3File(t testing.TB) []byte {
 	return mediaFile(t, "tone.mp3", "-map", "0:a", "-c:a", "libmp3lame", "-b:a", "96k")
-}
-
-// toneOf measures one channel: RMS and upward zero crossings per second.
-func toneOf(pcm []float32, rate int) (rms, hz float64) {
-	var sum float64
-	up := 0
-	for i, v := range pcm {
-		sum += float64(v) * float64(v)
-		if i > 0 && pcm[i-1] < 0 && v >= 0 {
-			up++
-		}
-	}
-	return math.Sqrt(sum / float64(len(pcm))), float64(up) * float64(rate) / float64(len(pcm))
 }
 
 func TestAudioSpan(t *testing.T) {
@@ -151,7 +112,7 @@ func TestDecodeClipAudio(t *testing.T) {
 		}
 		for c := range ch {
 			pcm := a.PCM[c*a.Len()+1600 : (c+1)*a.Len()-1600] // leave out AAC's ramp in and out
-			rms, hz := toneOf(pcm, 16000)
+			rms, hz := avtest.ToneOf(pcm, 16000)
 			if math.Abs(rms-0.0884) > 0.009 || math.Abs(hz-440) > 4 {
 				t.Errorf("channels %d, channel %d: RMS %.4f, %.1f Hz; want 0.0884, 440 Hz", ch, c, rms, hz)
 			}
@@ -243,7 +204,7 @@ func TestAudioSamples(t *testing.T) {
 			if a.First != wantFirst || int64(a.Len()) != wantLen {
 				t.Errorf("audio %d+%d, want %d+%d", a.First, a.Len(), wantFirst, wantLen)
 			}
-			rms, hz := toneOf(a.PCM[16000:a.Len()-4000], 16000)
+			rms, hz := avtest.ToneOf(a.PCM[16000:a.Len()-4000], 16000)
 			if math.Abs(rms-0.0884) > 0.009 || math.Abs(hz-440) > 4 {
 				t.Errorf("RMS %.4f, %.1f Hz; want 0.0884, 440 Hz", rms, hz)
 			}
