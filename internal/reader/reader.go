@@ -77,7 +77,6 @@ func (s SampleRef) ID(epoch int) uint64 {
 type Order struct {
 	sizes  []int // samples per shard
 	g      int   // global batch
-	turns  int   // streams taking turns in a lane (1: none)
 	seed   uint64
 	bufCap int
 	st     orderState
@@ -153,7 +152,7 @@ func NewOrder(sizes []int, global, streams, turns int, seed uint64, shuffleBuffe
 	// A stream's buffer holds at most its share of an epoch: a larger one
 	// would hoard the samples of several epochs and serve them at random
 	// across them.
-	o := &Order{sizes: sizes, g: global, turns: turns, seed: seed, bufCap: max(min(shuffleBuffer, total/streams), 1)}
+	o := &Order{sizes: sizes, g: global, seed: seed, bufCap: max(min(shuffleBuffer, total/streams), 1)}
 	o.st = orderState{Format: orderFormat, Dataset: sizesHash(sizes), Global: global, Seed: seed, Buffer: o.bufCap,
 		Streams: make([]streamState, streams)}
 	if turns > 1 {
@@ -170,7 +169,7 @@ func NewOrder(sizes []int, global, streams, turns int, seed uint64, shuffleBuffe
 func (o *Order) Streams() int { return len(o.st.Streams) }
 
 // Turns is how many streams of a lane take turns (1: none).
-func (o *Order) Turns() int { return o.turns }
+func (o *Order) Turns() int { return max(o.st.Turns, 1) }
 
 // Epoch is the epoch whose shards the streams are being handed: 0 until
 // every shard of epoch 0 has gone to a stream.
@@ -222,9 +221,10 @@ func (o *Order) draw(s *streamState) (SampleRef, int) {
 // NextBatch appends the next global batch's G samples, in position
 // order, to refs and their epochs to epochs.
 func (o *Order) NextBatch(refs []SampleRef, epochs []int) ([]SampleRef, []int) {
-	lanes, turn := len(o.st.Streams)/o.turns, int(o.st.Batches%int64(o.turns))
+	turns := o.Turns()
+	lanes, turn := len(o.st.Streams)/turns, int(o.st.Batches%int64(turns))
 	for p := range o.g {
-		ref, e := o.draw(&o.st.Streams[p*lanes/o.g*o.turns+turn])
+		ref, e := o.draw(&o.st.Streams[p*lanes/o.g*turns+turn])
 		refs, epochs = append(refs, ref), append(epochs, e)
 	}
 	o.st.Batches++
@@ -285,8 +285,8 @@ func (o *Order) checkState(st *orderState) error {
 		return fmt.Errorf("saved with a global batch of %d, this job's is %d (ranks x --batch): keep the global batch to resume at another world size", st.Global, o.g)
 	case len(st.Streams) != len(o.st.Streams):
 		return fmt.Errorf("saved with %d streams, this job's is %d (--streams)", len(st.Streams), len(o.st.Streams))
-	case max(st.Turns, 1) != o.turns:
-		return fmt.Errorf("saved with streams taking turns %d at a time, this job's %d (--stream-turns)", max(st.Turns, 1), o.turns)
+	case max(st.Turns, 1) != o.Turns():
+		return fmt.Errorf("saved with streams taking turns %d at a time, this job's %d (--stream-turns)", max(st.Turns, 1), o.Turns())
 	case st.Buffer != o.bufCap:
 		return fmt.Errorf("saved with a shuffle buffer of %d, this job's is %d (--shuffle-buffer)", st.Buffer, o.bufCap)
 	case st.Epoch < 0 || st.Epoch > maxEpoch:
