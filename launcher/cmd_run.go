@@ -38,6 +38,9 @@ func runRun(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 	if err := cli.ParseFlags(fs, args, stdout); err != nil {
 		return err
 	}
+	if err := f.resolveDefaultJob(cli.SetFlags(fs, []string{"batch", "steps"})); err != nil {
+		return err
+	}
 	if err := f.validate(); err != nil {
 		return err
 	}
@@ -54,7 +57,7 @@ func runRun(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 // rank of every node generates it once (deterministically, into a
 // temporary directory renamed into place), the others wait.
 func defaultDataset(ctx context.Context, c collective.Comm, root string, seed uint64, log io.Writer) (string, error) {
-	dir := filepath.Join(root, gen.CacheName(fmt.Sprintf("default-seed%d", seed)))
+	dir := defaultDir(root, seed)
 	var genErr error
 	if c.Info().LocalRank == 0 {
 		if !gen.Current(dir) {
@@ -66,6 +69,36 @@ func defaultDataset(ctx context.Context, c collective.Comm, root string, seed ui
 		return "", err
 	}
 	return dir, nil
+}
+
+// defaultDir is where the default dataset of seed lives in the cache root.
+func defaultDir(root string, seed uint64) string {
+	return filepath.Join(root, gen.DefaultCacheName(seed))
+}
+
+// interleavedDefault makes sure the uniform layout of the default dataset
+// in dir exists (gen.Interleave: the same samples dealt across its
+// shards), made once per node as the dataset is, and returns its path.
+func interleavedDefault(c collective.Comm, dir string) (string, error) {
+	out := dir + "-interleaved"
+	var err error
+	if c.Info().LocalRank == 0 && !gen.Current(out) {
+		_, err = gen.Install(out, func(tmp string) error {
+			paths, err := filepath.Glob(filepath.Join(dir, "*.tar"))
+			if err != nil {
+				return err
+			}
+			_, err = gen.Interleave(paths, tmp, gen.Default("").Preset)
+			return err
+		})
+		if err != nil {
+			err = fmt.Errorf("interleave the default dataset: %w", err)
+		}
+	}
+	if err := agreeOnError(c, err, "failed"); err != nil {
+		return "", err
+	}
+	return out, nil
 }
 
 // firstFailedRank tells every rank the lowest rank whose failed is true,
@@ -172,35 +205,49 @@ func openJob(ctx context.Context, c collective.Comm, f *runFlags, errOut io.Writ
 			return nil, err
 		}
 	}
+	if j.ds, err = openData(c, f, root, j.data); err != nil {
+		j.close()
+		return nil, err
+	}
+	return j, nil
+}
+
+// openData opens the dataset at path on every rank, checks that every
+// rank sees it alike and that it suits every loader of the job, and
+// settles --epochs on it. Every rank must call it.
+func openData(c collective.Comm, f *runFlags, root, path string) (*decode.Dataset, error) {
 	// A node may see the data differently (node-local copies, a stale
 	// view of a shared file system): the ranks agree before going on.
 	// Each rank indexes its own run of the shards first, so that on a
 	// cold index cache the ranks share the work of building it.
-	j.ds, err = decode.OpenDatasetPart(j.data, shardindex.Dir(root), c.Rank(), c.Size())
+	ds, err := decode.OpenDatasetPart(path, shardindex.Dir(root), c.Rank(), c.Size())
 	if err := agreeOnError(c, err, "cannot open the dataset"); err != nil {
-		j.close()
+		if ds != nil {
+			ds.Close()
+		}
 		return nil, withStatusAllRanks(cli.ExitBadInput, err)
 	}
-	if err := agree.AgreeDataset(c, j.ds); err != nil {
-		j.close()
-		return nil, withStatusAllRanks(cli.ExitDisagree, err)
+	fail := func(err error) (*decode.Dataset, error) {
+		ds.Close()
+		return nil, err
 	}
-	sizes := make([]int, j.ds.NumShards())
+	if err := agree.AgreeDataset(c, ds); err != nil {
+		return fail(withStatusAllRanks(cli.ExitDisagree, err))
+	}
+	sizes := make([]int, ds.NumShards())
 	for i := range sizes {
-		sizes[i] = j.ds.ShardLen(i)
+		sizes[i] = ds.ShardLen(i)
 	}
 	if err := f.applyEpochs(sizes, c.Size()); err != nil {
-		j.close()
-		return nil, collective.AllRanks(err)
+		return fail(collective.AllRanks(err))
 	}
 	// What would fail a later loader (an epoch shorter than a global
 	// batch, the checkpoints of each loader) fails the job now, before
 	// any loader trains.
-	if err := loader.CheckJob(c, j.ds, f.cfg, f.loaders); err != nil {
-		j.close()
-		return nil, withStatusAllRanks(cli.ExitBadInput, err)
+	if err := loader.CheckJob(c, ds, f.cfg, f.loaders); err != nil {
+		return fail(withStatusAllRanks(cli.ExitBadInput, err))
 	}
-	return j, nil
+	return ds, nil
 }
 
 // runJob is the body every rank runs.
@@ -213,48 +260,75 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 	if err := shareCores(c, f.cfg.Workers, false); err != nil {
 		return err
 	}
-	ds := j.ds
+	// The datasets, in order: the one opened, and on the default job its
+	// uniform layout too.
+	cases := make([]caseResults, len(f.cases))
+	for i, rc := range f.cases {
+		cases[i] = caseResults{runCase: rc, data: j.data}
+	}
+	if len(cases) > 1 {
+		if cases[1].data, err = interleavedDefault(c, j.data); err != nil {
+			return err
+		}
+	}
 	var bar *progressbar.ProgressBar
 	if c.Rank() == 0 && !f.quiet {
 		if cli.IsTerminal(errOut) {
-			bar = cli.NewBar(errOut, len(f.loaders)*f.cfg.Steps, "training")
+			bar = cli.NewBar(errOut, len(cases)*f.repeat*len(f.loaders)*f.cfg.Steps, "training")
 		}
 	}
 	watch := watchStalls(c, f.stallTimeout)
 	defer watch.Stop()
 	wc := watch.Watched(c) // one slot of the watch for every loader's run
-	var results []metrics.Summary
 	var trace []traceLine
-	// This rank's delivered and dropped samples, per loader: summed over
-	// the ranks after the last loader, they decide the job's exit.
-	counts := make([]int64, 0, 2*len(f.loaders))
-	samples := loader.NewSampleLog() // a bad sample is logged once, not per loader
-	for _, k := range f.loaders {
-		cfg := loader.InJob(f.cfg, f.loaders...)
-		cfg.Loader = k
-		cfg.Log, cfg.SampleLog = errOut, samples
-		watch.Start(k.String())
-		cfg.Progress = func(step int64) {
-			watch.Delivered(step)
-			if bar != nil {
-				bar.Add(1)
+	// This rank's delivered and dropped samples, per run: summed over the
+	// ranks after the last run, they decide the job's exit.
+	var counts []int64
+	var runs []spmd.Kind // the loader of each run, in counts' order
+	root := cli.CacheRoot(f.cacheDir)
+	for ci := range cases {
+		cr := &cases[ci]
+		ds := j.ds
+		if ci > 0 {
+			watch.Stop() // opening a dataset is no step
+			if ds, err = openData(c, f, root, cr.data); err != nil {
+				return err
 			}
+			defer ds.Close()
 		}
-		if bar != nil {
-			bar.Describe(k.String())
-		}
-		res, err := loader.Run(ctx, wc, ds, cfg)
-		if err != nil {
-			// What every rank finds alike in a run (a shard without
-			// samples, checkpoints it cannot resume from) is its input.
-			return withStatusAllRanks(cli.ExitBadInput, fmt.Errorf("loader %s: %w", k, err))
-		}
-		counts = append(counts, ownSamples(res.Records, c.Rank())...)
-		if c.Rank() == 0 {
-			results = append(results, res.Summary)
-			for _, r := range res.Records {
-				trace = append(trace, traceLine{Loader: k.String(), StepRecord: r})
+		samples := loader.NewSampleLog() // a bad sample is logged once, not per loader
+		for r := range f.repeat {
+			var row []metrics.Summary
+			for _, k := range f.loaders {
+				cfg := loader.InJob(f.cfg, f.loaders...)
+				cfg.Loader = k
+				cfg.Log, cfg.SampleLog = errOut, samples
+				watch.Start(k.String())
+				cfg.Progress = func(step int64) {
+					watch.Delivered(step)
+					if bar != nil {
+						bar.Add(1)
+					}
+				}
+				if bar != nil {
+					bar.Describe(cr.label(k, r, f.repeat))
+				}
+				res, err := loader.Run(ctx, wc, ds, cfg)
+				if err != nil {
+					// What every rank finds alike in a run (a shard without
+					// samples, checkpoints it cannot resume from) is its input.
+					return withStatusAllRanks(cli.ExitBadInput, fmt.Errorf("loader %s: %w", k, err))
+				}
+				counts = append(counts, ownSamples(res.Records, c.Rank())...)
+				runs = append(runs, k)
+				if c.Rank() == 0 {
+					row = append(row, res.Summary)
+					for _, rec := range res.Records {
+						trace = append(trace, traceLine{Loader: k.String(), Case: cr.name, Repeat: repeatNumber(r, f.repeat), StepRecord: rec})
+					}
+				}
 			}
+			cr.runs = append(cr.runs, row)
 		}
 	}
 	watch.Stop() // writing the outputs is no step
@@ -266,23 +340,66 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 	if err := c.AllreduceInt64(counts, collective.OpSum); err != nil {
 		return err
 	}
-	failed := allDroppedError(f.loaders, counts)
+	failed := allDroppedError(runs, counts)
 	if c.Rank() != 0 {
 		return failed
 	}
-	return reportJob(ctx, c, f, j, results, trace, out, errOut, failed)
+	return reportJob(ctx, c, f, j, cases, trace, out, errOut, failed)
 }
 
-// reportJob prints rank 0's table and writes the job's outputs; it
+// repeatNumber is run r's number (from 1) among repeat runs, or 0 when
+// the loaders ran once: the JSON and trace then carry none.
+func repeatNumber(r, repeat int) int {
+	if repeat == 1 {
+		return 0
+	}
+	return r + 1
+}
+
+// caseResults are one dataset's runs: runs[r][l] is the summary of loader
+// l in repeat r (rank 0's, which holds every rank's figures).
+type caseResults struct {
+	runCase
+	data string // the dataset's path
+	runs [][]metrics.Summary
+}
+
+// label names loader k's run r for the progress bar.
+func (cr *caseResults) label(k spmd.Kind, r, repeat int) string {
+	l := k.String()
+	if cr.name != "" {
+		l = cr.name + " " + l
+	}
+	if repeat > 1 {
+		l += fmt.Sprintf(" %d/%d", r+1, repeat)
+	}
+	return l
+}
+
+// reportJob prints rank 0's tables and writes the job's outputs; it
 // returns failed, or the outputs' error.
-func reportJob(ctx context.Context, c collective.Comm, f *runFlags, j *jobData, results []metrics.Summary, trace []traceLine, out, errOut io.Writer, failed error) error {
+func reportJob(ctx context.Context, c collective.Comm, f *runFlags, j *jobData, cases []caseResults, trace []traceLine, out, errOut io.Writer, failed error) error {
 	table := out
 	if f.stdoutTaken() {
 		table = errOut // standard output holds --json or --trace
 	}
-	printTable(table, results, c.Size(), f)
+	var results []runSummary
+	for _, cr := range cases {
+		printCase(table, cr, c.Size(), f)
+		for r, row := range cr.runs {
+			for _, s := range row {
+				results = append(results, runSummary{Summary: s, Case: cr.name, Repeat: repeatNumber(r, len(cr.runs))})
+			}
+		}
+	}
+	printDefaultJob(table, cases)
 	job := &jobInfo{Args: f.args, Data: j.data, Seed: f.seed, Frames: f.cfg.Decode.Frames, Size: f.cfg.Decode.Size,
 		Workers: f.cfg.Workers, MPI: c.Info().Library, Machine: machine.This(ctx), Ended: time.Now().UTC().Format(time.RFC3339)}
+	if len(cases) > 1 {
+		for _, cr := range cases {
+			job.Cases = append(job.Cases, jobCase{Name: cr.name, Data: cr.data})
+		}
+	}
 	job.MPIWait, _ = mpiWait(c)
 	// The figures of a failed job are written too: they say how it failed.
 	if err := j.outs.write(out, results, job, trace); err != nil {

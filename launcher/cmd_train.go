@@ -234,7 +234,7 @@ func trainJob(ctx context.Context, c collective.Comm, f *trainFlags, out, errOut
 		trace = append(trace, traceLine{Loader: cfg.Loader.String(), StepRecord: r})
 	}
 	res.Summary.RingBytes = b.ring.Bytes()
-	return reportJob(ctx, c, &f.runFlags, j, []metrics.Summary{res.Summary}, trace, out, errOut, nil)
+	return reportJob(ctx, c, &f.runFlags, j, []caseResults{{data: j.data, runs: [][]metrics.Summary{{res.Summary}}}}, trace, out, errOut, nil)
 }
 
 func orNone(s []byte) string {

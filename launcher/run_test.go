@@ -319,7 +319,7 @@ func TestDefaultStallTimeout(t *testing.T) {
 	}{
 		{nil, 10 * time.Minute},
 		{[]string{"--gpu-step-ms", "120000"}, 10 * (2*time.Minute + 4*8*time.Millisecond)},
-		{[]string{"--gpu-ms-per-frame", "5000", "--batch", "8", "--frames", "4"}, 10 * (120*time.Millisecond + 32*5*time.Second)},
+		{[]string{"--gpu-ms-per-frame", "5000", "--batch", "8", "--frames", "4"}, 10 * (130*time.Millisecond + 32*5*time.Second)},
 	} {
 		var f runFlags
 		fs := cli.NewFlags("run", "")

@@ -65,6 +65,68 @@ type runFlags struct {
 	args           []string // as given, for the --json record
 	epochs         int      // --epochs, 0: none
 	transform      cli.TransformFlags
+	// repeat is --repeat: how many times run trains each loader on each
+	// dataset (0 until resolved by resolveDefaultJob).
+	repeat int
+	// cases are the datasets the job trains on, in order: the one
+	// --data names, or the default job's two layouts.
+	cases []runCase
+}
+
+// runCase is one dataset of a run job.
+type runCase struct {
+	name  string // "" for --data; skewed or uniform on the default dataset
+	about string // what it is, for the table's heading
+}
+
+// The default job: what run does with no --data (and no checkpoints).
+// It trains on the default dataset in its source-homogeneous layout
+// (skewed) and in the same samples dealt across its shards (uniform),
+// each loader defaultJobRepeat times in turn, with small batches, as
+// video LLMs train, so that the spread over runs shows in about a minute:
+// 12 runs of 24 steps of about 146 ms. The steps after the warm-up (8,
+// one planning horizon) are the ones compared.
+const (
+	defaultJobRepeat = 3
+	defaultJobBatch  = 2
+	defaultJobSteps  = 24
+	maxRepeat        = 100
+)
+
+// The default job's cases.
+var (
+	skewedCase  = runCase{name: "skewed", about: "source-homogeneous shards (HD clips, short clips, images, text): the rank streaming the HD shard has ten times the decoding of the next"}
+	uniformCase = runCase{name: "uniform", about: "the same samples dealt across the shards: every rank streams the same mixture, only the samples' own variation is left to balance"}
+)
+
+// resolveDefaultJob settles --repeat and the datasets: with no --data and
+// no --checkpoint-dir, the default job's two cases, --repeat 3, and
+// --batch and --steps at the default job's values unless given (set names
+// the flags given); otherwise one dataset and --repeat 1 unless given.
+func (f *runFlags) resolveDefaultJob(set []string) error {
+	defaultJob := f.data == "" && f.cfg.CheckpointDir == ""
+	switch {
+	case f.repeat < 0 || f.repeat > maxRepeat:
+		return cli.FlagErrorf("", "repeat", f.repeat, "want 1..%d (0: %d on the default dataset, else 1)", maxRepeat, defaultJobRepeat)
+	case f.repeat > 1 && f.cfg.CheckpointDir != "":
+		return cli.FlagErrorf("", "repeat", f.repeat, "each repeat would save and resume the same checkpoints in --checkpoint-dir: want 1 with checkpoints")
+	}
+	if !defaultJob {
+		f.cases = []runCase{{}}
+		f.repeat = max(f.repeat, 1)
+		return nil
+	}
+	f.cases = []runCase{skewedCase, uniformCase}
+	if f.repeat == 0 {
+		f.repeat = defaultJobRepeat
+	}
+	if !slices.Contains(set, "batch") {
+		f.cfg.Batch = defaultJobBatch
+	}
+	if !slices.Contains(set, "steps") {
+		f.cfg.Steps = defaultJobSteps
+	}
+	return nil
 }
 
 // applyEpochs ends the run after f.epochs epochs of a dataset whose
@@ -89,9 +151,10 @@ func (f *runFlags) applyEpochs(sizes []int, ranks int) error {
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
-	f.registerData(fs, 60, "training `steps` per loader")
+	f.registerData(fs, 60, fmt.Sprintf("training `steps` per loader (%d on the default dataset)", defaultJobSteps))
+	fs.IntVar(&f.repeat, "repeat", 0, fmt.Sprintf("train each loader `N` times in turn, 1..%d, and report the spread over the runs (default %d on the default dataset, else 1)", maxRepeat, defaultJobRepeat))
 	fs.Var(&f.loaders, "loader", "loader(s) to run, in order, repeatable or a comma list: torch, local, static, helix, helix-nogate, helix-notrain (default torch,helix)")
-	fs.Float64Var(&f.gpuStepMS, "gpu-step-ms", 120, "simulated GPU: base step time in `ms`. The default, with 1 ms per frame, makes a step of about 152 ms on the default dataset, whose samples need about 228 ms of decode CPU per global step: 2 cores give about 1.3x that before the rest of the job (MPI, reading, the simulated GPUs) takes its share, but the rank reading the heavy video shard needs about 160 ms a step on its one worker, more than a step")
+	fs.Float64Var(&f.gpuStepMS, "gpu-step-ms", 130, "simulated GPU: base step time in `ms`. The default, with 1 ms per frame, makes a step of about 146 ms on the default job (batch 2, 4 ranks), whose samples need about 243 ms of decode CPU per global step: 2 cores give 1.2x that, the provisioning rule's ratio, but the rank streaming the HD shard needs about 218 ms a step on its one worker, 1.5x a step")
 	fs.Float64Var(&f.gpuSampleMS, "gpu-ms-per-sample", 0, "simulated GPU: `ms` per sample of the batch")
 	fs.Float64Var(&f.gpuFrameMS, "gpu-ms-per-frame", 1, "simulated GPU: `ms` per decoded frame or image of the batch")
 	fs.Float64Var(&f.gpuTokenUS, "gpu-us-per-token", 0, "simulated GPU: `µs` per text token of the batch")
@@ -105,7 +168,7 @@ func (f *runFlags) registerData(fs *flag.FlagSet, steps int, stepsUsage string) 
 	f.world.register(fs)
 	fs.StringVar(&f.data, "data", "", "`path` of the dataset: a directory of WebDataset tar shards or a glob (default: the embedded default dataset, generated once into the cache)")
 	fs.StringVar(&f.cacheDir, "cache-dir", "", "`dir`ectory for the default dataset and shard indexes"+cli.CacheDirDefault)
-	fs.IntVar(&f.cfg.Batch, "batch", 4, fmt.Sprintf("per-rank batch size `B`, 1..%d", planlimits.Batch))
+	fs.IntVar(&f.cfg.Batch, "batch", 4, fmt.Sprintf("per-rank batch size `B`, 1..%d (run's default job: %d)", planlimits.Batch, defaultJobBatch))
 	fs.IntVar(&f.cfg.Steps, "steps", steps, stepsUsage)
 	fs.IntVar(&f.cfg.Workers, "workers", 1, "decode workers `W` per rank")
 	fs.IntVar(&f.cfg.Horizon, "horizon", 0, "planning horizon `H` in steps (default max(2 x workers, 8): never less than PyTorch's prefetch looks)")
@@ -315,6 +378,7 @@ func runSettings(f *runFlags) []agree.Setting {
 		{Name: "--stream-turns", Value: uint64(f.cfg.StreamTurns)},
 		{Name: "--shuffle-buffer", Value: uint64(f.cfg.ShuffleBuffer)},
 		{Name: "--epochs", Value: uint64(f.epochs)},
+		{Name: "--repeat", Value: uint64(f.repeat)},
 		{Name: "--audio-rate", Value: uint64(f.cfg.Decode.AudioRate)},
 		{Name: "--audio-channels", Value: uint64(f.cfg.Decode.AudioChannels)},
 		{Name: "--check-every", Value: uint64(f.cfg.CheckEvery)},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/datahelix/datahelix/collective"
 	"github.com/datahelix/datahelix/internal/cli"
@@ -29,17 +30,29 @@ type jobInfo struct {
 	MPIWait string          `json:"mpi_wait,omitempty"`
 	Machine machine.Machine `json:"machine"`
 	Ended   string          `json:"ended"` // UTC, RFC 3339
+	// Cases are the default job's datasets (Data is the first's).
+	Cases []jobCase `json:"cases,omitempty"`
 }
 
-// runSummary is one loader's object in --json: its summary and, under
-// "job", what produced it.
+// jobCase is one dataset of the default job, in the job's record.
+type jobCase struct {
+	Name string `json:"name"`
+	Data string `json:"data"`
+}
+
+// runSummary is one loader's run in --json: its summary, the dataset
+// ("case": skewed or uniform on the default job) and the repeat (from 1)
+// it ran in when there are several, and, under "job", what produced it.
 type runSummary struct {
 	metrics.Summary
-	Job *jobInfo
+	Case   string
+	Repeat int
+	Job    *jobInfo
 }
 
 // MarshalJSON writes the summary's fields (by its own MarshalJSON,
-// which an embedding struct would otherwise take whole) and "job".
+// which an embedding struct would otherwise take whole), "case" and
+// "repeat" when set, and "job".
 func (r runSummary) MarshalJSON() ([]byte, error) {
 	sum, err := json.Marshal(r.Summary)
 	if err != nil {
@@ -49,7 +62,15 @@ func (r runSummary) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := append(sum[:len(sum)-1:len(sum)-1], `,"job":`...)
+	out := sum[: len(sum)-1 : len(sum)-1]
+	if r.Case != "" {
+		c, _ := json.Marshal(r.Case)
+		out = append(append(out, `,"case":`...), c...)
+	}
+	if r.Repeat != 0 {
+		out = append(out, fmt.Sprintf(`,"repeat":%d`, r.Repeat)...)
+	}
+	out = append(out, `,"job":`...)
 	return append(append(out, job...), '}'), nil
 }
 
@@ -114,7 +135,7 @@ func openOutputs(files bool, f *runFlags) (*runOutputs, error) {
 // write replaces the files' contents with the results of a successful
 // run, the summaries in --json and the records in --trace, or writes
 // them to stdout for -, and closes the files.
-func (o *runOutputs) write(stdout io.Writer, results []metrics.Summary, job *jobInfo, trace []traceLine) error {
+func (o *runOutputs) write(stdout io.Writer, results []runSummary, job *jobInfo, trace []traceLine) error {
 	if o.json != nil || o.jsonStdout {
 		if err := replaceOutput(o.json, stdout, func(w io.Writer) error { return writeJSON(w, results, job) }); err != nil {
 			return fmt.Errorf("--json: %w", err)
@@ -143,16 +164,20 @@ func (o *runOutputs) discard() {
 	}
 }
 
+// traceLine is one line of --trace: a rank's step record, with its run's
+// loader, dataset (on the default job) and repeat (when several).
 type traceLine struct {
 	Loader string `json:"loader"`
+	Case   string `json:"case,omitempty"`
+	Repeat int    `json:"repeat,omitempty"`
 	metrics.StepRecord
 }
 
 // writeJSON writes the summaries to w, each with the job's record.
-func writeJSON(w io.Writer, results []metrics.Summary, job *jobInfo) error {
-	list := make([]runSummary, len(results))
-	for i, r := range results {
-		list[i] = runSummary{Summary: r, Job: job}
+func writeJSON(w io.Writer, results []runSummary, job *jobInfo) error {
+	list := slices.Clone(results)
+	for i := range list {
+		list[i].Job = job
 	}
 	data, err := json.MarshalIndent(list, "", "  ")
 	if err != nil {

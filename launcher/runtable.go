@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -145,4 +146,105 @@ func reduction(a, b float64) string {
 		return "more"
 	}
 	return fmt.Sprintf("%+.1f%%", 100*(b-a)/a)
+}
+
+// printCase prints one dataset's figures: its heading on the default job,
+// the table of its median run (by the last loader's steady throughput
+// over the first's, or the one loader's), and with several runs the
+// spread over them.
+func printCase(w io.Writer, cr caseResults, ranks int, f *runFlags) {
+	if len(cr.runs) == 0 {
+		return
+	}
+	if cr.name != "" {
+		fmt.Fprintf(w, "\n== %s: %s\n", cr.name, cr.about)
+	}
+	order := make([]int, len(cr.runs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(runRatio(cr.runs[a]), runRatio(cr.runs[b])) })
+	median := order[(len(order)-1)/2]
+	if len(cr.runs) > 1 {
+		fmt.Fprintf(w, "run %d of %d, the median by throughput:", median+1, len(cr.runs))
+	}
+	printTable(w, cr.runs[median], ranks, f)
+	if len(cr.runs) > 1 {
+		printSpread(w, cr.runs)
+	}
+}
+
+// runRatio is the last loader's steady throughput over the first's in one
+// run (the steady one alone when one loader ran).
+func runRatio(row []metrics.Summary) float64 {
+	a, b := row[0], row[len(row)-1]
+	if len(row) == 1 {
+		return a.SteadyThroughputSPS
+	}
+	return b.SteadyThroughputSPS / max(a.SteadyThroughputSPS, 1e-9)
+}
+
+// spread is the median and range of one figure over the runs.
+type spread struct{ median, lo, hi float64 }
+
+// spreadOf returns the spread of v over the runs.
+func spreadOf(runs [][]metrics.Summary, v func(row []metrics.Summary) float64) spread {
+	xs := make([]float64, len(runs))
+	for i, row := range runs {
+		xs[i] = v(row)
+	}
+	slices.Sort(xs)
+	n := len(xs)
+	return spread{median: (xs[(n-1)/2] + xs[n/2]) / 2, lo: xs[0], hi: xs[n-1]}
+}
+
+// format writes the spread with verb (of one value), "1.2 (1.0–1.5)".
+// A verb ending in a unit repeats it: "%.1f%%" gives "8.3% (6.0%–9.1%)".
+func (s spread) format(verb string) string {
+	return fmt.Sprintf(verb+" ("+verb+"–"+verb+")", s.median, s.lo, s.hi)
+}
+
+// printSpread prints, per loader, the median and range over the runs of
+// the steady figures the job is judged by, and of the last loader's
+// throughput over the first's.
+func printSpread(w io.Writer, runs [][]metrics.Summary) {
+	fmt.Fprintf(w, "\nover %d runs, median (lowest–highest), after the warm-up:\n", len(runs))
+	row := func(name string, val func(s metrics.Summary) float64, verb string) {
+		fmt.Fprintf(w, "%-22s", name)
+		for l := range runs[0] {
+			sp := spreadOf(runs, func(row []metrics.Summary) float64 { return val(row[l]) })
+			fmt.Fprintf(w, "  %s %s", runs[0][l].Loader, sp.format(verb))
+		}
+		fmt.Fprintln(w)
+	}
+	pct := func(v func(s metrics.Summary) float64) func(s metrics.Summary) float64 {
+		return func(s metrics.Summary) float64 { return 100 * v(s) }
+	}
+	row("  samples/s", func(s metrics.Summary) float64 { return s.SteadyThroughputSPS }, "%.1f")
+	row("  job: steps missed", pct(func(s metrics.Summary) float64 { return s.SteadyStepMissRate }), "%.1f%%")
+	row("       stall", pct(func(s metrics.Summary) float64 { return s.SteadyJobStallFrac }), "%.1f%%")
+	if n := len(runs[0]); n > 1 {
+		sp := spreadOf(runs, runRatio)
+		fmt.Fprintf(w, "%s vs %s throughput: %s\n", runs[0][n-1].Loader, runs[0][0].Loader, sp.format("%.2fx"))
+	}
+}
+
+// printDefaultJob ends the default job's output with what it shows: the
+// last loader's throughput over the first's on each dataset, median and
+// range over the runs.
+func printDefaultJob(w io.Writer, cases []caseResults) {
+	if len(cases) < 2 || len(cases[0].runs) == 0 || len(cases[0].runs[0]) < 2 {
+		return
+	}
+	row := cases[0].runs[0]
+	a, b := row[0].Loader, row[len(row)-1].Loader
+	fmt.Fprintf(w, "\n%s vs %s, steady throughput over %d runs:", b, a, len(cases[0].runs))
+	for i, cr := range cases {
+		sep := ";"
+		if i == 0 {
+			sep = ""
+		}
+		fmt.Fprintf(w, "%s %s %s", sep, cr.name, spreadOf(cr.runs, runRatio).format("%.2fx"))
+	}
+	fmt.Fprintln(w)
 }

@@ -1,11 +1,13 @@
 package launcher
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/datahelix/datahelix/internal/cli"
 	"github.com/datahelix/datahelix/internal/cli/clitest"
 	"github.com/datahelix/datahelix/internal/metrics"
 )
@@ -71,4 +73,83 @@ func TestPrintTableSteadyWindow(t *testing.T) {
 		printTable(&b, []metrics.Summary{sum("torch", tt.steps, 0.00001), sum("helix", tt.steps, tt.waitB)}, 2, f)
 	}
 	clitest.Golden(t, "print_table_steady_window.golden", b.String())
+}
+
+// TestPrintDefaultJob checks the default job's output on made-up runs:
+// each case's heading, the table of its median run (run 3 on the skewed
+// layout, whose helix/torch ratio 1.5 lies between 1.2 and 2.0), the
+// spread over the runs (medians of three, with their ranges), and the
+// closing line with both layouts' ratios, as
+// testdata/print_default_job.golden shows.
+func TestPrintDefaultJob(t *testing.T) {
+	sum := func(loader string, sps, stall float64) metrics.Summary {
+		return metrics.Summary{Loader: loader, Ranks: 4, Steps: 24, WarmupSteps: 8, ThroughputSPS: sps, SteadyThroughputSPS: sps,
+			SteadyJobStallFrac: stall, SteadyStepMissRate: 2 * stall, BatchesHash: "00000000000000aa"}
+	}
+	run := func(torch, helix float64) []metrics.Summary {
+		return []metrics.Summary{sum("torch", torch, 0.3), sum("helix", helix, 0.01)}
+	}
+	cases := []caseResults{
+		{runCase: skewedCase, runs: [][]metrics.Summary{run(30, 36), run(20, 40), run(30, 45)}},
+		{runCase: uniformCase, runs: [][]metrics.Summary{run(40, 40), run(40, 41), run(40, 39)}},
+	}
+	f := &runFlags{}
+	f.cfg.Batch, f.cfg.Steps, f.cfg.Workers = 2, 24, 1
+	var b strings.Builder
+	for _, cr := range cases {
+		printCase(&b, cr, 4, f)
+	}
+	printDefaultJob(&b, cases)
+	got := b.String()
+	for _, want := range []string{"run 3 of 3, the median by throughput", "helix vs torch throughput: 1.50x (1.20x–2.00x)",
+		"skewed 1.50x (1.20x–2.00x); uniform 1.00x (0.97x–1.02x)", "torch 30.0 (20.0–30.0)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in\n%s", want, got)
+		}
+	}
+	clitest.Golden(t, "print_default_job.golden", got)
+}
+
+// TestResolveDefaultJob: with no --data the job trains both layouts three
+// times at batch 2 for 24 steps, unless --batch, --steps or --repeat say
+// otherwise; with --data or --checkpoint-dir, one dataset once; a repeat
+// with checkpoints, or out of range, is a flag error.
+func TestResolveDefaultJob(t *testing.T) {
+	for _, tt := range []struct {
+		name                         string
+		data, ckpt                   string
+		repeat                       int
+		set                          []string
+		cases, repeats, batch, steps int
+		err                          bool
+	}{
+		{name: "default job", cases: 2, repeats: 3, batch: 2, steps: 24},
+		{name: "default job, batch and steps given", set: []string{"batch", "steps"}, cases: 2, repeats: 3, batch: 4, steps: 60},
+		{name: "default job once", repeat: 1, cases: 2, repeats: 1, batch: 2, steps: 24},
+		{name: "data", data: "/d", cases: 1, repeats: 1, batch: 4, steps: 60},
+		{name: "data, five times", data: "/d", repeat: 5, cases: 1, repeats: 5, batch: 4, steps: 60},
+		{name: "checkpoints", ckpt: "/c", cases: 1, repeats: 1, batch: 4, steps: 60},
+		{name: "checkpoints repeated", ckpt: "/c", repeat: 2, err: true},
+		{name: "repeat too large", repeat: maxRepeat + 1, err: true},
+		{name: "repeat negative", repeat: -1, err: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &runFlags{data: tt.data, repeat: tt.repeat}
+			f.cfg.Batch, f.cfg.Steps, f.cfg.CheckpointDir = 4, 60, tt.ckpt
+			err := f.resolveDefaultJob(tt.set)
+			if tt.err {
+				if !errors.Is(err, cli.ErrUsage) {
+					t.Fatalf("err %v, want a usage error", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(f.cases) != tt.cases || f.repeat != tt.repeats || f.cfg.Batch != tt.batch || f.cfg.Steps != tt.steps {
+				t.Errorf("%d cases, repeat %d, batch %d, steps %d; want %d, %d, %d, %d",
+					len(f.cases), f.repeat, f.cfg.Batch, f.cfg.Steps, tt.cases, tt.repeats, tt.batch, tt.steps)
+			}
+		})
+	}
 }

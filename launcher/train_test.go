@@ -19,6 +19,7 @@ import (
 	"github.com/datahelix/datahelix/internal/cli"
 	"github.com/datahelix/datahelix/internal/cli/clitest"
 	"github.com/datahelix/datahelix/internal/collectivetest"
+	"github.com/datahelix/datahelix/internal/gen"
 	"github.com/datahelix/datahelix/internal/gen/gentest"
 	"github.com/datahelix/datahelix/internal/metrics"
 )
@@ -395,7 +396,10 @@ func TestExampleTrainsOnTheDefaultDataset(t *testing.T) {
 			}
 		}
 	}
-	runArgs := append(append([]string{"run", "--loader", "helix", "--gpu-step-ms", "5", "--gpu-ms-per-frame", "0"}, shape...), "--json", filepath.Join(dir, "run.json"))
+	// The dataset train generated: run without --data trains its default
+	// job (two layouts, three times).
+	data := filepath.Join(cache, gen.DefaultCacheName(1))
+	runArgs := append(append([]string{"run", "--data", data, "--loader", "helix", "--gpu-step-ms", "5", "--gpu-ms-per-frame", "0"}, shape...), "--json", filepath.Join(dir, "run.json"))
 	if log, err := mpirunMain(t, 2, runArgs...); err != nil {
 		t.Fatalf("%v\n%s", err, log)
 	}

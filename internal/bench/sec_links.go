@@ -125,7 +125,7 @@ func linkBytesPerUS(rate string) int64 {
 // machine's cores, each node's link at the rate, and returns each loader
 // of linkLoaders's summary, in that order.
 func simulateLinks(env *report.SectionEnv, rate string) ([]metrics.Summary, error) {
-	dir := filepath.Join(shardindex.DefaultCacheDir(), gen.CacheName(fmt.Sprintf("default-seed%d", env.Seed)))
+	dir := filepath.Join(shardindex.DefaultCacheDir(), gen.DefaultCacheName(env.Seed))
 	ds, err := decode.OpenDataset(dir, "")
 	if err != nil {
 		return nil, err
@@ -199,8 +199,17 @@ func runOnBed(ctx context.Context, script, rate string, seed uint64) ([]metrics.
 	if rate != "" {
 		args = append(args, "--rate", rate)
 	}
-	args = append(args, "--", "-np", "4", "datahelix", "run", "--quiet", "--loader", "torch,helix,helix-nogate",
-		"--steps", strconv.Itoa(linkSteps), "--seed", strconv.FormatUint(seed, 10), "--json", out.Name())
+	// The default dataset alone, once, at run's batch and GPU for
+	// datasets of one's own (with no --data, run trains its default job:
+	// two layouts, three times).
+	dir := filepath.Join(shardindex.DefaultCacheDir(), gen.DefaultCacheName(seed))
+	cfg := gen.Default("")
+	cfg.Seed = seed
+	if _, err := gen.Ensure(ctx, cfg, dir); err != nil {
+		return nil, err
+	}
+	args = append(args, "--", "-np", "4", "datahelix", "run", "--quiet", "--loader", "torch,helix,helix-nogate", "--data", dir,
+		"--batch", "4", "--gpu-step-ms", "120", "--steps", strconv.Itoa(linkSteps), "--seed", strconv.FormatUint(seed, 10), "--json", out.Name())
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, script, args...)

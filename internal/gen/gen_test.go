@@ -125,7 +125,7 @@ func TestPresetsDecode(t *testing.T) {
 			}
 			dec := decoding.NewDecoder(opts)
 			cfg := Config{Preset: name, Samples: n, Shards: 1, Out: t.TempDir(), Seed: 3, DurationScale: 0.15, SizeScale: 0.35}
-			if name == "mixed" {
+			if IsMixture(name) {
 				cfg.Samples, cfg.Shards = 4, 4
 			}
 			paths, err := Generate(context.Background(), cfg)

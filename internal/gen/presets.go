@@ -297,13 +297,36 @@ func webImage(r *rand.Rand, sc scales) imageSpec {
 	return im
 }
 
-// mixedSources are the sources of the mixed preset, one per shard in
-// turn: every shard is source-homogeneous, as WebDataset mixtures are.
-var mixedSources = []string{"kinetics", "imagenet", "text", "howto100m"}
+// mixtures are the presets that mix others, one source per shard in
+// turn: every shard is source-homogeneous, as WebDataset mixtures are
+// (each source is sharded by its own tool, img2dataset or video2dataset,
+// and the mixture is a list of shards).
+var mixtures = map[string][]string{
+	"mixed": {"kinetics", "imagenet", "text", "howto100m"},
+	// hdmix is a video-LLM mixture with one heavy HD source, in equal
+	// shards: HD clips (Panda-70M, 720p), short narrated clips
+	// (HowTo100M), images (ImageNet) and text (C4), the kinds a video
+	// LLM's mixture holds (Video-LLaMA, VideoChat2 and LLaVA-Video train on
+	// HD video, short clips, image-text pairs and text together). The
+	// rank that streams the HD shard has about ten times the decoding of
+	// the next: the regime that cross-rank balancing is for.
+	"hdmix": {"panda70m", "howto100m", "imagenet", "text"},
+}
+
+// IsMixture reports whether the preset name mixes other presets, one per
+// shard: such a preset is described by its sources, not calibrated or
+// listed as a source itself.
+func IsMixture(name string) bool {
+	_, ok := mixtures[name]
+	return ok
+}
 
 // Presets lists the preset names.
 func Presets() []string {
-	names := []string{"mixed"}
+	var names []string
+	for n := range mixtures {
+		names = append(names, n)
+	}
 	for n := range presets {
 		names = append(names, n)
 	}
@@ -314,8 +337,8 @@ func Presets() []string {
 // sourceOf returns the preset whose distributions shard s of a dataset of
 // preset name follows.
 func sourceOf(name string, shard int) (preset, error) {
-	if name == "mixed" {
-		return presets[mixedSources[shard%len(mixedSources)]], nil
+	if srcs, ok := mixtures[name]; ok {
+		return presets[srcs[shard%len(srcs)]], nil
 	}
 	p, ok := presets[name]
 	if !ok {

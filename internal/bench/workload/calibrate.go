@@ -20,7 +20,7 @@ import (
 )
 
 // CalibratePresets are the generator presets bench calibrate decodes: all
-// but mixed, which is a mixture of them. A calibration covers every
+// but the mixtures (mixed, hdmix), which mix them. A calibration covers every
 // preset bench uses when it decoded all of these.
 var CalibratePresets = []string{"howto100m", "kinetics", "panda70m", "webvid", "activitynet", "imagenet", "laion", "interleaved", "text"}
 
@@ -34,8 +34,8 @@ func CheckCalibratePresets(names []string) error {
 	}
 	for i, p := range names {
 		switch {
-		case p == "mixed":
-			return fmt.Errorf("bench calibrate: --presets: mixed is a mixture of the other presets, not calibrated on its own: calibrating those covers it (%s)", strings.Join(CalibratePresets, ", "))
+		case gen.IsMixture(p):
+			return fmt.Errorf("bench calibrate: --presets: %s is a mixture of the other presets, not calibrated on its own: calibrating those covers it (%s)", p, strings.Join(CalibratePresets, ", "))
 		case !slices.Contains(CalibratePresets, p):
 			return fmt.Errorf("bench calibrate: --presets: unknown preset %q (have %s)", p, strings.Join(CalibratePresets, ", "))
 		case slices.Contains(names[:i], p):

@@ -429,8 +429,8 @@ func (s *Source) validate() error {
 	if _, err := gen.Spec(gen.Config{Preset: s.Preset, Samples: 1, Shards: 1, Out: "."}, 0); err != nil {
 		return err
 	}
-	if s.Preset == "mixed" {
-		return fmt.Errorf("preset mixed is itself a mixture: list its sources instead")
+	if gen.IsMixture(s.Preset) {
+		return fmt.Errorf("preset %s is itself a mixture: list its sources instead", s.Preset)
 	}
 	switch {
 	case !(s.Weight > 0):
