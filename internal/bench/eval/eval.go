@@ -216,6 +216,17 @@ type Result struct {
 // had steps after its warm-up.
 func (r Result) HasSteady() bool { return r.SteadySteps > 0 }
 
+// MeanGPUStepS is the mean GPU step of the run's steady steps, in
+// seconds: ranks x B over the GPU ceiling its efficiency was measured
+// against (0 without steady steps or a GPU step). Loaders that train the
+// same batches have the same; a lighter mix of samples gives a shorter one.
+func (r Result) MeanGPUStepS() float64 {
+	if !r.HasSteady() || !(r.SteadyEfficiency > 0) || !(r.SteadyThroughputSPS > 0) {
+		return 0
+	}
+	return r.SteadyEfficiency * float64(r.Ranks*r.Batch) / r.SteadyThroughputSPS
+}
+
 // MarshalJSON writes the result with its steady figures null when they
 // cover no step, as datahelix run's summary does: 0 would read as a
 // perfect steady state; and plan_us_p50 null when it was not measured,

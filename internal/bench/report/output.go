@@ -31,33 +31,34 @@ func (r *Report) WriteJSON(w io.Writer) error {
 // report's "units" object. Fractions are of 1 (0.25 is 25 %); a
 // reduction is 1 - helix/other, a ratio helix/other.
 var Units = map[string]string{
-	"miss_rate":              "fraction of rank-steps (a miss: the rank's batch was ready more than its tolerance after its GPU asked)",
-	"gpu_wait_frac":          "fraction of ranks x wall time the GPUs waited for their batch (input wait; not the idle time in the gradient allreduce)",
-	"gpu_wait_s":             "rank-seconds (sum over ranks)",
-	"throughput_sps":         "samples per second, all ranks together",
-	"bytes_moved_per_step":   "bytes, mean per step, all ranks together",
-	"misses":                 "rank-steps",
-	"wall_s":                 "seconds",
-	"steady_step_miss_rate":  "fraction of the steps after the warm-up (the first H steps) in which any rank missed",
-	"steady_job_stall_frac":  "fraction of the wall time after the warm-up: the sum over steps of the largest rank wait",
-	"steady_efficiency":      "fraction (steady throughput over the GPUs' ceiling, ranks x batch / mean GPU step)",
-	"steady_throughput_sps":  "samples per second after the warm-up, all ranks together",
-	"steady_miss_rate":       "fraction of rank-steps after the warm-up",
-	"steady_gpu_wait_frac":   "fraction of ranks x wall time after the warm-up",
-	"time_to_first_batch_s":  "seconds (the job's start to the last rank's first batch)",
-	"warmup_stall_s":         "seconds (the sum over the warm-up steps of the largest rank wait)",
-	"plan_us_p50":            "microseconds per step (median; null when not measured)",
-	"elapsed_s":              "seconds (the run's own wall time)",
-	"imbalance":              "fraction (busiest rank's work over the mean rank's, minus 1)",
-	"mean_cost_us":           "microseconds of CPU per sample",
-	"gpu_step_ms":            "milliseconds",
-	"*_reduction*":           "fraction (1 - helix/other, steady; null where the other had under 1 % to reduce)",
-	"*_ratio*":               "ratio (helix/other steady throughput)",
-	"helix_vs_*":             "ratio (helix's steady throughput over the other's)",
-	"attribution":            "ratios of steady throughputs (scheduling: local/torch; decode_balancing: helix-notrain/local; gpu_balancing: helix/helix-notrain)",
-	"*_gain_mean":            "geometric mean over the skewed workloads of the attribution's ratio",
-	"uniform_regression_max": "fraction (1 - helix/best other loader's steady throughput, largest over the uniform workloads)",
-	"seeds":                  "count",
+	"miss_rate":                      "fraction of rank-steps (a miss: the rank's batch was ready more than its tolerance after its GPU asked)",
+	"gpu_wait_frac":                  "fraction of ranks x wall time the GPUs waited for their batch (input wait; not the idle time in the gradient allreduce)",
+	"gpu_wait_s":                     "rank-seconds (sum over ranks)",
+	"throughput_sps":                 "samples per second, all ranks together",
+	"bytes_moved_per_step":           "bytes, mean per step, all ranks together",
+	"misses":                         "rank-steps",
+	"wall_s":                         "seconds",
+	"steady_step_miss_rate":          "fraction of the steps after the warm-up (the first H steps) in which any rank missed",
+	"steady_job_stall_frac":          "fraction of the wall time after the warm-up: the sum over steps of the largest rank wait",
+	"steady_efficiency":              "fraction (steady throughput over the GPUs' ceiling, ranks x batch / mean GPU step)",
+	"steady_throughput_sps":          "samples per second after the warm-up, all ranks together",
+	"steady_miss_rate":               "fraction of rank-steps after the warm-up",
+	"steady_gpu_wait_frac":           "fraction of ranks x wall time after the warm-up",
+	"time_to_first_batch_s":          "seconds (the job's start to the last rank's first batch)",
+	"warmup_stall_s":                 "seconds (the sum over the warm-up steps of the largest rank wait)",
+	"plan_us_p50":                    "microseconds per step (median; null when not measured)",
+	"elapsed_s":                      "seconds (the run's own wall time)",
+	"imbalance":                      "fraction (busiest rank's work over the mean rank's, minus 1)",
+	"mean_cost_us":                   "microseconds of CPU per sample",
+	"gpu_step_ms":                    "milliseconds",
+	"*_reduction*":                   "fraction (1 - helix/other, steady; null where the other had under 1 % to reduce)",
+	"*_ratio*":                       "ratio (helix/other steady throughput)",
+	"helix_vs_*":                     "ratio (helix's steady throughput over the other's)",
+	"attribution":                    "ratios of steady throughputs (scheduling: local/torch; decode_balancing: helix-notrain/local; gpu_balancing: helix/helix-notrain)",
+	"*_gain_mean":                    "geometric mean over the skewed workloads of the attribution's ratio",
+	"uniform_regression_max":         "fraction (1 - helix/best other loader's steady GPU efficiency, largest over the uniform workloads)",
+	"uniform_regression_max_samples": "fraction (1 - helix/best other loader's steady samples/s, largest over the uniform workloads)",
+	"seeds":                          "count",
 }
 
 // CSVFiles are the files WriteCSV writes (besides one per measured
@@ -76,7 +77,7 @@ var ResultColumns = []string{"workload", "loader", "ranks", "mode", "skew", "ste
 // order, and versusColumns a Versus's columns.
 var (
 	versusNames   = []string{"torch", "torch_ddp", "torch_pack", "local", "static"}
-	versusColumns = []string{"step_miss_reduction", "stall_reduction", "throughput_ratio", "miss_reduction", "wait_reduction"}
+	versusColumns = []string{"step_miss_reduction", "stall_reduction", "throughput_ratio", "miss_reduction", "wait_reduction", "efficiency_ratio"}
 )
 
 // ComparisonColumns are the columns of comparisons.csv.
@@ -88,7 +89,7 @@ var ComparisonColumns = func() []string {
 		}
 	}
 	return append(out, "oracle_step_miss_reduction_vs_torch", "oracle_stall_reduction_vs_torch", "oracle_throughput_ratio_vs_torch",
-		"helix_vs_oracle", "best_other", "helix_vs_best", "scheduling", "decode_balancing", "gpu_balancing",
+		"helix_vs_oracle", "best_other", "helix_vs_best", "best_other_samples", "helix_vs_best_samples", "scheduling", "decode_balancing", "gpu_balancing",
 		"torch_pack_vs_torch", "helix_vs_torch_pack", "torch_ddp_vs_torch")
 }()
 
@@ -161,11 +162,11 @@ func (r *Report) WriteCSV(dir string) error {
 	for _, c := range r.Comparisons {
 		row := []string{c.Workload, c.Skew}
 		for _, v := range []Versus{c.VsTorch, c.VsTorchDDP, c.VsTorchPack, c.VsLocal, c.VsStatic} {
-			row = append(row, opt(v.StepMissReduction), opt(v.StallReduction), opt(v.ThroughputRatio), opt(v.MissReduction), opt(v.WaitReduction))
+			row = append(row, opt(v.StepMissReduction), opt(v.StallReduction), opt(v.ThroughputRatio), opt(v.MissReduction), opt(v.WaitReduction), opt(v.EfficiencyRatio))
 		}
 		a := c.Attribution
 		rows = append(rows, append(row, opt(c.OracleVsTorch.StepMissReduction), opt(c.OracleVsTorch.StallReduction), opt(c.OracleVsTorch.ThroughputRatio),
-			opt(c.HelixVsOracle), c.BestOther, opt(c.HelixVsBest), opt(a.Scheduling), opt(a.DecodeBalancing), opt(a.GPUBalancing),
+			opt(c.HelixVsOracle), c.BestOther, opt(c.HelixVsBest), c.BestOtherSPS, opt(c.HelixVsBestSPS), opt(a.Scheduling), opt(a.DecodeBalancing), opt(a.GPUBalancing),
 			opt(a.PackVsTorch), opt(a.HelixVsPack), opt(a.DDPVsTorch)))
 	}
 	if err := writeCSVFile(filepath.Join(dir, "comparisons.csv"), rows); err != nil {

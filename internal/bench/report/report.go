@@ -84,6 +84,14 @@ type Versus struct {
 	// where the other's is above 0.
 	MissReduction *float64 `json:"miss_reduction"`
 	WaitReduction *float64 `json:"wait_reduction"`
+	// EfficiencyRatio is helix/other of the steady GPU efficiency
+	// (throughput over the loader's own GPU ceiling, ranks x B / its mean
+	// GPU step). Between loaders that train the same batches it equals
+	// ThroughputRatio; between loaders that train others (torch-ddp's
+	// global shuffle against the WebDataset order) it compares the share
+	// of time the GPUs train, where samples/s would compare different
+	// work.
+	EfficiencyRatio *float64 `json:"efficiency_ratio"`
 }
 
 // ReduceFloor is the least steady step-miss rate or job stall fraction
@@ -127,12 +135,19 @@ type Comparison struct {
 	OracleVsTorch Versus `json:"oracle_vs_torch"`
 	// HelixVsOracle is helix's steady throughput over the oracle's.
 	HelixVsOracle *float64 `json:"helix_vs_oracle"`
-	// BestOther is the loader with the highest steady throughput besides
-	// helix, its ablations and the oracle; HelixVsBest helix's steady
-	// throughput over its.
-	BestOther   string      `json:"best_other"`
-	HelixVsBest *float64    `json:"helix_vs_best"`
-	Attribution Attribution `json:"attribution"`
+	// BestOther is the loader with the highest steady GPU efficiency
+	// besides helix, its ablations and the oracle; HelixVsBest helix's
+	// steady efficiency over its (Versus.EfficiencyRatio: the throughput
+	// ratio where both train the same batches). BestOtherSPS and
+	// HelixVsBestSPS are the same by samples/s, beside them: a loader
+	// training a lighter mix of samples in the window (torch-ddp, when the
+	// WebDataset streams draw the sources by shard and it by sample) may
+	// deliver more samples with idler GPUs.
+	BestOther      string      `json:"best_other"`
+	HelixVsBest    *float64    `json:"helix_vs_best"`
+	BestOtherSPS   string      `json:"best_other_samples"`
+	HelixVsBestSPS *float64    `json:"helix_vs_best_samples"`
+	Attribution    Attribution `json:"attribution"`
 }
 
 // Summary is the top-level figures of the report, in steady state. The
@@ -155,8 +170,11 @@ type Summary struct {
 	// workload.
 	ThroughputRatioVsOracleMin *float64 `json:"throughput_ratio_vs_oracle_min"`
 	// UniformRegressionMax is the largest 1 - HelixVsBest over the
-	// uniform workloads (negative: helix ahead on every one).
-	UniformRegressionMax *float64 `json:"uniform_regression_max"`
+	// uniform workloads (negative: helix ahead on every one), by steady
+	// GPU efficiency; UniformRegressionMaxSPS the same by samples/s
+	// (HelixVsBestSPS), beside it.
+	UniformRegressionMax    *float64 `json:"uniform_regression_max"`
+	UniformRegressionMaxSPS *float64 `json:"uniform_regression_max_samples"`
 	// Seeds is how many seeds each figure is over; Steps the steps of
 	// each run.
 	Seeds int `json:"seeds"`
@@ -168,6 +186,7 @@ type Summary struct {
 	ThroughputRatioVsTorchMaxWorkload  string `json:"throughput_ratio_vs_torch_max_workload,omitempty"`
 	ThroughputRatioVsOracleMinWorkload string `json:"throughput_ratio_vs_oracle_min_workload,omitempty"`
 	UniformRegressionMaxWorkload       string `json:"uniform_regression_max_workload,omitempty"`
+	UniformRegressionMaxSPSWorkload    string `json:"uniform_regression_max_samples_workload,omitempty"`
 	// The per-rank steady reductions (miss rate over rank-steps, GPU wait
 	// fraction), beside the job's, over the skewed workloads where
 	// torch's was above 0.
@@ -227,7 +246,12 @@ func (r *Report) AddSection(s Section) {
 
 // find returns the result of loader on workload, or nil.
 func find(results []eval.Result, workload string, loader step.Kind) *eval.Result {
-	i := slices.IndexFunc(results, func(x eval.Result) bool { return x.Workload == workload && x.Loader == loader.String() })
+	return findLoader(results, workload, loader.String())
+}
+
+// findLoader is find by the loader's name.
+func findLoader(results []eval.Result, workload, loader string) *eval.Result {
+	i := slices.IndexFunc(results, func(x eval.Result) bool { return x.Workload == workload && x.Loader == loader })
 	if i < 0 {
 		return nil
 	}
@@ -263,6 +287,9 @@ func versus(h, o *eval.Result) Versus {
 	}
 	if o.SteadyJobStallFrac >= ReduceFloor {
 		v.StallReduction = reduction(o.SteadyJobStallFrac, h.SteadyJobStallFrac)
+	}
+	if h.SteadyEfficiency > 0 {
+		v.EfficiencyRatio = ratio(h.SteadyEfficiency, o.SteadyEfficiency)
 	}
 	return v
 }
@@ -302,19 +329,26 @@ func compare(workload, skew string, results []eval.Result) Comparison {
 	if h == nil || !h.HasSteady() {
 		return c
 	}
-	var best *eval.Result
+	var best, bestSPS *eval.Result
 	for i := range results {
 		x := &results[i]
 		if x.Workload != workload || helixFamily(x.Loader) || !x.HasSteady() {
 			continue
 		}
-		if best == nil || x.SteadyThroughputSPS > best.SteadyThroughputSPS {
+		if bestSPS == nil || x.SteadyThroughputSPS > bestSPS.SteadyThroughputSPS {
+			bestSPS = x
+		}
+		if x.SteadyEfficiency > 0 && (best == nil || x.SteadyEfficiency > best.SteadyEfficiency) {
 			best = x
 		}
 	}
-	if best != nil {
+	if bestSPS != nil {
+		c.BestOtherSPS = bestSPS.Loader
+		c.HelixVsBestSPS = ratio(h.SteadyThroughputSPS, bestSPS.SteadyThroughputSPS)
+	}
+	if best != nil && h.SteadyEfficiency > 0 {
 		c.BestOther = best.Loader
-		c.HelixVsBest = ratio(h.SteadyThroughputSPS, best.SteadyThroughputSPS)
+		c.HelixVsBest = ratio(h.SteadyEfficiency, best.SteadyEfficiency)
 	}
 	return c
 }
@@ -385,6 +419,11 @@ func summarize(cs []Comparison, setups []eval.Setup, seeds, steps int) Summary {
 			if c.HelixVsBest != nil {
 				if r := 1 - *c.HelixVsBest; s.UniformRegressionMax == nil || r > *s.UniformRegressionMax {
 					s.UniformRegressionMax, s.UniformRegressionMaxWorkload = &r, c.Workload
+				}
+			}
+			if c.HelixVsBestSPS != nil {
+				if r := 1 - *c.HelixVsBestSPS; s.UniformRegressionMaxSPS == nil || r > *s.UniformRegressionMaxSPS {
+					s.UniformRegressionMaxSPS, s.UniformRegressionMaxSPSWorkload = &r, c.Workload
 				}
 			}
 			continue

@@ -67,7 +67,7 @@ func (r *Report) WriteText(w io.Writer) error {
 
 	ew.printf("\nResults, steady state (after the first H steps, the warm-up), the job's figures first:\n")
 	tw = ew.table()
-	fmt.Fprintln(tw, "workload\tloader\tstep miss %\tjob stall %\tefficiency %\tsamples/s\t|\tmiss %\tGPU wait %\t|\tMB moved/step\t")
+	fmt.Fprintln(tw, "workload\tloader\tstep miss %\tjob stall %\tefficiency %\tsamples/s\tGPU step ms\t|\tmiss %\tGPU wait %\t|\tMB moved/step\t")
 	prev := ""
 	for _, x := range r.Results {
 		name := x.Workload
@@ -83,13 +83,18 @@ func (r *Report) WriteText(w io.Writer) error {
 				cells[2] = fmt.Sprintf("%.1f", 100*x.SteadyEfficiency)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t|\t%s\t%s\t|\t%.2f\t\n", name, x.Loader, cells[0], cells[1], cells[2], cells[3], cells[4], cells[5],
+		step := "n/a"
+		if g := x.MeanGPUStepS(); g > 0 {
+			step = fmt.Sprintf("%.1f", 1000*g)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t|\t%s\t%s\t|\t%.2f\t\n", name, x.Loader, cells[0], cells[1], cells[2], cells[3], step, cells[4], cells[5],
 			x.BytesMovedPerStep/1e6)
 	}
 	ew.flush(tw)
 	ew.printf("(step miss: a step in which any rank's batch was ready more than its tolerance (max(1 ms, 2 %% of the GPU step)) after the GPU asked;\n" +
 		" job stall: the sum over steps of the largest rank wait, over wall time (a step lasts as long as its slowest rank);\n" +
-		" efficiency: throughput over the GPUs' ceiling, ranks x B / mean GPU step;\n" +
+		" efficiency: throughput over the GPUs' ceiling, ranks x B / mean GPU step (GPU step ms: the mean over the loader's own batches;\n" +
+		"  loaders that train other batches, as torch-ddp does, may train a lighter or heavier mix: compare them by efficiency);\n" +
 		" per rank, beside them: miss over rank-steps, and GPU wait, the input wait summed over ranks over ranks x wall time, which\n" +
 		" leaves out the time a GPU idles in the gradient allreduce waiting for a slower rank)\n")
 
@@ -111,12 +116,16 @@ func (r *Report) WriteText(w io.Writer) error {
 	ew.printf("\nHelix versus the others, steady state (change of helix's figure relative to the other loader's: -80%% = 80%% fewer;\n"+
 		" a reduction only where the other had at least %.0f %% to reduce, '-' elsewhere; throughput ratios):\n", 100*ReduceFloor)
 	tw = ew.table()
-	fmt.Fprintln(tw, "workload\tskew\tstep miss vs torch\tstall vs torch\ttput vs torch\ttput vs torch-ddp\ttput vs torch-pack\t"+
-		"tput vs local\ttput vs static\tvs oracle\tbest other\t")
+	fmt.Fprintln(tw, "workload\tskew\tstep miss vs torch\tstall vs torch\ttput vs torch\ttput vs torch-ddp\teff vs torch-ddp\ttput vs torch-pack\t"+
+		"tput vs local\ttput vs static\tvs oracle\tbest other (eff)\t")
 	for _, x := range r.Comparisons {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", x.Workload, x.Skew, fmtPct(x.VsTorch.StepMissReduction), fmtPct(x.VsTorch.StallReduction),
-			fmtX(x.VsTorch.ThroughputRatio), fmtX(x.VsTorchDDP.ThroughputRatio), fmtX(x.VsTorchPack.ThroughputRatio), fmtX(x.VsLocal.ThroughputRatio),
-			fmtX(x.VsStatic.ThroughputRatio), fmtX(x.HelixVsOracle), cmp.Or(x.BestOther, "-"))
+		best := "-"
+		if x.BestOther != "" {
+			best = x.BestOther + " " + fmtX(x.HelixVsBest)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", x.Workload, x.Skew, fmtPct(x.VsTorch.StepMissReduction), fmtPct(x.VsTorch.StallReduction),
+			fmtX(x.VsTorch.ThroughputRatio), fmtX(x.VsTorchDDP.ThroughputRatio), fmtX(x.VsTorchDDP.EfficiencyRatio), fmtX(x.VsTorchPack.ThroughputRatio), fmtX(x.VsLocal.ThroughputRatio),
+			fmtX(x.VsStatic.ThroughputRatio), fmtX(x.HelixVsOracle), best)
 	}
 	ew.flush(tw)
 
@@ -160,7 +169,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	ew.printf("  throughput_ratio_vs_oracle_min           %s\n", key(s.ThroughputRatioVsOracleMin,
 		fmtX(s.ThroughputRatioVsOracleMin)+" ("+s.ThroughputRatioVsOracleMinWorkload+")", "the oracle was not run"))
 	ew.printf("  uniform_regression_max                   %s\n", key(s.UniformRegressionMax,
-		pct(s.UniformRegressionMax)+" ("+s.UniformRegressionMaxWorkload+")", "no uniform workload with another loader run"))
+		pct(s.UniformRegressionMax)+" ("+s.UniformRegressionMaxWorkload+"), by GPU efficiency", "no uniform workload with another loader run"))
+	ew.printf("  uniform_regression_max_samples           %s\n", key(s.UniformRegressionMaxSPS,
+		pct(s.UniformRegressionMaxSPS)+" ("+s.UniformRegressionMaxSPSWorkload+"), by samples/s", "no uniform workload with another loader run"))
 	ew.printf("  seeds %d, steps %d\n", s.Seeds, s.Steps)
 	if torchRun {
 		ew.printf("  per rank, beside them, helix vs torch: %s, %s\n",
