@@ -214,7 +214,7 @@ def train(args, rank, world, device):
     rec = dict(steps=[], keys=[], ids=[], samples=[], dropped=0, loss=[], wait=[], step=[], start=[], events=[])
 
     dist.barrier()
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     it, step, saved = iter(loader), None, False
     while step is None or step + 1 < args.steps:  # no batch is fetched past the last step
         t = time.perf_counter()
@@ -261,7 +261,7 @@ def train(args, rank, world, device):
             break
     if cuda:
         torch.cuda.synchronize()
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     del it  # the torch loader's workers stop here
     gpu_ms = [a.elapsed_time(b) for a, b in rec["events"]]
     stats = dict(loader.stats()) if hasattr(loader, "stats") else {}
@@ -269,8 +269,9 @@ def train(args, rank, world, device):
         loader.close()
     losses = [float(x) for x in rec["loss"]]
     return dict(rank=rank, steps=rec["steps"], keys=rec["keys"], ids=rec["ids"], samples=sum(rec["samples"]),
-                step_samples=rec["samples"], dropped=rec["dropped"], wall_s=wall, wait_s=sum(rec["wait"]),
-                wait_per_step_s=rec["wait"], step_start_s=rec["start"], step_ms_p50=1e3 * (percentile(rec["step"], 0.5) or 0),
+                step_samples=rec["samples"], dropped=rec["dropped"], wall_s=wall, cpu_s=cpu, wait_s=sum(rec["wait"]),
+                wait_per_step_s=rec["wait"], step_start_s=rec["start"], step_s=rec["step"],
+                step_ms_p50=1e3 * (percentile(rec["step"], 0.5) or 0),
                 gpu_step_ms_p50=percentile(gpu_ms, 0.5), h2d_gbps=stats.get("h2d_gbps"), loader_stats=stats,
                 loss=losses, loss_first=losses[0] if losses else None, loss_last=losses[-1] if losses else None,
                 saved=saved)
@@ -295,11 +296,15 @@ def summarize(args, ranks):
         s_samples = sum(sum(r["step_samples"][args.warmup:]) for r in ranks)
         s_wait = sum(sum(r["wait_per_step_s"][args.warmup:]) for r in ranks)
         s_wall = wall - t_start
+        # The job's stall: a lockstep step waits for its slowest rank's batch.
+        s_stall = sum(max(r["wait_per_step_s"][i] for r in ranks) for i in range(args.warmup, n))
+        s_step = percentile([percentile(r["step_s"][args.warmup:n], 0.5) for r in ranks], 0.5)
         steady = dict(steps=n - args.warmup, wall_s=s_wall, throughput_sps=s_samples / s_wall,
-                      wait_s=s_wait / world, wait_frac=s_wait / (world * s_wall))
+                      wait_s=s_wait / world, wait_frac=s_wait / (world * s_wall), job_stall_frac=s_stall / s_wall,
+                      step_ms_p50=1e3 * s_step)
     per_rank = []
     for r in ranks:
-        d = {k: v for k, v in r.items() if k not in ("wait_per_step_s", "step_start_s", "loss", "step_samples")}
+        d = {k: v for k, v in r.items() if k not in ("wait_per_step_s", "step_start_s", "step_s", "loss", "step_samples")}
         d["wait_frac"] = r["wait_s"] / wall if wall > 0 else 0.0
         d["throughput_sps"] = r["samples"] / wall if wall > 0 else 0.0
         per_rank.append(d)
@@ -309,7 +314,8 @@ def summarize(args, ranks):
     return dict(loader=args.loader, device=args.device, ranks=world, steps=n,
                 first_step=ranks[0]["steps"][0] if n else None, batch=args.batch, warmup=args.warmup,
                 width=args.width, depth=args.depth, workers=args.workers if args.loader == "torch" else None,
-                wall_s=wall, samples=samples, throughput_sps=samples / wall if wall > 0 else 0.0,
+                wall_s=wall, cpu_s=sum(r["cpu_s"] for r in ranks), samples=samples,
+                throughput_sps=samples / wall if wall > 0 else 0.0,
                 steady_throughput_sps=steady and steady["throughput_sps"], steady=steady,
                 wait_s=sum(r["wait_s"] for r in ranks) / world,
                 wait_frac=sum(r["wait_s"] for r in ranks) / (world * wall) if wall > 0 else 0.0,

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -52,6 +53,10 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	scaleBatch := fs.Int("scale-batch", eval.DefaultScale.Batch, "scale section: per-rank `batch`")
 	scaleSteps := fs.Int("scale-steps", eval.DefaultScale.Steps, "scale section: `steps`")
 	scaleWorkload := fs.String("scale-workload", eval.DefaultScale.Workload, "scale section: `workload`")
+	bridgeRanks := fs.String("bridge-ranks", "2,4", "bridge section: comma list of the rank `counts` it trains at")
+	bridgeSteps := fs.Int("bridge-steps", realrun.DefaultBridge.Steps, "bridge section: `steps` of each training run")
+	bridgeData := fs.String("bridge-data", "", "bridge section: the `path` of the dataset both trainers read (default: the default dataset, generated once into the cache)")
+	bridgePython := fs.String("bridge-python", realrun.DefaultBridge.Python, "bridge section: the `python` that runs examples/train.py (with torch; PyAV, Pillow and NumPy for the stock loader)")
 	timeline := fs.String("timeline", "", fmt.Sprintf("`workload` of the torch/helix timeline figure (default: the most skewed); needs torch and helix in --loaders and at most %d ranks", report.MaxTimelineRanks))
 	parallel := fs.Int("parallel", 0, "`N` simulations run at once (0: one per CPU)")
 	bandwidth := fs.Float64("bandwidth-mbs", eval.DefaultNetwork.BandwidthMBs, "simulated exchange bandwidth per rank, `MB/s`")
@@ -133,6 +138,13 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	if err := cfg.Check(); err != nil {
 		return cli.Usagef("%w", err)
 	}
+	bridge := realrun.BridgeConfig{Steps: *bridgeSteps, Data: *bridgeData, Python: *bridgePython}
+	if bridge.Ranks, err = realrun.ParseRankList(*bridgeRanks); err != nil {
+		return cli.Usagef("%w", err)
+	}
+	if err := bridge.Check(MaxRealRanks(runtime.NumCPU())); err != nil {
+		return cli.Usagef("%w", err)
+	}
 	// So are the output paths, checked now (--out created, and removed
 	// again if the run fails and it is new; a new --json file created
 	// only when the report is written) rather than found unwritable
@@ -188,7 +200,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 			cfg.Eval.Log = logw
 		}
 	}
-	realrun.SetRealEnv(realrun.RealEnv{CacheDir: cli.CacheRoot(*cacheDir), Log: logw})
+	realrun.SetRealEnv(realrun.RealEnv{CacheDir: cli.CacheRoot(*cacheDir), Log: logw, Bridge: bridge})
 	cfg.Log = logw
 	rep, err := BuildReport(ctx, cfg)
 	if bl != nil {

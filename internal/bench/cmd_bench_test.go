@@ -75,7 +75,8 @@ func TestBenchCommand(t *testing.T) {
 // as testdata/bench_usage_errors.golden says.
 func TestBenchUsageErrors(t *testing.T) {
 	// The memory limit is this machine's: three quarters of it.
-	tr := clitest.NewTranscript().Replace(`over the limit of [0-9.]+ [GT]B`, "over the limit of LIMIT")
+	// The cap on real ranks is this machine's: 4 per core.
+	tr := clitest.NewTranscript().Replace(`over the limit of [0-9.]+ [GT]B`, "over the limit of LIMIT").Replace(`rank counts of 1\.\.[0-9]+`, "rank counts of 1..MAX")
 	for _, tt := range []struct {
 		args []string
 	}{
@@ -125,6 +126,11 @@ func TestBenchUsageErrors(t *testing.T) {
 		// A real run's ranks share this machine's cores: checked before
 		// 64000 samples are generated for 2000 ranks.
 		{[]string{"bench", "--real", "--ranks", "2000"}},
+		// The bridge section's runs: checked before any work too.
+		{[]string{"bench", "--bridge-ranks", "2,,4"}},
+		{[]string{"bench", "--bridge-ranks", "2,70000"}},
+		{[]string{"bench", "--bridge-steps", "8"}},
+		{[]string{"bench", "--bridge-data", "/nonexistent/shards"}},
 	} {
 		args := append(strings.Fields(tt.args[0]), tt.args[1:]...) // "bench calibrate" is two
 		stderr := usageLine(t, args...)

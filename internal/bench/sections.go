@@ -39,6 +39,7 @@ var sections = []sectionDef{
 	{name: "decode", title: "Decode time versus ffmpeg -threads 1 on the same clips", run: decodeSection},
 	{name: "validation", title: "Simulator versus real runs (4 ranks, generated data; torch, local, helix)", run: realrun.ValidationSection},
 	{name: "real", title: "Real runs: generated datasets and their provisioning on this machine", run: realrun.RealSection},
+	{name: "bridge", titleOf: func(*report.SectionEnv) string { return realrun.BridgeTitle() }, run: realrun.BridgeSection},
 	{name: "links", title: "Two nodes on this machine (2 x 2 ranks, default dataset): throughput and bytes moved versus the inter-node link rate", run: linksSection},
 }
 

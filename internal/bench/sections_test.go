@@ -19,7 +19,7 @@ func withSections(t *testing.T) {
 
 func TestSectionsOrderAndFailure(t *testing.T) {
 	withSections(t)
-	want := []string{"planner", "scale", "ratio", "tradeoff", "ranks", "allgather", "exchange", "decode", "validation", "real", "links"}
+	want := []string{"planner", "scale", "ratio", "tradeoff", "ranks", "allgather", "exchange", "decode", "validation", "real", "bridge", "links"}
 	if got := SectionNames(); !slices.Equal(got, want) {
 		t.Fatalf("sections %v, want %v", got, want)
 	}

@@ -4,7 +4,10 @@
 // their results parsed into the simulator's Result fields, and each run
 // replayed in the simulator as it ran — on the very samples it read, with
 // the cores, CPU time and allreduce it measured — for the "validation"
-// section (ValidationSection) and the "real" section (RealSection).
+// section (ValidationSection) and the "real" section (RealSection); and
+// the "bridge" section (BridgeSection): a real PyTorch trainer fed by
+// datahelix train and by stock torch, against the simulator of the same
+// configuration.
 //
 // It also runs the commands the measured sections need (MPIRun,
 // RunCommand).

@@ -42,6 +42,8 @@ type RealEnv struct {
 	Scale RealScale
 	// Cores is the CPU count the real runs share (0: runtime.NumCPU()).
 	Cores int
+	// Bridge sets the bridge section's runs (zero fields: DefaultBridge's).
+	Bridge BridgeConfig
 	// Log receives progress lines (nil: discarded).
 	Log io.Writer
 }
@@ -79,6 +81,7 @@ func CurrentRealEnv() (RealEnv, error) {
 		e.CacheDir = shardindex.DefaultCacheDir()
 	}
 	e.Scale = e.Scale.withDefaults()
+	e.Bridge = e.Bridge.withDefaults()
 	if e.Cores <= 0 {
 		e.Cores = runtime.NumCPU()
 	}
