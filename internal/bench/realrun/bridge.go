@@ -441,7 +441,7 @@ func (c BridgeConfig) bridgeData(ctx context.Context, re RealEnv, seed uint64) (
 	if c.Data != "" {
 		return filepath.Abs(c.Data)
 	}
-	dir := filepath.Join(re.CacheDir, gen.CacheName(fmt.Sprintf("default-seed%d", seed)))
+	dir := filepath.Join(re.CacheDir, gen.DefaultCacheName(seed))
 	if gen.Current(dir) {
 		return dir, nil
 	}
