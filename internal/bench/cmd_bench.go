@@ -44,6 +44,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	ratio := fs.Float64("ratio", 0, fmt.Sprintf("provisioning `ratio`: the CPUs prepare this many times what the GPUs consume (0: each workload's own, %g in the built-in files; %g to %g)", workload.ProvisionRatio, workload.MinRatio, workload.MaxRatio))
 	loaders := fs.String("loaders", "torch,torch-ddp,torch-pack,local,static,helix,helix-nogate,helix-notrain,oracle", "comma list of `loaders` to compare")
 	seed := fs.Uint64("seed", 1, "`seed` of every draw")
+	seeds := fs.Int("seeds", 1, fmt.Sprintf("simulate the evaluation under `N` seeds, --seed and the next ones, 1..%d: the report gives their means and the 95 %% confidence half-width of its goals' figures", MaxSeeds))
 	jsonOut := fs.String("json", "", "write the report as JSON to `file` (- for standard output)")
 	out := fs.String("out", "bench-out", "`dir`ectory for the CSV files and PNG figures")
 	cacheDir := fs.String("cache-dir", "", "cache `dir`ectory holding the calibration"+cli.CacheDirDefault)
@@ -130,7 +131,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	cfg := RunConfig{
 		Eval: eval.EvalConfig{Workloads: ws, Loaders: kinds, Ranks: *ranks, Steps: *steps, Batch: *batch, Seed: *seed,
 			Network: network, Parallel: *parallel, KeepTimelines: *ranks <= report.MaxTimelineRanks, NoSplit: *noSplit, NoiseOnTruth: *noiseOnTruth},
-		Real: *real, Sections: names, OutDir: *out, Timeline: *timeline,
+		Real: *real, Seeds: *seeds, Sections: names, OutDir: *out, Timeline: *timeline,
 		Scale: eval.ScaleConfig{Workload: *scaleWorkload, Loader: step.KindHelix, Ranks: *scaleRanks, Batch: *scaleBatch, Steps: *scaleSteps},
 	}
 	// Every flag is checked before any work: a bad one costs no

@@ -34,6 +34,10 @@ func RunReal(ctx context.Context, cfg eval.EvalConfig) (*eval.Evaluation, error)
 type RunConfig struct {
 	Eval eval.EvalConfig
 	Real bool // real runs instead of the simulator
+	// Seeds is how many seeds the simulated evaluation runs, Eval.Seed and
+	// the next ones (0 or 1: one): the report gives their means and the
+	// spread of its goals' figures (report.NewReportOver).
+	Seeds int
 	// Sections to run after the evaluation, by name (nil: all, empty:
 	// none).
 	Sections []string
@@ -64,6 +68,12 @@ func (c *RunConfig) Check() error {
 	if err := c.Eval.Check(); err != nil {
 		return err
 	}
+	switch {
+	case c.Seeds < 0 || c.Seeds > MaxSeeds:
+		return fmt.Errorf("bench: --seeds %d: want 1..%d", c.Seeds, MaxSeeds)
+	case c.Seeds > 1 && c.Real:
+		return fmt.Errorf("bench: --seeds %d: --real runs one seed (each real run takes minutes; simulate to average seeds)", c.Seeds)
+	}
 	if c.Real && c.Eval.Loaders != nil && len(realrun.Loaders(c.Eval.Loaders)) == 0 {
 		return fmt.Errorf("bench: --loaders oracle: --real needs another loader (the oracle exists only in simulation)")
 	}
@@ -82,6 +92,9 @@ func (c *RunConfig) Check() error {
 	}
 	return c.Scale.Check()
 }
+
+// MaxSeeds bounds --seeds: the evaluation runs once per seed.
+const MaxSeeds = 100
 
 // MaxRealRanks is the largest world --real runs on a machine of cores
 // cores: 4 ranks per core, at least 8 (the published setting). The
@@ -116,14 +129,26 @@ func BuildReport(ctx context.Context, cfg RunConfig) (*report.Report, error) {
 	if cfg.Real {
 		run = RunReal
 	}
-	ev, err := run(ctx, cfg.Eval)
-	if err != nil {
-		return nil, err
+	evs := make([]*eval.Evaluation, max(cfg.Seeds, 1))
+	for i := range evs {
+		ec := cfg.Eval
+		ec.Seed += uint64(i)
+		if len(evs) > 1 {
+			fmt.Fprintf(cfg.Log, "bench: seed %d (%d of %d)\n", ec.Seed, i+1, len(evs))
+		}
+		var err error
+		if evs[i], err = run(ctx, ec); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Eval.Network == (eval.Network{}) {
 		cfg.Eval.Network = eval.DefaultNetwork
 	}
-	r := report.NewReport(cfg.Machine, cfg.Eval, ev, cfg.Eval.Calibration)
+	r, err := report.NewReportOver(cfg.Machine, cfg.Eval, evs, cfg.Eval.Calibration)
+	if err != nil {
+		return nil, err
+	}
+	ev := evs[0]
 	if cfg.Sections == nil || len(cfg.Sections) > 0 {
 		env := &report.SectionEnv{Mode: ev.Mode, Ranks: cfg.Eval.Ranks, Seed: cfg.Eval.Seed, Workloads: cfg.Eval.Workloads,
 			Calibration: cfg.Eval.Calibration, Eval: ev, Scale: cfg.Scale, OutDir: cfg.OutDir, Log: cfg.Log}

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/datahelix/datahelix/internal/bench/eval"
@@ -43,35 +42,6 @@ var SweepRanks = []int{8, 32, 128, 512}
 // sweepLoaders are the loaders a sweep compares.
 var sweepLoaders = []step.Kind{step.KindTorch, step.KindHelix}
 
-// tCrit975 is the two-sided 95 % quantile of Student's t for 1 to 10
-// degrees of freedom (index: dof-1).
-var tCrit975 = []float64{12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228}
-
-// meanCI returns the mean of xs and the half-width of its 95 % confidence
-// interval (Student's t; 0 for fewer than two values).
-func meanCI(xs []float64) (mean, half float64) {
-	n := len(xs)
-	if n == 0 {
-		return math.NaN(), 0
-	}
-	for _, x := range xs {
-		mean += x
-	}
-	mean /= float64(n)
-	if n < 2 {
-		return mean, 0
-	}
-	var ss float64
-	for _, x := range xs {
-		ss += (x - mean) * (x - mean)
-	}
-	t := 1.96
-	if n-1 <= len(tCrit975) {
-		t = tCrit975[n-2]
-	}
-	return mean, t * math.Sqrt(ss/float64(n-1)/float64(n))
-}
-
 // sweepPoint is what the seeds of one sweep point measured, per seed.
 type sweepPoint struct {
 	torchMiss, helixMiss, torchWait, helixWait, torchTput, helixTput, ratio []float64
@@ -93,7 +63,7 @@ func (p *sweepPoint) add(torch, helix eval.Result) {
 func (p *sweepPoint) cells() []any {
 	var out []any
 	for _, xs := range [][]float64{p.torchMiss, p.helixMiss, p.torchWait, p.helixWait, p.torchTput, p.helixTput, p.ratio} {
-		m, h := meanCI(xs)
+		m, h := report.MeanCI(xs)
 		out = append(out, m, h)
 	}
 	return out
@@ -163,7 +133,7 @@ func ratioSection(ctx context.Context, env *report.SectionEnv) (*report.Section,
 		for _, w := range ws {
 			p := pts[w.Name]
 			s.Rows = append(s.Rows, append([]any{w.Name, r, RatioSweepRanks, RatioSweepSteps, SweepSeeds}, p.cells()...))
-			m, _ := meanCI(p.ratio)
+			m, _ := report.MeanCI(p.ratio)
 			switch r {
 			case SweepRatios[0]:
 				low = append(low, m)
@@ -172,8 +142,8 @@ func ratioSection(ctx context.Context, env *report.SectionEnv) (*report.Section,
 			}
 		}
 	}
-	lm, _ := meanCI(low)
-	hm, _ := meanCI(high)
+	lm, _ := report.MeanCI(low)
+	hm, _ := report.MeanCI(high)
 	s.Headline = fmt.Sprintf("helix/torch throughput, mean over %d skewed workloads: %.2fx at ratio %.1f, %.2fx at %.1f",
 		len(ws), lm, SweepRatios[0], hm, SweepRatios[len(SweepRatios)-1])
 	s.Note = fmt.Sprintf("steady figures; mean over %d seeds with the 95 %% confidence half-width (Student's t); took %.0f s here",
@@ -200,7 +170,7 @@ func ranksSection(ctx context.Context, env *report.SectionEnv) (*report.Section,
 		}
 		p := pts[ws[0].Name]
 		s.Rows = append(s.Rows, append([]any{ws[0].Name, n, RanksSweepSteps, SweepSeeds, time.Since(t).Seconds()}, p.cells()...))
-		m, _ := meanCI(p.ratio)
+		m, _ := report.MeanCI(p.ratio)
 		if i == 0 {
 			first = m
 		}

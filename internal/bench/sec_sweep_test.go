@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/datahelix/datahelix/internal/bench/eval"
+	"github.com/datahelix/datahelix/internal/bench/report"
 	"github.com/datahelix/datahelix/internal/bench/workload"
 	"github.com/datahelix/datahelix/internal/step"
 )
@@ -22,9 +23,9 @@ func TestMeanCI(t *testing.T) {
 		// n = 2: 12.706 x sd/sqrt(2), sd = sqrt(2).
 		{[]float64{0, 2}, 1, 12.706},
 	} {
-		m, h := meanCI(tt.xs)
+		m, h := report.MeanCI(tt.xs)
 		if math.Abs(m-tt.mean) > 1e-12 || math.Abs(h-tt.half) > 1e-9 {
-			t.Errorf("meanCI(%v) = %v ± %v, want %v ± %v", tt.xs, m, h, tt.mean, tt.half)
+			t.Errorf("report.MeanCI(%v) = %v ± %v, want %v ± %v", tt.xs, m, h, tt.mean, tt.half)
 		}
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -526,4 +528,55 @@ func RunSim(ctx context.Context, cfg EvalConfig) (*Evaluation, error) {
 		}
 	}
 	return ev, nil
+}
+
+// Mean averages evaluations of the same workloads and loaders under
+// different seeds: each result's figures are the mean of the seeds'
+// (counts rounded; ElapsedS their sum, the simulations' time in all), its
+// batches hash and timelines the first seed's, and
+// the setups the first seed's (their shapes depend on the workload, not
+// the seed; the imbalance measured under the first). The evaluations must
+// hold the same results in the same order.
+func Mean(evs []*Evaluation) (*Evaluation, error) {
+	if len(evs) == 0 {
+		return nil, fmt.Errorf("bench: no evaluation to average")
+	}
+	first := evs[0]
+	out := &Evaluation{Mode: first.Mode, Setups: first.Setups, Timelines: first.Timelines, Results: slices.Clone(first.Results)}
+	if len(evs) == 1 {
+		return out, nil
+	}
+	n := float64(len(evs))
+	for i := range out.Results {
+		m := &out.Results[i]
+		var misses, steady float64
+		*m = Result{Workload: m.Workload, Loader: m.Loader, Ranks: m.Ranks, Mode: m.Mode, Skew: m.Skew, Steps: m.Steps, Batch: m.Batch,
+			Workers: m.Workers, BatchesHash: m.BatchesHash}
+		for _, ev := range evs {
+			if len(ev.Results) != len(first.Results) || ev.Results[i].Workload != m.Workload || ev.Results[i].Loader != m.Loader {
+				return nil, fmt.Errorf("bench: evaluations of different runs cannot be averaged")
+			}
+			x := ev.Results[i]
+			m.MissRate += x.MissRate / n
+			m.GPUWaitFrac += x.GPUWaitFrac / n
+			m.ThroughputSPS += x.ThroughputSPS / n
+			m.BytesMovedPerStep += x.BytesMovedPerStep / n
+			misses += float64(x.Misses) / n
+			m.GPUWaitS += x.GPUWaitS / n
+			m.WallS += x.WallS / n
+			steady += float64(x.SteadySteps) / n
+			m.SteadyStepMissRate += x.SteadyStepMissRate / n
+			m.SteadyJobStallFrac += x.SteadyJobStallFrac / n
+			m.SteadyEfficiency += x.SteadyEfficiency / n
+			m.SteadyThroughputSPS += x.SteadyThroughputSPS / n
+			m.SteadyMissRate += x.SteadyMissRate / n
+			m.SteadyGPUWaitFrac += x.SteadyGPUWaitFrac / n
+			m.TimeToFirstBatchS += x.TimeToFirstBatchS / n
+			m.WarmupStallS += x.WarmupStallS / n
+			m.PlanUSP50 += x.PlanUSP50 / n
+			m.ElapsedS += x.ElapsedS
+		}
+		m.Misses, m.SteadySteps = int(math.Round(misses)), int(math.Round(steady))
+	}
+	return out, nil
 }

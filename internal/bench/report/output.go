@@ -57,6 +57,7 @@ var Units = map[string]string{
 	"attribution":                    "ratios of steady throughputs (scheduling: local/torch; decode_balancing: helix-notrain/local; gpu_balancing: helix/helix-notrain)",
 	"*_gain_mean":                    "geometric mean over the skewed workloads of the attribution's ratio",
 	"uniform_regression_max":         "fraction (1 - helix/best other loader's steady GPU efficiency, largest over the uniform workloads)",
+	"ci95":                           "the figure's own unit: the 95 % confidence half-width over the seeds",
 	"uniform_regression_max_samples": "fraction (1 - helix/best other loader's steady samples/s, largest over the uniform workloads)",
 	"seeds":                          "count",
 }
@@ -231,6 +232,15 @@ func (r *Report) summaryRows() [][]string {
 			cell = strconv.FormatFloat(x, 'g', 8, 64)
 		case []string:
 			cell = strings.Join(x, " ")
+		case map[string]float64: // CI95: a column per figure, empty for one seed
+			for _, f := range ciFigures {
+				c := ""
+				if h, ok := x[f.key]; ok {
+					c = strconv.FormatFloat(h, 'g', 8, 64)
+				}
+				head, row = append(head, "ci95_"+f.key), append(row, c)
+			}
+			continue
 		default:
 			cell = fmt.Sprint(x)
 		}

@@ -176,9 +176,13 @@ type Summary struct {
 	UniformRegressionMax    *float64 `json:"uniform_regression_max"`
 	UniformRegressionMaxSPS *float64 `json:"uniform_regression_max_samples"`
 	// Seeds is how many seeds each figure is over; Steps the steps of
-	// each run.
-	Seeds int `json:"seeds"`
-	Steps int `json:"steps"`
+	// each run. With several seeds the results are the seeds' means and
+	// the figures above are computed on them; CI95 gives, under the same
+	// keys, the 95 % confidence half-width (Student's t) of each figure
+	// over the seeds' own summaries, where every seed defines it.
+	Seeds int                `json:"seeds"`
+	Steps int                `json:"steps"`
+	CI95  map[string]float64 `json:"ci95,omitempty"`
 
 	StepMissReductionWorkloads int `json:"steady_step_miss_reduction_workloads"`
 	StallReductionWorkloads    int `json:"steady_stall_reduction_workloads"`
@@ -235,6 +239,58 @@ func NewReport(m machine.Machine, cfg eval.EvalConfig, ev *eval.Evaluation, cal 
 	r.Summary = summarize(r.Comparisons, ev.Setups, 1, cfg.Steps)
 	r.Goals = goals(r)
 	return r
+}
+
+// ciFigures are the summary's figures that get a confidence half-width
+// over seeds (Summary.CI95), by JSON name, in summary.csv's order.
+var ciFigures = []struct {
+	key string
+	get func(s Summary) *float64
+}{
+	{"steady_step_miss_reduction_vs_torch_mean", func(s Summary) *float64 { return s.SteadyStepMissReductionVsTorchMean }},
+	{"steady_stall_reduction_vs_torch_mean", func(s Summary) *float64 { return s.SteadyStallReductionVsTorchMean }},
+	{"throughput_ratio_vs_torch_max", func(s Summary) *float64 { return s.ThroughputRatioVsTorchMax }},
+	{"throughput_ratio_vs_oracle_min", func(s Summary) *float64 { return s.ThroughputRatioVsOracleMin }},
+	{"uniform_regression_max", func(s Summary) *float64 { return s.UniformRegressionMax }},
+	{"uniform_regression_max_samples", func(s Summary) *float64 { return s.UniformRegressionMaxSPS }},
+}
+
+// NewReportOver is NewReport over the evaluations of several seeds of
+// the same configuration: the results are their means (eval.Mean), the
+// comparisons and summary are those of the means, and Summary.CI95 holds
+// the spread of the goals' figures over the seeds.
+func NewReportOver(m machine.Machine, cfg eval.EvalConfig, evs []*eval.Evaluation, cal *costmodel.Calibration) (*Report, error) {
+	ev, err := eval.Mean(evs)
+	if err != nil {
+		return nil, err
+	}
+	r := NewReport(m, cfg, ev, cal)
+	if len(evs) < 2 {
+		return r, nil
+	}
+	r.Summary.Seeds = len(evs)
+	per := make([]Summary, len(evs))
+	for i, e := range evs {
+		var cs []Comparison
+		for _, s := range e.Setups {
+			cs = append(cs, compare(s.Workload, s.Skew, e.Results))
+		}
+		per[i] = summarize(cs, e.Setups, 1, cfg.Steps)
+	}
+	r.Summary.CI95 = map[string]float64{}
+	for _, f := range ciFigures {
+		var xs []float64
+		for _, s := range per {
+			if x := f.get(s); x != nil {
+				xs = append(xs, *x)
+			}
+		}
+		if len(xs) == len(per) {
+			_, r.Summary.CI95[f.key] = MeanCI(xs)
+		}
+	}
+	r.Goals = goals(r)
+	return r, nil
 }
 
 // AddSection appends a section and re-evaluates the goals (the scale

@@ -559,3 +559,43 @@ func measuredCalibration() *costmodel.Calibration {
 	c.Presets = slices.Clone(workload.CalibratePresets)
 	return c
 }
+
+// TestReportOverSeeds: over two seeds the results are the means, the
+// summary's figures those of the means, and CI95 the seeds' spread: on
+// workload A helix's throughput ratio over torch is 2.4x under one seed
+// and 2.0x under the other (torch 100 and 120 samples/s), so the means
+// give 240/110 and the half-width is t(1 dof) x the standard error of
+// {2.4, 2.0}. Evaluations of different runs are refused.
+func TestReportOverSeeds(t *testing.T) {
+	one := handResults()
+	two := handResults()
+	for i := range two {
+		if x := &two[i]; x.Workload == "A" && x.Loader == "torch" {
+			x.SteadyThroughputSPS, x.SteadyEfficiency = 120, 0.4
+		}
+	}
+	evs := []*eval.Evaluation{{Mode: "sim", Setups: handSetups, Results: one}, {Mode: "sim", Setups: handSetups, Results: two}}
+	cfg := eval.EvalConfig{Ranks: 8, Steps: 100, Seed: 1, Network: eval.DefaultNetwork}
+	r, err := NewReportOver(machine.Machine{Host: "h"}, cfg, evs, workload.DefaultCalibration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Summary.Seeds != 2 {
+		t.Errorf("seeds %d, want 2", r.Summary.Seeds)
+	}
+	torch := find(r.Results, "A", step.KindTorch)
+	if torch.SteadyThroughputSPS != 110 {
+		t.Errorf("torch's mean steady throughput on A %v, want 110", torch.SteadyThroughputSPS)
+	}
+	if got := r.Comparisons[0].VsTorch.ThroughputRatio; !near(got, 240.0/110) {
+		t.Errorf("helix/torch on A %v, want %v", *got, 240.0/110)
+	}
+	want := 12.706 * 0.2 // sd of {2.4, 2.0} is 0.2*sqrt(2), over sqrt(2)
+	if h, ok := r.Summary.CI95["throughput_ratio_vs_torch_max"]; !ok || math.Abs(h-want) > 1e-9 {
+		t.Errorf("ci95 of throughput_ratio_vs_torch_max %v (%v), want %v", h, ok, want)
+	}
+	bad := handResults()[1:]
+	if _, err := NewReportOver(machine.Machine{}, cfg, []*eval.Evaluation{evs[0], {Mode: "sim", Setups: handSetups, Results: bad}}, nil); err == nil {
+		t.Error("evaluations of different runs averaged")
+	}
+}

@@ -160,19 +160,35 @@ func (r *Report) WriteText(w io.Writer) error {
 		return why
 	}
 	floor := fmt.Sprintf("no skewed workload where torch had %.0f %% to reduce", 100*ReduceFloor)
+	// ci is " ± h" for a figure with a confidence half-width over the
+	// seeds: points for a percentage (pct), else a ratio's.
+	ci := func(name string, points bool) string {
+		h, ok := s.CI95[name]
+		switch {
+		case !ok:
+			return ""
+		case points:
+			return fmt.Sprintf(" ± %.1f points", 100*h)
+		}
+		return fmt.Sprintf(" ± %.3fx", h)
+	}
 	ew.printf("  steady_step_miss_reduction_vs_torch_mean %s\n", key(s.SteadyStepMissReductionVsTorchMean,
-		meanOverText(s.SteadyStepMissReductionVsTorchMean, s.StepMissReductionWorkloads), vsTorch(floor)))
+		meanOverText(s.SteadyStepMissReductionVsTorchMean, s.StepMissReductionWorkloads)+ci("steady_step_miss_reduction_vs_torch_mean", true), vsTorch(floor)))
 	ew.printf("  steady_stall_reduction_vs_torch_mean     %s\n", key(s.SteadyStallReductionVsTorchMean,
-		meanOverText(s.SteadyStallReductionVsTorchMean, s.StallReductionWorkloads), vsTorch(floor)))
+		meanOverText(s.SteadyStallReductionVsTorchMean, s.StallReductionWorkloads)+ci("steady_stall_reduction_vs_torch_mean", true), vsTorch(floor)))
 	ew.printf("  throughput_ratio_vs_torch_max            %s\n", key(s.ThroughputRatioVsTorchMax,
-		fmtX(s.ThroughputRatioVsTorchMax)+" ("+s.ThroughputRatioVsTorchMaxWorkload+")", vsTorch("no skewed workload")))
+		fmtX(s.ThroughputRatioVsTorchMax)+ci("throughput_ratio_vs_torch_max", false)+" ("+s.ThroughputRatioVsTorchMaxWorkload+")", vsTorch("no skewed workload")))
 	ew.printf("  throughput_ratio_vs_oracle_min           %s\n", key(s.ThroughputRatioVsOracleMin,
-		fmtX(s.ThroughputRatioVsOracleMin)+" ("+s.ThroughputRatioVsOracleMinWorkload+")", "the oracle was not run"))
+		fmtX(s.ThroughputRatioVsOracleMin)+ci("throughput_ratio_vs_oracle_min", false)+" ("+s.ThroughputRatioVsOracleMinWorkload+")", "the oracle was not run"))
 	ew.printf("  uniform_regression_max                   %s\n", key(s.UniformRegressionMax,
-		pct(s.UniformRegressionMax)+" ("+s.UniformRegressionMaxWorkload+"), by GPU efficiency", "no uniform workload with another loader run"))
+		pct(s.UniformRegressionMax)+ci("uniform_regression_max", true)+" ("+s.UniformRegressionMaxWorkload+"), by GPU efficiency", "no uniform workload with another loader run"))
 	ew.printf("  uniform_regression_max_samples           %s\n", key(s.UniformRegressionMaxSPS,
-		pct(s.UniformRegressionMaxSPS)+" ("+s.UniformRegressionMaxSPSWorkload+"), by samples/s", "no uniform workload with another loader run"))
-	ew.printf("  seeds %d, steps %d\n", s.Seeds, s.Steps)
+		pct(s.UniformRegressionMaxSPS)+ci("uniform_regression_max_samples", true)+" ("+s.UniformRegressionMaxSPSWorkload+"), by samples/s", "no uniform workload with another loader run"))
+	if s.Seeds > 1 {
+		ew.printf("  seeds %d (the results are their means; ± the 95 %% confidence half-width over the seeds), steps %d\n", s.Seeds, s.Steps)
+	} else {
+		ew.printf("  seeds %d, steps %d\n", s.Seeds, s.Steps)
+	}
 	if torchRun {
 		ew.printf("  per rank, beside them, helix vs torch: %s, %s\n",
 			reductionText(s.SteadyMissReductionVsTorchMean, "fewer misses", "misses"), reductionText(s.SteadyWaitReductionVsTorchMean, "less wait", "wait"))
