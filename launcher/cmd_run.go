@@ -77,10 +77,11 @@ func defaultDir(root string, seed uint64) string {
 }
 
 // interleavedDefault makes sure the uniform layout of the default dataset
-// in dir exists (gen.Interleave: the same samples dealt across its
-// shards), made once per node as the dataset is, and returns its path.
-func interleavedDefault(c collective.Comm, dir string) (string, error) {
-	out := dir + "-interleaved"
+// of seed in the cache root exists (gen.Interleave: the same samples
+// dealt across its shards), made once per node after the dataset, and
+// returns its path.
+func interleavedDefault(c collective.Comm, root string, seed uint64) (string, error) {
+	dir, out := defaultDir(root, seed), filepath.Join(root, gen.InterleavedCacheName(seed))
 	var err error
 	if c.Info().LocalRank == 0 && !gen.Current(out) {
 		_, err = gen.Install(out, func(tmp string) error {
@@ -266,10 +267,17 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 	for i, rc := range f.cases {
 		cases[i] = caseResults{runCase: rc, data: j.data}
 	}
+	dss := []*decode.Dataset{j.ds}
 	if len(cases) > 1 {
-		if cases[1].data, err = interleavedDefault(c, j.data); err != nil {
+		if cases[1].data, err = interleavedDefault(c, cli.CacheRoot(f.cacheDir), f.seed); err != nil {
 			return err
 		}
+		ds, err := openData(c, f, cli.CacheRoot(f.cacheDir), cases[1].data)
+		if err != nil {
+			return err
+		}
+		defer ds.Close()
+		dss = append(dss, ds)
 	}
 	var bar *progressbar.ProgressBar
 	if c.Rank() == 0 && !f.quiet {
@@ -285,17 +293,8 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 	// ranks after the last run, they decide the job's exit.
 	var counts []int64
 	var runs []spmd.Kind // the loader of each run, in counts' order
-	root := cli.CacheRoot(f.cacheDir)
 	for ci := range cases {
-		cr := &cases[ci]
-		ds := j.ds
-		if ci > 0 {
-			watch.Stop() // opening a dataset is no step
-			if ds, err = openData(c, f, root, cr.data); err != nil {
-				return err
-			}
-			defer ds.Close()
-		}
+		cr, ds := &cases[ci], dss[ci]
 		samples := loader.NewSampleLog() // a bad sample is logged once, not per loader
 		for r := range f.repeat {
 			var row []metrics.Summary

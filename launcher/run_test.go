@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"archive/tar"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -348,4 +349,86 @@ func readSummaries(t *testing.T, path string) []metrics.Summary {
 		t.Fatal(err)
 	}
 	return rs
+}
+
+// TestDefaultJobUnderMPIRun: run without --data, under mpirun at 2 ranks,
+// trains the default dataset as generated (skewed) and dealt across its
+// shards (uniform), each loader twice (--repeat 2): the JSON holds the
+// 8 runs in order with their case and repeat, both layouts hold the same
+// samples (the uniform shards were made from the skewed ones), and the
+// table shows both headings, the spread and the closing line.
+func TestDefaultJobUnderMPIRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("generates the default dataset once (about 30 s) and runs 8 short runs")
+	}
+	cache := filepath.Join(os.TempDir(), "datahelix-testdata")
+	out := filepath.Join(t.TempDir(), "run.json")
+	log, err := mpirunMain(t, 2, "run", "--steps", "10", "--repeat", "2", "--frames", "2", "--size", "32",
+		"--gpu-step-ms", "5", "--gpu-ms-per-frame", "0", "--quiet", "--cache-dir", cache, "--json", out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	for _, want := range []string{"== skewed: ", "== uniform: ", "over 2 runs, median (lowest–highest)", "helix vs torch, steady throughput over 2 runs: skewed "} {
+		if !strings.Contains(log, want) {
+			t.Errorf("no %q in the output:\n%s", want, log)
+		}
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs []struct {
+		Loader string `json:"loader"`
+		Case   string `json:"case"`
+		Repeat int    `json:"repeat"`
+		Batch  int    `json:"batch"`
+		Job    struct {
+			Cases []struct{ Name, Data string } `json:"cases"`
+		} `json:"job"`
+	}
+	if err := json.Unmarshal(raw, &runs); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range runs {
+		got = append(got, fmt.Sprintf("%s/%d/%s", r.Case, r.Repeat, r.Loader))
+	}
+	want := []string{"skewed/1/torch", "skewed/1/helix", "skewed/2/torch", "skewed/2/helix",
+		"uniform/1/torch", "uniform/1/helix", "uniform/2/torch", "uniform/2/helix"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("runs %v, want %v", got, want)
+	}
+	if runs[0].Batch != defaultJobBatch {
+		t.Errorf("batch %d, want the default job's %d", runs[0].Batch, defaultJobBatch)
+	}
+	cases := runs[0].Job.Cases
+	if len(cases) != 2 || cases[0].Name != "skewed" || cases[1].Name != "uniform" {
+		t.Fatalf("job cases %+v", cases)
+	}
+	// The same samples, in other shards: the same members, keys and bytes.
+	members := func(dir string) []string {
+		paths, _ := filepath.Glob(filepath.Join(dir, "*.tar"))
+		var all []string
+		for _, p := range paths {
+			f, err := os.Open(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr := tar.NewReader(f)
+			for {
+				h, err := tr.Next()
+				if err != nil {
+					break
+				}
+				all = append(all, fmt.Sprintf("%s %d", h.Name, h.Size))
+			}
+			f.Close()
+		}
+		slices.Sort(all)
+		return all
+	}
+	a, b := members(cases[0].Data), members(cases[1].Data)
+	if len(a) == 0 || !slices.Equal(a, b) {
+		t.Errorf("the uniform layout holds %d members, the skewed %d, not the same ones", len(b), len(a))
+	}
 }

@@ -107,6 +107,12 @@ func DefaultCacheName(seed uint64) string {
 	return CacheName(fmt.Sprintf("default-%s-seed%d", Default("").Preset, seed))
 }
 
+// InterleavedCacheName is the name of the default dataset of seed dealt
+// across its shards (Interleave) in a cache directory.
+func InterleavedCacheName(seed uint64) string {
+	return CacheName(fmt.Sprintf("default-%s-seed%d-interleaved", Default("").Preset, seed))
+}
+
 // Bounds of a Config (and of gen's flags).
 const (
 	// MaxSamples bounds Config.Samples: ten million samples is days of
