@@ -168,9 +168,10 @@ func decodeBlock(data []byte, b *Block) error {
 	b.Margin = i64(32)
 	b.Progress = Progress{Deadline: i64(40), Backlog: i64(48), Capacity: i64(56), Bandwidth: i64(64), Latency: i64(72),
 		Node: i64(80), NodeBandwidth: i64(88), NodeLatency: i64(96)}
-	b.Samples = b.Samples[:0]
-	for off := blockHeaderSize; off < len(data); off += blockSampleSize {
-		b.Samples = append(b.Samples, Sample{ID: le.Uint64(data[off:]), Owner: b.Rank, Bytes: i64(off + 8), Cost: i64(off + 16), Train: i64(off + 24)})
+	b.Samples = grow(b.Samples, int(count))
+	for i := range b.Samples {
+		d := data[blockHeaderSize+i*blockSampleSize:][:blockSampleSize]
+		b.Samples[i] = Sample{ID: le.Uint64(d), Owner: b.Rank, Bytes: int64(le.Uint64(d[8:])), Cost: int64(le.Uint64(d[16:])), Train: int64(le.Uint64(d[24:]))}
 	}
 	if err := b.check(); err != nil {
 		return fmt.Errorf("%w: %v", ErrBlock, err)
@@ -184,45 +185,69 @@ func decodeBlock(data []byte, b *Block) error {
 // as block 0; a rank that disagrees is named in the error, which wraps
 // ErrBlock. The decoded input is validated as by Input.Validate.
 func DecodeInput(buf []byte, in *Input) error {
+	table := tables.Get().(*[]uint32)
+	var err error
+	if *table, err = decodeInput(buf, in, *table); err != nil {
+		return err // the table may be lost with the error
+	}
+	tables.Put(table)
+	return nil
+}
+
+// decodeInput is DecodeInput with table as the uniqueness check's
+// scratch, which it returns for reuse.
+func decodeInput(buf []byte, in *Input, table []uint32) ([]uint32, error) {
 	var blk Block
 	if len(buf) < blockHeaderSize {
-		return fmt.Errorf("%w: allgathered buffer of %d bytes is shorter than one header", ErrBlock, len(buf))
+		return table, fmt.Errorf("%w: allgathered buffer of %d bytes is shorter than one header", ErrBlock, len(buf))
 	}
 	count := binary.LittleEndian.Uint32(buf[12:])
 	if count < 1 || count > maxBatch {
-		return fmt.Errorf("%w: rank 0 block: sample count %d outside [1, %d]", ErrBlock, count, maxBatch)
+		return table, fmt.Errorf("%w: rank 0 block: sample count %d outside [1, %d]", ErrBlock, count, maxBatch)
 	}
 	size := BlockSize(int(count))
 	if len(buf)%size != 0 {
-		return fmt.Errorf("%w: allgathered buffer of %d bytes is not a whole number of %d-byte blocks", ErrBlock, len(buf), size)
+		return table, fmt.Errorf("%w: allgathered buffer of %d bytes is not a whole number of %d-byte blocks", ErrBlock, len(buf), size)
 	}
 	n := len(buf) / size
 	if n > maxRanks {
-		return fmt.Errorf("%w: %d blocks, more than %d ranks", ErrBlock, n, maxRanks)
+		return table, fmt.Errorf("%w: %d blocks, more than %d ranks", ErrBlock, n, maxRanks)
 	}
 	c := int(count)
 	in.Batch = c
 	in.Ranks = in.Ranks[:0]
 	in.Samples = slices.Grow(in.Samples[:0], n*c)[:n*c]
+	// The ids go into the uniqueness check block by block, while the
+	// block's samples are in cache; a duplicate is reported after every
+	// block has decoded.
+	ids := idSet{table: table}
+	ids.reset(n * c)
 	for r := range n {
 		// decodeBlock appends exactly c samples, in place.
 		blk.Samples = in.Samples[r*c : r*c : (r+1)*c]
 		if err := decodeBlock(buf[r*size:(r+1)*size], &blk); err != nil {
-			return fmt.Errorf("rank %d block: %w", r, err)
+			return table, fmt.Errorf("rank %d block: %w", r, err)
 		}
 		if blk.Rank != r {
-			return fmt.Errorf("%w: block at position %d says it is rank %d", ErrBlock, r, blk.Rank)
+			return table, fmt.Errorf("%w: block at position %d says it is rank %d", ErrBlock, r, blk.Rank)
 		}
 		if r == 0 {
 			in.Params, in.Step = blk.Params, blk.Step
 		} else if blk.Params != in.Params || blk.Step != in.Step {
-			return fmt.Errorf("%w: rank %d plans step %d with mode %s, seed %d, margin %d µs, no GPU-work phase %v; rank 0 plans step %d with mode %s, seed %d, margin %d µs, no GPU-work phase %v",
+			return table, fmt.Errorf("%w: rank %d plans step %d with mode %s, seed %d, margin %d µs, no GPU-work phase %v; rank 0 plans step %d with mode %s, seed %d, margin %d µs, no GPU-work phase %v",
 				ErrBlock, r, blk.Step, blk.Mode, blk.Seed, blk.Margin, blk.NoTrain, in.Step, in.Mode, in.Seed, in.Margin, in.NoTrain)
 		}
 		in.Ranks = append(in.Ranks, blk.Progress)
+		for k := r * c; k < (r+1)*c; k++ {
+			ids.add(in.Samples[k].ID)
+		}
 	}
-	if err := in.Validate(); err != nil {
-		return fmt.Errorf("%w: %w", ErrBlock, err)
+	// Every check of Input.Validate but the ids' uniqueness has passed:
+	// decodeBlock checked each block's parameters, progress and samples,
+	// the sizes and the batch, and the owners are the blocks' positions.
+	table, err := in.checkUnique(&ids)
+	if err != nil {
+		return table, fmt.Errorf("%w: %w", ErrBlock, err)
 	}
-	return nil
+	return table, nil
 }

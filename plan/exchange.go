@@ -154,7 +154,7 @@ func (p *Planner) absorb(r int32, level int64) int64 {
 	if h >= One {
 		return math.MaxInt64 // more than any batch holds
 	}
-	q, _ := bits.Div64(h, l, One)
+	q := h<<(64-oneBits) | l>>oneBits // h:l / One, One = 2^oneBits
 	return int64(min(q, math.MaxInt64)) - p.work[r]
 }
 
@@ -185,36 +185,40 @@ func crossing(diff, cs, ct int64) int64 {
 // sample, although the runtime sends one message per pair of ranks: the
 // gate errs on the side of not moving.
 func (p *Planner) transfer(k, from, to int32) (time int64, away bool) {
-	return p.arrival(k, to) - p.arrival(k, from), int(to) != p.in.Samples[k].Owner
+	owner := p.owner(k)
+	return p.arrivalFrom(k, owner, to) - p.arrivalFrom(k, owner, from), to != owner
 }
 
 // arrival is the predicted transfer time of sample k from its owner to
 // rank r: 0 at the owner.
 func (p *Planner) arrival(k, r int32) int64 {
-	owner := k / int32(p.in.Batch)
+	return p.arrivalFrom(k, p.owner(k), r)
+}
+
+// arrivalFrom is arrival for sample k of rank owner.
+func (p *Planner) arrivalFrom(k, owner, r int32) int64 {
 	if r == owner {
 		return 0
 	}
 	bw, lat := p.in.Ranks[owner].path(&p.in.Ranks[r])
-	return lat + (p.in.Samples[k].Bytes*One+bw-1)/bw
+	return lat + (p.size[k]*One+bw-1)/bw
 }
 
 // netDelta returns the change in the samples away from their owner's
 // node when sample k moves from rank from to rank to: 0 on one node.
 func (p *Planner) netDelta(k, from, to int32) int64 {
-	owner := &p.in.Ranks[k/int32(p.in.Batch)]
+	owner := &p.in.Ranks[p.owner(k)]
 	return int64(btoi(owner.Node != p.in.Ranks[to].Node) - btoi(owner.Node != p.in.Ranks[from].Node))
 }
 
 // bytesDelta returns the change in bytes away from owners when sample k
 // moves from rank from to rank to.
 func (p *Planner) bytesDelta(k, from, to int32) int64 {
-	owner := k / int32(p.in.Batch)
-	switch owner {
+	switch p.owner(k) {
 	case to:
-		return -p.in.Samples[k].Bytes
+		return -p.size[k]
 	case from:
-		return p.in.Samples[k].Bytes
+		return p.size[k]
 	}
 	return 0
 }
@@ -233,7 +237,7 @@ func (p *Planner) undo(x Exchange) {
 	b := p.in.Batch
 	ai := slices.Index(p.slots[int(x.To)*b:int(x.To+1)*b], x.A)
 	bi := slices.Index(p.slots[int(x.From)*b:int(x.From+1)*b], x.B)
-	d := p.in.Samples[x.A].Cost - p.in.Samples[x.B].Cost
+	d := p.cost[x.A] - p.cost[x.B]
 	p.bytes += p.bytesDelta(x.A, x.To, x.From) + p.bytesDelta(x.B, x.From, x.To)
 	p.move(x.To, ai, x.From, bi, p.excessWith(x.To, p.work[x.To]-d), p.excessWith(x.From, p.work[x.From]+d))
 }
@@ -256,13 +260,10 @@ func (p *Planner) move(s int32, si int, t int32, ti int, es, et int64) {
 	as[si], at[ti] = j, i
 	p.resort(as, si)
 	p.resort(at, ti)
-	p.hi.fix(s)
-	p.hi.fix(t)
-	p.lo.fix(s)
-	p.lo.fix(t)
+	p.hi.fixPair(s, t)
+	p.lo.fixPair(s, t)
 	p.minCost[s], p.minCost[t] = p.cost[as[b-1]], p.cost[at[b-1]]
-	p.cheap.fix(s)
-	p.cheap.fix(t)
+	p.cheap.fixPair(s, t)
 }
 
 // resort moves the sample at position i of the sorted range r to its place.

@@ -3,13 +3,16 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/datahelix/datahelix/internal/planlimits"
 )
 
 // One is the fixed-point scale of Progress.Capacity and
 // Progress.Bandwidth: a value of One means 1.0.
-const One = 1 << 16
+const One = 1 << oneBits
+
+const oneBits = 16
 
 // The limits on the input (internal/planlimits holds their values, which
 // Input.Validate states).
@@ -169,11 +172,29 @@ type Input struct {
 // TB/s) and a latency of at most 2^32 µs per message. Sample ids must be
 // unique.
 func (in *Input) Validate() error {
-	_, err := in.validate(nil)
+	t := tables.Get().(*[]uint32)
+	var err error
+	*t, err = in.validate(*t)
+	tables.Put(t)
 	return err
 }
 
+// tables holds the hash tables (*[]uint32) of the uniqueness checks made
+// without a Planner's scratch (Validate, DecodeInput): at scale a table
+// is a megabyte, which allocating and zeroing every step would cost more
+// than the check. idSet.reset clears a table before use, so which one it
+// gets changes nothing.
+var tables = sync.Pool{New: func() any { return new([]uint32) }}
+
 func (in *Input) validate(scratch []uint32) ([]uint32, error) {
+	return in.validateInto(scratch, nil, nil)
+}
+
+// validateInto is validate that also copies, when cost and size are not
+// nil, every sample's Cost and Bytes into them (resized), in the pass
+// that checks the samples: at scale a pass over the samples reads
+// megabytes.
+func (in *Input) validateInto(scratch []uint32, cost, size *[]int64) ([]uint32, error) {
 	n, b := len(in.Ranks), in.Batch
 	if in.Mode >= numModes {
 		return scratch, fmt.Errorf("%w: unknown mode %d", ErrInput, uint8(in.Mode))
@@ -198,33 +219,96 @@ func (in *Input) validate(scratch []uint32) ([]uint32, error) {
 			return scratch, fmt.Errorf("%w: rank %d: %v", ErrInput, r, err)
 		}
 	}
+	// The ids go into the uniqueness table in the same pass as the other
+	// checks, which at scale read megabytes; a duplicate is reported
+	// only once every other check has passed.
+	ids := idSet{table: scratch}
+	ids.reset(len(in.Samples))
+	var costs, sizes []int64
+	if cost != nil {
+		*cost, *size = grow(*cost, len(in.Samples)), grow(*size, len(in.Samples))
+		costs, sizes = *cost, *size
+	}
 	for k := range in.Samples {
 		s := &in.Samples[k]
+		if costs != nil {
+			costs[k], sizes[k] = s.Cost, s.Bytes
+		}
 		if s.Owner != k/b {
-			return scratch, fmt.Errorf("%w: sample %d (id %d) has owner %d, want %d (rank r's samples are [r*batch, (r+1)*batch))", ErrInput, k, s.ID, s.Owner, k/b)
+			return ids.table, fmt.Errorf("%w: sample %d (id %d) has owner %d, want %d (rank r's samples are [r*batch, (r+1)*batch))", ErrInput, k, s.ID, s.Owner, k/b)
 		}
 		if err := s.check(); err != nil {
-			return scratch, fmt.Errorf("%w: sample %d (id %d, rank %d): %v", ErrInput, k, s.ID, s.Owner, err)
+			return ids.table, fmt.Errorf("%w: sample %d (id %d, rank %d): %v", ErrInput, k, s.ID, s.Owner, err)
 		}
+		ids.add(s.ID)
 	}
-	table, err := in.checkUnique(scratch)
-	return table, err
+	return in.checkUnique(&ids)
 }
 
-// checkUnique reports a sample id that appears twice. It inserts the ids
-// into an open-addressing hash table (scratch, reused): linear in the
-// number of samples, where sorting the ids would cost G log G. Only
-// lookups are made, so the result does not depend on any iteration order
-// but the samples'.
-func (in *Input) checkUnique(scratch []uint32) ([]uint32, error) {
+// idSet finds a sample id that appears twice: reset, then add every
+// sample's id in order, then checkUnique. It inserts the ids into an
+// open-addressing hash table (reused): linear in the number of samples,
+// where sorting the ids would cost G log G. Only lookups are made, so the
+// result does not depend on any iteration order but the samples'.
+//
+// The table holds 32 bits of each id's mix64 (a bijection), the bits
+// that do not choose its slot, so that a probe compares with the table
+// alone and never reads the samples, scattered over megabytes at scale.
+// Equal fingerprints mean the same id or, about once in 2^32 probes, two
+// ids that share them: checkUniqueExact then decides.
+type idSet struct {
+	table []uint32
+	mask  uint64
+	dup   bool // a fingerprint was added twice
+}
+
+// reset empties the set, sized for g ids.
+func (u *idSet) reset(g int) {
+	u.table, u.mask = uniqueTable(u.table, g)
+	u.dup = false
+}
+
+// add adds an id.
+func (u *idSet) add(id uint64) {
+	m := mix64(id)
+	fp := max(uint32(m>>32), 1) // 0 marks an empty slot
+	for h := m & u.mask; ; h = (h + 1) & u.mask {
+		if u.table[h] == 0 {
+			u.table[h] = fp
+			return
+		}
+		if u.table[h] == fp {
+			u.dup = true
+			return
+		}
+	}
+}
+
+// checkUnique reports a sample id that appears twice, once ids holds
+// every sample's id, and returns ids' table for reuse.
+func (in *Input) checkUnique(ids *idSet) ([]uint32, error) {
+	if !ids.dup {
+		return ids.table, nil
+	}
+	return in.checkUniqueExact(ids.table)
+}
+
+// uniqueTable returns scratch as an empty table for g ids, at most half
+// full, and the mask of its size.
+func uniqueTable(scratch []uint32, g int) ([]uint32, uint64) {
 	size := 1
-	for size < 2*len(in.Samples) {
+	for size < 2*g {
 		size <<= 1
 	}
-	// Each slot holds sample index + 1; 0 is empty.
 	table := grow(scratch, size)
 	clear(table)
-	mask := uint64(size - 1)
+	return table, uint64(size - 1)
+}
+
+// checkUniqueExact is checkUnique comparing the ids themselves: each
+// slot holds a sample index + 1.
+func (in *Input) checkUniqueExact(scratch []uint32) ([]uint32, error) {
+	table, mask := uniqueTable(scratch, len(in.Samples))
 	for k := range in.Samples {
 		id := in.Samples[k].ID
 		for h := mix64(id) & mask; ; h = (h + 1) & mask {

@@ -116,8 +116,8 @@ func (p *Plan) DecodeOrder(r int) []int32 {
 // buildMoves fills Moves, recv and the offsets from Assign. Samples are
 // visited in index order, which is owner order, so each source's moves
 // come out contiguous; within a source they are ordered by destination
-// and then index.
-func (p *Plan) buildMoves(in *Input) {
+// and then index. size[k] is Samples[k].Bytes.
+func (p *Plan) buildMoves(size []int64) {
 	n, b := p.Ranks, p.Batch
 	p.Moves, p.moveSamples = p.Moves[:0], p.moveSamples[:0]
 	p.Moved, p.BytesMoved = 0, 0
@@ -132,17 +132,31 @@ func (p *Plan) buildMoves(in *Input) {
 			}
 		}
 		out := p.moveSamples[start:]
-		slices.SortFunc(out, func(x, y int32) int {
-			if dx, dy := p.Assign[x], p.Assign[y]; dx != dy {
-				return int(dx - dy)
+		if len(out) <= 32 {
+			// A source sends a few samples: an insertion sort, without
+			// the library sort's overhead. (dst, index) is a total
+			// order, so either sort gives the same result.
+			for i := 1; i < len(out); i++ {
+				x := out[i]
+				j := i
+				for ; j > 0 && (p.Assign[out[j-1]] > p.Assign[x] || p.Assign[out[j-1]] == p.Assign[x] && out[j-1] > x); j-- {
+					out[j] = out[j-1]
+				}
+				out[j] = x
 			}
-			return int(x - y)
-		})
+		} else {
+			slices.SortFunc(out, func(x, y int32) int {
+				if dx, dy := p.Assign[x], p.Assign[y]; dx != dy {
+					return int(dx - dy)
+				}
+				return int(x - y)
+			})
+		}
 		for i := 0; i < len(out); {
 			dst := int(p.Assign[out[i]])
 			j, bytes := i, int64(0)
 			for ; j < len(out) && int(p.Assign[out[j]]) == dst; j++ {
-				bytes += in.Samples[out[j]].Bytes
+				bytes += size[out[j]]
 			}
 			p.Moves = append(p.Moves, Move{Src: src, Dst: dst, Bytes: bytes})
 			p.recvAt[dst+1]++

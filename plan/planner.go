@@ -1,6 +1,10 @@
 package plan
 
-import "slices"
+import (
+	"math"
+	"math/bits"
+	"slices"
+)
 
 // partners is how many ranks of each kind improveWorst tries as the
 // other side of an exchange (least excess, cheapest sample, found by scan
@@ -33,6 +37,14 @@ type Planner struct {
 	excess                      []int64 // finish - deadline
 
 	cost []int64 // cost[k] is Samples[k].Cost, dense for the inner loops
+	size []int64 // size[k] is Samples[k].Bytes, likewise
+	// costsOf is the input whose costs and sizes Compute's checks copied
+	// into cost and size, during Compute only.
+	costsOf *Input
+	// ownerMul and ownerShift divide a sample index by the batch size
+	// (see owner).
+	ownerMul   uint64
+	ownerShift uint
 
 	// slots[r*B : (r+1)*B] are rank r's samples, kept in decode order.
 	slots []int32
@@ -79,11 +91,18 @@ func Compute(in *Input) (*Plan, error) {
 // goroutines, no map iteration, integer arithmetic only.
 func (p *Planner) Compute(in *Input, out *Plan) error {
 	var err error
-	if p.ids, err = in.validate(p.ids); err != nil {
+	if p.ids, err = in.validateInto(p.ids, &p.cost, &p.size); err != nil {
 		return err
 	}
+	p.costsOf = in
+	p.compute(in, out)
+	return nil
+}
+
+// compute plans the valid input in into out.
+func (p *Planner) compute(in *Input, out *Plan) {
 	p.in = in
-	defer func() { p.in = nil }()
+	defer func() { p.in, p.costsOf = nil, nil }()
 	p.nodes = slices.ContainsFunc(in.Ranks, func(r Progress) bool { return r.Node != in.Ranks[0].Node })
 	p.setup()
 	if in.Mode != ModeLocal {
@@ -95,7 +114,6 @@ func (p *Planner) Compute(in *Input, out *Plan) error {
 		}
 	}
 	p.emit(out)
-	return nil
 }
 
 // setup loads the mode's model and puts every sample with its owner.
@@ -113,18 +131,21 @@ func (p *Planner) setup() {
 		}
 	}
 	p.slots, p.where = grow(p.slots, n*b), grow(p.where, n*b)
-	p.cost = grow(p.cost, n*b)
+	if p.costsOf != in { // else validateInto copied them
+		p.cost, p.size = grow(p.cost, n*b), grow(p.size, n*b)
+		for k := range in.Samples {
+			p.cost[k], p.size[k] = in.Samples[k].Cost, in.Samples[k].Bytes
+		}
+	}
+	p.ownerShift, p.ownerMul = ownerDivisor(b)
 	p.kicked = grow(p.kicked, n*b)
 	clear(p.kicked)
-	for k := range in.Samples {
-		p.cost[k] = in.Samples[k].Cost
-	}
 	p.late, p.room = 0, 0
 	for r := range n {
 		w := int64(0)
 		for k := r * b; k < (r+1)*b; k++ {
 			p.slots[k], p.where[k] = int32(k), int32(r)
-			w += in.Samples[k].Cost
+			w += p.cost[k]
 		}
 		p.work[r] = w
 		p.excess[r] = p.excessWith(int32(r), w)
@@ -136,7 +157,7 @@ func (p *Planner) setup() {
 	}
 	p.minCost = grow(p.minCost, n)
 	for r := range n {
-		p.minCost[r] = in.Samples[p.slots[(r+1)*b-1]].Cost
+		p.minCost[r] = p.cost[p.slots[(r+1)*b-1]]
 	}
 	p.hi.reset(p.excess, true)
 	p.lo.reset(p.excess, false)
@@ -149,13 +170,14 @@ func (p *Planner) setup() {
 // cmpDecode orders samples for decoding: larger cost first, then smaller
 // id, then smaller index, a total order.
 func (p *Planner) cmpDecode(x, y int32) int {
-	sx, sy := &p.in.Samples[x], &p.in.Samples[y]
-	switch {
-	case sx.Cost != sy.Cost:
-		if sx.Cost > sy.Cost {
+	if cx, cy := p.cost[x], p.cost[y]; cx != cy {
+		if cx > cy {
 			return -1
 		}
 		return 1
+	}
+	sx, sy := &p.in.Samples[x], &p.in.Samples[y]
+	switch {
 	case sx.ID != sy.ID:
 		if sx.ID < sy.ID {
 			return -1
@@ -166,33 +188,74 @@ func (p *Planner) cmpDecode(x, y int32) int {
 }
 
 // sortDecode sorts a rank's slots into decode order. For the batch sizes
-// of training it insertion-sorts packed keys — cost descending, then
-// position — held in a local array, then restores the id order inside
-// runs of equal cost; beyond, it uses the library's sort.
+// of training it sorts packed keys — cost descending, then position —
+// held in a local array with a sorting network, then restores the id
+// order inside runs of equal cost; beyond, it uses the library's sort.
 func (p *Planner) sortDecode(r []int32) {
 	if len(r) > len(p.keys) {
 		slices.SortFunc(r, p.cmpDecode)
 		return
 	}
-	keys := p.keys[:len(r)]
+	// The network of the next power of two; the padding keys, all ones,
+	// sort after every real key.
+	net := decodeNets[bits.Len(uint(len(r)-1))]
+	keys := &p.keys
 	for i, k := range r {
 		keys[i] = uint64(maxCost-p.cost[k])<<12 | uint64(i) // cost <= maxCost, i < 4096
 	}
-	for i := 1; i < len(keys); i++ {
-		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
-			keys[j], keys[j-1] = keys[j-1], keys[j]
-		}
+	for i := len(r); i < 1<<bits.Len(uint(len(r)-1)); i++ {
+		keys[i] = math.MaxUint64
+	}
+	for _, c := range net {
+		x, y := keys[c[0]&63], keys[c[1]&63]
+		keys[c[0]&63], keys[c[1]&63] = min(x, y), max(x, y)
 	}
 	var src [64]int32
 	copy(src[:], r)
-	for i, key := range keys {
-		r[i] = src[key&(1<<12-1)]
+	for i := range r {
+		r[i] = src[keys[i]&(1<<12-1)]
 	}
 	for i := 1; i < len(r); i++ { // equal costs: ids ascending
 		for j := i; j > 0 && p.cost[r[j]] == p.cost[r[j-1]] && p.cmpDecode(r[j], r[j-1]) < 0; j-- {
 			r[j], r[j-1] = r[j-1], r[j]
 		}
 	}
+}
+
+// decodeNets[m] is Batcher's odd-even merge sort of 2^m keys as a list
+// of compare-exchanges (lower index gets the smaller key), for
+// sortDecode: branch-free, where an insertion sort mispredicts about one
+// branch per move.
+var decodeNets = func() (nets [7][][2]uint8) {
+	for m := range nets {
+		n := 1 << m
+		for p := 1; p < n; p <<= 1 {
+			for k := p; k >= 1; k >>= 1 {
+				for j := k % p; j+k < n; j += 2 * k {
+					for i := 0; i < min(k, n-j-k); i++ {
+						if (i+j)/(2*p) == (i+j+k)/(2*p) {
+							nets[m] = append(nets[m], [2]uint8{uint8(i + j), uint8(i + j + k)})
+						}
+					}
+				}
+			}
+		}
+	}
+	return nets
+}()
+
+// owner returns the rank that owns sample k, k / Batch, without a
+// division: ⌊k*m / 2^s⌋ with s = 28 + ⌈log2 B⌉ and m = ⌈2^s / B⌉ is
+// exact for every k < 2^28 (Granlund and Montgomery), and the input
+// limits keep k below maxRanks*maxBatch = 2^28; k*m < 2^57.
+func (p *Planner) owner(k int32) int32 {
+	return int32(uint64(k) * p.ownerMul >> p.ownerShift)
+}
+
+// ownerDivisor returns s and m of owner for batch size b.
+func ownerDivisor(b int) (s uint, m uint64) {
+	s = 28 + uint(bits.Len(uint(b-1)))
+	return s, (1<<s + uint64(b) - 1) / uint64(b)
 }
 
 // excessWith is rank r's predicted finish minus its deadline if its
@@ -224,7 +287,7 @@ func (p *Planner) emit(out *Plan) {
 		out.Makespan = max(out.Makespan, out.Finish[r])
 	}
 	out.Exchanges = append(out.Exchanges[:0], p.exchanges...)
-	out.buildMoves(in)
+	out.buildMoves(p.size)
 	out.Hash = out.hash()
 }
 

@@ -90,12 +90,26 @@ func (p *Planner) kick() bool {
 // scan found recently; then it scans every rank.
 func (p *Planner) improveWorst() bool {
 	s := p.hi.top()
+	// The first partner, the rank with the least excess, usually admits
+	// an exchange: on one node it comes first in the list, so it is
+	// tried before the list is built. (best changes nothing when it
+	// finds none, so trying it twice changes nothing either.)
+	tried := int32(-1)
+	if !p.nodes {
+		if t := p.lo.top(); t != s && p.excess[t] < p.excess[s] {
+			if x, ok := p.best(s, t); ok {
+				p.apply(x)
+				return true
+			}
+			tried = t
+		}
+	}
 	p.cands = p.lo.firstK(partners, p.cands[:0])
 	p.cands = p.cheap.firstK(partners, p.cands)
 	p.cands = append(p.cands, p.recent...)
 	p.sameNodeFirst(s)
 	for i, t := range p.cands {
-		if t == s || p.excess[t] >= p.excess[s] || slices.Contains(p.cands[:i], t) {
+		if t == s || p.excess[t] >= p.excess[s] || slices.Contains(p.cands[:i], t) || i == 0 && t == tried {
 			continue
 		}
 		if x, ok := p.best(s, t); ok {
@@ -253,10 +267,22 @@ const roomCap = maxBatch * maxCost
 // helpLate makes the best admissible exchange between the late rank s and
 // one of the ranks with the most slack, and reports whether it made one.
 func (p *Planner) helpLate(s int32) bool {
+	// As in improveWorst, the first partner is tried before the list is
+	// built.
+	tried := int32(-1)
+	if !p.nodes {
+		if t := p.lo.top(); p.excess[t] < 0 {
+			if x, ok := p.best(s, t); ok {
+				p.apply(x)
+				return true
+			}
+			tried = t
+		}
+	}
 	p.cands = p.lo.firstK(partners, p.cands[:0])
 	p.sameNodeFirst(s)
-	for _, t := range p.cands {
-		if p.excess[t] >= 0 {
+	for i, t := range p.cands {
+		if p.excess[t] >= 0 || i == 0 && t == tried {
 			continue
 		}
 		if x, ok := p.best(s, t); ok {
@@ -301,7 +327,7 @@ func (p *Planner) slack() {
 
 // shift moves every deadline delta µs earlier (later if negative),
 // adjusting the excesses and the late and room counts. A uniform shift
-// keeps every heap's order.
+// keeps every heap's order; the heaps' copies of the keys are refreshed.
 func (p *Planner) shift(delta int64) {
 	p.late, p.room = 0, 0
 	for r := range p.excess {
@@ -312,4 +338,6 @@ func (p *Planner) shift(delta int64) {
 		}
 		p.room += p.roomOf(int32(r))
 	}
+	p.hi.rekey()
+	p.lo.rekey()
 }

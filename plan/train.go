@@ -87,10 +87,8 @@ func (p *Planner) evenTrain() {
 				p.apply(x)
 				p.train[s] -= x.moved
 				p.train[t] += x.moved
-				p.trainHi.fix(s)
-				p.trainHi.fix(t)
-				p.trainLo.fix(s)
-				p.trainLo.fix(t)
+				p.trainHi.fixPair(s, t)
+				p.trainLo.fixPair(s, t)
 				made = true
 				break
 			}
