@@ -378,7 +378,6 @@ func runSettings(f *runFlags) []agree.Setting {
 		{Name: "--stream-turns", Value: uint64(f.cfg.StreamTurns)},
 		{Name: "--shuffle-buffer", Value: uint64(f.cfg.ShuffleBuffer)},
 		{Name: "--epochs", Value: uint64(f.epochs)},
-		{Name: "--repeat", Value: uint64(f.repeat)},
 		{Name: "--audio-rate", Value: uint64(f.cfg.Decode.AudioRate)},
 		{Name: "--audio-channels", Value: uint64(f.cfg.Decode.AudioChannels)},
 		{Name: "--check-every", Value: uint64(f.cfg.CheckEvery)},
@@ -386,6 +385,8 @@ func runSettings(f *runFlags) []agree.Setting {
 		{Name: "--checkpoint-every", Value: uint64(f.cfg.CheckpointEvery)},
 		{Name: "--resume (0 false, 1 true, 2 auto)", Value: uint64(f.resume)},
 		{Name: "--data (1 given, 0 the default dataset)", Value: map[bool]uint64{true: 1}[f.data != ""]},
+		// After --data, which decides its default: that one differs says more.
+		{Name: "--repeat", Value: uint64(f.repeat)},
 		{Name: "--frames", Value: uint64(f.cfg.Decode.Frames)},
 		{Name: "--size", Value: uint64(f.cfg.Decode.Size)},
 		{Name: "--check-hashes (1 on, 0 off)", Value: map[bool]uint64{true: 1}[f.cfg.Decode.CheckHashes]},
