@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -57,49 +56,33 @@ func runRun(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 // rank of every node generates it once (deterministically, into a
 // temporary directory renamed into place), the others wait.
 func defaultDataset(ctx context.Context, c collective.Comm, root string, seed uint64, log io.Writer) (string, error) {
-	dir := defaultDir(root, seed)
 	var genErr error
 	if c.Info().LocalRank == 0 {
-		if !gen.Current(dir) {
-			genErr = generateDefault(ctx, dir, seed, log, c.Rank() == 0)
+		if !gen.Current(gen.DefaultDir(root, seed)) {
+			genErr = generateDefault(ctx, root, seed, log, c.Rank() == 0)
 		}
 	}
 	// Every rank learns whether any node failed, so none proceeds alone.
 	if err := agreeOnError(c, genErr, "failed"); err != nil {
 		return "", err
 	}
-	return dir, nil
-}
-
-// defaultDir is where the default dataset of seed lives in the cache root.
-func defaultDir(root string, seed uint64) string {
-	return filepath.Join(root, gen.DefaultCacheName(seed))
+	return gen.DefaultDir(root, seed), nil
 }
 
 // interleavedDefault makes sure the uniform layout of the default dataset
-// of seed in the cache root exists (gen.Interleave: the same samples
-// dealt across its shards), made once per node after the dataset, and
-// returns its path.
+// of seed in the cache root exists (gen.EnsureInterleaved), made once per
+// node after the dataset, and returns its path.
 func interleavedDefault(c collective.Comm, root string, seed uint64) (string, error) {
-	dir, out := defaultDir(root, seed), filepath.Join(root, gen.InterleavedCacheName(seed))
 	var err error
-	if c.Info().LocalRank == 0 && !gen.Current(out) {
-		_, err = gen.Install(out, func(tmp string) error {
-			paths, err := filepath.Glob(filepath.Join(dir, "*.tar"))
-			if err != nil {
-				return err
-			}
-			_, err = gen.Interleave(paths, tmp, gen.Default("").Preset)
-			return err
-		})
-		if err != nil {
+	if c.Info().LocalRank == 0 {
+		if _, err = gen.EnsureInterleaved(root, seed); err != nil {
 			err = fmt.Errorf("interleave the default dataset: %w", err)
 		}
 	}
 	if err := agreeOnError(c, err, "failed"); err != nil {
 		return "", err
 	}
-	return out, nil
+	return gen.InterleavedDir(root, seed), nil
 }
 
 // firstFailedRank tells every rank the lowest rank whose failed is true,
@@ -119,22 +102,21 @@ func firstFailedRank(c collective.Comm, failed bool) (int, error) {
 	return int(first[0]), nil
 }
 
-func generateDefault(ctx context.Context, dir string, seed uint64, log io.Writer, talk bool) error {
-	cfg := gen.Default("")
-	cfg.Seed = seed
+func generateDefault(ctx context.Context, root string, seed uint64, log io.Writer, talk bool) error {
+	var waiting func()
 	if talk {
+		d := gen.Default("")
 		fmt.Fprintf(log, "datahelix: generating the default dataset (%s, %d samples in %d shards) into %s, once\n",
-			cfg.Preset, cfg.Samples, cfg.Shards, dir)
-		cfg.Waiting = func() {
+			d.Preset, d.Samples, d.Shards, gen.DefaultDir(root, seed))
+		waiting = func() {
 			fmt.Fprintf(log, "datahelix: another job is generating it: waiting for that job\n")
 		}
 	}
 	t0 := time.Now()
 	var made bool
 	err := withAllCPUs(func(cpus int) error {
-		cfg.Workers = cpus
 		var err error
-		made, err = gen.Ensure(ctx, cfg, dir)
+		_, made, err = gen.EnsureDefault(ctx, root, seed, cpus, waiting)
 		return err
 	})
 	if err != nil {

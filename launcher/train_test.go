@@ -398,7 +398,7 @@ func TestExampleTrainsOnTheDefaultDataset(t *testing.T) {
 	}
 	// The dataset train generated: run without --data trains its default
 	// job (two layouts, three times).
-	data := filepath.Join(cache, gen.DefaultCacheName(1))
+	data := gen.DefaultDir(cache, 1)
 	runArgs := append(append([]string{"run", "--data", data, "--loader", "helix", "--gpu-step-ms", "5", "--gpu-ms-per-frame", "0"}, shape...), "--json", filepath.Join(dir, "run.json"))
 	if log, err := mpirunMain(t, 2, runArgs...); err != nil {
 		t.Fatalf("%v\n%s", err, log)

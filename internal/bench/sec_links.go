@@ -125,7 +125,7 @@ func linkBytesPerUS(rate string) int64 {
 // machine's cores, each node's link at the rate, and returns each loader
 // of linkLoaders's summary, in that order.
 func simulateLinks(env *report.SectionEnv, rate string) ([]metrics.Summary, error) {
-	dir := filepath.Join(shardindex.DefaultCacheDir(), gen.DefaultCacheName(env.Seed))
+	dir := gen.DefaultDir(shardindex.DefaultCacheDir(), env.Seed)
 	ds, err := decode.OpenDataset(dir, "")
 	if err != nil {
 		return nil, err
@@ -202,10 +202,8 @@ func runOnBed(ctx context.Context, script, rate string, seed uint64) ([]metrics.
 	// The default dataset alone, once, at run's batch and GPU for
 	// datasets of one's own (with no --data, run trains its default job:
 	// two layouts, three times).
-	dir := filepath.Join(shardindex.DefaultCacheDir(), gen.DefaultCacheName(seed))
-	cfg := gen.Default("")
-	cfg.Seed = seed
-	if _, err := gen.Ensure(ctx, cfg, dir); err != nil {
+	dir, _, err := gen.EnsureDefault(ctx, shardindex.DefaultCacheDir(), seed, 0, nil)
+	if err != nil {
 		return nil, err
 	}
 	args = append(args, "--", "-np", "4", "datahelix", "run", "--quiet", "--loader", "torch,helix,helix-nogate", "--data", dir,

@@ -101,16 +101,46 @@ func Default(out string) Config {
 	return Config{Preset: "hdmix", Samples: 128, Shards: 4, Out: out, Seed: 1, DurationScale: 0.3}
 }
 
-// DefaultCacheName is the name of the default dataset of seed in a
-// cache directory (the runtime generates it there once).
-func DefaultCacheName(seed uint64) string {
-	return CacheName(fmt.Sprintf("default-%s-seed%d", Default("").Preset, seed))
+// DefaultDir is the directory of the default dataset of seed in the
+// cache directory root, where the runtime generates it once.
+func DefaultDir(root string, seed uint64) string {
+	return filepath.Join(root, CacheName(fmt.Sprintf("default-%s-seed%d", Default("").Preset, seed)))
 }
 
-// InterleavedCacheName is the name of the default dataset of seed dealt
-// across its shards (Interleave) in a cache directory.
-func InterleavedCacheName(seed uint64) string {
-	return CacheName(fmt.Sprintf("default-%s-seed%d-interleaved", Default("").Preset, seed))
+// EnsureDefault makes sure the default dataset of seed is in the cache
+// directory root (Ensure), generating it with workers ffmpeg processes
+// (0: GOMAXPROCS) and calling waiting if another process is generating
+// it; it returns the dataset's directory and whether it generated it.
+func EnsureDefault(ctx context.Context, root string, seed uint64, workers int, waiting func()) (string, bool, error) {
+	cfg := Default("")
+	cfg.Seed, cfg.Workers, cfg.Waiting = seed, workers, waiting
+	dir := DefaultDir(root, seed)
+	made, err := Ensure(ctx, cfg, dir)
+	return dir, made, err
+}
+
+// InterleavedDir is the directory of the default dataset of seed dealt
+// across its shards (EnsureInterleaved) in the cache directory root.
+func InterleavedDir(root string, seed uint64) string {
+	return filepath.Join(root, CacheName(fmt.Sprintf("default-%s-seed%d-interleaved", Default("").Preset, seed)))
+}
+
+// EnsureInterleaved makes sure the default dataset of seed dealt across
+// its shards (Interleave: the same samples, each shard an equal share of
+// every source) is in the cache directory root beside the dataset, which
+// must be there (EnsureDefault), made once (Install); it returns its
+// directory.
+func EnsureInterleaved(root string, seed uint64) (string, error) {
+	src, dir := DefaultDir(root, seed), InterleavedDir(root, seed)
+	_, err := Install(dir, func(tmp string) error {
+		paths, err := filepath.Glob(filepath.Join(src, "*.tar"))
+		if err != nil {
+			return err
+		}
+		_, err = Interleave(paths, tmp, Default("").Preset)
+		return err
+	})
+	return dir, err
 }
 
 // Bounds of a Config (and of gen's flags).

@@ -441,14 +441,13 @@ func (c BridgeConfig) bridgeData(ctx context.Context, re RealEnv, seed uint64) (
 	if c.Data != "" {
 		return filepath.Abs(c.Data)
 	}
-	dir := filepath.Join(re.CacheDir, gen.DefaultCacheName(seed))
-	if gen.Current(dir) {
+	if dir := gen.DefaultDir(re.CacheDir, seed); gen.Current(dir) {
 		return dir, nil
 	}
-	cfg := gen.Default("")
-	cfg.Seed, cfg.Workers = seed, runtime.NumCPU()
-	re.Logf("bridge: generating the default dataset (%s, %d samples in %d shards) into %s", cfg.Preset, cfg.Samples, cfg.Shards, dir)
-	if _, err := gen.Ensure(ctx, cfg, dir); err != nil {
+	d := gen.Default("")
+	re.Logf("bridge: generating the default dataset (%s, %d samples in %d shards) into %s", d.Preset, d.Samples, d.Shards, gen.DefaultDir(re.CacheDir, seed))
+	dir, _, err := gen.EnsureDefault(ctx, re.CacheDir, seed, runtime.NumCPU(), nil)
+	if err != nil {
 		return "", workload.Wrapf(err, "generate the default dataset")
 	}
 	return dir, nil
