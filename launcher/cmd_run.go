@@ -247,19 +247,18 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 	// uniform layout too.
 	cases := make([]caseResults, len(f.cases))
 	for i, rc := range f.cases {
-		cases[i] = caseResults{runCase: rc, data: j.data}
+		cases[i] = caseResults{runCase: rc, data: j.data, ds: j.ds}
 	}
-	dss := []*decode.Dataset{j.ds}
 	if len(cases) > 1 {
-		if cases[1].data, err = interleavedDefault(c, cli.CacheRoot(f.cacheDir), f.seed); err != nil {
+		root := cli.CacheRoot(f.cacheDir)
+		u := &cases[1]
+		if u.data, err = interleavedDefault(c, root, f.seed); err != nil {
 			return err
 		}
-		ds, err := openData(c, f, cli.CacheRoot(f.cacheDir), cases[1].data)
-		if err != nil {
+		if u.ds, err = openData(c, f, root, u.data); err != nil {
 			return err
 		}
-		defer ds.Close()
-		dss = append(dss, ds)
+		defer u.ds.Close()
 	}
 	var bar *progressbar.ProgressBar
 	if c.Rank() == 0 && !f.quiet {
@@ -276,7 +275,7 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 	var counts []int64
 	var runs []spmd.Kind // the loader of each run, in counts' order
 	for ci := range cases {
-		cr, ds := &cases[ci], dss[ci]
+		cr := &cases[ci]
 		samples := loader.NewSampleLog() // a bad sample is logged once, not per loader
 		for r := range f.repeat {
 			var row []metrics.Summary
@@ -294,7 +293,7 @@ func runJob(ctx context.Context, c collective.Comm, f *runFlags, out, errOut io.
 				if bar != nil {
 					bar.Describe(cr.label(k, r, f.repeat))
 				}
-				res, err := loader.Run(ctx, wc, ds, cfg)
+				res, err := loader.Run(ctx, wc, cr.ds, cfg)
 				if err != nil {
 					// What every rank finds alike in a run (a shard without
 					// samples, checkpoints it cannot resume from) is its input.
@@ -341,7 +340,8 @@ func repeatNumber(r, repeat int) int {
 // l in repeat r (rank 0's, which holds every rank's figures).
 type caseResults struct {
 	runCase
-	data string // the dataset's path
+	data string          // the dataset's path
+	ds   *decode.Dataset // open while the job runs
 	runs [][]metrics.Summary
 }
 
