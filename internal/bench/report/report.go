@@ -233,9 +233,7 @@ func NewReport(m machine.Machine, cfg eval.EvalConfig, ev *eval.Evaluation, cal 
 			r.Calibration.Note = strings.TrimPrefix(r.Calibration.Note+"; "+w, "; ")
 		}
 	}
-	for _, s := range ev.Setups {
-		r.Comparisons = append(r.Comparisons, compare(s.Workload, s.Skew, ev.Results))
-	}
+	r.Comparisons = compareAll(ev)
 	r.Summary = summarize(r.Comparisons, ev.Setups, 1, cfg.Steps)
 	r.Goals = goals(r)
 	return r
@@ -271,11 +269,7 @@ func NewReportOver(m machine.Machine, cfg eval.EvalConfig, evs []*eval.Evaluatio
 	r.Summary.Seeds = len(evs)
 	per := make([]Summary, len(evs))
 	for i, e := range evs {
-		var cs []Comparison
-		for _, s := range e.Setups {
-			cs = append(cs, compare(s.Workload, s.Skew, e.Results))
-		}
-		per[i] = summarize(cs, e.Setups, 1, cfg.Steps)
+		per[i] = summarize(compareAll(e), e.Setups, 1, cfg.Steps)
 	}
 	r.Summary.CI95 = map[string]float64{}
 	for _, f := range ciFigures {
@@ -364,6 +358,15 @@ func steadyRatio(a, b *eval.Result) *float64 {
 func helixFamily(loader string) bool {
 	return loader == step.KindHelix.String() || loader == step.KindHelixNoGate.String() || loader == step.KindHelixNoTrain.String() ||
 		loader == step.KindOracle.String()
+}
+
+// compareAll computes helix's comparison on every workload of ev.
+func compareAll(ev *eval.Evaluation) []Comparison {
+	var cs []Comparison
+	for _, s := range ev.Setups {
+		cs = append(cs, compare(s.Workload, s.Skew, ev.Results))
+	}
+	return cs
 }
 
 // compare computes helix's comparison on one workload.
