@@ -14,8 +14,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/datahelix/datahelix/internal/bench/eval"
@@ -381,28 +379,9 @@ func runGroup(ctx context.Context, timeout time.Duration, mk func(context.Contex
 	cmd := mk(rctx)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var mu sync.Mutex
-	var kill *time.Timer
-	cmd.Cancel = func() error {
-		pgid := -cmd.Process.Pid
-		mu.Lock()
-		kill = time.AfterFunc(stopGrace, func() { _ = syscall.Kill(pgid, syscall.SIGKILL) })
-		mu.Unlock()
-		return syscall.Kill(pgid, syscall.SIGTERM)
-	}
-	// A member that outlived the SIGKILL holding the output open (it
-	// cannot: a backstop).
-	cmd.WaitDelay = 2 * stopGrace
+	reap := stopGroup(cmd, stopGrace)
 	err := cmd.Run()
-	mu.Lock()
-	if kill != nil {
-		// What the leader left of its group (a trainer that ignored
-		// SIGTERM): the group is ours, its leader just reaped.
-		kill.Stop()
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
-	mu.Unlock()
+	reap()
 	name := filepath.Base(cmd.Args[0])
 	switch {
 	case err == nil:
@@ -414,11 +393,6 @@ func runGroup(ctx context.Context, timeout time.Duration, mk func(context.Contex
 	}
 	return out.Bytes(), fmt.Errorf("%w: %s: %w", ErrReal, name, err)
 }
-
-// stopGrace is how long a stopped run's process group has between
-// SIGTERM and SIGKILL: mpirun forwards SIGTERM, datahelix train gives its
-// trainer bridgeGrace to exit.
-var stopGrace = 10 * time.Second
 
 // bridgeGrace is datahelix train's --grace in the section's runs: a
 // stopped run saves nothing.

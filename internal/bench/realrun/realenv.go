@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/datahelix/datahelix/internal/bench/cmdinfo"
@@ -149,7 +150,8 @@ func (e RealEnv) mpiRunStats(ctx context.Context, timeout time.Duration, np int,
 }
 
 // RunCommand runs cmd, started with exec.CommandContext(ctx, ...), and
-// returns its standard output. When ctx was cancelled from outside (a
+// returns its standard output; when ctx ends, cmd's whole process group
+// is killed (stopGroup), mpirun's ranks with it. When ctx was cancelled from outside (a
 // signal, another rank's failure), the error is short, names the program
 // and wraps the cancellation's cause, so that errors.Is and errors.As
 // see what stopped the command (the launcher maps an interruption to
@@ -159,8 +161,9 @@ func (e RealEnv) mpiRunStats(ctx context.Context, timeout time.Duration, np int,
 func RunCommand(ctx context.Context, cmd *exec.Cmd) ([]byte, error) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.WaitDelay = 5 * time.Second
+	reap := stopGroup(cmd, 0)
 	err := cmd.Run()
+	reap()
 	if err == nil {
 		return stdout.Bytes(), nil
 	}
@@ -256,4 +259,43 @@ func loadAvg() float64 {
 		return -1
 	}
 	return l
+}
+
+// stopGrace is how long a stopped command's process group has between
+// SIGTERM and SIGKILL: mpirun forwards SIGTERM to its ranks, and datahelix
+// train gives its trainer bridgeGrace to exit.
+var stopGrace = 10 * time.Second
+
+// stopGroup makes cmd, not yet started, the leader of a process group of
+// its own, and has the end of its context stop the whole group: SIGTERM,
+// then SIGKILL after grace, or SIGKILL at once for a grace of 0. (Killing
+// mpirun alone leaves its ranks running, and their trainers with them.) Call the returned reap after
+// cmd.Run: when the run was stopped it kills what the group left (a
+// trainer that ignored SIGTERM), the group being ours, its leader just
+// reaped.
+func stopGroup(cmd *exec.Cmd, grace time.Duration) (reap func()) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var mu sync.Mutex
+	var kill *time.Timer
+	cmd.Cancel = func() error {
+		pgid := -cmd.Process.Pid
+		if grace == 0 {
+			return syscall.Kill(pgid, syscall.SIGKILL)
+		}
+		mu.Lock()
+		kill = time.AfterFunc(grace, func() { _ = syscall.Kill(pgid, syscall.SIGKILL) })
+		mu.Unlock()
+		return syscall.Kill(pgid, syscall.SIGTERM)
+	}
+	// A member that outlived the SIGKILL holding the output open (it
+	// cannot: a backstop).
+	cmd.WaitDelay = max(2*grace, 5*time.Second)
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if kill != nil {
+			kill.Stop()
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+	}
 }
